@@ -1,1 +1,74 @@
-fn main() {}
+//! `flink-operator`: a Kubernetes operator for Apache Flink.
+
+mod cli;
+mod config;
+mod https;
+mod probes;
+mod run;
+mod telemetry;
+
+use std::{io::Write, process::ExitCode};
+
+use clap::Parser;
+
+use crate::cli::{CertsCommand, Cli, Command, CrdArgs};
+
+fn main() -> ExitCode {
+    // kube's client and our server both build rustls configs; with one provider installed
+    // up front neither can pick a different one by accident.
+    if rustls::crypto::ring::default_provider()
+        .install_default()
+        .is_err()
+    {
+        eprintln!("error: a rustls crypto provider was already installed");
+        return ExitCode::FAILURE;
+    }
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => {
+            telemetry::init();
+            run_async(args)
+        }
+        Command::Crd(args) => crd(args),
+        Command::Certs(CertsCommand::Generate(args)) => {
+            flink_operator_certs::generate_self_signed(&args.dns, &args.ip)
+                .and_then(|generated| generated.write_to_dir(&args.out))
+                .map(|()| eprintln!("wrote ca.crt, tls.crt and tls.key to {}", args.out.display()))
+                .map_err(|e| e.to_string())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            tracing::error!(error = %message, "flink-operator failed");
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_async(args: cli::RunArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(run::run(args)).map_err(|e| e.to_string())
+}
+
+fn crd(args: CrdArgs) -> Result<(), String> {
+    match args.split {
+        None => std::io::stdout()
+            .write_all(flink_operator_api::crd::crds_yaml().as_bytes())
+            .map_err(|e| e.to_string()),
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            for crd in flink_operator_api::crd::all_crds() {
+                let path = dir.join(flink_operator_api::crd::crd_file_name(&crd));
+                let yaml = flink_operator_api::crd::crd_yaml(&crd);
+                std::fs::write(&path, yaml).map_err(|e| format!("{}: {e}", path.display()))?;
+                eprintln!("wrote {}", path.display());
+            }
+            Ok(())
+        }
+    }
+}

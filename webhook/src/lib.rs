@@ -1,1 +1,75 @@
-//! placeholder
+//! Admission webhook for the `flink.apache.org` resources.
+//!
+//! `POST /validate` and `POST /mutate` take an `admission.k8s.io/v1` AdmissionReview and
+//! answer one. The rules themselves are pure functions in `flink_operator_api::validation`,
+//! shared with the reconcile loops; this crate is the protocol around them: decoding with
+//! limits ([`review`]), routing each kind to its rules ([`admit`]), lookups of referenced
+//! objects ([`lookup`]) and JSON Patch defaults ([`patch`]). It serves plain HTTP; TLS is
+//! the binary's concern.
+
+pub mod admit;
+pub mod lookup;
+pub mod metrics;
+pub mod patch;
+pub mod review;
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    body::Body,
+    extract::{Request, State},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use http_body_util::{BodyExt, Limited};
+
+pub use admit::{Admission, Endpoint, FlinkKind};
+pub use review::ReviewError;
+
+/// The admission routes, answering with `admission`.
+pub fn router(admission: Arc<Admission>) -> Router {
+    Router::new()
+        .route("/validate", post(validate))
+        .route("/mutate", post(mutate))
+        .fallback(|| async {
+            (
+                http::StatusCode::NOT_FOUND,
+                "no such endpoint: this server answers POST /validate and POST /mutate\n",
+            )
+        })
+        .with_state(admission)
+}
+
+async fn validate(State(admission): State<Arc<Admission>>, request: Request) -> Response {
+    answer(&admission, Endpoint::Validate, request.into_body()).await
+}
+
+async fn mutate(State(admission): State<Arc<Admission>>, request: Request) -> Response {
+    answer(&admission, Endpoint::Mutate, request.into_body()).await
+}
+
+async fn answer(admission: &Admission, endpoint: Endpoint, body: Body) -> Response {
+    let bytes = match read_body(body).await {
+        Ok(bytes) => bytes,
+        Err(error) => return error.into_response(),
+    };
+    match review::decode(&bytes) {
+        Ok(request) => review::encode(admission.review(endpoint, request).await),
+        Err(error) => {
+            tracing::debug!(%error, endpoint = endpoint.as_str(), "malformed admission request");
+            error.into_response()
+        }
+    }
+}
+
+/// Reads the whole body, refusing it as soon as it passes the size limit or the deadline.
+async fn read_body(body: Body) -> Result<bytes::Bytes, ReviewError> {
+    let limited = Limited::new(body, review::MAX_BODY_BYTES);
+    match tokio::time::timeout(review::BODY_READ_TIMEOUT, limited.collect()).await {
+        Err(_) => Err(ReviewError::Timeout),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => Err(ReviewError::TooLarge),
+        Ok(Err(error)) => Err(ReviewError::Unreadable(error.to_string())),
+    }
+}

@@ -1,0 +1,663 @@
+//! Types shared by several kinds: the job spec, resources, ingress, enums and job status.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::api::networking::v1::IngressTLS;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::config::FlinkConfiguration;
+use crate::pod_template::PodTemplate;
+use crate::reconciled_spec::{ReconciledSpec, ReconciledSpecError};
+use crate::string_enum::string_enum;
+
+/// A string that is not one of an enum's JSON spellings.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {type_name} value {value:?}")]
+pub struct UnknownEnumValue {
+    /// Rust name of the enum.
+    pub type_name: &'static str,
+    /// The rejected text.
+    pub value: String,
+}
+
+// === Enums ===
+
+string_enum! {
+    /// Flink version of the image; decides which configuration keys and features apply.
+    pub enum FlinkVersion {
+        /// Flink 1.13 (unsupported).
+        V1_13 => "v1_13",
+        /// Flink 1.14 (unsupported).
+        V1_14 => "v1_14",
+        /// Flink 1.15 (deprecated).
+        V1_15 => "v1_15",
+        /// Flink 1.16 (deprecated).
+        V1_16 => "v1_16",
+        /// Flink 1.17 (deprecated).
+        V1_17 => "v1_17",
+        /// Flink 1.18 (deprecated).
+        V1_18 => "v1_18",
+        /// Flink 1.19.
+        V1_19 => "v1_19",
+        /// Flink 1.20.
+        V1_20 => "v1_20",
+        /// Flink 2.0.
+        V2_0 => "v2_0",
+        /// Flink 2.1.
+        V2_1 => "v2_1",
+        /// Flink 2.2.
+        V2_2 => "v2_2",
+        /// Flink 2.3.
+        V2_3 => "v2_3",
+        /// Flink 2.4.
+        V2_4 => "v2_4",
+    }
+}
+
+impl FlinkVersion {
+    /// Whether the operator can manage this version at all (v1_15 and newer).
+    pub fn is_supported(self) -> bool {
+        self >= FlinkVersion::V1_15
+    }
+
+    /// Whether the version is still accepted but scheduled for removal (v1_15 to v1_18).
+    pub fn is_deprecated(self) -> bool {
+        (FlinkVersion::V1_15..=FlinkVersion::V1_18).contains(&self)
+    }
+
+    /// True when this version is `other` or newer.
+    pub fn is_at_least(self, other: FlinkVersion) -> bool {
+        self >= other
+    }
+
+    /// The `major.minor` form Flink itself reports, e.g. `1.20`.
+    pub fn dotted(self) -> String {
+        self.as_str().trim_start_matches('v').replace('_', ".")
+    }
+}
+
+string_enum! {
+    /// How the job's state is carried over an upgrade or suspension.
+    #[derive(Default)]
+    pub enum UpgradeMode {
+        /// Stop with a savepoint and restore from it.
+        Savepoint => "savepoint",
+        /// Restore from the latest checkpoint kept by high availability.
+        LastState => "last-state",
+        /// Start without state.
+        #[default]
+        Stateless => "stateless",
+    }
+}
+
+string_enum! {
+    /// Desired state of the job.
+    #[derive(Default)]
+    pub enum JobState {
+        /// The job should run.
+        #[default]
+        Running => "running",
+        /// The job should be stopped (per the upgrade mode) and its cluster released.
+        Suspended => "suspended",
+    }
+}
+
+string_enum! {
+    /// How the Flink cluster is deployed on Kubernetes.
+    #[derive(Default)]
+    pub enum KubernetesDeploymentMode {
+        /// Flink's native Kubernetes integration: the JobManager creates TaskManager pods.
+        #[default]
+        Native => "native",
+        /// The operator creates JobManager and TaskManager Deployments itself.
+        Standalone => "standalone",
+    }
+}
+
+string_enum! {
+    /// Where the last reconciliation stands.
+    #[derive(Default)]
+    pub enum ReconciliationState {
+        /// The last reconciled spec is deployed.
+        Deployed => "DEPLOYED",
+        /// A new spec is being deployed.
+        #[default]
+        Upgrading => "UPGRADING",
+        /// A rollback to the last stable spec is in progress.
+        RollingBack => "ROLLING_BACK",
+        /// The resource was rolled back to the last stable spec.
+        RolledBack => "ROLLED_BACK",
+    }
+}
+
+string_enum! {
+    /// Lifecycle state of a FlinkDeployment or FlinkSessionJob, derived from its status.
+    pub enum ResourceLifecycleState {
+        /// Created, not yet deployed.
+        Created => "CREATED",
+        /// Suspended by the user.
+        Suspended => "SUSPENDED",
+        /// A new spec is being deployed.
+        Upgrading => "UPGRADING",
+        /// Deployed, not yet stable.
+        Deployed => "DEPLOYED",
+        /// Deployed and stable.
+        Stable => "STABLE",
+        /// Rolling back to the last stable spec.
+        RollingBack => "ROLLING_BACK",
+        /// Rolled back to the last stable spec.
+        RolledBack => "ROLLED_BACK",
+        /// Failed; see the error.
+        Failed => "FAILED",
+        /// Being deleted.
+        Deleting => "DELETING",
+        /// Deleted.
+        Deleted => "DELETED",
+    }
+}
+
+impl ResourceLifecycleState {
+    /// States that do not change without a new spec or outside event.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Suspended | Self::Stable | Self::RolledBack | Self::Failed | Self::Deleted
+        )
+    }
+}
+
+string_enum! {
+    /// What started a snapshot.
+    #[derive(Default)]
+    pub enum SnapshotTriggerType {
+        /// Requested by the user (nonce or FlinkStateSnapshot resource).
+        Manual => "MANUAL",
+        /// Taken on the periodic schedule.
+        Periodic => "PERIODIC",
+        /// Taken by the operator for an upgrade or suspension.
+        Upgrade => "UPGRADE",
+        /// Not known (e.g. recorded by an older version).
+        #[default]
+        Unknown => "UNKNOWN",
+    }
+}
+
+string_enum! {
+    /// Savepoint format.
+    #[derive(Default)]
+    pub enum SavepointFormatType {
+        /// Backend-independent format, portable across state backends.
+        #[default]
+        Canonical => "CANONICAL",
+        /// The state backend's own format, faster to take and restore.
+        Native => "NATIVE",
+        /// Not known.
+        Unknown => "UNKNOWN",
+    }
+}
+
+string_enum! {
+    /// Checkpoint type of a manually triggered checkpoint.
+    #[derive(Default)]
+    pub enum CheckpointType {
+        /// A full checkpoint.
+        #[default]
+        Full => "FULL",
+        /// An incremental checkpoint.
+        Incremental => "INCREMENTAL",
+        /// Not known.
+        Unknown => "UNKNOWN",
+    }
+}
+
+// === Spec types ===
+
+/// The Flink job to run: application mode in a FlinkDeployment, or a job in a session cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSpec {
+    /// URI of the job jar, e.g. local:///opt/flink/examples/streaming/StateMachineExample.jar; unset means the jar is on the classpath.
+    #[serde(rename = "jarURI", skip_serializing_if = "Option::is_none")]
+    pub jar_uri: Option<String>,
+    /// Parallelism of the job (default 0: from the configuration or the TaskManager slots).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<i32>,
+    /// Fully qualified main class of the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_class: Option<String>,
+    /// Arguments passed to the main class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Desired state of the job (default running).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<JobState>,
+    /// Deprecated: change to a new value to trigger a savepoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub savepoint_trigger_nonce: Option<i64>,
+    /// Savepoint to restore from on first deployment or on a savepoint redeploy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_savepoint_path: Option<String>,
+    /// Deprecated: change to a new value to trigger a checkpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_trigger_nonce: Option<i64>,
+    /// How state is carried over upgrades: savepoint, last-state or stateless (default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upgrade_mode: Option<UpgradeMode>,
+    /// Allow restoring state that cannot be mapped to the new job graph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_non_restored_state: Option<bool>,
+    /// Change to a new value to redeploy from initialSavepointPath (no rollback past it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub savepoint_redeploy_nonce: Option<i64>,
+    /// Change to a new value to reset the autoscaler's state and overrides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoscaler_reset_nonce: Option<i64>,
+}
+
+/// Deprecated resource shorthand for a JobManager or TaskManager container.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    /// CPU cores, e.g. 0.5.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
+    /// Memory in Flink or Kubernetes notation, e.g. 2048m or 2Gi.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    /// Ephemeral storage in Kubernetes notation, e.g. 2Gi.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ephemeral_storage: Option<String>,
+}
+
+/// JobManager settings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobManagerSpec {
+    /// Deprecated shorthand for cpu, memory and ephemeral storage; prefer resources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<Resource>,
+    /// Kubernetes resource requests and limits of the JobManager container.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Number of JobManager replicas (default 1; more than 1 requires high availability).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// Pod template for the JobManager, merged over spec.podTemplate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
+}
+
+/// TaskManager settings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskManagerSpec {
+    /// Deprecated shorthand for cpu, memory and ephemeral storage; prefer resources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<Resource>,
+    /// Kubernetes resource requests and limits of the TaskManager container.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Number of TaskManagers; takes precedence over job parallelism (scale subresource).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// Pod template for the TaskManagers, merged over spec.podTemplate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
+}
+
+/// Ingress exposing the Flink REST API and web UI (backend service `<name>-rest`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IngressSpec {
+    /// Host and/or path template, e.g. {{name}}.{{namespace}}.flink.example.com or /{{namespace}}/{{name}}(/|$)(.*).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// IngressClass name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_name: Option<String>,
+    /// Annotations of the Ingress object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+    /// Labels of the Ingress object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// TLS settings of the Ingress object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<Vec<IngressTLS>>,
+}
+
+/// The spec fields shared by FlinkDeployment and FlinkSessionJob.
+pub trait FlinkSpec {
+    /// The job, if any (a FlinkDeployment without one is a session cluster).
+    fn job(&self) -> Option<&JobSpec>;
+    /// The restart nonce.
+    fn restart_nonce(&self) -> Option<i64>;
+    /// The Flink configuration overrides, if any.
+    fn flink_configuration(&self) -> Option<&FlinkConfiguration>;
+}
+
+// === Status types ===
+
+/// Names of Flink job states (`JobStatus` in Flink), as found in `status.jobStatus.state`.
+///
+/// The field is a plain string so that a state added by a newer Flink never breaks decoding.
+pub mod flink_job_state {
+    /// The job is being initialized.
+    pub const INITIALIZING: &str = "INITIALIZING";
+    /// The job is created, not yet scheduled.
+    pub const CREATED: &str = "CREATED";
+    /// The job is running.
+    pub const RUNNING: &str = "RUNNING";
+    /// The job is failing.
+    pub const FAILING: &str = "FAILING";
+    /// The job failed terminally.
+    pub const FAILED: &str = "FAILED";
+    /// The job is being cancelled.
+    pub const CANCELLING: &str = "CANCELLING";
+    /// The job was cancelled.
+    pub const CANCELED: &str = "CANCELED";
+    /// The job finished.
+    pub const FINISHED: &str = "FINISHED";
+    /// The job is restarting.
+    pub const RESTARTING: &str = "RESTARTING";
+    /// The job was suspended (e.g. its JobManager lost leadership).
+    pub const SUSPENDED: &str = "SUSPENDED";
+    /// The job is being recovered after a JobManager failover.
+    pub const RECONCILING: &str = "RECONCILING";
+
+    /// Globally terminal states: the job will not run again without a resubmission.
+    pub fn is_globally_terminal(state: &str) -> bool {
+        matches!(state, FAILED | CANCELED | FINISHED)
+    }
+}
+
+/// Last observed status of the Flink job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobStatus {
+    /// Name of the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_name: Option<String>,
+    /// Flink JobID (hex).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// Last observed Flink job state, e.g. RUNNING, FAILED, FINISHED, RECONCILING.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Start time of the job (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    /// Last update time of the job (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update_time: Option<String>,
+    /// Savepoint taken for the last upgrade or suspension, used on the next deployment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upgrade_savepoint_path: Option<String>,
+    /// Deprecated: pending and last savepoint (when FlinkStateSnapshot resources are off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub savepoint_info: Option<SavepointInfo>,
+    /// Deprecated: pending and last checkpoint (when FlinkStateSnapshot resources are off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_info: Option<CheckpointInfo>,
+}
+
+impl JobStatus {
+    /// The Flink job state, if observed.
+    pub fn state(&self) -> Option<&str> {
+        self.state.as_deref()
+    }
+
+    /// True when the observed state is RUNNING.
+    pub fn is_running(&self) -> bool {
+        self.state() == Some(flink_job_state::RUNNING)
+    }
+}
+
+/// A completed savepoint.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Savepoint {
+    /// Completion time (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_stamp: Option<i64>,
+    /// External path of the savepoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// What triggered it (default UNKNOWN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_type: Option<SnapshotTriggerType>,
+    /// Savepoint format (default UNKNOWN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format_type: Option<SavepointFormatType>,
+    /// The savepointTriggerNonce that requested it, for manual savepoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_nonce: Option<i64>,
+}
+
+/// Deprecated savepoint bookkeeping of a job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SavepointInfo {
+    /// Last completed savepoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_savepoint: Option<Savepoint>,
+    /// Trigger id of the pending savepoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_id: Option<String>,
+    /// Trigger time of the pending savepoint (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_timestamp: Option<i64>,
+    /// Trigger type of the pending savepoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_type: Option<SnapshotTriggerType>,
+    /// Format of the pending savepoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format_type: Option<SavepointFormatType>,
+    /// Savepoints kept for retention and cleanup, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub savepoint_history: Option<Vec<Savepoint>>,
+    /// Time of the last periodic savepoint (epoch milliseconds, default 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_periodic_savepoint_timestamp: Option<i64>,
+}
+
+/// A completed checkpoint.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    /// Completion time (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_stamp: Option<i64>,
+    /// What triggered it (default UNKNOWN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_type: Option<SnapshotTriggerType>,
+    /// Checkpoint type (default UNKNOWN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format_type: Option<CheckpointType>,
+    /// The checkpointTriggerNonce that requested it, for manual checkpoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_nonce: Option<i64>,
+}
+
+/// Deprecated checkpoint bookkeeping of a job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointInfo {
+    /// Last completed checkpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_checkpoint: Option<Checkpoint>,
+    /// Trigger id of the pending checkpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_id: Option<String>,
+    /// Trigger time of the pending checkpoint (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_timestamp: Option<i64>,
+    /// Trigger type of the pending checkpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger_type: Option<SnapshotTriggerType>,
+    /// Type of the pending checkpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format_type: Option<CheckpointType>,
+    /// Time of the last periodic checkpoint (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_periodic_checkpoint_timestamp: Option<i64>,
+}
+
+/// What the operator last deployed, and the last spec that became stable.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReconciliationStatus {
+    /// Time of the last reconciliation (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconciliation_timestamp: Option<i64>,
+    /// Last reconciled spec, as JSON {"spec":{...},"resource_metadata":{...}}.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_reconciled_spec: Option<String>,
+    /// Last spec that was deployed and became stable, same encoding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_stable_spec: Option<String>,
+    /// Reconciliation state (default UPGRADING).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<ReconciliationState>,
+}
+
+impl ReconciliationStatus {
+    /// The last reconciled spec, decoded (`Ok(None)` if never reconciled).
+    pub fn last_reconciled_spec<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<Option<T>, ReconciledSpecError> {
+        decode_optional(self.last_reconciled_spec.as_deref())
+    }
+
+    /// The last stable spec, decoded (`Ok(None)` if none is recorded).
+    pub fn last_stable_spec<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>, ReconciledSpecError> {
+        decode_optional(self.last_stable_spec.as_deref())
+    }
+
+    /// The last reconciled spec with its resource metadata (e.g. `firstDeployment`).
+    pub fn last_reconciled<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<Option<ReconciledSpec<T>>, ReconciledSpecError> {
+        self.last_reconciled_spec
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(ReconciledSpec::decode)
+            .transpose()
+    }
+
+    /// True while no spec has been reconciled yet.
+    pub fn is_before_first_deployment(&self) -> bool {
+        self.last_reconciled_spec.as_deref().is_none_or(str::is_empty)
+    }
+}
+
+fn decode_optional<T: serde::de::DeserializeOwned>(
+    raw: Option<&str>,
+) -> Result<Option<T>, ReconciledSpecError> {
+    raw.filter(|s| !s.is_empty())
+        .map(|s| ReconciledSpec::decode(s).map(|r| r.spec))
+        .transpose()
+}
+
+/// A status condition (the Apache operator sets a single `Running` condition).
+///
+/// All fields are optional, unlike `k8s_openapi`'s `Condition`, so that a status written by
+/// another tool never fails to decode.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// Condition type, e.g. Running.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// True, False or Unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// One-word CamelCase reason, e.g. JobManagerReady.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Human-readable detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Last time the status changed (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    /// Generation of the resource the condition was computed for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+impl Condition {
+    /// True when status is "True".
+    pub fn is_true(&self) -> bool {
+        self.status.as_deref() == Some("True")
+    }
+}
+
+/// Status fields shared by FlinkDeployment and FlinkSessionJob, for generic code.
+pub trait CommonStatus {
+    /// Last observed job status.
+    fn job_status(&self) -> Option<&JobStatus>;
+    /// Error reported by the operator, if any.
+    fn error(&self) -> Option<&str>;
+    /// Generation of the last reconciled spec.
+    fn observed_generation(&self) -> Option<i64>;
+    /// Derived lifecycle state.
+    fn lifecycle_state(&self) -> Option<ResourceLifecycleState>;
+    /// Reconciliation bookkeeping.
+    fn reconciliation_status(&self) -> Option<&ReconciliationStatus>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flink_versions_order_and_support() {
+        assert!(FlinkVersion::V2_0 > FlinkVersion::V1_20);
+        assert!(!FlinkVersion::V1_14.is_supported());
+        assert!(FlinkVersion::V1_15.is_supported());
+        assert!(FlinkVersion::V1_16.is_deprecated());
+        assert!(!FlinkVersion::V1_19.is_deprecated());
+        assert_eq!(FlinkVersion::V1_20.dotted(), "1.20");
+        assert_eq!("v2_1".parse::<FlinkVersion>(), Ok(FlinkVersion::V2_1));
+        assert!("v9_9".parse::<FlinkVersion>().is_err());
+        let mut sorted = FlinkVersion::ALL.to_vec();
+        sorted.sort();
+        assert_eq!(sorted, FlinkVersion::ALL);
+    }
+
+    #[test]
+    fn enum_spellings_match_the_apache_operator() {
+        let json = |v: &dyn erased::Ser| v.to_json();
+        assert_eq!(json(&UpgradeMode::LastState), "\"last-state\"");
+        assert_eq!(json(&JobState::Suspended), "\"suspended\"");
+        assert_eq!(json(&KubernetesDeploymentMode::Standalone), "\"standalone\"");
+        assert_eq!(json(&ReconciliationState::RollingBack), "\"ROLLING_BACK\"");
+        assert_eq!(json(&ResourceLifecycleState::RolledBack), "\"ROLLED_BACK\"");
+        assert_eq!(json(&SavepointFormatType::Canonical), "\"CANONICAL\"");
+        assert_eq!(json(&FlinkVersion::V1_13), "\"v1_13\"");
+        assert_eq!(UpgradeMode::default(), UpgradeMode::Stateless);
+        assert_eq!(JobState::default(), JobState::Running);
+    }
+
+    mod erased {
+        pub trait Ser {
+            fn to_json(&self) -> String;
+        }
+        impl<T: serde::Serialize> Ser for T {
+            fn to_json(&self) -> String {
+                serde_json::to_string(self).expect("serializes")
+            }
+        }
+    }
+
+    #[test]
+    fn job_state_is_free_text() {
+        let s: JobStatus = serde_json::from_str(r#"{"state":"SOME_FUTURE_STATE"}"#).expect("decodes");
+        assert_eq!(s.state(), Some("SOME_FUTURE_STATE"));
+        assert!(!s.is_running());
+        assert!(flink_job_state::is_globally_terminal("FINISHED"));
+    }
+}

@@ -1,0 +1,122 @@
+//! FlinkSessionJob: a job submitted to a session FlinkDeployment.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{
+    CommonStatus, FlinkSpec, JobSpec, JobStatus, ReconciliationStatus, ResourceLifecycleState,
+};
+use crate::config::FlinkConfiguration;
+
+/// Desired state of a job running in a session cluster.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "flink.apache.org",
+    version = "v1beta1",
+    kind = "FlinkSessionJob",
+    namespaced,
+    status = "FlinkSessionJobStatus",
+    shortname = "sessionjob",
+    derive = "PartialEq",
+    derive = "Default",
+    doc = "A Flink job submitted to a session cluster (a FlinkDeployment without a job).",
+    printcolumn(
+        name = "Job Status",
+        type_ = "string",
+        json_path = ".status.jobStatus.state",
+        description = "Last observed state of the job."
+    ),
+    printcolumn(
+        name = "Lifecycle State",
+        type_ = "string",
+        json_path = ".status.lifecycleState",
+        description = "Lifecycle state of the Flink resource (including being rolled back, failed etc.)."
+    ),
+    printcolumn(
+        name = "Deployment",
+        type_ = "string",
+        json_path = ".spec.deploymentName",
+        description = "Session FlinkDeployment running the job."
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct FlinkSessionJobSpec {
+    /// Job to run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobSpec>,
+    /// Change to a new value to force a restart of the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart_nonce: Option<i64>,
+    /// Flink configuration overrides for the job; nested keys are joined with dots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flink_configuration: Option<FlinkConfiguration>,
+    /// Name of the session FlinkDeployment in the same namespace (immutable once deployed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment_name: Option<String>,
+}
+
+impl FlinkSessionJobSpec {
+    /// The job, if set.
+    pub fn job(&self) -> Option<&JobSpec> {
+        self.job.as_ref()
+    }
+}
+
+impl FlinkSpec for FlinkSessionJobSpec {
+    fn job(&self) -> Option<&JobSpec> {
+        self.job.as_ref()
+    }
+
+    fn restart_nonce(&self) -> Option<i64> {
+        self.restart_nonce
+    }
+
+    fn flink_configuration(&self) -> Option<&FlinkConfiguration> {
+        self.flink_configuration.as_ref()
+    }
+}
+
+/// Last observed status of a FlinkSessionJob.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlinkSessionJobStatus {
+    /// Last observed status of the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_status: Option<JobStatus>,
+    /// Error reported by the operator, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Generation of the last reconciled spec.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Lifecycle state derived from the rest of the status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle_state: Option<ResourceLifecycleState>,
+    /// Reconciliation bookkeeping: last reconciled and last stable spec.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconciliation_status: Option<ReconciliationStatus>,
+}
+
+impl CommonStatus for FlinkSessionJobStatus {
+    fn job_status(&self) -> Option<&JobStatus> {
+        self.job_status.as_ref()
+    }
+
+    fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    fn observed_generation(&self) -> Option<i64> {
+        self.observed_generation
+    }
+
+    fn lifecycle_state(&self) -> Option<ResourceLifecycleState> {
+        self.lifecycle_state
+    }
+
+    fn reconciliation_status(&self) -> Option<&ReconciliationStatus> {
+        self.reconciliation_status.as_ref()
+    }
+}

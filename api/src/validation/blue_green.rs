@@ -1,0 +1,102 @@
+//! Rules of FlinkBlueGreenDeployment. The Apache operator has none; ours guard the
+//! transition mode and judge the template as the FlinkDeployment it becomes.
+
+use super::{ValidationContext, Violation, deployment, values::parse_duration};
+use crate::{FlinkBlueGreenDeployment, TransitionMode, UpgradeMode, keys::bluegreen};
+
+/// The longest suffix a child gets (`-green`); the child name must stay a valid cluster name.
+const LONGEST_CHILD_SUFFIX: &str = "-green";
+
+/// Validates a FlinkBlueGreenDeployment on CREATE (`old` is `None`) or UPDATE.
+pub fn validate(
+    new: &FlinkBlueGreenDeployment,
+    old: Option<&FlinkBlueGreenDeployment>,
+    ctx: &ValidationContext,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let name = new.metadata.name.as_deref().unwrap_or_default();
+    let mut child = Vec::new();
+    deployment::cluster_name(
+        "metadata.name",
+        &format!("{name}{LONGEST_CHILD_SUFFIX}"),
+        &mut child,
+    );
+    if !child.is_empty() {
+        out.push(Violation::new(
+            "metadata.name",
+            format!(
+                "{name:?} is invalid: the child deployments are named {name}-blue and {name}{LONGEST_CHILD_SUFFIX}, \
+                 which must consist of lowercase letters, digits and '-', start with a letter and be at most 45 \
+                 characters long (so this name at most 39)"
+            ),
+        ));
+    }
+
+    let mode = new.spec.transition_mode.unwrap_or_default();
+    if let Some(old) = old {
+        let was = old.spec.transition_mode.unwrap_or_default();
+        if was != mode {
+            out.push(Violation::new(
+                "spec.transitionMode",
+                format!("field is immutable (was {was}, requested {mode})"),
+            ));
+        }
+    }
+
+    for key in [
+        bluegreen::ABORT_GRACE_PERIOD,
+        bluegreen::RECONCILIATION_RESCHEDULE_INTERVAL,
+        bluegreen::DEPLOYMENT_DELETION_DELAY,
+    ] {
+        if let Some(value) = new.spec.configuration.as_ref().and_then(|c| c.get(key))
+            && let Err(reason) = parse_duration(value)
+        {
+            out.push(Violation::new(format!("spec.configuration.{key}"), reason));
+        }
+    }
+    if let Some(ingress) = &new.spec.ingress {
+        deployment::ingress_template("spec.ingress.template", ingress, &mut out);
+    }
+
+    let Some(template) = new.spec.template.as_ref().and_then(|t| t.spec.as_ref()) else {
+        out.push(Violation::new(
+            "spec.template.spec",
+            "must be defined: it is the FlinkDeployment spec of both colours",
+        ));
+        return out;
+    };
+    match &template.job {
+        None => out.push(Violation::new(
+            "spec.template.spec.job",
+            "must be defined: blue/green deployments hand over application jobs, not session clusters",
+        )),
+        Some(job) if mode == TransitionMode::Advanced => {
+            if job.upgrade_mode.unwrap_or_default() == UpgradeMode::Stateless {
+                let how = if job.upgrade_mode.is_none() {
+                    "defaults to stateless"
+                } else {
+                    "is stateless"
+                };
+                out.push(Violation::new(
+                    "spec.template.spec.job.upgradeMode",
+                    format!(
+                        "{how}, which ADVANCED transitions cannot use: the new deployment must start from the \
+                         state of the old one (use savepoint or last-state)"
+                    ),
+                ));
+            }
+        }
+        Some(_) => {}
+    }
+    let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
+    let mut template_violations = Vec::new();
+    deployment::spec_rules(template, namespace, None, ctx, &mut template_violations);
+    out.extend(template_violations.into_iter().map(|v| Violation {
+        field: match v.field.strip_prefix("spec.") {
+            Some(rest) => format!("spec.template.spec.{rest}"),
+            None => format!("spec.template.{}", v.field),
+        },
+        reason: v.reason,
+    }));
+    out
+}

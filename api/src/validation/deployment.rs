@@ -1,0 +1,276 @@
+//! Rules of FlinkDeployment (the Apache operator's D1–D33, plus our own).
+
+use std::collections::BTreeMap;
+
+use super::{
+    ValidationContext, Violation, autoscaler,
+    flink_config::{self, Config, StateNeeds},
+    job,
+    resources::{self, Role},
+    values::{MAX_NAME_LENGTH, is_valid_cluster_name},
+};
+use crate::{
+    FlinkDeployment, FlinkDeploymentSpec, IngressSpec, JobState, KubernetesDeploymentMode, UpgradeMode,
+};
+
+/// Log configuration files the operator mounts into Flink's conf directory.
+pub const ALLOWED_LOG_CONFIG_KEYS: [&str; 2] = ["log4j-console.properties", "logback-console.xml"];
+
+/// Validates a FlinkDeployment on CREATE (`old` is `None`) or UPDATE.
+pub fn validate(
+    new: &FlinkDeployment,
+    old: Option<&FlinkDeployment>,
+    ctx: &ValidationContext,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let name = new.metadata.name.as_deref().unwrap_or_default();
+    cluster_name("metadata.name", name, &mut out);
+    // The stored status travels with both objects of an UPDATE; prefer the stored one.
+    let status = old.and_then(|o| o.status.as_ref()).or(new.status.as_ref());
+    let reconciled: Option<FlinkDeploymentSpec> = status
+        .and_then(|s| s.reconciliation_status.as_ref())
+        .and_then(|r| r.last_reconciled_spec().ok().flatten());
+    let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
+    spec_rules(&new.spec, namespace, reconciled.as_ref(), ctx, &mut out);
+    job::initial_savepoint_path_is_immutable(
+        new.spec.job.as_ref(),
+        old.and_then(|o| o.spec.job.as_ref()),
+        &mut out,
+    );
+    out
+}
+
+/// D1: the name becomes Flink's cluster id and the prefix of its Kubernetes objects.
+pub(crate) fn cluster_name(field: &str, name: &str, out: &mut Vec<Violation>) {
+    if !is_valid_cluster_name(name) {
+        out.push(Violation::new(
+            field,
+            format!(
+                "{name:?} is invalid: it must consist of lowercase letters, digits and '-', start with a letter, \
+                 end with a letter or digit, and be at most {MAX_NAME_LENGTH} characters long"
+            ),
+        ));
+    }
+}
+
+/// Rules on a FlinkDeployment spec, given what was last deployed. Shared with the
+/// blue/green template, whose violations are re-rooted under `spec.template.spec`.
+pub(crate) fn spec_rules(
+    spec: &FlinkDeploymentSpec,
+    namespace: &str,
+    reconciled: Option<&FlinkDeploymentSpec>,
+    ctx: &ValidationContext,
+    out: &mut Vec<Violation>,
+) {
+    flink_version(spec, reconciled, out);
+    let config = ctx.effective_config(namespace, spec.flink_version, spec.flink_configuration.as_ref());
+    let own = spec
+        .flink_configuration
+        .as_ref()
+        .map(|c| c.flattened())
+        .unwrap_or_default();
+    let cfg = Config { map: &config };
+
+    flink_config::forbidden_keys(&own, out);
+    flink_config::value_formats(&own, out);
+    let needs = spec.job.as_ref().map(|job| StateNeeds {
+        upgrade_mode: job.upgrade_mode.unwrap_or_default(),
+        savepoint_trigger_nonce: job.savepoint_trigger_nonce.is_some(),
+        last_state_needs_ha: true,
+    });
+    flink_config::state_rules(&cfg, spec.flink_version, needs.as_ref(), out);
+    if let Some(ingress) = &spec.ingress {
+        ingress_template("spec.ingress.template", ingress, out);
+    }
+    log_configuration(spec.log_configuration.as_ref(), out);
+
+    let task_manager_replicas = spec.task_manager.as_ref().and_then(|tm| tm.replicas);
+    if let Some(job) = &spec.job {
+        // TaskManager replicas, when given, size the cluster instead of the parallelism (D16/D17).
+        if task_manager_replicas.is_none() {
+            job::parallelism_is_positive(job, out);
+        }
+        job::redeploy_needs_a_savepoint(job, reconciled.and_then(|r| r.job.as_ref()), out);
+    }
+    resources::task_manager_replicas(task_manager_replicas, out);
+
+    let jm = spec.job_manager.as_ref();
+    resources::memory_and_cpu(
+        Role::JobManager,
+        jm.and_then(|j| j.resource.as_ref()),
+        jm.and_then(|j| j.resources.as_ref()),
+        &config,
+        out,
+    );
+    resources::job_manager_replicas(jm.and_then(|j| j.replicas), cfg.high_availability_enabled(), out);
+    let tm = spec.task_manager.as_ref();
+    resources::memory_and_cpu(
+        Role::TaskManager,
+        tm.and_then(|t| t.resource.as_ref()),
+        tm.and_then(|t| t.resources.as_ref()),
+        &config,
+        out,
+    );
+
+    if let Some(reconciled) = reconciled {
+        deployed_shape(spec, reconciled, out);
+    }
+    if spec
+        .service_account
+        .as_deref()
+        .is_none_or(|sa| sa.trim().is_empty())
+    {
+        out.push(Violation::new(
+            "spec.serviceAccount",
+            "must be defined: Flink's pods run as this service account (with the Helm chart, use the one \
+             created by jobServiceAccount)",
+        ));
+    }
+    autoscaler::rules(&cfg, out);
+}
+
+/// D2–D4.
+fn flink_version(
+    spec: &FlinkDeploymentSpec,
+    reconciled: Option<&FlinkDeploymentSpec>,
+    out: &mut Vec<Violation>,
+) {
+    let Some(version) = spec.flink_version else {
+        out.push(Violation::new(
+            "spec.flinkVersion",
+            "must be defined (e.g. v1_20): it selects how the operator talks to Flink",
+        ));
+        return;
+    };
+    if !version.is_supported() {
+        out.push(Violation::new(
+            "spec.flinkVersion",
+            format!("Flink version {version} is not supported by this operator (v1_15 or newer is required)"),
+        ));
+    }
+    // A job suspended in last-state keeps only HA metadata, which a different Flink version
+    // may not read; the version can change once the job runs again (or is started stateless).
+    if let Some(reconciled) = reconciled
+        && let Some(job) = &reconciled.job
+        && job.state == Some(JobState::Suspended)
+        && job.upgrade_mode == Some(UpgradeMode::LastState)
+        && spec.job.as_ref().and_then(|j| j.upgrade_mode).unwrap_or_default() != UpgradeMode::Stateless
+        && reconciled.flink_version.is_some_and(|was| was != version)
+    {
+        out.push(Violation::new(
+            "spec.flinkVersion",
+            format!(
+                "cannot change after a last-state suspend (was {}, requested {version}): resume the job on the \
+                 current version first, then upgrade",
+                reconciled.flink_version.map_or(String::new(), |v| v.to_string())
+            ),
+        ));
+    }
+}
+
+/// D27–D29: what kind of cluster it is cannot change once deployed.
+fn deployed_shape(spec: &FlinkDeploymentSpec, reconciled: &FlinkDeploymentSpec, out: &mut Vec<Violation>) {
+    match (reconciled.job.is_some(), spec.job.is_some()) {
+        (false, true) => out.push(Violation::new(
+            "spec.job",
+            "cannot switch from session to application cluster: delete the FlinkDeployment and create it again",
+        )),
+        (true, false) => out.push(Violation::new(
+            "spec.job",
+            "cannot switch from application to session cluster: delete the FlinkDeployment and create it again",
+        )),
+        _ => {}
+    }
+    let was = reconciled.mode.unwrap_or_default();
+    let requested = spec.mode.unwrap_or_default();
+    if was != requested {
+        let describe = |m: KubernetesDeploymentMode| match m {
+            KubernetesDeploymentMode::Native => "native kubernetes",
+            KubernetesDeploymentMode::Standalone => "standalone kubernetes",
+        };
+        out.push(Violation::new(
+            "spec.mode",
+            format!(
+                "cannot switch from {} to {} cluster (was {was}, requested {requested})",
+                describe(was),
+                describe(requested)
+            ),
+        ));
+    }
+}
+
+/// D8/D9: the template becomes the Ingress host and path after `{{name}}`/`{{namespace}}`
+/// substitution.
+pub(crate) fn ingress_template(field: &str, ingress: &IngressSpec, out: &mut Vec<Violation>) {
+    let Some(template) = ingress.template.as_deref().filter(|t| !t.trim().is_empty()) else {
+        out.push(Violation::new(field, "must be defined when spec.ingress is set"));
+        return;
+    };
+    let substituted = substitute_case_insensitive(
+        &substitute_case_insensitive(template, "{{name}}", "name"),
+        "{{namespace}}",
+        "namespace",
+    );
+    let url = if substituted.contains("://") {
+        substituted
+    } else {
+        format!("http://{substituted}")
+    };
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", &url));
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            h
+        } else {
+            host
+        }
+    });
+    let reason = if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+        Some(format!(
+            "unknown scheme {scheme:?} (use http or https, or no scheme)"
+        ))
+    } else if url.chars().any(char::is_whitespace) {
+        Some("must not contain whitespace".to_owned())
+    } else if !host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '*'))
+    {
+        Some(format!("host {host:?} is not a valid host name"))
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
+        out.push(Violation::new(
+            field,
+            format!("unable to process the Ingress template {template:?}: {reason}"),
+        ));
+    }
+}
+
+fn substitute_case_insensitive(text: &str, pattern: &str, value: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let mut result = String::with_capacity(text.len());
+    let mut last = 0;
+    for (index, _) in lower.match_indices(pattern) {
+        result.push_str(&text[last..index]);
+        result.push_str(value);
+        last = index + pattern.len();
+    }
+    result.push_str(&text[last..]);
+    result
+}
+
+/// D10.
+fn log_configuration(log: Option<&BTreeMap<String, String>>, out: &mut Vec<Violation>) {
+    for key in log.into_iter().flat_map(BTreeMap::keys) {
+        if !ALLOWED_LOG_CONFIG_KEYS.contains(&key.as_str()) {
+            out.push(Violation::new(
+                format!("spec.logConfiguration.{key}"),
+                format!(
+                    "invalid log config key; allowed keys are {}",
+                    ALLOWED_LOG_CONFIG_KEYS.join(", ")
+                ),
+            ));
+        }
+    }
+}

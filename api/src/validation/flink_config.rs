@@ -1,0 +1,253 @@
+//! Rules on the effective Flink configuration of a job or cluster: forbidden keys, the
+//! directories that upgrade modes and snapshots need, high availability, and the value
+//! formats of the operator keys we read.
+
+use std::collections::BTreeMap;
+
+use super::{Violation, values::parse_duration};
+use crate::{
+    FlinkVersion, UpgradeMode,
+    keys::{flink, operator},
+};
+
+/// Effective configuration (flattened) with helpers for the questions rules ask.
+pub(crate) struct Config<'a> {
+    pub(crate) map: &'a BTreeMap<String, String>,
+}
+
+impl Config<'_> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.map.get(key).map(String::as_str)
+    }
+
+    /// The first of `keys` that is set to a non-blank value.
+    pub(crate) fn first_non_blank(&self, keys: &[&str]) -> Option<&str> {
+        keys.iter()
+            .filter_map(|k| self.get(k))
+            .find(|v| !v.trim().is_empty())
+    }
+
+    pub(crate) fn is_true(&self, key: &str) -> bool {
+        self.get(key)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    }
+
+    /// High availability is on when `high-availability.type` (or the legacy
+    /// `high-availability`) names a mode other than NONE.
+    pub(crate) fn high_availability_enabled(&self) -> bool {
+        self.first_non_blank(&flink::HIGH_AVAILABILITY_KEYS)
+            .is_some_and(|v| !v.trim().eq_ignore_ascii_case("none"))
+    }
+}
+
+/// Field path of a configuration key, for messages.
+pub(crate) fn config_path(key: &str) -> String {
+    format!("spec.flinkConfiguration.{key}")
+}
+
+/// The key a user should set for checkpoints: the current name on Flink 1.20 and newer,
+/// the legacy one before (both are read).
+fn checkpoint_dir_key(version: Option<FlinkVersion>) -> &'static str {
+    if version.is_none_or(|v| v >= FlinkVersion::V1_20) {
+        flink::CHECKPOINTING_DIR
+    } else {
+        flink::STATE_CHECKPOINTS_DIR
+    }
+}
+
+fn savepoint_dir_key(version: Option<FlinkVersion>) -> &'static str {
+    if version.is_none_or(|v| v >= FlinkVersion::V1_20) {
+        flink::CHECKPOINTING_SAVEPOINT_DIR
+    } else {
+        flink::STATE_SAVEPOINTS_DIR
+    }
+}
+
+/// Keys the operator owns: a user value would point Flink at another cluster's objects.
+pub(crate) fn forbidden_keys(own: &BTreeMap<String, String>, out: &mut Vec<Violation>) {
+    for key in [
+        flink::KUBERNETES_NAMESPACE,
+        flink::KUBERNETES_CLUSTER_ID,
+        flink::HIGH_AVAILABILITY_CLUSTER_ID,
+    ] {
+        if own.contains_key(key) {
+            out.push(Violation::new(
+                config_path(key),
+                "forbidden Flink config key: the operator derives it from the resource's namespace and name",
+            ));
+        }
+    }
+}
+
+/// What the job asks of its state: the rules on directories and HA (D6, D7, D11–D15).
+pub(crate) struct StateNeeds {
+    pub(crate) upgrade_mode: UpgradeMode,
+    pub(crate) savepoint_trigger_nonce: bool,
+    /// Whether HA is required for `last-state` (true for clusters; session jobs restore from
+    /// the latest checkpoint through their session cluster instead).
+    pub(crate) last_state_needs_ha: bool,
+}
+
+pub(crate) fn state_rules(
+    config: &Config<'_>,
+    version: Option<FlinkVersion>,
+    needs: Option<&StateNeeds>,
+    out: &mut Vec<Violation>,
+) {
+    if config.is_true(operator::DEPLOYMENT_ROLLBACK_ENABLED) && !config.high_availability_enabled() {
+        out.push(Violation::new(
+            config_path(operator::DEPLOYMENT_ROLLBACK_ENABLED),
+            format!(
+                "rollback needs high availability to restore the last stable state: set {}",
+                config_path(flink::HIGH_AVAILABILITY_TYPE)
+            ),
+        ));
+    }
+    if config.is_true(operator::CLUSTER_HEALTH_CHECK_ENABLED)
+        && config
+            .get(operator::JM_DEPLOYMENT_RECOVERY_ENABLED)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("false"))
+    {
+        out.push(Violation::new(
+            config_path(operator::CLUSTER_HEALTH_CHECK_ENABLED),
+            format!(
+                "the job health check restarts jobs by redeploying the JobManager, which needs {} to be true",
+                operator::JM_DEPLOYMENT_RECOVERY_ENABLED
+            ),
+        ));
+    }
+    let Some(needs) = needs else { return };
+    if needs.upgrade_mode != UpgradeMode::Stateless
+        && config.first_non_blank(&flink::CHECKPOINT_DIR_KEYS).is_none()
+    {
+        out.push(Violation::new(
+            config_path(checkpoint_dir_key(version)),
+            format!(
+                "a checkpoint directory must be set for upgradeMode {} (the job's state is restored from it)",
+                needs.upgrade_mode
+            ),
+        ));
+    }
+    if needs.upgrade_mode == UpgradeMode::LastState
+        && needs.last_state_needs_ha
+        && !config.high_availability_enabled()
+    {
+        out.push(Violation::new(
+            "spec.job.upgradeMode",
+            format!(
+                "last-state upgrades restore the latest checkpoint from high-availability metadata, \
+                 which needs {} (e.g. kubernetes)",
+                config_path(flink::HIGH_AVAILABILITY_TYPE)
+            ),
+        ));
+    }
+    if config.first_non_blank(&flink::SAVEPOINT_DIR_KEYS).is_none() {
+        let key = config_path(savepoint_dir_key(version));
+        let why = if needs.upgrade_mode == UpgradeMode::Savepoint {
+            Some(
+                "must be set for upgradeMode savepoint: upgrades stop the job with a savepoint written there",
+            )
+        } else if needs.savepoint_trigger_nonce {
+            Some("must be set to trigger savepoints with spec.job.savepointTriggerNonce")
+        } else if config
+            .get(operator::PERIODIC_SAVEPOINT_INTERVAL)
+            .is_some_and(|v| !v.trim().is_empty())
+        {
+            Some(
+                "must be set to enable periodic savepoints (kubernetes.operator.periodic.savepoint.interval)",
+            )
+        } else if config
+            .get(operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE)
+            .is_some()
+        {
+            Some(
+                "must be set to use kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age \
+                 (an upgrade with a too old checkpoint takes a savepoint instead)",
+            )
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            out.push(Violation::new(key, why));
+        }
+    }
+}
+
+/// Operator keys whose value is a Flink duration.
+const DURATION_KEYS: &[&str] = &[
+    operator::JOB_UPGRADE_SAVEPOINT_MAX_AGE,
+    operator::JOB_RESTORE_MAX_STATE_AGE,
+    operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
+    operator::DEPLOYMENT_READINESS_TIMEOUT,
+    operator::SAVEPOINT_HISTORY_MAX_AGE,
+    operator::SAVEPOINT_TRIGGER_GRACE_PERIOD,
+    operator::CHECKPOINT_TRIGGER_GRACE_PERIOD,
+    operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
+];
+
+/// Boolean operator keys: a typo such as `ture` would otherwise silently mean false.
+const BOOLEAN_KEYS: &[&str] = &[
+    operator::DEPLOYMENT_ROLLBACK_ENABLED,
+    operator::JOB_RESTART_FAILED,
+    operator::JOB_SAVEPOINT_ON_DELETION,
+    operator::JOB_DRAIN_ON_SAVEPOINT_DELETION,
+    operator::JM_DEPLOYMENT_RECOVERY_ENABLED,
+    operator::CLUSTER_HEALTH_CHECK_ENABLED,
+    operator::SAVEPOINT_CLEANUP_ENABLED,
+    operator::SNAPSHOT_RESOURCE_ENABLED,
+    operator::SAVEPOINT_DISPOSE_ON_DELETE,
+];
+
+/// Values of operator keys a user set on the resource must parse; only the resource's own
+/// keys are checked (the operator's file is checked when the operator starts).
+pub(crate) fn value_formats(own: &BTreeMap<String, String>, out: &mut Vec<Violation>) {
+    for key in DURATION_KEYS {
+        if let Some(value) = own.get(*key)
+            && let Err(reason) = parse_duration(value)
+        {
+            out.push(Violation::new(config_path(key), reason));
+        }
+    }
+    for key in BOOLEAN_KEYS {
+        if let Some(value) = own.get(*key)
+            && !matches!(value.trim().to_ascii_lowercase().as_str(), "true" | "false")
+        {
+            out.push(Violation::new(
+                config_path(key),
+                format!("{value:?} is not a boolean (true or false)"),
+            ));
+        }
+    }
+    if let Some(value) = own.get(operator::SAVEPOINT_HISTORY_MAX_COUNT)
+        && value.trim().parse::<u32>().map_or(true, |n| n == 0)
+    {
+        out.push(Violation::new(
+            config_path(operator::SAVEPOINT_HISTORY_MAX_COUNT),
+            format!("{value:?} is not a positive whole number"),
+        ));
+    }
+    if let Some(value) = own.get(operator::PERIODIC_SAVEPOINT_INTERVAL) {
+        periodic_interval(operator::PERIODIC_SAVEPOINT_INTERVAL, value, out);
+    }
+    if let Some(value) = own.get(operator::PERIODIC_CHECKPOINT_INTERVAL) {
+        periodic_interval(operator::PERIODIC_CHECKPOINT_INTERVAL, value, out);
+    }
+}
+
+/// A periodic interval is empty (off), a duration, or a Quartz cron expression (6 or 7
+/// fields). Cron fields are not checked further here.
+fn periodic_interval(key: &str, value: &str, out: &mut Vec<Violation>) {
+    let value = value.trim();
+    if value.is_empty() || parse_duration(value).is_ok() {
+        return;
+    }
+    let fields = value.split_whitespace().count();
+    if !(6..=7).contains(&fields) {
+        out.push(Violation::new(
+            config_path(key),
+            format!(
+                "{value:?} is neither a duration (e.g. 1 h) nor a Quartz cron expression (6 or 7 fields)"
+            ),
+        ));
+    }
+}

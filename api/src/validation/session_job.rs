@@ -1,0 +1,218 @@
+//! Rules of FlinkSessionJob (the Apache operator's S1–S9, plus our own).
+
+use std::net::IpAddr;
+
+use super::{
+    ValidationContext, Violation, autoscaler,
+    deployment::cluster_name,
+    flink_config::{self, Config, StateNeeds},
+    job,
+};
+use crate::{FlinkDeployment, FlinkSessionJob, FlinkSessionJobSpec, keys::operator};
+
+/// Schemes a session job may fetch its jar from unless the operator configures others.
+const DEFAULT_ALLOWED_SCHEMES: &str = "https";
+
+/// Validates a FlinkSessionJob on CREATE (`old` is `None`) or UPDATE. `session` is the
+/// target FlinkDeployment when it could be found; a job for a cluster that does not exist
+/// yet is admitted, as in the Apache operator (both are often applied together).
+pub fn validate(
+    new: &FlinkSessionJob,
+    old: Option<&FlinkSessionJob>,
+    session: Option<&FlinkDeployment>,
+    ctx: &ValidationContext,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let spec = &new.spec;
+    match spec.deployment_name.as_deref() {
+        None | Some("") => out.push(Violation::new(
+            "spec.deploymentName",
+            "must name the session cluster (a FlinkDeployment without spec.job) to run the job on",
+        )),
+        Some(name) => cluster_name("spec.deploymentName", name, &mut out),
+    }
+    let status = old.and_then(|o| o.status.as_ref()).or(new.status.as_ref());
+    let reconciled: Option<FlinkSessionJobSpec> = status
+        .and_then(|s| s.reconciliation_status.as_ref())
+        .and_then(|r| r.last_reconciled_spec().ok().flatten());
+    if let Some(reconciled) = &reconciled
+        && reconciled.deployment_name.is_some()
+        && reconciled.deployment_name != spec.deployment_name
+    {
+        out.push(Violation::new(
+            "spec.deploymentName",
+            format!(
+                "cannot be changed once the job is deployed (was {:?}, requested {:?}): create a new session job",
+                reconciled.deployment_name.as_deref().unwrap_or_default(),
+                spec.deployment_name.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
+    if let Some(session) = session
+        && session.spec.job.is_some()
+    {
+        out.push(Violation::new(
+            "spec.deploymentName",
+            format!(
+                "FlinkDeployment {:?} is an application cluster (it has spec.job); session jobs can only be \
+                 submitted to a session cluster",
+                session.metadata.name.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
+
+    let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
+    let session_spec = session.map(|s| &s.spec);
+    // The job runs with the session cluster's configuration, overridden by its own.
+    let mut config = ctx.effective_config(
+        namespace,
+        session_spec.and_then(|s| s.flink_version),
+        session_spec.and_then(|s| s.flink_configuration.as_ref()),
+    );
+    let own = spec
+        .flink_configuration
+        .as_ref()
+        .map(|c| c.flattened())
+        .unwrap_or_default();
+    config.extend(own.clone());
+    let cfg = Config { map: &config };
+    flink_config::value_formats(&own, &mut out);
+
+    let Some(job_spec) = &spec.job else {
+        out.push(Violation::new(
+            "spec.job",
+            "must be defined: a session job needs a job to run",
+        ));
+        return out;
+    };
+    if let Some(uri) = &job_spec.jar_uri {
+        jar_uri(uri, &cfg, &mut out);
+    }
+    job::parallelism_is_positive(job_spec, &mut out);
+    job::redeploy_needs_a_savepoint(
+        job_spec,
+        reconciled.as_ref().and_then(|r| r.job.as_ref()),
+        &mut out,
+    );
+    job::initial_savepoint_path_is_immutable(Some(job_spec), old.and_then(|o| o.spec.job.as_ref()), &mut out);
+    let needs = StateNeeds {
+        upgrade_mode: job_spec.upgrade_mode.unwrap_or_default(),
+        savepoint_trigger_nonce: job_spec.savepoint_trigger_nonce.is_some(),
+        last_state_needs_ha: false,
+    };
+    flink_config::state_rules(
+        &cfg,
+        session_spec.and_then(|s| s.flink_version),
+        Some(&needs),
+        &mut out,
+    );
+    autoscaler::rules(&cfg, &mut out);
+    out
+}
+
+/// S4/S5: the operator fetches the jar itself, so it must not be a way to make the operator
+/// read local files or call internal endpoints.
+fn jar_uri(uri: &str, config: &Config<'_>, out: &mut Vec<Violation>) {
+    const FIELD: &str = "spec.job.jarURI";
+    let Some((scheme, rest)) = uri.split_once(':') else {
+        out.push(Violation::new(
+            FIELD,
+            format!("{uri:?} must include a scheme (e.g. https://host/path/job.jar)"),
+        ));
+        return;
+    };
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        out.push(Violation::new(
+            FIELD,
+            format!("{uri:?} is not a valid URI: bad scheme {scheme:?}"),
+        ));
+        return;
+    }
+    if uri.chars().any(char::is_whitespace) {
+        out.push(Violation::new(
+            FIELD,
+            format!("{uri:?} is not a valid URI: it contains whitespace"),
+        ));
+        return;
+    }
+    let allowed = config
+        .get(operator::USER_ARTIFACTS_ALLOWED_SCHEMES)
+        .unwrap_or(DEFAULT_ALLOWED_SCHEMES);
+    let allowed: Vec<String> = allowed
+        .split([',', ';'])
+        .map(|s| s.trim().to_ascii_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let scheme = scheme.to_ascii_lowercase();
+    if !allowed.contains(&scheme) {
+        out.push(Violation::new(
+            FIELD,
+            format!(
+                "scheme {scheme:?} is not in the allowlist [{}] ({})",
+                allowed.join(", "),
+                operator::USER_ARTIFACTS_ALLOWED_SCHEMES
+            ),
+        ));
+        return;
+    }
+    let disallow_restricted = config
+        .get(operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS)
+        .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"));
+    if matches!(scheme.as_str(), "http" | "https") && disallow_restricted {
+        let authority = rest.strip_prefix("//").unwrap_or_default();
+        let authority = authority.split(['/', '?', '#']).next().unwrap_or_default();
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let host = if let Some(bracketed) = host_port.strip_prefix('[') {
+            bracketed.split(']').next().unwrap_or_default()
+        } else {
+            host_port.split(':').next().unwrap_or_default()
+        };
+        if host.is_empty() {
+            out.push(Violation::new(
+                FIELD,
+                format!("{uri:?} must include a host for http/https schemes"),
+            ));
+        } else if is_restricted_host(host) {
+            out.push(Violation::new(
+                FIELD,
+                format!(
+                    "host {host:?} is a restricted address (loopback, link-local, private, wildcard or multicast); \
+                     the operator does not fetch jars from it"
+                ),
+            ));
+        }
+    }
+}
+
+/// Literal addresses of the classes the Apache operator refuses. Names are not resolved at
+/// admission (that would be I/O, and DNS can change before the download): the fetcher
+/// checks resolved addresses again.
+fn is_restricted_host(host: &str) -> bool {
+    let lower = host.to_ascii_lowercase();
+    if lower == "localhost" || lower.ends_with(".localhost") {
+        return true;
+    }
+    match lower.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => {
+            ip.is_loopback()
+                || ip.is_link_local()
+                || ip.is_private()
+                || ip.is_unspecified()
+                || ip.is_multicast()
+        }
+        Ok(IpAddr::V6(ip)) => {
+            let segments = ip.segments();
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.is_multicast()
+                || (segments[0] & 0xffc0) == 0xfe80 // link-local
+                || (segments[0] & 0xfe00) == 0xfc00 // unique local (site-local successor)
+                || ip.to_ipv4_mapped().is_some_and(|v4| is_restricted_host(&v4.to_string()))
+        }
+        Err(_) => false,
+    }
+}

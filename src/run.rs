@@ -1,0 +1,197 @@
+//! `flink-operator run`: wires the webhook server, the probes and the controllers together
+//! and stops them in order on SIGTERM.
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use flink_operator_api::validation::ValidationContext;
+use flink_operator_certs::ReloadingCertResolver;
+use flink_operator_controller::caches::JobCaches;
+use flink_operator_webhook::{
+    Admission,
+    lookup::{ApiDirectory, CachedDirectory, JobDirectory, UnavailableDirectory},
+    metrics::AdmissionMetrics,
+};
+use kube::{Client, config::KubeConfigOptions};
+use prometheus_client::registry::Registry;
+use tokio::{net::TcpListener, sync::watch, task::JoinSet};
+use tracing::Instrument;
+
+use crate::{
+    cli::RunArgs,
+    config::{self, ConfigError},
+    https,
+    probes::{self, Readiness},
+};
+
+/// Why the operator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The configuration file is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No Kubernetes client could be configured, and the controllers need one.
+    #[error("the controllers need a Kubernetes API: {0}")]
+    NoCluster(String),
+    /// The webhook's certificate could not be loaded or generated.
+    #[error("webhook certificate: {0}")]
+    Certs(#[from] flink_operator_certs::CertsError),
+    /// Neither certificate files nor a self-signed directory were given.
+    #[error(
+        "the webhook needs a certificate: pass --tls-cert-file and --tls-key-file, or --self-signed-certs DIR"
+    )]
+    NoCertificate,
+    /// A port could not be bound.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Signal handlers could not be installed.
+    #[error("cannot install signal handlers: {0}")]
+    Signals(#[source] std::io::Error),
+}
+
+/// Runs until SIGTERM or SIGINT.
+pub async fn run(args: RunArgs) -> Result<(), RunError> {
+    let operator_config = config::load(args.config.as_deref())?;
+    let client = kube_client(&args).await;
+    if args.components.controllers()
+        && let Err(reason) = &client
+    {
+        return Err(RunError::NoCluster(reason.clone()));
+    }
+
+    let mut registry = Registry::default();
+    let readiness = Arc::new(Readiness::new(
+        args.components.webhook(),
+        args.components.controllers(),
+    ));
+    let (stop, stopping) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+
+    let directory: Arc<dyn JobDirectory> = match &client {
+        Ok(client) if args.components.controllers() => {
+            let (caches, watch) = JobCaches::start(client.clone());
+            tasks.spawn(stop_on(stopping.clone(), watch).instrument(tracing::info_span!("caches")));
+            let ready = readiness.clone();
+            let waiting = caches.clone();
+            tasks.spawn(stop_on(stopping.clone(), async move {
+                waiting.wait_until_ready().await;
+                tracing::info!("caches synchronised");
+                ready.caches_ready();
+            }));
+            Arc::new(CachedDirectory::new(
+                caches.deployments,
+                caches.session_jobs,
+                ApiDirectory::new(client.clone()),
+            ))
+        }
+        Ok(client) => Arc::new(ApiDirectory::new(client.clone())),
+        Err(reason) => {
+            tracing::warn!(%reason, "no Kubernetes API: lookups (snapshot job references) will be refused");
+            Arc::new(UnavailableDirectory::new(reason.as_str()))
+        }
+    };
+
+    if args.components.webhook() {
+        let tls = webhook_tls(&args)?;
+        let admission = Admission::new(
+            ValidationContext::new(operator_config),
+            directory,
+            AdmissionMetrics::register(&mut registry),
+        );
+        let address = SocketAddr::new(args.bind_address, args.webhook_port);
+        let listener = bind(address).await?;
+        tracing::info!(address = %listener.local_addr().unwrap_or(address), "webhook listening (HTTPS)");
+        let router = flink_operator_webhook::router(Arc::new(admission));
+        let grace = Duration::from_secs(args.shutdown_grace_secs);
+        tasks.spawn(
+            https::serve(listener, tls, router, stopping.clone(), grace)
+                .instrument(tracing::info_span!("webhook")),
+        );
+        readiness.webhook_ready();
+    }
+
+    let probe_address = SocketAddr::new(args.bind_address, args.probe_port);
+    let probe_listener = bind(probe_address).await?;
+    tracing::info!(address = %probe_listener.local_addr().unwrap_or(probe_address), "probes and metrics listening (HTTP)");
+    let probe_router = probes::router(readiness.clone(), registry);
+    let mut probe_stopping = stopping.clone();
+    tasks.spawn(async move {
+        let serve = axum::serve(probe_listener, probe_router).with_graceful_shutdown(async move {
+            let _ = probe_stopping.wait_for(|stop| *stop).await;
+        });
+        if let Err(error) = serve.await {
+            tracing::error!(%error, "probe server failed");
+        }
+    });
+
+    wait_for_signal().await.map_err(RunError::Signals)?;
+    tracing::info!("shutting down");
+    let _ = stop.send(true);
+    while tasks.join_next().await.is_some() {}
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Runs `work` until the process stops.
+async fn stop_on(mut stopping: watch::Receiver<bool>, work: impl Future<Output = ()>) {
+    tokio::select! {
+        () = work => {}
+        _ = stopping.wait_for(|stop| *stop) => {}
+    }
+}
+
+async fn bind(address: SocketAddr) -> Result<TcpListener, RunError> {
+    TcpListener::bind(address)
+        .await
+        .map_err(|source| RunError::Bind { address, source })
+}
+
+/// The webhook's TLS config, from files or a self-signed set, reloaded when the files change.
+fn webhook_tls(args: &RunArgs) -> Result<Arc<rustls::ServerConfig>, RunError> {
+    let (cert, key) = match (&args.tls_cert_file, &args.tls_key_file, &args.self_signed_certs) {
+        (Some(cert), Some(key), _) => (cert.clone(), key.clone()),
+        (_, _, Some(dir)) => {
+            let paths =
+                flink_operator_certs::load_or_generate(dir, &args.self_signed_dns, &args.self_signed_ip)?;
+            tracing::info!(ca = %paths.ca.display(), "using self-signed webhook certificate");
+            (paths.cert, paths.key)
+        }
+        _ => return Err(RunError::NoCertificate),
+    };
+    let resolver = ReloadingCertResolver::from_files(&cert, &key)?;
+    // The watcher ends by itself when the resolver, owned by the server config, is dropped.
+    let _watcher = resolver.spawn_watcher(Duration::from_secs(args.cert_reload_interval_secs.max(1)));
+    Ok(resolver.server_config()?)
+}
+
+/// A client from --kubeconfig, else in-cluster, else the usual kubeconfig; the error is
+/// the reason there is none.
+async fn kube_client(args: &RunArgs) -> Result<Client, String> {
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
+        }
+        None => kube::Config::infer().await.map_err(|e| e.to_string())?,
+    };
+    Client::try_from(config).map_err(|e| e.to_string())
+}
+
+async fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+    Ok(())
+}
