@@ -34,7 +34,7 @@ fn main() -> ExitCode {
             flink_operator_certs::generate_self_signed(&args.dns, &args.ip)
                 .and_then(|generated| generated.write_to_dir(&args.out))
                 .map(|()| eprintln!("wrote ca.crt, tls.crt and tls.key to {}", args.out.display()))
-                .map_err(|e| e.to_string())
+                .map_err(|e| chain(&e))
         }
     };
     match result {
@@ -52,7 +52,23 @@ fn run_async(args: cli::RunArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    runtime.block_on(run::run(args)).map_err(|e| e.to_string())
+    runtime.block_on(run::run(args)).map_err(|e| chain(&e))
+}
+
+/// An error with its causes, `outer: inner: innermost`, so a message like "reading
+/// tls.crt" also says "No such file or directory".
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn crd(args: CrdArgs) -> Result<(), String> {

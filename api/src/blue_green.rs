@@ -14,6 +14,8 @@ use crate::reconciled_spec::{ReconciledSpec, ReconciledSpecError};
 use crate::string_enum::string_enum;
 
 /// Desired state of a blue/green pair of FlinkDeployments.
+// Each printcolumn repeats `type_ = "string"`, which clippy mistakes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "flink.apache.org",
@@ -83,7 +85,7 @@ pub struct FlinkDeploymentTemplateSpec {
 }
 
 string_enum! {
-    /// Our addition: how the hand-over from the old to the new child is coordinated.
+    /// Hand-over protocol (our addition, immutable): BASIC (default; jobs overlap, at-least-once) or ADVANCED (watermark gate, exactly-once).
     #[derive(Default)]
     pub enum TransitionMode {
         /// The old job runs until the new one is stable; records may be duplicated (at-least-once).
@@ -123,7 +125,7 @@ impl BlueGreenDeploymentType {
 }
 
 string_enum! {
-    /// State of the blue/green state machine.
+    /// State of the blue/green transition.
     pub enum FlinkBlueGreenDeploymentState {
         /// Deploying the first (blue) child.
         InitializingBlue => "INITIALIZING_BLUE",

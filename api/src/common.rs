@@ -79,7 +79,7 @@ impl FlinkVersion {
 }
 
 string_enum! {
-    /// How the job's state is carried over an upgrade or suspension.
+    /// How state is carried over upgrades and suspensions: savepoint, last-state or stateless (default).
     #[derive(Default)]
     pub enum UpgradeMode {
         /// Stop with a savepoint and restore from it.
@@ -93,7 +93,7 @@ string_enum! {
 }
 
 string_enum! {
-    /// Desired state of the job.
+    /// Desired state of the job: running (default) or suspended.
     #[derive(Default)]
     pub enum JobState {
         /// The job should run.
@@ -105,7 +105,7 @@ string_enum! {
 }
 
 string_enum! {
-    /// How the Flink cluster is deployed on Kubernetes.
+    /// Deployment mode: native (default; Flink creates the TaskManager pods) or standalone.
     #[derive(Default)]
     pub enum KubernetesDeploymentMode {
         /// Flink's native Kubernetes integration: the JobManager creates TaskManager pods.
@@ -117,7 +117,7 @@ string_enum! {
 }
 
 string_enum! {
-    /// Where the last reconciliation stands.
+    /// State of the last reconciliation (default UPGRADING).
     #[derive(Default)]
     pub enum ReconciliationState {
         /// The last reconciled spec is deployed.
@@ -133,7 +133,7 @@ string_enum! {
 }
 
 string_enum! {
-    /// Lifecycle state of a FlinkDeployment or FlinkSessionJob, derived from its status.
+    /// Lifecycle state of the resource, derived from the rest of its status.
     pub enum ResourceLifecycleState {
         /// Created, not yet deployed.
         Created => "CREATED",
@@ -169,7 +169,7 @@ impl ResourceLifecycleState {
 }
 
 string_enum! {
-    /// What started a snapshot.
+    /// What triggered the snapshot: MANUAL, PERIODIC, UPGRADE or UNKNOWN.
     #[derive(Default)]
     pub enum SnapshotTriggerType {
         /// Requested by the user (nonce or FlinkStateSnapshot resource).
@@ -185,7 +185,7 @@ string_enum! {
 }
 
 string_enum! {
-    /// Savepoint format.
+    /// Savepoint format: CANONICAL (portable across state backends) or NATIVE (backend-specific).
     #[derive(Default)]
     pub enum SavepointFormatType {
         /// Backend-independent format, portable across state backends.
@@ -199,7 +199,7 @@ string_enum! {
 }
 
 string_enum! {
-    /// Checkpoint type of a manually triggered checkpoint.
+    /// Checkpoint type: FULL or INCREMENTAL.
     #[derive(Default)]
     pub enum CheckpointType {
         /// A full checkpoint.

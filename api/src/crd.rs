@@ -3,8 +3,11 @@
 //! The chart keeps one file per CRD (see [`crd_files`]); the `crd` command prints
 //! [`crds_yaml`]. A test in this module fails when the checked-in files drift from the types.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
 use kube::CustomResourceExt;
+use serde_json::{Value, json};
 
 use crate::blue_green::FlinkBlueGreenDeployment;
 use crate::deployment::FlinkDeployment;
@@ -16,13 +19,70 @@ pub const FILE_HEADER: &str =
     "# Generated from the Rust types in api/ by `flink-operator crd --split`. Do not edit.\n";
 
 /// The four CRDs, in a stable order: deployments, session jobs, snapshots, blue/green.
+///
+/// Use these rather than `Kind::crd()`: the schemas are normalized (see [`normalize_schema`]).
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
-    vec![
+    let mut crds = vec![
         FlinkDeployment::crd(),
         FlinkSessionJob::crd(),
         FlinkStateSnapshot::crd(),
         FlinkBlueGreenDeployment::crd(),
-    ]
+    ];
+    for crd in &mut crds {
+        for version in &mut crd.spec.versions {
+            if let Some(schema) = version
+                .schema
+                .as_mut()
+                .and_then(|s| s.open_api_v3_schema.as_mut())
+            {
+                normalize_schema(schema);
+            }
+        }
+    }
+    crds
+}
+
+/// Brings a derived schema to the shape of the Apache operator's and Kubernetes' own CRDs:
+/// - drops `nullable: true`, which schemars adds to every `Option`: without it the API server
+///   prunes an explicit `null` (as the Apache operator ignores it) and applies schema
+///   defaults such as `transitionMode: BASIC` instead of keeping the null;
+/// - spells int-or-string as `anyOf: [integer, string]` next to `x-kubernetes-int-or-string`,
+///   as Kubernetes does for quantities;
+/// - keeps only the first paragraph of each description, so that the long Kubernetes docs
+///   of embedded types (Quantity alone is 2 KB) stay readable in `kubectl explain`.
+pub fn normalize_schema(schema: &mut JSONSchemaProps) {
+    let Ok(mut value) = serde_json::to_value(&*schema) else {
+        return;
+    };
+    normalize_node(&mut value);
+    if let Ok(normalized) = serde_json::from_value(value) {
+        *schema = normalized;
+    }
+}
+
+/// Walks schema nodes only (never the keys of a `properties` map, which are field names).
+fn normalize_node(node: &mut Value) {
+    let Some(obj) = node.as_object_mut() else { return };
+    obj.remove("nullable");
+    if let Some(Value::String(description)) = obj.get_mut("description")
+        && let Some((first, _)) = description.split_once("\n\n")
+    {
+        *description = first.trim_end().to_owned();
+    }
+    if obj.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) && !obj.contains_key("anyOf") {
+        obj.insert("anyOf".into(), json!([{"type": "integer"}, {"type": "string"}]));
+    }
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        props.values_mut().for_each(normalize_node);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = obj.get_mut(key) {
+            normalize_node(child);
+        }
+    }
+    if let Some(Value::Array(variants)) = obj.get_mut("anyOf") {
+        variants.iter_mut().for_each(normalize_node);
+    }
 }
 
 /// One CRD as a YAML document (without the `---` separator), ending with a newline.
@@ -61,8 +121,6 @@ pub fn crd_files() -> Vec<(String, String)> {
 mod tests {
     use std::collections::BTreeMap;
     use std::path::PathBuf;
-
-    use serde_json::Value;
 
     use super::*;
 

@@ -15,6 +15,8 @@ use crate::pod_template::PodTemplate;
 use crate::string_enum::string_enum;
 
 /// Desired state of a Flink cluster and, in application mode, its job.
+// Each printcolumn repeats `type_ = "string"`, which clippy mistakes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "flink.apache.org",
@@ -133,7 +135,7 @@ impl FlinkSpec for FlinkDeploymentSpec {
 }
 
 string_enum! {
-    /// Observed status of the JobManager deployment; only READY means the REST API is usable.
+    /// Observed status of the JobManager deployment (default MISSING); only READY means the REST API is usable.
     #[derive(Default)]
     pub enum JobManagerDeploymentStatus {
         /// The JobManager is running and its REST API is ready.

@@ -10,6 +10,8 @@ use crate::common::{
 use crate::config::FlinkConfiguration;
 
 /// Desired state of a job running in a session cluster.
+// Each printcolumn repeats `type_ = "string"`, which clippy mistakes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "flink.apache.org",

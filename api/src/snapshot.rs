@@ -8,6 +8,8 @@ use crate::common::SavepointFormatType;
 use crate::string_enum::string_enum;
 
 /// Desired snapshot: which job, and savepoint or checkpoint.
+// Each printcolumn repeats `type_ = "string"`, which clippy mistakes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "flink.apache.org",
@@ -90,7 +92,7 @@ impl FlinkStateSnapshotSpec {
 }
 
 string_enum! {
-    /// Kind of the job resource a snapshot refers to.
+    /// Kind of the job resource: FlinkDeployment or FlinkSessionJob.
     pub enum JobKind {
         /// An application FlinkDeployment.
         FlinkDeployment => "FlinkDeployment",
@@ -147,7 +149,7 @@ string_enum! {
 }
 
 string_enum! {
-    /// State of a snapshot.
+    /// State of the snapshot (default TRIGGER_PENDING).
     #[derive(Default)]
     pub enum FlinkStateSnapshotState {
         /// The snapshot completed; status.path holds its location.

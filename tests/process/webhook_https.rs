@@ -1,6 +1,5 @@
 use std::time::Duration;
 
-use base64::Engine;
 use hyper::StatusCode;
 use serde_json::{Value, json};
 

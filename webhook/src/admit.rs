@@ -139,6 +139,12 @@ impl Admission {
         kind: FlinkKind,
         request: &AdmissionRequest<DynamicObject>,
     ) -> AdmissionResponse {
+        if !spec_changes(request) {
+            // Metadata-only updates (finalizers, labels) and deletions in progress must go
+            // through even for an object stored before a rule existed: refusing them would
+            // leave a controller unable to remove its finalizer.
+            return AdmissionResponse::from(request);
+        }
         let verdict = match kind {
             FlinkKind::Deployment => self.validate_deployment(request),
             FlinkKind::SessionJob => self.validate_session_job(request).await,
@@ -263,6 +269,21 @@ fn mutate(kind: FlinkKind, request: &AdmissionRequest<DynamicObject>) -> Admissi
         Ok(patched) => patched,
         Err(e) => response.deny(format!("patch could not be encoded: {e}")),
     }
+}
+
+/// Whether the request asks for a spec to be judged: every CREATE, and an UPDATE that
+/// changes the spec of an object not being deleted.
+fn spec_changes(request: &AdmissionRequest<DynamicObject>) -> bool {
+    if request.operation != Operation::Update {
+        return true;
+    }
+    let (Some(new), Some(old)) = (&request.object, &request.old_object) else {
+        return true;
+    };
+    if new.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    new.data.get("spec") != old.data.get("spec")
 }
 
 /// The namespace of the object: the request's, else the object's own.

@@ -73,3 +73,6 @@ async fn read_body(body: Body) -> Result<bytes::Bytes, ReviewError> {
         Ok(Err(error)) => Err(ReviewError::Unreadable(error.to_string())),
     }
 }
+
+#[cfg(test)]
+mod tests;

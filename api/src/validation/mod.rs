@@ -209,3 +209,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod rule_tests;

@@ -1,0 +1,154 @@
+use serde_json::{Value, json};
+
+use super::{assert_single, set, typed};
+use crate::{
+    FlinkBlueGreenDeployment,
+    validation::{ValidationContext, Violation, blue_green::validate},
+};
+
+fn base() -> Value {
+    json!({
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkBlueGreenDeployment",
+        "metadata": {"name": "orders", "namespace": "default"},
+        "spec": {
+            "transitionMode": "ADVANCED",
+            "configuration": {"kubernetes.operator.bluegreen.abort.grace-period": "10 min"},
+            "template": {
+                "spec": {
+                    "image": "flink:1.20",
+                    "flinkVersion": "v1_20",
+                    "serviceAccount": "flink",
+                    "flinkConfiguration": {
+                        "execution.checkpointing.dir": "s3://b/c",
+                        "execution.checkpointing.savepoint-dir": "s3://b/s"
+                    },
+                    "jobManager": {"resource": {"memory": "2048m", "cpu": 1}},
+                    "taskManager": {"resource": {"memory": "2048m", "cpu": 1}},
+                    "job": {"jarURI": "local:///opt/flink/job.jar", "parallelism": 2, "upgradeMode": "savepoint"}
+                }
+            }
+        }
+    })
+}
+
+fn with(changes: &[(&str, Value)]) -> FlinkBlueGreenDeployment {
+    let mut object = base();
+    for (path, value) in changes {
+        set(&mut object, path, value.clone());
+    }
+    typed(object)
+}
+
+fn check(new: &FlinkBlueGreenDeployment, old: Option<&FlinkBlueGreenDeployment>) -> Vec<Violation> {
+    validate(new, old, &ValidationContext::default())
+}
+
+#[test]
+fn transition_mode_is_immutable() {
+    let basic = with(&[("spec/transitionMode", json!("BASIC"))]);
+    let advanced = with(&[]);
+    assert_single(
+        "BASIC to ADVANCED",
+        &check(&advanced, Some(&basic)),
+        "spec.transitionMode",
+        "field is immutable (was BASIC, requested ADVANCED)",
+    );
+    let unset = with(&[("spec/transitionMode", Value::Null)]);
+    assert_single(
+        "unset (BASIC) to ADVANCED",
+        &check(&advanced, Some(&unset)),
+        "spec.transitionMode",
+        "was BASIC",
+    );
+    assert_eq!(check(&basic, Some(&unset)), vec![], "unset means BASIC");
+    assert_eq!(check(&advanced, Some(&advanced)), vec![]);
+}
+
+#[test]
+fn advanced_transitions_refuse_stateless_jobs() {
+    assert_single(
+        "explicit",
+        &check(
+            &with(&[("spec/template/spec/job/upgradeMode", json!("stateless"))]),
+            None,
+        ),
+        "spec.template.spec.job.upgradeMode",
+        "is stateless, which ADVANCED transitions cannot use",
+    );
+    assert_single(
+        "default",
+        &check(
+            &with(&[("spec/template/spec/job/upgradeMode", Value::Null)]),
+            None,
+        ),
+        "spec.template.spec.job.upgradeMode",
+        "defaults to stateless",
+    );
+    let basic = with(&[
+        ("spec/transitionMode", json!("BASIC")),
+        ("spec/template/spec/job/upgradeMode", json!("stateless")),
+    ]);
+    assert_eq!(check(&basic, None), vec![], "BASIC may run stateless jobs");
+}
+
+#[test]
+fn the_template_is_judged_as_a_flink_deployment() {
+    let cases: Vec<(&str, FlinkBlueGreenDeployment, &str, &str)> = vec![
+        (
+            "no template",
+            with(&[("spec/template", Value::Null)]),
+            "spec.template.spec",
+            "must be defined",
+        ),
+        (
+            "session template",
+            with(&[("spec/template/spec/job", Value::Null)]),
+            "spec.template.spec.job",
+            "application jobs",
+        ),
+        (
+            "template version",
+            with(&[("spec/template/spec/flinkVersion", Value::Null)]),
+            "spec.template.spec.flinkVersion",
+            "must be defined",
+        ),
+        (
+            "template savepoint dir",
+            with(&[(
+                "spec/template/spec/flinkConfiguration/execution.checkpointing.savepoint-dir",
+                Value::Null,
+            )]),
+            "spec.template.spec.flinkConfiguration.execution.checkpointing.savepoint-dir",
+            "upgradeMode savepoint",
+        ),
+        (
+            "name leaves room for -green",
+            with(&[("metadata/name", json!("a".repeat(40)))]),
+            "metadata.name",
+            "at most 39",
+        ),
+        (
+            "durations in configuration",
+            with(&[(
+                "spec/configuration/kubernetes.operator.bluegreen.abort.grace-period",
+                json!("soon"),
+            )]),
+            "spec.configuration.kubernetes.operator.bluegreen.abort.grace-period",
+            "is not a duration",
+        ),
+        (
+            "ingress template",
+            with(&[("spec/ingress", json!({"className": "nginx"}))]),
+            "spec.ingress.template",
+            "must be defined",
+        ),
+    ];
+    for (case, object, field, reason) in cases {
+        assert_single(case, &check(&object, None), field, reason);
+    }
+    assert_eq!(
+        check(&with(&[("metadata/name", json!("a".repeat(39)))]), None),
+        vec![]
+    );
+}

@@ -1,0 +1,294 @@
+use serde_json::{Value, json};
+
+use super::{assert_single, set, typed};
+use crate::{
+    FlinkDeployment, FlinkSessionJob,
+    validation::{ValidationContext, Violation, session_job::validate},
+};
+
+fn base() -> Value {
+    json!({
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkSessionJob",
+        "metadata": {"name": "word-count", "namespace": "default"},
+        "spec": {
+            "deploymentName": "session-cluster",
+            "job": {
+                "jarURI": "https://repo.example.com/flink/word-count-1.0.jar",
+                "parallelism": 2,
+                "upgradeMode": "stateless"
+            }
+        }
+    })
+}
+
+fn session_cluster(with_job: bool) -> FlinkDeployment {
+    let mut cluster = json!({
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "session-cluster", "namespace": "default"},
+        "spec": {
+            "flinkVersion": "v1_20",
+            "flinkConfiguration": {
+                "execution.checkpointing.dir": "s3://b/c",
+                "execution.checkpointing.savepoint-dir": "s3://b/s"
+            }
+        }
+    });
+    if with_job {
+        cluster["spec"]["job"] = json!({"jarURI": "local:///opt/flink/job.jar", "parallelism": 1});
+    }
+    typed(cluster)
+}
+
+fn with(changes: &[(&str, Value)]) -> Value {
+    let mut object = base();
+    for (path, value) in changes {
+        set(&mut object, path, value.clone());
+    }
+    object
+}
+
+fn check(object: &Value) -> Vec<Violation> {
+    validate(
+        &typed::<FlinkSessionJob>(object.clone()),
+        None,
+        None,
+        &ValidationContext::default(),
+    )
+}
+
+#[test]
+fn each_rule_reports_its_field_and_reason() {
+    let cases: Vec<(&str, Value, &str, &str)> = vec![
+        (
+            "S1 no deployment name",
+            with(&[("spec/deploymentName", Value::Null)]),
+            "spec.deploymentName",
+            "must name the session cluster",
+        ),
+        (
+            "S1 invalid deployment name",
+            with(&[("spec/deploymentName", json!("Session"))]),
+            "spec.deploymentName",
+            "lowercase letters",
+        ),
+        (
+            "S2 no job",
+            with(&[("spec/job", Value::Null)]),
+            "spec.job",
+            "must be defined",
+        ),
+        (
+            "S4 no scheme",
+            with(&[("spec/job/jarURI", json!("repo.example.com/job.jar"))]),
+            "spec.job.jarURI",
+            "must include a scheme",
+        ),
+        (
+            "S4 scheme not allowed",
+            with(&[("spec/job/jarURI", json!("file:///etc/passwd"))]),
+            "spec.job.jarURI",
+            r#"scheme "file" is not in the allowlist [https]"#,
+        ),
+        (
+            "S4 http not allowed by default",
+            with(&[("spec/job/jarURI", json!("http://repo.example.com/job.jar"))]),
+            "spec.job.jarURI",
+            "allowlist",
+        ),
+        (
+            "S5 no host",
+            with(&[("spec/job/jarURI", json!("https:///job.jar"))]),
+            "spec.job.jarURI",
+            "must include a host",
+        ),
+        (
+            "S5 loopback",
+            with(&[("spec/job/jarURI", json!("https://127.0.0.1/job.jar"))]),
+            "spec.job.jarURI",
+            "restricted address",
+        ),
+        (
+            "S5 localhost",
+            with(&[("spec/job/jarURI", json!("https://localhost:8443/job.jar"))]),
+            "spec.job.jarURI",
+            "restricted address",
+        ),
+        (
+            "S5 link-local metadata endpoint",
+            with(&[("spec/job/jarURI", json!("https://169.254.169.254/latest"))]),
+            "spec.job.jarURI",
+            "restricted",
+        ),
+        (
+            "S5 private",
+            with(&[("spec/job/jarURI", json!("https://10.1.2.3/job.jar"))]),
+            "spec.job.jarURI",
+            "restricted",
+        ),
+        (
+            "S5 ipv6 loopback",
+            with(&[("spec/job/jarURI", json!("https://[::1]:443/job.jar"))]),
+            "spec.job.jarURI",
+            "restricted",
+        ),
+        (
+            "S5 wildcard",
+            with(&[("spec/job/jarURI", json!("https://0.0.0.0/job.jar"))]),
+            "spec.job.jarURI",
+            "restricted",
+        ),
+        (
+            "S8 parallelism",
+            with(&[("spec/job/parallelism", json!(0))]),
+            "spec.job.parallelism",
+            "larger than 0",
+        ),
+        (
+            "S8 savepoint mode needs directories",
+            with(&[
+                ("spec/job/upgradeMode", json!("savepoint")),
+                (
+                    "spec/flinkConfiguration",
+                    json!({"execution.checkpointing.dir": "s3://b/c"}),
+                ),
+            ]),
+            "spec.flinkConfiguration.execution.checkpointing.savepoint-dir",
+            "upgradeMode savepoint",
+        ),
+        (
+            "S9 autoscaler",
+            with(&[(
+                "spec/flinkConfiguration",
+                json!({"job.autoscaler.enabled": "true", "job.autoscaler.utilization.min": "0.9"}),
+            )]),
+            "spec.flinkConfiguration.job.autoscaler.utilization.min",
+            "within [0, 0.7]",
+        ),
+        (
+            "D30 redeploy nonce without path",
+            with(&[("spec/job/savepointRedeployNonce", json!(3))]),
+            "spec.job.initialSavepointPath",
+            "must name a savepoint",
+        ),
+    ];
+    for (case, object, field, reason) in cases {
+        assert_single(case, &check(&object), field, reason);
+    }
+}
+
+#[test]
+fn neighbours_of_the_rules_are_allowed() {
+    let allowed: Vec<(&str, Value)> = vec![
+        ("base", base()),
+        (
+            "no jar (classpath job)",
+            with(&[("spec/job/jarURI", Value::Null)]),
+        ),
+        (
+            "public IP",
+            with(&[("spec/job/jarURI", json!("https://93.184.216.34/job.jar"))]),
+        ),
+        (
+            "last-state needs no HA for session jobs",
+            with(&[
+                ("spec/job/upgradeMode", json!("last-state")),
+                (
+                    "spec/flinkConfiguration",
+                    json!({"execution.checkpointing.dir": "s3://b/c"}),
+                ),
+            ]),
+        ),
+    ];
+    for (case, object) in allowed {
+        assert_eq!(check(&object), vec![], "{case}");
+    }
+}
+
+#[test]
+fn operator_configuration_widens_the_scheme_allowlist_and_can_lift_host_checks() {
+    let ctx = ValidationContext::new(
+        [
+            (
+                "kubernetes.operator.user.artifacts.allowed-schemes".to_owned(),
+                "https;s3;local".to_owned(),
+            ),
+            (
+                "kubernetes.operator.user.artifacts.disallow-restricted-hosts".to_owned(),
+                "false".to_owned(),
+            ),
+        ]
+        .into(),
+    );
+    for uri in [
+        "s3://bucket/job.jar",
+        "local:///opt/flink/job.jar",
+        "https://127.0.0.1/job.jar",
+    ] {
+        let job: FlinkSessionJob = typed(with(&[("spec/job/jarURI", json!(uri))]));
+        assert_eq!(validate(&job, None, None, &ctx), vec![], "{uri}");
+    }
+}
+
+#[test]
+fn the_session_cluster_must_not_be_an_application_cluster() {
+    let job: FlinkSessionJob = typed(base());
+    let ctx = ValidationContext::default();
+    assert_eq!(validate(&job, None, Some(&session_cluster(false)), &ctx), vec![]);
+    assert_single(
+        "S6",
+        &validate(&job, None, Some(&session_cluster(true)), &ctx),
+        "spec.deploymentName",
+        "is an application cluster",
+    );
+}
+
+#[test]
+fn the_session_cluster_configuration_supplies_directories() {
+    let job: FlinkSessionJob = typed(with(&[("spec/job/upgradeMode", json!("savepoint"))]));
+    let ctx = ValidationContext::default();
+    assert_eq!(
+        validate(&job, None, None, &ctx).len(),
+        2,
+        "unknown cluster: both directories missing"
+    );
+    assert_eq!(validate(&job, None, Some(&session_cluster(false)), &ctx), vec![]);
+}
+
+#[test]
+fn the_deployment_name_is_frozen_once_deployed() {
+    let reconciled =
+        json!({"spec": {"deploymentName": "session-cluster", "job": base()["spec"]["job"].clone()}});
+    let object = with(&[
+        ("spec/deploymentName", json!("other-cluster")),
+        (
+            "status/reconciliationStatus/lastReconciledSpec",
+            json!(reconciled.to_string()),
+        ),
+    ]);
+    assert_single(
+        "S3",
+        &check(&object),
+        "spec.deploymentName",
+        r#"was "session-cluster", requested "other-cluster""#,
+    );
+}
+
+#[test]
+fn initial_savepoint_path_cannot_be_edited_without_a_new_redeploy_nonce() {
+    let old: FlinkSessionJob = typed(with(&[("spec/job/initialSavepointPath", json!("s3://b/s/sp-1"))]));
+    let ctx = ValidationContext::default();
+    let added: FlinkSessionJob = typed(with(&[("spec/job/initialSavepointPath", json!("s3://b/s/sp-2"))]));
+    assert_single(
+        "edit",
+        &validate(&added, Some(&old), None, &ctx),
+        "spec.job.initialSavepointPath",
+        "cannot be changed on its own",
+    );
+    let redeploy: FlinkSessionJob = typed(with(&[
+        ("spec/job/initialSavepointPath", json!("s3://b/s/sp-2")),
+        ("spec/job/savepointRedeployNonce", json!(1)),
+    ]));
+    assert_eq!(validate(&redeploy, Some(&old), None, &ctx), vec![]);
+}

@@ -1,0 +1,441 @@
+//! The admission routes end to end, in process: HTTP in, AdmissionReview out. The lookup
+//! is an in-memory directory here; the same paths run against a real API server in the
+//! integration tests.
+
+use std::{collections::BTreeSet, sync::Arc};
+
+use axum::body::Body;
+use flink_operator_api::{FlinkDeployment, FlinkSessionJob, validation::ValidationContext};
+use futures::future::BoxFuture;
+use http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::{
+    Admission,
+    lookup::{JobDirectory, LookupError},
+    metrics::AdmissionMetrics,
+};
+
+/// Existing objects by `kind/namespace/name`; `fail` makes every lookup fail.
+#[derive(Default)]
+struct StaticDirectory {
+    existing: BTreeSet<String>,
+    fail: bool,
+}
+
+impl StaticDirectory {
+    fn with(objects: &[&str]) -> Self {
+        Self {
+            existing: objects.iter().map(|s| s.to_string()).collect(),
+            fail: false,
+        }
+    }
+
+    fn find<K: serde::de::DeserializeOwned>(
+        &self,
+        kind: &'static str,
+        namespace: String,
+        name: String,
+    ) -> Result<Option<Arc<K>>, LookupError> {
+        if self.fail {
+            return Err(LookupError::Timeout {
+                kind,
+                namespace,
+                name,
+            });
+        }
+        if !self.existing.contains(&format!("{kind}/{namespace}/{name}")) {
+            return Ok(None);
+        }
+        let object = json!({
+            "apiVersion": "flink.apache.org/v1beta1", "kind": kind,
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {}
+        });
+        Ok(Some(Arc::new(
+            serde_json::from_value(object).expect("minimal object decodes"),
+        )))
+    }
+}
+
+impl JobDirectory for StaticDirectory {
+    fn deployment(
+        &self,
+        namespace: String,
+        name: String,
+    ) -> BoxFuture<'_, Result<Option<Arc<FlinkDeployment>>, LookupError>> {
+        Box::pin(futures::future::ready(self.find(
+            "FlinkDeployment",
+            namespace,
+            name,
+        )))
+    }
+
+    fn session_job(
+        &self,
+        namespace: String,
+        name: String,
+    ) -> BoxFuture<'_, Result<Option<Arc<FlinkSessionJob>>, LookupError>> {
+        Box::pin(futures::future::ready(self.find(
+            "FlinkSessionJob",
+            namespace,
+            name,
+        )))
+    }
+}
+
+fn router(directory: StaticDirectory) -> axum::Router {
+    crate::router(Arc::new(Admission::new(
+        ValidationContext::default(),
+        Arc::new(directory),
+        AdmissionMetrics::default(),
+    )))
+}
+
+async fn post(router: &axum::Router, path: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
+    let request = Request::post(path)
+        .header("content-type", "application/json")
+        .body(body.into())
+        .expect("request");
+    let response = router.clone().oneshot(request).await.expect("infallible");
+    let status = response.status();
+    (
+        status,
+        response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec(),
+    )
+}
+
+fn review(operation: &str, kind: &str, object: Value, old: Option<Value>) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "e911857d-c318-11e8-bbad-025000000001",
+            "kind": {"group": "flink.apache.org", "version": "v1beta1", "kind": kind},
+            "resource": {"group": "flink.apache.org", "version": "v1beta1", "resource": "x"},
+            "name": object["metadata"]["name"],
+            "namespace": "team-a",
+            "operation": operation,
+            "userInfo": {"username": "alice"},
+            "object": object,
+            "oldObject": old,
+        }
+    }))
+    .expect("encodes")
+}
+
+async fn answer(router: &axum::Router, path: &str, body: Vec<u8>) -> Value {
+    let (status, body) = post(router, path, body).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let review: Value = serde_json::from_slice(&body).expect("review");
+    assert_eq!(review["kind"], "AdmissionReview");
+    assert_eq!(review["response"]["uid"], "e911857d-c318-11e8-bbad-025000000001");
+    review["response"].clone()
+}
+
+fn snapshot(reference: Value) -> Value {
+    json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkStateSnapshot",
+        "metadata": {"name": "sp", "namespace": "team-a"},
+        "spec": {"jobReference": reference, "savepoint": {"path": "s3://b/s"}}
+    })
+}
+
+fn blue_green(mode: &str) -> Value {
+    json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
+        "metadata": {"name": "bg", "namespace": "team-a"},
+        "spec": {"transitionMode": mode, "template": {"spec": {
+            "flinkVersion": "v1_20", "serviceAccount": "flink",
+            "jobManager": {"resource": {"memory": "1g"}}, "taskManager": {"resource": {"memory": "1g"}},
+            "job": {"jarURI": "local:///opt/flink/job.jar", "parallelism": 1, "upgradeMode": "stateless"}
+        }}}
+    })
+}
+
+fn message(response: &Value) -> &str {
+    response["status"]["message"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn snapshot_references_are_checked_against_the_directory() {
+    let router = router(StaticDirectory::with(&[
+        "FlinkDeployment/team-a/orders",
+        "FlinkSessionJob/team-a/clicks",
+    ]));
+    let ok = answer(
+        &router,
+        "/validate",
+        review(
+            "CREATE",
+            "FlinkStateSnapshot",
+            snapshot(json!({"kind": "FlinkDeployment", "name": "orders"})),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(ok["allowed"], true, "{ok}");
+    let ok = answer(
+        &router,
+        "/validate",
+        review(
+            "CREATE",
+            "FlinkStateSnapshot",
+            snapshot(json!({"kind": "FlinkSessionJob", "name": "clicks"})),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(ok["allowed"], true, "{ok}");
+
+    let dangling = answer(
+        &router,
+        "/validate",
+        review(
+            "CREATE",
+            "FlinkStateSnapshot",
+            snapshot(json!({"kind": "FlinkDeployment", "name": "gone"})),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(dangling["allowed"], false);
+    assert_eq!(
+        message(&dangling),
+        "spec.jobReference: target FlinkDeployment team-a/gone was not found"
+    );
+
+    let foreign = snapshot(json!({"kind": "FlinkDeployment", "name": "orders", "namespace": "team-b"}));
+    let denied = answer(
+        &router,
+        "/validate",
+        review("CREATE", "FlinkStateSnapshot", foreign, None),
+    )
+    .await;
+    assert_eq!(denied["allowed"], false);
+    assert!(
+        message(&denied).starts_with("spec.jobReference.namespace: must be the snapshot's own namespace"),
+        "{denied}"
+    );
+}
+
+#[tokio::test]
+async fn snapshot_references_that_cannot_be_verified_are_refused() {
+    let router = router(StaticDirectory {
+        fail: true,
+        ..Default::default()
+    });
+    let denied = answer(
+        &router,
+        "/validate",
+        review(
+            "CREATE",
+            "FlinkStateSnapshot",
+            snapshot(json!({"kind": "FlinkDeployment", "name": "orders"})),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(denied["allowed"], false);
+    assert!(message(&denied).contains("could not be verified"), "{denied}");
+    assert!(message(&denied).contains("timed out"), "{denied}");
+}
+
+#[tokio::test]
+async fn transition_mode_changes_are_denied_with_the_field_named() {
+    let router = router(StaticDirectory::default());
+    let denied = answer(
+        &router,
+        "/validate",
+        review(
+            "UPDATE",
+            "FlinkBlueGreenDeployment",
+            blue_green("ADVANCED"),
+            Some(blue_green("BASIC")),
+        ),
+    )
+    .await;
+    assert_eq!(denied["allowed"], false);
+    assert!(
+        message(&denied).contains("spec.transitionMode: field is immutable (was BASIC, requested ADVANCED)"),
+        "{denied}"
+    );
+    assert!(
+        message(&denied).contains("spec.template.spec.job.upgradeMode"),
+        "both violations: {denied}"
+    );
+}
+
+#[tokio::test]
+async fn updates_that_leave_the_spec_alone_are_allowed_even_for_invalid_objects() {
+    let router = router(StaticDirectory::default());
+    let mut invalid = blue_green("ADVANCED");
+    let before = invalid.clone();
+    invalid["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    let allowed = answer(
+        &router,
+        "/validate",
+        review(
+            "UPDATE",
+            "FlinkBlueGreenDeployment",
+            invalid.clone(),
+            Some(before),
+        ),
+    )
+    .await;
+    assert_eq!(allowed["allowed"], true, "{allowed}");
+    let created = answer(
+        &router,
+        "/validate",
+        review("CREATE", "FlinkBlueGreenDeployment", invalid, None),
+    )
+    .await;
+    assert_eq!(created["allowed"], false, "the same object is judged on CREATE");
+}
+
+#[tokio::test]
+async fn delete_and_connect_are_allowed() {
+    let router = router(StaticDirectory::default());
+    for operation in ["DELETE", "CONNECT"] {
+        let response = answer(
+            &router,
+            "/validate",
+            review(
+                operation,
+                "FlinkBlueGreenDeployment",
+                blue_green("ADVANCED"),
+                None,
+            ),
+        )
+        .await;
+        assert_eq!(response["allowed"], true, "{operation}");
+    }
+}
+
+#[tokio::test]
+async fn other_kinds_are_denied_naming_the_kind() {
+    let router = router(StaticDirectory::default());
+    let mut body: Value =
+        serde_json::from_slice(&review("CREATE", "Pod", json!({"metadata": {"name": "p"}}), None))
+            .expect("json");
+    body["request"]["kind"] = json!({"group": "", "version": "v1", "kind": "Pod"});
+    let denied = answer(&router, "/validate", serde_json::to_vec(&body).expect("json")).await;
+    assert_eq!(denied["allowed"], false);
+    assert!(
+        message(&denied).starts_with("kind Pod (group \"\") is not handled by this webhook"),
+        "{denied}"
+    );
+}
+
+#[tokio::test]
+async fn objects_that_do_not_decode_are_denied_naming_the_field() {
+    let router = router(StaticDirectory::default());
+    let mut object = blue_green("BASIC");
+    object["spec"]["template"]["spec"]["job"]["upgradeMode"] = json!("sometimes");
+    let denied = answer(
+        &router,
+        "/validate",
+        review("CREATE", "FlinkBlueGreenDeployment", object, None),
+    )
+    .await;
+    assert_eq!(denied["allowed"], false);
+    let text = message(&denied);
+    assert!(
+        text.starts_with(
+            "FlinkBlueGreenDeployment: spec.template.spec.job.upgradeMode: unknown variant `sometimes`"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn mutation_answers_a_json_patch_and_nothing_for_a_mutated_object() {
+    let router = router(StaticDirectory::default());
+    let mut object = blue_green("BASIC");
+    object["spec"]
+        .as_object_mut()
+        .expect("spec")
+        .remove("transitionMode");
+    let response = answer(
+        &router,
+        "/mutate",
+        review("CREATE", "FlinkBlueGreenDeployment", object.clone(), None),
+    )
+    .await;
+    assert_eq!(response["allowed"], true);
+    assert_eq!(response["patchType"], "JSONPatch");
+    // kube encodes the patch bytes as a JSON array of numbers, which the API server's
+    // decoder accepts for a []byte field as well as base64 text.
+    let patch: Vec<u8> = serde_json::from_value(response["patch"].clone()).expect("patch bytes");
+    let patch: json_patch::Patch = serde_json::from_slice(&patch).expect("patch");
+    json_patch::patch(&mut object, &patch).expect("applies");
+    assert_eq!(object["spec"]["transitionMode"], "BASIC");
+
+    let again = answer(
+        &router,
+        "/mutate",
+        review("CREATE", "FlinkBlueGreenDeployment", object, None),
+    )
+    .await;
+    assert_eq!(again["allowed"], true);
+    assert!(
+        again.get("patch").is_none(),
+        "no patch for an already-mutated object: {again}"
+    );
+}
+
+#[tokio::test]
+async fn malformed_requests_get_a_4xx_with_a_one_line_reason() {
+    let router = router(StaticDirectory::default());
+    let cases: Vec<(&str, Vec<u8>, StatusCode, &str)> = vec![
+        (
+            "not json",
+            b"{".to_vec(),
+            StatusCode::BAD_REQUEST,
+            "request body is not JSON",
+        ),
+        (
+            "not a review",
+            br#"{"kind":"Pod","apiVersion":"v1"}"#.to_vec(),
+            StatusCode::BAD_REQUEST,
+            "request body is not an AdmissionReview",
+        ),
+        (
+            "old version",
+            br#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1beta1","request":{}}"#.to_vec(),
+            StatusCode::BAD_REQUEST,
+            "unsupported AdmissionReview apiVersion",
+        ),
+        (
+            "no request",
+            br#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1"}"#.to_vec(),
+            StatusCode::BAD_REQUEST,
+            "has no request",
+        ),
+        (
+            "too large",
+            vec![b' '; crate::review::MAX_BODY_BYTES + 1],
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "exceeds the limit",
+        ),
+    ];
+    for (case, body, expected, reason) in cases {
+        for path in ["/validate", "/mutate"] {
+            let (status, body) = post(&router, path, body.clone()).await;
+            let text = String::from_utf8(body).expect("utf-8");
+            assert_eq!(status, expected, "{case} on {path}: {text}");
+            assert!(text.starts_with(reason), "{case} on {path}: {text}");
+            assert_eq!(text.trim_end().lines().count(), 1, "{case}: one line");
+        }
+    }
+    let (status, _) = post(&router, "/other", Vec::new()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
