@@ -418,7 +418,7 @@ async fn malformed_requests_get_a_4xx_with_a_one_line_reason() {
             "no request",
             br#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1"}"#.to_vec(),
             StatusCode::BAD_REQUEST,
-            "has no request",
+            "AdmissionReview has no request",
         ),
         (
             "too large",
