@@ -424,7 +424,7 @@ async fn malformed_requests_get_a_4xx_with_a_one_line_reason() {
             "too large",
             vec![b' '; crate::review::MAX_BODY_BYTES + 1],
             StatusCode::PAYLOAD_TOO_LARGE,
-            "exceeds the limit",
+            "request body exceeds the limit",
         ),
     ];
     for (case, body, expected, reason) in cases {
