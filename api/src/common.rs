@@ -257,6 +257,9 @@ pub struct JobSpec {
 }
 
 /// Deprecated resource shorthand for a JobManager or TaskManager container.
+// `cpu` is an f64 as in the Apache CRD (`type: number`): an integer `cpu: 1` re-encodes as
+// `1.0`, the same number. (Likewise a Kubernetes quantity written as a number in `resources`
+// re-encodes as a string; both are the only non-identical round trips of the API.)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {

@@ -156,7 +156,7 @@ string_enum! {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskManagerInfo {
-    /// Label selector of the TaskManager pods, e.g. component=taskmanager,app=<name>.
+    /// Label selector of the TaskManager pods, e.g. component=taskmanager,app=NAME (the resource name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<String>,
     /// Number of TaskManager replicas.

@@ -13,8 +13,15 @@
 //!   show fields nobody set;
 //! - unknown fields are ignored (never `deny_unknown_fields`), as the Apache operator does.
 //!
-//! Other modules: [`keys`] (labels, annotations, finalizers, configuration keys) and [`crd`]
-//! (CRD generation for the Helm chart and the `crd` CLI command).
+//! Free-form fields keep the user's JSON tree: `flinkConfiguration` is a [`FlinkConfiguration`]
+//! (nested values allowed; [`FlinkConfiguration::flattened`] gives Flink's flat view) and every
+//! `podTemplate` is a [`PodTemplate`] (raw JSON with typed accessors; see [`pod_template`] for
+//! why it is not `k8s_openapi`'s `PodSpec`). Both are `x-kubernetes-preserve-unknown-fields`
+//! in the CRDs.
+//!
+//! Other modules: [`keys`] (labels, annotations, finalizers, configuration keys),
+//! [`reconciled_spec`] (the `lastReconciledSpec` encoding) and [`crd`] (CRD generation for the
+//! Helm chart and the `crd` CLI command).
 
 pub mod blue_green;
 pub mod common;

@@ -245,3 +245,25 @@ fn flink_configuration_keeps_value_types() {
     assert!(!flat.contains_key("i"), "a null value has no Flink meaning");
     assert_eq!(first_difference(&expected, &back, String::new()), None);
 }
+
+#[test]
+fn numeric_cpu_and_quantities_decode_with_documented_normalization() {
+    // The two places where JSON does not come back identical: an integer cpu (an f64 field)
+    // and a quantity written as a number (k8s-openapi keeps quantities as strings).
+    let doc = serde_json::json!({
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "numbers"},
+        "spec": {
+            "jobManager": {"resource": {"cpu": 1, "memory": "1g"}},
+            "taskManager": {"resources": {"requests": {"cpu": 2, "memory": "2Gi"}}},
+        },
+    });
+    let dep: FlinkDeployment = serde_json::from_value(doc).expect("decodes");
+    let back = serde_json::to_value(&dep).expect("encodes");
+    assert_eq!(
+        back["spec"]["jobManager"]["resource"]["cpu"],
+        serde_json::json!(1.0)
+    );
+    assert_eq!(back["spec"]["taskManager"]["resources"]["requests"]["cpu"], "2");
+}
