@@ -439,3 +439,21 @@ async fn malformed_requests_get_a_4xx_with_a_one_line_reason() {
     let (status, _) = post(&router, "/other", Vec::new()).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_benchmark_review_is_a_valid_update_that_runs_every_rule() {
+    // The load benchmark posts this body; it must exercise the allowed path, with a spec
+    // change so that the rules run rather than the unchanged-spec shortcut.
+    let body = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/flinkdeployment-update-review.json"))
+        .expect("benchmark review");
+    let review: Value = serde_json::from_slice(&body).expect("json");
+    assert_ne!(review["request"]["object"]["spec"], review["request"]["oldObject"]["spec"]);
+    let response = answer_any_uid(&router(StaticDirectory::default()), "/validate", body).await;
+    assert_eq!(response["allowed"], true, "{response}");
+}
+
+async fn answer_any_uid(router: &axum::Router, path: &str, body: Vec<u8>) -> Value {
+    let (status, body) = post(router, path, body).await;
+    assert_eq!(status, StatusCode::OK);
+    serde_json::from_slice::<Value>(&body).expect("review")["response"].clone()
+}
