@@ -78,10 +78,9 @@ fn crd(args: CrdArgs) -> Result<(), String> {
             .map_err(|e| e.to_string()),
         Some(dir) => {
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            for crd in flink_operator_api::crd::all_crds() {
-                let path = dir.join(flink_operator_api::crd::crd_file_name(&crd));
-                let yaml = flink_operator_api::crd::crd_yaml(&crd);
-                std::fs::write(&path, yaml).map_err(|e| format!("{}: {e}", path.display()))?;
+            for (name, contents) in flink_operator_api::crd::crd_files() {
+                let path = dir.join(name);
+                std::fs::write(&path, contents).map_err(|e| format!("{}: {e}", path.display()))?;
                 eprintln!("wrote {}", path.display());
             }
             Ok(())

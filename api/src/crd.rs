@@ -124,8 +124,7 @@ mod tests {
 
     use super::*;
 
-    const REGENERATE: &str = "regenerate with `cargo run -- crd --split charts/flink-operator/crds` \
-                              (or `cargo run -p flink-operator-api --example write-crds -- charts/flink-operator/crds`)";
+    const REGENERATE: &str = "regenerate with `cargo run -- crd --split charts/flink-operator/crds`";
 
     fn schema_of(crd: &CustomResourceDefinition) -> Value {
         let version = crd.spec.versions.first().expect("one version");

@@ -2,5 +2,8 @@
 //! own CLI, AdmissionReviews over HTTPS verified against the generated CA, probes,
 //! metrics and shutdown on SIGTERM. No Kubernetes API is involved here.
 
+// Test code: a panic is a failing test with its reason.
+#![allow(clippy::unwrap_used)]
+
 mod harness;
 mod webhook_https;

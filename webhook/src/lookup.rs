@@ -31,9 +31,10 @@ pub enum LookupError {
         namespace: String,
         /// Name looked for.
         name: String,
-        /// What the API server or the client said.
+        /// What the API server or the client said (boxed: kube's error is large, and
+        /// lookups return it on every path).
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// This process has no connection to an API server.
     #[error("no Kubernetes API is available to look up {kind} {namespace}/{name}: {reason}")]
@@ -109,7 +110,7 @@ impl ApiDirectory {
                 kind,
                 namespace,
                 name,
-                source,
+                source: Box::new(source),
             }),
             Err(_) => Err(LookupError::Timeout {
                 kind,

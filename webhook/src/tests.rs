@@ -22,6 +22,7 @@ use crate::{
 #[derive(Default)]
 struct StaticDirectory {
     existing: BTreeSet<String>,
+    everything_exists: bool,
     fail: bool,
 }
 
@@ -29,7 +30,7 @@ impl StaticDirectory {
     fn with(objects: &[&str]) -> Self {
         Self {
             existing: objects.iter().map(|s| s.to_string()).collect(),
-            fail: false,
+            ..Default::default()
         }
     }
 
@@ -46,7 +47,7 @@ impl StaticDirectory {
                 name,
             });
         }
-        if !self.existing.contains(&format!("{kind}/{namespace}/{name}")) {
+        if !self.everything_exists && !self.existing.contains(&format!("{kind}/{namespace}/{name}")) {
             return Ok(None);
         }
         let object = json!({
@@ -444,10 +445,16 @@ async fn malformed_requests_get_a_4xx_with_a_one_line_reason() {
 async fn the_benchmark_review_is_a_valid_update_that_runs_every_rule() {
     // The load benchmark posts this body; it must exercise the allowed path, with a spec
     // change so that the rules run rather than the unchanged-spec shortcut.
-    let body = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/flinkdeployment-update-review.json"))
-        .expect("benchmark review");
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bench/flinkdeployment-update-review.json"
+    ))
+    .expect("benchmark review");
     let review: Value = serde_json::from_slice(&body).expect("json");
-    assert_ne!(review["request"]["object"]["spec"], review["request"]["oldObject"]["spec"]);
+    assert_ne!(
+        review["request"]["object"]["spec"],
+        review["request"]["oldObject"]["spec"]
+    );
     let response = answer_any_uid(&router(StaticDirectory::default()), "/validate", body).await;
     assert_eq!(response["allowed"], true, "{response}");
 }
@@ -456,4 +463,35 @@ async fn answer_any_uid(router: &axum::Router, path: &str, body: Vec<u8>) -> Val
     let (status, body) = post(router, path, body).await;
     assert_eq!(status, StatusCode::OK);
     serde_json::from_slice::<Value>(&body).expect("review")["response"].clone()
+}
+
+#[tokio::test]
+async fn every_example_manifest_is_admitted() {
+    let router = router(StaticDirectory {
+        everything_exists: true,
+        ..Default::default()
+    });
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).expect("examples") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("example");
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let mut object: Value = serde::Deserialize::deserialize(document).expect("yaml");
+            object["metadata"]["namespace"] = json!("team-a");
+            let kind = object["kind"].as_str().expect("kind").to_owned();
+            for path_name in ["/mutate", "/validate"] {
+                let response =
+                    answer(&router, path_name, review("CREATE", &kind, object.clone(), None)).await;
+                assert_eq!(
+                    response["allowed"],
+                    true,
+                    "{} ({kind}) on {path_name}: {response}",
+                    path.display()
+                );
+            }
+            seen += 1;
+        }
+    }
+    assert!(seen >= 12, "only {seen} example documents found");
 }
