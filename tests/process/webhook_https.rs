@@ -197,3 +197,44 @@ async fn the_binary_answers_admission_reviews_over_verified_https_and_stops_on_s
     assert!(exit.success(), "exit status {exit}:\n{}", operator.logs());
     assert!(operator.logs().contains("stopped"), "{}", operator.logs());
 }
+
+#[test]
+fn controllers_without_a_cluster_fail_at_start_with_the_reason() {
+    let work = TempDir::new("no-cluster");
+    let output = std::process::Command::new(BIN)
+        .args(["run", "--components", "all", "--self-signed-certs"])
+        .arg(work.0.join("certs"))
+        .args([
+            "--probe-port",
+            &free_port().to_string(),
+            "--webhook-port",
+            &free_port().to_string(),
+        ])
+        .env("KUBECONFIG", work.0.join("missing"))
+        .env("HOME", &work.0)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("error: the controllers need a Kubernetes API"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn crd_command_prints_the_four_crds() {
+    let output = std::process::Command::new(BIN).arg("crd").output().unwrap();
+    assert!(output.status.success());
+    let yaml = String::from_utf8(output.stdout).unwrap();
+    for name in [
+        "flinkdeployments.flink.apache.org",
+        "flinksessionjobs.flink.apache.org",
+        "flinkstatesnapshots.flink.apache.org",
+        "flinkbluegreendeployments.flink.apache.org",
+    ] {
+        assert!(yaml.contains(&format!("name: {name}")), "{name} missing");
+    }
+    assert_eq!(yaml.matches("kind: CustomResourceDefinition").count(), 4);
+}
