@@ -66,6 +66,30 @@ pub struct RunArgs {
     /// first start (for development and tests).
     #[arg(long, env = "FLINK_OPERATOR_SELF_SIGNED_CERTS")]
     pub self_signed_certs: Option<PathBuf>,
+    /// Keep the webhook's CA and serving certificate in a Secret (created on first start),
+    /// and write the CA as caBundle into the webhook configurations (no cert-manager needed).
+    #[arg(long, env = "FLINK_OPERATOR_MANAGE_WEBHOOK_CERTS", conflicts_with_all = ["tls_cert_file", "self_signed_certs"])]
+    pub manage_webhook_certs: bool,
+    /// Namespace the operator runs in (of the webhook Secret and Service).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    pub operator_namespace: String,
+    /// Service in front of the webhook; the managed certificate is issued for its DNS names.
+    #[arg(long, default_value = "flink-operator-webhook")]
+    pub webhook_service_name: String,
+    /// Secret holding the managed certificate (ca.crt, tls.crt, tls.key).
+    #[arg(long, default_value = "flink-operator-webhook-certs")]
+    pub webhook_secret_name: String,
+    /// Name of the ValidatingWebhookConfiguration and the MutatingWebhookConfiguration
+    /// whose caBundle the operator keeps.
+    #[arg(long, default_value = "flink-operator")]
+    pub webhook_configuration_name: String,
+    /// Additional names of the managed serving certificate, DNS names or IP addresses
+    /// (repeatable), e.g. when the API server reaches the webhook by URL rather than Service.
+    #[arg(long = "webhook-cert-extra-san")]
+    pub webhook_cert_extra_sans: Vec<String>,
+    /// Directory the managed certificate files are written to (must be writable).
+    #[arg(long, default_value = "/tmp/flink-operator/webhook-certs")]
+    pub webhook_cert_dir: PathBuf,
     /// DNS names of a generated serving certificate (with --self-signed-certs).
     #[arg(long = "self-signed-dns", default_values_t = vec!["localhost".to_owned()])]
     pub self_signed_dns: Vec<String>,

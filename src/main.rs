@@ -3,6 +3,7 @@
 mod cli;
 mod config;
 mod https;
+mod managed_certs;
 mod probes;
 mod run;
 mod telemetry;

@@ -18,6 +18,7 @@ use tracing::Instrument;
 
 use crate::{
     cli::RunArgs,
+    managed_certs::{self, ManagedCertsConfig, ManagedCertsError},
     config::{self, ConfigError},
     https,
     probes::{self, Readiness},
@@ -37,9 +38,13 @@ pub enum RunError {
     Certs(#[from] flink_operator_certs::CertsError),
     /// Neither certificate files nor a self-signed directory were given.
     #[error(
-        "the webhook needs a certificate: pass --tls-cert-file and --tls-key-file, or --self-signed-certs DIR"
+        "the webhook needs a certificate: pass --tls-cert-file and --tls-key-file, --self-signed-certs DIR, \
+         or --manage-webhook-certs"
     )]
     NoCertificate,
+    /// The operator-managed certificate could not be set up.
+    #[error("managed webhook certificate: {0}")]
+    ManagedCerts(#[from] ManagedCertsError),
     /// A port could not be bound.
     #[error("cannot listen on {address}: {source}")]
     Bind {
@@ -97,7 +102,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     };
 
     if args.components.webhook() {
-        let tls = webhook_tls(&args)?;
+        let tls = webhook_tls(&args, client.as_ref().ok(), &mut tasks, &stopping).await?;
         let admission = Admission::new(
             ValidationContext::new(operator_config),
             directory,
@@ -151,9 +156,34 @@ async fn bind(address: SocketAddr) -> Result<TcpListener, RunError> {
         .map_err(|source| RunError::Bind { address, source })
 }
 
-/// The webhook's TLS config, from files or a self-signed set, reloaded when the files change.
-fn webhook_tls(args: &RunArgs) -> Result<Arc<rustls::ServerConfig>, RunError> {
+/// The webhook's TLS config, from files, a self-signed set or the managed Secret, reloaded
+/// when the files change.
+async fn webhook_tls(
+    args: &RunArgs,
+    client: Option<&Client>,
+    tasks: &mut JoinSet<()>,
+    stopping: &watch::Receiver<bool>,
+) -> Result<Arc<rustls::ServerConfig>, RunError> {
     let (cert, key) = match (&args.tls_cert_file, &args.tls_key_file, &args.self_signed_certs) {
+        _ if args.manage_webhook_certs => {
+            let Some(client) = client else {
+                return Err(RunError::NoCluster("--manage-webhook-certs keeps the certificate in a Secret".into()));
+            };
+            let config = ManagedCertsConfig {
+                namespace: args.operator_namespace.clone(),
+                service: args.webhook_service_name.clone(),
+                secret: args.webhook_secret_name.clone(),
+                configuration: args.webhook_configuration_name.clone(),
+                dir: args.webhook_cert_dir.clone(),
+                extra_sans: args.webhook_cert_extra_sans.clone(),
+            };
+            let (paths, ca) = managed_certs::ensure_secret(client, &config).await?;
+            tasks.spawn(
+                stop_on(stopping.clone(), managed_certs::keep_ca_bundle(client.clone(), config, ca))
+                    .instrument(tracing::info_span!("ca-bundle")),
+            );
+            (paths.cert, paths.key)
+        }
         (Some(cert), Some(key), _) => (cert.clone(), key.clone()),
         (_, _, Some(dir)) => {
             let paths =

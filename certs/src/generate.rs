@@ -33,7 +33,7 @@ const DAY: Duration = Duration::from_secs(24 * 60 * 60);
 /// Lifetime of the serving certificate: long enough that a development or test
 /// install never expires under someone's feet, short enough to be a sane default.
 /// Production setups should use cert-manager and rotate far more often.
-const SERVING_VALIDITY: Duration = Duration::from_secs(365 * DAY.as_secs());
+pub const SERVING_VALIDITY: Duration = Duration::from_secs(365 * DAY.as_secs());
 
 /// Lifetime of the CA. It can outlive the serving certificate without risk because
 /// its key is thrown away after signing; a long life means the CA never becomes the
