@@ -61,7 +61,10 @@ impl ManagedCertsConfig {
     /// The subject names as recorded on the Secret.
     fn names_annotation(&self) -> String {
         let (dns, ips) = self.subject_names();
-        let mut names: Vec<String> = dns.into_iter().chain(ips.iter().map(ToString::to_string)).collect();
+        let mut names: Vec<String> = dns
+            .into_iter()
+            .chain(ips.iter().map(ToString::to_string))
+            .collect();
         names.sort();
         names.join(",")
     }
@@ -69,8 +72,12 @@ impl ManagedCertsConfig {
     /// The certificate's DNS names and IP addresses.
     fn subject_names(&self) -> (Vec<String>, Vec<IpAddr>) {
         let (svc, ns) = (&self.service, &self.namespace);
-        let mut dns =
-            vec![svc.clone(), format!("{svc}.{ns}"), format!("{svc}.{ns}.svc"), format!("{svc}.{ns}.svc.cluster.local")];
+        let mut dns = vec![
+            svc.clone(),
+            format!("{svc}.{ns}"),
+            format!("{svc}.{ns}.svc"),
+            format!("{svc}.{ns}.svc.cluster.local"),
+        ];
         let mut ips = Vec::new();
         for name in &self.extra_sans {
             match name.parse::<IpAddr>() {
@@ -101,15 +108,24 @@ pub enum ManagedCertsError {
 
 fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> ManagedCertsError {
     let action = action.into();
-    move |source| ManagedCertsError::Api { action, source: Box::new(source) }
+    move |source| ManagedCertsError::Api {
+        action,
+        source: Box::new(source),
+    }
 }
 
 /// Reads or creates the Secret, writes its files into the directory and returns their
 /// paths and the CA (for the caBundle).
-pub async fn ensure_secret(client: &Client, config: &ManagedCertsConfig) -> Result<(CertPaths, String), ManagedCertsError> {
+pub async fn ensure_secret(
+    client: &Client,
+    config: &ManagedCertsConfig,
+) -> Result<(CertPaths, String), ManagedCertsError> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &config.namespace);
     let name = &config.secret;
-    let existing = secrets.get_opt(name).await.map_err(api_error(format!("reading Secret {}/{name}", config.namespace)))?;
+    let existing = secrets
+        .get_opt(name)
+        .await
+        .map_err(api_error(format!("reading Secret {}/{name}", config.namespace)))?;
     let generated = match existing.as_ref().and_then(|s| usable_certs(s, config)) {
         Some(certs) => {
             tracing::info!(secret = %name, "using the webhook certificate from the Secret");
@@ -124,10 +140,17 @@ pub async fn ensure_secret(client: &Client, config: &ManagedCertsConfig) -> Resu
                     Ok(_) => certs,
                     // Another replica created it between our read and our create: use theirs.
                     Err(kube::Error::Api(status)) if status.code == 409 => {
-                        let theirs = secrets.get(name).await.map_err(api_error(format!("reading Secret {name}")))?;
+                        let theirs = secrets
+                            .get(name)
+                            .await
+                            .map_err(api_error(format!("reading Secret {name}")))?;
                         usable_certs(&theirs, config).unwrap_or(certs)
                     }
-                    Err(e) => return Err(api_error(format!("creating Secret {}/{name}", config.namespace))(e)),
+                    Err(e) => {
+                        return Err(api_error(format!("creating Secret {}/{name}", config.namespace))(
+                            e,
+                        ));
+                    }
                 },
                 Some(mut old) => {
                     old.data = secret.data;
@@ -151,7 +174,11 @@ pub async fn ensure_secret(client: &Client, config: &ManagedCertsConfig) -> Resu
 /// near expiry.
 fn usable_certs(secret: &Secret, config: &ManagedCertsConfig) -> Option<GeneratedCerts> {
     let data = secret.data.as_ref()?;
-    let text = |key: &str| data.get(key).and_then(|b| String::from_utf8(b.0.clone()).ok()).filter(|s| !s.is_empty());
+    let text = |key: &str| {
+        data.get(key)
+            .and_then(|b| String::from_utf8(b.0.clone()).ok())
+            .filter(|s| !s.is_empty())
+    };
     let annotations = secret.metadata.annotations.as_ref()?;
     if annotations.get(NAMES_ANNOTATION) != Some(&config.names_annotation()) {
         tracing::info!("the webhook serving certificate was issued for other names; replacing it");
@@ -163,7 +190,11 @@ fn usable_certs(secret: &Secret, config: &ManagedCertsConfig) -> Option<Generate
         tracing::info!("the webhook serving certificate expires within 30 days; renewing it");
         return None;
     }
-    Some(GeneratedCerts { ca_pem: text("ca.crt")?, cert_pem: text("tls.crt")?, key_pem: text("tls.key")? })
+    Some(GeneratedCerts {
+        ca_pem: text("ca.crt")?,
+        cert_pem: text("tls.crt")?,
+        key_pem: text("tls.key")?,
+    })
 }
 
 fn secret_for(config: &ManagedCertsConfig, certs: &GeneratedCerts) -> Secret {
@@ -176,7 +207,10 @@ fn secret_for(config: &ManagedCertsConfig, certs: &GeneratedCerts) -> Secret {
         metadata: ObjectMeta {
             name: Some(config.secret.clone()),
             namespace: Some(config.namespace.clone()),
-            labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".to_owned(), "flink-operator".to_owned())])),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/managed-by".to_owned(),
+                "flink-operator".to_owned(),
+            )])),
             annotations: Some(BTreeMap::from([
                 (EXPIRES_ANNOTATION.to_owned(), expires.to_string()),
                 (NAMES_ANNOTATION.to_owned(), config.names_annotation()),
@@ -194,7 +228,9 @@ fn secret_for(config: &ManagedCertsConfig, certs: &GeneratedCerts) -> Secret {
 }
 
 /// A webhook configuration kind whose webhooks carry a `clientConfig.caBundle`.
-trait WithCaBundle: Resource<DynamicType = ()> + Clone + std::fmt::Debug + Serialize + DeserializeOwned + Send + Sync + 'static {
+trait WithCaBundle:
+    Resource<DynamicType = ()> + Clone + std::fmt::Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+{
     /// Sets `ca` on every webhook; true when something changed.
     fn set_ca_bundle(&mut self, ca: &ByteString) -> bool;
 }
@@ -250,10 +286,14 @@ async fn keep<K: WithCaBundle>(client: Client, name: String, ca: ByteString) {
                 // makes it fail with a conflict, and the watch brings the newer object.
                 match api.replace(&name, &PostParams::default(), &object).await {
                     Ok(_) => tracing::info!(%kind, %name, "wrote the webhook CA into caBundle"),
-                    Err(error) => tracing::warn!(%kind, %name, %error, "could not write caBundle; retrying on the next change"),
+                    Err(error) => {
+                        tracing::warn!(%kind, %name, %error, "could not write caBundle; retrying on the next change")
+                    }
                 }
             }
-            Err(error) => tracing::warn!(%kind, %name, %error, "watching the webhook configuration failed; retrying"),
+            Err(error) => {
+                tracing::warn!(%kind, %name, %error, "watching the webhook configuration failed; retrying")
+            }
         }
     }
 }

@@ -18,9 +18,9 @@ use tracing::Instrument;
 
 use crate::{
     cli::RunArgs,
-    managed_certs::{self, ManagedCertsConfig, ManagedCertsError},
     config::{self, ConfigError},
     https,
+    managed_certs::{self, ManagedCertsConfig, ManagedCertsError},
     probes::{self, Readiness},
 };
 
@@ -167,7 +167,9 @@ async fn webhook_tls(
     let (cert, key) = match (&args.tls_cert_file, &args.tls_key_file, &args.self_signed_certs) {
         _ if args.manage_webhook_certs => {
             let Some(client) = client else {
-                return Err(RunError::NoCluster("--manage-webhook-certs keeps the certificate in a Secret".into()));
+                return Err(RunError::NoCluster(
+                    "--manage-webhook-certs keeps the certificate in a Secret".into(),
+                ));
             };
             let config = ManagedCertsConfig {
                 namespace: args.operator_namespace.clone(),
@@ -179,8 +181,11 @@ async fn webhook_tls(
             };
             let (paths, ca) = managed_certs::ensure_secret(client, &config).await?;
             tasks.spawn(
-                stop_on(stopping.clone(), managed_certs::keep_ca_bundle(client.clone(), config, ca))
-                    .instrument(tracing::info_span!("ca-bundle")),
+                stop_on(
+                    stopping.clone(),
+                    managed_certs::keep_ca_bundle(client.clone(), config, ca),
+                )
+                .instrument(tracing::info_span!("ca-bundle")),
             );
             (paths.cert, paths.key)
         }

@@ -25,7 +25,7 @@ mod test_support;
 
 pub use error::{CertsError, Result};
 pub use generate::{
-    CA_COMMON_NAME, CA_FILE, CERT_FILE, CertPaths, GeneratedCerts, KEY_FILE, SERVING_VALIDITY, generate_self_signed,
-    load_or_generate,
+    CA_COMMON_NAME, CA_FILE, CERT_FILE, CertPaths, GeneratedCerts, KEY_FILE, SERVING_VALIDITY,
+    generate_self_signed, load_or_generate,
 };
 pub use reload::ReloadingCertResolver;

@@ -79,10 +79,10 @@ func generatePKI(dir string) (*pki, error) {
 	}
 
 	servingTmpl := &x509.Certificate{
-		Subject:   pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: notBefore,
-		NotAfter:  notAfter,
-		KeyUsage:  x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		Subject:     pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:   notBefore,
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{
 			"localhost",

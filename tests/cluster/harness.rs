@@ -1,0 +1,399 @@
+//! The shared control plane and operator of this test binary.
+//!
+//! Both are started once, on first use, and live as long as the test process: the
+//! control plane is started with `--exit-with-parent` and the operator is watched by a
+//! small reaper, so both stop when the tests end, pass or fail.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Mutex, OnceLock},
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::{
+    api::{
+        admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration},
+        core::v1::Namespace,
+    },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, Client, Config,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+    config::{KubeConfigOptions, Kubeconfig},
+};
+use serde_json::json;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+pub const BIN: &str = env!("CARGO_BIN_EXE_flink-operator");
+
+/// Name of the webhook configurations the tests register and the operator keeps.
+pub const WEBHOOK_CONFIGURATION: &str = "flink-operator-test";
+/// Namespace the operator runs in (its certificate Secret lives there).
+pub const OPERATOR_NAMESPACE: &str = "flink-operator-system";
+
+pub struct ControlPlane {
+    pub kubeconfig: PathBuf,
+    _process: Mutex<Child>,
+}
+
+pub struct Operator {
+    pub log: PathBuf,
+    pub probe_port: u16,
+    _process: Mutex<Child>,
+}
+
+static CONTROL_PLANE: OnceLock<ControlPlane> = OnceLock::new();
+static OPERATOR: OnceLock<Operator> = OnceLock::new();
+
+fn work_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("flink-operator-cluster-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+    .clone()
+}
+
+/// The path of the testplane binary, built (or taken from the cache) by its build script.
+fn testplane_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("FLINK_OPERATOR_TESTPLANE") {
+        return PathBuf::from(path);
+    }
+    let output = Command::new(Path::new(ROOT).join("tests/testplane/build.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "tests/testplane/build.sh failed");
+    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+}
+
+/// The control plane, started on first use.
+pub fn control_plane() -> &'static ControlPlane {
+    CONTROL_PLANE.get_or_init(|| {
+        let dir = work_dir().join("testplane");
+        let started = Instant::now();
+        let mut child = Command::new(testplane_binary())
+            .args(["up", "--exit-with-parent", "--dir"])
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(json) = line.strip_prefix("READY ") {
+                    let _ = tx.send(json.to_owned());
+                }
+            }
+        });
+        let ready = match rx.recv_timeout(Duration::from_secs(180)) {
+            Ok(ready) => ready,
+            Err(_) => {
+                let _ = child.kill();
+                panic!(
+                    "control plane not ready after 180 s; logs in {}",
+                    dir.join("logs").display()
+                )
+            }
+        };
+        let ready: serde_json::Value = serde_json::from_str(&ready).unwrap();
+        eprintln!(
+            "control plane ready in {:.1} s: {ready}",
+            started.elapsed().as_secs_f64()
+        );
+        ControlPlane {
+            kubeconfig: PathBuf::from(ready["kubeconfig"].as_str().unwrap()),
+            _process: Mutex::new(child),
+        }
+    })
+}
+
+/// A client of the control plane (one per test: a client belongs to its test's runtime).
+pub async fn client() -> Client {
+    let plane = control_plane();
+    let kubeconfig = Kubeconfig::read_from(&plane.kubeconfig).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+/// Applies the chart's CRDs (server-side) and waits until all are Established.
+pub async fn install_crds(client: &Client) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let dir = Path::new(ROOT).join("charts/flink-operator/crds");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let crd: CustomResourceDefinition =
+            serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let name = crd.metadata.name.clone().unwrap();
+        api.patch(
+            &name,
+            &PatchParams::apply("flink-operator-tests").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the API server refused {}: {e}", path.display()));
+        names.push(name);
+    }
+    for name in names {
+        wait_for(
+            &format!("CRD {name} Established"),
+            Duration::from_secs(30),
+            || {
+                let api = api.clone();
+                let name = name.clone();
+                async move {
+                    let crd = api.get(&name).await.ok()?;
+                    let established = crd
+                        .status?
+                        .conditions?
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True");
+                    established.then_some(())
+                }
+            },
+        )
+        .await;
+    }
+}
+
+/// Polls `check` until it yields a value, or panics naming `what` after `timeout`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// CRDs installed, webhook configurations registered (pointing at the operator's port,
+/// without caBundle) and the operator running with `--manage-webhook-certs`; returns once
+/// the operator has written the caBundle and the API server admits through it.
+pub async fn operator(client: &Client) -> &'static Operator {
+    // Tests run on parallel threads, each with its own runtime: the first one starts the
+    // operator while the others wait here (blocking their own thread only).
+    static STARTING: Mutex<()> = Mutex::new(());
+    let _starting = STARTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(operator) = OPERATOR.get() {
+        return operator;
+    }
+    install_crds(client).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}});
+    namespaces
+        .patch(
+            OPERATOR_NAMESPACE,
+            &PatchParams::apply("flink-operator-tests"),
+            &Patch::Apply(&ns),
+        )
+        .await
+        .unwrap();
+
+    let webhook_port = free_port();
+    let probe_port = free_port();
+    register_webhooks(client, webhook_port).await;
+
+    let dir = work_dir().join("operator");
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("operator.log");
+    let child = Command::new(BIN)
+        .args([
+            "run",
+            "--components",
+            "all",
+            "--bind-address",
+            "127.0.0.1",
+            "--manage-webhook-certs",
+        ])
+        .args([
+            "--webhook-port",
+            &webhook_port.to_string(),
+            "--probe-port",
+            &probe_port.to_string(),
+        ])
+        .args([
+            "--operator-namespace",
+            OPERATOR_NAMESPACE,
+            "--webhook-configuration-name",
+            WEBHOOK_CONFIGURATION,
+        ])
+        .args(["--webhook-cert-extra-san", "127.0.0.1", "--webhook-cert-dir"])
+        .arg(dir.join("certs"))
+        .arg("--kubeconfig")
+        .arg(&control_plane().kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    reap_with_this_process(child.id());
+    let operator = Operator {
+        log,
+        probe_port,
+        _process: Mutex::new(child),
+    };
+
+    // The operator writes the caBundle; until then the API server cannot call it.
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let log = operator.log.clone();
+    wait_for("the operator to write caBundle", Duration::from_secs(60), || {
+        let validating = validating.clone();
+        let log = log.clone();
+        async move {
+            let config = validating.get(WEBHOOK_CONFIGURATION).await.ok()?;
+            let with_bundle = config
+                .webhooks?
+                .iter()
+                .all(|w| w.client_config.ca_bundle.is_some());
+            if !with_bundle
+                && std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .contains("\"level\":\"ERROR\"")
+            {
+                panic!(
+                    "operator failed:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            with_bundle.then_some(())
+        }
+    })
+    .await;
+    let _ = OPERATOR.set(operator);
+    OPERATOR.get().unwrap()
+}
+
+/// Registers both webhook configurations for the four kinds, by URL (there is no
+/// kubelet, so no Service can route to a pod), with failurePolicy Fail.
+async fn register_webhooks(client: &Client, port: u16) {
+    let rules = json!([{
+        "apiGroups": ["flink.apache.org"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+        "resources": ["flinkdeployments", "flinksessionjobs", "flinkstatesnapshots", "flinkbluegreendeployments"],
+        "scope": "Namespaced"
+    }]);
+    let webhook = |name: &str, path: &str| {
+        json!({
+            "name": name,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Fail",
+            "timeoutSeconds": 10,
+            "matchPolicy": "Equivalent",
+            "clientConfig": {"url": format!("https://127.0.0.1:{port}{path}")},
+            "rules": rules,
+        })
+    };
+    let validating = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_CONFIGURATION},
+        "webhooks": [webhook("validate.flink.apache.org", "/validate")],
+    });
+    let mutating = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_CONFIGURATION},
+        "webhooks": [webhook("mutate.flink.apache.org", "/mutate")],
+    });
+    let params = PatchParams::apply("flink-operator-tests").force();
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    api.patch(WEBHOOK_CONFIGURATION, &params, &Patch::Apply(&validating))
+        .await
+        .unwrap();
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    api.patch(WEBHOOK_CONFIGURATION, &params, &Patch::Apply(&mutating))
+        .await
+        .unwrap();
+}
+
+/// Kills `pid` when this test process exits, however it exits: a watcher process
+/// (`sh`) waits for our stdin pipe to close, which happens only when we are gone.
+fn reap_with_this_process(pid: u32) {
+    let script =
+        format!("cat >/dev/null; kill -TERM {pid} 2>/dev/null; sleep 5; kill -KILL {pid} 2>/dev/null");
+    let child = Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The pipe's write end must stay open for the life of this process.
+    std::mem::forget(child);
+}
+
+/// A fresh namespace for one test, removed when dropped.
+pub struct TestNamespace {
+    pub name: String,
+    client: Client,
+}
+
+impl TestNamespace {
+    pub async fn new(client: &Client, prefix: &str) -> Self {
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("{prefix}-{n}");
+        let api: Api<Namespace> = Api::all(client.clone());
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        api.create(&PostParams::default(), &ns).await.unwrap();
+        Self {
+            name,
+            client: client.clone(),
+        }
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let name = self.name.clone();
+        // Best effort: the whole control plane goes away with the test process anyway.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let _ = api.delete(&name, &DeleteParams::default()).await;
+            });
+        }
+    }
+}
+
+/// GETs `path` from the operator's plain-HTTP probe port.
+pub fn probe_get(path: &str) -> String {
+    use std::io::{Read, Write};
+    let port = OPERATOR.get().expect("operator started").probe_port;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// The operator's log, for failure messages.
+pub fn operator_log() -> String {
+    OPERATOR
+        .get()
+        .map(|o| std::fs::read_to_string(&o.log).unwrap_or_default())
+        .unwrap_or_default()
+}

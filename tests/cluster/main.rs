@@ -1,0 +1,11 @@
+//! Tests against a real Kubernetes control plane (etcd, kube-apiserver and
+//! kube-controller-manager from `tests/testplane`), started once for this test binary:
+//! our CRDs installed into it, our binary running with operator-managed certificates, and
+//! the API server itself calling our webhook.
+
+// Test code: a panic is a failing test with its reason.
+#![allow(clippy::unwrap_used)]
+
+mod admission;
+mod crds;
+mod harness;
