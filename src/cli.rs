@@ -83,6 +83,11 @@ pub struct RunArgs {
     /// whose caBundle the operator keeps.
     #[arg(long, default_value = "flink-operator")]
     pub webhook_configuration_name: String,
+    /// With --manage-webhook-certs: register the webhook configurations at this base URL
+    /// (e.g. https://127.0.0.1:9443) instead of expecting them from the Helm chart, for an
+    /// operator running outside the cluster.
+    #[arg(long, requires = "manage_webhook_certs")]
+    pub webhook_url: Option<String>,
     /// Additional names of the managed serving certificate, DNS names or IP addresses
     /// (repeatable), e.g. when the API server reaches the webhook by URL rather than Service.
     #[arg(long = "webhook-cert-extra-san")]
@@ -128,8 +133,14 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct CrdArgs {
     /// Write one file per CRD into this directory instead of printing one YAML stream.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "apply")]
     pub split: Option<PathBuf>,
+    /// Install (server-side apply) the CRDs into the cluster and wait until they are established.
+    #[arg(long)]
+    pub apply: bool,
+    /// Kubeconfig for --apply; else in-cluster or the usual kubeconfig.
+    #[arg(long, env = "FLINK_OPERATOR_KUBECONFIG", requires = "apply")]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 /// `flink-operator certs ...`

@@ -7,6 +7,7 @@ mod managed_certs;
 mod probes;
 mod run;
 mod telemetry;
+mod webhook_registration;
 
 use std::{io::Write, process::ExitCode};
 
@@ -73,6 +74,13 @@ fn chain(error: &dyn std::error::Error) -> String {
 }
 
 fn crd(args: CrdArgs) -> Result<(), String> {
+    if args.apply {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        return runtime.block_on(apply_crds(args.kubeconfig.as_deref()));
+    }
     match args.split {
         None => std::io::stdout()
             .write_all(flink_operator_api::crd::crds_yaml().as_bytes())
@@ -87,4 +95,31 @@ fn crd(args: CrdArgs) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Server-side applies the four CRDs and waits until the API server serves them.
+async fn apply_crds(kubeconfig: Option<&std::path::Path>) -> Result<(), String> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::{
+        Api,
+        api::{Patch, PatchParams},
+        runtime::{conditions, wait::await_condition},
+    };
+
+    let client = run::kube_client(kubeconfig).await?;
+    let api: Api<CustomResourceDefinition> = Api::all(client);
+    let params = PatchParams::apply("flink-operator").force();
+    for crd in flink_operator_api::crd::all_crds() {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &params, &Patch::Apply(&crd))
+            .await
+            .map_err(|e| format!("applying CRD {name}: {e}"))?;
+        let established = await_condition(api.clone(), &name, conditions::is_crd_established());
+        tokio::time::timeout(std::time::Duration::from_secs(30), established)
+            .await
+            .map_err(|_| format!("CRD {name} was not established within 30 s"))?
+            .map_err(|e| format!("waiting for CRD {name}: {e}"))?;
+        eprintln!("applied {name}");
+    }
+    Ok(())
 }

@@ -22,6 +22,7 @@ use crate::{
     https,
     managed_certs::{self, ManagedCertsConfig, ManagedCertsError},
     probes::{self, Readiness},
+    webhook_registration,
 };
 
 /// Why the operator could not start.
@@ -62,7 +63,7 @@ pub enum RunError {
 /// Runs until SIGTERM or SIGINT.
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let operator_config = config::load(args.config.as_deref())?;
-    let client = kube_client(&args).await;
+    let client = kube_client(args.kubeconfig.as_deref()).await;
     if args.components.controllers()
         && let Err(reason) = &client
     {
@@ -180,6 +181,9 @@ async fn webhook_tls(
                 extra_sans: args.webhook_cert_extra_sans.clone(),
             };
             let (paths, ca) = managed_certs::ensure_secret(client, &config).await?;
+            if let Some(url) = &args.webhook_url {
+                webhook_registration::register(client, &config.configuration, url, &ca).await?;
+            }
             tasks.spawn(
                 stop_on(
                     stopping.clone(),
@@ -206,8 +210,8 @@ async fn webhook_tls(
 
 /// A client from --kubeconfig, else in-cluster, else the usual kubeconfig; the error is
 /// the reason there is none.
-async fn kube_client(args: &RunArgs) -> Result<Client, String> {
-    let config = match &args.kubeconfig {
+pub async fn kube_client(kubeconfig: Option<&std::path::Path>) -> Result<Client, String> {
+    let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;

@@ -9,3 +9,4 @@
 mod admission;
 mod crds;
 mod harness;
+mod registration;
