@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod admission;
+mod chart;
 mod crds;
 mod harness;
 mod registration;

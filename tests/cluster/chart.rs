@@ -1,0 +1,232 @@
+//! The Helm chart, rendered by a real helm (built from its Go module by
+//! `tests/tools/build-helm.sh`), linted, and applied to the real API server with
+//! server-side dry run, for the default values and each scenario under `charts/flink-operator/ci/`.
+
+use std::{
+    collections::BTreeSet,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use k8s_openapi::{
+    api::core::v1::Namespace, apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, Client,
+    api::{DynamicObject, Patch, PatchParams},
+    discovery::{Discovery, Scope},
+};
+use serde_json::json;
+
+use crate::harness::{client, install_crds, wait_for};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const RELEASE_NAMESPACE: &str = "flink-operator-chart";
+
+fn tool(script: &str) -> PathBuf {
+    let output = Command::new(Path::new(ROOT).join("tests/tools").join(script))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "tests/tools/{script} failed");
+    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+}
+
+fn helm(args: &[&str]) -> String {
+    let chart = Path::new(ROOT).join("charts/flink-operator");
+    let output = Command::new(tool("build-helm.sh"))
+        .args(args)
+        .arg(&chart)
+        .env(
+            "HELM_CACHE_HOME",
+            std::env::temp_dir().join("flink-operator-helm-cache"),
+        )
+        .env(
+            "HELM_CONFIG_HOME",
+            std::env::temp_dir().join("flink-operator-helm-config"),
+        )
+        .env(
+            "HELM_DATA_HOME",
+            std::env::temp_dir().join("flink-operator-helm-data"),
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "helm {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join("charts/flink-operator/ci"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 4,
+        "expected the default, cert-manager, watch-namespaces and webhook-disabled scenarios"
+    );
+    files
+}
+
+/// Installs cert-manager's CRDs (from its Go module), so that Issuer and Certificate can
+/// be dry-run applied.
+async fn install_cert_manager_crds(client: &Client) {
+    let dir = tool("cert-manager-crds.sh");
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let Ok(crd) = <CustomResourceDefinition as serde::Deserialize>::deserialize(document) else {
+                continue;
+            };
+            let name = crd.metadata.name.clone().unwrap();
+            api.patch(
+                &name,
+                &PatchParams::apply("flink-operator-tests").force(),
+                &Patch::Apply(&crd),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("cert-manager CRD {name}: {e}"));
+            names.push(name);
+        }
+    }
+    for name in names {
+        let api = api.clone();
+        wait_for(
+            &format!("CRD {name} established"),
+            std::time::Duration::from_secs(30),
+            move || {
+                let api = api.clone();
+                let name = name.clone();
+                async move {
+                    let crd = api.get(&name).await.ok()?;
+                    crd.status?
+                        .conditions?
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                        .then_some(())
+                }
+            },
+        )
+        .await;
+    }
+}
+
+async fn ensure_namespace(client: &Client, name: &str) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    api.patch(
+        name,
+        &PatchParams::apply("flink-operator-tests"),
+        &Patch::Apply(&ns),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_chart_lints_renders_and_applies_with_server_side_dry_run_for_every_scenario() {
+    let client = client().await;
+    install_crds(&client).await;
+    install_cert_manager_crds(&client).await;
+    let discovery = Discovery::new(client.clone()).run().await.unwrap();
+
+    for values in scenarios() {
+        let values_arg = values.to_str().unwrap();
+        let lint = helm(&["lint", "--strict", "-f", values_arg]);
+        assert!(lint.contains("0 chart(s) failed"), "{lint}");
+
+        let rendered = helm(&[
+            "template",
+            "flink-operator",
+            "--namespace",
+            RELEASE_NAMESPACE,
+            "--include-crds",
+            "-f",
+            values_arg,
+        ]);
+        let mut kinds = BTreeSet::new();
+        let mut applied = 0;
+        for document in serde_yaml::Deserializer::from_str(&rendered) {
+            let value: serde_json::Value = serde::Deserialize::deserialize(document).unwrap();
+            if value.is_null() {
+                continue;
+            }
+            let object: DynamicObject = serde_json::from_value(value).unwrap();
+            let types = object.types.clone().expect("apiVersion and kind");
+            let (group, version) = match types.api_version.split_once('/') {
+                Some((g, v)) => (g.to_owned(), v.to_owned()),
+                None => (String::new(), types.api_version.clone()),
+            };
+            let gvk = kube::core::GroupVersionKind::gvk(&group, &version, &types.kind);
+            let (resource, capabilities) = discovery
+                .resolve_gvk(&gvk)
+                .unwrap_or_else(|| panic!("{}: the API server does not serve {gvk:?}", values.display()));
+            let name = object.metadata.name.clone().expect("name");
+            let api: Api<DynamicObject> = match capabilities.scope {
+                Scope::Cluster => Api::all_with(client.clone(), &resource),
+                Scope::Namespaced => {
+                    let namespace = object.metadata.namespace.clone().unwrap_or_else(|| {
+                        panic!(
+                            "{}: namespaced {} {name} has no metadata.namespace",
+                            values.display(),
+                            types.kind
+                        )
+                    });
+                    ensure_namespace(&client, &namespace).await;
+                    Api::namespaced_with(client.clone(), &namespace, &resource)
+                }
+            };
+            let params = PatchParams::apply("flink-operator-chart-test").force().dry_run();
+            api.patch(&name, &params, &Patch::Apply(&object))
+                .await
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{}: the API server refused {} {name}: {e}",
+                        values.display(),
+                        types.kind
+                    )
+                });
+            kinds.insert(types.kind.clone());
+            applied += 1;
+        }
+        eprintln!("{}: {applied} objects accepted ({kinds:?})", values.display());
+        assert!(
+            kinds.contains("Deployment") && kinds.contains("ServiceAccount"),
+            "{}: {kinds:?}",
+            values.display()
+        );
+        let webhooks = kinds.contains("ValidatingWebhookConfiguration")
+            && kinds.contains("MutatingWebhookConfiguration");
+        let disabled = values
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .contains("webhook-disabled");
+        assert_eq!(
+            webhooks,
+            !disabled,
+            "{}: webhook configurations {kinds:?}",
+            values.display()
+        );
+        if values
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .contains("cert-manager")
+        {
+            assert!(
+                kinds.contains("Certificate") && kinds.contains("Issuer"),
+                "{kinds:?}"
+            );
+        }
+    }
+}
