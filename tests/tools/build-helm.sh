@@ -52,12 +52,25 @@ mkdir -p "$dir"
 tmp="$(mktemp "$dir/.helm.tmp.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
 
-log "building helm ($(cd "$here" && go list -m -f '{{.Version}}' helm.sh/helm/v3)) with $go_version"
+# What helm's own Makefile stamps in at link time: its version (else `helm version` says
+# "v3.22"), and the Kubernetes version of its client-go, which `helm template` and
+# `helm lint` assume for .Capabilities.KubeVersion and the chart's kubeVersion (else 1.20).
+helm_version="$(cd "$here" && go list -mod=readonly -m -f '{{.Version}}' helm.sh/helm/v3)"
+client_go="$(cd "$here" && go list -mod=readonly -m -f '{{.Version}}' k8s.io/client-go)"
+IFS=. read -r cg_major cg_minor _ <<<"${client_go#v}"
+k8s_major=$((cg_major + 1))
+k8s_minor="$cg_minor"
+ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+    ldflags+=" -X $pkg.k8sVersionMajor=$k8s_major -X $pkg.k8sVersionMinor=$k8s_minor"
+done
+
+log "building helm $helm_version (Kubernetes $k8s_major.$k8s_minor) with $go_version"
 log "into $bin (takes minutes the first time)"
 start=$SECONDS
 (
     cd "$here"
-    go build -mod=readonly -trimpath -ldflags='-s -w' -o "$tmp" helm.sh/helm/v3/cmd/helm
+    go build -mod=readonly -trimpath -ldflags="$ldflags" -o "$tmp" helm.sh/helm/v3/cmd/helm
 ) >&2
 chmod 0755 "$tmp"
 mv -f "$tmp" "$bin"

@@ -36,7 +36,8 @@ cache_root="${FLINK_OPERATOR_CACHE:-$HOME/.cache/flink-operator}"
 parent="$cache_root/cert-manager-crds"
 dir="$parent/$key"
 
-if [[ -f "$dir/.complete" ]]; then
+# The directory only ever appears whole (renamed into place from a staging directory).
+if [[ -d "$dir" ]]; then
     printf '%s\n' "$dir"
     exit 0
 fi
@@ -51,7 +52,7 @@ log "downloading $CERT_MANAGER_MODULE@$CERT_MANAGER_VERSION (Go module proxy)"
 # Run outside any module, so that no go.mod or go.sum is touched.
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-json="$(cd "$work" && GOFLAGS= go mod download -json "$CERT_MANAGER_MODULE@$CERT_MANAGER_VERSION")"
+json="$(cd "$work" && GOFLAGS='' go mod download -json "$CERT_MANAGER_MODULE@$CERT_MANAGER_VERSION")"
 
 field() { printf '%s\n' "$json" | sed -n "s/^[[:space:]]*\"$1\": \"\\(.*\\)\",\\{0,1\\}\$/\\1/p"; }
 sum="$(field Sum)"
@@ -79,7 +80,6 @@ if [[ "$n" -eq 0 ]]; then
     log "deploy/crds holds no YAML"
     exit 1
 fi
-printf '%s %s\n' "$CERT_MANAGER_MODULE" "$CERT_MANAGER_VERSION" > "$stage/.complete"
 
 # Another run may have finished first: keep its directory, drop ours.
 if mv -T "$stage" "$dir" 2>/dev/null; then

@@ -174,7 +174,7 @@ objectSelector:
 
 {{/* Annotations of both webhook configurations: cert-manager's CA injection. */}}
 {{- define "flink-operator.webhookAnnotations" -}}
-{{- if eq (include "flink-operator.certMode" .) "cert-manager" }}
+{{- if eq (include "flink-operator.certMode" .) "cert-manager" -}}
 annotations:
   cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "flink-operator.certificateName" .) }}
 {{- end }}
@@ -186,7 +186,7 @@ operator (mode operator) or cert-manager's CA injector (mode cert-manager) write
 */}}
 {{- define "flink-operator.webhookClientConfig" -}}
 {{- $ := index . 0 }}
-{{- $path := index . 1 }}
+{{- $path := index . 1 -}}
 clientConfig:
   service:
     name: {{ include "flink-operator.webhookServiceName" $ }}
