@@ -3,9 +3,10 @@
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
+use flink_operator_api::keys;
 use flink_operator_api::validation::ValidationContext;
 use flink_operator_certs::ReloadingCertResolver;
-use flink_operator_controller::caches::JobCaches;
+use flink_operator_controller::caches::{JobCaches, WatchScope};
 use flink_operator_webhook::{
     Admission,
     lookup::{ApiDirectory, CachedDirectory, JobDirectory, UnavailableDirectory},
@@ -80,7 +81,13 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
 
     let directory: Arc<dyn JobDirectory> = match &client {
         Ok(client) if args.components.controllers() => {
-            let (caches, watch) = JobCaches::start(client.clone());
+            // WATCH_NAMESPACES wins over the configuration file, as in the Apache operator.
+            let watched = std::env::var("WATCH_NAMESPACES")
+                .ok()
+                .or_else(|| operator_config.get(keys::operator::WATCHED_NAMESPACES).cloned());
+            let scope = WatchScope::parse(watched.as_deref());
+            tracing::info!(?scope, "watching Flink resources");
+            let (caches, watch) = JobCaches::start(client.clone(), &scope);
             tasks.spawn(stop_on(stopping.clone(), watch).instrument(tracing::info_span!("caches")));
             let ready = readiness.clone();
             let waiting = caches.clone();
@@ -89,9 +96,11 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 tracing::info!("caches synchronised");
                 ready.caches_ready();
             }));
+            let deployments = caches.deployments.clone();
+            let session_jobs = caches.session_jobs.clone();
             Arc::new(CachedDirectory::new(
-                caches.deployments,
-                caches.session_jobs,
+                Arc::new(move |ns: &str, name: &str| deployments.get(ns, name)),
+                Arc::new(move |ns: &str, name: &str| session_jobs.get(ns, name)),
                 ApiDirectory::new(client.clone()),
             ))
         }

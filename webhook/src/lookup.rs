@@ -11,7 +11,7 @@ use std::{fmt::Debug, sync::Arc, time::Duration};
 
 use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
 use futures::future::BoxFuture;
-use kube::{Api, Client, Resource, runtime::reflector::Store};
+use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 /// How long one API lookup may take. The API server gives the whole webhook call
@@ -192,19 +192,22 @@ impl JobDirectory for UnavailableDirectory {
 
 // === impl CachedDirectory ===
 
-/// Answers from the controllers' reflector stores, and confirms misses with the API.
+/// A cache read: the object `namespace/name` if the cache has it.
+pub type CacheRead<K> = Arc<dyn Fn(&str, &str) -> Option<Arc<K>> + Send + Sync>;
+
+/// Answers from the controllers' caches, and confirms misses with the API.
 #[derive(Clone)]
 pub struct CachedDirectory {
-    deployments: Store<FlinkDeployment>,
-    session_jobs: Store<FlinkSessionJob>,
+    deployments: CacheRead<FlinkDeployment>,
+    session_jobs: CacheRead<FlinkSessionJob>,
     api: ApiDirectory,
 }
 
 impl CachedDirectory {
-    /// A directory over the given stores, falling back to `api` on a miss.
+    /// A directory over the given cache reads, falling back to `api` on a miss.
     pub fn new(
-        deployments: Store<FlinkDeployment>,
-        session_jobs: Store<FlinkSessionJob>,
+        deployments: CacheRead<FlinkDeployment>,
+        session_jobs: CacheRead<FlinkSessionJob>,
         api: ApiDirectory,
     ) -> Self {
         Self {
@@ -215,20 +218,13 @@ impl CachedDirectory {
     }
 }
 
-fn cached<K>(store: &Store<K>, namespace: &str, name: &str) -> Option<Arc<K>>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    store.get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace))
-}
-
 impl JobDirectory for CachedDirectory {
     fn deployment(
         &self,
         namespace: String,
         name: String,
     ) -> BoxFuture<'_, Result<Option<Arc<FlinkDeployment>>, LookupError>> {
-        match cached(&self.deployments, &namespace, &name) {
+        match (self.deployments)(&namespace, &name) {
             Some(hit) => Box::pin(futures::future::ready(Ok(Some(hit)))),
             None => self.api.deployment(namespace, name),
         }
@@ -239,7 +235,7 @@ impl JobDirectory for CachedDirectory {
         namespace: String,
         name: String,
     ) -> BoxFuture<'_, Result<Option<Arc<FlinkSessionJob>>, LookupError>> {
-        match cached(&self.session_jobs, &namespace, &name) {
+        match (self.session_jobs)(&namespace, &name) {
             Some(hit) => Box::pin(futures::future::ready(Ok(Some(hit)))),
             None => self.api.session_job(namespace, name),
         }
