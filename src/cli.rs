@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the operator: the HTTPS admission webhook, probes and metrics, and the controllers.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the CustomResourceDefinitions of the four kinds as YAML.
     Crd(CrdArgs),
     /// Certificate utilities.

@@ -29,7 +29,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => {
             telemetry::init();
-            run_async(args)
+            run_async(*args)
         }
         Command::Crd(args) => crd(args),
         Command::Certs(CertsCommand::Generate(args)) => {

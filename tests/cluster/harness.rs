@@ -198,9 +198,9 @@ fn free_port() -> u16 {
 /// the operator has written the caBundle and the API server admits through it.
 pub async fn operator(client: &Client) -> &'static Operator {
     // Tests run on parallel threads, each with its own runtime: the first one starts the
-    // operator while the others wait here (blocking their own thread only).
-    static STARTING: Mutex<()> = Mutex::new(());
-    let _starting = STARTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // operator while the others wait here.
+    static STARTING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _starting = STARTING.lock().await;
     if let Some(operator) = OPERATOR.get() {
         return operator;
     }
