@@ -303,7 +303,8 @@ async fn every_example_manifest_is_accepted() {
     for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         for document in serde_yaml::Deserializer::from_str(&text) {
-            let object: DynamicObject = serde::Deserialize::deserialize(document).unwrap();
+            let mut object: DynamicObject = serde::Deserialize::deserialize(document).unwrap();
+            object.metadata.namespace = Some(ns.name.clone());
             let types = object.types.clone().unwrap();
             let gvk = GroupVersionKind::try_from(&types).unwrap();
             let plural = format!("{}s", gvk.kind.to_lowercase());
