@@ -235,31 +235,26 @@ trait WithCaBundle:
     fn set_ca_bundle(&mut self, ca: &ByteString) -> bool;
 }
 
-impl WithCaBundle for ValidatingWebhookConfiguration {
-    fn set_ca_bundle(&mut self, ca: &ByteString) -> bool {
-        let mut changed = false;
-        for webhook in self.webhooks.iter_mut().flatten() {
-            if webhook.client_config.ca_bundle.as_ref() != Some(ca) {
-                webhook.client_config.ca_bundle = Some(ca.clone());
-                changed = true;
+/// Both kinds keep their webhooks in `webhooks`, each with a `clientConfig`, but as
+/// different types; one body serves both.
+macro_rules! with_ca_bundle {
+    ($($kind:ty),+) => {$(
+        impl WithCaBundle for $kind {
+            fn set_ca_bundle(&mut self, ca: &ByteString) -> bool {
+                let mut changed = false;
+                for webhook in self.webhooks.iter_mut().flatten() {
+                    if webhook.client_config.ca_bundle.as_ref() != Some(ca) {
+                        webhook.client_config.ca_bundle = Some(ca.clone());
+                        changed = true;
+                    }
+                }
+                changed
             }
         }
-        changed
-    }
+    )+};
 }
 
-impl WithCaBundle for MutatingWebhookConfiguration {
-    fn set_ca_bundle(&mut self, ca: &ByteString) -> bool {
-        let mut changed = false;
-        for webhook in self.webhooks.iter_mut().flatten() {
-            if webhook.client_config.ca_bundle.as_ref() != Some(ca) {
-                webhook.client_config.ca_bundle = Some(ca.clone());
-                changed = true;
-            }
-        }
-        changed
-    }
-}
+with_ca_bundle!(ValidatingWebhookConfiguration, MutatingWebhookConfiguration);
 
 /// Writes `ca` into both webhook configurations now (those that exist), then keeps it
 /// there until the process stops.

@@ -18,7 +18,7 @@ use kube::{
 };
 use serde_json::json;
 
-use crate::harness::{client, install_crds, wait_for};
+use crate::harness::{apply_crds, client, install_crds};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const RELEASE_NAMESPACE: &str = "flink-operator-chart";
@@ -78,46 +78,17 @@ fn scenarios() -> Vec<PathBuf> {
 /// be dry-run applied.
 async fn install_cert_manager_crds(client: &Client) {
     let dir = tool("cert-manager-crds.sh");
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let mut names = Vec::new();
+    let mut crds = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         for document in serde_yaml::Deserializer::from_str(&text) {
-            let Ok(crd) = <CustomResourceDefinition as serde::Deserialize>::deserialize(document) else {
-                continue;
-            };
-            let name = crd.metadata.name.clone().unwrap();
-            api.patch(
-                &name,
-                &PatchParams::apply("flink-operator-tests").force(),
-                &Patch::Apply(&crd),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("cert-manager CRD {name}: {e}"));
-            names.push(name);
+            if let Ok(crd) = <CustomResourceDefinition as serde::Deserialize>::deserialize(document) {
+                crds.push(crd);
+            }
         }
     }
-    for name in names {
-        let api = api.clone();
-        wait_for(
-            &format!("CRD {name} established"),
-            std::time::Duration::from_secs(30),
-            move || {
-                let api = api.clone();
-                let name = name.clone();
-                async move {
-                    let crd = api.get(&name).await.ok()?;
-                    crd.status?
-                        .conditions?
-                        .iter()
-                        .any(|c| c.type_ == "Established" && c.status == "True")
-                        .then_some(())
-                }
-            },
-        )
-        .await;
-    }
+    assert!(!crds.is_empty(), "no CRDs in {}", dir.display());
+    apply_crds(client, crds).await;
 }
 
 async fn ensure_namespace(client: &Client, name: &str) {

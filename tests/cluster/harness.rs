@@ -127,13 +127,19 @@ pub async fn client() -> Client {
 
 /// Applies the chart's CRDs (server-side) and waits until all are Established.
 pub async fn install_crds(client: &Client) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let dir = Path::new(ROOT).join("charts/flink-operator/crds");
+    let crds = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| serde_yaml::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    apply_crds(client, crds).await;
+}
+
+/// Server-side applies `crds` and waits until the API server serves each of them.
+pub async fn apply_crds(client: &Client, crds: Vec<CustomResourceDefinition>) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut names = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let crd: CustomResourceDefinition =
-            serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for crd in crds {
         let name = crd.metadata.name.clone().unwrap();
         api.patch(
             &name,
@@ -141,7 +147,7 @@ pub async fn install_crds(client: &Client) {
             &Patch::Apply(&crd),
         )
         .await
-        .unwrap_or_else(|e| panic!("the API server refused {}: {e}", path.display()));
+        .unwrap_or_else(|e| panic!("the API server refused CRD {name}: {e}"));
         names.push(name);
     }
     for name in names {
