@@ -23,7 +23,7 @@ fi
 shopt -s nullglob
 sources=(go.mod go.sum *.go)
 key="$( { go version; sha256sum "${sources[@]}"; } | sha256sum | cut -d' ' -f1 )"
-cache="${FLINK_OPERATOR_CACHE:-$HOME/.cache/flink-operator}/testplane/$key"
+cache="${FLINK_OPERATOR_CACHE:-${HOME:?set HOME or FLINK_OPERATOR_CACHE}/.cache/flink-operator}/testplane/$key"
 bin="$cache/testplane"
 
 if [[ -x "$bin" ]]; then

@@ -69,6 +69,7 @@ type readyLine struct {
 
 func runUp(args []string) int {
 	start := time.Now()
+	parent := os.Getppid()
 	var o upOptions
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.StringVar(&o.dir, "dir", "", "state directory (created; pki/, etcd/, logs/, kubeconfig inside)")
@@ -108,7 +109,7 @@ func runUp(args []string) int {
 		stop(fmt.Errorf("received %v", s))
 	}()
 	if o.exitWithParent {
-		go watchParent(stopCtx, stop)
+		go watchParent(stopCtx, stop, parent)
 	}
 
 	code := p.run(stopCtx)
@@ -119,8 +120,7 @@ func runUp(args []string) int {
 
 // watchParent cancels stop when our parent process goes away (we get
 // re-parented, so getppid changes).
-func watchParent(ctx context.Context, stop context.CancelCauseFunc) {
-	initial := os.Getppid()
+func watchParent(ctx context.Context, stop context.CancelCauseFunc, initial int) {
 	t := time.NewTicker(parentPoll)
 	defer t.Stop()
 	for {
@@ -366,7 +366,7 @@ func (p *plane) startEtcd(ctx context.Context, clientPort, peerPort int) error {
 	// A lone member still waits out a (randomised) election timeout before
 	// it leads; short ticks cut etcd's start from ~1 s to ~0.1 s. There are
 	// no peers, so the faster heartbeat costs nothing.
-	cfg.TickMs = 10
+	cfg.TickMs = 20
 	cfg.ElectionMs = 100
 	cfg.Logger = "zap"
 	cfg.LogLevel = "warn"
