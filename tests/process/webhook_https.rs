@@ -1,3 +1,4 @@
+use base64::Engine;
 use std::time::Duration;
 
 use hyper::StatusCode;
@@ -117,7 +118,9 @@ async fn the_binary_answers_admission_reviews_over_verified_https_and_stops_on_s
     let answer = response(&body);
     assert_eq!(answer["allowed"], true);
     assert_eq!(answer["patchType"], "JSONPatch");
-    let patch: Vec<u8> = serde_json::from_value(answer["patch"].clone()).unwrap();
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(answer["patch"].as_str().unwrap())
+        .unwrap();
     let patch: json_patch::Patch = serde_json::from_slice(&patch).unwrap();
     let mut patched = job.clone();
     json_patch::patch(&mut patched, &patch).unwrap();

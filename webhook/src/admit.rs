@@ -7,13 +7,16 @@ use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, JobKind,
     validation::{self, SnapshotTarget, ValidationContext, Violation},
 };
-use kube::core::{
-    DynamicObject,
-    admission::{AdmissionRequest, AdmissionResponse, Operation},
-};
-use serde::de::DeserializeOwned;
+use kube::core::admission::Operation;
+use serde::{Deserialize, de::DeserializeOwned};
+use serde_json::value::RawValue;
 
-use crate::{lookup::JobDirectory, metrics::AdmissionMetrics, patch};
+use crate::{
+    lookup::JobDirectory,
+    metrics::AdmissionMetrics,
+    patch,
+    review::{ReviewRequest, Verdict},
+};
 
 /// The API group whose objects this webhook judges.
 const GROUP: &str = "flink.apache.org";
@@ -99,89 +102,83 @@ impl Admission {
     }
 
     /// Answers one admission request on `endpoint`.
-    pub async fn review(
-        &self,
-        endpoint: Endpoint,
-        request: AdmissionRequest<DynamicObject>,
-    ) -> AdmissionResponse {
+    pub async fn review(&self, endpoint: Endpoint, request: &ReviewRequest<'_>) -> Verdict {
         let started = Instant::now();
         let kind = FlinkKind::from_group_kind(&request.kind.group, &request.kind.kind);
-        let response = match kind {
-            _ if matches!(request.operation, Operation::Delete | Operation::Connect) => {
-                AdmissionResponse::from(&request)
-            }
-            None => AdmissionResponse::from(&request).deny(format!(
+        let verdict = match kind {
+            _ if matches!(request.operation, Operation::Delete | Operation::Connect) => Verdict::allow(),
+            None => Verdict::deny(format!(
                 "kind {} (group {:?}) is not handled by this webhook; it admits {GROUP} FlinkDeployment, \
                  FlinkSessionJob, FlinkStateSnapshot and FlinkBlueGreenDeployment",
                 request.kind.kind, request.kind.group
             )),
             Some(kind) => match endpoint {
-                Endpoint::Validate => self.validate(kind, &request).await,
-                Endpoint::Mutate => mutate(kind, &request),
+                Endpoint::Validate => self.validate(kind, request).await,
+                Endpoint::Mutate => mutate(kind, request),
             },
         };
-        self.metrics.observe(endpoint, kind, &response, started.elapsed());
-        if !response.allowed {
+        self.metrics
+            .observe(endpoint, kind, verdict.allowed, started.elapsed());
+        if !verdict.allowed {
             tracing::info!(
                 endpoint = endpoint.as_str(),
                 kind = %request.kind.kind,
                 namespace = request.namespace.as_deref().unwrap_or_default(),
                 name = %request.name,
-                reason = %response.result.message,
+                reason = %verdict.message,
                 "denied"
             );
         }
-        response
+        verdict
     }
 
-    async fn validate(
-        &self,
-        kind: FlinkKind,
-        request: &AdmissionRequest<DynamicObject>,
-    ) -> AdmissionResponse {
-        if !spec_changes(request) {
-            // Metadata-only updates (finalizers, labels) and deletions in progress must go
-            // through even for an object stored before a rule existed: refusing them would
-            // leave a controller unable to remove its finalizer.
-            return AdmissionResponse::from(request);
-        }
-        let verdict = match kind {
-            FlinkKind::Deployment => self.validate_deployment(request),
-            FlinkKind::SessionJob => self.validate_session_job(request).await,
-            FlinkKind::StateSnapshot => self.validate_snapshot(request).await,
-            FlinkKind::BlueGreenDeployment => self.validate_blue_green(request),
+    async fn validate(&self, kind: FlinkKind, request: &ReviewRequest<'_>) -> Verdict {
+        let violations = match kind {
+            FlinkKind::Deployment => match judged::<FlinkDeployment>(request) {
+                Judged::Rules(new, old) => {
+                    validation::deployment::validate(&new, old.as_ref(), &self.context)
+                }
+                other => return other.verdict(),
+            },
+            FlinkKind::SessionJob => match judged::<FlinkSessionJob>(request) {
+                Judged::Rules(new, old) => self.validate_session_job(request, &new, old.as_ref()).await,
+                other => return other.verdict(),
+            },
+            FlinkKind::StateSnapshot => match judged::<FlinkStateSnapshot>(request) {
+                Judged::Rules(new, old) => self.validate_snapshot(request, &new, old.as_ref()).await,
+                other => return other.verdict(),
+            },
+            FlinkKind::BlueGreenDeployment => match judged::<FlinkBlueGreenDeployment>(request) {
+                Judged::Rules(new, old) => {
+                    validation::blue_green::validate(&new, old.as_ref(), &self.context)
+                }
+                other => return other.verdict(),
+            },
         };
-        let response = AdmissionResponse::from(request);
-        match verdict {
-            Ok(violations) if violations.is_empty() => response,
-            Ok(violations) => response.deny(join(&violations)),
-            Err(undecodable) => response.deny(undecodable),
+        if violations.is_empty() {
+            Verdict::allow()
+        } else {
+            Verdict::deny(join(&violations))
         }
-    }
-
-    fn validate_deployment(
-        &self,
-        request: &AdmissionRequest<DynamicObject>,
-    ) -> Result<Vec<Violation>, String> {
-        let (new, old) = decode_pair::<FlinkDeployment>(request)?;
-        Ok(validation::deployment::validate(
-            &new,
-            old.as_ref(),
-            &self.context,
-        ))
     }
 
     async fn validate_session_job(
         &self,
-        request: &AdmissionRequest<DynamicObject>,
-    ) -> Result<Vec<Violation>, String> {
-        let (new, old) = decode_pair::<FlinkSessionJob>(request)?;
+        request: &ReviewRequest<'_>,
+        new: &FlinkSessionJob,
+        old: Option<&FlinkSessionJob>,
+    ) -> Vec<Violation> {
         // The Apache operator admits a session job whose cluster does not exist yet (it is
         // often applied in the same `kubectl apply`), and only checks the cluster it can see.
         // A failed lookup is treated the same way: the controller re-checks before deploying.
-        let session = match (namespace_of(request), new.spec.deployment_name.as_deref()) {
-            (Some(ns), Some(name)) if !name.is_empty() => {
-                match self.directory.deployment(ns.to_owned(), name.to_owned()).await {
+        let namespace = namespace_of(request, &new.metadata);
+        let session = match new.spec.deployment_name.as_deref() {
+            Some(name) if !name.is_empty() && !namespace.is_empty() => {
+                match self
+                    .directory
+                    .deployment(namespace.to_owned(), name.to_owned())
+                    .await
+                {
                     Ok(found) => found,
                     Err(error) => {
                         tracing::warn!(%error, "session cluster lookup failed; admitting on the other rules");
@@ -191,21 +188,17 @@ impl Admission {
             }
             _ => None,
         };
-        Ok(validation::session_job::validate(
-            &new,
-            old.as_ref(),
-            session.as_deref(),
-            &self.context,
-        ))
+        validation::session_job::validate(new, old, session.as_deref(), &self.context)
     }
 
     async fn validate_snapshot(
         &self,
-        request: &AdmissionRequest<DynamicObject>,
-    ) -> Result<Vec<Violation>, String> {
-        let (new, old) = decode_pair::<FlinkStateSnapshot>(request)?;
-        let namespace = namespace_of(request).unwrap_or_default().to_owned();
-        let target = match validation::snapshot::job_to_look_up(&new, &namespace) {
+        request: &ReviewRequest<'_>,
+        new: &FlinkStateSnapshot,
+        old: Option<&FlinkStateSnapshot>,
+    ) -> Vec<Violation> {
+        let namespace = namespace_of(request, &new.metadata).to_owned();
+        let target = match validation::snapshot::job_to_look_up(new, &namespace) {
             None => SnapshotTarget::NotNeeded,
             Some((kind, name)) => {
                 let found = match kind {
@@ -227,77 +220,148 @@ impl Admission {
                 }
             }
         };
-        Ok(validation::snapshot::validate(
-            &new,
-            old.as_ref(),
-            &namespace,
-            &target,
-        ))
-    }
-
-    fn validate_blue_green(
-        &self,
-        request: &AdmissionRequest<DynamicObject>,
-    ) -> Result<Vec<Violation>, String> {
-        let (new, old) = decode_pair::<FlinkBlueGreenDeployment>(request)?;
-        Ok(validation::blue_green::validate(
-            &new,
-            old.as_ref(),
-            &self.context,
-        ))
+        validation::snapshot::validate(new, old, &namespace, &target)
     }
 }
 
-fn mutate(kind: FlinkKind, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
-    let response = AdmissionResponse::from(request);
-    let Some(object) = &request.object else {
-        return response.deny(format!(
+/// A kind whose spec can be compared, to skip judging updates that leave it alone.
+trait Spec: DeserializeOwned {
+    fn metadata(&self) -> &kube::api::ObjectMeta;
+    fn same_spec(&self, other: &Self) -> bool;
+}
+
+macro_rules! spec {
+    ($($kind:ty),+) => {$(
+        impl Spec for $kind {
+            fn metadata(&self) -> &kube::api::ObjectMeta {
+                &self.metadata
+            }
+
+            fn same_spec(&self, other: &Self) -> bool {
+                self.spec == other.spec
+            }
+        }
+    )+};
+}
+
+spec!(
+    FlinkDeployment,
+    FlinkSessionJob,
+    FlinkStateSnapshot,
+    FlinkBlueGreenDeployment
+);
+
+/// What validation makes of a request's objects.
+enum Judged<K> {
+    /// Run the rules on the new object (and the stored one, on UPDATE).
+    Rules(K, Option<K>),
+    /// Admit without judging: metadata-only updates (finalizers, labels) and deletions in
+    /// progress must go through even for an object stored before a rule existed, or a
+    /// controller could never remove its finalizer.
+    Unchanged,
+    /// Refuse: the object does not decode (the reason names the field).
+    Undecodable(String),
+}
+
+impl<K> Judged<K> {
+    fn verdict(self) -> Verdict {
+        match self {
+            Self::Rules(..) | Self::Unchanged => Verdict::allow(),
+            Self::Undecodable(reason) => Verdict::deny(reason),
+        }
+    }
+}
+
+fn judged<K: Spec>(request: &ReviewRequest<'_>) -> Judged<K> {
+    match decode_pair::<K>(request) {
+        Ok((new, Some(old))) if new.metadata().deletion_timestamp.is_some() || new.same_spec(&old) => {
+            Judged::Unchanged
+        }
+        Ok((new, old)) => Judged::Rules(new, old),
+        // An object that no longer decodes may still be cleaned up, if its spec is untouched.
+        Err(_) if !spec_changes(request) => Judged::Unchanged,
+        Err(reason) => Judged::Undecodable(reason),
+    }
+}
+
+fn mutate(kind: FlinkKind, request: &ReviewRequest<'_>) -> Verdict {
+    let Some(object) = request.object else {
+        return Verdict::deny(format!(
             "{} {} request carries no object",
             kind.as_str(),
-            op_name(request)
+            op_name(&request.operation)
         ));
     };
-    let value = match serde_json::to_value(object) {
+    let value: serde_json::Value = match serde_json::from_str(object.get()) {
         Ok(value) => value,
-        Err(e) => return response.deny(format!("object could not be read: {e}")),
+        Err(e) => return Verdict::deny(format!("object could not be read: {e}")),
     };
-    let ops = patch::mutations(kind, &value, namespace_of(request).unwrap_or_default());
+    let namespace = request
+        .namespace
+        .as_deref()
+        .or_else(|| {
+            value
+                .pointer("/metadata/namespace")
+                .and_then(serde_json::Value::as_str)
+        })
+        .unwrap_or_default();
+    let ops = patch::mutations(kind, &value, namespace);
     if ops.is_empty() {
-        return response;
-    }
-    match response.clone().with_patch(json_patch::Patch(ops)) {
-        Ok(patched) => patched,
-        Err(e) => response.deny(format!("patch could not be encoded: {e}")),
+        Verdict::allow()
+    } else {
+        Verdict::patch(json_patch::Patch(ops))
     }
 }
 
-/// Whether the request asks for a spec to be judged: every CREATE, and an UPDATE that
-/// changes the spec of an object not being deleted.
-fn spec_changes(request: &AdmissionRequest<DynamicObject>) -> bool {
+/// Just enough of an object to tell whether its spec changed.
+#[derive(Deserialize)]
+struct SpecShape<'a> {
+    #[serde(borrow, default)]
+    spec: Option<&'a RawValue>,
+    #[serde(default)]
+    metadata: Option<MetadataShape>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MetadataShape {
+    #[serde(default)]
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
+}
+
+/// For objects that do not decode: whether the request changes a spec, on the raw JSON.
+/// The API server encodes both objects the same way, so an unchanged spec is
+/// byte-identical; anything else counts as a change.
+fn spec_changes(request: &ReviewRequest<'_>) -> bool {
     if request.operation != Operation::Update {
         return true;
     }
-    let (Some(new), Some(old)) = (&request.object, &request.old_object) else {
+    let (Some(new), Some(old)) = (request.object, request.old_object) else {
         return true;
     };
-    if new.metadata.deletion_timestamp.is_some() {
+    let (Ok(new), Ok(old)) = (
+        serde_json::from_str::<SpecShape<'_>>(new.get()),
+        serde_json::from_str::<SpecShape<'_>>(old.get()),
+    ) else {
+        return true;
+    };
+    if new.metadata.is_some_and(|m| m.deletion_timestamp.is_some()) {
         return false;
     }
-    new.data.get("spec") != old.data.get("spec")
+    new.spec.map(RawValue::get) != old.spec.map(RawValue::get)
 }
 
 /// The namespace of the object: the request's, else the object's own.
-fn namespace_of(request: &AdmissionRequest<DynamicObject>) -> Option<&str> {
-    request.namespace.as_deref().or_else(|| {
-        request
-            .object
-            .as_ref()
-            .and_then(|o| o.metadata.namespace.as_deref())
-    })
+fn namespace_of<'r>(request: &'r ReviewRequest<'_>, metadata: &'r kube::api::ObjectMeta) -> &'r str {
+    request
+        .namespace
+        .as_deref()
+        .or(metadata.namespace.as_deref())
+        .unwrap_or_default()
 }
 
-fn op_name(request: &AdmissionRequest<DynamicObject>) -> &'static str {
-    match request.operation {
+fn op_name(operation: &Operation) -> &'static str {
+    match operation {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",
         Operation::Delete => "DELETE",
@@ -306,14 +370,15 @@ fn op_name(request: &AdmissionRequest<DynamicObject>) -> &'static str {
 }
 
 /// Decodes the new object and, on UPDATE, the old one into their typed form.
-fn decode_pair<K: DeserializeOwned>(
-    request: &AdmissionRequest<DynamicObject>,
-) -> Result<(K, Option<K>), String> {
-    let Some(object) = &request.object else {
-        return Err(format!("{} request carries no object", op_name(request)));
+fn decode_pair<K: DeserializeOwned>(request: &ReviewRequest<'_>) -> Result<(K, Option<K>), String> {
+    let Some(object) = request.object else {
+        return Err(format!(
+            "{} request carries no object",
+            op_name(&request.operation)
+        ));
     };
     let new = decode_typed(object).map_err(|e| format!("{}: {e}", request.kind.kind))?;
-    let old = match (&request.operation, &request.old_object) {
+    let old = match (&request.operation, request.old_object) {
         (Operation::Update, Some(old)) => {
             Some(decode_typed(old).map_err(|e| format!("stored {} (oldObject): {e}", request.kind.kind))?)
         }
@@ -322,10 +387,15 @@ fn decode_pair<K: DeserializeOwned>(
     Ok((new, old))
 }
 
-/// Decodes a typed object, naming the path of the first field that does not fit.
-fn decode_typed<K: DeserializeOwned>(object: &DynamicObject) -> Result<K, String> {
-    let value = serde_json::to_value(object).map_err(|e| e.to_string())?;
-    serde_path_to_error::deserialize::<_, K>(value).map_err(|e| {
+/// Decodes a typed object straight from its JSON text, naming the path of the first field
+/// that does not fit. Tracking the path costs time on every field, so it is only done
+/// again for an object that failed.
+fn decode_typed<K: DeserializeOwned>(object: &RawValue) -> Result<K, String> {
+    if let Ok(typed) = serde_json::from_str(object.get()) {
+        return Ok(typed);
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(object.get());
+    serde_path_to_error::deserialize::<_, K>(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
         format!("{path}: {}", e.into_inner())
     })

@@ -55,7 +55,7 @@ async fn answer(admission: &Admission, endpoint: Endpoint, body: Body) -> Respon
         Err(error) => return error.into_response(),
     };
     match review::decode(&bytes) {
-        Ok(request) => review::encode(admission.review(endpoint, request).await),
+        Ok(request) => review::encode(&request.uid, &admission.review(endpoint, &request).await),
         Err(error) => {
             tracing::debug!(%error, endpoint = endpoint.as_str(), "malformed admission request");
             error.into_response()

@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use kube::core::admission::AdmissionResponse;
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, histogram::Histogram},
@@ -62,13 +61,13 @@ impl AdmissionMetrics {
         &self,
         endpoint: Endpoint,
         kind: Option<FlinkKind>,
-        response: &AdmissionResponse,
+        allowed: bool,
         elapsed: Duration,
     ) {
         let labels = AdmissionLabels {
             endpoint: endpoint.as_str(),
             kind: kind.map_or("other", FlinkKind::as_str),
-            allowed: if response.allowed { "true" } else { "false" },
+            allowed: if allowed { "true" } else { "false" },
         };
         self.requests.get_or_create(&labels).inc();
         self.duration

@@ -4,14 +4,16 @@
 //! webhook port is reachable by anything in the cluster, so every malformed body gets a
 //! 4xx with a one-line reason instead of a panic, a hang or a half-decoded request.
 
+use std::borrow::Cow;
+
 use axum::{
-    http::StatusCode,
+    http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use kube::core::{
-    DynamicObject,
-    admission::{AdmissionRequest, AdmissionResponse, AdmissionReview},
-};
+use base64::Engine;
+use kube::core::{GroupVersionKind, admission::Operation};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// The largest body accepted. The API server caps objects at 1.5 MiB in etcd and an
 /// UPDATE review carries two of them, so 3 MiB admits every legitimate review.
@@ -69,38 +71,195 @@ impl IntoResponse for ReviewError {
     }
 }
 
+/// The part of an admission request the webhook reads. The objects stay raw JSON,
+/// borrowed from the body, until a rule decodes them into their typed form: a review of a
+/// FlinkDeployment carries two objects of several KiB, and decoding them once, straight
+/// into the types, is most of what answering costs.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewRequest<'a> {
+    /// Identifies the request; echoed in the response.
+    pub uid: String,
+    /// Group, version and kind of the object.
+    pub kind: GroupVersionKind,
+    /// Name of the object (empty on CREATE with generateName).
+    #[serde(default)]
+    pub name: String,
+    /// Namespace of the object.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// CREATE, UPDATE, DELETE or CONNECT.
+    pub operation: Operation,
+    /// The object as it would be stored.
+    #[serde(borrow, default)]
+    pub object: Option<&'a RawValue>,
+    /// The stored object, on UPDATE.
+    #[serde(borrow, default)]
+    pub old_object: Option<&'a RawValue>,
+}
+
+/// The envelope, read first so that a wrong kind, version or a missing request is named
+/// as such before the request itself is decoded.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    api_version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    request: Option<&'a RawValue>,
+}
+
+/// The whole review in one pass, for the common case of a well-formed body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Review<'a> {
+    #[serde(borrow)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    request: ReviewRequest<'a>,
+}
+
 /// Decodes a request body into the admission request it carries.
-pub fn decode(body: &[u8]) -> Result<AdmissionRequest<DynamicObject>, ReviewError> {
+pub fn decode(body: &[u8]) -> Result<ReviewRequest<'_>, ReviewError> {
     if body.len() > MAX_BODY_BYTES {
         return Err(ReviewError::TooLarge);
     }
-    // Parse in two steps so that "not JSON" and "not a review" get different reasons.
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| ReviewError::NotJson(e.to_string()))?;
-    let Some(map) = value.as_object() else {
-        return Err(ReviewError::NotAdmissionReview("expected a JSON object".into()));
-    };
-    let kind = map.get("kind").and_then(|k| k.as_str()).unwrap_or_default();
+    // One pass for a good review; anything else is read again, envelope first, so that the
+    // error names the first thing that is wrong with it.
+    if let Ok(review) = serde_json::from_slice::<Review<'_>>(body)
+        && review.kind == REVIEW_KIND
+        && review.api_version == REVIEW_API_VERSION
+    {
+        return Ok(review.request);
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(body).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => ReviewError::NotAdmissionReview(e.to_string()),
+        _ => ReviewError::NotJson(e.to_string()),
+    })?;
+    let kind = envelope.kind.unwrap_or_default();
+    let kind = kind.as_ref();
     if kind != REVIEW_KIND {
         return Err(ReviewError::NotAdmissionReview(format!(
             "kind is {kind:?}, expected {REVIEW_KIND:?}"
         )));
     }
-    let api_version = map.get("apiVersion").and_then(|v| v.as_str()).unwrap_or_default();
+    let api_version = envelope.api_version.unwrap_or_default();
+    let api_version = api_version.as_ref();
     if api_version != REVIEW_API_VERSION {
         return Err(ReviewError::UnsupportedVersion(api_version.to_owned()));
     }
-    if map.get("request").is_none_or(|r| r.is_null()) {
-        return Err(ReviewError::MissingRequest);
-    }
-    let review: AdmissionReview<DynamicObject> =
-        serde_json::from_value(value).map_err(|e| ReviewError::NotAdmissionReview(e.to_string()))?;
-    review.try_into().map_err(|_| ReviewError::MissingRequest)
+    let request = envelope
+        .request
+        .filter(|r| r.get() != "null")
+        .ok_or(ReviewError::MissingRequest)?;
+    serde_json::from_str(request.get()).map_err(|e| ReviewError::NotAdmissionReview(e.to_string()))
 }
 
-/// Wraps a response into the AdmissionReview the API server expects back.
-pub fn encode(response: AdmissionResponse) -> Response {
-    axum::Json(response.into_review()).into_response()
+/// The answer to one review.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// Whether the request is admitted.
+    pub allowed: bool,
+    /// Why not (empty when allowed).
+    pub message: String,
+    /// JSON Patch to apply (mutation only).
+    pub patch: Option<json_patch::Patch>,
+}
+
+impl Verdict {
+    /// Admit unchanged.
+    pub fn allow() -> Self {
+        Self {
+            allowed: true,
+            message: String::new(),
+            patch: None,
+        }
+    }
+
+    /// Refuse, saying why.
+    pub fn deny(message: impl Into<String>) -> Self {
+        Self {
+            allowed: false,
+            message: message.into(),
+            patch: None,
+        }
+    }
+
+    /// Admit with a patch.
+    pub fn patch(patch: json_patch::Patch) -> Self {
+        Self {
+            allowed: true,
+            message: String::new(),
+            patch: Some(patch),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReviewOut<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    response: ResponseOut<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResponseOut<'a> {
+    uid: &'a str,
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<StatusOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    /// Base64 of the JSON Patch, as the API server expects for a `[]byte` field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+}
+
+#[derive(Serialize)]
+struct StatusOut<'a> {
+    code: u16,
+    reason: &'static str,
+    message: &'a str,
+}
+
+/// Wraps a verdict on request `uid` into the AdmissionReview the API server expects back.
+pub fn encode(uid: &str, verdict: &Verdict) -> Response {
+    let patch = verdict
+        .patch
+        .as_ref()
+        .and_then(|p| serde_json::to_vec(p).ok())
+        .map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes));
+    let review = ReviewOut {
+        api_version: REVIEW_API_VERSION,
+        kind: REVIEW_KIND,
+        response: ResponseOut {
+            uid,
+            allowed: verdict.allowed,
+            // The API server shows `status.message` to the client; 403 is what it reports
+            // for a webhook denial without a code.
+            status: (!verdict.allowed).then_some(StatusOut {
+                code: 403,
+                reason: "Forbidden",
+                message: &verdict.message,
+            }),
+            patch_type: patch.as_ref().map(|_| "JSONPatch"),
+            patch,
+        },
+    };
+    match serde_json::to_vec(&review) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("response could not be encoded: {e}\n"),
+        )
+            .into_response(),
+    }
 }
 
 #[cfg(test)]
@@ -132,7 +291,8 @@ mod tests {
 
     #[test]
     fn a_v1_review_decodes_with_its_uid() {
-        let req = decode(&review(REVIEW_API_VERSION, minimal_request())).unwrap();
+        let body = review(REVIEW_API_VERSION, minimal_request());
+        let req = decode(&body).unwrap();
         assert_eq!(req.uid, "705ab4f5-6393-11e8-b7cc-42010a800002");
         assert_eq!(req.kind.kind, "FlinkDeployment");
     }

@@ -5,6 +5,7 @@
 use std::{collections::BTreeSet, sync::Arc};
 
 use axum::body::Body;
+use base64::Engine;
 use flink_operator_api::{FlinkDeployment, FlinkSessionJob, validation::ValidationContext};
 use futures::future::BoxFuture;
 use http::{Request, StatusCode};
@@ -373,9 +374,9 @@ async fn mutation_answers_a_json_patch_and_nothing_for_a_mutated_object() {
     .await;
     assert_eq!(response["allowed"], true);
     assert_eq!(response["patchType"], "JSONPatch");
-    // kube encodes the patch bytes as a JSON array of numbers, which the API server's
-    // decoder accepts for a []byte field as well as base64 text.
-    let patch: Vec<u8> = serde_json::from_value(response["patch"].clone()).expect("patch bytes");
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(response["patch"].as_str().expect("patch is base64 text"))
+        .expect("base64");
     let patch: json_patch::Patch = serde_json::from_slice(&patch).expect("patch");
     json_patch::patch(&mut object, &patch).expect("applies");
     assert_eq!(object["spec"]["transitionMode"], "BASIC");
