@@ -15,6 +15,12 @@ use clap::Parser;
 
 use crate::cli::{CertsCommand, Cli, Command, CrdArgs};
 
+/// glibc's allocator spent a fifth of the webhook's CPU under load (many small, short-lived
+/// allocations of decoded objects across two worker threads); mimalloc's per-thread heaps
+/// serve them at a fraction of that cost.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // kube's client and our server both build rustls configs; with one provider installed
     // up front neither can pick a different one by accident.
