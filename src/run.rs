@@ -78,6 +78,23 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     ));
     let (stop, stopping) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    let admission_metrics = AdmissionMetrics::register(&mut registry);
+
+    // Probes first: the kubelet sees the process alive (and not yet ready) while the
+    // certificate is set up and the caches fill.
+    let probe_address = SocketAddr::new(args.bind_address, args.probe_port);
+    let probe_listener = bind(probe_address).await?;
+    tracing::info!(address = %probe_listener.local_addr().unwrap_or(probe_address), "probes and metrics listening (HTTP)");
+    let probe_router = probes::router(readiness.clone(), registry);
+    let mut probe_stopping = stopping.clone();
+    tasks.spawn(async move {
+        let serve = axum::serve(probe_listener, probe_router).with_graceful_shutdown(async move {
+            let _ = probe_stopping.wait_for(|stop| *stop).await;
+        });
+        if let Err(error) = serve.await {
+            tracing::error!(%error, "probe server failed");
+        }
+    });
 
     let directory: Arc<dyn JobDirectory> = match &client {
         Ok(client) if args.components.controllers() => {
@@ -116,7 +133,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         let admission = Admission::new(
             ValidationContext::new(operator_config),
             directory,
-            AdmissionMetrics::register(&mut registry),
+            admission_metrics,
         );
         let address = SocketAddr::new(args.bind_address, args.webhook_port);
         let listener = bind(address).await?;
@@ -129,20 +146,6 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         );
         readiness.webhook_ready();
     }
-
-    let probe_address = SocketAddr::new(args.bind_address, args.probe_port);
-    let probe_listener = bind(probe_address).await?;
-    tracing::info!(address = %probe_listener.local_addr().unwrap_or(probe_address), "probes and metrics listening (HTTP)");
-    let probe_router = probes::router(readiness.clone(), registry);
-    let mut probe_stopping = stopping.clone();
-    tasks.spawn(async move {
-        let serve = axum::serve(probe_listener, probe_router).with_graceful_shutdown(async move {
-            let _ = probe_stopping.wait_for(|stop| *stop).await;
-        });
-        if let Err(error) = serve.await {
-            tracing::error!(%error, "probe server failed");
-        }
-    });
 
     wait_for_signal().await.map_err(RunError::Signals)?;
     tracing::info!("shutting down");
