@@ -3,6 +3,7 @@
 //! Not implemented yet: the FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot and
 //! FlinkBlueGreenDeployment reconcilers. What exists is the shared informer cache
 //! ([`caches`]) that the reconcilers will read and that the admission webhook already uses
-//! for its lookups.
+//! for its lookups, and the Flink REST client ([`flink`]) they will drive jobs with.
 
 pub mod caches;
+pub mod flink;

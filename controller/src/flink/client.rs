@@ -1,0 +1,471 @@
+//! The Flink REST client.
+
+use std::{
+    path::Path,
+    sync::atomic::{AtomicUsize, Ordering},
+    time::Duration,
+};
+
+use backon::{ExponentialBuilder, Retryable};
+use reqwest::{Method, StatusCode};
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::{
+    error::{FlinkError, first_chars},
+    ids::{JarId, JobId, TriggerId},
+    model::*,
+    operation::{OperationStatus, classify},
+};
+
+/// Timeouts and retries of a client.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Per attempt; `kubernetes.operator.flink.client.timeout` (default 10 s).
+    pub timeout: Duration,
+    /// For jar uploads and runs, which wait for the job's main method to build the graph;
+    /// `kubernetes.operator.job.submission.timeout` would be the upper bound (default 10 min).
+    pub submission_timeout: Duration,
+    /// Further attempts after a connection error, a timeout or a 5xx (never after a 4xx).
+    pub retries: usize,
+    /// First backoff; doubled per attempt up to `max_backoff`, with jitter.
+    pub min_backoff: Duration,
+    /// Largest backoff.
+    pub max_backoff: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(10),
+            submission_timeout: Duration::from_secs(120),
+            retries: 3,
+            min_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A client of one JobManager's REST API.
+///
+/// Triggers of asynchronous operations always carry a trigger id chosen here, and job
+/// submissions a job id, so that retrying a call whose answer was lost cannot start a
+/// second savepoint or a second job: Flink recognises the id.
+#[derive(Clone, Debug)]
+pub struct FlinkRestClient {
+    base: String,
+    http: reqwest::Client,
+    config: ClientConfig,
+}
+
+/// An answer that is not a server error: its status and body.
+struct Answer {
+    status: StatusCode,
+    body: String,
+}
+
+impl FlinkRestClient {
+    /// A client of the JobManager at `base_url` (e.g. `http://basic-rest.flink:8081`).
+    pub fn new(base_url: &str, config: ClientConfig) -> Result<Self, FlinkError> {
+        let base = base_url.trim_end_matches('/').to_owned();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(FlinkError::Request(format!(
+                "JobManager URL {base_url:?} must start with http:// or https://"
+            )));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.timeout.min(Duration::from_secs(5)))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| FlinkError::Request(format!("HTTP client: {e}")))?;
+        Ok(Self { base, http, config })
+    }
+
+    /// The JobManager's base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    // === Cluster ===
+
+    /// `GET /overview`: TaskManagers, slots, running jobs, version.
+    pub async fn cluster_overview(&self) -> Result<ClusterOverview, FlinkError> {
+        self.get_json("/overview").await
+    }
+
+    /// `GET /config`: version and revision.
+    pub async fn cluster_config(&self) -> Result<ClusterConfig, FlinkError> {
+        self.get_json("/config").await
+    }
+
+    /// `GET /jobmanager/config`: the JobManager's effective configuration.
+    pub async fn job_manager_config(&self) -> Result<Vec<ConfigEntry>, FlinkError> {
+        self.get_json("/jobmanager/config").await
+    }
+
+    // === Jobs ===
+
+    /// `GET /jobs/overview`: every job the JobManager knows.
+    pub async fn jobs_overview(&self) -> Result<Vec<JobOverview>, FlinkError> {
+        Ok(self.get_json::<JobsOverview>("/jobs/overview").await?.jobs)
+    }
+
+    /// `GET /jobs/:jobid`.
+    pub async fn job_details(&self, job: &JobId) -> Result<JobDetails, FlinkError> {
+        self.get_json(&format!("/jobs/{job}")).await
+    }
+
+    /// `GET /jobs/:jobid/exceptions`.
+    pub async fn job_exceptions(&self, job: &JobId) -> Result<JobExceptions, FlinkError> {
+        self.get_json(&format!("/jobs/{job}/exceptions")).await
+    }
+
+    /// `PATCH /jobs/:jobid?mode=cancel`: cancels without a savepoint. Cancelling a job that
+    /// already ended succeeds too.
+    pub async fn cancel(&self, job: &JobId) -> Result<(), FlinkError> {
+        let path = format!("/jobs/{job}?mode=cancel");
+        let answer = self
+            .call(Method::PATCH, &path, None::<&()>, self.config.timeout)
+            .await?;
+        self.expect_success(&path, answer).map(|_| ())
+    }
+
+    // === Savepoints and checkpoints ===
+
+    /// `GET /jobs/:jobid/checkpoints`: counts and the latest completed, savepoint and restored.
+    pub async fn checkpoint_statistics(&self, job: &JobId) -> Result<CheckpointStatistics, FlinkError> {
+        self.get_json(&format!("/jobs/{job}/checkpoints")).await
+    }
+
+    /// `GET /jobs/:jobid/checkpoints/config`.
+    pub async fn checkpoint_config(&self, job: &JobId) -> Result<CheckpointConfig, FlinkError> {
+        self.get_json(&format!("/jobs/{job}/checkpoints/config")).await
+    }
+
+    /// `POST /jobs/:jobid/savepoints`: starts a savepoint into `target_directory` (the
+    /// cluster's savepoint directory when `None`); the job keeps running. Poll with
+    /// [`savepoint_status`](Self::savepoint_status).
+    pub async fn trigger_savepoint(
+        &self,
+        job: &JobId,
+        target_directory: Option<&str>,
+        format: SavepointFormat,
+    ) -> Result<TriggerId, FlinkError> {
+        let trigger_id = TriggerId::random();
+        let body = SavepointTrigger {
+            target_directory,
+            cancel_job: false,
+            format,
+            trigger_id: &trigger_id,
+        };
+        self.trigger(&format!("/jobs/{job}/savepoints"), &body).await
+    }
+
+    /// `POST /jobs/:jobid/stop`: stops the job with a savepoint (`drain` first flushes event
+    /// time to the end, for a job that will not resume). Poll with
+    /// [`savepoint_status`](Self::savepoint_status); the job ends FINISHED.
+    pub async fn stop_with_savepoint(
+        &self,
+        job: &JobId,
+        target_directory: Option<&str>,
+        drain: bool,
+        format: SavepointFormat,
+    ) -> Result<TriggerId, FlinkError> {
+        let trigger_id = TriggerId::random();
+        let body = StopTrigger {
+            target_directory,
+            drain,
+            format,
+            trigger_id: &trigger_id,
+        };
+        self.trigger(&format!("/jobs/{job}/stop"), &body).await
+    }
+
+    /// `GET /jobs/:jobid/savepoints/:triggerid`: the state of a savepoint or stop; completed
+    /// with the savepoint's location.
+    pub async fn savepoint_status(
+        &self,
+        job: &JobId,
+        trigger: &TriggerId,
+    ) -> Result<OperationStatus<String>, FlinkError> {
+        self.poll(&format!("/jobs/{job}/savepoints/{trigger}"), |result| {
+            result
+                .location
+                .ok_or_else(|| "a completed savepoint without location".to_owned())
+        })
+        .await
+    }
+
+    /// `POST /jobs/:jobid/checkpoints` (Flink 1.19+): starts a checkpoint of `kind`.
+    pub async fn trigger_checkpoint(
+        &self,
+        job: &JobId,
+        kind: CheckpointKind,
+    ) -> Result<TriggerId, FlinkError> {
+        let trigger_id = TriggerId::random();
+        let body = CheckpointTrigger {
+            checkpoint_type: kind,
+            trigger_id: &trigger_id,
+        };
+        self.trigger(&format!("/jobs/{job}/checkpoints"), &body).await
+    }
+
+    /// `GET /jobs/:jobid/checkpoints/:triggerid`: completed with the checkpoint id (its
+    /// path is in [`checkpoint_statistics`](Self::checkpoint_statistics) or the details).
+    pub async fn checkpoint_status(
+        &self,
+        job: &JobId,
+        trigger: &TriggerId,
+    ) -> Result<OperationStatus<u64>, FlinkError> {
+        self.poll(&format!("/jobs/{job}/checkpoints/{trigger}"), |result| {
+            result
+                .checkpoint_id
+                .ok_or_else(|| "a completed checkpoint without checkpointId".to_owned())
+        })
+        .await
+    }
+
+    /// `POST /savepoint-disposal`: deletes a savepoint's files through Flink (which knows
+    /// how to remove every state backend's format).
+    pub async fn dispose_savepoint(&self, path: &str) -> Result<TriggerId, FlinkError> {
+        let trigger_id = TriggerId::random();
+        let body = DisposalTrigger {
+            savepoint_path: path,
+            trigger_id: &trigger_id,
+        };
+        self.trigger("/savepoint-disposal", &body).await
+    }
+
+    /// `GET /savepoint-disposal/:triggerid`.
+    pub async fn disposal_status(&self, trigger: &TriggerId) -> Result<OperationStatus<()>, FlinkError> {
+        self.poll(&format!("/savepoint-disposal/{trigger}"), |_| Ok(()))
+            .await
+    }
+
+    // === Jars ===
+
+    /// `POST /jars/upload`: uploads the jar at `path` (session clusters only).
+    pub async fn upload_jar(&self, path: &Path) -> Result<JarId, FlinkError> {
+        let bytes = tokio::fs::read(path)
+            .await
+            .map_err(|e| FlinkError::Request(format!("reading jar {}: {e}", path.display())))?;
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("job.jar")
+            .to_owned();
+        let url = self.url("/jars/upload");
+        let answer = self
+            .with_retries(&url, || {
+                let part = reqwest::multipart::Part::bytes(bytes.clone())
+                    .file_name(name.clone())
+                    .mime_str("application/java-archive");
+                let url = url.clone();
+                async move {
+                    let part = part.map_err(|e| FlinkError::Request(e.to_string()))?;
+                    let form = reqwest::multipart::Form::new().part("jarfile", part);
+                    let request = self
+                        .http
+                        .post(&url)
+                        .multipart(form)
+                        .timeout(self.config.submission_timeout);
+                    self.attempt(&url, request, self.config.submission_timeout).await
+                }
+            })
+            .await?;
+        let upload: UploadResponse = self.decode(&url, self.expect_success(&url, answer)?)?;
+        Ok(upload.jar_id())
+    }
+
+    /// `POST /jars/:jarid/run`: starts a job from an uploaded jar and returns its id. The
+    /// job id is chosen here when `run.job_id` is empty, so that a retry after a lost answer
+    /// finds the job Flink already accepted instead of starting another.
+    pub async fn run_jar(&self, jar: &JarId, run: &RunJar) -> Result<JobId, FlinkError> {
+        let mut run = run.clone();
+        let job_id = run.job_id.get_or_insert_with(JobId::random).clone();
+        let path = format!("/jars/{jar}/run");
+        let attempts = AtomicUsize::new(0);
+        let url = self.url(&path);
+        let result = self
+            .with_retries(&url, || {
+                attempts.fetch_add(1, Ordering::Relaxed);
+                let request = self
+                    .http
+                    .post(&url)
+                    .json(&run)
+                    .timeout(self.config.submission_timeout);
+                self.attempt(&url, request, self.config.submission_timeout)
+            })
+            .await
+            .and_then(|answer| self.expect_success(&url, answer));
+        match result {
+            Ok(body) => Ok(self.decode::<RunResponse>(&url, body)?.jobid),
+            // Our own earlier attempt got through before its answer was lost.
+            Err(FlinkError::BadRequest { message, .. })
+                if attempts.load(Ordering::Relaxed) > 1 && message.contains("already been submitted") =>
+            {
+                Ok(job_id)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// `DELETE /jars/:jarid`.
+    pub async fn delete_jar(&self, jar: &JarId) -> Result<(), FlinkError> {
+        let path = format!("/jars/{jar}");
+        let answer = self
+            .call(Method::DELETE, &path, None::<&()>, self.config.timeout)
+            .await?;
+        self.expect_success(&path, answer).map(|_| ())
+    }
+
+    // === Metrics ===
+
+    /// `GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics?get=..&agg=..`: gauges of a
+    /// vertex aggregated over its subtasks.
+    pub async fn subtask_metrics(
+        &self,
+        job: &JobId,
+        vertex: &str,
+        metrics: &[&str],
+        aggregations: &[Aggregation],
+    ) -> Result<Vec<AggregatedMetric>, FlinkError> {
+        let get = metrics.join(",");
+        let agg = aggregations
+            .iter()
+            .map(|a| a.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        self.get_json(&format!(
+            "/jobs/{job}/vertices/{vertex}/subtasks/metrics?get={get}&agg={agg}"
+        ))
+        .await
+    }
+
+    // === Plumbing ===
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, FlinkError> {
+        let answer = self
+            .call(Method::GET, path, None::<&()>, self.config.timeout)
+            .await?;
+        let url = self.url(path);
+        let body = self.expect_success(&url, answer)?;
+        self.decode(&url, body)
+    }
+
+    async fn trigger<B: Serialize>(&self, path: &str, body: &B) -> Result<TriggerId, FlinkError> {
+        let answer = self
+            .call(Method::POST, path, Some(body), self.config.timeout)
+            .await?;
+        let url = self.url(path);
+        let body = self.expect_success(&url, answer)?;
+        Ok(self.decode::<TriggerResponse>(&url, body)?.request_id)
+    }
+
+    async fn poll<T>(
+        &self,
+        path: &str,
+        complete: impl FnOnce(OperationResult) -> Result<T, String>,
+    ) -> Result<OperationStatus<T>, FlinkError> {
+        let answer = self
+            .call(Method::GET, path, None::<&()>, self.config.timeout)
+            .await?;
+        classify(&self.url(path), answer.status, &answer.body, complete)
+    }
+
+    /// One call with retries; 4xx answers come back as answers, for the caller to read.
+    async fn call<B: Serialize>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+        timeout: Duration,
+    ) -> Result<Answer, FlinkError> {
+        let url = self.url(path);
+        self.with_retries(&url, || {
+            let mut request = self.http.request(method.clone(), &url).timeout(timeout);
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            self.attempt(&url, request, timeout)
+        })
+        .await
+    }
+
+    async fn with_retries<F, Fut>(&self, url: &str, attempt: F) -> Result<Answer, FlinkError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Answer, FlinkError>>,
+    {
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(self.config.min_backoff)
+            .with_max_delay(self.config.max_backoff)
+            .with_max_times(self.config.retries)
+            .with_jitter();
+        attempt
+            .retry(backoff)
+            .when(FlinkError::retryable)
+            .notify(|error, after| tracing::debug!(%url, %error, ?after, "retrying Flink REST call"))
+            .await
+    }
+
+    async fn attempt(
+        &self,
+        url: &str,
+        request: reqwest::RequestBuilder,
+        timeout: Duration,
+    ) -> Result<Answer, FlinkError> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| transport_error(url, timeout, &e))?;
+        let status = response.status();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| transport_error(url, timeout, &e))?;
+        if status.is_server_error() {
+            return Err(FlinkError::from_status(url, status, &body));
+        }
+        Ok(Answer { status, body })
+    }
+
+    fn expect_success(&self, url: &str, answer: Answer) -> Result<String, FlinkError> {
+        if answer.status.is_success() {
+            Ok(answer.body)
+        } else {
+            Err(FlinkError::from_status(url, answer.status, &answer.body))
+        }
+    }
+
+    fn decode<T: DeserializeOwned>(&self, url: &str, body: String) -> Result<T, FlinkError> {
+        serde_json::from_str(&body).map_err(|e| FlinkError::Decode {
+            url: url.to_owned(),
+            reason: format!("{e}: {}", first_chars(&body, 200)),
+        })
+    }
+}
+
+fn transport_error(url: &str, timeout: Duration, error: &reqwest::Error) -> FlinkError {
+    if error.is_timeout() {
+        return FlinkError::Timeout {
+            url: url.to_owned(),
+            after: timeout,
+        };
+    }
+    // The whole chain: "error sending request" alone says nothing about why.
+    let mut reason = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        reason.push_str(": ");
+        reason.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    FlinkError::Unreachable {
+        url: url.to_owned(),
+        reason,
+    }
+}

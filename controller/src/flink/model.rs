@@ -1,0 +1,499 @@
+//! Request and response shapes of the Flink REST API (v1), as far as the operator reads
+//! them. Every field a response may lack is optional, and unknown fields are ignored, so a
+//! newer Flink that adds fields still decodes. Shapes are the same in Flink 1.20 and 2.x
+//! unless noted.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{JarId, JobId, TriggerId};
+
+// === Cluster ===
+
+/// `GET /overview`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ClusterOverview {
+    /// Registered TaskManagers.
+    #[serde(default)]
+    pub taskmanagers: u32,
+    /// All task slots.
+    #[serde(rename = "slots-total", default)]
+    pub slots_total: u32,
+    /// Free task slots.
+    #[serde(rename = "slots-available", default)]
+    pub slots_available: u32,
+    /// Jobs running now.
+    #[serde(rename = "jobs-running", default)]
+    pub jobs_running: u32,
+    /// Flink version, e.g. `1.20.5`.
+    #[serde(rename = "flink-version")]
+    pub flink_version: Option<String>,
+    /// Flink commit.
+    #[serde(rename = "flink-commit")]
+    pub flink_commit: Option<String>,
+}
+
+/// `GET /config`: the web UI's view of the cluster.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ClusterConfig {
+    /// Flink version.
+    #[serde(rename = "flink-version")]
+    pub flink_version: Option<String>,
+    /// Flink revision and build date.
+    #[serde(rename = "flink-revision")]
+    pub flink_revision: Option<String>,
+    /// Web UI feature switches (e.g. `web-submit`, `web-cancel`).
+    #[serde(default)]
+    pub features: BTreeMap<String, serde_json::Value>,
+}
+
+/// One entry of `GET /jobmanager/config`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct ConfigEntry {
+    /// Configuration key.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+}
+
+// === Jobs ===
+
+/// `GET /jobs/overview`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct JobsOverview {
+    /// All jobs the JobManager knows, running or finished.
+    #[serde(default)]
+    pub jobs: Vec<JobOverview>,
+}
+
+/// One job in `GET /jobs/overview`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct JobOverview {
+    /// Job id.
+    pub jid: JobId,
+    /// Job name.
+    #[serde(default)]
+    pub name: String,
+    /// Flink job state (`RUNNING`, `FINISHED`, ...).
+    pub state: String,
+    /// Start time, epoch milliseconds.
+    #[serde(rename = "start-time")]
+    pub start_time: Option<i64>,
+    /// End time, epoch milliseconds (-1 while running).
+    #[serde(rename = "end-time")]
+    pub end_time: Option<i64>,
+    /// Last state change, epoch milliseconds.
+    #[serde(rename = "last-modification")]
+    pub last_modification: Option<i64>,
+    /// Task counts by state (`running`, `created`, ...).
+    #[serde(default)]
+    pub tasks: BTreeMap<String, i64>,
+}
+
+/// `GET /jobs/:jobid`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct JobDetails {
+    /// Job id.
+    pub jid: JobId,
+    /// Job name.
+    #[serde(default)]
+    pub name: String,
+    /// Flink job state.
+    pub state: String,
+    /// Whether stop-with-savepoint is possible.
+    #[serde(rename = "isStoppable", default)]
+    pub is_stoppable: bool,
+    /// Start time, epoch milliseconds.
+    #[serde(rename = "start-time")]
+    pub start_time: Option<i64>,
+    /// End time, epoch milliseconds (-1 while running).
+    #[serde(rename = "end-time")]
+    pub end_time: Option<i64>,
+    /// When each state was entered, epoch milliseconds.
+    #[serde(default)]
+    pub timestamps: BTreeMap<String, i64>,
+    /// The job's vertices.
+    #[serde(default)]
+    pub vertices: Vec<JobVertex>,
+}
+
+impl JobDetails {
+    /// Whether the job is RUNNING with every task running: a RUNNING job can still wait for
+    /// slots with its vertices CREATED.
+    pub fn all_tasks_running(&self) -> bool {
+        self.state == "RUNNING"
+            && !self.vertices.is_empty()
+            && self.vertices.iter().all(|v| v.status == "RUNNING")
+    }
+}
+
+/// A vertex of `GET /jobs/:jobid`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct JobVertex {
+    /// Vertex id.
+    pub id: String,
+    /// Vertex name.
+    #[serde(default)]
+    pub name: String,
+    /// Parallelism.
+    #[serde(default)]
+    pub parallelism: u32,
+    /// Execution state of the vertex.
+    #[serde(default)]
+    pub status: String,
+}
+
+/// `GET /jobs/:jobid/exceptions`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct JobExceptions {
+    /// The exception history.
+    #[serde(rename = "exceptionHistory", default)]
+    pub history: ExceptionHistory,
+}
+
+/// The exception history of a job.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ExceptionHistory {
+    /// Newest first.
+    #[serde(default)]
+    pub entries: Vec<ExceptionEntry>,
+    /// Whether older entries were dropped.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// One failure of a job.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExceptionEntry {
+    /// Exception class and message.
+    #[serde(default)]
+    pub exception_name: String,
+    /// Full stack trace.
+    #[serde(default)]
+    pub stacktrace: String,
+    /// When it happened, epoch milliseconds.
+    pub timestamp: Option<i64>,
+    /// The failing task, if one.
+    pub task_name: Option<String>,
+    /// Labels attached by failure enrichers.
+    #[serde(default)]
+    pub failure_labels: BTreeMap<String, String>,
+}
+
+// === Checkpoints ===
+
+/// `GET /jobs/:jobid/checkpoints`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct CheckpointStatistics {
+    /// Counts by outcome.
+    #[serde(default)]
+    pub counts: CheckpointCounts,
+    /// The latest of each kind.
+    #[serde(default)]
+    pub latest: LatestCheckpoints,
+}
+
+/// Checkpoint counts.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct CheckpointCounts {
+    /// Restores so far.
+    #[serde(default)]
+    pub restored: u64,
+    /// All checkpoints triggered.
+    #[serde(default)]
+    pub total: u64,
+    /// Running now.
+    #[serde(default)]
+    pub in_progress: u64,
+    /// Completed.
+    #[serde(default)]
+    pub completed: u64,
+    /// Failed (usually 1 right after a start: the first trigger finds tasks not running yet).
+    #[serde(default)]
+    pub failed: u64,
+}
+
+/// The latest checkpoints of each kind.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct LatestCheckpoints {
+    /// The latest completed checkpoint.
+    pub completed: Option<CompletedCheckpoint>,
+    /// The latest savepoint.
+    pub savepoint: Option<CompletedCheckpoint>,
+    /// What the job restored from, if it did.
+    pub restored: Option<RestoredCheckpoint>,
+}
+
+/// A completed checkpoint or savepoint.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct CompletedCheckpoint {
+    /// Checkpoint id.
+    pub id: u64,
+    /// Whether it is a savepoint.
+    #[serde(default)]
+    pub is_savepoint: bool,
+    /// Where it is stored (absent for a checkpoint that is not externalised).
+    pub external_path: Option<String>,
+    /// When it was triggered, epoch milliseconds.
+    pub trigger_timestamp: Option<i64>,
+    /// When the last task acknowledged it, epoch milliseconds.
+    pub latest_ack_timestamp: Option<i64>,
+    /// Size of the state in bytes (`state_size` in 1.x, `checkpointed_size` also in 2.x).
+    pub state_size: Option<u64>,
+    /// Whether it has been discarded since.
+    #[serde(default)]
+    pub discarded: bool,
+}
+
+/// What a job restored from.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct RestoredCheckpoint {
+    /// Checkpoint id.
+    pub id: u64,
+    /// When it was restored, epoch milliseconds.
+    pub restore_timestamp: Option<i64>,
+    /// Whether it was a savepoint.
+    #[serde(default)]
+    pub is_savepoint: bool,
+    /// Where it was read from.
+    pub external_path: Option<String>,
+}
+
+/// `GET /jobs/:jobid/checkpoints/config`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct CheckpointConfig {
+    /// `exactly_once` or `at_least_once`.
+    pub mode: Option<String>,
+    /// Checkpoint interval, milliseconds.
+    pub interval: Option<i64>,
+    /// Checkpoint timeout, milliseconds.
+    pub timeout: Option<i64>,
+    /// Whether checkpoints are kept after the job ends.
+    #[serde(default)]
+    pub externalization: Externalization,
+    /// State backend name.
+    pub state_backend: Option<String>,
+    /// Checkpoint storage name.
+    pub checkpoint_storage: Option<String>,
+}
+
+/// Externalised-checkpoint settings.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct Externalization {
+    /// Whether checkpoints are externalised.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Whether they are deleted when the job is cancelled.
+    #[serde(default)]
+    pub delete_on_cancellation: bool,
+}
+
+// === Requests ===
+
+/// Savepoint format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SavepointFormat {
+    /// Portable across state backends.
+    #[default]
+    Canonical,
+    /// The state backend's own format (faster).
+    Native,
+}
+
+/// Type of a manually triggered checkpoint (Flink 1.19+).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum CheckpointKind {
+    /// A full checkpoint, independent of earlier ones.
+    #[default]
+    Full,
+    /// An incremental checkpoint.
+    Incremental,
+    /// Whatever the job is configured for.
+    Configured,
+}
+
+/// How a restored job claims the snapshot it starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ClaimMode {
+    /// The job takes ownership and may delete the snapshot.
+    Claim,
+    /// The job copies what it needs first; the snapshot stays the user's.
+    NoClaim,
+}
+
+/// Body of `POST /jobs/:jobid/savepoints`.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct SavepointTrigger<'a> {
+    #[serde(rename = "target-directory", skip_serializing_if = "Option::is_none")]
+    pub target_directory: Option<&'a str>,
+    #[serde(rename = "cancel-job")]
+    pub cancel_job: bool,
+    #[serde(rename = "formatType")]
+    pub format: SavepointFormat,
+    #[serde(rename = "triggerId")]
+    pub trigger_id: &'a TriggerId,
+}
+
+/// Body of `POST /jobs/:jobid/stop` (note the camelCase, unlike `/savepoints`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StopTrigger<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_directory: Option<&'a str>,
+    pub drain: bool,
+    #[serde(rename = "formatType")]
+    pub format: SavepointFormat,
+    pub trigger_id: &'a TriggerId,
+}
+
+/// Body of `POST /jobs/:jobid/checkpoints`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CheckpointTrigger<'a> {
+    pub checkpoint_type: CheckpointKind,
+    pub trigger_id: &'a TriggerId,
+}
+
+/// Body of `POST /savepoint-disposal`.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct DisposalTrigger<'a> {
+    #[serde(rename = "savepoint-path")]
+    pub savepoint_path: &'a str,
+    #[serde(rename = "triggerId")]
+    pub trigger_id: &'a TriggerId,
+}
+
+/// How to run an uploaded jar (`POST /jars/:jarid/run`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunJar {
+    /// Main class; the jar's manifest when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_class: Option<String>,
+    /// Program arguments.
+    #[serde(rename = "programArgsList", skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Parallelism; the cluster default when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<u32>,
+    /// The job id to use; the client picks a random one when absent, so that a retried
+    /// submission is recognised as a duplicate rather than starting a second job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<JobId>,
+    /// Savepoint or retained checkpoint to restore from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub savepoint_path: Option<String>,
+    /// Skip state that maps to no operator of the new job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_non_restored_state: Option<bool>,
+    /// How the restored snapshot is claimed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim_mode: Option<ClaimMode>,
+    /// Job configuration overrides.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub flink_configuration: BTreeMap<String, String>,
+}
+
+/// Aggregation of a subtask metric across subtasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aggregation {
+    /// Smallest value.
+    Min,
+    /// Largest value.
+    Max,
+    /// Mean value.
+    Avg,
+    /// Sum of values.
+    Sum,
+}
+
+impl Aggregation {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Min => "min",
+            Self::Max => "max",
+            Self::Avg => "avg",
+            Self::Sum => "sum",
+        }
+    }
+}
+
+/// One metric of `GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics`, aggregated.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct AggregatedMetric {
+    /// Metric name.
+    pub id: String,
+    /// Minimum over subtasks.
+    pub min: Option<f64>,
+    /// Maximum over subtasks.
+    pub max: Option<f64>,
+    /// Average over subtasks.
+    pub avg: Option<f64>,
+    /// Sum over subtasks.
+    pub sum: Option<f64>,
+}
+
+// === Responses of asynchronous operations ===
+
+#[derive(Deserialize)]
+pub(crate) struct TriggerResponse {
+    #[serde(rename = "request-id")]
+    pub request_id: TriggerId,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct UploadResponse {
+    pub filename: String,
+}
+
+impl UploadResponse {
+    /// Flink names an uploaded jar by the base name of the stored file.
+    pub fn jar_id(&self) -> JarId {
+        JarId(
+            self.filename
+                .rsplit('/')
+                .next()
+                .unwrap_or(&self.filename)
+                .to_owned(),
+        )
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RunResponse {
+    pub jobid: JobId,
+}
+
+/// The body of an operation status poll: `{"status":{"id":...},"operation":{...}}`.
+#[derive(Deserialize)]
+pub(crate) struct OperationPoll {
+    pub status: OperationPollStatus,
+    #[serde(default)]
+    pub operation: Option<OperationResult>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct OperationPollStatus {
+    pub id: String,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct OperationResult {
+    pub location: Option<String>,
+    #[serde(rename = "checkpointId")]
+    pub checkpoint_id: Option<u64>,
+    #[serde(rename = "failure-cause")]
+    pub failure_cause: Option<FailureCauseBody>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct FailureCauseBody {
+    pub class: Option<String>,
+    #[serde(rename = "stack-trace")]
+    pub stack_trace: Option<String>,
+}

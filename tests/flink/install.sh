@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Installs (once) the Flink distribution of VERSION from the `apache-flink-libraries`
+# package on PyPI and prints the absolute FLINK_HOME on stdout -- and nothing else.
+#
+#   FLINK_HOME="$(tests/flink/install.sh 2.3.0)"
+#
+# FLINK_HOME is ${FLINK_OPERATOR_CACHE:-$HOME/.cache/flink-operator}/flink/<VERSION>/ with
+# lib/ (flink-dist and the other jars), bin/bash-java-utils.jar, plugins/ and opt/, as the
+# package ships them. The package is a wheel (a zip, pyflink/...) for 2.x and an sdist (a
+# tar.gz, deps/...) for 1.x; both are fetched with `pip download --no-deps`, no venv.
+#
+# A complete install has the marker file .installed, written last, so a warm cache returns
+# at once. A cold one unpacks into a temporary directory next to the target and renames it
+# into place, so an interrupted or concurrent install never leaves a half-filled FLINK_HOME.
+# Progress goes to stderr.
+set -euo pipefail
+
+log() { printf 'flink-install: %s\n' "$*" >&2; }
+
+if [[ $# -ne 1 || ! "$1" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+    log "usage: $0 VERSION   (for example 2.3.0)"
+    exit 2
+fi
+version="$1"
+
+cache_root="${FLINK_OPERATOR_CACHE:-$HOME/.cache/flink-operator}"
+parent="$cache_root/flink"
+home="$parent/$version"
+marker="$home/.installed"
+
+if [[ -f "$marker" ]]; then
+    printf '%s/\n' "$home"
+    exit 0
+fi
+
+mkdir -p "$parent"
+# One install per version at a time: a second caller waits and then takes the warm path.
+exec 9>"$parent/.lock-$version"
+flock 9
+if [[ -f "$marker" ]]; then
+    printf '%s/\n' "$home"
+    exit 0
+fi
+
+work="$(mktemp -d "$parent/.install-$version.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+pip=(python3 -m pip)
+if ! "${pip[@]}" --version >/dev/null 2>&1; then
+    log "python3 -m pip is not available"
+    exit 1
+fi
+
+log "downloading apache-flink-libraries==$version (a few hundred MB)"
+start=$SECONDS
+"${pip[@]}" download --quiet --no-deps --no-cache-dir --disable-pip-version-check \
+    --dest "$work/dl" "apache-flink-libraries==$version" >&2
+log "downloaded in $((SECONDS - start)) s"
+
+shopt -s nullglob
+files=("$work"/dl/*)
+shopt -u nullglob
+if [[ ${#files[@]} -ne 1 ]]; then
+    log "expected one downloaded file, got: ${files[*]:-none}"
+    exit 1
+fi
+archive="${files[0]}"
+
+log "unpacking $(basename "$archive")"
+mkdir -p "$work/x"
+case "$archive" in
+    *.whl | *.zip)
+        python3 -m zipfile -e "$archive" "$work/x" >&2
+        src="$work/x/pyflink"
+        ;;
+    *.tar.gz)
+        tar -xzf "$archive" -C "$work/x"
+        src="$(find "$work/x" -mindepth 2 -maxdepth 2 -type d -name deps | head -n1)"
+        ;;
+    *)
+        log "unknown archive type: $archive"
+        exit 1
+        ;;
+esac
+if [[ -z "$src" || ! -d "$src/lib" ]]; then
+    log "no lib/ directory in $(basename "$archive")"
+    exit 1
+fi
+
+stage="$work/home"
+mkdir -p "$stage/bin"
+for d in lib opt plugins; do
+    if [[ -d "$src/$d" ]]; then
+        mv "$src/$d" "$stage/$d"
+    else
+        mkdir -p "$stage/$d"
+    fi
+done
+if [[ ! -f "$src/bin/bash-java-utils.jar" ]]; then
+    log "bin/bash-java-utils.jar is missing from $(basename "$archive")"
+    exit 1
+fi
+mv "$src/bin/bash-java-utils.jar" "$stage/bin/"
+# Only jars are needed from lib/, opt/ and plugins/; drop Python leftovers of the sdist.
+find "$stage" -name '__init__.py' -delete
+find "$stage" -name '__pycache__' -type d -prune -exec rm -rf {} +
+
+if ! compgen -G "$stage/lib/flink-dist*.jar" >/dev/null; then
+    log "lib/flink-dist*.jar is missing from $(basename "$archive")"
+    exit 1
+fi
+printf '%s\n' "$version" >"$stage/.installed"
+
+# A leftover without the marker cannot come from this script (the rename is atomic), but
+# clear it anyway; mv -T refuses to replace a non-empty directory, so of two concurrent
+# installs the first rename wins and the second keeps it.
+if [[ -d "$home" && ! -f "$marker" ]]; then
+    rm -rf "$home"
+fi
+if ! mv -T "$stage" "$home" 2>/dev/null; then
+    if [[ ! -f "$marker" ]]; then
+        log "could not move the install into $home"
+        exit 1
+    fi
+    log "$home was installed concurrently; keeping it"
+fi
+log "installed Flink $version in $((SECONDS - start)) s"
+printf '%s/\n' "$home"

@@ -1,0 +1,105 @@
+//! Tests against real Flink clusters on loopback: JobManager and TaskManager JVMs started
+//! from the Flink distributions in `tests/flink/versions` (installed from PyPI into the cache
+//! by `tests/flink/install.sh`), running the stateful test job from `tests/jobs/`.
+
+// Test code: a panic is a failing test with its reason.
+#![allow(clippy::unwrap_used)]
+
+mod harness;
+
+use std::time::{Duration, Instant};
+
+use harness::{ApplicationCluster, JOB_CLASS, SLOTS, SessionCluster};
+
+/// A session cluster of each version starts, registers one TaskManager with its slots, and
+/// stops without leaving a JVM behind.
+#[tokio::test]
+async fn session_cluster_starts_and_stops() {
+    for version in harness::versions() {
+        let cluster = SessionCluster::start(&version).await;
+        let (status, overview) = harness::get_json(&cluster.rest_url(), "/overview").await.unwrap();
+        assert_eq!(status, 200, "{overview}");
+        assert_eq!(overview["taskmanagers"], 1, "{overview}");
+        assert_eq!(overview["slots-total"], SLOTS, "{overview}");
+        let reported = overview["flink-version"].as_str().unwrap_or_default();
+        assert_eq!(reported, version, "{overview}");
+        // Let the JVMs settle before measuring them idle.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        eprintln!(
+            "Flink {version} session cluster: ready after {:.1} s; idle RSS {}",
+            cluster.ready_after().as_secs_f64(),
+            cluster.rss()
+        );
+
+        let pids: Vec<u32> = cluster
+            .job_manager_pid()
+            .into_iter()
+            .chain(cluster.task_manager_pids())
+            .collect();
+        assert_eq!(pids.len(), 2);
+        let stopping = Instant::now();
+        cluster.stop().await;
+        eprintln!(
+            "Flink {version} session cluster: stopped in {:.1} s",
+            stopping.elapsed().as_secs_f64()
+        );
+        for pid in pids {
+            assert!(
+                !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                "JVM {pid} still exists after stop"
+            );
+        }
+    }
+}
+
+/// An application cluster of each version runs the keyed-counter job: RUNNING on every
+/// vertex, and the per-key count files appear and grow.
+#[tokio::test]
+async fn application_cluster_runs_the_test_job() {
+    for version in harness::versions() {
+        let jar = harness::job_jar_async(&version).await;
+        let job_id = harness::fresh_id();
+        let out = std::env::temp_dir().join(format!("flink-operator-counts-{job_id}"));
+        let out_arg = out.to_str().unwrap().to_owned();
+        let cluster = ApplicationCluster::start(
+            &version,
+            &jar,
+            JOB_CLASS,
+            &job_id,
+            None,
+            &["--rate", "40", "--keys", "4", "--out", &out_arg],
+            &[],
+        )
+        .await;
+        let launched = Instant::now();
+        let job = cluster
+            .wait_for_job_running(&job_id, Duration::from_secs(60))
+            .await;
+        let running_after = cluster.ready_after() + launched.elapsed();
+        assert_eq!(job["jid"], job_id.as_str());
+
+        let (_, jobs) = harness::get_json(&cluster.rest_url(), "/jobs/overview")
+            .await
+            .unwrap();
+        let listed = jobs["jobs"].as_array().unwrap();
+        assert_eq!(listed.len(), 1, "{jobs}");
+        assert_eq!(listed[0]["state"], "RUNNING", "{jobs}");
+
+        let first = cluster.wait_for_counts(&out, 4, 2, Duration::from_secs(30)).await;
+        let target = first.values().copied().max().unwrap() + 3;
+        let later = cluster
+            .wait_for_counts(&out, 4, target, Duration::from_secs(30))
+            .await;
+        assert!(first.iter().all(|(k, c)| later[k] > *c), "{first:?} -> {later:?}");
+        let stdout = cluster.task_manager_stdout();
+        assert!(stdout.contains("key=0 count="), "TaskManager stdout:\n{stdout}");
+        eprintln!(
+            "Flink {version} application cluster: job RUNNING after {:.1} s; RSS with the job running {}",
+            running_after.as_secs_f64(),
+            cluster.rss()
+        );
+
+        cluster.stop().await;
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}

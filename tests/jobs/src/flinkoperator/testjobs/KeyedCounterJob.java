@@ -1,0 +1,203 @@
+package flinkoperator.testjobs;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.util.UUID;
+
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.connector.datagen.source.DataGeneratorSource;
+import org.apache.flink.connector.datagen.source.GeneratorFunction;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.functions.sink.PrintSink;
+import org.apache.flink.util.Collector;
+
+/**
+ * A small stateful streaming job for the operator's tests against a real Flink cluster.
+ *
+ * <p>An unbounded, rate-limited sequence of numbers (operator uid {@code sequence-source}) is keyed
+ * by {@code n % keys}; a keyed function (uid {@code keyed-counter}) counts the elements of each key
+ * in a {@code ValueState<Long>}, which lives in checkpoints and savepoints. Each new count is made
+ * visible outside the JVM twice: written to {@code <out>/key-K} (the latest count as decimal text,
+ * replaced atomically; uid {@code count-files}) when {@code --out} is given, and printed as
+ * {@code key=K count=N} to the TaskManager's stdout (uid {@code print-sink}). After a restore the
+ * counts carry on from the restored state instead of starting at 1 again.
+ *
+ * <p>Arguments (all optional): {@code --rate R} elements per second over all keys (default 20),
+ * {@code --keys K} (default 4), {@code --out DIR}, {@code --fail-at N} (throw when a key's count
+ * reaches N, a deterministic crash loop; default never), {@code --name NAME} (the job name,
+ * default {@code keyed-counter}). Checkpointing and parallelism come from the cluster config or
+ * the submission.
+ *
+ * <p>The source compiles unchanged against Flink 1.20 and 2.x: it uses {@code open(OpenContext)}
+ * and only sinks shipped with Flink through the unified sink API.
+ */
+public final class KeyedCounterJob {
+
+    private KeyedCounterJob() {}
+
+    public static void main(String[] args) throws Exception {
+        double rate = 20;
+        int keys = 4;
+        String out = null;
+        long failAt = -1;
+        String name = "keyed-counter";
+        for (int i = 0; i < args.length; i++) {
+            String flag = args[i];
+            if (i + 1 >= args.length) {
+                throw new IllegalArgumentException("missing value for " + flag);
+            }
+            String value = args[++i];
+            switch (flag) {
+                case "--rate":
+                    rate = Double.parseDouble(value);
+                    break;
+                case "--keys":
+                    keys = Integer.parseInt(value);
+                    break;
+                case "--out":
+                    out = value;
+                    break;
+                case "--fail-at":
+                    failAt = Long.parseLong(value);
+                    break;
+                case "--name":
+                    name = value;
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown argument " + flag);
+            }
+        }
+        if (rate <= 0 || keys <= 0) {
+            throw new IllegalArgumentException("--rate and --keys must be positive");
+        }
+
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+
+        DataGeneratorSource<Long> source =
+                new DataGeneratorSource<>(
+                        new Sequence(), Long.MAX_VALUE, RateLimiterStrategy.perSecond(rate), Types.LONG);
+
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "sequence-source")
+                .uid("sequence-source")
+                .keyBy(new ModKey(keys), Types.INT)
+                .process(new Counter(failAt), Types.TUPLE(Types.INT, Types.LONG))
+                .name("keyed-counter")
+                .uid("keyed-counter")
+                .map(new CountFiles(out), Types.STRING)
+                .name("count-files")
+                .uid("count-files")
+                .sinkTo(new PrintSink<>())
+                .name("print-sink")
+                .uid("print-sink");
+
+        env.execute(name);
+    }
+
+    /** The element of index i is i itself: 0, 1, 2, ... */
+    static final class Sequence implements GeneratorFunction<Long, Long> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Long map(Long index) {
+            return index;
+        }
+    }
+
+    static final class ModKey implements KeySelector<Long, Integer> {
+        private static final long serialVersionUID = 1L;
+        private final int keys;
+
+        ModKey(int keys) {
+            this.keys = keys;
+        }
+
+        @Override
+        public Integer getKey(Long n) {
+            return (int) Math.floorMod(n, (long) keys);
+        }
+    }
+
+    /** Counts the elements of each key in keyed state and emits (key, count). */
+    static final class Counter extends KeyedProcessFunction<Integer, Long, Tuple2<Integer, Long>> {
+        private static final long serialVersionUID = 1L;
+        private final long failAt;
+        private transient ValueState<Long> count;
+
+        Counter(long failAt) {
+            this.failAt = failAt;
+        }
+
+        @Override
+        public void open(OpenContext context) {
+            count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
+        }
+
+        @Override
+        public void processElement(Long n, Context ctx, Collector<Tuple2<Integer, Long>> collector)
+                throws Exception {
+            Long previous = count.value();
+            long next = previous == null ? 1 : previous + 1;
+            int key = ctx.getCurrentKey();
+            if (failAt > 0 && next >= failAt) {
+                throw new IllegalStateException(
+                        "key " + key + " reached --fail-at " + failAt + " (a deliberate failure)");
+            }
+            count.update(next);
+            collector.collect(Tuple2.of(key, next));
+        }
+    }
+
+    /** Writes each key's latest count to DIR/key-K (atomically) and formats it for printing. */
+    static final class CountFiles extends RichMapFunction<Tuple2<Integer, Long>, String> {
+        private static final long serialVersionUID = 1L;
+        private final String out;
+        private transient Path dir;
+        private transient String tmpSuffix;
+
+        CountFiles(String out) {
+            this.out = out;
+        }
+
+        @Override
+        public void open(OpenContext context) throws IOException {
+            if (out != null) {
+                dir = Paths.get(out);
+                Files.createDirectories(dir);
+                tmpSuffix = ".tmp-" + UUID.randomUUID();
+            }
+        }
+
+        @Override
+        public String map(Tuple2<Integer, Long> keyCount) throws IOException {
+            if (dir != null) {
+                Path target = dir.resolve("key-" + keyCount.f0);
+                Path tmp = dir.resolve(".key-" + keyCount.f0 + tmpSuffix);
+                Files.write(tmp, (keyCount.f1 + "\n").getBytes(StandardCharsets.UTF_8));
+                try {
+                    Files.move(
+                            tmp,
+                            target,
+                            StandardCopyOption.ATOMIC_MOVE,
+                            StandardCopyOption.REPLACE_EXISTING);
+                } catch (AtomicMoveNotSupportedException e) {
+                    Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+                }
+            }
+            return "key=" + keyCount.f0 + " count=" + keyCount.f1;
+        }
+    }
+}
