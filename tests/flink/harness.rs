@@ -364,17 +364,28 @@ pub async fn wait_for_counts(
 /// still watches, waits up to the grace period for them to exit, and then sends SIGKILL.
 /// A zombie counts as gone: while our own JVM children are not yet waited for, their PIDs
 /// cannot be reused, so the reaper can never hit an unrelated process.
+/// Unless it was told `handled` first (a normal stop, where we remove the work dir ourselves),
+/// it also removes the work dir once the JVMs are gone.
 const REAPER_SCRIPT: &str = r#"
 trap '' INT TERM HUP PIPE
 grace=$1
+work=$2
 pids=''
+handled=''
 while read -r line; do
     case $line in
         +*) pids="$pids ${line#+}" ;;
-        -*) keep=''; for p in $pids; do [ "$p" = "${line#-}" ] || keep="$keep $p"; done; pids=$keep ;;
+        -*) rest=''; for p in $pids; do [ "$p" = "${line#-}" ] || rest="$rest $p"; done; pids=$rest ;;
+        handled) handled=1 ;;
     esac
 done
-[ -n "$pids" ] || exit 0
+cleanup() {
+    if [ -z "$handled" ] && [ -z "$FLINK_OPERATOR_KEEP_WORK" ] && [ -n "$work" ]; then
+        rm -rf "$work"
+    fi
+    exit 0
+}
+[ -n "$pids" ] || cleanup
 alive() {
     s=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null)
     [ -n "$s" ] && [ "$s" != Z ]
@@ -384,13 +395,15 @@ i=0
 while :; do
     left=''
     for p in $pids; do alive "$p" && left="$left $p"; done
-    [ -n "$left" ] || exit 0
+    [ -n "$left" ] || cleanup
     [ "$i" -lt $((grace * 10)) ] || break
     sleep 0.1
     i=$((i + 1))
 done
 for p in $left; do kill -KILL "$p" 2>/dev/null; done
-exit 0
+# SIGKILL is final, but the files may still be open for a moment.
+sleep 0.2
+cleanup
 "#;
 
 struct Reaper {
@@ -399,12 +412,13 @@ struct Reaper {
 }
 
 impl Reaper {
-    fn spawn() -> Self {
+    fn spawn(work: &Path) -> Self {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(REAPER_SCRIPT)
             .arg("flink-reaper")
             .arg(STOP_GRACE_SECS.to_string())
+            .arg(work)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -429,8 +443,10 @@ impl Reaper {
         self.send(&format!("-{pid}"));
     }
 
-    /// Closes the pipe and waits until the reaper has stopped every watched JVM.
+    /// Closes the pipe and waits until the reaper has stopped every watched JVM; the work dir
+    /// is then ours to keep or remove.
     fn finish(&mut self) {
+        self.send("handled");
         self.stdin = None;
         let _ = self.child.wait();
     }
@@ -771,6 +787,7 @@ impl FlinkCluster {
                 .unwrap()
         };
 
+        let reaper = Reaper::spawn(&work);
         let mut cluster = FlinkCluster {
             version: version.to_owned(),
             home: home.to_owned(),
@@ -778,7 +795,7 @@ impl FlinkCluster {
             classpath: cp,
             memory,
             rest_port,
-            reaper: Reaper::spawn(),
+            reaper,
             job_manager: None,
             task_managers: Vec::new(),
             tm_launched: 0,

@@ -103,3 +103,78 @@ async fn application_cluster_runs_the_test_job() {
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+/// Even a test process killed with SIGKILL leaves no JVM behind: the harness's reaper stops
+/// them. Runs this test binary again as a child that holds a session cluster, kills it, and
+/// checks that its JVMs and its work dir go away.
+#[test]
+fn a_killed_test_process_leaves_no_jvm() {
+    use std::io::BufRead as _;
+
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "reaper_child_holds_a_cluster", "--nocapture"])
+        .env(REAPER_CHILD_ENV, "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let line = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find(|line| line.starts_with("FLINK_CLUSTER "))
+        .unwrap_or_else(|| panic!("the child exited without starting a cluster: {:?}", child.wait()));
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let (work, pids) = (std::path::PathBuf::from(fields[1]), &fields[2..]);
+    assert_eq!(pids.len(), 2, "{line}");
+
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+
+    // Gone means: no such process, a zombie, or (the PID reused) no longer a java process.
+    let alive = |pid: &str| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        !status.is_empty()
+            && !status.lines().any(|l| l.starts_with("State:") && l.contains('Z'))
+            && String::from_utf8_lossy(&cmdline).contains("java")
+    };
+    while pids.iter().any(|pid| alive(pid)) || work.exists() {
+        assert!(
+            killed.elapsed() < Duration::from_secs(20),
+            "20 s after the test process was killed: JVMs {:?} alive, work dir {} exists: {}",
+            pids.iter().filter(|pid| alive(pid)).collect::<Vec<_>>(),
+            work.display(),
+            work.exists()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "the reaper stopped the JVMs of a killed test process within {:.1} s",
+        killed.elapsed().as_secs_f64()
+    );
+}
+
+const REAPER_CHILD_ENV: &str = "FLINK_HARNESS_REAPER_CHILD";
+
+/// The child of `a_killed_test_process_leaves_no_jvm`: holds a session cluster until killed.
+/// Does nothing unless started by that test.
+#[tokio::test]
+#[ignore = "started by a_killed_test_process_leaves_no_jvm"]
+async fn reaper_child_holds_a_cluster() {
+    if std::env::var_os(REAPER_CHILD_ENV).is_none() {
+        return;
+    }
+    let version = harness::versions().pop().unwrap();
+    let cluster = SessionCluster::start(&version).await;
+    let pids: Vec<String> = cluster
+        .job_manager_pid()
+        .into_iter()
+        .chain(cluster.task_manager_pids())
+        .map(|pid| pid.to_string())
+        .collect();
+    println!("FLINK_CLUSTER {} {}", cluster.work_dir().display(), pids.join(" "));
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    panic!("not killed within 300 s");
+}

@@ -497,3 +497,104 @@ pub(crate) struct FailureCauseBody {
     #[serde(rename = "stack-trace")]
     pub stack_trace: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_decode_with_fields_this_client_does_not_know() {
+        let overview: ClusterOverview = serde_json::from_str(
+            r#"{"taskmanagers":1,"slots-total":2,"slots-available":0,"jobs-running":1,"jobs-finished":0,
+               "jobs-cancelled":0,"jobs-failed":0,"flink-version":"2.3.0","flink-commit":"abc","new-field":1}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                overview.taskmanagers,
+                overview.slots_total,
+                overview.flink_version.as_deref()
+            ),
+            (1, 2, Some("2.3.0"))
+        );
+
+        let jobs: JobsOverview = serde_json::from_str(
+            r#"{"jobs":[{"jid":"e3bc32a1e3bc32a1e3bc32a1e3bc32a1","name":"keyed-counter","state":"RUNNING",
+               "start-time":1764500000000,"end-time":-1,"duration":5000,"last-modification":1764500001000,
+               "tasks":{"running":2,"created":0},"application-id":"x"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(jobs.jobs[0].state, "RUNNING");
+        assert_eq!(jobs.jobs[0].tasks["running"], 2);
+
+        let details: JobDetails = serde_json::from_str(
+            r#"{"jid":"e3bc32a1e3bc32a1e3bc32a1e3bc32a1","name":"n","isStoppable":false,"state":"RUNNING",
+               "start-time":1,"end-time":-1,"timestamps":{"RUNNING":1},
+               "vertices":[{"id":"v1","name":"Source","parallelism":2,"maxParallelism":128,"status":"RUNNING"},
+                           {"id":"v2","name":"Sink","parallelism":2,"status":"CREATED"}]}"#,
+        )
+        .unwrap();
+        assert!(!details.all_tasks_running(), "a vertex still waits for slots");
+
+        let stats: CheckpointStatistics = serde_json::from_str(
+            r#"{"counts":{"restored":1,"total":5,"in_progress":0,"completed":4,"failed":1},
+               "summary":{},
+               "latest":{"completed":{"id":5,"status":"COMPLETED","is_savepoint":false,
+                          "external_path":"file:/cp/chk-5","trigger_timestamp":10,"latest_ack_timestamp":12,
+                          "state_size":1024,"discarded":false},
+                         "savepoint":null,"failed":null,
+                         "restored":{"id":3,"restore_timestamp":9,"is_savepoint":true,"external_path":"file:/sp/savepoint-1"}},
+               "history":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            stats.latest.completed.unwrap().external_path.as_deref(),
+            Some("file:/cp/chk-5")
+        );
+        assert!(stats.latest.restored.unwrap().is_savepoint);
+    }
+
+    #[test]
+    fn request_bodies_use_each_endpoints_own_spelling() {
+        let trigger = TriggerId::from("t");
+        let savepoint = serde_json::to_value(SavepointTrigger {
+            target_directory: Some("file:///sp"),
+            cancel_job: false,
+            format: SavepointFormat::Native,
+            trigger_id: &trigger,
+        })
+        .unwrap();
+        assert_eq!(
+            savepoint,
+            serde_json::json!({"target-directory": "file:///sp", "cancel-job": false, "formatType": "NATIVE", "triggerId": "t"})
+        );
+        let stop = serde_json::to_value(StopTrigger {
+            target_directory: Some("file:///sp"),
+            drain: true,
+            format: SavepointFormat::Canonical,
+            trigger_id: &trigger,
+        })
+        .unwrap();
+        assert_eq!(
+            stop,
+            serde_json::json!({"targetDirectory": "file:///sp", "drain": true, "formatType": "CANONICAL", "triggerId": "t"})
+        );
+        let run = serde_json::to_value(RunJar {
+            args: vec!["--rate".into(), "20".into()],
+            parallelism: Some(2),
+            savepoint_path: Some("file:/sp/savepoint-1".into()),
+            claim_mode: Some(ClaimMode::NoClaim),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            run,
+            serde_json::json!({"programArgsList": ["--rate", "20"], "parallelism": 2,
+                               "savepointPath": "file:/sp/savepoint-1", "claimMode": "NO_CLAIM"})
+        );
+        let upload = UploadResponse {
+            filename: "/tmp/flink-web-upload/1f2e_keyed-counter.jar".into(),
+        };
+        assert_eq!(upload.jar_id().0, "1f2e_keyed-counter.jar");
+    }
+}
