@@ -357,6 +357,86 @@ pub async fn wait_for_counts(
 }
 
 // ---------------------------------------------------------------------------------------------
+// State storage that outlives a cluster
+
+/// Checkpoint and savepoint directories shared by clusters, as an object store or a volume is
+/// in Kubernetes: a cluster's own work dir goes away when it stops, so a test that restores a
+/// savepoint or a retained checkpoint in a *new* cluster starts both clusters with
+/// `&storage.config()` (alone or appended to other extra config entries). Removed on drop
+/// (kept if the test panics or `FLINK_OPERATOR_KEEP_WORK` is set).
+pub struct StateStorage {
+    dir: PathBuf,
+    checkpoint_url: String,
+    savepoint_url: String,
+}
+
+impl StateStorage {
+    pub fn new() -> Self {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("flink-operator-flink-state-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        for sub in ["checkpoints", "savepoints"] {
+            fs::create_dir_all(dir.join(sub)).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        }
+        Self {
+            checkpoint_url: format!("file://{}", dir.join("checkpoints").display()),
+            savepoint_url: format!("file://{}", dir.join("savepoints").display()),
+            dir,
+        }
+    }
+
+    /// The extra config entries that point a cluster's checkpoints and savepoints here.
+    pub fn config(&self) -> [(&str, &str); 2] {
+        [
+            ("execution.checkpointing.dir", self.checkpoint_url.as_str()),
+            (
+                "execution.checkpointing.savepoint-dir",
+                self.savepoint_url.as_str(),
+            ),
+        ]
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn checkpoint_dir(&self) -> PathBuf {
+        self.dir.join("checkpoints")
+    }
+
+    pub fn savepoint_dir(&self) -> PathBuf {
+        self.dir.join("savepoints")
+    }
+
+    /// `file:///…/checkpoints`
+    pub fn checkpoint_url(&self) -> &str {
+        &self.checkpoint_url
+    }
+
+    /// `file:///…/savepoints`, for example the `targetDirectory` of a stop-with-savepoint.
+    pub fn savepoint_url(&self) -> &str {
+        &self.savepoint_url
+    }
+}
+
+impl Default for StateStorage {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for StateStorage {
+    fn drop(&mut self) {
+        if std::thread::panicking() || std::env::var_os("FLINK_OPERATOR_KEEP_WORK").is_some() {
+            eprintln!("flink harness: kept {}", self.dir.display());
+        } else {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The reaper: kills our JVMs when this process goes away, however it goes
 
 /// A `sh` child that reads `+PID`/`-PID` lines on its stdin. When the stdin closes, because
@@ -504,6 +584,8 @@ pub struct FlinkCluster {
     classpath: String,
     memory: MemoryParams,
     rest_port: u16,
+    checkpoint_dir: PathBuf,
+    savepoint_dir: PathBuf,
     reaper: Reaper,
     job_manager: Option<Jvm>,
     task_managers: Vec<Jvm>,
@@ -773,6 +855,21 @@ impl FlinkCluster {
                 None => config.push(((*key).to_owned(), (*value).to_owned())),
             }
         }
+        let dir_of = |key: &str| -> PathBuf {
+            let value = config
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+                .unwrap_or_default();
+            PathBuf::from(
+                value
+                    .strip_prefix("file://")
+                    .or_else(|| value.strip_prefix("file:"))
+                    .unwrap_or(value),
+            )
+        };
+        let checkpoint_dir = dir_of("execution.checkpointing.dir");
+        let savepoint_dir = dir_of("execution.checkpointing.savepoint-dir");
         let conf = work.join("conf");
         fs::write(conf.join("config.yaml"), render_config(&config))
             .unwrap_or_else(|e| panic!("writing config.yaml: {e}"));
@@ -795,6 +892,8 @@ impl FlinkCluster {
             classpath: cp,
             memory,
             rest_port,
+            checkpoint_dir,
+            savepoint_dir,
             reaper,
             job_manager: None,
             task_managers: Vec::new(),
@@ -988,20 +1087,22 @@ impl FlinkCluster {
         &self.work
     }
 
-    /// The configured savepoint directory (`execution.checkpointing.savepoint-dir`), a path.
+    /// The configured savepoint directory (`execution.checkpointing.savepoint-dir`), a path:
+    /// `<work dir>/savepoints`, or the [`StateStorage`] given in the extra config.
     pub fn savepoint_dir(&self) -> PathBuf {
-        self.work.join("savepoints")
+        self.savepoint_dir.clone()
     }
 
     /// The configured checkpoint directory (`execution.checkpointing.dir`), a path; a job's
-    /// checkpoints land in `<dir>/<job id>/chk-N`.
+    /// checkpoints land in `<dir>/<job id>/chk-N`. `<work dir>/checkpoints`, or the
+    /// [`StateStorage`] given in the extra config.
     pub fn checkpoint_dir(&self) -> PathBuf {
-        self.work.join("checkpoints")
+        self.checkpoint_dir.clone()
     }
 
     /// The savepoint directory as a `file://` URL, for REST requests.
     pub fn savepoint_url(&self) -> String {
-        format!("file://{}", self.savepoint_dir().display())
+        format!("file://{}", self.savepoint_dir.display())
     }
 
     /// The directory of the JVMs' logs (`jm.log`, `jm.out`, `tm.log`, `tm.out`, ...).

@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use harness::{ApplicationCluster, JOB_CLASS, SLOTS, SessionCluster};
 
-/// A session cluster of each version starts, registers one TaskManager with its slots, and
-/// stops without leaving a JVM behind.
+/// A session cluster of each version starts, registers one TaskManager with its slots, loses
+/// its JobManager on request, and stops without leaving a JVM behind.
 #[tokio::test]
 async fn session_cluster_starts_and_stops() {
     for version in harness::versions() {
-        let cluster = SessionCluster::start(&version).await;
+        let mut cluster = SessionCluster::start(&version).await;
         let (status, overview) = harness::get_json(&cluster.rest_url(), "/overview").await.unwrap();
         assert_eq!(status, 200, "{overview}");
         assert_eq!(overview["taskmanagers"], 1, "{overview}");
@@ -31,12 +31,19 @@ async fn session_cluster_starts_and_stops() {
             cluster.rss()
         );
 
+        // Losing the JobManager closes the REST port (what the REST client's connection-error
+        // handling is tested against).
+        cluster.stop_job_manager();
+        assert!(cluster.job_manager_pid().is_none());
+        let refused = harness::get_json(&cluster.rest_url(), "/overview").await;
+        assert!(refused.is_err(), "{refused:?}");
+
         let pids: Vec<u32> = cluster
             .job_manager_pid()
             .into_iter()
             .chain(cluster.task_manager_pids())
             .collect();
-        assert_eq!(pids.len(), 2);
+        assert_eq!(pids.len(), 1);
         let stopping = Instant::now();
         cluster.stop().await;
         eprintln!(
@@ -112,7 +119,12 @@ fn a_killed_test_process_leaves_no_jvm() {
     use std::io::BufRead as _;
 
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "reaper_child_holds_a_cluster", "--nocapture"])
+        .args([
+            "--ignored",
+            "--exact",
+            "reaper_child_holds_a_cluster",
+            "--nocapture",
+        ])
         .env(REAPER_CHILD_ENV, "1")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -174,7 +186,11 @@ async fn reaper_child_holds_a_cluster() {
         .chain(cluster.task_manager_pids())
         .map(|pid| pid.to_string())
         .collect();
-    println!("FLINK_CLUSTER {} {}", cluster.work_dir().display(), pids.join(" "));
+    println!(
+        "FLINK_CLUSTER {} {}",
+        cluster.work_dir().display(),
+        pids.join(" ")
+    );
     tokio::time::sleep(Duration::from_secs(300)).await;
     panic!("not killed within 300 s");
 }
