@@ -148,7 +148,7 @@ pub fn flink_error_message(body: &str) -> String {
         .iter()
         .flat_map(|e| e.lines())
         .filter_map(|line| line.trim().strip_prefix("Caused by: "))
-        .last();
+        .next_back();
     match root {
         Some(root) if !head.contains(root) => format!("{head} (caused by: {root})"),
         _ => head.to_owned(),

@@ -113,7 +113,7 @@ fn root_cause(trace: &str) -> Option<String> {
     let root = trace
         .lines()
         .filter_map(|l| l.trim().strip_prefix("Caused by: "))
-        .last();
+        .next_back();
     root.or_else(|| trace.lines().next())
         .map(|l| l.trim().to_owned())
         .filter(|l| !l.is_empty())
