@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod harness;
+mod rest;
 
 use std::time::{Duration, Instant};
 

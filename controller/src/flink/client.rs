@@ -72,6 +72,10 @@ impl FlinkRestClient {
                 "JobManager URL {base_url:?} must start with http:// or https://"
             )));
         }
+        // reqwest takes rustls's process-wide provider. The binary installs ring at start;
+        // installing it here too (a no-op when one is set) keeps the client usable from tests
+        // and tools, and ring is the only provider in our dependency tree.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .connect_timeout(config.timeout.min(Duration::from_secs(5)))
             .pool_idle_timeout(Duration::from_secs(30))
