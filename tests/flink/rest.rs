@@ -257,10 +257,35 @@ async fn rest_client_drives_a_session_cluster_through_savepoints_stop_and_restor
             "{from:?} vs {stopped_at}"
         );
 
-        // Cancel: the job ends CANCELED.
-        flink.cancel(&restored).await.unwrap();
+        // Stop with drain (for a job that will not resume): FINISHED, with a savepoint.
+        let trigger = flink
+            .stop_with_savepoint(&restored, None, true, SavepointFormat::Native)
+            .await
+            .unwrap();
+        let drained = completed(
+            "stop with drain",
+            settle("stop with drain", || flink.savepoint_status(&restored, &trigger)).await,
+        );
+        assert!(
+            Path::new(drained.trim_start_matches("file:")).exists(),
+            "{drained} not on disk"
+        );
         cluster
-            .wait_for_job_state(restored.as_str(), "CANCELED", Duration::from_secs(30))
+            .wait_for_job_state(restored.as_str(), "FINISHED", Duration::from_secs(30))
+            .await;
+
+        // Cancel: the job ends CANCELED.
+        let run = RunJar {
+            args: job_args(&storage.path().join("counts-cancel")),
+            ..Default::default()
+        };
+        let cancelled = flink.run_jar(&jar_id, &run).await.unwrap();
+        cluster
+            .wait_for_job_running(cancelled.as_str(), Duration::from_secs(60))
+            .await;
+        flink.cancel(&cancelled).await.unwrap();
+        cluster
+            .wait_for_job_state(cancelled.as_str(), "CANCELED", Duration::from_secs(30))
             .await;
 
         // A bad savepoint path is refused with Flink's reason.
