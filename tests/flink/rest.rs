@@ -228,9 +228,11 @@ async fn rest_client_drives_a_session_cluster_through_savepoints_stop_and_restor
         // Restore from the stop savepoint: the counts continue.
         let restored_out = storage.path().join("counts-2");
         let run = RunJar {
+            entry_class: Some(JOB_CLASS.to_owned()),
             args: job_args(&restored_out),
             parallelism: Some(2),
             savepoint_path: Some(stopped_at.clone()),
+            allow_non_restored_state: Some(false),
             ..Default::default()
         };
         let restored = flink.run_jar(&jar_id, &run).await.unwrap();
