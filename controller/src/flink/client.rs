@@ -473,3 +473,113 @@ fn transport_error(url: &str, timeout: Duration, error: &reqwest::Error) -> Flin
         reason,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The retry policy, against a local HTTP server that answers as scripted. What the
+    //! answers mean is tested against real Flink in `tests/flink`; here only how often the
+    //! client asks.
+
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+
+    use axum::{Router, http::StatusCode, routing::get};
+
+    use super::*;
+
+    /// Serves `/overview` with `statuses` in turn (the last one from then on); returns the
+    /// base URL and the hit counter.
+    async fn scripted(statuses: Vec<u16>) -> (String, Arc<AtomicUsize>) {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        let app = Router::new().route(
+            "/overview",
+            get(move || {
+                let n = counter.fetch_add(1, Ordering::SeqCst);
+                let status = statuses[n.min(statuses.len() - 1)];
+                async move {
+                    let body = if status == 200 {
+                        r#"{"taskmanagers":1,"slots-total":2,"flink-version":"2.3.0"}"#.to_owned()
+                    } else {
+                        format!(r#"{{"errors":["status {status}"]}}"#)
+                    };
+                    (StatusCode::from_u16(status).unwrap(), body)
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (url, hits)
+    }
+
+    fn fast(retries: usize) -> ClientConfig {
+        ClientConfig {
+            retries,
+            min_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(5),
+            ..ClientConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn server_errors_are_retried_until_an_answer() {
+        let (url, hits) = scripted(vec![503, 500, 200]).await;
+        let client = FlinkRestClient::new(&url, fast(3)).unwrap();
+        assert_eq!(client.cluster_overview().await.unwrap().taskmanagers, 1);
+        assert_eq!(hits.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn server_errors_beyond_the_retries_are_returned_with_flinks_reason() {
+        let (url, hits) = scripted(vec![503]).await;
+        let client = FlinkRestClient::new(&url, fast(2)).unwrap();
+        match client.cluster_overview().await {
+            Err(FlinkError::Server {
+                status: 503, message, ..
+            }) => assert_eq!(message, "status 503"),
+            other => panic!("expected a server error, got {other:?}"),
+        }
+        assert_eq!(hits.load(Ordering::SeqCst), 3, "one call and two retries");
+    }
+
+    #[tokio::test]
+    async fn refusals_are_never_retried() {
+        for status in [400, 404, 409] {
+            let (url, hits) = scripted(vec![status, 200]).await;
+            let client = FlinkRestClient::new(&url, fast(3)).unwrap();
+            assert!(client.cluster_overview().await.is_err());
+            assert_eq!(hits.load(Ordering::SeqCst), 1, "status {status}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_port_is_an_unreachable_error_after_the_retries() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let client = FlinkRestClient::new(&format!("http://127.0.0.1:{port}"), fast(2)).unwrap();
+        let started = std::time::Instant::now();
+        match client.cluster_overview().await {
+            Err(error @ FlinkError::Unreachable { .. }) => {
+                assert!(error.retryable());
+                assert!(error.to_string().contains(&port.to_string()), "{error}");
+            }
+            other => panic!("expected unreachable, got {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_url_without_scheme_is_refused() {
+        let error = FlinkRestClient::new("basic-rest:8081", ClientConfig::default()).unwrap_err();
+        assert!(
+            error.to_string().contains("must start with http:// or https://"),
+            "{error}"
+        );
+    }
+}
