@@ -190,15 +190,34 @@ pub async fn https_post(
     let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
     let name = ServerName::try_from(server_name.to_owned()).unwrap();
     let tls = connector.connect(name, tcp).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
-        .await
-        .map_err(std::io::Error::other)?;
-    tokio::spawn(conn);
     let request = Request::post(path)
         .header("host", server_name)
         .header("content-type", "application/json")
         .body(Full::new(bytes::Bytes::from(body)))
         .unwrap();
+    exchange(tls, request).await
+}
+
+/// GETs `path` from the plain-HTTP probe port.
+pub async fn http_get(port: u16, path: &str) -> std::io::Result<(StatusCode, String)> {
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
+    let request = Request::get(path)
+        .header("host", "localhost")
+        .body(Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let (status, body) = exchange(tcp, request).await?;
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// Sends one HTTP/1.1 request over `io` and reads the whole answer.
+async fn exchange<IO>(io: IO, request: Request<Full<bytes::Bytes>>) -> std::io::Result<(StatusCode, Vec<u8>)>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
+        .await
+        .map_err(std::io::Error::other)?;
+    tokio::spawn(conn);
     let response = sender
         .send_request(request)
         .await
@@ -212,29 +231,4 @@ pub async fn https_post(
         .to_bytes()
         .to_vec();
     Ok((status, body))
-}
-
-/// GETs `path` from the plain-HTTP probe port.
-pub async fn http_get(port: u16, path: &str) -> std::io::Result<(StatusCode, String)> {
-    let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-        .await
-        .map_err(std::io::Error::other)?;
-    tokio::spawn(conn);
-    let request = Request::get(path)
-        .header("host", "localhost")
-        .body(Full::new(bytes::Bytes::new()))
-        .unwrap();
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(std::io::Error::other)?;
-    let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(std::io::Error::other)?
-        .to_bytes();
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
