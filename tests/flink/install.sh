@@ -9,6 +9,11 @@
 # package ships them. The package is a wheel (a zip, pyflink/...) for 2.x and an sdist (a
 # tar.gz, deps/...) for 1.x; both are fetched with `pip download --no-deps`, no venv.
 #
+# The launch scripts (bin/*.sh, bin/flink) and the default conf/ come from the `apache-flink`
+# wheel of the same version, so that FLINK_HOME is laid out like /opt/flink in the official
+# image. As the image's build does, the default configuration is then edited so that the
+# processes bind to all addresses (the local runtime gives each pod an address of its own).
+#
 # A complete install has the marker file .installed, written last, so a warm cache returns
 # at once. A cold one unpacks into a temporary directory next to the target and renames it
 # into place, so an interrupted or concurrent install never leaves a half-filled FLINK_HOME.
@@ -28,7 +33,11 @@ parent="$cache_root/flink"
 home="$parent/$version"
 marker="$home/.installed"
 
-if [[ -f "$marker" ]]; then
+# Bump when the layout of an install changes, so that older installs are redone.
+layout="layout=2"
+installed() { [[ -f "$marker" ]] && grep -qx "$layout" "$marker"; }
+
+if installed; then
     printf '%s/\n' "$home"
     exit 0
 fi
@@ -37,7 +46,7 @@ mkdir -p "$parent"
 # One install per version at a time: a second caller waits and then takes the warm path.
 exec 9>"$parent/.lock-$version"
 flock 9
-if [[ -f "$marker" ]]; then
+if installed; then
     printf '%s/\n' "$home"
     exit 0
 fi
@@ -109,16 +118,46 @@ if ! compgen -G "$stage/lib/flink-dist*.jar" >/dev/null; then
     log "lib/flink-dist*.jar is missing from $(basename "$archive")"
     exit 1
 fi
-printf '%s\n' "$version" >"$stage/.installed"
+
+log "downloading apache-flink==$version for its launch scripts and default configuration"
+"${pip[@]}" download --quiet --no-deps --no-cache-dir --disable-pip-version-check \
+    --only-binary=:all: --dest "$work/scripts-dl" "apache-flink==$version" >&2
+wheels=("$work"/scripts-dl/*.whl)
+if [[ ${#wheels[@]} -ne 1 || ! -f "${wheels[0]}" ]]; then
+    log "expected one apache-flink wheel, got: ${wheels[*]:-none}"
+    exit 1
+fi
+python3 -m zipfile -e "${wheels[0]}" "$work/scripts" >&2
+for f in "$work"/scripts/pyflink/bin/*.sh "$work"/scripts/pyflink/bin/flink; do
+    install -m 0755 "$f" "$stage/bin/"
+done
+mkdir -p "$stage/conf" "$stage/log" "$stage/usrlib"
+cp "$work"/scripts/pyflink/conf/* "$stage/conf/"
+for f in kubernetes-jobmanager.sh kubernetes-taskmanager.sh jobmanager.sh taskmanager.sh \
+    standalone-job.sh config-parser-utils.sh config.sh flink-console.sh; do
+    if [[ ! -x "$stage/bin/$f" ]]; then
+        log "bin/$f is missing from the apache-flink $version wheel"
+        exit 1
+    fi
+done
+# The official image's build step: listen on every address, and let the TaskManager find its
+# own address instead of advertising localhost.
+bash "$stage/bin/config-parser-utils.sh" "$stage/conf" "$stage/bin" "$stage/lib" \
+    -repKV rest.address,localhost,0.0.0.0 \
+    -repKV rest.bind-address,localhost,0.0.0.0 \
+    -repKV jobmanager.bind-host,localhost,0.0.0.0 \
+    -repKV taskmanager.bind-host,localhost,0.0.0.0 \
+    -rmKV taskmanager.host=localhost >&2
+printf '%s\n%s\n' "$version" "$layout" >"$stage/.installed"
 
 # A leftover without the marker cannot come from this script (the rename is atomic), but
 # clear it anyway; mv -T refuses to replace a non-empty directory, so of two concurrent
 # installs the first rename wins and the second keeps it.
-if [[ -d "$home" && ! -f "$marker" ]]; then
+if [[ -d "$home" ]] && ! installed; then
     rm -rf "$home"
 fi
 if ! mv -T "$stage" "$home" 2>/dev/null; then
-    if [[ ! -f "$marker" ]]; then
+    if ! installed; then
         log "could not move the install into $home"
         exit 1
     fi

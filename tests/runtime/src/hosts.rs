@@ -1,0 +1,265 @@
+//! Name resolution for pods without cluster DNS: one hosts file per namespace.
+//!
+//! Each pod sees its namespace's file as /etc/hosts. It maps every Service (from its
+//! EndpointSlices) to the addresses behind it, under the names cluster DNS would answer
+//! (`svc.ns.svc.cluster.local`, `svc.ns.svc`, `svc.ns`, and the bare `svc` inside its own
+//! namespace), and every pod of the namespace to its address under its hostname. The files
+//! are rewritten in place (same inode) so that a bind-mounted /etc/hosts sees each change.
+//!
+//! A Service with ready endpoints resolves to those; one without, to its not-ready ones, so
+//! that a TaskManager can find a starting JobManager (a real ClusterIP would resolve too,
+//! and the connection would be refused until the JobManager listens).
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    io::Write,
+    net::Ipv4Addr,
+    path::{Path, PathBuf},
+    sync::Mutex,
+};
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct HostsTable {
+    /// (namespace, slice name) -> (service name, addresses with readiness)
+    slices: BTreeMap<(String, String), (String, Vec<(Ipv4Addr, bool)>)>,
+    /// (namespace, hostname) -> address
+    pods: BTreeMap<(String, String), Ipv4Addr>,
+}
+
+impl HostsTable {
+    /// Records a slice; returns whether anything changed.
+    pub fn apply_slice(&mut self, slice: &EndpointSlice) -> bool {
+        let (Some(namespace), Some(name)) = (slice.metadata.namespace.clone(), slice.metadata.name.clone()) else {
+            return false;
+        };
+        let key = (namespace, name);
+        let service = slice
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(SERVICE_NAME_LABEL))
+            .cloned();
+        let Some(service) = service.filter(|_| slice.address_type == "IPv4") else {
+            return self.slices.remove(&key).is_some();
+        };
+        let addresses = slice
+            .endpoints
+            .iter()
+            .flatten()
+            .flat_map(|endpoint| {
+                let ready = endpoint.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true);
+                endpoint
+                    .addresses
+                    .iter()
+                    .filter_map(move |a| a.parse::<Ipv4Addr>().ok().map(|ip| (ip, ready)))
+            })
+            .collect();
+        let entry = (service, addresses);
+        if self.slices.get(&key) == Some(&entry) {
+            return false;
+        }
+        self.slices.insert(key, entry);
+        true
+    }
+
+    pub fn remove_slice(&mut self, namespace: &str, name: &str) -> bool {
+        self.slices.remove(&(namespace.to_owned(), name.to_owned())).is_some()
+    }
+
+    pub fn set_pod(&mut self, namespace: &str, hostname: &str, ip: Ipv4Addr) -> bool {
+        self.pods.insert((namespace.to_owned(), hostname.to_owned()), ip) != Some(ip)
+    }
+
+    pub fn remove_pod(&mut self, namespace: &str, hostname: &str) -> bool {
+        self.pods.remove(&(namespace.to_owned(), hostname.to_owned())).is_some()
+    }
+
+    /// The hosts file of `namespace`.
+    pub fn render(&self, namespace: &str) -> String {
+        let mut out = String::from(
+            "# Written by flink-local-runtime: the Services and pods of the test cluster.\n\
+             127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+        );
+        for ((ns, hostname), ip) in &self.pods {
+            if ns == namespace {
+                out.push_str(&format!("{ip}\t{hostname}\n"));
+            }
+        }
+        let mut services: BTreeMap<(&str, &str), (BTreeSet<Ipv4Addr>, BTreeSet<Ipv4Addr>)> = BTreeMap::new();
+        for ((ns, _), (service, addresses)) in &self.slices {
+            let entry = services.entry((ns.as_str(), service.as_str())).or_default();
+            for (ip, ready) in addresses {
+                if *ready {
+                    entry.0.insert(*ip);
+                } else {
+                    entry.1.insert(*ip);
+                }
+            }
+        }
+        for ((ns, service), (ready, not_ready)) in services {
+            let addresses = if ready.is_empty() { not_ready } else { ready };
+            let mut names = format!("{service}.{ns}.svc.cluster.local {service}.{ns}.svc {service}.{ns}");
+            if ns == namespace {
+                names.push(' ');
+                names.push_str(service);
+            }
+            for ip in addresses {
+                out.push_str(&format!("{ip}\t{names}\n"));
+            }
+        }
+        out
+    }
+}
+
+/// The hosts files on disk, kept in step with the table.
+pub struct HostsFiles {
+    dir: PathBuf,
+    table: Mutex<HostsTable>,
+}
+
+impl HostsFiles {
+    pub fn new(dir: PathBuf) -> std::io::Result<Self> {
+        std::fs::create_dir_all(&dir)?;
+        Ok(HostsFiles {
+            dir,
+            table: Mutex::new(HostsTable::default()),
+        })
+    }
+
+    /// The file of `namespace`, created (and filled) if it does not exist yet.
+    pub fn path(&self, namespace: &str) -> std::io::Result<PathBuf> {
+        let path = self.dir.join(namespace);
+        if !path.exists() {
+            let content = self.lock().render(namespace);
+            write_in_place(&path, &content)?;
+        }
+        Ok(path)
+    }
+
+    /// Changes the table and rewrites the files if `change` reports a change.
+    pub fn update(&self, change: impl FnOnce(&mut HostsTable) -> bool) {
+        let mut table = self.lock();
+        if !change(&mut table) {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let namespace = entry.file_name().to_string_lossy().into_owned();
+            if let Err(e) = write_in_place(&entry.path(), &table.render(&namespace)) {
+                tracing::warn!(error = %e, "could not rewrite the hosts file of namespace {namespace}");
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HostsTable> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Truncates and rewrites, keeping the inode that the pods' bind mounts point at.
+fn write_in_place(path: &Path, content: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == content) {
+        return Ok(());
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(path)?;
+    file.write_all(content.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn slice(ns: &str, name: &str, service: &str, endpoints: serde_json::Value) -> EndpointSlice {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": ns, "name": name, "labels": {SERVICE_NAME_LABEL: service}},
+            "addressType": "IPv4",
+            "endpoints": endpoints,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn services_resolve_by_their_cluster_dns_names() {
+        let mut table = HostsTable::default();
+        assert!(table.apply_slice(&slice(
+            "team-a",
+            "basic-rest-x1",
+            "basic-rest",
+            json!([{"addresses": ["10.244.0.5"], "conditions": {"ready": true}}])
+        )));
+        assert!(!table.apply_slice(&slice(
+            "team-a",
+            "basic-rest-x1",
+            "basic-rest",
+            json!([{"addresses": ["10.244.0.5"], "conditions": {"ready": true}}])
+        )));
+        table.apply_slice(&slice(
+            "team-b",
+            "other-x",
+            "other",
+            json!([{"addresses": ["10.244.0.9"], "conditions": {"ready": false}}]),
+        ));
+        table.set_pod("team-a", "basic-6d9f-abcde", "10.244.0.5".parse().unwrap());
+
+        let a = table.render("team-a");
+        assert!(a.contains("10.244.0.5\tbasic-6d9f-abcde\n"), "{a}");
+        assert!(
+            a.contains("10.244.0.5\tbasic-rest.team-a.svc.cluster.local basic-rest.team-a.svc basic-rest.team-a basic-rest\n"),
+            "{a}"
+        );
+        // Another namespace's Service only by its qualified names; not-ready is a fallback.
+        assert!(
+            a.contains("10.244.0.9\tother.team-b.svc.cluster.local other.team-b.svc other.team-b\n"),
+            "{a}"
+        );
+        let b = table.render("team-b");
+        assert!(!b.contains("basic-6d9f-abcde"), "{b}");
+        assert!(b.contains("other.team-b other\n"), "{b}");
+    }
+
+    #[test]
+    fn ready_addresses_win_over_not_ready_ones() {
+        let mut table = HostsTable::default();
+        table.apply_slice(&slice(
+            "ns",
+            "jm-1",
+            "jm",
+            json!([
+                {"addresses": ["10.244.0.3"], "conditions": {"ready": false}},
+                {"addresses": ["10.244.0.4"], "conditions": {"ready": true}}
+            ]),
+        ));
+        let rendered = table.render("ns");
+        assert!(rendered.contains("10.244.0.4\tjm."), "{rendered}");
+        assert!(!rendered.contains("10.244.0.3"), "{rendered}");
+        assert!(table.remove_slice("ns", "jm-1"));
+        assert!(!table.render("ns").contains("jm.ns"));
+    }
+
+    #[test]
+    fn files_are_rewritten_in_place() {
+        let dir = std::env::temp_dir().join(format!("hosts-test-{}", std::process::id()));
+        let files = HostsFiles::new(dir.clone()).unwrap();
+        let path = files.path("ns").unwrap();
+        let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
+        files.update(|t| t.set_pod("ns", "pod-a", "10.244.0.7".parse().unwrap()));
+        let content = std::fs::read_to_string(&path).unwrap();
+        assert!(content.contains("10.244.0.7\tpod-a"), "{content}");
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap()),
+            inode
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
