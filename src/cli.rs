@@ -114,6 +114,11 @@ pub struct RunArgs {
     /// ($KUBECONFIG, ~/.kube/config).
     #[arg(long, env = "FLINK_OPERATOR_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+    /// Where JobManager REST APIs are reached: `service` (the REST Service's in-cluster
+    /// name, for an operator inside the cluster) or `endpoint-slice` (a ready address of the
+    /// Service's EndpointSlices, for an operator outside it).
+    #[arg(long, env = "FLINK_OPERATOR_FLINK_REST_ENDPOINT", default_value = "service")]
+    pub flink_rest_endpoint: flink_operator_controller::flink::RestEndpointMode,
     /// Which parts to run.
     #[arg(long, value_enum, env = "FLINK_OPERATOR_COMPONENTS", default_value = "all")]
     pub components: Components,

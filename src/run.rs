@@ -103,7 +103,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 .ok()
                 .or_else(|| operator_config.get(keys::operator::WATCHED_NAMESPACES).cloned());
             let scope = WatchScope::parse(watched.as_deref());
-            tracing::info!(?scope, "watching Flink resources");
+            tracing::info!(?scope, rest_endpoints = %args.flink_rest_endpoint, "watching Flink resources");
             let (caches, watch) = JobCaches::start(client.clone(), &scope);
             tasks.spawn(stop_on(stopping.clone(), watch).instrument(tracing::info_span!("caches")));
             let ready = readiness.clone();

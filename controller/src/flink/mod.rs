@@ -5,15 +5,18 @@
 //! back as [`FlinkError`] with Flink's reason). Asynchronous operations (savepoint, stop,
 //! checkpoint, disposal) are triggered with an id chosen by the client and polled into an
 //! [`OperationStatus`] that tells a pending operation from a failed one, a vanished job and
-//! a JobManager that forgot the trigger.
+//! a JobManager that forgot the trigger. [`RestEndpoints`] says where a JobManager's REST
+//! API is: its Service's in-cluster name, or (outside the cluster) a ready endpoint.
 
 mod client;
+mod endpoint;
 mod error;
 mod ids;
 mod model;
 mod operation;
 
 pub use client::{ClientConfig, FlinkRestClient};
+pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints};
 pub use error::{FlinkError, flink_error_message};
 pub use ids::{JarId, JobId, TriggerId};
 pub use model::{

@@ -1,0 +1,217 @@
+//! The local runtime of this test binary: started once, on first use, against the shared
+//! control plane, with every Flink version of `tests/flink/versions` installed and the test
+//! job's jar in each version's /opt/flink/usrlib. It stops when the tests end (it watches
+//! this process with `--exit-with-parent`), and stops every Flink process it started.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Mutex, OnceLock},
+    time::Duration,
+};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, Client, api::ListParams};
+
+use crate::{
+    cluster_harness::{self, wait_for},
+    flink_harness,
+};
+
+pub struct Runtime {
+    pub state_dir: PathBuf,
+    pub log: PathBuf,
+    _process: Mutex<Child>,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// Builds the runtime binary with the same cargo that runs these tests, so that it is never
+/// older than its sources.
+fn runtime_binary() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "flink-local-runtime"])
+        .current_dir(root)
+        .status()
+        .expect("running cargo build -p flink-local-runtime");
+    assert!(status.success(), "cargo build -p flink-local-runtime failed");
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/e2e-<hash> -> target/<profile>/flink-local-runtime
+    exe.parent().unwrap().parent().unwrap().join("flink-local-runtime")
+}
+
+/// The runtime, started on first use.
+pub fn runtime() -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        let plane = cluster_harness::control_plane();
+        let dir = std::env::temp_dir().join(format!("flink-operator-e2e-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut command = Command::new(runtime_binary());
+        command
+            .arg("--kubeconfig")
+            .arg(&plane.kubeconfig)
+            .arg("--state-dir")
+            .arg(dir.join("runtime"))
+            .arg("--exit-with-parent");
+        for version in flink_harness::versions() {
+            let home = flink_harness::flink_home(&version);
+            let jar = flink_harness::job_jar(&version);
+            command.arg("--flink").arg(format!("{version}={}", home.display()));
+            command
+                .arg("--usrlib")
+                .arg(format!("{version}={}", jar.parent().unwrap().display()));
+        }
+        let log = dir.join("runtime.log");
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(json) = line.strip_prefix("READY ") {
+                    let _ = tx.send(json.to_owned());
+                }
+            }
+        });
+        let Ok(ready) = rx.recv_timeout(Duration::from_secs(60)) else {
+            let _ = child.kill();
+            panic!(
+                "the local runtime did not start (it needs root for network namespaces):\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        };
+        eprintln!("local runtime ready: {ready}");
+        Runtime {
+            state_dir: dir.join("runtime"),
+            log,
+            _process: Mutex::new(child),
+        }
+    })
+}
+
+/// A client of the control plane, with the runtime running.
+pub async fn client() -> Client {
+    tokio::task::spawn_blocking(runtime).await.unwrap();
+    cluster_harness::client().await
+}
+
+/// The per-pod folders of a namespace's pods (logs, container layers).
+pub fn pod_dirs(namespace: &str) -> Vec<PathBuf> {
+    let prefix = format!("{namespace}_");
+    let Ok(entries) = std::fs::read_dir(runtime().state_dir.join("pods")) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// The process id of a running pod's container.
+pub fn container_pid(pod: &Pod, container: &str) -> Option<u32> {
+    let dir = runtime().state_dir.join("pods").join(format!(
+        "{}_{}_{}",
+        pod.metadata.namespace.as_deref()?,
+        pod.metadata.name.as_deref()?,
+        pod.metadata.uid.as_deref()?
+    ));
+    let pid = std::fs::read_to_string(dir.join("containers").join(container).join("pid")).ok()?;
+    pid.trim().parse().ok()
+}
+
+pub fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Prints the logs of a namespace's pods if the test fails.
+pub struct LogsOnFailure(pub String);
+
+impl Drop for LogsOnFailure {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let mut out = format!("---- pod logs of namespace {} ----\n", self.0);
+        for dir in pod_dirs(&self.0) {
+            let mut files = Vec::new();
+            collect_logs(&dir.join("logs"), &mut files);
+            for file in files {
+                out.push_str(&format!("==> {} <==\n{}\n", file.display(), tail(&file, 60)));
+            }
+        }
+        out.push_str(&format!(
+            "==> runtime log <==\n{}\n",
+            tail(&runtime().log, 40)
+        ));
+        eprintln!("{out}");
+    }
+}
+
+fn collect_logs(dir: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_logs(&path, files);
+        } else if path.extension().is_some_and(|e| e == "log") {
+            files.push(path);
+        }
+    }
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Waits until `selector` matches `count` pods, all Running and Ready; returns them.
+pub async fn wait_for_ready_pods(client: &Client, namespace: &str, selector: &str, count: usize) -> Vec<Pod> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().labels(selector);
+    wait_for(
+        &format!("{count} Running and Ready pods with {selector} in {namespace}"),
+        Duration::from_secs(240),
+        || {
+            let api = api.clone();
+            let params = params.clone();
+            async move {
+                let pods = api.list(&params).await.ok()?.items;
+                let ready = pods.iter().filter(|p| is_ready(p)).count();
+                (pods.len() == count && ready == count).then_some(pods)
+            }
+        },
+    )
+    .await
+}
+
+pub fn is_ready(pod: &Pod) -> bool {
+    let status = pod.status.as_ref();
+    status.and_then(|s| s.phase.as_deref()) == Some("Running")
+        && status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The summed resident memory of the processes of a namespace's running containers.
+pub fn namespace_rss(namespace: &str) -> u64 {
+    pod_dirs(namespace)
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir.join("containers")).into_iter().flatten().flatten())
+        .filter_map(|c| std::fs::read_to_string(c.path().join("pid")).ok())
+        .filter_map(|pid| pid.trim().parse::<u32>().ok())
+        .filter_map(flink_harness::rss_bytes)
+        .sum()
+}

@@ -1,0 +1,17 @@
+//! End-to-end tests: the real control plane, the local runtime running the Flink pods it
+//! is given as real Flink processes, and (for the reconcilers) the operator.
+//!
+//! Needs root (the runtime gives each pod a network namespace) and Java 17; the control
+//! plane, the Flink distributions and the test job are built or installed on first use.
+
+// Test code: a panic is a failing test with its reason.
+#![allow(clippy::unwrap_used)]
+
+#[path = "../cluster/harness.rs"]
+#[allow(dead_code)]
+mod cluster_harness;
+#[path = "../flink/harness.rs"]
+mod flink_harness;
+mod harness;
+mod objects;
+mod runtime;

@@ -1,0 +1,265 @@
+//! The Kubernetes objects of Flink clusters, shaped as a Flink operator makes them: a
+//! standalone session cluster, a standalone application cluster, and a native session
+//! cluster (whose JobManager creates its TaskManager pods itself). Names, labels, ports,
+//! entrypoint arguments and the configuration mount follow Flink's own Kubernetes
+//! integration and the Apache operator's standalone mode.
+
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{ConfigMap, Pod, Service, ServiceAccount},
+    rbac::v1::{Role, RoleBinding},
+};
+use kube::{Api, Client, api::PostParams};
+use serde_json::{Value, json};
+
+use crate::flink_harness;
+
+/// `flink:2.3` for 2.3.0: the tag as users write it.
+pub fn image(version: &str) -> String {
+    let minor: Vec<&str> = version.split('.').take(2).collect();
+    format!("flink:{}", minor.join("."))
+}
+
+/// Flink's Java 17 module options, from the distribution's default configuration.
+fn java_opts(version: &str) -> String {
+    let home = flink_harness::flink_home(version);
+    let text = std::fs::read_to_string(home.join("conf/config.yaml")).unwrap();
+    let conf: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    conf["env"]["java"]["opts"]["all"].as_str().unwrap().to_owned()
+}
+
+/// config.yaml of a cluster: small JVMs, quick registration, flat keys (1.20 and 2.x).
+fn config_yaml(version: &str, extra: &[(&str, String)]) -> String {
+    let mut entries: Vec<(&str, String)> = vec![
+        ("jobmanager.memory.process.size", "768m".into()),
+        ("taskmanager.memory.process.size", "1g".into()),
+        ("taskmanager.numberOfTaskSlots", "2".into()),
+        ("parallelism.default", "2".into()),
+        ("rest.port", "8081".into()),
+        ("blob.server.port", "6124".into()),
+        ("taskmanager.rpc.port", "6122".into()),
+        ("jobmanager.bind-host", "0.0.0.0".into()),
+        ("taskmanager.bind-host", "0.0.0.0".into()),
+        ("rest.bind-address", "0.0.0.0".into()),
+        ("cluster.registration.error-delay", "500ms".into()),
+        ("heartbeat.interval", "2000".into()),
+        ("heartbeat.timeout", "10000".into()),
+        // Quick JVM starts on few cores.
+        (
+            "env.java.opts.all",
+            format!("{} -XX:+UseSerialGC -XX:TieredStopAtLevel=1", java_opts(version)),
+        ),
+    ];
+    entries.extend(extra.iter().cloned());
+    entries.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()
+}
+
+fn config_map(namespace: &str, name: &str, labels: &Value, version: &str, extra: &[(&str, String)]) -> Value {
+    let home = flink_harness::flink_home(version);
+    let log4j = std::fs::read_to_string(home.join("conf/log4j-console.properties")).unwrap();
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "data": {"config.yaml": config_yaml(version, extra), "log4j-console.properties": log4j},
+    })
+}
+
+fn services(namespace: &str, id: &str, labels: &Value, jm_selector: &Value) -> Vec<Value> {
+    vec![
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": id, "namespace": namespace, "labels": labels},
+            "spec": {
+                "clusterIP": "None", "selector": jm_selector,
+                "ports": [{"name": "jobmanager-rpc", "port": 6123}, {"name": "blobserver", "port": 6124}],
+            },
+        }),
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("{id}-rest"), "namespace": namespace, "labels": labels},
+            "spec": {
+                "type": "ClusterIP", "selector": jm_selector,
+                "ports": [{"name": "rest", "port": 8081, "targetPort": 8081}],
+            },
+        }),
+    ]
+}
+
+fn main_container(version: &str, command: Option<Value>, args: Value) -> Value {
+    let mut container = json!({
+        "name": "flink-main-container",
+        "image": image(version),
+        "imagePullPolicy": "IfNotPresent",
+        "args": args,
+        "env": [{"name": "_POD_IP_ADDRESS", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}],
+        "ports": [
+            {"name": "rest", "containerPort": 8081},
+            {"name": "jobmanager-rpc", "containerPort": 6123},
+            {"name": "blobserver", "containerPort": 6124},
+        ],
+        "resources": {"requests": {"memory": "768Mi", "cpu": "500m"}, "limits": {"memory": "768Mi", "cpu": "500m"}},
+        "volumeMounts": [{"name": "flink-config-volume", "mountPath": "/opt/flink/conf"}],
+    });
+    if let Some(command) = command {
+        container["command"] = command;
+    }
+    container
+}
+
+fn deployment(namespace: &str, name: &str, labels: &Value, account: Option<&str>, container: Value, config_map: &str) -> Value {
+    let mut pod_spec = json!({
+        "containers": [container],
+        "volumes": [{"name": "flink-config-volume", "configMap": {"name": config_map, "items": [
+            {"key": "log4j-console.properties", "path": "log4j-console.properties"},
+            {"key": "config.yaml", "path": "config.yaml"},
+        ]}}],
+        "terminationGracePeriodSeconds": 10,
+    });
+    if let Some(account) = account {
+        pod_spec["serviceAccountName"] = json!(account);
+    }
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    })
+}
+
+/// A standalone session cluster `id`: JobManager (`jobmanager`) and TaskManager
+/// (`taskmanager`) Deployments, its Services and its configuration.
+pub fn standalone_session(namespace: &str, id: &str, version: &str) -> Vec<Value> {
+    let labels = json!({"app": id, "type": "flink-standalone"});
+    let jm = json!({"app": id, "type": "flink-standalone", "component": "jobmanager"});
+    let tm = json!({"app": id, "type": "flink-standalone", "component": "taskmanager"});
+    let cm = format!("flink-config-{id}");
+    let mut objects = vec![config_map(namespace, &cm, &labels, version, &[("jobmanager.rpc.address", id.to_owned())])];
+    objects.extend(services(namespace, id, &labels, &jm));
+    let mut jm_container = main_container(version, None, json!(["jobmanager"]));
+    // Ready once the REST API answers.
+    jm_container["readinessProbe"] = json!({"httpGet": {"path": "/config", "port": "rest"}, "periodSeconds": 1});
+    objects.push(deployment(namespace, id, &jm, None, jm_container, &cm));
+    let mut tm_container = main_container(version, None, json!(["taskmanager"]));
+    tm_container["ports"] = json!([{"name": "taskmanager-rpc", "containerPort": 6122}]);
+    tm_container["resources"] = json!({"requests": {"memory": "1Gi", "cpu": "500m"}});
+    objects.push(deployment(namespace, &format!("{id}-taskmanager"), &tm, None, tm_container, &cm));
+    objects
+}
+
+/// A standalone application cluster `id` running the test job with the given job id.
+pub fn standalone_application(namespace: &str, id: &str, version: &str, job_id: &str) -> Vec<Value> {
+    let labels = json!({"app": id, "type": "flink-standalone"});
+    let jm = json!({"app": id, "type": "flink-standalone", "component": "jobmanager"});
+    let tm = json!({"app": id, "type": "flink-standalone", "component": "taskmanager"});
+    let cm = format!("flink-config-{id}");
+    let extra = [
+        ("jobmanager.rpc.address", id.to_owned()),
+        ("execution.checkpointing.interval", "5s".to_owned()),
+        ("execution.shutdown-on-application-finish", "false".to_owned()),
+    ];
+    let mut objects = vec![config_map(namespace, &cm, &labels, version, &extra)];
+    objects.extend(services(namespace, id, &labels, &jm));
+    let args = json!([
+        "standalone-job", "--job-classname", flink_harness::JOB_CLASS, "--job-id", job_id,
+        "--rate", "20", "--keys", "4", "--name", "keyed-counter",
+    ]);
+    let jm_container = main_container(version, None, args);
+    objects.push(deployment(namespace, id, &jm, None, jm_container, &cm));
+    let mut tm_container = main_container(version, None, json!(["taskmanager"]));
+    tm_container["ports"] = json!([{"name": "taskmanager-rpc", "containerPort": 6122}]);
+    objects.push(deployment(namespace, &format!("{id}-taskmanager"), &tm, None, tm_container, &cm));
+    objects
+}
+
+/// A native session cluster `id`, as Flink's `KubernetesClusterDescriptor` deploys it: the
+/// JobManager Deployment (`kubernetes-jobmanager.sh kubernetes-session`), its Services and
+/// `flink-config-<id>`, plus the service account the JobManager creates TaskManagers with.
+pub fn native_session(namespace: &str, id: &str, version: &str) -> Vec<Value> {
+    let labels = json!({"app": id, "type": "flink-native-kubernetes"});
+    let jm = json!({"app": id, "type": "flink-native-kubernetes", "component": "jobmanager"});
+    let cm = format!("flink-config-{id}");
+    let extra = [
+        ("kubernetes.cluster-id", id.to_owned()),
+        ("kubernetes.namespace", namespace.to_owned()),
+        ("kubernetes.container.image.ref", image(version)),
+        ("kubernetes.service-account", "flink".to_owned()),
+        ("kubernetes.taskmanager.cpu.amount", "0.5".to_owned()),
+        ("kubernetes.jobmanager.cpu.amount", "0.5".to_owned()),
+        (
+            "kubernetes.internal.jobmanager.entrypoint.class",
+            "org.apache.flink.kubernetes.entrypoint.KubernetesSessionClusterEntrypoint".to_owned(),
+        ),
+        ("internal.cluster.execution-mode", "NORMAL".to_owned()),
+        ("execution.target", "kubernetes-session".to_owned()),
+        ("jobmanager.rpc.address", format!("{id}.{namespace}")),
+        ("jobmanager.rpc.port", "6123".to_owned()),
+        ("resourcemanager.taskmanager-timeout", "300000".to_owned()),
+    ];
+    let mut objects = vec![
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "flink", "namespace": namespace}}),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "flink", "namespace": namespace},
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods", "configmaps"],
+                 "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+                {"apiGroups": ["apps"], "resources": ["deployments", "deployments/finalizers"],
+                 "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+            ],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "flink", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "flink"},
+            "subjects": [{"kind": "ServiceAccount", "name": "flink", "namespace": namespace}],
+        }),
+        config_map(namespace, &cm, &labels, version, &extra),
+    ];
+    objects.extend(services(namespace, id, &labels, &jm));
+    let args = json!(["bash", "-c", "kubernetes-jobmanager.sh kubernetes-session "]);
+    let mut container = main_container(version, Some(json!(["/docker-entrypoint.sh"])), args);
+    // The Apache operator's startup probe on every JobManager.
+    container["startupProbe"] = json!({
+        "httpGet": {"path": "/config", "port": "rest"}, "periodSeconds": 1, "failureThreshold": 2147483647,
+    });
+    objects.push(deployment(namespace, id, &jm, Some("flink"), container, &cm));
+    objects
+}
+
+/// Creates each object through the API server.
+pub async fn create_all(client: &Client, objects: &[Value]) {
+    for object in objects {
+        create(client, object).await;
+    }
+}
+
+async fn create(client: &Client, object: &Value) {
+    let namespace = object["metadata"]["namespace"].as_str().unwrap();
+    let pp = PostParams::default();
+    macro_rules! create_as {
+        ($kind:ty) => {{
+            let typed: $kind = serde_json::from_value(object.clone()).unwrap();
+            let api: Api<$kind> = Api::namespaced(client.clone(), namespace);
+            api.create(&pp, &typed).await.map(|_| ())
+        }};
+    }
+    let result = match object["kind"].as_str().unwrap() {
+        "ConfigMap" => create_as!(ConfigMap),
+        "Service" => create_as!(Service),
+        "Deployment" => create_as!(Deployment),
+        "ServiceAccount" => create_as!(ServiceAccount),
+        "Role" => create_as!(Role),
+        "RoleBinding" => create_as!(RoleBinding),
+        "Pod" => create_as!(Pod),
+        other => panic!("no creator for kind {other}"),
+    };
+    result.unwrap_or_else(|e| panic!("creating {} {}: {e}", object["kind"], object["metadata"]["name"]));
+}
+
+/// The test job's jar for `version` (mounted in pods at /opt/flink/usrlib).
+pub fn job_jar(version: &str) -> std::path::PathBuf {
+    flink_harness::job_jar(version)
+}

@@ -1,0 +1,294 @@
+//! The local runtime: Deployments and Services like a Flink operator's become real Flink
+//! clusters, reachable over REST at the address the operator resolves, with pod status
+//! that follows the processes.
+
+use std::time::{Duration, Instant};
+
+use flink_operator_controller::flink::{
+    ClientConfig, FlinkRestClient, JobId, RestEndpointMode, RestEndpoints, RunJar,
+};
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, ListParams},
+};
+use serde_json::json;
+
+use crate::{
+    cluster_harness::{TestNamespace, wait_for},
+    flink_harness,
+    harness::{self, LogsOnFailure},
+    objects,
+};
+
+const MIB: u64 = 1024 * 1024;
+
+fn rest_client(base_url: &str) -> FlinkRestClient {
+    let config = ClientConfig {
+        timeout: Duration::from_secs(5),
+        retries: 0,
+        ..ClientConfig::default()
+    };
+    FlinkRestClient::new(base_url, config).unwrap()
+}
+
+/// The REST address of cluster `id` as an operator outside the cluster resolves it.
+async fn rest_address(client: &Client, namespace: &str, id: &str) -> String {
+    let endpoints = RestEndpoints::new(client.clone(), RestEndpointMode::EndpointSlice);
+    wait_for(
+        &format!("a ready endpoint of {namespace}/{id}-rest"),
+        Duration::from_secs(120),
+        || {
+            let endpoints = endpoints.clone();
+            async move {
+                endpoints
+                    .base_url(namespace, &format!("{id}-rest"), 8081)
+                    .await
+                    .ok()
+            }
+        },
+    )
+    .await
+}
+
+async fn wait_for_taskmanagers(rest: &FlinkRestClient, count: u32) -> String {
+    let overview = wait_for(
+        &format!("{count} registered TaskManager(s)"),
+        Duration::from_secs(180),
+        || async {
+            let overview = rest.cluster_overview().await.ok()?;
+            (overview.taskmanagers == count).then_some(overview)
+        },
+    )
+    .await;
+    overview.flink_version.unwrap_or_default()
+}
+
+/// Waits until `job` is RUNNING with every task running.
+async fn wait_for_running_job(rest: &FlinkRestClient, job: &JobId) {
+    wait_for(
+        &format!("job {job} RUNNING with all tasks running"),
+        Duration::from_secs(240),
+        || async {
+            let jobs = rest.jobs_overview().await.ok()?;
+            let job = jobs.into_iter().find(|j| &j.jid == job)?;
+            let total = job.tasks.get("total").copied().unwrap_or(0);
+            let running = job.tasks.get("running").copied().unwrap_or(0);
+            (job.state == "RUNNING" && total > 0 && running == total).then_some(())
+        },
+    )
+    .await;
+}
+
+async fn pods(client: &Client, namespace: &str, selector: &str) -> Vec<Pod> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    api.list(&ListParams::default().labels(selector)).await.unwrap().items
+}
+
+/// Deletes Deployments and waits until their pods are gone from the API server and every
+/// process of theirs has exited.
+async fn delete_deployments(client: &Client, namespace: &str, names: &[&str], selector: &str) {
+    let before = pods(client, namespace, selector).await;
+    let pids: Vec<u32> = before
+        .iter()
+        .filter_map(|p| harness::container_pid(p, "flink-main-container"))
+        .collect();
+    assert!(!pids.is_empty(), "no processes to stop for {selector}");
+    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    for name in names {
+        api.delete(name, &DeleteParams::foreground()).await.unwrap();
+    }
+    wait_for(
+        &format!("pods with {selector} gone and processes {pids:?} stopped"),
+        Duration::from_secs(60),
+        || async {
+            let remaining = pods(client, namespace, selector).await;
+            (remaining.is_empty() && pids.iter().all(|pid| !harness::alive(*pid))).then_some(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standalone_session_cluster_answers_rest_and_its_pods_follow_the_processes() {
+    let client = harness::client().await;
+    let ns = TestNamespace::new(&client, "rt-session").await;
+    let _logs = LogsOnFailure(ns.name.clone());
+    let version = flink_harness::versions().last().unwrap().clone();
+    objects::create_all(&client, &objects::standalone_session(&ns.name, "basic", &version)).await;
+
+    harness::wait_for_ready_pods(&client, &ns.name, "app=basic", 2).await;
+    let address = rest_address(&client, &ns.name, "basic").await;
+    assert!(address.starts_with("http://10.244."), "{address}");
+    let rest = rest_client(&address);
+    assert_eq!(wait_for_taskmanagers(&rest, 1).await, version);
+
+    // The JobManager dies: the pod shows it, and the container is started again.
+    let jm = harness::wait_for_ready_pods(&client, &ns.name, "app=basic,component=jobmanager", 1).await;
+    let jm_name = jm[0].metadata.name.clone().unwrap();
+    let pid = harness::container_pid(&jm[0], "flink-main-container").unwrap();
+    assert!(std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap().success());
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    let restarted = wait_for("the JobManager's restart in its pod status", Duration::from_secs(60), || async {
+        let pod = api.get(&jm_name).await.ok()?;
+        let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?.clone();
+        let last = status.last_state.as_ref()?.terminated.as_ref()?.clone();
+        (status.restart_count == 1 && status.state.as_ref()?.running.is_some()).then_some(last)
+    })
+    .await;
+    assert_eq!(restarted.exit_code, 137, "{restarted:?}");
+    let new_pid = wait_for("the restarted JobManager's process", Duration::from_secs(30), || async {
+        let pod = api.get(&jm_name).await.ok()?;
+        harness::container_pid(&pod, "flink-main-container").filter(|p| *p != pid)
+    })
+    .await;
+    assert!(harness::alive(new_pid));
+    // Ready again only once the REST API answers (its readiness probe), at the same address.
+    let ready = harness::wait_for_ready_pods(&client, &ns.name, "app=basic,component=jobmanager", 1).await;
+    assert_eq!(ready[0].metadata.name.as_deref(), Some(jm_name.as_str()));
+    rest.cluster_overview().await.unwrap();
+
+    delete_deployments(&client, &ns.name, &["basic", "basic-taskmanager"], "app=basic").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standalone_application_cluster_runs_the_test_job() {
+    let client = harness::client().await;
+    let ns = TestNamespace::new(&client, "rt-application").await;
+    let _logs = LogsOnFailure(ns.name.clone());
+    let version = flink_harness::versions().first().unwrap().clone();
+    let job = JobId::random();
+    let objects = objects::standalone_application(&ns.name, "counter", &version, job.as_str());
+
+    let started = Instant::now();
+    objects::create_all(&client, &objects).await;
+    let address = rest_address(&client, &ns.name, "counter").await;
+    let rest = rest_client(&address);
+    wait_for_running_job(&rest, &job).await;
+    let to_running = started.elapsed();
+    harness::wait_for_ready_pods(&client, &ns.name, "app=counter", 2).await;
+    let rss = harness::namespace_rss(&ns.name);
+    eprintln!(
+        "MEASURED standalone application cluster (Flink {version}): Deployments created -> job RUNNING in {:.1} s; JM + TM RSS {} MiB",
+        to_running.as_secs_f64(),
+        rss / MIB
+    );
+    assert!(rss > 0);
+
+    delete_deployments(&client, &ns.name, &["counter", "counter-taskmanager"], "app=counter").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_session_cluster_creates_its_taskmanagers_through_the_api_server() {
+    let client = harness::client().await;
+    let ns = TestNamespace::new(&client, "rt-native").await;
+    let _logs = LogsOnFailure(ns.name.clone());
+    let version = flink_harness::versions().last().unwrap().clone();
+    let started = Instant::now();
+    objects::create_all(&client, &objects::native_session(&ns.name, "native", &version)).await;
+
+    let address = rest_address(&client, &ns.name, "native").await;
+    let rest = rest_client(&address);
+    // A session cluster starts without TaskManagers; a job asks for them.
+    assert_eq!(wait_for_taskmanagers(&rest, 0).await, version);
+    let jar = tokio::task::spawn_blocking({
+        let version = version.clone();
+        move || objects::job_jar(&version)
+    })
+    .await
+    .unwrap();
+    let jar_id = rest.upload_jar(&jar).await.unwrap();
+    let run = RunJar {
+        args: ["--rate", "20", "--keys", "4"].map(str::to_owned).to_vec(),
+        parallelism: Some(2),
+        ..RunJar::default()
+    };
+    let job = rest.run_jar(&jar_id, &run).await.unwrap();
+    wait_for_running_job(&rest, &job).await;
+    let to_running = started.elapsed();
+
+    // The TaskManager pod is Flink's own: named, labelled and owned as Flink makes it.
+    let tms = harness::wait_for_ready_pods(&client, &ns.name, "app=native,component=taskmanager", 1).await;
+    let tm = &tms[0];
+    assert_eq!(tm.metadata.name.as_deref(), Some("native-taskmanager-1-1"));
+    let owner = &tm.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Deployment", "native"));
+    let args = tm.spec.as_ref().unwrap().containers[0].args.clone().unwrap();
+    assert!(args[2].starts_with("kubernetes-taskmanager.sh"), "{args:?}");
+    harness::wait_for_ready_pods(&client, &ns.name, "app=native,component=jobmanager", 1).await;
+    let rss = harness::namespace_rss(&ns.name);
+    eprintln!(
+        "MEASURED native session cluster (Flink {version}): Deployment created -> job RUNNING (submitted over REST) in {:.1} s; JM + TM RSS {} MiB",
+        to_running.as_secs_f64(),
+        rss / MIB
+    );
+
+    // Deleting the JobManager Deployment takes the TaskManagers with it (owner reference).
+    delete_deployments(&client, &ns.name, &["native"], "app=native").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clusters_run_side_by_side_with_the_same_names_and_ports() {
+    let client = harness::client().await;
+    let versions = flink_harness::versions();
+    let a = TestNamespace::new(&client, "rt-twin").await;
+    let b = TestNamespace::new(&client, "rt-twin").await;
+    let _logs_a = LogsOnFailure(a.name.clone());
+    let _logs_b = LogsOnFailure(b.name.clone());
+    let (version_a, version_b) = (versions.first().unwrap().clone(), versions.last().unwrap().clone());
+    objects::create_all(&client, &objects::standalone_session(&a.name, "twin", &version_a)).await;
+    objects::create_all(&client, &objects::standalone_session(&b.name, "twin", &version_b)).await;
+
+    let address_a = rest_address(&client, &a.name, "twin").await;
+    let address_b = rest_address(&client, &b.name, "twin").await;
+    assert_ne!(address_a, address_b);
+    assert!(address_a.ends_with(":8081") && address_b.ends_with(":8081"));
+    assert_eq!(wait_for_taskmanagers(&rest_client(&address_a), 1).await, version_a);
+    assert_eq!(wait_for_taskmanagers(&rest_client(&address_b), 1).await, version_b);
+    eprintln!(
+        "MEASURED two session clusters side by side: {} MiB and {} MiB",
+        harness::namespace_rss(&a.name) / MIB,
+        harness::namespace_rss(&b.name) / MIB
+    );
+
+    delete_deployments(&client, &a.name, &["twin", "twin-taskmanager"], "app=twin").await;
+    // The other cluster is untouched.
+    rest_client(&address_b).cluster_overview().await.unwrap();
+    delete_deployments(&client, &b.name, &["twin", "twin-taskmanager"], "app=twin").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_the_runtime_cannot_run_are_reported_on_the_pod() {
+    let client = harness::client().await;
+    let ns = TestNamespace::new(&client, "rt-images").await;
+    let pod = |name: &str, image: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns.name},
+            "spec": {"containers": [{"name": "main", "image": image, "args": ["jobmanager"]}]},
+        })
+    };
+    objects::create_all(&client, &[pod("old-flink", "flink:1.15"), pod("not-flink", "busybox:1.36")]).await;
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    for (name, expected) in [
+        ("old-flink", "no local Flink distribution for image \"flink:1.15\" (installed: "),
+        ("not-flink", "image \"busybox:1.36\" is not a Flink image"),
+    ] {
+        let waiting = wait_for(&format!("{name} to report its image"), Duration::from_secs(60), || async {
+            let pod = api.get(name).await.ok()?;
+            let status = pod.status?;
+            let waiting = status.container_statuses?.first()?.state.clone()?.waiting?;
+            (status.phase.as_deref() == Some("Pending") && waiting.reason.as_deref() == Some("ErrImagePull"))
+                .then_some(waiting)
+        })
+        .await;
+        let message = waiting.message.unwrap_or_default();
+        assert!(message.contains(expected), "{name}: {message}");
+    }
+    // Deleting such a pod needs no process to stop.
+    api.delete("old-flink", &DeleteParams::default()).await.unwrap();
+    wait_for("old-flink deleted", Duration::from_secs(30), || async {
+        api.get_opt("old-flink").await.ok()?.is_none().then_some(())
+    })
+    .await;
+}
