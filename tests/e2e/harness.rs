@@ -40,7 +40,11 @@ fn runtime_binary() -> PathBuf {
     assert!(status.success(), "cargo build -p flink-local-runtime failed");
     let exe = std::env::current_exe().unwrap();
     // target/<profile>/deps/e2e-<hash> -> target/<profile>/flink-local-runtime
-    exe.parent().unwrap().parent().unwrap().join("flink-local-runtime")
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("flink-local-runtime")
 }
 
 /// The runtime, started on first use.
@@ -59,7 +63,9 @@ pub fn runtime() -> &'static Runtime {
         for version in flink_harness::versions() {
             let home = flink_harness::flink_home(&version);
             let jar = flink_harness::job_jar(&version);
-            command.arg("--flink").arg(format!("{version}={}", home.display()));
+            command
+                .arg("--flink")
+                .arg(format!("{version}={}", home.display()));
             command
                 .arg("--usrlib")
                 .arg(format!("{version}={}", jar.parent().unwrap().display()));
@@ -149,10 +155,7 @@ impl Drop for LogsOnFailure {
                 out.push_str(&format!("==> {} <==\n{}\n", file.display(), tail(&file, 60)));
             }
         }
-        out.push_str(&format!(
-            "==> runtime log <==\n{}\n",
-            tail(&runtime().log, 40)
-        ));
+        out.push_str(&format!("==> runtime log <==\n{}\n", tail(&runtime().log, 40)));
         eprintln!("{out}");
     }
 }
@@ -209,7 +212,12 @@ pub fn is_ready(pod: &Pod) -> bool {
 pub fn namespace_rss(namespace: &str) -> u64 {
     pod_dirs(namespace)
         .iter()
-        .flat_map(|dir| std::fs::read_dir(dir.join("containers")).into_iter().flatten().flatten())
+        .flat_map(|dir| {
+            std::fs::read_dir(dir.join("containers"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
         .filter_map(|c| std::fs::read_to_string(c.path().join("pid")).ok())
         .filter_map(|pid| pid.trim().parse::<u32>().ok())
         .filter_map(flink_harness::rss_bytes)

@@ -106,7 +106,14 @@ fn main_container(version: &str, command: Option<Value>, args: Value) -> Value {
     container
 }
 
-fn deployment(namespace: &str, name: &str, labels: &Value, account: Option<&str>, container: Value, config_map: &str) -> Value {
+fn deployment(
+    namespace: &str,
+    name: &str,
+    labels: &Value,
+    account: Option<&str>,
+    container: Value,
+    config_map: &str,
+) -> Value {
     let mut pod_spec = json!({
         "containers": [container],
         "volumes": [{"name": "flink-config-volume", "configMap": {"name": config_map, "items": [
@@ -136,16 +143,30 @@ pub fn standalone_session(namespace: &str, id: &str, version: &str) -> Vec<Value
     let jm = json!({"app": id, "type": "flink-standalone", "component": "jobmanager"});
     let tm = json!({"app": id, "type": "flink-standalone", "component": "taskmanager"});
     let cm = format!("flink-config-{id}");
-    let mut objects = vec![config_map(namespace, &cm, &labels, version, &[("jobmanager.rpc.address", id.to_owned())])];
+    let mut objects = vec![config_map(
+        namespace,
+        &cm,
+        &labels,
+        version,
+        &[("jobmanager.rpc.address", id.to_owned())],
+    )];
     objects.extend(services(namespace, id, &labels, &jm));
     let mut jm_container = main_container(version, None, json!(["jobmanager"]));
     // Ready once the REST API answers.
-    jm_container["readinessProbe"] = json!({"httpGet": {"path": "/config", "port": "rest"}, "periodSeconds": 1});
+    jm_container["readinessProbe"] =
+        json!({"httpGet": {"path": "/config", "port": "rest"}, "periodSeconds": 1});
     objects.push(deployment(namespace, id, &jm, None, jm_container, &cm));
     let mut tm_container = main_container(version, None, json!(["taskmanager"]));
     tm_container["ports"] = json!([{"name": "taskmanager-rpc", "containerPort": 6122}]);
     tm_container["resources"] = json!({"requests": {"memory": "1Gi", "cpu": "500m"}});
-    objects.push(deployment(namespace, &format!("{id}-taskmanager"), &tm, None, tm_container, &cm));
+    objects.push(deployment(
+        namespace,
+        &format!("{id}-taskmanager"),
+        &tm,
+        None,
+        tm_container,
+        &cm,
+    ));
     objects
 }
 
@@ -163,14 +184,30 @@ pub fn standalone_application(namespace: &str, id: &str, version: &str, job_id: 
     let mut objects = vec![config_map(namespace, &cm, &labels, version, &extra)];
     objects.extend(services(namespace, id, &labels, &jm));
     let args = json!([
-        "standalone-job", "--job-classname", flink_harness::JOB_CLASS, "--job-id", job_id,
-        "--rate", "20", "--keys", "4", "--name", "keyed-counter",
+        "standalone-job",
+        "--job-classname",
+        flink_harness::JOB_CLASS,
+        "--job-id",
+        job_id,
+        "--rate",
+        "20",
+        "--keys",
+        "4",
+        "--name",
+        "keyed-counter",
     ]);
     let jm_container = main_container(version, None, args);
     objects.push(deployment(namespace, id, &jm, None, jm_container, &cm));
     let mut tm_container = main_container(version, None, json!(["taskmanager"]));
     tm_container["ports"] = json!([{"name": "taskmanager-rpc", "containerPort": 6122}]);
-    objects.push(deployment(namespace, &format!("{id}-taskmanager"), &tm, None, tm_container, &cm));
+    objects.push(deployment(
+        namespace,
+        &format!("{id}-taskmanager"),
+        &tm,
+        None,
+        tm_container,
+        &cm,
+    ));
     objects
 }
 

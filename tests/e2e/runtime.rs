@@ -82,7 +82,10 @@ async fn wait_for_running_job(rest: &FlinkRestClient, job: &JobId) {
 
 async fn pods(client: &Client, namespace: &str, selector: &str) -> Vec<Pod> {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    api.list(&ListParams::default().labels(selector)).await.unwrap().items
+    api.list(&ListParams::default().labels(selector))
+        .await
+        .unwrap()
+        .items
 }
 
 /// Deletes Deployments and waits until their pods are gone from the API server and every
@@ -127,20 +130,34 @@ async fn a_standalone_session_cluster_answers_rest_and_its_pods_follow_the_proce
     let jm = harness::wait_for_ready_pods(&client, &ns.name, "app=basic,component=jobmanager", 1).await;
     let jm_name = jm[0].metadata.name.clone().unwrap();
     let pid = harness::container_pid(&jm[0], "flink-main-container").unwrap();
-    assert!(std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap().success());
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
     let api: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
-    let restarted = wait_for("the JobManager's restart in its pod status", Duration::from_secs(60), || async {
-        let pod = api.get(&jm_name).await.ok()?;
-        let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?.clone();
-        let last = status.last_state.as_ref()?.terminated.as_ref()?.clone();
-        (status.restart_count == 1 && status.state.as_ref()?.running.is_some()).then_some(last)
-    })
+    let restarted = wait_for(
+        "the JobManager's restart in its pod status",
+        Duration::from_secs(60),
+        || async {
+            let pod = api.get(&jm_name).await.ok()?;
+            let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?.clone();
+            let last = status.last_state.as_ref()?.terminated.as_ref()?.clone();
+            (status.restart_count == 1 && status.state.as_ref()?.running.is_some()).then_some(last)
+        },
+    )
     .await;
     assert_eq!(restarted.exit_code, 137, "{restarted:?}");
-    let new_pid = wait_for("the restarted JobManager's process", Duration::from_secs(30), || async {
-        let pod = api.get(&jm_name).await.ok()?;
-        harness::container_pid(&pod, "flink-main-container").filter(|p| *p != pid)
-    })
+    let new_pid = wait_for(
+        "the restarted JobManager's process",
+        Duration::from_secs(30),
+        || async {
+            let pod = api.get(&jm_name).await.ok()?;
+            harness::container_pid(&pod, "flink-main-container").filter(|p| *p != pid)
+        },
+    )
     .await;
     assert!(harness::alive(new_pid));
     // Ready again only once the REST API answers (its readiness probe), at the same address.
@@ -175,7 +192,13 @@ async fn a_standalone_application_cluster_runs_the_test_job() {
     );
     assert!(rss > 0);
 
-    delete_deployments(&client, &ns.name, &["counter", "counter-taskmanager"], "app=counter").await;
+    delete_deployments(
+        &client,
+        &ns.name,
+        &["counter", "counter-taskmanager"],
+        "app=counter",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,7 +235,10 @@ async fn a_native_session_cluster_creates_its_taskmanagers_through_the_api_serve
     let tm = &tms[0];
     assert_eq!(tm.metadata.name.as_deref(), Some("native-taskmanager-1-1"));
     let owner = &tm.metadata.owner_references.as_ref().unwrap()[0];
-    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Deployment", "native"));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Deployment", "native")
+    );
     let args = tm.spec.as_ref().unwrap().containers[0].args.clone().unwrap();
     assert!(args[2].starts_with("kubernetes-taskmanager.sh"), "{args:?}");
     harness::wait_for_ready_pods(&client, &ns.name, "app=native,component=jobmanager", 1).await;
@@ -235,7 +261,10 @@ async fn two_clusters_run_side_by_side_with_the_same_names_and_ports() {
     let b = TestNamespace::new(&client, "rt-twin").await;
     let _logs_a = LogsOnFailure(a.name.clone());
     let _logs_b = LogsOnFailure(b.name.clone());
-    let (version_a, version_b) = (versions.first().unwrap().clone(), versions.last().unwrap().clone());
+    let (version_a, version_b) = (
+        versions.first().unwrap().clone(),
+        versions.last().unwrap().clone(),
+    );
     objects::create_all(&client, &objects::standalone_session(&a.name, "twin", &version_a)).await;
     objects::create_all(&client, &objects::standalone_session(&b.name, "twin", &version_b)).await;
 
@@ -243,8 +272,14 @@ async fn two_clusters_run_side_by_side_with_the_same_names_and_ports() {
     let address_b = rest_address(&client, &b.name, "twin").await;
     assert_ne!(address_a, address_b);
     assert!(address_a.ends_with(":8081") && address_b.ends_with(":8081"));
-    assert_eq!(wait_for_taskmanagers(&rest_client(&address_a), 1).await, version_a);
-    assert_eq!(wait_for_taskmanagers(&rest_client(&address_b), 1).await, version_b);
+    assert_eq!(
+        wait_for_taskmanagers(&rest_client(&address_a), 1).await,
+        version_a
+    );
+    assert_eq!(
+        wait_for_taskmanagers(&rest_client(&address_b), 1).await,
+        version_b
+    );
     eprintln!(
         "MEASURED two session clusters side by side: {} MiB and {} MiB",
         harness::namespace_rss(&a.name) / MIB,
@@ -268,19 +303,31 @@ async fn images_the_runtime_cannot_run_are_reported_on_the_pod() {
             "spec": {"containers": [{"name": "main", "image": image, "args": ["jobmanager"]}]},
         })
     };
-    objects::create_all(&client, &[pod("old-flink", "flink:1.15"), pod("not-flink", "busybox:1.36")]).await;
+    objects::create_all(
+        &client,
+        &[pod("old-flink", "flink:1.15"), pod("not-flink", "busybox:1.36")],
+    )
+    .await;
     let api: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
     for (name, expected) in [
-        ("old-flink", "no local Flink distribution for image \"flink:1.15\" (installed: "),
+        (
+            "old-flink",
+            "no local Flink distribution for image \"flink:1.15\" (installed: ",
+        ),
         ("not-flink", "image \"busybox:1.36\" is not a Flink image"),
     ] {
-        let waiting = wait_for(&format!("{name} to report its image"), Duration::from_secs(60), || async {
-            let pod = api.get(name).await.ok()?;
-            let status = pod.status?;
-            let waiting = status.container_statuses?.first()?.state.clone()?.waiting?;
-            (status.phase.as_deref() == Some("Pending") && waiting.reason.as_deref() == Some("ErrImagePull"))
+        let waiting = wait_for(
+            &format!("{name} to report its image"),
+            Duration::from_secs(60),
+            || async {
+                let pod = api.get(name).await.ok()?;
+                let status = pod.status?;
+                let waiting = status.container_statuses?.first()?.state.clone()?.waiting?;
+                (status.phase.as_deref() == Some("Pending")
+                    && waiting.reason.as_deref() == Some("ErrImagePull"))
                 .then_some(waiting)
-        })
+            },
+        )
         .await;
         let message = waiting.message.unwrap_or_default();
         assert!(message.contains(expected), "{name}: {message}");

@@ -28,7 +28,9 @@ impl FromStr for RestEndpointMode {
         match s {
             "service" => Ok(RestEndpointMode::Service),
             "endpoint-slice" => Ok(RestEndpointMode::EndpointSlice),
-            other => Err(format!("{other:?} is not a REST endpoint mode (service, endpoint-slice)")),
+            other => Err(format!(
+                "{other:?} is not a REST endpoint mode (service, endpoint-slice)"
+            )),
         }
     }
 }
@@ -150,7 +152,12 @@ mod tests {
         for mode in [RestEndpointMode::Service, RestEndpointMode::EndpointSlice] {
             assert_eq!(mode.to_string().parse::<RestEndpointMode>().unwrap(), mode);
         }
-        assert!("pod".parse::<RestEndpointMode>().unwrap_err().contains("service, endpoint-slice"));
+        assert!(
+            "pod"
+                .parse::<RestEndpointMode>()
+                .unwrap_err()
+                .contains("service, endpoint-slice")
+        );
         assert_eq!(RestEndpointMode::default(), RestEndpointMode::Service);
     }
 
@@ -180,13 +187,19 @@ mod tests {
                 "endpoints": [{"addresses": ["10.244.0.2"], "conditions": {"ready": true}}]
             })),
         ];
-        assert_eq!(ready_endpoint(&slices, 8081).as_deref(), Some("http://10.244.0.5:18081"));
+        assert_eq!(
+            ready_endpoint(&slices, 8081).as_deref(),
+            Some("http://10.244.0.5:18081")
+        );
         let unnamed = [slice(json!({
             "metadata": {"name": "c"}, "addressType": "IPv6",
             "ports": [{"port": 8081}],
             "endpoints": [{"addresses": ["fd00::5"]}]
         }))];
-        assert_eq!(ready_endpoint(&unnamed, 8081).as_deref(), Some("http://[fd00::5]:8081"));
+        assert_eq!(
+            ready_endpoint(&unnamed, 8081).as_deref(),
+            Some("http://[fd00::5]:8081")
+        );
         assert_eq!(ready_endpoint(&slices[1..], 8081), None);
         assert_eq!(ready_endpoint(&[], 8081), None);
     }

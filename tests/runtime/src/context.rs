@@ -32,7 +32,11 @@ impl Context {
     /// Publishes an Event about `object`; failures are logged, never fatal.
     pub async fn event(&self, object: &ObjectReference, warning: bool, reason: &str, note: String) {
         let event = Event {
-            type_: if warning { EventType::Warning } else { EventType::Normal },
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
             reason: reason.to_owned(),
             note: Some(note.chars().take(1000).collect()),
             action: reason.to_owned(),

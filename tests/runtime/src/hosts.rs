@@ -22,10 +22,20 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
+/// A Service's name and its endpoint addresses, each with its readiness, from one slice.
+type SliceEntry = (String, Vec<(Ipv4Addr, bool)>);
+
+/// Ready and not-ready addresses of one Service.
+#[derive(Default)]
+struct ServiceAddresses {
+    ready: BTreeSet<Ipv4Addr>,
+    not_ready: BTreeSet<Ipv4Addr>,
+}
+
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct HostsTable {
-    /// (namespace, slice name) -> (service name, addresses with readiness)
-    slices: BTreeMap<(String, String), (String, Vec<(Ipv4Addr, bool)>)>,
+    /// (namespace, slice name) -> the slice's Service and addresses
+    slices: BTreeMap<(String, String), SliceEntry>,
     /// (namespace, hostname) -> address
     pods: BTreeMap<(String, String), Ipv4Addr>,
 }
@@ -33,7 +43,8 @@ pub struct HostsTable {
 impl HostsTable {
     /// Records a slice; returns whether anything changed.
     pub fn apply_slice(&mut self, slice: &EndpointSlice) -> bool {
-        let (Some(namespace), Some(name)) = (slice.metadata.namespace.clone(), slice.metadata.name.clone()) else {
+        let (Some(namespace), Some(name)) = (slice.metadata.namespace.clone(), slice.metadata.name.clone())
+        else {
             return false;
         };
         let key = (namespace, name);
@@ -67,7 +78,9 @@ impl HostsTable {
     }
 
     pub fn remove_slice(&mut self, namespace: &str, name: &str) -> bool {
-        self.slices.remove(&(namespace.to_owned(), name.to_owned())).is_some()
+        self.slices
+            .remove(&(namespace.to_owned(), name.to_owned()))
+            .is_some()
     }
 
     pub fn set_pod(&mut self, namespace: &str, hostname: &str, ip: Ipv4Addr) -> bool {
@@ -75,7 +88,9 @@ impl HostsTable {
     }
 
     pub fn remove_pod(&mut self, namespace: &str, hostname: &str) -> bool {
-        self.pods.remove(&(namespace.to_owned(), hostname.to_owned())).is_some()
+        self.pods
+            .remove(&(namespace.to_owned(), hostname.to_owned()))
+            .is_some()
     }
 
     /// The hosts file of `namespace`.
@@ -89,19 +104,23 @@ impl HostsTable {
                 out.push_str(&format!("{ip}\t{hostname}\n"));
             }
         }
-        let mut services: BTreeMap<(&str, &str), (BTreeSet<Ipv4Addr>, BTreeSet<Ipv4Addr>)> = BTreeMap::new();
+        let mut services: BTreeMap<(&str, &str), ServiceAddresses> = BTreeMap::new();
         for ((ns, _), (service, addresses)) in &self.slices {
             let entry = services.entry((ns.as_str(), service.as_str())).or_default();
             for (ip, ready) in addresses {
                 if *ready {
-                    entry.0.insert(*ip);
+                    entry.ready.insert(*ip);
                 } else {
-                    entry.1.insert(*ip);
+                    entry.not_ready.insert(*ip);
                 }
             }
         }
-        for ((ns, service), (ready, not_ready)) in services {
-            let addresses = if ready.is_empty() { not_ready } else { ready };
+        for ((ns, service), found) in services {
+            let addresses = if found.ready.is_empty() {
+                found.not_ready
+            } else {
+                found.ready
+            };
             let mut names = format!("{service}.{ns}.svc.cluster.local {service}.{ns}.svc {service}.{ns}");
             if ns == namespace {
                 names.push(' ');

@@ -34,7 +34,10 @@ impl std::str::FromStr for Version {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let parts: Vec<&str> = s.split('.').collect();
-        let number = |p: &str| p.parse::<u32>().map_err(|_| format!("{s:?} is not a version like 2.3.0"));
+        let number = |p: &str| {
+            p.parse::<u32>()
+                .map_err(|_| format!("{s:?} is not a version like 2.3.0"))
+        };
         match parts.as_slice() {
             [major, minor, patch] => Ok(Version {
                 major: number(major)?,
@@ -119,7 +122,10 @@ fn split_reference(image: &str) -> (&str, Option<&str>) {
     }
     let last_slash = image.rfind('/').map_or(0, |i| i + 1);
     match image[last_slash..].rfind(':') {
-        Some(colon) => (&image[..last_slash + colon], Some(&image[last_slash + colon + 1..])),
+        Some(colon) => (
+            &image[..last_slash + colon],
+            Some(&image[last_slash + colon + 1..]),
+        ),
         None => (image, None),
     }
 }
@@ -192,7 +198,10 @@ mod tests {
             ("flink", "names no Flink version"),
             ("flink:latest", "names no Flink version"),
             ("flink@sha256:0123", "names no Flink version"),
-            ("flink:1.15", "no local Flink distribution for image \"flink:1.15\" (installed: 1.20.4, 1.20.5, 2.3.0)"),
+            (
+                "flink:1.15",
+                "no local Flink distribution for image \"flink:1.15\" (installed: 1.20.4, 1.20.5, 2.3.0)",
+            ),
             ("flink:2.3.1", "no local Flink distribution"),
         ];
         for (image, reason) in cases {

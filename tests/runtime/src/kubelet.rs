@@ -30,7 +30,10 @@ use crate::{
 pub async fn schedule(ctx: Arc<Context>) {
     let api: Api<Pod> = Api::all(ctx.client.clone());
     let config = watcher::Config::default().fields("spec.nodeName=");
-    let mut pods = watcher::watcher(api, config).default_backoff().applied_objects().boxed();
+    let mut pods = watcher::watcher(api, config)
+        .default_backoff()
+        .applied_objects()
+        .boxed();
     loop {
         match pods.try_next().await {
             Ok(Some(pod)) => bind(&ctx, &pod).await,
@@ -44,7 +47,11 @@ async fn bind(ctx: &Context, pod: &Pod) {
     if pod.metadata.deletion_timestamp.is_some() {
         return;
     }
-    let scheduler = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
+    let scheduler = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduler_name.as_deref())
+        .unwrap_or("default-scheduler");
     if scheduler != "default-scheduler" {
         return;
     }
@@ -63,11 +70,20 @@ async fn bind(ctx: &Context, pod: &Pod) {
     };
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     match api
-        .create_subresource::<Binding, serde_json::Value>("binding", &pod.name_any(), &PostParams::default(), &binding)
+        .create_subresource::<Binding, serde_json::Value>(
+            "binding",
+            &pod.name_any(),
+            &PostParams::default(),
+            &binding,
+        )
         .await
     {
         Ok(_) => {
-            let note = format!("Successfully assigned {namespace}/{} to {}", pod.name_any(), ctx.node_name);
+            let note = format!(
+                "Successfully assigned {namespace}/{} to {}",
+                pod.name_any(),
+                ctx.node_name
+            );
             ctx.event(&pod.object_ref(&()), false, "Scheduled", note).await;
         }
         Err(e) => tracing::debug!(error = %e, pod = %pod.name_any(), "binding"),
@@ -103,7 +119,11 @@ pub async fn run_pods(ctx: Arc<Context>, mut stop: oneshot::Receiver<()>) {
             }
             Event::InitDone => {
                 // A pod that disappeared while the watch was down.
-                let gone: Vec<String> = workers.keys().filter(|uid| !listed.contains(*uid)).cloned().collect();
+                let gone: Vec<String> = workers
+                    .keys()
+                    .filter(|uid| !listed.contains(*uid))
+                    .cloned()
+                    .collect();
                 for uid in gone {
                     if let Some(worker) = workers.remove(&uid) {
                         let _ = worker.send(Message::Gone);
@@ -137,7 +157,11 @@ fn apply(ctx: &Arc<Context>, workers: &mut HashMap<String, mpsc::UnboundedSender
         // The worker finished (it deleted the pod); the pod's last updates need nothing.
         return;
     }
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default();
+    let phase = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or_default();
     if matches!(phase, "Succeeded" | "Failed") && pod.metadata.deletion_timestamp.is_none() {
         // Finished before this runtime started: nothing to run.
         return;
@@ -148,13 +172,17 @@ fn apply(ctx: &Arc<Context>, workers: &mut HashMap<String, mpsc::UnboundedSender
 /// Keeps the hosts files in step with the cluster's EndpointSlices.
 pub async fn follow_endpoints(ctx: Arc<Context>) {
     let api: Api<EndpointSlice> = Api::all(ctx.client.clone());
-    let mut events = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let mut events = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     loop {
         match events.try_next().await {
-            Ok(Some(Event::Apply(slice) | Event::InitApply(slice))) => ctx.hosts.update(|t| t.apply_slice(&slice)),
-            Ok(Some(Event::Delete(slice))) => ctx.hosts.update(|t| {
-                t.remove_slice(&slice.namespace().unwrap_or_default(), &slice.name_any())
-            }),
+            Ok(Some(Event::Apply(slice) | Event::InitApply(slice))) => {
+                ctx.hosts.update(|t| t.apply_slice(&slice))
+            }
+            Ok(Some(Event::Delete(slice))) => ctx
+                .hosts
+                .update(|t| t.remove_slice(&slice.namespace().unwrap_or_default(), &slice.name_any())),
             Ok(Some(_)) => {}
             Ok(None) => return,
             Err(e) => tracing::warn!(error = %e, "watching EndpointSlices"),

@@ -52,7 +52,10 @@ use crate::{
 };
 
 #[derive(Debug, Parser)]
-#[command(name = "flink-local-runtime", about = "Runs the Flink pods of a test cluster as local processes")]
+#[command(
+    name = "flink-local-runtime",
+    about = "Runs the Flink pods of a test cluster as local processes"
+)]
 struct Args {
     /// Kubeconfig of the control plane.
     #[arg(long, env = "KUBECONFIG")]
@@ -118,7 +121,11 @@ fn main() -> std::process::ExitCode {
         )
         .init();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("flink-local-runtime: {e}");
@@ -171,22 +178,45 @@ async fn run(args: Args) -> Result<(), StartError> {
     std::fs::create_dir_all(state_dir.join("pods")).map_err(|e| setup("state dir", e))?;
     let entrypoint = state_dir.join("image").join("docker-entrypoint.sh");
     std::fs::create_dir_all(state_dir.join("image")).map_err(|e| setup("state dir", e))?;
-    std::fs::write(&entrypoint, include_str!("../image/docker-entrypoint.sh")).map_err(|e| setup("entrypoint", e))?;
+    std::fs::write(&entrypoint, include_str!("../image/docker-entrypoint.sh"))
+        .map_err(|e| setup("entrypoint", e))?;
     // The mount point of the image's /opt/flink (an empty directory on the host).
     std::fs::create_dir_all("/opt/flink").map_err(|e| setup("/opt/flink", e))?;
 
-    let catalog = Catalog::new(args.flink.iter().map(|(version, home)| Distribution {
-        version: *version,
-        flink_home: home.clone(),
-        usrlib: args.usrlib.iter().find(|(v, _)| v == version).map(|(_, dir)| dir.clone()),
+    let catalog = Catalog::new(args.flink.iter().map(|(version, home)| {
+        Distribution {
+            version: *version,
+            flink_home: home.clone(),
+            usrlib: args
+                .usrlib
+                .iter()
+                .find(|(v, _)| v == version)
+                .map(|(_, dir)| dir.clone()),
+        }
     }));
-    if let Some((version, _)) = args.usrlib.iter().find(|(v, _)| !args.flink.iter().any(|(f, _)| f == v)) {
-        return Err(StartError::Setup(format!("--usrlib {version} names no --flink distribution")));
+    if let Some((version, _)) = args
+        .usrlib
+        .iter()
+        .find(|(v, _)| !args.flink.iter().any(|(f, _)| f == v))
+    {
+        return Err(StartError::Setup(format!(
+            "--usrlib {version} names no --flink distribution"
+        )));
     }
 
     let cidr: Cidr = args.pod_cidr.parse()?;
     let network = Network::setup(cidr, service_ip, apiserver).await?;
-    let result = serve(&args, client, network.clone(), catalog, tools, state_dir, entrypoint, java_home).await;
+    let result = serve(
+        &args,
+        client,
+        network.clone(),
+        catalog,
+        tools,
+        state_dir,
+        entrypoint,
+        java_home,
+    )
+    .await;
     network.teardown().await;
     result
 }
@@ -221,7 +251,8 @@ async fn serve(
         recorder: Recorder::new(client.clone(), reporter),
         client: client.clone(),
         node_name: args.node_name.clone(),
-        hosts: HostsFiles::new(state_dir.join("hosts")).map_err(|e| StartError::Setup(format!("hosts files: {e}")))?,
+        hosts: HostsFiles::new(state_dir.join("hosts"))
+            .map_err(|e| StartError::Setup(format!("hosts files: {e}")))?,
         network,
         catalog,
         tools: Arc::new(tools),
@@ -262,7 +293,8 @@ async fn serve(
 
 async fn wait_for_stop(exit_with_parent: bool) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
         return;
     };
     let parent = std::os::unix::process::parent_id();

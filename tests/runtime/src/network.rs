@@ -41,7 +41,10 @@ pub enum NetworkError {
     #[error("the pod CIDR has no free address left")]
     Exhausted,
     #[error("could not listen on {addr} to forward to the API server: {source}")]
-    Forwarder { addr: SocketAddr, source: std::io::Error },
+    Forwarder {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 /// An IPv4 network such as 10.244.0.0/24.
@@ -115,7 +118,11 @@ pub struct Network {
 impl Network {
     /// Creates the bridge and the API server forwarder, after removing what a crashed run
     /// left behind. Fails if another runtime is running.
-    pub async fn setup(cidr: Cidr, service_ip: Ipv4Addr, apiserver: SocketAddr) -> Result<Arc<Self>, NetworkError> {
+    pub async fn setup(
+        cidr: Cidr,
+        service_ip: Ipv4Addr,
+        apiserver: SocketAddr,
+    ) -> Result<Arc<Self>, NetworkError> {
         let lock = File::options()
             .create(true)
             .truncate(false)
@@ -186,7 +193,10 @@ impl Network {
         let address = format!("{}/{}", pod.ip, self.cidr.prefix());
         let gateway = self.cidr.gateway().to_string();
         ip(&["netns", "add", netns]).await?;
-        ip(&["link", "add", &host_side, "type", "veth", "peer", "name", &pod_side]).await?;
+        ip(&[
+            "link", "add", &host_side, "type", "veth", "peer", "name", &pod_side,
+        ])
+        .await?;
         ip(&["link", "set", &pod_side, "netns", netns]).await?;
         ip(&["link", "set", &host_side, "master", BRIDGE]).await?;
         ip(&["link", "set", &host_side, "up"]).await?;
@@ -202,7 +212,10 @@ impl Network {
     pub async fn remove_pod(&self, pod: &PodNetwork) {
         let _ = ip(&["netns", "del", &pod.netns]).await;
         let _ = ip(&["link", "del", &format!("frt{}", pod.host)]).await;
-        self.used.lock().unwrap_or_else(|e| e.into_inner()).remove(&pod.host);
+        self.used
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&pod.host);
     }
 
     /// Removes the bridge and every pod namespace.

@@ -5,7 +5,9 @@ use std::{collections::BTreeMap, time::Duration};
 use k8s_openapi::{
     api::{
         coordination::v1::{Lease, LeaseSpec},
-        core::v1::{Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeStatus, NodeSystemInfo, DaemonEndpoint},
+        core::v1::{
+            DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeStatus, NodeSystemInfo,
+        },
     },
     apimachinery::pkg::{
         api::resource::Quantity,
@@ -80,10 +82,30 @@ pub fn node(name: &str, address: &str, now: Timestamp) -> Node {
             allocatable: Some(resources.clone()),
             capacity: Some(resources),
             conditions: Some(vec![
-                condition("Ready", "True", "KubeletReady", "flink-local-runtime is posting ready status"),
-                condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "no memory pressure is tracked"),
-                condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "no disk pressure is tracked"),
-                condition("PIDPressure", "False", "KubeletHasSufficientPID", "no PID pressure is tracked"),
+                condition(
+                    "Ready",
+                    "True",
+                    "KubeletReady",
+                    "flink-local-runtime is posting ready status",
+                ),
+                condition(
+                    "MemoryPressure",
+                    "False",
+                    "KubeletHasSufficientMemory",
+                    "no memory pressure is tracked",
+                ),
+                condition(
+                    "DiskPressure",
+                    "False",
+                    "KubeletHasNoDiskPressure",
+                    "no disk pressure is tracked",
+                ),
+                condition(
+                    "PIDPressure",
+                    "False",
+                    "KubeletHasSufficientPID",
+                    "no PID pressure is tracked",
+                ),
             ]),
             daemon_endpoints: Some(NodeDaemonEndpoints {
                 kubelet_endpoint: Some(DaemonEndpoint { port: 0 }),
@@ -116,14 +138,22 @@ pub async fn register(client: &Client, name: &str, address: &str) -> Result<(), 
     let status = node.status.take();
     node.metadata.managed_fields = None;
     let params = PatchParams::apply(MANAGER).force();
-    api.patch(name, &params, &Patch::Apply(&serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": node.metadata,
-    })))
+    api.patch(
+        name,
+        &params,
+        &Patch::Apply(&serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": node.metadata,
+        })),
+    )
     .await?;
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(serde_json::json!({ "status": status })))
-        .await?;
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "status": status })),
+    )
+    .await?;
     Ok(())
 }
 
@@ -132,13 +162,18 @@ pub async fn heartbeat(client: Client, name: String) {
     let api: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
     let nodes: Api<Node> = Api::all(client);
     loop {
-        let owner = nodes.get(&name).await.ok().and_then(|n| n.metadata.uid).map(|uid| OwnerReference {
-            api_version: "v1".to_owned(),
-            kind: "Node".to_owned(),
-            name: name.clone(),
-            uid,
-            ..Default::default()
-        });
+        let owner = nodes
+            .get(&name)
+            .await
+            .ok()
+            .and_then(|n| n.metadata.uid)
+            .map(|uid| OwnerReference {
+                api_version: "v1".to_owned(),
+                kind: "Node".to_owned(),
+                name: name.clone(),
+                uid,
+                ..Default::default()
+            });
         let lease = Lease {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
@@ -158,7 +193,10 @@ pub async fn heartbeat(client: Client, name: String) {
             "metadata": lease.metadata,
             "spec": lease.spec,
         });
-        if let Err(e) = api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&body)).await {
+        if let Err(e) = api
+            .patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&body))
+            .await
+        {
             tracing::warn!(error = %e, "could not renew the node lease");
         }
         tokio::time::sleep(Duration::from_secs(LEASE_SECONDS as u64 / 4)).await;

@@ -123,7 +123,14 @@ impl Worker {
             view: ContainerView {
                 name: c.name.clone(),
                 image: c.image.clone().unwrap_or_default(),
-                state: State::waiting(if init { "PodInitializing" } else { "ContainerCreating" }, None),
+                state: State::waiting(
+                    if init {
+                        "PodInitializing"
+                    } else {
+                        "ContainerCreating"
+                    },
+                    None,
+                ),
                 last_terminated: None,
                 restart_count: 0,
                 ready: false,
@@ -148,7 +155,10 @@ impl Worker {
             .chain(spec.containers.iter().map(|c| slot(c, false)))
             .collect();
         let name = pod.name_any();
-        let hostname = spec.hostname.clone().unwrap_or_else(|| name.chars().take(63).collect());
+        let hostname = spec
+            .hostname
+            .clone()
+            .unwrap_or_else(|| name.chars().take(63).collect());
         let (exits_tx, exits) = mpsc::unbounded_channel();
         let (verdicts_tx, verdicts) = mpsc::unbounded_channel();
         Worker {
@@ -243,7 +253,12 @@ impl Worker {
             .chain(&spec.containers)
             .map(|c| c.image.clone())
             .collect();
-        images != self.slots.iter().map(|s| s.spec.image.clone()).collect::<Vec<_>>()
+        images
+            != self
+                .slots
+                .iter()
+                .map(|s| s.spec.image.clone())
+                .collect::<Vec<_>>()
     }
 
     /// Images, network, ConfigMaps/Secrets and volumes: everything before the first process.
@@ -302,7 +317,15 @@ impl Worker {
             Err(e) => return self.mount_failed(e).await,
         }
         let volumes_dir = self.dir.join("volumes");
-        match volumes::materialize(&self.ctx.client, &self.pod, &volumes_dir, &self.sources, &addresses).await {
+        match volumes::materialize(
+            &self.ctx.client,
+            &self.pod,
+            &volumes_dir,
+            &self.sources,
+            &addresses,
+        )
+        .await
+        {
             Ok(volumes) => self.volumes = Some(volumes),
             Err(e) => return self.mount_failed(e).await,
         }
@@ -312,7 +335,11 @@ impl Worker {
     async fn mount_failed(&mut self, error: String) -> Result<(), Retry> {
         for slot in &mut self.slots {
             slot.view.state = State::waiting(
-                if slot.init { "PodInitializing" } else { "ContainerCreating" },
+                if slot.init {
+                    "PodInitializing"
+                } else {
+                    "ContainerCreating"
+                },
                 Some(error.clone()),
             );
         }
@@ -325,19 +352,46 @@ impl Worker {
         let mut sources = Sources::default();
         let cm_api: Api<ConfigMap> = Api::namespaced(self.ctx.client.clone(), &self.namespace);
         for name in config_maps {
-            if let Some(cm) = cm_api.get_opt(&name).await.map_err(|e| format!("ConfigMap {name:?}: {e}"))? {
-                let mut data: BTreeMap<String, Vec<u8>> =
-                    cm.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.into_bytes())).collect();
-                data.extend(cm.binary_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)));
+            if let Some(cm) = cm_api
+                .get_opt(&name)
+                .await
+                .map_err(|e| format!("ConfigMap {name:?}: {e}"))?
+            {
+                let mut data: BTreeMap<String, Vec<u8>> = cm
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.into_bytes()))
+                    .collect();
+                data.extend(
+                    cm.binary_data
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| (k, v.0)),
+                );
                 sources.config_maps.insert(name, data);
             }
         }
         let secret_api: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &self.namespace);
         for name in secrets {
-            if let Some(secret) = secret_api.get_opt(&name).await.map_err(|e| format!("Secret {name:?}: {e}"))? {
-                let mut data: BTreeMap<String, Vec<u8>> =
-                    secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
-                data.extend(secret.string_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.into_bytes())));
+            if let Some(secret) = secret_api
+                .get_opt(&name)
+                .await
+                .map_err(|e| format!("Secret {name:?}: {e}"))?
+            {
+                let mut data: BTreeMap<String, Vec<u8>> = secret
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.0))
+                    .collect();
+                data.extend(
+                    secret
+                        .string_data
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| (k, v.into_bytes())),
+                );
                 sources.secrets.insert(name, data);
             }
         }
@@ -346,7 +400,11 @@ impl Worker {
 
     fn addresses(&self) -> PodAddresses {
         PodAddresses {
-            pod_ip: self.network.as_ref().map(|n| n.ip.to_string()).unwrap_or_default(),
+            pod_ip: self
+                .network
+                .as_ref()
+                .map(|n| n.ip.to_string())
+                .unwrap_or_default(),
             host_ip: self.ctx.host_ip(),
             node_name: self.ctx.node_name.clone(),
         }
@@ -361,7 +419,12 @@ impl Worker {
             .pod
             .metadata
             .deletion_grace_period_seconds
-            .or_else(|| self.pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds))
+            .or_else(|| {
+                self.pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.termination_grace_period_seconds)
+            })
             .unwrap_or(30);
         Duration::from_secs(seconds.max(0) as u64)
     }
@@ -372,15 +435,15 @@ impl Worker {
         if self.failed_init {
             return;
         }
-        let pending_init = self.slots.iter().position(|s| {
-            s.init && !matches!(s.view.state, State::Terminated { exit_code: 0, .. })
-        });
+        let pending_init = self
+            .slots
+            .iter()
+            .position(|s| s.init && !matches!(s.view.state, State::Terminated { exit_code: 0, .. }));
         match pending_init {
-            Some(i) => {
-                if self.slots[i].pid.is_none() && self.slots[i].restart_at.is_none() {
-                    self.start(i).await;
-                }
+            Some(i) if self.slots[i].pid.is_none() && self.slots[i].restart_at.is_none() => {
+                self.start(i).await;
             }
+            Some(_) => {}
             None if !self.started_app => {
                 self.started_app = true;
                 for i in 0..self.slots.len() {
@@ -398,7 +461,10 @@ impl Worker {
         let mut env = vec![
             (
                 "PATH".to_owned(),
-                format!("{FLINK_HOME}/bin:{}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", self.ctx.java_home),
+                format!(
+                    "{FLINK_HOME}/bin:{}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                    self.ctx.java_home
+                ),
             ),
             ("FLINK_HOME".to_owned(), FLINK_HOME.to_owned()),
             ("JAVA_HOME".to_owned(), self.ctx.java_home.clone()),
@@ -432,7 +498,10 @@ impl Worker {
             // The kubelet mounts these read-only whatever the mount says.
             let read_only_kind = spec.volumes.iter().flatten().any(|v| {
                 v.name == mount.name
-                    && (v.config_map.is_some() || v.secret.is_some() || v.projected.is_some() || v.downward_api.is_some())
+                    && (v.config_map.is_some()
+                        || v.secret.is_some()
+                        || v.projected.is_some()
+                        || v.downward_api.is_some())
             });
             mounts.push(Mount {
                 source,
@@ -441,7 +510,9 @@ impl Worker {
             });
         }
         if let Some(usrlib) = slot.distribution.as_ref().and_then(|d| d.usrlib.clone())
-            && !mounts.iter().any(|m| m.target.trim_end_matches('/') == "/opt/flink/usrlib")
+            && !mounts
+                .iter()
+                .any(|m| m.target.trim_end_matches('/') == "/opt/flink/usrlib")
         {
             mounts.push(Mount {
                 source: usrlib,
@@ -461,7 +532,8 @@ impl Worker {
 
     async fn start(&mut self, i: usize) {
         let addresses = self.addresses();
-        let (Some(network), Some(distribution)) = (self.network.clone(), self.slots[i].distribution.clone()) else {
+        let (Some(network), Some(distribution)) = (self.network.clone(), self.slots[i].distribution.clone())
+        else {
             return;
         };
         let env = {
@@ -512,7 +584,11 @@ impl Worker {
         let launch = LaunchSpec {
             argv,
             env: env.clone(),
-            working_dir: slot.spec.working_dir.clone().unwrap_or_else(|| FLINK_HOME.to_owned()),
+            working_dir: slot
+                .spec
+                .working_dir
+                .clone()
+                .unwrap_or_else(|| FLINK_HOME.to_owned()),
             hostname: self.hostname.clone(),
             netns: network.netns.clone(),
             flink_home: distribution.flink_home.clone(),
@@ -533,7 +609,11 @@ impl Worker {
         };
         let child = match container::start(&self.ctx.tools, &launch) {
             Ok(child) => child,
-            Err(e) => return self.config_error(i, format!("could not start the process: {e}")).await,
+            Err(e) => {
+                return self
+                    .config_error(i, format!("could not start the process: {e}"))
+                    .await;
+            }
         };
         let slot = &mut self.slots[i];
         let pid = child.id().unwrap_or_default();
@@ -653,11 +733,18 @@ impl Worker {
         slot.view.last_terminated = Some(terminated);
         slot.view.state = State::waiting(
             "CrashLoopBackOff",
-            Some(format!("back-off {}s restarting failed container={name}", delay.as_secs())),
+            Some(format!(
+                "back-off {}s restarting failed container={name}",
+                delay.as_secs()
+            )),
         );
         slot.restart_at = Some(Instant::now() + delay);
         if !delay.is_zero() {
-            let note = format!("Back-off {}s restarting failed container {name} (exit code {})", delay.as_secs(), exit.code);
+            let note = format!(
+                "Back-off {}s restarting failed container {name} (exit code {})",
+                delay.as_secs(),
+                exit.code
+            );
             self.ctx.event(&self.reference, true, "BackOff", note).await;
         }
     }
@@ -696,8 +783,15 @@ impl Worker {
                 }
             }
             (ProbeKind::Startup | ProbeKind::Liveness, false) => {
-                let kind = if verdict.kind == ProbeKind::Startup { "Startup" } else { "Liveness" };
-                let note = format!("{kind} probe of {name} failed, the container will be restarted: {}", verdict.message);
+                let kind = if verdict.kind == ProbeKind::Startup {
+                    "Startup"
+                } else {
+                    "Liveness"
+                };
+                let note = format!(
+                    "{kind} probe of {name} failed, the container will be restarted: {}",
+                    verdict.message
+                );
                 self.ctx.event(&self.reference, true, "Unhealthy", note).await;
                 let grace = self.grace();
                 self.stop_container(verdict.container, grace).await;
@@ -741,7 +835,11 @@ impl Worker {
         let deadline = Instant::now() + grace;
         let mut killed = grace.is_zero();
         while self.slots.iter().any(|s| s.pid.is_some()) {
-            let wait_until = if killed { deadline.max(Instant::now()) + KILL_WAIT } else { deadline };
+            let wait_until = if killed {
+                deadline.max(Instant::now()) + KILL_WAIT
+            } else {
+                deadline
+            };
             tokio::select! {
                 Some(exit) = self.exits.recv() => {
                     let slot = &mut self.slots[exit.container];
@@ -820,7 +918,11 @@ impl Worker {
             init_containers: &init,
             containers: &containers,
             // A pod being deleted does not come back: its phase is final.
-            restart_policy: if deleting { RestartPolicy::Never } else { self.restart_policy() },
+            restart_policy: if deleting {
+                RestartPolicy::Never
+            } else {
+                self.restart_policy()
+            },
             pod_ip: self.network.as_ref().map(|n| n.ip.to_string()),
             host_ip: self.ctx.host_ip(),
             start_time: self.start_time,
@@ -844,7 +946,11 @@ impl Worker {
         }
         let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &self.namespace);
         match api
-            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(json!({ "status": value })))
+            .patch_status(
+                &self.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": value })),
+            )
             .await
         {
             Ok(pod) => {

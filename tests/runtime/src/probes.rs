@@ -63,18 +63,26 @@ pub async fn check(probe: &Probe, target: &Target) -> Result<(), String> {
         for header in http.http_headers.iter().flatten() {
             request = request.header(&header.name, &header.value);
         }
-        let response = request.send().await.map_err(|e| format!("HTTP probe {url} failed: {e}"))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("HTTP probe {url} failed: {e}"))?;
         let status = response.status();
         return if (200..400).contains(&status.as_u16()) {
             Ok(())
         } else {
-            Err(format!("HTTP probe {url} failed with statuscode: {}", status.as_u16()))
+            Err(format!(
+                "HTTP probe {url} failed with statuscode: {}",
+                status.as_u16()
+            ))
         };
     }
     if let Some(tcp) = &probe.tcp_socket {
         let port = resolve_port(&tcp.port, &target.container)?;
         let host = tcp.host.clone().unwrap_or_else(|| target.pod_ip.clone());
-        return match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host.as_str(), port))).await {
+        return match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host.as_str(), port)))
+            .await
+        {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(format!("dial tcp {host}:{port}: {e}")),
             Err(_) => Err(format!("dial tcp {host}:{port}: timed out after {timeout:?}")),
@@ -136,7 +144,10 @@ pub fn spawn_loop(
         let period = Duration::from_secs(probe.period_seconds.unwrap_or(10).max(1) as u64);
         let success_threshold = probe.success_threshold.unwrap_or(1).max(1);
         let failure_threshold = probe.failure_threshold.unwrap_or(3).max(1);
-        tokio::time::sleep(Duration::from_secs(probe.initial_delay_seconds.unwrap_or(0).max(0) as u64)).await;
+        tokio::time::sleep(Duration::from_secs(
+            probe.initial_delay_seconds.unwrap_or(0).max(0) as u64,
+        ))
+        .await;
         // Liveness starts out healthy, startup and readiness unknown (not passed).
         let mut verdict = (kind == ProbeKind::Liveness).then_some(true);
         let (mut successes, mut failures) = (0, 0);

@@ -104,7 +104,9 @@ pub fn field_value(pod: &Pod, addresses: &PodAddresses, path: &str) -> Result<St
         "metadata.labels" => render_map(&meta.labels),
         "metadata.annotations" => render_map(&meta.annotations),
         "spec.nodeName" => addresses.node_name.clone(),
-        "spec.serviceAccountName" => spec.and_then(|s| s.service_account_name.clone()).unwrap_or_default(),
+        "spec.serviceAccountName" => spec
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_default(),
         "status.hostIP" | "status.hostIPs" => addresses.host_ip.clone(),
         "status.podIP" | "status.podIPs" => addresses.pod_ip.clone(),
         _ => {
@@ -120,7 +122,11 @@ pub fn field_value(pod: &Pod, addresses: &PodAddresses, path: &str) -> Result<St
 }
 
 /// `limits.memory`, `requests.cpu`, ... of a container, divided as asked (default 1).
-pub fn resource_value(resources: Option<&ResourceRequirements>, resource: &str, divisor: Option<&str>) -> Result<String, String> {
+pub fn resource_value(
+    resources: Option<&ResourceRequirements>,
+    resource: &str,
+    divisor: Option<&str>,
+) -> Result<String, String> {
     let (kind, name) = resource
         .split_once('.')
         .ok_or_else(|| format!("resource {resource:?} is not like limits.memory"))?;
@@ -129,11 +135,15 @@ pub fn resource_value(resources: Option<&ResourceRequirements>, resource: &str, 
         "requests" => r.requests.as_ref().and_then(|m| m.get(name)).cloned(),
         _ => None,
     };
-    let quantity = resources.and_then(|r| pick(r).or_else(|| r.requests.as_ref().and_then(|m| m.get(name)).cloned()));
+    let quantity =
+        resources.and_then(|r| pick(r).or_else(|| r.requests.as_ref().and_then(|m| m.get(name)).cloned()));
     let Some(quantity) = quantity else {
-        return Err(format!("container sets no {resource} (the local runtime has no node capacity to fall back to)"));
+        return Err(format!(
+            "container sets no {resource} (the local runtime has no node capacity to fall back to)"
+        ));
     };
-    let value = parse_quantity(&quantity.0).ok_or_else(|| format!("quantity {:?} of {resource} is not understood", quantity.0))?;
+    let value = parse_quantity(&quantity.0)
+        .ok_or_else(|| format!("quantity {:?} of {resource} is not understood", quantity.0))?;
     let divisor = match divisor {
         Some(d) => parse_quantity(d).ok_or_else(|| format!("divisor {d:?} is not understood"))?,
         None => 1.0,
@@ -182,16 +192,28 @@ pub fn environment(
     for from in container.env_from.iter().flatten() {
         let prefix = from.prefix.clone().unwrap_or_default();
         let (data, optional, what) = if let Some(r) = &from.config_map_ref {
-            (sources.config_maps.get(&r.name), r.optional == Some(true), format!("ConfigMap {:?}", r.name))
+            (
+                sources.config_maps.get(&r.name),
+                r.optional == Some(true),
+                format!("ConfigMap {:?}", r.name),
+            )
         } else if let Some(r) = &from.secret_ref {
-            (sources.secrets.get(&r.name), r.optional == Some(true), format!("Secret {:?}", r.name))
+            (
+                sources.secrets.get(&r.name),
+                r.optional == Some(true),
+                format!("Secret {:?}", r.name),
+            )
         } else {
             continue;
         };
         match data {
             Some(data) => {
                 for (key, value) in data {
-                    set(&mut env, format!("{prefix}{key}"), String::from_utf8_lossy(value).into_owned());
+                    set(
+                        &mut env,
+                        format!("{prefix}{key}"),
+                        String::from_utf8_lossy(value).into_owned(),
+                    );
                 }
             }
             None if optional => {}
@@ -217,7 +239,10 @@ fn env_value(
     let Some(from) = &var.value_from else {
         return Ok(Some(expand(var.value.as_deref().unwrap_or_default(), earlier)));
     };
-    let keyed = |data: Option<&BTreeMap<String, Vec<u8>>>, key: &str, optional: Option<bool>, what: String| {
+    let keyed = |data: Option<&BTreeMap<String, Vec<u8>>>,
+                 key: &str,
+                 optional: Option<bool>,
+                 what: String| {
         match data.and_then(|d| d.get(key)) {
             Some(value) => Ok(Some(String::from_utf8_lossy(value).into_owned())),
             None if optional == Some(true) => Ok(None),
@@ -225,10 +250,20 @@ fn env_value(
         }
     };
     if let Some(r) = &from.config_map_key_ref {
-        return keyed(sources.config_maps.get(&r.name), &r.key, r.optional, format!("ConfigMap {:?}", r.name));
+        return keyed(
+            sources.config_maps.get(&r.name),
+            &r.key,
+            r.optional,
+            format!("ConfigMap {:?}", r.name),
+        );
     }
     if let Some(r) = &from.secret_key_ref {
-        return keyed(sources.secrets.get(&r.name), &r.key, r.optional, format!("Secret {:?}", r.name));
+        return keyed(
+            sources.secrets.get(&r.name),
+            &r.key,
+            r.optional,
+            format!("Secret {:?}", r.name),
+        );
     }
     if let Some(r) = &from.field_ref {
         return field_value(pod, addresses, &r.field_path)
@@ -244,11 +279,18 @@ fn env_value(
                 .unwrap_or(container),
             None => container,
         };
-        return resource_value(target.resources.as_ref(), &r.resource, r.divisor.as_ref().map(|q| q.0.as_str()))
-            .map(Some)
-            .map_err(|e| format!("env {:?}: {e}", var.name));
+        return resource_value(
+            target.resources.as_ref(),
+            &r.resource,
+            r.divisor.as_ref().map(|q| q.0.as_str()),
+        )
+        .map(Some)
+        .map_err(|e| format!("env {:?}: {e}", var.name));
     }
-    Err(format!("env {:?}: valueFrom has no source this runtime knows", var.name))
+    Err(format!(
+        "env {:?}: valueFrom has no source this runtime knows",
+        var.name
+    ))
 }
 
 /// Kubernetes' `$(VAR)` expansion: known names are replaced, `$$` escapes, unknown stay.
@@ -339,9 +381,10 @@ mod tests {
             "extra".into(),
             [("A".to_owned(), b"1".to_vec()), ("B".to_owned(), b"2".to_vec())].into(),
         );
-        sources
-            .secrets
-            .insert("creds".into(), [("password".to_owned(), b"s3cret".to_vec())].into());
+        sources.secrets.insert(
+            "creds".into(),
+            [("password".to_owned(), b"s3cret".to_vec())].into(),
+        );
         sources
     }
 
@@ -378,7 +421,10 @@ mod tests {
         let mut sources = sources();
         sources.secrets.clear();
         let error = environment(&pod, container, &sources, &addresses()).unwrap_err();
-        assert!(error.contains("\"PW\"") && error.contains("Secret \"creds\""), "{error}");
+        assert!(
+            error.contains("\"PW\"") && error.contains("Secret \"creds\""),
+            "{error}"
+        );
         sources.config_maps.clear();
         let error = environment(&pod, container, &sources, &addresses()).unwrap_err();
         assert!(error.contains("ConfigMap \"extra\""), "{error}");
@@ -400,16 +446,32 @@ mod tests {
         let env = vec![("JOB".to_owned(), "KeyedCounterJob".to_owned())];
         let cases = [
             (json!({"name": "c"}), vec!["/docker-entrypoint.sh", "help"]),
-            (json!({"name": "c", "args": ["jobmanager"]}), vec!["/docker-entrypoint.sh", "jobmanager"]),
+            (
+                json!({"name": "c", "args": ["jobmanager"]}),
+                vec!["/docker-entrypoint.sh", "jobmanager"],
+            ),
             (
                 json!({"name": "c", "command": ["/docker-entrypoint.sh"], "args": ["bash", "-c", "kubernetes-jobmanager.sh kubernetes-session "]}),
-                vec!["/docker-entrypoint.sh", "bash", "-c", "kubernetes-jobmanager.sh kubernetes-session "],
+                vec![
+                    "/docker-entrypoint.sh",
+                    "bash",
+                    "-c",
+                    "kubernetes-jobmanager.sh kubernetes-session ",
+                ],
             ),
             (
                 json!({"name": "c", "args": ["standalone-job", "--job-classname", "$(JOB)"]}),
-                vec!["/docker-entrypoint.sh", "standalone-job", "--job-classname", "KeyedCounterJob"],
+                vec![
+                    "/docker-entrypoint.sh",
+                    "standalone-job",
+                    "--job-classname",
+                    "KeyedCounterJob",
+                ],
             ),
-            (json!({"name": "c", "command": ["sleep", "5"]}), vec!["sleep", "5"]),
+            (
+                json!({"name": "c", "command": ["sleep", "5"]}),
+                vec!["sleep", "5"],
+            ),
         ];
         for (c, expected) in cases {
             assert_eq!(command_line(&container(c.clone()), &env), expected, "{c}");
@@ -424,6 +486,10 @@ mod tests {
         assert_eq!(field_value(&pod, &a, "spec.serviceAccountName").unwrap(), "flink");
         assert_eq!(field_value(&pod, &a, "metadata.labels").unwrap(), "app=\"basic\"");
         assert_eq!(field_value(&pod, &a, "metadata.annotations['none']").unwrap(), "");
-        assert!(field_value(&pod, &a, "status.phase").unwrap_err().contains("status.phase"));
+        assert!(
+            field_value(&pod, &a, "status.phase")
+                .unwrap_err()
+                .contains("status.phase")
+        );
     }
 }

@@ -3,8 +3,8 @@
 
 use k8s_openapi::{
     api::core::v1::{
-        ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-        HostIP, PodCondition, PodIP, PodStatus,
+        ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+        ContainerStatus, HostIP, PodCondition, PodIP, PodStatus,
     },
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::Timestamp,
@@ -170,7 +170,14 @@ pub fn phase(view: &PodView<'_>) -> &'static str {
     }
 }
 
-fn condition(type_: &str, ok: bool, reason: Option<&str>, message: Option<String>, previous: &[PodCondition], now: Timestamp) -> PodCondition {
+fn condition(
+    type_: &str,
+    ok: bool,
+    reason: Option<&str>,
+    message: Option<String>,
+    previous: &[PodCondition],
+    now: Timestamp,
+) -> PodCondition {
     let status = if ok { "True" } else { "False" };
     let kept = previous
         .iter()
@@ -233,12 +240,29 @@ pub fn pod_status(view: &PodView<'_>, previous: &[PodCondition], now: Timestamp)
             "Initialized",
             initialized,
             Some("ContainersNotInitialized"),
-            Some(format!("containers with incomplete status: [{}]", uninitialized.join(" "))),
+            Some(format!(
+                "containers with incomplete status: [{}]",
+                uninitialized.join(" ")
+            )),
             previous,
             now,
         ),
-        condition("Ready", containers_ready, Some("ContainersNotReady"), unready_message.clone(), previous, now),
-        condition("ContainersReady", containers_ready, Some("ContainersNotReady"), unready_message, previous, now),
+        condition(
+            "Ready",
+            containers_ready,
+            Some("ContainersNotReady"),
+            unready_message.clone(),
+            previous,
+            now,
+        ),
+        condition(
+            "ContainersReady",
+            containers_ready,
+            Some("ContainersNotReady"),
+            unready_message,
+            previous,
+            now,
+        ),
         condition("PodScheduled", true, None, None, previous, now),
     ];
     PodStatus {
@@ -271,8 +295,8 @@ mod tests {
             name: "c".into(),
             image: "flink:2.3".into(),
             state,
-            last_terminated: last,
             restart_count: i32::from(last.is_some()),
+            last_terminated: last,
             ready,
             started: ready,
         }
@@ -292,7 +316,11 @@ mod tests {
         }
     }
 
-    fn view<'a>(init: &'a [ContainerView], containers: &'a [ContainerView], policy: RestartPolicy) -> PodView<'a> {
+    fn view<'a>(
+        init: &'a [ContainerView],
+        containers: &'a [ContainerView],
+        policy: RestartPolicy,
+    ) -> PodView<'a> {
         PodView {
             init_containers: init,
             containers,
@@ -311,22 +339,65 @@ mod tests {
         let creating = State::waiting("ContainerCreating", None);
         let backoff = State::waiting("CrashLoopBackOff", None);
         let cases: Vec<(Vec<ContainerView>, Vec<ContainerView>, RestartPolicy, &str)> = vec![
-            (vec![], vec![container(creating.clone(), None, false)], Always, "Pending"),
-            (vec![], vec![container(running(), None, true)], Always, "Running"),
-            (vec![], vec![container(backoff.clone(), Some(exited(137)), false)], Always, "Running"),
-            (vec![], vec![container(exited(0), None, false)], Never, "Succeeded"),
-            (vec![], vec![container(exited(1), None, false)], Never, "Failed"),
-            (vec![], vec![container(exited(1), None, false)], OnFailure, "Running"),
-            (vec![], vec![container(exited(0), None, false)], OnFailure, "Succeeded"),
             (
                 vec![],
-                vec![container(running(), None, true), container(creating.clone(), None, false)],
+                vec![container(creating.clone(), None, false)],
                 Always,
                 "Pending",
             ),
-            (vec![container(running(), None, false)], vec![container(creating.clone(), None, false)], Always, "Pending"),
-            (vec![container(exited(1), None, false)], vec![container(creating, None, false)], Never, "Failed"),
-            (vec![container(exited(0), None, false)], vec![container(running(), None, true)], Never, "Running"),
+            (vec![], vec![container(running(), None, true)], Always, "Running"),
+            (
+                vec![],
+                vec![container(backoff.clone(), Some(exited(137)), false)],
+                Always,
+                "Running",
+            ),
+            (
+                vec![],
+                vec![container(exited(0), None, false)],
+                Never,
+                "Succeeded",
+            ),
+            (vec![], vec![container(exited(1), None, false)], Never, "Failed"),
+            (
+                vec![],
+                vec![container(exited(1), None, false)],
+                OnFailure,
+                "Running",
+            ),
+            (
+                vec![],
+                vec![container(exited(0), None, false)],
+                OnFailure,
+                "Succeeded",
+            ),
+            (
+                vec![],
+                vec![
+                    container(running(), None, true),
+                    container(creating.clone(), None, false),
+                ],
+                Always,
+                "Pending",
+            ),
+            (
+                vec![container(running(), None, false)],
+                vec![container(creating.clone(), None, false)],
+                Always,
+                "Pending",
+            ),
+            (
+                vec![container(exited(1), None, false)],
+                vec![container(creating, None, false)],
+                Never,
+                "Failed",
+            ),
+            (
+                vec![container(exited(0), None, false)],
+                vec![container(running(), None, true)],
+                Never,
+                "Running",
+            ),
         ];
         for (i, (init, containers, policy, expected)) in cases.iter().enumerate() {
             assert_eq!(phase(&view(init, containers, *policy)), *expected, "case {i}");
@@ -348,14 +419,24 @@ mod tests {
         let conditions = status.conditions.unwrap();
         let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
         assert_eq!(ready.status, "False");
-        assert_eq!(ready.message.as_deref(), Some("containers with unready status: [c]"));
+        assert_eq!(
+            ready.message.as_deref(),
+            Some("containers with unready status: [c]")
+        );
         assert_eq!(status.pod_ip.as_deref(), Some("10.244.0.2"));
 
         let containers = [container(running(), None, true)];
-        let later = pod_status(&view(&[], &containers, RestartPolicy::Always), &conditions, at(20));
+        let later = pod_status(
+            &view(&[], &containers, RestartPolicy::Always),
+            &conditions,
+            at(20),
+        );
         let later = later.conditions.unwrap();
         let ready = later.iter().find(|c| c.type_ == "Ready").unwrap();
-        assert_eq!((ready.status.as_str(), ready.last_transition_time.clone()), ("True", Some(Time(at(20)))));
+        assert_eq!(
+            (ready.status.as_str(), ready.last_transition_time.clone()),
+            ("True", Some(Time(at(20))))
+        );
         let scheduled = later.iter().find(|c| c.type_ == "PodScheduled").unwrap();
         assert_eq!(scheduled.last_transition_time, Some(Time(at(10))));
     }
@@ -366,7 +447,16 @@ mod tests {
         let status = pod_status(&view(&[], &containers, RestartPolicy::Always), &[], at(30));
         let c = &status.container_statuses.unwrap()[0];
         assert_eq!(c.restart_count, 1);
-        assert_eq!(c.last_state.as_ref().unwrap().terminated.as_ref().unwrap().exit_code, 137);
+        assert_eq!(
+            c.last_state
+                .as_ref()
+                .unwrap()
+                .terminated
+                .as_ref()
+                .unwrap()
+                .exit_code,
+            137
+        );
         assert!(c.state.as_ref().unwrap().running.is_some());
     }
 }

@@ -59,7 +59,9 @@ async fn write_volume(
         let path = PathBuf::from(&host_path.path);
         match host_path.type_.as_deref().unwrap_or_default() {
             "DirectoryOrCreate" => std::fs::create_dir_all(&path).map_err(io)?,
-            "Directory" if !path.is_dir() => return Err(format!("hostPath {:?} is not a directory", host_path.path)),
+            "Directory" if !path.is_dir() => {
+                return Err(format!("hostPath {:?} is not a directory", host_path.path));
+            }
             "File" if !path.is_file() => return Err(format!("hostPath {:?} is not a file", host_path.path)),
             "FileOrCreate" if !path.exists() => {
                 std::fs::write(&path, b"").map_err(io)?;
@@ -74,51 +76,103 @@ async fn write_volume(
     }
     if let Some(cm) = &volume.config_map {
         let data = sources.config_maps.get(&cm.name);
-        write_keys(target, data, cm.items.as_deref(), cm.optional, &format!("ConfigMap {:?}", cm.name))?;
+        write_keys(
+            target,
+            data,
+            cm.items.as_deref(),
+            cm.optional,
+            &format!("ConfigMap {:?}", cm.name),
+        )?;
         return Ok(target.to_owned());
     }
     if let Some(secret) = &volume.secret {
         let name = secret.secret_name.clone().unwrap_or_default();
         let data = sources.secrets.get(&name);
-        write_keys(target, data, secret.items.as_deref(), secret.optional, &format!("Secret {name:?}"))?;
+        write_keys(
+            target,
+            data,
+            secret.items.as_deref(),
+            secret.optional,
+            &format!("Secret {name:?}"),
+        )?;
         return Ok(target.to_owned());
     }
     if let Some(downward) = &volume.downward_api {
-        write_downward(target, pod, addresses, downward.items.as_deref().unwrap_or_default())?;
+        write_downward(
+            target,
+            pod,
+            addresses,
+            downward.items.as_deref().unwrap_or_default(),
+        )?;
         return Ok(target.to_owned());
     }
     if let Some(projected) = &volume.projected {
         for source in projected.sources.iter().flatten() {
             if let Some(token) = &source.service_account_token {
-                let value = request_token(client, pod, token.audience.clone(), token.expiration_seconds).await?;
+                let value =
+                    request_token(client, pod, token.audience.clone(), token.expiration_seconds).await?;
                 write_file(&target.join(&token.path), value.as_bytes())?;
             }
             if let Some(cm) = &source.config_map {
                 let data = sources.config_maps.get(&cm.name);
-                write_keys(target, data, cm.items.as_deref(), cm.optional, &format!("ConfigMap {:?}", cm.name))?;
+                write_keys(
+                    target,
+                    data,
+                    cm.items.as_deref(),
+                    cm.optional,
+                    &format!("ConfigMap {:?}", cm.name),
+                )?;
             }
             if let Some(secret) = &source.secret {
                 let data = sources.secrets.get(&secret.name);
-                write_keys(target, data, secret.items.as_deref(), secret.optional, &format!("Secret {:?}", secret.name))?;
+                write_keys(
+                    target,
+                    data,
+                    secret.items.as_deref(),
+                    secret.optional,
+                    &format!("Secret {:?}", secret.name),
+                )?;
             }
             if let Some(downward) = &source.downward_api {
-                write_downward(target, pod, addresses, downward.items.as_deref().unwrap_or_default())?;
+                write_downward(
+                    target,
+                    pod,
+                    addresses,
+                    downward.items.as_deref().unwrap_or_default(),
+                )?;
             }
             if source.cluster_trust_bundle.is_some() || source.pod_certificate.is_some() {
-                return Err("projected clusterTrustBundle and podCertificate sources are not supported".to_owned());
+                return Err(
+                    "projected clusterTrustBundle and podCertificate sources are not supported".to_owned(),
+                );
             }
         }
         return Ok(target.to_owned());
     }
     let kind = serde_json::to_value(volume)
         .ok()
-        .and_then(|v| v.as_object().map(|o| o.keys().filter(|k| *k != "name").cloned().collect::<Vec<_>>().join(",")))
+        .and_then(|v| {
+            v.as_object().map(|o| {
+                o.keys()
+                    .filter(|k| *k != "name")
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+        })
         .unwrap_or_default();
-    Err(format!("volume type {kind:?} is not supported by the local runtime"))
+    Err(format!(
+        "volume type {kind:?} is not supported by the local runtime"
+    ))
 }
 
 /// A service account token bound to the pod, as the kubelet requests it.
-async fn request_token(client: &Client, pod: &Pod, audience: Option<String>, expiration: Option<i64>) -> Result<String, String> {
+async fn request_token(
+    client: &Client,
+    pod: &Pod,
+    audience: Option<String>,
+    expiration: Option<i64>,
+) -> Result<String, String> {
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     let account = pod
         .spec
@@ -182,15 +236,21 @@ fn write_keys(
     Ok(())
 }
 
-fn write_downward(dir: &Path, pod: &Pod, addresses: &PodAddresses, items: &[DownwardAPIVolumeFile]) -> Result<(), String> {
+fn write_downward(
+    dir: &Path,
+    pod: &Pod,
+    addresses: &PodAddresses,
+    items: &[DownwardAPIVolumeFile],
+) -> Result<(), String> {
     for item in items {
         let value = if let Some(field) = &item.field_ref {
             field_value(pod, addresses, &field.field_path)?
         } else if let Some(resource) = &item.resource_field_ref {
-            let container = pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.containers.iter().find(|c| Some(&c.name) == resource.container_name.as_ref()));
+            let container = pod.spec.as_ref().and_then(|s| {
+                s.containers
+                    .iter()
+                    .find(|c| Some(&c.name) == resource.container_name.as_ref())
+            });
             resource_value(
                 container.and_then(|c| c.resources.as_ref()),
                 &resource.resource,
@@ -226,19 +286,29 @@ mod tests {
         let items = [KeyToPath {
             key: "config.yaml".into(),
             path: "sub/flink.yaml".into(),
-            mode: None,
+            ..Default::default()
         }];
         write_keys(&dir.join("a"), Some(&data), Some(&items), None, "ConfigMap \"c\"").unwrap();
-        assert_eq!(std::fs::read_to_string(dir.join("a/sub/flink.yaml")).unwrap(), "a: 1");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("a/sub/flink.yaml")).unwrap(),
+            "a: 1"
+        );
         assert!(!dir.join("a/log4j-console.properties").exists());
         write_keys(&dir.join("b"), Some(&data), None, None, "ConfigMap \"c\"").unwrap();
         assert!(dir.join("b/log4j-console.properties").exists());
         let missing = [KeyToPath {
             key: "nope".into(),
             path: "nope".into(),
-            mode: None,
+            ..Default::default()
         }];
-        let error = write_keys(&dir.join("c"), Some(&data), Some(&missing), None, "ConfigMap \"c\"").unwrap_err();
+        let error = write_keys(
+            &dir.join("c"),
+            Some(&data),
+            Some(&missing),
+            None,
+            "ConfigMap \"c\"",
+        )
+        .unwrap_err();
         assert_eq!(error, "key \"nope\" of ConfigMap \"c\" not found");
         assert_eq!(
             write_keys(&dir.join("d"), None, None, None, "Secret \"s\"").unwrap_err(),
