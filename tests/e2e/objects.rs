@@ -266,6 +266,57 @@ pub fn native_session(namespace: &str, id: &str, version: &str) -> Vec<Value> {
     objects
 }
 
+/// A native application cluster `id` running the test job from its jar in the image
+/// (`local:///opt/flink/usrlib/...`), as Flink's `KubernetesClusterDescriptor` deploys it.
+pub fn native_application(namespace: &str, id: &str, version: &str, job_id: &str) -> Vec<Value> {
+    let jar = objects_jar_name(version);
+    let mut objects = native_session(namespace, id, version);
+    let extra = [
+        ("kubernetes.cluster-id", id.to_owned()),
+        ("kubernetes.namespace", namespace.to_owned()),
+        ("kubernetes.container.image.ref", image(version)),
+        ("kubernetes.service-account", "flink".to_owned()),
+        ("kubernetes.taskmanager.cpu.amount", "0.5".to_owned()),
+        ("kubernetes.jobmanager.cpu.amount", "0.5".to_owned()),
+        (
+            "kubernetes.internal.jobmanager.entrypoint.class",
+            "org.apache.flink.kubernetes.entrypoint.KubernetesApplicationClusterEntrypoint".to_owned(),
+        ),
+        ("internal.cluster.execution-mode", "NORMAL".to_owned()),
+        ("execution.target", "kubernetes-application".to_owned()),
+        ("jobmanager.rpc.address", format!("{id}.{namespace}")),
+        ("jobmanager.rpc.port", "6123".to_owned()),
+        ("pipeline.jars", format!("local:///opt/flink/usrlib/{jar}")),
+        ("$internal.application.main", flink_harness::JOB_CLASS.to_owned()),
+        (
+            "$internal.application.program-args",
+            "--rate;20;--keys;4".to_owned(),
+        ),
+        ("$internal.pipeline.job-id", job_id.to_owned()),
+        ("execution.shutdown-on-application-finish", "false".to_owned()),
+    ];
+    let labels = json!({"app": id, "type": "flink-native-kubernetes"});
+    for object in &mut objects {
+        if object["kind"] == "ConfigMap" {
+            *object = config_map(namespace, &format!("flink-config-{id}"), &labels, version, &extra);
+        }
+        if object["kind"] == "Deployment" {
+            object["spec"]["template"]["spec"]["containers"][0]["args"] =
+                json!(["bash", "-c", "kubernetes-jobmanager.sh kubernetes-application "]);
+        }
+    }
+    objects
+}
+
+/// The file name of the test job's jar, as the pods see it in /opt/flink/usrlib.
+fn objects_jar_name(version: &str) -> String {
+    job_jar(version)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// Creates each object through the API server.
 pub async fn create_all(client: &Client, objects: &[Value]) {
     for object in objects {

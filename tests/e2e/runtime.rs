@@ -254,6 +254,117 @@ async fn a_native_session_cluster_creates_its_taskmanagers_through_the_api_serve
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_application_cluster_runs_the_test_job_from_its_local_jar() {
+    let client = harness::client().await;
+    let ns = TestNamespace::new(&client, "rt-native-app").await;
+    let _logs = LogsOnFailure(ns.name.clone());
+    let version = flink_harness::versions().first().unwrap().clone();
+    let job = JobId::random();
+    let started = Instant::now();
+    objects::create_all(
+        &client,
+        &objects::native_application(&ns.name, "app", &version, job.as_str()),
+    )
+    .await;
+
+    let address = rest_address(&client, &ns.name, "app").await;
+    let rest = rest_client(&address);
+    wait_for_running_job(&rest, &job).await;
+    let to_running = started.elapsed();
+    let tms = harness::wait_for_ready_pods(&client, &ns.name, "app=app,component=taskmanager", 1).await;
+    assert_eq!(tms[0].metadata.name.as_deref(), Some("app-taskmanager-1-1"));
+    eprintln!(
+        "MEASURED native application cluster (Flink {version}): Deployment created -> job RUNNING in {:.1} s; JM + TM RSS {} MiB",
+        to_running.as_secs_f64(),
+        harness::namespace_rss(&ns.name) / MIB
+    );
+
+    delete_deployments(&client, &ns.name, &["app"], "app=app").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_policies_init_containers_and_grace_periods_follow_the_kubelet() {
+    let client = harness::client().await;
+    let ns = TestNamespace::new(&client, "rt-lifecycle").await;
+    let _logs = LogsOnFailure(ns.name.clone());
+    let image = objects::image(flink_harness::versions().last().unwrap());
+    let bash = |name: &str, policy: &str, init: Option<&str>, script: &str, grace: i64| {
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns.name},
+            "spec": {
+                "restartPolicy": policy,
+                "terminationGracePeriodSeconds": grace,
+                "containers": [{"name": "main", "image": image, "command": ["bash", "-c", script],
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                "volumes": [{"name": "data", "emptyDir": {}}],
+            },
+        });
+        if let Some(init) = init {
+            pod["spec"]["initContainers"] = json!([{"name": "init", "image": image, "command": ["bash", "-c", init],
+                                                    "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]);
+        }
+        pod
+    };
+    objects::create_all(
+        &client,
+        &[
+            bash("fails", "Never", None, "exit 3", 30),
+            // The init container's file and the first run's marker survive in the emptyDir;
+            // the second run succeeds.
+            bash(
+                "retries",
+                "OnFailure",
+                Some("echo ready > /data/init"),
+                "test -e /data/init || exit 2; test -e /data/ran && exit 0; touch /data/ran; exit 1",
+                30,
+            ),
+            // Ignores SIGTERM: only SIGKILL after the grace period stops it.
+            bash("stubborn", "Always", None, "trap '' TERM; sleep 1000", 2),
+        ],
+    )
+    .await;
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    let phase_of = |name: &'static str, phase: &'static str| {
+        let api = api.clone();
+        async move {
+            wait_for(&format!("{name} {phase}"), Duration::from_secs(60), || async {
+                let pod = api.get(name).await.ok()?;
+                (pod.status.as_ref()?.phase.as_deref() == Some(phase)).then_some(pod)
+            })
+            .await
+        }
+    };
+    let failed = phase_of("fails", "Failed").await;
+    let status = failed.status.unwrap().container_statuses.unwrap()[0].clone();
+    assert_eq!(status.state.unwrap().terminated.unwrap().exit_code, 3);
+    assert_eq!(status.restart_count, 0);
+
+    let retried = phase_of("retries", "Succeeded").await.status.unwrap();
+    let main = retried.container_statuses.unwrap()[0].clone();
+    assert_eq!(main.restart_count, 1, "{main:?}");
+    assert_eq!(main.last_state.unwrap().terminated.unwrap().exit_code, 1);
+    assert_eq!(main.state.unwrap().terminated.unwrap().exit_code, 0);
+    let init = retried.init_container_statuses.unwrap()[0].clone();
+    assert_eq!(init.state.unwrap().terminated.unwrap().exit_code, 0);
+
+    let stubborn = phase_of("stubborn", "Running").await;
+    let pid = harness::container_pid(&stubborn, "main").unwrap();
+    let deleting = Instant::now();
+    api.delete("stubborn", &DeleteParams::default()).await.unwrap();
+    wait_for("stubborn deleted", Duration::from_secs(30), || async {
+        api.get_opt("stubborn").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let took = deleting.elapsed();
+    assert!(!harness::alive(pid));
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+        "a process ignoring SIGTERM is killed after its 2 s grace period, took {took:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clusters_run_side_by_side_with_the_same_names_and_ports() {
     let client = harness::client().await;
     let versions = flink_harness::versions();

@@ -209,14 +209,27 @@ async fn rest_client_drives_a_session_cluster_through_savepoints_stop_and_restor
         let saved = harness::read_counts(&out);
 
         // A savepoint or stop of a job that is gone is a distinct outcome, not a failure.
-        let gone = flink
-            .trigger_savepoint(&job, None, SavepointFormat::Canonical)
-            .await
-            .unwrap();
-        let outcome = settle("savepoint of a finished job", || {
-            flink.savepoint_status(&job, &gone)
-        })
-        .await;
+        // Right after FINISHED the JobMaster may still be shutting down, and then answers
+        // "is not a streaming job"; once it is gone the answer is JobNotFound.
+        let mut outcome = None;
+        for _ in 0..40 {
+            let gone = flink
+                .trigger_savepoint(&job, None, SavepointFormat::Canonical)
+                .await
+                .unwrap();
+            let status = settle("savepoint of a finished job", || {
+                flink.savepoint_status(&job, &gone)
+            })
+            .await;
+            let shutting_down =
+                matches!(&status, OperationStatus::Failed(f) if f.message.contains("is not a streaming job"));
+            outcome = Some(status);
+            if !shutting_down {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let outcome = outcome.unwrap();
         assert!(matches!(outcome, OperationStatus::JobNotFound(_)), "{outcome:?}");
         // An id the JobManager never issued (as after its restart) is another.
         let unknown = flink.savepoint_status(&job, &TriggerId::random()).await.unwrap();
