@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Measures the local runtime: how long from creating a Flink cluster's Deployments to its
-# job RUNNING, and the resident memory of the cluster's processes, for a standalone
-# application cluster (oldest Flink version of tests/flink/versions) and a native session
-# cluster (newest version), plus two session clusters side by side.
+# job RUNNING, and the resident memory of the cluster's processes, for a standalone and a
+# native application cluster (oldest Flink version of tests/flink/versions) and a native
+# session cluster (newest version), plus two session clusters side by side.
 #
 #   bench/local-runtime.sh [runs]     (default 3; needs root, like the end-to-end tests)
 #
@@ -22,6 +22,7 @@ for i in $(seq 1 "$runs"); do
     cargo test --quiet --test e2e -- --test-threads=1 --nocapture \
         a_standalone_application_cluster_runs_the_test_job \
         a_native_session_cluster_creates_its_taskmanagers_through_the_api_server \
+        a_native_application_cluster_runs_the_test_job_from_its_local_jar \
         two_clusters_run_side_by_side_with_the_same_names_and_ports \
         2>&1 | grep -o 'MEASURED.*' | tee -a "$out/measured"
 done

@@ -92,6 +92,7 @@ pub struct Worker {
     start_time: Option<Timestamp>,
     sandbox_message: Option<String>,
     published: Option<serde_json::Value>,
+    seen: Instant,
     exits_tx: mpsc::UnboundedSender<Exit>,
     exits: mpsc::UnboundedReceiver<Exit>,
     verdicts_tx: mpsc::UnboundedSender<ProbeVerdict>,
@@ -178,6 +179,7 @@ impl Worker {
             start_time: None,
             sandbox_message: None,
             published: None,
+            seen: Instant::now(),
             exits_tx,
             exits,
             verdicts_tx,
@@ -652,7 +654,9 @@ impl Worker {
             "Started container {name} (pid {pid}) from the local Flink {} distribution",
             distribution.version
         );
-        tracing::info!(container = %name, pid, "started");
+        // The runtime's own share of a pod start: from seeing the pod to its process running.
+        let since_seen_ms = self.seen.elapsed().as_millis() as u64;
+        tracing::info!(container = %name, pid, since_seen_ms, "started");
         self.ctx.event(&self.reference, false, "Started", note).await;
     }
 
