@@ -7,3 +7,4 @@
 
 pub mod caches;
 pub mod flink;
+pub mod resources;

@@ -1,0 +1,143 @@
+//! The Flink configuration file a cluster's ConfigMap carries, in the format its Flink
+//! version reads: `flink-conf.yaml` (flat `key: value` lines) before 2.0, `config.yaml`
+//! (nested standard YAML) from 2.0, as the Apache operator writes them.
+
+use std::collections::BTreeMap;
+
+use flink_operator_api::common::FlinkVersion;
+use serde_yaml::{Mapping, Value};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfFileError {
+    #[error(
+        "configuration keys {short:?} and {long:?} overlap: {short:?} cannot be both a value and a section in config.yaml"
+    )]
+    OverlappingKeys { short: String, long: String },
+}
+
+/// The file name and content for `version`.
+pub fn render(
+    version: FlinkVersion,
+    config: &BTreeMap<String, String>,
+) -> Result<(&'static str, String), ConfFileError> {
+    if version.is_at_least(FlinkVersion::V2_0) {
+        Ok(("config.yaml", nested(config)?))
+    } else {
+        Ok(("flink-conf.yaml", flat(config)))
+    }
+}
+
+/// `key: value` lines; values that YAML would read differently are quoted.
+fn flat(config: &BTreeMap<String, String>) -> String {
+    config
+        .iter()
+        .map(|(key, value)| format!("{key}: {}\n", scalar(value)))
+        .collect()
+}
+
+/// A value as a YAML scalar that reads back as the same string.
+fn scalar(value: &str) -> String {
+    let plain = serde_yaml::from_str::<Value>(value).ok() == Some(Value::String(value.to_owned()))
+        || (!value.is_empty()
+            && serde_yaml::from_str::<Value>(value).is_ok_and(|v| v.is_number() || v.is_bool()));
+    if plain && !value.contains(": ") && !value.starts_with(['#', '&', '*', '!', '|', '>', '%', '@', '`']) {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', "''"))
+    }
+}
+
+/// Nested YAML: `a.b.c: v` becomes `a: {b: {c: v}}`. A key that is a prefix of another
+/// cannot be written (Flink's own writer refuses it too).
+fn nested(config: &BTreeMap<String, String>) -> Result<String, ConfFileError> {
+    let keys: Vec<&String> = config.keys().collect();
+    for pair in keys.windows(2) {
+        if pair[1].starts_with(&format!("{}.", pair[0])) {
+            return Err(ConfFileError::OverlappingKeys {
+                short: pair[0].clone(),
+                long: pair[1].clone(),
+            });
+        }
+    }
+    let mut root = Mapping::new();
+    for (key, value) in config {
+        let parts: Vec<&str> = key.split('.').collect();
+        let mut node = &mut root;
+        for part in &parts[..parts.len() - 1] {
+            let entry = node
+                .entry(Value::String((*part).to_owned()))
+                .or_insert_with(|| Value::Mapping(Mapping::new()));
+            node = match entry {
+                Value::Mapping(m) => m,
+                _ => unreachable!("prefix keys were refused above"),
+            };
+        }
+        node.insert(
+            Value::String(parts[parts.len() - 1].to_owned()),
+            Value::String(value.clone()),
+        );
+    }
+    Ok(serde_yaml::to_string(&Value::Mapping(root)).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn versions_before_2_get_flat_flink_conf_yaml() {
+        let (name, text) = render(
+            FlinkVersion::V1_20,
+            &config(&[
+                ("taskmanager.numberOfTaskSlots", "2"),
+                ("env.java.opts.all", "--add-opens=java.base/java.lang=ALL-UNNAMED"),
+                ("pipeline.name", "a: b"),
+                ("empty", ""),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(name, "flink-conf.yaml");
+        assert_eq!(
+            text,
+            "empty: ''\nenv.java.opts.all: --add-opens=java.base/java.lang=ALL-UNNAMED\npipeline.name: 'a: b'\ntaskmanager.numberOfTaskSlots: 2\n"
+        );
+    }
+
+    #[test]
+    fn versions_from_2_get_nested_config_yaml() {
+        let (name, text) = render(
+            FlinkVersion::V2_3,
+            &config(&[
+                ("kubernetes.cluster-id", "basic"),
+                ("kubernetes.namespace", "ns"),
+                ("rest.port", "8081"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(name, "config.yaml");
+        let back: Value = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(back["kubernetes"]["cluster-id"], Value::String("basic".into()));
+        assert_eq!(back["rest"]["port"], Value::String("8081".into()));
+    }
+
+    #[test]
+    fn overlapping_keys_are_refused_for_nested_yaml() {
+        let error = render(FlinkVersion::V2_0, &config(&[("a", "1"), ("a.b", "2")])).unwrap_err();
+        assert_eq!(
+            error,
+            ConfFileError::OverlappingKeys {
+                short: "a".into(),
+                long: "a.b".into()
+            }
+        );
+        // Flat files have no such limit.
+        assert!(render(FlinkVersion::V1_20, &config(&[("a", "1"), ("a.b", "2")])).is_ok());
+    }
+}
