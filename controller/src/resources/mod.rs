@@ -2,6 +2,7 @@
 //! resource and its configuration: the Flink configuration and its file, the merged pod
 //! templates, and the ConfigMap, Deployments and Services of native and standalone mode.
 
+pub mod cluster;
 pub mod conf_file;
 pub mod flink_config;
 pub mod pod_template;

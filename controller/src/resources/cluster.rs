@@ -1,0 +1,756 @@
+//! The Kubernetes objects of a FlinkDeployment's cluster, named, labelled and shaped as
+//! Flink's own Kubernetes integration (native mode) and the Apache operator's standalone
+//! mode make them, so that tools and dashboards built for those keep working.
+//!
+//! Native: the JobManager Deployment `<id>` (`kubernetes-jobmanager.sh`), the REST Service
+//! `<id>-rest`, the internal Service `<id>` (without HA), `flink-config-<id>` and, with a
+//! TaskManager pod template, `pod-template-<id>`; the JobManager creates its TaskManager pods
+//! itself. Standalone adds the TaskManager Deployment `<id>-taskmanager` and always has the
+//! internal Service. The JobManager Deployment is owned by the FlinkDeployment; the
+//! ConfigMaps and Services by the JobManager Deployment, so they go with it.
+
+use std::collections::BTreeMap;
+
+use flink_operator_api::{
+    FlinkDeployment,
+    common::KubernetesDeploymentMode,
+    keys::{self, flink as k},
+};
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{ConfigMap, Service},
+};
+use kube::ResourceExt;
+use serde_json::{Value, json};
+
+use super::{
+    conf_file::{self, ConfFileError},
+    flink_config::{self, ha_enabled},
+    pod_template,
+};
+
+pub const MAIN_CONTAINER: &str = "flink-main-container";
+const CONF_DIR: &str = "/opt/flink/conf";
+const POD_TEMPLATE_DIR: &str = "/opt/flink/pod-template";
+const TM_POD_TEMPLATE_FILE: &str = "taskmanager-pod-template.yaml";
+const STANDALONE_TYPE: &str = "flink-standalone-kubernetes";
+
+/// Log configuration used when the resource sets none: console and the file Flink's
+/// scripts name in `log.file`.
+const DEFAULT_LOG4J_CONSOLE: &str = "\
+rootLogger.level = INFO
+rootLogger.appenderRef.console.ref = ConsoleAppender
+rootLogger.appenderRef.rolling.ref = RollingFileAppender
+logger.pekko.name = org.apache.pekko
+logger.pekko.level = INFO
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = INFO
+logger.zookeeper.name = org.apache.zookeeper
+logger.zookeeper.level = INFO
+appender.console.name = ConsoleAppender
+appender.console.type = CONSOLE
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %-60c %x - %m%n
+appender.rolling.name = RollingFileAppender
+appender.rolling.type = RollingFile
+appender.rolling.append = true
+appender.rolling.fileName = ${sys:log.file}
+appender.rolling.filePattern = ${sys:log.file}.%i
+appender.rolling.layout.type = PatternLayout
+appender.rolling.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %-60c %x - %m%n
+appender.rolling.policies.type = Policies
+appender.rolling.policies.size.type = SizeBasedTriggeringPolicy
+appender.rolling.policies.size.size = 100MB
+appender.rolling.strategy.type = DefaultRolloverStrategy
+appender.rolling.strategy.max = 10
+";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{0}")]
+    Config(#[from] flink_config::ConfigError),
+    #[error("{0}")]
+    ConfFile(#[from] ConfFileError),
+    #[error("{field} is not a valid pod template: {reason}")]
+    PodTemplate { field: &'static str, reason: String },
+    #[error("the built {what} is not a valid Kubernetes object: {reason}")]
+    Invalid { what: String, reason: String },
+}
+
+/// Everything a cluster is made of.
+#[derive(Debug, Clone)]
+pub struct ClusterObjects {
+    /// Created first; its UID owns the ConfigMaps and Services.
+    pub job_manager: Deployment,
+    pub task_manager: Option<Deployment>,
+    pub config_maps: Vec<ConfigMap>,
+    pub services: Vec<Service>,
+}
+
+/// Builds the cluster of `deployment` from its Flink configuration (see
+/// [`flink_config::build`]). `job_manager_uid` is the UID of the existing JobManager
+/// Deployment, for the owner references of the other objects (None before it exists).
+pub fn build(
+    deployment: &FlinkDeployment,
+    config: &BTreeMap<String, String>,
+    merge_arrays_by_name: bool,
+    job_manager_uid: Option<&str>,
+) -> Result<ClusterObjects, ClusterError> {
+    let spec = &deployment.spec;
+    let id = deployment.name_any();
+    let namespace = deployment.namespace().unwrap_or_default();
+    let version = spec.flink_version.ok_or(flink_config::ConfigError::NoVersion)?;
+    let standalone = spec.mode_or_default() == KubernetesDeploymentMode::Standalone;
+    let ha = ha_enabled(config);
+    let cluster_type = if standalone {
+        STANDALONE_TYPE
+    } else {
+        keys::labels::TYPE_NATIVE
+    };
+    let common = json!({"app": id, "type": cluster_type});
+    let with_component = |component: &str| {
+        let mut labels = common.clone();
+        labels["component"] = json!(component);
+        labels
+    };
+
+    let template = |t: Option<&flink_operator_api::PodTemplate>| -> Value {
+        t.map(|t| t.to_value()).unwrap_or(Value::Null)
+    };
+    let common_template = template(spec.pod_template.as_ref());
+    let jm_template = pod_template::merge(
+        &common_template,
+        &template(spec.job_manager.as_ref().and_then(|j| j.pod_template.as_ref())),
+        merge_arrays_by_name,
+    );
+    let tm_template = pod_template::merge(
+        &common_template,
+        &template(spec.task_manager.as_ref().and_then(|t| t.pod_template.as_ref())),
+        merge_arrays_by_name,
+    );
+    for (field, t) in [
+        ("spec.jobManager.podTemplate", &jm_template),
+        ("spec.taskManager.podTemplate", &tm_template),
+    ] {
+        if !t.is_null() && !t.is_object() {
+            return Err(ClusterError::PodTemplate {
+                field,
+                reason: "not an object".to_owned(),
+            });
+        }
+    }
+
+    // The native JobManager reads the TaskManager template from a file of its own.
+    let mut config = config.clone();
+    let has_tm_template = !standalone && !tm_template.is_null();
+    if has_tm_template {
+        config.insert(
+            k::KUBERNETES_POD_TEMPLATE_FILE_TASKMANAGER.to_owned(),
+            format!("{POD_TEMPLATE_DIR}/{TM_POD_TEMPLATE_FILE}"),
+        );
+    }
+    let (conf_name, conf_text) = conf_file::render(version, &config)?;
+    let logs = spec.log_configuration.clone().unwrap_or_else(|| {
+        [(
+            "log4j-console.properties".to_owned(),
+            DEFAULT_LOG4J_CONSOLE.to_owned(),
+        )]
+        .into()
+    });
+    let mut conf_data: BTreeMap<String, String> = logs
+        .into_iter()
+        .filter(|(key, _)| key == "log4j-console.properties" || key == "logback-console.xml")
+        .collect();
+    let mut items: Vec<Value> = conf_data
+        .keys()
+        .map(|key| json!({"key": key, "path": key}))
+        .collect();
+    conf_data.insert(conf_name.to_owned(), conf_text);
+    items.push(json!({"key": conf_name, "path": conf_name}));
+
+    let job_manager_owner = job_manager_uid.map(|uid| {
+        json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": id, "uid": uid,
+                "controller": true, "blockOwnerDeletion": true}])
+    });
+    let resource_owner = deployment.metadata.uid.as_ref().map(|uid| {
+        json!([{"apiVersion": keys::API_VERSION, "kind": keys::kinds::FLINK_DEPLOYMENT, "name": id, "uid": uid,
+                "controller": false, "blockOwnerDeletion": true}])
+    });
+    let metadata = |name: &str, labels: &Value, owners: &Option<Value>| {
+        let mut meta = json!({"name": name, "namespace": namespace, "labels": labels});
+        if let Some(owners) = owners {
+            meta["ownerReferences"] = owners.clone();
+        }
+        meta
+    };
+
+    let mut config_maps = vec![typed::<ConfigMap>(
+        "ConfigMap",
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": metadata(&format!("flink-config-{id}"), &common, &job_manager_owner),
+            "data": conf_data,
+        }),
+    )?];
+    if has_tm_template {
+        let text = serde_yaml::to_string(&tm_template).map_err(|e| ClusterError::PodTemplate {
+            field: "spec.taskManager.podTemplate",
+            reason: e.to_string(),
+        })?;
+        config_maps.push(typed(
+            "ConfigMap",
+            json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": metadata(&format!("pod-template-{id}"), &common, &job_manager_owner),
+                "data": {TM_POD_TEMPLATE_FILE: text},
+            }),
+        )?);
+    }
+
+    let rest_port: i64 = config
+        .get(k::REST_PORT)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(8081);
+    let rpc_port: i64 = config
+        .get("jobmanager.rpc.port")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(6123);
+    let blob_port: i64 = config
+        .get("blob.server.port")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(6124);
+    let jm_selector = with_component(keys::labels::COMPONENT_JOB_MANAGER);
+    let mut services = vec![typed::<Service>(
+        "Service",
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": metadata(&format!("{id}-rest"), &common, &job_manager_owner),
+            "spec": {
+                "type": config.get(k::KUBERNETES_REST_SERVICE_EXPOSED_TYPE).map(String::as_str)
+                    .filter(|t| *t != "Headless_ClusterIP").unwrap_or("ClusterIP"),
+                "selector": jm_selector,
+                "ports": [{"name": "rest", "port": rest_port, "targetPort": rest_port}],
+            },
+        }),
+    )?];
+    if standalone || !ha {
+        services.push(typed(
+            "Service",
+            json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": metadata(&id, &common, &job_manager_owner),
+                "spec": {
+                    "clusterIP": "None",
+                    "selector": jm_selector,
+                    "ports": [{"name": "jobmanager-rpc", "port": rpc_port}, {"name": "blobserver", "port": blob_port}],
+                },
+            }),
+        )?);
+    }
+
+    // The JobManager.
+    let pod_ip_env = json!({"name": "_POD_IP_ADDRESS", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}});
+    let (jm_command, jm_args) = if standalone {
+        (
+            json!(["/docker-entrypoint.sh"]),
+            json!(standalone_jm_args(deployment, &config, ha)),
+        )
+    } else {
+        let entry = if spec.job.is_some() {
+            "kubernetes-application"
+        } else {
+            "kubernetes-session"
+        };
+        (
+            json!(["/docker-entrypoint.sh"]),
+            json!(["bash", "-c", format!("kubernetes-jobmanager.sh {entry} ")]),
+        )
+    };
+    let mut jm_mounts = vec![json!({"name": "flink-config-volume", "mountPath": CONF_DIR})];
+    let mut jm_volumes = vec![
+        json!({"name": "flink-config-volume", "configMap": {"name": format!("flink-config-{id}"), "items": items}}),
+    ];
+    if !standalone {
+        jm_mounts.push(json!({"name": "user-artifacts-volume", "mountPath": "/opt/flink/artifacts"}));
+        jm_volumes.push(json!({"name": "user-artifacts-volume", "emptyDir": {}}));
+    }
+    if has_tm_template {
+        jm_mounts.push(json!({"name": "pod-template-volume", "mountPath": POD_TEMPLATE_DIR}));
+        jm_volumes.push(
+            json!({"name": "pod-template-volume", "configMap": {"name": format!("pod-template-{id}"),
+            "items": [{"key": TM_POD_TEMPLATE_FILE, "path": TM_POD_TEMPLATE_FILE}]}}),
+        );
+    }
+    let mut jm_container = json!({
+        "name": MAIN_CONTAINER,
+        "command": jm_command,
+        "args": jm_args,
+        "ports": [
+            {"name": "rest", "containerPort": rest_port},
+            {"name": "jobmanager-rpc", "containerPort": rpc_port},
+            {"name": "blobserver", "containerPort": blob_port},
+        ],
+        "env": [pod_ip_env],
+        "resources": container_resources(&config, "jobmanager"),
+        "volumeMounts": jm_mounts,
+    });
+    if config
+        .get(keys::operator::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED)
+        .is_none_or(|v| v != "false")
+    {
+        jm_container["startupProbe"] = json!({
+            "httpGet": {"path": "/config", "port": "rest"}, "periodSeconds": 1, "failureThreshold": 2147483647,
+        });
+    }
+    let generation = deployment.metadata.generation.unwrap_or_default().to_string();
+    let jm_pod = decorate_pod(
+        &jm_template,
+        &jm_selector,
+        json!({keys::annotations::DEPLOYMENT_GENERATION: generation}),
+        service_account(&config, "jobmanager"),
+        jm_container,
+        jm_volumes,
+        &config,
+    );
+    let jm_replicas: i64 = config
+        .get(k::KUBERNETES_JOBMANAGER_REPLICAS)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let mut jm_meta = metadata(&id, &jm_selector, &resource_owner);
+    jm_meta["annotations"] = json!({keys::annotations::DEPLOYMENT_GENERATION: generation});
+    let job_manager = typed::<Deployment>(
+        "JobManager Deployment",
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": jm_meta,
+            "spec": {
+                "replicas": jm_replicas,
+                "selector": {"matchLabels": jm_selector},
+                "strategy": {"type": "Recreate"},
+                "template": jm_pod,
+            },
+        }),
+    )?;
+
+    let task_manager = if standalone {
+        let tm_selector = with_component(keys::labels::COMPONENT_TASK_MANAGER);
+        let tm_container = json!({
+            "name": MAIN_CONTAINER,
+            "command": ["/docker-entrypoint.sh"],
+            "args": ["taskmanager"],
+            "ports": [{"name": "taskmanager-rpc", "containerPort": 6122}],
+            "resources": container_resources(&config, "taskmanager"),
+            "volumeMounts": [{"name": "flink-config-volume", "mountPath": CONF_DIR}],
+        });
+        let tm_volumes = vec![
+            json!({"name": "flink-config-volume", "configMap": {"name": format!("flink-config-{id}"), "items": items_of(&config_maps[0])}}),
+        ];
+        let tm_pod = decorate_pod(
+            &tm_template,
+            &tm_selector,
+            json!({}),
+            service_account(&config, "taskmanager"),
+            tm_container,
+            tm_volumes,
+            &config,
+        );
+        let replicas: i64 = config
+            .get("kubernetes.internal.taskmanager.replicas")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(1);
+        Some(typed::<Deployment>(
+            "TaskManager Deployment",
+            json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": metadata(&format!("{id}-taskmanager"), &tm_selector, &resource_owner),
+                "spec": {"replicas": replicas, "selector": {"matchLabels": tm_selector}, "template": tm_pod},
+            }),
+        )?)
+    } else {
+        None
+    };
+    Ok(ClusterObjects {
+        job_manager,
+        task_manager,
+        config_maps,
+        services,
+    })
+}
+
+fn items_of(config_map: &ConfigMap) -> Vec<Value> {
+    config_map
+        .data
+        .iter()
+        .flatten()
+        .map(|(key, _)| json!({"key": key, "path": key}))
+        .collect()
+}
+
+/// `standalone-job` arguments, in the Apache operator's order.
+fn standalone_jm_args(
+    deployment: &FlinkDeployment,
+    config: &BTreeMap<String, String>,
+    ha: bool,
+) -> Vec<String> {
+    let Some(job) = &deployment.spec.job else {
+        let mut args = vec!["jobmanager".to_owned()];
+        if ha {
+            args.extend([
+                "-D".to_owned(),
+                "jobmanager.rpc.address=$(_POD_IP_ADDRESS)".to_owned(),
+            ]);
+        }
+        return args;
+    };
+    let mut args = vec!["standalone-job".to_owned()];
+    if let Some(class) = &job.entry_class {
+        args.extend(["--job-classname".to_owned(), class.clone()]);
+    }
+    if config
+        .get(k::EXECUTION_SAVEPOINT_IGNORE_UNCLAIMED_STATE)
+        .is_some_and(|v| v == "true")
+    {
+        args.push("--allowNonRestoredState".to_owned());
+    }
+    if let Some(path) = config.get(k::EXECUTION_SAVEPOINT_PATH) {
+        args.extend(["--fromSavepoint".to_owned(), path.clone()]);
+    }
+    if let Some(job_id) = config.get(k::INTERNAL_PIPELINE_JOB_ID) {
+        args.extend(["--job-id".to_owned(), job_id.clone()]);
+    }
+    if ha {
+        args.extend([
+            "-D".to_owned(),
+            "jobmanager.rpc.address=$(_POD_IP_ADDRESS)".to_owned(),
+        ]);
+    }
+    args.extend(job.args.iter().flatten().cloned());
+    args
+}
+
+fn service_account(config: &BTreeMap<String, String>, role: &str) -> String {
+    config
+        .get(&format!("kubernetes.{role}.service-account"))
+        .or_else(|| config.get(k::KUBERNETES_SERVICE_ACCOUNT))
+        .cloned()
+        .unwrap_or_else(|| "default".to_owned())
+}
+
+/// Requests from the configured process size and CPU, limits by the limit factors.
+fn container_resources(config: &BTreeMap<String, String>, role: &str) -> Value {
+    let memory = config
+        .get(&format!("{role}.memory.process.size"))
+        .and_then(|m| flink_config::flink_memory(m))
+        .and_then(|m| memory_mib(&m))
+        .unwrap_or(if role == "jobmanager" { 1600 } else { 1728 });
+    let cpu: f64 = config
+        .get(&format!("kubernetes.{role}.cpu.amount"))
+        .and_then(|c| c.parse().ok())
+        .filter(|c: &f64| *c > 0.0)
+        .unwrap_or(1.0);
+    let factor = |what: &str| -> f64 {
+        config
+            .get(&format!("kubernetes.{role}.{what}.limit-factor"))
+            .and_then(|f| f.parse().ok())
+            .unwrap_or(1.0)
+    };
+    let quantity = |n: f64| {
+        if n.fract() == 0.0 {
+            format!("{n:.0}")
+        } else {
+            format!("{}m", (n * 1000.0).round())
+        }
+    };
+    json!({
+        "requests": {"memory": format!("{memory}Mi"), "cpu": quantity(cpu)},
+        "limits": {"memory": format!("{}Mi", (memory as f64 * factor("memory")).round()), "cpu": quantity(cpu * factor("cpu"))},
+    })
+}
+
+/// MiB of a Flink memory size.
+fn memory_mib(value: &str) -> Option<u64> {
+    let v = value.trim().to_ascii_lowercase();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let bytes = match unit.trim() {
+        "" | "b" | "bytes" => number,
+        "k" | "kb" => number << 10,
+        "m" | "mb" => number << 20,
+        "g" | "gb" => number << 30,
+        "t" | "tb" => number << 40,
+        _ => return None,
+    };
+    Some(bytes >> 20)
+}
+
+/// The pod template of a role's Deployment: the merged user template, with Flink's
+/// decorations over it (labels and annotations merged, the main container's identity and
+/// resources set, ports, env, mounts and volumes added; sidecars kept before it).
+fn decorate_pod(
+    template: &Value,
+    labels: &Value,
+    annotations: Value,
+    service_account: String,
+    main: Value,
+    volumes: Vec<Value>,
+    config: &BTreeMap<String, String>,
+) -> Value {
+    let mut pod = match template {
+        Value::Object(_) => template.clone(),
+        _ => json!({}),
+    };
+    let meta = pod
+        .as_object_mut()
+        .map(|o| o.entry("metadata").or_insert_with(|| json!({})).clone());
+    let mut meta = meta.unwrap_or_else(|| json!({}));
+    let mut merged_labels = meta.get("labels").cloned().unwrap_or_else(|| json!({}));
+    if let (Some(target), Some(source)) = (merged_labels.as_object_mut(), labels.as_object()) {
+        for (key, value) in source {
+            target.insert(key.clone(), value.clone());
+        }
+    }
+    meta["labels"] = merged_labels;
+    let mut merged_annotations = meta.get("annotations").cloned().unwrap_or_else(|| json!({}));
+    if let (Some(target), Some(source)) = (merged_annotations.as_object_mut(), annotations.as_object()) {
+        for (key, value) in source {
+            target.insert(key.clone(), value.clone());
+        }
+    }
+    meta["annotations"] = merged_annotations;
+    if let Some(object) = meta.as_object_mut() {
+        object.remove("name");
+        object.remove("namespace");
+    }
+    pod["metadata"] = meta;
+
+    let mut spec = pod.get("spec").cloned().unwrap_or_else(|| json!({}));
+    spec["serviceAccountName"] = json!(service_account);
+    spec["serviceAccount"] = json!(service_account);
+    let containers = spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let (mut mains, mut sidecars): (Vec<Value>, Vec<Value>) = containers
+        .into_iter()
+        .partition(|c| c.get("name").and_then(Value::as_str) == Some(MAIN_CONTAINER));
+    let mut container = mains.pop().unwrap_or_else(|| json!({}));
+    container["name"] = json!(MAIN_CONTAINER);
+    container["image"] = json!(
+        config
+            .get(k::KUBERNETES_CONTAINER_IMAGE_REF)
+            .cloned()
+            .unwrap_or_else(|| "flink:latest".to_owned())
+    );
+    container["imagePullPolicy"] = json!(
+        config
+            .get(k::KUBERNETES_CONTAINER_IMAGE_PULL_POLICY)
+            .cloned()
+            .unwrap_or_else(|| "IfNotPresent".to_owned())
+    );
+    for key in ["command", "args"] {
+        container[key] = main[key].clone();
+    }
+    let mut resources = container.get("resources").cloned().unwrap_or_else(|| json!({}));
+    for kind in ["requests", "limits"] {
+        let mut merged = resources.get(kind).cloned().unwrap_or_else(|| json!({}));
+        for name in ["memory", "cpu"] {
+            merged[name] = main["resources"][kind][name].clone();
+        }
+        resources[kind] = merged;
+    }
+    container["resources"] = resources;
+    for (key, by) in [("ports", "name"), ("env", "name"), ("volumeMounts", "mountPath")] {
+        let mut list = container
+            .get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for item in main.get(key).and_then(Value::as_array).into_iter().flatten() {
+            list.retain(|existing| existing.get(by) != item.get(by));
+            list.push(item.clone());
+        }
+        container[key] = Value::Array(list);
+    }
+    if let Some(probe) = main.get("startupProbe")
+        && container.get("startupProbe").is_none()
+    {
+        container["startupProbe"] = probe.clone();
+    }
+    sidecars.push(container);
+    spec["containers"] = Value::Array(sidecars);
+    let mut all_volumes = spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for volume in volumes {
+        all_volumes.retain(|existing| existing.get("name") != volume.get("name"));
+        all_volumes.push(volume);
+    }
+    spec["volumes"] = Value::Array(all_volumes);
+    pod["spec"] = spec;
+    pod
+}
+
+fn typed<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, ClusterError> {
+    serde_json::from_value(value).map_err(|e| ClusterError::Invalid {
+        what: what.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::flink_config::{DeployParameters, build as build_config};
+
+    fn deployment(spec: Value) -> FlinkDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+            "metadata": {"name": "basic", "namespace": "team-a", "uid": "fd-uid", "generation": 3},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn objects(spec: Value, effective: &[(&str, &str)]) -> ClusterObjects {
+        let d = deployment(spec);
+        let effective = effective
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let config = build_config(&d, &effective, &DeployParameters::default()).unwrap();
+        build(&d, &config, false, Some("jm-uid")).unwrap()
+    }
+
+    fn json_of<T: serde::Serialize>(t: &T) -> Value {
+        serde_json::to_value(t).unwrap()
+    }
+
+    #[test]
+    fn a_native_session_cluster_has_flinks_objects() {
+        let o = objects(
+            json!({"image": "flink:2.3", "flinkVersion": "v2_3", "serviceAccount": "flink",
+                   "jobManager": {"resource": {"memory": "1g", "cpu": 0.5}},
+                   "podTemplate": {"spec": {"containers": [{"name": "sidecar", "image": "busybox"}]}}}),
+            &[],
+        );
+        assert!(o.task_manager.is_none());
+        let jm = json_of(&o.job_manager);
+        assert_eq!(jm["metadata"]["name"], "basic");
+        assert_eq!(
+            jm["metadata"]["labels"],
+            json!({"app": "basic", "type": "flink-native-kubernetes", "component": "jobmanager"})
+        );
+        assert_eq!(jm["metadata"]["ownerReferences"][0]["kind"], "FlinkDeployment");
+        assert_eq!(jm["metadata"]["ownerReferences"][0]["uid"], "fd-uid");
+        let pod = &jm["spec"]["template"];
+        assert_eq!(
+            pod["metadata"]["annotations"]["flinkdeployment.flink.apache.org/generation"],
+            "3"
+        );
+        assert_eq!(pod["spec"]["serviceAccountName"], "flink");
+        let containers = pod["spec"]["containers"].as_array().unwrap();
+        assert_eq!(containers[0]["name"], "sidecar");
+        let main = &containers[1];
+        assert_eq!(main["name"], MAIN_CONTAINER);
+        assert_eq!(main["image"], "flink:2.3");
+        assert_eq!(
+            main["args"],
+            json!(["bash", "-c", "kubernetes-jobmanager.sh kubernetes-session "])
+        );
+        assert_eq!(
+            main["resources"]["requests"],
+            json!({"memory": "1024Mi", "cpu": "500m"})
+        );
+        assert_eq!(main["startupProbe"]["httpGet"]["path"], "/config");
+        assert_eq!(main["env"][0]["name"], "_POD_IP_ADDRESS");
+
+        let names: Vec<String> = o.services.iter().map(|s| s.name_any()).collect();
+        assert_eq!(names, ["basic-rest", "basic"]);
+        for service in &o.services {
+            assert_eq!(
+                json_of(service)["metadata"]["ownerReferences"][0]["uid"],
+                "jm-uid"
+            );
+        }
+        let cm = &o.config_maps[0];
+        assert_eq!(cm.name_any(), "flink-config-basic");
+        let data = cm.data.as_ref().unwrap();
+        assert!(data.contains_key("log4j-console.properties"));
+        let conf: serde_yaml::Value = serde_yaml::from_str(&data["config.yaml"]).unwrap();
+        assert_eq!(
+            conf["kubernetes"]["cluster-id"],
+            serde_yaml::Value::String("basic".into())
+        );
+    }
+
+    #[test]
+    fn a_taskmanager_template_goes_to_its_own_config_map() {
+        let o = objects(
+            json!({"image": "flink:1.20", "flinkVersion": "v1_20",
+                   "taskManager": {"podTemplate": {"metadata": {"labels": {"tm": "yes"}}}}}),
+            &[],
+        );
+        let names: Vec<String> = o.config_maps.iter().map(|c| c.name_any()).collect();
+        assert_eq!(names, ["flink-config-basic", "pod-template-basic"]);
+        let conf = &o.config_maps[0].data.as_ref().unwrap()["flink-conf.yaml"];
+        assert!(conf.contains("kubernetes.pod-template-file.taskmanager: /opt/flink/pod-template/taskmanager-pod-template.yaml"), "{conf}");
+        let jm = json_of(&o.job_manager);
+        let mounts = &jm["spec"]["template"]["spec"]["containers"][0]["volumeMounts"];
+        assert!(
+            mounts
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["mountPath"] == "/opt/flink/pod-template")
+        );
+    }
+
+    #[test]
+    fn a_standalone_application_has_taskmanagers_and_standalone_args() {
+        let o = objects(
+            json!({"image": "flink:1.20", "flinkVersion": "v1_20", "mode": "standalone",
+                   "taskManager": {"replicas": 2},
+                   "job": {"jarURI": "local:///opt/flink/usrlib/job.jar", "entryClass": "a.B", "args": ["--x", "1"],
+                           "allowNonRestoredState": true}}),
+            &[("high-availability.type", "kubernetes")],
+        );
+        let jm = json_of(&o.job_manager);
+        assert_eq!(jm["metadata"]["labels"]["type"], STANDALONE_TYPE);
+        assert_eq!(
+            jm["spec"]["template"]["spec"]["containers"][0]["args"],
+            json!([
+                "standalone-job",
+                "--job-classname",
+                "a.B",
+                "--allowNonRestoredState",
+                "-D",
+                "jobmanager.rpc.address=$(_POD_IP_ADDRESS)",
+                "--x",
+                "1"
+            ])
+        );
+        let tm = json_of(o.task_manager.as_ref().unwrap());
+        assert_eq!(tm["metadata"]["name"], "basic-taskmanager");
+        assert_eq!(tm["spec"]["replicas"], 2);
+        assert_eq!(
+            tm["spec"]["template"]["spec"]["containers"][0]["args"],
+            json!(["taskmanager"])
+        );
+        // Standalone keeps the internal Service even with HA.
+        assert_eq!(o.services.len(), 2);
+    }
+
+    #[test]
+    fn native_ha_has_no_internal_service() {
+        let o = objects(
+            json!({"image": "flink:2.3", "flinkVersion": "v2_3"}),
+            &[("high-availability.type", "kubernetes")],
+        );
+        let names: Vec<String> = o.services.iter().map(|s| s.name_any()).collect();
+        assert_eq!(names, ["basic-rest"]);
+    }
+}
