@@ -28,29 +28,42 @@ fn java_opts(version: &str) -> String {
     conf["env"]["java"]["opts"]["all"].as_str().unwrap().to_owned()
 }
 
-/// config.yaml of a cluster: small JVMs, quick registration, flat keys (1.20 and 2.x).
-fn config_yaml(version: &str, extra: &[(&str, String)]) -> String {
-    let mut entries: Vec<(&str, String)> = vec![
-        ("jobmanager.memory.process.size", "768m".into()),
-        ("taskmanager.memory.process.size", "1g".into()),
-        ("taskmanager.numberOfTaskSlots", "2".into()),
-        ("parallelism.default", "2".into()),
-        ("rest.port", "8081".into()),
-        ("blob.server.port", "6124".into()),
-        ("taskmanager.rpc.port", "6122".into()),
-        ("jobmanager.bind-host", "0.0.0.0".into()),
-        ("taskmanager.bind-host", "0.0.0.0".into()),
-        ("rest.bind-address", "0.0.0.0".into()),
-        ("cluster.registration.error-delay", "500ms".into()),
-        ("heartbeat.interval", "2000".into()),
-        ("heartbeat.timeout", "10000".into()),
-        // Quick JVM starts on few cores.
+/// Settings of every test cluster: small JVMs, quick registration and failure detection,
+/// quick JVM starts on few cores, Java 17 module options.
+pub fn base_config(version: &str) -> Vec<(String, String)> {
+    [
+        ("jobmanager.memory.process.size", "768m".to_owned()),
+        ("taskmanager.memory.process.size", "1g".to_owned()),
+        ("taskmanager.numberOfTaskSlots", "2".to_owned()),
+        ("parallelism.default", "2".to_owned()),
+        ("rest.port", "8081".to_owned()),
+        ("cluster.registration.error-delay", "500ms".to_owned()),
+        ("heartbeat.interval", "2000".to_owned()),
+        ("heartbeat.timeout", "10000".to_owned()),
         (
             "env.java.opts.all",
             format!("{} -XX:+UseSerialGC -XX:TieredStopAtLevel=1", java_opts(version)),
         ),
-    ];
-    entries.extend(extra.iter().cloned());
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// config.yaml of a hand-made cluster: the base settings and fixed ports, flat keys (1.20
+/// and 2.x read them).
+fn config_yaml(version: &str, extra: &[(&str, String)]) -> String {
+    let mut entries = base_config(version);
+    for (key, value) in [
+        ("blob.server.port", "6124"),
+        ("taskmanager.rpc.port", "6122"),
+        ("jobmanager.bind-host", "0.0.0.0"),
+        ("taskmanager.bind-host", "0.0.0.0"),
+        ("rest.bind-address", "0.0.0.0"),
+    ] {
+        entries.push((key.to_owned(), value.to_owned()));
+    }
+    entries.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
     entries.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()
 }
 
@@ -235,26 +248,9 @@ pub fn native_session(namespace: &str, id: &str, version: &str) -> Vec<Value> {
         ("jobmanager.rpc.port", "6123".to_owned()),
         ("resourcemanager.taskmanager-timeout", "300000".to_owned()),
     ];
-    let mut objects = vec![
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "flink", "namespace": namespace}}),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": "flink", "namespace": namespace},
-            "rules": [
-                {"apiGroups": [""], "resources": ["pods", "configmaps"],
-                 "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-                {"apiGroups": ["apps"], "resources": ["deployments", "deployments/finalizers"],
-                 "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-            ],
-        }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "flink", "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "flink"},
-            "subjects": [{"kind": "ServiceAccount", "name": "flink", "namespace": namespace}],
-        }),
-        config_map(namespace, &cm, &labels, version, &extra),
-    ];
+    let mut objects = flink_service_account(namespace);
+    objects.push(config_map(namespace, &cm, &labels, version, &extra));
+
     objects.extend(services(namespace, id, &labels, &jm));
     let args = json!(["bash", "-c", "kubernetes-jobmanager.sh kubernetes-session "]);
     let mut container = main_container(version, Some(json!(["/docker-entrypoint.sh"])), args);
@@ -315,6 +311,30 @@ fn objects_jar_name(version: &str) -> String {
         .unwrap()
         .to_string_lossy()
         .into_owned()
+}
+
+/// The service account `flink` with the rights a native JobManager needs (as the Apache
+/// operator's chart grants them): pods and ConfigMaps, and Deployments for owner lookups.
+pub fn flink_service_account(namespace: &str) -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "flink", "namespace": namespace}}),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "flink", "namespace": namespace},
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods", "configmaps"],
+                 "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+                {"apiGroups": ["apps"], "resources": ["deployments", "deployments/finalizers"],
+                 "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+            ],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "flink", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "flink"},
+            "subjects": [{"kind": "ServiceAccount", "name": "flink", "namespace": namespace}],
+        }),
+    ]
 }
 
 /// Creates each object through the API server.
