@@ -6,5 +6,6 @@
 //! for its lookups, and the Flink REST client ([`flink`]) they will drive jobs with.
 
 pub mod caches;
+pub mod deployment;
 pub mod flink;
 pub mod resources;

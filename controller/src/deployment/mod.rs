@@ -1,0 +1,3 @@
+//! The FlinkDeployment reconcile loop: observe -> decide -> act -> status.
+
+pub mod decide;
