@@ -6,13 +6,22 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 use flink_operator_api::keys;
 use flink_operator_api::validation::ValidationContext;
 use flink_operator_certs::ReloadingCertResolver;
-use flink_operator_controller::caches::{JobCaches, WatchScope};
+use flink_operator_controller::{
+    caches::{JobCaches, WatchScope},
+    context::Context,
+    deployment,
+    flink::{ClientConfig, RestEndpoints},
+};
 use flink_operator_webhook::{
     Admission,
     lookup::{ApiDirectory, CachedDirectory, JobDirectory, UnavailableDirectory},
     metrics::AdmissionMetrics,
 };
-use kube::{Client, config::KubeConfigOptions};
+use kube::{
+    Client,
+    config::KubeConfigOptions,
+    runtime::events::{Recorder, Reporter},
+};
 use prometheus_client::registry::Registry;
 use tokio::{net::TcpListener, sync::watch, task::JoinSet};
 use tracing::Instrument;
@@ -105,6 +114,23 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             let scope = WatchScope::parse(watched.as_deref());
             tracing::info!(?scope, rest_endpoints = %args.flink_rest_endpoint, "watching Flink resources");
             let (caches, watch) = JobCaches::start(client.clone(), &scope);
+            let context = Arc::new(Context {
+                client: client.clone(),
+                rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint),
+                rest_client_config: ClientConfig::default(),
+                operator_config: operator_config.clone(),
+                recorder: Recorder::new(
+                    client.clone(),
+                    Reporter {
+                        controller: "flink-operator".to_owned(),
+                        instance: std::env::var("POD_NAME").ok(),
+                    },
+                ),
+            });
+            tasks.spawn(
+                stop_on(stopping.clone(), deployment::run(context, scope.clone()))
+                    .instrument(tracing::info_span!("flinkdeployments")),
+            );
             tasks.spawn(stop_on(stopping.clone(), watch).instrument(tracing::info_span!("caches")));
             let ready = readiness.clone();
             let waiting = caches.clone();

@@ -6,6 +6,7 @@
 //! for its lookups, and the Flink REST client ([`flink`]) they will drive jobs with.
 
 pub mod caches;
+pub mod context;
 pub mod deployment;
 pub mod flink;
 pub mod resources;

@@ -237,6 +237,9 @@ pub async fn operator(client: &Client) -> &'static Operator {
             "--bind-address",
             "127.0.0.1",
             "--manage-webhook-certs",
+            // The operator runs outside the cluster: it reaches JobManagers at their pods.
+            "--flink-rest-endpoint",
+            "endpoint-slice",
         ])
         .args([
             "--webhook-port",

@@ -15,4 +15,5 @@ mod cluster_harness;
 mod flink_harness;
 mod harness;
 mod objects;
+mod reconcile;
 mod runtime;

@@ -1,3 +1,147 @@
-//! The FlinkDeployment reconcile loop: observe -> decide -> act -> status.
+//! The FlinkDeployment reconcile loop: observe -> decide -> act -> status and Events.
+//!
+//! See [`decide`] for what is implemented and what is not yet.
 
+pub mod act;
 pub mod decide;
+pub mod observe;
+
+use std::{sync::Arc, time::Duration};
+
+use flink_operator_api::{FlinkDeployment, FlinkDeploymentStatus};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{
+    Api, Resource, ResourceExt,
+    api::{Patch, PatchParams},
+    runtime::{
+        Controller,
+        controller::Action as Requeue,
+        events::{Event, EventType},
+        watcher,
+    },
+};
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::{caches::WatchScope, context::Context};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("observing: {0}")]
+    Observe(#[source] kube::Error),
+    #[error("{0}")]
+    Act(#[from] act::ActError),
+    #[error("writing status: {0}")]
+    Status(#[source] kube::Error),
+}
+
+/// Runs the loop over the watched namespaces until the future is dropped.
+pub async fn run(ctx: Arc<Context>, scope: WatchScope) {
+    let apis: Vec<(Api<FlinkDeployment>, Api<Deployment>)> = match scope {
+        WatchScope::All => vec![(Api::all(ctx.client.clone()), Api::all(ctx.client.clone()))],
+        WatchScope::Namespaces(namespaces) => namespaces
+            .iter()
+            .map(|ns| {
+                (
+                    Api::namespaced(ctx.client.clone(), ns),
+                    Api::namespaced(ctx.client.clone(), ns),
+                )
+            })
+            .collect(),
+    };
+    let loops = apis.into_iter().map(|(resources, deployments)| {
+        let ctx = ctx.clone();
+        let owned = watcher::Config::default().labels("app,component=jobmanager");
+        Controller::new(resources, watcher::Config::default())
+            .owns(deployments, owned)
+            .run(reconcile, error_policy, ctx)
+            .for_each(|result| async move {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "reconcile loop");
+                }
+            })
+    });
+    futures::future::join_all(loops).await;
+}
+
+fn error_policy(fd: Arc<FlinkDeployment>, error: &ReconcileError, _ctx: Arc<Context>) -> Requeue {
+    tracing::warn!(namespace = %fd.namespace().unwrap_or_default(), name = %fd.name_any(), %error, "reconcile failed; retrying");
+    Requeue::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile(fd: Arc<FlinkDeployment>, ctx: Arc<Context>) -> Result<Requeue, ReconcileError> {
+    let span = tracing::info_span!("reconcile", namespace = %fd.namespace().unwrap_or_default(), name = %fd.name_any());
+    reconcile_inner(&fd, &ctx).instrument(span).await
+}
+
+async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue, ReconcileError> {
+    let observation = observe::observe(ctx, fd).await.map_err(ReconcileError::Observe)?;
+    let plan = decide::decide(fd, &observation);
+    if let Some(before) = &plan.status_before {
+        write_status(ctx, fd, before).await?;
+    }
+    for action in &plan.actions {
+        tracing::info!(?action, "acting");
+        if let Err(e) = act::act(ctx, fd, action).await {
+            publish(ctx, fd, true, "ReconcileFailed", e.to_string()).await;
+            return Err(e.into());
+        }
+    }
+    for event in &plan.events {
+        publish(ctx, fd, event.warning, event.reason, event.note.clone()).await;
+    }
+    let removed = plan.actions.contains(&decide::Action::RemoveFinalizer);
+    if !removed && fd.status.as_ref() != Some(&plan.status) {
+        write_status(ctx, fd, &plan.status).await?;
+    }
+    Ok(Requeue::requeue(Duration::from_secs(plan.requeue_seconds)))
+}
+
+/// Replaces the status; fields the plan leaves empty are cleared.
+async fn write_status(
+    ctx: &Context,
+    fd: &FlinkDeployment,
+    status: &FlinkDeploymentStatus,
+) -> Result<(), ReconcileError> {
+    let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        for key in [
+            "jobStatus",
+            "error",
+            "observedGeneration",
+            "lifecycleState",
+            "reconciliationStatus",
+            "jobManagerDeploymentStatus",
+            "conditions",
+        ] {
+            object.entry(key).or_insert(Value::Null);
+        }
+    }
+    let api: Api<FlinkDeployment> = Api::namespaced(ctx.client.clone(), &fd.namespace().unwrap_or_default());
+    api.patch_status(
+        &fd.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "status": value })),
+    )
+    .await
+    .map_err(ReconcileError::Status)?;
+    Ok(())
+}
+
+async fn publish(ctx: &Context, fd: &FlinkDeployment, warning: bool, reason: &str, note: String) {
+    let event = Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.to_owned(),
+        note: Some(note.chars().take(1000).collect()),
+        action: reason.to_owned(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &fd.object_ref(&())).await {
+        tracing::debug!(error = %e, reason, "could not publish an Event");
+    }
+}
