@@ -1,9 +1,13 @@
 //! Reconcile loops of the `flink.apache.org` resources.
 //!
-//! Not implemented yet: the FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot and
-//! FlinkBlueGreenDeployment reconcilers. What exists is the shared informer cache
-//! ([`caches`]) that the reconcilers will read and that the admission webhook already uses
-//! for its lookups, and the Flink REST client ([`flink`]) they will drive jobs with.
+//! - [`deployment`]: the FlinkDeployment loop. A first slice: deploy, observe, delete;
+//!   spec changes of a deployed cluster (upgrades) are reported, not yet applied.
+//! - [`resources`]: the cluster's objects as pure functions of the resource.
+//! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.
+//! - [`caches`]: the informer caches the admission webhook uses for its lookups.
+//!
+//! Not implemented yet: the FlinkSessionJob, FlinkStateSnapshot and FlinkBlueGreenDeployment
+//! loops.
 
 pub mod caches;
 pub mod context;
