@@ -31,7 +31,7 @@ fn condition(fd: &FlinkDeployment, type_: &str) -> Option<(String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_operator_deploys_an_application_and_reports_it_ready_then_deletes_it() {
+async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes_it() {
     let client = harness::client().await;
     cluster_harness::operator(&client).await;
     let _operator_log = OperatorLogOnFailure;
@@ -123,7 +123,8 @@ async fn the_operator_deploys_an_application_and_reports_it_ready_then_deletes_i
         ("FlinkDeployment", "counter")
     );
 
-    // A spec change is not applied yet, and says so.
+    // A stateless upgrade: the job is cancelled with its cluster and started from nothing.
+    let first_job = status.job_status.as_ref().unwrap().job_id.clone();
     api.patch(
         "counter",
         &PatchParams::default(),
@@ -131,23 +132,20 @@ async fn the_operator_deploys_an_application_and_reports_it_ready_then_deletes_i
     )
     .await
     .unwrap();
-    let refused = wait_for(
-        "the change reported as not applied",
-        Duration::from_secs(60),
-        || async {
-            let fd = api.get("counter").await.ok()?;
-            (condition(&fd, "Ready").map(|c| c.1).as_deref() == Some("UpdateFailed")).then_some(fd)
-        },
-    )
+    let upgraded = wait_for("the upgraded job RUNNING", Duration::from_secs(240), || async {
+        let fd = api.get("counter").await.ok()?;
+        let job = fd.status.as_ref()?.job_status.clone()?;
+        (job.state.as_deref() == Some("RUNNING") && job.job_id != first_job).then_some(fd)
+    })
     .await;
-    assert!(
-        refused
+    assert_eq!(
+        upgraded
             .status
             .unwrap()
-            .error
+            .job_status
             .unwrap()
-            .contains("upgrades are not implemented"),
-        "the error names what is missing"
+            .upgrade_savepoint_path,
+        None
     );
 
     // Deletion goes through the finalizer: the cluster first, then the resource.
@@ -184,4 +182,184 @@ impl Drop for OperatorLogOnFailure {
             );
         }
     }
+}
+
+/// The spec of a test job whose counts and savepoints live in `state` on the host.
+fn counter_spec(version: &str, state: &std::path::Path, upgrade_mode: &str) -> serde_json::Value {
+    let jar = flink_harness::job_jar(version);
+    let mut configuration: serde_json::Map<String, serde_json::Value> = objects::base_config(version)
+        .into_iter()
+        .filter(|(k, _)| !k.ends_with("memory.process.size"))
+        .map(|(k, v)| (k, json!(v)))
+        .collect();
+    for (key, value) in [
+        ("execution.checkpointing.interval", "5s"),
+        (
+            "execution.checkpointing.dir",
+            "file:///opt/flink/state/checkpoints",
+        ),
+        (
+            "execution.checkpointing.savepoint-dir",
+            "file:///opt/flink/state/savepoints",
+        ),
+    ] {
+        configuration.insert(key.to_owned(), json!(value));
+    }
+    let dotted: Vec<&str> = version.split('.').take(2).collect();
+    json!({
+        "image": objects::image(version), "flinkVersion": format!("v{}", dotted.join("_")),
+        "serviceAccount": "flink",
+        "flinkConfiguration": configuration,
+        "podTemplate": {"spec": {
+            "containers": [{"name": "flink-main-container",
+                            "volumeMounts": [{"name": "state", "mountPath": "/opt/flink/state"}]}],
+            "volumes": [{"name": "state", "hostPath": {"path": state.display().to_string(), "type": "DirectoryOrCreate"}}],
+        }},
+        "jobManager": {"resource": {"memory": "768m", "cpu": 0.5}},
+        "taskManager": {"resource": {"memory": "1g", "cpu": 0.5}},
+        "job": {
+            "jarURI": format!("local:///opt/flink/usrlib/{}", jar.file_name().unwrap().to_string_lossy()),
+            "entryClass": flink_harness::JOB_CLASS,
+            "args": ["--rate", "20", "--keys", "4", "--out", "/opt/flink/state/counts"],
+            "parallelism": 2,
+            "upgradeMode": upgrade_mode,
+        },
+    })
+}
+
+/// The newest modification time among the count files.
+fn counts_written_after(dir: &std::path::Path, after: std::time::SystemTime) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let times: Vec<std::time::SystemTime> = entries
+        .flatten()
+        .filter_map(|e| e.metadata().ok()?.modified().ok())
+        .collect();
+    times.len() == 4 && times.iter().all(|t| *t > after)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_savepoint_upgrade_restores_the_jobs_state() {
+    let client = harness::client().await;
+    cluster_harness::operator(&client).await;
+    let _operator_log = OperatorLogOnFailure;
+    let ns = TestNamespace::new(&client, "reconcile-upgrade").await;
+    let _logs = LogsOnFailure(ns.name.clone());
+    objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
+    let version = flink_harness::versions().last().unwrap().clone();
+    let state = harness::runtime()
+        .state_dir
+        .parent()
+        .unwrap()
+        .join(format!("state-{}", ns.name));
+    let counts = state.join("counts");
+    let spec = tokio::task::spawn_blocking({
+        let (version, state) = (version.clone(), state.clone());
+        move || counter_spec(&version, &state, "savepoint")
+    })
+    .await
+    .unwrap();
+    let fd: FlinkDeployment = serde_json::from_value(json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+        "metadata": {"name": "counter", "namespace": ns.name},
+        "spec": spec,
+    }))
+    .unwrap();
+    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
+    api.create(&PostParams::default(), &fd).await.unwrap();
+    let running = |previous_job: Option<String>| {
+        let api = api.clone();
+        async move {
+            wait_for(
+                "the job RUNNING and the resource STABLE",
+                Duration::from_secs(240),
+                || async {
+                    let fd = api.get("counter").await.ok()?;
+                    let status = fd.status.clone()?;
+                    let job = status.job_status.clone()?;
+                    let ok = job.state.as_deref() == Some("RUNNING")
+                        && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
+                        && job.job_id != previous_job;
+                    ok.then_some(fd)
+                },
+            )
+            .await
+        }
+    };
+    let first = running(None).await;
+    let first_job = first.status.unwrap().job_status.unwrap().job_id;
+
+    // Enough state that a job started from nothing could not be mistaken for a restored one.
+    let before = wait_for("every key counted to 50", Duration::from_secs(120), || async {
+        let c = flink_harness::read_counts(&counts);
+        (c.len() == 4 && c.values().all(|v| *v >= 50)).then_some(c)
+    })
+    .await;
+
+    api.patch(
+        "counter",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"job": {"parallelism": 1}}})),
+    )
+    .await
+    .unwrap();
+    let upgraded = running(first_job).await;
+    let restarted_at = std::time::SystemTime::now();
+    let status = upgraded.status.unwrap();
+    let savepoint = status
+        .job_status
+        .as_ref()
+        .unwrap()
+        .upgrade_savepoint_path
+        .clone()
+        .unwrap();
+    assert!(savepoint.contains("/opt/flink/state/savepoints/"), "{savepoint}");
+    let recorded: flink_operator_api::FlinkDeploymentSpec = status
+        .reconciliation_status
+        .as_ref()
+        .unwrap()
+        .last_reconciled_spec()
+        .unwrap()
+        .unwrap();
+    assert_eq!(recorded.job.unwrap().parallelism, Some(1));
+
+    // The new job restored the savepoint the operator recorded...
+    let endpoints = flink_operator_controller::flink::RestEndpoints::new(
+        client.clone(),
+        flink_operator_controller::flink::RestEndpointMode::EndpointSlice,
+    );
+    let url = endpoints.base_url(&ns.name, "counter-rest", 8081).await.unwrap();
+    let rest = flink_operator_controller::flink::FlinkRestClient::new(&url, Default::default()).unwrap();
+    let job_id = flink_operator_controller::flink::JobId::from(
+        status.job_status.as_ref().unwrap().job_id.as_deref().unwrap(),
+    );
+    let restored = wait_for(
+        "the restore in the checkpoint statistics",
+        Duration::from_secs(60),
+        || async { rest.checkpoint_statistics(&job_id).await.ok()?.latest.restored },
+    )
+    .await;
+    assert!(restored.is_savepoint);
+    assert_eq!(restored.external_path.as_deref(), Some(savepoint.as_str()));
+    // ...and its counts go on from where the old job's were, not from 1.
+    let after = wait_for(
+        "every key counted by the new job",
+        Duration::from_secs(120),
+        || async { counts_written_after(&counts, restarted_at).then(|| flink_harness::read_counts(&counts)) },
+    )
+    .await;
+    for (key, count) in &before {
+        assert!(
+            after[key] > *count,
+            "key {key}: {count} before the upgrade, {} after",
+            after[key]
+        );
+    }
+
+    api.delete("counter", &DeleteParams::default()).await.unwrap();
+    wait_for("the FlinkDeployment gone", Duration::from_secs(120), || async {
+        api.get_opt("counter").await.ok()?.is_none().then_some(())
+    })
+    .await;
 }

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::decide::Action;
 use crate::{
     context::Context,
+    flink::{FlinkRestClient, JobId, SavepointFormat, TriggerId},
     resources::{
         cluster::{self, ClusterError},
         flink_config::{self, DeployParameters},
@@ -25,6 +26,8 @@ pub enum ActError {
     Build { name: String, source: ClusterError },
     #[error("{what}: {source}")]
     Api { what: String, source: kube::Error },
+    #[error("{0}")]
+    Flink(String),
 }
 
 fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ActError {
@@ -35,16 +38,27 @@ fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ActError {
 pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result<(), ActError> {
     match action {
         Action::AddFinalizer | Action::RemoveFinalizer => {
-            let mut finalizers: Vec<String> = fd.finalizers().to_vec();
-            finalizers.retain(|f| f != keys::finalizers::FLINK_DEPLOYMENT);
-            if *action == Action::AddFinalizer {
-                finalizers.push(keys::finalizers::FLINK_DEPLOYMENT.to_owned());
-            }
+            let finalizers = fd.finalizers();
+            let ours = keys::finalizers::FLINK_DEPLOYMENT;
+            // JSON Patch: other writers' finalizers are left alone, and a removal first
+            // tests that the entry is still ours.
+            let add = *action == Action::AddFinalizer;
+            let operations = match (add, finalizers.iter().position(|f| f == ours)) {
+                (true, Some(_)) | (false, None) => return Ok(()),
+                (true, None) if finalizers.is_empty() => {
+                    json!([{"op": "add", "path": "/metadata/finalizers", "value": [ours]}])
+                }
+                (true, None) => json!([{"op": "add", "path": "/metadata/finalizers/-", "value": ours}]),
+                (false, Some(i)) => json!([
+                    {"op": "test", "path": format!("/metadata/finalizers/{i}"), "value": ours},
+                    {"op": "remove", "path": format!("/metadata/finalizers/{i}")},
+                ]),
+            };
+            let patch: json_patch::Patch = serde_json::from_value(operations)
+                .map_err(|e| ActError::Flink(format!("building the finalizer patch: {e}")))?;
             let api: Api<FlinkDeployment> =
                 Api::namespaced(ctx.client.clone(), &fd.namespace().unwrap_or_default());
-            let patch =
-                json!({"metadata": {"finalizers": finalizers, "resourceVersion": fd.resource_version()}});
-            api.patch(&fd.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+            api.patch(&fd.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
                 .await
                 .map_err(api_error("updating the finalizer"))?;
             Ok(())
@@ -53,6 +67,26 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
             deploy(ctx, fd, restore_path.clone(), job_id.clone()).await
         }
         Action::DeleteCluster => delete_cluster(ctx, fd).await,
+        Action::StopWithSavepoint { job_id, trigger_id } => {
+            let namespace = fd.namespace().unwrap_or_default();
+            let url = ctx
+                .rest_endpoints
+                .base_url(&namespace, &format!("{}-rest", fd.name_any()), ctx.rest_port(fd))
+                .await
+                .map_err(|e| ActError::Flink(e.to_string()))?;
+            let rest = FlinkRestClient::new(&url, ctx.rest_client_config.clone())
+                .map_err(|e| ActError::Flink(e.to_string()))?;
+            rest.stop_with_savepoint_as(
+                &JobId::from(job_id.as_str()),
+                &TriggerId::from(trigger_id.as_str()),
+                None,
+                false,
+                SavepointFormat::Canonical,
+            )
+            .await
+            .map_err(|e| ActError::Flink(format!("stop-with-savepoint of job {job_id}: {e}")))?;
+            Ok(())
+        }
     }
 }
 

@@ -5,10 +5,10 @@ use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt, api::ListParams};
 
-use super::decide::{JobManagerObservation, JobObservation, Observation};
+use super::decide::{JobManagerObservation, JobObservation, Observation, SavepointPoll};
 use crate::{
     context::Context,
-    flink::{FlinkError, FlinkRestClient, JobId},
+    flink::{FlinkError, FlinkRestClient, JobId, OperationStatus, TriggerId},
 };
 
 pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation, kube::Error> {
@@ -21,6 +21,12 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
 
     let mut job_manager = JobManagerObservation::Missing;
     let mut job = None;
+    let mut savepoint = None;
+    let deployed_generation = jm
+        .as_ref()
+        .and_then(|d| d.metadata.annotations.as_ref())
+        .and_then(|a| a.get(flink_operator_api::keys::annotations::DEPLOYMENT_GENERATION))
+        .and_then(|g| g.parse().ok());
     if let Some(jm) = &jm {
         let status = jm.status.clone().unwrap_or_default();
         let replicas = jm.spec.replicas.unwrap_or(1);
@@ -42,6 +48,7 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
                         let (answered, found) = observe_job(&rest, fd).await;
                         rest_ready = answered;
                         job = found;
+                        savepoint = poll_upgrade_savepoint(&rest, fd).await;
                     }
                     Err(e) => job = Some(JobObservation::Unreachable(e.to_string())),
                 },
@@ -69,6 +76,9 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
         cluster_exists,
         job,
         violations,
+        deployed_generation,
+        savepoint,
+        fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
     })
@@ -104,6 +114,25 @@ async fn observe_job(rest: &FlinkRestClient, fd: &FlinkDeployment) -> (bool, Opt
         Err(FlinkError::NotFound { .. }) => (true, Some(JobObservation::NotFound)),
         Err(e) => (false, Some(JobObservation::Unreachable(e.to_string()))),
     }
+}
+
+/// The pending upgrade savepoint, by the trigger id recorded in status.
+async fn poll_upgrade_savepoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option<SavepointPoll> {
+    let job_status = fd.status.as_ref()?.job_status.as_ref()?;
+    let info = job_status.savepoint_info.as_ref()?;
+    if info.trigger_type != Some(flink_operator_api::SnapshotTriggerType::Upgrade) {
+        return None;
+    }
+    let trigger = TriggerId::from(info.trigger_id.as_deref()?);
+    let job = JobId::from(job_status.job_id.as_deref()?);
+    Some(match rest.savepoint_status(&job, &trigger).await {
+        Ok(OperationStatus::InProgress) => SavepointPoll::InProgress,
+        Ok(OperationStatus::Completed(path)) => SavepointPoll::Completed(path),
+        Ok(OperationStatus::Failed(failure)) => SavepointPoll::Failed(failure.message),
+        Ok(OperationStatus::JobNotFound(reason)) => SavepointPoll::JobGone(reason),
+        Ok(OperationStatus::UnknownTrigger(_)) => SavepointPoll::UnknownTrigger,
+        Err(e) => SavepointPoll::Unreachable(e.to_string()),
+    })
 }
 
 /// A crash loop or an image error of a JobManager pod, in words.

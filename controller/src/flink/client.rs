@@ -174,12 +174,26 @@ impl FlinkRestClient {
         drain: bool,
         format: SavepointFormat,
     ) -> Result<TriggerId, FlinkError> {
-        let trigger_id = TriggerId::random();
+        self.stop_with_savepoint_as(job, &TriggerId::random(), target_directory, drain, format)
+            .await
+    }
+
+    /// [`stop_with_savepoint`](Self::stop_with_savepoint) under a trigger id the caller
+    /// chose and recorded first, so that after a crash it can poll the same operation, or
+    /// send the same request again without starting a second one.
+    pub async fn stop_with_savepoint_as(
+        &self,
+        job: &JobId,
+        trigger_id: &TriggerId,
+        target_directory: Option<&str>,
+        drain: bool,
+        format: SavepointFormat,
+    ) -> Result<TriggerId, FlinkError> {
         let body = StopTrigger {
             target_directory,
             drain,
             format,
-            trigger_id: &trigger_id,
+            trigger_id,
         };
         self.trigger(&format!("/jobs/{job}/stop"), &body).await
     }
