@@ -1,7 +1,7 @@
 //! Reconcile loops of the `flink.apache.org` resources.
 //!
-//! - [`deployment`]: the FlinkDeployment loop. A first slice: deploy, observe, delete;
-//!   spec changes of a deployed cluster (upgrades) are reported, not yet applied.
+//! - [`deployment`]: the FlinkDeployment loop: deploy, observe, stateless and savepoint
+//!   upgrades, delete (see its `decide` module for what is not done yet).
 //! - [`resources`]: the cluster's objects as pure functions of the resource.
 //! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.
 //! - [`caches`]: the informer caches the admission webhook uses for its lookups.
