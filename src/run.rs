@@ -11,6 +11,7 @@ use flink_operator_controller::{
     context::Context,
     deployment,
     flink::{ClientConfig, RestEndpoints},
+    metrics::ReconcileMetrics,
 };
 use flink_operator_webhook::{
     Admission,
@@ -88,6 +89,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let (stop, stopping) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let admission_metrics = AdmissionMetrics::register(&mut registry);
+    let reconcile_metrics = ReconcileMetrics::register(&mut registry);
 
     // Probes first: the kubelet sees the process alive (and not yet ready) while the
     // certificate is set up and the caches fill.
@@ -126,6 +128,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                         instance: std::env::var("POD_NAME").ok(),
                     },
                 ),
+                metrics: reconcile_metrics.clone(),
             });
             tasks.spawn(
                 stop_on(stopping.clone(), deployment::run(context, scope.clone()))

@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use kube::{Client, ResourceExt, runtime::events::Recorder};
 
-use crate::flink::{ClientConfig, RestEndpoints};
+use crate::{
+    flink::{ClientConfig, RestEndpoints},
+    metrics::ReconcileMetrics,
+};
 
 pub struct Context {
     pub client: Client,
@@ -15,6 +18,7 @@ pub struct Context {
     /// The operator's configuration, flattened Apache-style keys.
     pub operator_config: BTreeMap<String, String>,
     pub recorder: Recorder,
+    pub metrics: ReconcileMetrics,
 }
 
 impl Context {

@@ -13,4 +13,5 @@ pub mod caches;
 pub mod context;
 pub mod deployment;
 pub mod flink;
+pub mod metrics;
 pub mod resources;

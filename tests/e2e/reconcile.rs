@@ -356,6 +356,21 @@ async fn a_savepoint_upgrade_restores_the_jobs_state() {
             after[key]
         );
     }
+    // The savepoint's duration and the resource's state are in the operator's metrics.
+    let metrics = cluster_harness::probe_get("/metrics");
+    let savepoints = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"flink_operator_savepoint_duration_seconds_count{kind="FlinkDeployment"} "#)
+        })
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(savepoints >= 1, "{metrics}");
+    let stable = format!(
+        r#"flink_operator_resources{{kind="FlinkDeployment",namespace="{}",lifecycle_state="STABLE"}} 1"#,
+        ns.name
+    );
+    assert!(metrics.contains(&stable), "{stable} missing:\n{metrics}");
 
     api.delete("counter", &DeleteParams::default()).await.unwrap();
     wait_for("the FlinkDeployment gone", Duration::from_secs(120), || async {

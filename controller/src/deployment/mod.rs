@@ -70,14 +70,20 @@ fn error_policy(fd: Arc<FlinkDeployment>, error: &ReconcileError, _ctx: Arc<Cont
     Requeue::requeue(Duration::from_secs(5))
 }
 
+const KIND: &str = "FlinkDeployment";
+
 async fn reconcile(fd: Arc<FlinkDeployment>, ctx: Arc<Context>) -> Result<Requeue, ReconcileError> {
     let span = tracing::info_span!("reconcile", namespace = %fd.namespace().unwrap_or_default(), name = %fd.name_any());
-    reconcile_inner(&fd, &ctx).instrument(span).await
+    let started = std::time::Instant::now();
+    let result = reconcile_inner(&fd, &ctx).instrument(span).await;
+    ctx.metrics.reconciled(KIND, started.elapsed(), result.is_ok());
+    result
 }
 
 async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue, ReconcileError> {
     let observation = observe::observe(ctx, fd).await.map_err(ReconcileError::Observe)?;
     let plan = decide::decide(fd, &observation);
+    record_savepoint(ctx, fd, &observation);
     if let Some(before) = &plan.status_before {
         write_status(ctx, fd, before).await?;
     }
@@ -95,7 +101,36 @@ async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue,
     if !removed && fd.status.as_ref() != Some(&plan.status) {
         write_status(ctx, fd, &plan.status).await?;
     }
+    let state = plan.status.lifecycle_state.map(|s| s.as_str());
+    let namespace = fd.namespace().unwrap_or_default();
+    ctx.metrics.lifecycle(
+        KIND,
+        &namespace,
+        &fd.name_any(),
+        if removed { None } else { state },
+    );
     Ok(Requeue::requeue(Duration::from_secs(plan.requeue_seconds)))
+}
+
+/// Upgrade savepoints that completed or failed in this observation.
+fn record_savepoint(ctx: &Context, fd: &FlinkDeployment, observation: &decide::Observation) {
+    let triggered = fd
+        .status
+        .as_ref()
+        .and_then(|s| s.job_status.as_ref())
+        .and_then(|j| j.savepoint_info.as_ref())
+        .and_then(|i| i.trigger_timestamp);
+    match (&observation.savepoint, triggered) {
+        (Some(decide::SavepointPoll::Completed(_)), Some(at)) => {
+            let elapsed = (observation.now_ms - at).max(0) as u64;
+            ctx.metrics
+                .savepoint_completed(KIND, Duration::from_millis(elapsed));
+        }
+        (Some(decide::SavepointPoll::Failed(_) | decide::SavepointPoll::JobGone(_)), Some(_)) => {
+            ctx.metrics.savepoint_failed(KIND);
+        }
+        _ => {}
+    }
 }
 
 /// Replaces the status; fields the plan leaves empty are cleared.
