@@ -39,10 +39,75 @@ pub struct ControlPlane {
     _process: Mutex<Child>,
 }
 
+// The end-to-end tests, which share this harness, crash and restart the operator.
+#[allow(dead_code)]
 pub struct Operator {
     pub log: PathBuf,
     pub probe_port: u16,
-    _process: Mutex<Child>,
+    webhook_port: u16,
+    dir: PathBuf,
+    process: Mutex<Child>,
+}
+
+#[allow(dead_code)]
+impl Operator {
+    /// Kills the operator process (SIGKILL: no chance to tidy up, as in a crash), then
+    /// starts it again with the same ports and state. Its log continues in the same file.
+    pub fn crash_and_restart(&self) {
+        let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = process.kill();
+        let _ = process.wait();
+        let child = spawn_operator(self.webhook_port, self.probe_port, &self.dir, &self.log);
+        reap_with_this_process(child.id());
+        *process = child;
+    }
+}
+
+/// Serialises the tests that need the operator to themselves (one crashes it on purpose).
+#[allow(dead_code)]
+pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {
+    static EXCLUSIVE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    EXCLUSIVE.lock().await
+}
+
+fn spawn_operator(webhook_port: u16, probe_port: u16, dir: &Path, log: &Path) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    Command::new(BIN)
+        .args([
+            "run",
+            "--components",
+            "all",
+            "--bind-address",
+            "127.0.0.1",
+            "--manage-webhook-certs",
+            // The operator runs outside the cluster: it reaches JobManagers at their pods.
+            "--flink-rest-endpoint",
+            "endpoint-slice",
+        ])
+        .args([
+            "--webhook-port",
+            &webhook_port.to_string(),
+            "--probe-port",
+            &probe_port.to_string(),
+        ])
+        .args([
+            "--operator-namespace",
+            OPERATOR_NAMESPACE,
+            "--webhook-configuration-name",
+            WEBHOOK_CONFIGURATION,
+        ])
+        .args(["--webhook-cert-extra-san", "127.0.0.1", "--webhook-cert-dir"])
+        .arg(dir.join("certs"))
+        .arg("--kubeconfig")
+        .arg(&control_plane().kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
 }
 
 static CONTROL_PLANE: OnceLock<ControlPlane> = OnceLock::new();
@@ -229,43 +294,14 @@ pub async fn operator(client: &Client) -> &'static Operator {
     let dir = work_dir().join("operator");
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("operator.log");
-    let child = Command::new(BIN)
-        .args([
-            "run",
-            "--components",
-            "all",
-            "--bind-address",
-            "127.0.0.1",
-            "--manage-webhook-certs",
-            // The operator runs outside the cluster: it reaches JobManagers at their pods.
-            "--flink-rest-endpoint",
-            "endpoint-slice",
-        ])
-        .args([
-            "--webhook-port",
-            &webhook_port.to_string(),
-            "--probe-port",
-            &probe_port.to_string(),
-        ])
-        .args([
-            "--operator-namespace",
-            OPERATOR_NAMESPACE,
-            "--webhook-configuration-name",
-            WEBHOOK_CONFIGURATION,
-        ])
-        .args(["--webhook-cert-extra-san", "127.0.0.1", "--webhook-cert-dir"])
-        .arg(dir.join("certs"))
-        .arg("--kubeconfig")
-        .arg(&control_plane().kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let child = spawn_operator(webhook_port, probe_port, &dir, &log);
     reap_with_this_process(child.id());
     let operator = Operator {
         log,
         probe_port,
-        _process: Mutex::new(child),
+        webhook_port,
+        dir,
+        process: Mutex::new(child),
     };
 
     // The operator writes the caBundle; until then the API server cannot call it.

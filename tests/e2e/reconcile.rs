@@ -34,6 +34,7 @@ fn condition(fd: &FlinkDeployment, type_: &str) -> Option<(String, String)> {
 async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes_it() {
     let client = harness::client().await;
     cluster_harness::operator(&client).await;
+    let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "reconcile-app").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -241,8 +242,20 @@ fn counts_written_after(dir: &std::path::Path, after: std::time::SystemTime) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_savepoint_upgrade_restores_the_jobs_state() {
+    savepoint_upgrade(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_killed_during_a_savepoint_upgrade_finishes_it_from_the_recorded_savepoint() {
+    savepoint_upgrade(true).await;
+}
+
+/// A savepoint upgrade of the counting job; with `crash`, the operator is killed as soon as
+/// it has recorded the stop's trigger id, and started again.
+async fn savepoint_upgrade(crash: bool) {
     let client = harness::client().await;
     cluster_harness::operator(&client).await;
+    let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "reconcile-upgrade").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -304,6 +317,20 @@ async fn a_savepoint_upgrade_restores_the_jobs_state() {
     )
     .await
     .unwrap();
+    if crash {
+        wait_for(
+            "the stop's trigger id recorded",
+            Duration::from_secs(60),
+            || async {
+                let fd = api.get("counter").await.ok()?;
+                fd.status?.job_status?.savepoint_info?.trigger_id.map(|_| ())
+            },
+        )
+        .await;
+        let operator = cluster_harness::operator(&client).await;
+        operator.crash_and_restart();
+        eprintln!("operator killed with the stop triggered, and started again");
+    }
     let upgraded = running(first_job).await;
     let restarted_at = std::time::SystemTime::now();
     let status = upgraded.status.unwrap();
