@@ -469,19 +469,7 @@ fn container_resources(config: &BTreeMap<String, String>, role: &str) -> Value {
 
 /// MiB of a Flink memory size.
 fn memory_mib(value: &str) -> Option<u64> {
-    let v = value.trim().to_ascii_lowercase();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (number, unit) = v.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let bytes = match unit.trim() {
-        "" | "b" | "bytes" => number,
-        "k" | "kb" => number << 10,
-        "m" | "mb" => number << 20,
-        "g" | "gb" => number << 30,
-        "t" | "tb" => number << 40,
-        _ => return None,
-    };
-    Some(bytes >> 20)
+    flink_config::flink_memory_bytes(value).map(|bytes| bytes >> 20)
 }
 
 /// The pod template of a role's Deployment: the merged user template, with Flink's

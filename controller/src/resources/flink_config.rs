@@ -12,6 +12,7 @@ use flink_operator_api::{
     FlinkDeployment,
     common::{FlinkVersion, JobSpec, KubernetesDeploymentMode, Resource, UpgradeMode},
     keys::flink as k,
+    validation::values::{parse_memory, parse_quantity},
 };
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use kube::ResourceExt;
@@ -356,7 +357,8 @@ pub fn flink_memory(value: &str) -> Option<String> {
     memory_bytes(value).map(|b| b.to_string())
 }
 
-fn flink_memory_bytes(value: &str) -> Option<u64> {
+/// Bytes of a size in Flink's own syntax (`2048m`, `2 gb`), or None if it is not one.
+pub(crate) fn flink_memory_bytes(value: &str) -> Option<u64> {
     let v = value.trim().to_ascii_lowercase();
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (number, unit) = v.split_at(split);
@@ -374,35 +376,12 @@ fn flink_memory_bytes(value: &str) -> Option<u64> {
 
 /// Bytes of a memory size in either syntax.
 fn memory_bytes(value: &str) -> Option<u64> {
-    if let Some(bytes) = flink_memory_bytes(value) {
-        return Some(bytes);
-    }
-    quantity_number(value).map(|n| n as u64)
+    flink_memory_bytes(value).or_else(|| parse_memory(value).ok())
 }
 
 /// A Kubernetes quantity as a number (`500m` = 0.5, `2Gi` = 2147483648).
 fn quantity_number(q: &str) -> Option<f64> {
-    let q = q.trim();
-    let suffixes: [(&str, f64); 12] = [
-        ("Ki", 1024.0),
-        ("Mi", 1024f64.powi(2)),
-        ("Gi", 1024f64.powi(3)),
-        ("Ti", 1024f64.powi(4)),
-        ("Pi", 1024f64.powi(5)),
-        ("n", 1e-9),
-        ("u", 1e-6),
-        ("m", 1e-3),
-        ("k", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-        ("T", 1e12),
-    ];
-    for (suffix, factor) in suffixes {
-        if let Some(number) = q.strip_suffix(suffix) {
-            return number.parse::<f64>().ok().map(|n| n * factor);
-        }
-    }
-    q.parse().ok()
+    parse_quantity(q).ok()
 }
 
 #[cfg(test)]
