@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use flink_operator_api::FlinkDeployment;
 use flink_operator_controller::{
-    flink::{ClientConfig, FlinkRestClient, JobId, RestEndpointMode, RestEndpoints, RunJar},
+    flink::{JobId, RunJar},
     resources::{
         cluster,
         flink_config::{self, DeployParameters},
@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::{
     cluster_harness::{TestNamespace, wait_for},
     flink_harness,
-    harness::{self, LogsOnFailure},
+    harness::{self, LogsOnFailure, rest_address, rest_client, wait_for_running_job},
     objects,
 };
 
@@ -62,41 +62,6 @@ async fn deploy(client: &Client, deployment: &FlinkDeployment, version: &str, jo
     }
 }
 
-async fn rest(client: &Client, namespace: &str, name: &str) -> FlinkRestClient {
-    let endpoints = RestEndpoints::new(client.clone(), RestEndpointMode::EndpointSlice);
-    let url = wait_for(&format!("{name}-rest endpoint"), Duration::from_secs(180), || {
-        let endpoints = endpoints.clone();
-        async move {
-            endpoints
-                .base_url(namespace, &format!("{name}-rest"), 8081)
-                .await
-                .ok()
-        }
-    })
-    .await;
-    let config = ClientConfig {
-        timeout: Duration::from_secs(5),
-        retries: 0,
-        ..ClientConfig::default()
-    };
-    FlinkRestClient::new(&url, config).unwrap()
-}
-
-async fn wait_for_running(rest: &FlinkRestClient, job: &JobId) {
-    wait_for(
-        &format!("job {job} RUNNING"),
-        Duration::from_secs(240),
-        || async {
-            let jobs = rest.jobs_overview().await.ok()?;
-            let job = jobs.into_iter().find(|j| &j.jid == job)?;
-            let total = job.tasks.get("total").copied().unwrap_or(0);
-            let running = job.tasks.get("running").copied().unwrap_or(0);
-            (job.state == "RUNNING" && total > 0 && running == total).then_some(())
-        },
-    )
-    .await;
-}
-
 fn jar_uri(version: &str) -> String {
     let jar = flink_harness::job_jar(version);
     format!(
@@ -127,8 +92,8 @@ async fn a_built_native_application_runs_its_job_on_each_flink_version() {
         );
         let job = JobId::random();
         deploy(&client, &deployment, &version, Some(&job)).await;
-        let rest = rest(&client, &ns.name, "counter").await;
-        wait_for_running(&rest, &job).await;
+        let rest = rest_client(&rest_address(&client, &ns.name, "counter").await);
+        wait_for_running_job(&rest, &job).await;
         // The JobManager created its TaskManager from the configuration the operator wrote.
         harness::wait_for_ready_pods(&client, &ns.name, "app=counter,component=taskmanager", 1).await;
         let overview = rest.cluster_overview().await.unwrap();
@@ -154,7 +119,7 @@ async fn a_built_standalone_session_runs_a_submitted_job() {
         }),
     );
     deploy(&client, &deployment, &version, None).await;
-    let rest = rest(&client, &ns.name, "session").await;
+    let rest = rest_client(&rest_address(&client, &ns.name, "session").await);
     let jar = tokio::task::spawn_blocking({
         let version = version.clone();
         move || flink_harness::job_jar(&version)
@@ -171,6 +136,6 @@ async fn a_built_standalone_session_runs_a_submitted_job() {
         ..RunJar::default()
     };
     let job = rest.run_jar(&jar_id, &run).await.unwrap();
-    wait_for_running(&rest, &job).await;
+    wait_for_running_job(&rest, &job).await;
     harness::wait_for_ready_pods(&client, &ns.name, "app=session", 2).await;
 }

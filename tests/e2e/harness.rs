@@ -11,6 +11,9 @@ use std::{
     time::Duration,
 };
 
+use flink_operator_controller::flink::{
+    ClientConfig, FlinkRestClient, JobId, RestEndpointMode, RestEndpoints,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client, api::ListParams};
 
@@ -222,4 +225,49 @@ pub fn namespace_rss(namespace: &str) -> u64 {
         .filter_map(|pid| pid.trim().parse::<u32>().ok())
         .filter_map(flink_harness::rss_bytes)
         .sum()
+}
+
+/// A REST client with short timeouts and no retries, for polling.
+pub fn rest_client(base_url: &str) -> FlinkRestClient {
+    let config = ClientConfig {
+        timeout: Duration::from_secs(5),
+        retries: 0,
+        ..ClientConfig::default()
+    };
+    FlinkRestClient::new(base_url, config).unwrap()
+}
+
+/// The REST address of cluster `id` as an operator outside the cluster resolves it.
+pub async fn rest_address(client: &Client, namespace: &str, id: &str) -> String {
+    let endpoints = RestEndpoints::new(client.clone(), RestEndpointMode::EndpointSlice);
+    wait_for(
+        &format!("a ready endpoint of {namespace}/{id}-rest"),
+        Duration::from_secs(120),
+        || {
+            let endpoints = endpoints.clone();
+            async move {
+                endpoints
+                    .base_url(namespace, &format!("{id}-rest"), 8081)
+                    .await
+                    .ok()
+            }
+        },
+    )
+    .await
+}
+
+/// Waits until `job` is RUNNING with every task running.
+pub async fn wait_for_running_job(rest: &FlinkRestClient, job: &JobId) {
+    wait_for(
+        &format!("job {job} RUNNING with all tasks running"),
+        Duration::from_secs(240),
+        || async {
+            let jobs = rest.jobs_overview().await.ok()?;
+            let job = jobs.into_iter().find(|j| &j.jid == job)?;
+            let total = job.tasks.get("total").copied().unwrap_or(0);
+            let running = job.tasks.get("running").copied().unwrap_or(0);
+            (job.state == "RUNNING" && total > 0 && running == total).then_some(())
+        },
+    )
+    .await;
 }

@@ -4,9 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use flink_operator_controller::flink::{
-    ClientConfig, FlinkRestClient, JobId, RestEndpointMode, RestEndpoints, RunJar,
-};
+use flink_operator_controller::flink::{FlinkRestClient, JobId, RunJar};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{
     Api, Client,
@@ -17,39 +15,11 @@ use serde_json::json;
 use crate::{
     cluster_harness::{TestNamespace, wait_for},
     flink_harness,
-    harness::{self, LogsOnFailure},
+    harness::{self, LogsOnFailure, rest_address, rest_client, wait_for_running_job},
     objects,
 };
 
 const MIB: u64 = 1024 * 1024;
-
-fn rest_client(base_url: &str) -> FlinkRestClient {
-    let config = ClientConfig {
-        timeout: Duration::from_secs(5),
-        retries: 0,
-        ..ClientConfig::default()
-    };
-    FlinkRestClient::new(base_url, config).unwrap()
-}
-
-/// The REST address of cluster `id` as an operator outside the cluster resolves it.
-async fn rest_address(client: &Client, namespace: &str, id: &str) -> String {
-    let endpoints = RestEndpoints::new(client.clone(), RestEndpointMode::EndpointSlice);
-    wait_for(
-        &format!("a ready endpoint of {namespace}/{id}-rest"),
-        Duration::from_secs(120),
-        || {
-            let endpoints = endpoints.clone();
-            async move {
-                endpoints
-                    .base_url(namespace, &format!("{id}-rest"), 8081)
-                    .await
-                    .ok()
-            }
-        },
-    )
-    .await
-}
 
 async fn wait_for_taskmanagers(rest: &FlinkRestClient, count: u32) -> String {
     let overview = wait_for(
@@ -62,22 +32,6 @@ async fn wait_for_taskmanagers(rest: &FlinkRestClient, count: u32) -> String {
     )
     .await;
     overview.flink_version.unwrap_or_default()
-}
-
-/// Waits until `job` is RUNNING with every task running.
-async fn wait_for_running_job(rest: &FlinkRestClient, job: &JobId) {
-    wait_for(
-        &format!("job {job} RUNNING with all tasks running"),
-        Duration::from_secs(240),
-        || async {
-            let jobs = rest.jobs_overview().await.ok()?;
-            let job = jobs.into_iter().find(|j| &j.jid == job)?;
-            let total = job.tasks.get("total").copied().unwrap_or(0);
-            let running = job.tasks.get("running").copied().unwrap_or(0);
-            (job.state == "RUNNING" && total > 0 && running == total).then_some(())
-        },
-    )
-    .await;
 }
 
 async fn pods(client: &Client, namespace: &str, selector: &str) -> Vec<Pod> {
