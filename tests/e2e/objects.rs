@@ -228,60 +228,15 @@ pub fn standalone_application(namespace: &str, id: &str, version: &str, job_id: 
 /// JobManager Deployment (`kubernetes-jobmanager.sh kubernetes-session`), its Services and
 /// `flink-config-<id>`, plus the service account the JobManager creates TaskManagers with.
 pub fn native_session(namespace: &str, id: &str, version: &str) -> Vec<Value> {
-    let labels = json!({"app": id, "type": "flink-native-kubernetes"});
-    let jm = json!({"app": id, "type": "flink-native-kubernetes", "component": "jobmanager"});
-    let cm = format!("flink-config-{id}");
-    let extra = [
-        ("kubernetes.cluster-id", id.to_owned()),
-        ("kubernetes.namespace", namespace.to_owned()),
-        ("kubernetes.container.image.ref", image(version)),
-        ("kubernetes.service-account", "flink".to_owned()),
-        ("kubernetes.taskmanager.cpu.amount", "0.5".to_owned()),
-        ("kubernetes.jobmanager.cpu.amount", "0.5".to_owned()),
-        (
-            "kubernetes.internal.jobmanager.entrypoint.class",
-            "org.apache.flink.kubernetes.entrypoint.KubernetesSessionClusterEntrypoint".to_owned(),
-        ),
-        ("internal.cluster.execution-mode", "NORMAL".to_owned()),
-        ("execution.target", "kubernetes-session".to_owned()),
-        ("jobmanager.rpc.address", format!("{id}.{namespace}")),
-        ("jobmanager.rpc.port", "6123".to_owned()),
-        ("resourcemanager.taskmanager-timeout", "300000".to_owned()),
-    ];
-    let mut objects = flink_service_account(namespace);
-    objects.push(config_map(namespace, &cm, &labels, version, &extra));
-
-    objects.extend(services(namespace, id, &labels, &jm));
-    let args = json!(["bash", "-c", "kubernetes-jobmanager.sh kubernetes-session "]);
-    let mut container = main_container(version, Some(json!(["/docker-entrypoint.sh"])), args);
-    // The Apache operator's startup probe on every JobManager.
-    container["startupProbe"] = json!({
-        "httpGet": {"path": "/config", "port": "rest"}, "periodSeconds": 1, "failureThreshold": 2147483647,
-    });
-    objects.push(deployment(namespace, id, &jm, Some("flink"), container, &cm));
-    objects
+    let extra = [("resourcemanager.taskmanager-timeout", "300000".to_owned())];
+    native_cluster(namespace, id, version, "session", &extra)
 }
 
 /// A native application cluster `id` running the test job from its jar in the image
 /// (`local:///opt/flink/usrlib/...`), as Flink's `KubernetesClusterDescriptor` deploys it.
 pub fn native_application(namespace: &str, id: &str, version: &str, job_id: &str) -> Vec<Value> {
     let jar = objects_jar_name(version);
-    let mut objects = native_session(namespace, id, version);
     let extra = [
-        ("kubernetes.cluster-id", id.to_owned()),
-        ("kubernetes.namespace", namespace.to_owned()),
-        ("kubernetes.container.image.ref", image(version)),
-        ("kubernetes.service-account", "flink".to_owned()),
-        ("kubernetes.taskmanager.cpu.amount", "0.5".to_owned()),
-        ("kubernetes.jobmanager.cpu.amount", "0.5".to_owned()),
-        (
-            "kubernetes.internal.jobmanager.entrypoint.class",
-            "org.apache.flink.kubernetes.entrypoint.KubernetesApplicationClusterEntrypoint".to_owned(),
-        ),
-        ("internal.cluster.execution-mode", "NORMAL".to_owned()),
-        ("execution.target", "kubernetes-application".to_owned()),
-        ("jobmanager.rpc.address", format!("{id}.{namespace}")),
-        ("jobmanager.rpc.port", "6123".to_owned()),
         ("pipeline.jars", format!("local:///opt/flink/usrlib/{jar}")),
         ("$internal.application.main", flink_harness::JOB_CLASS.to_owned()),
         (
@@ -291,16 +246,57 @@ pub fn native_application(namespace: &str, id: &str, version: &str, job_id: &str
         ("$internal.pipeline.job-id", job_id.to_owned()),
         ("execution.shutdown-on-application-finish", "false".to_owned()),
     ];
+    native_cluster(namespace, id, version, "application", &extra)
+}
+
+/// The objects of a native cluster in `mode` (`session` or `application`), with the keys
+/// Flink's client writes for that mode plus `extra`.
+fn native_cluster(
+    namespace: &str,
+    id: &str,
+    version: &str,
+    mode: &str,
+    extra: &[(&str, String)],
+) -> Vec<Value> {
     let labels = json!({"app": id, "type": "flink-native-kubernetes"});
-    for object in &mut objects {
-        if object["kind"] == "ConfigMap" {
-            *object = config_map(namespace, &format!("flink-config-{id}"), &labels, version, &extra);
-        }
-        if object["kind"] == "Deployment" {
-            object["spec"]["template"]["spec"]["containers"][0]["args"] =
-                json!(["bash", "-c", "kubernetes-jobmanager.sh kubernetes-application "]);
-        }
-    }
+    let jm = json!({"app": id, "type": "flink-native-kubernetes", "component": "jobmanager"});
+    let cm = format!("flink-config-{id}");
+    let entrypoint = if mode == "application" {
+        "KubernetesApplicationClusterEntrypoint"
+    } else {
+        "KubernetesSessionClusterEntrypoint"
+    };
+    let mut config = vec![
+        ("kubernetes.cluster-id", id.to_owned()),
+        ("kubernetes.namespace", namespace.to_owned()),
+        ("kubernetes.container.image.ref", image(version)),
+        ("kubernetes.service-account", "flink".to_owned()),
+        ("kubernetes.taskmanager.cpu.amount", "0.5".to_owned()),
+        ("kubernetes.jobmanager.cpu.amount", "0.5".to_owned()),
+        (
+            "kubernetes.internal.jobmanager.entrypoint.class",
+            format!("org.apache.flink.kubernetes.entrypoint.{entrypoint}"),
+        ),
+        ("internal.cluster.execution-mode", "NORMAL".to_owned()),
+        ("execution.target", format!("kubernetes-{mode}")),
+        ("jobmanager.rpc.address", format!("{id}.{namespace}")),
+        ("jobmanager.rpc.port", "6123".to_owned()),
+    ];
+    config.extend(extra.iter().cloned());
+    let mut objects = flink_service_account(namespace);
+    objects.push(config_map(namespace, &cm, &labels, version, &config));
+    objects.extend(services(namespace, id, &labels, &jm));
+    let args = json!([
+        "bash",
+        "-c",
+        format!("kubernetes-jobmanager.sh kubernetes-{mode} ")
+    ]);
+    let mut container = main_container(version, Some(json!(["/docker-entrypoint.sh"])), args);
+    // The Apache operator's startup probe on every JobManager.
+    container["startupProbe"] = json!({
+        "httpGet": {"path": "/config", "port": "rest"}, "periodSeconds": 1, "failureThreshold": 2147483647,
+    });
+    objects.push(deployment(namespace, id, &jm, Some("flink"), container, &cm));
     objects
 }
 
