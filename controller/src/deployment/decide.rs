@@ -138,6 +138,24 @@ pub mod phase {
     pub const DELETING: &str = "Deleting";
 }
 
+impl Plan {
+    /// A plan with nothing to write before its actions.
+    fn without_before(
+        actions: Vec<Action>,
+        status: FlinkDeploymentStatus,
+        events: Vec<EventNote>,
+        requeue_seconds: u64,
+    ) -> Self {
+        Plan {
+            status_before: None,
+            actions,
+            status,
+            events,
+            requeue_seconds,
+        }
+    }
+}
+
 const FAST: u64 = 2;
 const SLOW: u64 = 30;
 
@@ -167,13 +185,7 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
         } else {
             vec![]
         };
-        return Plan {
-            status_before: None,
-            actions,
-            status,
-            events: vec![],
-            requeue_seconds: FAST,
-        };
+        return Plan::without_before(actions, status, vec![], FAST);
     }
 
     let mut actions = Vec::new();
@@ -203,13 +215,7 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
             phase::UPDATE_FAILED
         };
         set_conditions(&mut status, generation, reason, &error, obs.now_ms);
-        return Plan {
-            status_before: None,
-            actions,
-            status,
-            events,
-            requeue_seconds: SLOW,
-        };
+        return Plan::without_before(actions, status, events, SLOW);
     }
 
     let reconciliation = status.reconciliation_status.clone().unwrap_or_default();
@@ -230,13 +236,7 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
     set_conditions(&mut status, generation, reason, &message, obs.now_ms);
     let stable = status.lifecycle_state == Some(ResourceLifecycleState::Stable);
     let requeue_seconds = if stable { SLOW } else { FAST };
-    Plan {
-        status_before: None,
-        actions,
-        status,
-        events,
-        requeue_seconds,
-    }
+    Plan::without_before(actions, status, events, requeue_seconds)
 }
 
 /// The recorded spec must run: delete what runs the previous one, then deploy it.
@@ -262,13 +262,7 @@ fn continue_upgrade(
             "the Flink cluster is starting",
             obs.now_ms,
         );
-        return Plan {
-            status_before: None,
-            actions,
-            status,
-            events,
-            requeue_seconds: FAST,
-        };
+        return Plan::without_before(actions, status, events, FAST);
     }
     status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     if obs.cluster_exists {
@@ -280,13 +274,7 @@ fn continue_upgrade(
             "deleting the previous cluster",
             obs.now_ms,
         );
-        return Plan {
-            status_before: None,
-            actions,
-            status,
-            events,
-            requeue_seconds: FAST,
-        };
+        return Plan::without_before(actions, status, events, FAST);
     }
     let first = status
         .reconciliation_status
@@ -390,13 +378,7 @@ fn apply_change(
         }
         status.error = Some(note.clone());
         set_conditions(&mut status, generation, phase::UPDATE_FAILED, &note, obs.now_ms);
-        Plan {
-            status_before: None,
-            actions,
-            status,
-            events,
-            requeue_seconds: SLOW,
-        }
+        Plan::without_before(actions, status, events, SLOW)
     };
     if failed_for_this_generation {
         let note = status.error.clone().unwrap_or_default();
@@ -495,13 +477,7 @@ fn apply_change(
                     // The stop never reached the JobManager (or it restarted): send it again, same id.
                     actions.push(Action::StopWithSavepoint { job_id, trigger_id });
                     set_conditions(&mut status, generation, phase::UPDATING, "stopping the job with a savepoint", obs.now_ms);
-                    Plan {
-                        status_before: None,
-                        actions,
-                        status,
-                        events,
-                        requeue_seconds: FAST,
-                    }
+                    Plan::without_before(actions, status, events, FAST)
                 }
                 Some(SavepointPoll::Failed(reason)) | Some(SavepointPoll::JobGone(reason)) => {
                     clear_trigger(&mut status);
@@ -513,13 +489,7 @@ fn apply_change(
                 }
                 Some(SavepointPoll::InProgress) | Some(SavepointPoll::Unreachable(_)) | None => {
                     set_conditions(&mut status, generation, phase::UPDATING, "waiting for the upgrade savepoint", obs.now_ms);
-                    Plan {
-                        status_before: None,
-                        actions,
-                        status,
-                        events,
-                        requeue_seconds: FAST,
-                    }
+                    Plan::without_before(actions, status, events, FAST)
                 }
             }
         }
