@@ -12,6 +12,7 @@ use flink_operator_controller::{
     deployment,
     flink::{ClientConfig, RestEndpoints},
     metrics::ReconcileMetrics,
+    session_job,
 };
 use flink_operator_webhook::{
     Admission,
@@ -131,8 +132,12 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 metrics: reconcile_metrics.clone(),
             });
             tasks.spawn(
-                stop_on(stopping.clone(), deployment::run(context, scope.clone()))
+                stop_on(stopping.clone(), deployment::run(context.clone(), scope.clone()))
                     .instrument(tracing::info_span!("flinkdeployments")),
+            );
+            tasks.spawn(
+                stop_on(stopping.clone(), session_job::run(context, scope.clone()))
+                    .instrument(tracing::info_span!("flinksessionjobs")),
             );
             tasks.spawn(stop_on(stopping.clone(), watch).instrument(tracing::info_span!("caches")));
             let ready = readiness.clone();

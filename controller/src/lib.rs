@@ -2,12 +2,13 @@
 //!
 //! - [`deployment`]: the FlinkDeployment loop: deploy, observe, stateless and savepoint
 //!   upgrades, delete (see its `decide` module for what is not done yet).
+//! - [`session_job`]: the FlinkSessionJob loop: submit to a session cluster, observe,
+//!   stateless, savepoint and last-state upgrades, suspend/resume, delete.
 //! - [`resources`]: the cluster's objects as pure functions of the resource.
 //! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.
 //! - [`caches`]: the informer caches the admission webhook uses for its lookups.
 //!
-//! Not implemented yet: the FlinkSessionJob, FlinkStateSnapshot and FlinkBlueGreenDeployment
-//! loops.
+//! Not implemented yet: the FlinkStateSnapshot and FlinkBlueGreenDeployment loops.
 
 pub mod caches;
 pub mod context;
@@ -15,3 +16,4 @@ pub mod deployment;
 pub mod flink;
 pub mod metrics;
 pub mod resources;
+pub mod session_job;

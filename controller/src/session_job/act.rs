@@ -1,0 +1,191 @@
+//! Carrying out a plan. Every action may be repeated after a crash: a submission runs under
+//! the job id recorded before it, a stop under the recorded trigger id, a cancel of an
+//! ended job is accepted by Flink, and finalizer patches test before they remove.
+
+use std::path::PathBuf;
+
+use flink_operator_api::{FlinkSessionJob, keys};
+use kube::{
+    Api, ResourceExt,
+    api::{Patch, PatchParams},
+};
+use serde_json::json;
+
+use super::{
+    artifact::{self, ArtifactError},
+    decide::{Action, Submission},
+};
+use crate::{
+    context::Context,
+    flink::{FlinkError, FlinkRestClient, JobId, RunJar, SavepointFormat, TriggerId},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ActError {
+    #[error("{what}: {source}")]
+    Api {
+        what: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("building the finalizer patch: {0}")]
+    Patch(#[source] serde_json::Error),
+    #[error("the session cluster's REST address is unknown")]
+    NoSessionCluster,
+    #[error("{0}")]
+    Artifact(#[from] ArtifactError),
+    #[error("{what} of job {job_id}: {source}")]
+    Flink {
+        what: &'static str,
+        job_id: String,
+        #[source]
+        source: FlinkError,
+    },
+}
+
+impl ActError {
+    /// Whether the submission itself failed (the jar, or Flink refusing it), as opposed to
+    /// the operator failing to reach something.
+    pub fn is_submission_failure(&self) -> bool {
+        match self {
+            ActError::Artifact(_) => true,
+            ActError::Flink { what, source, .. } => {
+                what.starts_with("submitting") && !source.retryable()
+            }
+            _ => false,
+        }
+    }
+}
+
+pub async fn act(
+    ctx: &Context,
+    sj: &FlinkSessionJob,
+    rest_url: Option<&str>,
+    action: &Action,
+) -> Result<(), ActError> {
+    let rest = || -> Result<FlinkRestClient, ActError> {
+        let url = rest_url.ok_or(ActError::NoSessionCluster)?;
+        FlinkRestClient::new(url, ctx.rest_client_config.clone()).map_err(|source| ActError::Flink {
+            what: "reaching the session cluster",
+            job_id: String::new(),
+            source,
+        })
+    };
+    match action {
+        Action::AddFinalizer => finalizer(ctx, sj, true).await,
+        Action::RemoveFinalizer => finalizer(ctx, sj, false).await,
+        Action::Submit(submission) => submit(ctx, sj, &rest()?, submission).await,
+        Action::Cancel { job_id } => match rest()?.cancel(&JobId::from(job_id.as_str())).await {
+            Ok(()) | Err(FlinkError::NotFound { .. }) => Ok(()),
+            Err(source) => Err(ActError::Flink {
+                what: "cancelling",
+                job_id: job_id.clone(),
+                source,
+            }),
+        },
+        Action::StopWithSavepoint { job_id, trigger_id } => {
+            rest()?
+                .stop_with_savepoint_as(
+                    &JobId::from(job_id.as_str()),
+                    &TriggerId::from(trigger_id.as_str()),
+                    None,
+                    false,
+                    SavepointFormat::Canonical,
+                )
+                .await
+                .map_err(|source| ActError::Flink {
+                    what: "stop-with-savepoint",
+                    job_id: job_id.clone(),
+                    source,
+                })?;
+            Ok(())
+        }
+    }
+}
+
+/// JSON Patch: other writers' finalizers are left alone, and a removal first tests that the
+/// entry is still ours.
+async fn finalizer(ctx: &Context, sj: &FlinkSessionJob, add: bool) -> Result<(), ActError> {
+    let finalizers = sj.finalizers();
+    let ours = keys::finalizers::FLINK_SESSION_JOB;
+    let operations = match (add, finalizers.iter().position(|f| f == ours)) {
+        (true, Some(_)) | (false, None) => return Ok(()),
+        (true, None) if finalizers.is_empty() => {
+            json!([{"op": "add", "path": "/metadata/finalizers", "value": [ours]}])
+        }
+        (true, None) => json!([{"op": "add", "path": "/metadata/finalizers/-", "value": ours}]),
+        (false, Some(i)) => json!([
+            {"op": "test", "path": format!("/metadata/finalizers/{i}"), "value": ours},
+            {"op": "remove", "path": format!("/metadata/finalizers/{i}")},
+        ]),
+    };
+    let patch: json_patch::Patch = serde_json::from_value(operations).map_err(ActError::Patch)?;
+    let api: Api<FlinkSessionJob> = Api::namespaced(ctx.client.clone(), &sj.namespace().unwrap_or_default());
+    match api
+        .patch(&sj.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Removing from an object that is already gone is done.
+        Err(kube::Error::Api(e)) if !add && e.code == 404 => Ok(()),
+        Err(source) => Err(ActError::Api {
+            what: "updating the finalizer",
+            source,
+        }),
+    }
+}
+
+/// Where downloaded jars wait for their upload.
+fn artifacts_dir(sj: &FlinkSessionJob) -> PathBuf {
+    std::env::temp_dir()
+        .join("flink-operator-artifacts")
+        .join(sj.namespace().unwrap_or_default())
+        .join(sj.name_any())
+}
+
+async fn submit(
+    ctx: &Context,
+    sj: &FlinkSessionJob,
+    rest: &FlinkRestClient,
+    submission: &Submission,
+) -> Result<(), ActError> {
+    let job_id = submission.job_id.clone();
+    let flink_error = |what: &'static str| {
+        let job_id = job_id.clone();
+        move |source| ActError::Flink { what, job_id, source }
+    };
+    let jar = artifact::fetch(
+        submission.jar_uri.as_deref(),
+        &artifacts_dir(sj),
+        submission.check_artifact_hosts,
+        ctx.rest_client_config.submission_timeout,
+    )
+    .await?;
+    let jar_id = rest
+        .upload_jar(&jar.path)
+        .await
+        .map_err(flink_error("submitting (uploading the jar)"))?;
+    drop(jar);
+    let run = RunJar {
+        entry_class: submission.entry_class.clone(),
+        args: submission.args.clone(),
+        parallelism: submission.parallelism,
+        job_id: Some(JobId::from(job_id.as_str())),
+        savepoint_path: submission.restore_path.clone(),
+        allow_non_restored_state: submission.allow_non_restored_state,
+        claim_mode: None,
+        flink_configuration: submission.configuration.clone(),
+    };
+    let ran = rest.run_jar(&jar_id, &run).await;
+    // The jar is not needed once the job graph is built, and would pile up on every
+    // submission otherwise; a failed delete only leaves a file behind.
+    if let Err(error) = rest.delete_jar(&jar_id).await {
+        tracing::warn!(%error, jar = %jar_id, "could not delete the uploaded jar");
+    }
+    match ran {
+        Ok(_) => Ok(()),
+        // Submitted by an earlier attempt whose answer was lost.
+        Err(FlinkError::BadRequest { message, .. }) if message.contains("already been submitted") => Ok(()),
+        Err(source) => Err(flink_error("submitting (running the jar)")(source)),
+    }
+}

@@ -1,0 +1,298 @@
+//! The job jar of a session job, made available as a local file for the upload.
+//!
+//! `http` and `https` URIs are downloaded into a temporary file; `file://` URIs and plain
+//! absolute paths name a file on the operator's own file system, used in place. Any other
+//! scheme is refused with the URI and the scheme named.
+
+use std::{
+    net::IpAddr,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+const FIELD: &str = "spec.job.jarURI";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    #[error("{FIELD} is not set: a session job needs the jar to upload")]
+    Missing,
+    #[error("{FIELD} {uri:?}: scheme {scheme:?} is not supported (use http, https, file or an absolute path)")]
+    UnsupportedScheme { uri: String, scheme: String },
+    #[error("{FIELD} {uri:?} is not a valid URI: {reason}")]
+    Invalid { uri: String, reason: String },
+    #[error("{FIELD} {uri:?}: host {host} resolves to a restricted address {address}; the operator does not fetch jars from it")]
+    RestrictedHost { uri: String, host: String, address: IpAddr },
+    #[error("{FIELD} {uri:?}: {path} is not a readable file: {source}")]
+    Unreadable {
+        uri: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("downloading {FIELD} {uri:?}: {reason}")]
+    Download { uri: String, reason: String },
+    #[error("writing the download of {FIELD} {uri:?} to {path}: {source}")]
+    Write {
+        uri: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A jar on the local file system; a downloaded one is removed when dropped.
+#[derive(Debug)]
+pub struct LocalJar {
+    pub path: PathBuf,
+    temporary: bool,
+}
+
+impl Drop for LocalJar {
+    fn drop(&mut self) {
+        if self.temporary {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Where a jar URI points.
+#[derive(Debug, PartialEq, Eq)]
+enum Source<'a> {
+    Http,
+    File(&'a str),
+}
+
+fn source(uri: &str) -> Result<Source<'_>, ArtifactError> {
+    if uri.starts_with('/') {
+        return Ok(Source::File(uri));
+    }
+    let Some((scheme, rest)) = uri.split_once(':') else {
+        return Err(ArtifactError::Invalid {
+            uri: uri.to_owned(),
+            reason: "it has no scheme and is not an absolute path".to_owned(),
+        });
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" | "https" => Ok(Source::Http),
+        "file" => {
+            // file:///path, file://localhost/path and file:/path all name /path.
+            let path = match rest.strip_prefix("//") {
+                Some(authority_and_path) => {
+                    let slash = authority_and_path.find('/').unwrap_or(authority_and_path.len());
+                    let (authority, path) = authority_and_path.split_at(slash);
+                    if !(authority.is_empty() || authority.eq_ignore_ascii_case("localhost")) {
+                        return Err(ArtifactError::Invalid {
+                            uri: uri.to_owned(),
+                            reason: format!("file URIs name local files; host {authority:?} is not local"),
+                        });
+                    }
+                    path
+                }
+                None => rest,
+            };
+            if !path.starts_with('/') {
+                return Err(ArtifactError::Invalid {
+                    uri: uri.to_owned(),
+                    reason: "a file URI needs an absolute path".to_owned(),
+                });
+            }
+            Ok(Source::File(path))
+        }
+        other => Err(ArtifactError::UnsupportedScheme {
+            uri: uri.to_owned(),
+            scheme: other.to_owned(),
+        }),
+    }
+}
+
+/// The jar of `uri` as a local file; downloads go into `dir`. With `check_hosts`, an http(s)
+/// host that resolves to a loopback, private, link-local, wildcard or multicast address is
+/// refused (admission checks literal addresses only; names are checked here, as resolved).
+pub async fn fetch(
+    uri: Option<&str>,
+    dir: &Path,
+    check_hosts: bool,
+    timeout: Duration,
+) -> Result<LocalJar, ArtifactError> {
+    let uri = uri.filter(|u| !u.trim().is_empty()).ok_or(ArtifactError::Missing)?;
+    match source(uri)? {
+        Source::File(path) => {
+            let metadata = tokio::fs::metadata(path)
+                .await
+                .and_then(|m| {
+                    if m.is_file() {
+                        Ok(m)
+                    } else {
+                        Err(std::io::Error::other("not a regular file"))
+                    }
+                })
+                .map_err(|source| ArtifactError::Unreadable {
+                    uri: uri.to_owned(),
+                    path: path.to_owned(),
+                    source,
+                })?;
+            drop(metadata);
+            Ok(LocalJar {
+                path: PathBuf::from(path),
+                temporary: false,
+            })
+        }
+        Source::Http => download(uri, dir, check_hosts, timeout).await,
+    }
+}
+
+async fn download(uri: &str, dir: &Path, check_hosts: bool, timeout: Duration) -> Result<LocalJar, ArtifactError> {
+    let url = reqwest::Url::parse(uri).map_err(|e| ArtifactError::Invalid {
+        uri: uri.to_owned(),
+        reason: e.to_string(),
+    })?;
+    if check_hosts {
+        check_host(uri, &url).await?;
+    }
+    let download_error = |reason: String| ArtifactError::Download {
+        uri: uri.to_owned(),
+        reason,
+    };
+    // reqwest takes rustls's process-wide provider; ring is the only one in the tree.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        // A redirect could lead to a host the check above never saw.
+        .redirect(if check_hosts {
+            reqwest::redirect::Policy::none()
+        } else {
+            reqwest::redirect::Policy::limited(5)
+        })
+        .build()
+        .map_err(|e| download_error(e.to_string()))?;
+    let mut response = client
+        .get(url.clone())
+        .send()
+        .await
+        .map_err(|e| download_error(e.to_string()))?;
+    if !response.status().is_success() {
+        return Err(download_error(format!("HTTP {}", response.status())));
+    }
+    let name = url
+        .path_segments()
+        .and_then(|mut s| s.next_back())
+        .filter(|n| !n.is_empty())
+        .unwrap_or("job.jar")
+        .to_owned();
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(|source| ArtifactError::Write {
+            uri: uri.to_owned(),
+            path: dir.display().to_string(),
+            source,
+        })?;
+    let jar = LocalJar {
+        path: dir.join(format!("{}-{name}", crate::flink::TriggerId::random())),
+        temporary: true,
+    };
+    let write_error = |source| ArtifactError::Write {
+        uri: uri.to_owned(),
+        path: jar.path.display().to_string(),
+        source,
+    };
+    // Whole in memory: the upload reads the file whole too.
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| download_error(e.to_string()))? {
+        bytes.extend_from_slice(&chunk);
+    }
+    tokio::fs::write(&jar.path, &bytes).await.map_err(write_error)?;
+    Ok(jar)
+}
+
+async fn check_host(uri: &str, url: &reqwest::Url) -> Result<(), ArtifactError> {
+    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_owned();
+    let port = url.port_or_known_default().unwrap_or(443);
+    let addresses = tokio::net::lookup_host((host.clone(), port))
+        .await
+        .map_err(|e| ArtifactError::Download {
+            uri: uri.to_owned(),
+            reason: format!("resolving {host}: {e}"),
+        })?;
+    for address in addresses {
+        if is_restricted(address.ip()) {
+            return Err(ArtifactError::RestrictedHost {
+                uri: uri.to_owned(),
+                host,
+                address: address.ip(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn is_restricted(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(ip) => {
+            ip.is_loopback() || ip.is_link_local() || ip.is_private() || ip.is_unspecified() || ip.is_multicast()
+        }
+        IpAddr::V6(ip) => {
+            let first = ip.segments()[0];
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.is_multicast()
+                || (first & 0xffc0) == 0xfe80
+                || (first & 0xfe00) == 0xfc00
+                || ip.to_ipv4_mapped().is_some_and(|v4| is_restricted(IpAddr::V4(v4)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_name_their_source_or_are_refused_with_the_scheme() {
+        assert_eq!(source("/opt/jobs/a.jar").unwrap(), Source::File("/opt/jobs/a.jar"));
+        assert_eq!(source("file:///opt/a.jar").unwrap(), Source::File("/opt/a.jar"));
+        assert_eq!(source("file://localhost/opt/a.jar").unwrap(), Source::File("/opt/a.jar"));
+        assert_eq!(source("file:/opt/a.jar").unwrap(), Source::File("/opt/a.jar"));
+        assert_eq!(source("https://repo/a.jar").unwrap(), Source::Http);
+        assert_eq!(source("HTTP://repo/a.jar").unwrap(), Source::Http);
+        let error = source("s3://bucket/a.jar").unwrap_err().to_string();
+        assert!(error.contains("spec.job.jarURI") && error.contains("\"s3\""), "{error}");
+        assert!(matches!(source("file://remote/a.jar"), Err(ArtifactError::Invalid { .. })));
+        assert!(matches!(source("relative/a.jar"), Err(ArtifactError::Invalid { .. })));
+        assert!(matches!(source("file:a.jar"), Err(ArtifactError::Invalid { .. })));
+    }
+
+    #[test]
+    fn restricted_addresses() {
+        for ip in ["127.0.0.1", "10.1.2.3", "169.254.1.1", "0.0.0.0", "::1", "fe80::1", "fd00::1", "::ffff:192.168.1.1"] {
+            assert!(is_restricted(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "2606:2800:220:1::1"] {
+            assert!(!is_restricted(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[tokio::test]
+    async fn local_files_are_used_in_place_and_missing_ones_named() {
+        let dir = std::env::temp_dir().join(format!("artifact-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jar = dir.join("job.jar");
+        std::fs::write(&jar, b"PK").unwrap();
+        let uri = format!("file://{}", jar.display());
+        let local = fetch(Some(&uri), &dir, true, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(local.path, jar);
+        drop(local);
+        assert!(jar.exists(), "a local jar is not the operator's to delete");
+        let error = fetch(Some("/nonexistent/job.jar"), &dir, true, Duration::from_secs(5))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("/nonexistent/job.jar"), "{error}");
+        assert!(matches!(
+            fetch(None, &dir, true, Duration::from_secs(5)).await,
+            Err(ArtifactError::Missing)
+        ));
+        let refused = fetch(Some("http://127.0.0.1:1/job.jar"), &dir, true, Duration::from_secs(5)).await;
+        assert!(matches!(refused, Err(ArtifactError::RestrictedHost { .. })), "{refused:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

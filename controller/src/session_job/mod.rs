@@ -1,0 +1,213 @@
+//! The FlinkSessionJob reconcile loop: observe -> decide -> act -> status and Events.
+//!
+//! A session job runs in the session FlinkDeployment named by `spec.deploymentName`; its
+//! jar is fetched by the operator (http, https, file), uploaded and run through that
+//! cluster's REST API. See [`decide`] for the state machine and what is not done yet.
+
+pub mod act;
+pub mod artifact;
+pub mod decide;
+pub mod observe;
+
+use std::{sync::Arc, time::Duration};
+
+use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
+use futures::StreamExt;
+use kube::{
+    Api, Resource, ResourceExt,
+    api::{Patch, PatchParams},
+    runtime::{
+        Controller,
+        controller::Action as Requeue,
+        events::{Event, EventType},
+        reflector::ObjectRef,
+        watcher,
+    },
+};
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::{caches::WatchScope, context::Context};
+
+const KIND: &str = flink_operator_api::keys::kinds::FLINK_SESSION_JOB;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("observing: {0}")]
+    Observe(#[source] kube::Error),
+    #[error("{0}")]
+    Act(#[from] act::ActError),
+    #[error("writing status: {0}")]
+    Status(#[source] kube::Error),
+}
+
+/// Runs the loop over the watched namespaces until the future is dropped.
+pub async fn run(ctx: Arc<Context>, scope: WatchScope) {
+    let apis: Vec<(Api<FlinkSessionJob>, Api<FlinkDeployment>)> = match scope {
+        WatchScope::All => vec![(Api::all(ctx.client.clone()), Api::all(ctx.client.clone()))],
+        WatchScope::Namespaces(namespaces) => namespaces
+            .iter()
+            .map(|ns| {
+                (
+                    Api::namespaced(ctx.client.clone(), ns),
+                    Api::namespaced(ctx.client.clone(), ns),
+                )
+            })
+            .collect(),
+    };
+    let loops = apis.into_iter().map(|(jobs, deployments)| {
+        let ctx = ctx.clone();
+        let controller = Controller::new(jobs, watcher::Config::default());
+        // A session cluster becoming READY (or going away) wakes the jobs that target it.
+        let store = controller.store();
+        controller
+            .watches(deployments, watcher::Config::default(), move |fd: FlinkDeployment| {
+                let namespace = fd.namespace();
+                let name = fd.name_any();
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|sj| sj.namespace() == namespace && sj.spec.deployment_name.as_deref() == Some(&name))
+                    .map(|sj| ObjectRef::from_obj(&*sj))
+                    .collect::<Vec<_>>()
+            })
+            .run(reconcile, error_policy, ctx)
+            .for_each(|result| async move {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "reconcile loop");
+                }
+            })
+    });
+    futures::future::join_all(loops).await;
+}
+
+fn error_policy(sj: Arc<FlinkSessionJob>, error: &ReconcileError, _ctx: Arc<Context>) -> Requeue {
+    tracing::warn!(namespace = %sj.namespace().unwrap_or_default(), name = %sj.name_any(), %error, "reconcile failed; retrying");
+    Requeue::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile(sj: Arc<FlinkSessionJob>, ctx: Arc<Context>) -> Result<Requeue, ReconcileError> {
+    let span = tracing::info_span!("reconcile", kind = KIND, namespace = %sj.namespace().unwrap_or_default(), name = %sj.name_any());
+    let started = std::time::Instant::now();
+    let result = reconcile_inner(&sj, &ctx).instrument(span).await;
+    let ok = matches!(result, Ok((_, true)));
+    ctx.metrics.reconciled(KIND, started.elapsed(), ok);
+    result.map(|(requeue, _)| requeue)
+}
+
+/// The requeue, and whether the reconcile did what it planned.
+async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue, bool), ReconcileError> {
+    let observed = observe::observe(ctx, sj).await.map_err(ReconcileError::Observe)?;
+    let observation = &observed.observation;
+    let plan = decide::decide(sj, observation);
+    record_savepoint(ctx, sj, observation);
+    if let Some(before) = &plan.status_before {
+        write_status(ctx, sj, before).await?;
+    }
+    for action in &plan.actions {
+        tracing::info!(?action, "acting");
+        if let Err(error) = act::act(ctx, sj, observed.rest_url.as_deref(), action).await {
+            if !error.is_submission_failure() {
+                publish(ctx, sj, true, "ReconcileFailed", error.to_string()).await;
+                return Err(error.into());
+            }
+            // The jar or Flink refused the job: say so in status and try again later, with
+            // one Event per distinct failure rather than one per attempt.
+            let message = error.to_string();
+            let stored = sj.status.as_ref().and_then(|s| s.error.clone());
+            if stored.as_deref() != Some(message.as_str()) {
+                publish(ctx, sj, true, "SubmitFailed", message.clone()).await;
+            }
+            let base = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
+            let status = decide::submission_failed(base, sj.metadata.generation, &message, observation.now_ms);
+            write_status(ctx, sj, &status).await?;
+            record_lifecycle(ctx, sj, &status, false);
+            return Ok((Requeue::requeue(Duration::from_secs(30)), false));
+        }
+    }
+    for event in &plan.events {
+        publish(ctx, sj, event.warning, event.reason, event.note.clone()).await;
+    }
+    let removed = plan.actions.contains(&decide::Action::RemoveFinalizer);
+    // Conditions are not compared: they are not stored (see decide::Status).
+    if !removed && sj.status.as_ref() != Some(&plan.status.job) {
+        write_status(ctx, sj, &plan.status).await?;
+    }
+    record_lifecycle(ctx, sj, &plan.status, removed);
+    Ok((Requeue::requeue(Duration::from_secs(plan.requeue_seconds)), true))
+}
+
+fn record_lifecycle(ctx: &Context, sj: &FlinkSessionJob, status: &decide::Status, removed: bool) {
+    let state = status.job.lifecycle_state.map(|s| s.as_str());
+    let namespace = sj.namespace().unwrap_or_default();
+    ctx.metrics.lifecycle(
+        KIND,
+        &namespace,
+        &sj.name_any(),
+        if removed { None } else { state },
+    );
+}
+
+/// Savepoints (upgrade, suspension, deletion) that completed or failed in this observation.
+fn record_savepoint(ctx: &Context, sj: &FlinkSessionJob, observation: &decide::Observation) {
+    let triggered = sj
+        .status
+        .as_ref()
+        .and_then(|s| s.job_status.as_ref())
+        .and_then(|j| j.savepoint_info.as_ref())
+        .filter(|i| i.trigger_id.is_some())
+        .and_then(|i| i.trigger_timestamp);
+    match (&observation.savepoint, triggered) {
+        (Some(decide::SavepointPoll::Completed(_)), Some(at)) => {
+            let elapsed = (observation.now_ms - at).max(0) as u64;
+            ctx.metrics
+                .savepoint_completed(KIND, Duration::from_millis(elapsed));
+        }
+        (Some(decide::SavepointPoll::Failed(_) | decide::SavepointPoll::JobGone(_)), Some(_)) => {
+            ctx.metrics.savepoint_failed(KIND);
+        }
+        _ => {}
+    }
+}
+
+/// Replaces the status; fields the plan leaves empty are cleared.
+async fn write_status(ctx: &Context, sj: &FlinkSessionJob, status: &decide::Status) -> Result<(), ReconcileError> {
+    let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        for key in [
+            "jobStatus",
+            "error",
+            "observedGeneration",
+            "lifecycleState",
+            "reconciliationStatus",
+        ] {
+            object.entry(key).or_insert(Value::Null);
+        }
+    }
+    let api: Api<FlinkSessionJob> = Api::namespaced(ctx.client.clone(), &sj.namespace().unwrap_or_default());
+    api.patch_status(
+        &sj.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "status": value })),
+    )
+    .await
+    .map_err(ReconcileError::Status)?;
+    Ok(())
+}
+
+async fn publish(ctx: &Context, sj: &FlinkSessionJob, warning: bool, reason: &str, note: String) {
+    let event = Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.to_owned(),
+        note: Some(note.chars().take(1000).collect()),
+        action: reason.to_owned(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &sj.object_ref(&())).await {
+        tracing::debug!(error = %e, reason, "could not publish an Event");
+    }
+}

@@ -1,0 +1,197 @@
+//! Reading the world of one FlinkSessionJob: its session FlinkDeployment, and its job,
+//! savepoint and checkpoints through that cluster's REST API.
+
+use std::collections::BTreeMap;
+
+use flink_operator_api::{
+    FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, SnapshotTriggerType, UpgradeMode,
+    common::flink_job_state, keys, validation::ValidationContext,
+};
+use kube::{Api, ResourceExt};
+
+use super::decide::{CheckpointLookup, JobObservation, Observation, SavepointPoll, SessionObservation};
+use crate::{
+    context::Context,
+    flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
+};
+
+/// The observation, and the session cluster's REST address when it is ready (for act).
+pub struct Observed {
+    pub observation: Observation,
+    pub rest_url: Option<String>,
+}
+
+pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, kube::Error> {
+    let namespace = sj.namespace().unwrap_or_default();
+    let session_name = sj.spec.deployment_name.clone().unwrap_or_default();
+    let session = if session_name.is_empty() {
+        None
+    } else {
+        let api: Api<FlinkDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
+        api.get_opt(&session_name).await?
+    };
+    let config = effective_config(ctx, sj, session.as_ref());
+    let violations = flink_operator_api::validation::session_job::validate(
+        sj,
+        None,
+        session.as_ref(),
+        &ValidationContext::new(ctx.operator_config.clone()),
+    )
+    .into_iter()
+    .map(|v| v.to_string())
+    .collect();
+    let mut observation = Observation {
+        violations,
+        savepoint_on_deletion: flag(&config, keys::operator::JOB_SAVEPOINT_ON_DELETION, false),
+        restricted_artifact_hosts: flag(
+            &config,
+            keys::operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS,
+            true,
+        ),
+        fresh_trigger_id: TriggerId::random().as_str().to_owned(),
+        fresh_job_id: JobId::random().as_str().to_owned(),
+        now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
+        ..Default::default()
+    };
+    let Some(session) = session else {
+        return Ok(Observed {
+            observation,
+            rest_url: None,
+        });
+    };
+    observation.session = if session.metadata.deletion_timestamp.is_some() {
+        SessionObservation::Deleting
+    } else if session.spec.job.is_some() {
+        SessionObservation::NotSession
+    } else {
+        let jm = session
+            .status
+            .as_ref()
+            .and_then(|s| s.job_manager_deployment_status)
+            .unwrap_or_default();
+        if jm == JobManagerDeploymentStatus::Ready {
+            SessionObservation::Ready
+        } else {
+            SessionObservation::NotReady(format!("its JobManager is {}", jm.as_str()))
+        }
+    };
+    if observation.session != SessionObservation::Ready {
+        return Ok(Observed {
+            observation,
+            rest_url: None,
+        });
+    }
+    let url = match ctx
+        .rest_endpoints
+        .base_url(&namespace, &format!("{session_name}-rest"), ctx.rest_port(&session))
+        .await
+    {
+        Ok(url) => url,
+        Err(e) => {
+            observation.session = SessionObservation::NotReady(format!("its REST address is unknown: {e}"));
+            return Ok(Observed {
+                observation,
+                rest_url: None,
+            });
+        }
+    };
+    let rest = match FlinkRestClient::new(&url, ctx.rest_client_config.clone()) {
+        Ok(rest) => rest,
+        Err(e) => {
+            observation.session = SessionObservation::NotReady(e.to_string());
+            return Ok(Observed {
+                observation,
+                rest_url: None,
+            });
+        }
+    };
+    let job_status = sj.status.as_ref().and_then(|s| s.job_status.as_ref());
+    if let Some(job_id) = job_status.and_then(|j| j.job_id.as_deref()) {
+        let job_id = JobId::from(job_id);
+        observation.job = Some(observe_job(&rest, &job_id).await);
+        observation.savepoint = poll_savepoint(&rest, sj, &job_id).await;
+        let ended = match &observation.job {
+            Some(JobObservation::Found { state, .. }) => flink_job_state::is_globally_terminal(state),
+            Some(JobObservation::NotFound) => true,
+            _ => false,
+        };
+        let last_state = sj
+            .spec
+            .job
+            .as_ref()
+            .is_some_and(|j| j.upgrade_mode_or_default() == UpgradeMode::LastState);
+        if ended && last_state {
+            observation.checkpoint = Some(latest_checkpoint(&rest, &job_id).await);
+        }
+    }
+    Ok(Observed {
+        observation,
+        rest_url: Some(url),
+    })
+}
+
+/// The job's configuration: the operator's (with its namespace and version overlays), the
+/// session cluster's, then the job's own.
+fn effective_config(
+    ctx: &Context,
+    sj: &FlinkSessionJob,
+    session: Option<&FlinkDeployment>,
+) -> BTreeMap<String, String> {
+    let mut config = ValidationContext::new(ctx.operator_config.clone()).effective_config(
+        &sj.namespace().unwrap_or_default(),
+        session.and_then(|s| s.spec.flink_version),
+        session.and_then(|s| s.spec.flink_configuration.as_ref()),
+    );
+    if let Some(own) = &sj.spec.flink_configuration {
+        config.extend(own.flattened());
+    }
+    config
+}
+
+fn flag(config: &BTreeMap<String, String>, key: &str, default: bool) -> bool {
+    match config.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        _ => default,
+    }
+}
+
+async fn observe_job(rest: &FlinkRestClient, job_id: &JobId) -> JobObservation {
+    match rest.jobs_overview().await {
+        Ok(jobs) => match jobs.into_iter().find(|j| &j.jid == job_id) {
+            Some(job) => JobObservation::Found {
+                state: job.state,
+                start_time: job.start_time,
+            },
+            None => JobObservation::NotFound,
+        },
+        Err(e) => JobObservation::Unreachable(e.to_string()),
+    }
+}
+
+/// The pending savepoint, by the trigger id recorded in status.
+async fn poll_savepoint(rest: &FlinkRestClient, sj: &FlinkSessionJob, job_id: &JobId) -> Option<SavepointPoll> {
+    let info = sj.status.as_ref()?.job_status.as_ref()?.savepoint_info.as_ref()?;
+    if info.trigger_type != Some(SnapshotTriggerType::Upgrade) {
+        return None;
+    }
+    let trigger = TriggerId::from(info.trigger_id.as_deref()?);
+    Some(match rest.savepoint_status(job_id, &trigger).await {
+        Ok(OperationStatus::InProgress) => SavepointPoll::InProgress,
+        Ok(OperationStatus::Completed(path)) => SavepointPoll::Completed(path),
+        Ok(OperationStatus::Failed(failure)) => SavepointPoll::Failed(failure.message),
+        Ok(OperationStatus::JobNotFound(reason)) => SavepointPoll::JobGone(reason),
+        Ok(OperationStatus::UnknownTrigger(_)) => SavepointPoll::UnknownTrigger,
+        Err(e) => SavepointPoll::Unreachable(e.to_string()),
+    })
+}
+
+async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> CheckpointLookup {
+    match rest.checkpoint_statistics(job_id).await {
+        Ok(stats) => match stats.latest.completed.and_then(|c| c.external_path) {
+            Some(path) => CheckpointLookup::Found(path),
+            None => CheckpointLookup::None,
+        },
+        Err(e) => CheckpointLookup::Unavailable(e.to_string()),
+    }
+}
