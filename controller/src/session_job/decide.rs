@@ -1123,3 +1123,748 @@ fn rfc3339(ms: i64) -> String {
         .map(|t| k8s_openapi::jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%SZ", t).unwrap_or_default())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn resource(
+        spec: Value,
+        status: Option<FlinkSessionJobStatus>,
+        finalizer: bool,
+        deleting: bool,
+        generation: i64,
+    ) -> FlinkSessionJob {
+        let mut value = json!({
+            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
+            "metadata": {"name": "counter", "namespace": "ns", "uid": "u", "generation": generation},
+            "spec": spec,
+        });
+        if finalizer {
+            value["metadata"]["finalizers"] = json!([keys::finalizers::FLINK_SESSION_JOB]);
+        }
+        if deleting {
+            value["metadata"]["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+        }
+        let mut sj: FlinkSessionJob = serde_json::from_value(value).unwrap();
+        sj.status = status;
+        sj
+    }
+
+    fn spec(mode: &str) -> Value {
+        json!({"deploymentName": "session",
+               "flinkConfiguration": {"pipeline.max-parallelism": "8", "kubernetes.operator.job.savepoint-on-deletion": "true"},
+               "job": {"jarURI": "file:///jobs/job.jar", "entryClass": "jobs.Counter", "args": ["--keys", "4"],
+                       "parallelism": 2, "upgradeMode": mode}})
+    }
+
+    /// The spec of `mode` with a changed parallelism and, optionally, a desired job state.
+    fn changed(mode: &str, state: Option<&str>) -> Value {
+        let mut spec = spec(mode);
+        spec["job"]["parallelism"] = json!(1);
+        if let Some(state) = state {
+            spec["job"]["state"] = json!(state);
+        }
+        spec
+    }
+
+    fn obs(session: SessionObservation, job: Option<JobObservation>) -> Observation {
+        Observation {
+            session,
+            job,
+            restricted_artifact_hosts: true,
+            fresh_trigger_id: "trigger".into(),
+            fresh_job_id: "new-job".into(),
+            now_ms: NOW,
+            ..Default::default()
+        }
+    }
+
+    fn ready(job: Option<JobObservation>) -> Observation {
+        obs(SessionObservation::Ready, job)
+    }
+
+    fn found(state: &str) -> Option<JobObservation> {
+        Some(JobObservation::Found {
+            state: state.into(),
+            start_time: Some(NOW - 1000),
+        })
+    }
+
+    fn not_found() -> Option<JobObservation> {
+        Some(JobObservation::NotFound)
+    }
+
+    fn condition<'a>(status: &'a Status, type_: &str) -> &'a Condition {
+        status
+            .conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|c| c.type_.as_deref() == Some(type_))
+            .unwrap()
+    }
+
+    fn reason(status: &Status) -> &str {
+        condition(status, "Ready").reason.as_deref().unwrap()
+    }
+
+    fn submission(plan: &Plan) -> &Submission {
+        plan.actions
+            .iter()
+            .find_map(|a| match a {
+                Action::Submit(s) => Some(s),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no submission in {:?}", plan.actions))
+    }
+
+    fn recorded_spec(status: &FlinkSessionJobStatus) -> FlinkSessionJobSpec {
+        status
+            .reconciliation_status
+            .as_ref()
+            .unwrap()
+            .last_reconciled_spec()
+            .unwrap()
+            .unwrap()
+    }
+
+    fn reconciliation_state(status: &FlinkSessionJobStatus) -> Option<ReconciliationState> {
+        status.reconciliation_status.as_ref().unwrap().state
+    }
+
+    fn job(status: &FlinkSessionJobStatus) -> &JobStatus {
+        status.job_status.as_ref().unwrap()
+    }
+
+    /// The stored status of a job that runs `spec(mode)` as job `old-job`.
+    fn running(mode: &str) -> FlinkSessionJobStatus {
+        let first = decide(
+            &resource(spec(mode), None, true, false, 1),
+            &Observation {
+                fresh_job_id: "old-job".into(),
+                ..ready(None)
+            },
+        );
+        let submitted = first.status.job;
+        decide(
+            &resource(spec(mode), Some(submitted), true, false, 1),
+            &ready(found("RUNNING")),
+        )
+        .status
+        .job
+    }
+
+    #[test]
+    fn a_job_waits_for_its_session_cluster_with_one_message_and_one_event() {
+        let cases = [
+            (SessionObservation::Missing, "FlinkDeployment session does not exist"),
+            (SessionObservation::NotSession, "is an application cluster"),
+            (SessionObservation::Deleting, "is being deleted"),
+            (
+                SessionObservation::NotReady("its JobManager is DEPLOYING".into()),
+                "its JobManager is DEPLOYING",
+            ),
+        ];
+        for (session, why) in cases {
+            let plan = decide(&resource(spec("stateless"), None, false, false, 1), &obs(session.clone(), None));
+            assert_eq!(plan.actions, [Action::AddFinalizer], "{session:?}");
+            let error = plan.status.job.error.clone().unwrap();
+            assert!(error.starts_with("waiting for session cluster session: "), "{error}");
+            assert!(error.contains(why), "{error}");
+            assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Created));
+            assert_eq!(reason(&plan.status), phase::DEPLOYING);
+            assert_eq!(plan.requeue_seconds, WAIT);
+            assert_eq!(plan.events.len(), 1);
+            // The next reconcile finds the same message stored: no second Event.
+            let again = decide(
+                &resource(spec("stateless"), Some(plan.status.job), true, false, 1),
+                &obs(session, None),
+            );
+            assert!(again.events.is_empty(), "{:?}", again.events);
+            assert!(again.actions.is_empty());
+        }
+    }
+
+    #[test]
+    fn the_first_submission_is_recorded_with_its_job_id_before_it_is_sent() {
+        let mut with_savepoint = spec("savepoint");
+        with_savepoint["job"]["initialSavepointPath"] = json!("file:/sp/initial");
+        with_savepoint["job"]["allowNonRestoredState"] = json!(true);
+        let plan = decide(&resource(with_savepoint.clone(), None, false, false, 1), &ready(None));
+        let expected = Submission {
+            job_id: "new-job".into(),
+            jar_uri: Some("file:///jobs/job.jar".into()),
+            entry_class: Some("jobs.Counter".into()),
+            args: vec!["--keys".into(), "4".into()],
+            parallelism: Some(2),
+            restore_path: Some("file:/sp/initial".into()),
+            allow_non_restored_state: Some(true),
+            configuration: [("pipeline.max-parallelism".to_owned(), "8".to_owned())].into(),
+            check_artifact_hosts: true,
+        };
+        assert_eq!(plan.actions, [Action::AddFinalizer, Action::Submit(expected)]);
+        let before = plan.status_before.unwrap().job;
+        assert_eq!(reconciliation_state(&before), Some(ReconciliationState::Upgrading));
+        assert_eq!(job(&before).job_id.as_deref(), Some("new-job"));
+        assert_eq!(job(&before).upgrade_savepoint_path.as_deref(), Some("file:/sp/initial"));
+        assert_eq!(
+            recorded_spec(&before),
+            resource(with_savepoint, None, true, false, 1).spec
+        );
+        assert_eq!(reconciliation_state(&plan.status.job), Some(ReconciliationState::Deployed));
+        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Deployed));
+        assert_eq!(plan.events[0].reason, "Submit");
+    }
+
+    #[test]
+    fn a_crash_between_recording_and_submitting_submits_under_the_recorded_id_once() {
+        let first = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None));
+        let recorded = first.status_before.unwrap().job;
+        let sj = resource(spec("stateless"), Some(recorded), true, false, 1);
+        // The job never reached Flink: submitted again, same id, not the fresh one.
+        let plan = decide(
+            &sj,
+            &Observation {
+                fresh_job_id: "another".into(),
+                ..ready(not_found())
+            },
+        );
+        assert_eq!(submission(&plan).job_id, "new-job");
+        // It did reach Flink: nothing is submitted, the status catches up.
+        let plan = decide(&sj, &ready(found("RUNNING")));
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        assert_eq!(reconciliation_state(&plan.status.job), Some(ReconciliationState::Deployed));
+        assert_eq!(job(&plan.status.job).state.as_deref(), Some("RUNNING"));
+        // Flink does not answer: wait, never submit blind.
+        let plan = decide(&sj, &ready(Some(JobObservation::Unreachable("timeout".into()))));
+        assert!(plan.actions.is_empty());
+    }
+
+    #[test]
+    fn observed_job_states_become_status_conditions_and_events() {
+        use ResourceLifecycleState as L;
+        let cases = [
+            (found("RUNNING"), L::Stable, phase::RUNNING, "True", false),
+            (found("FAILED"), L::Failed, phase::FAILED, "False", true),
+            (found("FINISHED"), L::Deployed, phase::SUCCEEDED, "True", false),
+            (found("CANCELED"), L::Deployed, phase::CANCELLED, "False", false),
+            (found("RESTARTING"), L::Deployed, phase::RESTARTING, "False", false),
+            (found("INITIALIZING"), L::Deployed, phase::DEPLOYING, "False", false),
+            (not_found(), L::Deployed, phase::DEPLOY_FAILED, "False", true),
+        ];
+        let submitted = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None))
+            .status
+            .job;
+        for (observed, lifecycle, phase_, ready_status, warning) in cases {
+            let plan = decide(
+                &resource(spec("stateless"), Some(submitted.clone()), true, false, 1),
+                &ready(observed.clone()),
+            );
+            assert!(plan.actions.is_empty(), "{observed:?}");
+            assert_eq!(plan.status.job.lifecycle_state, Some(lifecycle), "{observed:?}");
+            assert_eq!(reason(&plan.status), phase_, "{observed:?}");
+            assert_eq!(
+                condition(&plan.status, "Ready").status.as_deref(),
+                Some(ready_status),
+                "{observed:?}"
+            );
+            assert_eq!(plan.events.len(), 1, "{observed:?}");
+            assert_eq!(plan.events[0].warning, warning, "{observed:?}");
+        }
+        // No Event while the state stays the same; a running job records its stable spec.
+        let stable = running("stateless");
+        assert!(
+            stable
+                .reconciliation_status
+                .as_ref()
+                .unwrap()
+                .last_stable_spec
+                .is_some()
+        );
+        let plan = decide(
+            &resource(spec("stateless"), Some(stable), true, false, 1),
+            &ready(found("RUNNING")),
+        );
+        assert!(plan.events.is_empty());
+        assert_eq!(plan.requeue_seconds, SLOW);
+    }
+
+    #[test]
+    fn a_stateless_change_cancels_then_records_the_new_spec_and_job_id_then_submits() {
+        let sj = |status: FlinkSessionJobStatus| resource(changed("stateless", None), Some(status), true, false, 2);
+        // 1. Cancel the running job; the old spec stays recorded until it has ended.
+        let plan = decide(&sj(running("stateless")), &ready(found("RUNNING")));
+        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
+        let cancelling = plan.status_before.unwrap();
+        assert_eq!(recorded_spec(&cancelling.job).job.unwrap().parallelism, Some(2));
+        assert_eq!(reason(&cancelling), phase::UPDATING);
+        assert_eq!(cancelling.job.lifecycle_state, Some(ResourceLifecycleState::Upgrading));
+        // A crash before the cancel reached Flink: cancelled again.
+        let plan = decide(&sj(cancelling.job.clone()), &ready(found("RUNNING")));
+        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
+        // 2. Cancelling: wait.
+        let plan = decide(&sj(cancelling.job.clone()), &ready(found("CANCELLING")));
+        assert!(plan.actions.is_empty());
+        // 3. Cancelled: the new spec and job id are recorded before the submission.
+        let plan = decide(&sj(cancelling.job.clone()), &ready(found("CANCELED")));
+        let committed = plan.status_before.clone().unwrap().job;
+        assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, Some(1));
+        assert_eq!(reconciliation_state(&committed), Some(ReconciliationState::Upgrading));
+        assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"));
+        assert_eq!(job(&committed).upgrade_savepoint_path, None);
+        assert_eq!(submission(&plan).restore_path, None);
+        assert_eq!(submission(&plan).parallelism, Some(1));
+        // 4. A crash before the submission: the recorded id is submitted, not a fresh one.
+        let plan = decide(
+            &sj(committed),
+            &Observation {
+                fresh_job_id: "yet-another".into(),
+                ..ready(not_found())
+            },
+        );
+        assert_eq!(submission(&plan).job_id, "new-job");
+    }
+
+    #[test]
+    fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
+        let sj = |status: FlinkSessionJobStatus| resource(changed("savepoint", None), Some(status), true, false, 2);
+        let stop = Action::StopWithSavepoint {
+            job_id: "old-job".into(),
+            trigger_id: "trigger".into(),
+        };
+        // 1. The trigger id is recorded before the stop is sent.
+        let plan = decide(&sj(running("savepoint")), &ready(found("RUNNING")));
+        assert_eq!(plan.actions, [stop.clone()]);
+        let triggered = plan.status_before.unwrap().job;
+        let info = job(&triggered).savepoint_info.clone().unwrap();
+        assert_eq!(info.trigger_id.as_deref(), Some("trigger"));
+        assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Upgrade));
+        assert_eq!(recorded_spec(&triggered).job.unwrap().parallelism, Some(2));
+
+        let with = |poll: SavepointPoll, job: Option<JobObservation>| Observation {
+            savepoint: Some(poll),
+            fresh_trigger_id: "other-trigger".into(),
+            ..ready(job)
+        };
+        // Crash before the stop reached Flink: the same stop, same trigger id, again.
+        let plan = decide(&sj(triggered.clone()), &with(SavepointPoll::UnknownTrigger, found("RUNNING")));
+        assert_eq!(plan.actions, [stop]);
+        // 2. In progress (or the JobManager silent): wait, never block.
+        for poll in [SavepointPoll::InProgress, SavepointPoll::Unreachable("timeout".into())] {
+            let plan = decide(&sj(triggered.clone()), &with(poll, found("RUNNING")));
+            assert!(plan.actions.is_empty());
+            assert_eq!(reason(&plan.status), phase::UPDATING);
+        }
+        // 3. Completed: the path, the new spec and the new job id are recorded in one write
+        // before the new job is submitted restoring from it.
+        let plan = decide(
+            &sj(triggered.clone()),
+            &with(SavepointPoll::Completed("file:/sp/sp-1".into()), found("FINISHED")),
+        );
+        let committed = plan.status_before.clone().unwrap().job;
+        let recorded_job = job(&committed);
+        assert_eq!(recorded_job.upgrade_savepoint_path.as_deref(), Some("file:/sp/sp-1"));
+        let info = recorded_job.savepoint_info.as_ref().unwrap();
+        assert_eq!(info.trigger_id, None);
+        assert_eq!(
+            info.last_savepoint.as_ref().unwrap().location.as_deref(),
+            Some("file:/sp/sp-1")
+        );
+        assert_eq!(recorded_job.job_id.as_deref(), Some("new-job"));
+        assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, Some(1));
+        assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-1"));
+        assert!(plan.events.iter().any(|e| e.reason == "SavepointCompleted"));
+        // 4. A crash before the submission: the recorded job id and savepoint are used.
+        let plan = decide(
+            &sj(committed.clone()),
+            &Observation {
+                fresh_job_id: "another".into(),
+                ..ready(not_found())
+            },
+        );
+        assert_eq!(submission(&plan).job_id, "new-job");
+        assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-1"));
+        // 5. The job runs: upgraded.
+        let deployed = plan.status.job;
+        let plan = decide(&sj(deployed), &ready(found("RUNNING")));
+        assert!(plan.actions.is_empty());
+        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Stable));
+        assert_eq!(reason(&plan.status), phase::RUNNING);
+    }
+
+    #[test]
+    fn a_stop_that_completes_after_the_spec_was_reverted_still_restores_the_job() {
+        let triggered = decide(
+            &resource(changed("savepoint", None), Some(running("savepoint")), true, false, 2),
+            &ready(found("RUNNING")),
+        )
+        .status_before
+        .unwrap()
+        .job;
+        let reverted = resource(spec("savepoint"), Some(triggered), true, false, 3);
+        let plan = decide(
+            &reverted,
+            &Observation {
+                savepoint: Some(SavepointPoll::Completed("file:/sp/sp-2".into())),
+                ..ready(found("FINISHED"))
+            },
+        );
+        assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-2"));
+        assert_eq!(submission(&plan).parallelism, Some(2));
+    }
+
+    #[test]
+    fn a_failed_savepoint_leaves_the_job_running_until_the_spec_changes_again() {
+        let triggered = decide(
+            &resource(changed("savepoint", None), Some(running("savepoint")), true, false, 2),
+            &ready(found("RUNNING")),
+        )
+        .status_before
+        .unwrap()
+        .job;
+        let plan = decide(
+            &resource(changed("savepoint", None), Some(triggered), true, false, 2),
+            &Observation {
+                savepoint: Some(SavepointPoll::Failed("disk full".into())),
+                ..ready(found("RUNNING"))
+            },
+        );
+        assert!(plan.actions.is_empty());
+        assert!(plan.status.job.error.as_deref().unwrap().contains("disk full"));
+        assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+        assert_eq!(condition(&plan.status, "Degraded").status.as_deref(), Some("True"));
+        assert!(plan.events.iter().any(|e| e.reason == "UpdateFailed" && e.warning));
+        assert_eq!(recorded_spec(&plan.status.job).job.unwrap().parallelism, Some(2));
+        let failed = plan.status.job;
+        // The same generation is not retried, and keeps its reason...
+        let plan = decide(
+            &resource(changed("savepoint", None), Some(failed.clone()), true, false, 2),
+            &ready(found("RUNNING")),
+        );
+        assert!(plan.actions.is_empty());
+        assert!(plan.events.is_empty());
+        assert!(plan.status.job.error.as_deref().unwrap().contains("disk full"));
+        assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+        // ...a new one is.
+        let plan = decide(
+            &resource(changed("savepoint", None), Some(failed), true, false, 3),
+            &ready(found("RUNNING")),
+        );
+        assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]), "{:?}", plan.actions);
+    }
+
+    #[test]
+    fn savepoint_changes_of_jobs_that_are_not_running_wait_or_are_refused() {
+        for (state, waits) in [("RESTARTING", true), ("INITIALIZING", true), ("FAILED", false), ("FINISHED", false)] {
+            let plan = decide(
+                &resource(changed("savepoint", None), Some(running("savepoint")), true, false, 2),
+                &ready(found(state)),
+            );
+            assert!(plan.actions.is_empty(), "{state}");
+            let expected = if waits { phase::UPDATING } else { phase::UPDATE_FAILED };
+            assert_eq!(reason(&plan.status), expected, "{state}");
+        }
+        // The JobManager knows nothing of the trigger and the job is gone.
+        let triggered = decide(
+            &resource(changed("savepoint", None), Some(running("savepoint")), true, false, 2),
+            &ready(found("RUNNING")),
+        )
+        .status_before
+        .unwrap()
+        .job;
+        for poll in [SavepointPoll::UnknownTrigger, SavepointPoll::JobGone("no job".into())] {
+            let plan = decide(
+                &resource(changed("savepoint", None), Some(triggered.clone()), true, false, 2),
+                &Observation {
+                    savepoint: Some(poll.clone()),
+                    ..ready(not_found())
+                },
+            );
+            assert!(plan.actions.is_empty(), "{poll:?}");
+            assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{poll:?}");
+            assert_eq!(job(&plan.status.job).savepoint_info.as_ref().unwrap().trigger_id, None);
+        }
+    }
+
+    #[test]
+    fn a_last_state_change_cancels_then_restores_the_latest_checkpoint_recorded_first() {
+        let sj = |status: FlinkSessionJobStatus| resource(changed("last-state", None), Some(status), true, false, 2);
+        let plan = decide(&sj(running("last-state")), &ready(found("RUNNING")));
+        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
+        let cancelling = plan.status_before.unwrap().job;
+        let with = |job: Option<JobObservation>, checkpoint: Option<CheckpointLookup>| Observation {
+            checkpoint,
+            ..ready(job)
+        };
+        // Cancelled: the checkpoint's path is recorded with the new spec, then submitted.
+        let plan = decide(
+            &sj(cancelling.clone()),
+            &with(found("CANCELED"), Some(CheckpointLookup::Found("file:/cp/chk-7".into()))),
+        );
+        let committed = plan.status_before.clone().unwrap().job;
+        assert_eq!(job(&committed).upgrade_savepoint_path.as_deref(), Some("file:/cp/chk-7"));
+        assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"));
+        let submitted = submission(&plan);
+        assert_eq!(submitted.restore_path.as_deref(), Some("file:/cp/chk-7"));
+        assert_eq!(
+            submitted
+                .configuration
+                .get(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION)
+                .map(String::as_str),
+            Some("RETAIN_ON_CANCELLATION")
+        );
+        // A crash before the submission restores the recorded checkpoint.
+        let plan = decide(&sj(committed), &ready(not_found()));
+        assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/cp/chk-7"));
+        // Statistics not read yet: wait. No checkpoint, or the job gone with it: refused.
+        let plan = decide(
+            &sj(cancelling.clone()),
+            &with(found("CANCELED"), Some(CheckpointLookup::Unavailable("timeout".into()))),
+        );
+        assert!(plan.actions.is_empty());
+        assert_eq!(reason(&plan.status), phase::UPDATING);
+        for (job_observation, lookup) in [
+            (found("CANCELED"), CheckpointLookup::None),
+            (not_found(), CheckpointLookup::Unavailable("job not found".into())),
+        ] {
+            let plan = decide(&sj(cancelling.clone()), &with(job_observation, Some(lookup)));
+            assert!(plan.actions.is_empty());
+            assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+        }
+    }
+
+    #[test]
+    fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
+        // Savepoint mode: stop with a savepoint, record it, no new job.
+        let suspend = |status| resource(changed("savepoint", Some("suspended")), Some(status), true, false, 2);
+        let plan = decide(&suspend(running("savepoint")), &ready(found("RUNNING")));
+        assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
+        let triggered = plan.status_before.unwrap().job;
+        let plan = decide(
+            &suspend(triggered),
+            &Observation {
+                savepoint: Some(SavepointPoll::Completed("file:/sp/suspend".into())),
+                ..ready(found("FINISHED"))
+            },
+        );
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        let suspended = plan.status.job.clone();
+        assert_eq!(suspended.lifecycle_state, Some(ResourceLifecycleState::Suspended));
+        assert_eq!(reason(&plan.status), phase::SUSPENDED);
+        assert_eq!(job(&suspended).upgrade_savepoint_path.as_deref(), Some("file:/sp/suspend"));
+        assert_eq!(reconciliation_state(&suspended), Some(ReconciliationState::Deployed));
+        assert!(plan.events.iter().any(|e| e.reason == "Suspended"));
+        // Stays suspended without looking at the job.
+        let plan = decide(&suspend(suspended.clone()), &ready(not_found()));
+        assert!(plan.actions.is_empty());
+        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Suspended));
+        // Resume: restore from the recorded savepoint under a recorded new job id.
+        let plan = decide(
+            &resource(changed("savepoint", Some("running")), Some(suspended.clone()), true, false, 3),
+            &ready(found("FINISHED")),
+        );
+        assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/suspend"));
+        assert_eq!(
+            job(&plan.status_before.unwrap().job).job_id.as_deref(),
+            Some("new-job")
+        );
+        // Resuming in stateless mode starts from nothing.
+        let plan = decide(
+            &resource(changed("stateless", Some("running")), Some(suspended), true, false, 3),
+            &ready(found("FINISHED")),
+        );
+        assert_eq!(submission(&plan).restore_path, None);
+
+        // Stateless mode: cancel, then suspended without state.
+        let suspend = |status| resource(changed("stateless", Some("suspended")), Some(status), true, false, 2);
+        let plan = decide(&suspend(running("stateless")), &ready(found("RUNNING")));
+        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
+        let plan = decide(&suspend(plan.status_before.unwrap().job), &ready(found("CANCELED")));
+        assert!(plan.actions.is_empty());
+        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Suspended));
+        assert_eq!(job(&plan.status.job).upgrade_savepoint_path, None);
+        // A suspended first spec submits nothing.
+        let plan = decide(
+            &resource(changed("stateless", Some("suspended")), None, true, false, 1),
+            &ready(None),
+        );
+        assert!(plan.actions.is_empty());
+        assert_eq!(reason(&plan.status), phase::SUSPENDED);
+    }
+
+    #[test]
+    fn a_spec_changed_again_before_the_submission_is_the_one_submitted() {
+        let first = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None));
+        let recorded = first.status_before.unwrap().job;
+        let plan = decide(
+            &resource(changed("stateless", None), Some(recorded.clone()), true, false, 2),
+            &ready(not_found()),
+        );
+        assert_eq!(submission(&plan).parallelism, Some(1));
+        assert_eq!(submission(&plan).job_id, "new-job");
+        assert_eq!(
+            recorded_spec(&plan.status_before.unwrap().job).job.unwrap().parallelism,
+            Some(1)
+        );
+        // Suspended before it was submitted: nothing is submitted.
+        let plan = decide(
+            &resource(changed("stateless", Some("suspended")), Some(recorded), true, false, 2),
+            &ready(not_found()),
+        );
+        assert!(plan.actions.is_empty());
+        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Suspended));
+    }
+
+    #[test]
+    fn deletion_stops_the_job_records_its_savepoint_then_releases_the_finalizer() {
+        let deleting = |spec: Value, status: Option<FlinkSessionJobStatus>, finalizer| {
+            resource(spec, status, finalizer, true, 1)
+        };
+        let cancel_only = {
+            let mut s = spec("stateless");
+            s["flinkConfiguration"] = json!({});
+            s
+        };
+        let release = [Action::RemoveFinalizer];
+        // The session cluster is gone, or nothing was ever submitted: released at once.
+        for session in [SessionObservation::Missing, SessionObservation::Deleting, SessionObservation::NotSession] {
+            let plan = decide(
+                &deleting(cancel_only.clone(), Some(running("stateless")), true),
+                &obs(session, None),
+            );
+            assert_eq!(plan.actions, release);
+            assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Deleting));
+            assert_eq!(reason(&plan.status), phase::DELETING);
+        }
+        let plan = decide(&deleting(cancel_only.clone(), None, true), &ready(None));
+        assert_eq!(plan.actions, release);
+        // No finalizer: nothing to do.
+        let plan = decide(&deleting(cancel_only.clone(), None, false), &ready(None));
+        assert!(plan.actions.is_empty());
+        // The cluster is not ready: wait.
+        let plan = decide(
+            &deleting(cancel_only.clone(), Some(running("stateless")), true),
+            &obs(SessionObservation::NotReady("its JobManager is DEPLOYING".into()), None),
+        );
+        assert!(plan.actions.is_empty());
+        // Cancel, wait, release.
+        let plan = decide(
+            &deleting(cancel_only.clone(), Some(running("stateless")), true),
+            &ready(found("RUNNING")),
+        );
+        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
+        for (job_observation, actions) in [
+            (found("CANCELLING"), vec![]),
+            (found("CANCELED"), release.to_vec()),
+            (not_found(), release.to_vec()),
+        ] {
+            let plan = decide(
+                &deleting(cancel_only.clone(), Some(running("stateless")), true),
+                &ready(job_observation.clone()),
+            );
+            assert_eq!(plan.actions, actions, "{job_observation:?}");
+        }
+        // With savepoint-on-deletion: stop with a savepoint under a recorded trigger id.
+        let sp = spec("savepoint");
+        let observation = Observation {
+            savepoint_on_deletion: true,
+            ..ready(found("RUNNING"))
+        };
+        let plan = decide(&deleting(sp.clone(), Some(running("savepoint")), true), &observation);
+        assert_eq!(
+            plan.actions,
+            [Action::StopWithSavepoint {
+                job_id: "old-job".into(),
+                trigger_id: "trigger".into()
+            }]
+        );
+        let triggered = plan.status_before.unwrap().job;
+        // The path is written before the finalizer goes.
+        let plan = decide(
+            &deleting(sp.clone(), Some(triggered.clone()), true),
+            &Observation {
+                savepoint: Some(SavepointPoll::Completed("file:/sp/last".into())),
+                ..ready(found("FINISHED"))
+            },
+        );
+        assert_eq!(plan.actions, release);
+        assert_eq!(
+            job(&plan.status_before.unwrap().job).upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/last")
+        );
+        // A failed savepoint is reported and tried again, never skipped.
+        let plan = decide(
+            &deleting(sp.clone(), Some(triggered.clone()), true),
+            &Observation {
+                savepoint: Some(SavepointPoll::Failed("disk full".into())),
+                savepoint_on_deletion: true,
+                ..ready(found("RUNNING"))
+            },
+        );
+        assert!(plan.actions.is_empty());
+        assert!(plan.events.iter().any(|e| e.warning && e.note.contains("disk full")));
+        let failed = plan.status_before.unwrap().job;
+        let plan = decide(&deleting(sp, Some(failed), true), &observation);
+        assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
+    }
+
+    #[test]
+    fn invalid_specs_and_unreadable_records_are_reported_not_acted_on() {
+        let plan = decide(
+            &resource(spec("stateless"), None, true, false, 1),
+            &Observation {
+                violations: vec!["spec.job.jarURI: scheme \"ftp\" is not in the allowlist".into()],
+                ..ready(None)
+            },
+        );
+        assert!(plan.actions.is_empty());
+        assert_eq!(reason(&plan.status), phase::DEPLOY_FAILED);
+        assert!(plan.events.iter().any(|e| e.reason == "ValidationError"));
+        let mut broken = running("stateless");
+        broken.reconciliation_status.as_mut().unwrap().last_reconciled_spec = Some("{not json".into());
+        let plan = decide(
+            &resource(spec("stateless"), Some(broken), true, false, 1),
+            &ready(not_found()),
+        );
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        assert!(plan.status.job.error.as_deref().unwrap().contains("lastReconciledSpec"));
+    }
+
+    #[test]
+    fn a_failed_submission_keeps_the_recorded_step_and_says_why() {
+        let first = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None));
+        let status = submission_failed(
+            first.status_before.unwrap(),
+            Some(1),
+            "spec.job.jarURI \"s3://b/j.jar\": scheme \"s3\" is not supported",
+            NOW,
+        );
+        assert_eq!(reason(&status), phase::DEPLOY_FAILED);
+        assert_eq!(reconciliation_state(&status.job), Some(ReconciliationState::Upgrading));
+        assert_eq!(job(&status.job).job_id.as_deref(), Some("new-job"));
+        assert!(status.job.error.as_deref().unwrap().contains("s3"));
+    }
+
+    #[test]
+    fn conditions_keep_their_transition_time_while_unchanged() {
+        let mut status = Status::default();
+        set_conditions(&mut status, Some(1), phase::DEPLOYING, "a", NOW);
+        set_conditions(&mut status, Some(1), phase::DEPLOYING, "b", NOW + 60_000);
+        assert_eq!(
+            condition(&status, "Progressing").last_transition_time.as_deref(),
+            Some("2027-01-15T08:00:00Z")
+        );
+        set_conditions(&mut status, Some(1), phase::RUNNING, "c", NOW + 60_000);
+        assert_eq!(
+            condition(&status, "Ready").last_transition_time.as_deref(),
+            Some("2027-01-15T08:01:00Z")
+        );
+        // The conditions are written next to the Apache fields, not inside them.
+        let value = serde_json::to_value(&status).unwrap();
+        assert!(value["conditions"].is_array());
+    }
+}
