@@ -150,6 +150,10 @@ pub mod operator {
         "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age";
     /// Our addition, dynamic: an existing savepoint younger than this may be reused for an upgrade.
     pub const JOB_UPGRADE_SAVEPOINT_MAX_AGE: &str = "kubernetes.operator.job.upgrade.savepoint.max-age";
+    /// Our addition, dynamic: stop a running job with a savepoint for an upgrade (default
+    /// true; false restores the latest checkpoint or savepoint instead, bounded by
+    /// [`JOB_RESTORE_MAX_STATE_AGE`]).
+    pub const JOB_UPGRADE_TAKE_SAVEPOINT: &str = "kubernetes.operator.job.upgrade.take-savepoint";
     /// Our addition, dynamic: refuse to restore from state older than this.
     pub const JOB_RESTORE_MAX_STATE_AGE: &str = "kubernetes.operator.job.restore.max-state-age";
     /// Dynamic: resubmit FAILED jobs (default false).

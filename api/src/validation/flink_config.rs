@@ -128,6 +128,20 @@ pub(crate) fn state_rules(
             ),
         ));
     }
+    if needs.upgrade_mode == UpgradeMode::Savepoint
+        && config
+            .get(operator::JOB_UPGRADE_TAKE_SAVEPOINT)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("false"))
+        && config.get(operator::JOB_RESTORE_MAX_STATE_AGE).is_none()
+    {
+        out.push(Violation::new(
+            config_path(operator::JOB_UPGRADE_TAKE_SAVEPOINT),
+            format!(
+                "upgrading without a savepoint restores the latest checkpoint or savepoint, so {} must bound how old that state may be",
+                operator::JOB_RESTORE_MAX_STATE_AGE
+            ),
+        ));
+    }
     if needs.upgrade_mode == UpgradeMode::LastState
         && needs.last_state_needs_ha
         && !config.high_availability_enabled()
@@ -187,6 +201,7 @@ const DURATION_KEYS: &[&str] = &[
 
 /// Boolean operator keys: a typo such as `ture` would otherwise silently mean false.
 const BOOLEAN_KEYS: &[&str] = &[
+    operator::JOB_UPGRADE_TAKE_SAVEPOINT,
     operator::DEPLOYMENT_ROLLBACK_ENABLED,
     operator::JOB_RESTART_FAILED,
     operator::JOB_SAVEPOINT_ON_DELETION,

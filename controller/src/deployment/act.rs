@@ -11,7 +11,7 @@ use serde_json::json;
 use super::decide::Action;
 use crate::{
     context::Context,
-    flink::{FlinkRestClient, JobId, SavepointFormat, TriggerId},
+    flink::{CheckpointKind, FlinkRestClient, JobId, SavepointFormat, TriggerId},
     resources::{
         cluster::{self, ClusterError},
         flink_config::{self, DeployParameters},
@@ -63,31 +63,126 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
                 .map_err(api_error("updating the finalizer"))?;
             Ok(())
         }
-        Action::Deploy { restore_path, job_id } => {
+        Action::Deploy {
+            restore_path,
+            job_id,
+            last_state,
+        } => {
+            if *last_state {
+                remove_job_graphs(ctx, fd).await?;
+            }
             deploy(ctx, fd, restore_path.clone(), job_id.clone()).await
         }
-        Action::DeleteCluster => delete_cluster(ctx, fd).await,
-        Action::StopWithSavepoint { job_id, trigger_id } => {
-            let namespace = fd.namespace().unwrap_or_default();
-            let url = ctx
-                .rest_endpoints
-                .base_url(&namespace, &format!("{}-rest", fd.name_any()), ctx.rest_port(fd))
+        Action::DeleteCluster { keep_ha } => delete_cluster(ctx, fd, *keep_ha).await,
+        Action::StopWithSavepoint {
+            job_id,
+            trigger_id,
+            drain,
+        } => {
+            rest(ctx, fd)
+                .await?
+                .stop_with_savepoint_as(
+                    &JobId::from(job_id.as_str()),
+                    &TriggerId::from(trigger_id.as_str()),
+                    None,
+                    *drain,
+                    SavepointFormat::Canonical,
+                )
                 .await
-                .map_err(|e| ActError::Flink(e.to_string()))?;
-            let rest = FlinkRestClient::new(&url, ctx.rest_client_config.clone())
-                .map_err(|e| ActError::Flink(e.to_string()))?;
-            rest.stop_with_savepoint_as(
-                &JobId::from(job_id.as_str()),
-                &TriggerId::from(trigger_id.as_str()),
-                None,
-                false,
-                SavepointFormat::Canonical,
-            )
+                .map_err(|e| ActError::Flink(format!("stop-with-savepoint of job {job_id}: {e}")))?;
+            Ok(())
+        }
+        Action::CancelJob { job_id } => rest(ctx, fd)
+            .await?
+            .cancel(&JobId::from(job_id.as_str()))
             .await
-            .map_err(|e| ActError::Flink(format!("stop-with-savepoint of job {job_id}: {e}")))?;
+            .map_err(|e| ActError::Flink(format!("cancelling job {job_id}: {e}"))),
+        Action::TriggerSavepoint { job_id, trigger_id } => {
+            rest(ctx, fd)
+                .await?
+                .trigger_savepoint_as(
+                    &JobId::from(job_id.as_str()),
+                    &TriggerId::from(trigger_id.as_str()),
+                    None,
+                    SavepointFormat::Canonical,
+                )
+                .await
+                .map_err(|e| ActError::Flink(format!("triggering a savepoint of job {job_id}: {e}")))?;
+            Ok(())
+        }
+        Action::TriggerCheckpoint { job_id, trigger_id } => {
+            rest(ctx, fd)
+                .await?
+                .trigger_checkpoint_as(
+                    &JobId::from(job_id.as_str()),
+                    &TriggerId::from(trigger_id.as_str()),
+                    CheckpointKind::Full,
+                )
+                .await
+                .map_err(|e| ActError::Flink(format!("triggering a checkpoint of job {job_id}: {e}")))?;
+            Ok(())
+        }
+        Action::DisposeSavepoint { path } => {
+            rest(ctx, fd)
+                .await?
+                .dispose_savepoint(path)
+                .await
+                .map_err(|e| ActError::Flink(format!("disposing of savepoint {path}: {e}")))?;
             Ok(())
         }
     }
+}
+
+/// A REST client for `fd`'s JobManager.
+async fn rest(ctx: &Context, fd: &FlinkDeployment) -> Result<FlinkRestClient, ActError> {
+    let url = ctx
+        .rest_endpoints
+        .base_url(
+            &fd.namespace().unwrap_or_default(),
+            &format!("{}-rest", fd.name_any()),
+            ctx.rest_port(fd),
+        )
+        .await
+        .map_err(|e| ActError::Flink(e.to_string()))?;
+    FlinkRestClient::new(&url, ctx.rest_client_config.clone()).map_err(|e| ActError::Flink(e.to_string()))
+}
+
+/// Flink's HA metadata keeps the submitted job graph (1.x) or execution plan (2.x) and
+/// recovers it on start; removed, the new spec's job is submitted under the same job id
+/// and restores the latest checkpoint that the metadata also keeps.
+async fn remove_job_graphs(ctx: &Context, fd: &FlinkDeployment) -> Result<(), ActError> {
+    let name = fd.name_any();
+    let namespace = fd.namespace().unwrap_or_default();
+    let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    let selector = format!("app={name},configmap-type=high-availability");
+    let ha = config_maps
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(api_error("listing HA ConfigMaps"))?;
+    for cm in ha.items {
+        let removed: serde_json::Map<String, serde_json::Value> = cm
+            .data
+            .iter()
+            .flatten()
+            .filter(|(k, _)| k.starts_with("jobGraph-") || k.starts_with("executionPlan-"))
+            .map(|(k, _)| (k.clone(), serde_json::Value::Null))
+            .collect();
+        if removed.is_empty() {
+            continue;
+        }
+        let cm_name = cm.name_any();
+        config_maps
+            .patch(
+                &cm_name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "data": removed })),
+            )
+            .await
+            .map_err(api_error(format!(
+                "removing job graphs from ConfigMap {namespace}/{cm_name}"
+            )))?;
+    }
+    Ok(())
 }
 
 async fn deploy(
@@ -147,9 +242,9 @@ async fn deploy(
     Ok(())
 }
 
-/// Deletes the JobManager and TaskManager Deployments (what they own goes with them) and
-/// the cluster's HA ConfigMaps, keeping the autoscaler's.
-async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment) -> Result<(), ActError> {
+/// Deletes the JobManager and TaskManager Deployments (what they own goes with them) and,
+/// unless `keep_ha`, the cluster's HA ConfigMaps (the autoscaler's are always kept).
+async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment, keep_ha: bool) -> Result<(), ActError> {
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -159,6 +254,9 @@ async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment) -> Result<(), ActEr
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => return Err(api_error(format!("deleting Deployment {namespace}/{deployment}"))(e)),
         }
+    }
+    if keep_ha {
+        return Ok(());
     }
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
     let selector = format!(

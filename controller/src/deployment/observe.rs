@@ -5,7 +5,10 @@ use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt, api::ListParams};
 
-use super::decide::{JobManagerObservation, JobObservation, Observation, SavepointPoll};
+use super::{
+    decide::{JobManagerObservation, JobObservation, Observation, SavepointPoll, StateObservation},
+    policy::Policy,
+};
 use crate::{
     context::Context,
     flink::{FlinkError, FlinkRestClient, JobId, OperationStatus, TriggerId},
@@ -22,6 +25,8 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
     let mut job_manager = JobManagerObservation::Missing;
     let mut job = None;
     let mut savepoint = None;
+    let mut checkpoint = None;
+    let mut latest_checkpoint = None;
     let deployed_generation = jm
         .as_ref()
         .and_then(|d| d.metadata.annotations.as_ref())
@@ -48,7 +53,11 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
                         let (answered, found) = observe_job(&rest, fd).await;
                         rest_ready = answered;
                         job = found;
-                        savepoint = poll_upgrade_savepoint(&rest, fd).await;
+                        savepoint = poll_savepoint(&rest, fd).await;
+                        checkpoint = poll_checkpoint(&rest, fd).await;
+                        if matches!(job, Some(JobObservation::Found { .. })) {
+                            latest_checkpoint = newest_checkpoint(&rest, fd).await;
+                        }
                     }
                     Err(e) => job = Some(JobObservation::Unreachable(e.to_string())),
                 },
@@ -78,6 +87,9 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
         violations,
         deployed_generation,
         savepoint,
+        checkpoint,
+        latest_checkpoint,
+        policy: Policy::from_config(&ctx.effective_config(fd)),
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
@@ -116,22 +128,62 @@ async fn observe_job(rest: &FlinkRestClient, fd: &FlinkDeployment) -> (bool, Opt
     }
 }
 
-/// The pending upgrade savepoint, by the trigger id recorded in status.
-async fn poll_upgrade_savepoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option<SavepointPoll> {
+fn recorded_job_id(fd: &FlinkDeployment) -> Option<JobId> {
     let job_status = fd.status.as_ref()?.job_status.as_ref()?;
-    let info = job_status.savepoint_info.as_ref()?;
-    if info.trigger_type != Some(flink_operator_api::SnapshotTriggerType::Upgrade) {
-        return None;
-    }
+    job_status.job_id.as_deref().map(JobId::from)
+}
+
+/// The pending savepoint (upgrade, manual or periodic), by the trigger id recorded in status.
+async fn poll_savepoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option<SavepointPoll> {
+    let info = fd.status.as_ref()?.job_status.as_ref()?.savepoint_info.as_ref()?;
     let trigger = TriggerId::from(info.trigger_id.as_deref()?);
-    let job = JobId::from(job_status.job_id.as_deref()?);
-    Some(match rest.savepoint_status(&job, &trigger).await {
+    let job = recorded_job_id(fd)?;
+    Some(poll_result(rest.savepoint_status(&job, &trigger).await))
+}
+
+/// The pending manual checkpoint, by the trigger id recorded in status.
+async fn poll_checkpoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option<SavepointPoll> {
+    let info = fd
+        .status
+        .as_ref()?
+        .job_status
+        .as_ref()?
+        .checkpoint_info
+        .as_ref()?;
+    let trigger = TriggerId::from(info.trigger_id.as_deref()?);
+    let job = recorded_job_id(fd)?;
+    let result = rest.checkpoint_status(&job, &trigger).await;
+    Some(poll_result(result.map(|status| match status {
+        OperationStatus::Completed(id) => OperationStatus::Completed(id.to_string()),
+        OperationStatus::InProgress => OperationStatus::InProgress,
+        OperationStatus::Failed(f) => OperationStatus::Failed(f),
+        OperationStatus::JobNotFound(r) => OperationStatus::JobNotFound(r),
+        OperationStatus::UnknownTrigger(r) => OperationStatus::UnknownTrigger(r),
+    })))
+}
+
+fn poll_result(result: Result<OperationStatus<String>, FlinkError>) -> SavepointPoll {
+    match result {
         Ok(OperationStatus::InProgress) => SavepointPoll::InProgress,
         Ok(OperationStatus::Completed(path)) => SavepointPoll::Completed(path),
         Ok(OperationStatus::Failed(failure)) => SavepointPoll::Failed(failure.message),
         Ok(OperationStatus::JobNotFound(reason)) => SavepointPoll::JobGone(reason),
         Ok(OperationStatus::UnknownTrigger(_)) => SavepointPoll::UnknownTrigger,
         Err(e) => SavepointPoll::Unreachable(e.to_string()),
+    }
+}
+
+/// The job's latest completed checkpoint with a path (for restores without a savepoint).
+async fn newest_checkpoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option<StateObservation> {
+    let job = recorded_job_id(fd)?;
+    let statistics = rest.checkpoint_statistics(&job).await.ok()?;
+    let completed = statistics.latest.completed?;
+    if completed.discarded {
+        return None;
+    }
+    Some(StateObservation {
+        path: completed.external_path?,
+        timestamp_ms: completed.latest_ack_timestamp.or(completed.trigger_timestamp)?,
     })
 }
 

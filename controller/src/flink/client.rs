@@ -154,12 +154,24 @@ impl FlinkRestClient {
         target_directory: Option<&str>,
         format: SavepointFormat,
     ) -> Result<TriggerId, FlinkError> {
-        let trigger_id = TriggerId::random();
+        self.trigger_savepoint_as(job, &TriggerId::random(), target_directory, format)
+            .await
+    }
+
+    /// [`trigger_savepoint`](Self::trigger_savepoint) under a trigger id the caller chose
+    /// and recorded first (sending it again does not start a second savepoint).
+    pub async fn trigger_savepoint_as(
+        &self,
+        job: &JobId,
+        trigger_id: &TriggerId,
+        target_directory: Option<&str>,
+        format: SavepointFormat,
+    ) -> Result<TriggerId, FlinkError> {
         let body = SavepointTrigger {
             target_directory,
             cancel_job: false,
             format,
-            trigger_id: &trigger_id,
+            trigger_id,
         };
         self.trigger(&format!("/jobs/{job}/savepoints"), &body).await
     }
@@ -219,10 +231,20 @@ impl FlinkRestClient {
         job: &JobId,
         kind: CheckpointKind,
     ) -> Result<TriggerId, FlinkError> {
-        let trigger_id = TriggerId::random();
+        self.trigger_checkpoint_as(job, &TriggerId::random(), kind).await
+    }
+
+    /// [`trigger_checkpoint`](Self::trigger_checkpoint) under a trigger id the caller chose
+    /// and recorded first.
+    pub async fn trigger_checkpoint_as(
+        &self,
+        job: &JobId,
+        trigger_id: &TriggerId,
+        kind: CheckpointKind,
+    ) -> Result<TriggerId, FlinkError> {
         let body = CheckpointTrigger {
             checkpoint_type: kind,
-            trigger_id: &trigger_id,
+            trigger_id,
         };
         self.trigger(&format!("/jobs/{job}/checkpoints"), &body).await
     }

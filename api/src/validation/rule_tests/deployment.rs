@@ -385,6 +385,15 @@ fn each_rule_reports_its_field_and_reason() {
             "high-availability",
         ),
         (
+            "upgrading without a savepoint needs a restore age bound",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.job.upgrade.take-savepoint",
+                json!("false"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.job.upgrade.take-savepoint",
+            "kubernetes.operator.job.restore.max-state-age must bound",
+        ),
+        (
             "our restore age must be a duration",
             with(&[(
                 "spec/flinkConfiguration/kubernetes.operator.job.restore.max-state-age",

@@ -1,0 +1,363 @@
+//! Savepoints and checkpoints of a running job: manual ones (the trigger nonces), periodic
+//! savepoints, and the savepoint history with its cleanup.
+//!
+//! A trigger id is recorded (with the nonce that asked for it) before the trigger is sent;
+//! later reconciles poll it, so nothing waits on Flink.
+
+use flink_operator_api::{
+    FlinkDeploymentSpec, FlinkDeploymentStatus, ReconciledSpec,
+    common::{Checkpoint, Savepoint, SnapshotTriggerType},
+};
+
+use super::{Action, Decision, EventNote, Plan, SavepointPoll};
+
+/// Follows pending (non-upgrade) savepoints and checkpoints into status. Returns whether
+/// one is still pending.
+pub(super) fn settle(d: &mut Decision) -> bool {
+    settle_savepoint(d) | settle_checkpoint(d)
+}
+
+fn settle_savepoint(d: &mut Decision) -> bool {
+    let job = d.job_status();
+    let Some(info) = job.savepoint_info.clone() else {
+        return false;
+    };
+    let (Some(trigger_id), Some(kind)) = (info.trigger_id.clone(), info.trigger_type) else {
+        return false;
+    };
+    if kind == SnapshotTriggerType::Upgrade {
+        return false;
+    }
+    let kind_name = kind.as_str().to_lowercase();
+    match d.obs.savepoint.clone() {
+        Some(SavepointPoll::Completed(path)) => {
+            let savepoint = Savepoint {
+                time_stamp: Some(d.obs.now_ms),
+                location: Some(path.clone()),
+                trigger_type: Some(kind),
+                trigger_nonce: (kind == SnapshotTriggerType::Manual)
+                    .then(|| d.fd.spec.job.as_ref().and_then(|j| j.savepoint_trigger_nonce))
+                    .flatten(),
+                ..Default::default()
+            };
+            record_savepoint(
+                d,
+                savepoint,
+                info.trigger_timestamp
+                    .filter(|_| kind == SnapshotTriggerType::Periodic),
+            );
+            d.events.push(EventNote::normal(
+                "SavepointCompleted",
+                format!("The {kind_name} savepoint completed: {path}"),
+            ));
+            false
+        }
+        Some(SavepointPoll::Failed(reason) | SavepointPoll::JobGone(reason)) => {
+            failed_savepoint(d, kind, info.trigger_timestamp, &reason);
+            false
+        }
+        Some(SavepointPoll::UnknownTrigger) if job.is_running() => {
+            // The trigger never reached the JobManager (or it restarted): send it again.
+            d.actions.push(Action::TriggerSavepoint {
+                job_id: job.job_id.clone().unwrap_or_default(),
+                trigger_id,
+            });
+            true
+        }
+        Some(SavepointPoll::UnknownTrigger) => {
+            failed_savepoint(
+                d,
+                kind,
+                info.trigger_timestamp,
+                "the JobManager lost it and the job is not running",
+            );
+            false
+        }
+        Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => true,
+    }
+}
+
+fn failed_savepoint(d: &mut Decision, kind: SnapshotTriggerType, triggered: Option<i64>, reason: &str) {
+    clear_savepoint_trigger(&mut d.status);
+    if kind == SnapshotTriggerType::Periodic {
+        // The next attempt waits a whole interval instead of retrying at once.
+        let info = d
+            .job_status_mut()
+            .savepoint_info
+            .get_or_insert_with(Default::default);
+        info.last_periodic_savepoint_timestamp = triggered;
+    }
+    d.events.push(EventNote::warning(
+        "SavepointFailed",
+        format!("The {} savepoint failed: {reason}", kind.as_str().to_lowercase()),
+    ));
+}
+
+fn settle_checkpoint(d: &mut Decision) -> bool {
+    let job = d.job_status();
+    let Some(info) = job.checkpoint_info.clone() else {
+        return false;
+    };
+    let Some(trigger_id) = info.trigger_id.clone() else {
+        return false;
+    };
+    let clear = |d: &mut Decision| {
+        let info = d
+            .job_status_mut()
+            .checkpoint_info
+            .get_or_insert_with(Default::default);
+        info.trigger_id = None;
+        info.trigger_type = None;
+        info.trigger_timestamp = None;
+    };
+    match d.obs.checkpoint.clone() {
+        Some(SavepointPoll::Completed(id)) => {
+            clear(d);
+            let now = d.obs.now_ms;
+            let nonce = d.fd.spec.job.as_ref().and_then(|j| j.checkpoint_trigger_nonce);
+            let info = d
+                .job_status_mut()
+                .checkpoint_info
+                .get_or_insert_with(Default::default);
+            info.last_checkpoint = Some(Checkpoint {
+                time_stamp: Some(now),
+                trigger_type: Some(SnapshotTriggerType::Manual),
+                trigger_nonce: nonce,
+                ..Default::default()
+            });
+            d.events.push(EventNote::normal(
+                "CheckpointCompleted",
+                format!("The manual checkpoint {id} completed"),
+            ));
+            false
+        }
+        Some(SavepointPoll::UnknownTrigger) if job.is_running() => {
+            d.actions.push(Action::TriggerCheckpoint {
+                job_id: job.job_id.clone().unwrap_or_default(),
+                trigger_id,
+            });
+            true
+        }
+        Some(SavepointPoll::Failed(reason) | SavepointPoll::JobGone(reason)) => {
+            clear(d);
+            d.events.push(EventNote::warning(
+                "CheckpointFailed",
+                format!("The manual checkpoint failed: {reason}"),
+            ));
+            false
+        }
+        Some(SavepointPoll::UnknownTrigger) => {
+            clear(d);
+            d.events.push(EventNote::warning(
+                "CheckpointFailed",
+                "The manual checkpoint was lost: the JobManager does not know it and the job is not running",
+            ));
+            false
+        }
+        Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => true,
+    }
+}
+
+/// Records a completed savepoint as the last one and in the history; a periodic one also
+/// moves the periodic schedule (to when it was triggered).
+pub(super) fn record_savepoint(d: &mut Decision, savepoint: Savepoint, periodic_trigger: Option<i64>) {
+    clear_savepoint_trigger(&mut d.status);
+    let info = d
+        .job_status_mut()
+        .savepoint_info
+        .get_or_insert_with(Default::default);
+    info.last_savepoint = Some(savepoint.clone());
+    info.savepoint_history
+        .get_or_insert_with(Default::default)
+        .push(savepoint);
+    if periodic_trigger.is_some() {
+        info.last_periodic_savepoint_timestamp = periodic_trigger;
+    }
+}
+
+pub(super) fn clear_savepoint_trigger(status: &mut FlinkDeploymentStatus) {
+    if let Some(info) = status.job_status.as_mut().and_then(|j| j.savepoint_info.as_mut()) {
+        info.trigger_id = None;
+        info.trigger_type = None;
+        info.trigger_timestamp = None;
+    }
+}
+
+/// With nothing pending and the job running: a manual savepoint or checkpoint asked for by
+/// a new nonce, a periodic savepoint that is due, or the removal of old savepoints.
+pub(super) fn schedule(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+    let spec_job = d.fd.spec.job.clone()?;
+    let job = d.job_status();
+    if !job.is_running() {
+        return None;
+    }
+    let job_id = job.job_id.clone().unwrap_or_default();
+    let recorded_job = recorded.job.clone().unwrap_or_default();
+    let now = d.obs.now_ms;
+    let trigger_id = d.obs.fresh_trigger_id.clone();
+
+    let manual = spec_job.savepoint_trigger_nonce.is_some()
+        && spec_job.savepoint_trigger_nonce != recorded_job.savepoint_trigger_nonce;
+    let periodic_due = d.obs.policy.periodic_savepoint_ms.is_some_and(|interval| {
+        let last = job
+            .savepoint_info
+            .as_ref()
+            .and_then(|i| i.last_periodic_savepoint_timestamp)
+            .unwrap_or(0);
+        // The first periodic savepoint is an interval after the job started.
+        let started = job
+            .start_time
+            .as_deref()
+            .and_then(|t| t.parse::<i64>().ok())
+            .unwrap_or(now);
+        now >= last.max(started).saturating_add(interval)
+    });
+    if manual || periodic_due {
+        let kind = if manual {
+            SnapshotTriggerType::Manual
+        } else {
+            SnapshotTriggerType::Periodic
+        };
+        let info = d
+            .job_status_mut()
+            .savepoint_info
+            .get_or_insert_with(Default::default);
+        info.trigger_id = Some(trigger_id.clone());
+        info.trigger_type = Some(kind);
+        info.trigger_timestamp = Some(now);
+        if manual {
+            record_nonces(
+                d,
+                recorded,
+                spec_job.savepoint_trigger_nonce,
+                recorded_job.checkpoint_trigger_nonce,
+            );
+        }
+        d.events.push(EventNote::normal(
+            "SavepointTriggered",
+            format!("Triggering a {} savepoint", kind.as_str().to_lowercase()),
+        ));
+        d.observed_phase();
+        return Some(
+            d.take()
+                .record_then(vec![Action::TriggerSavepoint { job_id, trigger_id }]),
+        );
+    }
+    if spec_job.checkpoint_trigger_nonce.is_some()
+        && spec_job.checkpoint_trigger_nonce != recorded_job.checkpoint_trigger_nonce
+    {
+        let info = d
+            .job_status_mut()
+            .checkpoint_info
+            .get_or_insert_with(Default::default);
+        info.trigger_id = Some(trigger_id.clone());
+        info.trigger_type = Some(SnapshotTriggerType::Manual);
+        info.trigger_timestamp = Some(now);
+        record_nonces(
+            d,
+            recorded,
+            recorded_job.savepoint_trigger_nonce,
+            spec_job.checkpoint_trigger_nonce,
+        );
+        d.events.push(EventNote::normal(
+            "CheckpointTriggered",
+            "Triggering a manual checkpoint",
+        ));
+        d.observed_phase();
+        return Some(
+            d.take()
+                .record_then(vec![Action::TriggerCheckpoint { job_id, trigger_id }]),
+        );
+    }
+    if let Some(note) = d.obs.policy.unsupported_schedule.clone() {
+        let error = format!(
+            "kubernetes.operator.periodic.savepoint.interval {note:?}: cron schedules are not supported by this operator version; use a duration such as 1 h"
+        );
+        if d.status.error.as_deref() != Some(error.as_str()) {
+            d.events
+                .push(EventNote::warning("PeriodicSavepointSkipped", error.clone()));
+        }
+        d.status.error = Some(error);
+    }
+    cleanup(d)
+}
+
+/// Writes the nonces whose snapshots are now triggered into the recorded spec.
+fn record_nonces(
+    d: &mut Decision,
+    recorded: &FlinkDeploymentSpec,
+    savepoint: Option<i64>,
+    checkpoint: Option<i64>,
+) {
+    let current = d
+        .status
+        .reconciliation_status
+        .as_ref()
+        .and_then(|rs| rs.last_reconciled::<FlinkDeploymentSpec>().ok().flatten());
+    let first = current.as_ref().is_some_and(|r| r.is_first_deployment());
+    let mut spec = current.map(|r| r.spec).unwrap_or_else(|| recorded.clone());
+    if let Some(job) = spec.job.as_mut() {
+        job.savepoint_trigger_nonce = savepoint;
+        job.checkpoint_trigger_nonce = checkpoint;
+    }
+    if let Some(rs) = d.status.reconciliation_status.as_mut() {
+        rs.last_reconciled_spec = ReconciledSpec::new(spec, first).encode().ok();
+    }
+}
+
+/// Savepoints beyond the history's count or age are disposed of through Flink, then
+/// dropped from status. The newest, and the one the job was started from, are kept.
+fn cleanup(d: &mut Decision) -> Option<Plan> {
+    let policy = d.obs.policy.clone();
+    if !policy.history_cleanup {
+        return None;
+    }
+    let job = d.job_status();
+    let info = job.savepoint_info.clone()?;
+    let history = info.savepoint_history.clone().unwrap_or_default();
+    if history.len() < 2 {
+        return None;
+    }
+    let protected = |s: &Savepoint| {
+        s.location.is_none()
+            || s.location == job.upgrade_savepoint_path
+            || Some(s) == history.last()
+            || info
+                .last_savepoint
+                .as_ref()
+                .is_some_and(|last| last.location == s.location)
+    };
+    let now = d.obs.now_ms;
+    let mut keep = Vec::new();
+    let mut dispose = Vec::new();
+    let mut excess = history.len().saturating_sub(policy.history_max_count);
+    for savepoint in &history {
+        let too_old = savepoint
+            .time_stamp
+            .is_some_and(|t| now - t > policy.history_max_age_ms);
+        if !protected(savepoint) && (excess > 0 || too_old) {
+            excess = excess.saturating_sub(1);
+            dispose.push(savepoint.location.clone().unwrap_or_default());
+        } else {
+            keep.push(savepoint.clone());
+        }
+    }
+    if dispose.is_empty() {
+        return None;
+    }
+    if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
+        info.savepoint_history = Some(keep);
+    }
+    d.events.push(EventNote::normal(
+        "SavepointsDisposed",
+        format!(
+            "Disposing of {} savepoint(s) beyond the history's count or age: {}",
+            dispose.len(),
+            dispose.join(", ")
+        ),
+    ));
+    d.actions
+        .extend(dispose.into_iter().map(|path| Action::DisposeSavepoint { path }));
+    d.observed_phase();
+    Some(d.take().done(super::FAST))
+}

@@ -1,0 +1,182 @@
+//! What was observed, written into a compatible status; the phase and the conditions.
+
+use flink_operator_api::{
+    FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
+    common::{Condition, ReconciliationState, ResourceLifecycleState, flink_job_state},
+};
+
+use super::{Decision, EventNote, JobManagerObservation, JobObservation, phase};
+
+/// JobManager and job state into status.
+pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
+    let obs = d.obs;
+    let previous_jm = d.status.job_manager_deployment_status;
+    let jm = job_manager_status(&obs.job_manager);
+    d.status.job_manager_deployment_status = Some(jm);
+    d.status.error = match &obs.job_manager {
+        JobManagerObservation::Present {
+            problem: Some(problem),
+            ..
+        } => Some(problem.clone()),
+        JobManagerObservation::Missing => Some("the JobManager Deployment is missing".to_owned()),
+        _ => None,
+    };
+    if jm != previous_jm.unwrap_or_default()
+        && let Some(error) = &d.status.error
+    {
+        d.events
+            .push(EventNote::warning("JobManagerDeploymentError", error.clone()));
+    }
+
+    if d.fd.spec.job.is_some() {
+        let mut job = d.job_status();
+        match &obs.job {
+            Some(JobObservation::Found { state, start_time }) => {
+                if job.state.as_deref() != Some(state.as_str()) {
+                    d.events.push(EventNote {
+                        warning: state == flink_job_state::FAILED,
+                        reason: "JobStatusChanged",
+                        note: format!("Job status changed to {state}"),
+                    });
+                }
+                job.state = Some(state.clone());
+                job.start_time = start_time.map(|t| t.to_string());
+                job.update_time = Some(obs.now_ms.to_string());
+            }
+            Some(JobObservation::NotFound) if jm == JobManagerDeploymentStatus::Ready => {
+                job.state = Some(flink_job_state::RECONCILING.to_owned());
+            }
+            _ => {}
+        }
+        d.status.job_status = Some(job);
+    }
+
+    let job_state = d.status.job_status.as_ref().and_then(|j| j.state.clone());
+    let stable = jm == JobManagerDeploymentStatus::Ready
+        && (d.fd.spec.job.is_none() || job_state.as_deref() == Some(flink_job_state::RUNNING));
+    let failed =
+        jm == JobManagerDeploymentStatus::Error || job_state.as_deref() == Some(flink_job_state::FAILED);
+    d.status.lifecycle_state = Some(if failed {
+        ResourceLifecycleState::Failed
+    } else if stable {
+        ResourceLifecycleState::Stable
+    } else {
+        ResourceLifecycleState::Deployed
+    });
+    if stable && let Some(rs) = d.status.reconciliation_status.as_mut() {
+        rs.state = Some(ReconciliationState::Deployed);
+        if rs.last_stable_spec.is_none() || recorded == &d.fd.spec {
+            rs.last_stable_spec = ReconciledSpec::new(recorded.clone(), false).encode().ok();
+        }
+    }
+}
+
+fn job_manager_status(jm: &JobManagerObservation) -> JobManagerDeploymentStatus {
+    match jm {
+        JobManagerObservation::Missing => JobManagerDeploymentStatus::Missing,
+        JobManagerObservation::Present { problem: Some(_), .. } => JobManagerDeploymentStatus::Error,
+        JobManagerObservation::Present {
+            ready, rest_ready, ..
+        } if *ready > 0 && *rest_ready => JobManagerDeploymentStatus::Ready,
+        JobManagerObservation::Present { ready, .. } if *ready > 0 => {
+            JobManagerDeploymentStatus::DeployedNotReady
+        }
+        JobManagerObservation::Present { .. } => JobManagerDeploymentStatus::Deploying,
+    }
+}
+
+/// A suspended job has no cluster: that is not an error.
+pub(super) fn suspended_into(d: &mut Decision) {
+    d.status.job_manager_deployment_status = Some(job_manager_status(&d.obs.job_manager));
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+    let message = suspended_message(&d.status);
+    d.conditions(phase::SUSPENDED, &message);
+}
+
+pub(super) fn suspended_message(status: &FlinkDeploymentStatus) -> String {
+    match status
+        .job_status
+        .as_ref()
+        .and_then(|j| j.upgrade_savepoint_path.as_deref())
+    {
+        Some(path) => format!("the job is suspended; it resumes from {path}"),
+        None => "the job is suspended".to_owned(),
+    }
+}
+
+/// The phase (condition reason) and a message for the status just observed.
+pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
+    let status = &d.status;
+    let jm = status.job_manager_deployment_status.unwrap_or_default();
+    if jm == JobManagerDeploymentStatus::Error || jm == JobManagerDeploymentStatus::Missing {
+        return (phase::DEPLOY_FAILED, status.error.clone().unwrap_or_default());
+    }
+    if jm != JobManagerDeploymentStatus::Ready {
+        return (phase::DEPLOYING, format!("the JobManager is {}", jm.as_str()));
+    }
+    if d.fd.spec.job.is_none() {
+        return (phase::RUNNING, "the session cluster is ready".to_owned());
+    }
+    let state = status
+        .job_status
+        .as_ref()
+        .and_then(|j| j.state.clone())
+        .unwrap_or_default();
+    let reason = match state.as_str() {
+        flink_job_state::RUNNING => phase::RUNNING,
+        flink_job_state::FAILED => phase::FAILED,
+        flink_job_state::FINISHED => phase::SUCCEEDED,
+        flink_job_state::CANCELED => phase::CANCELLED,
+        flink_job_state::RESTARTING | flink_job_state::FAILING => phase::RESTARTING,
+        _ => phase::DEPLOYING,
+    };
+    (reason, format!("the job is {state}"))
+}
+
+/// Ready, Progressing and Degraded, with `reason` as the phase; transition times are kept
+/// while a condition's status does not change.
+pub fn set_conditions(
+    status: &mut FlinkDeploymentStatus,
+    generation: Option<i64>,
+    reason: &str,
+    message: &str,
+    now_ms: i64,
+) {
+    let ready = matches!(reason, phase::RUNNING | phase::SUCCEEDED);
+    let progressing = matches!(
+        reason,
+        phase::DEPLOYING | phase::UPDATING | phase::RESTARTING | phase::DELETING
+    );
+    let degraded = matches!(
+        reason,
+        phase::DEPLOY_FAILED | phase::UPDATE_FAILED | phase::FAILED
+    );
+    let previous = status.conditions.clone().unwrap_or_default();
+    let now = rfc3339(now_ms);
+    let condition = |type_: &str, value: bool| {
+        let value = if value { "True" } else { "False" };
+        let kept = previous
+            .iter()
+            .find(|c| c.type_.as_deref() == Some(type_) && c.status.as_deref() == Some(value))
+            .and_then(|c| c.last_transition_time.clone());
+        Condition {
+            type_: Some(type_.to_owned()),
+            status: Some(value.to_owned()),
+            reason: Some(reason.to_owned()),
+            message: Some(message.to_owned()),
+            last_transition_time: Some(kept.unwrap_or_else(|| now.clone())),
+            observed_generation: generation,
+        }
+    };
+    status.conditions = Some(vec![
+        condition("Ready", ready),
+        condition("Progressing", progressing),
+        condition("Degraded", degraded),
+    ]);
+}
+
+fn rfc3339(ms: i64) -> String {
+    k8s_openapi::jiff::Timestamp::from_millisecond(ms)
+        .map(|t| k8s_openapi::jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%SZ", t).unwrap_or_default())
+        .unwrap_or_default()
+}

@@ -1,0 +1,1305 @@
+use super::*;
+use serde_json::json;
+
+const NOW: i64 = 1_800_000_000_000;
+
+fn fd(
+    spec: serde_json::Value,
+    status: Option<FlinkDeploymentStatus>,
+    finalizer: bool,
+    deleting: bool,
+) -> FlinkDeployment {
+    let mut value = json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+        "metadata": {"name": "basic", "namespace": "ns", "uid": "u", "generation": 1},
+        "spec": spec,
+    });
+    if finalizer {
+        value["metadata"]["finalizers"] = json!([keys::finalizers::FLINK_DEPLOYMENT]);
+    }
+    if deleting {
+        value["metadata"]["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+    }
+    let mut fd: FlinkDeployment = serde_json::from_value(value).unwrap();
+    fd.status = status;
+    fd
+}
+
+fn app_spec() -> serde_json::Value {
+    json!({"image": "flink:2.3", "flinkVersion": "v2_3",
+           "job": {"jarURI": "local:///opt/flink/usrlib/job.jar", "initialSavepointPath": "file:/sp/1"}})
+}
+
+fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Observation {
+    Observation {
+        cluster_exists: job_manager != JobManagerObservation::Missing,
+        job_manager,
+        job,
+        violations: vec![],
+        deployed_generation: None,
+        savepoint: None,
+        checkpoint: None,
+        latest_checkpoint: None,
+        policy: Policy::default(),
+        fresh_trigger_id: "trigger".into(),
+        fresh_job_id: "fresh".into(),
+        now_ms: NOW,
+    }
+}
+
+fn ready_jm() -> JobManagerObservation {
+    JobManagerObservation::Present {
+        ready: 1,
+        replicas: 1,
+        problem: None,
+        rest_ready: true,
+    }
+}
+
+fn condition<'a>(status: &'a FlinkDeploymentStatus, type_: &str) -> &'a Condition {
+    status
+        .conditions
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|c| c.type_.as_deref() == Some(type_))
+        .unwrap()
+}
+
+/// The status after a first deployment, and then after it was acted on.
+fn deployed() -> FlinkDeploymentStatus {
+    decide(
+        &fd(app_spec(), None, true, false),
+        &obs(JobManagerObservation::Missing, None),
+    )
+    .status
+}
+
+#[test]
+fn a_first_deployment_is_recorded_before_it_is_created() {
+    let plan = decide(
+        &fd(app_spec(), None, false, false),
+        &obs(JobManagerObservation::Missing, None),
+    );
+    assert_eq!(
+        plan.actions,
+        [
+            Action::AddFinalizer,
+            Action::Deploy {
+                restore_path: Some("file:/sp/1".into()),
+                job_id: Some("fresh".into()),
+                last_state: false,
+            }
+        ]
+    );
+    let before = plan.status_before.unwrap();
+    let rs = before.reconciliation_status.as_ref().unwrap();
+    assert_eq!(rs.state, Some(ReconciliationState::Upgrading));
+    let recorded: FlinkDeploymentSpec = rs.last_reconciled_spec().unwrap().unwrap();
+    assert_eq!(recorded.image.as_deref(), Some("flink:2.3"));
+    assert_eq!(
+        before.job_status.as_ref().unwrap().job_id.as_deref(),
+        Some("fresh")
+    );
+    assert_eq!(
+        condition(&before, "Progressing").reason.as_deref(),
+        Some(phase::DEPLOYING)
+    );
+    assert_eq!(
+        plan.status.reconciliation_status.unwrap().state,
+        Some(ReconciliationState::Deployed)
+    );
+    assert_eq!(plan.events[0].reason, "Submit");
+}
+
+#[test]
+fn a_crash_between_recording_and_creating_redeploys_with_the_recorded_job_id() {
+    let first = decide(
+        &fd(app_spec(), None, true, false),
+        &obs(JobManagerObservation::Missing, None),
+    );
+    // The operator died after writing status_before: the next reconcile sees UPGRADING.
+    let recorded = first.status_before.unwrap();
+    let plan = decide(
+        &fd(app_spec(), Some(recorded), true, false),
+        &Observation {
+            fresh_job_id: "another".into(),
+            ..obs(JobManagerObservation::Missing, None)
+        },
+    );
+    assert_eq!(
+        plan.actions,
+        [Action::Deploy {
+            restore_path: Some("file:/sp/1".into()),
+            job_id: Some("fresh".into()),
+            last_state: false,
+        }]
+    );
+}
+
+#[test]
+fn observed_states_become_status_and_conditions() {
+    let starting = JobManagerObservation::Present {
+        ready: 0,
+        replicas: 1,
+        problem: None,
+        rest_ready: false,
+    };
+    let not_ready = JobManagerObservation::Present {
+        ready: 1,
+        replicas: 1,
+        problem: None,
+        rest_ready: false,
+    };
+    let crashing = JobManagerObservation::Present {
+        ready: 0,
+        replicas: 1,
+        problem: Some("container flink-main-container: CrashLoopBackOff".into()),
+        rest_ready: false,
+    };
+    let found = |state: &str| {
+        Some(JobObservation::Found {
+            state: state.into(),
+            start_time: Some(NOW - 1000),
+        })
+    };
+    use JobManagerDeploymentStatus as Jm;
+    use ResourceLifecycleState as L;
+    let cases = [
+        (
+            starting,
+            None,
+            Jm::Deploying,
+            L::Deployed,
+            phase::DEPLOYING,
+            "False",
+        ),
+        (
+            not_ready,
+            None,
+            Jm::DeployedNotReady,
+            L::Deployed,
+            phase::DEPLOYING,
+            "False",
+        ),
+        (
+            crashing,
+            None,
+            Jm::Error,
+            L::Failed,
+            phase::DEPLOY_FAILED,
+            "False",
+        ),
+        (
+            JobManagerObservation::Missing,
+            None,
+            Jm::Missing,
+            L::Deployed,
+            phase::DEPLOY_FAILED,
+            "False",
+        ),
+        (
+            ready_jm(),
+            Some(JobObservation::NotFound),
+            Jm::Ready,
+            L::Deployed,
+            phase::DEPLOYING,
+            "False",
+        ),
+        (
+            ready_jm(),
+            found("RUNNING"),
+            Jm::Ready,
+            L::Stable,
+            phase::RUNNING,
+            "True",
+        ),
+        (
+            ready_jm(),
+            found("RESTARTING"),
+            Jm::Ready,
+            L::Deployed,
+            phase::RESTARTING,
+            "False",
+        ),
+        (
+            ready_jm(),
+            found("FAILED"),
+            Jm::Ready,
+            L::Failed,
+            phase::FAILED,
+            "False",
+        ),
+        (
+            ready_jm(),
+            found("FINISHED"),
+            Jm::Ready,
+            L::Deployed,
+            phase::SUCCEEDED,
+            "True",
+        ),
+        (
+            ready_jm(),
+            found("CANCELED"),
+            Jm::Ready,
+            L::Deployed,
+            phase::CANCELLED,
+            "False",
+        ),
+    ];
+    for (i, (jm, job, jm_status, lifecycle, reason, ready)) in cases.into_iter().enumerate() {
+        let plan = decide(&fd(app_spec(), Some(deployed()), true, false), &obs(jm, job));
+        assert!(plan.actions.is_empty(), "case {i}: {:?}", plan.actions);
+        assert_eq!(
+            plan.status.job_manager_deployment_status,
+            Some(jm_status),
+            "case {i}"
+        );
+        assert_eq!(plan.status.lifecycle_state, Some(lifecycle), "case {i}");
+        let ready_condition = condition(&plan.status, "Ready");
+        assert_eq!(ready_condition.reason.as_deref(), Some(reason), "case {i}");
+        assert_eq!(ready_condition.status.as_deref(), Some(ready), "case {i}");
+    }
+}
+
+#[test]
+fn a_running_job_records_its_stable_spec_and_state() {
+    let plan = decide(
+        &fd(app_spec(), Some(deployed()), true, false),
+        &obs(
+            ready_jm(),
+            Some(JobObservation::Found {
+                state: "RUNNING".into(),
+                start_time: Some(NOW - 5000),
+            }),
+        ),
+    );
+    let job = plan.status.job_status.as_ref().unwrap();
+    assert_eq!(job.state.as_deref(), Some("RUNNING"));
+    assert_eq!(job.start_time.as_deref(), Some((NOW - 5000).to_string().as_str()));
+    let rs = plan.status.reconciliation_status.as_ref().unwrap();
+    assert!(rs.last_stable_spec.is_some());
+    assert_eq!(plan.requeue_seconds, SLOW);
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.note == "Job status changed to RUNNING")
+    );
+}
+
+fn with_generation(mut fd: FlinkDeployment, generation: i64) -> FlinkDeployment {
+    fd.metadata.generation = Some(generation);
+    fd
+}
+
+fn running_job() -> Option<JobObservation> {
+    Some(JobObservation::Found {
+        state: "RUNNING".into(),
+        start_time: None,
+    })
+}
+
+/// The stored status of a job that runs the first spec.
+fn running() -> FlinkDeploymentStatus {
+    decide(
+        &fd(app_spec(), Some(deployed()), true, false),
+        &obs(ready_jm(), running_job()),
+    )
+    .status
+}
+
+fn changed(mode: &str) -> serde_json::Value {
+    let mut spec = app_spec();
+    spec["job"]["parallelism"] = json!(4);
+    spec["job"]["upgradeMode"] = json!(mode);
+    spec
+}
+
+fn reconciliation(status: &FlinkDeploymentStatus) -> &ReconciliationStatus {
+    status.reconciliation_status.as_ref().unwrap()
+}
+
+#[test]
+fn a_stateless_change_records_the_new_spec_then_deletes_the_cluster() {
+    let new = with_generation(fd(changed("stateless"), Some(running()), true, false), 2);
+    let plan = decide(&new, &obs(ready_jm(), running_job()));
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let before = plan.status_before.unwrap();
+    assert_eq!(
+        reconciliation(&before).state,
+        Some(ReconciliationState::Upgrading)
+    );
+    let recorded: FlinkDeploymentSpec = reconciliation(&before).last_reconciled_spec().unwrap().unwrap();
+    assert_eq!(recorded, new.spec);
+    assert_eq!(before.job_status.as_ref().unwrap().upgrade_savepoint_path, None);
+    assert_eq!(
+        condition(&before, "Progressing").reason.as_deref(),
+        Some(phase::UPDATING)
+    );
+}
+
+#[test]
+fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
+    let new = |status: FlinkDeploymentStatus| {
+        with_generation(fd(changed("savepoint"), Some(status), true, false), 2)
+    };
+    let old_cluster = || Observation {
+        deployed_generation: Some(1),
+        ..obs(ready_jm(), running_job())
+    };
+
+    // 1. The trigger id is recorded before the stop is sent.
+    let plan = decide(&new(running()), &old_cluster());
+    assert_eq!(
+        plan.actions,
+        [Action::StopWithSavepoint {
+            job_id: "fresh".into(),
+            trigger_id: "trigger".into(),
+            drain: false,
+        }]
+    );
+    let triggered = plan.status_before.unwrap();
+    let info = triggered
+        .job_status
+        .as_ref()
+        .unwrap()
+        .savepoint_info
+        .as_ref()
+        .unwrap();
+    assert_eq!(info.trigger_id.as_deref(), Some("trigger"));
+    assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Upgrade));
+
+    // Crash before the stop reached Flink: the JobManager does not know the trigger and
+    // the job still runs, so the same stop is sent again.
+    let plan = decide(
+        &new(triggered.clone()),
+        &Observation {
+            savepoint: Some(SavepointPoll::UnknownTrigger),
+            ..old_cluster()
+        },
+    );
+    assert_eq!(
+        plan.actions,
+        [Action::StopWithSavepoint {
+            job_id: "fresh".into(),
+            trigger_id: "trigger".into(),
+            drain: false,
+        }]
+    );
+
+    // 2. In progress: wait.
+    let plan = decide(
+        &new(triggered.clone()),
+        &Observation {
+            savepoint: Some(SavepointPoll::InProgress),
+            ..old_cluster()
+        },
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(
+        condition(&plan.status, "Progressing").reason.as_deref(),
+        Some(phase::UPDATING)
+    );
+
+    // 3. Completed (also after a crash: the JobManager keeps the result): the path is
+    // recorded in the same write that commits the new spec, before the cluster goes.
+    let plan = decide(
+        &new(triggered),
+        &Observation {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/savepoint-2".into())),
+            ..old_cluster()
+        },
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let committed = plan.status_before.unwrap();
+    let job = committed.job_status.as_ref().unwrap();
+    assert_eq!(
+        job.upgrade_savepoint_path.as_deref(),
+        Some("file:/sp/savepoint-2")
+    );
+    assert_eq!(job.savepoint_info.as_ref().unwrap().trigger_id, None);
+    assert_eq!(
+        job.savepoint_info
+            .as_ref()
+            .unwrap()
+            .last_savepoint
+            .as_ref()
+            .unwrap()
+            .location
+            .as_deref(),
+        Some("file:/sp/savepoint-2")
+    );
+    assert_eq!(
+        reconciliation(&committed).state,
+        Some(ReconciliationState::Upgrading)
+    );
+
+    // 4. Crash before the delete finished: the old cluster is deleted again.
+    let plan = decide(&new(committed.clone()), &old_cluster());
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+
+    // 5. The old cluster is gone: the new one restores the recorded savepoint, under a
+    // job id recorded before it is created.
+    let gone = Observation {
+        fresh_job_id: "new-job".into(),
+        ..obs(JobManagerObservation::Missing, None)
+    };
+    let plan = decide(&new(committed.clone()), &gone);
+    assert_eq!(
+        plan.actions,
+        [Action::Deploy {
+            restore_path: Some("file:/sp/savepoint-2".into()),
+            job_id: Some("new-job".into()),
+            last_state: false,
+        }]
+    );
+    let deploying = plan.status_before.unwrap();
+    assert_eq!(
+        deploying.job_status.as_ref().unwrap().job_id.as_deref(),
+        Some("new-job")
+    );
+
+    // 6. Crash after the deploy, before status said so: the cluster of this generation
+    // is recognised, nothing is redeployed.
+    let plan = decide(
+        &new(deploying),
+        &Observation {
+            deployed_generation: Some(2),
+            ..obs(ready_jm(), None)
+        },
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(
+        reconciliation(&plan.status).state,
+        Some(ReconciliationState::Deployed)
+    );
+}
+
+#[test]
+fn a_failed_savepoint_leaves_the_job_running_until_the_spec_changes_again() {
+    let triggered = decide(
+        &with_generation(fd(changed("savepoint"), Some(running()), true, false), 2),
+        &obs(ready_jm(), running_job()),
+    )
+    .status_before
+    .unwrap();
+    let plan = decide(
+        &with_generation(fd(changed("savepoint"), Some(triggered), true, false), 2),
+        &Observation {
+            savepoint: Some(SavepointPoll::Failed("target directory not writable".into())),
+            ..obs(ready_jm(), running_job())
+        },
+    );
+    assert!(plan.actions.is_empty());
+    assert!(
+        plan.status
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("target directory not writable")
+    );
+    assert_eq!(
+        condition(&plan.status, "Ready").reason.as_deref(),
+        Some(phase::UPDATE_FAILED)
+    );
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == "UpdateFailed" && e.warning)
+    );
+    // The same generation is not retried...
+    let failed = plan.status;
+    let plan = decide(
+        &with_generation(fd(changed("savepoint"), Some(failed.clone()), true, false), 2),
+        &obs(ready_jm(), running_job()),
+    );
+    assert!(plan.actions.is_empty());
+    // ...a new one is.
+    let plan = decide(
+        &with_generation(fd(changed("savepoint"), Some(failed), true, false), 3),
+        &obs(ready_jm(), running_job()),
+    );
+    assert!(
+        matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+        "{:?}",
+        plan.actions
+    );
+}
+
+#[test]
+fn a_session_cluster_is_redeployed_with_its_new_spec() {
+    let spec = json!({"image": "flink:2.3", "flinkVersion": "v2_3"});
+    let session = decide(
+        &fd(spec.clone(), None, true, false),
+        &obs(JobManagerObservation::Missing, None),
+    )
+    .status;
+    let mut changed = spec;
+    changed["image"] = json!("flink:2.3.0");
+    let plan = decide(
+        &with_generation(fd(changed, Some(session), true, false), 2),
+        &obs(ready_jm(), None),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+}
+
+#[test]
+fn invalid_specs_are_not_deployed() {
+    let plan = decide(
+        &fd(app_spec(), None, true, false),
+        &Observation {
+            violations: vec!["spec.image: required".into()],
+            ..obs(JobManagerObservation::Missing, None)
+        },
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(plan.status.error.as_deref(), Some("spec.image: required"));
+    assert_eq!(
+        condition(&plan.status, "Ready").reason.as_deref(),
+        Some(phase::DEPLOY_FAILED)
+    );
+}
+
+#[test]
+fn deletion_removes_the_cluster_then_the_finalizer() {
+    let deleting = fd(app_spec(), Some(deployed()), true, true);
+    let plan = decide(&deleting, &obs(ready_jm(), None));
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    assert_eq!(
+        plan.status.lifecycle_state,
+        Some(ResourceLifecycleState::Deleting)
+    );
+    let plan = decide(&deleting, &obs(JobManagerObservation::Missing, None));
+    assert_eq!(plan.actions, [Action::RemoveFinalizer]);
+    let plan = decide(
+        &fd(app_spec(), None, false, true),
+        &obs(JobManagerObservation::Missing, None),
+    );
+    assert!(plan.actions.is_empty());
+}
+
+#[test]
+fn condition_transition_times_are_kept_while_unchanged() {
+    let mut status = FlinkDeploymentStatus::default();
+    set_conditions(&mut status, Some(1), phase::DEPLOYING, "a", NOW);
+    set_conditions(&mut status, Some(1), phase::DEPLOYING, "b", NOW + 60_000);
+    assert_eq!(
+        condition(&status, "Ready").last_transition_time.as_deref(),
+        Some("2027-01-15T08:00:00Z")
+    );
+    set_conditions(&mut status, Some(1), phase::RUNNING, "c", NOW + 60_000);
+    assert_eq!(
+        condition(&status, "Ready").last_transition_time.as_deref(),
+        Some("2027-01-15T08:01:00Z")
+    );
+}
+
+// === Upgrade modes, guards, suspend/resume, nonces, snapshots, deletion ===
+
+const MIN: i64 = 60_000;
+
+fn spec_with(mode: &str, changes: &[(&str, serde_json::Value)]) -> serde_json::Value {
+    let mut spec = app_spec();
+    spec["job"]["upgradeMode"] = json!(mode);
+    for (field, value) in changes {
+        let mut target = &mut spec;
+        let parts: Vec<&str> = field.split('/').collect();
+        for part in &parts[..parts.len() - 1] {
+            target = &mut target[*part];
+        }
+        target[*parts.last().unwrap()] = value.clone();
+    }
+    spec
+}
+
+fn job_found(state: &str, started: i64) -> Option<JobObservation> {
+    Some(JobObservation::Found {
+        state: state.into(),
+        start_time: Some(started),
+    })
+}
+
+/// The stored status of a job of `spec` observed in `state` (started an hour ago).
+fn observed(spec: &serde_json::Value, state: &str) -> FlinkDeploymentStatus {
+    let deployed = decide(
+        &fd(spec.clone(), None, true, false),
+        &obs(JobManagerObservation::Missing, None),
+    )
+    .status;
+    decide(
+        &fd(spec.clone(), Some(deployed), true, false),
+        &obs(ready_jm(), job_found(state, NOW - 60 * MIN)),
+    )
+    .status
+}
+
+fn at(spec: serde_json::Value, status: FlinkDeploymentStatus, generation: i64) -> FlinkDeployment {
+    with_generation(fd(spec, Some(status), true, false), generation)
+}
+
+fn with_policy(observation: Observation, policy: Policy) -> Observation {
+    Observation {
+        policy,
+        ..observation
+    }
+}
+
+fn checkpoint(age_ms: i64) -> Option<StateObservation> {
+    Some(StateObservation {
+        path: "file:/cp/chk-7".into(),
+        timestamp_ms: NOW - age_ms,
+    })
+}
+
+fn with_savepoint(mut status: FlinkDeploymentStatus, path: &str, age_ms: i64) -> FlinkDeploymentStatus {
+    let info = status
+        .job_status
+        .get_or_insert_with(Default::default)
+        .savepoint_info
+        .get_or_insert_with(Default::default);
+    info.last_savepoint = Some(Savepoint {
+        time_stamp: Some(NOW - age_ms),
+        location: Some(path.into()),
+        trigger_type: Some(SnapshotTriggerType::Periodic),
+        ..Default::default()
+    });
+    status
+}
+
+fn phase_of(plan: &Plan) -> &str {
+    condition(&plan.status, "Ready").reason.as_deref().unwrap()
+}
+
+fn recorded_spec(status: &FlinkDeploymentStatus) -> FlinkDeploymentSpec {
+    reconciliation(status).last_reconciled_spec().unwrap().unwrap()
+}
+
+use flink_operator_api::common::{Condition, Savepoint, SnapshotTriggerType, UpgradeMode};
+
+#[test]
+fn a_last_state_upgrade_keeps_the_ha_metadata_and_the_job_id() {
+    let old = spec_with("last-state", &[]);
+    let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
+    let running = observed(&old, "RUNNING");
+    let job_id = running.job_status.as_ref().unwrap().job_id.clone();
+    let plan = decide(
+        &at(new.clone(), running, 2),
+        &Observation {
+            latest_checkpoint: checkpoint(MIN),
+            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+        },
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+    let committed = plan.status_before.unwrap();
+    let job = committed.job_status.as_ref().unwrap();
+    assert_eq!(job.upgrade_savepoint_path, None);
+    assert_eq!(
+        job.checkpoint_info
+            .as_ref()
+            .unwrap()
+            .last_checkpoint
+            .as_ref()
+            .unwrap()
+            .time_stamp,
+        Some(NOW - MIN),
+        "the checkpoint's time is kept for a later restore guard"
+    );
+    // Crash before the delete finished: deleted again, HA still kept.
+    let plan = decide(&at(new.clone(), committed.clone(), 2), &obs(ready_jm(), None));
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+    // Gone: the same job id, no path, job graphs removed from the HA metadata.
+    let plan = decide(&at(new, committed, 2), &obs(JobManagerObservation::Missing, None));
+    assert_eq!(
+        plan.actions,
+        [Action::Deploy {
+            restore_path: None,
+            job_id: job_id.clone(),
+            last_state: true,
+        }]
+    );
+    assert_eq!(plan.status_before.unwrap().job_status.unwrap().job_id, job_id);
+}
+
+#[test]
+fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
+    let running_spec = spec_with("savepoint", &[]);
+    let suspended_spec = spec_with("savepoint", &[("job/state", json!("suspended"))]);
+    let plan = decide(
+        &at(suspended_spec.clone(), observed(&running_spec, "RUNNING"), 2),
+        &obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN)),
+    );
+    assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
+    let triggered = plan.status_before.unwrap();
+    let plan = decide(
+        &at(suspended_spec.clone(), triggered, 2),
+        &Observation {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/suspend".into())),
+            ..obs(ready_jm(), job_found("FINISHED", NOW - 60 * MIN))
+        },
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let committed = plan.status_before.unwrap();
+    let plan = decide(
+        &at(suspended_spec.clone(), committed, 2),
+        &obs(JobManagerObservation::Missing, None),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(
+        plan.status.lifecycle_state,
+        Some(ResourceLifecycleState::Suspended)
+    );
+    assert_eq!(phase_of(&plan), phase::SUSPENDED);
+    assert!(plan.events.iter().any(|e| e.reason == "Suspended"));
+    let suspended = plan.status;
+    // Staying suspended is quiet: no error for the missing cluster.
+    let plan = decide(
+        &at(suspended_spec, suspended.clone(), 2),
+        &obs(JobManagerObservation::Missing, None),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(plan.status.error, None);
+    assert_eq!(phase_of(&plan), phase::SUSPENDED);
+    // Resume: the recorded savepoint is restored by a new job.
+    let plan = decide(
+        &at(running_spec.clone(), suspended.clone(), 3),
+        &obs(JobManagerObservation::Missing, None),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let resuming = plan.status_before.unwrap();
+    let plan = decide(
+        &at(running_spec.clone(), resuming, 3),
+        &Observation {
+            fresh_job_id: "resumed".into(),
+            ..obs(JobManagerObservation::Missing, None)
+        },
+    );
+    assert_eq!(
+        plan.actions,
+        [Action::Deploy {
+            restore_path: Some("file:/sp/suspend".into()),
+            job_id: Some("resumed".into()),
+            last_state: false,
+        }]
+    );
+    // Resuming an hour later with a 10 min restore bound is refused and says how old.
+    let plan = decide(
+        &at(running_spec, suspended, 3),
+        &with_policy(
+            Observation {
+                now_ms: NOW + 60 * MIN,
+                ..obs(JobManagerObservation::Missing, None)
+            },
+            Policy {
+                restore_max_state_age_ms: Some(10 * MIN),
+                ..Policy::default()
+            },
+        ),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(phase_of(&plan), phase::UPDATE_FAILED);
+    let error = plan.status.error.unwrap();
+    assert!(error.contains("60 min old"), "{error}");
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.warning && e.note.contains("60 min old"))
+    );
+}
+
+#[test]
+fn upgrades_without_a_savepoint_restore_the_newest_state_only_if_young_enough() {
+    let old = spec_with("savepoint", &[]);
+    let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
+    let opted_out = Policy {
+        take_savepoint: false,
+        restore_max_state_age_ms: Some(5 * MIN),
+        ..Policy::default()
+    };
+    // Young enough: cancelled first (nothing recorded yet), restored once CANCELED.
+    let plan = decide(
+        &at(new.clone(), observed(&old, "RUNNING"), 2),
+        &with_policy(
+            Observation {
+                latest_checkpoint: checkpoint(MIN),
+                ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+            },
+            opted_out.clone(),
+        ),
+    );
+    assert!(
+        matches!(plan.actions[..], [Action::CancelJob { .. }]),
+        "{:?}",
+        plan.actions
+    );
+    let plan = decide(
+        &at(new.clone(), observed(&old, "CANCELED"), 2),
+        &with_policy(
+            Observation {
+                latest_checkpoint: checkpoint(MIN),
+                ..obs(ready_jm(), job_found("CANCELED", NOW - 60 * MIN))
+            },
+            opted_out.clone(),
+        ),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    assert_eq!(
+        plan.status_before
+            .unwrap()
+            .job_status
+            .unwrap()
+            .upgrade_savepoint_path
+            .as_deref(),
+        Some("file:/cp/chk-7")
+    );
+    // Too old: refused, the job keeps running, the Event names the age.
+    let plan = decide(
+        &at(new, observed(&old, "RUNNING"), 2),
+        &with_policy(
+            Observation {
+                latest_checkpoint: checkpoint(10 * MIN),
+                ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+            },
+            opted_out,
+        ),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(phase_of(&plan), phase::UPDATE_FAILED);
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == "UpdateFailed" && e.note.contains("10 min old"))
+    );
+}
+
+#[test]
+fn a_stopped_job_is_upgraded_from_a_recent_savepoint_or_refused() {
+    let old = spec_with("savepoint", &[]);
+    let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
+    let max_age = Policy {
+        savepoint_max_age_ms: Some(5 * MIN),
+        ..Policy::default()
+    };
+    let cases = [
+        ("recent savepoint, FAILED", "FAILED", MIN, true),
+        ("old savepoint, FAILED", "FAILED", 30 * MIN, false),
+        ("recent savepoint, FINISHED", "FINISHED", MIN, true),
+    ];
+    for (name, state, age, upgraded) in cases {
+        let status = with_savepoint(observed(&old, state), "file:/sp/recent", age);
+        let plan = decide(
+            &at(new.clone(), status, 2),
+            &with_policy(obs(ready_jm(), job_found(state, NOW - 60 * MIN)), max_age.clone()),
+        );
+        if upgraded {
+            assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }], "{name}");
+            let job = plan.status_before.unwrap().job_status.unwrap();
+            assert_eq!(
+                job.upgrade_savepoint_path.as_deref(),
+                Some("file:/sp/recent"),
+                "{name}"
+            );
+        } else {
+            assert!(plan.actions.is_empty(), "{name}");
+            assert_eq!(phase_of(&plan), phase::UPDATE_FAILED, "{name}");
+            let error = plan.status.error.unwrap();
+            assert!(
+                error.contains("needs a running job") && error.contains("30 min old"),
+                "{name}: {error}"
+            );
+        }
+    }
+    // A job that is restarting is waited for, not refused.
+    let plan = decide(
+        &at(new, observed(&old, "RESTARTING"), 2),
+        &obs(ready_jm(), job_found("RESTARTING", NOW - 60 * MIN)),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(phase_of(&plan), phase::UPDATING);
+}
+
+#[test]
+fn a_broken_deployment_is_replaced_from_the_state_it_was_started_from() {
+    let old = spec_with("savepoint", &[]);
+    let new = spec_with("savepoint", &[("image", json!("flink:2.3.0"))]);
+    // Deployed from file:/sp/1 (initialSavepointPath), the JobManager crash-loops.
+    let deployed = decide(
+        &fd(old, None, true, false),
+        &obs(JobManagerObservation::Missing, None),
+    )
+    .status;
+    let crashing = JobManagerObservation::Present {
+        ready: 0,
+        replicas: 1,
+        problem: Some("CrashLoopBackOff".into()),
+        rest_ready: false,
+    };
+    let mut status = decide(&at(app_spec(), deployed, 1), &obs(crashing.clone(), None)).status;
+    status.job_status.as_mut().unwrap().upgrade_savepoint_path = Some("file:/sp/1".into());
+    let plan = decide(&at(new, status, 2), &obs(crashing, None));
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    assert_eq!(
+        plan.status_before
+            .unwrap()
+            .job_status
+            .unwrap()
+            .upgrade_savepoint_path
+            .as_deref(),
+        Some("file:/sp/1")
+    );
+}
+
+#[test]
+fn failed_jobs_are_restarted_when_enabled_and_the_state_is_young_enough() {
+    let spec = spec_with("savepoint", &[]);
+    let restart = |max_age: Option<i64>| Policy {
+        restart_failed: true,
+        restore_max_state_age_ms: max_age,
+        ..Policy::default()
+    };
+    let failed = || observed(&spec, "FAILED");
+    let failed_obs = |age| Observation {
+        latest_checkpoint: checkpoint(age),
+        ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
+    };
+    // Off: nothing.
+    let plan = decide(&at(spec.clone(), failed(), 1), &failed_obs(MIN));
+    assert!(plan.actions.is_empty());
+    assert_eq!(phase_of(&plan), phase::FAILED);
+    // On: restarted from the newest checkpoint.
+    let plan = decide(
+        &at(spec.clone(), failed(), 1),
+        &with_policy(failed_obs(MIN), restart(Some(5 * MIN))),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    assert!(plan.events.iter().any(|e| e.reason == "RestartFailedJob"));
+    assert_eq!(
+        plan.status_before
+            .unwrap()
+            .job_status
+            .unwrap()
+            .upgrade_savepoint_path
+            .as_deref(),
+        Some("file:/cp/chk-7")
+    );
+    // Too old: not restarted, the phase stays Failed and says why.
+    let plan = decide(
+        &at(spec.clone(), failed(), 1),
+        &with_policy(failed_obs(30 * MIN), restart(Some(5 * MIN))),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(phase_of(&plan), phase::FAILED);
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == "RestoreRefused" && e.note.contains("30 min old"))
+    );
+    // Stateless jobs restart from nothing.
+    let stateless = spec_with("stateless", &[]);
+    let plan = decide(
+        &at(stateless.clone(), observed(&stateless, "FAILED"), 1),
+        &with_policy(failed_obs(MIN), restart(None)),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    assert_eq!(
+        plan.status_before
+            .unwrap()
+            .job_status
+            .unwrap()
+            .upgrade_savepoint_path,
+        None
+    );
+}
+
+#[test]
+fn nonces_and_ignored_fields() {
+    let spec = spec_with("savepoint", &[]);
+    let running = || observed(&spec, "RUNNING");
+    let running_obs = || obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN));
+    type Check = fn(&Plan);
+    let cases: Vec<(&str, serde_json::Value, Check)> = vec![
+        (
+            "savepointTriggerNonce: a manual savepoint, nonce recorded with the trigger",
+            spec_with("savepoint", &[("job/savepointTriggerNonce", json!(7))]),
+            |plan| {
+                assert_eq!(
+                    plan.actions,
+                    [Action::TriggerSavepoint {
+                        job_id: "fresh".into(),
+                        trigger_id: "trigger".into()
+                    }]
+                );
+                let before = plan.status_before.as_ref().unwrap();
+                assert_eq!(
+                    recorded_spec(before).job.unwrap().savepoint_trigger_nonce,
+                    Some(7)
+                );
+                let info = before
+                    .job_status
+                    .as_ref()
+                    .unwrap()
+                    .savepoint_info
+                    .as_ref()
+                    .unwrap();
+                assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Manual));
+            },
+        ),
+        (
+            "checkpointTriggerNonce: a manual checkpoint",
+            spec_with("savepoint", &[("job/checkpointTriggerNonce", json!(3))]),
+            |plan| {
+                assert!(matches!(plan.actions[..], [Action::TriggerCheckpoint { .. }]));
+                let before = plan.status_before.as_ref().unwrap();
+                assert_eq!(
+                    recorded_spec(before).job.unwrap().checkpoint_trigger_nonce,
+                    Some(3)
+                );
+            },
+        ),
+        (
+            "restartNonce: an upgrade in the job's mode",
+            spec_with("savepoint", &[("restartNonce", json!(1))]),
+            |plan| assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }])),
+        ),
+        (
+            "savepointRedeployNonce: redeployed from initialSavepointPath, no savepoint taken",
+            spec_with(
+                "savepoint",
+                &[
+                    ("job/savepointRedeployNonce", json!(1)),
+                    ("job/initialSavepointPath", json!("file:/sp/chosen")),
+                ],
+            ),
+            |plan| {
+                assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+                let job = plan.status_before.as_ref().unwrap().job_status.clone().unwrap();
+                assert_eq!(job.upgrade_savepoint_path.as_deref(), Some("file:/sp/chosen"));
+                assert!(plan.events.iter().any(|e| e.reason == "SavepointRedeploy"));
+            },
+        ),
+        (
+            "upgradeMode only: recorded, nothing redeployed",
+            spec_with("last-state", &[]),
+            |plan| {
+                assert!(plan.actions.is_empty());
+                assert_eq!(
+                    recorded_spec(&plan.status).job.unwrap().upgrade_mode,
+                    Some(UpgradeMode::LastState)
+                );
+            },
+        ),
+        (
+            "operator keys only: recorded, nothing redeployed",
+            spec_with(
+                "savepoint",
+                &[(
+                    "flinkConfiguration",
+                    json!({"kubernetes.operator.job.restore.max-state-age": "1 h"}),
+                )],
+            ),
+            |plan| {
+                assert!(plan.actions.is_empty());
+                assert_eq!(phase_of(plan), phase::RUNNING);
+            },
+        ),
+    ];
+    for (name, new, check) in cases {
+        let plan = decide(&at(new, running(), 2), &running_obs());
+        eprintln!("case: {name}");
+        check(&plan);
+    }
+}
+
+#[test]
+fn periodic_savepoints_start_an_interval_after_the_job_and_join_the_history() {
+    let spec = spec_with("savepoint", &[]);
+    let hourly = Policy {
+        periodic_savepoint_ms: Some(60 * MIN),
+        ..Policy::default()
+    };
+    let running_since = |started: i64| {
+        with_policy(
+            obs(ready_jm(), job_found("RUNNING", NOW - started)),
+            hourly.clone(),
+        )
+    };
+    // Started 30 min ago: not yet (not at start either).
+    let plan = decide(
+        &at(spec.clone(), observed(&spec, "RUNNING"), 1),
+        &running_since(30 * MIN),
+    );
+    assert!(plan.actions.is_empty());
+    // Started 61 min ago: due.
+    let plan = decide(
+        &at(spec.clone(), observed(&spec, "RUNNING"), 1),
+        &running_since(61 * MIN),
+    );
+    assert!(matches!(plan.actions[..], [Action::TriggerSavepoint { .. }]));
+    let triggered = plan.status_before.unwrap();
+    // In progress: nothing new.
+    let plan = decide(
+        &at(spec.clone(), triggered.clone(), 1),
+        &Observation {
+            savepoint: Some(SavepointPoll::InProgress),
+            ..running_since(61 * MIN)
+        },
+    );
+    assert!(plan.actions.is_empty());
+    // Completed: last savepoint, history, and the schedule moves to the trigger time.
+    let plan = decide(
+        &at(spec.clone(), triggered, 1),
+        &Observation {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/p1".into())),
+            ..running_since(61 * MIN)
+        },
+    );
+    assert!(plan.actions.is_empty());
+    let info = plan.status.job_status.clone().unwrap().savepoint_info.unwrap();
+    assert_eq!(info.trigger_id, None);
+    assert_eq!(
+        info.last_savepoint.unwrap().location.as_deref(),
+        Some("file:/sp/p1")
+    );
+    assert_eq!(info.savepoint_history.unwrap().len(), 1);
+    assert_eq!(info.last_periodic_savepoint_timestamp, Some(NOW));
+    // Ten minutes later: not due again.
+    let plan = decide(
+        &at(spec, plan.status, 1),
+        &Observation {
+            now_ms: NOW + 10 * MIN,
+            ..running_since(71 * MIN)
+        },
+    );
+    assert!(plan.actions.is_empty());
+}
+
+#[test]
+fn the_savepoint_history_is_cleaned_up_by_count_and_age_keeping_the_newest() {
+    let spec = spec_with("savepoint", &[]);
+    let mut status = observed(&spec, "RUNNING");
+    let history: Vec<Savepoint> = [(5, 300), (4, 200), (3, 100), (2, 10), (1, 1)]
+        .iter()
+        .map(|(n, age_min)| Savepoint {
+            time_stamp: Some(NOW - age_min * MIN),
+            location: Some(format!("file:/sp/{n}")),
+            ..Default::default()
+        })
+        .collect();
+    let info = status
+        .job_status
+        .as_mut()
+        .unwrap()
+        .savepoint_info
+        .get_or_insert_with(Default::default);
+    info.last_savepoint = history.last().cloned();
+    info.savepoint_history = Some(history);
+    let cases = [
+        ("count 3", 3, 24 * 60 * MIN, vec!["file:/sp/5", "file:/sp/4"]),
+        ("age 150 min", 10, 150 * MIN, vec!["file:/sp/5", "file:/sp/4"]),
+        (
+            "age 1 s keeps the newest",
+            10,
+            1000,
+            vec!["file:/sp/5", "file:/sp/4", "file:/sp/3", "file:/sp/2"],
+        ),
+        ("within limits", 10, 24 * 60 * MIN, vec![]),
+    ];
+    for (name, count, age, disposed) in cases {
+        let plan = decide(
+            &at(spec.clone(), status.clone(), 1),
+            &with_policy(
+                obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN)),
+                Policy {
+                    history_max_count: count,
+                    history_max_age_ms: age,
+                    ..Policy::default()
+                },
+            ),
+        );
+        let expected: Vec<Action> = disposed
+            .iter()
+            .map(|p| Action::DisposeSavepoint { path: p.to_string() })
+            .collect();
+        assert_eq!(plan.actions, expected, "{name}");
+        let kept = plan
+            .status
+            .job_status
+            .unwrap()
+            .savepoint_info
+            .unwrap()
+            .savepoint_history
+            .unwrap();
+        assert_eq!(kept.len(), 5 - disposed.len(), "{name}");
+    }
+}
+
+#[test]
+fn deletion_with_a_savepoint_records_it_before_the_cluster_goes() {
+    let spec = spec_with("savepoint", &[]);
+    let on_deletion = Policy {
+        savepoint_on_deletion: true,
+        ..Policy::default()
+    };
+    let deleting = |status| fd(spec.clone(), Some(status), true, true);
+    let plan = decide(
+        &deleting(observed(&spec, "RUNNING")),
+        &with_policy(
+            obs(ready_jm(), job_found("RUNNING", NOW - MIN)),
+            on_deletion.clone(),
+        ),
+    );
+    assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
+    let triggered = plan.status_before.unwrap();
+    assert_eq!(triggered.lifecycle_state, Some(ResourceLifecycleState::Deleting));
+    // Failed: the job keeps running, the cluster stays, the reason is shown.
+    let plan = decide(
+        &deleting(triggered.clone()),
+        &with_policy(
+            Observation {
+                savepoint: Some(SavepointPoll::Failed("disk full".into())),
+                ..obs(ready_jm(), job_found("RUNNING", NOW - MIN))
+            },
+            on_deletion.clone(),
+        ),
+    );
+    assert!(plan.actions.is_empty());
+    assert!(plan.status.error.unwrap().contains("disk full"));
+    // Completed: recorded in the same write that precedes the delete.
+    let plan = decide(
+        &deleting(triggered),
+        &with_policy(
+            Observation {
+                savepoint: Some(SavepointPoll::Completed("file:/sp/final".into())),
+                ..obs(ready_jm(), job_found("FINISHED", NOW - MIN))
+            },
+            on_deletion,
+        ),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let before = plan.status_before.unwrap().job_status.unwrap();
+    assert_eq!(before.upgrade_savepoint_path.as_deref(), Some("file:/sp/final"));
+    assert_eq!(
+        before
+            .savepoint_info
+            .unwrap()
+            .last_savepoint
+            .unwrap()
+            .location
+            .as_deref(),
+        Some("file:/sp/final")
+    );
+}
+
+#[test]
+fn created_suspended_deploys_nothing_until_running() {
+    let spec = spec_with("savepoint", &[("job/state", json!("suspended"))]);
+    let plan = decide(
+        &fd(spec, None, true, false),
+        &obs(JobManagerObservation::Missing, None),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(
+        plan.status.lifecycle_state,
+        Some(ResourceLifecycleState::Suspended)
+    );
+    assert_eq!(phase_of(&plan), phase::SUSPENDED);
+}

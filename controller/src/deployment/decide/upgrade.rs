@@ -1,0 +1,632 @@
+//! Spec changes, suspend and resume, savepoint redeploys and restarts of failed jobs.
+//!
+//! Each one first records, in one status write, the spec to run and the state it starts
+//! from (`commit`); only then is the previous cluster deleted, and the new one deployed
+//! once it is gone (`continue_upgrade`). A running job in `savepoint` mode is stopped with
+//! a savepoint whose trigger id is recorded before the stop is sent.
+
+use flink_operator_api::{
+    FlinkDeploymentSpec, JobManagerDeploymentStatus, ReconciledSpec,
+    common::{
+        JobStatus, ReconciliationState, ResourceLifecycleState, Savepoint, SnapshotTriggerType, UpgradeMode,
+        flink_job_state,
+    },
+};
+
+use super::{
+    Action, Decision, EventNote, FAST, Plan, SavepointPoll, WAIT, human, is_suspended, phase,
+    state::{self, Kind, RestorableState},
+    status::suspended_message,
+};
+
+/// What the next job starts from.
+#[derive(Debug, Clone, PartialEq)]
+enum Restore {
+    Nothing,
+    State(RestorableState),
+    /// The latest checkpoint in the kept HA metadata, under the same job id.
+    LastState,
+}
+
+/// Whether the recorded upgrade restores from HA metadata: `last-state` recorded without a
+/// state path.
+fn restores_last_state(recorded: &FlinkDeploymentSpec, job: Option<&JobStatus>) -> bool {
+    recorded
+        .job
+        .as_ref()
+        .is_some_and(|j| j.upgrade_mode_or_default() == UpgradeMode::LastState)
+        && job.is_none_or(|j| j.upgrade_savepoint_path.is_none())
+}
+
+fn is_terminal(job: &JobStatus) -> bool {
+    matches!(
+        job.state(),
+        Some(flink_job_state::FAILED | flink_job_state::CANCELED | flink_job_state::FINISHED)
+    )
+}
+
+/// The recorded spec must run: delete what runs the previous one, then deploy it.
+pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec) -> Plan {
+    let generation = d.generation();
+    let suspended = is_suspended(recorded);
+    let first = d
+        .status
+        .reconciliation_status
+        .as_ref()
+        .and_then(|rs| rs.last_reconciled::<FlinkDeploymentSpec>().ok().flatten())
+        .is_some_and(|r| r.is_first_deployment());
+    let last_state = !first && restores_last_state(recorded, d.status.job_status.as_ref());
+    if !suspended
+        && d.obs.cluster_exists
+        && d.obs.deployed_generation.is_some()
+        && d.obs.deployed_generation == generation
+    {
+        // Deployed before a crash kept the status from saying so.
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
+            rs.state = Some(ReconciliationState::Deployed);
+        }
+        d.status.lifecycle_state = Some(ResourceLifecycleState::Deployed);
+        d.conditions(phase::DEPLOYING, "the Flink cluster is starting");
+        return d.done(FAST);
+    }
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    if d.obs.cluster_exists {
+        d.actions.push(Action::DeleteCluster { keep_ha: last_state });
+        d.conditions(phase::UPDATING, "deleting the previous cluster");
+        return d.done(FAST);
+    }
+    if suspended {
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
+            rs.state = Some(ReconciliationState::Deployed);
+        }
+        d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+        d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Missing);
+        d.job_status_mut().state = Some(flink_job_state::SUSPENDED.to_owned());
+        let message = suspended_message(&d.status);
+        d.events
+            .push(EventNote::normal("Suspended", capitalised(&message)));
+        d.conditions(phase::SUSPENDED, &message);
+        return d.done(super::SLOW);
+    }
+    let job = d.fd.spec.job.as_ref();
+    let job_status = d.job_status();
+    let restore_path = job.and_then(|j| {
+        if first {
+            j.initial_savepoint_path.clone()
+        } else if last_state {
+            None
+        } else {
+            job_status.upgrade_savepoint_path.clone()
+        }
+    });
+    // The job id is recorded before the cluster that runs it exists; last-state keeps it,
+    // as the HA metadata of its checkpoints is filed under it.
+    let job_id = job.map(|_| {
+        job_status
+            .job_id
+            .clone()
+            .filter(|_| first || last_state)
+            .unwrap_or_else(|| d.obs.fresh_job_id.clone())
+    });
+    if job.is_some() {
+        let name = d.fd.metadata.name.clone();
+        let job_status = d.job_status_mut();
+        job_status.job_id = job_id.clone();
+        job_status.state = Some(flink_job_state::RECONCILING.to_owned());
+        job_status.start_time = None;
+        job_status.job_name = name;
+    }
+    let now = d.obs.now_ms;
+    let adopt = (recorded != &d.fd.spec && !is_suspended(&d.fd.spec)).then(|| {
+        // A spec changed again during the upgrade is the one deployed, with the recorded
+        // upgrade mode (it says how this upgrade restores).
+        let mut spec = d.fd.spec.clone();
+        if let (Some(job), Some(old)) = (spec.job.as_mut(), recorded.job.as_ref()) {
+            job.upgrade_mode = old.upgrade_mode;
+            job.savepoint_trigger_nonce = old.savepoint_trigger_nonce;
+            job.checkpoint_trigger_nonce = old.checkpoint_trigger_nonce;
+        }
+        spec
+    });
+    if let Some(rs) = d.status.reconciliation_status.as_mut() {
+        if let Some(spec) = adopt {
+            rs.last_reconciled_spec = ReconciledSpec::new(spec, first).encode().ok();
+        }
+        rs.reconciliation_timestamp = Some(now);
+    }
+    d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Deploying);
+    d.conditions(phase::DEPLOYING, "creating the Flink cluster");
+    let before = d.status.clone();
+    let mut after = d.status;
+    if let Some(rs) = after.reconciliation_status.as_mut() {
+        rs.state = Some(ReconciliationState::Deployed);
+    }
+    after.lifecycle_state = Some(ResourceLifecycleState::Deployed);
+    d.actions.push(Action::Deploy {
+        restore_path: restore_path.clone(),
+        job_id,
+        last_state,
+    });
+    if !first {
+        d.events.push(EventNote::normal(
+            "Submit",
+            match (&restore_path, last_state) {
+                (Some(path), _) => format!("Starting the new cluster, restoring from {path}"),
+                (None, true) => {
+                    "Starting the new cluster, restoring the latest checkpoint from high-availability metadata"
+                        .to_owned()
+                }
+                (None, false) => "Starting the new cluster without state".to_owned(),
+            },
+        ));
+    }
+    Plan {
+        status_before: Some(before),
+        actions: d.actions,
+        status: after,
+        events: d.events,
+        requeue_seconds: FAST,
+    }
+}
+
+/// The spec differs from the deployed one in a way that needs a redeploy.
+pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> Plan {
+    let generation = d.generation();
+    let failed_for_this_generation = d.status.conditions.iter().flatten().any(|c| {
+        c.type_.as_deref() == Some("Degraded")
+            && c.reason.as_deref() == Some(phase::UPDATE_FAILED)
+            && c.observed_generation == generation
+    });
+    if failed_for_this_generation {
+        let note = d.status.error.clone().unwrap_or_default();
+        return d.refuse(phase::UPDATE_FAILED, note);
+    }
+    let spec = d.fd.spec.clone();
+    let Some(job) = spec.job.as_ref() else {
+        return commit(
+            d,
+            spec.clone(),
+            Restore::Nothing,
+            "SpecChanged",
+            "redeploying the session cluster with the new spec",
+        );
+    };
+    let job_status = d.job_status();
+    let pending_upgrade = job_status
+        .savepoint_info
+        .as_ref()
+        .filter(|i| i.trigger_type == Some(SnapshotTriggerType::Upgrade))
+        .and_then(|i| i.trigger_id.clone());
+    if let Some(trigger_id) = pending_upgrade {
+        return upgrade_savepoint(d, trigger_id);
+    }
+    if is_suspended(recorded) {
+        if is_suspended(&spec) {
+            // Changed while suspended: recorded, applied when resumed.
+            if let Some(rs) = d.status.reconciliation_status.as_mut() {
+                rs.last_reconciled_spec = ReconciledSpec::new(spec.clone(), false).encode().ok();
+            }
+            return d.done(super::SLOW);
+        }
+        return resume(d, recorded);
+    }
+    let suspending = is_suspended(&spec);
+    let redeploy_nonce = job.savepoint_redeploy_nonce;
+    if redeploy_nonce.is_some()
+        && redeploy_nonce != recorded.job.as_ref().and_then(|j| j.savepoint_redeploy_nonce)
+    {
+        return match job.initial_savepoint_path.clone() {
+            Some(path) => {
+                let note = format!("redeploying from spec.job.initialSavepointPath {path} without taking a savepoint");
+                commit(
+                    d,
+                    spec.clone(),
+                    Restore::State(RestorableState {
+                        kind: Kind::Savepoint,
+                        path,
+                        timestamp_ms: None,
+                    }),
+                    "SavepointRedeploy",
+                    &note,
+                )
+            }
+            None => d.refuse(
+                phase::UPDATE_FAILED,
+                "spec.job.savepointRedeployNonce changed, but spec.job.initialSavepointPath is empty: there is no savepoint to redeploy from".to_owned(),
+            ),
+        };
+    }
+    let verb = if suspending { "suspending" } else { "upgrading" };
+    let jm = d.status.job_manager_deployment_status.unwrap_or_default();
+    // A job whose cluster never came up ran nothing since it started from its recorded
+    // state, so that state is still the one to start from.
+    let never_ran = !job_status.is_running()
+        && job_status.start_time.is_none()
+        && matches!(
+            jm,
+            JobManagerDeploymentStatus::Error
+                | JobManagerDeploymentStatus::Missing
+                | JobManagerDeploymentStatus::Deploying
+        );
+    let terminal = is_terminal(&job_status);
+    let policy = d.obs.policy.clone();
+    if never_ran {
+        let restore = state::recorded(&job_status).map_or(Restore::Nothing, Restore::State);
+        let note = format!(
+            "{verb}: the previous cluster never ran its job, so the new one starts from the same state"
+        );
+        return commit(d, spec.clone(), restore, "SpecChanged", &note);
+    }
+    match job.upgrade_mode_or_default() {
+        UpgradeMode::Stateless => {
+            let note = if suspending {
+                "cancelling the job to suspend it without state"
+            } else {
+                "cancelling the job to start it without state"
+            };
+            commit(d, spec.clone(), Restore::Nothing, "SpecChanged", note)
+        }
+        UpgradeMode::LastState if terminal => stopped_job(d, spec.clone(), suspending, verb),
+        UpgradeMode::LastState => {
+            let note = format!("{verb}: deleting the cluster and keeping its high-availability metadata");
+            commit(d, spec.clone(), Restore::LastState, "SpecChanged", &note)
+        }
+        UpgradeMode::Savepoint if job_status.is_running() && policy.take_savepoint => {
+            stop_with_savepoint(d, job_status.job_id.clone().unwrap_or_default(), verb)
+        }
+        UpgradeMode::Savepoint if job_status.is_running() => cancel_for_newest_state(d, job_status, verb),
+        UpgradeMode::Savepoint if terminal && (suspending || !policy.take_savepoint) => {
+            stopped_job(d, spec.clone(), suspending, verb)
+        }
+        UpgradeMode::Savepoint => {
+            if let Some((path, age)) =
+                state::fresh_savepoint(&d.status, policy.savepoint_max_age_ms, d.obs.now_ms)
+            {
+                let note = format!(
+                    "{verb} from savepoint {path}, taken {} ago (the job is not running)",
+                    human(age)
+                );
+                let restore = Restore::State(RestorableState {
+                    kind: Kind::Savepoint,
+                    path,
+                    timestamp_ms: Some(d.obs.now_ms - age),
+                });
+                return commit(d, spec.clone(), restore, "SpecChanged", &note);
+            }
+            let state = job_status.state().unwrap_or("unknown").to_owned();
+            if terminal {
+                let newest = state::newest(&d.status, d.obs)
+                    .map(|s| {
+                        format!(
+                            "; the newest known state is {}",
+                            state::age_note(&s, d.obs.now_ms)
+                        )
+                    })
+                    .unwrap_or_default();
+                return d.refuse(
+                    phase::UPDATE_FAILED,
+                    format!(
+                        "a savepoint upgrade needs a running job, and the job is {state}{newest}. \
+                         Allow an older savepoint with kubernetes.operator.job.upgrade.savepoint.max-age, \
+                         or restore the newest state with kubernetes.operator.job.upgrade.take-savepoint: false \
+                         and kubernetes.operator.job.restore.max-state-age"
+                    ),
+                );
+            }
+            d.conditions(
+                phase::UPDATING,
+                &format!("waiting for the job ({state}) to run to take its savepoint"),
+            );
+            d.done(WAIT)
+        }
+    }
+}
+
+/// A job that is not running: suspending keeps its newest state as it is (the restore
+/// guard applies when it resumes); anything else restores the newest state if the guard
+/// allows.
+fn stopped_job(d: Decision, spec: FlinkDeploymentSpec, suspending: bool, verb: &str) -> Plan {
+    let newest = state::newest(&d.status, d.obs);
+    if suspending {
+        let note = match &newest {
+            Some(s) => format!("suspending the stopped job; it resumes from {}", s.path),
+            None => "suspending the stopped job; no state of it is known".to_owned(),
+        };
+        let restore = newest.map_or(Restore::Nothing, Restore::State);
+        return commit(d, spec, restore, "SpecChanged", &note);
+    }
+    restore_newest(d, spec, "SpecChanged", verb, phase::UPDATE_FAILED)
+}
+
+/// Commits `spec` restoring the newest known state, if the restore guard allows.
+fn restore_newest(
+    d: Decision,
+    spec: FlinkDeploymentSpec,
+    reason: &'static str,
+    verb: &str,
+    refused_phase: &'static str,
+) -> Plan {
+    let Some(newest) = state::newest(&d.status, d.obs) else {
+        return d.refuse(
+            refused_phase,
+            format!("{verb}: no checkpoint or savepoint of the job is known to restore from; the job is not started"),
+        );
+    };
+    if let Err(why) = state::guard(&newest, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms) {
+        return d.refuse(refused_phase, format!("{verb}: {why}"));
+    }
+    let note = format!("{verb}, restoring {}", state::age_note(&newest, d.obs.now_ms));
+    commit(d, spec, Restore::State(newest), reason, &note)
+}
+
+/// The user opted out of the upgrade savepoint: the job is cancelled (its checkpoints are
+/// retained) once its newest state passes the guard, and restored from it when cancelled.
+fn cancel_for_newest_state(d: Decision, job_status: JobStatus, verb: &str) -> Plan {
+    let Some(newest) = state::newest(&d.status, d.obs) else {
+        return d.refuse(
+            phase::UPDATE_FAILED,
+            format!("{verb} without a savepoint: no checkpoint or savepoint of the job is known yet; the job keeps running"),
+        );
+    };
+    if let Err(why) = state::guard(&newest, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms) {
+        return d.refuse(
+            phase::UPDATE_FAILED,
+            format!("{verb} without a savepoint: {why}; the job keeps running"),
+        );
+    }
+    let mut d = d;
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    d.conditions(
+        phase::UPDATING,
+        "cancelling the job without a savepoint; it restores its newest checkpoint",
+    );
+    d.events.push(EventNote::normal(
+        "Cancelling",
+        format!(
+            "Cancelling the job for {verb} without a savepoint; the newest state is {}",
+            state::age_note(&newest, d.obs.now_ms)
+        ),
+    ));
+    d.actions.push(Action::CancelJob {
+        job_id: job_status.job_id.unwrap_or_default(),
+    });
+    d.done(FAST)
+}
+
+/// Records a fresh trigger id, then stops the job with a savepoint under it.
+fn stop_with_savepoint(mut d: Decision, job_id: String, verb: &str) -> Plan {
+    let trigger_id = d.obs.fresh_trigger_id.clone();
+    let now = d.obs.now_ms;
+    let info = d
+        .job_status_mut()
+        .savepoint_info
+        .get_or_insert_with(Default::default);
+    info.trigger_id = Some(trigger_id.clone());
+    info.trigger_type = Some(SnapshotTriggerType::Upgrade);
+    info.trigger_timestamp = Some(now);
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    d.conditions(phase::UPDATING, "stopping the job with a savepoint");
+    d.events.push(EventNote::normal(
+        "SavepointTriggered",
+        format!("Stopping the job with a savepoint for {verb}"),
+    ));
+    let drain = d.obs.policy.drain && is_suspended(&d.fd.spec);
+    d.record_then(vec![Action::StopWithSavepoint {
+        job_id,
+        trigger_id,
+        drain,
+    }])
+}
+
+/// Follows the recorded stop-with-savepoint of an upgrade or suspend.
+fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
+    let job_status = d.job_status();
+    let job_id = job_status.job_id.clone().unwrap_or_default();
+    let poll = d.obs.savepoint.clone();
+    match poll {
+        Some(SavepointPoll::Completed(path)) => {
+            let now = d.obs.now_ms;
+            let savepoint = Savepoint {
+                time_stamp: Some(now),
+                location: Some(path.clone()),
+                trigger_type: Some(SnapshotTriggerType::Upgrade),
+                ..Default::default()
+            };
+            super::snapshots::record_savepoint(&mut d, savepoint.clone(), None);
+            d.events.push(EventNote::normal(
+                "SavepointCompleted",
+                format!("Savepoint completed: {path}"),
+            ));
+            let spec = d.fd.spec.clone();
+            let verb = if is_suspended(&spec) {
+                "suspending"
+            } else {
+                "upgrading"
+            };
+            let note = format!("{verb}: the savepoint is recorded; deleting the previous cluster");
+            let restore = Restore::State(RestorableState {
+                kind: Kind::Savepoint,
+                path,
+                timestamp_ms: Some(now),
+            });
+            commit(d, spec, restore, "SpecChanged", &note)
+        }
+        Some(SavepointPoll::UnknownTrigger) if job_status.is_running() => {
+            // The stop never reached the JobManager (or it restarted): send it again, same id.
+            let drain = d.obs.policy.drain && is_suspended(&d.fd.spec);
+            d.actions.push(Action::StopWithSavepoint {
+                job_id,
+                trigger_id,
+                drain,
+            });
+            d.conditions(phase::UPDATING, "stopping the job with a savepoint");
+            d.done(FAST)
+        }
+        Some(SavepointPoll::Failed(reason)) | Some(SavepointPoll::JobGone(reason)) => {
+            super::snapshots::clear_savepoint_trigger(&mut d.status);
+            d.refuse(
+                phase::UPDATE_FAILED,
+                format!("the savepoint failed, the job keeps running with the previous spec: {reason}"),
+            )
+        }
+        Some(SavepointPoll::UnknownTrigger) => {
+            super::snapshots::clear_savepoint_trigger(&mut d.status);
+            d.refuse(
+                phase::UPDATE_FAILED,
+                "the JobManager lost the savepoint and the job is not running; whether a savepoint was written is unknown".to_owned(),
+            )
+        }
+        Some(SavepointPoll::InProgress) | Some(SavepointPoll::Unreachable(_)) | None => {
+            d.conditions(phase::UPDATING, "waiting for the savepoint");
+            d.done(FAST)
+        }
+    }
+}
+
+/// Suspended, and now to run again: from the recorded savepoint or checkpoint, from the
+/// HA metadata, or (stateless) from nothing; the restore guard applies.
+fn resume(d: Decision, recorded: &FlinkDeploymentSpec) -> Plan {
+    let spec = d.fd.spec.clone();
+    let new_mode = spec
+        .job
+        .as_ref()
+        .map(|j| j.upgrade_mode_or_default())
+        .unwrap_or_default();
+    let mode = if new_mode == UpgradeMode::Stateless {
+        UpgradeMode::Stateless
+    } else {
+        recorded
+            .job
+            .as_ref()
+            .map(|j| j.upgrade_mode_or_default())
+            .unwrap_or_default()
+    };
+    let job_status = d.job_status();
+    let max_age = d.obs.policy.restore_max_state_age_ms;
+    let now = d.obs.now_ms;
+    match (mode, state::recorded(&job_status)) {
+        (UpgradeMode::Stateless, _) => commit(d, spec, Restore::Nothing, "Resume", "resuming the job without state"),
+        (_, Some(recorded_state)) => {
+            if let Err(why) = state::guard(&recorded_state, max_age, now) {
+                return d.refuse(phase::UPDATE_FAILED, format!("resuming: {why}"));
+            }
+            let note = format!("resuming the job from {}", state::age_note(&recorded_state, now));
+            commit(d, spec, Restore::State(recorded_state), "Resume", &note)
+        }
+        (UpgradeMode::LastState, None) => {
+            let checkpoint = RestorableState {
+                kind: Kind::Checkpoint,
+                path: "in the high-availability metadata".to_owned(),
+                timestamp_ms: job_status
+                    .checkpoint_info
+                    .as_ref()
+                    .and_then(|i| i.last_checkpoint.as_ref())
+                    .and_then(|c| c.time_stamp),
+            };
+            if let Err(why) = state::guard(&checkpoint, max_age, now) {
+                return d.refuse(phase::UPDATE_FAILED, format!("resuming: {why}"));
+            }
+            commit(
+                d,
+                spec,
+                Restore::LastState,
+                "Resume",
+                "resuming the job from the latest checkpoint in its high-availability metadata",
+            )
+        }
+        (UpgradeMode::Savepoint, None) => d.refuse(
+            phase::UPDATE_FAILED,
+            "resuming: no savepoint of the job is recorded to resume from; set spec.job.upgradeMode to stateless to start it without state".to_owned(),
+        ),
+    }
+}
+
+/// A FAILED job is resubmitted when `kubernetes.operator.job.restart.failed` is true, from
+/// its newest state if the restore guard allows.
+pub(super) fn restart_failed(d: &mut Decision) -> Option<Plan> {
+    let job = d.fd.spec.job.as_ref()?;
+    if !d.obs.policy.restart_failed || d.job_status().state() != Some(flink_job_state::FAILED) {
+        return None;
+    }
+    let spec = d
+        .status
+        .reconciliation_status
+        .as_ref()
+        .and_then(|rs| rs.last_reconciled_spec::<FlinkDeploymentSpec>().ok().flatten())
+        .unwrap_or_else(|| d.fd.spec.clone());
+    let taken = d.take();
+    Some(if job.upgrade_mode_or_default() == UpgradeMode::Stateless {
+        commit(
+            taken,
+            spec,
+            Restore::Nothing,
+            "RestartFailedJob",
+            "restarting the failed job without state",
+        )
+    } else {
+        restore_newest(
+            taken,
+            spec,
+            "RestartFailedJob",
+            "restarting the failed job",
+            phase::FAILED,
+        )
+    })
+}
+
+/// Records `spec` as the one to run and what it starts from, before the previous cluster
+/// is deleted.
+fn commit(
+    mut d: Decision,
+    mut spec: FlinkDeploymentSpec,
+    restore: Restore,
+    reason: &'static str,
+    message: &str,
+) -> Plan {
+    let last_state = restore == Restore::LastState;
+    if last_state && let Some(job) = spec.job.as_mut() {
+        job.upgrade_mode = Some(UpgradeMode::LastState);
+    }
+    let now = d.obs.now_ms;
+    let rs = d
+        .status
+        .reconciliation_status
+        .get_or_insert_with(Default::default);
+    rs.last_reconciled_spec = ReconciledSpec::new(spec.clone(), false).encode().ok();
+    rs.reconciliation_timestamp = Some(now);
+    rs.state = Some(ReconciliationState::Upgrading);
+    if spec.job.is_some() {
+        let latest_checkpoint = d.obs.latest_checkpoint.clone();
+        let job = d.job_status_mut();
+        match &restore {
+            Restore::State(state) => state::record(job, Some(state)),
+            Restore::Nothing => state::record(job, None),
+            Restore::LastState => {
+                state::record(job, None);
+                // Its time, so that the restore guard knows the age when the job resumes.
+                if let Some(checkpoint) = latest_checkpoint {
+                    let kept = RestorableState {
+                        kind: Kind::Checkpoint,
+                        path: checkpoint.path,
+                        timestamp_ms: Some(checkpoint.timestamp_ms),
+                    };
+                    state::record(job, Some(&kept));
+                    job.upgrade_savepoint_path = None;
+                }
+            }
+        }
+    }
+    d.status.error = None;
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    d.conditions(phase::UPDATING, message);
+    d.events.push(EventNote::normal(reason, capitalised(message)));
+    d.record_then(vec![Action::DeleteCluster { keep_ha: last_state }])
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}

@@ -1,0 +1,195 @@
+//! The operator settings that steer a job's lifecycle, read once per reconcile from the
+//! resource's effective configuration (operator defaults, overlays, its own keys) so that
+//! `decide` stays pure.
+
+use std::collections::BTreeMap;
+
+use flink_operator_api::{keys::operator, validation::values::parse_duration};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Stop a running job with a savepoint for an upgrade (`job.upgrade.take-savepoint`).
+    pub take_savepoint: bool,
+    /// A savepoint this young may stand in for a new one when the job is not running.
+    pub savepoint_max_age_ms: Option<i64>,
+    /// State older than this is never restored.
+    pub restore_max_state_age_ms: Option<i64>,
+    /// Resubmit FAILED jobs.
+    pub restart_failed: bool,
+    /// Stop the job with a savepoint when the resource is deleted.
+    pub savepoint_on_deletion: bool,
+    /// Drain when stopping with a savepoint.
+    pub drain: bool,
+    /// Periodic savepoint interval; `None` when off.
+    pub periodic_savepoint_ms: Option<i64>,
+    /// A periodic schedule that is set but not understood by this version (cron).
+    pub unsupported_schedule: Option<String>,
+    pub history_cleanup: bool,
+    pub history_max_count: usize,
+    pub history_max_age_ms: i64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            take_savepoint: true,
+            savepoint_max_age_ms: None,
+            restore_max_state_age_ms: None,
+            restart_failed: false,
+            savepoint_on_deletion: false,
+            drain: false,
+            periodic_savepoint_ms: None,
+            unsupported_schedule: None,
+            history_cleanup: true,
+            history_max_count: 10,
+            history_max_age_ms: DAY_MS,
+        }
+    }
+}
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+impl Policy {
+    /// Values that do not parse keep their defaults: the webhook and `observe` report them
+    /// as violations, and a violation stops the reconcile before any policy is applied.
+    pub fn from_config(config: &BTreeMap<String, String>) -> Self {
+        let defaults = Policy::default();
+        let flag = |key: &str, default: bool| match config.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+            Some(v) if v == "true" => true,
+            Some(v) if v == "false" => false,
+            _ => default,
+        };
+        let duration = |key: &str| {
+            config
+                .get(key)
+                .filter(|v| !v.trim().is_empty())
+                .and_then(|v| parse_duration(v).ok())
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        };
+        let (periodic_savepoint_ms, unsupported_schedule) = match config
+            .get(operator::PERIODIC_SAVEPOINT_INTERVAL)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+        {
+            None => (None, None),
+            Some(value) => match parse_duration(value) {
+                Ok(d) if d.is_zero() => (None, None),
+                Ok(d) => (Some(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)), None),
+                Err(_) => (None, Some(value.to_owned())),
+            },
+        };
+        let threshold_count = config
+            .get(operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD)
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        let history_max_count = config
+            .get(operator::SAVEPOINT_HISTORY_MAX_COUNT)
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(defaults.history_max_count)
+            .min(threshold_count.unwrap_or(usize::MAX))
+            .max(1);
+        let history_max_age_ms = duration(operator::SAVEPOINT_HISTORY_MAX_AGE)
+            .unwrap_or(defaults.history_max_age_ms)
+            .min(duration(operator::SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD).unwrap_or(i64::MAX));
+        Policy {
+            take_savepoint: flag(operator::JOB_UPGRADE_TAKE_SAVEPOINT, defaults.take_savepoint),
+            savepoint_max_age_ms: duration(operator::JOB_UPGRADE_SAVEPOINT_MAX_AGE),
+            restore_max_state_age_ms: duration(operator::JOB_RESTORE_MAX_STATE_AGE),
+            restart_failed: flag(operator::JOB_RESTART_FAILED, defaults.restart_failed),
+            savepoint_on_deletion: flag(
+                operator::JOB_SAVEPOINT_ON_DELETION,
+                defaults.savepoint_on_deletion,
+            ),
+            drain: flag(operator::JOB_DRAIN_ON_SAVEPOINT_DELETION, defaults.drain),
+            periodic_savepoint_ms,
+            unsupported_schedule,
+            history_cleanup: flag(operator::SAVEPOINT_CLEANUP_ENABLED, defaults.history_cleanup),
+            history_max_count,
+            history_max_age_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn settings_are_read_with_their_defaults_and_caps() {
+        let cases: Vec<(&str, BTreeMap<String, String>, Policy)> = vec![
+            ("nothing set", config(&[]), Policy::default()),
+            (
+                "guards and flags",
+                config(&[
+                    (operator::JOB_UPGRADE_TAKE_SAVEPOINT, "False"),
+                    (operator::JOB_RESTORE_MAX_STATE_AGE, "10 min"),
+                    (operator::JOB_UPGRADE_SAVEPOINT_MAX_AGE, "30 s"),
+                    (operator::JOB_RESTART_FAILED, "true"),
+                    (operator::JOB_SAVEPOINT_ON_DELETION, "true"),
+                    (operator::JOB_DRAIN_ON_SAVEPOINT_DELETION, "true"),
+                ]),
+                Policy {
+                    take_savepoint: false,
+                    restore_max_state_age_ms: Some(600_000),
+                    savepoint_max_age_ms: Some(30_000),
+                    restart_failed: true,
+                    savepoint_on_deletion: true,
+                    drain: true,
+                    ..Policy::default()
+                },
+            ),
+            (
+                "periodic duration, history capped by thresholds",
+                config(&[
+                    (operator::PERIODIC_SAVEPOINT_INTERVAL, "1 h"),
+                    (operator::SAVEPOINT_HISTORY_MAX_COUNT, "20"),
+                    (operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD, "5"),
+                    (operator::SAVEPOINT_HISTORY_MAX_AGE, "2 d"),
+                    (operator::SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD, "12 h"),
+                ]),
+                Policy {
+                    periodic_savepoint_ms: Some(3_600_000),
+                    history_max_count: 5,
+                    history_max_age_ms: 12 * 3_600_000,
+                    ..Policy::default()
+                },
+            ),
+            (
+                "zero interval is off, count at least one",
+                config(&[
+                    (operator::PERIODIC_SAVEPOINT_INTERVAL, "0 s"),
+                    (operator::SAVEPOINT_HISTORY_MAX_COUNT, "0"),
+                ]),
+                Policy {
+                    history_max_count: 1,
+                    ..Policy::default()
+                },
+            ),
+            (
+                "cron schedules are named as unsupported",
+                config(&[(operator::PERIODIC_SAVEPOINT_INTERVAL, "0 0 * * * ?")]),
+                Policy {
+                    unsupported_schedule: Some("0 0 * * * ?".to_owned()),
+                    ..Policy::default()
+                },
+            ),
+            (
+                "unparsable values keep defaults",
+                config(&[
+                    (operator::JOB_RESTART_FAILED, "yes"),
+                    (operator::JOB_RESTORE_MAX_STATE_AGE, "a while"),
+                ]),
+                Policy::default(),
+            ),
+        ];
+        for (name, config, expected) in cases {
+            assert_eq!(Policy::from_config(&config), expected, "{name}");
+        }
+    }
+}
