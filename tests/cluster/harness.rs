@@ -70,7 +70,26 @@ pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {
     EXCLUSIVE.lock().await
 }
 
+/// The one namespace where the operator fetches session job jars from `file://` URIs and
+/// loopback `http://` servers (the end-to-end tests serve the test job's jar that way);
+/// everywhere else its defaults hold (https only, no restricted hosts).
+#[allow(dead_code)]
+pub const LOCAL_JARS_NAMESPACE: &str = "session-jobs-local-jars";
+
+/// The operator's configuration file: namespace overlays only.
+fn operator_config(dir: &Path) -> PathBuf {
+    let overlay = format!("kubernetes.operator.default-configuration.namespace.{LOCAL_JARS_NAMESPACE}");
+    let text = format!(
+        "{overlay}.kubernetes.operator.user.artifacts.allowed-schemes: \"https,http,file\"\n\
+         {overlay}.kubernetes.operator.user.artifacts.disallow-restricted-hosts: \"false\"\n"
+    );
+    let path = dir.join("operator-config.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 fn spawn_operator(webhook_port: u16, probe_port: u16, dir: &Path, log: &Path) -> Child {
+    let config = operator_config(dir);
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -104,6 +123,8 @@ fn spawn_operator(webhook_port: u16, probe_port: u16, dir: &Path, log: &Path) ->
         .arg(dir.join("certs"))
         .arg("--kubeconfig")
         .arg(&control_plane().kubeconfig)
+        .arg("--config")
+        .arg(config)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

@@ -14,6 +14,8 @@ mod cluster_harness;
 #[path = "../flink/harness.rs"]
 mod flink_harness;
 mod harness;
+mod lifecycle;
 mod objects;
 mod reconcile;
 mod runtime;
+mod session_job;

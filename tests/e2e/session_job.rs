@@ -1,0 +1,371 @@
+//! The operator runs FlinkSessionJobs in a session FlinkDeployment it deployed itself: jars
+//! from an `http://` server and from a `file://` URI, a savepoint upgrade after which the
+//! job's counts go on from where they were, and deletion that stops the job.
+
+use std::{
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, SystemTime},
+};
+
+use flink_operator_api::{FlinkDeployment, FlinkSessionJob, FlinkSessionJobSpec};
+use flink_operator_controller::flink::{FlinkRestClient, JobId};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{
+    Api, Client,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    cluster_harness::{self, LOCAL_JARS_NAMESPACE, wait_for},
+    flink_harness,
+    harness::{self, LogsOnFailure},
+    objects,
+};
+
+const SESSION: &str = "session";
+
+/// The namespace the operator is configured to take local jars in; deleted when dropped.
+struct LocalJarsNamespace {
+    client: Client,
+}
+
+impl LocalJarsNamespace {
+    async fn new(client: &Client) -> Self {
+        let api: Api<Namespace> = Api::all(client.clone());
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": LOCAL_JARS_NAMESPACE}})).unwrap();
+        api.create(&PostParams::default(), &ns).await.unwrap();
+        Self { client: client.clone() }
+    }
+}
+
+impl Drop for LocalJarsNamespace {
+    fn drop(&mut self) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let _ = api.delete(LOCAL_JARS_NAMESPACE, &DeleteParams::default()).await;
+            });
+        }
+    }
+}
+
+/// Prints the operator's log if the test fails.
+struct OperatorLogOnFailure;
+
+impl Drop for OperatorLogOnFailure {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = cluster_harness::operator_log();
+            let lines: Vec<&str> = log.lines().collect();
+            eprintln!(
+                "---- operator log ----\n{}",
+                lines[lines.len().saturating_sub(120)..].join("\n")
+            );
+        }
+    }
+}
+
+/// Serves `jar` to every GET on a loopback port; counts the requests.
+fn serve_jar(jar: PathBuf) -> (u16, Arc<AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Arc::new(AtomicUsize::new(0));
+    let counter = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buffer[..n]),
+                }
+            }
+            let body = std::fs::read(&jar).unwrap();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/java-archive\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    (port, served)
+}
+
+/// A session cluster whose TaskManagers keep their counts, checkpoints and savepoints in
+/// `state` on the host.
+fn session_spec(version: &str, state: &Path) -> Value {
+    let mut configuration: serde_json::Map<String, Value> = objects::base_config(version)
+        .into_iter()
+        .filter(|(k, _)| !k.ends_with("memory.process.size"))
+        .map(|(k, v)| (k, json!(v)))
+        .collect();
+    for (key, value) in [
+        ("execution.checkpointing.interval", "5s"),
+        ("execution.checkpointing.dir", "file:///opt/flink/state/checkpoints"),
+        ("execution.checkpointing.savepoint-dir", "file:///opt/flink/state/savepoints"),
+    ] {
+        configuration.insert(key.to_owned(), json!(value));
+    }
+    let dotted: Vec<&str> = version.split('.').take(2).collect();
+    json!({
+        "image": objects::image(version), "flinkVersion": format!("v{}", dotted.join("_")),
+        "serviceAccount": "flink",
+        "flinkConfiguration": configuration,
+        "podTemplate": {"spec": {
+            "containers": [{"name": "flink-main-container",
+                            "volumeMounts": [{"name": "state", "mountPath": "/opt/flink/state"}]}],
+            "volumes": [{"name": "state", "hostPath": {"path": state.display().to_string(), "type": "DirectoryOrCreate"}}],
+        }},
+        "jobManager": {"resource": {"memory": "768m", "cpu": 0.5}},
+        "taskManager": {"resource": {"memory": "1g", "cpu": 0.5}},
+    })
+}
+
+fn session_job(name: &str, jar_uri: &str, out: &str, parallelism: i32, mode: &str) -> FlinkSessionJob {
+    serde_json::from_value(json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
+        "metadata": {"name": name, "namespace": LOCAL_JARS_NAMESPACE},
+        "spec": {
+            "deploymentName": SESSION,
+            "job": {
+                "jarURI": jar_uri,
+                "entryClass": flink_harness::JOB_CLASS,
+                "args": ["--rate", "20", "--keys", "4", "--out", out],
+                "parallelism": parallelism,
+                "upgradeMode": mode,
+            },
+        },
+    }))
+    .unwrap()
+}
+
+/// Waits until `name` runs a job other than `previous` and is STABLE; returns it.
+async fn running(api: &Api<FlinkSessionJob>, name: &str, previous: Option<String>) -> FlinkSessionJob {
+    wait_for(
+        &format!("session job {name} RUNNING and STABLE"),
+        Duration::from_secs(240),
+        || async {
+            let sj = api.get(name).await.ok()?;
+            let status = sj.status.clone()?;
+            let job = status.job_status.clone()?;
+            let ok = job.state.as_deref() == Some("RUNNING")
+                && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
+                && job.job_id != previous;
+            ok.then_some(sj)
+        },
+    )
+    .await
+}
+
+fn job_id(sj: &FlinkSessionJob) -> JobId {
+    JobId::from(
+        sj.status
+            .as_ref()
+            .and_then(|s| s.job_status.as_ref())
+            .and_then(|j| j.job_id.as_deref())
+            .unwrap(),
+    )
+}
+
+/// Deletes `name`, waits until it is gone, and checks that its job no longer runs.
+async fn delete_and_check_stopped(api: &Api<FlinkSessionJob>, rest: &FlinkRestClient, name: &str, job: &JobId) {
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+    wait_for(
+        &format!("session job {name} gone and its job {job} ended"),
+        Duration::from_secs(120),
+        || async {
+            let gone = api.get_opt(name).await.ok()?.is_none();
+            let jobs = rest.jobs_overview().await.ok()?;
+            let state = jobs.iter().find(|j| &j.jid == job).map(|j| j.state.clone());
+            let ended = state.as_deref().is_none_or(|s| matches!(s, "CANCELED" | "FINISHED"));
+            (gone && ended).then_some(())
+        },
+    )
+    .await;
+}
+
+/// Whether every count file was written after `after` (by the job running now).
+fn counts_written_after(dir: &Path, after: SystemTime) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let times: Vec<SystemTime> = entries
+        .flatten()
+        .filter_map(|e| e.metadata().ok()?.modified().ok())
+        .collect();
+    times.len() == 4 && times.iter().all(|t| *t > after)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepoint_upgrade_and_stop_when_deleted() {
+    let client = harness::client().await;
+    cluster_harness::operator(&client).await;
+    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _operator_log = OperatorLogOnFailure;
+    let _ns = LocalJarsNamespace::new(&client).await;
+    let _logs = LogsOnFailure(LOCAL_JARS_NAMESPACE.to_owned());
+    objects::create_all(&client, &objects::flink_service_account(LOCAL_JARS_NAMESPACE)).await;
+    let version = flink_harness::versions().last().unwrap().clone();
+    let jar = flink_harness::job_jar_async(&version).await;
+    let state = harness::runtime()
+        .state_dir
+        .parent()
+        .unwrap()
+        .join(format!("state-{LOCAL_JARS_NAMESPACE}"));
+
+    // A session jobs submitted before its cluster exists waits for it.
+    let jobs: Api<FlinkSessionJob> = Api::namespaced(client.clone(), LOCAL_JARS_NAMESPACE);
+    let (port, served) = serve_jar(jar.clone());
+    let from_http = session_job(
+        "from-http",
+        &format!("http://127.0.0.1:{port}/keyed-counter.jar"),
+        "/opt/flink/state/counts-http",
+        1,
+        "stateless",
+    );
+    jobs.create(&PostParams::default(), &from_http).await.unwrap();
+    wait_for(
+        "the session job waiting for its cluster",
+        Duration::from_secs(60),
+        || async {
+            let error = jobs.get("from-http").await.ok()?.status?.error?;
+            error.starts_with("waiting for session cluster session").then_some(())
+        },
+    )
+    .await;
+
+    let deployments: Api<FlinkDeployment> = Api::namespaced(client.clone(), LOCAL_JARS_NAMESPACE);
+    let fd: FlinkDeployment = serde_json::from_value(json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+        "metadata": {"name": SESSION, "namespace": LOCAL_JARS_NAMESPACE},
+        "spec": session_spec(&version, &state),
+    }))
+    .unwrap();
+    deployments.create(&PostParams::default(), &fd).await.unwrap();
+
+    // The http jar: downloaded by the operator, uploaded, run.
+    let started = std::time::Instant::now();
+    let http_job = running(&jobs, "from-http", None).await;
+    eprintln!("http session job RUNNING after {:?}", started.elapsed());
+    assert!(served.load(Ordering::SeqCst) >= 1, "the jar was never downloaded");
+    let url = harness::rest_address(&client, LOCAL_JARS_NAMESPACE, SESSION).await;
+    let rest = harness::rest_client(&url);
+    let http_job_id = job_id(&http_job);
+    harness::wait_for_running_job(&rest, &http_job_id).await;
+    // The uploaded jar is deleted once the job runs.
+    let (_, jars) = flink_harness::get_json(&url, "/jars").await.unwrap();
+    assert_eq!(jars["files"].as_array().map(Vec::len), Some(0), "{jars}");
+    delete_and_check_stopped(&jobs, &rest, "from-http", &http_job_id).await;
+
+    // The file jar, in savepoint mode.
+    let counts = state.join("counts");
+    let counter = session_job(
+        "counter",
+        &format!("file://{}", jar.display()),
+        "/opt/flink/state/counts",
+        2,
+        "savepoint",
+    );
+    jobs.create(&PostParams::default(), &counter).await.unwrap();
+    let first = running(&jobs, "counter", None).await;
+    let first_job = job_id(&first);
+    let recorded: FlinkSessionJobSpec = first
+        .status
+        .as_ref()
+        .unwrap()
+        .reconciliation_status
+        .as_ref()
+        .unwrap()
+        .last_reconciled_spec()
+        .unwrap()
+        .unwrap();
+    assert_eq!(recorded, first.spec);
+
+    // Enough state that a job started from nothing could not be mistaken for a restored one.
+    let before = wait_for("every key counted to 50", Duration::from_secs(120), || async {
+        let c = flink_harness::read_counts(&counts);
+        (c.len() == 4 && c.values().all(|v| *v >= 50)).then_some(c)
+    })
+    .await;
+
+    let started = std::time::Instant::now();
+    jobs.patch(
+        "counter",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"job": {"parallelism": 1}}})),
+    )
+    .await
+    .unwrap();
+    let upgraded = running(&jobs, "counter", Some(first_job.as_str().to_owned())).await;
+    eprintln!("savepoint upgrade done after {:?}", started.elapsed());
+    let restarted_at = SystemTime::now();
+    let status = upgraded.status.clone().unwrap();
+    let job_status = status.job_status.clone().unwrap();
+    let savepoint = job_status.upgrade_savepoint_path.clone().unwrap();
+    assert!(savepoint.contains("/opt/flink/state/savepoints/"), "{savepoint}");
+    assert_eq!(
+        job_status
+            .savepoint_info
+            .as_ref()
+            .and_then(|i| i.last_savepoint.as_ref())
+            .and_then(|s| s.location.clone()),
+        Some(savepoint.clone())
+    );
+    // The old job was stopped with the savepoint, the new one restored it...
+    let old = rest.jobs_overview().await.unwrap();
+    assert_eq!(
+        old.iter().find(|j| j.jid == first_job).map(|j| j.state.as_str()),
+        Some("FINISHED")
+    );
+    let upgraded_job = job_id(&upgraded);
+    let restored = wait_for(
+        "the restore in the checkpoint statistics",
+        Duration::from_secs(60),
+        || async { rest.checkpoint_statistics(&upgraded_job).await.ok()?.latest.restored },
+    )
+    .await;
+    assert!(restored.is_savepoint);
+    assert_eq!(restored.external_path.as_deref(), Some(savepoint.as_str()));
+    // ...and its counts go on from where the old job's were, not from 1.
+    let after = wait_for(
+        "every key counted by the new job",
+        Duration::from_secs(120),
+        || async { counts_written_after(&counts, restarted_at).then(|| flink_harness::read_counts(&counts)) },
+    )
+    .await;
+    for (key, count) in &before {
+        assert!(
+            after[key] > *count,
+            "key {key}: {count} before the upgrade, {} after",
+            after[key]
+        );
+    }
+    let metrics = cluster_harness::probe_get("/metrics");
+    let completed = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"flink_operator_savepoint_duration_seconds_count{kind="FlinkSessionJob"} "#))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(completed >= 1, "{metrics}");
+    let stable = format!(
+        r#"flink_operator_resources{{kind="FlinkSessionJob",namespace="{LOCAL_JARS_NAMESPACE}",lifecycle_state="STABLE"}} 1"#
+    );
+    assert!(metrics.contains(&stable), "{stable} missing:\n{metrics}");
+
+    delete_and_check_stopped(&jobs, &rest, "counter", &upgraded_job).await;
+    deployments.delete(SESSION, &DeleteParams::default()).await.unwrap();
+    wait_for("the session FlinkDeployment gone", Duration::from_secs(120), || async {
+        deployments.get_opt(SESSION).await.ok()?.is_none().then_some(())
+    })
+    .await;
+}
