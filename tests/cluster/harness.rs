@@ -51,6 +51,11 @@ pub struct Operator {
 
 #[allow(dead_code)]
 impl Operator {
+    /// The operator's process id.
+    pub fn pid(&self) -> u32 {
+        self.process.lock().unwrap_or_else(|e| e.into_inner()).id()
+    }
+
     /// Kills the operator process (SIGKILL: no chance to tidy up, as in a crash), then
     /// starts it again with the same ports and state. Its log continues in the same file.
     pub fn crash_and_restart(&self) {
@@ -454,6 +459,12 @@ pub fn probe_get(path: &str) -> String {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     response
+}
+
+/// The operator's process id.
+#[allow(dead_code)]
+pub fn operator_pid() -> u32 {
+    OPERATOR.get().expect("operator started").pid()
 }
 
 /// The operator's log, for failure messages.

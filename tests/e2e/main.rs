@@ -18,4 +18,5 @@ mod lifecycle;
 mod objects;
 mod reconcile;
 mod runtime;
+mod scale;
 mod session_job;

@@ -170,7 +170,7 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
 }
 
 /// Prints the operator's log if the test fails.
-struct OperatorLogOnFailure;
+pub struct OperatorLogOnFailure;
 
 impl Drop for OperatorLogOnFailure {
     fn drop(&mut self) {
@@ -186,7 +186,7 @@ impl Drop for OperatorLogOnFailure {
 }
 
 /// The spec of a test job whose counts and savepoints live in `state` on the host.
-fn counter_spec(version: &str, state: &std::path::Path, upgrade_mode: &str) -> serde_json::Value {
+pub fn counter_spec(version: &str, state: &std::path::Path, upgrade_mode: &str) -> serde_json::Value {
     let jar = flink_harness::job_jar(version);
     let mut configuration: serde_json::Map<String, serde_json::Value> = objects::base_config(version)
         .into_iter()
@@ -229,7 +229,7 @@ fn counter_spec(version: &str, state: &std::path::Path, upgrade_mode: &str) -> s
 }
 
 /// The newest modification time among the count files.
-fn counts_written_after(dir: &std::path::Path, after: std::time::SystemTime) -> bool {
+pub fn counts_written_after(dir: &std::path::Path, after: std::time::SystemTime) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
     };

@@ -1,0 +1,322 @@
+//! The counting job's state through last-state upgrades, suspend and resume, and a restore
+//! refused for its age: each test proves the state by the counts the job writes to the
+//! host (a restored job counts on, a fresh one would start again at 1).
+
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+
+use flink_operator_api::FlinkDeployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    Api, Client,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+use crate::{
+    cluster_harness::{self, TestNamespace, wait_for},
+    flink_harness,
+    harness::{self, LogsOnFailure},
+    objects,
+    reconcile::{OperatorLogOnFailure, counter_spec, counts_written_after},
+};
+
+/// One counting FlinkDeployment in its own namespace, with its state directory on the host.
+struct Counter {
+    client: Client,
+    api: Api<FlinkDeployment>,
+    ns: TestNamespace,
+    counts: PathBuf,
+}
+
+impl Counter {
+    async fn create(
+        client: &Client,
+        prefix: &str,
+        version: &str,
+        mode: &str,
+        config: &[(&str, &str)],
+    ) -> Self {
+        let ns = TestNamespace::new(client, prefix).await;
+        objects::create_all(client, &objects::flink_service_account(&ns.name)).await;
+        let state = harness::runtime()
+            .state_dir
+            .parent()
+            .unwrap()
+            .join(format!("state-{}", ns.name));
+        let mut spec = tokio::task::spawn_blocking({
+            let (version, state, mode) = (version.to_owned(), state.clone(), mode.to_owned());
+            move || counter_spec(&version, &state, &mode)
+        })
+        .await
+        .unwrap();
+        for (key, value) in config {
+            spec["flinkConfiguration"][*key] = json!(value);
+        }
+        let fd: FlinkDeployment = serde_json::from_value(json!({
+            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+            "metadata": {"name": "counter", "namespace": ns.name},
+            "spec": spec,
+        }))
+        .unwrap();
+        let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
+        api.create(&PostParams::default(), &fd).await.unwrap();
+        Counter {
+            client: client.clone(),
+            api,
+            ns,
+            counts: state.join("counts"),
+        }
+    }
+
+    /// Waits for the job RUNNING (under another id than `previous`, if given) and STABLE.
+    async fn running(&self, previous: Option<&Option<String>>) -> FlinkDeployment {
+        wait_for(
+            "the job RUNNING and the resource STABLE",
+            Duration::from_secs(240),
+            || async {
+                let fd = self.api.get("counter").await.ok()?;
+                let status = fd.status.clone()?;
+                let job = status.job_status.clone()?;
+                let ok = job.state.as_deref() == Some("RUNNING")
+                    && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
+                    && previous.is_none_or(|p| &job.job_id != p);
+                ok.then_some(fd)
+            },
+        )
+        .await
+    }
+
+    async fn counted_to(&self, at_least: u64) -> BTreeMap<u32, u64> {
+        wait_for(
+            "every key counted far enough",
+            Duration::from_secs(120),
+            || async {
+                let c = flink_harness::read_counts(&self.counts);
+                (c.len() == 4 && c.values().all(|v| *v >= at_least)).then_some(c)
+            },
+        )
+        .await
+    }
+
+    /// Waits until every key was counted again after `since`, and checks each went on from
+    /// `before` rather than starting over.
+    async fn counts_went_on(&self, before: &BTreeMap<u32, u64>, since: std::time::SystemTime) {
+        let after = wait_for(
+            "every key counted by the new job",
+            Duration::from_secs(120),
+            || async {
+                counts_written_after(&self.counts, since).then(|| flink_harness::read_counts(&self.counts))
+            },
+        )
+        .await;
+        for (key, count) in before {
+            assert!(
+                after[key] > *count,
+                "key {key}: {count} before, {} after",
+                after[key]
+            );
+        }
+    }
+
+    async fn patch(&self, patch: serde_json::Value) {
+        self.api
+            .patch("counter", &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .unwrap();
+    }
+
+    async fn pods(&self) -> usize {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns.name);
+        pods.list(&ListParams::default().labels("app=counter"))
+            .await
+            .map(|l| l.items.len())
+            .unwrap_or(usize::MAX)
+    }
+
+    async fn delete(&self) {
+        self.api
+            .delete("counter", &DeleteParams::default())
+            .await
+            .unwrap();
+        wait_for("the FlinkDeployment gone", Duration::from_secs(120), || async {
+            self.api.get_opt("counter").await.ok()?.is_none().then_some(())
+        })
+        .await;
+    }
+}
+
+fn ready_reason(fd: &FlinkDeployment) -> Option<String> {
+    fd.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_.as_deref() == Some("Ready"))?
+        .reason
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_last_state_upgrade_restores_the_latest_checkpoint_under_the_same_job_id() {
+    let client = harness::client().await;
+    cluster_harness::operator(&client).await;
+    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _operator_log = OperatorLogOnFailure;
+    // Flink 1.x here; the savepoint upgrade test runs the newest 2.x.
+    let version = flink_harness::versions().first().unwrap().clone();
+    let counter = Counter::create(
+        &client,
+        "last-state",
+        &version,
+        "last-state",
+        &[
+            ("high-availability.type", "kubernetes"),
+            ("high-availability.storageDir", "file:///opt/flink/state/ha"),
+        ],
+    )
+    .await;
+    let _logs = LogsOnFailure(counter.ns.name.clone());
+    let first = counter.running(None).await;
+    let job_id = first.status.unwrap().job_status.unwrap().job_id;
+    let before = counter.counted_to(50).await;
+
+    counter.patch(json!({"spec": {"job": {"parallelism": 1}}})).await;
+    let since = std::time::SystemTime::now();
+    let upgraded = wait_for(
+        "the upgraded job RUNNING with parallelism 1",
+        Duration::from_secs(240),
+        || async {
+            let fd = counter.api.get("counter").await.ok()?;
+            let status = fd.status.clone()?;
+            let recorded: flink_operator_api::FlinkDeploymentSpec = status
+                .reconciliation_status
+                .as_ref()?
+                .last_reconciled_spec()
+                .ok()??;
+            let ok = recorded.job?.parallelism == Some(1)
+                && status.job_status.as_ref()?.state.as_deref() == Some("RUNNING")
+                && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE");
+            ok.then_some(fd)
+        },
+    )
+    .await;
+    let status = upgraded.status.unwrap();
+    let job = status.job_status.unwrap();
+    assert_eq!(job.job_id, job_id, "last-state keeps the job id");
+    assert_eq!(job.upgrade_savepoint_path, None, "no savepoint was taken");
+    counter.counts_went_on(&before, since).await;
+    // Flink restored a checkpoint (not a savepoint) from its HA metadata.
+    let url = harness::rest_address(&client, &counter.ns.name, "counter").await;
+    let rest = harness::rest_client(&url);
+    let id = flink_operator_controller::flink::JobId::from(job_id.as_deref().unwrap());
+    let restored = wait_for(
+        "the restore in the checkpoint statistics",
+        Duration::from_secs(60),
+        || async { rest.checkpoint_statistics(&id).await.ok()?.latest.restored },
+    )
+    .await;
+    assert!(!restored.is_savepoint, "{restored:?}");
+    counter.delete().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_job_resumes_with_its_state_unless_the_state_is_too_old() {
+    let client = harness::client().await;
+    cluster_harness::operator(&client).await;
+    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _operator_log = OperatorLogOnFailure;
+    let version = flink_harness::versions().last().unwrap().clone();
+    let counter = Counter::create(&client, "suspend", &version, "savepoint", &[]).await;
+    let _logs = LogsOnFailure(counter.ns.name.clone());
+    let first = counter.running(None).await;
+    let first_job = first.status.unwrap().job_status.unwrap().job_id;
+    let before = counter.counted_to(50).await;
+
+    // Suspend: stopped with a savepoint, its path in status, the cluster gone.
+    counter
+        .patch(json!({"spec": {"job": {"state": "suspended"}}}))
+        .await;
+    let suspended = wait_for(
+        "SUSPENDED with no pods left",
+        Duration::from_secs(180),
+        || async {
+            let fd = counter.api.get("counter").await.ok()?;
+            let suspended = fd.status.as_ref()?.lifecycle_state.map(|l| l.as_str()) == Some("SUSPENDED");
+            (suspended && counter.pods().await == 0).then_some(fd)
+        },
+    )
+    .await;
+    assert_eq!(ready_reason(&suspended).as_deref(), Some("Suspended"));
+    let savepoint = suspended
+        .status
+        .unwrap()
+        .job_status
+        .unwrap()
+        .upgrade_savepoint_path
+        .unwrap();
+    assert!(savepoint.contains("/opt/flink/state/savepoints/"), "{savepoint}");
+
+    // Resume: the savepoint is restored and the counts go on.
+    counter
+        .patch(json!({"spec": {"job": {"state": "running"}}}))
+        .await;
+    let since = std::time::SystemTime::now();
+    let resumed = counter.running(Some(&first_job)).await;
+    let resumed_job = resumed.status.unwrap().job_status.unwrap().job_id;
+    counter.counts_went_on(&before, since).await;
+
+    // Suspended again, with a restore bound the savepoint will have outlived: the resume
+    // is refused, says why, and nothing runs.
+    let before = flink_harness::read_counts(&counter.counts);
+    counter
+        .patch(json!({"spec": {"job": {"state": "suspended"}}}))
+        .await;
+    wait_for("SUSPENDED again", Duration::from_secs(180), || async {
+        let fd = counter.api.get("counter").await.ok()?;
+        (fd.status?.lifecycle_state.map(|l| l.as_str()) == Some("SUSPENDED")).then_some(())
+    })
+    .await;
+    counter
+        .patch(
+            json!({"spec": {"flinkConfiguration": {"kubernetes.operator.job.restore.max-state-age": "2 s"}}}),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    counter
+        .patch(json!({"spec": {"job": {"state": "running"}}}))
+        .await;
+    let refused = wait_for("the resume refused", Duration::from_secs(60), || async {
+        let fd = counter.api.get("counter").await.ok()?;
+        (ready_reason(&fd).as_deref() == Some("UpdateFailed")).then_some(fd)
+    })
+    .await;
+    let error = refused.status.as_ref().unwrap().error.clone().unwrap();
+    assert!(
+        error.contains("older than kubernetes.operator.job.restore.max-state-age"),
+        "{error}"
+    );
+    assert_eq!(counter.pods().await, 0, "nothing was started");
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), &counter.ns.name);
+    let refusal = wait_for("the UpdateFailed Event", Duration::from_secs(30), || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("UpdateFailed"))
+    })
+    .await;
+    assert!(refusal.message.unwrap_or_default().contains(" old, older than"));
+
+    // Lifting the bound resumes from the same savepoint.
+    counter
+        .patch(
+            json!({"spec": {"flinkConfiguration": {"kubernetes.operator.job.restore.max-state-age": "1 h"}}}),
+        )
+        .await;
+    let since = std::time::SystemTime::now();
+    counter.running(Some(&resumed_job)).await;
+    counter.counts_went_on(&before, since).await;
+    counter.delete().await;
+}
