@@ -49,9 +49,7 @@ impl ActError {
     pub fn is_submission_failure(&self) -> bool {
         match self {
             ActError::Artifact(_) => true,
-            ActError::Flink { what, source, .. } => {
-                what.starts_with("submitting") && !source.retryable()
-            }
+            ActError::Flink { what, source, .. } => what.starts_with("submitting") && !source.retryable(),
             _ => false,
         }
     }

@@ -16,12 +16,20 @@ const FIELD: &str = "spec.job.jarURI";
 pub enum ArtifactError {
     #[error("{FIELD} is not set: a session job needs the jar to upload")]
     Missing,
-    #[error("{FIELD} {uri:?}: scheme {scheme:?} is not supported (use http, https, file or an absolute path)")]
+    #[error(
+        "{FIELD} {uri:?}: scheme {scheme:?} is not supported (use http, https, file or an absolute path)"
+    )]
     UnsupportedScheme { uri: String, scheme: String },
     #[error("{FIELD} {uri:?} is not a valid URI: {reason}")]
     Invalid { uri: String, reason: String },
-    #[error("{FIELD} {uri:?}: host {host} resolves to a restricted address {address}; the operator does not fetch jars from it")]
-    RestrictedHost { uri: String, host: String, address: IpAddr },
+    #[error(
+        "{FIELD} {uri:?}: host {host} resolves to a restricted address {address}; the operator does not fetch jars from it"
+    )]
+    RestrictedHost {
+        uri: String,
+        host: String,
+        address: IpAddr,
+    },
     #[error("{FIELD} {uri:?}: {path} is not a readable file: {source}")]
     Unreadable {
         uri: String,
@@ -114,7 +122,9 @@ pub async fn fetch(
     check_hosts: bool,
     timeout: Duration,
 ) -> Result<LocalJar, ArtifactError> {
-    let uri = uri.filter(|u| !u.trim().is_empty()).ok_or(ArtifactError::Missing)?;
+    let uri = uri
+        .filter(|u| !u.trim().is_empty())
+        .ok_or(ArtifactError::Missing)?;
     match source(uri)? {
         Source::File(path) => {
             let metadata = tokio::fs::metadata(path)
@@ -141,7 +151,12 @@ pub async fn fetch(
     }
 }
 
-async fn download(uri: &str, dir: &Path, check_hosts: bool, timeout: Duration) -> Result<LocalJar, ArtifactError> {
+async fn download(
+    uri: &str,
+    dir: &Path,
+    check_hosts: bool,
+    timeout: Duration,
+) -> Result<LocalJar, ArtifactError> {
     let url = reqwest::Url::parse(uri).map_err(|e| ArtifactError::Invalid {
         uri: uri.to_owned(),
         reason: e.to_string(),
@@ -197,7 +212,11 @@ async fn download(uri: &str, dir: &Path, check_hosts: bool, timeout: Duration) -
     };
     // Whole in memory: the upload reads the file whole too.
     let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| download_error(e.to_string()))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| download_error(e.to_string()))?
+    {
         bytes.extend_from_slice(&chunk);
     }
     tokio::fs::write(&jar.path, &bytes).await.map_err(write_error)?;
@@ -205,14 +224,19 @@ async fn download(uri: &str, dir: &Path, check_hosts: bool, timeout: Duration) -
 }
 
 async fn check_host(uri: &str, url: &reqwest::Url) -> Result<(), ArtifactError> {
-    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_owned();
+    let host = url
+        .host_str()
+        .unwrap_or_default()
+        .trim_matches(['[', ']'])
+        .to_owned();
     let port = url.port_or_known_default().unwrap_or(443);
-    let addresses = tokio::net::lookup_host((host.clone(), port))
-        .await
-        .map_err(|e| ArtifactError::Download {
-            uri: uri.to_owned(),
-            reason: format!("resolving {host}: {e}"),
-        })?;
+    let addresses =
+        tokio::net::lookup_host((host.clone(), port))
+            .await
+            .map_err(|e| ArtifactError::Download {
+                uri: uri.to_owned(),
+                reason: format!("resolving {host}: {e}"),
+            })?;
     for address in addresses {
         if is_restricted(address.ip()) {
             return Err(ArtifactError::RestrictedHost {
@@ -228,7 +252,11 @@ async fn check_host(uri: &str, url: &reqwest::Url) -> Result<(), ArtifactError> 
 fn is_restricted(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(ip) => {
-            ip.is_loopback() || ip.is_link_local() || ip.is_private() || ip.is_unspecified() || ip.is_multicast()
+            ip.is_loopback()
+                || ip.is_link_local()
+                || ip.is_private()
+                || ip.is_unspecified()
+                || ip.is_multicast()
         }
         IpAddr::V6(ip) => {
             let first = ip.segments()[0];
@@ -237,7 +265,9 @@ fn is_restricted(ip: IpAddr) -> bool {
                 || ip.is_multicast()
                 || (first & 0xffc0) == 0xfe80
                 || (first & 0xfe00) == 0xfc00
-                || ip.to_ipv4_mapped().is_some_and(|v4| is_restricted(IpAddr::V4(v4)))
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_restricted(IpAddr::V4(v4)))
         }
     }
 }
@@ -248,22 +278,46 @@ mod tests {
 
     #[test]
     fn uris_name_their_source_or_are_refused_with_the_scheme() {
-        assert_eq!(source("/opt/jobs/a.jar").unwrap(), Source::File("/opt/jobs/a.jar"));
+        assert_eq!(
+            source("/opt/jobs/a.jar").unwrap(),
+            Source::File("/opt/jobs/a.jar")
+        );
         assert_eq!(source("file:///opt/a.jar").unwrap(), Source::File("/opt/a.jar"));
-        assert_eq!(source("file://localhost/opt/a.jar").unwrap(), Source::File("/opt/a.jar"));
+        assert_eq!(
+            source("file://localhost/opt/a.jar").unwrap(),
+            Source::File("/opt/a.jar")
+        );
         assert_eq!(source("file:/opt/a.jar").unwrap(), Source::File("/opt/a.jar"));
         assert_eq!(source("https://repo/a.jar").unwrap(), Source::Http);
         assert_eq!(source("HTTP://repo/a.jar").unwrap(), Source::Http);
         let error = source("s3://bucket/a.jar").unwrap_err().to_string();
-        assert!(error.contains("spec.job.jarURI") && error.contains("\"s3\""), "{error}");
-        assert!(matches!(source("file://remote/a.jar"), Err(ArtifactError::Invalid { .. })));
-        assert!(matches!(source("relative/a.jar"), Err(ArtifactError::Invalid { .. })));
+        assert!(
+            error.contains("spec.job.jarURI") && error.contains("\"s3\""),
+            "{error}"
+        );
+        assert!(matches!(
+            source("file://remote/a.jar"),
+            Err(ArtifactError::Invalid { .. })
+        ));
+        assert!(matches!(
+            source("relative/a.jar"),
+            Err(ArtifactError::Invalid { .. })
+        ));
         assert!(matches!(source("file:a.jar"), Err(ArtifactError::Invalid { .. })));
     }
 
     #[test]
     fn restricted_addresses() {
-        for ip in ["127.0.0.1", "10.1.2.3", "169.254.1.1", "0.0.0.0", "::1", "fe80::1", "fd00::1", "::ffff:192.168.1.1"] {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "169.254.1.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:192.168.1.1",
+        ] {
             assert!(is_restricted(ip.parse().unwrap()), "{ip}");
         }
         for ip in ["93.184.216.34", "2606:2800:220:1::1"] {
@@ -278,7 +332,9 @@ mod tests {
         let jar = dir.join("job.jar");
         std::fs::write(&jar, b"PK").unwrap();
         let uri = format!("file://{}", jar.display());
-        let local = fetch(Some(&uri), &dir, true, Duration::from_secs(5)).await.unwrap();
+        let local = fetch(Some(&uri), &dir, true, Duration::from_secs(5))
+            .await
+            .unwrap();
         assert_eq!(local.path, jar);
         drop(local);
         assert!(jar.exists(), "a local jar is not the operator's to delete");
@@ -291,8 +347,17 @@ mod tests {
             fetch(None, &dir, true, Duration::from_secs(5)).await,
             Err(ArtifactError::Missing)
         ));
-        let refused = fetch(Some("http://127.0.0.1:1/job.jar"), &dir, true, Duration::from_secs(5)).await;
-        assert!(matches!(refused, Err(ArtifactError::RestrictedHost { .. })), "{refused:?}");
+        let refused = fetch(
+            Some("http://127.0.0.1:1/job.jar"),
+            &dir,
+            true,
+            Duration::from_secs(5),
+        )
+        .await;
+        assert!(
+            matches!(refused, Err(ArtifactError::RestrictedHost { .. })),
+            "{refused:?}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -97,7 +97,10 @@ pub enum SessionObservation {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobObservation {
-    Found { state: String, start_time: Option<i64> },
+    Found {
+        state: String,
+        start_time: Option<i64>,
+    },
     /// The JobManager answers but does not know the job.
     NotFound,
     Unreachable(String),
@@ -145,9 +148,14 @@ pub struct Submission {
 pub enum Action {
     AddFinalizer,
     Submit(Submission),
-    Cancel { job_id: String },
+    Cancel {
+        job_id: String,
+    },
     /// Stop the job with a savepoint under the given (recorded) trigger id.
-    StopWithSavepoint { job_id: String, trigger_id: String },
+    StopWithSavepoint {
+        job_id: String,
+        trigger_id: String,
+    },
     RemoveFinalizer,
 }
 
@@ -385,7 +393,9 @@ fn record_savepoint(status: &mut Status, path: &str, now_ms: i64) {
     clear_trigger(status);
     let job = job_status(status);
     job.upgrade_savepoint_path = Some(path.to_owned());
-    job.savepoint_info.get_or_insert_with(Default::default).last_savepoint = Some(Savepoint {
+    job.savepoint_info
+        .get_or_insert_with(Default::default)
+        .last_savepoint = Some(Savepoint {
         time_stamp: Some(now_ms),
         location: Some(path.to_owned()),
         trigger_type: Some(SnapshotTriggerType::Upgrade),
@@ -420,7 +430,9 @@ fn wait_for_session(
     let why = match &d.obs.session {
         SessionObservation::Missing => format!("FlinkDeployment {name} does not exist"),
         SessionObservation::NotSession => {
-            format!("FlinkDeployment {name} is an application cluster (it has spec.job), not a session cluster")
+            format!(
+                "FlinkDeployment {name} is an application cluster (it has spec.job), not a session cluster"
+            )
         }
         SessionObservation::Deleting => format!("FlinkDeployment {name} is being deleted"),
         SessionObservation::NotReady(why) => why.clone(),
@@ -471,7 +483,10 @@ fn submission(
         jar_uri: job.jar_uri.clone(),
         entry_class: job.entry_class.clone(),
         args: job.args_or_default().to_vec(),
-        parallelism: job.parallelism.and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0),
+        parallelism: job
+            .parallelism
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|p| *p > 0),
         restore_path,
         allow_non_restored_state: job.allow_non_restored_state,
         configuration,
@@ -517,8 +532,17 @@ fn first_deployment(mut d: Decision<'_>, mut status: Status) -> Plan {
     d.conditions(&mut status, phase::DEPLOYING, &message);
     let before = status.clone();
     let after = submitted(&d, status);
-    d.actions.push(Action::Submit(submission(spec, job_id.clone(), restore_path.clone(), d.obs)));
-    d.event(false, "Submit", submit_note(&job_id, &name, restore_path.as_deref()));
+    d.actions.push(Action::Submit(submission(
+        spec,
+        job_id.clone(),
+        restore_path.clone(),
+        d.obs,
+    )));
+    d.event(
+        false,
+        "Submit",
+        submit_note(&job_id, &name, restore_path.as_deref()),
+    );
     d.stepped(before, after, FAST)
 }
 
@@ -547,7 +571,11 @@ fn continue_submit(mut d: Decision<'_>, mut status: Status, recorded: &FlinkSess
         let job = job_status(&mut status);
         job.job_id = Some(d.obs.fresh_job_id.clone());
         job.state = Some(RECONCILING.to_owned());
-        d.conditions(&mut status, phase::DEPLOYING, "recording the job id to submit under");
+        d.conditions(
+            &mut status,
+            phase::DEPLOYING,
+            "recording the job id to submit under",
+        );
         let before = status.clone();
         return d.stepped(before, status, FAST);
     };
@@ -596,7 +624,11 @@ fn continue_submit(mut d: Decision<'_>, mut status: Status, recorded: &FlinkSess
                 restore_path.clone(),
                 d.obs,
             )));
-            d.event(false, "Submit", submit_note(&job_id, &name, restore_path.as_deref()));
+            d.event(
+                false,
+                "Submit",
+                submit_note(&job_id, &name, restore_path.as_deref()),
+            );
             d.stepped(before, after, FAST)
         }
         Some(JobObservation::Unreachable(_)) | None => {
@@ -743,7 +775,11 @@ fn apply_change(
     match upgrade_mode(&spec) {
         UpgradeMode::Stateless | UpgradeMode::LastState if state == flink_job_state::CANCELLING => {
             status.job.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-            d.conditions(&mut status, phase::UPDATING, &format!("waiting for job {job_id} to be cancelled"));
+            d.conditions(
+                &mut status,
+                phase::UPDATING,
+                &format!("waiting for job {job_id} to be cancelled"),
+            );
             d.done(status, FAST)
         }
         UpgradeMode::Stateless | UpgradeMode::LastState if !ended => {
@@ -753,26 +789,40 @@ fn apply_change(
                 phase::UPDATING,
                 &format!("cancelling job {job_id} for the {verb}"),
             );
-            d.actions.push(Action::Cancel { job_id: job_id.clone() });
-            d.event(false, "SpecChanged", format!("Cancelling job {job_id} for the {verb}"));
+            d.actions.push(Action::Cancel {
+                job_id: job_id.clone(),
+            });
+            d.event(
+                false,
+                "SpecChanged",
+                format!("Cancelling job {job_id} for the {verb}"),
+            );
             let before = status.clone();
             d.stepped(before, status, FAST)
         }
         UpgradeMode::Stateless => commit(d, status, None),
         UpgradeMode::LastState => match d.obs.checkpoint.clone() {
             Some(CheckpointLookup::Found(path)) => {
-                d.event(false, "CheckpointFound", format!("Restoring from the last checkpoint {path}"));
+                d.event(
+                    false,
+                    "CheckpointFound",
+                    format!("Restoring from the last checkpoint {path}"),
+                );
                 commit(d, status, Some(path))
             }
             Some(CheckpointLookup::None) => refuse(
                 d,
                 status,
-                format!("job {job_id} ended ({state}) without a completed checkpoint to restore from; use upgradeMode stateless or initialSavepointPath"),
+                format!(
+                    "job {job_id} ended ({state}) without a completed checkpoint to restore from; use upgradeMode stateless or initialSavepointPath"
+                ),
             ),
             Some(CheckpointLookup::Unavailable(reason)) if state == "gone" => refuse(
                 d,
                 status,
-                format!("job {job_id} is gone and its last checkpoint is unknown ({reason}); manual restore required"),
+                format!(
+                    "job {job_id} is gone and its last checkpoint is unknown ({reason}); manual restore required"
+                ),
             ),
             Some(CheckpointLookup::Unavailable(_)) | None => {
                 d.conditions(
@@ -844,7 +894,11 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: Status) -> Plan {
     match d.obs.savepoint.clone() {
         Some(SavepointPoll::Completed(path)) => {
             record_savepoint(&mut status, &path, d.obs.now_ms);
-            d.event(false, "SavepointCompleted", format!("Savepoint completed: {path}"));
+            d.event(
+                false,
+                "SavepointCompleted",
+                format!("Savepoint completed: {path}"),
+            );
             commit(d, status, Some(path))
         }
         Some(SavepointPoll::UnknownTrigger) if running => {
@@ -858,7 +912,9 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: Status) -> Plan {
             refuse(
                 d,
                 status,
-                format!("the JobManager lost the savepoint of job {job_id} and the job is not running; whether a savepoint was written is unknown"),
+                format!(
+                    "the JobManager lost the savepoint of job {job_id} and the job is not running; whether a savepoint was written is unknown"
+                ),
             )
         }
         Some(SavepointPoll::Failed(reason)) => {
@@ -901,7 +957,10 @@ fn refuse(mut d: Decision<'_>, mut status: Status, error: String) -> Plan {
 fn commit(mut d: Decision<'_>, mut status: Status, restore_path: Option<String>) -> Plan {
     let spec = d.sj.spec.clone();
     let name = d.session_name().to_owned();
-    let rs = status.job.reconciliation_status.get_or_insert_with(Default::default);
+    let rs = status
+        .job
+        .reconciliation_status
+        .get_or_insert_with(Default::default);
     rs.last_reconciled_spec = encode(&spec, false);
     rs.reconciliation_timestamp = Some(d.obs.now_ms);
     status.job.observed_generation = d.generation();
@@ -938,8 +997,17 @@ fn commit(mut d: Decision<'_>, mut status: Status, restore_path: Option<String>)
     );
     let before = status.clone();
     let after = submitted(&d, status);
-    d.actions.push(Action::Submit(submission(&spec, job_id.clone(), restore_path.clone(), d.obs)));
-    d.event(false, "Submit", submit_note(&job_id, &name, restore_path.as_deref()));
+    d.actions.push(Action::Submit(submission(
+        &spec,
+        job_id.clone(),
+        restore_path.clone(),
+        d.obs,
+    )));
+    d.event(
+        false,
+        "Submit",
+        submit_note(&job_id, &name, restore_path.as_deref()),
+    );
     d.stepped(before, after, FAST)
 }
 
@@ -965,7 +1033,11 @@ fn delete(
     };
     match &d.obs.session {
         SessionObservation::Missing | SessionObservation::NotSession | SessionObservation::Deleting => {
-            return release(d, status, format!("session cluster {name} is gone; nothing runs the job"));
+            return release(
+                d,
+                status,
+                format!("session cluster {name} is gone; nothing runs the job"),
+            );
         }
         SessionObservation::NotReady(why) => {
             let message = format!("waiting for session cluster {name} to stop the job: {why}");
@@ -984,8 +1056,16 @@ fn delete(
         match d.obs.savepoint.clone() {
             Some(SavepointPoll::Completed(path)) => {
                 record_savepoint(&mut status, &path, d.obs.now_ms);
-                d.event(false, "SavepointCompleted", format!("Savepoint completed: {path}"));
-                d.conditions(&mut status, phase::DELETING, &format!("job {job_id} stopped with savepoint {path}"));
+                d.event(
+                    false,
+                    "SavepointCompleted",
+                    format!("Savepoint completed: {path}"),
+                );
+                d.conditions(
+                    &mut status,
+                    phase::DELETING,
+                    &format!("job {job_id} stopped with savepoint {path}"),
+                );
                 let before = status.clone();
                 d.actions.push(Action::RemoveFinalizer);
                 return d.stepped(before, status, SLOW);
@@ -1021,7 +1101,11 @@ fn delete(
             release(d, status, why)
         }
         Some(JobObservation::Found { state, .. }) if state == flink_job_state::CANCELLING => {
-            d.conditions(&mut status, phase::DELETING, &format!("waiting for job {job_id} to be cancelled"));
+            d.conditions(
+                &mut status,
+                phase::DELETING,
+                &format!("waiting for job {job_id} to be cancelled"),
+            );
             d.done(status, FAST)
         }
         Some(JobObservation::Found { state, .. }) => {
@@ -1033,12 +1117,20 @@ fn delete(
                 info.trigger_id = Some(trigger_id.clone());
                 info.trigger_type = Some(SnapshotTriggerType::Upgrade);
                 info.trigger_timestamp = Some(d.obs.now_ms);
-                d.conditions(&mut status, phase::DELETING, &format!("stopping job {job_id} with a savepoint"));
+                d.conditions(
+                    &mut status,
+                    phase::DELETING,
+                    &format!("stopping job {job_id} with a savepoint"),
+                );
                 d.actions.push(Action::StopWithSavepoint {
                     job_id: job_id.clone(),
                     trigger_id,
                 });
-                d.event(false, "SavepointTriggered", format!("Stopping job {job_id} with a savepoint before deletion"));
+                d.event(
+                    false,
+                    "SavepointTriggered",
+                    format!("Stopping job {job_id} with a savepoint before deletion"),
+                );
             } else {
                 let note = if d.obs.savepoint_on_deletion {
                     format!("Cancelling job {job_id} without a savepoint: it is {state}, not RUNNING")
@@ -1046,7 +1138,9 @@ fn delete(
                     format!("Cancelling job {job_id}")
                 };
                 d.conditions(&mut status, phase::DELETING, &note);
-                d.actions.push(Action::Cancel { job_id: job_id.clone() });
+                d.actions.push(Action::Cancel {
+                    job_id: job_id.clone(),
+                });
                 d.event(false, "Deleting", note);
             }
             let before = status.clone();
@@ -1084,7 +1178,13 @@ pub fn submission_failed(mut status: Status, generation: Option<i64>, error: &st
 
 /// Ready, Progressing and Degraded, with `reason` as the phase; transition times are kept
 /// while a condition's status does not change.
-pub fn set_conditions(status: &mut Status, generation: Option<i64>, reason: &str, message: &str, now_ms: i64) {
+pub fn set_conditions(
+    status: &mut Status,
+    generation: Option<i64>,
+    reason: &str,
+    message: &str,
+    now_ms: i64,
+) {
     let ready = matches!(reason, phase::RUNNING | phase::SUCCEEDED);
     let progressing = matches!(
         reason,
@@ -1261,7 +1361,10 @@ mod tests {
     #[test]
     fn a_job_waits_for_its_session_cluster_with_one_message_and_one_event() {
         let cases = [
-            (SessionObservation::Missing, "FlinkDeployment session does not exist"),
+            (
+                SessionObservation::Missing,
+                "FlinkDeployment session does not exist",
+            ),
             (SessionObservation::NotSession, "is an application cluster"),
             (SessionObservation::Deleting, "is being deleted"),
             (
@@ -1270,12 +1373,21 @@ mod tests {
             ),
         ];
         for (session, why) in cases {
-            let plan = decide(&resource(spec("stateless"), None, false, false, 1), &obs(session.clone(), None));
+            let plan = decide(
+                &resource(spec("stateless"), None, false, false, 1),
+                &obs(session.clone(), None),
+            );
             assert_eq!(plan.actions, [Action::AddFinalizer], "{session:?}");
             let error = plan.status.job.error.clone().unwrap();
-            assert!(error.starts_with("waiting for session cluster session: "), "{error}");
+            assert!(
+                error.starts_with("waiting for session cluster session: "),
+                "{error}"
+            );
             assert!(error.contains(why), "{error}");
-            assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Created));
+            assert_eq!(
+                plan.status.job.lifecycle_state,
+                Some(ResourceLifecycleState::Created)
+            );
             assert_eq!(reason(&plan.status), phase::DEPLOYING);
             assert_eq!(plan.requeue_seconds, WAIT);
             assert_eq!(plan.events.len(), 1);
@@ -1294,7 +1406,10 @@ mod tests {
         let mut with_savepoint = spec("savepoint");
         with_savepoint["job"]["initialSavepointPath"] = json!("file:/sp/initial");
         with_savepoint["job"]["allowNonRestoredState"] = json!(true);
-        let plan = decide(&resource(with_savepoint.clone(), None, false, false, 1), &ready(None));
+        let plan = decide(
+            &resource(with_savepoint.clone(), None, false, false, 1),
+            &ready(None),
+        );
         let expected = Submission {
             job_id: "new-job".into(),
             jar_uri: Some("file:///jobs/job.jar".into()),
@@ -1308,15 +1423,27 @@ mod tests {
         };
         assert_eq!(plan.actions, [Action::AddFinalizer, Action::Submit(expected)]);
         let before = plan.status_before.unwrap().job;
-        assert_eq!(reconciliation_state(&before), Some(ReconciliationState::Upgrading));
+        assert_eq!(
+            reconciliation_state(&before),
+            Some(ReconciliationState::Upgrading)
+        );
         assert_eq!(job(&before).job_id.as_deref(), Some("new-job"));
-        assert_eq!(job(&before).upgrade_savepoint_path.as_deref(), Some("file:/sp/initial"));
+        assert_eq!(
+            job(&before).upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/initial")
+        );
         assert_eq!(
             recorded_spec(&before),
             resource(with_savepoint, None, true, false, 1).spec
         );
-        assert_eq!(reconciliation_state(&plan.status.job), Some(ReconciliationState::Deployed));
-        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Deployed));
+        assert_eq!(
+            reconciliation_state(&plan.status.job),
+            Some(ReconciliationState::Deployed)
+        );
+        assert_eq!(
+            plan.status.job.lifecycle_state,
+            Some(ResourceLifecycleState::Deployed)
+        );
         assert_eq!(plan.events[0].reason, "Submit");
     }
 
@@ -1337,7 +1464,10 @@ mod tests {
         // It did reach Flink: nothing is submitted, the status catches up.
         let plan = decide(&sj, &ready(found("RUNNING")));
         assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-        assert_eq!(reconciliation_state(&plan.status.job), Some(ReconciliationState::Deployed));
+        assert_eq!(
+            reconciliation_state(&plan.status.job),
+            Some(ReconciliationState::Deployed)
+        );
         assert_eq!(job(&plan.status.job).state.as_deref(), Some("RUNNING"));
         // Flink does not answer: wait, never submit blind.
         let plan = decide(&sj, &ready(Some(JobObservation::Unreachable("timeout".into()))));
@@ -1352,8 +1482,20 @@ mod tests {
             (found("FAILED"), L::Failed, phase::FAILED, "False", true),
             (found("FINISHED"), L::Deployed, phase::SUCCEEDED, "True", false),
             (found("CANCELED"), L::Deployed, phase::CANCELLED, "False", false),
-            (found("RESTARTING"), L::Deployed, phase::RESTARTING, "False", false),
-            (found("INITIALIZING"), L::Deployed, phase::DEPLOYING, "False", false),
+            (
+                found("RESTARTING"),
+                L::Deployed,
+                phase::RESTARTING,
+                "False",
+                false,
+            ),
+            (
+                found("INITIALIZING"),
+                L::Deployed,
+                phase::DEPLOYING,
+                "False",
+                false,
+            ),
             (not_found(), L::Deployed, phase::DEPLOY_FAILED, "False", true),
         ];
         let submitted = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None))
@@ -1395,17 +1537,32 @@ mod tests {
 
     #[test]
     fn a_stateless_change_cancels_then_records_the_new_spec_and_job_id_then_submits() {
-        let sj = |status: FlinkSessionJobStatus| resource(changed("stateless", None), Some(status), true, false, 2);
+        let sj = |status: FlinkSessionJobStatus| {
+            resource(changed("stateless", None), Some(status), true, false, 2)
+        };
         // 1. Cancel the running job; the old spec stays recorded until it has ended.
         let plan = decide(&sj(running("stateless")), &ready(found("RUNNING")));
-        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
+        assert_eq!(
+            plan.actions,
+            [Action::Cancel {
+                job_id: "old-job".into()
+            }]
+        );
         let cancelling = plan.status_before.unwrap();
         assert_eq!(recorded_spec(&cancelling.job).job.unwrap().parallelism, Some(2));
         assert_eq!(reason(&cancelling), phase::UPDATING);
-        assert_eq!(cancelling.job.lifecycle_state, Some(ResourceLifecycleState::Upgrading));
+        assert_eq!(
+            cancelling.job.lifecycle_state,
+            Some(ResourceLifecycleState::Upgrading)
+        );
         // A crash before the cancel reached Flink: cancelled again.
         let plan = decide(&sj(cancelling.job.clone()), &ready(found("RUNNING")));
-        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
+        assert_eq!(
+            plan.actions,
+            [Action::Cancel {
+                job_id: "old-job".into()
+            }]
+        );
         // 2. Cancelling: wait.
         let plan = decide(&sj(cancelling.job.clone()), &ready(found("CANCELLING")));
         assert!(plan.actions.is_empty());
@@ -1413,7 +1570,10 @@ mod tests {
         let plan = decide(&sj(cancelling.job.clone()), &ready(found("CANCELED")));
         let committed = plan.status_before.clone().unwrap().job;
         assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, Some(1));
-        assert_eq!(reconciliation_state(&committed), Some(ReconciliationState::Upgrading));
+        assert_eq!(
+            reconciliation_state(&committed),
+            Some(ReconciliationState::Upgrading)
+        );
         assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"));
         assert_eq!(job(&committed).upgrade_savepoint_path, None);
         assert_eq!(submission(&plan).restore_path, None);
@@ -1431,7 +1591,9 @@ mod tests {
 
     #[test]
     fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
-        let sj = |status: FlinkSessionJobStatus| resource(changed("savepoint", None), Some(status), true, false, 2);
+        let sj = |status: FlinkSessionJobStatus| {
+            resource(changed("savepoint", None), Some(status), true, false, 2)
+        };
         let stop = Action::StopWithSavepoint {
             job_id: "old-job".into(),
             trigger_id: "trigger".into(),
@@ -1451,10 +1613,16 @@ mod tests {
             ..ready(job)
         };
         // Crash before the stop reached Flink: the same stop, same trigger id, again.
-        let plan = decide(&sj(triggered.clone()), &with(SavepointPoll::UnknownTrigger, found("RUNNING")));
+        let plan = decide(
+            &sj(triggered.clone()),
+            &with(SavepointPoll::UnknownTrigger, found("RUNNING")),
+        );
         assert_eq!(plan.actions, [stop]);
         // 2. In progress (or the JobManager silent): wait, never block.
-        for poll in [SavepointPoll::InProgress, SavepointPoll::Unreachable("timeout".into())] {
+        for poll in [
+            SavepointPoll::InProgress,
+            SavepointPoll::Unreachable("timeout".into()),
+        ] {
             let plan = decide(&sj(triggered.clone()), &with(poll, found("RUNNING")));
             assert!(plan.actions.is_empty());
             assert_eq!(reason(&plan.status), phase::UPDATING);
@@ -1463,11 +1631,17 @@ mod tests {
         // before the new job is submitted restoring from it.
         let plan = decide(
             &sj(triggered.clone()),
-            &with(SavepointPoll::Completed("file:/sp/sp-1".into()), found("FINISHED")),
+            &with(
+                SavepointPoll::Completed("file:/sp/sp-1".into()),
+                found("FINISHED"),
+            ),
         );
         let committed = plan.status_before.clone().unwrap().job;
         let recorded_job = job(&committed);
-        assert_eq!(recorded_job.upgrade_savepoint_path.as_deref(), Some("file:/sp/sp-1"));
+        assert_eq!(
+            recorded_job.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/sp-1")
+        );
         let info = recorded_job.savepoint_info.as_ref().unwrap();
         assert_eq!(info.trigger_id, None);
         assert_eq!(
@@ -1492,14 +1666,23 @@ mod tests {
         let deployed = plan.status.job;
         let plan = decide(&sj(deployed), &ready(found("RUNNING")));
         assert!(plan.actions.is_empty());
-        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Stable));
+        assert_eq!(
+            plan.status.job.lifecycle_state,
+            Some(ResourceLifecycleState::Stable)
+        );
         assert_eq!(reason(&plan.status), phase::RUNNING);
     }
 
     #[test]
     fn a_stop_that_completes_after_the_spec_was_reverted_still_restores_the_job() {
         let triggered = decide(
-            &resource(changed("savepoint", None), Some(running("savepoint")), true, false, 2),
+            &resource(
+                changed("savepoint", None),
+                Some(running("savepoint")),
+                true,
+                false,
+                2,
+            ),
             &ready(found("RUNNING")),
         )
         .status_before
@@ -1520,7 +1703,13 @@ mod tests {
     #[test]
     fn a_failed_savepoint_leaves_the_job_running_until_the_spec_changes_again() {
         let triggered = decide(
-            &resource(changed("savepoint", None), Some(running("savepoint")), true, false, 2),
+            &resource(
+                changed("savepoint", None),
+                Some(running("savepoint")),
+                true,
+                false,
+                2,
+            ),
             &ready(found("RUNNING")),
         )
         .status_before
@@ -1536,8 +1725,15 @@ mod tests {
         assert!(plan.actions.is_empty());
         assert!(plan.status.job.error.as_deref().unwrap().contains("disk full"));
         assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
-        assert_eq!(condition(&plan.status, "Degraded").status.as_deref(), Some("True"));
-        assert!(plan.events.iter().any(|e| e.reason == "UpdateFailed" && e.warning));
+        assert_eq!(
+            condition(&plan.status, "Degraded").status.as_deref(),
+            Some("True")
+        );
+        assert!(
+            plan.events
+                .iter()
+                .any(|e| e.reason == "UpdateFailed" && e.warning)
+        );
         assert_eq!(recorded_spec(&plan.status.job).job.unwrap().parallelism, Some(2));
         let failed = plan.status.job;
         // The same generation is not retried, and keeps its reason...
@@ -1554,31 +1750,65 @@ mod tests {
             &resource(changed("savepoint", None), Some(failed), true, false, 3),
             &ready(found("RUNNING")),
         );
-        assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]), "{:?}", plan.actions);
+        assert!(
+            matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+            "{:?}",
+            plan.actions
+        );
     }
 
     #[test]
     fn savepoint_changes_of_jobs_that_are_not_running_wait_or_are_refused() {
-        for (state, waits) in [("RESTARTING", true), ("INITIALIZING", true), ("FAILED", false), ("FINISHED", false)] {
+        for (state, waits) in [
+            ("RESTARTING", true),
+            ("INITIALIZING", true),
+            ("FAILED", false),
+            ("FINISHED", false),
+        ] {
             let plan = decide(
-                &resource(changed("savepoint", None), Some(running("savepoint")), true, false, 2),
+                &resource(
+                    changed("savepoint", None),
+                    Some(running("savepoint")),
+                    true,
+                    false,
+                    2,
+                ),
                 &ready(found(state)),
             );
             assert!(plan.actions.is_empty(), "{state}");
-            let expected = if waits { phase::UPDATING } else { phase::UPDATE_FAILED };
+            let expected = if waits {
+                phase::UPDATING
+            } else {
+                phase::UPDATE_FAILED
+            };
             assert_eq!(reason(&plan.status), expected, "{state}");
         }
         // The JobManager knows nothing of the trigger and the job is gone.
         let triggered = decide(
-            &resource(changed("savepoint", None), Some(running("savepoint")), true, false, 2),
+            &resource(
+                changed("savepoint", None),
+                Some(running("savepoint")),
+                true,
+                false,
+                2,
+            ),
             &ready(found("RUNNING")),
         )
         .status_before
         .unwrap()
         .job;
-        for poll in [SavepointPoll::UnknownTrigger, SavepointPoll::JobGone("no job".into())] {
+        for poll in [
+            SavepointPoll::UnknownTrigger,
+            SavepointPoll::JobGone("no job".into()),
+        ] {
             let plan = decide(
-                &resource(changed("savepoint", None), Some(triggered.clone()), true, false, 2),
+                &resource(
+                    changed("savepoint", None),
+                    Some(triggered.clone()),
+                    true,
+                    false,
+                    2,
+                ),
                 &Observation {
                     savepoint: Some(poll.clone()),
                     ..ready(not_found())
@@ -1586,15 +1816,25 @@ mod tests {
             );
             assert!(plan.actions.is_empty(), "{poll:?}");
             assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{poll:?}");
-            assert_eq!(job(&plan.status.job).savepoint_info.as_ref().unwrap().trigger_id, None);
+            assert_eq!(
+                job(&plan.status.job).savepoint_info.as_ref().unwrap().trigger_id,
+                None
+            );
         }
     }
 
     #[test]
     fn a_last_state_change_cancels_then_restores_the_latest_checkpoint_recorded_first() {
-        let sj = |status: FlinkSessionJobStatus| resource(changed("last-state", None), Some(status), true, false, 2);
+        let sj = |status: FlinkSessionJobStatus| {
+            resource(changed("last-state", None), Some(status), true, false, 2)
+        };
         let plan = decide(&sj(running("last-state")), &ready(found("RUNNING")));
-        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
+        assert_eq!(
+            plan.actions,
+            [Action::Cancel {
+                job_id: "old-job".into()
+            }]
+        );
         let cancelling = plan.status_before.unwrap().job;
         let with = |job: Option<JobObservation>, checkpoint: Option<CheckpointLookup>| Observation {
             checkpoint,
@@ -1603,10 +1843,16 @@ mod tests {
         // Cancelled: the checkpoint's path is recorded with the new spec, then submitted.
         let plan = decide(
             &sj(cancelling.clone()),
-            &with(found("CANCELED"), Some(CheckpointLookup::Found("file:/cp/chk-7".into()))),
+            &with(
+                found("CANCELED"),
+                Some(CheckpointLookup::Found("file:/cp/chk-7".into())),
+            ),
         );
         let committed = plan.status_before.clone().unwrap().job;
-        assert_eq!(job(&committed).upgrade_savepoint_path.as_deref(), Some("file:/cp/chk-7"));
+        assert_eq!(
+            job(&committed).upgrade_savepoint_path.as_deref(),
+            Some("file:/cp/chk-7")
+        );
         assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"));
         let submitted = submission(&plan);
         assert_eq!(submitted.restore_path.as_deref(), Some("file:/cp/chk-7"));
@@ -1623,7 +1869,10 @@ mod tests {
         // Statistics not read yet: wait. No checkpoint, or the job gone with it: refused.
         let plan = decide(
             &sj(cancelling.clone()),
-            &with(found("CANCELED"), Some(CheckpointLookup::Unavailable("timeout".into()))),
+            &with(
+                found("CANCELED"),
+                Some(CheckpointLookup::Unavailable("timeout".into())),
+            ),
         );
         assert!(plan.actions.is_empty());
         assert_eq!(reason(&plan.status), phase::UPDATING);
@@ -1640,7 +1889,15 @@ mod tests {
     #[test]
     fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
         // Savepoint mode: stop with a savepoint, record it, no new job.
-        let suspend = |status| resource(changed("savepoint", Some("suspended")), Some(status), true, false, 2);
+        let suspend = |status| {
+            resource(
+                changed("savepoint", Some("suspended")),
+                Some(status),
+                true,
+                false,
+                2,
+            )
+        };
         let plan = decide(&suspend(running("savepoint")), &ready(found("RUNNING")));
         assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
         let triggered = plan.status_before.unwrap().job;
@@ -1655,37 +1912,80 @@ mod tests {
         let suspended = plan.status.job.clone();
         assert_eq!(suspended.lifecycle_state, Some(ResourceLifecycleState::Suspended));
         assert_eq!(reason(&plan.status), phase::SUSPENDED);
-        assert_eq!(job(&suspended).upgrade_savepoint_path.as_deref(), Some("file:/sp/suspend"));
-        assert_eq!(reconciliation_state(&suspended), Some(ReconciliationState::Deployed));
+        assert_eq!(
+            job(&suspended).upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/suspend")
+        );
+        assert_eq!(
+            reconciliation_state(&suspended),
+            Some(ReconciliationState::Deployed)
+        );
         assert!(plan.events.iter().any(|e| e.reason == "Suspended"));
         // Stays suspended without looking at the job.
         let plan = decide(&suspend(suspended.clone()), &ready(not_found()));
         assert!(plan.actions.is_empty());
-        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Suspended));
+        assert_eq!(
+            plan.status.job.lifecycle_state,
+            Some(ResourceLifecycleState::Suspended)
+        );
         // Resume: restore from the recorded savepoint under a recorded new job id.
         let plan = decide(
-            &resource(changed("savepoint", Some("running")), Some(suspended.clone()), true, false, 3),
+            &resource(
+                changed("savepoint", Some("running")),
+                Some(suspended.clone()),
+                true,
+                false,
+                3,
+            ),
             &ready(found("FINISHED")),
         );
-        assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/suspend"));
+        assert_eq!(
+            submission(&plan).restore_path.as_deref(),
+            Some("file:/sp/suspend")
+        );
         assert_eq!(
             job(&plan.status_before.unwrap().job).job_id.as_deref(),
             Some("new-job")
         );
         // Resuming in stateless mode starts from nothing.
         let plan = decide(
-            &resource(changed("stateless", Some("running")), Some(suspended), true, false, 3),
+            &resource(
+                changed("stateless", Some("running")),
+                Some(suspended),
+                true,
+                false,
+                3,
+            ),
             &ready(found("FINISHED")),
         );
         assert_eq!(submission(&plan).restore_path, None);
 
         // Stateless mode: cancel, then suspended without state.
-        let suspend = |status| resource(changed("stateless", Some("suspended")), Some(status), true, false, 2);
+        let suspend = |status| {
+            resource(
+                changed("stateless", Some("suspended")),
+                Some(status),
+                true,
+                false,
+                2,
+            )
+        };
         let plan = decide(&suspend(running("stateless")), &ready(found("RUNNING")));
-        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
-        let plan = decide(&suspend(plan.status_before.unwrap().job), &ready(found("CANCELED")));
+        assert_eq!(
+            plan.actions,
+            [Action::Cancel {
+                job_id: "old-job".into()
+            }]
+        );
+        let plan = decide(
+            &suspend(plan.status_before.unwrap().job),
+            &ready(found("CANCELED")),
+        );
         assert!(plan.actions.is_empty());
-        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Suspended));
+        assert_eq!(
+            plan.status.job.lifecycle_state,
+            Some(ResourceLifecycleState::Suspended)
+        );
         assert_eq!(job(&plan.status.job).upgrade_savepoint_path, None);
         // A suspended first spec submits nothing.
         let plan = decide(
@@ -1707,16 +2007,28 @@ mod tests {
         assert_eq!(submission(&plan).parallelism, Some(1));
         assert_eq!(submission(&plan).job_id, "new-job");
         assert_eq!(
-            recorded_spec(&plan.status_before.unwrap().job).job.unwrap().parallelism,
+            recorded_spec(&plan.status_before.unwrap().job)
+                .job
+                .unwrap()
+                .parallelism,
             Some(1)
         );
         // Suspended before it was submitted: nothing is submitted.
         let plan = decide(
-            &resource(changed("stateless", Some("suspended")), Some(recorded), true, false, 2),
+            &resource(
+                changed("stateless", Some("suspended")),
+                Some(recorded),
+                true,
+                false,
+                2,
+            ),
             &ready(not_found()),
         );
         assert!(plan.actions.is_empty());
-        assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Suspended));
+        assert_eq!(
+            plan.status.job.lifecycle_state,
+            Some(ResourceLifecycleState::Suspended)
+        );
     }
 
     #[test]
@@ -1731,13 +2043,20 @@ mod tests {
         };
         let release = [Action::RemoveFinalizer];
         // The session cluster is gone, or nothing was ever submitted: released at once.
-        for session in [SessionObservation::Missing, SessionObservation::Deleting, SessionObservation::NotSession] {
+        for session in [
+            SessionObservation::Missing,
+            SessionObservation::Deleting,
+            SessionObservation::NotSession,
+        ] {
             let plan = decide(
                 &deleting(cancel_only.clone(), Some(running("stateless")), true),
                 &obs(session, None),
             );
             assert_eq!(plan.actions, release);
-            assert_eq!(plan.status.job.lifecycle_state, Some(ResourceLifecycleState::Deleting));
+            assert_eq!(
+                plan.status.job.lifecycle_state,
+                Some(ResourceLifecycleState::Deleting)
+            );
             assert_eq!(reason(&plan.status), phase::DELETING);
         }
         let plan = decide(&deleting(cancel_only.clone(), None, true), &ready(None));
@@ -1748,7 +2067,10 @@ mod tests {
         // The cluster is not ready: wait.
         let plan = decide(
             &deleting(cancel_only.clone(), Some(running("stateless")), true),
-            &obs(SessionObservation::NotReady("its JobManager is DEPLOYING".into()), None),
+            &obs(
+                SessionObservation::NotReady("its JobManager is DEPLOYING".into()),
+                None,
+            ),
         );
         assert!(plan.actions.is_empty());
         // Cancel, wait, release.
@@ -1756,7 +2078,12 @@ mod tests {
             &deleting(cancel_only.clone(), Some(running("stateless")), true),
             &ready(found("RUNNING")),
         );
-        assert_eq!(plan.actions, [Action::Cancel { job_id: "old-job".into() }]);
+        assert_eq!(
+            plan.actions,
+            [Action::Cancel {
+                job_id: "old-job".into()
+            }]
+        );
         for (job_observation, actions) in [
             (found("CANCELLING"), vec![]),
             (found("CANCELED"), release.to_vec()),
@@ -1774,7 +2101,10 @@ mod tests {
             savepoint_on_deletion: true,
             ..ready(found("RUNNING"))
         };
-        let plan = decide(&deleting(sp.clone(), Some(running("savepoint")), true), &observation);
+        let plan = decide(
+            &deleting(sp.clone(), Some(running("savepoint")), true),
+            &observation,
+        );
         assert_eq!(
             plan.actions,
             [Action::StopWithSavepoint {
@@ -1793,7 +2123,9 @@ mod tests {
         );
         assert_eq!(plan.actions, release);
         assert_eq!(
-            job(&plan.status_before.unwrap().job).upgrade_savepoint_path.as_deref(),
+            job(&plan.status_before.unwrap().job)
+                .upgrade_savepoint_path
+                .as_deref(),
             Some("file:/sp/last")
         );
         // A failed savepoint is reported and tried again, never skipped.
@@ -1806,7 +2138,11 @@ mod tests {
             },
         );
         assert!(plan.actions.is_empty());
-        assert!(plan.events.iter().any(|e| e.warning && e.note.contains("disk full")));
+        assert!(
+            plan.events
+                .iter()
+                .any(|e| e.warning && e.note.contains("disk full"))
+        );
         let failed = plan.status_before.unwrap().job;
         let plan = decide(&deleting(sp, Some(failed), true), &observation);
         assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
@@ -1825,13 +2161,24 @@ mod tests {
         assert_eq!(reason(&plan.status), phase::DEPLOY_FAILED);
         assert!(plan.events.iter().any(|e| e.reason == "ValidationError"));
         let mut broken = running("stateless");
-        broken.reconciliation_status.as_mut().unwrap().last_reconciled_spec = Some("{not json".into());
+        broken
+            .reconciliation_status
+            .as_mut()
+            .unwrap()
+            .last_reconciled_spec = Some("{not json".into());
         let plan = decide(
             &resource(spec("stateless"), Some(broken), true, false, 1),
             &ready(not_found()),
         );
         assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-        assert!(plan.status.job.error.as_deref().unwrap().contains("lastReconciledSpec"));
+        assert!(
+            plan.status
+                .job
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("lastReconciledSpec")
+        );
     }
 
     #[test]
@@ -1844,7 +2191,10 @@ mod tests {
             NOW,
         );
         assert_eq!(reason(&status), phase::DEPLOY_FAILED);
-        assert_eq!(reconciliation_state(&status.job), Some(ReconciliationState::Upgrading));
+        assert_eq!(
+            reconciliation_state(&status.job),
+            Some(ReconciliationState::Upgrading)
+        );
         assert_eq!(job(&status.job).job_id.as_deref(), Some("new-job"));
         assert!(status.job.error.as_deref().unwrap().contains("s3"));
     }

@@ -61,16 +61,22 @@ pub async fn run(ctx: Arc<Context>, scope: WatchScope) {
         // A session cluster becoming READY (or going away) wakes the jobs that target it.
         let store = controller.store();
         controller
-            .watches(deployments, watcher::Config::default(), move |fd: FlinkDeployment| {
-                let namespace = fd.namespace();
-                let name = fd.name_any();
-                store
-                    .state()
-                    .into_iter()
-                    .filter(|sj| sj.namespace() == namespace && sj.spec.deployment_name.as_deref() == Some(&name))
-                    .map(|sj| ObjectRef::from_obj(&*sj))
-                    .collect::<Vec<_>>()
-            })
+            .watches(
+                deployments,
+                watcher::Config::default(),
+                move |fd: FlinkDeployment| {
+                    let namespace = fd.namespace();
+                    let name = fd.name_any();
+                    store
+                        .state()
+                        .into_iter()
+                        .filter(|sj| {
+                            sj.namespace() == namespace && sj.spec.deployment_name.as_deref() == Some(&name)
+                        })
+                        .map(|sj| ObjectRef::from_obj(&*sj))
+                        .collect::<Vec<_>>()
+                },
+            )
             .run(reconcile, error_policy, ctx)
             .for_each(|result| async move {
                 if let Err(e) = result {
@@ -101,8 +107,9 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
     let observation = &observed.observation;
     let plan = decide::decide(sj, observation);
     record_savepoint(ctx, sj, observation);
+    let mut stored = serde_json::to_value(&sj.status).unwrap_or(Value::Null);
     if let Some(before) = &plan.status_before {
-        write_status(ctx, sj, before).await?;
+        write_status(ctx, sj, &mut stored, before).await?;
     }
     for action in &plan.actions {
         tracing::info!(?action, "acting");
@@ -114,13 +121,14 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
             // The jar or Flink refused the job: say so in status and try again later, with
             // one Event per distinct failure rather than one per attempt.
             let message = error.to_string();
-            let stored = sj.status.as_ref().and_then(|s| s.error.clone());
-            if stored.as_deref() != Some(message.as_str()) {
+            let previous = sj.status.as_ref().and_then(|s| s.error.clone());
+            if previous.as_deref() != Some(message.as_str()) {
                 publish(ctx, sj, true, "SubmitFailed", message.clone()).await;
             }
             let base = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
-            let status = decide::submission_failed(base, sj.metadata.generation, &message, observation.now_ms);
-            write_status(ctx, sj, &status).await?;
+            let status =
+                decide::submission_failed(base, sj.metadata.generation, &message, observation.now_ms);
+            write_status(ctx, sj, &mut stored, &status).await?;
             record_lifecycle(ctx, sj, &status, false);
             return Ok((Requeue::requeue(Duration::from_secs(30)), false));
         }
@@ -130,8 +138,9 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
     }
     let removed = plan.actions.contains(&decide::Action::RemoveFinalizer);
     // Conditions are not compared: they are not stored (see decide::Status).
-    if !removed && sj.status.as_ref() != Some(&plan.status.job) {
-        write_status(ctx, sj, &plan.status).await?;
+    let changed = serde_json::to_value(&plan.status.job).ok() != Some(stored.clone());
+    if !removed && changed {
+        write_status(ctx, sj, &mut stored, &plan.status).await?;
     }
     record_lifecycle(ctx, sj, &plan.status, removed);
     Ok((Requeue::requeue(Duration::from_secs(plan.requeue_seconds)), true))
@@ -170,29 +179,76 @@ fn record_savepoint(ctx: &Context, sj: &FlinkSessionJob, observation: &decide::O
     }
 }
 
-/// Replaces the status; fields the plan leaves empty are cleared.
-async fn write_status(ctx: &Context, sj: &FlinkSessionJob, status: &decide::Status) -> Result<(), ReconcileError> {
-    let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
-    if let Some(object) = value.as_object_mut() {
-        for key in [
-            "jobStatus",
-            "error",
-            "observedGeneration",
-            "lifecycleState",
-            "reconciliationStatus",
-        ] {
-            object.entry(key).or_insert(Value::Null);
-        }
-    }
+/// Replaces the status: a merge patch from `stored` (what the API server holds) to
+/// `status`, with every field the new status leaves out set to null at any depth. A plain
+/// merge patch of the new status would keep nested fields it omits, such as a settled
+/// savepoint's trigger id, which the next reconcile would act on again.
+async fn write_status(
+    ctx: &Context,
+    sj: &FlinkSessionJob,
+    stored: &mut Value,
+    status: &decide::Status,
+) -> Result<(), ReconcileError> {
+    let value = serde_json::to_value(status).unwrap_or(Value::Null);
+    let patch = replacing(stored, &value);
     let api: Api<FlinkSessionJob> = Api::namespaced(ctx.client.clone(), &sj.namespace().unwrap_or_default());
     api.patch_status(
         &sj.name_any(),
         &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({ "status": value })),
+        &Patch::Merge(serde_json::json!({ "status": patch })),
     )
     .await
     .map_err(ReconcileError::Status)?;
+    *stored = value;
+    // The API server does not keep the conditions yet (see decide::Status).
+    if let Some(object) = stored.as_object_mut() {
+        object.remove("conditions");
+    }
     Ok(())
+}
+
+/// The JSON merge patch (RFC 7386) that turns `old` into `new`.
+fn replacing(old: &Value, new: &Value) -> Value {
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            let mut patch = serde_json::Map::new();
+            for (key, value) in new {
+                let value = match old.get(key) {
+                    Some(previous) => replacing(previous, value),
+                    None => value.clone(),
+                };
+                patch.insert(key.clone(), value);
+            }
+            for key in old.keys() {
+                if !new.contains_key(key) {
+                    patch.insert(key.clone(), Value::Null);
+                }
+            }
+            Value::Object(patch)
+        }
+        _ => new.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_status_write_clears_what_the_new_status_leaves_out_at_any_depth() {
+        let old = json!({"jobStatus": {"jobId": "a", "savepointInfo": {"triggerId": "t", "lastSavepoint": {"location": "p"}}}, "error": "e"});
+        let new = json!({"jobStatus": {"jobId": "b", "savepointInfo": {"lastSavepoint": {"location": "p"}}}, "lifecycleState": "STABLE"});
+        let patch = super::replacing(&old, &new);
+        assert_eq!(
+            patch,
+            json!({"jobStatus": {"jobId": "b", "savepointInfo": {"triggerId": null, "lastSavepoint": {"location": "p"}}},
+                   "error": null, "lifecycleState": "STABLE"})
+        );
+        // Applied as a merge patch, it yields exactly the new status.
+        let mut applied = old.clone();
+        json_patch::merge(&mut applied, &patch);
+        assert_eq!(applied, new);
+    }
 }
 
 async fn publish(ctx: &Context, sj: &FlinkSessionJob, warning: bool, reason: &str, note: String) {

@@ -83,7 +83,11 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
     }
     let url = match ctx
         .rest_endpoints
-        .base_url(&namespace, &format!("{session_name}-rest"), ctx.rest_port(&session))
+        .base_url(
+            &namespace,
+            &format!("{session_name}-rest"),
+            ctx.rest_port(&session),
+        )
         .await
     {
         Ok(url) => url,
@@ -170,7 +174,11 @@ async fn observe_job(rest: &FlinkRestClient, job_id: &JobId) -> JobObservation {
 }
 
 /// The pending savepoint, by the trigger id recorded in status.
-async fn poll_savepoint(rest: &FlinkRestClient, sj: &FlinkSessionJob, job_id: &JobId) -> Option<SavepointPoll> {
+async fn poll_savepoint(
+    rest: &FlinkRestClient,
+    sj: &FlinkSessionJob,
+    job_id: &JobId,
+) -> Option<SavepointPoll> {
     let info = sj.status.as_ref()?.job_status.as_ref()?.savepoint_info.as_ref()?;
     if info.trigger_type != Some(SnapshotTriggerType::Upgrade) {
         return None;
