@@ -376,7 +376,18 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
         status::observe_into(&mut d, &recorded);
     }
     let pending = snapshots::settle(&mut d);
-    if upgrade_relevant(&recorded) != upgrade_relevant(&fd.spec) {
+    // A stop-with-savepoint in flight is followed to its end even if the spec was changed
+    // back meanwhile: the job stops either way, and its savepoint must be recorded.
+    let stopping = d
+        .status
+        .job_status
+        .as_ref()
+        .and_then(|j| j.savepoint_info.as_ref())
+        .is_some_and(|i| {
+            i.trigger_id.is_some()
+                && i.trigger_type == Some(flink_operator_api::common::SnapshotTriggerType::Upgrade)
+        });
+    if stopping || upgrade_relevant(&recorded) != upgrade_relevant(&fd.spec) {
         if pending {
             d.conditions(
                 phase::UPDATING,

@@ -1303,3 +1303,35 @@ fn created_suspended_deploys_nothing_until_running() {
     );
     assert_eq!(phase_of(&plan), phase::SUSPENDED);
 }
+
+#[test]
+fn a_change_reverted_while_the_job_stops_still_records_the_savepoint_and_restarts_from_it() {
+    let old = spec_with("savepoint", &[]);
+    let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
+    let triggered = decide(
+        &at(new, observed(&old, "RUNNING"), 2),
+        &obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN)),
+    )
+    .status_before
+    .unwrap();
+    // The user put the old spec back; the stop already reached Flink and completes.
+    let plan = decide(
+        &at(old.clone(), triggered, 3),
+        &Observation {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/stopped".into())),
+            ..obs(ready_jm(), job_found("FINISHED", NOW - 60 * MIN))
+        },
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let committed = plan.status_before.unwrap();
+    assert_eq!(
+        committed
+            .job_status
+            .as_ref()
+            .unwrap()
+            .upgrade_savepoint_path
+            .as_deref(),
+        Some("file:/sp/stopped")
+    );
+    assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, None);
+}
