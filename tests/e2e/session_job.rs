@@ -38,9 +38,12 @@ struct LocalJarsNamespace {
 impl LocalJarsNamespace {
     async fn new(client: &Client) -> Self {
         let api: Api<Namespace> = Api::all(client.clone());
-        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": LOCAL_JARS_NAMESPACE}})).unwrap();
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": LOCAL_JARS_NAMESPACE}})).unwrap();
         api.create(&PostParams::default(), &ns).await.unwrap();
-        Self { client: client.clone() }
+        Self {
+            client: client.clone(),
+        }
     }
 }
 
@@ -111,8 +114,14 @@ fn session_spec(version: &str, state: &Path) -> Value {
         .collect();
     for (key, value) in [
         ("execution.checkpointing.interval", "5s"),
-        ("execution.checkpointing.dir", "file:///opt/flink/state/checkpoints"),
-        ("execution.checkpointing.savepoint-dir", "file:///opt/flink/state/savepoints"),
+        (
+            "execution.checkpointing.dir",
+            "file:///opt/flink/state/checkpoints",
+        ),
+        (
+            "execution.checkpointing.savepoint-dir",
+            "file:///opt/flink/state/savepoints",
+        ),
     ] {
         configuration.insert(key.to_owned(), json!(value));
     }
@@ -178,7 +187,12 @@ fn job_id(sj: &FlinkSessionJob) -> JobId {
 }
 
 /// Deletes `name`, waits until it is gone, and checks that its job no longer runs.
-async fn delete_and_check_stopped(api: &Api<FlinkSessionJob>, rest: &FlinkRestClient, name: &str, job: &JobId) {
+async fn delete_and_check_stopped(
+    api: &Api<FlinkSessionJob>,
+    rest: &FlinkRestClient,
+    name: &str,
+    job: &JobId,
+) {
     api.delete(name, &DeleteParams::default()).await.unwrap();
     wait_for(
         &format!("session job {name} gone and its job {job} ended"),
@@ -187,7 +201,9 @@ async fn delete_and_check_stopped(api: &Api<FlinkSessionJob>, rest: &FlinkRestCl
             let gone = api.get_opt(name).await.ok()?.is_none();
             let jobs = rest.jobs_overview().await.ok()?;
             let state = jobs.iter().find(|j| &j.jid == job).map(|j| j.state.clone());
-            let ended = state.as_deref().is_none_or(|s| matches!(s, "CANCELED" | "FINISHED"));
+            let ended = state
+                .as_deref()
+                .is_none_or(|s| matches!(s, "CANCELED" | "FINISHED"));
             (gone && ended).then_some(())
         },
     )
@@ -207,7 +223,8 @@ fn counts_written_after(dir: &Path, after: SystemTime) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepoint_upgrade_and_stop_when_deleted() {
+async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepoint_upgrade_and_stop_when_deleted()
+ {
     let client = harness::client().await;
     cluster_harness::operator(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
@@ -239,7 +256,9 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
         Duration::from_secs(60),
         || async {
             let error = jobs.get("from-http").await.ok()?.status?.error?;
-            error.starts_with("waiting for session cluster session").then_some(())
+            error
+                .starts_with("waiting for session cluster session")
+                .then_some(())
         },
     )
     .await;
@@ -331,7 +350,13 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
     let restored = wait_for(
         "the restore in the checkpoint statistics",
         Duration::from_secs(60),
-        || async { rest.checkpoint_statistics(&upgraded_job).await.ok()?.latest.restored },
+        || async {
+            rest.checkpoint_statistics(&upgraded_job)
+                .await
+                .ok()?
+                .latest
+                .restored
+        },
     )
     .await;
     assert!(restored.is_savepoint);
@@ -353,7 +378,9 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
     let metrics = cluster_harness::probe_get("/metrics");
     let completed = metrics
         .lines()
-        .find_map(|l| l.strip_prefix(r#"flink_operator_savepoint_duration_seconds_count{kind="FlinkSessionJob"} "#))
+        .find_map(|l| {
+            l.strip_prefix(r#"flink_operator_savepoint_duration_seconds_count{kind="FlinkSessionJob"} "#)
+        })
         .and_then(|n| n.trim().parse::<u64>().ok())
         .unwrap_or(0);
     assert!(completed >= 1, "{metrics}");
@@ -363,9 +390,14 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
     assert!(metrics.contains(&stable), "{stable} missing:\n{metrics}");
 
     delete_and_check_stopped(&jobs, &rest, "counter", &upgraded_job).await;
-    deployments.delete(SESSION, &DeleteParams::default()).await.unwrap();
-    wait_for("the session FlinkDeployment gone", Duration::from_secs(120), || async {
-        deployments.get_opt(SESSION).await.ok()?.is_none().then_some(())
-    })
+    deployments
+        .delete(SESSION, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(
+        "the session FlinkDeployment gone",
+        Duration::from_secs(120),
+        || async { deployments.get_opt(SESSION).await.ok()?.is_none().then_some(()) },
+    )
     .await;
 }

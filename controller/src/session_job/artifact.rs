@@ -127,11 +127,11 @@ pub async fn fetch(
         .ok_or(ArtifactError::Missing)?;
     match source(uri)? {
         Source::File(path) => {
-            let metadata = tokio::fs::metadata(path)
+            tokio::fs::metadata(path)
                 .await
                 .and_then(|m| {
                     if m.is_file() {
-                        Ok(m)
+                        Ok(())
                     } else {
                         Err(std::io::Error::other("not a regular file"))
                     }
@@ -141,7 +141,6 @@ pub async fn fetch(
                     path: path.to_owned(),
                     source,
                 })?;
-            drop(metadata);
             Ok(LocalJar {
                 path: PathBuf::from(path),
                 temporary: false,

@@ -1600,7 +1600,7 @@ mod tests {
         };
         // 1. The trigger id is recorded before the stop is sent.
         let plan = decide(&sj(running("savepoint")), &ready(found("RUNNING")));
-        assert_eq!(plan.actions, [stop.clone()]);
+        assert_eq!(plan.actions, std::slice::from_ref(&stop));
         let triggered = plan.status_before.unwrap().job;
         let info = job(&triggered).savepoint_info.clone().unwrap();
         assert_eq!(info.trigger_id.as_deref(), Some("trigger"));

@@ -230,6 +230,23 @@ fn replacing(old: &Value, new: &Value) -> Value {
     }
 }
 
+async fn publish(ctx: &Context, sj: &FlinkSessionJob, warning: bool, reason: &str, note: String) {
+    let event = Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.to_owned(),
+        note: Some(note.chars().take(1000).collect()),
+        action: reason.to_owned(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &sj.object_ref(&())).await {
+        tracing::debug!(error = %e, reason, "could not publish an Event");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -248,22 +265,5 @@ mod tests {
         let mut applied = old.clone();
         json_patch::merge(&mut applied, &patch);
         assert_eq!(applied, new);
-    }
-}
-
-async fn publish(ctx: &Context, sj: &FlinkSessionJob, warning: bool, reason: &str, note: String) {
-    let event = Event {
-        type_: if warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason.to_owned(),
-        note: Some(note.chars().take(1000).collect()),
-        action: reason.to_owned(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &sj.object_ref(&())).await {
-        tracing::debug!(error = %e, reason, "could not publish an Event");
     }
 }
