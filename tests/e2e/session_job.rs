@@ -240,7 +240,7 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
         .unwrap()
         .join(format!("state-{LOCAL_JARS_NAMESPACE}"));
 
-    // A session jobs submitted before its cluster exists waits for it.
+    // A session job created before its cluster exists waits for it.
     let jobs: Api<FlinkSessionJob> = Api::namespaced(client.clone(), LOCAL_JARS_NAMESPACE);
     let (port, served) = serve_jar(jar.clone());
     let from_http = session_job(

@@ -32,6 +32,8 @@ pub enum ActError {
     Patch(#[source] serde_json::Error),
     #[error("the session cluster's REST address is unknown")]
     NoSessionCluster,
+    #[error("a REST client of the session cluster: {0}")]
+    Client(#[source] FlinkError),
     #[error("{0}")]
     Artifact(#[from] ArtifactError),
     #[error("{what} of job {job_id}: {source}")]
@@ -63,11 +65,7 @@ pub async fn act(
 ) -> Result<(), ActError> {
     let rest = || -> Result<FlinkRestClient, ActError> {
         let url = rest_url.ok_or(ActError::NoSessionCluster)?;
-        FlinkRestClient::new(url, ctx.rest_client_config.clone()).map_err(|source| ActError::Flink {
-            what: "reaching the session cluster",
-            job_id: String::new(),
-            source,
-        })
+        FlinkRestClient::new(url, ctx.rest_client_config.clone()).map_err(ActError::Client)
     };
     match action {
         Action::AddFinalizer => finalizer(ctx, sj, true).await,
