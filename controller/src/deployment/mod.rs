@@ -35,6 +35,8 @@ pub enum ReconcileError {
     Act(#[from] act::ActError),
     #[error("writing status: {0}")]
     Status(#[source] kube::Error),
+    #[error("encoding status: {0}")]
+    Encode(String),
 }
 
 /// Runs the loop over the watched namespaces until the future is dropped.
@@ -134,34 +136,22 @@ fn record_savepoint(ctx: &Context, fd: &FlinkDeployment, observation: &decide::O
     }
 }
 
-/// Replaces the status; fields the plan leaves empty are cleared.
+/// Replaces the status as a whole: a field the plan cleared (however deeply nested, such as
+/// a savepoint trigger id) is gone afterwards, which a merge patch would not ensure.
 async fn write_status(
     ctx: &Context,
     fd: &FlinkDeployment,
     status: &FlinkDeploymentStatus,
 ) -> Result<(), ReconcileError> {
-    let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
-    if let Some(object) = value.as_object_mut() {
-        for key in [
-            "jobStatus",
-            "error",
-            "observedGeneration",
-            "lifecycleState",
-            "reconciliationStatus",
-            "jobManagerDeploymentStatus",
-            "conditions",
-        ] {
-            object.entry(key).or_insert(Value::Null);
-        }
-    }
+    let value = serde_json::to_value(status).unwrap_or(Value::Null);
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        {"op": "add", "path": "/status", "value": value}
+    ]))
+    .map_err(|e| ReconcileError::Encode(e.to_string()))?;
     let api: Api<FlinkDeployment> = Api::namespaced(ctx.client.clone(), &fd.namespace().unwrap_or_default());
-    api.patch_status(
-        &fd.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({ "status": value })),
-    )
-    .await
-    .map_err(ReconcileError::Status)?;
+    api.patch_status(&fd.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+        .map_err(ReconcileError::Status)?;
     Ok(())
 }
 
