@@ -1,7 +1,7 @@
 //! Reading the world of one FlinkDeployment: its JobManager Deployment and pods, and its
 //! job through the Flink REST API.
 
-use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
+use flink_operator_api::{FlinkDeployment, FlinkSessionJob, validation::ValidationContext};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt, api::ListParams};
 
@@ -80,7 +80,20 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
     .into_iter()
     .map(|v| v.to_string())
     .collect();
+    let mut session_jobs = Vec::new();
+    if fd.metadata.deletion_timestamp.is_some() && fd.spec.job.is_none() {
+        let api: Api<FlinkSessionJob> = Api::namespaced(ctx.client.clone(), &namespace);
+        session_jobs = api
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|sj| sj.spec.deployment_name.as_deref() == Some(name.as_str()))
+            .map(|sj| sj.name_any())
+            .collect();
+    }
     Ok(Observation {
+        session_jobs,
         job_manager,
         cluster_exists,
         job,

@@ -27,6 +27,8 @@ pub struct Policy {
     pub history_cleanup: bool,
     pub history_max_count: usize,
     pub history_max_age_ms: i64,
+    /// A session cluster is not deleted while FlinkSessionJobs still use it.
+    pub block_on_session_jobs: bool,
 }
 
 impl Default for Policy {
@@ -43,6 +45,7 @@ impl Default for Policy {
             history_cleanup: true,
             history_max_count: 10,
             history_max_age_ms: DAY_MS,
+            block_on_session_jobs: true,
         }
     }
 }
@@ -105,6 +108,10 @@ impl Policy {
             history_cleanup: flag(operator::SAVEPOINT_CLEANUP_ENABLED, defaults.history_cleanup),
             history_max_count,
             history_max_age_ms,
+            block_on_session_jobs: flag(
+                operator::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
+                defaults.block_on_session_jobs,
+            ),
         }
     }
 }

@@ -101,6 +101,18 @@ pub(super) fn decide(mut d: Decision, has_finalizer: bool) -> Plan {
             drain,
         }]);
     }
+    if d.fd.spec.job.is_none() && d.obs.policy.block_on_session_jobs && !d.obs.session_jobs.is_empty() {
+        let note = format!(
+            "the session jobs [{}] should be deleted first; the session cluster is kept until they are              (or set kubernetes.operator.session.deletion.block-on-session-jobs to false)",
+            d.obs.session_jobs.join(", ")
+        );
+        if d.status.error.as_deref() != Some(note.as_str()) {
+            d.events.push(EventNote::warning("CleanupFailed", note.clone()));
+        }
+        d.status.error = Some(note.clone());
+        d.conditions(phase::DELETING, &note);
+        return d.done(super::WAIT);
+    }
     d.conditions(phase::DELETING, "deleting the Flink cluster");
     if d.obs.cluster_exists {
         d.actions.push(Action::DeleteCluster { keep_ha: false });

@@ -41,6 +41,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         checkpoint: None,
         latest_checkpoint: None,
         policy: Policy::default(),
+        session_jobs: vec![],
         fresh_trigger_id: "trigger".into(),
         fresh_job_id: "fresh".into(),
         now_ms: NOW,
@@ -1334,4 +1335,46 @@ fn a_change_reverted_while_the_job_stops_still_records_the_savepoint_and_restart
         Some("file:/sp/stopped")
     );
     assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, None);
+}
+
+#[test]
+fn a_session_cluster_is_kept_while_session_jobs_use_it() {
+    let spec = json!({"image": "flink:2.3", "flinkVersion": "v2_3"});
+    let deleting = fd(spec, Some(deployed()), true, true);
+    let with_jobs = Observation {
+        session_jobs: vec!["orders".into()],
+        ..obs(ready_jm(), None)
+    };
+    let plan = decide(&deleting, &with_jobs);
+    assert!(plan.actions.is_empty());
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == "CleanupFailed" && e.note.contains("[orders]"))
+    );
+    // Once said, not repeated.
+    let again = decide(
+        &fd(
+            json!({"image": "flink:2.3", "flinkVersion": "v2_3"}),
+            Some(plan.status),
+            true,
+            true,
+        ),
+        &with_jobs,
+    );
+    assert!(again.events.is_empty());
+    // Not blocking when configured so, or when no job is left.
+    let plan = decide(
+        &deleting,
+        &with_policy(
+            with_jobs.clone(),
+            Policy {
+                block_on_session_jobs: false,
+                ..Policy::default()
+            },
+        ),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let plan = decide(&deleting, &obs(ready_jm(), None));
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
 }
