@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::common::{
-    CommonStatus, FlinkSpec, JobSpec, JobStatus, ReconciliationStatus, ResourceLifecycleState,
+    CommonStatus, Condition, FlinkSpec, JobSpec, JobStatus, ReconciliationStatus, ResourceLifecycleState,
 };
 use crate::config::FlinkConfiguration;
 
@@ -99,6 +99,9 @@ pub struct FlinkSessionJobStatus {
     /// Reconciliation bookkeeping: last reconciled and last stable spec.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reconciliation_status: Option<ReconciliationStatus>,
+    /// Conditions; the operator maintains Ready, Progressing and Degraded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
 }
 
 impl CommonStatus for FlinkSessionJobStatus {
