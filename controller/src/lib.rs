@@ -7,10 +7,12 @@
 //! - [`resources`]: the cluster's objects as pure functions of the resource.
 //! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.
 //! - [`caches`]: the informer caches the admission webhook uses for its lookups.
+//! - [`conditions`]: the Ready, Progressing and Degraded conditions of a phase.
 //!
 //! Not implemented yet: the FlinkStateSnapshot and FlinkBlueGreenDeployment loops.
 
 pub mod caches;
+pub mod conditions;
 pub mod context;
 pub mod deployment;
 pub mod flink;

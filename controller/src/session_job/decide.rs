@@ -33,27 +33,13 @@ use std::collections::BTreeMap;
 use flink_operator_api::{
     FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, ReconciledSpec,
     common::{
-        Condition, JobState, JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState,
-        Savepoint, SnapshotTriggerType, UpgradeMode, flink_job_state,
+        JobState, JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, Savepoint,
+        SnapshotTriggerType, UpgradeMode, flink_job_state,
     },
     keys,
 };
-use serde::Serialize;
 
-/// The status this loop writes: the Apache-compatible fields plus the Ready, Progressing
-/// and Degraded conditions.
-///
-/// `FlinkSessionJobStatus` has no `conditions` field yet, so the API server prunes them
-/// (the CRD keeps no unknown status fields) and they are never read back: no decision
-/// depends on them, and their transition time is the time of the write that carried them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Status {
-    #[serde(flatten)]
-    pub job: FlinkSessionJobStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Vec<Condition>>,
-}
+use crate::conditions::set_conditions;
 
 /// What observe found.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -169,29 +155,16 @@ pub struct EventNote {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// Written before the actions run (so that a crash during them is recoverable).
-    pub status_before: Option<Status>,
+    pub status_before: Option<FlinkSessionJobStatus>,
     pub actions: Vec<Action>,
     /// Written after the actions succeed.
-    pub status: Status,
+    pub status: FlinkSessionJobStatus,
     pub events: Vec<EventNote>,
     /// When to look again, seconds.
     pub requeue_seconds: u64,
 }
 
-/// Phases named by the conditions' reasons.
-pub mod phase {
-    pub const DEPLOYING: &str = "Deploying";
-    pub const DEPLOY_FAILED: &str = "DeployFailed";
-    pub const RUNNING: &str = "Running";
-    pub const UPDATING: &str = "Updating";
-    pub const UPDATE_FAILED: &str = "UpdateFailed";
-    pub const RESTARTING: &str = "Restarting";
-    pub const SUSPENDED: &str = "Suspended";
-    pub const SUCCEEDED: &str = "Succeeded";
-    pub const FAILED: &str = "Failed";
-    pub const CANCELLED: &str = "Cancelled";
-    pub const DELETING: &str = "Deleting";
-}
+pub use crate::conditions::phase;
 
 const FAST: u64 = 2;
 const WAIT: u64 = 10;
@@ -225,12 +198,18 @@ impl Decision<'_> {
         self.sj.spec.deployment_name.as_deref().unwrap_or_default()
     }
 
-    fn conditions(&self, status: &mut Status, reason: &str, message: &str) {
-        set_conditions(status, self.generation(), reason, message, self.obs.now_ms);
+    fn conditions(&self, status: &mut FlinkSessionJobStatus, reason: &str, message: &str) {
+        set_conditions(
+            &mut status.conditions,
+            self.generation(),
+            reason,
+            message,
+            self.obs.now_ms,
+        );
     }
 
     /// A plan that writes `status` after its actions and nothing before.
-    fn done(self, status: Status, requeue_seconds: u64) -> Plan {
+    fn done(self, status: FlinkSessionJobStatus, requeue_seconds: u64) -> Plan {
         Plan {
             status_before: None,
             actions: self.actions,
@@ -241,7 +220,12 @@ impl Decision<'_> {
     }
 
     /// A plan that writes `before` first, runs its actions, then writes `after`.
-    fn stepped(self, before: Status, after: Status, requeue_seconds: u64) -> Plan {
+    fn stepped(
+        self,
+        before: FlinkSessionJobStatus,
+        after: FlinkSessionJobStatus,
+        requeue_seconds: u64,
+    ) -> Plan {
         Plan {
             status_before: Some(before),
             actions: self.actions,
@@ -253,10 +237,8 @@ impl Decision<'_> {
 }
 
 pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
-    let status = Status {
-        job: sj.status.clone().unwrap_or_default(),
-        conditions: None,
-    };
+    // Conditions come back with the rest, so their transition times carry over.
+    let status = sj.status.clone().unwrap_or_default();
     let has_finalizer = sj
         .metadata
         .finalizers
@@ -269,7 +251,7 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
         actions: Vec::new(),
         events: Vec::new(),
     };
-    let reconciliation = status.job.reconciliation_status.clone().unwrap_or_default();
+    let reconciliation = status.reconciliation_status.clone().unwrap_or_default();
     let recorded = reconciliation.last_reconciled_spec::<FlinkSessionJobSpec>();
 
     if sj.metadata.deletion_timestamp.is_some() {
@@ -323,7 +305,7 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
     }
     let (reason, message) = current_phase(&status, &recorded);
     d.conditions(&mut status, reason, &message);
-    let requeue = if status.job.lifecycle_state == Some(ResourceLifecycleState::Stable) {
+    let requeue = if status.lifecycle_state == Some(ResourceLifecycleState::Stable) {
         SLOW
     } else {
         FAST
@@ -334,16 +316,16 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
 /// The error of an update this generation already refused (a failed upgrade savepoint), so
 /// that it is not retried until the spec changes again.
 fn refused_generation(
-    status: &Status,
+    status: &FlinkSessionJobStatus,
     sj: &FlinkSessionJob,
     recorded: Option<&FlinkSessionJobSpec>,
 ) -> Option<String> {
     // observedGeneration is written only when a spec is committed or refused, so equal to
     // the current generation with the spec not committed means refused.
     let refused = recorded.is_some_and(|r| r != &sj.spec)
-        && status.job.observed_generation.is_some()
-        && status.job.observed_generation == sj.metadata.generation;
-    status.job.error.clone().filter(|_| refused)
+        && status.observed_generation.is_some()
+        && status.observed_generation == sj.metadata.generation;
+    status.error.clone().filter(|_| refused)
 }
 
 fn is_suspended(spec: &FlinkSessionJobSpec) -> bool {
@@ -359,29 +341,24 @@ fn upgrade_mode(spec: &FlinkSessionJobSpec) -> UpgradeMode {
         .unwrap_or_default()
 }
 
-fn job_status(status: &mut Status) -> &mut JobStatus {
-    status.job.job_status.get_or_insert_with(Default::default)
+fn job_status(status: &mut FlinkSessionJobStatus) -> &mut JobStatus {
+    status.job_status.get_or_insert_with(Default::default)
 }
 
-fn recorded_job_id(status: &Status) -> Option<String> {
-    status.job.job_status.as_ref().and_then(|j| j.job_id.clone())
+fn recorded_job_id(status: &FlinkSessionJobStatus) -> Option<String> {
+    status.job_status.as_ref().and_then(|j| j.job_id.clone())
 }
 
 /// The trigger id of an upgrade (or deletion) savepoint that was started and not settled.
-fn pending_upgrade_trigger(status: &Status) -> Option<String> {
-    let info = status.job.job_status.as_ref()?.savepoint_info.as_ref()?;
+fn pending_upgrade_trigger(status: &FlinkSessionJobStatus) -> Option<String> {
+    let info = status.job_status.as_ref()?.savepoint_info.as_ref()?;
     info.trigger_id
         .clone()
         .filter(|_| info.trigger_type == Some(SnapshotTriggerType::Upgrade))
 }
 
-fn clear_trigger(status: &mut Status) {
-    if let Some(info) = status
-        .job
-        .job_status
-        .as_mut()
-        .and_then(|j| j.savepoint_info.as_mut())
-    {
+fn clear_trigger(status: &mut FlinkSessionJobStatus) {
+    if let Some(info) = status.job_status.as_mut().and_then(|j| j.savepoint_info.as_mut()) {
         info.trigger_id = None;
         info.trigger_type = None;
         info.trigger_timestamp = None;
@@ -389,7 +366,7 @@ fn clear_trigger(status: &mut Status) {
 }
 
 /// Records a completed savepoint as the one the next job restores from.
-fn record_savepoint(status: &mut Status, path: &str, now_ms: i64) {
+fn record_savepoint(status: &mut FlinkSessionJobStatus, path: &str, now_ms: i64) {
     clear_trigger(status);
     let job = job_status(status);
     job.upgrade_savepoint_path = Some(path.to_owned());
@@ -411,18 +388,18 @@ fn observed_state(obs: &Observation) -> Option<&str> {
 }
 
 /// The job's error (validation, unreadable status) with no action beyond the finalizer.
-fn failed(mut d: Decision<'_>, mut status: Status, reason: &str, error: String) -> Plan {
-    if status.job.error.as_deref() != Some(error.as_str()) {
+fn failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, reason: &str, error: String) -> Plan {
+    if status.error.as_deref() != Some(error.as_str()) {
         d.event(true, "ValidationError", error.clone());
     }
-    status.job.error = Some(error.clone());
+    status.error = Some(error.clone());
     d.conditions(&mut status, reason, &error);
     d.done(status, SLOW)
 }
 
 fn wait_for_session(
     mut d: Decision<'_>,
-    mut status: Status,
+    mut status: FlinkSessionJobStatus,
     recorded: Option<&FlinkSessionJobSpec>,
     refused: Option<String>,
 ) -> Plan {
@@ -440,13 +417,13 @@ fn wait_for_session(
     };
     let message = format!("waiting for session cluster {name}: {why}");
     // A refused update keeps its reason: it is what the user has to act on.
-    if refused.is_none() && status.job.error.as_deref() != Some(message.as_str()) {
+    if refused.is_none() && status.error.as_deref() != Some(message.as_str()) {
         d.event(false, "SessionClusterNotReady", message.clone());
-        status.job.error = Some(message.clone());
+        status.error = Some(message.clone());
     }
     let reason = match recorded {
         None => {
-            status.job.lifecycle_state = Some(ResourceLifecycleState::Created);
+            status.lifecycle_state = Some(ResourceLifecycleState::Created);
             phase::DEPLOYING
         }
         Some(r) if is_suspended(r) => phase::SUSPENDED,
@@ -498,12 +475,12 @@ fn encode(spec: &FlinkSessionJobSpec, first: bool) -> Option<String> {
     ReconciledSpec::new(spec.clone(), first).encode().ok()
 }
 
-fn first_deployment(mut d: Decision<'_>, mut status: Status) -> Plan {
+fn first_deployment(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
     let spec = &d.sj.spec;
     let name = d.session_name().to_owned();
-    status.job.error = None;
+    status.error = None;
     if is_suspended(spec) {
-        status.job.lifecycle_state = Some(ResourceLifecycleState::Created);
+        status.lifecycle_state = Some(ResourceLifecycleState::Created);
         d.conditions(
             &mut status,
             phase::SUSPENDED,
@@ -513,15 +490,15 @@ fn first_deployment(mut d: Decision<'_>, mut status: Status) -> Plan {
     }
     let restore_path = spec.job.as_ref().and_then(|j| j.initial_savepoint_path.clone());
     let job_id = d.obs.fresh_job_id.clone();
-    status.job.reconciliation_status = Some(ReconciliationStatus {
+    status.reconciliation_status = Some(ReconciliationStatus {
         reconciliation_timestamp: Some(d.obs.now_ms),
         last_reconciled_spec: encode(spec, true),
         last_stable_spec: None,
         state: Some(ReconciliationState::Upgrading),
     });
-    status.job.observed_generation = d.generation();
-    status.job.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-    status.job.job_status = Some(JobStatus {
+    status.observed_generation = d.generation();
+    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    status.job_status = Some(JobStatus {
         job_name: d.sj.metadata.name.clone(),
         job_id: Some(job_id.clone()),
         state: Some(RECONCILING.to_owned()),
@@ -554,17 +531,21 @@ fn submit_note(job_id: &str, session: &str, restore_path: Option<&str>) -> Strin
 }
 
 /// The status once a submission succeeded.
-fn submitted(d: &Decision<'_>, mut status: Status) -> Status {
-    if let Some(rs) = status.job.reconciliation_status.as_mut() {
+fn submitted(d: &Decision<'_>, mut status: FlinkSessionJobStatus) -> FlinkSessionJobStatus {
+    if let Some(rs) = status.reconciliation_status.as_mut() {
         rs.state = Some(ReconciliationState::Deployed);
     }
-    status.job.lifecycle_state = Some(ResourceLifecycleState::Deployed);
+    status.lifecycle_state = Some(ResourceLifecycleState::Deployed);
     d.conditions(&mut status, phase::DEPLOYING, "the job is submitted");
     status
 }
 
 /// UPGRADING: the recorded spec is to run under the recorded job id.
-fn continue_submit(mut d: Decision<'_>, mut status: Status, recorded: &FlinkSessionJobSpec) -> Plan {
+fn continue_submit(
+    mut d: Decision<'_>,
+    mut status: FlinkSessionJobStatus,
+    recorded: &FlinkSessionJobSpec,
+) -> Plan {
     let name = d.session_name().to_owned();
     let Some(job_id) = recorded_job_id(&status) else {
         // A job id is always recorded with UPGRADING; without one, record a new one first.
@@ -588,29 +569,28 @@ fn continue_submit(mut d: Decision<'_>, mut status: Status, recorded: &FlinkSess
         }
         Some(JobObservation::NotFound) => {
             let spec = d.sj.spec.clone();
-            if let Some(rs) = status.job.reconciliation_status.as_mut() {
+            if let Some(rs) = status.reconciliation_status.as_mut() {
                 rs.reconciliation_timestamp = Some(d.obs.now_ms);
                 // A spec changed again before the job was submitted is the one submitted.
                 if &spec != recorded {
                     rs.last_reconciled_spec = encode(&spec, false);
-                    status.job.observed_generation = d.generation();
+                    status.observed_generation = d.generation();
                 }
             }
             if is_suspended(&spec) {
-                if let Some(rs) = status.job.reconciliation_status.as_mut() {
+                if let Some(rs) = status.reconciliation_status.as_mut() {
                     rs.state = Some(ReconciliationState::Deployed);
                 }
-                status.job.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+                status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
                 d.conditions(&mut status, phase::SUSPENDED, "the job is suspended");
                 d.event(false, "Suspended", "The job is suspended before it was submitted");
                 return d.done(status, SLOW);
             }
             let restore_path = status
-                .job
                 .job_status
                 .as_ref()
                 .and_then(|j| j.upgrade_savepoint_path.clone());
-            status.job.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(
                 &mut status,
                 phase::DEPLOYING,
@@ -643,9 +623,9 @@ fn continue_submit(mut d: Decision<'_>, mut status: Status, recorded: &FlinkSess
 }
 
 /// The recorded job's state into status, with an Event per change.
-fn observe_into(d: &mut Decision<'_>, status: &mut Status, recorded: &FlinkSessionJobSpec) {
+fn observe_into(d: &mut Decision<'_>, status: &mut FlinkSessionJobStatus, recorded: &FlinkSessionJobSpec) {
     let name = d.session_name().to_owned();
-    let mut job = status.job.job_status.clone().unwrap_or_default();
+    let mut job = status.job_status.clone().unwrap_or_default();
     let id = job.job_id.clone().unwrap_or_default();
     match &d.obs.job {
         Some(JobObservation::Found { state, start_time }) => {
@@ -659,22 +639,22 @@ fn observe_into(d: &mut Decision<'_>, status: &mut Status, recorded: &FlinkSessi
             job.state = Some(state.clone());
             job.start_time = start_time.map(|t| t.to_string());
             job.update_time = Some(d.obs.now_ms.to_string());
-            status.job.error = (state == flink_job_state::FAILED).then(|| format!("job {id} FAILED"));
+            status.error = (state == flink_job_state::FAILED).then(|| format!("job {id} FAILED"));
         }
         Some(JobObservation::NotFound) => {
             let error = format!("job {id} is not known to session cluster {name}");
-            if status.job.error.as_deref() != Some(error.as_str()) {
+            if status.error.as_deref() != Some(error.as_str()) {
                 d.event(true, "Missing", error.clone());
             }
             job.state = Some(RECONCILING.to_owned());
-            status.job.error = Some(error);
+            status.error = Some(error);
         }
         Some(JobObservation::Unreachable(_)) | None => {}
     }
     let state = job.state.clone().unwrap_or_default();
-    status.job.job_status = Some(job);
+    status.job_status = Some(job);
     let not_found = matches!(d.obs.job, Some(JobObservation::NotFound));
-    status.job.lifecycle_state = Some(if state == flink_job_state::FAILED {
+    status.lifecycle_state = Some(if state == flink_job_state::FAILED {
         ResourceLifecycleState::Failed
     } else if state == flink_job_state::RUNNING && !not_found {
         ResourceLifecycleState::Stable
@@ -683,17 +663,16 @@ fn observe_into(d: &mut Decision<'_>, status: &mut Status, recorded: &FlinkSessi
     });
     if state == flink_job_state::RUNNING
         && !not_found
-        && let Some(rs) = status.job.reconciliation_status.as_mut()
+        && let Some(rs) = status.reconciliation_status.as_mut()
     {
         rs.last_stable_spec = encode(recorded, false);
     }
 }
 
 /// The phase (condition reason) and a message for a job whose recorded spec is applied.
-fn current_phase(status: &Status, recorded: &FlinkSessionJobSpec) -> (&'static str, String) {
+fn current_phase(status: &FlinkSessionJobStatus, recorded: &FlinkSessionJobSpec) -> (&'static str, String) {
     if is_suspended(recorded) {
         let path = status
-            .job
             .job_status
             .as_ref()
             .and_then(|j| j.upgrade_savepoint_path.clone());
@@ -705,13 +684,12 @@ fn current_phase(status: &Status, recorded: &FlinkSessionJobSpec) -> (&'static s
             },
         );
     }
-    if let Some(error) = &status.job.error
-        && status.job.lifecycle_state != Some(ResourceLifecycleState::Failed)
+    if let Some(error) = &status.error
+        && status.lifecycle_state != Some(ResourceLifecycleState::Failed)
     {
         return (phase::DEPLOY_FAILED, error.clone());
     }
     let state = status
-        .job
         .job_status
         .as_ref()
         .and_then(|j| j.state.clone())
@@ -731,12 +709,12 @@ fn current_phase(status: &Status, recorded: &FlinkSessionJobSpec) -> (&'static s
 /// then commit.
 fn apply_change(
     mut d: Decision<'_>,
-    mut status: Status,
+    mut status: FlinkSessionJobStatus,
     recorded: &FlinkSessionJobSpec,
     refused: Option<String>,
 ) -> Plan {
     if let Some(error) = refused {
-        status.job.error = Some(error.clone());
+        status.error = Some(error.clone());
         d.conditions(&mut status, phase::UPDATE_FAILED, &error);
         return d.done(status, SLOW);
     }
@@ -748,7 +726,6 @@ fn apply_change(
             None
         } else {
             status
-                .job
                 .job_status
                 .as_ref()
                 .and_then(|j| j.upgrade_savepoint_path.clone())
@@ -774,7 +751,7 @@ fn apply_change(
     let state = observed_state(d.obs).unwrap_or("gone").to_owned();
     match upgrade_mode(&spec) {
         UpgradeMode::Stateless | UpgradeMode::LastState if state == flink_job_state::CANCELLING => {
-            status.job.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(
                 &mut status,
                 phase::UPDATING,
@@ -783,7 +760,7 @@ fn apply_change(
             d.done(status, FAST)
         }
         UpgradeMode::Stateless | UpgradeMode::LastState if !ended => {
-            status.job.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(
                 &mut status,
                 phase::UPDATING,
@@ -841,7 +818,7 @@ fn apply_change(
             info.trigger_id = Some(trigger_id.clone());
             info.trigger_type = Some(SnapshotTriggerType::Upgrade);
             info.trigger_timestamp = Some(d.obs.now_ms);
-            status.job.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(
                 &mut status,
                 phase::UPDATING,
@@ -868,7 +845,7 @@ fn apply_change(
                     | flink_job_state::RECONCILING
             ) =>
         {
-            status.job.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(
                 &mut status,
                 phase::UPDATING,
@@ -887,7 +864,7 @@ fn apply_change(
 }
 
 /// A pending stop-with-savepoint for an upgrade or a suspension.
-fn continue_savepoint(mut d: Decision<'_>, mut status: Status) -> Plan {
+fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
     let job_id = recorded_job_id(&status).unwrap_or_default();
     let trigger_id = pending_upgrade_trigger(&status).unwrap_or_default();
     let running = observed_state(d.obs) == Some(flink_job_state::RUNNING);
@@ -934,7 +911,7 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: Status) -> Plan {
             )
         }
         Some(SavepointPoll::InProgress) | Some(SavepointPoll::Unreachable(_)) | None => {
-            status.job.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(&mut status, phase::UPDATING, "waiting for the savepoint");
             d.done(status, FAST)
         }
@@ -942,35 +919,32 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: Status) -> Plan {
 }
 
 /// Refuses the current generation's change: the job stays as it is until the spec changes.
-fn refuse(mut d: Decision<'_>, mut status: Status, error: String) -> Plan {
-    if status.job.error.as_deref() != Some(error.as_str()) {
+fn refuse(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, error: String) -> Plan {
+    if status.error.as_deref() != Some(error.as_str()) {
         d.event(true, "UpdateFailed", error.clone());
     }
-    status.job.error = Some(error.clone());
-    status.job.observed_generation = d.generation();
+    status.error = Some(error.clone());
+    status.observed_generation = d.generation();
     d.conditions(&mut status, phase::UPDATE_FAILED, &error);
     d.done(status, SLOW)
 }
 
 /// The previous job has ended: record the new spec with the state to restore (and, for a
 /// running spec, the job id to submit under) before anything is submitted.
-fn commit(mut d: Decision<'_>, mut status: Status, restore_path: Option<String>) -> Plan {
+fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore_path: Option<String>) -> Plan {
     let spec = d.sj.spec.clone();
     let name = d.session_name().to_owned();
-    let rs = status
-        .job
-        .reconciliation_status
-        .get_or_insert_with(Default::default);
+    let rs = status.reconciliation_status.get_or_insert_with(Default::default);
     rs.last_reconciled_spec = encode(&spec, false);
     rs.reconciliation_timestamp = Some(d.obs.now_ms);
-    status.job.observed_generation = d.generation();
-    status.job.error = None;
+    status.observed_generation = d.generation();
+    status.error = None;
     job_status(&mut status).upgrade_savepoint_path = restore_path.clone();
     if is_suspended(&spec) {
-        if let Some(rs) = status.job.reconciliation_status.as_mut() {
+        if let Some(rs) = status.reconciliation_status.as_mut() {
             rs.state = Some(ReconciliationState::Deployed);
         }
-        status.job.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+        status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
         let message = match &restore_path {
             Some(path) => format!("the job is suspended; it resumes from {path}"),
             None => "the job is suspended without state".to_owned(),
@@ -980,7 +954,7 @@ fn commit(mut d: Decision<'_>, mut status: Status, restore_path: Option<String>)
         return d.done(status, SLOW);
     }
     let job_id = d.obs.fresh_job_id.clone();
-    if let Some(rs) = status.job.reconciliation_status.as_mut() {
+    if let Some(rs) = status.reconciliation_status.as_mut() {
         rs.state = Some(ReconciliationState::Upgrading);
     }
     let job = job_status(&mut status);
@@ -989,7 +963,7 @@ fn commit(mut d: Decision<'_>, mut status: Status, restore_path: Option<String>)
     job.start_time = None;
     job.update_time = Some(d.obs.now_ms.to_string());
     job.job_name = d.sj.metadata.name.clone();
-    status.job.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     d.conditions(
         &mut status,
         phase::UPDATING,
@@ -1015,17 +989,17 @@ fn commit(mut d: Decision<'_>, mut status: Status, restore_path: Option<String>)
 /// then let the resource go.
 fn delete(
     mut d: Decision<'_>,
-    mut status: Status,
+    mut status: FlinkSessionJobStatus,
     has_finalizer: bool,
     recorded: Option<&FlinkSessionJobSpec>,
 ) -> Plan {
-    status.job.lifecycle_state = Some(ResourceLifecycleState::Deleting);
+    status.lifecycle_state = Some(ResourceLifecycleState::Deleting);
     if !has_finalizer {
         d.conditions(&mut status, phase::DELETING, "deleted");
         return d.done(status, SLOW);
     }
     let name = d.session_name().to_owned();
-    let release = |mut d: Decision<'_>, mut status: Status, why: String| {
+    let release = |mut d: Decision<'_>, mut status: FlinkSessionJobStatus, why: String| {
         d.conditions(&mut status, phase::DELETING, &why);
         d.actions.push(Action::RemoveFinalizer);
         d.event(false, "Deleted", why);
@@ -1080,7 +1054,7 @@ fn delete(
                 clear_trigger(&mut status);
                 let error = format!("the savepoint of job {job_id} on deletion failed, retrying: {reason}");
                 d.event(true, "SavepointFailed", error.clone());
-                status.job.error = Some(error.clone());
+                status.error = Some(error.clone());
                 d.conditions(&mut status, phase::DELETING, &error);
                 let before = status.clone();
                 return d.stepped(before, status, SLOW);
@@ -1159,10 +1133,14 @@ fn delete(
 
 /// The status after a submission failed (the jar could not be fetched, Flink refused it):
 /// the recorded step stays, so the next reconcile submits again under the same job id.
-pub fn submission_failed(mut status: Status, generation: Option<i64>, error: &str, now_ms: i64) -> Status {
-    status.job.error = Some(error.to_owned());
+pub fn submission_failed(
+    mut status: FlinkSessionJobStatus,
+    generation: Option<i64>,
+    error: &str,
+    now_ms: i64,
+) -> FlinkSessionJobStatus {
+    status.error = Some(error.to_owned());
     let first = status
-        .job
         .reconciliation_status
         .as_ref()
         .and_then(|rs| rs.last_reconciled::<FlinkSessionJobSpec>().ok().flatten())
@@ -1172,61 +1150,14 @@ pub fn submission_failed(mut status: Status, generation: Option<i64>, error: &st
     } else {
         phase::UPDATE_FAILED
     };
-    set_conditions(&mut status, generation, reason, error, now_ms);
+    set_conditions(&mut status.conditions, generation, reason, error, now_ms);
     status
-}
-
-/// Ready, Progressing and Degraded, with `reason` as the phase; transition times are kept
-/// while a condition's status does not change.
-pub fn set_conditions(
-    status: &mut Status,
-    generation: Option<i64>,
-    reason: &str,
-    message: &str,
-    now_ms: i64,
-) {
-    let ready = matches!(reason, phase::RUNNING | phase::SUCCEEDED);
-    let progressing = matches!(
-        reason,
-        phase::DEPLOYING | phase::UPDATING | phase::RESTARTING | phase::DELETING
-    );
-    let degraded = matches!(
-        reason,
-        phase::DEPLOY_FAILED | phase::UPDATE_FAILED | phase::FAILED
-    );
-    let previous = status.conditions.clone().unwrap_or_default();
-    let now = rfc3339(now_ms);
-    let condition = |type_: &str, value: bool| {
-        let value = if value { "True" } else { "False" };
-        let kept = previous
-            .iter()
-            .find(|c| c.type_.as_deref() == Some(type_) && c.status.as_deref() == Some(value))
-            .and_then(|c| c.last_transition_time.clone());
-        Condition {
-            type_: Some(type_.to_owned()),
-            status: Some(value.to_owned()),
-            reason: Some(reason.to_owned()),
-            message: Some(message.to_owned()),
-            last_transition_time: Some(kept.unwrap_or_else(|| now.clone())),
-            observed_generation: generation,
-        }
-    };
-    status.conditions = Some(vec![
-        condition("Ready", ready),
-        condition("Progressing", progressing),
-        condition("Degraded", degraded),
-    ]);
-}
-
-fn rfc3339(ms: i64) -> String {
-    k8s_openapi::jiff::Timestamp::from_millisecond(ms)
-        .map(|t| k8s_openapi::jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%SZ", t).unwrap_or_default())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flink_operator_api::common::Condition;
     use serde_json::{Value, json};
 
     const NOW: i64 = 1_800_000_000_000;
@@ -1298,7 +1229,7 @@ mod tests {
         Some(JobObservation::NotFound)
     }
 
-    fn condition<'a>(status: &'a Status, type_: &str) -> &'a Condition {
+    fn condition<'a>(status: &'a FlinkSessionJobStatus, type_: &str) -> &'a Condition {
         status
             .conditions
             .as_ref()
@@ -1308,7 +1239,7 @@ mod tests {
             .unwrap()
     }
 
-    fn reason(status: &Status) -> &str {
+    fn reason(status: &FlinkSessionJobStatus) -> &str {
         condition(status, "Ready").reason.as_deref().unwrap()
     }
 
@@ -1349,13 +1280,12 @@ mod tests {
                 ..ready(None)
             },
         );
-        let submitted = first.status.job;
+        let submitted = first.status;
         decide(
             &resource(spec(mode), Some(submitted), true, false, 1),
             &ready(found("RUNNING")),
         )
         .status
-        .job
     }
 
     #[test]
@@ -1378,22 +1308,19 @@ mod tests {
                 &obs(session.clone(), None),
             );
             assert_eq!(plan.actions, [Action::AddFinalizer], "{session:?}");
-            let error = plan.status.job.error.clone().unwrap();
+            let error = plan.status.error.clone().unwrap();
             assert!(
                 error.starts_with("waiting for session cluster session: "),
                 "{error}"
             );
             assert!(error.contains(why), "{error}");
-            assert_eq!(
-                plan.status.job.lifecycle_state,
-                Some(ResourceLifecycleState::Created)
-            );
+            assert_eq!(plan.status.lifecycle_state, Some(ResourceLifecycleState::Created));
             assert_eq!(reason(&plan.status), phase::DEPLOYING);
             assert_eq!(plan.requeue_seconds, WAIT);
             assert_eq!(plan.events.len(), 1);
             // The next reconcile finds the same message stored: no second Event.
             let again = decide(
-                &resource(spec("stateless"), Some(plan.status.job), true, false, 1),
+                &resource(spec("stateless"), Some(plan.status), true, false, 1),
                 &obs(session, None),
             );
             assert!(again.events.is_empty(), "{:?}", again.events);
@@ -1422,7 +1349,7 @@ mod tests {
             check_artifact_hosts: true,
         };
         assert_eq!(plan.actions, [Action::AddFinalizer, Action::Submit(expected)]);
-        let before = plan.status_before.unwrap().job;
+        let before = plan.status_before.unwrap();
         assert_eq!(
             reconciliation_state(&before),
             Some(ReconciliationState::Upgrading)
@@ -1437,11 +1364,11 @@ mod tests {
             resource(with_savepoint, None, true, false, 1).spec
         );
         assert_eq!(
-            reconciliation_state(&plan.status.job),
+            reconciliation_state(&plan.status),
             Some(ReconciliationState::Deployed)
         );
         assert_eq!(
-            plan.status.job.lifecycle_state,
+            plan.status.lifecycle_state,
             Some(ResourceLifecycleState::Deployed)
         );
         assert_eq!(plan.events[0].reason, "Submit");
@@ -1450,7 +1377,7 @@ mod tests {
     #[test]
     fn a_crash_between_recording_and_submitting_submits_under_the_recorded_id_once() {
         let first = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None));
-        let recorded = first.status_before.unwrap().job;
+        let recorded = first.status_before.unwrap();
         let sj = resource(spec("stateless"), Some(recorded), true, false, 1);
         // The job never reached Flink: submitted again, same id, not the fresh one.
         let plan = decide(
@@ -1465,10 +1392,10 @@ mod tests {
         let plan = decide(&sj, &ready(found("RUNNING")));
         assert!(plan.actions.is_empty(), "{:?}", plan.actions);
         assert_eq!(
-            reconciliation_state(&plan.status.job),
+            reconciliation_state(&plan.status),
             Some(ReconciliationState::Deployed)
         );
-        assert_eq!(job(&plan.status.job).state.as_deref(), Some("RUNNING"));
+        assert_eq!(job(&plan.status).state.as_deref(), Some("RUNNING"));
         // Flink does not answer: wait, never submit blind.
         let plan = decide(&sj, &ready(Some(JobObservation::Unreachable("timeout".into()))));
         assert!(plan.actions.is_empty());
@@ -1498,16 +1425,14 @@ mod tests {
             ),
             (not_found(), L::Deployed, phase::DEPLOY_FAILED, "False", true),
         ];
-        let submitted = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None))
-            .status
-            .job;
+        let submitted = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None)).status;
         for (observed, lifecycle, phase_, ready_status, warning) in cases {
             let plan = decide(
                 &resource(spec("stateless"), Some(submitted.clone()), true, false, 1),
                 &ready(observed.clone()),
             );
             assert!(plan.actions.is_empty(), "{observed:?}");
-            assert_eq!(plan.status.job.lifecycle_state, Some(lifecycle), "{observed:?}");
+            assert_eq!(plan.status.lifecycle_state, Some(lifecycle), "{observed:?}");
             assert_eq!(reason(&plan.status), phase_, "{observed:?}");
             assert_eq!(
                 condition(&plan.status, "Ready").status.as_deref(),
@@ -1549,14 +1474,14 @@ mod tests {
             }]
         );
         let cancelling = plan.status_before.unwrap();
-        assert_eq!(recorded_spec(&cancelling.job).job.unwrap().parallelism, Some(2));
+        assert_eq!(recorded_spec(&cancelling).job.unwrap().parallelism, Some(2));
         assert_eq!(reason(&cancelling), phase::UPDATING);
         assert_eq!(
-            cancelling.job.lifecycle_state,
+            cancelling.lifecycle_state,
             Some(ResourceLifecycleState::Upgrading)
         );
         // A crash before the cancel reached Flink: cancelled again.
-        let plan = decide(&sj(cancelling.job.clone()), &ready(found("RUNNING")));
+        let plan = decide(&sj(cancelling.clone()), &ready(found("RUNNING")));
         assert_eq!(
             plan.actions,
             [Action::Cancel {
@@ -1564,11 +1489,11 @@ mod tests {
             }]
         );
         // 2. Cancelling: wait.
-        let plan = decide(&sj(cancelling.job.clone()), &ready(found("CANCELLING")));
+        let plan = decide(&sj(cancelling.clone()), &ready(found("CANCELLING")));
         assert!(plan.actions.is_empty());
         // 3. Cancelled: the new spec and job id are recorded before the submission.
-        let plan = decide(&sj(cancelling.job.clone()), &ready(found("CANCELED")));
-        let committed = plan.status_before.clone().unwrap().job;
+        let plan = decide(&sj(cancelling.clone()), &ready(found("CANCELED")));
+        let committed = plan.status_before.clone().unwrap();
         assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, Some(1));
         assert_eq!(
             reconciliation_state(&committed),
@@ -1601,7 +1526,7 @@ mod tests {
         // 1. The trigger id is recorded before the stop is sent.
         let plan = decide(&sj(running("savepoint")), &ready(found("RUNNING")));
         assert_eq!(plan.actions, std::slice::from_ref(&stop));
-        let triggered = plan.status_before.unwrap().job;
+        let triggered = plan.status_before.unwrap();
         let info = job(&triggered).savepoint_info.clone().unwrap();
         assert_eq!(info.trigger_id.as_deref(), Some("trigger"));
         assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Upgrade));
@@ -1636,7 +1561,7 @@ mod tests {
                 found("FINISHED"),
             ),
         );
-        let committed = plan.status_before.clone().unwrap().job;
+        let committed = plan.status_before.clone().unwrap();
         let recorded_job = job(&committed);
         assert_eq!(
             recorded_job.upgrade_savepoint_path.as_deref(),
@@ -1663,13 +1588,10 @@ mod tests {
         assert_eq!(submission(&plan).job_id, "new-job");
         assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-1"));
         // 5. The job runs: upgraded.
-        let deployed = plan.status.job;
+        let deployed = plan.status;
         let plan = decide(&sj(deployed), &ready(found("RUNNING")));
         assert!(plan.actions.is_empty());
-        assert_eq!(
-            plan.status.job.lifecycle_state,
-            Some(ResourceLifecycleState::Stable)
-        );
+        assert_eq!(plan.status.lifecycle_state, Some(ResourceLifecycleState::Stable));
         assert_eq!(reason(&plan.status), phase::RUNNING);
     }
 
@@ -1686,8 +1608,7 @@ mod tests {
             &ready(found("RUNNING")),
         )
         .status_before
-        .unwrap()
-        .job;
+        .unwrap();
         let reverted = resource(spec("savepoint"), Some(triggered), true, false, 3);
         let plan = decide(
             &reverted,
@@ -1713,8 +1634,7 @@ mod tests {
             &ready(found("RUNNING")),
         )
         .status_before
-        .unwrap()
-        .job;
+        .unwrap();
         let plan = decide(
             &resource(changed("savepoint", None), Some(triggered), true, false, 2),
             &Observation {
@@ -1723,7 +1643,7 @@ mod tests {
             },
         );
         assert!(plan.actions.is_empty());
-        assert!(plan.status.job.error.as_deref().unwrap().contains("disk full"));
+        assert!(plan.status.error.as_deref().unwrap().contains("disk full"));
         assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
         assert_eq!(
             condition(&plan.status, "Degraded").status.as_deref(),
@@ -1734,8 +1654,8 @@ mod tests {
                 .iter()
                 .any(|e| e.reason == "UpdateFailed" && e.warning)
         );
-        assert_eq!(recorded_spec(&plan.status.job).job.unwrap().parallelism, Some(2));
-        let failed = plan.status.job;
+        assert_eq!(recorded_spec(&plan.status).job.unwrap().parallelism, Some(2));
+        let failed = plan.status;
         // The same generation is not retried, and keeps its reason...
         let plan = decide(
             &resource(changed("savepoint", None), Some(failed.clone()), true, false, 2),
@@ -1743,7 +1663,7 @@ mod tests {
         );
         assert!(plan.actions.is_empty());
         assert!(plan.events.is_empty());
-        assert!(plan.status.job.error.as_deref().unwrap().contains("disk full"));
+        assert!(plan.status.error.as_deref().unwrap().contains("disk full"));
         assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
         // ...a new one is.
         let plan = decide(
@@ -1795,8 +1715,7 @@ mod tests {
             &ready(found("RUNNING")),
         )
         .status_before
-        .unwrap()
-        .job;
+        .unwrap();
         for poll in [
             SavepointPoll::UnknownTrigger,
             SavepointPoll::JobGone("no job".into()),
@@ -1817,7 +1736,7 @@ mod tests {
             assert!(plan.actions.is_empty(), "{poll:?}");
             assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{poll:?}");
             assert_eq!(
-                job(&plan.status.job).savepoint_info.as_ref().unwrap().trigger_id,
+                job(&plan.status).savepoint_info.as_ref().unwrap().trigger_id,
                 None
             );
         }
@@ -1835,7 +1754,7 @@ mod tests {
                 job_id: "old-job".into()
             }]
         );
-        let cancelling = plan.status_before.unwrap().job;
+        let cancelling = plan.status_before.unwrap();
         let with = |job: Option<JobObservation>, checkpoint: Option<CheckpointLookup>| Observation {
             checkpoint,
             ..ready(job)
@@ -1848,7 +1767,7 @@ mod tests {
                 Some(CheckpointLookup::Found("file:/cp/chk-7".into())),
             ),
         );
-        let committed = plan.status_before.clone().unwrap().job;
+        let committed = plan.status_before.clone().unwrap();
         assert_eq!(
             job(&committed).upgrade_savepoint_path.as_deref(),
             Some("file:/cp/chk-7")
@@ -1900,7 +1819,7 @@ mod tests {
         };
         let plan = decide(&suspend(running("savepoint")), &ready(found("RUNNING")));
         assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
-        let triggered = plan.status_before.unwrap().job;
+        let triggered = plan.status_before.unwrap();
         let plan = decide(
             &suspend(triggered),
             &Observation {
@@ -1909,7 +1828,7 @@ mod tests {
             },
         );
         assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-        let suspended = plan.status.job.clone();
+        let suspended = plan.status.clone();
         assert_eq!(suspended.lifecycle_state, Some(ResourceLifecycleState::Suspended));
         assert_eq!(reason(&plan.status), phase::SUSPENDED);
         assert_eq!(
@@ -1925,7 +1844,7 @@ mod tests {
         let plan = decide(&suspend(suspended.clone()), &ready(not_found()));
         assert!(plan.actions.is_empty());
         assert_eq!(
-            plan.status.job.lifecycle_state,
+            plan.status.lifecycle_state,
             Some(ResourceLifecycleState::Suspended)
         );
         // Resume: restore from the recorded savepoint under a recorded new job id.
@@ -1944,7 +1863,7 @@ mod tests {
             Some("file:/sp/suspend")
         );
         assert_eq!(
-            job(&plan.status_before.unwrap().job).job_id.as_deref(),
+            job(&plan.status_before.unwrap()).job_id.as_deref(),
             Some("new-job")
         );
         // Resuming in stateless mode starts from nothing.
@@ -1977,16 +1896,13 @@ mod tests {
                 job_id: "old-job".into()
             }]
         );
-        let plan = decide(
-            &suspend(plan.status_before.unwrap().job),
-            &ready(found("CANCELED")),
-        );
+        let plan = decide(&suspend(plan.status_before.unwrap()), &ready(found("CANCELED")));
         assert!(plan.actions.is_empty());
         assert_eq!(
-            plan.status.job.lifecycle_state,
+            plan.status.lifecycle_state,
             Some(ResourceLifecycleState::Suspended)
         );
-        assert_eq!(job(&plan.status.job).upgrade_savepoint_path, None);
+        assert_eq!(job(&plan.status).upgrade_savepoint_path, None);
         // A suspended first spec submits nothing.
         let plan = decide(
             &resource(changed("stateless", Some("suspended")), None, true, false, 1),
@@ -1999,7 +1915,7 @@ mod tests {
     #[test]
     fn a_spec_changed_again_before_the_submission_is_the_one_submitted() {
         let first = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None));
-        let recorded = first.status_before.unwrap().job;
+        let recorded = first.status_before.unwrap();
         let plan = decide(
             &resource(changed("stateless", None), Some(recorded.clone()), true, false, 2),
             &ready(not_found()),
@@ -2007,7 +1923,7 @@ mod tests {
         assert_eq!(submission(&plan).parallelism, Some(1));
         assert_eq!(submission(&plan).job_id, "new-job");
         assert_eq!(
-            recorded_spec(&plan.status_before.unwrap().job)
+            recorded_spec(&plan.status_before.unwrap())
                 .job
                 .unwrap()
                 .parallelism,
@@ -2026,7 +1942,7 @@ mod tests {
         );
         assert!(plan.actions.is_empty());
         assert_eq!(
-            plan.status.job.lifecycle_state,
+            plan.status.lifecycle_state,
             Some(ResourceLifecycleState::Suspended)
         );
     }
@@ -2054,7 +1970,7 @@ mod tests {
             );
             assert_eq!(plan.actions, release);
             assert_eq!(
-                plan.status.job.lifecycle_state,
+                plan.status.lifecycle_state,
                 Some(ResourceLifecycleState::Deleting)
             );
             assert_eq!(reason(&plan.status), phase::DELETING);
@@ -2112,7 +2028,7 @@ mod tests {
                 trigger_id: "trigger".into()
             }]
         );
-        let triggered = plan.status_before.unwrap().job;
+        let triggered = plan.status_before.unwrap();
         // The path is written before the finalizer goes.
         let plan = decide(
             &deleting(sp.clone(), Some(triggered.clone()), true),
@@ -2123,7 +2039,7 @@ mod tests {
         );
         assert_eq!(plan.actions, release);
         assert_eq!(
-            job(&plan.status_before.unwrap().job)
+            job(&plan.status_before.unwrap())
                 .upgrade_savepoint_path
                 .as_deref(),
             Some("file:/sp/last")
@@ -2143,7 +2059,7 @@ mod tests {
                 .iter()
                 .any(|e| e.warning && e.note.contains("disk full"))
         );
-        let failed = plan.status_before.unwrap().job;
+        let failed = plan.status_before.unwrap();
         let plan = decide(&deleting(sp, Some(failed), true), &observation);
         assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
     }
@@ -2173,7 +2089,6 @@ mod tests {
         assert!(plan.actions.is_empty(), "{:?}", plan.actions);
         assert!(
             plan.status
-                .job
                 .error
                 .as_deref()
                 .unwrap()
@@ -2192,29 +2107,58 @@ mod tests {
         );
         assert_eq!(reason(&status), phase::DEPLOY_FAILED);
         assert_eq!(
-            reconciliation_state(&status.job),
+            reconciliation_state(&status),
             Some(ReconciliationState::Upgrading)
         );
-        assert_eq!(job(&status.job).job_id.as_deref(), Some("new-job"));
-        assert!(status.job.error.as_deref().unwrap().contains("s3"));
+        assert_eq!(job(&status).job_id.as_deref(), Some("new-job"));
+        assert!(status.error.as_deref().unwrap().contains("s3"));
     }
 
     #[test]
-    fn conditions_keep_their_transition_time_while_unchanged() {
-        let mut status = Status::default();
-        set_conditions(&mut status, Some(1), phase::DEPLOYING, "a", NOW);
-        set_conditions(&mut status, Some(1), phase::DEPLOYING, "b", NOW + 60_000);
+    fn conditions_read_back_keep_their_transition_time_while_their_status_holds() {
+        let at = |now_ms: i64, job| Observation { now_ms, ..ready(job) };
+        let submitted = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None)).status;
+        let running = decide(
+            &resource(spec("stateless"), Some(submitted), true, false, 1),
+            &at(NOW, found("RUNNING")),
+        )
+        .status;
+        // Stored and read back: the conditions are part of the status type.
+        let value = serde_json::to_value(&running).unwrap();
+        assert!(value["conditions"].is_array());
+        let stored: FlinkSessionJobStatus = serde_json::from_value(value).unwrap();
+        assert_eq!(stored, running);
+
+        let later = decide(
+            &resource(spec("stateless"), Some(stored), true, false, 1),
+            &at(NOW + 60_000, found("RUNNING")),
+        )
+        .status;
+        for type_ in ["Ready", "Progressing", "Degraded"] {
+            assert_eq!(
+                condition(&later, type_).last_transition_time.as_deref(),
+                Some("2027-01-15T08:00:00Z"),
+                "{type_}"
+            );
+        }
+        let failed = decide(
+            &resource(spec("stateless"), Some(later), true, false, 1),
+            &at(NOW + 120_000, found("FAILED")),
+        )
+        .status;
+        assert_eq!(condition(&failed, "Degraded").status.as_deref(), Some("True"));
         assert_eq!(
-            condition(&status, "Progressing").last_transition_time.as_deref(),
+            condition(&failed, "Degraded").last_transition_time.as_deref(),
+            Some("2027-01-15T08:02:00Z")
+        );
+        assert_eq!(
+            condition(&failed, "Ready").last_transition_time.as_deref(),
+            Some("2027-01-15T08:02:00Z")
+        );
+        // Progressing was False before and still is.
+        assert_eq!(
+            condition(&failed, "Progressing").last_transition_time.as_deref(),
             Some("2027-01-15T08:00:00Z")
         );
-        set_conditions(&mut status, Some(1), phase::RUNNING, "c", NOW + 60_000);
-        assert_eq!(
-            condition(&status, "Ready").last_transition_time.as_deref(),
-            Some("2027-01-15T08:01:00Z")
-        );
-        // The conditions are written next to the Apache fields, not inside them.
-        let value = serde_json::to_value(&status).unwrap();
-        assert!(value["conditions"].is_array());
     }
 }

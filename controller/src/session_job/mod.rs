@@ -11,7 +11,7 @@ pub mod observe;
 
 use std::{sync::Arc, time::Duration};
 
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
+use flink_operator_api::{FlinkDeployment, FlinkSessionJob, FlinkSessionJobStatus};
 use futures::StreamExt;
 use kube::{
     Api, Resource, ResourceExt,
@@ -137,8 +137,7 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
         publish(ctx, sj, event.warning, event.reason, event.note.clone()).await;
     }
     let removed = plan.actions.contains(&decide::Action::RemoveFinalizer);
-    // Conditions are not compared: they are not stored (see decide::Status).
-    let changed = serde_json::to_value(&plan.status.job).ok() != Some(stored.clone());
+    let changed = serde_json::to_value(&plan.status).ok() != Some(stored.clone());
     if !removed && changed {
         write_status(ctx, sj, &mut stored, &plan.status).await?;
     }
@@ -146,8 +145,8 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
     Ok((Requeue::requeue(Duration::from_secs(plan.requeue_seconds)), true))
 }
 
-fn record_lifecycle(ctx: &Context, sj: &FlinkSessionJob, status: &decide::Status, removed: bool) {
-    let state = status.job.lifecycle_state.map(|s| s.as_str());
+fn record_lifecycle(ctx: &Context, sj: &FlinkSessionJob, status: &FlinkSessionJobStatus, removed: bool) {
+    let state = status.lifecycle_state.map(|s| s.as_str());
     let namespace = sj.namespace().unwrap_or_default();
     ctx.metrics.lifecycle(
         KIND,
@@ -187,7 +186,7 @@ async fn write_status(
     ctx: &Context,
     sj: &FlinkSessionJob,
     stored: &mut Value,
-    status: &decide::Status,
+    status: &FlinkSessionJobStatus,
 ) -> Result<(), ReconcileError> {
     let value = serde_json::to_value(status).unwrap_or(Value::Null);
     let patch = replacing(stored, &value);
@@ -200,10 +199,6 @@ async fn write_status(
     .await
     .map_err(ReconcileError::Status)?;
     *stored = value;
-    // The API server does not keep the conditions yet (see decide::Status).
-    if let Some(object) = stored.as_object_mut() {
-        object.remove("conditions");
-    }
     Ok(())
 }
 
