@@ -493,3 +493,81 @@ async fn every_example_manifest_is_admitted() {
     }
     assert!(seen >= 12, "only {seen} example documents found");
 }
+
+fn session_job(jar_uri: &str, own_config: Value) -> Value {
+    json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
+        "metadata": {"name": "clicks", "namespace": "team-a"},
+        "spec": {
+            "deploymentName": "session",
+            "flinkConfiguration": own_config,
+            "job": {"jarURI": jar_uri, "parallelism": 1, "upgradeMode": "stateless"}
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_session_job_cannot_widen_its_own_jar_allowlist_or_lift_host_checks() {
+    const SCHEMES: &str = "kubernetes.operator.user.artifacts.allowed-schemes";
+    const HOSTS: &str = "kubernetes.operator.user.artifacts.disallow-restricted-hosts";
+    // The operator allows s3 besides https, for team-a only.
+    let operator_config = [(
+        format!("kubernetes.operator.default-configuration.namespace.team-a.{SCHEMES}"),
+        "https,s3".to_owned(),
+    )];
+    let router = crate::router(Arc::new(Admission::new(
+        ValidationContext::new(operator_config.into()),
+        Arc::new(StaticDirectory::default()),
+        AdmissionMetrics::default(),
+    )));
+    let own_setting = |key: &str| {
+        format!(
+            "spec.flinkConfiguration.{key}: is an operator setting: it is read only from the operator configuration"
+        )
+    };
+    // (case, jar, the job's own flinkConfiguration, what the denial says; none: allowed)
+    let cases: Vec<(&str, &str, Value, Vec<String>)> = vec![
+        (
+            "allowed by the operator",
+            "s3://bucket/job.jar",
+            json!({}),
+            vec![],
+        ),
+        (
+            "own allowlist adds file",
+            "file:///etc/passwd",
+            json!({ SCHEMES: "https,s3,file" }),
+            vec![
+                own_setting(SCHEMES),
+                r#"spec.job.jarURI: scheme "file" is not in the allowlist [https, s3]"#.to_owned(),
+            ],
+        ),
+        (
+            "own allowlist that widens nothing",
+            "https://repo.example.com/job.jar",
+            json!({ SCHEMES: "https" }),
+            vec![own_setting(SCHEMES)],
+        ),
+        (
+            "own host check lifted",
+            "https://10.0.0.1/job.jar",
+            json!({ HOSTS: "false" }),
+            vec![
+                own_setting(HOSTS),
+                r#"spec.job.jarURI: host "10.0.0.1" is a restricted address"#.to_owned(),
+            ],
+        ),
+    ];
+    for (case, jar, own, expected) in cases {
+        let response = answer(
+            &router,
+            "/validate",
+            review("CREATE", "FlinkSessionJob", session_job(jar, own), None),
+        )
+        .await;
+        assert_eq!(response["allowed"], expected.is_empty(), "{case}: {response}");
+        for part in &expected {
+            assert!(message(&response).contains(part.as_str()), "{case}: {response}");
+        }
+    }
+}

@@ -118,6 +118,14 @@ impl ValidationContext {
         }
         config
     }
+
+    /// The operator's configuration with its overlays for `namespace`, and nothing a
+    /// resource sets: where a setting bounds what a resource may do, the resource must not
+    /// be able to widen it. Version overlays are left out, as the version is chosen by a
+    /// manifest.
+    pub fn operator_settings(&self, namespace: &str) -> BTreeMap<String, String> {
+        self.effective_config(namespace, None, None)
+    }
 }
 
 /// What the lookup of a snapshot's job found.
@@ -194,6 +202,28 @@ mod tests {
         assert_eq!(
             ctx.effective_config("ns", None, Some(&own))["state.savepoints.dir"],
             "s3://mine/sp"
+        );
+    }
+
+    #[test]
+    fn operator_settings_take_the_namespace_overlay_and_nothing_else() {
+        let ctx = context(&[
+            ("parallelism.default", "1"),
+            (
+                "kubernetes.operator.default-configuration.namespace.team-a.parallelism.default",
+                "2",
+            ),
+            (
+                "kubernetes.operator.default-configuration.flink-version.v1_20.parallelism.default",
+                "3",
+            ),
+        ]);
+        assert_eq!(ctx.operator_settings("team-a")["parallelism.default"], "2");
+        assert_eq!(ctx.operator_settings("team-b")["parallelism.default"], "1");
+        assert!(
+            ctx.operator_settings("team-a")
+                .keys()
+                .all(|k| !k.starts_with(DEFAULT_CONFIGURATION_PREFIX))
         );
     }
 

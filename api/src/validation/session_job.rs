@@ -13,6 +13,48 @@ use crate::{FlinkDeployment, FlinkSessionJob, FlinkSessionJobSpec, keys::operato
 /// Schemes a session job may fetch its jar from unless the operator configures others.
 const DEFAULT_ALLOWED_SCHEMES: &str = "https";
 
+/// The keys of [`ArtifactPolicy`]: operator settings that a session job may not set.
+const ARTIFACT_POLICY_KEYS: [&str; 2] = [
+    operator::USER_ARTIFACTS_ALLOWED_SCHEMES,
+    operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS,
+];
+
+/// Where the operator fetches session jobs' jars from. It bounds what a manifest may make
+/// the operator read, so it comes from the operator configuration and its namespace
+/// overlays only, never from the job's or its session cluster's `flinkConfiguration`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactPolicy {
+    /// Schemes a jar URI may use, lowercase
+    /// (`kubernetes.operator.user.artifacts.allowed-schemes`, default `https`).
+    pub allowed_schemes: Vec<String>,
+    /// Whether http(s) jars on loopback, link-local, private, wildcard or multicast
+    /// addresses are refused
+    /// (`kubernetes.operator.user.artifacts.disallow-restricted-hosts`, default true).
+    pub disallow_restricted_hosts: bool,
+}
+
+impl ArtifactPolicy {
+    /// The policy for session jobs in `namespace`.
+    pub fn new(ctx: &ValidationContext, namespace: &str) -> Self {
+        let settings = ctx.operator_settings(namespace);
+        let allowed_schemes = settings
+            .get(operator::USER_ARTIFACTS_ALLOWED_SCHEMES)
+            .map_or(DEFAULT_ALLOWED_SCHEMES, String::as_str)
+            .split([',', ';'])
+            .map(|s| s.trim().to_ascii_lowercase())
+            .filter(|s| !s.is_empty())
+            .collect();
+        // Anything but an explicit false keeps the check: a typo must not lift it.
+        let disallow_restricted_hosts = settings
+            .get(operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS)
+            .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"));
+        Self {
+            allowed_schemes,
+            disallow_restricted_hosts,
+        }
+    }
+}
+
 /// Validates a FlinkSessionJob on CREATE (`old` is `None`) or UPDATE. `session` is the
 /// target FlinkDeployment when it could be found; a job for a cluster that does not exist
 /// yet is admitted, as in the Apache operator (both are often applied together).
@@ -77,6 +119,15 @@ pub fn validate(
     config.extend(own.clone());
     let cfg = Config { map: &config };
     flink_config::value_formats(&own, &mut out);
+    for key in ARTIFACT_POLICY_KEYS {
+        if own.contains_key(key) {
+            out.push(Violation::new(
+                format!("spec.flinkConfiguration.{key}"),
+                "is an operator setting: it is read only from the operator configuration (or its \
+                 per-namespace default-configuration overlay), never from a session job; remove it",
+            ));
+        }
+    }
 
     let Some(job_spec) = &spec.job else {
         out.push(Violation::new(
@@ -86,7 +137,7 @@ pub fn validate(
         return out;
     };
     if let Some(uri) = &job_spec.jar_uri {
-        jar_uri(uri, &cfg, &mut out);
+        jar_uri(uri, &ArtifactPolicy::new(ctx, namespace), &mut out);
     }
     job::parallelism_is_positive(job_spec, &mut out);
     job::redeploy_needs_a_savepoint(
@@ -112,7 +163,7 @@ pub fn validate(
 
 /// S4/S5: the operator fetches the jar itself, so it must not be a way to make the operator
 /// read local files or call internal endpoints.
-fn jar_uri(uri: &str, config: &Config<'_>, out: &mut Vec<Violation>) {
+fn jar_uri(uri: &str, policy: &ArtifactPolicy, out: &mut Vec<Violation>) {
     const FIELD: &str = "spec.job.jarURI";
     let Some((scheme, rest)) = uri.split_once(':') else {
         out.push(Violation::new(
@@ -139,14 +190,7 @@ fn jar_uri(uri: &str, config: &Config<'_>, out: &mut Vec<Violation>) {
         ));
         return;
     }
-    let allowed = config
-        .get(operator::USER_ARTIFACTS_ALLOWED_SCHEMES)
-        .unwrap_or(DEFAULT_ALLOWED_SCHEMES);
-    let allowed: Vec<String> = allowed
-        .split([',', ';'])
-        .map(|s| s.trim().to_ascii_lowercase())
-        .filter(|s| !s.is_empty())
-        .collect();
+    let allowed = &policy.allowed_schemes;
     let scheme = scheme.to_ascii_lowercase();
     if !allowed.contains(&scheme) {
         out.push(Violation::new(
@@ -159,10 +203,7 @@ fn jar_uri(uri: &str, config: &Config<'_>, out: &mut Vec<Violation>) {
         ));
         return;
     }
-    let disallow_restricted = config
-        .get(operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS)
-        .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"));
-    if matches!(scheme.as_str(), "http" | "https") && disallow_restricted {
+    if matches!(scheme.as_str(), "http" | "https") && policy.disallow_restricted_hosts {
         let authority = rest.strip_prefix("//").unwrap_or_default();
         let authority = authority.split(['/', '?', '#']).next().unwrap_or_default();
         let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);

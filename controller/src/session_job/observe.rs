@@ -5,7 +5,12 @@ use std::collections::BTreeMap;
 
 use flink_operator_api::{
     FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, SnapshotTriggerType, UpgradeMode,
-    common::flink_job_state, keys, validation::ValidationContext,
+    common::flink_job_state,
+    keys,
+    validation::{
+        ValidationContext,
+        session_job::{self, ArtifactPolicy},
+    },
 };
 use kube::{Api, ResourceExt};
 
@@ -31,23 +36,15 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
         api.get_opt(&session_name).await?
     };
     let config = effective_config(ctx, sj, session.as_ref());
-    let violations = flink_operator_api::validation::session_job::validate(
-        sj,
-        None,
-        session.as_ref(),
-        &ValidationContext::new(ctx.operator_config.clone()),
-    )
-    .into_iter()
-    .map(|v| v.to_string())
-    .collect();
+    let validation = ValidationContext::new(ctx.operator_config.clone());
+    let violations = session_job::validate(sj, None, session.as_ref(), &validation)
+        .into_iter()
+        .map(|v| v.to_string())
+        .collect();
     let mut observation = Observation {
         violations,
         savepoint_on_deletion: flag(&config, keys::operator::JOB_SAVEPOINT_ON_DELETION, false),
-        restricted_artifact_hosts: flag(
-            &config,
-            keys::operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS,
-            true,
-        ),
+        restricted_artifact_hosts: ArtifactPolicy::new(&validation, &namespace).disallow_restricted_hosts,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
@@ -135,7 +132,8 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
 }
 
 /// The job's configuration: the operator's (with its namespace and version overlays), the
-/// session cluster's, then the job's own.
+/// session cluster's, then the job's own. Not for the artifact policy, which a manifest
+/// must not widen (see [`ArtifactPolicy`]).
 fn effective_config(
     ctx: &Context,
     sj: &FlinkSessionJob,

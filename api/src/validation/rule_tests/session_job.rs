@@ -140,6 +140,24 @@ fn each_rule_reports_its_field_and_reason() {
             "restricted",
         ),
         (
+            "allowlist set by the job itself",
+            with(&[(
+                "spec/flinkConfiguration",
+                json!({"kubernetes.operator.user.artifacts.allowed-schemes": "https"}),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.user.artifacts.allowed-schemes",
+            "is an operator setting",
+        ),
+        (
+            "host check set by the job itself",
+            with(&[(
+                "spec/flinkConfiguration",
+                json!({"kubernetes": {"operator": {"user": {"artifacts": {"disallow-restricted-hosts": "true"}}}}}),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.user.artifacts.disallow-restricted-hosts",
+            "is an operator setting",
+        ),
+        (
             "S8 parallelism",
             with(&[("spec/job/parallelism", json!(0))]),
             "spec.job.parallelism",
@@ -229,6 +247,104 @@ fn operator_configuration_widens_the_scheme_allowlist_and_can_lift_host_checks()
         let job: FlinkSessionJob = typed(with(&[("spec/job/jarURI", json!(uri))]));
         assert_eq!(validate(&job, None, None, &ctx), vec![], "{uri}");
     }
+}
+
+#[test]
+fn a_session_job_cannot_widen_its_own_jar_allowlist_or_lift_host_checks() {
+    const SCHEMES: &str = "kubernetes.operator.user.artifacts.allowed-schemes";
+    const HOSTS: &str = "kubernetes.operator.user.artifacts.disallow-restricted-hosts";
+    let jar = |uri: &str| ("spec/job/jarURI", json!(uri));
+    let own = |key: &str, value: &str| ("spec/flinkConfiguration", json!({ key: value }));
+    // (case, object, session cluster configuration, violated fields in order)
+    let cases: Vec<(&str, Value, Option<Value>, Vec<&str>)> = vec![
+        (
+            "own allowlist with file",
+            with(&[jar("file:///etc/passwd"), own(SCHEMES, "https,file")]),
+            None,
+            vec![
+                "spec.flinkConfiguration.kubernetes.operator.user.artifacts.allowed-schemes",
+                "spec.job.jarURI",
+            ],
+        ),
+        (
+            "own allowlist with http",
+            with(&[jar("http://repo.example.com/job.jar"), own(SCHEMES, "http;https")]),
+            None,
+            vec![
+                "spec.flinkConfiguration.kubernetes.operator.user.artifacts.allowed-schemes",
+                "spec.job.jarURI",
+            ],
+        ),
+        (
+            "own host check lifted",
+            with(&[jar("https://169.254.169.254/latest"), own(HOSTS, "false")]),
+            None,
+            vec![
+                "spec.flinkConfiguration.kubernetes.operator.user.artifacts.disallow-restricted-hosts",
+                "spec.job.jarURI",
+            ],
+        ),
+        (
+            "session cluster allowlist with file",
+            with(&[jar("file:///etc/passwd")]),
+            Some(json!({ SCHEMES: "https,file" })),
+            vec!["spec.job.jarURI"],
+        ),
+        (
+            "session cluster host check lifted",
+            with(&[jar("https://10.1.2.3/job.jar")]),
+            Some(json!({ HOSTS: "false" })),
+            vec!["spec.job.jarURI"],
+        ),
+    ];
+    for (case, object, session_config, fields) in cases {
+        let session = session_config.map(|config| {
+            let mut cluster = serde_json::to_value(session_cluster(false)).unwrap();
+            cluster["spec"]["flinkConfiguration"] = config;
+            typed::<FlinkDeployment>(cluster)
+        });
+        let violations = validate(
+            &typed::<FlinkSessionJob>(object),
+            None,
+            session.as_ref(),
+            &ValidationContext::default(),
+        );
+        let found: Vec<&str> = violations.iter().map(|v| v.field.as_str()).collect();
+        assert_eq!(found, fields, "{case}: {violations:#?}");
+        for violation in &violations {
+            let expected = if violation.field == "spec.job.jarURI" {
+                ["not in the allowlist [https]", "restricted address"].as_slice()
+            } else {
+                ["is an operator setting", "operator configuration"].as_slice()
+            };
+            assert!(
+                expected.iter().any(|e| violation.reason.contains(e)),
+                "{case}: {violation}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_namespace_overlay_of_the_operator_configuration_widens_the_allowlist_for_that_namespace_only() {
+    let ctx = ValidationContext::new(
+        [(
+            "kubernetes.operator.default-configuration.namespace.default.kubernetes.operator.user.artifacts.allowed-schemes"
+                .to_owned(),
+            "https,file".to_owned(),
+        )]
+        .into(),
+    );
+    let job = with(&[("spec/job/jarURI", json!("file:///opt/jobs/job.jar"))]);
+    assert_eq!(validate(&typed(job.clone()), None, None, &ctx), vec![]);
+    let mut elsewhere = job;
+    elsewhere["metadata"]["namespace"] = json!("team-b");
+    assert_single(
+        "other namespace",
+        &validate(&typed(elsewhere), None, None, &ctx),
+        "spec.job.jarURI",
+        "not in the allowlist [https]",
+    );
 }
 
 #[test]
