@@ -40,35 +40,22 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
     let _logs = LogsOnFailure(ns.name.clone());
     objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
     let version = flink_harness::versions().last().unwrap().clone();
-    let jar = tokio::task::spawn_blocking({
-        let version = version.clone();
-        move || flink_harness::job_jar(&version)
+    let state = harness::runtime()
+        .state_dir
+        .parent()
+        .unwrap()
+        .join(format!("state-{}", ns.name));
+    let counts = state.join("counts");
+    let spec = tokio::task::spawn_blocking({
+        let (version, state) = (version.clone(), state.clone());
+        move || counter_spec(&version, &state, "stateless")
     })
     .await
     .unwrap();
-    let configuration: serde_json::Map<String, serde_json::Value> = objects::base_config(&version)
-        .into_iter()
-        .filter(|(k, _)| !k.ends_with("memory.process.size"))
-        .map(|(k, v)| (k, json!(v)))
-        .collect();
-    let dotted: Vec<&str> = version.split('.').take(2).collect();
     let fd: FlinkDeployment = serde_json::from_value(json!({
         "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
         "metadata": {"name": "counter", "namespace": ns.name},
-        "spec": {
-            "image": objects::image(&version), "flinkVersion": format!("v{}", dotted.join("_")),
-            "serviceAccount": "flink",
-            "flinkConfiguration": configuration,
-            "jobManager": {"resource": {"memory": "768m", "cpu": 0.5}},
-            "taskManager": {"resource": {"memory": "1g", "cpu": 0.5}},
-            "job": {
-                "jarURI": format!("local:///opt/flink/usrlib/{}", jar.file_name().unwrap().to_string_lossy()),
-                "entryClass": flink_harness::JOB_CLASS,
-                "args": ["--rate", "20", "--keys", "4"],
-                "parallelism": 2,
-                "upgradeMode": "stateless",
-            },
-        },
+        "spec": spec,
     }))
     .unwrap();
     let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
@@ -126,6 +113,11 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
 
     // A stateless upgrade: the job is cancelled with its cluster and started from nothing.
     let first_job = status.job_status.as_ref().unwrap().job_id.clone();
+    let before = wait_for("every key counted to 50", Duration::from_secs(120), || async {
+        let c = flink_harness::read_counts(&counts);
+        (c.len() == 4 && c.values().all(|v| *v >= 50)).then_some(c)
+    })
+    .await;
     api.patch(
         "counter",
         &PatchParams::default(),
@@ -148,6 +140,21 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
             .upgrade_savepoint_path,
         None
     );
+    // Its counts start again from 1.
+    let restarted_at = std::time::SystemTime::now();
+    let after = wait_for(
+        "every key counted by the new job",
+        Duration::from_secs(120),
+        || async { counts_written_after(&counts, restarted_at).then(|| flink_harness::read_counts(&counts)) },
+    )
+    .await;
+    for (key, count) in &before {
+        assert!(
+            after[key] < *count,
+            "key {key}: {count} before, {} after a stateless upgrade",
+            after[key]
+        );
+    }
 
     // Deletion goes through the finalizer: the cluster first, then the resource.
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);

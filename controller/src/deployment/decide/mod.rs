@@ -172,19 +172,7 @@ pub struct Plan {
 }
 
 /// Phases named by the conditions' reasons.
-pub mod phase {
-    pub const DEPLOYING: &str = "Deploying";
-    pub const DEPLOY_FAILED: &str = "DeployFailed";
-    pub const RUNNING: &str = "Running";
-    pub const UPDATING: &str = "Updating";
-    pub const UPDATE_FAILED: &str = "UpdateFailed";
-    pub const RESTARTING: &str = "Restarting";
-    pub const SUSPENDED: &str = "Suspended";
-    pub const SUCCEEDED: &str = "Succeeded";
-    pub const FAILED: &str = "Failed";
-    pub const CANCELLED: &str = "Cancelled";
-    pub const DELETING: &str = "Deleting";
-}
+pub use crate::conditions::phase;
 
 impl Plan {
     /// A plan with nothing to write before its actions.

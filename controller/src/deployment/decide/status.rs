@@ -2,7 +2,7 @@
 
 use flink_operator_api::{
     FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
-    common::{Condition, ReconciliationState, ResourceLifecycleState, flink_job_state},
+    common::{ReconciliationState, ResourceLifecycleState, flink_job_state},
 };
 
 use super::{Decision, EventNote, JobManagerObservation, JobObservation, phase};
@@ -133,8 +133,7 @@ pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
     (reason, format!("the job is {state}"))
 }
 
-/// Ready, Progressing and Degraded, with `reason` as the phase; transition times are kept
-/// while a condition's status does not change.
+/// Ready, Progressing and Degraded, with `reason` as the phase (see [`crate::conditions`]).
 pub fn set_conditions(
     status: &mut FlinkDeploymentStatus,
     generation: Option<i64>,
@@ -142,41 +141,5 @@ pub fn set_conditions(
     message: &str,
     now_ms: i64,
 ) {
-    let ready = matches!(reason, phase::RUNNING | phase::SUCCEEDED);
-    let progressing = matches!(
-        reason,
-        phase::DEPLOYING | phase::UPDATING | phase::RESTARTING | phase::DELETING
-    );
-    let degraded = matches!(
-        reason,
-        phase::DEPLOY_FAILED | phase::UPDATE_FAILED | phase::FAILED
-    );
-    let previous = status.conditions.clone().unwrap_or_default();
-    let now = rfc3339(now_ms);
-    let condition = |type_: &str, value: bool| {
-        let value = if value { "True" } else { "False" };
-        let kept = previous
-            .iter()
-            .find(|c| c.type_.as_deref() == Some(type_) && c.status.as_deref() == Some(value))
-            .and_then(|c| c.last_transition_time.clone());
-        Condition {
-            type_: Some(type_.to_owned()),
-            status: Some(value.to_owned()),
-            reason: Some(reason.to_owned()),
-            message: Some(message.to_owned()),
-            last_transition_time: Some(kept.unwrap_or_else(|| now.clone())),
-            observed_generation: generation,
-        }
-    };
-    status.conditions = Some(vec![
-        condition("Ready", ready),
-        condition("Progressing", progressing),
-        condition("Degraded", degraded),
-    ]);
-}
-
-fn rfc3339(ms: i64) -> String {
-    k8s_openapi::jiff::Timestamp::from_millisecond(ms)
-        .map(|t| k8s_openapi::jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%SZ", t).unwrap_or_default())
-        .unwrap_or_default()
+    crate::conditions::set_conditions(&mut status.conditions, generation, reason, message, now_ms);
 }

@@ -579,22 +579,6 @@ fn deletion_removes_the_cluster_then_the_finalizer() {
     assert!(plan.actions.is_empty());
 }
 
-#[test]
-fn condition_transition_times_are_kept_while_unchanged() {
-    let mut status = FlinkDeploymentStatus::default();
-    set_conditions(&mut status, Some(1), phase::DEPLOYING, "a", NOW);
-    set_conditions(&mut status, Some(1), phase::DEPLOYING, "b", NOW + 60_000);
-    assert_eq!(
-        condition(&status, "Ready").last_transition_time.as_deref(),
-        Some("2027-01-15T08:00:00Z")
-    );
-    set_conditions(&mut status, Some(1), phase::RUNNING, "c", NOW + 60_000);
-    assert_eq!(
-        condition(&status, "Ready").last_transition_time.as_deref(),
-        Some("2027-01-15T08:01:00Z")
-    );
-}
-
 // === Upgrade modes, guards, suspend/resume, nonces, snapshots, deletion ===
 
 const MIN: i64 = 60_000;
