@@ -32,6 +32,22 @@ impl Context {
         )
     }
 
+    /// How many resources of one kind are reconciled at once
+    /// (`kubernetes.operator.reconcile.parallelism`, default 50 as in the Apache operator;
+    /// -1 lifts the bound). The bound also caps the operator's connections to the API
+    /// server and its memory when many resources change at once.
+    pub fn reconcile_parallelism(&self) -> u16 {
+        match self
+            .operator_config
+            .get(flink_operator_api::keys::operator::RECONCILE_PARALLELISM)
+            .and_then(|v| v.trim().parse::<i64>().ok())
+        {
+            Some(n) if n < 0 => 0,
+            Some(n) => u16::try_from(n.max(1)).unwrap_or(u16::MAX),
+            None => 50,
+        }
+    }
+
     /// The REST port of `fd`'s JobManager (`rest.port`, default 8081).
     pub fn rest_port(&self, fd: &FlinkDeployment) -> u16 {
         self.effective_config(fd)

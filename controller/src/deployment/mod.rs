@@ -17,7 +17,7 @@ use kube::{
     api::{Patch, PatchParams},
     runtime::{
         Controller,
-        controller::Action as Requeue,
+        controller::{self, Action as Requeue},
         events::{Event, EventType},
         watcher,
     },
@@ -57,6 +57,7 @@ pub async fn run(ctx: Arc<Context>, scope: WatchScope) {
         let ctx = ctx.clone();
         let owned = watcher::Config::default().labels("app,component=jobmanager");
         Controller::new(resources, watcher::Config::default())
+            .with_config(controller::Config::default().concurrency(ctx.reconcile_parallelism()))
             .owns(deployments, owned)
             .run(reconcile, error_policy, ctx)
             .for_each(|result| async move {

@@ -18,7 +18,7 @@ use kube::{
     api::{Patch, PatchParams},
     runtime::{
         Controller,
-        controller::Action as Requeue,
+        controller::{self, Action as Requeue},
         events::{Event, EventType},
         reflector::ObjectRef,
         watcher,
@@ -61,6 +61,7 @@ pub async fn run(ctx: Arc<Context>, scope: WatchScope) {
         // A session cluster becoming READY (or going away) wakes the jobs that target it.
         let store = controller.store();
         controller
+            .with_config(controller::Config::default().concurrency(ctx.reconcile_parallelism()))
             .watches(
                 deployments,
                 watcher::Config::default(),
