@@ -30,7 +30,7 @@ import (
 )
 
 const (
-	serviceCIDR    = "10.0.0.0/24"
+	serviceCIDR    = "10.0.0.0/16"
 	firstServiceIP = "10.0.0.1"
 
 	startupTimeout = 120 * time.Second
