@@ -17,5 +17,6 @@ pub mod context;
 pub mod deployment;
 pub mod flink;
 pub mod metrics;
+pub mod reconcile;
 pub mod resources;
 pub mod session_job;

@@ -38,21 +38,11 @@ fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ActError {
 pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result<(), ActError> {
     match action {
         Action::AddFinalizer | Action::RemoveFinalizer => {
-            let finalizers = fd.finalizers();
-            let ours = keys::finalizers::FLINK_DEPLOYMENT;
-            // JSON Patch: other writers' finalizers are left alone, and a removal first
-            // tests that the entry is still ours.
             let add = *action == Action::AddFinalizer;
-            let operations = match (add, finalizers.iter().position(|f| f == ours)) {
-                (true, Some(_)) | (false, None) => return Ok(()),
-                (true, None) if finalizers.is_empty() => {
-                    json!([{"op": "add", "path": "/metadata/finalizers", "value": [ours]}])
-                }
-                (true, None) => json!([{"op": "add", "path": "/metadata/finalizers/-", "value": ours}]),
-                (false, Some(i)) => json!([
-                    {"op": "test", "path": format!("/metadata/finalizers/{i}"), "value": ours},
-                    {"op": "remove", "path": format!("/metadata/finalizers/{i}")},
-                ]),
+            let Some(operations) =
+                crate::reconcile::finalizer_patch(fd.finalizers(), keys::finalizers::FLINK_DEPLOYMENT, add)
+            else {
+                return Ok(());
             };
             let patch: json_patch::Patch = serde_json::from_value(operations)
                 .map_err(|e| ActError::Flink(format!("building the finalizer patch: {e}")))?;

@@ -18,14 +18,13 @@ use kube::{
     runtime::{
         Controller,
         controller::{self, Action as Requeue},
-        events::{Event, EventType},
         watcher,
     },
 };
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::{caches::WatchScope, context::Context};
+use crate::{caches::WatchScope, context::Context, reconcile};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
@@ -87,19 +86,32 @@ async fn reconcile(fd: Arc<FlinkDeployment>, ctx: Arc<Context>) -> Result<Requeu
 async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue, ReconcileError> {
     let observation = observe::observe(ctx, fd).await.map_err(ReconcileError::Observe)?;
     let plan = decide::decide(fd, &observation);
-    record_savepoint(ctx, fd, &observation);
+    reconcile::record_savepoint(
+        ctx,
+        KIND,
+        fd.status.as_ref().and_then(|s| s.job_status.as_ref()),
+        observation.savepoint.as_ref(),
+        observation.now_ms,
+    );
     if let Some(before) = &plan.status_before {
         write_status(ctx, fd, before).await?;
     }
     for action in &plan.actions {
         tracing::info!(?action, "acting");
         if let Err(e) = act::act(ctx, fd, action).await {
-            publish(ctx, fd, true, "ReconcileFailed", e.to_string()).await;
+            reconcile::publish(ctx, &fd.object_ref(&()), true, "ReconcileFailed", e.to_string()).await;
             return Err(e.into());
         }
     }
     for event in &plan.events {
-        publish(ctx, fd, event.warning, event.reason, event.note.clone()).await;
+        reconcile::publish(
+            ctx,
+            &fd.object_ref(&()),
+            event.warning,
+            event.reason,
+            event.note.clone(),
+        )
+        .await;
     }
     let removed = plan.actions.contains(&decide::Action::RemoveFinalizer);
     if !removed && fd.status.as_ref() != Some(&plan.status) {
@@ -114,27 +126,6 @@ async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue,
         if removed { None } else { state },
     );
     Ok(Requeue::requeue(Duration::from_secs(plan.requeue_seconds)))
-}
-
-/// Upgrade savepoints that completed or failed in this observation.
-fn record_savepoint(ctx: &Context, fd: &FlinkDeployment, observation: &decide::Observation) {
-    let triggered = fd
-        .status
-        .as_ref()
-        .and_then(|s| s.job_status.as_ref())
-        .and_then(|j| j.savepoint_info.as_ref())
-        .and_then(|i| i.trigger_timestamp);
-    match (&observation.savepoint, triggered) {
-        (Some(decide::SavepointPoll::Completed(_)), Some(at)) => {
-            let elapsed = (observation.now_ms - at).max(0) as u64;
-            ctx.metrics
-                .savepoint_completed(KIND, Duration::from_millis(elapsed));
-        }
-        (Some(decide::SavepointPoll::Failed(_) | decide::SavepointPoll::JobGone(_)), Some(_)) => {
-            ctx.metrics.savepoint_failed(KIND);
-        }
-        _ => {}
-    }
 }
 
 /// Replaces the status as a whole: a field the plan cleared (however deeply nested, such as
@@ -154,21 +145,4 @@ async fn write_status(
         .await
         .map_err(ReconcileError::Status)?;
     Ok(())
-}
-
-async fn publish(ctx: &Context, fd: &FlinkDeployment, warning: bool, reason: &str, note: String) {
-    let event = Event {
-        type_: if warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason.to_owned(),
-        note: Some(note.chars().take(1000).collect()),
-        action: reason.to_owned(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &fd.object_ref(&())).await {
-        tracing::debug!(error = %e, reason, "could not publish an Event");
-    }
 }

@@ -151,7 +151,9 @@ async fn poll_savepoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option<
     let info = fd.status.as_ref()?.job_status.as_ref()?.savepoint_info.as_ref()?;
     let trigger = TriggerId::from(info.trigger_id.as_deref()?);
     let job = recorded_job_id(fd)?;
-    Some(poll_result(rest.savepoint_status(&job, &trigger).await))
+    Some(SavepointPoll::from_status(
+        rest.savepoint_status(&job, &trigger).await,
+    ))
 }
 
 /// The pending manual checkpoint, by the trigger id recorded in status.
@@ -166,24 +168,13 @@ async fn poll_checkpoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option
     let trigger = TriggerId::from(info.trigger_id.as_deref()?);
     let job = recorded_job_id(fd)?;
     let result = rest.checkpoint_status(&job, &trigger).await;
-    Some(poll_result(result.map(|status| match status {
+    Some(SavepointPoll::from_status(result.map(|status| match status {
         OperationStatus::Completed(id) => OperationStatus::Completed(id.to_string()),
         OperationStatus::InProgress => OperationStatus::InProgress,
         OperationStatus::Failed(f) => OperationStatus::Failed(f),
         OperationStatus::JobNotFound(r) => OperationStatus::JobNotFound(r),
         OperationStatus::UnknownTrigger(r) => OperationStatus::UnknownTrigger(r),
     })))
-}
-
-fn poll_result(result: Result<OperationStatus<String>, FlinkError>) -> SavepointPoll {
-    match result {
-        Ok(OperationStatus::InProgress) => SavepointPoll::InProgress,
-        Ok(OperationStatus::Completed(path)) => SavepointPoll::Completed(path),
-        Ok(OperationStatus::Failed(failure)) => SavepointPoll::Failed(failure.message),
-        Ok(OperationStatus::JobNotFound(reason)) => SavepointPoll::JobGone(reason),
-        Ok(OperationStatus::UnknownTrigger(_)) => SavepointPoll::UnknownTrigger,
-        Err(e) => SavepointPoll::Unreachable(e.to_string()),
-    }
 }
 
 /// The job's latest completed checkpoint with a path (for restores without a savepoint).

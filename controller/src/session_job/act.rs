@@ -9,7 +9,6 @@ use kube::{
     Api, ResourceExt,
     api::{Patch, PatchParams},
 };
-use serde_json::json;
 
 use super::{
     artifact::{self, ArtifactError},
@@ -102,18 +101,10 @@ pub async fn act(
 /// JSON Patch: other writers' finalizers are left alone, and a removal first tests that the
 /// entry is still ours.
 async fn finalizer(ctx: &Context, sj: &FlinkSessionJob, add: bool) -> Result<(), ActError> {
-    let finalizers = sj.finalizers();
-    let ours = keys::finalizers::FLINK_SESSION_JOB;
-    let operations = match (add, finalizers.iter().position(|f| f == ours)) {
-        (true, Some(_)) | (false, None) => return Ok(()),
-        (true, None) if finalizers.is_empty() => {
-            json!([{"op": "add", "path": "/metadata/finalizers", "value": [ours]}])
-        }
-        (true, None) => json!([{"op": "add", "path": "/metadata/finalizers/-", "value": ours}]),
-        (false, Some(i)) => json!([
-            {"op": "test", "path": format!("/metadata/finalizers/{i}"), "value": ours},
-            {"op": "remove", "path": format!("/metadata/finalizers/{i}")},
-        ]),
+    let Some(operations) =
+        crate::reconcile::finalizer_patch(sj.finalizers(), keys::finalizers::FLINK_SESSION_JOB, add)
+    else {
+        return Ok(());
     };
     let patch: json_patch::Patch = serde_json::from_value(operations).map_err(ActError::Patch)?;
     let api: Api<FlinkSessionJob> = Api::namespaced(ctx.client.clone(), &sj.namespace().unwrap_or_default());

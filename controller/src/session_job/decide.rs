@@ -94,18 +94,6 @@ pub enum JobObservation {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum SavepointPoll {
-    InProgress,
-    Completed(String),
-    Failed(String),
-    /// The JobManager does not know the trigger (never reached it, or it restarted).
-    UnknownTrigger,
-    /// The job is gone: no savepoint will come.
-    JobGone(String),
-    Unreachable(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
 pub enum CheckpointLookup {
     /// The external path of the latest completed checkpoint.
     Found(String),
@@ -146,13 +134,6 @@ pub enum Action {
     RemoveFinalizer,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventNote {
-    pub warning: bool,
-    pub reason: &'static str,
-    pub note: String,
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// Written before the actions run (so that a crash during them is recoverable).
@@ -166,6 +147,7 @@ pub struct Plan {
 }
 
 pub use crate::conditions::phase;
+pub use crate::reconcile::{EventNote, SavepointPoll};
 
 const FAST: u64 = 2;
 const WAIT: u64 = 10;

@@ -19,7 +19,6 @@ use kube::{
     runtime::{
         Controller,
         controller::{self, Action as Requeue},
-        events::{Event, EventType},
         reflector::ObjectRef,
         watcher,
     },
@@ -27,7 +26,7 @@ use kube::{
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::{caches::WatchScope, context::Context};
+use crate::{caches::WatchScope, context::Context, reconcile};
 
 const KIND: &str = flink_operator_api::keys::kinds::FLINK_SESSION_JOB;
 
@@ -107,7 +106,13 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
     let observed = observe::observe(ctx, sj).await.map_err(ReconcileError::Observe)?;
     let observation = &observed.observation;
     let plan = decide::decide(sj, observation);
-    record_savepoint(ctx, sj, observation);
+    reconcile::record_savepoint(
+        ctx,
+        KIND,
+        sj.status.as_ref().and_then(|s| s.job_status.as_ref()),
+        observation.savepoint.as_ref(),
+        observation.now_ms,
+    );
     let mut stored = serde_json::to_value(&sj.status).unwrap_or(Value::Null);
     if let Some(before) = &plan.status_before {
         write_status(ctx, sj, &mut stored, before).await?;
@@ -116,7 +121,14 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
         tracing::info!(?action, "acting");
         if let Err(error) = act::act(ctx, sj, observed.rest_url.as_deref(), action).await {
             if !error.is_submission_failure() {
-                publish(ctx, sj, true, "ReconcileFailed", error.to_string()).await;
+                reconcile::publish(
+                    ctx,
+                    &sj.object_ref(&()),
+                    true,
+                    "ReconcileFailed",
+                    error.to_string(),
+                )
+                .await;
                 return Err(error.into());
             }
             // The jar or Flink refused the job: say so in status and try again later, with
@@ -124,7 +136,7 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
             let message = error.to_string();
             let previous = sj.status.as_ref().and_then(|s| s.error.clone());
             if previous.as_deref() != Some(message.as_str()) {
-                publish(ctx, sj, true, "SubmitFailed", message.clone()).await;
+                reconcile::publish(ctx, &sj.object_ref(&()), true, "SubmitFailed", message.clone()).await;
             }
             let base = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
             let status =
@@ -135,7 +147,14 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
         }
     }
     for event in &plan.events {
-        publish(ctx, sj, event.warning, event.reason, event.note.clone()).await;
+        reconcile::publish(
+            ctx,
+            &sj.object_ref(&()),
+            event.warning,
+            event.reason,
+            event.note.clone(),
+        )
+        .await;
     }
     let removed = plan.actions.contains(&decide::Action::RemoveFinalizer);
     let changed = serde_json::to_value(&plan.status).ok() != Some(stored.clone());
@@ -155,28 +174,6 @@ fn record_lifecycle(ctx: &Context, sj: &FlinkSessionJob, status: &FlinkSessionJo
         &sj.name_any(),
         if removed { None } else { state },
     );
-}
-
-/// Savepoints (upgrade, suspension, deletion) that completed or failed in this observation.
-fn record_savepoint(ctx: &Context, sj: &FlinkSessionJob, observation: &decide::Observation) {
-    let triggered = sj
-        .status
-        .as_ref()
-        .and_then(|s| s.job_status.as_ref())
-        .and_then(|j| j.savepoint_info.as_ref())
-        .filter(|i| i.trigger_id.is_some())
-        .and_then(|i| i.trigger_timestamp);
-    match (&observation.savepoint, triggered) {
-        (Some(decide::SavepointPoll::Completed(_)), Some(at)) => {
-            let elapsed = (observation.now_ms - at).max(0) as u64;
-            ctx.metrics
-                .savepoint_completed(KIND, Duration::from_millis(elapsed));
-        }
-        (Some(decide::SavepointPoll::Failed(_) | decide::SavepointPoll::JobGone(_)), Some(_)) => {
-            ctx.metrics.savepoint_failed(KIND);
-        }
-        _ => {}
-    }
 }
 
 /// Replaces the status: a merge patch from `stored` (what the API server holds) to
@@ -223,23 +220,6 @@ fn replacing(old: &Value, new: &Value) -> Value {
             Value::Object(patch)
         }
         _ => new.clone(),
-    }
-}
-
-async fn publish(ctx: &Context, sj: &FlinkSessionJob, warning: bool, reason: &str, note: String) {
-    let event = Event {
-        type_: if warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason.to_owned(),
-        note: Some(note.chars().take(1000).collect()),
-        action: reason.to_owned(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &sj.object_ref(&())).await {
-        tracing::debug!(error = %e, reason, "could not publish an Event");
     }
 }
 

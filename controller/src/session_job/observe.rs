@@ -17,7 +17,7 @@ use kube::{Api, ResourceExt};
 use super::decide::{CheckpointLookup, JobObservation, Observation, SavepointPoll, SessionObservation};
 use crate::{
     context::Context,
-    flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
+    flink::{FlinkRestClient, JobId, TriggerId},
 };
 
 /// The observation, and the session cluster's REST address when it is ready (for act).
@@ -182,14 +182,9 @@ async fn poll_savepoint(
         return None;
     }
     let trigger = TriggerId::from(info.trigger_id.as_deref()?);
-    Some(match rest.savepoint_status(job_id, &trigger).await {
-        Ok(OperationStatus::InProgress) => SavepointPoll::InProgress,
-        Ok(OperationStatus::Completed(path)) => SavepointPoll::Completed(path),
-        Ok(OperationStatus::Failed(failure)) => SavepointPoll::Failed(failure.message),
-        Ok(OperationStatus::JobNotFound(reason)) => SavepointPoll::JobGone(reason),
-        Ok(OperationStatus::UnknownTrigger(_)) => SavepointPoll::UnknownTrigger,
-        Err(e) => SavepointPoll::Unreachable(e.to_string()),
-    })
+    Some(SavepointPoll::from_status(
+        rest.savepoint_status(job_id, &trigger).await,
+    ))
 }
 
 async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> CheckpointLookup {

@@ -30,6 +30,8 @@ use flink_operator_api::{
 
 pub use status::set_conditions;
 
+pub use crate::reconcile::{EventNote, SavepointPoll};
+
 use super::policy::Policy;
 
 /// What observe found.
@@ -74,20 +76,6 @@ pub enum JobManagerObservation {
         problem: Option<String>,
         rest_ready: bool,
     },
-}
-
-/// The outcome of a savepoint or checkpoint operation, by its trigger id.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SavepointPoll {
-    InProgress,
-    /// The savepoint's path (for checkpoints: the checkpoint id).
-    Completed(String),
-    Failed(String),
-    /// The JobManager does not know the trigger (never reached it, or it restarted).
-    UnknownTrigger,
-    /// The job is gone: no savepoint will come.
-    JobGone(String),
-    Unreachable(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -152,13 +140,6 @@ pub enum Action {
     RemoveFinalizer,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventNote {
-    pub warning: bool,
-    pub reason: &'static str,
-    pub note: String,
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// Written before the actions run (so that a crash during them is recoverable).
@@ -199,24 +180,6 @@ impl Plan {
             status,
             events,
             requeue_seconds: FAST,
-        }
-    }
-}
-
-impl EventNote {
-    fn normal(reason: &'static str, note: impl Into<String>) -> Self {
-        EventNote {
-            warning: false,
-            reason,
-            note: note.into(),
-        }
-    }
-
-    fn warning(reason: &'static str, note: impl Into<String>) -> Self {
-        EventNote {
-            warning: true,
-            reason,
-            note: note.into(),
         }
     }
 }

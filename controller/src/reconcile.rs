@@ -1,0 +1,169 @@
+//! What the reconcile loops of the job kinds share: the outcome of a polled savepoint, the
+//! Events they publish, their finalizer patches and their savepoint metrics.
+
+use std::time::Duration;
+
+use flink_operator_api::common::JobStatus;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType};
+use serde_json::json;
+
+use crate::{
+    context::Context,
+    flink::{FlinkError, OperationStatus},
+};
+
+/// The outcome of a savepoint or checkpoint operation, by its trigger id.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SavepointPoll {
+    InProgress,
+    /// The savepoint's path (for checkpoints: the checkpoint id).
+    Completed(String),
+    Failed(String),
+    /// The JobManager does not know the trigger (never reached it, or it restarted).
+    UnknownTrigger,
+    /// The job is gone: no savepoint will come.
+    JobGone(String),
+    Unreachable(String),
+}
+
+impl SavepointPoll {
+    pub fn from_status(result: Result<OperationStatus<String>, FlinkError>) -> Self {
+        match result {
+            Ok(OperationStatus::InProgress) => SavepointPoll::InProgress,
+            Ok(OperationStatus::Completed(path)) => SavepointPoll::Completed(path),
+            Ok(OperationStatus::Failed(failure)) => SavepointPoll::Failed(failure.message),
+            Ok(OperationStatus::JobNotFound(reason)) => SavepointPoll::JobGone(reason),
+            Ok(OperationStatus::UnknownTrigger(_)) => SavepointPoll::UnknownTrigger,
+            Err(e) => SavepointPoll::Unreachable(e.to_string()),
+        }
+    }
+}
+
+/// An Event a plan asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventNote {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub note: String,
+}
+
+impl EventNote {
+    pub fn normal(reason: &'static str, note: impl Into<String>) -> Self {
+        EventNote {
+            warning: false,
+            reason,
+            note: note.into(),
+        }
+    }
+
+    pub fn warning(reason: &'static str, note: impl Into<String>) -> Self {
+        EventNote {
+            warning: true,
+            reason,
+            note: note.into(),
+        }
+    }
+}
+
+/// Publishes an Event about `object`; a failure to publish is logged, not fatal.
+pub async fn publish(ctx: &Context, object: &ObjectReference, warning: bool, reason: &str, note: String) {
+    let event = Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.to_owned(),
+        note: Some(note.chars().take(1000).collect()),
+        action: reason.to_owned(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, object).await {
+        tracing::debug!(error = %e, reason, "could not publish an Event");
+    }
+}
+
+/// The JSON Patch that adds (or removes) `ours` among `finalizers`, or `None` when there is
+/// nothing to do. Other writers' finalizers are left alone, and a removal first tests that
+/// the entry is still ours.
+pub fn finalizer_patch(finalizers: &[String], ours: &str, add: bool) -> Option<serde_json::Value> {
+    Some(match (add, finalizers.iter().position(|f| f == ours)) {
+        (true, Some(_)) | (false, None) => return None,
+        (true, None) if finalizers.is_empty() => {
+            json!([{"op": "add", "path": "/metadata/finalizers", "value": [ours]}])
+        }
+        (true, None) => json!([{"op": "add", "path": "/metadata/finalizers/-", "value": ours}]),
+        (false, Some(i)) => json!([
+            {"op": "test", "path": format!("/metadata/finalizers/{i}"), "value": ours},
+            {"op": "remove", "path": format!("/metadata/finalizers/{i}")},
+        ]),
+    })
+}
+
+/// Counts a savepoint that this observation found ended: its duration since it was
+/// triggered, or a failure.
+pub fn record_savepoint(
+    ctx: &Context,
+    kind: &'static str,
+    job: Option<&JobStatus>,
+    poll: Option<&SavepointPoll>,
+    now_ms: i64,
+) {
+    let triggered = job
+        .and_then(|j| j.savepoint_info.as_ref())
+        .filter(|i| i.trigger_id.is_some())
+        .and_then(|i| i.trigger_timestamp);
+    match (poll, triggered) {
+        (Some(SavepointPoll::Completed(_)), Some(at)) => {
+            let elapsed = u64::try_from(now_ms - at).unwrap_or(0);
+            ctx.metrics
+                .savepoint_completed(kind, Duration::from_millis(elapsed));
+        }
+        (Some(SavepointPoll::Failed(_) | SavepointPoll::JobGone(_)), Some(_)) => {
+            ctx.metrics.savepoint_failed(kind);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finalizer_patches_touch_only_our_entry() {
+        const OURS: &str = "x/finalizer";
+        let ours = OURS;
+        let cases: Vec<(&[&str], bool, Option<serde_json::Value>)> = vec![
+            (
+                &[],
+                true,
+                Some(json!([{"op": "add", "path": "/metadata/finalizers", "value": [ours]}])),
+            ),
+            (
+                &["other"],
+                true,
+                Some(json!([{"op": "add", "path": "/metadata/finalizers/-", "value": ours}])),
+            ),
+            (&["other", OURS], true, None),
+            (&["other"], false, None),
+            (
+                &["other", OURS],
+                false,
+                Some(json!([
+                    {"op": "test", "path": "/metadata/finalizers/1", "value": ours},
+                    {"op": "remove", "path": "/metadata/finalizers/1"},
+                ])),
+            ),
+        ];
+        for (finalizers, add, expected) in cases {
+            let finalizers: Vec<String> = finalizers.iter().map(|f| f.to_string()).collect();
+            assert_eq!(
+                finalizer_patch(&finalizers, ours, add),
+                expected,
+                "{finalizers:?} add={add}"
+            );
+        }
+    }
+}
