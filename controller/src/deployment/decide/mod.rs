@@ -363,8 +363,22 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
         return plan;
     }
     d.observed_phase();
-    let stable = d.status.lifecycle_state == Some(ResourceLifecycleState::Stable);
-    d.done(if stable && !pending { SLOW } else { FAST })
+    let requeue = steady_requeue(&d.status, pending);
+    d.done(requeue)
+}
+
+/// How soon to look again at a resource that needs nothing done: soon while its job starts
+/// or a snapshot is pending (only Flink knows when they are done); a JobManager that is not
+/// ready yet is waited for through the watch on its Deployment, with a slower look as a
+/// fallback, so that many starting (or unschedulable) clusters do not poll the API server.
+fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> u64 {
+    let stable = status.lifecycle_state == Some(ResourceLifecycleState::Stable);
+    let jm_ready = status.job_manager_deployment_status == Some(JobManagerDeploymentStatus::Ready);
+    match (stable, pending, jm_ready) {
+        (true, false, _) => SLOW,
+        (_, true, _) | (false, false, true) => FAST,
+        (false, false, false) => WAIT,
+    }
 }
 
 fn is_suspended(spec: &FlinkDeploymentSpec) -> bool {

@@ -1362,3 +1362,29 @@ fn a_session_cluster_is_kept_while_session_jobs_use_it() {
     let plan = decide(&deleting, &obs(ready_jm(), None));
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
 }
+
+#[test]
+fn steady_resources_are_looked_at_as_often_as_something_can_change() {
+    use JobManagerDeploymentStatus as Jm;
+    use ResourceLifecycleState as L;
+    let cases = [
+        (L::Stable, Jm::Ready, false, SLOW),
+        (L::Stable, Jm::Ready, true, FAST),
+        (L::Deployed, Jm::Ready, false, FAST),
+        (L::Deployed, Jm::Deploying, false, WAIT),
+        (L::Deployed, Jm::DeployedNotReady, false, WAIT),
+        (L::Failed, Jm::Error, false, WAIT),
+    ];
+    for (lifecycle, jm, pending, expected) in cases {
+        let status = FlinkDeploymentStatus {
+            lifecycle_state: Some(lifecycle),
+            job_manager_deployment_status: Some(jm),
+            ..Default::default()
+        };
+        assert_eq!(
+            steady_requeue(&status, pending),
+            expected,
+            "{lifecycle:?} {jm:?} pending={pending}"
+        );
+    }
+}
