@@ -219,8 +219,30 @@ impl Drop for Thaw {
     }
 }
 
+/// Deletes every FlinkDeployment of the namespace, one request each (a single
+/// deletecollection of a thousand objects outlasts the API server's request timeout).
 async fn delete_all(api: &Api<FlinkDeployment>) {
-    api.delete_collection(&DeleteParams::default(), &ListParams::default())
+    let names: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|fd| fd.metadata.name)
+        .collect();
+    futures::stream::iter(names)
+        .map(|name| {
+            let api = api.clone();
+            async move {
+                match api.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>()
         .await
         .unwrap();
     wait_for("every FlinkDeployment gone", Duration::from_secs(600), || async {
