@@ -112,6 +112,16 @@ pub async fn client() -> Client {
 }
 
 /// The per-pod folders of a namespace's pods (logs, container layers).
+/// A directory on the host for the state of the Flink clusters of `namespace` (mounted into
+/// their pods as a hostPath volume).
+pub fn state_dir(namespace: &str) -> PathBuf {
+    runtime()
+        .state_dir
+        .parent()
+        .unwrap()
+        .join(format!("state-{namespace}"))
+}
+
 pub fn pod_dirs(namespace: &str) -> Vec<PathBuf> {
     let prefix = format!("{namespace}_");
     let Ok(entries) = std::fs::read_dir(runtime().state_dir.join("pods")) else {

@@ -8,7 +8,7 @@ use flink_operator_api::FlinkDeployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Client,
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+    api::{DeleteParams, ListParams, Patch, PatchParams},
 };
 use serde_json::json;
 
@@ -17,7 +17,7 @@ use crate::{
     flink_harness,
     harness::{self, LogsOnFailure},
     objects,
-    reconcile::{OperatorLogOnFailure, counter_spec, counts_written_after},
+    reconcile::{OperatorLogOnFailure, counts_written_after, create_counter},
 };
 
 /// One counting FlinkDeployment in its own namespace, with its state directory on the host.
@@ -38,28 +38,7 @@ impl Counter {
     ) -> Self {
         let ns = TestNamespace::new(client, prefix).await;
         objects::create_all(client, &objects::flink_service_account(&ns.name)).await;
-        let state = harness::runtime()
-            .state_dir
-            .parent()
-            .unwrap()
-            .join(format!("state-{}", ns.name));
-        let mut spec = tokio::task::spawn_blocking({
-            let (version, state, mode) = (version.to_owned(), state.clone(), mode.to_owned());
-            move || counter_spec(&version, &state, &mode)
-        })
-        .await
-        .unwrap();
-        for (key, value) in config {
-            spec["flinkConfiguration"][*key] = json!(value);
-        }
-        let fd: FlinkDeployment = serde_json::from_value(json!({
-            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-            "metadata": {"name": "counter", "namespace": ns.name},
-            "spec": spec,
-        }))
-        .unwrap();
-        let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
-        api.create(&PostParams::default(), &fd).await.unwrap();
+        let (api, state) = create_counter(client, &ns.name, version, mode, config).await;
         Counter {
             client: client.clone(),
             api,

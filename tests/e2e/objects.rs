@@ -367,3 +367,40 @@ async fn create(client: &Client, object: &Value) {
 pub fn job_jar(version: &str) -> std::path::PathBuf {
     flink_harness::job_jar(version)
 }
+
+/// The spec of a FlinkDeployment (a session cluster as it is) whose Flink processes keep
+/// their checkpoints, savepoints and the test job's counts in `state` on the host, mounted
+/// at /opt/flink/state.
+pub fn stateful_cluster_spec(version: &str, state: &std::path::Path) -> Value {
+    let mut configuration: serde_json::Map<String, Value> = base_config(version)
+        .into_iter()
+        .filter(|(k, _)| !k.ends_with("memory.process.size"))
+        .map(|(k, v)| (k, json!(v)))
+        .collect();
+    for (key, value) in [
+        ("execution.checkpointing.interval", "5s"),
+        (
+            "execution.checkpointing.dir",
+            "file:///opt/flink/state/checkpoints",
+        ),
+        (
+            "execution.checkpointing.savepoint-dir",
+            "file:///opt/flink/state/savepoints",
+        ),
+    ] {
+        configuration.insert(key.to_owned(), json!(value));
+    }
+    let dotted: Vec<&str> = version.split('.').take(2).collect();
+    json!({
+        "image": image(version), "flinkVersion": format!("v{}", dotted.join("_")),
+        "serviceAccount": "flink",
+        "flinkConfiguration": configuration,
+        "podTemplate": {"spec": {
+            "containers": [{"name": "flink-main-container",
+                            "volumeMounts": [{"name": "state", "mountPath": "/opt/flink/state"}]}],
+            "volumes": [{"name": "state", "hostPath": {"path": state.display().to_string(), "type": "DirectoryOrCreate"}}],
+        }},
+        "jobManager": {"resource": {"memory": "768m", "cpu": 0.5}},
+        "taskManager": {"resource": {"memory": "1g", "cpu": 0.5}},
+    })
+}

@@ -40,26 +40,8 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
     let _logs = LogsOnFailure(ns.name.clone());
     objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
     let version = flink_harness::versions().last().unwrap().clone();
-    let state = harness::runtime()
-        .state_dir
-        .parent()
-        .unwrap()
-        .join(format!("state-{}", ns.name));
+    let (api, state) = create_counter(&client, &ns.name, &version, "stateless", &[]).await;
     let counts = state.join("counts");
-    let spec = tokio::task::spawn_blocking({
-        let (version, state) = (version.clone(), state.clone());
-        move || counter_spec(&version, &state, "stateless")
-    })
-    .await
-    .unwrap();
-    let fd: FlinkDeployment = serde_json::from_value(json!({
-        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-        "metadata": {"name": "counter", "namespace": ns.name},
-        "spec": spec,
-    }))
-    .unwrap();
-    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
-    api.create(&PostParams::default(), &fd).await.unwrap();
 
     let stable = wait_for(
         "the FlinkDeployment STABLE with its job RUNNING",
@@ -186,7 +168,7 @@ impl Drop for OperatorLogOnFailure {
             let lines: Vec<&str> = log.lines().collect();
             eprintln!(
                 "---- operator log ----\n{}",
-                lines[lines.len().saturating_sub(80)..].join("\n")
+                lines[lines.len().saturating_sub(120)..].join("\n")
             );
         }
     }
@@ -195,44 +177,45 @@ impl Drop for OperatorLogOnFailure {
 /// The spec of a test job whose counts and savepoints live in `state` on the host.
 pub fn counter_spec(version: &str, state: &std::path::Path, upgrade_mode: &str) -> serde_json::Value {
     let jar = flink_harness::job_jar(version);
-    let mut configuration: serde_json::Map<String, serde_json::Value> = objects::base_config(version)
-        .into_iter()
-        .filter(|(k, _)| !k.ends_with("memory.process.size"))
-        .map(|(k, v)| (k, json!(v)))
-        .collect();
-    for (key, value) in [
-        ("execution.checkpointing.interval", "5s"),
-        (
-            "execution.checkpointing.dir",
-            "file:///opt/flink/state/checkpoints",
-        ),
-        (
-            "execution.checkpointing.savepoint-dir",
-            "file:///opt/flink/state/savepoints",
-        ),
-    ] {
-        configuration.insert(key.to_owned(), json!(value));
-    }
-    let dotted: Vec<&str> = version.split('.').take(2).collect();
-    json!({
-        "image": objects::image(version), "flinkVersion": format!("v{}", dotted.join("_")),
-        "serviceAccount": "flink",
-        "flinkConfiguration": configuration,
-        "podTemplate": {"spec": {
-            "containers": [{"name": "flink-main-container",
-                            "volumeMounts": [{"name": "state", "mountPath": "/opt/flink/state"}]}],
-            "volumes": [{"name": "state", "hostPath": {"path": state.display().to_string(), "type": "DirectoryOrCreate"}}],
-        }},
-        "jobManager": {"resource": {"memory": "768m", "cpu": 0.5}},
-        "taskManager": {"resource": {"memory": "1g", "cpu": 0.5}},
-        "job": {
-            "jarURI": format!("local:///opt/flink/usrlib/{}", jar.file_name().unwrap().to_string_lossy()),
-            "entryClass": flink_harness::JOB_CLASS,
-            "args": ["--rate", "20", "--keys", "4", "--out", "/opt/flink/state/counts"],
-            "parallelism": 2,
-            "upgradeMode": upgrade_mode,
-        },
+    let mut spec = objects::stateful_cluster_spec(version, state);
+    spec["job"] = json!({
+        "jarURI": format!("local:///opt/flink/usrlib/{}", jar.file_name().unwrap().to_string_lossy()),
+        "entryClass": flink_harness::JOB_CLASS,
+        "args": ["--rate", "20", "--keys", "4", "--out", "/opt/flink/state/counts"],
+        "parallelism": 2,
+        "upgradeMode": upgrade_mode,
+    });
+    spec
+}
+
+/// Creates the FlinkDeployment `counter` of the test job in `namespace`, with `config` added
+/// to its configuration; returns its API and its state directory on the host.
+pub async fn create_counter(
+    client: &kube::Client,
+    namespace: &str,
+    version: &str,
+    upgrade_mode: &str,
+    config: &[(&str, &str)],
+) -> (Api<FlinkDeployment>, std::path::PathBuf) {
+    let state = harness::state_dir(namespace);
+    let mut spec = tokio::task::spawn_blocking({
+        let (version, state, mode) = (version.to_owned(), state.clone(), upgrade_mode.to_owned());
+        move || counter_spec(&version, &state, &mode)
     })
+    .await
+    .unwrap();
+    for (key, value) in config {
+        spec["flinkConfiguration"][*key] = json!(value);
+    }
+    let fd: FlinkDeployment = serde_json::from_value(json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+        "metadata": {"name": "counter", "namespace": namespace},
+        "spec": spec,
+    }))
+    .unwrap();
+    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), namespace);
+    api.create(&PostParams::default(), &fd).await.unwrap();
+    (api, state)
 }
 
 /// The newest modification time among the count files.
@@ -268,26 +251,8 @@ async fn savepoint_upgrade(crash: bool) {
     let _logs = LogsOnFailure(ns.name.clone());
     objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
     let version = flink_harness::versions().last().unwrap().clone();
-    let state = harness::runtime()
-        .state_dir
-        .parent()
-        .unwrap()
-        .join(format!("state-{}", ns.name));
+    let (api, state) = create_counter(&client, &ns.name, &version, "savepoint", &[]).await;
     let counts = state.join("counts");
-    let spec = tokio::task::spawn_blocking({
-        let (version, state) = (version.clone(), state.clone());
-        move || counter_spec(&version, &state, "savepoint")
-    })
-    .await
-    .unwrap();
-    let fd: FlinkDeployment = serde_json::from_value(json!({
-        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-        "metadata": {"name": "counter", "namespace": ns.name},
-        "spec": spec,
-    }))
-    .unwrap();
-    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
-    api.create(&PostParams::default(), &fd).await.unwrap();
     let running = |previous_job: Option<String>| {
         let api = api.clone();
         async move {

@@ -28,7 +28,7 @@ use crate::{
     flink_harness,
     harness::{self, LogsOnFailure},
     objects,
-    reconcile::{OperatorLogOnFailure, counter_spec},
+    reconcile::{OperatorLogOnFailure, create_counter},
 };
 
 /// A session FlinkDeployment whose pods are never scheduled.
@@ -309,25 +309,7 @@ async fn bench_operator_share_of_a_savepoint_upgrade() {
     let _logs = LogsOnFailure(ns.name.clone());
     objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
     let version = flink_harness::versions().last().unwrap().clone();
-    let state = harness::runtime()
-        .state_dir
-        .parent()
-        .unwrap()
-        .join(format!("state-{}", ns.name));
-    let spec = tokio::task::spawn_blocking({
-        let (version, state) = (version.clone(), state.clone());
-        move || counter_spec(&version, &state, "savepoint")
-    })
-    .await
-    .unwrap();
-    let fd: FlinkDeployment = serde_json::from_value(json!({
-        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-        "metadata": {"name": "counter", "namespace": ns.name},
-        "spec": spec,
-    }))
-    .unwrap();
-    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
-    api.create(&PostParams::default(), &fd).await.unwrap();
+    let (api, state) = create_counter(&client, &ns.name, &version, "savepoint", &[]).await;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns.name);
     let mut job = None;
     for (round, parallelism) in [1, 2, 1].into_iter().enumerate() {

@@ -4,7 +4,7 @@
 
 use std::{
     io::{Read, Write},
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -19,13 +19,14 @@ use kube::{
     Api, Client,
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::{
     cluster_harness::{self, LOCAL_JARS_NAMESPACE, wait_for},
     flink_harness,
     harness::{self, LogsOnFailure},
     objects,
+    reconcile::{OperatorLogOnFailure, counts_written_after},
 };
 
 const SESSION: &str = "session";
@@ -58,22 +59,6 @@ impl Drop for LocalJarsNamespace {
     }
 }
 
-/// Prints the operator's log if the test fails.
-struct OperatorLogOnFailure;
-
-impl Drop for OperatorLogOnFailure {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            let log = cluster_harness::operator_log();
-            let lines: Vec<&str> = log.lines().collect();
-            eprintln!(
-                "---- operator log ----\n{}",
-                lines[lines.len().saturating_sub(120)..].join("\n")
-            );
-        }
-    }
-}
-
 /// Serves `jar` to every GET on a loopback port; counts the requests.
 fn serve_jar(jar: PathBuf) -> (u16, Arc<AtomicUsize>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -102,42 +87,6 @@ fn serve_jar(jar: PathBuf) -> (u16, Arc<AtomicUsize>) {
         }
     });
     (port, served)
-}
-
-/// A session cluster whose TaskManagers keep their counts, checkpoints and savepoints in
-/// `state` on the host.
-fn session_spec(version: &str, state: &Path) -> Value {
-    let mut configuration: serde_json::Map<String, Value> = objects::base_config(version)
-        .into_iter()
-        .filter(|(k, _)| !k.ends_with("memory.process.size"))
-        .map(|(k, v)| (k, json!(v)))
-        .collect();
-    for (key, value) in [
-        ("execution.checkpointing.interval", "5s"),
-        (
-            "execution.checkpointing.dir",
-            "file:///opt/flink/state/checkpoints",
-        ),
-        (
-            "execution.checkpointing.savepoint-dir",
-            "file:///opt/flink/state/savepoints",
-        ),
-    ] {
-        configuration.insert(key.to_owned(), json!(value));
-    }
-    let dotted: Vec<&str> = version.split('.').take(2).collect();
-    json!({
-        "image": objects::image(version), "flinkVersion": format!("v{}", dotted.join("_")),
-        "serviceAccount": "flink",
-        "flinkConfiguration": configuration,
-        "podTemplate": {"spec": {
-            "containers": [{"name": "flink-main-container",
-                            "volumeMounts": [{"name": "state", "mountPath": "/opt/flink/state"}]}],
-            "volumes": [{"name": "state", "hostPath": {"path": state.display().to_string(), "type": "DirectoryOrCreate"}}],
-        }},
-        "jobManager": {"resource": {"memory": "768m", "cpu": 0.5}},
-        "taskManager": {"resource": {"memory": "1g", "cpu": 0.5}},
-    })
 }
 
 fn session_job(name: &str, jar_uri: &str, out: &str, parallelism: i32, mode: &str) -> FlinkSessionJob {
@@ -210,18 +159,6 @@ async fn delete_and_check_stopped(
     .await;
 }
 
-/// Whether every count file was written after `after` (by the job running now).
-fn counts_written_after(dir: &Path, after: SystemTime) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    let times: Vec<SystemTime> = entries
-        .flatten()
-        .filter_map(|e| e.metadata().ok()?.modified().ok())
-        .collect();
-    times.len() == 4 && times.iter().all(|t| *t > after)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepoint_upgrade_and_stop_when_deleted()
  {
@@ -234,11 +171,7 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
     objects::create_all(&client, &objects::flink_service_account(LOCAL_JARS_NAMESPACE)).await;
     let version = flink_harness::versions().last().unwrap().clone();
     let jar = flink_harness::job_jar_async(&version).await;
-    let state = harness::runtime()
-        .state_dir
-        .parent()
-        .unwrap()
-        .join(format!("state-{LOCAL_JARS_NAMESPACE}"));
+    let state = harness::state_dir(LOCAL_JARS_NAMESPACE);
 
     // A session job created before its cluster exists waits for it.
     let jobs: Api<FlinkSessionJob> = Api::namespaced(client.clone(), LOCAL_JARS_NAMESPACE);
@@ -267,7 +200,7 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
     let fd: FlinkDeployment = serde_json::from_value(json!({
         "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
         "metadata": {"name": SESSION, "namespace": LOCAL_JARS_NAMESPACE},
-        "spec": session_spec(&version, &state),
+        "spec": objects::stateful_cluster_spec(&version, &state),
     }))
     .unwrap();
     deployments.create(&PostParams::default(), &fd).await.unwrap();
