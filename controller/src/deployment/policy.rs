@@ -16,8 +16,9 @@ pub struct Policy {
     pub restore_max_state_age_ms: Option<i64>,
     /// Resubmit FAILED jobs.
     pub restart_failed: bool,
-    /// Stop the job with a savepoint when the resource is deleted.
-    pub savepoint_on_deletion: bool,
+    /// Stop the job with a savepoint when the resource is deleted; unset, a job in
+    /// `savepoint` mode is (see [`Policy::savepoint_on_deletion`]).
+    pub savepoint_on_deletion_set: Option<bool>,
     /// Drain when stopping with a savepoint.
     pub drain: bool,
     /// Periodic savepoint interval; `None` when off.
@@ -38,7 +39,7 @@ impl Default for Policy {
             savepoint_max_age_ms: None,
             restore_max_state_age_ms: None,
             restart_failed: false,
-            savepoint_on_deletion: false,
+            savepoint_on_deletion_set: None,
             drain: false,
             periodic_savepoint_ms: None,
             unsupported_schedule: None,
@@ -53,6 +54,14 @@ impl Default for Policy {
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 impl Policy {
+    /// Whether deleting a job of `mode` stops it with a savepoint first: as configured, else
+    /// in `savepoint` mode (the user chose to carry state in savepoints; deleting the
+    /// resource should not be the one time that state is dropped).
+    pub fn savepoint_on_deletion(&self, mode: flink_operator_api::common::UpgradeMode) -> bool {
+        self.savepoint_on_deletion_set
+            .unwrap_or(mode == flink_operator_api::common::UpgradeMode::Savepoint)
+    }
+
     /// Values that do not parse keep their defaults: the webhook and `observe` report them
     /// as violations, and a violation stops the reconcile before any policy is applied.
     pub fn from_config(config: &BTreeMap<String, String>) -> Self {
@@ -98,10 +107,15 @@ impl Policy {
             savepoint_max_age_ms: duration(operator::JOB_UPGRADE_SAVEPOINT_MAX_AGE),
             restore_max_state_age_ms: duration(operator::JOB_RESTORE_MAX_STATE_AGE),
             restart_failed: flag(operator::JOB_RESTART_FAILED, defaults.restart_failed),
-            savepoint_on_deletion: flag(
-                operator::JOB_SAVEPOINT_ON_DELETION,
-                defaults.savepoint_on_deletion,
-            ),
+            savepoint_on_deletion_set: match config
+                .get(operator::JOB_SAVEPOINT_ON_DELETION)
+                .map(|v| v.trim().to_ascii_lowercase())
+                .as_deref()
+            {
+                Some("true") => Some(true),
+                Some("false") => Some(false),
+                _ => None,
+            },
             drain: flag(operator::JOB_DRAIN_ON_SAVEPOINT_DELETION, defaults.drain),
             periodic_savepoint_ms,
             unsupported_schedule,
@@ -146,7 +160,7 @@ mod tests {
                     restore_max_state_age_ms: Some(600_000),
                     savepoint_max_age_ms: Some(30_000),
                     restart_failed: true,
-                    savepoint_on_deletion: true,
+                    savepoint_on_deletion_set: Some(true),
                     drain: true,
                     ..Policy::default()
                 },

@@ -43,7 +43,14 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
         .collect();
     let mut observation = Observation {
         violations,
-        savepoint_on_deletion: flag(&config, keys::operator::JOB_SAVEPOINT_ON_DELETION, false),
+        // Unset, a job in savepoint mode keeps its state in a savepoint when deleted too.
+        savepoint_on_deletion: flag(
+            &config,
+            keys::operator::JOB_SAVEPOINT_ON_DELETION,
+            sj.spec.job.as_ref().is_some_and(|j| {
+                j.upgrade_mode_or_default() == flink_operator_api::common::UpgradeMode::Savepoint
+            }),
+        ),
         restricted_artifact_hosts: ArtifactPolicy::new(&validation, &namespace).disallow_restricted_hosts,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),

@@ -76,7 +76,11 @@ pub(super) fn decide(mut d: Decision, has_finalizer: bool) -> Plan {
             }
         }
     }
-    let wants_savepoint = d.fd.spec.job.is_some() && d.obs.policy.savepoint_on_deletion;
+    let wants_savepoint =
+        d.fd.spec
+            .job
+            .as_ref()
+            .is_some_and(|j| d.obs.policy.savepoint_on_deletion(j.upgrade_mode_or_default()));
     if wants_savepoint && d.obs.cluster_exists && running {
         let trigger_id = d.obs.fresh_trigger_id.clone();
         let now = d.obs.now_ms;

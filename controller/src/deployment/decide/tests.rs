@@ -1221,7 +1221,7 @@ fn the_savepoint_history_is_cleaned_up_by_count_and_age_keeping_the_newest() {
 fn deletion_with_a_savepoint_records_it_before_the_cluster_goes() {
     let spec = spec_with("savepoint", &[]);
     let on_deletion = Policy {
-        savepoint_on_deletion: true,
+        savepoint_on_deletion_set: Some(true),
         ..Policy::default()
     };
     let deleting = |status| fd(spec.clone(), Some(status), true, true);
@@ -1386,5 +1386,31 @@ fn steady_resources_are_looked_at_as_often_as_something_can_change() {
             expected,
             "{lifecycle:?} {jm:?} pending={pending}"
         );
+    }
+}
+
+#[test]
+fn deletion_takes_a_savepoint_by_default_only_in_savepoint_mode() {
+    let cases = [
+        ("savepoint", None, true),
+        ("savepoint", Some(false), false),
+        ("last-state", None, false),
+        ("stateless", None, false),
+        ("stateless", Some(true), true),
+    ];
+    for (mode, set, stops) in cases {
+        let spec = spec_with(mode, &[]);
+        let plan = decide(
+            &fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true),
+            &with_policy(
+                obs(ready_jm(), job_found("RUNNING", NOW - MIN)),
+                Policy {
+                    savepoint_on_deletion_set: set,
+                    ..Policy::default()
+                },
+            ),
+        );
+        let stopped = matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]);
+        assert_eq!(stopped, stops, "{mode} {set:?}: {:?}", plan.actions);
     }
 }
