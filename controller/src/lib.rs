@@ -8,6 +8,8 @@
 //! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.
 //! - [`caches`]: the informer caches the admission webhook uses for its lookups.
 //! - [`conditions`]: the Ready, Progressing and Degraded conditions of a phase.
+//! - [`policy`]: the operator settings that steer a job's lifecycle; [`restore`]: which
+//!   state a job restores from, and the guard on its age.
 //!
 //! Not implemented yet: the FlinkStateSnapshot and FlinkBlueGreenDeployment loops.
 
@@ -17,6 +19,8 @@ pub mod context;
 pub mod deployment;
 pub mod flink;
 pub mod metrics;
+pub mod policy;
 pub mod reconcile;
 pub mod resources;
+pub mod restore;
 pub mod session_job;

@@ -5,7 +5,6 @@
 pub mod act;
 pub mod decide;
 pub mod observe;
-pub mod policy;
 
 use std::{sync::Arc, time::Duration};
 

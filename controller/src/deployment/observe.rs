@@ -5,13 +5,11 @@ use flink_operator_api::{FlinkDeployment, FlinkSessionJob, validation::Validatio
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt, api::ListParams};
 
-use super::{
-    decide::{JobManagerObservation, JobObservation, Observation, SavepointPoll, StateObservation},
-    policy::Policy,
-};
+use super::decide::{JobManagerObservation, JobObservation, Observation, SavepointPoll, StateObservation};
 use crate::{
     context::Context,
     flink::{FlinkError, FlinkRestClient, JobId, OperationStatus, TriggerId},
+    policy::Policy,
 };
 
 pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation, kube::Error> {

@@ -24,9 +24,17 @@
 //! The job id of a submission is recorded before the submission, so a crash between the
 //! two finds the job by that id instead of submitting a second one.
 //!
+//! With `kubernetes.operator.job.upgrade.take-savepoint: false`, a job in `savepoint` mode is
+//! cancelled like a last-state one and restored from the newest of its latest checkpoint and
+//! its last savepoint. `kubernetes.operator.job.restore.max-state-age` bounds every restore
+//! of a checkpoint or savepoint that is not taken for it (last-state, without a savepoint,
+//! a resume): a job is not ended for state that is too old where that is known while it
+//! runs, and never started from it; the refusal (UpdateFailed, `status.error`, a warning
+//! Event) names the state and its age.
+//!
 //! Not done: periodic and manual savepoints (nonces), restarting failed jobs
-//! (`job.restart.failed`), a savepoint upgrade of a job that is not running (the
-//! last-state fallback), `savepoint.max-age`/restore-age guards and rollbacks.
+//! (`job.restart.failed`), a savepoint upgrade of a job that is not running with a
+//! savepoint younger than `savepoint.max-age`, and rollbacks.
 
 use std::collections::BTreeMap;
 
@@ -39,7 +47,11 @@ use flink_operator_api::{
     keys,
 };
 
-use crate::conditions::set_conditions;
+use crate::{
+    conditions::set_conditions,
+    policy::Policy,
+    restore::{self, Kind, RestorableState},
+};
 
 /// What observe found.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -49,13 +61,16 @@ pub struct Observation {
     pub job: Option<JobObservation>,
     /// The pending savepoint, polled by its recorded trigger id.
     pub savepoint: Option<SavepointPoll>,
-    /// The latest completed checkpoint of the recorded job, looked up once it has ended
-    /// when its upgrade mode is last-state.
+    /// The latest completed checkpoint of the recorded job, looked up when its upgrade mode
+    /// is not stateless (while it runs too, so that the restore guard is checked before the
+    /// job is ended for a restore).
     pub checkpoint: Option<CheckpointLookup>,
     /// Validation problems of the spec (the webhook may have been bypassed).
     pub violations: Vec<String>,
     /// `kubernetes.operator.job.savepoint-on-deletion` of the job's effective configuration.
     pub savepoint_on_deletion: bool,
+    /// The operator settings from the job's effective configuration.
+    pub policy: Policy,
     /// `kubernetes.operator.user.artifacts.disallow-restricted-hosts` (default true), from
     /// the operator configuration only: the job cannot lift the check itself.
     pub restricted_artifact_hosts: bool,
@@ -95,8 +110,9 @@ pub enum JobObservation {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CheckpointLookup {
-    /// The external path of the latest completed checkpoint.
-    Found(String),
+    /// The external path of the latest completed checkpoint, and when it completed (epoch
+    /// milliseconds) if Flink said.
+    Found { path: String, timestamp_ms: Option<i64> },
     /// The job has no completed, externally addressable checkpoint.
     None,
     /// The statistics could not be read (the job is unknown, the JobManager did not answer).
@@ -431,9 +447,11 @@ fn submission(
         .into_iter()
         .filter(|(k, _)| !k.starts_with(keys::operator::PREFIX))
         .collect();
-    if job.upgrade_mode_or_default() == UpgradeMode::LastState {
-        // A last-state upgrade cancels the job and restores its latest checkpoint, which
-        // must outlive the cancellation.
+    if job.upgrade_mode_or_default() == UpgradeMode::LastState
+        || (job.upgrade_mode_or_default() == UpgradeMode::Savepoint && !obs.policy.take_savepoint)
+    {
+        // A last-state upgrade (or a savepoint-mode one without a savepoint) cancels the job
+        // and restores its latest checkpoint, which must outlive the cancellation.
         configuration
             .entry(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION.to_owned())
             .or_insert_with(|| "RETAIN_ON_CANCELLATION".to_owned());
@@ -704,16 +722,7 @@ fn apply_change(
     let spec = d.sj.spec.clone();
     let suspending = is_suspended(&spec);
     if is_suspended(recorded) {
-        // Nothing runs: resume (or just record the new suspended spec).
-        let restore = if upgrade_mode(&spec) == UpgradeMode::Stateless {
-            None
-        } else {
-            status
-                .job_status
-                .as_ref()
-                .and_then(|j| j.upgrade_savepoint_path.clone())
-        };
-        return commit(d, status, restore);
+        return resume(d, status);
     }
     let Some(job_id) = recorded_job_id(&status) else {
         return commit(d, status, None);
@@ -732,68 +741,53 @@ fn apply_change(
         }
     };
     let state = observed_state(d.obs).unwrap_or("gone").to_owned();
-    match upgrade_mode(&spec) {
-        UpgradeMode::Stateless | UpgradeMode::LastState if state == flink_job_state::CANCELLING => {
-            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-            d.conditions(
-                &mut status,
-                phase::UPDATING,
-                &format!("waiting for job {job_id} to be cancelled"),
-            );
-            d.done(status, FAST)
+    let mode = upgrade_mode(&spec);
+    // With kubernetes.operator.job.upgrade.take-savepoint false, a job in savepoint mode is
+    // cancelled and restored from its newest checkpoint or savepoint instead.
+    let without_savepoint = mode == UpgradeMode::Savepoint && !d.obs.policy.take_savepoint;
+    let cancels = mode != UpgradeMode::Savepoint || without_savepoint;
+    if cancels && state == flink_job_state::CANCELLING {
+        status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+        d.conditions(
+            &mut status,
+            phase::UPDATING,
+            &format!("waiting for job {job_id} to be cancelled"),
+        );
+        return d.done(status, FAST);
+    }
+    if cancels && !ended {
+        if mode != UpgradeMode::Stateless
+            && !suspending
+            && let Err(why) = check_before_cancel(&d, &status, without_savepoint)
+        {
+            return refuse(d, status, format!("{verb}: {why}; job {job_id} keeps running"));
         }
-        UpgradeMode::Stateless | UpgradeMode::LastState if !ended => {
-            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-            d.conditions(
-                &mut status,
-                phase::UPDATING,
-                &format!("cancelling job {job_id} for the {verb}"),
-            );
-            d.actions.push(Action::Cancel {
-                job_id: job_id.clone(),
-            });
-            d.event(
-                false,
-                "SpecChanged",
-                format!("Cancelling job {job_id} for the {verb}"),
-            );
-            let before = status.clone();
-            d.stepped(before, status, FAST)
-        }
+        let how = if without_savepoint {
+            " without a savepoint (kubernetes.operator.job.upgrade.take-savepoint is false)"
+        } else {
+            ""
+        };
+        status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+        d.conditions(
+            &mut status,
+            phase::UPDATING,
+            &format!("cancelling job {job_id} for the {verb}{how}"),
+        );
+        d.actions.push(Action::Cancel {
+            job_id: job_id.clone(),
+        });
+        d.event(
+            false,
+            "SpecChanged",
+            format!("Cancelling job {job_id} for the {verb}{how}"),
+        );
+        let before = status.clone();
+        return d.stepped(before, status, FAST);
+    }
+    match mode {
         UpgradeMode::Stateless => commit(d, status, None),
-        UpgradeMode::LastState => match d.obs.checkpoint.clone() {
-            Some(CheckpointLookup::Found(path)) => {
-                d.event(
-                    false,
-                    "CheckpointFound",
-                    format!("Restoring from the last checkpoint {path}"),
-                );
-                commit(d, status, Some(path))
-            }
-            Some(CheckpointLookup::None) => refuse(
-                d,
-                status,
-                format!(
-                    "job {job_id} ended ({state}) without a completed checkpoint to restore from; use upgradeMode stateless or initialSavepointPath"
-                ),
-            ),
-            Some(CheckpointLookup::Unavailable(reason)) if state == "gone" => refuse(
-                d,
-                status,
-                format!(
-                    "job {job_id} is gone and its last checkpoint is unknown ({reason}); manual restore required"
-                ),
-            ),
-            Some(CheckpointLookup::Unavailable(_)) | None => {
-                d.conditions(
-                    &mut status,
-                    phase::UPDATING,
-                    &format!("reading the last checkpoint of job {job_id}"),
-                );
-                d.done(status, FAST)
-            }
-        },
-        UpgradeMode::Savepoint if state == flink_job_state::RUNNING => {
+        _ if cancels => restore_after_cancel(d, status, &job_id, &state, verb, without_savepoint),
+        _ if state == flink_job_state::RUNNING => {
             let trigger_id = d.obs.fresh_trigger_id.clone();
             let info = job_status(&mut status)
                 .savepoint_info
@@ -819,14 +813,13 @@ fn apply_change(
             let before = status.clone();
             d.stepped(before, status, FAST)
         }
-        UpgradeMode::Savepoint
-            if matches!(
-                state.as_str(),
-                flink_job_state::INITIALIZING
-                    | flink_job_state::CREATED
-                    | flink_job_state::RESTARTING
-                    | flink_job_state::RECONCILING
-            ) =>
+        _ if matches!(
+            state.as_str(),
+            flink_job_state::INITIALIZING
+                | flink_job_state::CREATED
+                | flink_job_state::RESTARTING
+                | flink_job_state::RECONCILING
+        ) =>
         {
             status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(
@@ -836,14 +829,141 @@ fn apply_change(
             );
             d.done(status, WAIT)
         }
-        UpgradeMode::Savepoint => refuse(
+        _ => refuse(
             d,
             status,
             format!(
-                "a savepoint {verb} needs a running job, and job {job_id} is {state}; use upgradeMode stateless or last-state"
+                "a savepoint {verb} needs a running job, and job {job_id} is {state}; use upgradeMode stateless or last-state, \
+                 or kubernetes.operator.job.upgrade.take-savepoint: false to restore its newest checkpoint or savepoint"
             ),
         ),
     }
+}
+
+/// The latest completed checkpoint, as observed.
+fn observed_checkpoint(obs: &Observation) -> Option<RestorableState> {
+    match &obs.checkpoint {
+        Some(CheckpointLookup::Found { path, timestamp_ms }) => Some(RestorableState {
+            kind: Kind::Checkpoint,
+            path: path.clone(),
+            timestamp_ms: *timestamp_ms,
+        }),
+        _ => None,
+    }
+}
+
+/// What a cancelled job would restore, checked against the restore guard while it still
+/// runs, so that a job is not ended for state that would then be refused. A state that is
+/// not known yet is checked once the job has ended.
+fn check_before_cancel(
+    d: &Decision<'_>,
+    status: &FlinkSessionJobStatus,
+    with_savepoints: bool,
+) -> Result<(), String> {
+    let checkpoint = observed_checkpoint(d.obs);
+    let state = if with_savepoints {
+        let job = status.job_status.clone().unwrap_or_default();
+        let newest = restore::newest(&job, checkpoint);
+        if newest.is_none() && d.obs.checkpoint == Some(CheckpointLookup::None) {
+            return Err("no checkpoint or savepoint of the job is known to restore from".to_owned());
+        }
+        newest
+    } else {
+        checkpoint
+    };
+    match state {
+        Some(state) => restore::guard(&state, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms),
+        None => Ok(()),
+    }
+}
+
+/// The job has ended for a last-state change (or a savepoint-mode one without a savepoint):
+/// record its latest checkpoint (without a savepoint: the newest of its checkpoint and
+/// savepoints) with the new spec, if the restore guard allows; a suspension keeps the state
+/// for the resume, where the guard applies.
+fn restore_after_cancel(
+    mut d: Decision<'_>,
+    mut status: FlinkSessionJobStatus,
+    job_id: &str,
+    state: &str,
+    verb: &str,
+    with_savepoints: bool,
+) -> Plan {
+    let checkpoint = match d.obs.checkpoint.clone() {
+        Some(CheckpointLookup::Found { .. }) => observed_checkpoint(d.obs),
+        Some(CheckpointLookup::None) => None,
+        Some(CheckpointLookup::Unavailable(reason)) if state == "gone" => {
+            if !with_savepoints {
+                return refuse(
+                    d,
+                    status,
+                    format!(
+                        "job {job_id} is gone and its last checkpoint is unknown ({reason}); manual restore required"
+                    ),
+                );
+            }
+            None
+        }
+        Some(CheckpointLookup::Unavailable(_)) | None => {
+            d.conditions(
+                &mut status,
+                phase::UPDATING,
+                &format!("reading the last checkpoint of job {job_id}"),
+            );
+            return d.done(status, FAST);
+        }
+    };
+    let newest = if with_savepoints {
+        let job = status.job_status.clone().unwrap_or_default();
+        restore::newest(&job, checkpoint)
+    } else {
+        checkpoint
+    };
+    let Some(newest) = newest else {
+        let what = if with_savepoints {
+            "a completed checkpoint or savepoint"
+        } else {
+            "a completed checkpoint"
+        };
+        return refuse(
+            d,
+            status,
+            format!(
+                "job {job_id} ended ({state}) without {what} to restore from; use upgradeMode stateless or initialSavepointPath"
+            ),
+        );
+    };
+    if !is_suspended(&d.sj.spec)
+        && let Err(why) = restore::guard(&newest, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms)
+    {
+        return refuse(d, status, format!("{verb}: {why}"));
+    }
+    d.event(
+        false,
+        match newest.kind {
+            Kind::Checkpoint => "CheckpointFound",
+            Kind::Savepoint => "SavepointFound",
+        },
+        format!("Restoring {}", restore::age_note(&newest, d.obs.now_ms)),
+    );
+    commit(d, status, Some(newest))
+}
+
+/// Suspended, and now to run again (or a new suspended spec to record): from the state the
+/// suspension left unless the new mode is stateless; the restore guard applies to a resume.
+fn resume(d: Decision<'_>, status: FlinkSessionJobStatus) -> Plan {
+    let spec = &d.sj.spec;
+    if upgrade_mode(spec) == UpgradeMode::Stateless {
+        return commit(d, status, None);
+    }
+    let state = status.job_status.as_ref().and_then(restore::recorded);
+    if !is_suspended(spec)
+        && let Some(state) = &state
+        && let Err(why) = restore::guard(state, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms)
+    {
+        return refuse(d, status, format!("resuming: {why}"));
+    }
+    commit(d, status, state)
 }
 
 /// A pending stop-with-savepoint for an upgrade or a suspension.
@@ -859,7 +979,12 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
                 "SavepointCompleted",
                 format!("Savepoint completed: {path}"),
             );
-            commit(d, status, Some(path))
+            let state = RestorableState {
+                kind: Kind::Savepoint,
+                path,
+                timestamp_ms: Some(d.obs.now_ms),
+            };
+            commit(d, status, Some(state))
         }
         Some(SavepointPoll::UnknownTrigger) if running => {
             // The stop never reached the JobManager (or it restarted): send it again, same id.
@@ -914,7 +1039,8 @@ fn refuse(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, error: String)
 
 /// The previous job has ended: record the new spec with the state to restore (and, for a
 /// running spec, the job id to submit under) before anything is submitted.
-fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore_path: Option<String>) -> Plan {
+fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore: Option<RestorableState>) -> Plan {
+    let restore_path = restore.as_ref().map(|s| s.path.clone());
     let spec = d.sj.spec.clone();
     let name = d.session_name().to_owned();
     let rs = status.reconciliation_status.get_or_insert_with(Default::default);
@@ -922,7 +1048,7 @@ fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore_path: 
     rs.reconciliation_timestamp = Some(d.obs.now_ms);
     status.observed_generation = d.generation();
     status.error = None;
-    job_status(&mut status).upgrade_savepoint_path = restore_path.clone();
+    restore::record(job_status(&mut status), restore.as_ref());
     if is_suspended(&spec) {
         if let Some(rs) = status.reconciliation_status.as_mut() {
             rs.state = Some(ReconciliationState::Deployed);
@@ -1747,7 +1873,10 @@ mod tests {
             &sj(cancelling.clone()),
             &with(
                 found("CANCELED"),
-                Some(CheckpointLookup::Found("file:/cp/chk-7".into())),
+                Some(CheckpointLookup::Found {
+                    path: "file:/cp/chk-7".into(),
+                    timestamp_ms: Some(NOW - 60_000),
+                }),
             ),
         );
         let committed = plan.status_before.clone().unwrap();
@@ -2142,6 +2271,363 @@ mod tests {
         assert_eq!(
             condition(&failed, "Progressing").last_transition_time.as_deref(),
             Some("2027-01-15T08:00:00Z")
+        );
+    }
+
+    const MIN: i64 = 60_000;
+
+    /// `observation` with the given operator settings.
+    fn with_policy(observation: Observation, policy: Policy) -> Observation {
+        Observation {
+            policy,
+            ..observation
+        }
+    }
+
+    fn max_age(minutes: i64) -> Policy {
+        Policy {
+            restore_max_state_age_ms: Some(minutes * MIN),
+            ..Policy::default()
+        }
+    }
+
+    fn checkpoint_at(path: &str, at: i64) -> Option<CheckpointLookup> {
+        Some(CheckpointLookup::Found {
+            path: path.into(),
+            timestamp_ms: Some(at),
+        })
+    }
+
+    #[test]
+    fn a_resume_is_refused_when_the_state_the_suspension_left_is_too_old() {
+        let suspend = |status| {
+            resource(
+                changed("savepoint", Some("suspended")),
+                Some(status),
+                true,
+                false,
+                2,
+            )
+        };
+        let then = NOW - 120 * MIN;
+        let triggered = decide(
+            &suspend(running("savepoint")),
+            &Observation {
+                now_ms: then,
+                ..ready(found("RUNNING"))
+            },
+        )
+        .status_before
+        .unwrap();
+        let suspended = decide(
+            &suspend(triggered),
+            &Observation {
+                now_ms: then,
+                savepoint: Some(SavepointPoll::Completed("file:/sp/suspend".into())),
+                ..ready(found("FINISHED"))
+            },
+        )
+        .status;
+        let resume = |status| {
+            resource(
+                changed("savepoint", Some("running")),
+                Some(status),
+                true,
+                false,
+                3,
+            )
+        };
+        // Two hours old, one allowed: not started, UpdateFailed, the state and its age named.
+        let plan = decide(
+            &resume(suspended.clone()),
+            &with_policy(ready(not_found()), max_age(60)),
+        );
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        assert!(plan.status_before.is_none());
+        assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+        let error = plan.status.error.clone().unwrap();
+        assert!(
+            error.contains("savepoint file:/sp/suspend") && error.contains("2 h 0 min old"),
+            "{error}"
+        );
+        assert!(
+            plan.events
+                .iter()
+                .any(|e| e.warning && e.reason == "UpdateFailed" && e.note == error)
+        );
+        assert_eq!(
+            plan.status.lifecycle_state,
+            Some(ResourceLifecycleState::Suspended)
+        );
+        // The refusal holds for this generation, without a second Event.
+        let again = decide(
+            &resume(plan.status),
+            &with_policy(ready(not_found()), max_age(60)),
+        );
+        assert!(again.actions.is_empty());
+        assert!(again.events.is_empty());
+        assert_eq!(reason(&again.status), phase::UPDATE_FAILED);
+        // Young enough: resumed from it.
+        let plan = decide(&resume(suspended), &with_policy(ready(not_found()), max_age(180)));
+        assert_eq!(
+            submission(&plan).restore_path.as_deref(),
+            Some("file:/sp/suspend")
+        );
+    }
+
+    #[test]
+    fn restores_of_a_cancelled_job_pass_the_restore_age_guard() {
+        // (name, mode, take-savepoint, last savepoint's age, checkpoint found, allowed age,
+        //  Ok(restored path) or Err(part of the refusal))
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            bool,
+            Option<i64>,
+            Option<CheckpointLookup>,
+            i64,
+            Result<&'a str, &'a str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "last-state, young checkpoint",
+                "last-state",
+                true,
+                None,
+                checkpoint_at("file:/cp/chk-7", NOW - MIN),
+                60,
+                Ok("file:/cp/chk-7"),
+            ),
+            (
+                "last-state, old checkpoint",
+                "last-state",
+                true,
+                None,
+                checkpoint_at("file:/cp/chk-7", NOW - 120 * MIN),
+                60,
+                Err("checkpoint file:/cp/chk-7, is 2 h 0 min old"),
+            ),
+            (
+                "last-state, checkpoint of unknown age",
+                "last-state",
+                true,
+                None,
+                Some(CheckpointLookup::Found {
+                    path: "file:/cp/chk-7".into(),
+                    timestamp_ms: None,
+                }),
+                60,
+                Err("the age of checkpoint file:/cp/chk-7 is unknown"),
+            ),
+            (
+                "no savepoint: the newer checkpoint",
+                "savepoint",
+                false,
+                Some(30 * MIN),
+                checkpoint_at("file:/cp/chk-9", NOW - MIN),
+                60,
+                Ok("file:/cp/chk-9"),
+            ),
+            (
+                "no savepoint: the savepoint when no checkpoint completed",
+                "savepoint",
+                false,
+                Some(30 * MIN),
+                Some(CheckpointLookup::None),
+                60,
+                Ok("file:/sp/manual"),
+            ),
+            (
+                "no savepoint: nothing to restore",
+                "savepoint",
+                false,
+                None,
+                Some(CheckpointLookup::None),
+                60,
+                Err("without a completed checkpoint or savepoint to restore from"),
+            ),
+        ];
+        for (name, mode, take_savepoint, savepoint_age, lookup, allowed, expected) in cases {
+            let policy = Policy {
+                take_savepoint,
+                ..max_age(allowed)
+            };
+            let sj =
+                |status: FlinkSessionJobStatus| resource(changed(mode, None), Some(status), true, false, 2);
+            let mut status = running(mode);
+            if let Some(age) = savepoint_age {
+                job_status(&mut status)
+                    .savepoint_info
+                    .get_or_insert_with(Default::default)
+                    .last_savepoint = Some(Savepoint {
+                    time_stamp: Some(NOW - age),
+                    location: Some("file:/sp/manual".into()),
+                    trigger_type: Some(SnapshotTriggerType::Manual),
+                    ..Default::default()
+                });
+            }
+            // 1. The running job is cancelled (no savepoint), recorded first.
+            let plan = decide(&sj(status), &with_policy(ready(found("RUNNING")), policy.clone()));
+            assert_eq!(
+                plan.actions,
+                [Action::Cancel {
+                    job_id: "old-job".into()
+                }],
+                "{name}"
+            );
+            let cancelling = plan.status_before.unwrap();
+            // A crash before the cancel reached Flink: cancelled again.
+            let plan = decide(
+                &sj(cancelling.clone()),
+                &with_policy(ready(found("RUNNING")), policy.clone()),
+            );
+            assert!(matches!(plan.actions[..], [Action::Cancel { .. }]), "{name}");
+            // 2. Cancelled: the state is guarded, then recorded with the new spec.
+            let plan = decide(
+                &sj(cancelling),
+                &with_policy(
+                    Observation {
+                        checkpoint: lookup,
+                        ..ready(found("CANCELED"))
+                    },
+                    policy.clone(),
+                ),
+            );
+            match expected {
+                Ok(path) => {
+                    assert_eq!(submission(&plan).restore_path.as_deref(), Some(path), "{name}");
+                    assert_eq!(
+                        submission(&plan)
+                            .configuration
+                            .get(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION)
+                            .map(String::as_str),
+                        Some("RETAIN_ON_CANCELLATION"),
+                        "{name}"
+                    );
+                    let committed = plan.status_before.unwrap();
+                    assert_eq!(
+                        job(&committed).upgrade_savepoint_path.as_deref(),
+                        Some(path),
+                        "{name}"
+                    );
+                    // 3. A crash before the submission: the recorded state, not a new look.
+                    let plan = decide(&sj(committed), &with_policy(ready(not_found()), policy));
+                    assert_eq!(submission(&plan).restore_path.as_deref(), Some(path), "{name}");
+                    assert_eq!(submission(&plan).job_id, "new-job", "{name}");
+                }
+                Err(part) => {
+                    assert!(plan.actions.is_empty(), "{name}: {:?}", plan.actions);
+                    assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{name}");
+                    let error = plan.status.error.clone().unwrap();
+                    assert!(error.contains(part), "{name}: {error}");
+                    assert!(plan.events.iter().any(|e| e.warning && e.note == error), "{name}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_running_job_whose_newest_state_is_too_old_is_not_cancelled_for_a_restore() {
+        for (mode, take_savepoint) in [("last-state", true), ("savepoint", false)] {
+            let plan = decide(
+                &resource(changed(mode, None), Some(running(mode)), true, false, 2),
+                &with_policy(
+                    Observation {
+                        checkpoint: checkpoint_at("file:/cp/chk-3", NOW - 90 * MIN),
+                        ..ready(found("RUNNING"))
+                    },
+                    Policy {
+                        take_savepoint,
+                        ..max_age(60)
+                    },
+                ),
+            );
+            assert!(plan.actions.is_empty(), "{mode}: {:?}", plan.actions);
+            assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{mode}");
+            let error = plan.status.error.unwrap();
+            assert!(
+                error.contains("checkpoint file:/cp/chk-3, is 90 min old") && error.contains("keeps running"),
+                "{error}"
+            );
+        }
+        // Without a savepoint and without any state to restore: not cancelled either.
+        let plan = decide(
+            &resource(
+                changed("savepoint", None),
+                Some(running("savepoint")),
+                true,
+                false,
+                2,
+            ),
+            &with_policy(
+                Observation {
+                    checkpoint: Some(CheckpointLookup::None),
+                    ..ready(found("RUNNING"))
+                },
+                Policy {
+                    take_savepoint: false,
+                    ..Policy::default()
+                },
+            ),
+        );
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        assert!(plan.status.error.unwrap().contains("no checkpoint or savepoint"));
+    }
+
+    #[test]
+    fn a_last_state_suspension_records_the_checkpoint_age_for_the_resume_guard() {
+        let suspend = |status| {
+            resource(
+                changed("last-state", Some("suspended")),
+                Some(status),
+                true,
+                false,
+                2,
+            )
+        };
+        let cancelling = decide(&suspend(running("last-state")), &ready(found("RUNNING")))
+            .status_before
+            .unwrap();
+        // Suspending is not guarded: the state is kept for the resume.
+        let suspended = decide(
+            &suspend(cancelling),
+            &with_policy(
+                Observation {
+                    checkpoint: checkpoint_at("file:/cp/chk-4", NOW - 90 * MIN),
+                    ..ready(found("CANCELED"))
+                },
+                max_age(60),
+            ),
+        )
+        .status;
+        assert_eq!(reason(&suspended), phase::SUSPENDED);
+        assert_eq!(
+            job(&suspended)
+                .checkpoint_info
+                .as_ref()
+                .unwrap()
+                .last_checkpoint
+                .as_ref()
+                .unwrap()
+                .time_stamp,
+            Some(NOW - 90 * MIN)
+        );
+        let plan = decide(
+            &resource(
+                changed("last-state", Some("running")),
+                Some(suspended),
+                true,
+                false,
+                3,
+            ),
+            &with_policy(ready(not_found()), max_age(60)),
+        );
+        assert!(plan.actions.is_empty());
+        assert!(
+            plan.status
+                .error
+                .unwrap()
+                .contains("resuming: the newest state, checkpoint file:/cp/chk-4, is 90 min old")
         );
     }
 }

@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
-    FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, SnapshotTriggerType, UpgradeMode,
-    common::flink_job_state,
-    keys,
+    FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, SnapshotTriggerType, UpgradeMode, keys,
     validation::{
         ValidationContext,
         session_job::{self, ArtifactPolicy},
@@ -18,6 +16,7 @@ use super::decide::{CheckpointLookup, JobObservation, Observation, SavepointPoll
 use crate::{
     context::Context,
     flink::{FlinkRestClient, JobId, TriggerId},
+    policy::Policy,
 };
 
 /// The observation, and the session cluster's REST address when it is ready (for act).
@@ -51,6 +50,7 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
                 j.upgrade_mode_or_default() == flink_operator_api::common::UpgradeMode::Savepoint
             }),
         ),
+        policy: Policy::from_config(&config),
         restricted_artifact_hosts: ArtifactPolicy::new(&validation, &namespace).disallow_restricted_hosts,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
@@ -118,17 +118,18 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
         let job_id = JobId::from(job_id);
         observation.job = Some(observe_job(&rest, &job_id).await);
         observation.savepoint = poll_savepoint(&rest, sj, &job_id).await;
-        let ended = match &observation.job {
-            Some(JobObservation::Found { state, .. }) => flink_job_state::is_globally_terminal(state),
-            Some(JobObservation::NotFound) => true,
-            _ => false,
-        };
-        let last_state = sj
+        let answered = matches!(
+            &observation.job,
+            Some(JobObservation::Found { .. } | JobObservation::NotFound)
+        );
+        let stateful = sj
             .spec
             .job
             .as_ref()
-            .is_some_and(|j| j.upgrade_mode_or_default() == UpgradeMode::LastState);
-        if ended && last_state {
+            .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
+        // Read while the job runs too: the restore guard is checked before a job is ended
+        // for a restore, and a failed job is restarted from it.
+        if answered && stateful {
             observation.checkpoint = Some(latest_checkpoint(&rest, &job_id).await);
         }
     }
@@ -196,8 +197,15 @@ async fn poll_savepoint(
 
 async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> CheckpointLookup {
     match rest.checkpoint_statistics(job_id).await {
-        Ok(stats) => match stats.latest.completed.and_then(|c| c.external_path) {
-            Some(path) => CheckpointLookup::Found(path),
+        Ok(stats) => match stats
+            .latest
+            .completed
+            .and_then(|c| c.external_path.clone().map(|path| (path, c)))
+        {
+            Some((path, completed)) => CheckpointLookup::Found {
+                path,
+                timestamp_ms: completed.latest_ack_timestamp.or(completed.trigger_timestamp),
+            },
             None => CheckpointLookup::None,
         },
         Err(e) => CheckpointLookup::Unavailable(e.to_string()),

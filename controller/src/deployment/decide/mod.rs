@@ -32,7 +32,7 @@ pub use status::set_conditions;
 
 pub use crate::reconcile::{EventNote, SavepointPoll};
 
-use super::policy::Policy;
+use crate::{policy::Policy, restore::human};
 
 /// What observe found.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -473,17 +473,6 @@ fn first_deployment(mut d: Decision) -> Plan {
         status: after,
         events: d.events,
         requeue_seconds: FAST,
-    }
-}
-
-/// A duration for people: `45 s`, `12 min`, `3 h 5 min`, `2 d 4 h`.
-fn human(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    match s {
-        0..120 => format!("{s} s"),
-        120..7200 => format!("{} min", s / 60),
-        7200..172_800 => format!("{} h {} min", s / 3600, s % 3600 / 60),
-        _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
     }
 }
 

@@ -1,98 +1,22 @@
-//! Which state a job restores from, and the guard on its age.
+//! Which state a job restores from, and the guard on its age (the shared rules are in
+//! [`crate::restore`]; what is read from a FlinkDeployment's status and observation is here).
 
-use flink_operator_api::{
-    FlinkDeploymentStatus,
-    common::{Checkpoint, JobStatus, SnapshotTriggerType},
-};
+use flink_operator_api::FlinkDeploymentStatus;
 
-use super::{Observation, human};
+pub(super) use crate::restore::{Kind, RestorableState, age_note, guard, record, recorded};
 
-/// A checkpoint or savepoint that a job could restore.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct RestorableState {
-    pub kind: Kind,
-    pub path: String,
-    /// When it completed, epoch milliseconds; unknown for paths recorded without a time.
-    pub timestamp_ms: Option<i64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Kind {
-    Checkpoint,
-    Savepoint,
-}
-
-impl RestorableState {
-    fn describe(&self) -> String {
-        let kind = match self.kind {
-            Kind::Checkpoint => "checkpoint",
-            Kind::Savepoint => "savepoint",
-        };
-        format!("{kind} {}", self.path)
-    }
-}
+use super::Observation;
 
 /// The newest state known for the job: its latest completed checkpoint (as observed), its
 /// last savepoint, or the state it was started from.
 pub(super) fn newest(status: &FlinkDeploymentStatus, obs: &Observation) -> Option<RestorableState> {
     let job = status.job_status.clone().unwrap_or_default();
-    let mut candidates = Vec::new();
-    if let Some(checkpoint) = &obs.latest_checkpoint {
-        candidates.push(RestorableState {
-            kind: Kind::Checkpoint,
-            path: checkpoint.path.clone(),
-            timestamp_ms: Some(checkpoint.timestamp_ms),
-        });
-    }
-    if let Some(savepoint) = job
-        .savepoint_info
-        .as_ref()
-        .and_then(|i| i.last_savepoint.as_ref())
-        && let Some(path) = &savepoint.location
-    {
-        candidates.push(RestorableState {
-            kind: Kind::Savepoint,
-            path: path.clone(),
-            timestamp_ms: savepoint.time_stamp,
-        });
-    }
-    if let Some(recorded) = recorded(&job) {
-        candidates.push(recorded);
-    }
-    // Unknown times sort first, so that any state with a known time wins over them.
-    candidates.into_iter().max_by_key(|s| s.timestamp_ms)
-}
-
-/// The state recorded to start the job from (`upgradeSavepointPath`), with its time when
-/// status knows it.
-pub(super) fn recorded(job: &JobStatus) -> Option<RestorableState> {
-    let path = job.upgrade_savepoint_path.clone()?;
-    let savepoints = job.savepoint_info.iter().flat_map(|info| {
-        info.last_savepoint
-            .iter()
-            .chain(info.savepoint_history.iter().flatten())
-    });
-    if let Some(savepoint) = savepoints
-        .clone()
-        .find(|s| s.location.as_deref() == Some(path.as_str()))
-    {
-        return Some(RestorableState {
-            kind: Kind::Savepoint,
-            path,
-            timestamp_ms: savepoint.time_stamp,
-        });
-    }
-    // A checkpoint recorded for a restore keeps its time in checkpointInfo.lastCheckpoint.
-    let checkpoint_time = job
-        .checkpoint_info
-        .as_ref()
-        .and_then(|i| i.last_checkpoint.as_ref())
-        .and_then(|c| c.time_stamp);
-    Some(RestorableState {
+    let checkpoint = obs.latest_checkpoint.as_ref().map(|c| RestorableState {
         kind: Kind::Checkpoint,
-        path,
-        timestamp_ms: checkpoint_time,
-    })
+        path: c.path.clone(),
+        timestamp_ms: Some(c.timestamp_ms),
+    });
+    crate::restore::newest(&job, checkpoint)
 }
 
 /// The last savepoint, if younger than `max_age_ms`.
@@ -112,53 +36,4 @@ pub(super) fn fresh_savepoint(
     let path = savepoint.location.clone()?;
     let age = now_ms - savepoint.time_stamp?;
     (age <= max_age).then_some((path, age))
-}
-
-/// Checks `state` against `kubernetes.operator.job.restore.max-state-age`; the refusal
-/// names the state and its age.
-pub(super) fn guard(state: &RestorableState, max_age_ms: Option<i64>, now_ms: i64) -> Result<(), String> {
-    let Some(max_age) = max_age_ms else {
-        return Ok(());
-    };
-    let Some(at) = state.timestamp_ms else {
-        return Err(format!(
-            "the age of {} is unknown, and kubernetes.operator.job.restore.max-state-age ({}) allows only younger state",
-            state.describe(),
-            human(max_age)
-        ));
-    };
-    let age = now_ms - at;
-    if age > max_age {
-        return Err(format!(
-            "the newest state, {}, is {} old, older than kubernetes.operator.job.restore.max-state-age ({}); the job is not started from it",
-            state.describe(),
-            human(age),
-            human(max_age)
-        ));
-    }
-    Ok(())
-}
-
-/// Records `state` as the one the next job starts from; a checkpoint's time goes to
-/// `checkpointInfo.lastCheckpoint` so that a later guard knows its age.
-pub(super) fn record(job: &mut JobStatus, state: Option<&RestorableState>) {
-    job.upgrade_savepoint_path = state.map(|s| s.path.clone());
-    if let Some(state) = state
-        && state.kind == Kind::Checkpoint
-    {
-        let info = job.checkpoint_info.get_or_insert_with(Default::default);
-        info.last_checkpoint = Some(Checkpoint {
-            time_stamp: state.timestamp_ms,
-            trigger_type: Some(SnapshotTriggerType::Unknown),
-            ..Default::default()
-        });
-    }
-}
-
-/// How old the state is, for messages.
-pub(super) fn age_note(state: &RestorableState, now_ms: i64) -> String {
-    match state.timestamp_ms {
-        Some(at) => format!("{} ({} old)", state.describe(), human(now_ms - at)),
-        None => state.describe(),
-    }
 }
