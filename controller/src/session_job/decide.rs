@@ -32,6 +32,9 @@
 //! runs, and never started from it; the refusal (UpdateFailed, `status.error`, a warning
 //! Event) names the state and its age.
 //!
+//! A change of `upgradeMode` alone, or of `kubernetes.operator.*` keys alone, is recorded
+//! without ending the job (the mode applies to the next change).
+//!
 //! Not done: periodic and manual savepoints (nonces), restarting failed jobs
 //! (`job.restart.failed`), a savepoint upgrade of a job that is not running with a
 //! savepoint younger than `savepoint.max-age`, and rollbacks.
@@ -296,10 +299,16 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
         return continue_submit(d, status, &recorded);
     }
     let mut status = status;
+    let relevant_change = upgrade_relevant(&recorded) != upgrade_relevant(&sj.spec);
+    let recorded = if !relevant_change && recorded != sj.spec {
+        record_ignored_changes(&d, &mut status)
+    } else {
+        recorded
+    };
     if !is_suspended(&recorded) {
         observe_into(&mut d, &mut status, &recorded);
     }
-    if recorded != sj.spec {
+    if relevant_change {
         return apply_change(d, status, &recorded, refused);
     }
     let (reason, message) = current_phase(&status, &recorded);
@@ -321,10 +330,42 @@ fn refused_generation(
 ) -> Option<String> {
     // observedGeneration is written only when a spec is committed or refused, so equal to
     // the current generation with the spec not committed means refused.
-    let refused = recorded.is_some_and(|r| r != &sj.spec)
+    let refused = recorded.is_some_and(|r| upgrade_relevant(r) != upgrade_relevant(&sj.spec))
         && status.observed_generation.is_some()
         && status.observed_generation == sj.metadata.generation;
     status.error.clone().filter(|_| refused)
+}
+
+/// The spec without the fields whose change does not end the job: the upgrade mode (it says
+/// how the next change is applied) and the operator's own configuration keys (they are
+/// read on every reconcile, and never sent to Flink).
+fn upgrade_relevant(spec: &FlinkSessionJobSpec) -> FlinkSessionJobSpec {
+    let mut spec = spec.clone();
+    if let Some(job) = spec.job.as_mut() {
+        job.upgrade_mode = None;
+    }
+    if let Some(config) = spec.flink_configuration.as_mut() {
+        config.0.retain(|k, _| !k.starts_with(keys::operator::PREFIX));
+        if config.is_empty() {
+            spec.flink_configuration = None;
+        }
+    }
+    spec
+}
+
+/// Records a spec whose changes do not end the job, and returns it as the recorded one.
+fn record_ignored_changes(d: &Decision<'_>, status: &mut FlinkSessionJobStatus) -> FlinkSessionJobSpec {
+    let spec = d.sj.spec.clone();
+    let first = status
+        .reconciliation_status
+        .as_ref()
+        .and_then(|rs| rs.last_reconciled::<FlinkSessionJobSpec>().ok().flatten())
+        .is_some_and(|r| r.is_first_deployment());
+    if let Some(rs) = status.reconciliation_status.as_mut() {
+        rs.last_reconciled_spec = encode(&spec, first);
+    }
+    status.observed_generation = d.generation();
+    spec
 }
 
 fn is_suspended(spec: &FlinkSessionJobSpec) -> bool {
@@ -2628,6 +2669,147 @@ mod tests {
                 .error
                 .unwrap()
                 .contains("resuming: the newest state, checkpoint file:/cp/chk-4, is 90 min old")
+        );
+    }
+
+    #[test]
+    fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_ending_the_job() {
+        let edit = |base: &str, change: &dyn Fn(&mut Value)| {
+            let mut s = spec(base);
+            change(&mut s);
+            s
+        };
+        // (name, the stored status's mode, the new spec)
+        let cases: Vec<(&str, &str, Value)> = vec![
+            (
+                "upgrade mode",
+                "stateless",
+                edit("stateless", &|s: &mut Value| {
+                    s["job"]["upgradeMode"] = json!("savepoint")
+                }),
+            ),
+            (
+                "operator key added",
+                "stateless",
+                edit("stateless", &|s: &mut Value| {
+                    s["flinkConfiguration"]["kubernetes.operator.job.restart.failed"] = json!("true")
+                }),
+            ),
+            (
+                "operator keys removed",
+                "savepoint",
+                edit("savepoint", &|s: &mut Value| {
+                    s["flinkConfiguration"] = json!({"pipeline.max-parallelism": "8"})
+                }),
+            ),
+            (
+                "upgrade mode and operator key",
+                "last-state",
+                edit("last-state", &|s: &mut Value| {
+                    s["job"]["upgradeMode"] = json!("stateless");
+                    s["flinkConfiguration"]["kubernetes.operator.job.restore.max-state-age"] = json!("1 h");
+                }),
+            ),
+        ];
+        for (name, mode, new_spec) in cases {
+            let sj = resource(new_spec.clone(), Some(running(mode)), true, false, 2);
+            let plan = decide(&sj, &ready(found("RUNNING")));
+            assert!(plan.actions.is_empty(), "{name}: {:?}", plan.actions);
+            assert!(plan.status_before.is_none(), "{name}");
+            assert_eq!(recorded_spec(&plan.status), sj.spec, "{name}");
+            assert_eq!(plan.status.observed_generation, Some(2), "{name}");
+            assert_eq!(reason(&plan.status), phase::RUNNING, "{name}");
+            assert_eq!(job(&plan.status).job_id.as_deref(), Some("old-job"), "{name}");
+            // Recorded in the one write after the (no) actions: a crash before it decides the
+            // same again, and once written nothing more happens.
+            assert_eq!(decide(&sj, &ready(found("RUNNING"))), plan, "{name}");
+            let again = decide(
+                &resource(new_spec, Some(plan.status), true, false, 2),
+                &ready(found("RUNNING")),
+            );
+            assert!(again.actions.is_empty(), "{name}");
+            assert!(again.events.is_empty(), "{name}");
+        }
+        // The recorded mode is the one the next change uses.
+        let mode_changed = decide(
+            &resource(
+                edit("stateless", &|s: &mut Value| {
+                    s["job"]["upgradeMode"] = json!("savepoint")
+                }),
+                Some(running("stateless")),
+                true,
+                false,
+                2,
+            ),
+            &ready(found("RUNNING")),
+        )
+        .status;
+        let plan = decide(
+            &resource(changed("savepoint", None), Some(mode_changed), true, false, 3),
+            &ready(found("RUNNING")),
+        );
+        assert!(
+            matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+            "{:?}",
+            plan.actions
+        );
+        // A mode change with another change ends the job as the new mode says.
+        let plan = decide(
+            &resource(
+                changed("last-state", None),
+                Some(running("stateless")),
+                true,
+                false,
+                2,
+            ),
+            &ready(found("RUNNING")),
+        );
+        assert_eq!(
+            plan.actions,
+            [Action::Cancel {
+                job_id: "old-job".into()
+            }]
+        );
+        // While suspended, a mode change is recorded and nothing is submitted.
+        let suspended = decide(
+            &resource(
+                changed("stateless", Some("suspended")),
+                Some(
+                    decide(
+                        &resource(
+                            changed("stateless", Some("suspended")),
+                            Some(running("stateless")),
+                            true,
+                            false,
+                            2,
+                        ),
+                        &ready(found("RUNNING")),
+                    )
+                    .status_before
+                    .unwrap(),
+                ),
+                true,
+                false,
+                2,
+            ),
+            &ready(found("CANCELED")),
+        )
+        .status;
+        let plan = decide(
+            &resource(
+                changed("last-state", Some("suspended")),
+                Some(suspended),
+                true,
+                false,
+                3,
+            ),
+            &ready(not_found()),
+        );
+        assert!(plan.actions.is_empty());
+        assert_eq!(reason(&plan.status), phase::SUSPENDED);
+        assert_eq!(
+            recorded_spec(&plan.status).job.unwrap().upgrade_mode,
+            Some(UpgradeMode::LastState)
         );
     }
 }
