@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     context::Context,
-    flink::{FlinkError, FlinkRestClient, JobId, RunJar, SavepointFormat, TriggerId},
+    flink::{CheckpointKind, FlinkError, FlinkRestClient, JobId, RunJar, SavepointFormat, TriggerId},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +90,37 @@ pub async fn act(
                 .await
                 .map_err(|source| ActError::Flink {
                     what: "stop-with-savepoint",
+                    job_id: job_id.clone(),
+                    source,
+                })?;
+            Ok(())
+        }
+        Action::TriggerSavepoint { job_id, trigger_id } => {
+            rest()?
+                .trigger_savepoint_as(
+                    &JobId::from(job_id.as_str()),
+                    &TriggerId::from(trigger_id.as_str()),
+                    None,
+                    SavepointFormat::Canonical,
+                )
+                .await
+                .map_err(|source| ActError::Flink {
+                    what: "triggering a savepoint",
+                    job_id: job_id.clone(),
+                    source,
+                })?;
+            Ok(())
+        }
+        Action::TriggerCheckpoint { job_id, trigger_id } => {
+            rest()?
+                .trigger_checkpoint_as(
+                    &JobId::from(job_id.as_str()),
+                    &TriggerId::from(trigger_id.as_str()),
+                    CheckpointKind::Full,
+                )
+                .await
+                .map_err(|source| ActError::Flink {
+                    what: "triggering a checkpoint",
                     job_id: job_id.clone(),
                     source,
                 })?;

@@ -35,7 +35,13 @@
 //! A change of `upgradeMode` alone, or of `kubernetes.operator.*` keys alone, is recorded
 //! without ending the job (the mode applies to the next change).
 //!
-//! Not done: periodic and manual savepoints (nonces), restarting failed jobs
+//! `savepointTriggerNonce` and `checkpointTriggerNonce` take a manual savepoint or checkpoint
+//! of the running job: the nonce and a trigger id are recorded before the trigger is sent,
+//! later reconciles poll it, and the result goes to `savepointInfo` (last savepoint and
+//! history) or `checkpointInfo`; a spec change waits for it. `savepointRedeployNonce` cancels
+//! the job without a savepoint and submits the spec restoring `initialSavepointPath`.
+//!
+//! Not done: periodic savepoints, disposing of savepoints beyond the history, restarting failed jobs
 //! (`job.restart.failed`), a savepoint upgrade of a job that is not running with a
 //! savepoint younger than `savepoint.max-age`, and rollbacks.
 
@@ -44,8 +50,8 @@ use std::collections::BTreeMap;
 use flink_operator_api::{
     FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, ReconciledSpec,
     common::{
-        JobState, JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, Savepoint,
-        SnapshotTriggerType, UpgradeMode, flink_job_state,
+        Checkpoint, JobState, JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState,
+        Savepoint, SnapshotTriggerType, UpgradeMode, flink_job_state,
     },
     keys,
 };
@@ -62,8 +68,10 @@ pub struct Observation {
     pub session: SessionObservation,
     /// The job under the recorded job id (None: not looked at, e.g. the cluster is not ready).
     pub job: Option<JobObservation>,
-    /// The pending savepoint, polled by its recorded trigger id.
+    /// The pending savepoint (upgrade or manual), polled by its recorded trigger id.
     pub savepoint: Option<SavepointPoll>,
+    /// The pending manual checkpoint, polled by its recorded trigger id.
+    pub manual_checkpoint: Option<SavepointPoll>,
     /// The latest completed checkpoint of the recorded job, looked up when its upgrade mode
     /// is not stateless (while it runs too, so that the restore guard is checked before the
     /// job is ended for a restore).
@@ -147,6 +155,16 @@ pub enum Action {
     },
     /// Stop the job with a savepoint under the given (recorded) trigger id.
     StopWithSavepoint {
+        job_id: String,
+        trigger_id: String,
+    },
+    /// Take a savepoint of the running job under the given (recorded) trigger id.
+    TriggerSavepoint {
+        job_id: String,
+        trigger_id: String,
+    },
+    /// Take a checkpoint of the running job under the given (recorded) trigger id.
+    TriggerCheckpoint {
         job_id: String,
         trigger_id: String,
     },
@@ -301,19 +319,37 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
     let mut status = status;
     let relevant_change = upgrade_relevant(&recorded) != upgrade_relevant(&sj.spec);
     let recorded = if !relevant_change && recorded != sj.spec {
-        record_ignored_changes(&d, &mut status)
+        record_ignored_changes(&d, &mut status, &recorded)
     } else {
         recorded
     };
-    if !is_suspended(&recorded) {
+    let suspended = is_suspended(&recorded);
+    if !suspended {
         observe_into(&mut d, &mut status, &recorded);
     }
+    let pending = !suspended && settle_snapshots(&mut d, &mut status, &recorded);
     if relevant_change {
+        if pending {
+            // The change may end the job, which would lose the snapshot the user asked for.
+            d.conditions(
+                &mut status,
+                phase::UPDATING,
+                "waiting for the pending manual savepoint or checkpoint before changing the job",
+            );
+            return d.done(status, FAST);
+        }
         return apply_change(d, status, &recorded, refused);
+    }
+    if !suspended
+        && !pending
+        && observed_state(d.obs) == Some(flink_job_state::RUNNING)
+        && let Some(kind) = new_nonce(&sj.spec, &recorded)
+    {
+        return trigger_snapshot(d, status, kind);
     }
     let (reason, message) = current_phase(&status, &recorded);
     d.conditions(&mut status, reason, &message);
-    let requeue = if status.lifecycle_state == Some(ResourceLifecycleState::Stable) {
+    let requeue = if status.lifecycle_state == Some(ResourceLifecycleState::Stable) && !pending {
         SLOW
     } else {
         FAST
@@ -336,12 +372,15 @@ fn refused_generation(
     status.error.clone().filter(|_| refused)
 }
 
-/// The spec without the fields whose change does not end the job: the upgrade mode (it says
-/// how the next change is applied) and the operator's own configuration keys (they are
-/// read on every reconcile, and never sent to Flink).
+/// The spec without the fields whose change does not end the job: the snapshot nonces
+/// (they trigger snapshots of the running job), the upgrade mode (it says how the next
+/// change is applied) and the operator's own configuration keys (they are read on every
+/// reconcile, and never sent to Flink).
 fn upgrade_relevant(spec: &FlinkSessionJobSpec) -> FlinkSessionJobSpec {
     let mut spec = spec.clone();
     if let Some(job) = spec.job.as_mut() {
+        job.savepoint_trigger_nonce = None;
+        job.checkpoint_trigger_nonce = None;
         job.upgrade_mode = None;
     }
     if let Some(config) = spec.flink_configuration.as_mut() {
@@ -353,9 +392,18 @@ fn upgrade_relevant(spec: &FlinkSessionJobSpec) -> FlinkSessionJobSpec {
     spec
 }
 
-/// Records a spec whose changes do not end the job, and returns it as the recorded one.
-fn record_ignored_changes(d: &Decision<'_>, status: &mut FlinkSessionJobStatus) -> FlinkSessionJobSpec {
-    let spec = d.sj.spec.clone();
+/// Records a spec whose changes do not end the job, and returns it as the recorded one;
+/// the recorded snapshot nonces stay until their snapshots are triggered.
+fn record_ignored_changes(
+    d: &Decision<'_>,
+    status: &mut FlinkSessionJobStatus,
+    recorded: &FlinkSessionJobSpec,
+) -> FlinkSessionJobSpec {
+    let mut spec = d.sj.spec.clone();
+    if let (Some(job), Some(old)) = (spec.job.as_mut(), recorded.job.as_ref()) {
+        job.savepoint_trigger_nonce = old.savepoint_trigger_nonce;
+        job.checkpoint_trigger_nonce = old.checkpoint_trigger_nonce;
+    }
     let first = status
         .reconciliation_status
         .as_ref()
@@ -782,6 +830,12 @@ fn apply_change(
         }
     };
     let state = observed_state(d.obs).unwrap_or("gone").to_owned();
+    let redeploy_nonce = spec.job.as_ref().and_then(|j| j.savepoint_redeploy_nonce);
+    if redeploy_nonce.is_some()
+        && redeploy_nonce != recorded.job.as_ref().and_then(|j| j.savepoint_redeploy_nonce)
+    {
+        return redeploy_from_savepoint(d, status, &job_id, &state, ended);
+    }
     let mode = upgrade_mode(&spec);
     // With kubernetes.operator.job.upgrade.take-savepoint false, a job in savepoint mode is
     // cancelled and restored from its newest checkpoint or savepoint instead.
@@ -1005,6 +1059,296 @@ fn resume(d: Decision<'_>, status: FlinkSessionJobStatus) -> Plan {
         return refuse(d, status, format!("resuming: {why}"));
     }
     commit(d, status, state)
+}
+
+/// A new `savepointRedeployNonce`: the job is ended without a savepoint, and the spec runs
+/// from `spec.job.initialSavepointPath` (the user's choice of state, so no age guard).
+fn redeploy_from_savepoint(
+    mut d: Decision<'_>,
+    mut status: FlinkSessionJobStatus,
+    job_id: &str,
+    state: &str,
+    ended: bool,
+) -> Plan {
+    let Some(path) =
+        d.sj.spec
+            .job
+            .as_ref()
+            .and_then(|j| j.initial_savepoint_path.clone())
+            .filter(|p| !p.trim().is_empty())
+    else {
+        return refuse(
+            d,
+            status,
+            "spec.job.savepointRedeployNonce changed, but spec.job.initialSavepointPath is empty: there is no savepoint to redeploy from".to_owned(),
+        );
+    };
+    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    if state == flink_job_state::CANCELLING {
+        d.conditions(
+            &mut status,
+            phase::UPDATING,
+            &format!("waiting for job {job_id} to be cancelled"),
+        );
+        return d.done(status, FAST);
+    }
+    if !ended {
+        let note = format!(
+            "Cancelling job {job_id} without a savepoint to redeploy from spec.job.initialSavepointPath {path}"
+        );
+        d.conditions(&mut status, phase::UPDATING, &note);
+        d.actions.push(Action::Cancel {
+            job_id: job_id.to_owned(),
+        });
+        d.event(false, "SavepointRedeploy", note);
+        let before = status.clone();
+        return d.stepped(before, status, FAST);
+    }
+    d.event(
+        false,
+        "SavepointRedeploy",
+        format!("Redeploying from spec.job.initialSavepointPath {path}"),
+    );
+    let restore = RestorableState {
+        kind: Kind::Savepoint,
+        path,
+        timestamp_ms: None,
+    };
+    commit(d, status, Some(restore))
+}
+
+/// A manual snapshot asked for by a nonce.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Snapshot {
+    Savepoint,
+    Checkpoint,
+}
+
+impl Snapshot {
+    fn name(self) -> &'static str {
+        match self {
+            Snapshot::Savepoint => "savepoint",
+            Snapshot::Checkpoint => "checkpoint",
+        }
+    }
+
+    fn trigger(self, job_id: String, trigger_id: String) -> Action {
+        match self {
+            Snapshot::Savepoint => Action::TriggerSavepoint { job_id, trigger_id },
+            Snapshot::Checkpoint => Action::TriggerCheckpoint { job_id, trigger_id },
+        }
+    }
+}
+
+/// The snapshot a nonce changed since it was recorded asks for (a savepoint first).
+fn new_nonce(spec: &FlinkSessionJobSpec, recorded: &FlinkSessionJobSpec) -> Option<Snapshot> {
+    let wanted = spec.job.as_ref()?;
+    let old = recorded.job.clone().unwrap_or_default();
+    let changed = |new: Option<i64>, old: Option<i64>| new.is_some() && new != old;
+    if changed(wanted.savepoint_trigger_nonce, old.savepoint_trigger_nonce) {
+        Some(Snapshot::Savepoint)
+    } else if changed(wanted.checkpoint_trigger_nonce, old.checkpoint_trigger_nonce) {
+        Some(Snapshot::Checkpoint)
+    } else {
+        None
+    }
+}
+
+/// The trigger id of a pending manual savepoint or checkpoint.
+fn manual_trigger(status: &FlinkSessionJobStatus, kind: Snapshot) -> Option<String> {
+    let job = status.job_status.as_ref()?;
+    match kind {
+        Snapshot::Savepoint => {
+            let info = job.savepoint_info.as_ref()?;
+            info.trigger_id
+                .clone()
+                .filter(|_| info.trigger_type == Some(SnapshotTriggerType::Manual))
+        }
+        Snapshot::Checkpoint => job.checkpoint_info.as_ref()?.trigger_id.clone(),
+    }
+}
+
+fn clear_manual_trigger(status: &mut FlinkSessionJobStatus, kind: Snapshot) {
+    match kind {
+        Snapshot::Savepoint => clear_trigger(status),
+        Snapshot::Checkpoint => {
+            if let Some(info) = status
+                .job_status
+                .as_mut()
+                .and_then(|j| j.checkpoint_info.as_mut())
+            {
+                info.trigger_id = None;
+                info.trigger_type = None;
+                info.trigger_timestamp = None;
+            }
+        }
+    }
+}
+
+/// Follows the pending manual savepoint and checkpoint into status; whether one is still
+/// pending.
+fn settle_snapshots(
+    d: &mut Decision<'_>,
+    status: &mut FlinkSessionJobStatus,
+    recorded: &FlinkSessionJobSpec,
+) -> bool {
+    let savepoint = settle(d, status, recorded, Snapshot::Savepoint);
+    let checkpoint = settle(d, status, recorded, Snapshot::Checkpoint);
+    savepoint || checkpoint
+}
+
+fn settle(
+    d: &mut Decision<'_>,
+    status: &mut FlinkSessionJobStatus,
+    recorded: &FlinkSessionJobSpec,
+    kind: Snapshot,
+) -> bool {
+    let Some(trigger_id) = manual_trigger(status, kind) else {
+        return false;
+    };
+    let job_id = recorded_job_id(status).unwrap_or_default();
+    let name = kind.name();
+    let poll = match kind {
+        Snapshot::Savepoint => d.obs.savepoint.clone(),
+        Snapshot::Checkpoint => d.obs.manual_checkpoint.clone(),
+    };
+    let running = observed_state(d.obs) == Some(flink_job_state::RUNNING);
+    match poll {
+        Some(SavepointPoll::Completed(result)) => {
+            clear_manual_trigger(status, kind);
+            let nonces = recorded.job.clone().unwrap_or_default();
+            let now = d.obs.now_ms;
+            let max_count = d.obs.policy.history_max_count;
+            let job = job_status(status);
+            match kind {
+                Snapshot::Savepoint => {
+                    let savepoint = Savepoint {
+                        time_stamp: Some(now),
+                        location: Some(result.clone()),
+                        trigger_type: Some(SnapshotTriggerType::Manual),
+                        trigger_nonce: nonces.savepoint_trigger_nonce,
+                        ..Default::default()
+                    };
+                    let info = job.savepoint_info.get_or_insert_with(Default::default);
+                    info.last_savepoint = Some(savepoint.clone());
+                    let history = info.savepoint_history.get_or_insert_with(Default::default);
+                    history.push(savepoint);
+                    // Status keeps the newest entries only; their files stay where they
+                    // are (disposing of savepoints is not done for session jobs).
+                    let excess = history.len().saturating_sub(max_count);
+                    history.drain(..excess);
+                    d.event(
+                        false,
+                        "SavepointCompleted",
+                        format!("The manual savepoint of job {job_id} completed: {result}"),
+                    );
+                }
+                Snapshot::Checkpoint => {
+                    job.checkpoint_info
+                        .get_or_insert_with(Default::default)
+                        .last_checkpoint = Some(Checkpoint {
+                        time_stamp: Some(now),
+                        trigger_type: Some(SnapshotTriggerType::Manual),
+                        trigger_nonce: nonces.checkpoint_trigger_nonce,
+                        ..Default::default()
+                    });
+                    d.event(
+                        false,
+                        "CheckpointCompleted",
+                        format!("The manual checkpoint {result} of job {job_id} completed"),
+                    );
+                }
+            }
+            false
+        }
+        Some(SavepointPoll::UnknownTrigger) if running => {
+            // The trigger never reached the JobManager (or it restarted): sent again, same id.
+            d.actions.push(kind.trigger(job_id, trigger_id));
+            true
+        }
+        Some(SavepointPoll::Failed(reason) | SavepointPoll::JobGone(reason)) => {
+            clear_manual_trigger(status, kind);
+            d.event(
+                true,
+                failed_reason(kind),
+                format!("The manual {name} of job {job_id} failed: {reason}"),
+            );
+            false
+        }
+        Some(SavepointPoll::UnknownTrigger) => {
+            clear_manual_trigger(status, kind);
+            d.event(
+                true,
+                failed_reason(kind),
+                format!(
+                    "The manual {name} of job {job_id} was lost: the JobManager does not know it and the job is not running"
+                ),
+            );
+            false
+        }
+        Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => true,
+    }
+}
+
+fn failed_reason(kind: Snapshot) -> &'static str {
+    match kind {
+        Snapshot::Savepoint => "SavepointFailed",
+        Snapshot::Checkpoint => "CheckpointFailed",
+    }
+}
+
+/// A new nonce asks for a snapshot of the running job: the trigger id and the nonce are
+/// recorded first, so that a crash before the trigger reaches Flink sends it again under
+/// the same id, and the nonce is not acted on twice.
+fn trigger_snapshot(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, kind: Snapshot) -> Plan {
+    let job_id = recorded_job_id(&status).unwrap_or_default();
+    let trigger_id = d.obs.fresh_trigger_id.clone();
+    let now = d.obs.now_ms;
+    let current = status
+        .reconciliation_status
+        .as_ref()
+        .and_then(|rs| rs.last_reconciled::<FlinkSessionJobSpec>().ok().flatten());
+    let first = current.as_ref().is_some_and(|r| r.is_first_deployment());
+    let mut spec = current.map(|r| r.spec).unwrap_or_else(|| d.sj.spec.clone());
+    let wanted = d.sj.spec.job.clone().unwrap_or_default();
+    if let Some(job) = spec.job.as_mut() {
+        match kind {
+            Snapshot::Savepoint => job.savepoint_trigger_nonce = wanted.savepoint_trigger_nonce,
+            Snapshot::Checkpoint => job.checkpoint_trigger_nonce = wanted.checkpoint_trigger_nonce,
+        }
+    }
+    if let Some(rs) = status.reconciliation_status.as_mut() {
+        rs.last_reconciled_spec = encode(&spec, first);
+    }
+    let job = job_status(&mut status);
+    match kind {
+        Snapshot::Savepoint => {
+            let info = job.savepoint_info.get_or_insert_with(Default::default);
+            info.trigger_id = Some(trigger_id.clone());
+            info.trigger_type = Some(SnapshotTriggerType::Manual);
+            info.trigger_timestamp = Some(now);
+        }
+        Snapshot::Checkpoint => {
+            let info = job.checkpoint_info.get_or_insert_with(Default::default);
+            info.trigger_id = Some(trigger_id.clone());
+            info.trigger_type = Some(SnapshotTriggerType::Manual);
+            info.trigger_timestamp = Some(now);
+        }
+    }
+    let name = kind.name();
+    d.actions.push(kind.trigger(job_id.clone(), trigger_id));
+    d.event(
+        false,
+        match kind {
+            Snapshot::Savepoint => "SavepointTriggered",
+            Snapshot::Checkpoint => "CheckpointTriggered",
+        },
+        format!("Triggering a manual {name} of job {job_id}"),
+    );
+    let (reason, message) = current_phase(&status, &spec);
+    d.conditions(&mut status, reason, &message);
+    let before = status.clone();
+    d.stepped(before, status, FAST)
 }
 
 /// A pending stop-with-savepoint for an upgrade or a suspension.
@@ -2810,6 +3154,253 @@ mod tests {
         assert_eq!(
             recorded_spec(&plan.status).job.unwrap().upgrade_mode,
             Some(UpgradeMode::LastState)
+        );
+    }
+
+    /// `spec(mode)` with `spec.job.<field>` set to `nonce`.
+    fn with_nonce(mode: &str, field: &str, nonce: i64) -> Value {
+        let mut s = spec(mode);
+        s["job"][field] = json!(nonce);
+        s
+    }
+
+    #[test]
+    fn snapshot_nonces_take_a_snapshot_of_the_running_job_step_by_step() {
+        // (nonce field, trigger action, completed result)
+        let cases = [
+            (
+                "savepointTriggerNonce",
+                Action::TriggerSavepoint {
+                    job_id: "old-job".into(),
+                    trigger_id: "trigger".into(),
+                },
+                "file:/sp/manual-1",
+            ),
+            (
+                "checkpointTriggerNonce",
+                Action::TriggerCheckpoint {
+                    job_id: "old-job".into(),
+                    trigger_id: "trigger".into(),
+                },
+                "17",
+            ),
+        ];
+        for (field, trigger, result) in cases {
+            let savepoint = field == "savepointTriggerNonce";
+            let sj = |status: FlinkSessionJobStatus, nonce: i64, generation: i64| {
+                resource(
+                    with_nonce("savepoint", field, nonce),
+                    Some(status),
+                    true,
+                    false,
+                    generation,
+                )
+            };
+            let poll = |poll: SavepointPoll, job: Option<JobObservation>| {
+                let mut observation = Observation {
+                    fresh_trigger_id: "other-trigger".into(),
+                    ..ready(job)
+                };
+                if savepoint {
+                    observation.savepoint = Some(poll);
+                } else {
+                    observation.manual_checkpoint = Some(poll);
+                }
+                observation
+            };
+            // 1. The nonce and the trigger id are recorded before the trigger; the job runs on.
+            let plan = decide(&sj(running("savepoint"), 1, 2), &ready(found("RUNNING")));
+            assert_eq!(plan.actions, std::slice::from_ref(&trigger), "{field}");
+            let triggered = plan.status_before.clone().unwrap();
+            assert_eq!(plan.status, triggered, "{field}");
+            assert_eq!(reason(&triggered), phase::RUNNING, "{field}");
+            let recorded_job = recorded_spec(&triggered).job.unwrap();
+            let (recorded_nonce, trigger_id) = if savepoint {
+                let info = job(&triggered).savepoint_info.clone().unwrap();
+                assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Manual));
+                (recorded_job.savepoint_trigger_nonce, info.trigger_id)
+            } else {
+                let info = job(&triggered).checkpoint_info.clone().unwrap();
+                assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Manual));
+                (recorded_job.checkpoint_trigger_nonce, info.trigger_id)
+            };
+            assert_eq!(recorded_nonce, Some(1), "{field}");
+            assert_eq!(trigger_id.as_deref(), Some("trigger"), "{field}");
+            assert!(plan.events.iter().any(|e| e.reason.ends_with("Triggered")));
+            // Crash before the trigger reached Flink: sent again under the recorded id.
+            let plan = decide(
+                &sj(triggered.clone(), 1, 2),
+                &poll(SavepointPoll::UnknownTrigger, found("RUNNING")),
+            );
+            assert_eq!(plan.actions, std::slice::from_ref(&trigger), "{field}");
+            // 2. In progress, or the JobManager silent: looked at again soon, nothing sent.
+            for pending in [
+                SavepointPoll::InProgress,
+                SavepointPoll::Unreachable("timeout".into()),
+            ] {
+                let plan = decide(&sj(triggered.clone(), 1, 2), &poll(pending, found("RUNNING")));
+                assert!(plan.actions.is_empty(), "{field}");
+                assert_eq!(plan.requeue_seconds, FAST, "{field}");
+            }
+            // 3. Completed: recorded with its nonce, the trigger cleared.
+            let plan = decide(
+                &sj(triggered.clone(), 1, 2),
+                &poll(SavepointPoll::Completed(result.into()), found("RUNNING")),
+            );
+            assert!(plan.actions.is_empty(), "{field}");
+            let done = plan.status.clone();
+            let job_done = job(&done);
+            if savepoint {
+                let info = job_done.savepoint_info.clone().unwrap();
+                assert_eq!(info.trigger_id, None);
+                let last = info.last_savepoint.clone().unwrap();
+                assert_eq!(last.location.as_deref(), Some(result));
+                assert_eq!(last.trigger_nonce, Some(1));
+                assert_eq!(last.trigger_type, Some(SnapshotTriggerType::Manual));
+                assert_eq!(info.savepoint_history, Some(vec![last]));
+                assert!(plan.events.iter().any(|e| e.reason == "SavepointCompleted"));
+            } else {
+                let info = job_done.checkpoint_info.clone().unwrap();
+                assert_eq!(info.trigger_id, None);
+                let last = info.last_checkpoint.unwrap();
+                assert_eq!(last.trigger_nonce, Some(1));
+                assert_eq!(last.time_stamp, Some(NOW));
+                assert!(plan.events.iter().any(|e| e.reason == "CheckpointCompleted"));
+            }
+            // The same nonce asks for nothing more; a new one for another snapshot.
+            let plan = decide(&sj(done.clone(), 1, 2), &ready(found("RUNNING")));
+            assert!(plan.actions.is_empty(), "{field}");
+            let plan = decide(&sj(done, 2, 3), &ready(found("RUNNING")));
+            assert_eq!(plan.actions.len(), 1, "{field}");
+            // Failed: reported, cleared, not tried again for the same nonce.
+            let plan = decide(
+                &sj(triggered.clone(), 1, 2),
+                &poll(SavepointPoll::Failed("disk full".into()), found("RUNNING")),
+            );
+            assert!(plan.actions.is_empty(), "{field}");
+            assert!(
+                plan.events
+                    .iter()
+                    .any(|e| e.warning && e.note.contains("disk full")),
+                "{field}"
+            );
+            let plan = decide(&sj(plan.status, 1, 2), &ready(found("RUNNING")));
+            assert!(plan.actions.is_empty(), "{field}");
+            // A job that is not running: the nonce waits, unrecorded.
+            let plan = decide(&sj(running("savepoint"), 1, 2), &ready(found("RESTARTING")));
+            assert!(plan.actions.is_empty(), "{field}");
+            assert!(plan.status_before.is_none(), "{field}");
+        }
+    }
+
+    #[test]
+    fn a_spec_change_waits_for_a_pending_manual_savepoint() {
+        let triggered = decide(
+            &resource(
+                with_nonce("savepoint", "savepointTriggerNonce", 1),
+                Some(running("savepoint")),
+                true,
+                false,
+                2,
+            ),
+            &ready(found("RUNNING")),
+        )
+        .status_before
+        .unwrap();
+        let mut new_spec = changed("savepoint", None);
+        new_spec["job"]["savepointTriggerNonce"] = json!(1);
+        let sj = resource(new_spec, Some(triggered), true, false, 3);
+        let plan = decide(
+            &sj,
+            &Observation {
+                savepoint: Some(SavepointPoll::InProgress),
+                ..ready(found("RUNNING"))
+            },
+        );
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        assert_eq!(reason(&plan.status), phase::UPDATING);
+        // Once it completed, the change goes ahead in the same reconcile.
+        let plan = decide(
+            &sj,
+            &Observation {
+                savepoint: Some(SavepointPoll::Completed("file:/sp/manual".into())),
+                ..ready(found("RUNNING"))
+            },
+        );
+        assert_eq!(
+            plan.actions,
+            [Action::StopWithSavepoint {
+                job_id: "old-job".into(),
+                trigger_id: "trigger".into()
+            }]
+        );
+        let before = plan.status_before.unwrap();
+        let info = job(&before).savepoint_info.clone().unwrap();
+        assert_eq!(
+            info.last_savepoint.unwrap().location.as_deref(),
+            Some("file:/sp/manual")
+        );
+        assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Upgrade));
+    }
+
+    #[test]
+    fn a_savepoint_redeploy_nonce_cancels_and_restores_the_initial_savepoint_path() {
+        let redeploy = |status: FlinkSessionJobStatus, path: Option<&str>| {
+            let mut s = with_nonce("savepoint", "savepointRedeployNonce", 1);
+            if let Some(path) = path {
+                s["job"]["initialSavepointPath"] = json!(path);
+            }
+            resource(s, Some(status), true, false, 2)
+        };
+        let chosen = Some("file:/sp/chosen");
+        let cancel = [Action::Cancel {
+            job_id: "old-job".into(),
+        }];
+        // 1. Cancelled, not stopped with a savepoint; recorded first.
+        let plan = decide(&redeploy(running("savepoint"), chosen), &ready(found("RUNNING")));
+        assert_eq!(plan.actions, cancel);
+        assert!(plan.events.iter().any(|e| e.reason == "SavepointRedeploy"));
+        let cancelling = plan.status_before.unwrap();
+        assert_eq!(reason(&cancelling), phase::UPDATING);
+        // A crash before the cancel reached Flink: cancelled again.
+        let plan = decide(&redeploy(cancelling.clone(), chosen), &ready(found("RUNNING")));
+        assert_eq!(plan.actions, cancel);
+        // 2. Cancelling: wait.
+        let plan = decide(&redeploy(cancelling.clone(), chosen), &ready(found("CANCELLING")));
+        assert!(plan.actions.is_empty());
+        // 3. Ended: the path, the spec (with its nonce) and a new job id are recorded, then
+        // the job is submitted restoring the path.
+        let plan = decide(&redeploy(cancelling, chosen), &ready(found("CANCELED")));
+        let committed = plan.status_before.clone().unwrap();
+        assert_eq!(
+            job(&committed).upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/chosen")
+        );
+        assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"));
+        assert_eq!(
+            recorded_spec(&committed).job.unwrap().savepoint_redeploy_nonce,
+            Some(1)
+        );
+        assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/chosen"));
+        // 4. A crash before the submission: the recorded job id and path.
+        let plan = decide(
+            &redeploy(committed, chosen),
+            &Observation {
+                fresh_job_id: "another".into(),
+                ..ready(not_found())
+            },
+        );
+        assert_eq!(submission(&plan).job_id, "new-job");
+        assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/chosen"));
+        // Without a path there is nothing to redeploy from: refused, the job runs on.
+        let plan = decide(&redeploy(running("savepoint"), None), &ready(found("RUNNING")));
+        assert!(plan.actions.is_empty());
+        assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+        assert!(
+            plan.status
+                .error
+                .unwrap()
+                .contains("spec.job.initialSavepointPath is empty")
         );
     }
 }

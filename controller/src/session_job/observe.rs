@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
-    FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, SnapshotTriggerType, UpgradeMode, keys,
+    FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode, keys,
     validation::{
         ValidationContext,
         session_job::{self, ArtifactPolicy},
@@ -15,7 +15,7 @@ use kube::{Api, ResourceExt};
 use super::decide::{CheckpointLookup, JobObservation, Observation, SavepointPoll, SessionObservation};
 use crate::{
     context::Context,
-    flink::{FlinkRestClient, JobId, TriggerId},
+    flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
     policy::Policy,
 };
 
@@ -118,6 +118,7 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
         let job_id = JobId::from(job_id);
         observation.job = Some(observe_job(&rest, &job_id).await);
         observation.savepoint = poll_savepoint(&rest, sj, &job_id).await;
+        observation.manual_checkpoint = poll_checkpoint(&rest, sj, &job_id).await;
         let answered = matches!(
             &observation.job,
             Some(JobObservation::Found { .. } | JobObservation::NotFound)
@@ -179,20 +180,41 @@ async fn observe_job(rest: &FlinkRestClient, job_id: &JobId) -> JobObservation {
     }
 }
 
-/// The pending savepoint, by the trigger id recorded in status.
+/// The pending savepoint (upgrade or manual), by the trigger id recorded in status.
 async fn poll_savepoint(
     rest: &FlinkRestClient,
     sj: &FlinkSessionJob,
     job_id: &JobId,
 ) -> Option<SavepointPoll> {
     let info = sj.status.as_ref()?.job_status.as_ref()?.savepoint_info.as_ref()?;
-    if info.trigger_type != Some(SnapshotTriggerType::Upgrade) {
-        return None;
-    }
     let trigger = TriggerId::from(info.trigger_id.as_deref()?);
     Some(SavepointPoll::from_status(
         rest.savepoint_status(job_id, &trigger).await,
     ))
+}
+
+/// The pending manual checkpoint, by the trigger id recorded in status.
+async fn poll_checkpoint(
+    rest: &FlinkRestClient,
+    sj: &FlinkSessionJob,
+    job_id: &JobId,
+) -> Option<SavepointPoll> {
+    let info = sj
+        .status
+        .as_ref()?
+        .job_status
+        .as_ref()?
+        .checkpoint_info
+        .as_ref()?;
+    let trigger = TriggerId::from(info.trigger_id.as_deref()?);
+    let result = rest.checkpoint_status(job_id, &trigger).await;
+    Some(SavepointPoll::from_status(result.map(|status| match status {
+        OperationStatus::Completed(id) => OperationStatus::Completed(id.to_string()),
+        OperationStatus::InProgress => OperationStatus::InProgress,
+        OperationStatus::Failed(f) => OperationStatus::Failed(f),
+        OperationStatus::JobNotFound(r) => OperationStatus::JobNotFound(r),
+        OperationStatus::UnknownTrigger(r) => OperationStatus::UnknownTrigger(r),
+    })))
 }
 
 async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> CheckpointLookup {
