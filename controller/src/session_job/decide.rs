@@ -41,9 +41,13 @@
 //! history) or `checkpointInfo`; a spec change waits for it. `savepointRedeployNonce` cancels
 //! the job without a savepoint and submits the spec restoring `initialSavepointPath`.
 //!
-//! Not done: periodic savepoints, disposing of savepoints beyond the history, restarting failed jobs
-//! (`job.restart.failed`), a savepoint upgrade of a job that is not running with a
-//! savepoint younger than `savepoint.max-age`, and rollbacks.
+//! With `kubernetes.operator.job.restart.failed`, a FAILED job is resubmitted under a new
+//! job id recorded first: from nothing in stateless mode, else from its newest checkpoint or
+//! savepoint, guarded by the restore age.
+//!
+//! Not done: periodic savepoints, disposing of savepoints beyond the history, a savepoint
+//! upgrade of a job that is not running with a savepoint younger than
+//! `savepoint.max-age`, `restartNonce`, and rollbacks.
 
 use std::collections::BTreeMap;
 
@@ -339,6 +343,13 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
             return d.done(status, FAST);
         }
         return apply_change(d, status, &recorded, refused);
+    }
+    if !suspended
+        && !pending
+        && d.obs.policy.restart_failed
+        && observed_state(d.obs) == Some(flink_job_state::FAILED)
+    {
+        return restart_failed(d, status);
     }
     if !suspended
         && !pending
@@ -1059,6 +1070,65 @@ fn resume(d: Decision<'_>, status: FlinkSessionJobStatus) -> Plan {
         return refuse(d, status, format!("resuming: {why}"));
     }
     commit(d, status, state)
+}
+
+/// A FAILED job is resubmitted when `kubernetes.operator.job.restart.failed` is true: from
+/// nothing in stateless mode, else from its newest checkpoint or savepoint if the restore
+/// guard allows.
+fn restart_failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
+    let job_id = recorded_job_id(&status).unwrap_or_default();
+    if upgrade_mode(&d.sj.spec) == UpgradeMode::Stateless {
+        d.event(
+            false,
+            "RestartFailedJob",
+            format!("Job {job_id} FAILED; resubmitting it without state"),
+        );
+        return commit(d, status, None);
+    }
+    if matches!(d.obs.checkpoint, Some(CheckpointLookup::Unavailable(_)) | None) {
+        // Restarting from an older state than the latest checkpoint would lose progress.
+        d.conditions(
+            &mut status,
+            phase::FAILED,
+            &format!("job {job_id} FAILED; reading its last checkpoint to restart it"),
+        );
+        return d.done(status, WAIT);
+    }
+    let job = status.job_status.clone().unwrap_or_default();
+    let Some(newest) = restore::newest(&job, observed_checkpoint(d.obs)) else {
+        return refuse_restart(
+            d,
+            status,
+            format!(
+                "restarting the failed job {job_id}: no checkpoint or savepoint of it is known to restore from; the job is not started"
+            ),
+        );
+    };
+    if let Err(why) = restore::guard(&newest, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms) {
+        return refuse_restart(d, status, format!("restarting the failed job {job_id}: {why}"));
+    }
+    d.event(
+        false,
+        "RestartFailedJob",
+        format!(
+            "Job {job_id} FAILED; resubmitting it restoring {}",
+            restore::age_note(&newest, d.obs.now_ms)
+        ),
+    );
+    commit(d, status, Some(newest))
+}
+
+/// A restart the restore guard refused: the job stays FAILED with the reason in status, and
+/// one Event per new reason (observing the job rewrites `status.error`, so the stored one
+/// is compared).
+fn refuse_restart(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, error: String) -> Plan {
+    let stored = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
+    if stored != Some(error.as_str()) {
+        d.event(true, "RestoreRefused", error.clone());
+    }
+    status.error = Some(error.clone());
+    d.conditions(&mut status, phase::FAILED, &error);
+    d.done(status, SLOW)
 }
 
 /// A new `savepointRedeployNonce`: the job is ended without a savepoint, and the spec runs
@@ -3402,5 +3472,123 @@ mod tests {
                 .unwrap()
                 .contains("spec.job.initialSavepointPath is empty")
         );
+    }
+
+    #[test]
+    fn a_failed_job_is_restarted_from_its_newest_state_when_restart_failed_is_set() {
+        let restart = |minutes: i64| Policy {
+            restart_failed: true,
+            ..max_age(minutes)
+        };
+        // (name, mode, checkpoint found, Ok(restored path) or Err(part of the refusal))
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            Option<CheckpointLookup>,
+            Result<Option<&'a str>, &'a str>,
+        );
+        let cases: Vec<Case> = vec![
+            ("stateless: from nothing", "stateless", None, Ok(None)),
+            (
+                "a young checkpoint",
+                "last-state",
+                checkpoint_at("file:/cp/chk-5", NOW - MIN),
+                Ok(Some("file:/cp/chk-5")),
+            ),
+            (
+                "an old checkpoint",
+                "savepoint",
+                checkpoint_at("file:/cp/chk-5", NOW - 120 * MIN),
+                Err(
+                    "restarting the failed job old-job: the newest state, checkpoint file:/cp/chk-5, is 2 h 0 min old",
+                ),
+            ),
+            (
+                "no state at all",
+                "last-state",
+                Some(CheckpointLookup::None),
+                Err("no checkpoint or savepoint of it is known"),
+            ),
+        ];
+        for (name, mode, checkpoint, expected) in cases {
+            let sj = |status: FlinkSessionJobStatus| resource(spec(mode), Some(status), true, false, 1);
+            let observation = with_policy(
+                Observation {
+                    checkpoint,
+                    ..ready(found("FAILED"))
+                },
+                restart(60),
+            );
+            let plan = decide(&sj(running(mode)), &observation);
+            match expected {
+                Ok(path) => {
+                    // 1. The new job id and the state are recorded, then it is submitted.
+                    let committed = plan.status_before.clone().unwrap();
+                    assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"), "{name}");
+                    assert_eq!(job(&committed).upgrade_savepoint_path.as_deref(), path, "{name}");
+                    assert_eq!(
+                        reconciliation_state(&committed),
+                        Some(ReconciliationState::Upgrading),
+                        "{name}"
+                    );
+                    assert_eq!(submission(&plan).restore_path.as_deref(), path, "{name}");
+                    assert!(
+                        plan.events.iter().any(|e| e.reason == "RestartFailedJob"),
+                        "{name}"
+                    );
+                    // 2. A crash before the submission: the recorded id and state, once.
+                    let plan = decide(
+                        &sj(committed),
+                        &with_policy(
+                            Observation {
+                                fresh_job_id: "another".into(),
+                                ..ready(not_found())
+                            },
+                            restart(60),
+                        ),
+                    );
+                    assert_eq!(submission(&plan).job_id, "new-job", "{name}");
+                    assert_eq!(submission(&plan).restore_path.as_deref(), path, "{name}");
+                }
+                Err(part) => {
+                    assert!(plan.actions.is_empty(), "{name}: {:?}", plan.actions);
+                    assert_eq!(reason(&plan.status), phase::FAILED, "{name}");
+                    let error = plan.status.error.clone().unwrap();
+                    assert!(error.contains(part), "{name}: {error}");
+                    assert!(
+                        plan.events
+                            .iter()
+                            .any(|e| e.warning && e.reason == "RestoreRefused" && e.note == error),
+                        "{name}"
+                    );
+                    // Refused again on the next reconcile, without a second Event.
+                    let again = decide(&sj(plan.status), &observation);
+                    assert!(again.actions.is_empty(), "{name}");
+                    assert!(again.events.is_empty(), "{name}: {:?}", again.events);
+                }
+            }
+        }
+        // Without the setting the job stays FAILED.
+        let plan = decide(
+            &resource(spec("last-state"), Some(running("last-state")), true, false, 1),
+            &Observation {
+                checkpoint: checkpoint_at("file:/cp/chk-5", NOW - MIN),
+                ..ready(found("FAILED"))
+            },
+        );
+        assert!(plan.actions.is_empty());
+        assert_eq!(reason(&plan.status), phase::FAILED);
+        // The checkpoint not read yet: wait rather than restore older state.
+        let plan = decide(
+            &resource(spec("last-state"), Some(running("last-state")), true, false, 1),
+            &with_policy(
+                Observation {
+                    checkpoint: Some(CheckpointLookup::Unavailable("timeout".into())),
+                    ..ready(found("FAILED"))
+                },
+                restart(60),
+            ),
+        );
+        assert!(plan.actions.is_empty());
     }
 }
