@@ -958,6 +958,26 @@ fn observed_checkpoint(obs: &Observation) -> Option<RestorableState> {
     }
 }
 
+/// The newest state known for the job (see [`restore::newest`]). A checkpoint recorded as
+/// the state the job started from keeps its time in `checkpointInfo.lastCheckpoint` only
+/// until a manual checkpoint replaces that entry; from then on its age is unknown, so that
+/// it never passes for as young as the manual checkpoint.
+fn newest_state(job: &JobStatus, checkpoint: Option<RestorableState>) -> Option<RestorableState> {
+    let manual = job
+        .checkpoint_info
+        .as_ref()
+        .and_then(|i| i.last_checkpoint.as_ref())
+        .is_some_and(|c| c.trigger_type == Some(SnapshotTriggerType::Manual));
+    if !manual {
+        return restore::newest(job, checkpoint);
+    }
+    let mut job = job.clone();
+    if let Some(info) = job.checkpoint_info.as_mut() {
+        info.last_checkpoint = None;
+    }
+    restore::newest(&job, checkpoint)
+}
+
 /// What a cancelled job would restore, checked against the restore guard while it still
 /// runs, so that a job is not ended for state that would then be refused. A state that is
 /// not known yet is checked once the job has ended.
@@ -969,7 +989,7 @@ fn check_before_cancel(
     let checkpoint = observed_checkpoint(d.obs);
     let state = if with_savepoints {
         let job = status.job_status.clone().unwrap_or_default();
-        let newest = restore::newest(&job, checkpoint);
+        let newest = newest_state(&job, checkpoint);
         if newest.is_none() && d.obs.checkpoint == Some(CheckpointLookup::None) {
             return Err("no checkpoint or savepoint of the job is known to restore from".to_owned());
         }
@@ -1021,7 +1041,7 @@ fn restore_after_cancel(
     };
     let newest = if with_savepoints {
         let job = status.job_status.clone().unwrap_or_default();
-        restore::newest(&job, checkpoint)
+        newest_state(&job, checkpoint)
     } else {
         checkpoint
     };
@@ -1095,7 +1115,7 @@ fn restart_failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Pla
         return d.done(status, WAIT);
     }
     let job = status.job_status.clone().unwrap_or_default();
-    let Some(newest) = restore::newest(&job, observed_checkpoint(d.obs)) else {
+    let Some(newest) = newest_state(&job, observed_checkpoint(d.obs)) else {
         return refuse_restart(
             d,
             status,
@@ -3590,5 +3610,40 @@ mod tests {
             ),
         );
         assert!(plan.actions.is_empty());
+    }
+
+    #[test]
+    fn a_manual_checkpoint_does_not_make_the_checkpoint_a_job_started_from_look_young() {
+        // The job started from checkpoint chk-2 (two hours old), then took a manual
+        // checkpoint; it failed, and Flink's latest checkpoint is the manual one.
+        let mut status = running("last-state");
+        let started = job_status(&mut status);
+        restore::record(
+            started,
+            Some(&RestorableState {
+                kind: Kind::Checkpoint,
+                path: "file:/cp/chk-2".into(),
+                timestamp_ms: Some(NOW - 120 * MIN),
+            }),
+        );
+        started.checkpoint_info.as_mut().unwrap().last_checkpoint = Some(Checkpoint {
+            time_stamp: Some(NOW - MIN),
+            trigger_type: Some(SnapshotTriggerType::Manual),
+            ..Default::default()
+        });
+        let plan = decide(
+            &resource(spec("last-state"), Some(status), true, false, 1),
+            &with_policy(
+                Observation {
+                    checkpoint: checkpoint_at("file:/cp/chk-9", NOW - 2 * MIN),
+                    ..ready(found("FAILED"))
+                },
+                Policy {
+                    restart_failed: true,
+                    ..max_age(60)
+                },
+            ),
+        );
+        assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/cp/chk-9"));
     }
 }
