@@ -3,7 +3,8 @@
 //! - [`deployment`]: the FlinkDeployment loop: deploy, observe, stateless and savepoint
 //!   upgrades, delete (see its `decide` module for what is not done yet).
 //! - [`session_job`]: the FlinkSessionJob loop: submit to a session cluster, observe,
-//!   stateless, savepoint and last-state upgrades, suspend/resume, delete.
+//!   stateless, savepoint and last-state upgrades, suspend/resume, manual savepoints and
+//!   checkpoints, restarts of failed jobs, delete.
 //! - [`resources`]: the cluster's objects as pure functions of the resource.
 //! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.
 //! - [`caches`]: the informer caches the admission webhook uses for its lookups.

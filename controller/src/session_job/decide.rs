@@ -43,7 +43,8 @@
 //!
 //! With `kubernetes.operator.job.restart.failed`, a FAILED job is resubmitted under a new
 //! job id recorded first: from nothing in stateless mode, else from its newest checkpoint or
-//! savepoint, guarded by the restore age.
+//! savepoint, guarded by the restore age (a refusal leaves it FAILED, with a RestoreRefused
+//! Event).
 //!
 //! Not done: periodic savepoints, disposing of savepoints beyond the history, a savepoint
 //! upgrade of a job that is not running with a savepoint younger than
