@@ -30,6 +30,9 @@ pub struct Policy {
     pub history_max_age_ms: i64,
     /// A session cluster is not deleted while FlinkSessionJobs still use it.
     pub block_on_session_jobs: bool,
+    /// `kubernetes.operator.deployment.rollback.enabled`: asked for, but this version does not
+    /// roll back; failures say so instead of silently not rolling back.
+    pub rollback_requested: bool,
 }
 
 impl Default for Policy {
@@ -47,6 +50,7 @@ impl Default for Policy {
             history_max_count: 10,
             history_max_age_ms: DAY_MS,
             block_on_session_jobs: true,
+            rollback_requested: false,
         }
     }
 }
@@ -126,6 +130,7 @@ impl Policy {
                 operator::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
                 defaults.block_on_session_jobs,
             ),
+            rollback_requested: flag(operator::DEPLOYMENT_ROLLBACK_ENABLED, false),
         }
     }
 }

@@ -71,11 +71,14 @@ pub fn recorded(job: &JobStatus) -> Option<RestorableState> {
             timestamp_ms: savepoint.time_stamp,
         });
     }
-    // A checkpoint recorded for a restore keeps its time in checkpointInfo.lastCheckpoint.
+    // A checkpoint recorded for a restore keeps its time in checkpointInfo.lastCheckpoint
+    // (trigger type UNKNOWN, see `record`) until a manual checkpoint replaces the entry; the
+    // manual one's time is not the recorded checkpoint's, so its age is then unknown.
     let checkpoint_time = job
         .checkpoint_info
         .as_ref()
         .and_then(|i| i.last_checkpoint.as_ref())
+        .filter(|c| c.trigger_type != Some(SnapshotTriggerType::Manual))
         .and_then(|c| c.time_stamp);
     Some(RestorableState {
         kind: Kind::Checkpoint,

@@ -959,26 +959,6 @@ fn observed_checkpoint(obs: &Observation) -> Option<RestorableState> {
     }
 }
 
-/// The newest state known for the job (see [`restore::newest`]). A checkpoint recorded as
-/// the state the job started from keeps its time in `checkpointInfo.lastCheckpoint` only
-/// until a manual checkpoint replaces that entry; from then on its age is unknown, so that
-/// it never passes for as young as the manual checkpoint.
-fn newest_state(job: &JobStatus, checkpoint: Option<RestorableState>) -> Option<RestorableState> {
-    let manual = job
-        .checkpoint_info
-        .as_ref()
-        .and_then(|i| i.last_checkpoint.as_ref())
-        .is_some_and(|c| c.trigger_type == Some(SnapshotTriggerType::Manual));
-    if !manual {
-        return restore::newest(job, checkpoint);
-    }
-    let mut job = job.clone();
-    if let Some(info) = job.checkpoint_info.as_mut() {
-        info.last_checkpoint = None;
-    }
-    restore::newest(&job, checkpoint)
-}
-
 /// What a cancelled job would restore, checked against the restore guard while it still
 /// runs, so that a job is not ended for state that would then be refused. A state that is
 /// not known yet is checked once the job has ended.
@@ -990,7 +970,7 @@ fn check_before_cancel(
     let checkpoint = observed_checkpoint(d.obs);
     let state = if with_savepoints {
         let job = status.job_status.clone().unwrap_or_default();
-        let newest = newest_state(&job, checkpoint);
+        let newest = restore::newest(&job, checkpoint);
         if newest.is_none() && d.obs.checkpoint == Some(CheckpointLookup::None) {
             return Err("no checkpoint or savepoint of the job is known to restore from".to_owned());
         }
@@ -1042,7 +1022,7 @@ fn restore_after_cancel(
     };
     let newest = if with_savepoints {
         let job = status.job_status.clone().unwrap_or_default();
-        newest_state(&job, checkpoint)
+        restore::newest(&job, checkpoint)
     } else {
         checkpoint
     };
@@ -1116,7 +1096,7 @@ fn restart_failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Pla
         return d.done(status, WAIT);
     }
     let job = status.job_status.clone().unwrap_or_default();
-    let Some(newest) = newest_state(&job, observed_checkpoint(d.obs)) else {
+    let Some(newest) = restore::newest(&job, observed_checkpoint(d.obs)) else {
         return refuse_restart(
             d,
             status,

@@ -184,6 +184,9 @@ impl Plan {
     }
 }
 
+/// Added to failures when the user asked for rollback, which this version does not do.
+const ROLLBACK_UNSUPPORTED: &str = " (kubernetes.operator.deployment.rollback.enabled is set, but this operator version does not roll back: the resource stays as it is until its spec changes)";
+
 const FAST: u64 = 2;
 const WAIT: u64 = 10;
 const SLOW: u64 = 30;
@@ -249,7 +252,10 @@ impl<'a> Decision<'a> {
 
     /// Refuses a change (or a restore) with `note`, keeping what runs; one Event per new
     /// reason.
-    fn refuse(mut self, reason: &'static str, note: String) -> Plan {
+    fn refuse(mut self, reason: &'static str, mut note: String) -> Plan {
+        if self.obs.policy.rollback_requested && reason == phase::UPDATE_FAILED {
+            note.push_str(ROLLBACK_UNSUPPORTED);
+        }
         if self.status.error.as_deref() != Some(note.as_str()) {
             self.events.push(EventNote::warning(
                 if reason == phase::FAILED {

@@ -109,7 +109,11 @@ pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
     let status = &d.status;
     let jm = status.job_manager_deployment_status.unwrap_or_default();
     if jm == JobManagerDeploymentStatus::Error || jm == JobManagerDeploymentStatus::Missing {
-        return (phase::DEPLOY_FAILED, status.error.clone().unwrap_or_default());
+        let mut message = status.error.clone().unwrap_or_default();
+        if d.obs.policy.rollback_requested {
+            message.push_str(super::ROLLBACK_UNSUPPORTED);
+        }
+        return (phase::DEPLOY_FAILED, message);
     }
     if jm != JobManagerDeploymentStatus::Ready {
         return (phase::DEPLOYING, format!("the JobManager is {}", jm.as_str()));

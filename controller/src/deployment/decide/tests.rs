@@ -1414,3 +1414,73 @@ fn deletion_takes_a_savepoint_by_default_only_in_savepoint_mode() {
         assert_eq!(stopped, stops, "{mode} {set:?}: {:?}", plan.actions);
     }
 }
+
+#[test]
+fn a_manual_checkpoint_does_not_lend_its_time_to_the_checkpoint_a_job_started_from() {
+    let spec = spec_with("savepoint", &[]);
+    let mut status = observed(&spec, "RUNNING");
+    let job = status.job_status.as_mut().unwrap();
+    // Started from an hour-old checkpoint; a manual checkpoint completed a minute ago.
+    job.upgrade_savepoint_path = Some("file:/cp/old".into());
+    job.checkpoint_info = Some(flink_operator_api::common::CheckpointInfo {
+        last_checkpoint: Some(flink_operator_api::common::Checkpoint {
+            time_stamp: Some(NOW - MIN),
+            trigger_type: Some(SnapshotTriggerType::Manual),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let plan = decide(
+        &at(spec.clone(), status, 1),
+        &with_policy(
+            Observation {
+                latest_checkpoint: checkpoint(5 * MIN),
+                ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
+            },
+            Policy {
+                restart_failed: true,
+                ..Policy::default()
+            },
+        ),
+    );
+    let restored = plan
+        .status_before
+        .unwrap()
+        .job_status
+        .unwrap()
+        .upgrade_savepoint_path;
+    assert_eq!(
+        restored.as_deref(),
+        Some("file:/cp/chk-7"),
+        "the newer latest checkpoint wins"
+    );
+}
+
+#[test]
+fn an_enabled_rollback_is_said_to_be_unsupported_where_one_would_happen() {
+    let rollback = Policy {
+        rollback_requested: true,
+        ..Policy::default()
+    };
+    let crashing = JobManagerObservation::Present {
+        ready: 0,
+        replicas: 1,
+        problem: Some("CrashLoopBackOff".into()),
+        rest_ready: false,
+    };
+    let plan = decide(
+        &fd(app_spec(), Some(deployed()), true, false),
+        &with_policy(obs(crashing, None), rollback.clone()),
+    );
+    assert_eq!(phase_of(&plan), phase::DEPLOY_FAILED);
+    let message = condition(&plan.status, "Ready").message.clone().unwrap();
+    assert!(message.contains("does not roll back"), "{message}");
+    // A refused upgrade says it too.
+    let old = spec_with("savepoint", &[]);
+    let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
+    let plan = decide(
+        &at(new, observed(&old, "FAILED"), 2),
+        &with_policy(obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN)), rollback),
+    );
+    assert!(plan.status.error.unwrap().contains("does not roll back"));
+}
