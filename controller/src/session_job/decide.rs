@@ -577,7 +577,7 @@ fn encode(spec: &FlinkSessionJobSpec, first: bool) -> Option<String> {
     ReconciledSpec::new(spec.clone(), first).encode().ok()
 }
 
-fn first_deployment(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
+fn first_deployment(d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
     let spec = &d.sj.spec;
     let name = d.session_name().to_owned();
     status.error = None;
@@ -608,20 +608,48 @@ fn first_deployment(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> P
         ..Default::default()
     });
     let message = format!("submitting the job to session cluster {name}");
-    d.conditions(&mut status, phase::DEPLOYING, &message);
+    submit(
+        d,
+        status,
+        Submit {
+            spec,
+            job_id,
+            restore_path,
+            session: &name,
+        },
+        phase::DEPLOYING,
+        &message,
+    )
+}
+
+/// What is submitted, where.
+struct Submit<'a> {
+    spec: &'a FlinkSessionJobSpec,
+    job_id: String,
+    restore_path: Option<String>,
+    session: &'a str,
+}
+
+/// Submits under a job id and a restore path already in `status`, which is written first
+/// with `phase` and `message`.
+fn submit(
+    mut d: Decision<'_>,
+    mut status: FlinkSessionJobStatus,
+    what: Submit<'_>,
+    phase: &str,
+    message: &str,
+) -> Plan {
+    d.conditions(&mut status, phase, message);
     let before = status.clone();
     let after = submitted(&d, status);
+    let note = submit_note(&what.job_id, what.session, what.restore_path.as_deref());
     d.actions.push(Action::Submit(submission(
-        spec,
-        job_id.clone(),
-        restore_path.clone(),
+        what.spec,
+        what.job_id,
+        what.restore_path,
         d.obs,
     )));
-    d.event(
-        false,
-        "Submit",
-        submit_note(&job_id, &name, restore_path.as_deref()),
-    );
+    d.event(false, "Submit", note);
     d.stepped(before, after, FAST)
 }
 
@@ -693,25 +721,18 @@ fn continue_submit(
                 .as_ref()
                 .and_then(|j| j.upgrade_savepoint_path.clone());
             status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-            d.conditions(
-                &mut status,
+            submit(
+                d,
+                status,
+                Submit {
+                    spec: &spec,
+                    job_id,
+                    restore_path,
+                    session: &name,
+                },
                 phase::DEPLOYING,
                 &format!("submitting the job to session cluster {name}"),
-            );
-            let before = status.clone();
-            let after = submitted(&d, status);
-            d.actions.push(Action::Submit(submission(
-                &spec,
-                job_id.clone(),
-                restore_path.clone(),
-                d.obs,
-            )));
-            d.event(
-                false,
-                "Submit",
-                submit_note(&job_id, &name, restore_path.as_deref()),
-            );
-            d.stepped(before, after, FAST)
+            )
         }
         Some(JobObservation::Unreachable(_)) | None => {
             d.conditions(
@@ -1529,25 +1550,18 @@ fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore: Optio
     job.update_time = Some(d.obs.now_ms.to_string());
     job.job_name = d.sj.metadata.name.clone();
     status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-    d.conditions(
-        &mut status,
+    submit(
+        d,
+        status,
+        Submit {
+            spec: &spec,
+            job_id,
+            restore_path,
+            session: &name,
+        },
         phase::UPDATING,
         &format!("submitting the new spec to session cluster {name}"),
-    );
-    let before = status.clone();
-    let after = submitted(&d, status);
-    d.actions.push(Action::Submit(submission(
-        &spec,
-        job_id.clone(),
-        restore_path.clone(),
-        d.obs,
-    )));
-    d.event(
-        false,
-        "Submit",
-        submit_note(&job_id, &name, restore_path.as_deref()),
-    );
-    d.stepped(before, after, FAST)
+    )
 }
 
 /// Deletion behind the finalizer: stop the job (savepoint or cancel), record what it left,
