@@ -95,11 +95,7 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
 
     // A stateless upgrade: the job is cancelled with its cluster and started from nothing.
     let first_job = status.job_status.as_ref().unwrap().job_id.clone();
-    let before = wait_for("every key counted to 50", Duration::from_secs(120), || async {
-        let c = flink_harness::read_counts(&counts);
-        (c.len() == 4 && c.values().all(|v| *v >= 50)).then_some(c)
-    })
-    .await;
+    let before = counted_to(&counts, 50).await;
     api.patch(
         "counter",
         &PatchParams::default(),
@@ -124,12 +120,7 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
     );
     // Its counts start again from 1.
     let restarted_at = std::time::SystemTime::now();
-    let after = wait_for(
-        "every key counted by the new job",
-        Duration::from_secs(120),
-        || async { counts_written_after(&counts, restarted_at).then(|| flink_harness::read_counts(&counts)) },
-    )
-    .await;
+    let after = counts_since(&counts, restarted_at).await;
     for (key, count) in &before {
         assert!(
             after[key] < *count,
@@ -218,6 +209,52 @@ pub async fn create_counter(
     (api, state)
 }
 
+/// Waits until every key of the test job was counted to `at_least`; returns the counts.
+pub async fn counted_to(counts: &std::path::Path, at_least: u64) -> std::collections::BTreeMap<u32, u64> {
+    wait_for(
+        &format!("every key counted to {at_least}"),
+        Duration::from_secs(120),
+        || async {
+            let c = flink_harness::read_counts(counts);
+            (c.len() == 4 && c.values().all(|v| *v >= at_least)).then_some(c)
+        },
+    )
+    .await
+}
+
+/// Waits until every key was counted again after `since` (by the job running now);
+/// returns the counts.
+pub async fn counts_since(
+    counts: &std::path::Path,
+    since: std::time::SystemTime,
+) -> std::collections::BTreeMap<u32, u64> {
+    wait_for(
+        "every key counted by the new job",
+        Duration::from_secs(120),
+        || async { counts_written_after(counts, since).then(|| flink_harness::read_counts(counts)) },
+    )
+    .await
+}
+
+/// Checks that every key went on from `before` after `since` rather than starting over.
+/// `lag` is how far back a restore may go: a savepoint taken at the stop holds every
+/// count, the latest checkpoint may be a few seconds older than the counts last written.
+pub async fn counts_went_on(
+    counts: &std::path::Path,
+    before: &std::collections::BTreeMap<u32, u64>,
+    since: std::time::SystemTime,
+    lag: u64,
+) {
+    let after = counts_since(counts, since).await;
+    for (key, count) in before {
+        assert!(
+            after[key] + lag > *count && after[key] > lag,
+            "key {key}: {count} before, {} after (restored state may lag by {lag})",
+            after[key]
+        );
+    }
+}
+
 /// The newest modification time among the count files.
 pub fn counts_written_after(dir: &std::path::Path, after: std::time::SystemTime) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -276,11 +313,7 @@ async fn savepoint_upgrade(crash: bool) {
     let first_job = first.status.unwrap().job_status.unwrap().job_id;
 
     // Enough state that a job started from nothing could not be mistaken for a restored one.
-    let before = wait_for("every key counted to 50", Duration::from_secs(120), || async {
-        let c = flink_harness::read_counts(&counts);
-        (c.len() == 4 && c.values().all(|v| *v >= 50)).then_some(c)
-    })
-    .await;
+    let before = counted_to(&counts, 50).await;
 
     api.patch(
         "counter",
@@ -342,19 +375,7 @@ async fn savepoint_upgrade(crash: bool) {
     assert!(restored.is_savepoint);
     assert_eq!(restored.external_path.as_deref(), Some(savepoint.as_str()));
     // ...and its counts go on from where the old job's were, not from 1.
-    let after = wait_for(
-        "every key counted by the new job",
-        Duration::from_secs(120),
-        || async { counts_written_after(&counts, restarted_at).then(|| flink_harness::read_counts(&counts)) },
-    )
-    .await;
-    for (key, count) in &before {
-        assert!(
-            after[key] > *count,
-            "key {key}: {count} before the upgrade, {} after",
-            after[key]
-        );
-    }
+    counts_went_on(&counts, &before, restarted_at, 0).await;
     // The savepoint's duration and the resource's state are in the operator's metrics.
     let metrics = cluster_harness::probe_get("/metrics");
     let savepoints = metrics
