@@ -157,7 +157,9 @@ async fn a_jobmanager_that_hangs_does_not_delay_the_other_resources() {
     let frozen_at = Instant::now();
     wait_for(
         "the operator to find the frozen JobManager's REST API unresponsive",
-        Duration::from_secs(60),
+        // The next look comes up to 30 s later (the steady requeue), then waits out the
+        // REST client's timeouts and retries (about 40 s).
+        Duration::from_secs(150),
         || async {
             let status = api.get("frozen").await.ok()?.status?;
             (status.job_manager_deployment_status.map(|s| s.as_str()) == Some("DEPLOYED_NOT_READY"))
