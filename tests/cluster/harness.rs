@@ -142,6 +142,7 @@ static OPERATOR: OnceLock<Operator> = OnceLock::new();
 fn work_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        crate::work_dirs::remove_stale("flink-operator-cluster-tests");
         let dir = std::env::temp_dir().join(format!("flink-operator-cluster-tests-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir

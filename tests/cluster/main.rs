@@ -11,3 +11,5 @@ mod chart;
 mod crds;
 mod harness;
 mod registration;
+#[path = "../work_dirs.rs"]
+mod work_dirs;

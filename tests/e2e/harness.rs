@@ -54,6 +54,7 @@ fn runtime_binary() -> PathBuf {
 pub fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         let plane = cluster_harness::control_plane();
+        crate::work_dirs::remove_stale("flink-operator-e2e");
         let dir = std::env::temp_dir().join(format!("flink-operator-e2e-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut command = Command::new(runtime_binary());

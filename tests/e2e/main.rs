@@ -20,3 +20,5 @@ mod reconcile;
 mod runtime;
 mod scale;
 mod session_job;
+#[path = "../work_dirs.rs"]
+mod work_dirs;

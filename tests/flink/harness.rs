@@ -374,7 +374,7 @@ impl StateStorage {
     pub fn new() -> Self {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("flink-operator-flink-state-{}-{n}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("flink-operator-flink-{}-state-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         for sub in ["checkpoints", "savepoints"] {
             fs::create_dir_all(dir.join(sub)).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
@@ -601,8 +601,11 @@ static WORK_DIR_SEQ: AtomicU32 = AtomicU32::new(0);
 
 fn new_work_dir(version: &str, kind: &str) -> PathBuf {
     let n = WORK_DIR_SEQ.fetch_add(1, Ordering::Relaxed);
+    if n == 0 {
+        crate::work_dirs::remove_stale("flink-operator-flink");
+    }
     let dir = std::env::temp_dir().join(format!(
-        "flink-operator-flink-{kind}-{version}-{}-{n}",
+        "flink-operator-flink-{}-{kind}-{version}-{n}",
         std::process::id()
     ));
     let _ = fs::remove_dir_all(&dir);

@@ -7,6 +7,8 @@
 
 mod harness;
 mod rest;
+#[path = "../work_dirs.rs"]
+mod work_dirs;
 
 use std::time::{Duration, Instant};
 
