@@ -24,4 +24,5 @@ pub mod policy;
 pub mod reconcile;
 pub mod resources;
 pub mod restore;
+pub mod savepoint_history;
 pub mod session_job;

@@ -87,6 +87,21 @@ pub fn recorded(job: &JobStatus) -> Option<RestorableState> {
     })
 }
 
+/// The last savepoint, if younger than `max_age_ms`
+/// (`kubernetes.operator.job.upgrade.savepoint.max-age`): what a savepoint upgrade of a job
+/// that is no longer running may restore instead of a savepoint it can no longer take.
+pub fn fresh_savepoint(job: &JobStatus, max_age_ms: Option<i64>, now_ms: i64) -> Option<RestorableState> {
+    let max_age = max_age_ms?;
+    let savepoint = job.savepoint_info.as_ref()?.last_savepoint.as_ref()?;
+    let path = savepoint.location.clone()?;
+    let at = savepoint.time_stamp?;
+    (now_ms - at <= max_age).then_some(RestorableState {
+        kind: Kind::Savepoint,
+        path,
+        timestamp_ms: Some(at),
+    })
+}
+
 /// Checks `state` against `kubernetes.operator.job.restore.max-state-age`; the refusal
 /// names the state and its age.
 pub fn guard(state: &RestorableState, max_age_ms: Option<i64>, now_ms: i64) -> Result<(), String> {

@@ -35,6 +35,12 @@ pub enum ActError {
     Client(#[source] FlinkError),
     #[error("{0}")]
     Artifact(#[from] ArtifactError),
+    #[error("disposing of savepoint {path}: {source}")]
+    Dispose {
+        path: String,
+        #[source]
+        source: FlinkError,
+    },
     #[error("{what} of job {job_id}: {source}")]
     Flink {
         what: &'static str,
@@ -122,6 +128,16 @@ pub async fn act(
                 .map_err(|source| ActError::Flink {
                     what: "triggering a checkpoint",
                     job_id: job_id.clone(),
+                    source,
+                })?;
+            Ok(())
+        }
+        Action::DisposeSavepoint { path } => {
+            rest()?
+                .dispose_savepoint(path)
+                .await
+                .map_err(|source| ActError::Dispose {
+                    path: path.clone(),
                     source,
                 })?;
             Ok(())

@@ -46,9 +46,17 @@
 //! savepoint, guarded by the restore age (a refusal leaves it FAILED, with a RestoreRefused
 //! Event).
 //!
-//! Not done: periodic savepoints, disposing of savepoints beyond the history, a savepoint
-//! upgrade of a job that is not running with a savepoint younger than
-//! `savepoint.max-age`, `restartNonce`, and rollbacks.
+//! A savepoint change of a job that has ended (FAILED, FINISHED, CANCELED or gone) restores
+//! its last savepoint if that is younger than `kubernetes.operator.job.upgrade.savepoint.max-age`;
+//! otherwise it is refused. A new `restartNonce` is a spec change like any other: the job
+//! is ended and submitted again as its upgrade mode says.
+//!
+//! Periodic savepoints (`kubernetes.operator.periodic.savepoint.interval`) are taken like
+//! manual ones, the first an interval after the job started; savepoints beyond the history's
+//! count or age are disposed of through the session cluster (see
+//! [`crate::savepoint_history`]).
+//!
+//! Not done: rollbacks.
 
 use std::collections::BTreeMap;
 
@@ -65,6 +73,7 @@ use crate::{
     conditions::set_conditions,
     policy::Policy,
     restore::{self, Kind, RestorableState},
+    savepoint_history,
 };
 
 /// What observe found.
@@ -172,6 +181,10 @@ pub enum Action {
     TriggerCheckpoint {
         job_id: String,
         trigger_id: String,
+    },
+    /// Dispose of a savepoint that left the history (already removed from status).
+    DisposeSavepoint {
+        path: String,
     },
     RemoveFinalizer,
 }
@@ -352,12 +365,40 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
     {
         return restart_failed(d, status);
     }
-    if !suspended
-        && !pending
-        && observed_state(d.obs) == Some(flink_job_state::RUNNING)
-        && let Some(kind) = new_nonce(&sj.spec, &recorded)
-    {
-        return trigger_snapshot(d, status, kind);
+    let running = !suspended && !pending && observed_state(d.obs) == Some(flink_job_state::RUNNING);
+    if running && let Some(kind) = new_nonce(&sj.spec, &recorded) {
+        return trigger_snapshot(d, status, kind, SnapshotTriggerType::Manual);
+    }
+    let job = status.job_status.clone().unwrap_or_default();
+    if running && savepoint_history::periodic_due(&job, d.obs.policy.periodic_savepoint_ms, d.obs.now_ms) {
+        return trigger_snapshot(d, status, Snapshot::Savepoint, SnapshotTriggerType::Periodic);
+    }
+    if let Some(schedule) = &d.obs.policy.unsupported_schedule {
+        let error = format!(
+            "kubernetes.operator.periodic.savepoint.interval {schedule:?}: cron schedules are not supported by this operator version; use a duration such as 1 h"
+        );
+        let stored = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
+        if stored != Some(error.as_str()) {
+            d.event(true, "PeriodicSavepointSkipped", error.clone());
+        }
+        status.error = Some(error);
+    }
+    if running && let Some(trim) = savepoint_history::trim(&job, &d.obs.policy, d.obs.now_ms) {
+        job_status(&mut status)
+            .savepoint_info
+            .get_or_insert_with(Default::default)
+            .savepoint_history = Some(trim.keep.clone());
+        d.event(false, trim.reason(), trim.note());
+        if trim.dispose {
+            d.actions.extend(
+                trim.removed
+                    .into_iter()
+                    .map(|path| Action::DisposeSavepoint { path }),
+            );
+        }
+        let (reason, message) = current_phase(&status, &recorded);
+        d.conditions(&mut status, reason, &message);
+        return d.done(status, FAST);
     }
     let (reason, message) = current_phase(&status, &recorded);
     d.conditions(&mut status, reason, &message);
@@ -366,6 +407,12 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
     } else {
         FAST
     };
+    let requeue = savepoint_history::requeue_for_periodic(
+        &job,
+        d.obs.policy.periodic_savepoint_ms,
+        d.obs.now_ms,
+        requeue,
+    );
     d.done(status, requeue)
 }
 
@@ -470,14 +517,13 @@ fn record_savepoint(status: &mut FlinkSessionJobStatus, path: &str, now_ms: i64)
     clear_trigger(status);
     let job = job_status(status);
     job.upgrade_savepoint_path = Some(path.to_owned());
-    job.savepoint_info
-        .get_or_insert_with(Default::default)
-        .last_savepoint = Some(Savepoint {
+    let savepoint = Savepoint {
         time_stamp: Some(now_ms),
         location: Some(path.to_owned()),
         trigger_type: Some(SnapshotTriggerType::Upgrade),
         ..Default::default()
-    });
+    };
+    savepoint_history::record(job, savepoint, None);
 }
 
 fn observed_state(obs: &Observation) -> Option<&str> {
@@ -957,11 +1003,29 @@ fn apply_change(
             );
             d.done(status, WAIT)
         }
+        _ if ended
+            && let Some(savepoint) = restore::fresh_savepoint(
+                status.job_status.as_ref().unwrap_or(&JobStatus::default()),
+                d.obs.policy.savepoint_max_age_ms,
+                d.obs.now_ms,
+            ) =>
+        {
+            d.event(
+                false,
+                "SavepointFound",
+                format!(
+                    "Job {job_id} is {state}; the {verb} restores {}, younger than kubernetes.operator.job.upgrade.savepoint.max-age",
+                    restore::age_note(&savepoint, d.obs.now_ms)
+                ),
+            );
+            commit(d, status, Some(savepoint))
+        }
         _ => refuse(
             d,
             status,
             format!(
-                "a savepoint {verb} needs a running job, and job {job_id} is {state}; use upgradeMode stateless or last-state, \
+                "a savepoint {verb} needs a running job, and job {job_id} is {state}; allow its last savepoint with \
+                 kubernetes.operator.job.upgrade.savepoint.max-age, use upgradeMode stateless or last-state, \
                  or kubernetes.operator.job.upgrade.take-savepoint: false to restore its newest checkpoint or savepoint"
             ),
         ),
@@ -1209,7 +1273,7 @@ fn redeploy_from_savepoint(
     commit(d, status, Some(restore))
 }
 
-/// A manual snapshot asked for by a nonce.
+/// A snapshot of the running job: a savepoint (manual or periodic) or a manual checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Snapshot {
     Savepoint,
@@ -1246,21 +1310,32 @@ fn new_nonce(spec: &FlinkSessionJobSpec, recorded: &FlinkSessionJobSpec) -> Opti
     }
 }
 
-/// The trigger id of a pending manual savepoint or checkpoint.
-fn manual_trigger(status: &FlinkSessionJobStatus, kind: Snapshot) -> Option<String> {
+/// A pending savepoint (manual or periodic) or manual checkpoint: its trigger id, its type
+/// and when it was triggered.
+fn snapshot_trigger(
+    status: &FlinkSessionJobStatus,
+    kind: Snapshot,
+) -> Option<(String, SnapshotTriggerType, Option<i64>)> {
     let job = status.job_status.as_ref()?;
     match kind {
         Snapshot::Savepoint => {
             let info = job.savepoint_info.as_ref()?;
-            info.trigger_id
-                .clone()
-                .filter(|_| info.trigger_type == Some(SnapshotTriggerType::Manual))
+            let kind = info.trigger_type.unwrap_or(SnapshotTriggerType::Manual);
+            let trigger_id = info.trigger_id.clone()?;
+            (kind != SnapshotTriggerType::Upgrade).then_some((trigger_id, kind, info.trigger_timestamp))
         }
-        Snapshot::Checkpoint => job.checkpoint_info.as_ref()?.trigger_id.clone(),
+        Snapshot::Checkpoint => {
+            let info = job.checkpoint_info.as_ref()?;
+            Some((
+                info.trigger_id.clone()?,
+                SnapshotTriggerType::Manual,
+                info.trigger_timestamp,
+            ))
+        }
     }
 }
 
-fn clear_manual_trigger(status: &mut FlinkSessionJobStatus, kind: Snapshot) {
+fn clear_snapshot_trigger(status: &mut FlinkSessionJobStatus, kind: Snapshot) {
     match kind {
         Snapshot::Savepoint => clear_trigger(status),
         Snapshot::Checkpoint => {
@@ -1277,8 +1352,8 @@ fn clear_manual_trigger(status: &mut FlinkSessionJobStatus, kind: Snapshot) {
     }
 }
 
-/// Follows the pending manual savepoint and checkpoint into status; whether one is still
-/// pending.
+/// Follows the pending savepoint (manual or periodic) and manual checkpoint into status;
+/// whether one is still pending.
 fn settle_snapshots(
     d: &mut Decision<'_>,
     status: &mut FlinkSessionJobStatus,
@@ -1295,11 +1370,12 @@ fn settle(
     recorded: &FlinkSessionJobSpec,
     kind: Snapshot,
 ) -> bool {
-    let Some(trigger_id) = manual_trigger(status, kind) else {
+    let Some((trigger_id, trigger_type, triggered_at)) = snapshot_trigger(status, kind) else {
         return false;
     };
     let job_id = recorded_job_id(status).unwrap_or_default();
-    let name = kind.name();
+    let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
+    let periodic = trigger_type == SnapshotTriggerType::Periodic;
     let poll = match kind {
         Snapshot::Savepoint => d.obs.savepoint.clone(),
         Snapshot::Checkpoint => d.obs.manual_checkpoint.clone(),
@@ -1307,32 +1383,24 @@ fn settle(
     let running = observed_state(d.obs) == Some(flink_job_state::RUNNING);
     match poll {
         Some(SavepointPoll::Completed(result)) => {
-            clear_manual_trigger(status, kind);
+            clear_snapshot_trigger(status, kind);
             let nonces = recorded.job.clone().unwrap_or_default();
             let now = d.obs.now_ms;
-            let max_count = d.obs.policy.history_max_count;
             let job = job_status(status);
             match kind {
                 Snapshot::Savepoint => {
                     let savepoint = Savepoint {
                         time_stamp: Some(now),
                         location: Some(result.clone()),
-                        trigger_type: Some(SnapshotTriggerType::Manual),
-                        trigger_nonce: nonces.savepoint_trigger_nonce,
+                        trigger_type: Some(trigger_type),
+                        trigger_nonce: nonces.savepoint_trigger_nonce.filter(|_| !periodic),
                         ..Default::default()
                     };
-                    let info = job.savepoint_info.get_or_insert_with(Default::default);
-                    info.last_savepoint = Some(savepoint.clone());
-                    let history = info.savepoint_history.get_or_insert_with(Default::default);
-                    history.push(savepoint);
-                    // Status keeps the newest entries only; their files stay where they
-                    // are (disposing of savepoints is not done for session jobs).
-                    let excess = history.len().saturating_sub(max_count);
-                    history.drain(..excess);
+                    savepoint_history::record(job, savepoint, triggered_at.filter(|_| periodic));
                     d.event(
                         false,
                         "SavepointCompleted",
-                        format!("The manual savepoint of job {job_id} completed: {result}"),
+                        format!("The {name} of job {job_id} completed: {result}"),
                     );
                 }
                 Snapshot::Checkpoint => {
@@ -1359,26 +1427,38 @@ fn settle(
             true
         }
         Some(SavepointPoll::Failed(reason) | SavepointPoll::JobGone(reason)) => {
-            clear_manual_trigger(status, kind);
+            snapshot_failed(status, kind, periodic.then_some(triggered_at).flatten());
             d.event(
                 true,
                 failed_reason(kind),
-                format!("The manual {name} of job {job_id} failed: {reason}"),
+                format!("The {name} of job {job_id} failed: {reason}"),
             );
             false
         }
         Some(SavepointPoll::UnknownTrigger) => {
-            clear_manual_trigger(status, kind);
+            snapshot_failed(status, kind, periodic.then_some(triggered_at).flatten());
             d.event(
                 true,
                 failed_reason(kind),
                 format!(
-                    "The manual {name} of job {job_id} was lost: the JobManager does not know it and the job is not running"
+                    "The {name} of job {job_id} was lost: the JobManager does not know it and the job is not running"
                 ),
             );
             false
         }
         Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => true,
+    }
+}
+
+/// Clears a failed snapshot's trigger; a failed periodic savepoint moves the schedule to
+/// when it was triggered, so that the next attempt waits a whole interval.
+fn snapshot_failed(status: &mut FlinkSessionJobStatus, kind: Snapshot, periodic_trigger: Option<i64>) {
+    clear_snapshot_trigger(status, kind);
+    if periodic_trigger.is_some() {
+        job_status(status)
+            .savepoint_info
+            .get_or_insert_with(Default::default)
+            .last_periodic_savepoint_timestamp = periodic_trigger;
     }
 }
 
@@ -1389,10 +1469,15 @@ fn failed_reason(kind: Snapshot) -> &'static str {
     }
 }
 
-/// A new nonce asks for a snapshot of the running job: the trigger id and the nonce are
-/// recorded first, so that a crash before the trigger reaches Flink sends it again under
-/// the same id, and the nonce is not acted on twice.
-fn trigger_snapshot(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, kind: Snapshot) -> Plan {
+/// A new nonce (or the periodic schedule) asks for a snapshot of the running job: the
+/// trigger id and the nonce are recorded first, so that a crash before the trigger reaches
+/// Flink sends it again under the same id, and the nonce is not acted on twice.
+fn trigger_snapshot(
+    mut d: Decision<'_>,
+    mut status: FlinkSessionJobStatus,
+    kind: Snapshot,
+    trigger_type: SnapshotTriggerType,
+) -> Plan {
     let job_id = recorded_job_id(&status).unwrap_or_default();
     let trigger_id = d.obs.fresh_trigger_id.clone();
     let now = d.obs.now_ms;
@@ -1403,31 +1488,33 @@ fn trigger_snapshot(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, kind
     let first = current.as_ref().is_some_and(|r| r.is_first_deployment());
     let mut spec = current.map(|r| r.spec).unwrap_or_else(|| d.sj.spec.clone());
     let wanted = d.sj.spec.job.clone().unwrap_or_default();
-    if let Some(job) = spec.job.as_mut() {
+    if trigger_type == SnapshotTriggerType::Manual
+        && let Some(job) = spec.job.as_mut()
+    {
         match kind {
             Snapshot::Savepoint => job.savepoint_trigger_nonce = wanted.savepoint_trigger_nonce,
             Snapshot::Checkpoint => job.checkpoint_trigger_nonce = wanted.checkpoint_trigger_nonce,
         }
-    }
-    if let Some(rs) = status.reconciliation_status.as_mut() {
-        rs.last_reconciled_spec = encode(&spec, first);
+        if let Some(rs) = status.reconciliation_status.as_mut() {
+            rs.last_reconciled_spec = encode(&spec, first);
+        }
     }
     let job = job_status(&mut status);
     match kind {
         Snapshot::Savepoint => {
             let info = job.savepoint_info.get_or_insert_with(Default::default);
             info.trigger_id = Some(trigger_id.clone());
-            info.trigger_type = Some(SnapshotTriggerType::Manual);
+            info.trigger_type = Some(trigger_type);
             info.trigger_timestamp = Some(now);
         }
         Snapshot::Checkpoint => {
             let info = job.checkpoint_info.get_or_insert_with(Default::default);
             info.trigger_id = Some(trigger_id.clone());
-            info.trigger_type = Some(SnapshotTriggerType::Manual);
+            info.trigger_type = Some(trigger_type);
             info.trigger_timestamp = Some(now);
         }
     }
-    let name = kind.name();
+    let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
     d.actions.push(kind.trigger(job_id.clone(), trigger_id));
     d.event(
         false,
@@ -1435,7 +1522,7 @@ fn trigger_snapshot(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, kind
             Snapshot::Savepoint => "SavepointTriggered",
             Snapshot::Checkpoint => "CheckpointTriggered",
         },
-        format!("Triggering a manual {name} of job {job_id}"),
+        format!("Triggering a {name} of job {job_id}"),
     );
     let (reason, message) = current_phase(&status, &spec);
     d.conditions(&mut status, reason, &message);
@@ -2317,6 +2404,71 @@ mod tests {
             assert_eq!(
                 job(&plan.status).savepoint_info.as_ref().unwrap().trigger_id,
                 None
+            );
+        }
+    }
+
+    /// A savepoint change of a job that has ended restores its last savepoint only while it
+    /// is younger than `savepoint.max-age`; a running job is stopped with a new one anyway.
+    #[test]
+    fn an_ended_job_is_upgraded_from_its_last_savepoint_only_while_it_is_young_enough() {
+        let mut before = running("savepoint");
+        before
+            .job_status
+            .as_mut()
+            .unwrap()
+            .savepoint_info
+            .get_or_insert_with(Default::default)
+            .last_savepoint = Some(Savepoint {
+            time_stamp: Some(NOW - 20 * MIN),
+            location: Some("file:///sp/last".into()),
+            ..Default::default()
+        });
+        for (state, max_age_min, restores) in [
+            ("FAILED", Some(30), true),
+            ("FINISHED", Some(30), true),
+            ("CANCELED", Some(30), true),
+            ("FAILED", Some(10), false),
+            ("FAILED", None, false),
+        ] {
+            let policy = Policy {
+                savepoint_max_age_ms: max_age_min.map(|m| m * MIN),
+                ..Policy::default()
+            };
+            let sj = resource(changed("savepoint", None), Some(before.clone()), true, false, 2);
+            let plan = decide(&sj, &with_policy(ready(found(state)), policy.clone()));
+            let case = format!("{state}, max-age {max_age_min:?} min");
+            if restores {
+                assert_eq!(
+                    submission(&plan).restore_path.as_deref(),
+                    Some("file:///sp/last"),
+                    "{case}"
+                );
+                assert_eq!(
+                    job(&plan.status).upgrade_savepoint_path.as_deref(),
+                    Some("file:///sp/last"),
+                    "{case}: recorded before the submission"
+                );
+                let event = plan.events.iter().find(|e| e.reason == "SavepointFound").unwrap();
+                assert!(event.note.contains("20 min old"), "{case}: {}", event.note);
+            } else {
+                assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
+                assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{case}");
+                assert!(
+                    plan.status
+                        .error
+                        .as_deref()
+                        .unwrap()
+                        .contains("savepoint.max-age"),
+                    "{case}: the refusal names the setting that would allow it"
+                );
+            }
+            // A running job is stopped with a new savepoint, however young the last one is.
+            let plan = decide(&sj, &with_policy(ready(found("RUNNING")), policy));
+            assert!(
+                matches!(plan.actions.as_slice(), [Action::StopWithSavepoint { .. }]),
+                "{case}: {:?}",
+                plan.actions
             );
         }
     }
@@ -3376,6 +3528,151 @@ mod tests {
             assert!(plan.actions.is_empty(), "{field}");
             assert!(plan.status_before.is_none(), "{field}");
         }
+    }
+
+    /// Periodic savepoints: the first an interval after the job started, recorded before it
+    /// is triggered, into the history when it completes; a failure waits a whole interval.
+    #[test]
+    fn periodic_savepoints_are_taken_an_interval_apart_and_recorded_in_the_history() {
+        let every_10_min = |job: Option<JobObservation>, poll: Option<SavepointPoll>| Observation {
+            savepoint: poll,
+            ..with_policy(
+                ready(job),
+                Policy {
+                    periodic_savepoint_ms: Some(10 * MIN),
+                    ..Policy::default()
+                },
+            )
+        };
+        let started = |minutes_ago: i64| {
+            Some(JobObservation::Found {
+                state: "RUNNING".into(),
+                start_time: Some(NOW - minutes_ago * MIN),
+            })
+        };
+        let sj = |status: FlinkSessionJobStatus| resource(spec("savepoint"), Some(status), true, false, 1);
+        // Not at the start, nor before an interval has passed.
+        for minutes in [0, 9] {
+            let plan = decide(&sj(running("savepoint")), &every_10_min(started(minutes), None));
+            assert!(plan.actions.is_empty(), "{minutes} min: {:?}", plan.actions);
+        }
+        // Due: the trigger is recorded first, with no nonce recorded.
+        let plan = decide(&sj(running("savepoint")), &every_10_min(started(10), None));
+        assert_eq!(
+            plan.actions,
+            [Action::TriggerSavepoint {
+                job_id: "old-job".into(),
+                trigger_id: "trigger".into(),
+            }]
+        );
+        let triggered = plan.status_before.unwrap();
+        let info = job(&triggered).savepoint_info.clone().unwrap();
+        assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Periodic));
+        assert_eq!(info.trigger_timestamp, Some(NOW));
+        assert_eq!(recorded_spec(&triggered), recorded_spec(&running("savepoint")));
+        // Completed: the last savepoint and in the history; the schedule moves to the trigger.
+        let done = decide(
+            &sj(triggered.clone()),
+            &every_10_min(
+                started(10),
+                Some(SavepointPoll::Completed("file:/sp/periodic-1".into())),
+            ),
+        );
+        let info = job(&done.status).savepoint_info.clone().unwrap();
+        assert_eq!(info.trigger_id, None);
+        let last = info.last_savepoint.unwrap();
+        assert_eq!(last.location.as_deref(), Some("file:/sp/periodic-1"));
+        assert_eq!(last.trigger_type, Some(SnapshotTriggerType::Periodic));
+        assert_eq!(last.trigger_nonce, None);
+        assert_eq!(info.savepoint_history.unwrap(), [last]);
+        assert_eq!(info.last_periodic_savepoint_timestamp, Some(NOW));
+        let next = decide(&sj(done.status), &every_10_min(started(15), None));
+        assert!(next.actions.is_empty(), "{:?}", next.actions);
+        // Failed: nothing recorded, and the next attempt waits a whole interval.
+        let failed = decide(
+            &sj(triggered),
+            &every_10_min(started(10), Some(SavepointPoll::Failed("disk full".into()))),
+        );
+        let info = job(&failed.status).savepoint_info.clone().unwrap();
+        assert_eq!((info.trigger_id, info.last_savepoint), (None, None));
+        assert_eq!(info.last_periodic_savepoint_timestamp, Some(NOW));
+        let event = failed
+            .events
+            .iter()
+            .find(|e| e.reason == "SavepointFailed")
+            .unwrap();
+        assert!(
+            event.warning && event.note.contains("periodic savepoint"),
+            "{}",
+            event.note
+        );
+    }
+
+    /// Savepoints beyond the history's count leave it: disposed of through the session
+    /// cluster when cleanup is on, only dropped from status when it is off.
+    #[test]
+    fn savepoints_beyond_the_history_are_disposed_of_or_only_dropped_from_status() {
+        let mut status = running("savepoint");
+        let history: Vec<Savepoint> = (1..=3)
+            .map(|n| Savepoint {
+                time_stamp: Some(NOW - (4 - n) * MIN),
+                location: Some(format!("file:/sp/{n}")),
+                ..Default::default()
+            })
+            .collect();
+        let info = status
+            .job_status
+            .as_mut()
+            .unwrap()
+            .savepoint_info
+            .get_or_insert_with(Default::default);
+        info.last_savepoint = history.last().cloned();
+        info.savepoint_history = Some(history);
+        let sj = resource(spec("savepoint"), Some(status), true, false, 1);
+        for cleanup in [true, false] {
+            let policy = Policy {
+                history_max_count: 1,
+                history_cleanup: cleanup,
+                ..Policy::default()
+            };
+            let plan = decide(&sj, &with_policy(ready(found("RUNNING")), policy));
+            let kept = job(&plan.status)
+                .savepoint_info
+                .clone()
+                .unwrap()
+                .savepoint_history
+                .unwrap();
+            assert_eq!(kept.len(), 1, "cleanup {cleanup}");
+            assert_eq!(
+                kept[0].location.as_deref(),
+                Some("file:/sp/3"),
+                "cleanup {cleanup}"
+            );
+            let disposed: Vec<Action> = ["file:/sp/1", "file:/sp/2"]
+                .into_iter()
+                .map(|path| Action::DisposeSavepoint { path: path.into() })
+                .collect();
+            if cleanup {
+                assert_eq!(plan.actions, disposed);
+                // Written after the disposals: a failed disposal keeps them in the history.
+                assert_eq!(plan.status_before, None);
+            } else {
+                assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+            }
+            assert!(plan.events.iter().any(|e| e.note.contains("file:/sp/1")));
+        }
+        // A job that is not running keeps its history for now.
+        let plan = decide(
+            &sj,
+            &with_policy(
+                ready(found("RESTARTING")),
+                Policy {
+                    history_max_count: 1,
+                    ..Policy::default()
+                },
+            ),
+        );
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     }
 
     #[test]

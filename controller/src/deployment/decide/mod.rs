@@ -32,7 +32,7 @@ pub use status::set_conditions;
 
 pub use crate::reconcile::{EventNote, SavepointPoll};
 
-use crate::{policy::Policy, restore::human};
+use crate::{policy::Policy, savepoint_history};
 
 /// What observe found.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -369,7 +369,12 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
         return plan;
     }
     d.observed_phase();
-    let requeue = steady_requeue(&d.status, pending);
+    let requeue = savepoint_history::requeue_for_periodic(
+        &d.job_status(),
+        d.obs.policy.periodic_savepoint_ms,
+        d.obs.now_ms,
+        steady_requeue(&d.status, pending),
+    );
     d.done(requeue)
 }
 

@@ -10,6 +10,7 @@ use flink_operator_api::{
 };
 
 use super::{Action, Decision, EventNote, Plan, SavepointPoll};
+use crate::savepoint_history;
 
 /// Follows pending (non-upgrade) savepoints and checkpoints into status. Returns whether
 /// one is still pending.
@@ -162,17 +163,7 @@ fn settle_checkpoint(d: &mut Decision) -> bool {
 /// moves the periodic schedule (to when it was triggered).
 pub(super) fn record_savepoint(d: &mut Decision, savepoint: Savepoint, periodic_trigger: Option<i64>) {
     clear_savepoint_trigger(&mut d.status);
-    let info = d
-        .job_status_mut()
-        .savepoint_info
-        .get_or_insert_with(Default::default);
-    info.last_savepoint = Some(savepoint.clone());
-    info.savepoint_history
-        .get_or_insert_with(Default::default)
-        .push(savepoint);
-    if periodic_trigger.is_some() {
-        info.last_periodic_savepoint_timestamp = periodic_trigger;
-    }
+    savepoint_history::record(d.job_status_mut(), savepoint, periodic_trigger);
 }
 
 pub(super) fn clear_savepoint_trigger(status: &mut FlinkDeploymentStatus) {
@@ -198,20 +189,7 @@ pub(super) fn schedule(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Opti
 
     let manual = spec_job.savepoint_trigger_nonce.is_some()
         && spec_job.savepoint_trigger_nonce != recorded_job.savepoint_trigger_nonce;
-    let periodic_due = d.obs.policy.periodic_savepoint_ms.is_some_and(|interval| {
-        let last = job
-            .savepoint_info
-            .as_ref()
-            .and_then(|i| i.last_periodic_savepoint_timestamp)
-            .unwrap_or(0);
-        // The first periodic savepoint is an interval after the job started.
-        let started = job
-            .start_time
-            .as_deref()
-            .and_then(|t| t.parse::<i64>().ok())
-            .unwrap_or(now);
-        now >= last.max(started).saturating_add(interval)
-    });
+    let periodic_due = savepoint_history::periodic_due(&job, d.obs.policy.periodic_savepoint_ms, now);
     if manual || periodic_due {
         let kind = if manual {
             SnapshotTriggerType::Manual
@@ -305,59 +283,20 @@ fn record_nonces(
     }
 }
 
-/// Savepoints beyond the history's count or age are disposed of through Flink, then
-/// dropped from status. The newest, and the one the job was started from, are kept.
+/// Savepoints beyond the history's count or age leave it (see [`savepoint_history`]).
 fn cleanup(d: &mut Decision) -> Option<Plan> {
-    let policy = d.obs.policy.clone();
-    if !policy.history_cleanup {
-        return None;
-    }
-    let job = d.job_status();
-    let info = job.savepoint_info.clone()?;
-    let history = info.savepoint_history.clone().unwrap_or_default();
-    if history.len() < 2 {
-        return None;
-    }
-    let protected = |s: &Savepoint| {
-        s.location.is_none()
-            || s.location == job.upgrade_savepoint_path
-            || Some(s) == history.last()
-            || info
-                .last_savepoint
-                .as_ref()
-                .is_some_and(|last| last.location == s.location)
-    };
-    let now = d.obs.now_ms;
-    let mut keep = Vec::new();
-    let mut dispose = Vec::new();
-    let mut excess = history.len().saturating_sub(policy.history_max_count);
-    for savepoint in &history {
-        let too_old = savepoint
-            .time_stamp
-            .is_some_and(|t| now - t > policy.history_max_age_ms);
-        if !protected(savepoint) && (excess > 0 || too_old) {
-            excess = excess.saturating_sub(1);
-            dispose.push(savepoint.location.clone().unwrap_or_default());
-        } else {
-            keep.push(savepoint.clone());
-        }
-    }
-    if dispose.is_empty() {
-        return None;
-    }
+    let trim = savepoint_history::trim(&d.job_status(), &d.obs.policy, d.obs.now_ms)?;
     if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
-        info.savepoint_history = Some(keep);
+        info.savepoint_history = Some(trim.keep.clone());
     }
-    d.events.push(EventNote::normal(
-        "SavepointsDisposed",
-        format!(
-            "Disposing of {} savepoint(s) beyond the history's count or age: {}",
-            dispose.len(),
-            dispose.join(", ")
-        ),
-    ));
-    d.actions
-        .extend(dispose.into_iter().map(|path| Action::DisposeSavepoint { path }));
+    d.events.push(EventNote::normal(trim.reason(), trim.note()));
+    if trim.dispose {
+        d.actions.extend(
+            trim.removed
+                .into_iter()
+                .map(|path| Action::DisposeSavepoint { path }),
+        );
+    }
     d.observed_phase();
     Some(d.take().done(super::FAST))
 }

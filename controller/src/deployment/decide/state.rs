@@ -3,7 +3,7 @@
 
 use flink_operator_api::FlinkDeploymentStatus;
 
-pub(super) use crate::restore::{Kind, RestorableState, age_note, guard, record, recorded};
+pub(super) use crate::restore::{Kind, RestorableState, age_note, fresh_savepoint, guard, record, recorded};
 
 use super::Observation;
 
@@ -17,23 +17,4 @@ pub(super) fn newest(status: &FlinkDeploymentStatus, obs: &Observation) -> Optio
         timestamp_ms: Some(c.timestamp_ms),
     });
     crate::restore::newest(&job, checkpoint)
-}
-
-/// The last savepoint, if younger than `max_age_ms`.
-pub(super) fn fresh_savepoint(
-    status: &FlinkDeploymentStatus,
-    max_age_ms: Option<i64>,
-    now_ms: i64,
-) -> Option<(String, i64)> {
-    let max_age = max_age_ms?;
-    let savepoint = status
-        .job_status
-        .as_ref()?
-        .savepoint_info
-        .as_ref()?
-        .last_savepoint
-        .as_ref()?;
-    let path = savepoint.location.clone()?;
-    let age = now_ms - savepoint.time_stamp?;
-    (age <= max_age).then_some((path, age))
 }

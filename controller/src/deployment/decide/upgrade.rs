@@ -14,7 +14,7 @@ use flink_operator_api::{
 };
 
 use super::{
-    Action, Decision, EventNote, FAST, Plan, SavepointPoll, WAIT, human, is_suspended, phase,
+    Action, Decision, EventNote, FAST, Plan, SavepointPoll, WAIT, is_suspended, phase,
     state::{self, Kind, RestorableState},
     status::suspended_message,
 };
@@ -279,19 +279,14 @@ pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> P
             stopped_job(d, spec.clone(), suspending, verb)
         }
         UpgradeMode::Savepoint => {
-            if let Some((path, age)) =
-                state::fresh_savepoint(&d.status, policy.savepoint_max_age_ms, d.obs.now_ms)
+            if let Some(savepoint) =
+                state::fresh_savepoint(&job_status, policy.savepoint_max_age_ms, d.obs.now_ms)
             {
                 let note = format!(
-                    "{verb} from savepoint {path}, taken {} ago (the job is not running)",
-                    human(age)
+                    "{verb}: the job is not running; restoring {}, younger than kubernetes.operator.job.upgrade.savepoint.max-age",
+                    state::age_note(&savepoint, d.obs.now_ms)
                 );
-                let restore = Restore::State(RestorableState {
-                    kind: Kind::Savepoint,
-                    path,
-                    timestamp_ms: Some(d.obs.now_ms - age),
-                });
-                return commit(d, spec.clone(), restore, "SpecChanged", &note);
+                return commit(d, spec.clone(), Restore::State(savepoint), "SpecChanged", &note);
             }
             let state = job_status.state().unwrap_or("unknown").to_owned();
             if terminal {

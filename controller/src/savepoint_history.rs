@@ -1,0 +1,335 @@
+//! The savepoints a job's status keeps (`savepointInfo`), shared by the FlinkDeployment and
+//! FlinkSessionJob loops: recording a completed savepoint, when the next periodic savepoint
+//! is due, and which savepoints leave the history.
+//!
+//! A savepoint leaves the history when it is beyond `savepoint.history.max.count` or older
+//! than `savepoint.history.max.age`; its files are disposed of through Flink only when
+//! `savepoint.cleanup.enabled` is true (the default), and are otherwise left where they are.
+//! The newest savepoint, the last one, and the one the job was started from never leave.
+
+use flink_operator_api::common::{JobStatus, Savepoint};
+
+use crate::policy::Policy;
+
+/// Records a completed savepoint as the last one and at the end of the history; a periodic
+/// one moves the periodic schedule to when it was triggered.
+pub fn record(job: &mut JobStatus, savepoint: Savepoint, periodic_trigger: Option<i64>) {
+    let info = job.savepoint_info.get_or_insert_with(Default::default);
+    info.last_savepoint = Some(savepoint.clone());
+    info.savepoint_history
+        .get_or_insert_with(Default::default)
+        .push(savepoint);
+    if periodic_trigger.is_some() {
+        info.last_periodic_savepoint_timestamp = periodic_trigger;
+    }
+}
+
+/// When the next periodic savepoint of the running job is due (epoch ms): an interval
+/// after the last one was triggered, and the first an interval after the job started (not
+/// at its start). `None` when periodic savepoints are off.
+fn next_periodic_at(job: &JobStatus, interval_ms: Option<i64>, now_ms: i64) -> Option<i64> {
+    let interval = interval_ms?;
+    let last = job
+        .savepoint_info
+        .as_ref()
+        .and_then(|i| i.last_periodic_savepoint_timestamp)
+        .unwrap_or(0);
+    let started = job
+        .start_time
+        .as_deref()
+        .and_then(|t| t.parse::<i64>().ok())
+        .unwrap_or(now_ms);
+    Some(last.max(started).saturating_add(interval))
+}
+
+/// Whether a periodic savepoint of the running job is due.
+pub fn periodic_due(job: &JobStatus, interval_ms: Option<i64>, now_ms: i64) -> bool {
+    next_periodic_at(job, interval_ms, now_ms).is_some_and(|at| now_ms >= at)
+}
+
+/// `requeue_seconds`, or sooner when the next periodic savepoint is due before then, so that
+/// a short interval is kept even while the resource is otherwise looked at seldom.
+pub fn requeue_for_periodic(
+    job: &JobStatus,
+    interval_ms: Option<i64>,
+    now_ms: i64,
+    requeue_seconds: u64,
+) -> u64 {
+    let Some(at) = next_periodic_at(job, interval_ms, now_ms) else {
+        return requeue_seconds;
+    };
+    let due_in_ms = u64::try_from(at - now_ms).unwrap_or(0);
+    let due_in_seconds = due_in_ms.div_ceil(1000);
+    requeue_seconds.min(due_in_seconds.max(1))
+}
+
+/// Savepoints that leave the history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trim {
+    /// The history without them.
+    pub keep: Vec<Savepoint>,
+    /// Their paths.
+    pub removed: Vec<String>,
+    /// Whether their files are to be disposed of through Flink.
+    pub dispose: bool,
+}
+
+impl Trim {
+    /// The reason of the Event.
+    pub fn reason(&self) -> &'static str {
+        if self.dispose {
+            "SavepointsDisposed"
+        } else {
+            "SavepointHistoryTrimmed"
+        }
+    }
+
+    /// The Event that says what left the history and what happens to the files.
+    pub fn note(&self) -> String {
+        if self.dispose {
+            format!(
+                "Disposing of {} savepoint(s) beyond the history's count or age: {}",
+                self.removed.len(),
+                self.removed.join(", ")
+            )
+        } else {
+            format!(
+                "Removed {} savepoint(s) beyond the history's count or age from status; their files are kept \
+                 (kubernetes.operator.savepoint.cleanup.enabled is false): {}",
+                self.removed.len(),
+                self.removed.join(", ")
+            )
+        }
+    }
+}
+
+/// Which savepoints leave the history now, if any.
+pub fn trim(job: &JobStatus, policy: &Policy, now_ms: i64) -> Option<Trim> {
+    let info = job.savepoint_info.as_ref()?;
+    let history = info.savepoint_history.as_deref().unwrap_or_default();
+    if history.len() < 2 {
+        return None;
+    }
+    let protected = |s: &Savepoint| {
+        s.location.is_none()
+            || s.location == job.upgrade_savepoint_path
+            || Some(s) == history.last()
+            || info
+                .last_savepoint
+                .as_ref()
+                .is_some_and(|last| last.location == s.location)
+    };
+    let mut keep = Vec::new();
+    let mut removed = Vec::new();
+    let mut excess = history.len().saturating_sub(policy.history_max_count);
+    for savepoint in history {
+        let too_old = savepoint
+            .time_stamp
+            .is_some_and(|t| now_ms - t > policy.history_max_age_ms);
+        if !protected(savepoint) && (excess > 0 || too_old) {
+            excess = excess.saturating_sub(1);
+            removed.push(savepoint.location.clone().unwrap_or_default());
+        } else {
+            keep.push(savepoint.clone());
+        }
+    }
+    (!removed.is_empty()).then_some(Trim {
+        keep,
+        removed,
+        dispose: policy.history_cleanup,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use flink_operator_api::common::SavepointInfo;
+
+    use super::*;
+
+    const NOW: i64 = 1_800_000_000_000;
+    const MIN: i64 = 60_000;
+
+    fn savepoint(name: &str, minutes_ago: i64) -> Savepoint {
+        Savepoint {
+            time_stamp: Some(NOW - minutes_ago * MIN),
+            location: Some(format!("file:///sp/{name}")),
+            ..Default::default()
+        }
+    }
+
+    fn job(history: &[(&str, i64)], last: Option<&str>, started_from: Option<&str>) -> JobStatus {
+        let history: Vec<Savepoint> = history.iter().map(|(n, m)| savepoint(n, *m)).collect();
+        JobStatus {
+            upgrade_savepoint_path: started_from.map(|n| format!("file:///sp/{n}")),
+            savepoint_info: Some(SavepointInfo {
+                last_savepoint: last.and_then(|n| {
+                    history
+                        .iter()
+                        .find(|s| s.location.as_deref() == Some(&format!("file:///sp/{n}")))
+                        .cloned()
+                }),
+                savepoint_history: Some(history),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn policy(max_count: usize, max_age_min: i64, cleanup: bool) -> Policy {
+        Policy {
+            history_max_count: max_count,
+            history_max_age_ms: max_age_min * MIN,
+            history_cleanup: cleanup,
+            ..Policy::default()
+        }
+    }
+
+    fn names(savepoints: &[Savepoint]) -> Vec<&str> {
+        savepoints
+            .iter()
+            .map(|s| s.location.as_deref().unwrap().trim_start_matches("file:///sp/"))
+            .collect()
+    }
+
+    #[test]
+    fn the_history_is_trimmed_by_count_and_age_keeping_the_newest_last_and_started_from() {
+        type Case<'a> = (
+            &'a [(&'a str, i64)],
+            Option<&'a str>,
+            Option<&'a str>,
+            usize,
+            i64,
+            &'a [&'a str],
+        );
+        let cases: &[Case] = &[
+            // Within count and age: nothing leaves.
+            (&[("a", 30), ("b", 20), ("c", 10)], Some("c"), None, 3, 60, &[]),
+            // Beyond the count: the oldest leave first.
+            (
+                &[("a", 30), ("b", 20), ("c", 10)],
+                Some("c"),
+                None,
+                1,
+                60,
+                &["a", "b"],
+            ),
+            // Beyond the age: the old ones leave, the newest stays however old.
+            (
+                &[("a", 300), ("b", 200), ("c", 100)],
+                Some("c"),
+                None,
+                10,
+                60,
+                &["a", "b"],
+            ),
+            // The one the job started from and the last one stay.
+            (
+                &[("a", 30), ("b", 20), ("c", 10)],
+                Some("b"),
+                Some("a"),
+                1,
+                60,
+                &[],
+            ),
+            (
+                &[("a", 30), ("b", 20), ("c", 10), ("d", 5)],
+                Some("d"),
+                Some("b"),
+                2,
+                60,
+                &["a", "c"],
+            ),
+            // A single savepoint is never trimmed.
+            (&[("a", 3000)], Some("a"), None, 0, 1, &[]),
+        ];
+        for (history, last, started_from, max_count, max_age_min, removed) in cases {
+            let job = job(history, *last, *started_from);
+            let trim = trim(&job, &policy(*max_count, *max_age_min, true), NOW);
+            let case = format!(
+                "{history:?}, last {last:?}, from {started_from:?}, max {max_count}/{max_age_min} min"
+            );
+            match trim {
+                None => assert!(removed.is_empty(), "{case}: expected {removed:?} to leave"),
+                Some(trim) => {
+                    let left: Vec<&str> = trim
+                        .removed
+                        .iter()
+                        .map(|p| p.trim_start_matches("file:///sp/"))
+                        .collect();
+                    assert_eq!(&left, removed, "{case}");
+                    assert_eq!(trim.keep.len() + trim.removed.len(), history.len(), "{case}");
+                    assert!(names(&trim.keep).iter().all(|k| !left.contains(k)), "{case}");
+                    assert!(trim.dispose, "{case}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn without_cleanup_savepoints_leave_the_history_but_their_files_are_kept() {
+        let job = job(&[("a", 30), ("b", 20), ("c", 10)], Some("c"), None);
+        let trim = trim(&job, &policy(1, 60, false), NOW).unwrap();
+        assert_eq!(names(&trim.keep), ["c"]);
+        assert!(!trim.dispose);
+        assert!(trim.note().contains("files are kept"), "{}", trim.note());
+        assert!(trim.note().contains("file:///sp/a"), "{}", trim.note());
+    }
+
+    #[test]
+    fn periodic_savepoints_are_due_an_interval_after_the_start_then_after_each_trigger() {
+        let started = |start_min_ago: i64, last_min_ago: Option<i64>| JobStatus {
+            start_time: Some((NOW - start_min_ago * MIN).to_string()),
+            savepoint_info: Some(SavepointInfo {
+                last_periodic_savepoint_timestamp: last_min_ago.map(|m| NOW - m * MIN),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        for (job, interval_min, due) in [
+            (started(5, None), Some(10), false),
+            (started(10, None), Some(10), true),
+            (started(60, Some(5)), Some(10), false),
+            (started(60, Some(10)), Some(10), true),
+            (started(60, None), None, false),
+            // A start time that is not known yet counts as now.
+            (JobStatus::default(), Some(10), false),
+        ] {
+            assert_eq!(
+                periodic_due(&job, interval_min.map(|m| m * MIN), NOW),
+                due,
+                "{job:?}, every {interval_min:?} min"
+            );
+        }
+    }
+
+    #[test]
+    fn a_steady_resource_is_looked_at_again_when_its_next_periodic_savepoint_is_due() {
+        let job = JobStatus {
+            start_time: Some((NOW - 5 * MIN).to_string()),
+            ..Default::default()
+        };
+        for (interval_ms, requeue, expected) in [
+            (None, 30, 30),
+            (Some(60 * MIN), 30, 30),
+            (Some(5 * MIN + 7_500), 30, 8),
+            (Some(5 * MIN), 30, 1),
+            (Some(MIN), 30, 1),
+        ] {
+            assert_eq!(
+                requeue_for_periodic(&job, interval_ms, NOW, requeue),
+                expected,
+                "every {interval_ms:?} ms"
+            );
+        }
+    }
+
+    #[test]
+    fn a_recorded_savepoint_is_the_last_one_and_ends_the_history() {
+        let mut job = job(&[("a", 30)], Some("a"), None);
+        record(&mut job, savepoint("b", 0), Some(NOW - MIN));
+        let info = job.savepoint_info.unwrap();
+        assert_eq!(info.last_savepoint, Some(savepoint("b", 0)));
+        assert_eq!(names(info.savepoint_history.as_deref().unwrap()), ["a", "b"]);
+        assert_eq!(info.last_periodic_savepoint_timestamp, Some(NOW - MIN));
+    }
+}
