@@ -1,6 +1,7 @@
 //! The operator runs FlinkSessionJobs in a session FlinkDeployment it deployed itself: jars
 //! from an `http://` server and from a `file://` URI, a savepoint upgrade after which the
-//! job's counts go on from where they were, and deletion that stops the job.
+//! job's counts go on from where they were, periodic savepoints whose history is disposed
+//! of on disk, and deletion that stops the job.
 
 use std::{
     io::{Read, Write},
@@ -306,6 +307,8 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
     );
     assert!(metrics.contains(&stable), "{stable} missing:\n{metrics}");
 
+    periodic_savepoints_leave_the_history_and_the_disk(&jobs, &state, &savepoint).await;
+
     delete_and_check_stopped(&jobs, &rest, "counter", &upgraded_job).await;
     deployments
         .delete(SESSION, &DeleteParams::default())
@@ -317,4 +320,100 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
         || async { deployments.get_opt(SESSION).await.ok()?.is_none().then_some(()) },
     )
     .await;
+}
+
+/// With periodic savepoints every 2 s and a history of 2, the running job `counter` keeps
+/// taking savepoints; those that leave the history are disposed of through the session
+/// cluster (their directories go), while the one the job started from (`started_from`) and
+/// the newest stay in status and on disk.
+async fn periodic_savepoints_leave_the_history_and_the_disk(
+    jobs: &Api<FlinkSessionJob>,
+    state: &std::path::Path,
+    started_from: &str,
+) {
+    // On the host, a savepoint path the pods see under /opt/flink/state.
+    let on_disk = |path: &str| {
+        let inside = path.trim_start_matches("file:");
+        state.join(
+            inside
+                .strip_prefix("/opt/flink/state/")
+                .unwrap_or_else(|| panic!("{path}")),
+        )
+    };
+    let operator_keys = |interval: Option<&str>| {
+        json!({"spec": {"flinkConfiguration": {
+            "kubernetes.operator.periodic.savepoint.interval": interval,
+            "kubernetes.operator.savepoint.history.max.count": interval.map(|_| "2"),
+        }}})
+    };
+    jobs.patch(
+        "counter",
+        &PatchParams::default(),
+        &Patch::Merge(operator_keys(Some("2s"))),
+    )
+    .await
+    .unwrap();
+    let seen = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let history = |sj: &FlinkSessionJob| -> Vec<String> {
+        sj.status
+            .as_ref()
+            .and_then(|s| s.job_status.as_ref())
+            .and_then(|j| j.savepoint_info.as_ref())
+            .and_then(|i| i.savepoint_history.as_ref())
+            .map(|h| h.iter().filter_map(|s| s.location.clone()).collect())
+            .unwrap_or_default()
+    };
+    wait_for(
+        "three periodic savepoints of the session job",
+        Duration::from_secs(120),
+        || async {
+            let sj = jobs.get("counter").await.ok()?;
+            let last = sj
+                .status
+                .as_ref()?
+                .job_status
+                .as_ref()?
+                .savepoint_info
+                .as_ref()?
+                .last_savepoint
+                .clone()?;
+            if last.trigger_type.map(|t| t.as_str()) == Some("PERIODIC") {
+                seen.lock().unwrap().insert(last.location.clone()?);
+            }
+            (seen.lock().unwrap().len() >= 3).then_some(())
+        },
+    )
+    .await;
+    // Off again: the history settles, and every savepoint that left it is disposed of.
+    jobs.patch(
+        "counter",
+        &PatchParams::default(),
+        &Patch::Merge(operator_keys(None)),
+    )
+    .await
+    .unwrap();
+    let seen = seen.into_inner().unwrap();
+    let kept = wait_for(
+        "the savepoints beyond the history disposed of",
+        Duration::from_secs(60),
+        || async {
+            let sj = jobs.get("counter").await.ok()?;
+            let kept = history(&sj);
+            let left: Vec<&String> = seen.iter().filter(|p| !kept.contains(p)).collect();
+            let settled = kept.len() <= 2 && left.len() >= 2;
+            (settled && left.iter().all(|p| !on_disk(p).exists())).then_some(kept)
+        },
+    )
+    .await;
+    assert!(
+        kept.iter().any(|p| p == started_from),
+        "{kept:?} lost {started_from}"
+    );
+    for path in &kept {
+        assert!(on_disk(path).exists(), "{path} is in the history but not on disk");
+    }
+    eprintln!(
+        "periodic savepoints taken: {}; in the history: {kept:?}",
+        seen.len()
+    );
 }
