@@ -51,8 +51,12 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
                         let (answered, found) = observe_job(&rest, fd).await;
                         rest_ready = answered;
                         job = found;
-                        savepoint = poll_savepoint(&rest, fd).await;
-                        checkpoint = poll_checkpoint(&rest, fd).await;
+                        // A JobManager that did not answer is not asked more this time:
+                        // pending snapshots are looked at again on the next reconcile.
+                        if answered {
+                            savepoint = poll_savepoint(&rest, fd).await;
+                            checkpoint = poll_checkpoint(&rest, fd).await;
+                        }
                         if matches!(job, Some(JobObservation::Found { .. })) {
                             latest_checkpoint = newest_checkpoint(&rest, fd).await;
                         }

@@ -25,7 +25,7 @@ pub struct ClientConfig {
     /// For jar uploads and runs, which wait for the job's main method to build the graph;
     /// `kubernetes.operator.job.submission.timeout` would be the upper bound (default 10 min).
     pub submission_timeout: Duration,
-    /// Further attempts after a connection error, a timeout or a 5xx (never after a 4xx).
+    /// Further attempts after a connection error or a 5xx (never after a 4xx or a timeout).
     pub retries: usize,
     /// First backoff; doubled per attempt up to `max_backoff`, with jitter.
     pub min_backoff: Duration,
@@ -445,9 +445,13 @@ impl FlinkRestClient {
             .with_max_delay(self.config.max_backoff)
             .with_max_times(self.config.retries)
             .with_jitter();
+        // A JobManager that let a call time out is not asked again within the same call: the
+        // caller looks again on its next reconcile anyway, and a hung JobManager then holds
+        // a reconcile (one of a bounded number of slots) for one timeout instead of one per
+        // retry.
         attempt
             .retry(backoff)
-            .when(FlinkError::retryable)
+            .when(|error| error.retryable() && !matches!(error, FlinkError::Timeout { .. }))
             .notify(|error, after| tracing::debug!(%url, %error, ?after, "retrying Flink REST call"))
             .await
     }
@@ -608,6 +612,44 @@ mod tests {
             other => panic!("expected unreachable, got {other:?}"),
         }
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn a_jobmanager_that_does_not_answer_is_asked_once_per_call() {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        let app = Router::new().route(
+            "/overview",
+            get(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    "{}"
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let client = FlinkRestClient::new(
+            &url,
+            ClientConfig {
+                timeout: Duration::from_millis(300),
+                ..fast(3)
+            },
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        match client.cluster_overview().await {
+            Err(error @ FlinkError::Timeout { .. }) => assert!(error.retryable(), "later, by the caller"),
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

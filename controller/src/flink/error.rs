@@ -6,9 +6,9 @@ use reqwest::StatusCode;
 
 /// A failed call to the Flink REST API.
 ///
-/// Transport problems (`Unreachable`, `Timeout`) and server errors (`Server`) are retried by
-/// the client before they are returned; `retryable()` tells a caller whether trying again
-/// later makes sense. Refusals (`BadRequest`, `NotFound`, `Conflict`) are never retried.
+/// Connection errors (`Unreachable`) and server errors (`Server`) are retried by the client
+/// before they are returned, a `Timeout` is not (the caller asks again later);
+/// `retryable()` tells a caller whether trying again later makes sense. Refusals (`BadRequest`, `NotFound`, `Conflict`) are never retried.
 #[derive(Debug, thiserror::Error)]
 pub enum FlinkError {
     /// The JobManager did not accept the connection (not running, wrong address).

@@ -117,12 +117,16 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
     if let Some(job_id) = job_status.and_then(|j| j.job_id.as_deref()) {
         let job_id = JobId::from(job_id);
         observation.job = Some(observe_job(&rest, &job_id).await);
-        observation.savepoint = poll_savepoint(&rest, sj, &job_id).await;
-        observation.manual_checkpoint = poll_checkpoint(&rest, sj, &job_id).await;
         let answered = matches!(
             &observation.job,
             Some(JobObservation::Found { .. } | JobObservation::NotFound)
         );
+        // A JobManager that did not answer is not asked more this time: pending snapshots
+        // are looked at again on the next reconcile.
+        if answered {
+            observation.savepoint = poll_savepoint(&rest, sj, &job_id).await;
+            observation.manual_checkpoint = poll_checkpoint(&rest, sj, &job_id).await;
+        }
         let stateful = sj
             .spec
             .job
