@@ -16,6 +16,9 @@ pub mod phase {
     pub const FAILED: &str = "Failed";
     pub const CANCELLED: &str = "Cancelled";
     pub const DELETING: &str = "Deleting";
+    /// The job runs the last stable spec after the spec that replaced it was rolled back:
+    /// ready, and degraded.
+    pub const ROLLED_BACK: &str = "RolledBack";
 }
 
 /// Ready, Progressing and Degraded, with `reason` as the phase, replacing `conditions`.
@@ -29,14 +32,14 @@ pub fn set_conditions(
     message: &str,
     now_ms: i64,
 ) {
-    let ready = matches!(reason, phase::RUNNING | phase::SUCCEEDED);
+    let ready = matches!(reason, phase::RUNNING | phase::SUCCEEDED | phase::ROLLED_BACK);
     let progressing = matches!(
         reason,
         phase::DEPLOYING | phase::UPDATING | phase::RESTARTING | phase::DELETING
     );
     let degraded = matches!(
         reason,
-        phase::DEPLOY_FAILED | phase::UPDATE_FAILED | phase::FAILED
+        phase::DEPLOY_FAILED | phase::UPDATE_FAILED | phase::FAILED | phase::ROLLED_BACK
     );
     let previous = conditions.take().unwrap_or_default();
     let now = rfc3339(now_ms);

@@ -30,9 +30,11 @@ pub struct Policy {
     pub history_max_age_ms: i64,
     /// A session cluster is not deleted while FlinkSessionJobs still use it.
     pub block_on_session_jobs: bool,
-    /// `kubernetes.operator.deployment.rollback.enabled`: asked for, but this version does not
-    /// roll back; failures say so instead of silently not rolling back.
-    pub rollback_requested: bool,
+    /// `kubernetes.operator.deployment.rollback.enabled`: a deployed spec that does not become
+    /// stable within `readiness_timeout_ms` is rolled back to the last stable one.
+    pub rollback_enabled: bool,
+    /// `kubernetes.operator.deployment.readiness.timeout` (default 5 min).
+    pub readiness_timeout_ms: i64,
 }
 
 impl Default for Policy {
@@ -50,7 +52,8 @@ impl Default for Policy {
             history_max_count: 10,
             history_max_age_ms: DAY_MS,
             block_on_session_jobs: true,
-            rollback_requested: false,
+            rollback_enabled: false,
+            readiness_timeout_ms: 5 * 60 * 1000,
         }
     }
 }
@@ -130,7 +133,9 @@ impl Policy {
                 operator::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
                 defaults.block_on_session_jobs,
             ),
-            rollback_requested: flag(operator::DEPLOYMENT_ROLLBACK_ENABLED, false),
+            rollback_enabled: flag(operator::DEPLOYMENT_ROLLBACK_ENABLED, defaults.rollback_enabled),
+            readiness_timeout_ms: duration(operator::DEPLOYMENT_READINESS_TIMEOUT)
+                .unwrap_or(defaults.readiness_timeout_ms),
         }
     }
 }

@@ -57,11 +57,20 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
             restore_path,
             job_id,
             last_state,
+            spec,
         } => {
             if *last_state {
                 remove_job_graphs(ctx, fd).await?;
             }
-            deploy(ctx, fd, restore_path.clone(), job_id.clone()).await
+            match spec {
+                // A rollback: the last stable spec, under the resource's own name and owner.
+                Some(spec) => {
+                    let mut stable = fd.clone();
+                    stable.spec = (**spec).clone();
+                    deploy(ctx, &stable, restore_path.clone(), job_id.clone()).await
+                }
+                None => deploy(ctx, fd, restore_path.clone(), job_id.clone()).await,
+            }
         }
         Action::DeleteCluster { keep_ha } => delete_cluster(ctx, fd, *keep_ha).await,
         Action::StopWithSavepoint {

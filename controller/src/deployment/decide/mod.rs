@@ -8,12 +8,14 @@
 //!   ([`upgrade`]), with the restore-age guard ([`state`]);
 //! - manual and periodic savepoints, manual checkpoints and savepoint history cleanup
 //!   ([`snapshots`]);
+//! - rolling back a deployed spec that does not become stable, when enabled ([`rollback`]);
 //! - deletion behind a finalizer, optionally with a savepoint ([`deletion`]).
 //!
 //! Every step is written to status before the next one starts, so a fresh reconcile from the
 //! stored status continues where a crashed one stopped.
 
 mod deletion;
+mod rollback;
 mod snapshots;
 mod state;
 mod status;
@@ -97,16 +99,18 @@ pub struct StateObservation {
     pub timestamp_ms: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     AddFinalizer,
-    /// Create or update the cluster's objects for the spec recorded in status. With
-    /// `last_state`, the job graphs in the kept HA metadata are removed first, so that the
-    /// job of the new spec (under the same job id) restores the latest checkpoint from it.
+    /// Create or update the cluster's objects for the resource's spec, or for `spec` when
+    /// set (a rollback to the last stable spec). With `last_state`, the job graphs in the
+    /// kept HA metadata are removed first, so that the job of the new spec (under the same
+    /// job id) restores the latest checkpoint from it.
     Deploy {
         restore_path: Option<String>,
         job_id: Option<String>,
         last_state: bool,
+        spec: Option<Box<FlinkDeploymentSpec>>,
     },
     /// Delete the cluster (JobManager and TaskManager Deployments) and, unless `keep_ha`,
     /// its HA ConfigMaps.
@@ -184,9 +188,6 @@ impl Plan {
     }
 }
 
-/// Added to failures when the user asked for rollback, which this version does not do.
-const ROLLBACK_UNSUPPORTED: &str = " (kubernetes.operator.deployment.rollback.enabled is set, but this operator version does not roll back: the resource stays as it is until its spec changes)";
-
 const FAST: u64 = 2;
 const WAIT: u64 = 10;
 const SLOW: u64 = 30;
@@ -252,10 +253,7 @@ impl<'a> Decision<'a> {
 
     /// Refuses a change (or a restore) with `note`, keeping what runs; one Event per new
     /// reason.
-    fn refuse(mut self, reason: &'static str, mut note: String) -> Plan {
-        if self.obs.policy.rollback_requested && reason == phase::UPDATE_FAILED {
-            note.push_str(ROLLBACK_UNSUPPORTED);
-        }
+    fn refuse(mut self, reason: &'static str, note: String) -> Plan {
         if self.status.error.as_deref() != Some(note.as_str()) {
             self.events.push(EventNote::warning(
                 if reason == phase::FAILED {
@@ -327,12 +325,25 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
         return first_deployment(d);
     };
     if reconciliation.state == Some(ReconciliationState::Upgrading) {
-        return upgrade::continue_upgrade(d, &recorded);
+        return upgrade::continue_upgrade(d, &recorded, false);
     }
-    if is_suspended(&recorded) {
+    let rolled_back = rollback::deployed_spec(&d.status);
+    if reconciliation.state == Some(ReconciliationState::RollingBack) {
+        return match rolled_back {
+            Some(stable) => upgrade::continue_upgrade(d, &stable, true),
+            None => d.refuse(
+                phase::UPDATE_FAILED,
+                "rolling back: status.reconciliationStatus.lastStableSpec cannot be read; nothing is done until the spec changes".to_owned(),
+            ),
+        };
+    }
+    // What runs: the last stable spec after a rollback (the spec that failed stays recorded,
+    // so that it is not deployed again), else the recorded spec.
+    let running = rolled_back.clone().unwrap_or_else(|| recorded.clone());
+    if is_suspended(&running) {
         status::suspended_into(&mut d);
     } else {
-        status::observe_into(&mut d, &recorded);
+        status::observe_into(&mut d, &running);
     }
     let pending = snapshots::settle(&mut d);
     // A stop-with-savepoint in flight is followed to its end even if the spec was changed
@@ -346,7 +357,21 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
             i.trigger_id.is_some()
                 && i.trigger_type == Some(flink_operator_api::common::SnapshotTriggerType::Upgrade)
         });
-    if stopping || upgrade_relevant(&recorded) != upgrade_relevant(&fd.spec) {
+    let changed = upgrade_relevant(&recorded) != upgrade_relevant(&fd.spec);
+    if rolled_back.is_some()
+        && changed
+        && !stopping
+        && upgrade_relevant(&running) == upgrade_relevant(&fd.spec)
+    {
+        // Changed back to what runs since the rollback: recorded, nothing redeployed.
+        record_ignored_changes(&mut d, &recorded);
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
+            rs.state = Some(ReconciliationState::Deployed);
+        }
+        d.observed_phase();
+        return d.done(FAST);
+    }
+    if stopping || changed {
         if pending {
             d.conditions(
                 phase::UPDATING,
@@ -354,7 +379,7 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
             );
             return d.done(FAST);
         }
-        return upgrade::apply_change(d, &recorded);
+        return upgrade::apply_change(d, &running);
     }
     if recorded != fd.spec {
         record_ignored_changes(&mut d, &recorded);
@@ -362,8 +387,15 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
     if is_suspended(&recorded) {
         return d.done(SLOW);
     }
-    if let Some(plan) = upgrade::restart_failed(&mut d) {
-        return plan;
+    // After a rollback, the recorded spec is the one that failed: a failed job of the
+    // stable spec is not restarted with it, and nothing rolls back twice.
+    if rolled_back.is_none() {
+        if let Some(plan) = upgrade::restart_failed(&mut d) {
+            return plan;
+        }
+        if let Some(plan) = rollback::start_if_due(&mut d, &recorded) {
+            return plan;
+        }
     }
     if !pending && let Some(plan) = snapshots::schedule(&mut d, &recorded) {
         return plan;
@@ -470,6 +502,7 @@ fn first_deployment(mut d: Decision) -> Plan {
         restore_path,
         job_id,
         last_state: false,
+        spec: None,
     });
     d.events.push(EventNote::normal(
         "Submit",

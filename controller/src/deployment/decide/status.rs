@@ -56,14 +56,24 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
         && (d.fd.spec.job.is_none() || job_state.as_deref() == Some(flink_job_state::RUNNING));
     let failed =
         jm == JobManagerDeploymentStatus::Error || job_state.as_deref() == Some(flink_job_state::FAILED);
+    let rolled_back = d
+        .status
+        .reconciliation_status
+        .as_ref()
+        .is_some_and(|rs| rs.state == Some(ReconciliationState::RolledBack));
     d.status.lifecycle_state = Some(if failed {
         ResourceLifecycleState::Failed
+    } else if rolled_back {
+        ResourceLifecycleState::RolledBack
     } else if stable {
         ResourceLifecycleState::Stable
     } else {
         ResourceLifecycleState::Deployed
     });
-    if stable && let Some(rs) = d.status.reconciliation_status.as_mut() {
+    if stable
+        && !rolled_back
+        && let Some(rs) = d.status.reconciliation_status.as_mut()
+    {
         rs.state = Some(ReconciliationState::Deployed);
         if rs.last_stable_spec.is_none() || recorded == &d.fd.spec {
             rs.last_stable_spec = ReconciledSpec::new(recorded.clone(), false).encode().ok();
@@ -109,11 +119,7 @@ pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
     let status = &d.status;
     let jm = status.job_manager_deployment_status.unwrap_or_default();
     if jm == JobManagerDeploymentStatus::Error || jm == JobManagerDeploymentStatus::Missing {
-        let mut message = status.error.clone().unwrap_or_default();
-        if d.obs.policy.rollback_requested {
-            message.push_str(super::ROLLBACK_UNSUPPORTED);
-        }
-        return (phase::DEPLOY_FAILED, message);
+        return (phase::DEPLOY_FAILED, status.error.clone().unwrap_or_default());
     }
     if jm != JobManagerDeploymentStatus::Ready {
         return (phase::DEPLOYING, format!("the JobManager is {}", jm.as_str()));
@@ -126,6 +132,13 @@ pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
         .as_ref()
         .and_then(|j| j.state.clone())
         .unwrap_or_default();
+    if status.lifecycle_state == Some(ResourceLifecycleState::RolledBack) && state == flink_job_state::RUNNING
+    {
+        return (
+            phase::ROLLED_BACK,
+            "the job runs the last stable spec: the spec that replaced it did not become stable and was rolled back; it is not deployed again until the spec changes".to_owned(),
+        );
+    }
     let reason = match state.as_str() {
         flink_job_state::RUNNING => phase::RUNNING,
         flink_job_state::FAILED => phase::FAILED,

@@ -90,6 +90,7 @@ fn a_first_deployment_is_recorded_before_it_is_created() {
                 restore_path: Some("file:/sp/1".into()),
                 job_id: Some("fresh".into()),
                 last_state: false,
+                spec: None,
             }
         ]
     );
@@ -134,6 +135,7 @@ fn a_crash_between_recording_and_creating_redeploys_with_the_recorded_job_id() {
             restore_path: Some("file:/sp/1".into()),
             job_id: Some("fresh".into()),
             last_state: false,
+            spec: None,
         }]
     );
 }
@@ -452,6 +454,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
             restore_path: Some("file:/sp/savepoint-2".into()),
             job_id: Some("new-job".into()),
             last_state: false,
+            spec: None,
         }]
     );
     let deploying = plan.status_before.unwrap();
@@ -700,6 +703,7 @@ fn a_last_state_upgrade_keeps_the_ha_metadata_and_the_job_id() {
             restore_path: None,
             job_id: job_id.clone(),
             last_state: true,
+            spec: None,
         }]
     );
     assert_eq!(plan.status_before.unwrap().job_status.unwrap().job_id, job_id);
@@ -764,6 +768,7 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
             restore_path: Some("file:/sp/suspend".into()),
             job_id: Some("resumed".into()),
             last_state: false,
+            spec: None,
         }]
     );
     // Resuming an hour later with a 10 min restore bound is refused and says how old.
@@ -1456,31 +1461,333 @@ fn a_manual_checkpoint_does_not_lend_its_time_to_the_checkpoint_a_job_started_fr
     );
 }
 
-#[test]
-fn an_enabled_rollback_is_said_to_be_unsupported_where_one_would_happen() {
-    let rollback = Policy {
-        rollback_requested: true,
+fn rollback_policy() -> Policy {
+    Policy {
+        rollback_enabled: true,
+        readiness_timeout_ms: 5 * MIN,
         ..Policy::default()
-    };
-    let crashing = JobManagerObservation::Present {
+    }
+}
+
+fn crashing_jm() -> JobManagerObservation {
+    JobManagerObservation::Present {
         ready: 0,
         replicas: 1,
         problem: Some("CrashLoopBackOff".into()),
         rest_ready: false,
-    };
-    let plan = decide(
-        &fd(app_spec(), Some(deployed()), true, false),
-        &with_policy(obs(crashing, None), rollback.clone()),
+    }
+}
+
+/// `old` ran stable; `new` (generation 2) was then deployed at NOW, in `old`'s upgrade mode.
+fn upgraded(old: &serde_json::Value, new: &serde_json::Value) -> FlinkDeploymentStatus {
+    let committed = decide(
+        &at(new.clone(), observed(old, "RUNNING"), 2),
+        &obs(ready_jm(), running_job()),
     );
-    assert_eq!(phase_of(&plan), phase::DEPLOY_FAILED);
-    let message = condition(&plan.status, "Ready").message.clone().unwrap();
-    assert!(message.contains("does not roll back"), "{message}");
-    // A refused upgrade says it too.
+    let committed = committed.status_before.unwrap_or(committed.status);
+    assert_eq!(
+        reconciliation(&committed).state,
+        Some(ReconciliationState::Upgrading)
+    );
+    let deployed = decide(
+        &at(new.clone(), committed, 2),
+        &obs(JobManagerObservation::Missing, None),
+    )
+    .status;
+    assert_eq!(
+        reconciliation(&deployed).state,
+        Some(ReconciliationState::Deployed)
+    );
+    deployed
+}
+
+fn later(observation: Observation, ms: i64) -> Observation {
+    Observation {
+        now_ms: NOW + ms,
+        ..observation
+    }
+}
+
+#[test]
+fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout() {
+    let old = spec_with("last-state", &[]);
+    let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
+    let status = upgraded(&old, &new);
+    let newer_flink = spec_with("last-state", &[("flinkVersion", json!("v2_2"))]);
+    let flink_changed = upgraded(&old, &newer_flink);
+    // (status, spec, observation, policy, rolls back)
+    let cases: Vec<(
+        &str,
+        FlinkDeploymentStatus,
+        serde_json::Value,
+        Observation,
+        Policy,
+        bool,
+    )> = vec![
+        (
+            "crash loop past the timeout",
+            status.clone(),
+            new.clone(),
+            later(obs(crashing_jm(), None), 6 * MIN),
+            rollback_policy(),
+            true,
+        ),
+        (
+            "failed job past the timeout",
+            status.clone(),
+            new.clone(),
+            later(obs(ready_jm(), job_found("FAILED", NOW)), 6 * MIN),
+            rollback_policy(),
+            true,
+        ),
+        (
+            "restarting job past the timeout",
+            status.clone(),
+            new.clone(),
+            later(obs(ready_jm(), job_found("RESTARTING", NOW)), 6 * MIN),
+            rollback_policy(),
+            true,
+        ),
+        (
+            "not enabled",
+            status.clone(),
+            new.clone(),
+            later(obs(crashing_jm(), None), 6 * MIN),
+            Policy::default(),
+            false,
+        ),
+        (
+            "within the timeout",
+            status.clone(),
+            new.clone(),
+            later(obs(crashing_jm(), None), 4 * MIN),
+            rollback_policy(),
+            false,
+        ),
+        (
+            "running",
+            status.clone(),
+            new.clone(),
+            later(obs(ready_jm(), running_job()), 6 * MIN),
+            rollback_policy(),
+            false,
+        ),
+        (
+            "finished",
+            status.clone(),
+            new.clone(),
+            later(obs(ready_jm(), job_found("FINISHED", NOW)), 6 * MIN),
+            rollback_policy(),
+            false,
+        ),
+        (
+            "another Flink version",
+            flink_changed,
+            newer_flink,
+            later(obs(crashing_jm(), None), 6 * MIN),
+            rollback_policy(),
+            false,
+        ),
+        (
+            "never stable",
+            deployed(),
+            app_spec(),
+            later(obs(crashing_jm(), None), 6 * MIN),
+            rollback_policy(),
+            false,
+        ),
+    ];
+    for (case, status, spec, observation, policy, rolls_back) in cases {
+        let plan = decide(&at(spec, status, 2), &with_policy(observation, policy));
+        let state = reconciliation(&plan.status).state;
+        if rolls_back {
+            assert_eq!(state, Some(ReconciliationState::RollingBack), "{case}");
+            assert_eq!(
+                plan.status.lifecycle_state,
+                Some(ResourceLifecycleState::RollingBack),
+                "{case}"
+            );
+            assert!(
+                plan.actions.is_empty(),
+                "{case}: recorded before anything is deleted"
+            );
+            let event = plan.events.iter().find(|e| e.reason == "Rollback").unwrap();
+            assert!(
+                event.warning && event.note.contains("did not become stable within"),
+                "{case}: {}",
+                event.note
+            );
+        } else {
+            assert_ne!(state, Some(ReconciliationState::RollingBack), "{case}");
+            assert!(!plan.events.iter().any(|e| e.reason == "Rollback"), "{case}");
+        }
+    }
+}
+
+#[test]
+fn a_rollback_deploys_the_last_stable_spec_from_the_ha_metadata_and_survives_a_crash_at_each_step() {
+    let old = spec_with("last-state", &[]);
+    let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
+    let deployed_new = upgraded(&old, &new);
+    let job_id = deployed_new.job_status.clone().unwrap().job_id;
+    let policy = rollback_policy();
+    let step = |status: FlinkDeploymentStatus, jm: JobManagerObservation, job: Option<JobObservation>| {
+        decide(
+            &at(new.clone(), status, 2),
+            &with_policy(later(obs(jm, job), 6 * MIN), policy.clone()),
+        )
+    };
+    let started = step(deployed_new, crashing_jm(), None);
+    let rolling_back = started.status;
+    // 1. The failed cluster goes, its HA metadata stays; again after a crash.
+    for _ in 0..2 {
+        let plan = step(rolling_back.clone(), crashing_jm(), None);
+        assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+        assert_eq!(
+            reconciliation(&plan.status).state,
+            Some(ReconciliationState::RollingBack)
+        );
+    }
+    // 2. The stable spec is deployed in last-state mode under the same job id.
+    let plan = step(rolling_back.clone(), JobManagerObservation::Missing, None);
+    let mut stable: FlinkDeploymentSpec = serde_json::from_value(old.clone()).unwrap();
+    stable.job.as_mut().unwrap().upgrade_mode = Some(UpgradeMode::LastState);
+    assert_eq!(
+        plan.actions,
+        [Action::Deploy {
+            restore_path: None,
+            job_id: job_id.clone(),
+            last_state: true,
+            spec: Some(Box::new(stable)),
+        }]
+    );
+    assert_eq!(
+        reconciliation(plan.status_before.as_ref().unwrap()).state,
+        Some(ReconciliationState::RollingBack),
+        "a crash before the status says it was deployed deploys it again"
+    );
+    let rolled_back = plan.status;
+    assert_eq!(
+        reconciliation(&rolled_back).state,
+        Some(ReconciliationState::RolledBack)
+    );
+    assert_eq!(
+        recorded_spec(&rolled_back),
+        serde_json::from_value::<FlinkDeploymentSpec>(new.clone()).unwrap()
+    );
+    // A crash right after the deploy: the cluster it created is replaced, from the same state.
+    let plan = step(plan.status_before.unwrap(), ready_jm(), None);
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+    // 3. It runs: ready and degraded, the failed spec not deployed again, no second rollback.
+    let plan = step(rolled_back.clone(), ready_jm(), running_job());
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(
+        plan.status.lifecycle_state,
+        Some(ResourceLifecycleState::RolledBack)
+    );
+    assert_eq!(phase_of(&plan), phase::ROLLED_BACK);
+    assert_eq!(condition(&plan.status, "Ready").status.as_deref(), Some("True"));
+    assert_eq!(
+        condition(&plan.status, "Degraded").status.as_deref(),
+        Some("True")
+    );
+    assert_eq!(
+        reconciliation(&plan.status).last_stable_spec,
+        reconciliation(&rolled_back).last_stable_spec
+    );
+    let plan = step(rolled_back.clone(), crashing_jm(), None);
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    // 4. Changed back to the stable spec: recorded, nothing redeployed.
+    let plan = decide(
+        &at(old.clone(), rolled_back.clone(), 3),
+        &with_policy(obs(ready_jm(), running_job()), policy.clone()),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(
+        reconciliation(&plan.status).state,
+        Some(ReconciliationState::Deployed)
+    );
+    assert_eq!(
+        recorded_spec(&plan.status),
+        serde_json::from_value::<FlinkDeploymentSpec>(old.clone()).unwrap()
+    );
+    // 5. A new spec is applied as any change, from what runs.
+    let third = spec_with("last-state", &[("job/parallelism", json!(3))]);
+    let plan = decide(
+        &at(third.clone(), rolled_back, 3),
+        &with_policy(obs(ready_jm(), running_job()), policy),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+    let committed = plan.status_before.unwrap();
+    assert_eq!(
+        reconciliation(&committed).state,
+        Some(ReconciliationState::Upgrading)
+    );
+    assert_eq!(
+        recorded_spec(&committed),
+        serde_json::from_value::<FlinkDeploymentSpec>(third).unwrap()
+    );
+}
+
+#[test]
+fn a_job_that_never_ran_rolls_back_to_the_state_it_was_to_start_from() {
     let old = spec_with("savepoint", &[]);
     let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
-    let plan = decide(
-        &at(new, observed(&old, "FAILED"), 2),
-        &with_policy(obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN)), rollback),
+    let mut status = upgraded(
+        &spec_with("stateless", &[]),
+        &spec_with("stateless", &[("job/parallelism", json!(4))]),
     );
-    assert!(plan.status.error.unwrap().contains("does not roll back"));
+    // As a savepoint upgrade leaves it: a new job id, started from the upgrade savepoint.
+    let rs = status.reconciliation_status.as_mut().unwrap();
+    rs.last_reconciled_spec = ReconciledSpec::new(
+        serde_json::from_value::<FlinkDeploymentSpec>(new.clone()).unwrap(),
+        false,
+    )
+    .encode()
+    .ok();
+    rs.last_stable_spec =
+        ReconciledSpec::new(serde_json::from_value::<FlinkDeploymentSpec>(old).unwrap(), false)
+            .encode()
+            .ok();
+    let job = status.job_status.as_mut().unwrap();
+    job.upgrade_savepoint_path = Some("file:/sp/upgrade".into());
+    job.job_id = Some("new-job".into());
+    let policy = rollback_policy();
+    let step = |status: FlinkDeploymentStatus, jm: JobManagerObservation| {
+        decide(
+            &at(new.clone(), status, 2),
+            &with_policy(later(obs(jm, None), 6 * MIN), policy.clone()),
+        )
+    };
+    let rolling_back = step(status, crashing_jm()).status;
+    assert_eq!(
+        reconciliation(&rolling_back).state,
+        Some(ReconciliationState::RollingBack)
+    );
+    assert_eq!(
+        rolling_back
+            .job_status
+            .as_ref()
+            .unwrap()
+            .upgrade_savepoint_path
+            .as_deref(),
+        Some("file:/sp/upgrade")
+    );
+    let gone = step(rolling_back.clone(), crashing_jm());
+    assert_eq!(gone.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let plan = step(rolling_back, JobManagerObservation::Missing);
+    match plan.actions.as_slice() {
+        [
+            Action::Deploy {
+                restore_path,
+                job_id,
+                last_state: false,
+                spec: Some(_),
+            },
+        ] => {
+            assert_eq!(restore_path.as_deref(), Some("file:/sp/upgrade"));
+            assert_eq!(job_id.as_deref(), Some("fresh"));
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -45,8 +45,9 @@ fn is_terminal(job: &JobStatus) -> bool {
     )
 }
 
-/// The recorded spec must run: delete what runs the previous one, then deploy it.
-pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec) -> Plan {
+/// The recorded spec (or, `rolling_back`, the last stable one) must run: delete what runs
+/// the previous one, then deploy it.
+pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, rolling_back: bool) -> Plan {
     let generation = d.generation();
     let suspended = is_suspended(recorded);
     let first = d
@@ -56,7 +57,10 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec) 
         .and_then(|rs| rs.last_reconciled::<FlinkDeploymentSpec>().ok().flatten())
         .is_some_and(|r| r.is_first_deployment());
     let last_state = !first && restores_last_state(recorded, d.status.job_status.as_ref());
+    // (A rolled-back cluster carries the generation of the spec that failed, so a crash
+    // after its deploy deploys it again: from the same state.)
     if !suspended
+        && !rolling_back
         && d.obs.cluster_exists
         && d.obs.deployed_generation.is_some()
         && d.obs.deployed_generation == generation
@@ -88,7 +92,11 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec) 
         d.conditions(phase::SUSPENDED, &message);
         return d.done(super::SLOW);
     }
-    let job = d.fd.spec.job.as_ref();
+    let job = if rolling_back {
+        recorded.job.as_ref()
+    } else {
+        d.fd.spec.job.as_ref()
+    };
     let job_status = d.job_status();
     let restore_path = job.and_then(|j| {
         if first {
@@ -117,7 +125,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec) 
         job_status.job_name = name;
     }
     let now = d.obs.now_ms;
-    let adopt = (recorded != &d.fd.spec && !is_suspended(&d.fd.spec)).then(|| {
+    let adopt = (!rolling_back && recorded != &d.fd.spec && !is_suspended(&d.fd.spec)).then(|| {
         // A spec changed again during the upgrade is the one deployed, with the recorded
         // upgrade mode (it says how this upgrade restores).
         let mut spec = d.fd.spec.clone();
@@ -139,24 +147,37 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec) 
     let before = d.status.clone();
     let mut after = d.status;
     if let Some(rs) = after.reconciliation_status.as_mut() {
-        rs.state = Some(ReconciliationState::Deployed);
+        rs.state = Some(if rolling_back {
+            ReconciliationState::RolledBack
+        } else {
+            ReconciliationState::Deployed
+        });
     }
-    after.lifecycle_state = Some(ResourceLifecycleState::Deployed);
+    after.lifecycle_state = Some(if rolling_back {
+        ResourceLifecycleState::RolledBack
+    } else {
+        ResourceLifecycleState::Deployed
+    });
     d.actions.push(Action::Deploy {
         restore_path: restore_path.clone(),
         job_id,
         last_state,
+        spec: rolling_back.then(|| Box::new(recorded.clone())),
     });
     if !first {
+        let what = if rolling_back {
+            "Starting the cluster of the last stable spec"
+        } else {
+            "Starting the new cluster"
+        };
         d.events.push(EventNote::normal(
-            "Submit",
+            if rolling_back { "RolledBack" } else { "Submit" },
             match (&restore_path, last_state) {
-                (Some(path), _) => format!("Starting the new cluster, restoring from {path}"),
+                (Some(path), _) => format!("{what}, restoring from {path}"),
                 (None, true) => {
-                    "Starting the new cluster, restoring the latest checkpoint from high-availability metadata"
-                        .to_owned()
+                    format!("{what}, restoring the latest checkpoint from high-availability metadata")
                 }
-                (None, false) => "Starting the new cluster without state".to_owned(),
+                (None, false) => format!("{what} without state"),
             },
         ));
     }

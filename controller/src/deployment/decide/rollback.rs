@@ -1,0 +1,119 @@
+//! Rolling back a deployed spec that did not become stable
+//! (`kubernetes.operator.deployment.rollback.enabled`, as in the Apache operator).
+//!
+//! A spec is due for a rollback when it was deployed more than
+//! `kubernetes.operator.deployment.readiness.timeout` ago and its cluster or job is still not
+//! running, while an older spec ran stable (`lastStableSpec`) with the same Flink version and
+//! neither is suspended. The rollback is recorded first (`ROLLING_BACK`, a warning Event);
+//! then the failed cluster is deleted and the last stable spec deployed, as an upgrade in
+//! `last-state` mode (`stateless` stays stateless): the job restores the latest checkpoint
+//! from its high-availability metadata (which the webhook requires with rollbacks), or, if
+//! the failed job never ran, the state it was to start from. The resource ends
+//! `ROLLED_BACK`.
+//!
+//! `lastReconciledSpec` keeps the spec that failed, so that the same spec is not deployed
+//! again; a new spec is applied as any change, and a spec changed back to the stable one is
+//! only recorded.
+
+use flink_operator_api::{
+    FlinkDeploymentSpec, FlinkDeploymentStatus,
+    common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state},
+};
+
+use super::{Decision, EventNote, FAST, Plan, is_suspended, phase, upgrade_relevant};
+use crate::restore::human;
+
+/// The spec a rollback deploys (while `ROLLING_BACK`) or deployed (once `ROLLED_BACK`):
+/// the last stable spec, in `last-state` mode unless it is stateless.
+pub(super) fn deployed_spec(status: &FlinkDeploymentStatus) -> Option<FlinkDeploymentSpec> {
+    let rs = status.reconciliation_status.as_ref()?;
+    if !matches!(
+        rs.state,
+        Some(ReconciliationState::RollingBack | ReconciliationState::RolledBack)
+    ) {
+        return None;
+    }
+    let mut spec: FlinkDeploymentSpec = rs.last_stable_spec::<FlinkDeploymentSpec>().ok().flatten()?;
+    if let Some(job) = spec.job.as_mut()
+        && job.upgrade_mode_or_default() != UpgradeMode::Stateless
+    {
+        job.upgrade_mode = Some(UpgradeMode::LastState);
+    }
+    Some(spec)
+}
+
+/// Starts a rollback if the deployed spec (`recorded`) is due for one.
+pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+    let policy = &d.obs.policy;
+    if !policy.rollback_enabled {
+        return None;
+    }
+    let rs = d.status.reconciliation_status.clone()?;
+    if rs.state != Some(ReconciliationState::Deployed) {
+        return None;
+    }
+    let stable: FlinkDeploymentSpec = rs.last_stable_spec::<FlinkDeploymentSpec>().ok().flatten()?;
+    let job_state = d.job_status().state;
+    let settled = matches!(
+        d.status.lifecycle_state,
+        Some(ResourceLifecycleState::Stable | ResourceLifecycleState::Suspended)
+    ) || job_state.as_deref() == Some(flink_job_state::FINISHED);
+    let deployed_at = rs.reconciliation_timestamp?;
+    let waited = d.obs.now_ms - deployed_at;
+    if settled
+        || upgrade_relevant(&stable) == upgrade_relevant(recorded)
+        || is_suspended(&stable)
+        || is_suspended(recorded)
+        || stable.flink_version != recorded.flink_version
+        || waited < policy.readiness_timeout_ms
+    {
+        return None;
+    }
+    let why = match d.status.error.as_deref() {
+        Some(error) => error.to_owned(),
+        None => match job_state {
+            Some(state) => format!("the job is {state}"),
+            None => format!(
+                "the JobManager is {}",
+                d.status
+                    .job_manager_deployment_status
+                    .unwrap_or_default()
+                    .as_str()
+            ),
+        },
+    };
+    let note = format!(
+        "rolling back to the last stable spec: the spec deployed {} ago did not become stable within \
+         kubernetes.operator.deployment.readiness.timeout ({}): {why}",
+        human(waited),
+        human(policy.readiness_timeout_ms)
+    );
+    let mut d = d.take();
+    let now = d.obs.now_ms;
+    if let Some(rs) = d.status.reconciliation_status.as_mut() {
+        rs.state = Some(ReconciliationState::RollingBack);
+        rs.reconciliation_timestamp = Some(now);
+    }
+    let ran = d.job_status().start_time.is_some();
+    let stateless = stable
+        .job
+        .as_ref()
+        .is_some_and(|j| j.upgrade_mode_or_default() == UpgradeMode::Stateless);
+    if stable.job.is_some() && (ran || stateless) {
+        // A job that ran has checkpoints in its high-availability metadata, newer than
+        // the state it started from; a stateless one starts from nothing.
+        d.job_status_mut().upgrade_savepoint_path = None;
+    }
+    d.status.lifecycle_state = Some(ResourceLifecycleState::RollingBack);
+    d.conditions(phase::UPDATING, &note);
+    d.events.push(EventNote::warning("Rollback", capitalised(&note)));
+    Some(d.done(FAST))
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
