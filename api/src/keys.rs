@@ -61,6 +61,9 @@ pub mod labels {
 pub mod annotations {
     /// On the JobManager Deployment: the generation of the FlinkDeployment it was built from.
     pub const DEPLOYMENT_GENERATION: &str = "flinkdeployment.flink.apache.org/generation";
+    /// On the JobManager Deployment of a rollback: the generation whose spec was rolled back
+    /// (the cluster runs the last stable spec instead).
+    pub const ROLLED_BACK_GENERATION: &str = "flinkdeployment.flink.apache.org/rolled-back-generation";
 }
 
 /// Finalizers (JOSDK convention `<plural>.<group>/finalizer`; FlinkBlueGreenDeployment has none).

@@ -1,5 +1,5 @@
-//! The counting job's state through last-state upgrades, suspend and resume, and a restore
-//! refused for its age: each test proves the state by the counts the job writes to the
+//! The counting job's state through last-state upgrades, a rollback, suspend and resume, and
+//! a restore refused for its age: each test proves the state by the counts the job writes to the
 //! host (a restored job counts on, a fresh one would start again at 1).
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
@@ -119,7 +119,7 @@ fn ready_reason(fd: &FlinkDeployment) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_last_state_upgrade_restores_the_latest_checkpoint_under_the_same_job_id() {
+async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_cannot_start_is_rolled_back() {
     let client = harness::client().await;
     cluster_harness::operator(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
@@ -180,6 +180,68 @@ async fn a_last_state_upgrade_restores_the_latest_checkpoint_under_the_same_job_
     )
     .await;
     assert!(!restored.is_savepoint, "{restored:?}");
+
+    // A spec that cannot start (its image does not exist), with rollback enabled: after the
+    // readiness timeout the last stable spec runs again, restoring the latest checkpoint
+    // from the HA metadata, and the spec that failed is not deployed again.
+    let before = flink_harness::read_counts(&counter.counts);
+    let stable_image = objects::image(&version);
+    let missing_image = "registry.invalid/no-such-image:1.0".to_owned();
+    let failing_at = std::time::Instant::now();
+    counter
+        .patch(json!({"spec": {
+            "image": missing_image,
+            "flinkConfiguration": {
+                "kubernetes.operator.deployment.rollback.enabled": "true",
+                "kubernetes.operator.deployment.readiness.timeout": "20s",
+            },
+        }}))
+        .await;
+    let rolled_back = wait_for(
+        "ROLLED_BACK with the job RUNNING",
+        Duration::from_secs(240),
+        || async {
+            let fd = counter.api.get("counter").await.ok()?;
+            let status = fd.status.clone()?;
+            let ok = status.lifecycle_state.map(|l| l.as_str()) == Some("ROLLED_BACK")
+                && status.job_status.as_ref()?.state.as_deref() == Some("RUNNING");
+            ok.then_some(fd)
+        },
+    )
+    .await;
+    let since = std::time::SystemTime::now();
+    eprintln!(
+        "rolled back and RUNNING {:?} after the failing spec was stored",
+        failing_at.elapsed()
+    );
+    assert_eq!(ready_reason(&rolled_back).as_deref(), Some("RolledBack"));
+    let status = rolled_back.status.unwrap();
+    assert_eq!(
+        status.job_status.unwrap().job_id,
+        job_id,
+        "a rollback restores under the same job id"
+    );
+    let recorded: flink_operator_api::FlinkDeploymentSpec = status
+        .reconciliation_status
+        .unwrap()
+        .last_reconciled_spec()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        recorded.image.as_deref(),
+        Some(missing_image.as_str()),
+        "the failed spec stays recorded"
+    );
+    counter.counts_went_on(&before, since, 50).await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), &counter.ns.name);
+    let jm = deployments.get("counter").await.unwrap();
+    let image = jm.spec.template.spec.unwrap().containers[0].image.clone();
+    assert_eq!(
+        image.as_deref(),
+        Some(stable_image.as_str()),
+        "the stable spec runs"
+    );
     counter.delete().await;
 }
 

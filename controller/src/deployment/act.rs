@@ -67,6 +67,15 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
                 Some(spec) => {
                     let mut stable = fd.clone();
                     stable.spec = (**spec).clone();
+                    // So that a later look tells this cluster from the one that failed.
+                    stable
+                        .metadata
+                        .annotations
+                        .get_or_insert_with(Default::default)
+                        .insert(
+                            keys::annotations::ROLLED_BACK_GENERATION.to_owned(),
+                            fd.metadata.generation.unwrap_or_default().to_string(),
+                        );
                     deploy(ctx, &stable, restore_path.clone(), job_id.clone()).await
                 }
                 None => deploy(ctx, fd, restore_path.clone(), job_id.clone()).await,

@@ -1,8 +1,12 @@
 //! Reading the world of one FlinkDeployment: its JobManager Deployment and pods, and its
 //! job through the Flink REST API.
 
+use flink_operator_api::common::ResourceLifecycleState;
 use flink_operator_api::{FlinkDeployment, FlinkSessionJob, validation::ValidationContext};
-use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{ConfigMap, Pod},
+};
 use kube::{Api, ResourceExt, api::ListParams};
 
 use super::decide::{JobManagerObservation, JobObservation, Observation, SavepointPoll, StateObservation};
@@ -25,11 +29,14 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
     let mut savepoint = None;
     let mut checkpoint = None;
     let mut latest_checkpoint = None;
-    let deployed_generation = jm
-        .as_ref()
-        .and_then(|d| d.metadata.annotations.as_ref())
-        .and_then(|a| a.get(flink_operator_api::keys::annotations::DEPLOYMENT_GENERATION))
-        .and_then(|g| g.parse().ok());
+    let annotation = |key: &str| {
+        jm.as_ref()
+            .and_then(|d| d.metadata.annotations.as_ref())
+            .and_then(|a| a.get(key))
+            .and_then(|g| g.parse().ok())
+    };
+    let deployed_generation = annotation(flink_operator_api::keys::annotations::DEPLOYMENT_GENERATION);
+    let rolled_back_generation = annotation(flink_operator_api::keys::annotations::ROLLED_BACK_GENERATION);
     if let Some(jm) = &jm {
         let status = jm.status.clone().unwrap_or_default();
         let replicas = jm.spec.replicas.unwrap_or(1);
@@ -74,6 +81,15 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
         };
     }
 
+    let policy = Policy::from_config(&ctx.effective_config(fd));
+    // Only a resource that could be rolled back needs it: one that is not stable.
+    let stable = fd.status.as_ref().and_then(|s| s.lifecycle_state) == Some(ResourceLifecycleState::Stable);
+    let ha_checkpoint = if policy.rollback_enabled && fd.spec.job.is_some() && !stable {
+        Some(ha_holds_a_checkpoint(ctx, &namespace, &name).await?)
+    } else {
+        None
+    };
+
     let violations = flink_operator_api::validation::deployment::validate(
         fd,
         None,
@@ -101,10 +117,12 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
         job,
         violations,
         deployed_generation,
+        rolled_back_generation,
         savepoint,
         checkpoint,
         latest_checkpoint,
-        policy: Policy::from_config(&ctx.effective_config(fd)),
+        ha_checkpoint,
+        policy,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
@@ -218,4 +236,17 @@ fn pod_problem(pod: &Pod) -> Option<String> {
             .to_owned()
         })
     })
+}
+
+/// Whether the cluster's Kubernetes HA ConfigMaps point at a completed checkpoint (Flink
+/// files them as `checkpointID-<n>` entries), which a last-state restore needs.
+async fn ha_holds_a_checkpoint(ctx: &Context, namespace: &str, name: &str) -> Result<bool, kube::Error> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    let selector = format!("app={name},configmap-type=high-availability");
+    let ha = config_maps.list(&ListParams::default().labels(&selector)).await?;
+    Ok(ha
+        .items
+        .iter()
+        .flat_map(|cm| cm.data.iter().flatten())
+        .any(|(key, _)| key.starts_with("checkpointID-")))
 }

@@ -318,6 +318,14 @@ pub fn build(
         .unwrap_or(1);
     let mut jm_meta = metadata(&id, &jm_selector, &resource_owner);
     jm_meta["annotations"] = json!({keys::annotations::DEPLOYMENT_GENERATION: generation});
+    if let Some(rolled_back) = deployment
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::annotations::ROLLED_BACK_GENERATION))
+    {
+        jm_meta["annotations"][keys::annotations::ROLLED_BACK_GENERATION] = json!(rolled_back);
+    }
     let job_manager = typed::<Deployment>(
         "JobManager Deployment",
         json!({

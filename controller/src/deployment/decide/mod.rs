@@ -50,10 +50,15 @@ pub struct Observation {
     pub violations: Vec<String>,
     /// The resource generation the JobManager Deployment was built from (its annotation).
     pub deployed_generation: Option<i64>,
+    /// The generation whose spec the JobManager Deployment rolled back, if it is a rollback.
+    pub rolled_back_generation: Option<i64>,
     /// The pending savepoint (of any trigger type), polled by its recorded trigger id.
     pub savepoint: Option<SavepointPoll>,
     /// The pending manual checkpoint, polled by its recorded trigger id.
     pub checkpoint: Option<SavepointPoll>,
+    /// Whether the cluster's HA metadata points at a checkpoint; looked at only when a
+    /// rollback may be due (rollback enabled, the resource not stable).
+    pub ha_checkpoint: Option<bool>,
     /// The operator settings from the resource's effective configuration.
     pub policy: Policy,
     /// FlinkSessionJobs that name this (session) cluster; looked up only on deletion.

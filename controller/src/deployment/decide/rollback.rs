@@ -88,17 +88,34 @@ pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> 
         human(waited),
         human(policy.readiness_timeout_ms)
     );
+    let ran = d.job_status().start_time.is_some();
+    let stateless = stable
+        .job
+        .as_ref()
+        .is_some_and(|j| j.upgrade_mode_or_default() == UpgradeMode::Stateless);
+    let from_ha =
+        stable.job.is_some() && !stateless && (ran || d.job_status().upgrade_savepoint_path.is_none());
+    if from_ha && d.obs.ha_checkpoint != Some(true) {
+        // A failed application may have cleaned up its HA metadata: rolling back would
+        // start the job without its state.
+        let error = format!(
+            "not rolled back: the high-availability metadata holds no checkpoint to restore the last stable spec from \
+             ({why}); the resource stays as it is until its spec changes"
+        );
+        let stored = d.fd.status.as_ref().and_then(|s| s.error.as_deref());
+        if stored != Some(error.as_str()) {
+            d.events
+                .push(EventNote::warning("RollbackFailed", capitalised(&error)));
+        }
+        d.status.error = Some(error);
+        return None;
+    }
     let mut d = d.take();
     let now = d.obs.now_ms;
     if let Some(rs) = d.status.reconciliation_status.as_mut() {
         rs.state = Some(ReconciliationState::RollingBack);
         rs.reconciliation_timestamp = Some(now);
     }
-    let ran = d.job_status().start_time.is_some();
-    let stateless = stable
-        .job
-        .as_ref()
-        .is_some_and(|j| j.upgrade_mode_or_default() == UpgradeMode::Stateless);
     if stable.job.is_some() && (ran || stateless) {
         // A job that ran has checkpoints in its high-availability metadata, newer than
         // the state it started from; a stateless one starts from nothing.

@@ -37,8 +37,10 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         job,
         violations: vec![],
         deployed_generation: None,
+        rolled_back_generation: None,
         savepoint: None,
         checkpoint: None,
+        ha_checkpoint: None,
         latest_checkpoint: None,
         policy: Policy::default(),
         session_jobs: vec![],
@@ -1501,9 +1503,11 @@ fn upgraded(old: &serde_json::Value, new: &serde_json::Value) -> FlinkDeployment
     deployed
 }
 
+/// `observation`, `ms` later, with a checkpoint in the HA metadata.
 fn later(observation: Observation, ms: i64) -> Observation {
     Observation {
         now_ms: NOW + ms,
+        ha_checkpoint: Some(true),
         ..observation
     }
 }
@@ -1596,6 +1600,17 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
             rollback_policy(),
             false,
         ),
+        (
+            "no checkpoint in the HA metadata",
+            status.clone(),
+            new.clone(),
+            Observation {
+                ha_checkpoint: Some(false),
+                ..later(obs(crashing_jm(), None), 6 * MIN)
+            },
+            rollback_policy(),
+            false,
+        ),
     ];
     for (case, status, spec, observation, policy, rolls_back) in cases {
         let plan = decide(&at(spec, status, 2), &with_policy(observation, policy));
@@ -1620,6 +1635,31 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
         } else {
             assert_ne!(state, Some(ReconciliationState::RollingBack), "{case}");
             assert!(!plan.events.iter().any(|e| e.reason == "Rollback"), "{case}");
+            assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
+        }
+        if case == "no checkpoint in the HA metadata" {
+            let error = plan.status.error.clone().unwrap();
+            assert!(
+                error.starts_with("not rolled back: the high-availability metadata holds no checkpoint"),
+                "{error}"
+            );
+            assert!(
+                plan.events
+                    .iter()
+                    .any(|e| e.reason == "RollbackFailed" && e.warning)
+            );
+            // Said once: the stored error is not repeated as an Event.
+            let again = decide(
+                &at(new.clone(), plan.status.clone(), 2),
+                &with_policy(
+                    Observation {
+                        ha_checkpoint: Some(false),
+                        ..later(obs(crashing_jm(), None), 7 * MIN)
+                    },
+                    rollback_policy(),
+                ),
+            );
+            assert!(!again.events.iter().any(|e| e.reason == "RollbackFailed"));
         }
     }
 }
@@ -1675,9 +1715,36 @@ fn a_rollback_deploys_the_last_stable_spec_from_the_ha_metadata_and_survives_a_c
         recorded_spec(&rolled_back),
         serde_json::from_value::<FlinkDeploymentSpec>(new.clone()).unwrap()
     );
-    // A crash right after the deploy: the cluster it created is replaced, from the same state.
-    let plan = step(plan.status_before.unwrap(), ready_jm(), None);
-    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+    // A crash (or a stale read) right after the deploy: the rolled-back cluster is taken as
+    // deployed, while the failed one would still be deleted.
+    let before = plan.status_before.unwrap();
+    let taken = decide(
+        &at(new.clone(), before.clone(), 2),
+        &with_policy(
+            Observation {
+                deployed_generation: Some(2),
+                rolled_back_generation: Some(2),
+                ..later(obs(ready_jm(), None), 6 * MIN)
+            },
+            policy.clone(),
+        ),
+    );
+    assert!(taken.actions.is_empty(), "{:?}", taken.actions);
+    assert_eq!(
+        reconciliation(&taken.status).state,
+        Some(ReconciliationState::RolledBack)
+    );
+    let failed_cluster = decide(
+        &at(new.clone(), before, 2),
+        &with_policy(
+            Observation {
+                deployed_generation: Some(2),
+                ..later(obs(crashing_jm(), None), 6 * MIN)
+            },
+            policy.clone(),
+        ),
+    );
+    assert_eq!(failed_cluster.actions, [Action::DeleteCluster { keep_ha: true }]);
     // 3. It runs: ready and degraded, the failed spec not deployed again, no second rollback.
     let plan = step(rolled_back.clone(), ready_jm(), running_job());
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);

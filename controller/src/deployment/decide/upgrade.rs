@@ -57,11 +57,22 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         .and_then(|rs| rs.last_reconciled::<FlinkDeploymentSpec>().ok().flatten())
         .is_some_and(|r| r.is_first_deployment());
     let last_state = !first && restores_last_state(recorded, d.status.job_status.as_ref());
-    // (A rolled-back cluster carries the generation of the spec that failed, so a crash
-    // after its deploy deploys it again: from the same state.)
+    if rolling_back && d.obs.cluster_exists && d.obs.rolled_back_generation == generation {
+        // Rolled back before a crash (or a stale read) kept the status from saying so.
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
+            rs.state = Some(ReconciliationState::RolledBack);
+        }
+        d.status.lifecycle_state = Some(ResourceLifecycleState::RolledBack);
+        d.conditions(
+            phase::DEPLOYING,
+            "the Flink cluster of the last stable spec is starting",
+        );
+        return d.done(FAST);
+    }
     if !suspended
         && !rolling_back
         && d.obs.cluster_exists
+        && d.obs.rolled_back_generation.is_none()
         && d.obs.deployed_generation.is_some()
         && d.obs.deployed_generation == generation
     {
