@@ -56,7 +56,7 @@
 //! count or age are disposed of through the session cluster (see
 //! [`crate::savepoint_history`]).
 //!
-//! Not done: rollbacks.
+//! Not done: rollbacks (this operator rolls back FlinkDeployments only).
 
 use std::collections::BTreeMap;
 
