@@ -4,7 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use flink_operator_api::{keys::operator, validation::values::parse_duration};
+use flink_operator_api::{
+    keys::{flink, operator},
+    validation::values::parse_duration,
+};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -35,6 +38,11 @@ pub struct Policy {
     pub rollback_enabled: bool,
     /// `kubernetes.operator.deployment.readiness.timeout` (default 5 min).
     pub readiness_timeout_ms: i64,
+    /// `kubernetes.operator.jm-deployment-recovery.enabled` (default true): a JobManager
+    /// Deployment that went missing is deployed again.
+    pub jm_recovery: bool,
+    /// Whether high availability is configured (`high-availability.type`).
+    pub high_availability: bool,
 }
 
 impl Default for Policy {
@@ -54,6 +62,8 @@ impl Default for Policy {
             block_on_session_jobs: true,
             rollback_enabled: false,
             readiness_timeout_ms: 5 * 60 * 1000,
+            jm_recovery: true,
+            high_availability: false,
         }
     }
 }
@@ -136,6 +146,11 @@ impl Policy {
             rollback_enabled: flag(operator::DEPLOYMENT_ROLLBACK_ENABLED, defaults.rollback_enabled),
             readiness_timeout_ms: duration(operator::DEPLOYMENT_READINESS_TIMEOUT)
                 .unwrap_or(defaults.readiness_timeout_ms),
+            jm_recovery: flag(operator::JM_DEPLOYMENT_RECOVERY_ENABLED, defaults.jm_recovery),
+            high_availability: flink::HIGH_AVAILABILITY_KEYS
+                .iter()
+                .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))
+                .is_some_and(|v| !v.eq_ignore_ascii_case("none")),
         }
     }
 }
@@ -209,6 +224,27 @@ mod tests {
                     unsupported_schedule: Some("0 0 * * * ?".to_owned()),
                     ..Policy::default()
                 },
+            ),
+            (
+                "rollback, recovery and high availability",
+                config(&[
+                    (operator::DEPLOYMENT_ROLLBACK_ENABLED, "true"),
+                    (operator::DEPLOYMENT_READINESS_TIMEOUT, "20 s"),
+                    (operator::JM_DEPLOYMENT_RECOVERY_ENABLED, "false"),
+                    (flink::HIGH_AVAILABILITY_TYPE, "kubernetes"),
+                ]),
+                Policy {
+                    rollback_enabled: true,
+                    readiness_timeout_ms: 20_000,
+                    jm_recovery: false,
+                    high_availability: true,
+                    ..Policy::default()
+                },
+            ),
+            (
+                "high availability set to none is off",
+                config(&[(flink::HIGH_AVAILABILITY_TYPE, "NONE")]),
+                Policy::default(),
             ),
             (
                 "unparsable values keep defaults",

@@ -181,6 +181,54 @@ async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_can
     .await;
     assert!(!restored.is_savepoint, "{restored:?}");
 
+    // The JobManager Deployment deleted by hand: deployed again, and the job restores the
+    // latest checkpoint from the HA metadata under the same job id.
+    let before = flink_harness::read_counts(&counter.counts);
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), &counter.ns.name);
+    let lost = deployments.get("counter").await.unwrap().metadata.uid;
+    let started = counter
+        .api
+        .get("counter")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .job_status
+        .unwrap()
+        .start_time;
+    let lost_at = std::time::Instant::now();
+    deployments
+        .delete("counter", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    wait_for(
+        "a new JobManager Deployment and the job RUNNING again",
+        Duration::from_secs(240),
+        || async {
+            let status = counter.api.get("counter").await.ok()?.status?;
+            let job = status.job_status?;
+            let running = status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
+                && job.state.as_deref() == Some("RUNNING")
+                && job.start_time != started;
+            let replaced = deployments.get("counter").await.ok()?.metadata.uid != lost;
+            (running && replaced).then_some(())
+        },
+    )
+    .await;
+    let since = std::time::SystemTime::now();
+    eprintln!(
+        "JobManager Deployment recovered, job RUNNING {:?} after the delete",
+        lost_at.elapsed()
+    );
+    let status = counter.api.get("counter").await.unwrap().status.unwrap();
+    assert_eq!(
+        status.job_status.unwrap().job_id,
+        job_id,
+        "recovered under the same job id"
+    );
+    counter.counts_went_on(&before, since, 50).await;
+
     // A spec that cannot start (its image does not exist), with rollback enabled: after the
     // readiness timeout the last stable spec runs again, restoring the latest checkpoint
     // from the HA metadata, and the spec that failed is not deployed again.
@@ -233,8 +281,6 @@ async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_can
         "the failed spec stays recorded"
     );
     counter.counts_went_on(&before, since, 50).await;
-    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
-        Api::namespaced(client.clone(), &counter.ns.name);
     let jm = deployments.get("counter").await.unwrap();
     let image = jm.spec.template.spec.unwrap().containers[0].image.clone();
     assert_eq!(

@@ -82,9 +82,11 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
     }
 
     let policy = Policy::from_config(&ctx.effective_config(fd));
-    // Only a resource that could be rolled back needs it: one that is not stable.
+    // Only a rollback (of a resource that is not stable) or a recovery (of a missing
+    // JobManager) restores from it.
     let stable = fd.status.as_ref().and_then(|s| s.lifecycle_state) == Some(ResourceLifecycleState::Stable);
-    let ha_checkpoint = if policy.rollback_enabled && fd.spec.job.is_some() && !stable {
+    let may_restore_from_ha = (policy.rollback_enabled && !stable) || (policy.jm_recovery && jm.is_none());
+    let ha_checkpoint = if policy.high_availability && fd.spec.job.is_some() && may_restore_from_ha {
         Some(ha_holds_a_checkpoint(ctx, &namespace, &name).await?)
     } else {
         None

@@ -9,12 +9,14 @@
 //! - manual and periodic savepoints, manual checkpoints and savepoint history cleanup
 //!   ([`snapshots`]);
 //! - rolling back a deployed spec that does not become stable, when enabled ([`rollback`]);
+//! - deploying a JobManager Deployment that went missing again ([`recovery`]);
 //! - deletion behind a finalizer, optionally with a savepoint ([`deletion`]).
 //!
 //! Every step is written to status before the next one starts, so a fresh reconcile from the
 //! stored status continues where a crashed one stopped.
 
 mod deletion;
+mod recovery;
 mod rollback;
 mod snapshots;
 mod state;
@@ -56,8 +58,9 @@ pub struct Observation {
     pub savepoint: Option<SavepointPoll>,
     /// The pending manual checkpoint, polled by its recorded trigger id.
     pub checkpoint: Option<SavepointPoll>,
-    /// Whether the cluster's HA metadata points at a checkpoint; looked at only when a
-    /// rollback may be due (rollback enabled, the resource not stable).
+    /// Whether the cluster's HA metadata points at a checkpoint; looked at only with high
+    /// availability, when a rollback may be due (enabled, the resource not stable) or the
+    /// JobManager Deployment is missing.
     pub ha_checkpoint: Option<bool>,
     /// The operator settings from the resource's effective configuration.
     pub policy: Policy,
@@ -395,6 +398,9 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
     // After a rollback, the recorded spec is the one that failed: a failed job of the
     // stable spec is not restarted with it, and nothing rolls back twice.
     if rolled_back.is_none() {
+        if let Some(plan) = recovery::recover_if_missing(&mut d, &recorded) {
+            return plan;
+        }
         if let Some(plan) = upgrade::restart_failed(&mut d) {
             return plan;
         }

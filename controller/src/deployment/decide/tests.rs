@@ -1858,3 +1858,162 @@ fn a_job_that_never_ran_rolls_back_to_the_state_it_was_to_start_from() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported() {
+    let ha = Policy {
+        high_availability: true,
+        ..Policy::default()
+    };
+    let missing = |spec: &serde_json::Value,
+                   status: FlinkDeploymentStatus,
+                   policy: Policy,
+                   ha_checkpoint: Option<bool>| {
+        decide(
+            &fd(spec.clone(), Some(status), true, false),
+            &with_policy(
+                Observation {
+                    ha_checkpoint,
+                    ..obs(JobManagerObservation::Missing, None)
+                },
+                policy,
+            ),
+        )
+    };
+    let last_state = spec_with("last-state", &[]);
+    let savepoint = spec_with("savepoint", &[]);
+    let stateless = spec_with("stateless", &[]);
+    // Recovered: (case, spec, policy, HA checkpoint, HA kept)
+    for (case, spec, policy, ha_checkpoint, keep_ha) in [
+        (
+            "last-state with a checkpoint in HA",
+            &last_state,
+            ha.clone(),
+            Some(true),
+            true,
+        ),
+        (
+            "savepoint mode with a checkpoint in HA",
+            &savepoint,
+            ha.clone(),
+            Some(true),
+            true,
+        ),
+        ("stateless", &stateless, Policy::default(), None, false),
+    ] {
+        let plan = missing(spec, observed(spec, "RUNNING"), policy, ha_checkpoint);
+        assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha }], "{case}");
+        let recorded = plan.status_before.expect(case);
+        assert_eq!(
+            reconciliation(&recorded).state,
+            Some(ReconciliationState::Upgrading),
+            "{case}"
+        );
+        assert!(
+            plan.events.iter().any(|e| e.reason == "RecoverDeployment"),
+            "{case}"
+        );
+        // Then deployed again: under the same job id from the HA metadata.
+        let job_id = recorded.job_status.clone().unwrap().job_id;
+        let deploy = decide(
+            &fd(spec.clone(), Some(recorded), true, false),
+            &obs(JobManagerObservation::Missing, None),
+        );
+        match deploy.actions.as_slice() {
+            [
+                Action::Deploy {
+                    last_state,
+                    job_id: id,
+                    restore_path: None,
+                    spec: None,
+                },
+            ] => {
+                assert_eq!(*last_state, keep_ha, "{case}");
+                if keep_ha {
+                    assert_eq!(id, &job_id, "{case}");
+                }
+            }
+            other => panic!("{case}: {other:?}"),
+        }
+    }
+    // A session cluster is deployed again.
+    let session = json!({"image": "flink:2.3", "flinkVersion": "v2_3"});
+    let running_session = decide(
+        &fd(session.clone(), Some(deployed_session(&session)), true, false),
+        &obs(ready_jm(), None),
+    )
+    .status;
+    let plan = missing(&session, running_session, Policy::default(), None);
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    // Not recovered: (case, spec, status, policy, HA checkpoint, reported)
+    for (case, spec, status, policy, ha_checkpoint, reported) in [
+        (
+            "no checkpoint in HA",
+            &last_state,
+            observed(&last_state, "RUNNING"),
+            ha.clone(),
+            Some(false),
+            true,
+        ),
+        (
+            "no high availability",
+            &savepoint,
+            observed(&savepoint, "RUNNING"),
+            Policy::default(),
+            None,
+            true,
+        ),
+        (
+            "recovery disabled",
+            &stateless,
+            observed(&stateless, "RUNNING"),
+            Policy {
+                jm_recovery: false,
+                ..Policy::default()
+            },
+            None,
+            false,
+        ),
+        (
+            "the job had finished",
+            &stateless,
+            observed(&stateless, "FINISHED"),
+            Policy::default(),
+            None,
+            false,
+        ),
+        (
+            "not seen since it was deployed",
+            &stateless,
+            deployed(),
+            Policy::default(),
+            None,
+            false,
+        ),
+    ] {
+        let plan = missing(spec, status, policy.clone(), ha_checkpoint);
+        assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
+        assert_eq!(phase_of(&plan), phase::DEPLOY_FAILED, "{case}");
+        let refused = plan.events.iter().any(|e| e.reason == "RecoverDeploymentFailed");
+        assert_eq!(refused, reported, "{case}");
+        if reported {
+            let error = plan.status.error.clone().unwrap();
+            assert!(error.contains("restore it by hand"), "{case}: {error}");
+            // Said once.
+            let again = missing(spec, plan.status, policy, ha_checkpoint);
+            assert!(
+                !again.events.iter().any(|e| e.reason == "RecoverDeploymentFailed"),
+                "{case}"
+            );
+        }
+    }
+}
+
+/// A session cluster's status right after its first deployment was acted on.
+fn deployed_session(spec: &serde_json::Value) -> FlinkDeploymentStatus {
+    decide(
+        &fd(spec.clone(), None, true, false),
+        &obs(JobManagerObservation::Missing, None),
+    )
+    .status
+}

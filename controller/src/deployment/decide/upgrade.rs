@@ -601,6 +601,17 @@ pub(super) fn restart_failed(d: &mut Decision) -> Option<Plan> {
     })
 }
 
+/// Deploys `spec` again after its JobManager Deployment went missing (see
+/// [`super::recovery`]): from the HA metadata with `last_state`, else from nothing.
+pub(super) fn recover(d: Decision, spec: FlinkDeploymentSpec, last_state: bool, note: &str) -> Plan {
+    let restore = if last_state {
+        Restore::LastState
+    } else {
+        Restore::Nothing
+    };
+    commit(d, spec, restore, "RecoverDeployment", note)
+}
+
 /// Records `spec` as the one to run and what it starts from, before the previous cluster
 /// is deleted.
 fn commit(

@@ -1,0 +1,72 @@
+//! Recovering a JobManager Deployment that went missing while its spec was deployed
+//! (deleted by hand, or by something else in the cluster), as the Apache operator does with
+//! `kubernetes.operator.jm-deployment-recovery.enabled` (default true).
+//!
+//! The recorded spec is deployed again as a `last-state` upgrade: the job restores the
+//! latest checkpoint from its high-availability metadata under the same job id. A session
+//! cluster, or a stateless job, is simply deployed again. A stateful job without a
+//! checkpoint in its HA metadata is not started from nothing: status says that a manual
+//! restore is needed.
+
+use flink_operator_api::{
+    FlinkDeploymentSpec, JobManagerDeploymentStatus,
+    common::{ReconciliationState, UpgradeMode, flink_job_state},
+};
+
+use super::{Decision, EventNote, JobManagerObservation, Plan, upgrade};
+
+/// Redeploys `recorded` if its JobManager Deployment is missing and recovery is enabled.
+pub(super) fn recover_if_missing(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+    if !d.obs.policy.jm_recovery || d.obs.job_manager != JobManagerObservation::Missing {
+        return None;
+    }
+    let rs = d.status.reconciliation_status.as_ref()?;
+    if rs.state != Some(ReconciliationState::Deployed) {
+        return None;
+    }
+    // Just deployed and not seen yet: that is not a loss.
+    let seen_before = d.fd.status.as_ref().and_then(|s| s.job_manager_deployment_status);
+    if matches!(seen_before, None | Some(JobManagerDeploymentStatus::Deploying)) {
+        return None;
+    }
+    // A job that ended (or was never seen to start) leaves nothing to recover.
+    let job = d.job_status();
+    if recorded.job.is_some()
+        && matches!(
+            job.state(),
+            Some(flink_job_state::FINISHED | flink_job_state::FAILED | flink_job_state::CANCELED)
+        )
+    {
+        return None;
+    }
+    let stateless = recorded
+        .job
+        .as_ref()
+        .is_none_or(|j| j.upgrade_mode_or_default() == UpgradeMode::Stateless);
+    if stateless {
+        let what = if recorded.job.is_some() {
+            "the job starts without state, as its upgrade mode is stateless"
+        } else {
+            "the session cluster is deployed again"
+        };
+        let note = format!("the JobManager Deployment is missing: {what}");
+        return Some(upgrade::recover(d.take(), recorded.clone(), false, &note));
+    }
+    if !d.obs.policy.high_availability || d.obs.ha_checkpoint != Some(true) {
+        let error = "the JobManager Deployment is missing and its high-availability metadata holds no checkpoint: \
+                     the job is not started without its state; restore it by hand (spec.job.initialSavepointPath \
+                     with a new savepointRedeployNonce)"
+            .to_owned();
+        let stored = d.fd.status.as_ref().and_then(|s| s.error.as_deref());
+        if stored != Some(error.as_str()) {
+            d.events
+                .push(EventNote::warning("RecoverDeploymentFailed", error.clone()));
+        }
+        d.status.error = Some(error);
+        d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Missing);
+        return None;
+    }
+    let note = "the JobManager Deployment is missing: deploying it again, restoring the latest checkpoint \
+                from the high-availability metadata";
+    Some(upgrade::recover(d.take(), recorded.clone(), true, note))
+}
