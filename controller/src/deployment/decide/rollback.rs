@@ -20,7 +20,7 @@ use flink_operator_api::{
     common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state},
 };
 
-use super::{Decision, EventNote, FAST, Plan, is_suspended, phase, upgrade_relevant};
+use super::{Decision, EventNote, FAST, Plan, is_suspended, phase, upgrade::capitalised, upgrade_relevant};
 use crate::restore::human;
 
 /// The spec a rollback deploys (while `ROLLING_BACK`) or deployed (once `ROLLED_BACK`):
@@ -125,12 +125,4 @@ pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> 
     d.conditions(phase::UPDATING, &note);
     d.events.push(EventNote::warning("Rollback", capitalised(&note)));
     Some(d.done(FAST))
-}
-
-fn capitalised(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
 }

@@ -661,7 +661,8 @@ fn commit(
     d.record_then(vec![Action::DeleteCluster { keep_ha: last_state }])
 }
 
-fn capitalised(text: &str) -> String {
+/// `text` with its first letter upper-case (a status message as an Event note).
+pub(super) fn capitalised(text: &str) -> String {
     let mut chars = text.chars();
     chars
         .next()
