@@ -87,6 +87,19 @@ pub async fn publish(ctx: &Context, object: &ObjectReference, warning: bool, rea
 /// The JSON Patch that adds (or removes) `ours` among `finalizers`, or `None` when there is
 /// nothing to do. Other writers' finalizers are left alone, and a removal first tests that
 /// the entry is still ours.
+/// `config` without the operator's own keys (`kubernetes.operator.*`), `None` when nothing
+/// else is left: those keys are read on every reconcile and never sent to Flink, so a change
+/// of them alone does not end a job.
+pub fn without_operator_keys(
+    config: Option<flink_operator_api::FlinkConfiguration>,
+) -> Option<flink_operator_api::FlinkConfiguration> {
+    let mut config = config?;
+    config
+        .0
+        .retain(|k, _| !k.starts_with(flink_operator_api::keys::operator::PREFIX));
+    (!config.is_empty()).then_some(config)
+}
+
 pub fn finalizer_patch(finalizers: &[String], ours: &str, add: bool) -> Option<serde_json::Value> {
     Some(match (add, finalizers.iter().position(|f| f == ours)) {
         (true, Some(_)) | (false, None) => return None,

@@ -451,12 +451,7 @@ fn upgrade_relevant(spec: &FlinkDeploymentSpec) -> FlinkDeploymentSpec {
         job.autoscaler_reset_nonce = None;
         job.upgrade_mode = None;
     }
-    if let Some(config) = spec.flink_configuration.as_mut() {
-        config.0.retain(|k, _| !k.starts_with(keys::operator::PREFIX));
-        if config.is_empty() {
-            spec.flink_configuration = None;
-        }
-    }
+    spec.flink_configuration = crate::reconcile::without_operator_keys(spec.flink_configuration);
     spec
 }
 

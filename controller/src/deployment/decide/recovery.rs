@@ -63,7 +63,6 @@ pub(super) fn recover_if_missing(d: &mut Decision, recorded: &FlinkDeploymentSpe
                 .push(EventNote::warning("RecoverDeploymentFailed", error.clone()));
         }
         d.status.error = Some(error);
-        d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Missing);
         return None;
     }
     let note = "the JobManager Deployment is missing: deploying it again, restoring the latest checkpoint \
