@@ -112,7 +112,7 @@ async fn apply_crds(kubeconfig: Option<&std::path::Path>) -> Result<(), String> 
         runtime::{conditions, wait::await_condition},
     };
 
-    let client = run::kube_client(kubeconfig).await?;
+    let client = run::kube_client(kubeconfig, None).await?;
     let api: Api<CustomResourceDefinition> = Api::all(client);
     let params = PatchParams::apply("flink-operator").force();
     for crd in flink_operator_api::crd::all_crds() {

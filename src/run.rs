@@ -75,14 +75,15 @@ pub enum RunError {
 /// Runs until SIGTERM or SIGINT.
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let operator_config = config::load(args.config.as_deref())?;
-    let client = kube_client(args.kubeconfig.as_deref()).await;
+    let mut registry = Registry::default();
+    let reconcile_metrics = ReconcileMetrics::register(&mut registry);
+    let client = kube_client(args.kubeconfig.as_deref(), Some(&reconcile_metrics)).await;
     if args.components.controllers()
         && let Err(reason) = &client
     {
         return Err(RunError::NoCluster(reason.clone()));
     }
 
-    let mut registry = Registry::default();
     let readiness = Arc::new(Readiness::new(
         args.components.webhook(),
         args.components.controllers(),
@@ -90,7 +91,6 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let (stop, stopping) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let admission_metrics = AdmissionMetrics::register(&mut registry);
-    let reconcile_metrics = ReconcileMetrics::register(&mut registry);
 
     // Probes first: the kubelet sees the process alive (and not yet ready) while the
     // certificate is set up and the caches fill.
@@ -254,9 +254,12 @@ async fn webhook_tls(
     Ok(resolver.server_config()?)
 }
 
-/// A client from --kubeconfig, else in-cluster, else the usual kubeconfig; the error is
-/// the reason there is none.
-pub async fn kube_client(kubeconfig: Option<&std::path::Path>) -> Result<Client, String> {
+/// A client from --kubeconfig, else in-cluster, else the usual kubeconfig, counting its
+/// requests into `metrics` when given; the error is the reason there is none.
+pub async fn kube_client(
+    kubeconfig: Option<&std::path::Path>,
+    metrics: Option<&ReconcileMetrics>,
+) -> Result<Client, String> {
     let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -267,7 +270,15 @@ pub async fn kube_client(kubeconfig: Option<&std::path::Path>) -> Result<Client,
         }
         None => kube::Config::infer().await.map_err(|e| e.to_string())?,
     };
-    Client::try_from(config).map_err(|e| e.to_string())
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
+    let Some(metrics) = metrics.cloned() else {
+        return Ok(builder.build());
+    };
+    let counted = tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
+        metrics.kubernetes_requests(request.method().as_str()).inc();
+        request
+    });
+    Ok(builder.with_layer(&counted).build())
 }
 
 async fn wait_for_signal() -> std::io::Result<()> {

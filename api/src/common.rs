@@ -464,6 +464,32 @@ pub struct SavepointInfo {
     /// Time of the last periodic savepoint (epoch milliseconds, default 0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_periodic_savepoint_timestamp: Option<i64>,
+    /// The upgrade savepoint being retried: attempts that failed for a reason that can pass
+    /// are retried with back-off within `kubernetes.operator.savepoint.trigger.grace-period`
+    /// (an addition of this operator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upgrade_retry: Option<SavepointRetry>,
+}
+
+/// Attempts at an upgrade savepoint (an addition of this operator).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SavepointRetry {
+    /// The resource generation whose upgrade needs the savepoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// When the first attempt was wanted (epoch milliseconds); the grace period runs from
+    /// here.
+    pub first_attempt_timestamp: i64,
+    /// Attempts that failed so far.
+    #[serde(default)]
+    pub failures: u32,
+    /// Not before this time is the savepoint triggered again (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_attempt_timestamp: Option<i64>,
+    /// Why the last attempt failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<String>,
 }
 
 /// A completed checkpoint.

@@ -90,6 +90,8 @@ pub mod operator {
 
     /// Steady-state requeue interval (default 60 s).
     pub const RECONCILE_INTERVAL: &str = "kubernetes.operator.reconcile.interval";
+    /// The deprecated name of [`RECONCILE_INTERVAL`], still read.
+    pub const RECONCILE_INTERVAL_DEPRECATED: &str = "kubernetes.operator.reconciler.reschedule.interval";
     /// Reconciler threads (default 50).
     pub const RECONCILE_PARALLELISM: &str = "kubernetes.operator.reconcile.parallelism";
     /// Requeue interval while an operation is in progress (default 10 s).
@@ -188,6 +190,9 @@ pub mod operator {
         "kubernetes.operator.cluster.health-check.checkpoint-progress.window";
     /// Dynamic: legacy savepoint retry window (default 1 min).
     pub const SAVEPOINT_TRIGGER_GRACE_PERIOD: &str = "kubernetes.operator.savepoint.trigger.grace-period";
+    /// The deprecated name of [`SAVEPOINT_TRIGGER_GRACE_PERIOD`], still read.
+    pub const SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED: &str =
+        "kubernetes.operator.observer.savepoint.trigger.grace-period";
     /// Dynamic: legacy checkpoint retry window (default 1 min).
     pub const CHECKPOINT_TRIGGER_GRACE_PERIOD: &str = "kubernetes.operator.checkpoint.trigger.grace-period";
     /// Dynamic: format of operator savepoints (default CANONICAL).

@@ -47,7 +47,7 @@ pub use common::{
     Checkpoint, CheckpointInfo, CheckpointType, CommonStatus, Condition, FlinkSpec, FlinkVersion,
     IngressSpec, JobManagerSpec, JobSpec, JobState, JobStatus, KubernetesDeploymentMode, ReconciliationState,
     ReconciliationStatus, Resource, ResourceLifecycleState, Savepoint, SavepointFormatType, SavepointInfo,
-    SnapshotTriggerType, TaskManagerSpec, UpgradeMode,
+    SavepointRetry, SnapshotTriggerType, TaskManagerSpec, UpgradeMode,
 };
 pub use config::FlinkConfiguration;
 pub use deployment::{

@@ -6,7 +6,7 @@ use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use kube::{Client, ResourceExt, runtime::events::Recorder};
 
 use crate::{
-    flink::{ClientConfig, RestEndpoints},
+    flink::{ClientConfig, FlinkError, FlinkRestClient, RestEndpoints},
     metrics::ReconcileMetrics,
 };
 
@@ -46,6 +46,19 @@ impl Context {
             Some(n) => u16::try_from(n.max(1)).unwrap_or(u16::MAX),
             None => 50,
         }
+    }
+
+    /// A client of the JobManager at `url`, whose requests count for the resource `kind`
+    /// `namespace/name`.
+    pub fn rest_client(
+        &self,
+        url: &str,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<FlinkRestClient, FlinkError> {
+        Ok(FlinkRestClient::new(url, self.rest_client_config.clone())?
+            .counted(self.metrics.flink_requests(kind, namespace, name)))
     }
 
     /// The REST port of `fd`'s JobManager (`rest.port`, default 8081).

@@ -1,5 +1,8 @@
 //! Prometheus metrics of the reconcile loops: resources per lifecycle state, reconcile
-//! durations and failures, and upgrade savepoints (durations, failures).
+//! durations and failures, upgrade savepoints (durations, failures), and what each resource
+//! costs: its reconciles, status writes and calls to its JobManager (so that a resource
+//! that changes nothing can be seen to cost nothing), and the operator's requests to the
+//! Kubernetes API.
 
 use std::{
     collections::HashMap,
@@ -30,6 +33,18 @@ struct StateLabels {
     lifecycle_state: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResourceLabels {
+    kind: &'static str,
+    namespace: String,
+    name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabels {
+    method: String,
+}
+
 type Histograms = Family<KindLabels, Histogram, fn() -> Histogram>;
 /// (kind, namespace, name) of a resource.
 type ResourceKey = (&'static str, String, String);
@@ -42,6 +57,10 @@ pub struct ReconcileMetrics {
     reconcile_errors: Family<KindLabels, Counter>,
     savepoint_duration: Histograms,
     savepoint_failures: Family<KindLabels, Counter>,
+    reconciles: Family<ResourceLabels, Counter>,
+    status_writes: Family<ResourceLabels, Counter>,
+    flink_requests: Family<ResourceLabels, Counter>,
+    kubernetes_requests: Family<MethodLabels, Counter>,
     /// (kind, namespace, name) -> lifecycle state, to move a resource between gauges.
     states: Arc<Mutex<HashMap<ResourceKey, String>>>,
 }
@@ -64,6 +83,10 @@ impl Default for ReconcileMetrics {
             reconcile_errors: Family::default(),
             savepoint_duration: Family::new_with_constructor(savepoint_histogram),
             savepoint_failures: Family::default(),
+            reconciles: Family::default(),
+            status_writes: Family::default(),
+            flink_requests: Family::default(),
+            kubernetes_requests: Family::default(),
             states: Arc::default(),
         }
     }
@@ -99,10 +122,34 @@ impl ReconcileMetrics {
             "Upgrade savepoints that failed or were lost",
             metrics.savepoint_failures.clone(),
         );
+        sub.register(
+            "resource_reconciles",
+            "Reconciles of each resource (a steady resource is looked at once per reconcile interval)",
+            metrics.reconciles.clone(),
+        );
+        sub.register(
+            "status_writes",
+            "Status writes of each resource (only when something a user can see changed)",
+            metrics.status_writes.clone(),
+        );
+        sub.register(
+            "flink_requests",
+            "Requests to the Flink REST API of each resource's JobManager (or session cluster)",
+            metrics.flink_requests.clone(),
+        );
+        sub.register(
+            "kubernetes_requests",
+            "Requests of the operator to the Kubernetes API server, by HTTP method (watches count once)",
+            metrics.kubernetes_requests.clone(),
+        );
         metrics
     }
 
-    pub fn reconciled(&self, kind: &'static str, elapsed: Duration, ok: bool) {
+    /// A reconcile of `namespace/name` that took `elapsed`.
+    pub fn reconciled(&self, kind: &'static str, namespace: &str, name: &str, elapsed: Duration, ok: bool) {
+        self.reconciles
+            .get_or_create(&resource_labels(kind, namespace, name))
+            .inc();
         let labels = KindLabels { kind };
         self.reconcile_duration
             .get_or_create(&labels)
@@ -112,8 +159,38 @@ impl ReconcileMetrics {
         }
     }
 
-    /// Records the resource's lifecycle state (None: the resource is gone).
+    /// A status write of `namespace/name`.
+    pub fn status_written(&self, kind: &'static str, namespace: &str, name: &str) {
+        self.status_writes
+            .get_or_create(&resource_labels(kind, namespace, name))
+            .inc();
+    }
+
+    /// The counter of Flink REST requests made for `namespace/name`.
+    pub fn flink_requests(&self, kind: &'static str, namespace: &str, name: &str) -> Counter {
+        self.flink_requests
+            .get_or_create(&resource_labels(kind, namespace, name))
+            .clone()
+    }
+
+    /// The counter of Kubernetes API requests with `method`.
+    pub fn kubernetes_requests(&self, method: &str) -> Counter {
+        self.kubernetes_requests
+            .get_or_create(&MethodLabels {
+                method: method.to_owned(),
+            })
+            .clone()
+    }
+
+    /// Records the resource's lifecycle state (None: the resource is gone, and so are its
+    /// own series).
     pub fn lifecycle(&self, kind: &'static str, namespace: &str, name: &str, state: Option<&str>) {
+        if state.is_none() {
+            let labels = resource_labels(kind, namespace, name);
+            self.reconciles.remove(&labels);
+            self.status_writes.remove(&labels);
+            self.flink_requests.remove(&labels);
+        }
         let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
         let key = (kind, namespace.to_owned(), name.to_owned());
         let gauge = |lifecycle_state: &str| {
@@ -149,6 +226,14 @@ impl ReconcileMetrics {
     }
 }
 
+fn resource_labels(kind: &'static str, namespace: &str, name: &str) -> ResourceLabels {
+    ResourceLabels {
+        kind,
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,7 +253,12 @@ mod tests {
         metrics.lifecycle("FlinkDeployment", "ns", "b", Some("DEPLOYED"));
         metrics.lifecycle("FlinkDeployment", "ns", "a", Some("STABLE"));
         metrics.lifecycle("FlinkDeployment", "ns", "b", None);
-        metrics.reconciled("FlinkDeployment", Duration::from_millis(3), false);
+        metrics.reconciled("FlinkDeployment", "ns", "a", Duration::from_millis(3), false);
+        metrics.status_written("FlinkDeployment", "ns", "a");
+        metrics.flink_requests("FlinkDeployment", "ns", "a").inc();
+        metrics.kubernetes_requests("GET").inc();
+        metrics.reconciled("FlinkDeployment", "ns", "b", Duration::from_millis(3), true);
+        metrics.lifecycle("FlinkDeployment", "ns", "b", None);
         metrics.savepoint_completed("FlinkDeployment", Duration::from_secs(1));
         metrics.savepoint_failed("FlinkDeployment");
         let out = text(&registry);
@@ -178,9 +268,15 @@ mod tests {
             r#"flink_operator_reconcile_errors_total{kind="FlinkDeployment"} 1"#,
             r#"flink_operator_savepoint_failures_total{kind="FlinkDeployment"} 1"#,
             r#"flink_operator_savepoint_duration_seconds_count{kind="FlinkDeployment"} 1"#,
-            r#"flink_operator_reconcile_duration_seconds_count{kind="FlinkDeployment"} 1"#,
+            r#"flink_operator_reconcile_duration_seconds_count{kind="FlinkDeployment"} 2"#,
+            r#"flink_operator_resource_reconciles_total{kind="FlinkDeployment",namespace="ns",name="a"} 1"#,
+            r#"flink_operator_status_writes_total{kind="FlinkDeployment",namespace="ns",name="a"} 1"#,
+            r#"flink_operator_flink_requests_total{kind="FlinkDeployment",namespace="ns",name="a"} 1"#,
+            r#"flink_operator_kubernetes_requests_total{method="GET"} 1"#,
         ] {
             assert!(out.contains(line), "{line} missing from:\n{out}");
         }
+        // b is gone: its own series with it.
+        assert!(!out.contains(r#"name="b""#), "{out}");
     }
 }

@@ -43,6 +43,16 @@ pub struct Policy {
     pub jm_recovery: bool,
     /// Whether high availability is configured (`high-availability.type`).
     pub high_availability: bool,
+    /// How soon a resource with nothing in progress is looked at again
+    /// (`kubernetes.operator.reconcile.interval`, default 60 s as in the Apache operator).
+    pub reconcile_interval_ms: i64,
+    /// How soon a resource with something in progress (a cluster starting, a savepoint
+    /// pending) is looked at again (`kubernetes.operator.observer.progress-check.interval`,
+    /// default 10 s).
+    pub progress_check_ms: i64,
+    /// How long an upgrade keeps retrying a savepoint that failed for a reason that can pass
+    /// (`kubernetes.operator.savepoint.trigger.grace-period`, default 1 min).
+    pub savepoint_grace_ms: i64,
 }
 
 impl Default for Policy {
@@ -64,6 +74,9 @@ impl Default for Policy {
             readiness_timeout_ms: 5 * 60 * 1000,
             jm_recovery: true,
             high_availability: false,
+            reconcile_interval_ms: 60_000,
+            progress_check_ms: 10_000,
+            savepoint_grace_ms: 60_000,
         }
     }
 }
@@ -151,6 +164,17 @@ impl Policy {
                 .iter()
                 .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))
                 .is_some_and(|v| !v.eq_ignore_ascii_case("none")),
+            // A zero interval would be a busy loop: at least a second.
+            reconcile_interval_ms: duration(operator::RECONCILE_INTERVAL)
+                .or_else(|| duration(operator::RECONCILE_INTERVAL_DEPRECATED))
+                .unwrap_or(defaults.reconcile_interval_ms)
+                .max(1000),
+            progress_check_ms: duration(operator::PROGRESS_CHECK_INTERVAL)
+                .unwrap_or(defaults.progress_check_ms)
+                .max(1000),
+            savepoint_grace_ms: duration(operator::SAVEPOINT_TRIGGER_GRACE_PERIOD)
+                .or_else(|| duration(operator::SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED))
+                .unwrap_or(defaults.savepoint_grace_ms),
         }
     }
 }
@@ -238,6 +262,23 @@ mod tests {
                     readiness_timeout_ms: 20_000,
                     jm_recovery: false,
                     high_availability: true,
+                    ..Policy::default()
+                },
+            ),
+            (
+                "intervals and the savepoint grace period, deprecated names too",
+                config(&[
+                    ("kubernetes.operator.reconciler.reschedule.interval", "2 min"),
+                    (operator::PROGRESS_CHECK_INTERVAL, "0 s"),
+                    (
+                        "kubernetes.operator.observer.savepoint.trigger.grace-period",
+                        "20 s",
+                    ),
+                ]),
+                Policy {
+                    reconcile_interval_ms: 120_000,
+                    progress_check_ms: 1000,
+                    savepoint_grace_ms: 20_000,
                     ..Policy::default()
                 },
             ),

@@ -1,7 +1,11 @@
 //! What the reconcile loops of the job kinds share: the outcome of a polled savepoint, the
-//! Events they publish, their finalizer patches and their savepoint metrics.
+//! Events they publish, their finalizer patches, their savepoint metrics, when they look at
+//! a resource again, and the watch that triggers them.
 
-use std::time::Duration;
+use std::{
+    hash::{DefaultHasher, Hash, Hasher},
+    time::Duration,
+};
 
 use flink_operator_api::common::JobStatus;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -38,6 +42,81 @@ impl SavepointPoll {
             Err(e) => SavepointPoll::Unreachable(e.to_string()),
         }
     }
+}
+
+/// When a plan wants its resource looked at again, by what is under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Something only Flink or Kubernetes can finish is under way (a cluster starting, a
+    /// savepoint pending, a job cancelling): `kubernetes.operator.observer.progress-check.interval`.
+    Progress,
+    /// Nothing is under way: `kubernetes.operator.reconcile.interval`.
+    Steady,
+    /// In this many seconds (a periodic savepoint or a retry falls due), or at the steady
+    /// interval if that comes first.
+    Within(u64),
+}
+
+/// After a pass that took a step (wrote a status before acting, or acted), the next step may
+/// be ready at once; our own status write no longer triggers a reconcile, so it is looked
+/// for after this delay. Short, yet long enough for the watch to bring the write into the
+/// cache (a write from a stale read would fail its resourceVersion precondition anyway).
+pub const AFTER_A_STEP: Duration = Duration::from_secs(1);
+
+/// The delay before the next look at a resource.
+pub fn requeue_after(next: Next, stepped: bool, policy: &crate::policy::Policy) -> Duration {
+    let ms = |ms: i64| Duration::from_millis(u64::try_from(ms).unwrap_or(1000));
+    let steady = ms(policy.reconcile_interval_ms);
+    let wanted = match next {
+        Next::Progress => ms(policy.progress_check_ms).min(steady),
+        Next::Steady => steady,
+        Next::Within(seconds) => Duration::from_secs(seconds.max(1)).min(steady),
+    };
+    if stepped { wanted.min(AFTER_A_STEP) } else { wanted }
+}
+
+/// What triggers a reconcile of a resource of the loop's own kind: a change a user made (the
+/// spec, i.e. the generation, which the API server also raises when a deletion starts) or
+/// its deletion. Status writes, ours above all, change neither, so a steady resource is not
+/// reconciled by its own writes; the cache still holds the latest object.
+pub fn user_change<K: kube::Resource>(object: &K) -> Option<u64> {
+    let meta = object.meta();
+    let mut hasher = DefaultHasher::new();
+    meta.generation.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// The watch of a loop's own kind, filtered to [`user_change`]s, and the store it fills.
+pub fn watch_user_changes<K>(
+    api: kube::Api<K>,
+) -> (
+    kube::runtime::reflector::Store<K>,
+    impl futures::Stream<Item = Result<K, kube::runtime::watcher::Error>> + Send + 'static,
+)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    use kube::runtime::{PredicateConfig, WatchStreamExt, reflector, watcher};
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(user_change::<K>, PredicateConfig::default());
+    (reader, stream)
+}
+
+/// Whether `error` is a write refused because the object changed since it was read (its
+/// resourceVersion precondition failed): the next reconcile reads it again.
+pub fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 
 /// An Event a plan asks for.

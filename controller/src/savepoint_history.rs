@@ -9,7 +9,7 @@
 
 use flink_operator_api::common::{JobStatus, Savepoint};
 
-use crate::policy::Policy;
+use crate::{policy::Policy, reconcile::Next};
 
 /// Records a completed savepoint as the last one and at the end of the history; a periodic
 /// one moves the periodic schedule to when it was triggered.
@@ -47,20 +47,20 @@ pub fn periodic_due(job: &JobStatus, interval_ms: Option<i64>, now_ms: i64) -> b
     next_periodic_at(job, interval_ms, now_ms).is_some_and(|at| now_ms >= at)
 }
 
-/// `requeue_seconds`, or sooner when the next periodic savepoint is due before then, so that
-/// a short interval is kept even while the resource is otherwise looked at seldom.
-pub fn requeue_for_periodic(
-    job: &JobStatus,
-    interval_ms: Option<i64>,
-    now_ms: i64,
-    requeue_seconds: u64,
-) -> u64 {
+/// `next`, or sooner when the next periodic savepoint is due before a steady resource would
+/// be looked at again, so that a short interval is kept even while the resource is
+/// otherwise looked at seldom.
+pub fn requeue_for_periodic(job: &JobStatus, interval_ms: Option<i64>, now_ms: i64, next: Next) -> Next {
     let Some(at) = next_periodic_at(job, interval_ms, now_ms) else {
-        return requeue_seconds;
+        return next;
     };
     let due_in_ms = u64::try_from(at - now_ms).unwrap_or(0);
-    let due_in_seconds = due_in_ms.div_ceil(1000);
-    requeue_seconds.min(due_in_seconds.max(1))
+    let due_in_seconds = due_in_ms.div_ceil(1000).max(1);
+    match next {
+        Next::Steady => Next::Within(due_in_seconds),
+        Next::Within(seconds) => Next::Within(seconds.min(due_in_seconds)),
+        Next::Progress => Next::Progress,
+    }
 }
 
 /// Savepoints that leave the history.
@@ -309,11 +309,13 @@ mod tests {
             ..Default::default()
         };
         for (interval_ms, requeue, expected) in [
-            (None, 30, 30),
-            (Some(60 * MIN), 30, 30),
-            (Some(5 * MIN + 7_500), 30, 8),
-            (Some(5 * MIN), 30, 1),
-            (Some(MIN), 30, 1),
+            (None, Next::Steady, Next::Steady),
+            (Some(60 * MIN), Next::Steady, Next::Within(55 * 60)),
+            (Some(5 * MIN + 7_500), Next::Steady, Next::Within(8)),
+            (Some(5 * MIN), Next::Steady, Next::Within(1)),
+            (Some(MIN), Next::Steady, Next::Within(1)),
+            (Some(5 * MIN + 7_500), Next::Progress, Next::Progress),
+            (Some(5 * MIN + 7_500), Next::Within(3), Next::Within(3)),
         ] {
             assert_eq!(
                 requeue_for_periodic(&job, interval_ms, NOW, requeue),

@@ -152,7 +152,13 @@ async fn rest(ctx: &Context, fd: &FlinkDeployment) -> Result<FlinkRestClient, Ac
         )
         .await
         .map_err(|e| ActError::Flink(e.to_string()))?;
-    FlinkRestClient::new(&url, ctx.rest_client_config.clone()).map_err(|e| ActError::Flink(e.to_string()))
+    ctx.rest_client(
+        &url,
+        super::KIND,
+        &fd.namespace().unwrap_or_default(),
+        &fd.name_any(),
+    )
+    .map_err(|e| ActError::Flink(e.to_string()))
 }
 
 /// Flink's HA metadata keeps the submitted job graph (1.x) or execution plan (2.x) and

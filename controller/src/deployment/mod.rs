@@ -54,7 +54,8 @@ pub async fn run(ctx: Arc<Context>, scope: WatchScope) {
     let loops = apis.into_iter().map(|(resources, deployments)| {
         let ctx = ctx.clone();
         let owned = watcher::Config::default().labels("app,component=jobmanager");
-        Controller::new(resources, watcher::Config::default())
+        let (store, changes) = reconcile::watch_user_changes(resources);
+        Controller::for_stream(changes, store)
             .with_config(controller::Config::default().concurrency(ctx.reconcile_parallelism()))
             .owns(deployments, owned)
             .run(reconcile, error_policy, ctx)
@@ -68,17 +69,30 @@ pub async fn run(ctx: Arc<Context>, scope: WatchScope) {
 }
 
 fn error_policy(fd: Arc<FlinkDeployment>, error: &ReconcileError, _ctx: Arc<Context>) -> Requeue {
+    if let ReconcileError::Status(e) = error
+        && reconcile::is_conflict(e)
+    {
+        // Decided on a stale read: nothing was acted on; look again at the fresh object.
+        tracing::debug!(namespace = %fd.namespace().unwrap_or_default(), name = %fd.name_any(), "status changed since it was read; reconciling again");
+        return Requeue::requeue(reconcile::AFTER_A_STEP);
+    }
     tracing::warn!(namespace = %fd.namespace().unwrap_or_default(), name = %fd.name_any(), %error, "reconcile failed; retrying");
     Requeue::requeue(Duration::from_secs(5))
 }
 
-const KIND: &str = "FlinkDeployment";
+const KIND: &str = flink_operator_api::keys::kinds::FLINK_DEPLOYMENT;
 
 async fn reconcile(fd: Arc<FlinkDeployment>, ctx: Arc<Context>) -> Result<Requeue, ReconcileError> {
     let span = tracing::info_span!("reconcile", namespace = %fd.namespace().unwrap_or_default(), name = %fd.name_any());
     let started = std::time::Instant::now();
     let result = reconcile_inner(&fd, &ctx).instrument(span).await;
-    ctx.metrics.reconciled(KIND, started.elapsed(), result.is_ok());
+    ctx.metrics.reconciled(
+        KIND,
+        &fd.namespace().unwrap_or_default(),
+        &fd.name_any(),
+        started.elapsed(),
+        result.is_ok(),
+    );
     result
 }
 
@@ -92,8 +106,9 @@ async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue,
         observation.savepoint.as_ref(),
         observation.now_ms,
     );
+    let mut resource_version = fd.metadata.resource_version.clone();
     if let Some(before) = &plan.status_before {
-        write_status(ctx, fd, before).await?;
+        resource_version = write_status(ctx, fd, resource_version, before).await?;
     }
     for action in &plan.actions {
         tracing::info!(?action, "acting");
@@ -113,8 +128,12 @@ async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue,
         .await;
     }
     let removed = plan.actions.contains(&decide::Action::RemoveFinalizer);
-    if !removed && fd.status.as_ref() != Some(&plan.status) {
-        write_status(ctx, fd, &plan.status).await?;
+    let written = plan
+        .status_before
+        .as_ref()
+        .unwrap_or_else(|| fd.status.as_ref().unwrap_or(&plan.status));
+    if !removed && (fd.status.is_none() || written != &plan.status) {
+        write_status(ctx, fd, resource_version, &plan.status).await?;
     }
     let state = plan.status.lifecycle_state.map(|s| s.as_str());
     let namespace = fd.namespace().unwrap_or_default();
@@ -124,24 +143,41 @@ async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue,
         &fd.name_any(),
         if removed { None } else { state },
     );
-    Ok(Requeue::requeue(Duration::from_secs(plan.requeue_seconds)))
+    let stepped = plan.status_before.is_some() || !plan.actions.is_empty();
+    Ok(Requeue::requeue(reconcile::requeue_after(
+        plan.requeue,
+        stepped,
+        &observation.policy,
+    )))
 }
 
 /// Replaces the status as a whole: a field the plan cleared (however deeply nested, such as
-/// a savepoint trigger id) is gone afterwards, which a merge patch would not ensure.
+/// a savepoint trigger id) is gone afterwards, which a merge patch would not ensure. The
+/// write holds only if the resource is still at `resource_version` (what the plan was
+/// decided from, or our previous write), so a plan made from a stale read is refused
+/// (409) instead of overwriting newer status; returns the new resourceVersion.
 async fn write_status(
     ctx: &Context,
     fd: &FlinkDeployment,
+    resource_version: Option<String>,
     status: &FlinkDeploymentStatus,
-) -> Result<(), ReconcileError> {
+) -> Result<Option<String>, ReconcileError> {
     let value = serde_json::to_value(status).unwrap_or(Value::Null);
-    let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
-        {"op": "add", "path": "/status", "value": value}
-    ]))
-    .map_err(|e| ReconcileError::Encode(e.to_string()))?;
+    let mut ops = vec![serde_json::json!({"op": "add", "path": "/status", "value": value})];
+    if let Some(rv) = resource_version {
+        ops.insert(
+            0,
+            serde_json::json!({"op": "replace", "path": "/metadata/resourceVersion", "value": rv}),
+        );
+    }
+    let patch: json_patch::Patch =
+        serde_json::from_value(Value::Array(ops)).map_err(|e| ReconcileError::Encode(e.to_string()))?;
     let api: Api<FlinkDeployment> = Api::namespaced(ctx.client.clone(), &fd.namespace().unwrap_or_default());
-    api.patch_status(&fd.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
+    let written = api
+        .patch_status(&fd.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
         .await
         .map_err(ReconcileError::Status)?;
-    Ok(())
+    ctx.metrics
+        .status_written(KIND, &fd.namespace().unwrap_or_default(), &fd.name_any());
+    Ok(written.metadata.resource_version)
 }

@@ -1,7 +1,7 @@
 //! Reading the world of one FlinkDeployment: its JobManager Deployment and pods, and its
 //! job through the Flink REST API.
 
-use flink_operator_api::common::ResourceLifecycleState;
+use flink_operator_api::common::{ResourceLifecycleState, flink_job_state};
 use flink_operator_api::{FlinkDeployment, FlinkSessionJob, validation::ValidationContext};
 use k8s_openapi::api::{
     apps::v1::Deployment,
@@ -12,7 +12,7 @@ use kube::{Api, ResourceExt, api::ListParams};
 use super::decide::{JobManagerObservation, JobObservation, Observation, SavepointPoll, StateObservation};
 use crate::{
     context::Context,
-    flink::{FlinkError, FlinkRestClient, JobId, OperationStatus, TriggerId},
+    flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
     policy::Policy,
 };
 
@@ -53,7 +53,7 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
                 .base_url(&namespace, &format!("{name}-rest"), port)
                 .await
             {
-                Ok(url) => match FlinkRestClient::new(&url, ctx.rest_client_config.clone()) {
+                Ok(url) => match ctx.rest_client(&url, super::KIND, &namespace, &name) {
                     Ok(rest) => {
                         let (answered, found) = observe_job(&rest, fd).await;
                         rest_ready = answered;
@@ -144,23 +144,17 @@ async fn observe_job(rest: &FlinkRestClient, fd: &FlinkDeployment) -> (bool, Opt
         .as_ref()
         .and_then(|s| s.job_status.as_ref())
         .and_then(|j| j.job_id.clone());
-    match rest.jobs_overview().await {
-        Ok(jobs) => {
-            let found = jobs
-                .into_iter()
-                .find(|j| Some(j.jid.as_str()) == wanted.as_deref());
-            let observation = match found {
-                Some(job) => JobObservation::Found {
-                    state: job.state,
-                    start_time: job.start_time,
-                },
-                None => JobObservation::NotFound,
-            };
-            (true, Some(observation))
-        }
-        Err(FlinkError::NotFound { .. }) => (true, Some(JobObservation::NotFound)),
-        Err(e) => (false, Some(JobObservation::Unreachable(e.to_string()))),
-    }
+    let Some(wanted) = wanted else {
+        return (true, Some(JobObservation::NotFound));
+    };
+    let status = fd.status.as_ref();
+    let failure_known = status
+        .and_then(|s| s.job_status.as_ref())
+        .is_some_and(|j| j.state.as_deref() == Some(flink_job_state::FAILED))
+        && status.is_some_and(|s| s.error.is_some());
+    let observation = crate::job::observe(rest, &JobId::from(wanted.as_str()), failure_known).await;
+    let answered = !matches!(observation, JobObservation::Unreachable(_));
+    (answered, Some(observation))
 }
 
 fn recorded_job_id(fd: &FlinkDeployment) -> Option<JobId> {

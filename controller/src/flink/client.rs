@@ -55,6 +55,8 @@ pub struct FlinkRestClient {
     base: String,
     http: reqwest::Client,
     config: ClientConfig,
+    /// Counts every request sent (each retry too).
+    requests: Option<prometheus_client::metrics::counter::Counter>,
 }
 
 /// An answer that is not a server error: its status and body.
@@ -81,7 +83,18 @@ impl FlinkRestClient {
             .pool_idle_timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| FlinkError::Request(format!("HTTP client: {e}")))?;
-        Ok(Self { base, http, config })
+        Ok(Self {
+            base,
+            http,
+            config,
+            requests: None,
+        })
+    }
+
+    /// The same client, counting each request it sends into `counter`.
+    pub fn counted(mut self, counter: prometheus_client::metrics::counter::Counter) -> Self {
+        self.requests = Some(counter);
+        self
     }
 
     /// The JobManager's base URL.
@@ -462,6 +475,9 @@ impl FlinkRestClient {
         request: reqwest::RequestBuilder,
         timeout: Duration,
     ) -> Result<Answer, FlinkError> {
+        if let Some(requests) = &self.requests {
+            requests.inc();
+        }
         let response = request
             .send()
             .await

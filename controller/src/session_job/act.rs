@@ -70,7 +70,13 @@ pub async fn act(
 ) -> Result<(), ActError> {
     let rest = || -> Result<FlinkRestClient, ActError> {
         let url = rest_url.ok_or(ActError::NoSessionCluster)?;
-        FlinkRestClient::new(url, ctx.rest_client_config.clone()).map_err(ActError::Client)
+        ctx.rest_client(
+            url,
+            super::KIND,
+            &sj.namespace().unwrap_or_default(),
+            &sj.name_any(),
+        )
+        .map_err(ActError::Client)
     };
     match action {
         Action::AddFinalizer => finalizer(ctx, sj, true).await,

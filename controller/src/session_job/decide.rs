@@ -72,8 +72,10 @@ use flink_operator_api::{
 use crate::{
     conditions::set_conditions,
     policy::Policy,
+    reconcile::Next,
     restore::{self, Kind, RestorableState},
     savepoint_history,
+    savepoint_retry::{self, Attempt},
 };
 
 /// What observe found.
@@ -122,16 +124,7 @@ pub enum SessionObservation {
     Ready,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum JobObservation {
-    Found {
-        state: String,
-        start_time: Option<i64>,
-    },
-    /// The JobManager answers but does not know the job.
-    NotFound,
-    Unreachable(String),
-}
+pub use crate::job::JobObservation;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CheckpointLookup {
@@ -198,15 +191,19 @@ pub struct Plan {
     pub status: FlinkSessionJobStatus,
     pub events: Vec<EventNote>,
     /// When to look again, seconds.
-    pub requeue_seconds: u64,
+    pub requeue: Next,
 }
 
 pub use crate::conditions::phase;
 pub use crate::reconcile::{EventNote, SavepointPoll};
 
-const FAST: u64 = 2;
-const WAIT: u64 = 10;
-const SLOW: u64 = 30;
+/// Something is under way.
+const FAST: Next = Next::Progress;
+/// A cluster is starting: its JobManager Deployment's watch brings the change, this is the
+/// fallback.
+const WAIT: Next = Next::Progress;
+/// Nothing is under way.
+const SLOW: Next = Next::Steady;
 
 /// The Flink state a job is in right after its id is recorded and before Flink reports it.
 const RECONCILING: &str = flink_job_state::RECONCILING;
@@ -247,29 +244,24 @@ impl Decision<'_> {
     }
 
     /// A plan that writes `status` after its actions and nothing before.
-    fn done(self, status: FlinkSessionJobStatus, requeue_seconds: u64) -> Plan {
+    fn done(self, status: FlinkSessionJobStatus, requeue: Next) -> Plan {
         Plan {
             status_before: None,
             actions: self.actions,
             status,
             events: self.events,
-            requeue_seconds,
+            requeue,
         }
     }
 
     /// A plan that writes `before` first, runs its actions, then writes `after`.
-    fn stepped(
-        self,
-        before: FlinkSessionJobStatus,
-        after: FlinkSessionJobStatus,
-        requeue_seconds: u64,
-    ) -> Plan {
+    fn stepped(self, before: FlinkSessionJobStatus, after: FlinkSessionJobStatus, requeue: Next) -> Plan {
         Plan {
             status_before: Some(before),
             actions: self.actions,
             status: after,
             events: self.events,
-            requeue_seconds,
+            requeue,
         }
     }
 }
@@ -792,18 +784,36 @@ fn observe_into(d: &mut Decision<'_>, status: &mut FlinkSessionJobStatus, record
     let mut job = status.job_status.clone().unwrap_or_default();
     let id = job.job_id.clone().unwrap_or_default();
     match &d.obs.job {
-        Some(JobObservation::Found { state, start_time }) => {
+        Some(JobObservation::Found {
+            state,
+            start_time,
+            failure,
+            ..
+        }) => {
+            let previous_error = status.error.take();
             if job.state.as_deref() != Some(state.as_str()) {
                 d.event(
                     state == flink_job_state::FAILED,
                     "JobStatusChanged",
                     format!("Job status changed to {state}"),
                 );
+                // When the state last changed, not when it was last looked at: a steady
+                // job's status stays as it is.
+                job.update_time = Some(d.obs.now_ms.to_string());
             }
             job.state = Some(state.clone());
             job.start_time = start_time.map(|t| t.to_string());
-            job.update_time = Some(d.obs.now_ms.to_string());
-            status.error = (state == flink_job_state::FAILED).then(|| format!("job {id} FAILED"));
+            if state == flink_job_state::FAILED {
+                // Flink's root cause, read once when the job is first seen FAILED; kept after.
+                status.error = match failure {
+                    Some(cause) => {
+                        let error = format!("job {id} failed: {cause}");
+                        d.event(true, "JobFailed", error.clone());
+                        Some(error)
+                    }
+                    None => previous_error.or_else(|| Some(format!("job {id} failed; Flink gave no reason"))),
+                };
+            }
         }
         Some(JobObservation::NotFound) => {
             let error = format!("job {id} is not known to session cluster {name}");
@@ -957,13 +967,47 @@ fn apply_change(
         UpgradeMode::Stateless => commit(d, status, None),
         _ if cancels => restore_after_cancel(d, status, &job_id, &state, verb, without_savepoint),
         _ if state == flink_job_state::RUNNING => {
+            let now = d.obs.now_ms;
+            let recorded = job_status(&mut status)
+                .savepoint_info
+                .as_ref()
+                .and_then(|i| i.upgrade_retry.clone());
+            let retry = savepoint_retry::attempts(recorded.as_ref(), d.generation(), now);
+            let ready = d.obs.job.as_ref().is_some_and(|j| j.ready_for_savepoint());
+            match savepoint_retry::before_trigger(&retry, ready, d.obs.policy.savepoint_grace_ms, now) {
+                Attempt::Now => {}
+                Attempt::Wait { seconds, note } => {
+                    let failed = retry.last_failure.is_some();
+                    job_status(&mut status)
+                        .savepoint_info
+                        .get_or_insert_with(Default::default)
+                        .upgrade_retry = Some(retry);
+                    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+                    // A failure is the reason the upgrade is not done yet; tasks that
+                    // still deploy are not an error.
+                    status.error = failed.then(|| note.clone());
+                    d.conditions(&mut status, phase::UPDATING, &format!("{verb}: {note}"));
+                    return d.done(status, Next::Within(seconds.max(2)));
+                }
+                Attempt::GiveUp(why) => {
+                    if let Some(info) = job_status(&mut status).savepoint_info.as_mut() {
+                        info.upgrade_retry = None;
+                    }
+                    return refuse(
+                        d,
+                        status,
+                        format!("{verb}: {why}; job {job_id} keeps running with the previous spec"),
+                    );
+                }
+            }
             let trigger_id = d.obs.fresh_trigger_id.clone();
             let info = job_status(&mut status)
                 .savepoint_info
                 .get_or_insert_with(Default::default);
             info.trigger_id = Some(trigger_id.clone());
             info.trigger_type = Some(SnapshotTriggerType::Upgrade);
-            info.trigger_timestamp = Some(d.obs.now_ms);
+            info.trigger_timestamp = Some(now);
+            info.upgrade_retry = Some(retry);
             status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(
                 &mut status,
@@ -1533,6 +1577,9 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
     match d.obs.savepoint.clone() {
         Some(SavepointPoll::Completed(path)) => {
             record_savepoint(&mut status, &path, d.obs.now_ms);
+            if let Some(info) = job_status(&mut status).savepoint_info.as_mut() {
+                info.upgrade_retry = None;
+            }
             d.event(
                 false,
                 "SavepointCompleted",
@@ -1562,15 +1609,52 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
             )
         }
         Some(SavepointPoll::Failed(reason)) => {
+            let info = job_status(&mut status).savepoint_info.clone().unwrap_or_default();
             clear_trigger(&mut status);
-            refuse(
-                d,
-                status,
-                format!("the savepoint failed, job {job_id} keeps running with the previous spec: {reason}"),
-            )
+            let started = info.trigger_timestamp.unwrap_or(d.obs.now_ms);
+            let retry = savepoint_retry::attempts(info.upgrade_retry.as_ref(), d.generation(), started);
+            match savepoint_retry::after_failure(
+                &retry,
+                &reason,
+                d.obs.policy.savepoint_grace_ms,
+                d.obs.now_ms,
+            ) {
+                Ok(next) => {
+                    let note = savepoint_retry::failed_attempts(&next);
+                    let wait = next.next_attempt_timestamp.map_or(1, |at| {
+                        u64::try_from(at - d.obs.now_ms).unwrap_or(0).div_ceil(1000)
+                    });
+                    d.event(
+                        true,
+                        "SavepointFailed",
+                        format!("Job {job_id}: {note}; trying again in {wait} s"),
+                    );
+                    job_status(&mut status)
+                        .savepoint_info
+                        .get_or_insert_with(Default::default)
+                        .upgrade_retry = Some(next);
+                    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+                    status.error = Some(note.clone());
+                    d.conditions(&mut status, phase::UPDATING, &format!("{note}; trying again"));
+                    d.done(status, Next::Within(wait.max(1)))
+                }
+                Err(why) => {
+                    if let Some(info) = job_status(&mut status).savepoint_info.as_mut() {
+                        info.upgrade_retry = None;
+                    }
+                    refuse(
+                        d,
+                        status,
+                        format!("{why}; job {job_id} keeps running with the previous spec"),
+                    )
+                }
+            }
         }
         Some(SavepointPoll::JobGone(reason)) => {
             clear_trigger(&mut status);
+            if let Some(info) = job_status(&mut status).savepoint_info.as_mut() {
+                info.upgrade_retry = None;
+            }
             refuse(
                 d,
                 status,
@@ -1880,10 +1964,7 @@ mod tests {
     }
 
     fn found(state: &str) -> Option<JobObservation> {
-        Some(JobObservation::Found {
-            state: state.into(),
-            start_time: Some(NOW - 1000),
-        })
+        Some(JobObservation::found(state, Some(NOW - 1000)))
     }
 
     fn not_found() -> Option<JobObservation> {
@@ -1977,7 +2058,7 @@ mod tests {
             assert!(error.contains(why), "{error}");
             assert_eq!(plan.status.lifecycle_state, Some(ResourceLifecycleState::Created));
             assert_eq!(reason(&plan.status), phase::DEPLOYING);
-            assert_eq!(plan.requeue_seconds, WAIT);
+            assert_eq!(plan.requeue, WAIT);
             assert_eq!(plan.events.len(), 1);
             // The next reconcile finds the same message stored: no second Event.
             let again = decide(
@@ -2118,7 +2199,7 @@ mod tests {
             &ready(found("RUNNING")),
         );
         assert!(plan.events.is_empty());
-        assert_eq!(plan.requeue_seconds, SLOW);
+        assert_eq!(plan.requeue, SLOW);
     }
 
     #[test]
@@ -2283,7 +2364,8 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_savepoint_leaves_the_job_running_until_the_spec_changes_again() {
+    fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_running_until_the_spec_changes_again()
+     {
         let triggered = decide(
             &resource(
                 changed("savepoint", None),
@@ -2296,12 +2378,56 @@ mod tests {
         )
         .status_before
         .unwrap();
+        let failed_poll = |ms: i64| Observation {
+            savepoint: Some(SavepointPoll::Failed("disk full".into())),
+            now_ms: NOW + ms,
+            ..ready(found("RUNNING"))
+        };
+        // Within the grace period: retried after a back-off, the reason said meanwhile.
         let plan = decide(
             &resource(changed("savepoint", None), Some(triggered), true, false, 2),
+            &failed_poll(1_000),
+        );
+        assert!(plan.actions.is_empty());
+        assert!(plan.status.error.as_deref().unwrap().contains("disk full"));
+        assert_eq!(reason(&plan.status), phase::UPDATING);
+        assert!(
+            plan.events
+                .iter()
+                .any(|e| e.reason == "SavepointFailed" && e.warning)
+        );
+        assert_eq!(plan.requeue, Next::Within(2));
+        let retrying = plan.status;
+        let plan = decide(
+            &resource(changed("savepoint", None), Some(retrying.clone()), true, false, 2),
             &Observation {
-                savepoint: Some(SavepointPoll::Failed("disk full".into())),
+                now_ms: NOW + 2_000,
                 ..ready(found("RUNNING"))
             },
+        );
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        let plan = decide(
+            &resource(changed("savepoint", None), Some(retrying), true, false, 2),
+            &Observation {
+                now_ms: NOW + 3_500,
+                ..ready(found("RUNNING"))
+            },
+        );
+        assert!(
+            matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+            "{:?}",
+            plan.actions
+        );
+        // Past the grace period: the update failed.
+        let plan = decide(
+            &resource(
+                changed("savepoint", None),
+                Some(plan.status_before.unwrap()),
+                true,
+                false,
+                2,
+            ),
+            &failed_poll(58_000),
         );
         assert!(plan.actions.is_empty());
         assert!(plan.status.error.as_deref().unwrap().contains("disk full"));
@@ -3472,7 +3598,7 @@ mod tests {
             ] {
                 let plan = decide(&sj(triggered.clone(), 1, 2), &poll(pending, found("RUNNING")));
                 assert!(plan.actions.is_empty(), "{field}");
-                assert_eq!(plan.requeue_seconds, FAST, "{field}");
+                assert_eq!(plan.requeue, FAST, "{field}");
             }
             // 3. Completed: recorded with its nonce, the trigger cleared.
             let plan = decide(
@@ -3539,12 +3665,8 @@ mod tests {
                 },
             )
         };
-        let started = |minutes_ago: i64| {
-            Some(JobObservation::Found {
-                state: "RUNNING".into(),
-                start_time: Some(NOW - minutes_ago * MIN),
-            })
-        };
+        let started =
+            |minutes_ago: i64| Some(JobObservation::found("RUNNING", Some(NOW - minutes_ago * MIN)));
         let sj = |status: FlinkSessionJobStatus| resource(spec("savepoint"), Some(status), true, false, 1);
         // Not at the start, nor before an interval has passed.
         for minutes in [0, 9] {

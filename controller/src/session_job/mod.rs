@@ -56,7 +56,8 @@ pub async fn run(ctx: Arc<Context>, scope: WatchScope) {
     };
     let loops = apis.into_iter().map(|(jobs, deployments)| {
         let ctx = ctx.clone();
-        let controller = Controller::new(jobs, watcher::Config::default());
+        let (store, changes) = reconcile::watch_user_changes(jobs);
+        let controller = Controller::for_stream(changes, store);
         // A session cluster becoming READY (or going away) wakes the jobs that target it.
         let store = controller.store();
         controller
@@ -88,6 +89,13 @@ pub async fn run(ctx: Arc<Context>, scope: WatchScope) {
 }
 
 fn error_policy(sj: Arc<FlinkSessionJob>, error: &ReconcileError, _ctx: Arc<Context>) -> Requeue {
+    if let ReconcileError::Status(e) = error
+        && reconcile::is_conflict(e)
+    {
+        // Decided on a stale read: look again at the fresh object.
+        tracing::debug!(namespace = %sj.namespace().unwrap_or_default(), name = %sj.name_any(), "status changed since it was read; reconciling again");
+        return Requeue::requeue(reconcile::AFTER_A_STEP);
+    }
     tracing::warn!(namespace = %sj.namespace().unwrap_or_default(), name = %sj.name_any(), %error, "reconcile failed; retrying");
     Requeue::requeue(Duration::from_secs(5))
 }
@@ -97,7 +105,13 @@ async fn reconcile(sj: Arc<FlinkSessionJob>, ctx: Arc<Context>) -> Result<Requeu
     let started = std::time::Instant::now();
     let result = reconcile_inner(&sj, &ctx).instrument(span).await;
     let ok = matches!(result, Ok((_, true)));
-    ctx.metrics.reconciled(KIND, started.elapsed(), ok);
+    ctx.metrics.reconciled(
+        KIND,
+        &sj.namespace().unwrap_or_default(),
+        &sj.name_any(),
+        started.elapsed(),
+        ok,
+    );
     result.map(|(requeue, _)| requeue)
 }
 
@@ -113,7 +127,10 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
         observation.savepoint.as_ref(),
         observation.now_ms,
     );
-    let mut stored = serde_json::to_value(&sj.status).unwrap_or(Value::Null);
+    let mut stored = Stored {
+        status: serde_json::to_value(&sj.status).unwrap_or(Value::Null),
+        resource_version: sj.metadata.resource_version.clone(),
+    };
     if let Some(before) = &plan.status_before {
         write_status(ctx, sj, &mut stored, before).await?;
     }
@@ -143,7 +160,8 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
                 decide::submission_failed(base, sj.metadata.generation, &message, observation.now_ms);
             write_status(ctx, sj, &mut stored, &status).await?;
             record_lifecycle(ctx, sj, &status, false);
-            return Ok((Requeue::requeue(Duration::from_secs(30)), false));
+            let retry = reconcile::requeue_after(reconcile::Next::Steady, false, &observation.policy);
+            return Ok((Requeue::requeue(retry.min(Duration::from_secs(30))), false));
         }
     }
     for event in &plan.events {
@@ -157,12 +175,14 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
         .await;
     }
     let removed = plan.actions.contains(&decide::Action::RemoveFinalizer);
-    let changed = serde_json::to_value(&plan.status).ok() != Some(stored.clone());
+    let changed = serde_json::to_value(&plan.status).ok() != Some(stored.status.clone());
     if !removed && changed {
         write_status(ctx, sj, &mut stored, &plan.status).await?;
     }
     record_lifecycle(ctx, sj, &plan.status, removed);
-    Ok((Requeue::requeue(Duration::from_secs(plan.requeue_seconds)), true))
+    let stepped = plan.status_before.is_some() || !plan.actions.is_empty();
+    let requeue = reconcile::requeue_after(plan.requeue, stepped, &observation.policy);
+    Ok((Requeue::requeue(requeue), true))
 }
 
 fn record_lifecycle(ctx: &Context, sj: &FlinkSessionJob, status: &FlinkSessionJobStatus, removed: bool) {
@@ -176,27 +196,39 @@ fn record_lifecycle(ctx: &Context, sj: &FlinkSessionJob, status: &FlinkSessionJo
     );
 }
 
-/// Replaces the status: a merge patch from `stored` (what the API server holds) to
-/// `status`, with every field the new status leaves out set to null at any depth. A plain
-/// merge patch of the new status would keep nested fields it omits, such as a settled
-/// savepoint's trigger id, which the next reconcile would act on again.
+/// The status the API server holds, as far as this reconcile knows, and the
+/// resourceVersion it holds it at.
+struct Stored {
+    status: Value,
+    resource_version: Option<String>,
+}
+
+/// Replaces the status: a merge patch from what is stored to `status`, with every field the
+/// new status leaves out set to null at any depth. A plain merge patch of the new status
+/// would keep nested fields it omits, such as a settled savepoint's trigger id, which the
+/// next reconcile would act on again. The write holds only if the resource is still at the
+/// stored resourceVersion, so a plan decided from a stale read is refused (409).
 async fn write_status(
     ctx: &Context,
     sj: &FlinkSessionJob,
-    stored: &mut Value,
+    stored: &mut Stored,
     status: &FlinkSessionJobStatus,
 ) -> Result<(), ReconcileError> {
     let value = serde_json::to_value(status).unwrap_or(Value::Null);
-    let patch = replacing(stored, &value);
+    let patch = replacing(&stored.status, &value);
+    let mut body = serde_json::json!({ "status": patch });
+    if let Some(rv) = &stored.resource_version {
+        body["metadata"] = serde_json::json!({ "resourceVersion": rv });
+    }
     let api: Api<FlinkSessionJob> = Api::namespaced(ctx.client.clone(), &sj.namespace().unwrap_or_default());
-    api.patch_status(
-        &sj.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({ "status": patch })),
-    )
-    .await
-    .map_err(ReconcileError::Status)?;
-    *stored = value;
+    let written = api
+        .patch_status(&sj.name_any(), &PatchParams::default(), &Patch::Merge(body))
+        .await
+        .map_err(ReconcileError::Status)?;
+    ctx.metrics
+        .status_written(KIND, &sj.namespace().unwrap_or_default(), &sj.name_any());
+    stored.status = value;
+    stored.resource_version = written.metadata.resource_version;
     Ok(())
 }
 

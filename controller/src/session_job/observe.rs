@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
-    FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode, keys,
+    FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode,
+    common::flink_job_state,
+    keys,
     validation::{
         ValidationContext,
         session_job::{self, ArtifactPolicy},
@@ -103,7 +105,12 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
             });
         }
     };
-    let rest = match FlinkRestClient::new(&url, ctx.rest_client_config.clone()) {
+    let rest = match ctx.rest_client(
+        &url,
+        super::KIND,
+        &sj.namespace().unwrap_or_default(),
+        &sj.name_any(),
+    ) {
         Ok(rest) => rest,
         Err(e) => {
             observation.session = SessionObservation::NotReady(e.to_string());
@@ -116,7 +123,9 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
     let job_status = sj.status.as_ref().and_then(|s| s.job_status.as_ref());
     if let Some(job_id) = job_status.and_then(|j| j.job_id.as_deref()) {
         let job_id = JobId::from(job_id);
-        observation.job = Some(observe_job(&rest, &job_id).await);
+        let failure_known = job_status.is_some_and(|j| j.state.as_deref() == Some(flink_job_state::FAILED))
+            && sj.status.as_ref().is_some_and(|s| s.error.is_some());
+        observation.job = Some(crate::job::observe(&rest, &job_id, failure_known).await);
         let answered = matches!(
             &observation.job,
             Some(JobObservation::Found { .. } | JobObservation::NotFound)
@@ -168,19 +177,6 @@ fn flag(config: &BTreeMap<String, String>, key: &str, default: bool) -> bool {
         Some(v) if v == "true" => true,
         Some(v) if v == "false" => false,
         _ => default,
-    }
-}
-
-async fn observe_job(rest: &FlinkRestClient, job_id: &JobId) -> JobObservation {
-    match rest.jobs_overview().await {
-        Ok(jobs) => match jobs.into_iter().find(|j| &j.jid == job_id) {
-            Some(job) => JobObservation::Found {
-                state: job.state,
-                start_time: job.start_time,
-            },
-            None => JobObservation::NotFound,
-        },
-        Err(e) => JobObservation::Unreachable(e.to_string()),
     }
 }
 

@@ -34,7 +34,7 @@ use flink_operator_api::{
 
 pub use status::set_conditions;
 
-pub use crate::reconcile::{EventNote, SavepointPoll};
+pub use crate::reconcile::{EventNote, Next, SavepointPoll};
 
 use crate::{policy::Policy, savepoint_history};
 
@@ -88,16 +88,7 @@ pub enum JobManagerObservation {
     },
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum JobObservation {
-    Found {
-        state: String,
-        start_time: Option<i64>,
-    },
-    /// The JobManager answers but does not know the job (yet).
-    NotFound,
-    Unreachable(String),
-}
+pub use crate::job::JobObservation;
 
 /// A checkpoint or savepoint that could be restored.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,7 +152,7 @@ pub struct Plan {
     pub status: FlinkDeploymentStatus,
     pub events: Vec<EventNote>,
     /// When to look again, seconds.
-    pub requeue_seconds: u64,
+    pub requeue: Next,
 }
 
 /// Phases named by the conditions' reasons.
@@ -173,14 +164,14 @@ impl Plan {
         actions: Vec<Action>,
         status: FlinkDeploymentStatus,
         events: Vec<EventNote>,
-        requeue_seconds: u64,
+        requeue: Next,
     ) -> Self {
         Plan {
             status_before: None,
             actions,
             status,
             events,
-            requeue_seconds,
+            requeue,
         }
     }
 
@@ -191,14 +182,18 @@ impl Plan {
             actions,
             status,
             events,
-            requeue_seconds: FAST,
+            requeue: FAST,
         }
     }
 }
 
-const FAST: u64 = 2;
-const WAIT: u64 = 10;
-const SLOW: u64 = 30;
+/// Something is under way.
+const FAST: Next = Next::Progress;
+/// A cluster is starting: its JobManager Deployment's watch brings the change, this is the
+/// fallback.
+const WAIT: Next = Next::Progress;
+/// Nothing is under way.
+const SLOW: Next = Next::Steady;
 
 /// Everything the steps share while deciding about one resource.
 struct Decision<'a> {
@@ -249,8 +244,8 @@ impl<'a> Decision<'a> {
         self.conditions(reason, &message);
     }
 
-    fn done(self, requeue_seconds: u64) -> Plan {
-        Plan::without_before(self.actions, self.status, self.events, requeue_seconds)
+    fn done(self, requeue: Next) -> Plan {
+        Plan::without_before(self.actions, self.status, self.events, requeue)
     }
 
     /// The status as it is now is written before `actions` run.
@@ -425,7 +420,7 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
 /// or a snapshot is pending (only Flink knows when they are done); a JobManager that is not
 /// ready yet is waited for through the watch on its Deployment, with a slower look as a
 /// fallback, so that many starting (or unschedulable) clusters do not poll the API server.
-fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> u64 {
+fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> Next {
     let stable = status.lifecycle_state == Some(ResourceLifecycleState::Stable);
     let jm_ready = status.job_manager_deployment_status == Some(JobManagerDeploymentStatus::Ready);
     match (stable, pending, jm_ready) {
@@ -522,7 +517,7 @@ fn first_deployment(mut d: Decision) -> Plan {
         actions: d.actions,
         status: after,
         events: d.events,
-        requeue_seconds: FAST,
+        requeue: FAST,
     }
 }
 

@@ -10,6 +10,7 @@ use super::{Decision, EventNote, JobManagerObservation, JobObservation, phase};
 /// JobManager and job state into status.
 pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
     let obs = d.obs;
+    let previous_error = d.status.error.clone();
     let previous_jm = d.status.job_manager_deployment_status;
     let jm = job_manager_status(&obs.job_manager);
     d.status.job_manager_deployment_status = Some(jm);
@@ -28,27 +29,50 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
             .push(EventNote::warning("JobManagerDeploymentError", error.clone()));
     }
 
+    let mut failed_job = None;
     if d.fd.spec.job.is_some() {
         let mut job = d.job_status();
         match &obs.job {
-            Some(JobObservation::Found { state, start_time }) => {
+            Some(JobObservation::Found {
+                state,
+                start_time,
+                failure,
+                ..
+            }) => {
                 if job.state.as_deref() != Some(state.as_str()) {
                     d.events.push(EventNote {
                         warning: state == flink_job_state::FAILED,
                         reason: "JobStatusChanged",
                         note: format!("Job status changed to {state}"),
                     });
+                    // When the state last changed, not when it was last looked at: a steady
+                    // job's status stays as it is.
+                    job.update_time = Some(obs.now_ms.to_string());
                 }
                 job.state = Some(state.clone());
                 job.start_time = start_time.map(|t| t.to_string());
-                job.update_time = Some(obs.now_ms.to_string());
+                if let Some(failure) = failure {
+                    failed_job = Some(failure.clone());
+                }
             }
             Some(JobObservation::NotFound) if jm == JobManagerDeploymentStatus::Ready => {
                 job.state = Some(flink_job_state::RECONCILING.to_owned());
             }
             _ => {}
         }
+        let failed = job.state.as_deref() == Some(flink_job_state::FAILED);
         d.status.job_status = Some(job);
+        if failed && d.status.error.is_none() {
+            // Flink's root cause, read once when the job is first seen FAILED; kept after.
+            d.status.error = match failed_job {
+                Some(cause) => {
+                    let error = format!("the job failed: {cause}");
+                    d.events.push(EventNote::warning("JobFailed", error.clone()));
+                    Some(error)
+                }
+                None => previous_error.or_else(|| Some("the job failed; Flink gave no reason".to_owned())),
+            };
+        }
     }
 
     let job_state = d.status.job_status.as_ref().and_then(|j| j.state.clone());
@@ -138,6 +162,11 @@ pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
             phase::ROLLED_BACK,
             "the job runs the last stable spec: the spec that replaced it did not become stable and was rolled back; it is not deployed again until the spec changes".to_owned(),
         );
+    }
+    if state == flink_job_state::FAILED
+        && let Some(error) = &status.error
+    {
+        return (phase::FAILED, error.clone());
     }
     let reason = match state.as_str() {
         flink_job_state::RUNNING => phase::RUNNING,

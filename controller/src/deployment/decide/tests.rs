@@ -162,12 +162,7 @@ fn observed_states_become_status_and_conditions() {
         problem: Some("container flink-main-container: CrashLoopBackOff".into()),
         rest_ready: false,
     };
-    let found = |state: &str| {
-        Some(JobObservation::Found {
-            state: state.into(),
-            start_time: Some(NOW - 1000),
-        })
-    };
+    let found = |state: &str| Some(JobObservation::found(state, Some(NOW - 1000)));
     use JobManagerDeploymentStatus as Jm;
     use ResourceLifecycleState as L;
     let cases = [
@@ -273,10 +268,7 @@ fn a_running_job_records_its_stable_spec_and_state() {
         &fd(app_spec(), Some(deployed()), true, false),
         &obs(
             ready_jm(),
-            Some(JobObservation::Found {
-                state: "RUNNING".into(),
-                start_time: Some(NOW - 5000),
-            }),
+            Some(JobObservation::found("RUNNING", Some(NOW - 5000))),
         ),
     );
     let job = plan.status.job_status.as_ref().unwrap();
@@ -284,7 +276,7 @@ fn a_running_job_records_its_stable_spec_and_state() {
     assert_eq!(job.start_time.as_deref(), Some((NOW - 5000).to_string().as_str()));
     let rs = plan.status.reconciliation_status.as_ref().unwrap();
     assert!(rs.last_stable_spec.is_some());
-    assert_eq!(plan.requeue_seconds, SLOW);
+    assert_eq!(plan.requeue, SLOW);
     assert!(
         plan.events
             .iter()
@@ -298,10 +290,7 @@ fn with_generation(mut fd: FlinkDeployment, generation: i64) -> FlinkDeployment 
 }
 
 fn running_job() -> Option<JobObservation> {
-    Some(JobObservation::Found {
-        state: "RUNNING".into(),
-        start_time: None,
-    })
+    Some(JobObservation::found("RUNNING", None))
 }
 
 /// The stored status of a job that runs the first spec.
@@ -482,18 +471,146 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
 }
 
 #[test]
-fn a_failed_savepoint_leaves_the_job_running_until_the_spec_changes_again() {
-    let triggered = decide(
-        &with_generation(fd(changed("savepoint"), Some(running()), true, false), 2),
-        &obs(ready_jm(), running_job()),
-    )
-    .status_before
-    .unwrap();
+fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_running_until_the_spec_changes_again()
+ {
+    let at = |ms: i64, observation: Observation| Observation {
+        now_ms: NOW + ms,
+        ..observation
+    };
+    let failed_poll = |ms: i64| {
+        at(
+            ms,
+            Observation {
+                savepoint: Some(SavepointPoll::Failed("target directory not writable".into())),
+                ..obs(ready_jm(), running_job())
+            },
+        )
+    };
+    let changed_fd =
+        |status, generation| with_generation(fd(changed("savepoint"), Some(status), true, false), generation);
+    let triggered = decide(&changed_fd(running(), 2), &obs(ready_jm(), running_job()))
+        .status_before
+        .unwrap();
+
+    // A failure within the grace period (default 1 min): the job keeps running, the reason
+    // is in status, the conditions and a warning Event, and a retry is scheduled.
+    let plan = decide(&changed_fd(triggered, 2), &failed_poll(1_000));
+    assert!(plan.actions.is_empty());
+    let error = plan.status.error.clone().unwrap();
+    assert!(error.contains("target directory not writable"), "{error}");
+    let progressing = condition(&plan.status, "Progressing");
+    assert_eq!(progressing.reason.as_deref(), Some(phase::UPDATING));
+    assert!(
+        progressing
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("target directory not writable")
+    );
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == "SavepointFailed" && e.warning)
+    );
+    assert_eq!(plan.requeue, Next::Within(2));
+
+    // Within the back-off nothing is triggered; after it, the stop is sent again.
+    let retrying = plan.status;
     let plan = decide(
-        &with_generation(fd(changed("savepoint"), Some(triggered), true, false), 2),
+        &changed_fd(retrying.clone(), 2),
+        &at(2_000, obs(ready_jm(), running_job())),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    let plan = decide(
+        &changed_fd(retrying, 2),
+        &at(3_500, obs(ready_jm(), running_job())),
+    );
+    assert!(
+        matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+        "{:?}",
+        plan.actions
+    );
+    let retried = plan.status_before.unwrap();
+
+    // A failure whose retry would fall after the grace period ends the update.
+    let plan = decide(&changed_fd(retried, 2), &failed_poll(58_000));
+    assert!(plan.actions.is_empty());
+    let error = plan.status.error.clone().unwrap();
+    assert!(
+        error.contains("failed 2 times") && error.contains("target directory not writable"),
+        "{error}"
+    );
+    for type_ in ["Ready", "Progressing", "Degraded"] {
+        let c = condition(&plan.status, type_);
+        assert_eq!(c.reason.as_deref(), Some(phase::UPDATE_FAILED), "{type_}");
+        assert_eq!(c.message.as_deref(), Some(error.as_str()), "{type_}");
+    }
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == "UpdateFailed" && e.warning)
+    );
+
+    // The same generation is not retried, and keeps saying why...
+    let failed = plan.status;
+    let plan = decide(
+        &changed_fd(failed.clone(), 2),
+        &at(70_000, obs(ready_jm(), running_job())),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(plan.status.error.as_deref(), Some(error.as_str()));
+    assert_eq!(
+        condition(&plan.status, "Degraded").message.as_deref(),
+        Some(error.as_str())
+    );
+    // ...a new one is.
+    let plan = decide(
+        &changed_fd(failed, 3),
+        &at(70_000, obs(ready_jm(), running_job())),
+    );
+    assert!(
+        matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+        "{:?}",
+        plan.actions
+    );
+}
+
+#[test]
+fn a_savepoint_waits_until_all_tasks_of_the_job_run() {
+    let deploying = Some(JobObservation::Found {
+        state: "RUNNING".into(),
+        start_time: Some(NOW - 1000),
+        all_tasks_running: false,
+        failure: None,
+    });
+    let changed_fd = |status| with_generation(fd(changed("savepoint"), Some(status), true, false), 2);
+    let plan = decide(&changed_fd(running()), &obs(ready_jm(), deploying.clone()));
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.status.error, None);
+    assert_eq!(
+        condition(&plan.status, "Progressing").reason.as_deref(),
+        Some(phase::UPDATING)
+    );
+    // The tasks run: the stop is sent.
+    let waiting = plan.status;
+    let plan = decide(
+        &changed_fd(waiting.clone()),
         &Observation {
-            savepoint: Some(SavepointPoll::Failed("target directory not writable".into())),
+            now_ms: NOW + 5_000,
             ..obs(ready_jm(), running_job())
+        },
+    );
+    assert!(
+        matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+        "{:?}",
+        plan.actions
+    );
+    // They never do: the update fails after the grace period, saying why.
+    let plan = decide(
+        &changed_fd(waiting),
+        &Observation {
+            now_ms: NOW + 61_000,
+            ..obs(ready_jm(), deploying)
         },
     );
     assert!(plan.actions.is_empty());
@@ -502,33 +619,13 @@ fn a_failed_savepoint_leaves_the_job_running_until_the_spec_changes_again() {
             .error
             .as_deref()
             .unwrap()
-            .contains("target directory not writable")
+            .contains("not all tasks of the job are running"),
+        "{:?}",
+        plan.status.error
     );
     assert_eq!(
-        condition(&plan.status, "Ready").reason.as_deref(),
+        condition(&plan.status, "Degraded").reason.as_deref(),
         Some(phase::UPDATE_FAILED)
-    );
-    assert!(
-        plan.events
-            .iter()
-            .any(|e| e.reason == "UpdateFailed" && e.warning)
-    );
-    // The same generation is not retried...
-    let failed = plan.status;
-    let plan = decide(
-        &with_generation(fd(changed("savepoint"), Some(failed.clone()), true, false), 2),
-        &obs(ready_jm(), running_job()),
-    );
-    assert!(plan.actions.is_empty());
-    // ...a new one is.
-    let plan = decide(
-        &with_generation(fd(changed("savepoint"), Some(failed), true, false), 3),
-        &obs(ready_jm(), running_job()),
-    );
-    assert!(
-        matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
-        "{:?}",
-        plan.actions
     );
 }
 
@@ -603,10 +700,7 @@ fn spec_with(mode: &str, changes: &[(&str, serde_json::Value)]) -> serde_json::V
 }
 
 fn job_found(state: &str, started: i64) -> Option<JobObservation> {
-    Some(JobObservation::Found {
-        state: state.into(),
-        start_time: Some(started),
-    })
+    Some(JobObservation::found(state, Some(started)))
 }
 
 /// The stored status of a job of `spec` observed in `state` (started an hour ago).
@@ -2016,4 +2110,59 @@ fn deployed_session(spec: &serde_json::Value) -> FlinkDeploymentStatus {
         &obs(JobManagerObservation::Missing, None),
     )
     .status
+}
+
+#[test]
+fn a_steady_job_keeps_its_status_as_it_is() {
+    let steady = running();
+    let plan = decide(
+        &fd(app_spec(), Some(steady.clone()), true, false),
+        &Observation {
+            now_ms: NOW + 60_000,
+            ..obs(ready_jm(), running_job())
+        },
+    );
+    assert_eq!(plan.status, steady);
+    assert!(plan.actions.is_empty() && plan.events.is_empty());
+    assert_eq!(plan.requeue, Next::Steady);
+}
+
+#[test]
+fn a_failed_job_says_why_in_status_the_conditions_and_an_event() {
+    let cause = "java.lang.IllegalStateException: key 1 reached --fail-at 5 (a deliberate failure)";
+    let failed_job = |failure: Option<&str>| {
+        Some(JobObservation::Found {
+            state: "FAILED".into(),
+            start_time: Some(NOW - 1000),
+            all_tasks_running: false,
+            failure: failure.map(str::to_owned),
+        })
+    };
+    let plan = decide(
+        &fd(app_spec(), Some(running()), true, false),
+        &obs(ready_jm(), failed_job(Some(cause))),
+    );
+    let error = plan.status.error.clone().unwrap();
+    assert!(error.contains(cause), "{error}");
+    assert_eq!(
+        condition(&plan.status, "Degraded").message.as_deref(),
+        Some(error.as_str())
+    );
+    assert_eq!(
+        condition(&plan.status, "Degraded").reason.as_deref(),
+        Some(phase::FAILED)
+    );
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == "JobFailed" && e.warning && e.note.contains(cause))
+    );
+    // Looked at again (the cause is not read twice): the reason stays, no new Event.
+    let failed = plan.status;
+    let plan = decide(
+        &fd(app_spec(), Some(failed.clone()), true, false),
+        &obs(ready_jm(), failed_job(None)),
+    );
+    assert_eq!(plan.status, failed);
+    assert!(plan.events.is_empty(), "{:?}", plan.events);
 }

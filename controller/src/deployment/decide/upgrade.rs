@@ -14,10 +14,11 @@ use flink_operator_api::{
 };
 
 use super::{
-    Action, Decision, EventNote, FAST, Plan, SavepointPoll, WAIT, is_suspended, phase,
+    Action, Decision, EventNote, FAST, Next, Plan, SavepointPoll, WAIT, is_suspended, phase,
     state::{self, Kind, RestorableState},
     status::suspended_message,
 };
+use crate::savepoint_retry::{self, Attempt};
 
 /// What the next job starts from.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,7 +198,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         actions: d.actions,
         status: after,
         events: d.events,
-        requeue_seconds: FAST,
+        requeue: FAST,
     }
 }
 
@@ -210,7 +211,17 @@ pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> P
             && c.observed_generation == generation
     });
     if failed_for_this_generation {
-        let note = d.status.error.clone().unwrap_or_default();
+        // The reason as stored: observing the running job has cleared it from the status
+        // being built.
+        let stored = d.fd.status.as_ref();
+        let note = stored
+            .and_then(|s| s.error.clone())
+            .or_else(|| {
+                stored
+                    .and_then(|s| s.conditions.as_ref())
+                    .and_then(|c| c.iter().find_map(|c| c.message.clone().filter(|m| !m.is_empty())))
+            })
+            .unwrap_or_else(|| "the update failed; change the spec to try again".to_owned());
         return d.refuse(phase::UPDATE_FAILED, note);
     }
     let spec = d.fd.spec.clone();
@@ -420,10 +431,39 @@ fn cancel_for_newest_state(d: Decision, job_status: JobStatus, verb: &str) -> Pl
     d.done(FAST)
 }
 
-/// Records a fresh trigger id, then stops the job with a savepoint under it.
+/// Records a fresh trigger id, then stops the job with a savepoint under it: once all the
+/// job's tasks run and no back-off of a failed attempt runs (see [`savepoint_retry`]).
 fn stop_with_savepoint(mut d: Decision, job_id: String, verb: &str) -> Plan {
     let trigger_id = d.obs.fresh_trigger_id.clone();
     let now = d.obs.now_ms;
+    let recorded = d.job_status().savepoint_info.and_then(|i| i.upgrade_retry);
+    let retry = savepoint_retry::attempts(recorded.as_ref(), d.generation(), now);
+    let ready = d.obs.job.as_ref().is_some_and(|j| j.ready_for_savepoint());
+    match savepoint_retry::before_trigger(&retry, ready, d.obs.policy.savepoint_grace_ms, now) {
+        Attempt::Now => {}
+        Attempt::Wait { seconds, note } => {
+            let failed = retry.last_failure.is_some();
+            d.job_status_mut()
+                .savepoint_info
+                .get_or_insert_with(Default::default)
+                .upgrade_retry = Some(retry);
+            d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            // A failure is the reason the upgrade is not done yet; tasks that still deploy
+            // are not an error.
+            d.status.error = failed.then(|| note.clone());
+            d.conditions(phase::UPDATING, &format!("{verb}: {note}"));
+            return d.done(Next::Within(seconds.max(2)));
+        }
+        Attempt::GiveUp(why) => {
+            if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
+                info.upgrade_retry = None;
+            }
+            return d.refuse(
+                phase::UPDATE_FAILED,
+                format!("{verb}: {why}; the job keeps running with the previous spec"),
+            );
+        }
+    }
     let info = d
         .job_status_mut()
         .savepoint_info
@@ -431,6 +471,7 @@ fn stop_with_savepoint(mut d: Decision, job_id: String, verb: &str) -> Plan {
     info.trigger_id = Some(trigger_id.clone());
     info.trigger_type = Some(SnapshotTriggerType::Upgrade);
     info.trigger_timestamp = Some(now);
+    info.upgrade_retry = Some(retry);
     d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     d.conditions(phase::UPDATING, "stopping the job with a savepoint");
     d.events.push(EventNote::normal(
@@ -460,6 +501,9 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
                 ..Default::default()
             };
             super::snapshots::record_savepoint(&mut d, savepoint.clone(), None);
+            if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
+                info.upgrade_retry = None;
+            }
             d.events.push(EventNote::normal(
                 "SavepointCompleted",
                 format!("Savepoint completed: {path}"),
@@ -489,11 +533,60 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
             d.conditions(phase::UPDATING, "stopping the job with a savepoint");
             d.done(FAST)
         }
-        Some(SavepointPoll::Failed(reason)) | Some(SavepointPoll::JobGone(reason)) => {
+        Some(SavepointPoll::Failed(reason)) => {
             super::snapshots::clear_savepoint_trigger(&mut d.status);
+            let recorded = job_status
+                .savepoint_info
+                .as_ref()
+                .and_then(|i| i.upgrade_retry.clone());
+            let started = job_status
+                .savepoint_info
+                .as_ref()
+                .and_then(|i| i.trigger_timestamp)
+                .unwrap_or(d.obs.now_ms);
+            let retry = savepoint_retry::attempts(recorded.as_ref(), d.generation(), started);
+            match savepoint_retry::after_failure(
+                &retry,
+                &reason,
+                d.obs.policy.savepoint_grace_ms,
+                d.obs.now_ms,
+            ) {
+                Ok(next) => {
+                    let note = savepoint_retry::failed_attempts(&next);
+                    let wait = next.next_attempt_timestamp.map_or(1, |at| {
+                        u64::try_from(at - d.obs.now_ms).unwrap_or(0).div_ceil(1000)
+                    });
+                    d.events.push(EventNote::warning(
+                        "SavepointFailed",
+                        format!("{}; trying again in {wait} s", capitalised(&note)),
+                    ));
+                    d.job_status_mut()
+                        .savepoint_info
+                        .get_or_insert_with(Default::default)
+                        .upgrade_retry = Some(next);
+                    d.status.error = Some(note.clone());
+                    d.conditions(phase::UPDATING, &format!("{note}; trying again"));
+                    d.done(Next::Within(wait.max(1)))
+                }
+                Err(why) => {
+                    if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
+                        info.upgrade_retry = None;
+                    }
+                    d.refuse(
+                        phase::UPDATE_FAILED,
+                        format!("{why}; the job keeps running with the previous spec"),
+                    )
+                }
+            }
+        }
+        Some(SavepointPoll::JobGone(reason)) => {
+            super::snapshots::clear_savepoint_trigger(&mut d.status);
+            if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
+                info.upgrade_retry = None;
+            }
             d.refuse(
                 phase::UPDATE_FAILED,
-                format!("the savepoint failed, the job keeps running with the previous spec: {reason}"),
+                format!("the job ended while it was being stopped with a savepoint: {reason}"),
             )
         }
         Some(SavepointPoll::UnknownTrigger) => {
