@@ -130,6 +130,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                     },
                 ),
                 metrics: reconcile_metrics.clone(),
+                unanswered: Default::default(),
             });
             tasks.spawn(
                 stop_on(stopping.clone(), deployment::run(context.clone(), scope.clone()))

@@ -19,9 +19,24 @@ pub struct Context {
     pub operator_config: BTreeMap<String, String>,
     pub recorder: Recorder,
     pub metrics: ReconcileMetrics,
+    /// Resources (by uid) whose ready JobManager did not answer its REST API at the last
+    /// look: a second unanswered look in a row is reported, a single one is not.
+    pub unanswered: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Context {
+    /// Records whether the JobManager of the resource `uid` answered now; returns whether it
+    /// also did not answer at the previous look.
+    pub fn unanswered_again(&self, uid: &str, answered: bool) -> bool {
+        let mut unanswered = self.unanswered.lock().unwrap_or_else(|e| e.into_inner());
+        if answered {
+            unanswered.remove(uid);
+            false
+        } else {
+            !unanswered.insert(uid.to_owned())
+        }
+    }
+
     /// The configuration `fd` runs with before its spec fields are applied: operator
     /// defaults, their namespace and version overlays, then its `flinkConfiguration`.
     pub fn effective_config(&self, fd: &FlinkDeployment) -> BTreeMap<String, String> {

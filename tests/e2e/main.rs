@@ -11,6 +11,7 @@ mod built_clusters;
 #[path = "../cluster/harness.rs"]
 #[allow(dead_code)]
 mod cluster_harness;
+mod first_hour;
 #[path = "../flink/harness.rs"]
 mod flink_harness;
 mod harness;

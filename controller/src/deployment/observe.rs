@@ -29,6 +29,7 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
     let mut savepoint = None;
     let mut checkpoint = None;
     let mut latest_checkpoint = None;
+    let mut unanswered_before = false;
     let annotation = |key: &str| {
         jm.as_ref()
             .and_then(|d| d.metadata.annotations.as_ref())
@@ -73,6 +74,7 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
                 Err(e) => job = Some(JobObservation::Unreachable(e.to_string())),
             }
         }
+        unanswered_before = ctx.unanswered_again(&fd.uid().unwrap_or_default(), rest_ready || ready == 0);
         job_manager = JobManagerObservation::Present {
             ready,
             replicas,
@@ -124,6 +126,7 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
         checkpoint,
         latest_checkpoint,
         ha_checkpoint,
+        unanswered_before,
         policy,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),

@@ -394,7 +394,12 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
     }
     let (reason, message) = current_phase(&status, &recorded);
     d.conditions(&mut status, reason, &message);
-    let requeue = if status.lifecycle_state == Some(ResourceLifecycleState::Stable) && !pending {
+    // Nothing will change by itself once the job runs or has ended.
+    let ended = job
+        .state
+        .as_deref()
+        .is_some_and(flink_job_state::is_globally_terminal);
+    let requeue = if (status.lifecycle_state == Some(ResourceLifecycleState::Stable) || ended) && !pending {
         SLOW
     } else {
         FAST

@@ -62,6 +62,8 @@ pub struct Observation {
     /// availability, when a rollback may be due (enabled, the resource not stable) or the
     /// JobManager Deployment is missing.
     pub ha_checkpoint: Option<bool>,
+    /// Whether the ready JobManager's REST API did not answer at the previous look either.
+    pub unanswered_before: bool,
     /// The operator settings from the resource's effective configuration.
     pub policy: Policy,
     /// FlinkSessionJobs that name this (session) cluster; looked up only on deletion.
@@ -407,11 +409,28 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
         return plan;
     }
     d.observed_phase();
+    let mut next = if status::unanswered_once(&d) {
+        FAST
+    } else {
+        steady_requeue(&d.status, pending)
+    };
+    // A rollback falls due at the readiness timeout, not at the next steady look.
+    if rolled_back.is_none()
+        && next == SLOW
+        && let Some(due) = rollback::due_at(&d, &recorded)
+    {
+        next = Next::Within(
+            u64::try_from(due - d.obs.now_ms)
+                .unwrap_or(0)
+                .div_ceil(1000)
+                .max(1),
+        );
+    }
     let requeue = savepoint_history::requeue_for_periodic(
         &d.job_status(),
         d.obs.policy.periodic_savepoint_ms,
         d.obs.now_ms,
-        steady_requeue(&d.status, pending),
+        next,
     );
     d.done(requeue)
 }
@@ -422,11 +441,19 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
 /// fallback, so that many starting (or unschedulable) clusters do not poll the API server.
 fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> Next {
     let stable = status.lifecycle_state == Some(ResourceLifecycleState::Stable);
-    let jm_ready = status.job_manager_deployment_status == Some(JobManagerDeploymentStatus::Ready);
-    match (stable, pending, jm_ready) {
-        (true, false, _) => SLOW,
-        (_, true, _) | (false, false, true) => FAST,
-        (false, false, false) => WAIT,
+    let ended = status
+        .job_status
+        .as_ref()
+        .and_then(|j| j.state.as_deref())
+        .is_some_and(flink_job_state::is_globally_terminal);
+    match status.job_manager_deployment_status.unwrap_or_default() {
+        _ if pending => FAST,
+        // Nothing will change by itself: a running job, one that ended, or (as in the Apache
+        // operator) a cluster that is broken or gone, whose Deployment's changes wake it.
+        JobManagerDeploymentStatus::Ready if stable || ended => SLOW,
+        JobManagerDeploymentStatus::Error | JobManagerDeploymentStatus::Missing => SLOW,
+        JobManagerDeploymentStatus::Ready => FAST,
+        _ => WAIT,
     }
 }
 

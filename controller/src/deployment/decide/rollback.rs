@@ -43,32 +43,46 @@ pub(super) fn deployed_spec(status: &FlinkDeploymentStatus) -> Option<FlinkDeplo
 }
 
 /// Starts a rollback if the deployed spec (`recorded`) is due for one.
-pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+/// When a rollback of `recorded` becomes due (epoch ms): rollback enabled, the spec
+/// deployed and not stable, a different stable spec to go back to. `None` when none can be.
+pub(super) fn due_at(d: &Decision, recorded: &FlinkDeploymentSpec) -> Option<i64> {
     let policy = &d.obs.policy;
     if !policy.rollback_enabled {
         return None;
     }
-    let rs = d.status.reconciliation_status.clone()?;
+    let rs = d.status.reconciliation_status.as_ref()?;
     if rs.state != Some(ReconciliationState::Deployed) {
         return None;
     }
     let stable: FlinkDeploymentSpec = rs.last_stable_spec::<FlinkDeploymentSpec>().ok().flatten()?;
-    let job_state = d.job_status().state;
+    let job_state = d.status.job_status.as_ref().and_then(|j| j.state.as_deref());
     let settled = matches!(
         d.status.lifecycle_state,
         Some(ResourceLifecycleState::Stable | ResourceLifecycleState::Suspended)
-    ) || job_state.as_deref() == Some(flink_job_state::FINISHED);
-    let deployed_at = rs.reconciliation_timestamp?;
-    let waited = d.obs.now_ms - deployed_at;
+    ) || job_state == Some(flink_job_state::FINISHED);
     if settled
         || upgrade_relevant(&stable) == upgrade_relevant(recorded)
         || is_suspended(&stable)
         || is_suspended(recorded)
         || stable.flink_version != recorded.flink_version
-        || waited < policy.readiness_timeout_ms
     {
         return None;
     }
+    Some(
+        rs.reconciliation_timestamp?
+            .saturating_add(policy.readiness_timeout_ms),
+    )
+}
+
+pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+    let due = due_at(d, recorded)?;
+    if d.obs.now_ms < due {
+        return None;
+    }
+    let rs = d.status.reconciliation_status.clone()?;
+    let stable: FlinkDeploymentSpec = rs.last_stable_spec::<FlinkDeploymentSpec>().ok().flatten()?;
+    let job_state = d.job_status().state;
+    let waited = d.obs.now_ms - rs.reconciliation_timestamp?;
     let why = match d.status.error.as_deref() {
         Some(error) => error.to_owned(),
         None => match job_state {
@@ -86,7 +100,7 @@ pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> 
         "rolling back to the last stable spec: the spec deployed {} ago did not become stable within \
          kubernetes.operator.deployment.readiness.timeout ({}): {why}",
         human(waited),
-        human(policy.readiness_timeout_ms)
+        human(d.obs.policy.readiness_timeout_ms)
     );
     let ran = d.job_status().start_time.is_some();
     let stateless = stable

@@ -8,7 +8,28 @@ use flink_operator_api::{
 use super::{Decision, EventNote, JobManagerObservation, JobObservation, phase};
 
 /// JobManager and job state into status.
+/// Whether the JobManager, ready at the last look, did not answer its REST API this once: a
+/// busy JVM (a long GC pause, a loaded node) lets a call time out now and then, and that is
+/// no change to report. It is looked at again soon; unanswered twice in a row, it is.
+pub(super) fn unanswered_once(d: &Decision) -> bool {
+    let unanswered = matches!(
+        d.obs.job_manager,
+        JobManagerObservation::Present {
+            ready,
+            rest_ready: false,
+            problem: None,
+            ..
+        } if ready > 0
+    );
+    unanswered
+        && !d.obs.unanswered_before
+        && d.status.job_manager_deployment_status == Some(JobManagerDeploymentStatus::Ready)
+}
+
 pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
+    if unanswered_once(d) {
+        return;
+    }
     let obs = d.obs;
     let previous_error = d.status.error.clone();
     let previous_jm = d.status.job_manager_deployment_status;

@@ -42,6 +42,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         checkpoint: None,
         ha_checkpoint: None,
         latest_checkpoint: None,
+        unanswered_before: false,
         policy: Policy::default(),
         session_jobs: vec![],
         fresh_trigger_id: "trigger".into(),
@@ -1469,23 +1470,33 @@ fn steady_resources_are_looked_at_as_often_as_something_can_change() {
     use JobManagerDeploymentStatus as Jm;
     use ResourceLifecycleState as L;
     let cases = [
-        (L::Stable, Jm::Ready, false, SLOW),
-        (L::Stable, Jm::Ready, true, FAST),
-        (L::Deployed, Jm::Ready, false, FAST),
-        (L::Deployed, Jm::Deploying, false, WAIT),
-        (L::Deployed, Jm::DeployedNotReady, false, WAIT),
-        (L::Failed, Jm::Error, false, WAIT),
+        (L::Stable, Jm::Ready, None, false, SLOW),
+        (L::Stable, Jm::Ready, None, true, FAST),
+        (L::Deployed, Jm::Ready, Some("INITIALIZING"), false, FAST),
+        (L::Deployed, Jm::Deploying, None, false, WAIT),
+        (L::Deployed, Jm::DeployedNotReady, None, false, WAIT),
+        // Nothing changes by itself: a job that ended, a broken or missing cluster (whose
+        // Deployment's watch wakes the resource when it changes).
+        (L::Failed, Jm::Ready, Some("FAILED"), false, SLOW),
+        (L::Deployed, Jm::Ready, Some("FINISHED"), false, SLOW),
+        (L::Failed, Jm::Error, None, false, SLOW),
+        (L::Deployed, Jm::Missing, None, false, SLOW),
+        (L::Failed, Jm::Ready, Some("FAILED"), true, FAST),
     ];
-    for (lifecycle, jm, pending, expected) in cases {
+    for (lifecycle, jm, job_state, pending, expected) in cases {
         let status = FlinkDeploymentStatus {
             lifecycle_state: Some(lifecycle),
             job_manager_deployment_status: Some(jm),
+            job_status: job_state.map(|s| JobStatus {
+                state: Some(s.to_owned()),
+                ..Default::default()
+            }),
             ..Default::default()
         };
         assert_eq!(
             steady_requeue(&status, pending),
             expected,
-            "{lifecycle:?} {jm:?} pending={pending}"
+            "{lifecycle:?} {jm:?} {job_state:?} pending={pending}"
         );
     }
 }
@@ -2165,4 +2176,37 @@ fn a_failed_job_says_why_in_status_the_conditions_and_an_event() {
     );
     assert_eq!(plan.status, failed);
     assert!(plan.events.is_empty(), "{:?}", plan.events);
+}
+
+#[test]
+fn a_jobmanager_that_does_not_answer_once_is_looked_at_again_and_reported_the_second_time() {
+    let steady = running();
+    let unanswered = JobManagerObservation::Present {
+        ready: 1,
+        replicas: 1,
+        problem: None,
+        rest_ready: false,
+    };
+    let silent = Some(JobObservation::Unreachable("timed out after 10 s".into()));
+    let plan = decide(
+        &fd(app_spec(), Some(steady.clone()), true, false),
+        &obs(unanswered.clone(), silent.clone()),
+    );
+    assert_eq!(plan.status, steady);
+    assert_eq!(plan.requeue, Next::Progress);
+    let plan = decide(
+        &fd(app_spec(), Some(steady), true, false),
+        &Observation {
+            unanswered_before: true,
+            ..obs(unanswered, silent)
+        },
+    );
+    assert_eq!(
+        plan.status.job_manager_deployment_status,
+        Some(JobManagerDeploymentStatus::DeployedNotReady)
+    );
+    assert_eq!(
+        condition(&plan.status, "Ready").reason.as_deref(),
+        Some(phase::DEPLOYING)
+    );
 }
