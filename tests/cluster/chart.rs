@@ -201,3 +201,68 @@ async fn the_chart_lints_renders_and_applies_with_server_side_dry_run_for_every_
         }
     }
 }
+
+/// The operator configuration the ConfigMap carries, flattened as the operator reads it.
+fn rendered_operator_config(set_json: &[&str]) -> std::collections::BTreeMap<String, String> {
+    let mut args = vec![
+        "template",
+        "flink-operator",
+        "--namespace",
+        RELEASE_NAMESPACE,
+        "--show-only",
+        "templates/configmap.yaml",
+    ];
+    for value in set_json {
+        args.extend(["--set-json", value]);
+    }
+    let rendered = helm(&args);
+    let config_map: k8s_openapi::api::core::v1::ConfigMap = serde_yaml::from_str(&rendered).unwrap();
+    let text = &config_map.data.unwrap()["config.yaml"];
+    let config: flink_operator_api::FlinkConfiguration = serde_yaml::from_str(text).unwrap();
+    config.flattened()
+}
+
+#[test]
+fn the_operator_configuration_holds_the_operators_defaults_and_a_users_value_wins() {
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join("charts/flink-operator/conf/operator-defaults.yaml"))
+            .unwrap();
+    let defaults = serde_yaml::from_str::<flink_operator_api::FlinkConfiguration>(&text)
+        .unwrap()
+        .flattened();
+    let v1 = "kubernetes.operator.default-configuration.flink-version.v1_18+.env.java.default-opts.all";
+    let v2 = "kubernetes.operator.default-configuration.flink-version.v2_0+.env.java.default-opts.all";
+    assert!(
+        defaults[v1].contains("--add-opens=java.base/java.util=ALL-UNNAMED"),
+        "{defaults:?}"
+    );
+    assert!(
+        defaults[v2].contains("--add-opens=java.base/java.util=ALL-UNNAMED"),
+        "{defaults:?}"
+    );
+
+    // The chart's values: every default, and the values' own keys beside them.
+    let config = rendered_operator_config(&[]);
+    for (key, value) in &defaults {
+        assert_eq!(config.get(key), Some(value), "{key}");
+    }
+    assert_eq!(
+        config
+            .get("kubernetes.operator.reconcile.interval")
+            .map(String::as_str),
+        Some("15 s")
+    );
+
+    // A value of the user wins over the default with the same key, flat or nested; null
+    // drops a default.
+    let config = rendered_operator_config(&[
+        &format!(r#"operatorConfiguration.{}="-Dmine=1""#, v1.replace('.', "\\.")),
+        r#"operatorConfiguration.kubernetes={"operator": {"default-configuration": {"flink-version": {"v2_0+": {"env.java.default-opts.all": "-Dnested=1"}}}}}"#,
+    ]);
+    assert_eq!(config.get(v1).map(String::as_str), Some("-Dmine=1"));
+    assert_eq!(config.get(v2).map(String::as_str), Some("-Dnested=1"));
+    let config =
+        rendered_operator_config(&[&format!("operatorConfiguration.{}=null", v2.replace('.', "\\."))]);
+    assert_eq!(config.get(v2), None);
+    assert_eq!(config.get(v1), defaults.get(v1));
+}

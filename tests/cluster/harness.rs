@@ -81,15 +81,33 @@ pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {
 #[allow(dead_code)]
 pub const LOCAL_JARS_NAMESPACE: &str = "session-jobs-local-jars";
 
-/// The operator's configuration file: namespace overlays only.
-fn operator_config(dir: &Path) -> PathBuf {
+/// The operator's configuration: the operator's default configuration as the chart and
+/// `scripts/dev-up` give it (the chart's `conf/operator-defaults.yaml`), then what this
+/// test platform adds.
+pub fn operator_config_text() -> String {
+    let defaults = Path::new(ROOT).join("charts/flink-operator/conf/operator-defaults.yaml");
+    let mut text = std::fs::read_to_string(&defaults).unwrap();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    // What a platform team on small nodes would set for every cluster: C1 only and the
+    // serial collector start JVMs with less CPU and memory, which matters more on this
+    // 2-core machine than peak throughput. A Flink key of the operator's configuration is a
+    // default of every cluster (as in the Apache operator); a spec's own env.java.opts.all
+    // replaces it, while the Java 17 module options, in env.java.default-opts.all, stay.
+    text.push_str("\nenv.java.opts.all: -XX:+UseSerialGC -XX:TieredStopAtLevel=1\n");
     let overlay = format!("kubernetes.operator.default-configuration.namespace.{LOCAL_JARS_NAMESPACE}");
-    let text = format!(
+    text.push_str(&format!(
         "{overlay}.kubernetes.operator.user.artifacts.allowed-schemes: \"https,http,file\"\n\
          {overlay}.kubernetes.operator.user.artifacts.disallow-restricted-hosts: \"false\"\n"
-    );
+    ));
+    text
+}
+
+/// The operator's configuration file.
+fn operator_config(dir: &Path) -> PathBuf {
     let path = dir.join("operator-config.yaml");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, operator_config_text()).unwrap();
     path
 }
 

@@ -4,7 +4,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkConfiguration, FlinkDeployment, validation::ValidationContext};
 use flink_operator_controller::{
     flink::{JobId, RunJar},
     resources::{
@@ -20,13 +20,15 @@ use kube::{Api, Client, api::PostParams};
 use serde_json::json;
 
 use crate::{
-    cluster_harness::{TestNamespace, wait_for},
+    cluster_harness::{self, TestNamespace, wait_for},
     flink_harness,
     harness::{self, LogsOnFailure, rest_address, rest_client, wait_for_running_job},
     objects,
 };
 
-fn flink_deployment(namespace: &str, name: &str, spec: serde_json::Value) -> FlinkDeployment {
+/// A FlinkDeployment of `spec` with the tests' base configuration.
+fn flink_deployment(namespace: &str, name: &str, mut spec: serde_json::Value) -> FlinkDeployment {
+    spec["flinkConfiguration"] = json!(objects::base_config().into_iter().collect::<BTreeMap<_, _>>());
     serde_json::from_value(json!({
         "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
         "metadata": {"name": name, "namespace": namespace, "generation": 1},
@@ -36,9 +38,18 @@ fn flink_deployment(namespace: &str, name: &str, spec: serde_json::Value) -> Fli
 }
 
 /// Builds the cluster and creates it: the JobManager Deployment first, then what it owns.
-async fn deploy(client: &Client, deployment: &FlinkDeployment, version: &str, job_id: Option<&JobId>) {
+/// Its configuration is what the operator would run it with: the operator's configuration
+/// of these tests (with its overlays for the namespace and the Flink version), then the
+/// spec's own.
+async fn deploy(client: &Client, deployment: &FlinkDeployment, job_id: Option<&JobId>) {
     let namespace = deployment.metadata.namespace.clone().unwrap();
-    let effective: BTreeMap<String, String> = objects::base_config(version).into_iter().collect();
+    let operator: FlinkConfiguration =
+        serde_yaml::from_str(&cluster_harness::operator_config_text()).unwrap();
+    let effective = ValidationContext::new(operator.flattened()).effective_config(
+        &namespace,
+        deployment.spec.flink_version,
+        deployment.spec.flink_configuration.as_ref(),
+    );
     let deploy = DeployParameters {
         job_id: job_id.map(|j| j.as_str().to_owned()),
         ..DeployParameters::default()
@@ -91,7 +102,7 @@ async fn a_built_native_application_runs_its_job_on_each_flink_version() {
             }),
         );
         let job = JobId::random();
-        deploy(&client, &deployment, &version, Some(&job)).await;
+        deploy(&client, &deployment, Some(&job)).await;
         let rest = rest_client(&rest_address(&client, &ns.name, "counter").await);
         wait_for_running_job(&rest, &job).await;
         // The JobManager created its TaskManager from the configuration the operator wrote.
@@ -118,7 +129,7 @@ async fn a_built_standalone_session_runs_a_submitted_job() {
             "taskManager": {"resource": {"memory": "1g", "cpu": 0.5}, "replicas": 1},
         }),
     );
-    deploy(&client, &deployment, &version, None).await;
+    deploy(&client, &deployment, None).await;
     let rest = rest_client(&rest_address(&client, &ns.name, "session").await);
     let jar = tokio::task::spawn_blocking({
         let version = version.clone();

@@ -15,6 +15,7 @@ mod first_hour;
 #[path = "../flink/harness.rs"]
 mod flink_harness;
 mod harness;
+mod java_defaults;
 mod lifecycle;
 mod objects;
 mod reconcile;

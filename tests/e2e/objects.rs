@@ -21,39 +21,42 @@ pub fn image(version: &str) -> String {
 }
 
 /// Flink's Java 17 module options, from the distribution's default configuration.
-fn java_opts(version: &str) -> String {
+pub fn java_opts(version: &str) -> String {
     let home = flink_harness::flink_home(version);
     let text = std::fs::read_to_string(home.join("conf/config.yaml")).unwrap();
     let conf: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
     conf["env"]["java"]["opts"]["all"].as_str().unwrap().to_owned()
 }
 
-/// Settings of every test cluster: small JVMs, quick registration and failure detection,
-/// quick JVM starts on few cores, Java 17 module options.
-pub fn base_config(version: &str) -> Vec<(String, String)> {
+/// Settings of every test cluster, as a job owner writes them in a spec: small JVMs, quick
+/// registration and failure detection. No Java options: the operator's configuration brings
+/// them, as it does for users.
+pub fn base_config() -> Vec<(String, String)> {
     [
-        ("jobmanager.memory.process.size", "768m".to_owned()),
-        ("taskmanager.memory.process.size", "1g".to_owned()),
-        ("taskmanager.numberOfTaskSlots", "2".to_owned()),
-        ("parallelism.default", "2".to_owned()),
-        ("rest.port", "8081".to_owned()),
-        ("cluster.registration.error-delay", "500ms".to_owned()),
-        ("heartbeat.interval", "2000".to_owned()),
-        ("heartbeat.timeout", "10000".to_owned()),
-        (
-            "env.java.opts.all",
-            format!("{} -XX:+UseSerialGC -XX:TieredStopAtLevel=1", java_opts(version)),
-        ),
+        ("jobmanager.memory.process.size", "768m"),
+        ("taskmanager.memory.process.size", "1g"),
+        ("taskmanager.numberOfTaskSlots", "2"),
+        ("parallelism.default", "2"),
+        ("rest.port", "8081"),
+        ("cluster.registration.error-delay", "500ms"),
+        ("heartbeat.interval", "2000"),
+        ("heartbeat.timeout", "10000"),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect()
 }
 
-/// config.yaml of a hand-made cluster: the base settings and fixed ports, flat keys (1.20
-/// and 2.x read them).
+/// config.yaml of a hand-made cluster (no operator writes it): the base settings, the Java
+/// options of the distribution's own config.yaml (Java 17 module options) and of the test
+/// platform (quick JVM starts on few cores), and fixed ports; flat keys (1.20 and 2.x read
+/// them).
 fn config_yaml(version: &str, extra: &[(&str, String)]) -> String {
-    let mut entries = base_config(version);
+    let mut entries = base_config();
+    entries.push((
+        "env.java.opts.all".to_owned(),
+        format!("{} -XX:+UseSerialGC -XX:TieredStopAtLevel=1", java_opts(version)),
+    ));
     for (key, value) in [
         ("blob.server.port", "6124"),
         ("taskmanager.rpc.port", "6122"),
@@ -372,7 +375,7 @@ pub fn job_jar(version: &str) -> std::path::PathBuf {
 /// their checkpoints, savepoints and the test job's counts in `state` on the host, mounted
 /// at /opt/flink/state.
 pub fn stateful_cluster_spec(version: &str, state: &std::path::Path) -> Value {
-    let mut configuration: serde_json::Map<String, Value> = base_config(version)
+    let mut configuration: serde_json::Map<String, Value> = base_config()
         .into_iter()
         .filter(|(k, _)| !k.ends_with("memory.process.size"))
         .map(|(k, v)| (k, json!(v)))

@@ -35,7 +35,7 @@ use crate::{
 fn unscheduled_session(namespace: &str, name: &str) -> FlinkDeployment {
     let version = flink_harness::versions().last().unwrap().clone();
     let dotted: Vec<&str> = version.split('.').take(2).collect();
-    let configuration: serde_json::Map<String, serde_json::Value> = objects::base_config(&version)
+    let configuration: serde_json::Map<String, serde_json::Value> = objects::base_config()
         .into_iter()
         .filter(|(k, _)| !k.ends_with("memory.process.size"))
         .map(|(k, v)| (k, json!(v)))

@@ -72,6 +72,36 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (printf "%s-webhook-certs" (include "flink-operator.fullname" .)) .Values.webhook.certificates.secretName }}
 {{- end }}
 
+{{/*
+Sets the keys of a configuration map into "into" as flat keys ("a: {b: 1}" as "a.b: 1"),
+as the operator reads them; called with (dict "into" $flat "prefix" "" "values" $map).
+*/}}
+{{- define "flink-operator.flattenInto" -}}
+{{- range $key, $value := .values }}
+{{- $flat := ternary $key (printf "%s.%s" $.prefix $key) (eq $.prefix "") }}
+{{- if kindIs "map" $value }}
+{{- include "flink-operator.flattenInto" (dict "into" $.into "prefix" $flat "values" $value) }}
+{{- else }}
+{{- $_ := set $.into $flat $value }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The operator configuration: the operator's defaults (conf/operator-defaults.yaml), then
+operatorConfiguration over them. Both are flattened first, so that a value set nested
+replaces a default set flat.
+*/}}
+{{- define "flink-operator.operatorConfiguration" -}}
+{{- $config := dict }}
+{{- include "flink-operator.flattenInto" (dict "into" $config "prefix" "" "values" (.Files.Get "conf/operator-defaults.yaml" | fromYaml)) }}
+{{- include "flink-operator.flattenInto" (dict "into" $config "prefix" "" "values" (.Values.operatorConfiguration | default dict)) }}
+{{- if and .Values.watchNamespaces (not (hasKey $config "kubernetes.operator.watched.namespaces")) }}
+{{- $_ := set $config "kubernetes.operator.watched.namespaces" (join "," (uniq .Values.watchNamespaces)) }}
+{{- end }}
+{{- toYaml $config }}
+{{- end }}
+
 {{/* ConfigMap of the operator configuration. */}}
 {{- define "flink-operator.configMapName" -}}
 {{- printf "%s-config" (include "flink-operator.fullname" .) }}

@@ -210,7 +210,55 @@ pub fn build(
     for key in REMOVED_KEYS {
         c.remove(key);
     }
+    fold_default_java_opts(&mut c, version);
     Ok(c)
+}
+
+/// The JVM option keys Flink 1.19 added (`env.java.default-opts.<role>`, which its launch
+/// scripts put before `env.java.opts.<role>`), with the key each is folded into for a version
+/// before 1.19. Flink before 1.18 reads `env.java.opts` where 1.18 reads `env.java.opts.all`.
+fn default_java_opts_keys(version: FlinkVersion) -> [(&'static str, &'static str); 3] {
+    let all = if version.is_at_least(FlinkVersion::V1_18) {
+        "env.java.opts.all"
+    } else {
+        "env.java.opts"
+    };
+    [
+        ("env.java.default-opts.all", all),
+        ("env.java.default-opts.jobmanager", "env.java.opts.jobmanager"),
+        ("env.java.default-opts.taskmanager", "env.java.opts.taskmanager"),
+    ]
+}
+
+/// For a Flink version without `env.java.default-opts.*` (before 1.19), what 1.19+ does by
+/// itself: the default options go before the resource's own, in the key that version reads,
+/// and the key it does not know is not written. The operator's default configuration sets
+/// the Java 17 module options there, so that a spec's own `env.java.opts.all` adds to them
+/// instead of replacing them.
+fn fold_default_java_opts(c: &mut BTreeMap<String, String>, version: FlinkVersion) {
+    if version.is_at_least(FlinkVersion::V1_19) {
+        return;
+    }
+    for (default_key, key) in default_java_opts_keys(version) {
+        let Some(defaults) = c.remove(default_key) else {
+            continue;
+        };
+        // 1.18 falls back to the deprecated `env.java.opts` when `env.java.opts.all` is unset.
+        let deprecated = (key == "env.java.opts.all").then_some("env.java.opts");
+        let own = std::iter::once(key)
+            .chain(deprecated)
+            .find_map(|k| c.get(k).filter(|v| !v.trim().is_empty()))
+            .cloned()
+            .unwrap_or_default();
+        let folded = [defaults.trim(), own.trim()]
+            .into_iter()
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if !folded.is_empty() {
+            c.insert(key.to_owned(), folded);
+        }
+    }
 }
 
 fn apply_job(
@@ -538,6 +586,161 @@ mod tests {
         assert_eq!(c.get("parallelism.default").map(String::as_str), Some("6"));
         assert!(!c.contains_key("pipeline.jars"));
         assert!(!c.contains_key("execution.savepoint.path"));
+    }
+
+    /// What the operator's default configuration sets for every cluster of `version` (the
+    /// chart's file, as the operator resolves its version overlays), then `own`.
+    fn with_operator_defaults(version: FlinkVersion, own: &[(&str, &str)]) -> BTreeMap<String, String> {
+        let text = include_str!("../../../charts/flink-operator/conf/operator-defaults.yaml");
+        let defaults: flink_operator_api::FlinkConfiguration = serde_yaml::from_str(text).unwrap();
+        let own: flink_operator_api::FlinkConfiguration =
+            serde_json::from_value(own.iter().map(|(k, v)| (k.to_string(), json!(v))).collect()).unwrap();
+        let effective = flink_operator_api::validation::ValidationContext::new(defaults.flattened())
+            .effective_config("team-a", Some(version), Some(&own));
+        build(
+            &deployment(json!({"flinkVersion": version.as_str()})),
+            &effective,
+            &DeployParameters::default(),
+        )
+        .unwrap()
+    }
+
+    const MODULE_OPTION: &str = "--add-opens=java.base/java.util=ALL-UNNAMED";
+
+    #[test]
+    fn before_1_19_the_default_java_options_are_folded_before_the_specs_own() {
+        let opts = |c: &BTreeMap<String, String>, key: &str| c.get(key).cloned();
+        // Only the defaults.
+        let c = built(
+            json!({"flinkVersion": "v1_18"}),
+            &[("env.java.default-opts.all", " --add-opens=a ")],
+            DeployParameters::default(),
+        );
+        assert_eq!(opts(&c, "env.java.opts.all").as_deref(), Some("--add-opens=a"));
+        assert!(!c.contains_key("env.java.default-opts.all"));
+        // The defaults, then the spec's own options; per role too.
+        let c = built(
+            json!({"flinkVersion": "v1_18"}),
+            &[
+                ("env.java.default-opts.all", "--add-opens=a"),
+                ("env.java.opts.all", "-Dmine=1"),
+                ("env.java.default-opts.taskmanager", "-Dtm-default=1"),
+                ("env.java.opts.taskmanager", "-Dtm=1"),
+                ("env.java.default-opts.jobmanager", "-Djm-default=1"),
+            ],
+            DeployParameters::default(),
+        );
+        assert_eq!(
+            opts(&c, "env.java.opts.all").as_deref(),
+            Some("--add-opens=a -Dmine=1")
+        );
+        assert_eq!(
+            opts(&c, "env.java.opts.taskmanager").as_deref(),
+            Some("-Dtm-default=1 -Dtm=1")
+        );
+        assert_eq!(
+            opts(&c, "env.java.opts.jobmanager").as_deref(),
+            Some("-Djm-default=1")
+        );
+        assert!(
+            !c.keys().any(|k| k.starts_with("env.java.default-opts.")),
+            "{c:?}"
+        );
+        // 1.18 still reads the deprecated key when `env.java.opts.all` is unset: kept too.
+        let c = built(
+            json!({"flinkVersion": "v1_18"}),
+            &[
+                ("env.java.default-opts.all", "--add-opens=a"),
+                ("env.java.opts", "-Dold=1"),
+            ],
+            DeployParameters::default(),
+        );
+        assert_eq!(
+            opts(&c, "env.java.opts.all").as_deref(),
+            Some("--add-opens=a -Dold=1")
+        );
+        // Before 1.18 the key is `env.java.opts`.
+        let c = built(
+            json!({"flinkVersion": "v1_17"}),
+            &[
+                ("env.java.default-opts.all", "--add-opens=a"),
+                ("env.java.opts", "-Dold=1"),
+            ],
+            DeployParameters::default(),
+        );
+        assert_eq!(
+            opts(&c, "env.java.opts").as_deref(),
+            Some("--add-opens=a -Dold=1")
+        );
+        assert!(!c.contains_key("env.java.opts.all"));
+        assert!(!c.contains_key("env.java.default-opts.all"));
+    }
+
+    #[test]
+    fn from_1_19_flink_puts_the_default_java_options_first_itself() {
+        for version in ["v1_19", "v1_20", "v2_3"] {
+            let c = built(
+                json!({"flinkVersion": version}),
+                &[
+                    ("env.java.default-opts.all", "--add-opens=a"),
+                    ("env.java.opts.all", "-Dmine=1"),
+                ],
+                DeployParameters::default(),
+            );
+            assert_eq!(
+                c.get("env.java.default-opts.all").map(String::as_str),
+                Some("--add-opens=a"),
+                "{version}"
+            );
+            assert_eq!(
+                c.get("env.java.opts.all").map(String::as_str),
+                Some("-Dmine=1"),
+                "{version}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_version_gets_the_java_17_module_options_and_keeps_the_specs_own() {
+        for &version in FlinkVersion::ALL {
+            if !version.is_supported() {
+                continue;
+            }
+            let c = with_operator_defaults(version, &[("env.java.opts.all", "-Dmine=1")]);
+            let all = c.get("env.java.opts.all").map(String::as_str).unwrap_or_default();
+            assert!(all.ends_with("-Dmine=1"), "{version}: {all}");
+            let module_options = if version.is_at_least(FlinkVersion::V1_19) {
+                c.get("env.java.default-opts.all").cloned().unwrap_or_default()
+            } else {
+                assert!(!c.contains_key("env.java.default-opts.all"), "{version}");
+                all.to_owned()
+            };
+            // Flink 1.18 is the first with Java 17; before it, nothing is added.
+            assert_eq!(
+                module_options.contains(MODULE_OPTION),
+                version.is_at_least(FlinkVersion::V1_18),
+                "{version}: {module_options}"
+            );
+            // The distributions' lists: 2.x no longer exports sun.net.util.
+            assert_eq!(
+                module_options.contains("--add-exports=java.base/sun.net.util=ALL-UNNAMED"),
+                (FlinkVersion::V1_18..FlinkVersion::V2_0).contains(&version),
+                "{version}: {module_options}"
+            );
+            // Without options of its own, a spec gets the module options all the same.
+            let c = with_operator_defaults(version, &[]);
+            let key = if version.is_at_least(FlinkVersion::V1_19) {
+                "env.java.default-opts.all"
+            } else {
+                "env.java.opts.all"
+            };
+            let options = c.get(key).map(String::as_str).unwrap_or_default();
+            assert_eq!(
+                options.contains(MODULE_OPTION),
+                version.is_at_least(FlinkVersion::V1_18),
+                "{version}: {options}"
+            );
+        }
     }
 
     #[test]
