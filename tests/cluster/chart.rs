@@ -246,11 +246,16 @@ fn the_operator_configuration_holds_the_operators_defaults_and_a_users_value_win
     for (key, value) in &defaults {
         assert_eq!(config.get(key), Some(value), "{key}");
     }
+    // The intervals are the operator's own defaults (60 s, 10 s) unless a user sets them.
+    assert_eq!(config.get("kubernetes.operator.reconcile.interval"), None);
+    let config = rendered_operator_config(&[
+        r#"operatorConfiguration.kubernetes\.operator\.reconcile\.interval="2 min""#,
+    ]);
     assert_eq!(
         config
             .get("kubernetes.operator.reconcile.interval")
             .map(String::as_str),
-        Some("15 s")
+        Some("2 min")
     );
 
     // A value of the user wins over the default with the same key, flat or nested; null

@@ -157,9 +157,10 @@ async fn a_jobmanager_that_hangs_does_not_delay_the_other_resources() {
     let frozen_at = Instant::now();
     wait_for(
         "the operator to find the frozen JobManager's REST API unresponsive",
-        // The next look comes up to 30 s later (the steady requeue), then waits out one
-        // REST timeout (10 s; a call that timed out is not retried within the reconcile).
-        Duration::from_secs(90),
+        // The next look comes up to 60 s later (the reconcile interval) and waits out one
+        // REST timeout (10 s; a call that timed out is not retried within the reconcile);
+        // one unanswered look is not reported, the next, a progress check (10 s) later, is.
+        Duration::from_secs(150),
         || async {
             let status = api.get("frozen").await.ok()?.status?;
             (status.job_manager_deployment_status.map(|s| s.as_str()) == Some("DEPLOYED_NOT_READY"))
