@@ -6,14 +6,42 @@
 #     written) to the new JobManager Deployment existing;
 #   - its resident memory with 100 and then 1,000 FlinkDeployments (session clusters whose
 #     pods are never scheduled, so that only the operator and the API server work), when
-#     all are deployed and after 60 s of steady reconciling.
+#     all are deployed and after 60 s of steady reconciling;
+#   - what it costs while nothing changes: 10 FlinkDeployments of the real counting job
+#     (native application clusters, Flink 1.20, savepoint upgrade mode, checkpoints every
+#     5 s), RUNNING and Ready for 30 s, then measured for STEADY_SECONDS (default 300): per
+#     resource per minute its status writes (resourceVersion changes seen by a watch, and
+#     the operator's own count), its reconciles and the operator's Kubernetes API requests
+#     (all of them / 10), per job per minute the REST calls to its JobManager, and the
+#     operator's CPU time (the counts come from the operator's /metrics).
 #
-#   bench/operator.sh
+#   bench/operator.sh [all|upgrade|memory|steady]      (default: all)
+#
+# Another build of the operator (e.g. an older commit, for a before/after comparison):
+# BENCH_CHECKOUT names a checkout of it (a `git worktree add` outside this repository) that
+# has tests/e2e/steady_state.rs and its `mod` line; the tests are built and run there, so
+# the end-to-end harness starts that checkout's operator. Give it its own target directory:
+#
+#   BENCH_CHECKOUT=/tmp/before CARGO_TARGET_DIR=/tmp/before-target STEADY_SECONDS=120 \
+#       bench/operator.sh steady
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "${BENCH_CHECKOUT:-$(dirname "${BASH_SOURCE[0]}")/..}"
+
+case "${1:-all}" in
+all)
+    tests=(bench_operator_share_of_a_savepoint_upgrade bench_operator_memory_with_many_flinkdeployments
+        bench_operator_steady_state) ;;
+upgrade) tests=(bench_operator_share_of_a_savepoint_upgrade) ;;
+memory) tests=(bench_operator_memory_with_many_flinkdeployments) ;;
+steady) tests=(bench_operator_steady_state) ;;
+*)
+    echo "usage: $0 [all|upgrade|memory|steady]" >&2
+    exit 2
+    ;;
+esac
 
 cargo test --quiet --test e2e --no-run >/dev/null 2>&1 || cargo test --test e2e --no-run
-cargo test --quiet --test e2e -- --ignored --test-threads=1 --nocapture \
-    bench_operator_share_of_a_savepoint_upgrade \
-    bench_operator_memory_with_many_flinkdeployments \
-    2>&1 | grep -o 'MEASURED.*'
+log=$(mktemp -t bench-operator.XXXXXX.log)
+trap 'echo "the whole output: $log" >&2' ERR
+cargo test --quiet --test e2e -- --ignored --test-threads=1 --nocapture "${tests[@]}" \
+    2>&1 | tee "$log" | grep --line-buffered -o 'MEASURED.*'

@@ -22,5 +22,6 @@ mod reconcile;
 mod runtime;
 mod scale;
 mod session_job;
+mod steady_state;
 #[path = "../work_dirs.rs"]
 mod work_dirs;
