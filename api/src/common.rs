@@ -483,7 +483,7 @@ pub struct SavepointRetry {
     pub first_attempt_timestamp: i64,
     /// Attempts that failed so far.
     #[serde(default)]
-    pub failures: u32,
+    pub failures: i32,
     /// Not before this time is the savepoint triggered again (epoch milliseconds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_attempt_timestamp: Option<i64>,

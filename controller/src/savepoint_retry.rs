@@ -80,9 +80,9 @@ pub fn after_failure(
     now_ms: i64,
 ) -> Result<SavepointRetry, String> {
     let mut next = retry.clone();
-    next.failures += 1;
+    next.failures = next.failures.saturating_add(1);
     next.last_failure = Some(reason.to_owned());
-    let exponent = next.failures.saturating_sub(1).min(10);
+    let exponent = u32::try_from(next.failures.saturating_sub(1).clamp(0, 10)).unwrap_or(0);
     let backoff = (FIRST_BACKOFF_MS << exponent).min(MAX_BACKOFF_MS);
     let at = now_ms.saturating_add(backoff);
     if at.saturating_sub(retry.first_attempt_timestamp) > grace_ms {
@@ -131,7 +131,7 @@ mod tests {
     const NOW: i64 = 1_800_000_000_000;
     const GRACE: i64 = 60_000;
 
-    fn retry(first_ago_ms: i64, failures: u32, next_in_ms: Option<i64>) -> SavepointRetry {
+    fn retry(first_ago_ms: i64, failures: i32, next_in_ms: Option<i64>) -> SavepointRetry {
         SavepointRetry {
             generation: Some(2),
             first_attempt_timestamp: NOW - first_ago_ms,
