@@ -76,6 +76,14 @@ impl Context {
             .counted(self.metrics.flink_requests(kind, namespace, name)))
     }
 
+    /// Forgets what is kept in memory about the resource `uid`, which is gone.
+    pub fn forget(&self, uid: &str) {
+        self.unanswered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uid);
+    }
+
     /// The REST port of `fd`'s JobManager (`rest.port`, default 8081).
     pub fn rest_port(&self, fd: &FlinkDeployment) -> u16 {
         self.effective_config(fd)

@@ -128,6 +128,9 @@ async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue,
         .await;
     }
     let removed = plan.actions.contains(&decide::Action::RemoveFinalizer);
+    if removed {
+        ctx.forget(&fd.uid().unwrap_or_default());
+    }
     let written = plan
         .status_before
         .as_ref()
