@@ -57,6 +57,11 @@ pub enum Next {
     Within(u64),
 }
 
+/// While a job stops with a savepoint for an upgrade it processes nothing: every second
+/// until the savepoint is seen complete is downtime, so it is polled more often than other
+/// work in progress (a stop takes seconds, so this costs a few calls).
+pub const STOPPING: Next = Next::Within(2);
+
 /// After a pass that took a step (wrote a status before acting, or acted), the next step may
 /// be ready at once; our own status write no longer triggers a reconcile, so it is looked
 /// for after this delay. Short, yet long enough for the watch to bring the write into the

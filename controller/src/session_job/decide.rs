@@ -1669,7 +1669,7 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
         Some(SavepointPoll::InProgress) | Some(SavepointPoll::Unreachable(_)) | None => {
             status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(&mut status, phase::UPDATING, "waiting for the savepoint");
-            d.done(status, FAST)
+            d.done(status, crate::reconcile::STOPPING)
         }
     }
 }

@@ -598,7 +598,7 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
         }
         Some(SavepointPoll::InProgress) | Some(SavepointPoll::Unreachable(_)) | None => {
             d.conditions(phase::UPDATING, "waiting for the savepoint");
-            d.done(FAST)
+            d.done(crate::reconcile::STOPPING)
         }
     }
 }
