@@ -184,6 +184,37 @@ pub fn without_operator_keys(
     (!config.is_empty()).then_some(config)
 }
 
+/// Adds (or removes) `ours` among the finalizers of `object` with [`finalizer_patch`];
+/// returns the object's new resourceVersion when it was patched (a status write later in the
+/// same reconcile is conditional on it). Removing from an object that is gone is done.
+pub async fn set_finalizer<K>(
+    api: &kube::Api<K>,
+    object: &K,
+    ours: &str,
+    add: bool,
+) -> Result<Option<String>, kube::Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    use kube::ResourceExt;
+    let Some(operations) = finalizer_patch(object.finalizers(), ours, add) else {
+        return Ok(None);
+    };
+    let patch: json_patch::Patch = serde_json::from_value(operations).map_err(kube::Error::SerdeError)?;
+    match api
+        .patch(
+            &object.name_any(),
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Json::<()>(patch),
+        )
+        .await
+    {
+        Ok(patched) => Ok(patched.meta().resource_version.clone()),
+        Err(kube::Error::Api(e)) if !add && e.code == 404 => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 pub fn finalizer_patch(finalizers: &[String], ours: &str, add: bool) -> Option<serde_json::Value> {
     Some(match (add, finalizers.iter().position(|f| f == ours)) {
         (true, Some(_)) | (false, None) => return None,

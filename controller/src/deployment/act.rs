@@ -35,22 +35,18 @@ fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ActError {
     move |source| ActError::Api { what, source }
 }
 
+/// Adds or removes our finalizer; the resource's new resourceVersion when it was patched.
+pub async fn finalizer(ctx: &Context, fd: &FlinkDeployment, add: bool) -> Result<Option<String>, ActError> {
+    let api: Api<FlinkDeployment> = Api::namespaced(ctx.client.clone(), &fd.namespace().unwrap_or_default());
+    crate::reconcile::set_finalizer(&api, fd, keys::finalizers::FLINK_DEPLOYMENT, add)
+        .await
+        .map_err(api_error("updating the finalizer"))
+}
+
 pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result<(), ActError> {
     match action {
         Action::AddFinalizer | Action::RemoveFinalizer => {
-            let add = *action == Action::AddFinalizer;
-            let Some(operations) =
-                crate::reconcile::finalizer_patch(fd.finalizers(), keys::finalizers::FLINK_DEPLOYMENT, add)
-            else {
-                return Ok(());
-            };
-            let patch: json_patch::Patch = serde_json::from_value(operations)
-                .map_err(|e| ActError::Flink(format!("building the finalizer patch: {e}")))?;
-            let api: Api<FlinkDeployment> =
-                Api::namespaced(ctx.client.clone(), &fd.namespace().unwrap_or_default());
-            api.patch(&fd.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
-                .await
-                .map_err(api_error("updating the finalizer"))?;
+            finalizer(ctx, fd, *action == Action::AddFinalizer).await?;
             Ok(())
         }
         Action::Deploy {

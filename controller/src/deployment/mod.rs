@@ -112,7 +112,17 @@ async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue,
     }
     for action in &plan.actions {
         tracing::info!(?action, "acting");
-        if let Err(e) = act::act(ctx, fd, action).await {
+        let done = match action {
+            // The finalizer patch changes the resourceVersion that the status write below
+            // is conditional on.
+            decide::Action::AddFinalizer | decide::Action::RemoveFinalizer => {
+                act::finalizer(ctx, fd, *action == decide::Action::AddFinalizer)
+                    .await
+                    .map(|rv| resource_version = rv.or(resource_version.take()))
+            }
+            _ => act::act(ctx, fd, action).await,
+        };
+        if let Err(e) = done {
             reconcile::publish(ctx, &fd.object_ref(&()), true, "ReconcileFailed", e.to_string()).await;
             return Err(e.into());
         }

@@ -5,10 +5,7 @@
 use std::path::PathBuf;
 
 use flink_operator_api::{FlinkSessionJob, keys};
-use kube::{
-    Api, ResourceExt,
-    api::{Patch, PatchParams},
-};
+use kube::{Api, ResourceExt};
 
 use super::{
     artifact::{self, ArtifactError},
@@ -27,8 +24,6 @@ pub enum ActError {
         #[source]
         source: kube::Error,
     },
-    #[error("building the finalizer patch: {0}")]
-    Patch(#[source] serde_json::Error),
     #[error("the session cluster's REST address is unknown")]
     NoSessionCluster,
     #[error("a REST client of the session cluster: {0}")]
@@ -79,8 +74,8 @@ pub async fn act(
         .map_err(ActError::Client)
     };
     match action {
-        Action::AddFinalizer => finalizer(ctx, sj, true).await,
-        Action::RemoveFinalizer => finalizer(ctx, sj, false).await,
+        Action::AddFinalizer => finalizer(ctx, sj, true).await.map(|_| ()),
+        Action::RemoveFinalizer => finalizer(ctx, sj, false).await.map(|_| ()),
         Action::Submit(submission) => submit(ctx, sj, &rest()?, submission).await,
         Action::Cancel { job_id } => match rest()?.cancel(&JobId::from(job_id.as_str())).await {
             Ok(()) | Err(FlinkError::NotFound { .. }) => Ok(()),
@@ -151,28 +146,15 @@ pub async fn act(
     }
 }
 
-/// JSON Patch: other writers' finalizers are left alone, and a removal first tests that the
-/// entry is still ours.
-async fn finalizer(ctx: &Context, sj: &FlinkSessionJob, add: bool) -> Result<(), ActError> {
-    let Some(operations) =
-        crate::reconcile::finalizer_patch(sj.finalizers(), keys::finalizers::FLINK_SESSION_JOB, add)
-    else {
-        return Ok(());
-    };
-    let patch: json_patch::Patch = serde_json::from_value(operations).map_err(ActError::Patch)?;
+/// Adds or removes our finalizer; the resource's new resourceVersion when it was patched.
+pub async fn finalizer(ctx: &Context, sj: &FlinkSessionJob, add: bool) -> Result<Option<String>, ActError> {
     let api: Api<FlinkSessionJob> = Api::namespaced(ctx.client.clone(), &sj.namespace().unwrap_or_default());
-    match api
-        .patch(&sj.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
+    crate::reconcile::set_finalizer(&api, sj, keys::finalizers::FLINK_SESSION_JOB, add)
         .await
-    {
-        Ok(_) => Ok(()),
-        // Removing from an object that is already gone is done.
-        Err(kube::Error::Api(e)) if !add && e.code == 404 => Ok(()),
-        Err(source) => Err(ActError::Api {
+        .map_err(|source| ActError::Api {
             what: "updating the finalizer",
             source,
-        }),
-    }
+        })
 }
 
 /// Where downloaded jars wait for their upload.

@@ -136,7 +136,21 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
     }
     for action in &plan.actions {
         tracing::info!(?action, "acting");
-        if let Err(error) = act::act(ctx, sj, observed.rest_url.as_deref(), action).await {
+        let done = match action {
+            // The finalizer patch changes the resourceVersion that a status write is
+            // conditional on.
+            decide::Action::AddFinalizer | decide::Action::RemoveFinalizer => {
+                act::finalizer(ctx, sj, *action == decide::Action::AddFinalizer)
+                    .await
+                    .map(|rv| {
+                        if rv.is_some() {
+                            stored.resource_version = rv;
+                        }
+                    })
+            }
+            _ => act::act(ctx, sj, observed.rest_url.as_deref(), action).await,
+        };
+        if let Err(error) = done {
             if !error.is_submission_failure() {
                 reconcile::publish(
                     ctx,
