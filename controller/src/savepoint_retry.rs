@@ -96,6 +96,42 @@ pub fn after_failure(
     Ok(next)
 }
 
+/// A failed attempt at `info`'s pending upgrade savepoint of `generation`, retried or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// Tried again in `seconds`; `note` says why, for status, the conditions and an Event.
+    Retry {
+        retry: SavepointRetry,
+        seconds: u64,
+        note: String,
+    },
+    /// The grace period is over: why the upgrade failed.
+    GiveUp(String),
+}
+
+/// What follows a failed attempt at the upgrade savepoint recorded in `info` (its trigger
+/// time starts the grace period of a first attempt).
+pub fn failed(
+    info: &flink_operator_api::SavepointInfo,
+    generation: Option<i64>,
+    reason: &str,
+    grace_ms: i64,
+    now_ms: i64,
+) -> Failure {
+    let started = info.trigger_timestamp.unwrap_or(now_ms);
+    let retry = attempts(info.upgrade_retry.as_ref(), generation, started);
+    match after_failure(&retry, reason, grace_ms, now_ms) {
+        Ok(next) => Failure::Retry {
+            seconds: next
+                .next_attempt_timestamp
+                .map_or(1, |at| seconds_until(at, now_ms)),
+            note: failed_attempts(&next),
+            retry: next,
+        },
+        Err(why) => Failure::GiveUp(why),
+    }
+}
+
 /// "the savepoint failed (attempt 2): <reason>".
 pub fn failed_attempts(retry: &SavepointRetry) -> String {
     let reason = retry.last_failure.as_deref().unwrap_or("no reason given");

@@ -75,7 +75,7 @@ use crate::{
     reconcile::Next,
     restore::{self, Kind, RestorableState},
     savepoint_history,
-    savepoint_retry::{self, Attempt},
+    savepoint_retry::{self, Attempt, Failure},
 };
 
 /// What observe found.
@@ -1616,34 +1616,29 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
         Some(SavepointPoll::Failed(reason)) => {
             let info = job_status(&mut status).savepoint_info.clone().unwrap_or_default();
             clear_trigger(&mut status);
-            let started = info.trigger_timestamp.unwrap_or(d.obs.now_ms);
-            let retry = savepoint_retry::attempts(info.upgrade_retry.as_ref(), d.generation(), started);
-            match savepoint_retry::after_failure(
-                &retry,
+            match savepoint_retry::failed(
+                &info,
+                d.generation(),
                 &reason,
                 d.obs.policy.savepoint_grace_ms,
                 d.obs.now_ms,
             ) {
-                Ok(next) => {
-                    let note = savepoint_retry::failed_attempts(&next);
-                    let wait = next.next_attempt_timestamp.map_or(1, |at| {
-                        u64::try_from(at - d.obs.now_ms).unwrap_or(0).div_ceil(1000)
-                    });
+                Failure::Retry { retry, seconds, note } => {
                     d.event(
                         true,
                         "SavepointFailed",
-                        format!("Job {job_id}: {note}; trying again in {wait} s"),
+                        format!("Job {job_id}: {note}; trying again in {seconds} s"),
                     );
                     job_status(&mut status)
                         .savepoint_info
                         .get_or_insert_with(Default::default)
-                        .upgrade_retry = Some(next);
+                        .upgrade_retry = Some(retry);
                     status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
                     status.error = Some(note.clone());
                     d.conditions(&mut status, phase::UPDATING, &format!("{note}; trying again"));
-                    d.done(status, Next::Within(wait.max(1)))
+                    d.done(status, Next::Within(seconds))
                 }
-                Err(why) => {
+                Failure::GiveUp(why) => {
                     if let Some(info) = job_status(&mut status).savepoint_info.as_mut() {
                         info.upgrade_retry = None;
                     }

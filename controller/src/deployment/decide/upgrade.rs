@@ -18,7 +18,7 @@ use super::{
     state::{self, Kind, RestorableState},
     status::suspended_message,
 };
-use crate::savepoint_retry::{self, Attempt};
+use crate::savepoint_retry::{self, Attempt, Failure};
 
 /// What the next job starts from.
 #[derive(Debug, Clone, PartialEq)]
@@ -535,40 +535,28 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
         }
         Some(SavepointPoll::Failed(reason)) => {
             super::snapshots::clear_savepoint_trigger(&mut d.status);
-            let recorded = job_status
-                .savepoint_info
-                .as_ref()
-                .and_then(|i| i.upgrade_retry.clone());
-            let started = job_status
-                .savepoint_info
-                .as_ref()
-                .and_then(|i| i.trigger_timestamp)
-                .unwrap_or(d.obs.now_ms);
-            let retry = savepoint_retry::attempts(recorded.as_ref(), d.generation(), started);
-            match savepoint_retry::after_failure(
-                &retry,
+            let info = job_status.savepoint_info.clone().unwrap_or_default();
+            match savepoint_retry::failed(
+                &info,
+                d.generation(),
                 &reason,
                 d.obs.policy.savepoint_grace_ms,
                 d.obs.now_ms,
             ) {
-                Ok(next) => {
-                    let note = savepoint_retry::failed_attempts(&next);
-                    let wait = next.next_attempt_timestamp.map_or(1, |at| {
-                        u64::try_from(at - d.obs.now_ms).unwrap_or(0).div_ceil(1000)
-                    });
+                Failure::Retry { retry, seconds, note } => {
                     d.events.push(EventNote::warning(
                         "SavepointFailed",
-                        format!("{}; trying again in {wait} s", capitalised(&note)),
+                        format!("{}; trying again in {seconds} s", capitalised(&note)),
                     ));
                     d.job_status_mut()
                         .savepoint_info
                         .get_or_insert_with(Default::default)
-                        .upgrade_retry = Some(next);
+                        .upgrade_retry = Some(retry);
                     d.status.error = Some(note.clone());
                     d.conditions(phase::UPDATING, &format!("{note}; trying again"));
-                    d.done(Next::Within(wait.max(1)))
+                    d.done(Next::Within(seconds))
                 }
-                Err(why) => {
+                Failure::GiveUp(why) => {
                     if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
                         info.upgrade_retry = None;
                     }
