@@ -40,7 +40,11 @@ const (
 
 	// Controllers we run. No scheduler and no kubelet exist, so everything
 	// that watches nodes (node-lifecycle, taint-eviction, pod GC of orphans,
-	// node-ipam, ttl) stays off.
+	// node-ipam, ttl) stays off. The volume controllers bind claims to volumes
+	// (the local runtime provisions them as an external provisioner), keep
+	// claims and volumes in use from being deleted (the StorageObjectInUseProtection
+	// admission plugin adds their finalizers), and create the claims of ephemeral
+	// volumes; attach/detach and expansion stay off.
 	defaultControllers = "serviceaccount-token-controller," +
 		"serviceaccount-controller," +
 		"root-ca-certificate-publisher-controller," +
@@ -51,7 +55,11 @@ const (
 		"endpoints-controller," +
 		"endpointslice-controller," +
 		"endpointslice-mirroring-controller," +
-		"clusterrole-aggregation-controller"
+		"clusterrole-aggregation-controller," +
+		"persistentvolume-binder-controller," +
+		"persistentvolume-protection-controller," +
+		"persistentvolumeclaim-protection-controller," +
+		"ephemeral-volume-controller"
 )
 
 type upOptions struct {
