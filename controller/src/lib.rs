@@ -1,7 +1,8 @@
 //! Reconcile loops of the `flink.apache.org` resources.
 //!
-//! - [`deployment`]: the FlinkDeployment loop: deploy, observe, stateless and savepoint
-//!   upgrades, delete (see its `decide` module for what is not done yet).
+//! - [`deployment`]: the FlinkDeployment loop: deploy, observe, stateless, savepoint and
+//!   last-state upgrades, suspend/resume, nonces, periodic savepoints, rollback, JobManager
+//!   recovery, delete.
 //! - [`session_job`]: the FlinkSessionJob loop: submit to a session cluster, observe,
 //!   stateless, savepoint and last-state upgrades, suspend/resume, manual savepoints and
 //!   checkpoints, restarts of failed jobs, delete.

@@ -107,7 +107,7 @@ pub(super) fn decide(mut d: Decision, has_finalizer: bool) -> Plan {
     }
     if d.fd.spec.job.is_none() && d.obs.policy.block_on_session_jobs && !d.obs.session_jobs.is_empty() {
         let note = format!(
-            "the session jobs [{}] should be deleted first; the session cluster is kept until they are              (or set kubernetes.operator.session.deletion.block-on-session-jobs to false)",
+            "the session jobs [{}] should be deleted first; the session cluster is kept until they are gone (or set kubernetes.operator.session.deletion.block-on-session-jobs to false)",
             d.obs.session_jobs.join(", ")
         );
         if d.status.error.as_deref() != Some(note.as_str()) {
