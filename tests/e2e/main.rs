@@ -23,5 +23,6 @@ mod runtime;
 mod scale;
 mod session_job;
 mod steady_state;
+mod volumes;
 #[path = "../work_dirs.rs"]
 mod work_dirs;

@@ -1,51 +1,85 @@
-//! The watch loops: binding pending pods to the node (the scheduler's part), running the
+//! The watch loops: binding pending pods to the node (the scheduler's part, which also
+//! waits for their PersistentVolumeClaims as kube-scheduler does), running the
 //! node's pods (the kubelet's part), and following EndpointSlices for the hosts files.
 
 use std::{
     collections::{HashMap, HashSet},
     sync::Arc,
+    time::Duration,
 };
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::{
-    core::v1::{Binding, ObjectReference, Pod},
-    discovery::v1::EndpointSlice,
+use k8s_openapi::{
+    api::{
+        core::v1::{Binding, ObjectReference, Pod},
+        discovery::v1::EndpointSlice,
+    },
+    jiff::Timestamp,
 };
 use kube::{
     Api, Resource, ResourceExt,
-    api::{ObjectMeta, PostParams},
+    api::{ObjectMeta, Patch, PatchParams, PostParams},
     runtime::{
         WatchStreamExt,
         watcher::{self, Event},
     },
 };
+use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
     context::Context,
     pod::{self, Message},
+    storage,
 };
 
-/// Binds every unscheduled pod to the node: there is only one.
+/// How often a pod that its claims hold back is looked at again.
+const SCHEDULE_RETRY: Duration = Duration::from_secs(1);
+
+/// Binds every unscheduled pod to the node: there is only one. A pod whose claims hold it
+/// back (see `storage::check_claims`) is reported unschedulable and looked at again each
+/// second.
 pub async fn schedule(ctx: Arc<Context>) {
     let api: Api<Pod> = Api::all(ctx.client.clone());
     let config = watcher::Config::default().fields("spec.nodeName=");
-    let mut pods = watcher::watcher(api, config)
-        .default_backoff()
-        .applied_objects()
-        .boxed();
+    let mut pods = watcher::watcher(api, config).default_backoff().boxed();
+    // The pods held back, by UID, with the reason last reported.
+    let mut held: HashMap<String, (Pod, String)> = HashMap::new();
+    let mut retry = tokio::time::interval(SCHEDULE_RETRY);
     loop {
-        match pods.try_next().await {
-            Ok(Some(pod)) => bind(&ctx, &pod).await,
-            Ok(None) => return,
-            Err(e) => tracing::warn!(error = %e, "watching unscheduled pods"),
+        tokio::select! {
+            event = pods.try_next() => match event {
+                Ok(Some(Event::Apply(pod) | Event::InitApply(pod))) => {
+                    let uid = pod.uid().unwrap_or_default();
+                    let reported = held.remove(&uid).map(|(_, reason)| reason);
+                    if let Some(reason) = schedule_pod(&ctx, &pod, reported).await {
+                        held.insert(uid, (pod, reason));
+                    }
+                }
+                Ok(Some(Event::Delete(pod))) => {
+                    held.remove(&pod.uid().unwrap_or_default());
+                }
+                Ok(Some(Event::Init)) => held.clear(),
+                Ok(Some(Event::InitDone)) => {}
+                Ok(None) => return,
+                Err(e) => tracing::warn!(error = %e, "watching unscheduled pods"),
+            },
+            _ = retry.tick(), if !held.is_empty() => {
+                for (uid, (pod, reported)) in std::mem::take(&mut held) {
+                    if let Some(reason) = schedule_pod(&ctx, &pod, Some(reported)).await {
+                        held.insert(uid, (pod, reason));
+                    }
+                }
+            }
         }
     }
 }
 
-async fn bind(ctx: &Context, pod: &Pod) {
+/// Binds `pod` if its claims allow; otherwise returns why not, after reporting it on the pod
+/// unless `reported` already says so.
+async fn schedule_pod(ctx: &Context, pod: &Pod, reported: Option<String>) -> Option<String> {
     if pod.metadata.deletion_timestamp.is_some() {
-        return;
+        return None;
     }
     let scheduler = pod
         .spec
@@ -53,8 +87,50 @@ async fn bind(ctx: &Context, pod: &Pod) {
         .and_then(|s| s.scheduler_name.as_deref())
         .unwrap_or("default-scheduler");
     if scheduler != "default-scheduler" {
-        return;
+        return None;
     }
+    match storage::check_claims(ctx, pod).await {
+        Ok(()) => {
+            bind(ctx, pod).await;
+            None
+        }
+        Err(reason) => {
+            if reported.as_ref() != Some(&reason) {
+                unschedulable(ctx, pod, &reason).await;
+            }
+            Some(reason)
+        }
+    }
+}
+
+/// kube-scheduler's report of a pod that fits no node: the PodScheduled condition and a
+/// FailedScheduling Event.
+async fn unschedulable(ctx: &Context, pod: &Pod, reason: &str) {
+    let message = format!("0/1 nodes are available: {reason}.");
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+    let status = json!({"status": {"conditions": [{
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": message,
+        "lastProbeTime": null,
+        "lastTransitionTime": Timestamp::now().to_string(),
+    }]}});
+    if let Err(e) = api
+        .patch_status(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Strategic(status),
+        )
+        .await
+    {
+        tracing::debug!(error = %e, pod = %pod.name_any(), "reporting an unschedulable pod");
+    }
+    ctx.event(&pod.object_ref(&()), true, "FailedScheduling", message)
+        .await;
+}
+
+async fn bind(ctx: &Context, pod: &Pod) {
     let namespace = pod.namespace().unwrap_or_default();
     let binding = Binding {
         metadata: ObjectMeta {

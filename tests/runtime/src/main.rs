@@ -25,6 +25,7 @@ mod pod;
 mod probes;
 mod spec;
 mod status;
+mod storage;
 mod volumes;
 
 use std::{
@@ -239,6 +240,9 @@ async fn serve(
             name: args.node_name.clone(),
             source,
         })?;
+    storage::ensure_default_class(&client)
+        .await
+        .map_err(|e| StartError::Setup(format!("StorageClass {}: {e}", storage::DEFAULT_CLASS)))?;
     let reporter = Reporter {
         controller: "flink-local-runtime".to_owned(),
         instance: Some(args.node_name.clone()),
@@ -267,6 +271,7 @@ async fn serve(
         tokio::spawn(node::heartbeat(client.clone(), args.node_name.clone())),
         tokio::spawn(kubelet::schedule(ctx.clone())),
         tokio::spawn(kubelet::follow_endpoints(ctx.clone())),
+        tokio::spawn(storage::provision(ctx.clone())),
     ];
     let (stop_pods, stop) = oneshot::channel();
     let pods = tokio::spawn(kubelet::run_pods(ctx.clone(), stop));

@@ -508,7 +508,9 @@ impl Worker {
             mounts.push(Mount {
                 source,
                 target: mount.mount_path.clone(),
-                read_only: read_only_kind || mount.read_only == Some(true),
+                read_only: read_only_kind
+                    || volumes.read_only.contains(&mount.name)
+                    || mount.read_only == Some(true),
             });
         }
         if let Some(usrlib) = slot.distribution.as_ref().and_then(|d| d.usrlib.clone())

@@ -2,11 +2,13 @@
 //!
 //! ConfigMap, Secret, projected (service account token, ConfigMap, Secret, downward API),
 //! downwardAPI, emptyDir and hostPath volumes are supported; the files are written once when
-//! the pod starts (later ConfigMap edits are not synced, unlike a kubelet). Any other volume
-//! type is an error that names it, reported in the pod's status.
+//! the pod starts (later ConfigMap edits are not synced, unlike a kubelet).
+//! persistentVolumeClaim and ephemeral volumes mount the directory of the bound
+//! PersistentVolume (see `storage.rs`); while a claim is missing or unbound the pod waits.
+//! Any other volume type is an error that names it, reported in the pod's status.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
 };
 
@@ -16,12 +18,17 @@ use k8s_openapi::api::{
 };
 use kube::{Api, Client, api::PostParams};
 
-use crate::spec::{PodAddresses, Sources, field_value, resource_value};
+use crate::{
+    spec::{PodAddresses, Sources, field_value, resource_value},
+    storage,
+};
 
 /// Where each volume of the pod lives on the host.
 #[derive(Debug, Default, Clone)]
 pub struct Volumes {
     pub paths: BTreeMap<String, PathBuf>,
+    /// Volumes mounted read-only whatever their volumeMounts say (a claim's `readOnly`).
+    pub read_only: BTreeSet<String>,
 }
 
 /// Writes every volume of `pod` under `dir` (hostPath volumes stay where they are).
@@ -36,7 +43,23 @@ pub async fn materialize(
     let Some(spec) = &pod.spec else {
         return Ok(volumes);
     };
+    // Claims first: while one is not bound the pod waits, and nothing else is written yet.
     for volume in spec.volumes.iter().flatten() {
+        if storage::claim_name(pod, volume).is_none() {
+            continue;
+        }
+        let path = storage::claim_path(client, pod, volume)
+            .await
+            .map_err(|e| format!("volume {:?}: {e}", volume.name))?;
+        volumes.paths.insert(volume.name.clone(), path);
+        if storage::claim_read_only(volume) {
+            volumes.read_only.insert(volume.name.clone());
+        }
+    }
+    for volume in spec.volumes.iter().flatten() {
+        if volumes.paths.contains_key(&volume.name) {
+            continue;
+        }
         let target = dir.join(&volume.name);
         let path = write_volume(client, pod, volume, &target, sources, addresses)
             .await
