@@ -30,6 +30,7 @@ pub mod crd;
 pub mod defaults;
 pub mod deployment;
 pub mod keys;
+pub mod options;
 pub mod pod_template;
 pub mod reconciled_spec;
 pub mod session_job;

@@ -59,7 +59,7 @@ impl Context {
         {
             Some(n) if n < 0 => 0,
             Some(n) => u16::try_from(n.max(1)).unwrap_or(u16::MAX),
-            None => 50,
+            None => flink_operator_api::options::defaults::RECONCILE_PARALLELISM,
         }
     }
 

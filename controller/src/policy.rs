@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use flink_operator_api::{
     keys::{flink, operator},
+    options::defaults as option_defaults,
     validation::values::parse_duration,
 };
 
@@ -56,32 +57,32 @@ pub struct Policy {
 }
 
 impl Default for Policy {
+    /// The defaults of [`flink_operator_api::options::defaults`], which the configuration
+    /// reference states.
     fn default() -> Self {
         Policy {
-            take_savepoint: true,
+            take_savepoint: option_defaults::JOB_UPGRADE_TAKE_SAVEPOINT,
             savepoint_max_age_ms: None,
             restore_max_state_age_ms: None,
-            restart_failed: false,
+            restart_failed: option_defaults::JOB_RESTART_FAILED,
             savepoint_on_deletion_set: None,
-            drain: false,
+            drain: option_defaults::JOB_DRAIN_ON_SAVEPOINT_DELETION,
             periodic_savepoint_ms: None,
             unsupported_schedule: None,
-            history_cleanup: true,
-            history_max_count: 10,
-            history_max_age_ms: DAY_MS,
-            block_on_session_jobs: true,
-            rollback_enabled: false,
-            readiness_timeout_ms: 5 * 60 * 1000,
-            jm_recovery: true,
+            history_cleanup: option_defaults::SAVEPOINT_CLEANUP_ENABLED,
+            history_max_count: option_defaults::SAVEPOINT_HISTORY_MAX_COUNT,
+            history_max_age_ms: option_defaults::SAVEPOINT_HISTORY_MAX_AGE_MS,
+            block_on_session_jobs: option_defaults::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
+            rollback_enabled: option_defaults::DEPLOYMENT_ROLLBACK_ENABLED,
+            readiness_timeout_ms: option_defaults::DEPLOYMENT_READINESS_TIMEOUT_MS,
+            jm_recovery: option_defaults::JM_DEPLOYMENT_RECOVERY_ENABLED,
             high_availability: false,
-            reconcile_interval_ms: 60_000,
-            progress_check_ms: 10_000,
-            savepoint_grace_ms: 60_000,
+            reconcile_interval_ms: option_defaults::RECONCILE_INTERVAL_MS,
+            progress_check_ms: option_defaults::PROGRESS_CHECK_INTERVAL_MS,
+            savepoint_grace_ms: option_defaults::SAVEPOINT_TRIGGER_GRACE_PERIOD_MS,
         }
     }
 }
-
-const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 impl Policy {
     /// Whether deleting a job of `mode` stops it with a savepoint first: as configured, else
@@ -168,10 +169,10 @@ impl Policy {
             reconcile_interval_ms: duration(operator::RECONCILE_INTERVAL)
                 .or_else(|| duration(operator::RECONCILE_INTERVAL_DEPRECATED))
                 .unwrap_or(defaults.reconcile_interval_ms)
-                .max(1000),
+                .max(option_defaults::MIN_INTERVAL_MS),
             progress_check_ms: duration(operator::PROGRESS_CHECK_INTERVAL)
                 .unwrap_or(defaults.progress_check_ms)
-                .max(1000),
+                .max(option_defaults::MIN_INTERVAL_MS),
             savepoint_grace_ms: duration(operator::SAVEPOINT_TRIGGER_GRACE_PERIOD)
                 .or_else(|| duration(operator::SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED))
                 .unwrap_or(defaults.savepoint_grace_ms),

@@ -6,7 +6,7 @@ use super::{
     flink_config::{Config, config_path},
     values::parse_duration,
 };
-use crate::keys::operator;
+use crate::{keys::operator, options::defaults};
 
 const ENABLED: &str = "job.autoscaler.enabled";
 const UTILIZATION_TARGET: &str = "job.autoscaler.utilization.target";
@@ -16,7 +16,6 @@ const METRICS_WINDOW: &str = "job.autoscaler.metrics.window";
 /// Defaults of the Apache autoscaler, used where a bound depends on an unset option.
 const DEFAULT_TARGET: f64 = 0.7;
 const DEFAULT_METRICS_WINDOW_SECS: u64 = 15 * 60;
-const DEFAULT_RECONCILE_INTERVAL_SECS: u64 = 60;
 
 pub(crate) fn rules(config: &Config<'_>, out: &mut Vec<Violation>) {
     if !config.is_true(ENABLED) {
@@ -85,7 +84,9 @@ pub(crate) fn rules(config: &Config<'_>, out: &mut Vec<Violation>) {
     let interval = config
         .get(operator::RECONCILE_INTERVAL)
         .and_then(|v| parse_duration(v).ok())
-        .unwrap_or(std::time::Duration::from_secs(DEFAULT_RECONCILE_INTERVAL_SECS));
+        .unwrap_or(std::time::Duration::from_millis(
+            u64::try_from(defaults::RECONCILE_INTERVAL_MS).unwrap_or_default(),
+        ));
     if let Some(window) = window
         && window < interval
     {

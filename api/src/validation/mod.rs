@@ -240,5 +240,7 @@ mod tests {
     }
 }
 
-#[cfg(test)]
-mod rule_tests;
+/// The rule tables (see the module); not an API.
+#[doc(hidden)]
+#[cfg_attr(not(test), allow(dead_code, unused_imports))]
+pub mod rule_tests;

@@ -8,10 +8,7 @@ use super::{
     flink_config::{self, Config, StateNeeds},
     job,
 };
-use crate::{FlinkDeployment, FlinkSessionJob, FlinkSessionJobSpec, keys::operator};
-
-/// Schemes a session job may fetch its jar from unless the operator configures others.
-const DEFAULT_ALLOWED_SCHEMES: &str = "https";
+use crate::{FlinkDeployment, FlinkSessionJob, FlinkSessionJobSpec, keys::operator, options::defaults};
 
 /// The keys of [`ArtifactPolicy`]: operator settings that a session job may not set.
 const ARTIFACT_POLICY_KEYS: [&str; 2] = [
@@ -39,7 +36,7 @@ impl ArtifactPolicy {
         let settings = ctx.operator_settings(namespace);
         let allowed_schemes = settings
             .get(operator::USER_ARTIFACTS_ALLOWED_SCHEMES)
-            .map_or(DEFAULT_ALLOWED_SCHEMES, String::as_str)
+            .map_or(defaults::USER_ARTIFACTS_ALLOWED_SCHEMES, String::as_str)
             .split([',', ';'])
             .map(|s| s.trim().to_ascii_lowercase())
             .filter(|s| !s.is_empty())
@@ -47,7 +44,9 @@ impl ArtifactPolicy {
         // Anything but an explicit false keeps the check: a typo must not lift it.
         let disallow_restricted_hosts = settings
             .get(operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS)
-            .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"));
+            .map_or(defaults::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS, |v| {
+                !v.trim().eq_ignore_ascii_case("false")
+            });
         Self {
             allowed_schemes,
             disallow_restricted_hosts,

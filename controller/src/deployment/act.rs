@@ -205,8 +205,11 @@ async fn deploy(
     let namespace = fd.namespace().unwrap_or_default();
     let effective = ctx.effective_config(fd);
     let merge_by_name = effective
-        .get("kubernetes.operator.pod-template.merge-arrays-by-name")
-        .is_some_and(|v| v == "true");
+        .get(flink_operator_api::keys::operator::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME)
+        .map_or(
+            flink_operator_api::options::defaults::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME,
+            |v| v == "true",
+        );
     let deploy = DeployParameters {
         restore_path,
         job_id,

@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::{assert_single, set, typed};
+use super::{RuleCase, assert_single, set, typed};
 use crate::{
     FlinkBlueGreenDeployment,
     validation::{ValidationContext, Violation, blue_green::validate},
@@ -92,8 +92,9 @@ fn advanced_transitions_refuse_stateless_jobs() {
     assert_eq!(check(&basic, None), vec![], "BASIC may run stateless jobs");
 }
 
-#[test]
-fn the_template_is_judged_as_a_flink_deployment() {
+/// The rule table: each case breaks one rule of [`base`], and the rule's answer is kept.
+/// The template is judged as a FlinkDeployment.
+pub(super) fn cases() -> Vec<RuleCase> {
     let cases: Vec<(&str, FlinkBlueGreenDeployment, &str, &str)> = vec![
         (
             "no template",
@@ -144,11 +145,55 @@ fn the_template_is_judged_as_a_flink_deployment() {
             "must be defined",
         ),
     ];
-    for (case, object, field, reason) in cases {
-        assert_single(case, &check(&object, None), field, reason);
-    }
+    let mut out: Vec<RuleCase> = cases
+        .into_iter()
+        .map(|(case, object, field, reason)| RuleCase::new(KIND, case, check(&object, None), field, reason))
+        .collect();
+    out.extend(update_cases());
+    out
+}
+
+#[test]
+fn a_name_that_leaves_room_for_green_is_allowed() {
     assert_eq!(
         check(&with(&[("metadata/name", json!("a".repeat(39)))]), None),
         vec![]
     );
+}
+
+const KIND: &str = crate::keys::kinds::FLINK_BLUE_GREEN_DEPLOYMENT;
+
+/// The transition-mode rules (the tests above check the allowed neighbours).
+fn update_cases() -> Vec<RuleCase> {
+    let basic = with(&[("spec/transitionMode", json!("BASIC"))]);
+    let advanced = with(&[]);
+    vec![
+        RuleCase::new(
+            KIND,
+            "transitionMode changed",
+            check(&advanced, Some(&basic)),
+            "spec.transitionMode",
+            "field is immutable (was BASIC, requested ADVANCED)",
+        ),
+        RuleCase::new(
+            KIND,
+            "ADVANCED with a stateless job",
+            check(
+                &with(&[("spec/template/spec/job/upgradeMode", json!("stateless"))]),
+                None,
+            ),
+            "spec.template.spec.job.upgradeMode",
+            "is stateless, which ADVANCED transitions cannot use",
+        ),
+        RuleCase::new(
+            KIND,
+            "ADVANCED with the default (stateless) upgrade mode",
+            check(
+                &with(&[("spec/template/spec/job/upgradeMode", Value::Null)]),
+                None,
+            ),
+            "spec.template.spec.job.upgradeMode",
+            "defaults to stateless",
+        ),
+    ]
 }

@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::{assert_single, set, typed};
+use super::{RuleCase, assert_single, set, typed};
 use crate::{
     FlinkDeployment,
     validation::{ValidationContext, deployment::validate},
@@ -67,8 +67,8 @@ fn the_base_deployment_and_the_examples_shape_are_valid() {
     assert_eq!(check(&base()), vec![]);
 }
 
-#[test]
-fn each_rule_reports_its_field_and_reason() {
+/// The rule table: each case breaks one rule of [`base`], and the rule's answer is kept.
+pub(super) fn cases() -> Vec<RuleCase> {
     let cases: Vec<(&str, Value, &str, &str)> = vec![
         (
             "D1 uppercase name",
@@ -427,9 +427,12 @@ fn each_rule_reports_its_field_and_reason() {
             "savepointRedeployNonce changes",
         ),
     ];
-    for (case, object, field, reason) in cases {
-        assert_single(case, &check(&object), field, reason);
-    }
+    let mut out: Vec<RuleCase> = cases
+        .into_iter()
+        .map(|(case, object, field, reason)| RuleCase::new(KIND, case, check(&object), field, reason))
+        .collect();
+    out.extend(update_cases());
+    out
 }
 
 #[test]
@@ -697,4 +700,73 @@ fn initial_savepoint_path_cannot_be_edited_without_a_new_redeploy_nonce() {
 
     let unchanged = validate(&typed(old), Some(&old_typed), &ctx);
     assert_eq!(unchanged, vec![], "an update that keeps the path is fine");
+}
+
+const KIND: &str = crate::keys::kinds::FLINK_DEPLOYMENT;
+
+/// The rules of an UPDATE, against what was deployed before (the tests below check the
+/// allowed neighbours of each).
+fn update_cases() -> Vec<RuleCase> {
+    let reconciled = base()["spec"].clone();
+    let mut session = reconciled.clone();
+    if let Some(spec) = session.as_object_mut() {
+        spec.remove("job");
+    }
+    let mut suspended = reconciled.clone();
+    suspended["job"]["upgradeMode"] = json!("last-state");
+    suspended["job"]["state"] = json!("suspended");
+    suspended["flinkVersion"] = json!("v1_19");
+    let ctx = ValidationContext::default();
+    let old: FlinkDeployment = typed(with(&[(
+        "spec/job/initialSavepointPath",
+        json!("s3://b/s/savepoint-1"),
+    )]));
+    let edited = with(&[("spec/job/initialSavepointPath", json!("s3://b/s/savepoint-2"))]);
+    vec![
+        RuleCase::new(
+            KIND,
+            "D27 job added",
+            check(&deployed(base(), session)),
+            "spec.job",
+            "session to application",
+        ),
+        RuleCase::new(
+            KIND,
+            "D28 job removed",
+            check(&deployed(with(&[("spec/job", Value::Null)]), reconciled.clone())),
+            "spec.job",
+            "application to session",
+        ),
+        RuleCase::new(
+            KIND,
+            "D29 mode changed",
+            check(&deployed(with(&[("spec/mode", json!("standalone"))]), reconciled)),
+            "spec.mode",
+            "native kubernetes to standalone kubernetes",
+        ),
+        RuleCase::new(
+            KIND,
+            "D4 version changed after a last-state suspend",
+            check(&deployed(
+                with(&[("spec/job/upgradeMode", json!("last-state"))]),
+                suspended,
+            )),
+            "spec.flinkVersion",
+            "cannot change after a last-state suspend (was v1_19, requested v1_20)",
+        ),
+        RuleCase::new(
+            KIND,
+            "initialSavepointPath edited without a new savepointRedeployNonce",
+            validate(&typed(edited), Some(&old), &ctx),
+            "spec.job.initialSavepointPath",
+            "cannot be changed on its own",
+        ),
+        RuleCase::new(
+            KIND,
+            "initialSavepointPath removed",
+            validate(&typed(with(&[])), Some(&old), &ctx),
+            "spec.job.initialSavepointPath",
+            "requested unset",
+        ),
+    ]
 }

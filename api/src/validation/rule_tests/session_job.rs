@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::{assert_single, set, typed};
+use super::{RuleCase, assert_single, set, typed};
 use crate::{
     FlinkDeployment, FlinkSessionJob,
     validation::{ValidationContext, Violation, session_job::validate},
@@ -58,8 +58,8 @@ fn check(object: &Value) -> Vec<Violation> {
     )
 }
 
-#[test]
-fn each_rule_reports_its_field_and_reason() {
+/// The rule table: each case breaks one rule of [`base`], and the rule's answer is kept.
+pub(super) fn cases() -> Vec<RuleCase> {
     let cases: Vec<(&str, Value, &str, &str)> = vec![
         (
             "S1 no deployment name",
@@ -191,9 +191,12 @@ fn each_rule_reports_its_field_and_reason() {
             "must name a savepoint",
         ),
     ];
-    for (case, object, field, reason) in cases {
-        assert_single(case, &check(&object), field, reason);
-    }
+    let mut out: Vec<RuleCase> = cases
+        .into_iter()
+        .map(|(case, object, field, reason)| RuleCase::new(KIND, case, check(&object), field, reason))
+        .collect();
+    out.extend(update_cases());
+    out
 }
 
 #[test]
@@ -407,4 +410,95 @@ fn initial_savepoint_path_cannot_be_edited_without_a_new_redeploy_nonce() {
         ("spec/job/savepointRedeployNonce", json!(1)),
     ]));
     assert_eq!(validate(&redeploy, Some(&old), None, &ctx), vec![]);
+}
+
+const KIND: &str = crate::keys::kinds::FLINK_SESSION_JOB;
+
+/// The rules that need the session cluster, the operator configuration or the previous
+/// object (the tests below check the allowed neighbours of each).
+fn update_cases() -> Vec<RuleCase> {
+    let ctx = ValidationContext::default();
+    let with_session_config = |object: Value, config: Value| {
+        let mut cluster = serde_json::to_value(session_cluster(false)).unwrap_or_default();
+        cluster["spec"]["flinkConfiguration"] = config;
+        let cluster: FlinkDeployment = typed(cluster);
+        validate(&typed::<FlinkSessionJob>(object), None, Some(&cluster), &ctx)
+    };
+    let reconciled =
+        json!({"spec": {"deploymentName": "session-cluster", "job": base()["spec"]["job"].clone()}});
+    let moved = with(&[
+        ("spec/deploymentName", json!("other-cluster")),
+        (
+            "status/reconciliationStatus/lastReconciledSpec",
+            json!(reconciled.to_string()),
+        ),
+    ]);
+    let old: FlinkSessionJob = typed(with(&[("spec/job/initialSavepointPath", json!("s3://b/s/sp-1"))]));
+    let edited: FlinkSessionJob = typed(with(&[("spec/job/initialSavepointPath", json!("s3://b/s/sp-2"))]));
+    let overlay = ValidationContext::new(
+        [(
+            format!(
+                "{}team-a.{}",
+                crate::keys::operator::DEFAULT_CONFIGURATION_NAMESPACE_PREFIX,
+                crate::keys::operator::USER_ARTIFACTS_ALLOWED_SCHEMES
+            ),
+            "https,file".to_owned(),
+        )]
+        .into(),
+    );
+    vec![
+        RuleCase::new(
+            KIND,
+            "S6 the session cluster runs an application",
+            validate(&typed(base()), None, Some(&session_cluster(true)), &ctx),
+            "spec.deploymentName",
+            "is an application cluster",
+        ),
+        RuleCase::new(
+            KIND,
+            "S3 deploymentName changed once deployed",
+            check(&moved),
+            "spec.deploymentName",
+            r#"was "session-cluster", requested "other-cluster""#,
+        ),
+        RuleCase::new(
+            KIND,
+            "initialSavepointPath edited without a new savepointRedeployNonce",
+            validate(&edited, Some(&old), None, &ctx),
+            "spec.job.initialSavepointPath",
+            "cannot be changed on its own",
+        ),
+        RuleCase::new(
+            KIND,
+            "jar scheme allowed by a namespace overlay of another namespace",
+            validate(
+                &typed(with(&[("spec/job/jarURI", json!("file:///opt/jobs/job.jar"))])),
+                None,
+                None,
+                &overlay,
+            ),
+            "spec.job.jarURI",
+            "not in the allowlist [https]",
+        ),
+        RuleCase::new(
+            KIND,
+            "jar scheme allowed only by the session cluster's configuration",
+            with_session_config(
+                with(&[("spec/job/jarURI", json!("file:///etc/passwd"))]),
+                json!({ crate::keys::operator::USER_ARTIFACTS_ALLOWED_SCHEMES: "https,file" }),
+            ),
+            "spec.job.jarURI",
+            "not in the allowlist [https]",
+        ),
+        RuleCase::new(
+            KIND,
+            "restricted host allowed only by the session cluster's configuration",
+            with_session_config(
+                with(&[("spec/job/jarURI", json!("https://10.1.2.3/job.jar"))]),
+                json!({ crate::keys::operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS: "false" }),
+            ),
+            "spec.job.jarURI",
+            "restricted address",
+        ),
+    ]
 }

@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::{assert_single, set, typed};
+use super::{RuleCase, set, typed};
 use crate::{
     FlinkStateSnapshot, JobKind,
     validation::{
@@ -43,8 +43,8 @@ fn an_existing_job_in_the_same_namespace_is_allowed() {
     );
 }
 
-#[test]
-fn each_rule_reports_its_field_and_reason() {
+/// The rule table: each case breaks one rule of [`base`], and the rule's answer is kept.
+pub(super) fn cases() -> Vec<RuleCase> {
     let found = SnapshotTarget::Found;
     let cases: Vec<(&str, FlinkStateSnapshot, SnapshotTarget, &str, &str)> = vec![
         (
@@ -121,9 +121,20 @@ fn each_rule_reports_its_field_and_reason() {
             "must name the existing savepoint",
         ),
     ];
-    for (case, snapshot, target, field, reason) in cases {
-        assert_single(case, &validate(&snapshot, None, "team-a", &target), field, reason);
-    }
+    let mut out: Vec<RuleCase> = cases
+        .into_iter()
+        .map(|(case, snapshot, target, field, reason)| {
+            RuleCase::new(
+                KIND,
+                case,
+                validate(&snapshot, None, "team-a", &target),
+                field,
+                reason,
+            )
+        })
+        .collect();
+    out.extend(update_cases());
+    out
 }
 
 #[test]
@@ -177,4 +188,11 @@ fn the_lookup_is_asked_only_for_a_same_namespace_reference() {
         None,
         "N1 fails first"
     );
+}
+
+const KIND: &str = crate::keys::kinds::FLINK_STATE_SNAPSHOT;
+
+/// The snapshot rules are all in the table above.
+fn update_cases() -> Vec<RuleCase> {
+    Vec::new()
 }

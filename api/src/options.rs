@@ -1,0 +1,636 @@
+//! The operator configuration keys as a table: each `kubernetes.operator.*` key the operator
+//! acts on, with the default the code applies, the kinds it steers, where it may be set and
+//! what it means; and, apart, the keys that are accepted for compatibility with the Apache
+//! operator but not acted on.
+//!
+//! The defaults in [`defaults`] are the values the code falls back to (the controller's
+//! policy, the admission rules); the table names the same constants, so the configuration
+//! reference (`docs/reference/configuration.md`, generated from [`OPTIONS`]) cannot state
+//! another default than the one applied. A test of the binary checks that every key
+//! constant of [`crate::keys`] is in exactly one of the two tables, and that the keys the
+//! controllers and the process read are in [`OPTIONS`].
+
+use crate::keys::{bluegreen, kinds, operator};
+
+/// The defaults the code applies when a key is not set.
+pub mod defaults {
+    const SECOND_MS: i64 = 1000;
+    const MINUTE_MS: i64 = 60 * SECOND_MS;
+    const DAY_MS: i64 = 24 * 60 * MINUTE_MS;
+
+    /// `kubernetes.operator.reconcile.interval`.
+    pub const RECONCILE_INTERVAL_MS: i64 = MINUTE_MS;
+    /// The shortest reconcile and progress-check interval: a shorter one is raised to it (a
+    /// zero interval would be a busy loop).
+    pub const MIN_INTERVAL_MS: i64 = SECOND_MS;
+    /// `kubernetes.operator.reconcile.parallelism`.
+    pub const RECONCILE_PARALLELISM: u16 = 50;
+    /// `kubernetes.operator.observer.progress-check.interval`.
+    pub const PROGRESS_CHECK_INTERVAL_MS: i64 = 10 * SECOND_MS;
+    /// `kubernetes.operator.deployment.rollback.enabled`.
+    pub const DEPLOYMENT_ROLLBACK_ENABLED: bool = false;
+    /// `kubernetes.operator.deployment.readiness.timeout`.
+    pub const DEPLOYMENT_READINESS_TIMEOUT_MS: i64 = 5 * MINUTE_MS;
+    /// `kubernetes.operator.job.upgrade.take-savepoint`.
+    pub const JOB_UPGRADE_TAKE_SAVEPOINT: bool = true;
+    /// `kubernetes.operator.job.restart.failed`.
+    pub const JOB_RESTART_FAILED: bool = false;
+    /// `kubernetes.operator.job.drain-on-savepoint-deletion`.
+    pub const JOB_DRAIN_ON_SAVEPOINT_DELETION: bool = false;
+    /// `kubernetes.operator.jm-deployment-recovery.enabled`.
+    pub const JM_DEPLOYMENT_RECOVERY_ENABLED: bool = true;
+    /// `kubernetes.operator.savepoint.trigger.grace-period`.
+    pub const SAVEPOINT_TRIGGER_GRACE_PERIOD_MS: i64 = MINUTE_MS;
+    /// `kubernetes.operator.savepoint.cleanup.enabled`.
+    pub const SAVEPOINT_CLEANUP_ENABLED: bool = true;
+    /// `kubernetes.operator.savepoint.history.max.count`.
+    pub const SAVEPOINT_HISTORY_MAX_COUNT: usize = 10;
+    /// `kubernetes.operator.savepoint.history.max.age`.
+    pub const SAVEPOINT_HISTORY_MAX_AGE_MS: i64 = DAY_MS;
+    /// `kubernetes.operator.session.deletion.block-on-session-jobs`.
+    pub const SESSION_DELETION_BLOCK_ON_SESSION_JOBS: bool = true;
+    /// `kubernetes.operator.user.artifacts.allowed-schemes`.
+    pub const USER_ARTIFACTS_ALLOWED_SCHEMES: &str = "https";
+    /// `kubernetes.operator.user.artifacts.disallow-restricted-hosts`.
+    pub const USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS: bool = true;
+    /// `kubernetes.operator.pod-template.merge-arrays-by-name`.
+    pub const POD_TEMPLATE_MERGE_ARRAYS_BY_NAME: bool = false;
+}
+
+/// The default of a key, as the code applies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultValue {
+    /// A boolean.
+    Bool(bool),
+    /// A duration, in milliseconds.
+    Millis(i64),
+    /// A whole number.
+    Number(i64),
+    /// A text value, shown as is.
+    Text(&'static str),
+    /// No value: what being unset means.
+    Unset(&'static str),
+}
+
+impl std::fmt::Display for DefaultValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DefaultValue::Bool(b) => write!(f, "`{b}`"),
+            DefaultValue::Millis(ms) => write!(f, "`{}`", duration_text(*ms)),
+            DefaultValue::Number(n) => write!(f, "`{n}`"),
+            DefaultValue::Text(t) => write!(f, "`{t}`"),
+            DefaultValue::Unset(what) => write!(f, "unset ({what})"),
+        }
+    }
+}
+
+/// A duration in the largest unit that divides it, in Flink's notation (`1 min`, `10 s`).
+pub fn duration_text(ms: i64) -> String {
+    const UNITS: [(i64, &str); 5] = [
+        (24 * 60 * 60 * 1000, "d"),
+        (60 * 60 * 1000, "h"),
+        (60 * 1000, "min"),
+        (1000, "s"),
+        (1, "ms"),
+    ];
+    match UNITS.iter().find(|(unit, _)| ms != 0 && ms % unit == 0) {
+        Some((unit, name)) => format!("{} {name}", ms / unit),
+        None => format!("{ms} ms"),
+    }
+}
+
+/// Where a key may be set, from the broadest to the narrowest place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetIn {
+    /// The operator configuration file only (read once, at start).
+    OperatorFile,
+    /// The operator configuration file and its namespace overlays
+    /// (`kubernetes.operator.default-configuration.namespace.<ns>.<key>`); a resource cannot
+    /// set it (it bounds what a resource may make the operator do).
+    OperatorAndNamespace,
+    /// Anywhere in a resource's effective configuration: the operator configuration file, its
+    /// Flink-version and namespace overlays, and the resource's `spec.flinkConfiguration`
+    /// (for a FlinkSessionJob: its session cluster's `spec.flinkConfiguration`, then its own).
+    Resource,
+    /// A FlinkBlueGreenDeployment's `spec.configuration`.
+    BlueGreenConfiguration,
+}
+
+impl SetIn {
+    /// How the reference page says it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SetIn::OperatorFile => "operator configuration file",
+            SetIn::OperatorAndNamespace => "operator configuration file, namespace overlay",
+            SetIn::Resource => {
+                "operator configuration file, namespace and Flink-version overlays, `spec.flinkConfiguration`"
+            }
+            SetIn::BlueGreenConfiguration => "FlinkBlueGreenDeployment `spec.configuration`",
+        }
+    }
+}
+
+/// One key the operator acts on.
+#[derive(Clone, Copy, Debug)]
+pub struct OptionDoc {
+    /// The key.
+    pub key: &'static str,
+    /// Older names of the key, also read (the current name wins).
+    pub deprecated: &'static [&'static str],
+    /// The default the code applies.
+    pub default: DefaultValue,
+    /// The kinds whose handling it changes (`operator` for the process as a whole).
+    pub applies_to: &'static [&'static str],
+    /// Where it may be set.
+    pub set_in: SetIn,
+    /// What it does, in a sentence or two.
+    pub meaning: &'static str,
+}
+
+/// One key accepted for compatibility (it is not refused, and is removed from the
+/// configuration given to Flink) but not acted on.
+#[derive(Clone, Copy, Debug)]
+pub struct IgnoredOption {
+    /// The key.
+    pub key: &'static str,
+    /// What becomes of it, when more than nothing (checked by the webhook, etc.).
+    pub note: &'static str,
+}
+
+const DEPLOYMENT: &[&str] = &[kinds::FLINK_DEPLOYMENT];
+const JOBS: &[&str] = &[kinds::FLINK_DEPLOYMENT, kinds::FLINK_SESSION_JOB];
+const SESSION_JOB: &[&str] = &[kinds::FLINK_SESSION_JOB];
+const PROCESS: &[&str] = &["operator"];
+
+/// Every key the operator acts on.
+pub const OPTIONS: &[OptionDoc] = &[
+    OptionDoc {
+        key: operator::RECONCILE_INTERVAL,
+        deprecated: &[operator::RECONCILE_INTERVAL_DEPRECATED],
+        default: DefaultValue::Millis(defaults::RECONCILE_INTERVAL_MS),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "How soon a resource with nothing in progress is looked at again; \
+                  shorter values are raised to 1 s. The webhook also refuses an autoscaler \
+                  metrics window shorter than it.",
+    },
+    OptionDoc {
+        key: operator::PROGRESS_CHECK_INTERVAL,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::PROGRESS_CHECK_INTERVAL_MS),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "How soon a resource with something in progress (a cluster starting, a \
+                  savepoint pending) is looked at again; at least 1 s and at most the \
+                  reconcile interval.",
+    },
+    OptionDoc {
+        key: operator::RECONCILE_PARALLELISM,
+        deprecated: &[],
+        default: DefaultValue::Number(defaults::RECONCILE_PARALLELISM as i64),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "How many resources of one kind are reconciled at once; a negative value \
+                  lifts the bound.",
+    },
+    OptionDoc {
+        key: operator::WATCHED_NAMESPACES,
+        deprecated: &[],
+        default: DefaultValue::Unset("all namespaces"),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "Comma-separated namespaces whose resources the operator manages (empty or \
+                  `JOSDK_ALL_NAMESPACES`: all). The `WATCH_NAMESPACES` environment variable \
+                  wins over it.",
+    },
+    OptionDoc {
+        key: operator::JOB_UPGRADE_TAKE_SAVEPOINT,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::JOB_UPGRADE_TAKE_SAVEPOINT),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Our addition. Whether an upgrade of a running job in `savepoint` mode stops \
+                  it with a savepoint; `false` restores the latest checkpoint or savepoint \
+                  instead, and then needs `kubernetes.operator.job.restore.max-state-age`.",
+    },
+    OptionDoc {
+        key: operator::JOB_UPGRADE_SAVEPOINT_MAX_AGE,
+        deprecated: &[],
+        default: DefaultValue::Unset("no savepoint stands in"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Our addition. When a job to be upgraded in `savepoint` mode is no longer \
+                  running, its last savepoint may be restored instead of a new one if it is \
+                  younger than this.",
+    },
+    OptionDoc {
+        key: operator::JOB_RESTORE_MAX_STATE_AGE,
+        deprecated: &[],
+        default: DefaultValue::Unset("no bound"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Our addition. State (checkpoint or savepoint) older than this is never \
+                  restored: the job is not started from it and the reason is reported.",
+    },
+    OptionDoc {
+        key: operator::JOB_RESTART_FAILED,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::JOB_RESTART_FAILED),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Resubmit a job that reached FAILED, from its newest state if \
+                  `kubernetes.operator.job.restore.max-state-age` allows.",
+    },
+    OptionDoc {
+        key: operator::JOB_SAVEPOINT_ON_DELETION,
+        deprecated: &[],
+        default: DefaultValue::Unset("`true` for `upgradeMode: savepoint`, `false` otherwise"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Whether deleting the resource first stops its job with a savepoint.",
+    },
+    OptionDoc {
+        key: operator::JOB_DRAIN_ON_SAVEPOINT_DELETION,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::JOB_DRAIN_ON_SAVEPOINT_DELETION),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "Drain the job (flush event time to the end) when it is stopped with a \
+                  savepoint because the resource is deleted or suspended.",
+    },
+    OptionDoc {
+        key: operator::PERIODIC_SAVEPOINT_INTERVAL,
+        deprecated: &[],
+        default: DefaultValue::Unset("off"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Take a savepoint of the running job this often (a duration; empty or 0 is \
+                  off). A Quartz cron expression is accepted by the webhook but not \
+                  supported: it is reported in `status.error` and a Warning Event, and no savepoint \
+                  is taken.",
+    },
+    OptionDoc {
+        key: operator::SAVEPOINT_TRIGGER_GRACE_PERIOD,
+        deprecated: &[operator::SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED],
+        default: DefaultValue::Millis(defaults::SAVEPOINT_TRIGGER_GRACE_PERIOD_MS),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "How long an upgrade keeps retrying a savepoint that failed for a reason \
+                  that can pass, before it gives up.",
+    },
+    OptionDoc {
+        key: operator::SAVEPOINT_HISTORY_MAX_COUNT,
+        deprecated: &[],
+        default: DefaultValue::Number(defaults::SAVEPOINT_HISTORY_MAX_COUNT as i64),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "How many savepoints `status.jobStatus.savepointInfo` keeps (at least 1, at \
+                  most `kubernetes.operator.savepoint.history.max.count.threshold`).",
+    },
+    OptionDoc {
+        key: operator::SAVEPOINT_HISTORY_MAX_AGE,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::SAVEPOINT_HISTORY_MAX_AGE_MS),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Savepoints older than this leave the history (at most \
+                  `kubernetes.operator.savepoint.history.max.age.threshold`); the newest, the \
+                  last and the one the job started from always stay.",
+    },
+    OptionDoc {
+        key: operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD,
+        deprecated: &[],
+        default: DefaultValue::Unset("no cap"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Cap on `kubernetes.operator.savepoint.history.max.count`.",
+    },
+    OptionDoc {
+        key: operator::SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD,
+        deprecated: &[],
+        default: DefaultValue::Unset("no cap"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Cap on `kubernetes.operator.savepoint.history.max.age`.",
+    },
+    OptionDoc {
+        key: operator::SAVEPOINT_CLEANUP_ENABLED,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::SAVEPOINT_CLEANUP_ENABLED),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Whether savepoints that leave the history are disposed of through Flink; \
+                  `false` only removes them from status and keeps their files.",
+    },
+    OptionDoc {
+        key: operator::DEPLOYMENT_ROLLBACK_ENABLED,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::DEPLOYMENT_ROLLBACK_ENABLED),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "Roll a deployed spec that does not become stable within the readiness \
+                  timeout back to the last stable one. Needs high availability (the webhook \
+                  refuses it without).",
+    },
+    OptionDoc {
+        key: operator::DEPLOYMENT_READINESS_TIMEOUT,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::DEPLOYMENT_READINESS_TIMEOUT_MS),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "How long a newly deployed spec has to become stable before it is rolled \
+                  back (with rollback enabled).",
+    },
+    OptionDoc {
+        key: operator::JM_DEPLOYMENT_RECOVERY_ENABLED,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::JM_DEPLOYMENT_RECOVERY_ENABLED),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "Deploy a JobManager Deployment that went missing again.",
+    },
+    OptionDoc {
+        key: operator::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::SESSION_DELETION_BLOCK_ON_SESSION_JOBS),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "A session cluster is not deleted while FlinkSessionJobs still use it.",
+    },
+    OptionDoc {
+        key: operator::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "Merge the lists of `spec.podTemplate` and the JobManager/TaskManager pod \
+                  templates (containers, volumes, ...) by element name instead of by index.",
+    },
+    OptionDoc {
+        key: operator::USER_ARTIFACTS_ALLOWED_SCHEMES,
+        deprecated: &[],
+        default: DefaultValue::Text(defaults::USER_ARTIFACTS_ALLOWED_SCHEMES),
+        applies_to: SESSION_JOB,
+        set_in: SetIn::OperatorAndNamespace,
+        meaning: "URI schemes a session job's `jarURI` may use (comma-separated); the webhook \
+                  refuses others. A session job or its cluster cannot widen it.",
+    },
+    OptionDoc {
+        key: operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS),
+        applies_to: SESSION_JOB,
+        set_in: SetIn::OperatorAndNamespace,
+        meaning: "Refuse (in the webhook and when fetching) session-job jars on loopback, \
+                  link-local, private, wildcard or multicast addresses; only an explicit \
+                  `false` lifts it.",
+    },
+];
+
+/// Keys accepted for compatibility but not acted on.
+pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
+    IgnoredOption {
+        key: operator::REST_READY_DELAY,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::FLINK_CLIENT_TIMEOUT,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::FLINK_CLIENT_CANCEL_TIMEOUT,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::RESOURCE_CLEANUP_TIMEOUT,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::RESOURCE_DELETION_PROPAGATION,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::JOB_SUBMISSION_TIMEOUT,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::RATE_LIMITER_LIMIT,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::RATE_LIMITER_REFRESH_PERIOD,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::RETRY_INITIAL_INTERVAL,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::RETRY_INTERVAL_MULTIPLIER,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::RETRY_MAX_ATTEMPTS,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::RETRY_MAX_INTERVAL,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::TERMINATION_TIMEOUT,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::STARTUP_STOP_ON_INFORMER_ERROR,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::DYNAMIC_NAMESPACES_ENABLED,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::LABEL_SELECTOR,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::DYNAMIC_CONFIG_ENABLED,
+        note: "the configuration file is read once, at start",
+    },
+    IgnoredOption {
+        key: operator::DYNAMIC_CONFIG_CHECK_INTERVAL,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::JOB_UPGRADE_INPLACE_SCALING_ENABLED,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::JOB_UPGRADE_LAST_STATE_JOB_CANCEL_ENABLED,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
+        note: "the webhook requires a savepoint directory when it is set",
+    },
+    IgnoredOption {
+        key: operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED,
+        note: "the JobManager always gets its startup probe: the key is looked up after the \
+               `kubernetes.operator.*` keys were removed from the cluster's configuration",
+    },
+    IgnoredOption {
+        key: operator::CLUSTER_HEALTH_CHECK_ENABLED,
+        note: "the webhook refuses `true` together with \
+               `kubernetes.operator.jm-deployment-recovery.enabled: false`",
+    },
+    IgnoredOption {
+        key: operator::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_WINDOW,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::CHECKPOINT_TRIGGER_GRACE_PERIOD,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::SAVEPOINT_FORMAT_TYPE,
+        note: "operator savepoints are always CANONICAL",
+    },
+    IgnoredOption {
+        key: operator::CHECKPOINT_TYPE,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::PERIODIC_CHECKPOINT_INTERVAL,
+        note: "no periodic checkpoints are triggered",
+    },
+    IgnoredOption {
+        key: operator::SNAPSHOT_RESOURCE_ENABLED,
+        note: "snapshots are recorded in the job's status, never as FlinkStateSnapshot resources",
+    },
+    IgnoredOption {
+        key: operator::SAVEPOINT_DISPOSE_ON_DELETE,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::USER_ARTIFACTS_BASE_DIR,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::USER_ARTIFACTS_HTTP_HEADER,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::INGRESS_MANAGE,
+        note: "no Ingress is created for `spec.ingress`",
+    },
+    IgnoredOption {
+        key: operator::HEALTH_PROBE_ENABLED,
+        note: "probes are served on the `--probe-port` (`/healthz`, `/readyz`)",
+    },
+    IgnoredOption {
+        key: operator::HEALTH_PROBE_PORT,
+        note: "see `--probe-port`",
+    },
+    IgnoredOption {
+        key: operator::HEALTH_CANARY_RESOURCE_TIMEOUT,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::LEADER_ELECTION_ENABLED,
+        note: "there is no leader election: run one replica",
+    },
+    IgnoredOption {
+        key: operator::LEADER_ELECTION_LEASE_NAME,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::LEADER_ELECTION_LEASE_DURATION,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::LEADER_ELECTION_RENEW_DEADLINE,
+        note: "",
+    },
+    IgnoredOption {
+        key: operator::LEADER_ELECTION_RETRY_PERIOD,
+        note: "",
+    },
+    IgnoredOption {
+        key: bluegreen::ABORT_GRACE_PERIOD,
+        note: "FlinkBlueGreenDeployments are admitted but not reconciled",
+    },
+    IgnoredOption {
+        key: bluegreen::RECONCILIATION_RESCHEDULE_INTERVAL,
+        note: "FlinkBlueGreenDeployments are admitted but not reconciled",
+    },
+    IgnoredOption {
+        key: bluegreen::DEPLOYMENT_DELETION_DELAY,
+        note: "FlinkBlueGreenDeployments are admitted but not reconciled",
+    },
+    IgnoredOption {
+        key: bluegreen::GATE_TIMEOUT,
+        note: "FlinkBlueGreenDeployments are admitted but not reconciled",
+    },
+];
+
+/// The entry of `key` in [`OPTIONS`], by its name or a deprecated one.
+pub fn option(key: &str) -> Option<&'static OptionDoc> {
+    OPTIONS
+        .iter()
+        .find(|o| o.key == key || o.deprecated.contains(&key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_written_in_their_largest_unit() {
+        assert_eq!(duration_text(60_000), "1 min");
+        assert_eq!(duration_text(10_000), "10 s");
+        assert_eq!(duration_text(86_400_000), "1 d");
+        assert_eq!(duration_text(1500), "1500 ms");
+        assert_eq!(duration_text(0), "0 ms");
+    }
+
+    #[test]
+    fn no_key_is_in_both_tables_or_twice_in_one() {
+        let mut seen = std::collections::BTreeSet::new();
+        for key in OPTIONS
+            .iter()
+            .flat_map(|o| std::iter::once(o.key).chain(o.deprecated.iter().copied()))
+            .chain(IGNORED_OPTIONS.iter().map(|o| o.key))
+        {
+            assert!(seen.insert(key), "{key} is listed twice");
+            assert!(key.starts_with(operator::PREFIX), "{key}");
+        }
+    }
+}
