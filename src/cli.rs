@@ -123,9 +123,11 @@ pub struct RunArgs {
     #[arg(long, value_enum, env = "FLINK_OPERATOR_COMPONENTS", default_value = "all")]
     pub components: Components,
     /// Operator configuration file: YAML with Apache-operator-style keys
-    /// (`kubernetes.operator.*`, default Flink configuration), flat or nested.
+    /// (`kubernetes.operator.*`, default Flink configuration), flat or nested. Repeatable:
+    /// the files are layered in order, a key of a later file winning over the same key of
+    /// an earlier one.
     #[arg(long, env = "FLINK_OPERATOR_CONFIG")]
-    pub config: Option<PathBuf>,
+    pub config: Vec<PathBuf>,
     /// How often the certificate files are checked for changes, in seconds.
     #[arg(long, default_value_t = 10)]
     pub cert_reload_interval_secs: u64,

@@ -74,7 +74,7 @@ pub enum RunError {
 
 /// Runs until SIGTERM or SIGINT.
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
-    let operator_config = config::load(args.config.as_deref())?;
+    let operator_config = config::load_layered(&args.config)?;
     let mut registry = Registry::default();
     let reconcile_metrics = ReconcileMetrics::register(&mut registry);
     let client = kube_client(args.kubeconfig.as_deref(), Some(&reconcile_metrics)).await;

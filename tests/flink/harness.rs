@@ -154,11 +154,16 @@ fn cached(
 }
 
 /// FLINK_HOME of `version` (`lib/`, `bin/bash-java-utils.jar`, `plugins/`, `opt/`), installed
-/// by `tests/flink/install.sh` into the cache on first use (a few hundred MB from PyPI).
+/// by `tests/flink/install.sh` into the cache on first use (a few hundred MB from PyPI), with
+/// Flink's `examples/streaming/StateMachineExample.jar` as the image has it
+/// (`tests/flink/install-examples.sh`, from Maven Central), so that the repository's example
+/// manifests find their jar.
 pub fn flink_home(version: &str) -> PathBuf {
     static HOMES: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     cached(&HOMES, version, || {
-        run_path_script("tests/flink/install.sh", Path::new(version))
+        let home = run_path_script("tests/flink/install.sh", Path::new(version));
+        run_path_script("tests/flink/install-examples.sh", &home);
+        home
     })
 }
 
