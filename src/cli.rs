@@ -23,6 +23,10 @@ pub enum Command {
     /// Certificate utilities.
     #[command(subcommand)]
     Certs(CertsCommand),
+    /// Write the reference pages generated from the code (configuration keys, admission
+    /// rules, metrics) into a directory.
+    #[command(hide = true)]
+    Docs(DocsArgs),
 }
 
 /// Which parts of the operator this process runs.
@@ -148,6 +152,14 @@ pub struct CrdArgs {
     /// Kubeconfig for --apply; else in-cluster or the usual kubeconfig.
     #[arg(long, env = "FLINK_OPERATOR_KUBECONFIG", requires = "apply")]
     pub kubeconfig: Option<PathBuf>,
+}
+
+/// Arguments of `flink-operator docs`.
+#[derive(Debug, Args)]
+pub struct DocsArgs {
+    /// Directory to write the pages into (created if missing), e.g. `docs/reference`.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 /// `flink-operator certs ...`

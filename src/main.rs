@@ -2,6 +2,7 @@
 
 mod cli;
 mod config;
+mod docs;
 mod https;
 mod managed_certs;
 mod probes;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
             run_async(*args)
         }
         Command::Crd(args) => crd(args),
+        Command::Docs(args) => docs::write(&args.out),
         Command::Certs(CertsCommand::Generate(args)) => {
             flink_operator_certs::generate_self_signed(&args.dns, &args.ip)
                 .and_then(|generated| generated.write_to_dir(&args.out))

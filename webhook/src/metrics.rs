@@ -57,13 +57,8 @@ impl AdmissionMetrics {
         metrics
     }
 
-    pub(crate) fn observe(
-        &self,
-        endpoint: Endpoint,
-        kind: Option<FlinkKind>,
-        allowed: bool,
-        elapsed: Duration,
-    ) {
+    /// Counts one answered review and its time.
+    pub fn observe(&self, endpoint: Endpoint, kind: Option<FlinkKind>, allowed: bool, elapsed: Duration) {
         let labels = AdmissionLabels {
             endpoint: endpoint.as_str(),
             kind: kind.map_or("other", FlinkKind::as_str),

@@ -7,6 +7,18 @@ use crate::{FlinkBlueGreenDeployment, TransitionMode, UpgradeMode, keys::bluegre
 /// The longest suffix a child gets (`-green`); the child name must stay a valid cluster name.
 const LONGEST_CHILD_SUFFIX: &str = "-green";
 
+/// Keys of `spec.configuration` whose value must be a duration.
+const DURATION_KEYS: [&str; 3] = [
+    bluegreen::ABORT_GRACE_PERIOD,
+    bluegreen::RECONCILIATION_RESCHEDULE_INTERVAL,
+    bluegreen::DEPLOYMENT_DELETION_DELAY,
+];
+
+/// What the value of a key of `spec.configuration` must be, if it is checked.
+pub(crate) fn value_format(key: &str) -> Option<&'static str> {
+    DURATION_KEYS.contains(&key).then_some("a duration")
+}
+
 /// Validates a FlinkBlueGreenDeployment on CREATE (`old` is `None`) or UPDATE.
 pub fn validate(
     new: &FlinkBlueGreenDeployment,
@@ -43,11 +55,7 @@ pub fn validate(
         }
     }
 
-    for key in [
-        bluegreen::ABORT_GRACE_PERIOD,
-        bluegreen::RECONCILIATION_RESCHEDULE_INTERVAL,
-        bluegreen::DEPLOYMENT_DELETION_DELAY,
-    ] {
+    for key in DURATION_KEYS {
         if let Some(value) = new.spec.configuration.as_ref().and_then(|c| c.get(key))
             && let Err(reason) = parse_duration(value)
         {

@@ -213,6 +213,22 @@ const BOOLEAN_KEYS: &[&str] = &[
     operator::SAVEPOINT_DISPOSE_ON_DELETE,
 ];
 
+/// What the value of an operator key set on a resource must be, if [`value_formats`]
+/// checks it.
+pub(crate) fn value_format(key: &str) -> Option<&'static str> {
+    if DURATION_KEYS.contains(&key) {
+        Some("a duration")
+    } else if BOOLEAN_KEYS.contains(&key) {
+        Some("`true` or `false`")
+    } else if key == operator::SAVEPOINT_HISTORY_MAX_COUNT {
+        Some("a positive whole number")
+    } else if key == operator::PERIODIC_SAVEPOINT_INTERVAL || key == operator::PERIODIC_CHECKPOINT_INTERVAL {
+        Some("empty, a duration or a Quartz cron expression")
+    } else {
+        None
+    }
+}
+
 /// Values of operator keys a user set on the resource must parse; only the resource's own
 /// keys are checked (the operator's file is checked when the operator starts).
 pub(crate) fn value_formats(own: &BTreeMap<String, String>, out: &mut Vec<Violation>) {

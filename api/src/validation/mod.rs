@@ -128,6 +128,13 @@ impl ValidationContext {
     }
 }
 
+/// What the admission rules require of the value of an operator key set on a resource (in
+/// `spec.flinkConfiguration`, or a FlinkBlueGreenDeployment's `spec.configuration`), if
+/// they check it: e.g. `a duration`.
+pub fn value_format(key: &str) -> Option<&'static str> {
+    flink_config::value_format(key).or_else(|| blue_green::value_format(key))
+}
+
 /// What the lookup of a snapshot's job found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SnapshotTarget {

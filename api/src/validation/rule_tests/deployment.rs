@@ -376,6 +376,18 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "must not be smaller than the operator reconcile interval",
         ),
         (
+            "D33 metrics window not a duration",
+            with(&[
+                ("spec/flinkConfiguration/job.autoscaler.enabled", json!("true")),
+                (
+                    "spec/flinkConfiguration/job.autoscaler.metrics.window",
+                    json!("long"),
+                ),
+            ]),
+            "spec.flinkConfiguration.job.autoscaler.metrics.window",
+            "is not a duration",
+        ),
+        (
             "last-state needs HA",
             with(&[
                 ("spec/job/upgradeMode", json!("last-state")),
@@ -410,6 +422,15 @@ pub(super) fn cases() -> Vec<RuleCase> {
             )]),
             "spec.flinkConfiguration.kubernetes.operator.job.restart.failed",
             "not a boolean",
+        ),
+        (
+            "savepoint history count must be a positive whole number",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.savepoint.history.max.count",
+                json!("0"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.savepoint.history.max.count",
+            "is not a positive whole number",
         ),
         (
             "periodic interval neither duration nor cron",
