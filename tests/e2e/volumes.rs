@@ -8,7 +8,10 @@ use std::{
 };
 
 use flink_operator_api::FlinkDeployment;
-use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::{
+    core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod},
+    storage::v1::StorageClass,
+};
 use kube::{
     Api, Client,
     api::{DeleteParams, ListParams, PostParams},
@@ -251,6 +254,51 @@ async fn a_pod_waits_unscheduled_while_its_claim_is_missing_or_unbound_and_start
         "{failed:?}"
     );
 
+    // A WaitForFirstConsumer class whose provisioner nobody runs: the pod is scheduled and
+    // its claim marked with the node, then its containers wait for the claim.
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    let class_name = format!("{}-elsewhere", ns.name);
+    let class: StorageClass = serde_json::from_value(json!({
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": class_name},
+        "provisioner": "example.com/nobody",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }))
+    .unwrap();
+    classes.create(&PostParams::default(), &class).await.unwrap();
+    create_claim(&client, &claim(&ns.name, "elsewhere", Some(&class_name))).await;
+    create_pod(
+        &client,
+        &shell_pod(&ns.name, "waiting", claim_of("elsewhere"), "true"),
+    )
+    .await;
+    let (node, waiting) = wait_for(
+        "pod waiting scheduled, its container waiting for its claim",
+        Duration::from_secs(60),
+        || async {
+            let pod = pods.get("waiting").await.ok()?;
+            let node = pod.spec?.node_name?;
+            let status = pod.status?;
+            let state = status.container_statuses?.first()?.state.clone()?.waiting?;
+            let message = state.message.unwrap_or_default();
+            (status.phase.as_deref() == Some("Pending")
+                && state.reason.as_deref() == Some("ContainerCreating")
+                && message.contains("waiting for persistentvolumeclaim \"elsewhere\" to be bound"))
+            .then_some((node, message))
+        },
+    )
+    .await;
+    eprintln!("waiting: {waiting}");
+    let elsewhere = claims.get("elsewhere").await.unwrap();
+    let annotations = elsewhere.metadata.annotations.unwrap_or_default();
+    assert_eq!(annotations.get("volume.kubernetes.io/selected-node"), Some(&node));
+    assert_eq!(
+        annotations
+            .get("volume.kubernetes.io/storage-provisioner")
+            .map(String::as_str),
+        Some("example.com/nobody")
+    );
+
     // The claim appears: the pod is scheduled, its volume provisioned, and it runs.
     let created = Instant::now();
     create_claim(&client, &claim(&ns.name, "later", None)).await;
@@ -270,7 +318,12 @@ async fn a_pod_waits_unscheduled_while_its_claim_is_missing_or_unbound_and_start
         to_done.as_secs_f64()
     );
     delete_pod(&pods, "stuck").await;
+    delete_pod(&pods, "waiting").await;
     delete_pod(&pods, "early").await;
+    classes
+        .delete(&class_name, &DeleteParams::default())
+        .await
+        .unwrap();
     claims.delete("later", &DeleteParams::default()).await.unwrap();
     wait_for_reclaimed(&client, &claims, "later", &pv).await;
 }
