@@ -50,6 +50,26 @@ fn runtime_binary() -> PathBuf {
         .join("flink-local-runtime")
 }
 
+/// The Flink version that `scripts/test-flink-versions` runs the version matrix's test on
+/// (`FLINK_E2E_VERSION`, e.g. 1.19.3), if set.
+pub fn matrix_version() -> Option<String> {
+    std::env::var("FLINK_E2E_VERSION")
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// The versions the runtime runs: those of `tests/flink/versions` and the matrix's version.
+fn installed_versions() -> Vec<String> {
+    let mut versions = flink_harness::versions();
+    if let Some(version) = matrix_version()
+        && !versions.contains(&version)
+    {
+        versions.push(version);
+    }
+    versions
+}
+
 /// The runtime, started on first use.
 pub fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
@@ -64,7 +84,7 @@ pub fn runtime() -> &'static Runtime {
             .arg("--state-dir")
             .arg(dir.join("runtime"))
             .arg("--exit-with-parent");
-        for version in flink_harness::versions() {
+        for version in installed_versions() {
             let home = flink_harness::flink_home(&version);
             let jar = flink_harness::job_jar(&version);
             command

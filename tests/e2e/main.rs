@@ -23,6 +23,7 @@ mod runtime;
 mod scale;
 mod session_job;
 mod steady_state;
+mod versions;
 mod volumes;
 #[path = "../work_dirs.rs"]
 mod work_dirs;

@@ -30,7 +30,9 @@ pub fn java_opts(version: &str) -> String {
 
 /// Settings of every test cluster, as a job owner writes them in a spec: small JVMs, quick
 /// registration and failure detection. No Java options: the operator's configuration brings
-/// them, as it does for users.
+/// them, as it does for users. Times in plain milliseconds, which every version reads (Flink
+/// 1.18 refuses `500ms` for `cluster.registration.error-delay`, a number of milliseconds
+/// there; from 1.19 it is a duration, and a plain number is milliseconds).
 pub fn base_config() -> Vec<(String, String)> {
     [
         ("jobmanager.memory.process.size", "768m"),
@@ -38,7 +40,7 @@ pub fn base_config() -> Vec<(String, String)> {
         ("taskmanager.numberOfTaskSlots", "2"),
         ("parallelism.default", "2"),
         ("rest.port", "8081"),
-        ("cluster.registration.error-delay", "500ms"),
+        ("cluster.registration.error-delay", "500"),
         ("heartbeat.interval", "2000"),
         ("heartbeat.timeout", "10000"),
     ]
@@ -380,20 +382,28 @@ pub fn stateful_cluster_spec(version: &str, state: &std::path::Path) -> Value {
         .filter(|(k, _)| !k.ends_with("memory.process.size"))
         .map(|(k, v)| (k, json!(v)))
         .collect();
-    for (key, value) in [
-        ("execution.checkpointing.interval", "5s"),
+    let dotted: Vec<&str> = version.split('.').take(2).collect();
+    // The directory keys as a job owner of that version writes them: Flink 1.20 renamed
+    // `state.checkpoints.dir` and `state.savepoints.dir`, and older versions know only those.
+    let minor: (u32, u32) = (
+        dotted[0].parse().unwrap_or(0),
+        dotted.get(1).and_then(|m| m.parse().ok()).unwrap_or(0),
+    );
+    let (checkpoint_dir, savepoint_dir) = if minor >= (1, 20) {
         (
             "execution.checkpointing.dir",
-            "file:///opt/flink/state/checkpoints",
-        ),
-        (
             "execution.checkpointing.savepoint-dir",
-            "file:///opt/flink/state/savepoints",
-        ),
+        )
+    } else {
+        ("state.checkpoints.dir", "state.savepoints.dir")
+    };
+    for (key, value) in [
+        ("execution.checkpointing.interval", "5s"),
+        (checkpoint_dir, "file:///opt/flink/state/checkpoints"),
+        (savepoint_dir, "file:///opt/flink/state/savepoints"),
     ] {
         configuration.insert(key.to_owned(), json!(value));
     }
-    let dotted: Vec<&str> = version.split('.').take(2).collect();
     json!({
         "image": image(version), "flinkVersion": format!("v{}", dotted.join("_")),
         "serviceAccount": "flink",

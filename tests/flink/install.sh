@@ -120,8 +120,29 @@ if ! compgen -G "$stage/lib/flink-dist*.jar" >/dev/null; then
 fi
 
 log "downloading apache-flink==$version for its launch scripts and default configuration"
-"${pip[@]}" download --quiet --no-deps --no-cache-dir --disable-pip-version-check \
-    --only-binary=:all: --dest "$work/scripts-dl" "apache-flink==$version" >&2
+# The wheel is built per Python version, but the scripts and configuration in it are the same
+# in each. Older releases have no wheel for this interpreter (1.18 stops at CPython 3.10): then
+# the Linux wheel of an older CPython is fetched instead; nothing of it is run.
+fetched=""
+for py in "" 3.10 3.9 3.8; do
+    target=()
+    if [[ -n "$py" ]]; then
+        target=(--python-version "$py" --implementation cp
+            --platform manylinux2014_x86_64 --platform manylinux1_x86_64)
+        log "no apache-flink==$version wheel for this Python; trying the one for CPython $py"
+    fi
+    if "${pip[@]}" download --quiet --no-deps --no-cache-dir --disable-pip-version-check \
+        --only-binary=:all: "${target[@]}" --dest "$work/scripts-dl" "apache-flink==$version" \
+        >&2 2>"$work/pip-scripts.err"; then
+        fetched=yes
+        break
+    fi
+done
+if [[ -z "$fetched" ]]; then
+    cat "$work/pip-scripts.err" >&2
+    log "no apache-flink==$version wheel found"
+    exit 1
+fi
 wheels=("$work"/scripts-dl/*.whl)
 if [[ ${#wheels[@]} -ne 1 || ! -f "${wheels[0]}" ]]; then
     log "expected one apache-flink wheel, got: ${wheels[*]:-none}"
@@ -133,8 +154,17 @@ for f in "$work"/scripts/pyflink/bin/*.sh "$work"/scripts/pyflink/bin/flink; do
 done
 mkdir -p "$stage/conf" "$stage/log" "$stage/usrlib"
 cp "$work"/scripts/pyflink/conf/* "$stage/conf/"
-for f in kubernetes-jobmanager.sh kubernetes-taskmanager.sh jobmanager.sh taskmanager.sh \
-    standalone-job.sh config-parser-utils.sh config.sh flink-console.sh; do
+# Flink 1.19+ ships conf/config.yaml and bin/config-parser-utils.sh to edit it; 1.18 ships
+# conf/flink-conf.yaml (flat `key: value` lines), which its image edits with sed.
+required=(kubernetes-jobmanager.sh kubernetes-taskmanager.sh jobmanager.sh taskmanager.sh
+    standalone-job.sh config.sh flink-console.sh)
+if [[ -f "$stage/conf/config.yaml" ]]; then
+    required+=(config-parser-utils.sh)
+elif [[ ! -f "$stage/conf/flink-conf.yaml" ]]; then
+    log "the apache-flink $version wheel has neither conf/config.yaml nor conf/flink-conf.yaml"
+    exit 1
+fi
+for f in "${required[@]}"; do
     if [[ ! -x "$stage/bin/$f" ]]; then
         log "bin/$f is missing from the apache-flink $version wheel"
         exit 1
@@ -142,12 +172,22 @@ for f in kubernetes-jobmanager.sh kubernetes-taskmanager.sh jobmanager.sh taskma
 done
 # The official image's build step: listen on every address, and let the TaskManager find its
 # own address instead of advertising localhost.
-bash "$stage/bin/config-parser-utils.sh" "$stage/conf" "$stage/bin" "$stage/lib" \
-    -repKV rest.address,localhost,0.0.0.0 \
-    -repKV rest.bind-address,localhost,0.0.0.0 \
-    -repKV jobmanager.bind-host,localhost,0.0.0.0 \
-    -repKV taskmanager.bind-host,localhost,0.0.0.0 \
-    -rmKV taskmanager.host=localhost >&2
+if [[ -f "$stage/conf/config.yaml" ]]; then
+    bash "$stage/bin/config-parser-utils.sh" "$stage/conf" "$stage/bin" "$stage/lib" \
+        -repKV rest.address,localhost,0.0.0.0 \
+        -repKV rest.bind-address,localhost,0.0.0.0 \
+        -repKV jobmanager.bind-host,localhost,0.0.0.0 \
+        -repKV taskmanager.bind-host,localhost,0.0.0.0 \
+        -rmKV taskmanager.host=localhost >&2
+else
+    sed -i \
+        -e 's/^rest\.address: localhost$/rest.address: 0.0.0.0/' \
+        -e 's/^rest\.bind-address: localhost$/rest.bind-address: 0.0.0.0/' \
+        -e 's/^jobmanager\.bind-host: localhost$/jobmanager.bind-host: 0.0.0.0/' \
+        -e 's/^taskmanager\.bind-host: localhost$/taskmanager.bind-host: 0.0.0.0/' \
+        -e '/^taskmanager\.host: localhost$/d' \
+        "$stage/conf/flink-conf.yaml"
+fi
 printf '%s\n%s\n' "$version" "$layout" >"$stage/.installed"
 
 # A leftover without the marker cannot come from this script (the rename is atomic), but

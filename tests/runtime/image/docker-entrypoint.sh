@@ -43,6 +43,32 @@ copy_plugins_if_required() {
     done
 }
 
+# Flink 1.18 (flink-conf.yaml, no config-parser-utils.sh): its image's sed edit of one flat
+# `key: value` line, or a new line.
+set_config_option() {
+    local file="$1" option="$2" value="$3"
+    local escaped="${option//./\\.}"
+    if grep -qE "^${escaped}:" "$file"; then
+        sed -i -e "s|^${escaped}:.*|${option}: ${value}|" "$file"
+    else
+        echo "${option}: ${value}" >>"$file"
+    fi
+}
+
+prepare_legacy_configuration() {
+    local file="$1/flink-conf.yaml"
+    set_config_option "$file" jobmanager.rpc.address "${JOB_MANAGER_RPC_ADDRESS:-$(hostname -f)}"
+    set_config_option "$file" blob.server.port 6124
+    set_config_option "$file" query.server.port 6125
+    if [[ -n "${TASK_MANAGER_NUMBER_OF_TASK_SLOTS:-}" ]]; then
+        set_config_option "$file" taskmanager.numberOfTaskSlots "${TASK_MANAGER_NUMBER_OF_TASK_SLOTS}"
+    fi
+    if [[ -n "${FLINK_PROPERTIES:-}" ]]; then
+        echo "${FLINK_PROPERTIES}" >>"$file"
+    fi
+    envsubst <"$file" >"$file.tmp" && mv "$file.tmp" "$file"
+}
+
 prepare_configuration() {
     local conf_dir="$FLINK_HOME/conf"
     if [[ ! -w "$conf_dir" ]] || ! touch "$conf_dir/.writable" 2>/dev/null; then
@@ -50,6 +76,10 @@ prepare_configuration() {
         return 0
     fi
     rm -f "$conf_dir/.writable"
+    if [[ ! -f "$FLINK_HOME/bin/config-parser-utils.sh" ]]; then
+        prepare_legacy_configuration "$conf_dir"
+        return 0
+    fi
     local fixed=(
         "-Djobmanager.rpc.address=${JOB_MANAGER_RPC_ADDRESS:-$(hostname -f)}"
         "-Dblob.server.port=6124"

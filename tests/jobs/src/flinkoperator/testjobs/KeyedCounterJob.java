@@ -10,16 +10,18 @@ import java.nio.file.StandardCopyOption;
 import java.util.UUID;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.source.SourceReader;
+import org.apache.flink.api.connector.source.SourceReaderContext;
+import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
+import org.apache.flink.api.connector.source.util.ratelimit.RateLimitedSourceReader;
+import org.apache.flink.api.connector.source.util.ratelimit.RateLimiter;
 import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
-import org.apache.flink.connector.datagen.source.DataGeneratorSource;
-import org.apache.flink.connector.datagen.source.GeneratorFunction;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.sink.PrintSink;
@@ -42,8 +44,12 @@ import org.apache.flink.util.Collector;
  * default {@code keyed-counter}). Checkpointing and parallelism come from the cluster config or
  * the submission.
  *
- * <p>The source compiles unchanged against Flink 1.20 and 2.x: it uses {@code open(OpenContext)}
- * and only sinks shipped with Flink through the unified sink API.
+ * <p>The source compiles unchanged against every Flink version from 1.18 to 2.x. So it overrides no
+ * {@code open} (1.18 has only {@code open(Configuration)}, 2.x only {@code open(OpenContext)}; state
+ * and files are set up on first use instead), and its source is Flink's own rate-limited number
+ * sequence built from classes of flink-core (the datagen connector's {@code DataGeneratorSource} is
+ * the same thing, but is not in the 1.18 distribution). Its sink is Flink's unified-API
+ * {@code PrintSink}.
  */
 public final class KeyedCounterJob {
 
@@ -87,9 +93,7 @@ public final class KeyedCounterJob {
 
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
 
-        DataGeneratorSource<Long> source =
-                new DataGeneratorSource<>(
-                        new Sequence(), Long.MAX_VALUE, RateLimiterStrategy.perSecond(rate), Types.LONG);
+        RateLimitedSequence source = new RateLimitedSequence(rate);
 
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "sequence-source")
                 .uid("sequence-source")
@@ -107,13 +111,27 @@ public final class KeyedCounterJob {
         env.execute(name);
     }
 
-    /** The element of index i is i itself: 0, 1, 2, ... */
-    static final class Sequence implements GeneratorFunction<Long, Long> {
+    /**
+     * 0, 1, 2, ... at {@code rate} elements per second over all subtasks: the splits, enumerator
+     * and checkpointed positions of {@link NumberSequenceSource}, each reader behind a {@link
+     * RateLimitedSourceReader}, as the datagen connector's {@code DataGeneratorSource} does. Raw
+     * types: the rate limiter's interfaces gained a type parameter in 2.x.
+     */
+    static final class RateLimitedSequence extends NumberSequenceSource {
         private static final long serialVersionUID = 1L;
+        private final double rate;
+
+        RateLimitedSequence(double rate) {
+            super(0, Long.MAX_VALUE - 1);
+            this.rate = rate;
+        }
 
         @Override
-        public Long map(Long index) {
-            return index;
+        @SuppressWarnings({"rawtypes", "unchecked"})
+        public SourceReader<Long, NumberSequenceSplit> createReader(SourceReaderContext context) {
+            RateLimiterStrategy strategy = RateLimiterStrategy.perSecond(rate);
+            RateLimiter limiter = strategy.createRateLimiter(context.currentParallelism());
+            return new RateLimitedSourceReader(super.createReader(context), limiter);
         }
     }
 
@@ -142,13 +160,11 @@ public final class KeyedCounterJob {
         }
 
         @Override
-        public void open(OpenContext context) {
-            count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
-        }
-
-        @Override
         public void processElement(Long n, Context ctx, Collector<Tuple2<Integer, Long>> collector)
                 throws Exception {
+            if (count == null) {
+                count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
+            }
             Long previous = count.value();
             long next = previous == null ? 1 : previous + 1;
             int key = ctx.getCurrentKey();
@@ -162,7 +178,7 @@ public final class KeyedCounterJob {
     }
 
     /** Writes each key's latest count to DIR/key-K (atomically) and formats it for printing. */
-    static final class CountFiles extends RichMapFunction<Tuple2<Integer, Long>, String> {
+    static final class CountFiles implements MapFunction<Tuple2<Integer, Long>, String> {
         private static final long serialVersionUID = 1L;
         private final String out;
         private transient Path dir;
@@ -173,16 +189,13 @@ public final class KeyedCounterJob {
         }
 
         @Override
-        public void open(OpenContext context) throws IOException {
-            if (out != null) {
-                dir = Paths.get(out);
-                Files.createDirectories(dir);
-                tmpSuffix = ".tmp-" + UUID.randomUUID();
-            }
-        }
-
-        @Override
         public String map(Tuple2<Integer, Long> keyCount) throws IOException {
+            if (out != null && dir == null) {
+                Path created = Paths.get(out);
+                Files.createDirectories(created);
+                tmpSuffix = ".tmp-" + UUID.randomUUID();
+                dir = created;
+            }
             if (dir != null) {
                 Path target = dir.resolve("key-" + keyCount.f0);
                 Path tmp = dir.resolve(".key-" + keyCount.f0 + tmpSuffix);
