@@ -75,7 +75,8 @@ fn configuration() -> String {
     let _ = writeln!(
         out,
         "The operator reads Apache-operator-style configuration keys from its configuration file \
-         (`--config`, or `FLINK_OPERATOR_CONFIG`; YAML, flat or nested keys). The Helm chart writes \
+         (`--config`, or `FLINK_OPERATOR_CONFIG`; YAML, flat or nested keys; of several files, a \
+         later one's key wins). The Helm chart writes \
          that file into a ConfigMap: the chart's `conf/operator-defaults.yaml`, with the \
          `operatorConfiguration` value over it. A key in the file applies to every resource. \
          `{ns}<namespace>.<key>` sets a key for the resources of one namespace, and \
@@ -84,8 +85,8 @@ fn configuration() -> String {
          per resource in `spec.flinkConfiguration`, which wins over all of these; a \
          FlinkSessionJob takes its session cluster's `spec.flinkConfiguration`, then its own. \
          The column *Set in* says where each key is read from. The `kubernetes.operator.*` keys \
-         are removed from the configuration given to Flink. The file is read once, when the \
-         operator starts.\n",
+         are removed from the configuration given to Flink. The configuration is read once, \
+         when the operator starts.\n",
         ns = operator::DEFAULT_CONFIGURATION_NAMESPACE_PREFIX,
         ver = operator::DEFAULT_CONFIGURATION_FLINK_VERSION_PREFIX,
     );

@@ -77,7 +77,9 @@ pub mod finalizers {
 }
 
 /// Operator configuration keys (`kubernetes.operator.*`). Those marked *dynamic* may also be
-/// set per resource in `spec.flinkConfiguration`.
+/// set per resource in `spec.flinkConfiguration`. Which of them the operator acts on, and the
+/// defaults it applies, is in the table of [`crate::options`]; it wins where a comment here
+/// differs.
 pub mod operator {
     /// Prefix of every operator key; these keys are removed before submitting to Flink.
     pub const PREFIX: &str = "kubernetes.operator.";

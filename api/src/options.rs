@@ -347,7 +347,9 @@ pub const OPTIONS: &[OptionDoc] = &[
         default: DefaultValue::Bool(defaults::JM_DEPLOYMENT_RECOVERY_ENABLED),
         applies_to: DEPLOYMENT,
         set_in: SetIn::Resource,
-        meaning: "Deploy a JobManager Deployment that went missing again.",
+        meaning: "Deploy a JobManager Deployment that went missing again (a job in \
+                  `last-state` or `savepoint` mode only from a checkpoint in its \
+                  high-availability metadata).",
     },
     OptionDoc {
         key: operator::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
@@ -372,8 +374,8 @@ pub const OPTIONS: &[OptionDoc] = &[
         default: DefaultValue::Text(defaults::USER_ARTIFACTS_ALLOWED_SCHEMES),
         applies_to: SESSION_JOB,
         set_in: SetIn::OperatorAndNamespace,
-        meaning: "URI schemes a session job's `jarURI` may use (comma-separated); the webhook \
-                  refuses others. A session job or its cluster cannot widen it.",
+        meaning: "URI schemes a session job's `jarURI` may use (separated by `,` or `;`); \
+                  others are refused. A session job or its cluster cannot widen it.",
     },
     OptionDoc {
         key: operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS,
