@@ -12,6 +12,7 @@ mod built_clusters;
 #[allow(dead_code)]
 mod cluster_harness;
 mod first_hour;
+mod first_mistakes;
 #[path = "../flink/harness.rs"]
 mod flink_harness;
 mod harness;

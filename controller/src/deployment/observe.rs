@@ -44,8 +44,11 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
         let ready = status.ready_replicas.unwrap_or(0);
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
         let selector = format!("app={name},component=jobmanager");
-        let pods = pods.list(&ListParams::default().labels(&selector)).await?;
-        let problem = pods.items.iter().find_map(pod_problem);
+        let listed = pods.list(&ListParams::default().labels(&selector)).await?;
+        let problem = match listed.items.iter().find_map(pod_problem) {
+            Some(problem) => Some(problem.describe(&pods).await),
+            None => replica_failure(jm),
+        };
         let mut rest_ready = false;
         if ready > 0 {
             let port = ctx.rest_port(fd);
@@ -210,31 +213,136 @@ async fn newest_checkpoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Opti
     })
 }
 
-/// A crash loop or an image error of a JobManager pod, in words.
-fn pod_problem(pod: &Pod) -> Option<String> {
-    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
-    statuses.iter().find_map(|c| {
-        let waiting = c.state.as_ref()?.waiting.as_ref()?;
-        let reason = waiting.reason.as_deref()?;
-        let known = [
-            "CrashLoopBackOff",
-            "ErrImagePull",
-            "ImagePullBackOff",
-            "InvalidImageName",
-            "CreateContainerConfigError",
-            "CreateContainerError",
-        ];
-        known.contains(&reason).then(|| {
-            let message = waiting.message.clone().unwrap_or_default();
-            format!(
-                "JobManager pod {} container {}: {reason} {message}",
-                pod.name_any(),
-                c.name
-            )
-            .trim()
-            .to_owned()
+/// A JobManager container that does not run: crash loop, image or configuration error.
+struct PodProblem {
+    pod: String,
+    container: String,
+    reason: String,
+    message: String,
+    /// The exit code of the container's last run, if it ended.
+    exit_code: Option<i32>,
+}
+
+/// A crash loop or an image error of a JobManager pod (init containers first).
+fn pod_problem(pod: &Pod) -> Option<PodProblem> {
+    let status = pod.status.as_ref()?;
+    let init = status.init_container_statuses.iter().flatten();
+    init.chain(status.container_statuses.iter().flatten())
+        .find_map(|c| {
+            let waiting = c.state.as_ref()?.waiting.as_ref()?;
+            let reason = waiting.reason.as_deref()?;
+            let known = [
+                "CrashLoopBackOff",
+                "ErrImagePull",
+                "ImagePullBackOff",
+                "InvalidImageName",
+                "CreateContainerConfigError",
+                "CreateContainerError",
+            ];
+            known.contains(&reason).then(|| PodProblem {
+                pod: pod.name_any(),
+                container: c.name.clone(),
+                reason: reason.to_owned(),
+                // The kubelet's back-off message ("back-off 20s restarting failed container=...")
+                // changes with every restart and says nothing the reason does not.
+                message: if reason == "CrashLoopBackOff" {
+                    String::new()
+                } else {
+                    waiting.message.clone().unwrap_or_default()
+                },
+                exit_code: c
+                    .last_state
+                    .as_ref()
+                    .and_then(|s| s.terminated.as_ref())
+                    .map(|t| t.exit_code),
+            })
         })
-    })
+}
+
+impl PodProblem {
+    /// In one line. A crashing container's last run is asked for its cause: the last
+    /// `Caused by:` (else exception) line of its log, which for Flink names what failed (a
+    /// jar or class that does not exist, a memory configuration that does not fit, ...).
+    async fn describe(&self, pods: &Api<Pod>) -> String {
+        let mut line = format!(
+            "JobManager pod {} container {}: {}",
+            self.pod, self.container, self.reason
+        );
+        if let Some(code) = self.exit_code.filter(|_| self.reason == "CrashLoopBackOff") {
+            line.push_str(&format!(" (exit code {code})"));
+        }
+        if !self.message.trim().is_empty() {
+            line.push(' ');
+            line.push_str(self.message.trim());
+        }
+        if self.reason == "CrashLoopBackOff"
+            && let Some(cause) = self.logged_cause(pods).await
+        {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+        line
+    }
+
+    async fn logged_cause(&self, pods: &Api<Pod>) -> Option<String> {
+        let mut params = kube::api::LogParams {
+            container: Some(self.container.clone()),
+            previous: true,
+            tail_lines: Some(300),
+            ..kube::api::LogParams::default()
+        };
+        let log = match pods.logs(&self.pod, &params).await {
+            Ok(log) => log,
+            Err(_) => {
+                params.previous = false;
+                pods.logs(&self.pod, &params).await.ok()?
+            }
+        };
+        cause_in_log(&log)
+    }
+}
+
+/// The root cause a Java process logged last: its last `Caused by:` line, else its last
+/// line naming an exception; at most 400 characters.
+fn cause_in_log(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().map(str::trim).collect();
+    let cause = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("Caused by: "))
+        .map(|l| l.trim_start_matches("Caused by: "))
+        .or_else(|| {
+            lines.iter().rev().copied().find(|l| {
+                !l.starts_with("at ")
+                    && l.split_whitespace()
+                        .next()
+                        .is_some_and(|w| w.trim_end_matches(':').ends_with("Exception"))
+            })
+        })?;
+    let mut cause = cause.to_owned();
+    if cause.chars().count() > 400 {
+        cause = cause.chars().take(399).collect::<String>() + "…";
+    }
+    Some(cause)
+}
+
+/// Why the JobManager Deployment creates no pod, as its ReplicaFailure condition says
+/// (e.g. a service account that does not exist).
+fn replica_failure(jm: &Deployment) -> Option<String> {
+    let conditions = jm.status.as_ref()?.conditions.as_ref()?;
+    let failure = conditions
+        .iter()
+        .find(|c| c.type_.as_deref() == Some("ReplicaFailure") && c.status.as_deref() == Some("True"))?;
+    Some(
+        format!(
+            "JobManager Deployment {}: {} {}",
+            jm.name_any(),
+            failure.reason.as_deref().unwrap_or("ReplicaFailure"),
+            failure.message.as_deref().unwrap_or_default()
+        )
+        .trim()
+        .to_owned(),
+    )
 }
 
 /// Whether the cluster's Kubernetes HA ConfigMaps point at a completed checkpoint (Flink
@@ -248,4 +356,31 @@ async fn ha_holds_a_checkpoint(ctx: &Context, namespace: &str, name: &str) -> Re
         .iter()
         .flat_map(|cm| cm.data.iter().flatten())
         .any(|(key, _)| key.starts_with("checkpointID-")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cause_in_log;
+
+    #[test]
+    fn the_cause_is_the_last_caused_by_line_else_the_last_exception() {
+        let log = "2026-12-01 14:16:47,561 ERROR org.apache.flink.runtime.entrypoint.ClusterEntrypoint [] - Could not create application program.
+org.apache.flink.util.FlinkException: Could not load the provided entrypoint class.
+\tat org.apache.flink.client.program.DefaultPackagedProgramRetriever.getPackagedProgram(DefaultPackagedProgramRetriever.java:215)
+Caused by: org.apache.flink.client.program.ProgramInvocationException: The program's entry point class 'a.B' was not found in the jar file.
+\t... 3 more
+Caused by: java.lang.ClassNotFoundException: a.B
+\tat java.base/java.net.URLClassLoader.findClass(URLClassLoader.java:445)
+";
+        assert_eq!(
+            cause_in_log(log).as_deref(),
+            Some("java.lang.ClassNotFoundException: a.B")
+        );
+        let log = "INFO starting\norg.apache.flink.configuration.IllegalConfigurationException: too small\n\tat x.y(Z.java:1)\n";
+        assert_eq!(
+            cause_in_log(log).as_deref(),
+            Some("org.apache.flink.configuration.IllegalConfigurationException: too small")
+        );
+        assert_eq!(cause_in_log("all fine\n"), None);
+    }
 }

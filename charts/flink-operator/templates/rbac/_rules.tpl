@@ -31,6 +31,10 @@ them: granted cluster-wide, or in each of the watchNamespaces.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch", "delete"]
+# A crash-looping JobManager's last log lines, for the cause it reports in status.
+- apiGroups: [""]
+  resources: ["pods/log"]
+  verbs: ["get"]
 # The services (REST, internal) and ConfigMaps (Flink configuration, logging, HA) of a cluster.
 - apiGroups: [""]
   resources: ["services", "configmaps"]
