@@ -392,7 +392,7 @@ mod tests {
             assert!(
                 on_disk == generated,
                 "docs/reference/{name} differs from what the code generates; regenerate with `{REGENERATE}` \
-                 (or `UPDATE_DOCS=1 cargo test -p flink-operator reference_docs`)"
+                 (or `UPDATE_DOCS=1 cargo test -p flink-operator --bin flink-operator reference_docs`)"
             );
         }
     }
