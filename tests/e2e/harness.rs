@@ -50,24 +50,44 @@ fn runtime_binary() -> PathBuf {
         .join("flink-local-runtime")
 }
 
-/// The Flink version that `scripts/test-flink-versions` runs the version matrix's test on
-/// (`FLINK_E2E_VERSION`, e.g. 1.19.3), if set.
-pub fn matrix_version() -> Option<String> {
+/// The Flink versions that `scripts/test-flink-versions` runs the version matrix's test on
+/// (`FLINK_E2E_VERSION`, one or more separated by commas or spaces, e.g. `1.19.3`).
+pub fn matrix_versions() -> Vec<String> {
     std::env::var("FLINK_E2E_VERSION")
-        .ok()
-        .map(|v| v.trim().to_owned())
+        .unwrap_or_default()
+        .split([',', ' '])
         .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
-/// The versions the runtime runs: those of `tests/flink/versions` and the matrix's version.
+/// The versions the runtime runs: those of `tests/flink/versions` and the matrix's.
 fn installed_versions() -> Vec<String> {
     let mut versions = flink_harness::versions();
-    if let Some(version) = matrix_version()
-        && !versions.contains(&version)
-    {
-        versions.push(version);
+    for version in matrix_versions() {
+        if !versions.contains(&version) {
+            versions.push(version);
+        }
     }
     versions
+}
+
+/// The runtime's kubelet API program (`tests/runtime/kubelet-api/build.sh`, cached), or
+/// `FLINK_OPERATOR_KUBELET_API`.
+fn kubelet_api_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("FLINK_OPERATOR_KUBELET_API") {
+        return PathBuf::from(path);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new(root.join("tests/runtime/kubelet-api/build.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("running tests/runtime/kubelet-api/build.sh");
+    assert!(
+        output.status.success(),
+        "tests/runtime/kubelet-api/build.sh failed"
+    );
+    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
 }
 
 /// The runtime, started on first use.
@@ -83,7 +103,9 @@ pub fn runtime() -> &'static Runtime {
             .arg(&plane.kubeconfig)
             .arg("--state-dir")
             .arg(dir.join("runtime"))
-            .arg("--exit-with-parent");
+            .arg("--exit-with-parent")
+            .arg("--kubelet-api")
+            .arg(kubelet_api_binary());
         for version in installed_versions() {
             let home = flink_harness::flink_home(&version);
             let jar = flink_harness::job_jar(&version);

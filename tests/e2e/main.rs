@@ -17,6 +17,7 @@ mod first_mistakes;
 mod flink_harness;
 mod harness;
 mod java_defaults;
+mod kubectl;
 mod lifecycle;
 mod objects;
 mod reconcile;

@@ -312,6 +312,10 @@ func (p *plane) startAll(ctx context.Context) (*readyLine, error) {
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
+		// The local runtime's node reports its name as its Hostname address, which does not
+		// resolve: reach its kubelet API (logs, exec, port-forward) at its InternalIP, as
+		// kubeadm configures it.
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 	})
 	if err != nil {
 		return nil, err

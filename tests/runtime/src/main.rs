@@ -7,7 +7,8 @@
 //! contract honoured. See tests/runtime/README.md.
 //!
 //! ```text
-//! flink-local-runtime --kubeconfig FILE --state-dir DIR --flink 2.3.0=FLINK_HOME [--usrlib 2.3.0=DIR] ...
+//! flink-local-runtime --kubeconfig FILE --state-dir DIR --flink 2.3.0=FLINK_HOME [--usrlib 2.3.0=DIR]
+//!     [--kubelet-api BIN] ...
 //! ```
 //!
 //! Prints `READY {json}` on stdout once the node is registered and pods are being run.
@@ -19,6 +20,7 @@ mod context;
 mod hosts;
 mod images;
 mod kubelet;
+mod kubelet_api;
 mod network;
 mod node;
 mod pod;
@@ -81,6 +83,11 @@ struct Args {
     /// Stop when the parent process exits (for test harnesses).
     #[arg(long)]
     exit_with_parent: bool,
+    /// The kubelet API program (tests/runtime/kubelet-api/build.sh prints it): serves
+    /// `kubectl logs`, `exec` and `port-forward` for the node's pods. Without it the node
+    /// has no kubelet API.
+    #[arg(long)]
+    kubelet_api: Option<PathBuf>,
 }
 
 fn parse_distribution(value: &str) -> Result<(Version, PathBuf), String> {
@@ -234,7 +241,26 @@ async fn serve(
     java_home: String,
 ) -> Result<(), StartError> {
     let gateway = network.cidr().gateway().to_string();
-    node::register(&client, &args.node_name, &gateway)
+    let kubelet_api = match &args.kubelet_api {
+        Some(binary) => Some(
+            kubelet_api::KubeletApi::start(kubelet_api::Options {
+                binary,
+                listen: gateway.clone(),
+                kubeconfig: &args.kubeconfig,
+                state_dir: &state_dir,
+                node_name: &args.node_name,
+                nsenter: tools.nsenter.clone(),
+            })
+            .await
+            .map_err(StartError::Setup)?,
+        ),
+        None => {
+            tracing::warn!("no --kubelet-api: kubectl logs, exec and port-forward will not work");
+            None
+        }
+    };
+    let kubelet_port = kubelet_api.as_ref().map_or(0, |api| i32::from(api.port));
+    node::register(&client, &args.node_name, &gateway, kubelet_port)
         .await
         .map_err(|source| StartError::Node {
             name: args.node_name.clone(),
@@ -278,6 +304,7 @@ async fn serve(
 
     let ready = serde_json::json!({
         "node": args.node_name,
+        "kubeletPort": kubelet_port,
         "podCIDR": ctx.network.cidr().to_string(),
         "hostIP": gateway,
         "stateDir": state_dir,
@@ -290,6 +317,9 @@ async fn serve(
     tracing::info!("stopping every pod's processes");
     let _ = stop_pods.send(());
     let _ = pods.await;
+    if let Some(api) = kubelet_api {
+        api.stop().await;
+    }
     for task in background {
         task.abort();
     }

@@ -35,8 +35,9 @@ fn memory_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// The Node object with a Ready status, as a kubelet registers it.
-pub fn node(name: &str, address: &str, now: Timestamp) -> Node {
+/// The Node object with a Ready status, as a kubelet registers it; `kubelet_port` is where
+/// its kubelet API listens on `address` (0: none).
+pub fn node(name: &str, address: &str, kubelet_port: i32, now: Timestamp) -> Node {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let resources: BTreeMap<String, Quantity> = [
         ("cpu".to_owned(), Quantity(cpus.to_string())),
@@ -108,7 +109,7 @@ pub fn node(name: &str, address: &str, now: Timestamp) -> Node {
                 ),
             ]),
             daemon_endpoints: Some(NodeDaemonEndpoints {
-                kubelet_endpoint: Some(DaemonEndpoint { port: 0 }),
+                kubelet_endpoint: Some(DaemonEndpoint { port: kubelet_port }),
             }),
             node_info: Some(NodeSystemInfo {
                 architecture: std::env::consts::ARCH.to_owned(),
@@ -132,9 +133,14 @@ pub fn node(name: &str, address: &str, now: Timestamp) -> Node {
 }
 
 /// Creates or updates the Node (spec by server-side apply, then its status).
-pub async fn register(client: &Client, name: &str, address: &str) -> Result<(), kube::Error> {
+pub async fn register(
+    client: &Client,
+    name: &str,
+    address: &str,
+    kubelet_port: i32,
+) -> Result<(), kube::Error> {
     let api: Api<Node> = Api::all(client.clone());
-    let mut node = node(name, address, Timestamp::now());
+    let mut node = node(name, address, kubelet_port, Timestamp::now());
     let status = node.status.take();
     node.metadata.managed_fields = None;
     let params = PatchParams::apply(MANAGER).force();
