@@ -50,27 +50,26 @@ fn runtime_binary() -> PathBuf {
         .join("flink-local-runtime")
 }
 
-/// The Flink versions that `scripts/test-flink-versions` runs the version matrix's test on
-/// (`FLINK_E2E_VERSION`, one or more separated by commas or spaces, e.g. `1.19.3`).
-pub fn matrix_versions() -> Vec<String> {
+/// The Flink version that `scripts/test-flink-versions` runs the version matrix's test on
+/// (`FLINK_E2E_VERSION`, e.g. 1.19.3), if set.
+pub fn matrix_version() -> Option<String> {
     std::env::var("FLINK_E2E_VERSION")
-        .unwrap_or_default()
-        .split([',', ' '])
+        .ok()
+        .map(|v| v.trim().to_owned())
         .filter(|v| !v.is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
-/// The versions the runtime runs: those of `tests/flink/versions` and the matrix's.
+/// The versions the runtime runs: those of `tests/flink/versions` and the matrix's version.
 fn installed_versions() -> Vec<String> {
     let mut versions = flink_harness::versions();
-    for version in matrix_versions() {
-        if !versions.contains(&version) {
-            versions.push(version);
-        }
+    if let Some(version) = matrix_version()
+        && !versions.contains(&version)
+    {
+        versions.push(version);
     }
     versions
 }
+
 
 /// The runtime's kubelet API program (`tests/runtime/kubelet-api/build.sh`, cached), or
 /// `FLINK_OPERATOR_KUBELET_API`.
