@@ -70,7 +70,6 @@ fn installed_versions() -> Vec<String> {
     versions
 }
 
-
 /// The runtime's kubelet API program (`tests/runtime/kubelet-api/build.sh`, cached), or
 /// `FLINK_OPERATOR_KUBELET_API`.
 fn kubelet_api_binary() -> PathBuf {
