@@ -371,6 +371,28 @@ async fn kubectl_logs_exec_and_port_forward_reach_a_jobmanager_pod() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "HELLO\n");
 
+    // -it: a terminal of its own (kubectl needs one on its side too: `script` gives it one).
+    let line = format!(
+        "{} --kubeconfig {} -n {n} exec -i -t {pod} -- sh -c 'tty; test -t 0 && echo is-a-tty; exit 4'",
+        kubectl_binary().display(),
+        cluster_harness::control_plane().kubeconfig.display(),
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let terminal = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{terminal}{}", text(&out.stderr));
+    assert!(
+        terminal.contains("/dev/pts/") && terminal.contains("is-a-tty"),
+        "{terminal}"
+    );
+
     // port-forward to the pod and to its REST Service: Flink's REST API answers.
     for target in [format!("pod/{pod}"), format!("svc/{id}-rest")] {
         let started = Instant::now();
