@@ -24,7 +24,7 @@ const MANAGER: &str = "flink-operator";
 pub enum ActError {
     #[error("building the cluster of {name}: {source}")]
     Build { name: String, source: ClusterError },
-    #[error("{what}: {source}")]
+    #[error("{what}: {}", crate::reconcile::api_message(source))]
     Api { what: String, source: kube::Error },
     #[error("{0}")]
     Flink(String),

@@ -18,7 +18,7 @@ use crate::{
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActError {
-    #[error("{what}: {source}")]
+    #[error("{what}: {}", crate::reconcile::api_message(source))]
     Api {
         what: &'static str,
         #[source]
