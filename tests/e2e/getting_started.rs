@@ -102,10 +102,22 @@ struct DevUp {
 }
 
 impl DevUp {
+    /// Starts dev-up; again when another test's local runtime took the machine's lock
+    /// between the wait for it and dev-up's start of its own.
     fn start() -> Self {
         let kubectl = kubectl_binary();
         let bin = binaries_dir();
-        wait_for_runtime_lock();
+        for _ in 0..5 {
+            wait_for_runtime_lock();
+            if let Some(env) = Self::try_start(&kubectl, &bin) {
+                return env;
+            }
+        }
+        panic!("another local runtime took the machine's lock five times over");
+    }
+
+    fn try_start(kubectl: &Path, bin: &Path) -> Option<Self> {
+        let kubectl = kubectl.to_owned();
         let dir = std::env::temp_dir().join(format!("flink-operator-getting-started-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -113,7 +125,7 @@ impl DevUp {
         let started = Instant::now();
         let child = Command::new(root().join("scripts/dev-up"))
             .env("FLINK_OPERATOR_DEV_STATE", dir.join("state"))
-            .env("FLINK_OPERATOR_DEV_BIN", &bin)
+            .env("FLINK_OPERATOR_DEV_BIN", bin)
             .env("FLINK_OPERATOR_WEBHOOK_PORT", free_port().to_string())
             .env("FLINK_OPERATOR_PROBE_PORT", free_port().to_string())
             .env("KUBECTL", &kubectl)
@@ -134,6 +146,10 @@ impl DevUp {
                 break;
             }
             if let Some(status) = env.child.try_wait().unwrap() {
+                if text.contains("holds /run/flink-local-runtime.lock") {
+                    eprintln!("another local runtime started meanwhile; waiting for it");
+                    return None;
+                }
                 panic!("scripts/dev-up ended ({status}) before it was up:\n{text}");
             }
             assert!(
@@ -146,7 +162,7 @@ impl DevUp {
             "MEASURED scripts/dev-up up in {:.1} s",
             started.elapsed().as_secs_f64()
         );
-        env
+        Some(env)
     }
 
     fn kubectl(&self, args: &[&str]) -> Command {
@@ -263,17 +279,32 @@ impl Drop for PortForward {
     }
 }
 
-/// GETs `path` from 127.0.0.1:`port` (HTTP/1.0); the body.
-fn http_get(port: u16, path: &str) -> std::io::Result<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    Ok(response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default())
+/// GETs `path` from 127.0.0.1:`port`; the body. Tried for up to 20 s: the first
+/// connections through a fresh port-forward may be cut while its stream is set up.
+fn http_get(port: u16, path: &str) -> String {
+    let once = || -> std::io::Result<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_owned())
+            .filter(|body| !body.is_empty())
+            .ok_or_else(|| std::io::Error::other(format!("no body in {response:?}")))
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match once() {
+            Ok(body) => return body,
+            Err(e) if Instant::now() > deadline => panic!("GET {path} through port {port}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_secs(1)),
+        }
+    }
 }
 
 /// The user's checks of a running example: the JobManager's log shows the job RUNNING,
@@ -287,31 +318,37 @@ fn check_running_cluster(env: &DevUp, name: &str) {
         tail_text(&text, 20),
         String::from_utf8_lossy(&logs.stderr)
     );
+    let err_file = env.dir.join(format!("port-forward-{name}.err"));
     let mut child = env
         .kubectl(&["port-forward", &format!("svc/{name}-rest"), ":8081"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(File::create(&err_file).unwrap())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
     let forward = PortForward(child);
-    // "Forwarding from 127.0.0.1:PORT -> 8081"
-    let port = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| {
-            line.strip_prefix("Forwarding from 127.0.0.1:")
+    // "Forwarding from 127.0.0.1:PORT -> 8081"; then one "Handling connection" line per
+    // connection, so its stdout is read to the end (a closed pipe would end kubectl).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(port) = line
+                .strip_prefix("Forwarding from 127.0.0.1:")
                 .and_then(|rest| rest.split(' ').next())
                 .and_then(|p| p.parse::<u16>().ok())
-        });
-    let Some(port) = port else {
+            {
+                let _ = tx.send(port);
+            }
+        }
+    });
+    let Ok(port) = rx.recv_timeout(Duration::from_secs(30)) else {
         drop(forward);
-        let mut err = String::new();
-        let _ = stderr.read_to_string(&mut err);
-        panic!("kubectl port-forward svc/{name}-rest :8081 forwarded nothing: {err}");
+        panic!(
+            "kubectl port-forward svc/{name}-rest :8081 forwarded nothing: {}",
+            std::fs::read_to_string(&err_file).unwrap_or_default()
+        );
     };
-    let overview = http_get(port, "/overview").unwrap();
+    let overview = http_get(port, "/overview");
     let value: serde_json::Value = serde_json::from_str(&overview)
         .unwrap_or_else(|e| panic!("/overview of {name} through port-forward: {e}: {overview:?}"));
     assert!(
