@@ -50,22 +50,24 @@ fn runtime_binary() -> PathBuf {
         .join("flink-local-runtime")
 }
 
-/// The Flink version that `scripts/test-flink-versions` runs the version matrix's test on
-/// (`FLINK_E2E_VERSION`, e.g. 1.19.3), if set.
-pub fn matrix_version() -> Option<String> {
+/// The Flink versions that `scripts/test-flink-versions` runs the version matrix's test on
+/// (`FLINK_E2E_VERSION`, one or more separated by commas or spaces, e.g. `1.19.3`).
+pub fn matrix_versions() -> Vec<String> {
     std::env::var("FLINK_E2E_VERSION")
-        .ok()
-        .map(|v| v.trim().to_owned())
+        .unwrap_or_default()
+        .split([',', ' '])
         .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
-/// The versions the runtime runs: those of `tests/flink/versions` and the matrix's version.
+/// The versions the runtime runs: those of `tests/flink/versions` and the matrix's.
 fn installed_versions() -> Vec<String> {
     let mut versions = flink_harness::versions();
-    if let Some(version) = matrix_version()
-        && !versions.contains(&version)
-    {
-        versions.push(version);
+    for version in matrix_versions() {
+        if !versions.contains(&version) {
+            versions.push(version);
+        }
     }
     versions
 }
@@ -88,6 +90,32 @@ fn kubelet_api_binary() -> PathBuf {
     PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
 }
 
+/// FLINK_HOME and the test job's jar of `version`. A version of the matrix only is installed
+/// with the two scripts alone: its test runs the test job and nothing else.
+fn distribution(version: &str) -> (PathBuf, PathBuf) {
+    if flink_harness::versions().iter().any(|v| v == version) {
+        return (
+            flink_harness::flink_home(version),
+            flink_harness::job_jar(version),
+        );
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path_of = |script: &str, arg: &std::ffi::OsStr| {
+        let output = Command::new("bash")
+            .arg(root.join(script))
+            .arg(arg)
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap_or_else(|e| panic!("running {script}: {e}"));
+        assert!(output.status.success(), "{script} {arg:?} failed");
+        PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+    };
+    let home = path_of("tests/flink/install.sh", version.as_ref());
+    let jar = path_of("tests/jobs/build.sh", home.as_os_str());
+    (home, jar)
+}
+
 /// The runtime, started on first use.
 pub fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
@@ -105,8 +133,7 @@ pub fn runtime() -> &'static Runtime {
             .arg("--kubelet-api")
             .arg(kubelet_api_binary());
         for version in installed_versions() {
-            let home = flink_harness::flink_home(&version);
-            let jar = flink_harness::job_jar(&version);
+            let (home, jar) = distribution(&version);
             command
                 .arg("--flink")
                 .arg(format!("{version}={}", home.display()));

@@ -1,11 +1,15 @@
-//! The job lifecycle on one Flink version in one deployment mode: the cell of the version
-//! matrix that `scripts/test-flink-versions` runs for every version of
-//! `tests/flink/versions-all`, native and standalone.
+//! The job lifecycle on Flink versions in deployment modes: the version matrix that
+//! `scripts/test-flink-versions` runs for every version of `tests/flink/versions-all`, native
+//! and standalone.
 //!
-//! The version and the mode come from `FLINK_E2E_VERSION` (e.g. 1.19.3; the harness installs
-//! it beside those of `tests/flink/versions`) and `FLINK_E2E_MODE` (`native` or
-//! `standalone`). The test is ignored in the normal run; run on its own without them, it
-//! fails and says what to set, rather than passing without having run anything.
+//! The versions come from `FLINK_E2E_VERSION` (one or more, e.g. `1.19.3` or `1.18.1,2.0.2`;
+//! the harness installs them beside those of `tests/flink/versions`) and the modes from
+//! `FLINK_E2E_MODE` (`native`, `standalone` or both). One cell is one version in one mode; the
+//! modes of a version run side by side, the versions one after the other, all on one control
+//! plane, local runtime and operator. Each cell prints `MATRIX-CELL <version> <mode>
+//! <pass|FAIL> <seconds>`; the test fails if any cell failed. It is ignored in the normal
+//! run; run on its own without the variables, it fails and says what to set, rather than
+//! passing without having run anything.
 //!
 //! One FlinkDeployment of the counting job, as a job owner of that version writes it
 //! (Kubernetes HA, so that last-state upgrades are possible), goes through a deploy, a
@@ -33,25 +37,30 @@ use crate::{
     flink_harness,
     harness::{self, LogsOnFailure},
     objects,
-    reconcile::{OperatorLogOnFailure, counted_to, counter_spec, counts_went_on},
+    reconcile::{OperatorLogOnFailure, counted_to, counts_went_on},
 };
 
 const NAME: &str = "counter";
 
-/// The matrix cell to run: (version, mode), or a panic naming what is missing.
-fn matrix_cell() -> (String, String) {
-    let version = harness::matrix_version().unwrap_or_else(|| {
-        panic!(
-            "FLINK_E2E_VERSION is not set: this test runs one cell of the Flink version matrix; \
-             run scripts/test-flink-versions, or set FLINK_E2E_VERSION=1.19.3 FLINK_E2E_MODE=native"
-        )
-    });
-    let mode = std::env::var("FLINK_E2E_MODE").unwrap_or_default();
+/// The versions and modes of the matrix, or a panic naming what is missing.
+fn matrix() -> (Vec<String>, Vec<String>) {
+    let versions = harness::matrix_versions();
     assert!(
-        mode == "native" || mode == "standalone",
-        "FLINK_E2E_MODE must be native or standalone, not {mode:?}"
+        !versions.is_empty(),
+        "FLINK_E2E_VERSION is not set: this test runs the Flink version matrix; \
+         run scripts/test-flink-versions, or set FLINK_E2E_VERSION=1.19.3 FLINK_E2E_MODE=native"
     );
-    (version, mode)
+    let modes: Vec<String> = std::env::var("FLINK_E2E_MODE")
+        .unwrap_or_default()
+        .split([',', ' '])
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        !modes.is_empty() && modes.iter().all(|m| m == "native" || m == "standalone"),
+        "FLINK_E2E_MODE must be native, standalone or both, not {modes:?}"
+    );
+    (versions, modes)
 }
 
 struct Counter {
@@ -184,13 +193,39 @@ fn step(version: &str, mode: &str, name: &str, started: Instant) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "one cell of the Flink version matrix: run by scripts/test-flink-versions (FLINK_E2E_VERSION, FLINK_E2E_MODE)"]
-async fn the_job_lifecycle_on_the_matrix_version_and_mode() {
-    let (version, mode) = matrix_cell();
+#[ignore = "the Flink version matrix: run by scripts/test-flink-versions (FLINK_E2E_VERSION, FLINK_E2E_MODE)"]
+async fn the_job_lifecycle_on_each_matrix_version_and_mode() {
+    let (versions, modes) = matrix();
     let client = harness::client().await;
     cluster_harness::operator(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
+    let mut failed = Vec::new();
+    for version in &versions {
+        let cells: Vec<_> = modes
+            .iter()
+            .map(|mode| {
+                let (client, version, mode) = (client.clone(), version.clone(), mode.clone());
+                let started = Instant::now();
+                let task = tokio::spawn(lifecycle(client, version.clone(), mode.clone()));
+                (version, mode, started, task)
+            })
+            .collect();
+        for (version, mode, started, task) in cells {
+            let passed = task.await.is_ok();
+            let seconds = started.elapsed().as_secs();
+            let outcome = if passed { "pass" } else { "FAIL" };
+            eprintln!("MATRIX-CELL {version} {mode} {outcome} {seconds}");
+            if !passed {
+                failed.push(format!("{version} {mode}"));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "failed cells: {failed:?}");
+}
+
+/// One cell: the lifecycle of the counting job on `version` in `mode`; panics if a step fails.
+async fn lifecycle(client: Client, version: String, mode: String) {
     let started = Instant::now();
     let ns = TestNamespace::new(&client, &format!("matrix-{mode}")).await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -199,12 +234,15 @@ async fn the_job_lifecycle_on_the_matrix_version_and_mode() {
     // The spec a job owner of this version writes: the image of the exact version, the mode,
     // savepoint upgrades, Kubernetes HA (which last-state upgrades need).
     let state = harness::state_dir(&ns.name);
-    let mut spec = tokio::task::spawn_blocking({
-        let (version, state) = (version.clone(), state.clone());
-        move || counter_spec(&version, &state, "savepoint")
-    })
-    .await
-    .unwrap();
+    // The job's jar is in the runtime's /opt/flink/usrlib of every version.
+    let mut spec = objects::stateful_cluster_spec(&version, &state);
+    spec["job"] = json!({
+        "jarURI": "local:///opt/flink/usrlib/keyed-counter.jar",
+        "entryClass": flink_harness::JOB_CLASS,
+        "args": ["--rate", "20", "--keys", "4", "--out", "/opt/flink/state/counts"],
+        "parallelism": 2,
+        "upgradeMode": "savepoint",
+    });
     spec["image"] = json!(format!("flink:{version}"));
     spec["mode"] = json!(mode);
     spec["flinkConfiguration"]["high-availability.type"] = json!("kubernetes");
