@@ -55,6 +55,8 @@ pub mod defaults {
     pub const USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS: bool = true;
     /// `kubernetes.operator.pod-template.merge-arrays-by-name`.
     pub const POD_TEMPLATE_MERGE_ARRAYS_BY_NAME: bool = false;
+    /// `kubernetes.operator.jm-deployment.startup.probe.enabled`.
+    pub const JM_DEPLOYMENT_STARTUP_PROBE_ENABLED: bool = true;
 }
 
 /// The default of a key, as the code applies it.
@@ -369,6 +371,16 @@ pub const OPTIONS: &[OptionDoc] = &[
                   templates (containers, volumes, ...) by element name instead of by index.",
     },
     OptionDoc {
+        key: operator::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "Give the JobManager container a startup probe on the REST API's `/config`: \
+                  the container counts as started, and its other probes run, only once Flink's \
+                  REST API answers.",
+    },
+    OptionDoc {
         key: operator::USER_ARTIFACTS_ALLOWED_SCHEMES,
         deprecated: &[],
         default: DefaultValue::Text(defaults::USER_ARTIFACTS_ALLOWED_SCHEMES),
@@ -486,11 +498,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
         note: "",
-    },
-    IgnoredOption {
-        key: operator::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED,
-        note: "the JobManager always gets its startup probe: the key is looked up after the \
-               `kubernetes.operator.*` keys were removed from the cluster's configuration",
     },
     IgnoredOption {
         key: operator::CLUSTER_HEALTH_CHECK_ENABLED,

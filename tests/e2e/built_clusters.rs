@@ -55,11 +55,17 @@ async fn deploy(client: &Client, deployment: &FlinkDeployment, job_id: Option<&J
         ..DeployParameters::default()
     };
     let config = flink_config::build(deployment, &effective, &deploy).unwrap();
-    let built = cluster::build(deployment, &config, false, None).unwrap();
+    let built = cluster::build(deployment, &config, cluster::BuildOptions::default(), None).unwrap();
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
     let pp = PostParams::default();
     let jm = deployments.create(&pp, &built.job_manager).await.unwrap();
-    let owned = cluster::build(deployment, &config, false, jm.metadata.uid.as_deref()).unwrap();
+    let owned = cluster::build(
+        deployment,
+        &config,
+        cluster::BuildOptions::default(),
+        jm.metadata.uid.as_deref(),
+    )
+    .unwrap();
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
     for cm in &owned.config_maps {
         config_maps.create(&pp, cm).await.unwrap();

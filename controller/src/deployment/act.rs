@@ -204,12 +204,7 @@ async fn deploy(
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
     let effective = ctx.effective_config(fd);
-    let merge_by_name = effective
-        .get(flink_operator_api::keys::operator::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME)
-        .map_or(
-            flink_operator_api::options::defaults::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME,
-            |v| v == "true",
-        );
+    let options = cluster::BuildOptions::from_effective(&effective);
     let deploy = DeployParameters {
         restore_path,
         job_id,
@@ -222,13 +217,12 @@ async fn deploy(
     let config = flink_config::build(fd, &effective, &deploy).map_err(|e| build_error(e.into()))?;
     let params = PatchParams::apply(MANAGER).force();
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    let first = cluster::build(fd, &config, merge_by_name, None).map_err(build_error)?;
+    let first = cluster::build(fd, &config, options, None).map_err(build_error)?;
     let jm = deployments
         .patch(&name, &params, &Patch::Apply(&first.job_manager))
         .await
         .map_err(api_error(format!("applying Deployment {namespace}/{name}")))?;
-    let objects =
-        cluster::build(fd, &config, merge_by_name, jm.metadata.uid.as_deref()).map_err(build_error)?;
+    let objects = cluster::build(fd, &config, options, jm.metadata.uid.as_deref()).map_err(build_error)?;
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
     for cm in &objects.config_maps {
         let cm_name = cm.name_any();

@@ -15,6 +15,7 @@ use flink_operator_api::{
     FlinkDeployment,
     common::KubernetesDeploymentMode,
     keys::{self, flink as k},
+    options::defaults,
 };
 use k8s_openapi::api::{
     apps::v1::Deployment,
@@ -87,13 +88,47 @@ pub struct ClusterObjects {
     pub services: Vec<Service>,
 }
 
+/// The operator settings that shape a cluster's objects. They are read from the resource's
+/// effective configuration, not from the cluster's Flink configuration, which holds no
+/// `kubernetes.operator.*` key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// `kubernetes.operator.pod-template.merge-arrays-by-name`.
+    pub merge_arrays_by_name: bool,
+    /// `kubernetes.operator.jm-deployment.startup.probe.enabled`.
+    pub startup_probe: bool,
+}
+
+impl BuildOptions {
+    /// The options of a resource's effective configuration, defaults where unset.
+    pub fn from_effective(effective: &BTreeMap<String, String>) -> Self {
+        let flag = |key: &str, default: bool| effective.get(key).map_or(default, |v| v.trim() == "true");
+        BuildOptions {
+            merge_arrays_by_name: flag(
+                keys::operator::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME,
+                defaults::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME,
+            ),
+            startup_probe: flag(
+                keys::operator::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED,
+                defaults::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED,
+            ),
+        }
+    }
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self::from_effective(&BTreeMap::new())
+    }
+}
+
 /// Builds the cluster of `deployment` from its Flink configuration (see
 /// [`flink_config::build`]). `job_manager_uid` is the UID of the existing JobManager
 /// Deployment, for the owner references of the other objects (None before it exists).
 pub fn build(
     deployment: &FlinkDeployment,
     config: &BTreeMap<String, String>,
-    merge_arrays_by_name: bool,
+    options: BuildOptions,
     job_manager_uid: Option<&str>,
 ) -> Result<ClusterObjects, ClusterError> {
     let spec = &deployment.spec;
@@ -121,12 +156,12 @@ pub fn build(
     let jm_template = pod_template::merge(
         &common_template,
         &template(spec.job_manager.as_ref().and_then(|j| j.pod_template.as_ref())),
-        merge_arrays_by_name,
+        options.merge_arrays_by_name,
     );
     let tm_template = pod_template::merge(
         &common_template,
         &template(spec.task_manager.as_ref().and_then(|t| t.pod_template.as_ref())),
-        merge_arrays_by_name,
+        options.merge_arrays_by_name,
     );
     for (field, t) in [
         ("spec.jobManager.podTemplate", &jm_template),
@@ -294,10 +329,7 @@ pub fn build(
         "resources": container_resources(&config, "jobmanager"),
         "volumeMounts": jm_mounts,
     });
-    if config
-        .get(keys::operator::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED)
-        .is_none_or(|v| v != "false")
-    {
+    if options.startup_probe {
         jm_container["startupProbe"] = json!({
             "httpGet": {"path": "/config", "port": "rest"}, "periodSeconds": 1, "failureThreshold": 2147483647,
         });
@@ -618,11 +650,32 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let config = build_config(&d, &effective, &DeployParameters::default()).unwrap();
-        build(&d, &config, false, Some("jm-uid")).unwrap()
+        build(
+            &d,
+            &config,
+            BuildOptions::from_effective(&effective),
+            Some("jm-uid"),
+        )
+        .unwrap()
     }
 
     fn json_of<T: serde::Serialize>(t: &T) -> Value {
         serde_json::to_value(t).unwrap()
+    }
+
+    #[test]
+    fn the_jobmanagers_startup_probe_follows_the_operator_setting() {
+        let spec = json!({"image": "flink:2.3", "flinkVersion": "v2_3",
+                          "job": {"jarURI": "local:///opt/flink/usrlib/job.jar"}});
+        let probe = |effective: &[(&str, &str)]| {
+            let jm = json_of(&objects(spec.clone(), effective).job_manager);
+            jm["spec"]["template"]["spec"]["containers"][0]["startupProbe"].clone()
+        };
+        assert_eq!(probe(&[])["httpGet"]["path"], "/config");
+        assert_eq!(
+            probe(&[("kubernetes.operator.jm-deployment.startup.probe.enabled", "false")]),
+            Value::Null
+        );
     }
 
     #[test]
