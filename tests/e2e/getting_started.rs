@@ -398,6 +398,43 @@ const NOT_DONE: [(&str, &str); 5] = [
     ),
 ];
 
+const SESSION_EXAMPLE: &str = "basic-session-deployment-and-job.yaml";
+
+/// The session-job example with its jar from this machine: the example names Flink's
+/// `flink-examples-streaming` jar on Maven Central, and the tests reach nothing beyond
+/// loopback. The same artifact is installed as the distribution's StateMachineExample.jar
+/// (`tests/flink/install-examples.sh`), so the job is the one the example runs, fetched
+/// as the example's comment says a local jar is (`file://`, allowed by dev-up's
+/// configuration). The https path of the fetch has its own test (`session_job`).
+fn session_example_with_local_jar() -> String {
+    let manifest = std::fs::read_to_string(root().join("examples").join(SESSION_EXAMPLE)).unwrap();
+    let remote = manifest
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("jarURI: "))
+        .expect("the session-job example names a jarURI")
+        .to_owned();
+    assert!(remote.starts_with("https://"), "{remote}");
+    let versions = std::fs::read_to_string(root().join("tests/flink/versions")).unwrap();
+    let version = versions
+        .lines()
+        .find(|v| v.starts_with("1.20."))
+        .expect("tests/flink/versions lists a 1.20 release");
+    let home = Command::new(root().join("tests/flink/install.sh"))
+        .arg(version)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(home.status.success(), "tests/flink/install.sh {version} failed");
+    let jar = Command::new(root().join("tests/flink/install-examples.sh"))
+        .arg(String::from_utf8(home.stdout).unwrap().trim())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(jar.status.success(), "tests/flink/install-examples.sh failed");
+    let local = format!("file://{}", String::from_utf8(jar.stdout).unwrap().trim());
+    manifest.replace(&remote, &local)
+}
+
 /// The claim the checkpoint-HA example's comment tells the user to create first.
 const FLINK_DATA_CLAIM: &str = "apiVersion: v1
 kind: PersistentVolumeClaim
@@ -426,7 +463,11 @@ fn every_example_runs_locally_as_its_comment_says() {
 
     env.apply_stdin(FLINK_DATA_CLAIM);
     for (file, _, _) in RUNNING {
-        env.ok(&["apply", "-f", &format!("examples/{file}")]);
+        if file == SESSION_EXAMPLE {
+            env.apply_stdin(&session_example_with_local_jar());
+        } else {
+            env.ok(&["apply", "-f", &format!("examples/{file}")]);
+        }
     }
     env.ok(&["apply", "-f", "examples/pod-template.yaml"]);
     for (file, _) in NOT_DONE {
