@@ -1,7 +1,10 @@
 //! Carrying out a plan: idempotent writes (server-side apply, deletes that accept 404).
 
 use flink_operator_api::{FlinkDeployment, keys};
-use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{ConfigMap, Pod},
+};
 use kube::{
     Api, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
@@ -19,6 +22,10 @@ use crate::{
 };
 
 const MANAGER: &str = "flink-operator";
+
+/// How long a cluster's deletion waits for its JobManager pods to end before it deletes the
+/// HA metadata anyway.
+const JOBMANAGER_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActError {
@@ -251,6 +258,38 @@ async fn deploy(
 
 /// Deletes the JobManager and TaskManager Deployments (what they own goes with them) and,
 /// unless `keep_ha`, the cluster's HA ConfigMaps (the autoscaler's are always kept).
+/// Waits until no JobManager pod of the cluster `name` is left, at most
+/// [`JOBMANAGER_EXIT_WAIT`]; after that the deletion goes on, with a warning in the log.
+async fn wait_for_jobmanager_exit(ctx: &Context, namespace: &str, name: &str) -> Result<(), ActError> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let selector = format!(
+        "{}={name},{}={}",
+        keys::labels::APP,
+        keys::labels::COMPONENT,
+        keys::labels::COMPONENT_JOB_MANAGER
+    );
+    let deadline = tokio::time::Instant::now() + JOBMANAGER_EXIT_WAIT;
+    loop {
+        let left = pods
+            .list_metadata(&ListParams::default().labels(&selector))
+            .await
+            .map_err(api_error(format!(
+                "listing the JobManager pods of {namespace}/{name}"
+            )))?;
+        if left.items.is_empty() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(
+                pods = left.items.len(),
+                "JobManager pods still there after {JOBMANAGER_EXIT_WAIT:?}; deleting the HA metadata anyway"
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
 async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment, keep_ha: bool) -> Result<(), ActError> {
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
@@ -265,6 +304,11 @@ async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment, keep_ha: bool) -> R
     if keep_ha {
         return Ok(());
     }
+    // A JobManager keeps writing its HA ConfigMaps (leader records, job graphs, checkpoint
+    // pointers) until its process ends, and one that finds them deleted fails with a fatal
+    // error whose handling may write or remove them again. They are deleted once its pods
+    // are gone, so that the next cluster of the same name starts from none of them.
+    wait_for_jobmanager_exit(ctx, &namespace, &name).await?;
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
     let selector = format!(
         "app={name},type={},component!=autoscaler",
