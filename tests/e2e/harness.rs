@@ -349,3 +349,19 @@ pub async fn wait_for_running_job(rest: &FlinkRestClient, job: &JobId) {
     )
     .await;
 }
+
+/// Waits until `api` lists no object (every one deleted and gone), at most `timeout`.
+pub async fn wait_until_none<K>(api: &Api<K>, what: &str, timeout: Duration)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    wait_for(what, timeout, || async {
+        api.list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+}

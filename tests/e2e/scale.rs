@@ -248,15 +248,7 @@ async fn delete_all(api: &Api<FlinkDeployment>) {
         .try_collect::<Vec<()>>()
         .await
         .unwrap();
-    wait_for("every FlinkDeployment gone", Duration::from_secs(600), || async {
-        api.list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .is_empty()
-            .then_some(())
-    })
-    .await;
+    crate::harness::wait_until_none(api, "every FlinkDeployment gone", Duration::from_secs(600)).await;
 }
 
 fn operator_rss_mib() -> f64 {

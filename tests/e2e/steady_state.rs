@@ -482,13 +482,5 @@ async fn delete_all(api: &Api<FlinkDeployment>) {
         .try_collect::<Vec<()>>()
         .await
         .unwrap();
-    wait_for("every FlinkDeployment gone", Duration::from_secs(300), || async {
-        api.list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .is_empty()
-            .then_some(())
-    })
-    .await;
+    crate::harness::wait_until_none(api, "every FlinkDeployment gone", Duration::from_secs(300)).await;
 }

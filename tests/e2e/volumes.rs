@@ -423,16 +423,8 @@ async fn the_checkpoint_ha_example_keeps_its_ha_data_and_checkpoints_on_its_clai
     );
 
     api.delete(&name, &DeleteParams::default()).await.unwrap();
-    wait_for("the example's pods gone", Duration::from_secs(120), || async {
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
-        pods.list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .is_empty()
-            .then_some(())
-    })
-    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    crate::harness::wait_until_none(&pods, "the example's pods gone", Duration::from_secs(120)).await;
     claims
         .delete("flink-data", &DeleteParams::default())
         .await
