@@ -12,6 +12,8 @@
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
 
+mod kubectl_tool;
+
 use std::{
     fs::File,
     io::{BufRead, BufReader, Read, Write},
@@ -23,24 +25,6 @@ use std::{
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// kubectl as the other end-to-end tests take it: `KUBECTL`, else the one
-/// `tests/tools/build-kubectl.sh` builds (the control plane's release), else `kubectl`.
-fn kubectl_binary() -> PathBuf {
-    if let Ok(path) = std::env::var("KUBECTL") {
-        return PathBuf::from(path);
-    }
-    let script = root().join("tests/tools/build-kubectl.sh");
-    if !script.exists() {
-        return PathBuf::from("kubectl");
-    }
-    let output = Command::new(script)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("running tests/tools/build-kubectl.sh");
-    assert!(output.status.success(), "tests/tools/build-kubectl.sh failed");
-    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
 }
 
 /// The local runtime's binary, built as the e2e harness builds it, next to flink-operator.
@@ -105,7 +89,7 @@ impl DevUp {
     /// Starts dev-up; again when another test's local runtime took the machine's lock
     /// between the wait for it and dev-up's start of its own.
     fn start() -> Self {
-        let kubectl = kubectl_binary();
+        let kubectl = kubectl_tool::kubectl_binary().to_owned();
         let bin = binaries_dir();
         for _ in 0..5 {
             wait_for_runtime_lock();

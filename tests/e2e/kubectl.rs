@@ -4,9 +4,8 @@
 
 use std::{
     io::{BufRead, BufReader, Read},
-    path::PathBuf,
     process::{Child, Command, Output, Stdio},
-    sync::{OnceLock, mpsc},
+    sync::mpsc,
     time::{Duration, Instant},
 };
 
@@ -18,26 +17,9 @@ use crate::{
     cluster_harness::{self, TestNamespace, wait_for},
     flink_harness,
     harness::{self, LogsOnFailure, rest_client},
+    kubectl_tool::kubectl_binary,
     objects,
 };
-
-/// kubectl of the control plane's release: `KUBECTL`, or the one
-/// `tests/tools/build-kubectl.sh` builds (cached).
-fn kubectl_binary() -> &'static PathBuf {
-    static KUBECTL: OnceLock<PathBuf> = OnceLock::new();
-    KUBECTL.get_or_init(|| {
-        if let Ok(path) = std::env::var("KUBECTL") {
-            return PathBuf::from(path);
-        }
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/build-kubectl.sh");
-        let output = Command::new(script)
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("running tests/tools/build-kubectl.sh");
-        assert!(output.status.success(), "tests/tools/build-kubectl.sh failed");
-        PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
-    })
-}
 
 fn kubectl(namespace: &str) -> Command {
     let mut command = Command::new(kubectl_binary());

@@ -18,6 +18,7 @@ mod flink_harness;
 mod harness;
 mod java_defaults;
 mod kubectl;
+mod kubectl_tool;
 mod lifecycle;
 mod objects;
 mod reconcile;
