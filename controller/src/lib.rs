@@ -19,6 +19,7 @@ pub mod caches;
 pub mod conditions;
 pub mod context;
 pub mod deployment;
+pub mod events;
 pub mod flink;
 pub mod job;
 pub mod metrics;

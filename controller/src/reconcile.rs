@@ -17,6 +17,8 @@ use crate::{
     flink::{FlinkError, OperationStatus},
 };
 
+pub use crate::events::Reason;
+
 /// The outcome of a savepoint or checkpoint operation, by its trigger id.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SavepointPoll {
@@ -128,12 +130,12 @@ pub fn is_conflict(error: &kube::Error) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventNote {
     pub warning: bool,
-    pub reason: &'static str,
+    pub reason: Reason,
     pub note: String,
 }
 
 impl EventNote {
-    pub fn normal(reason: &'static str, note: impl Into<String>) -> Self {
+    pub fn normal(reason: Reason, note: impl Into<String>) -> Self {
         EventNote {
             warning: false,
             reason,
@@ -141,7 +143,7 @@ impl EventNote {
         }
     }
 
-    pub fn warning(reason: &'static str, note: impl Into<String>) -> Self {
+    pub fn warning(reason: Reason, note: impl Into<String>) -> Self {
         EventNote {
             warning: true,
             reason,
@@ -151,20 +153,20 @@ impl EventNote {
 }
 
 /// Publishes an Event about `object`; a failure to publish is logged, not fatal.
-pub async fn publish(ctx: &Context, object: &ObjectReference, warning: bool, reason: &str, note: String) {
+pub async fn publish(ctx: &Context, object: &ObjectReference, warning: bool, reason: Reason, note: String) {
     let event = Event {
         type_: if warning {
             EventType::Warning
         } else {
             EventType::Normal
         },
-        reason: reason.to_owned(),
+        reason: reason.as_str().to_owned(),
         note: Some(note.chars().take(1000).collect()),
-        action: reason.to_owned(),
+        action: reason.as_str().to_owned(),
         secondary: None,
     };
     if let Err(e) = ctx.recorder.publish(&event, object).await {
-        tracing::debug!(error = %e, reason, "could not publish an Event");
+        tracing::debug!(error = %e, %reason, "could not publish an Event");
     }
 }
 

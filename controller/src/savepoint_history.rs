@@ -76,11 +76,11 @@ pub struct Trim {
 
 impl Trim {
     /// The reason of the Event.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> crate::events::Reason {
         if self.dispose {
-            "SavepointsDisposed"
+            crate::events::Reason::SavepointsDisposed
         } else {
-            "SavepointHistoryTrimmed"
+            crate::events::Reason::SavepointHistoryTrimmed
         }
     }
 

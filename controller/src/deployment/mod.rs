@@ -6,6 +6,7 @@ pub mod act;
 pub mod decide;
 pub mod observe;
 
+use crate::events::Reason;
 use std::{sync::Arc, time::Duration};
 
 use flink_operator_api::{FlinkDeployment, FlinkDeploymentStatus};
@@ -123,7 +124,14 @@ async fn reconcile_inner(fd: &FlinkDeployment, ctx: &Context) -> Result<Requeue,
             _ => act::act(ctx, fd, action).await,
         };
         if let Err(e) = done {
-            reconcile::publish(ctx, &fd.object_ref(&()), true, "ReconcileFailed", e.to_string()).await;
+            reconcile::publish(
+                ctx,
+                &fd.object_ref(&()),
+                true,
+                Reason::ReconcileFailed,
+                e.to_string(),
+            )
+            .await;
             return Err(e.into());
         }
     }

@@ -58,6 +58,7 @@
 //!
 //! Not done: rollbacks (this operator rolls back FlinkDeployments only).
 
+use crate::events::Reason;
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
@@ -217,7 +218,7 @@ struct Decision<'a> {
 }
 
 impl Decision<'_> {
-    fn event(&mut self, warning: bool, reason: &'static str, note: impl Into<String>) {
+    fn event(&mut self, warning: bool, reason: Reason, note: impl Into<String>) {
         self.events.push(EventNote {
             warning,
             reason,
@@ -371,7 +372,7 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
         );
         let stored = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
         if stored != Some(error.as_str()) {
-            d.event(true, "PeriodicSavepointSkipped", error.clone());
+            d.event(true, Reason::PeriodicSavepointSkipped, error.clone());
         }
         status.error = Some(error);
     }
@@ -528,7 +529,7 @@ fn observed_state(obs: &Observation) -> Option<&str> {
 /// The job's error (validation, unreadable status) with no action beyond the finalizer.
 fn failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, reason: &str, error: String) -> Plan {
     if status.error.as_deref() != Some(error.as_str()) {
-        d.event(true, "ValidationError", error.clone());
+        d.event(true, Reason::ValidationError, error.clone());
     }
     status.error = Some(error.clone());
     d.conditions(&mut status, reason, &error);
@@ -556,7 +557,7 @@ fn wait_for_session(
     let message = format!("waiting for session cluster {name}: {why}");
     // A refused update keeps its reason: it is what the user has to act on.
     if refused.is_none() && status.error.as_deref() != Some(message.as_str()) {
-        d.event(false, "SessionClusterNotReady", message.clone());
+        d.event(false, Reason::SessionClusterNotReady, message.clone());
         status.error = Some(message.clone());
     }
     let reason = match recorded {
@@ -687,7 +688,7 @@ fn submit(
         what.restore_path,
         d.obs,
     )));
-    d.event(false, "Submit", note);
+    d.event(false, Reason::Submit, note);
     d.stepped(before, after, FAST)
 }
 
@@ -751,7 +752,11 @@ fn continue_submit(
                 }
                 status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
                 d.conditions(&mut status, phase::SUSPENDED, "the job is suspended");
-                d.event(false, "Suspended", "The job is suspended before it was submitted");
+                d.event(
+                    false,
+                    Reason::Suspended,
+                    "The job is suspended before it was submitted",
+                );
                 return d.done(status, SLOW);
             }
             let restore_path = status
@@ -799,7 +804,7 @@ fn observe_into(d: &mut Decision<'_>, status: &mut FlinkSessionJobStatus, record
             if job.state.as_deref() != Some(state.as_str()) {
                 d.event(
                     state == flink_job_state::FAILED,
-                    "JobStatusChanged",
+                    Reason::JobStatusChanged,
                     format!("Job status changed to {state}"),
                 );
                 // When the state last changed, not when it was last looked at: a steady
@@ -813,7 +818,7 @@ fn observe_into(d: &mut Decision<'_>, status: &mut FlinkSessionJobStatus, record
                 status.error = match failure {
                     Some(cause) => {
                         let error = format!("job {id} failed: {cause}");
-                        d.event(true, "JobFailed", error.clone());
+                        d.event(true, Reason::JobFailed, error.clone());
                         Some(error)
                     }
                     None => previous_error.or_else(|| Some(format!("job {id} failed; Flink gave no reason"))),
@@ -823,7 +828,7 @@ fn observe_into(d: &mut Decision<'_>, status: &mut FlinkSessionJobStatus, record
         Some(JobObservation::NotFound) => {
             let error = format!("job {id} is not known to session cluster {name}");
             if status.error.as_deref() != Some(error.as_str()) {
-                d.event(true, "Missing", error.clone());
+                d.event(true, Reason::Missing, error.clone());
             }
             job.state = Some(RECONCILING.to_owned());
             status.error = Some(error);
@@ -962,7 +967,7 @@ fn apply_change(
         });
         d.event(
             false,
-            "SpecChanged",
+            Reason::SpecChanged,
             format!("Cancelling job {job_id} for the {verb}{how}"),
         );
         let before = status.clone();
@@ -1025,7 +1030,7 @@ fn apply_change(
             });
             d.event(
                 false,
-                "SavepointTriggered",
+                Reason::SavepointTriggered,
                 format!("Stopping job {job_id} with a savepoint for the {verb}"),
             );
             let before = status.clone();
@@ -1056,7 +1061,7 @@ fn apply_change(
         {
             d.event(
                 false,
-                "SavepointFound",
+                Reason::StateFound,
                 format!(
                     "Job {job_id} is {state}; the {verb} restores {}, younger than kubernetes.operator.job.upgrade.savepoint.max-age",
                     restore::age_note(&savepoint, d.obs.now_ms)
@@ -1177,8 +1182,8 @@ fn restore_after_cancel(
     d.event(
         false,
         match newest.kind {
-            Kind::Checkpoint => "CheckpointFound",
-            Kind::Savepoint => "SavepointFound",
+            Kind::Checkpoint => Reason::StateFound,
+            Kind::Savepoint => Reason::StateFound,
         },
         format!("Restoring {}", restore::age_note(&newest, d.obs.now_ms)),
     );
@@ -1210,7 +1215,7 @@ fn restart_failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Pla
     if upgrade_mode(&d.sj.spec) == UpgradeMode::Stateless {
         d.event(
             false,
-            "RestartFailedJob",
+            Reason::RestartFailedJob,
             format!("Job {job_id} FAILED; resubmitting it without state"),
         );
         return commit(d, status, None);
@@ -1239,7 +1244,7 @@ fn restart_failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Pla
     }
     d.event(
         false,
-        "RestartFailedJob",
+        Reason::RestartFailedJob,
         format!(
             "Job {job_id} FAILED; resubmitting it restoring {}",
             restore::age_note(&newest, d.obs.now_ms)
@@ -1254,7 +1259,7 @@ fn restart_failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Pla
 fn refuse_restart(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, error: String) -> Plan {
     let stored = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
     if stored != Some(error.as_str()) {
-        d.event(true, "RestoreRefused", error.clone());
+        d.event(true, Reason::RestoreRefused, error.clone());
     }
     status.error = Some(error.clone());
     d.conditions(&mut status, phase::FAILED, &error);
@@ -1300,13 +1305,13 @@ fn redeploy_from_savepoint(
         d.actions.push(Action::Cancel {
             job_id: job_id.to_owned(),
         });
-        d.event(false, "SavepointRedeploy", note);
+        d.event(false, Reason::SavepointRedeploy, note);
         let before = status.clone();
         return d.stepped(before, status, FAST);
     }
     d.event(
         false,
-        "SavepointRedeploy",
+        Reason::SavepointRedeploy,
         format!("Redeploying from spec.job.initialSavepointPath {path}"),
     );
     let restore = RestorableState {
@@ -1443,7 +1448,7 @@ fn settle(
                     savepoint_history::record(job, savepoint, triggered_at.filter(|_| periodic));
                     d.event(
                         false,
-                        "SavepointCompleted",
+                        Reason::SavepointCompleted,
                         format!("The {name} of job {job_id} completed: {result}"),
                     );
                 }
@@ -1458,7 +1463,7 @@ fn settle(
                     });
                     d.event(
                         false,
-                        "CheckpointCompleted",
+                        Reason::CheckpointCompleted,
                         format!("The manual checkpoint {result} of job {job_id} completed"),
                     );
                 }
@@ -1506,10 +1511,10 @@ fn snapshot_failed(status: &mut FlinkSessionJobStatus, kind: Snapshot, periodic_
     }
 }
 
-fn failed_reason(kind: Snapshot) -> &'static str {
+fn failed_reason(kind: Snapshot) -> Reason {
     match kind {
-        Snapshot::Savepoint => "SavepointFailed",
-        Snapshot::Checkpoint => "CheckpointFailed",
+        Snapshot::Savepoint => Reason::SavepointFailed,
+        Snapshot::Checkpoint => Reason::CheckpointFailed,
     }
 }
 
@@ -1563,8 +1568,8 @@ fn trigger_snapshot(
     d.event(
         false,
         match kind {
-            Snapshot::Savepoint => "SavepointTriggered",
-            Snapshot::Checkpoint => "CheckpointTriggered",
+            Snapshot::Savepoint => Reason::SavepointTriggered,
+            Snapshot::Checkpoint => Reason::CheckpointTriggered,
         },
         format!("Triggering a {name} of job {job_id}"),
     );
@@ -1587,7 +1592,7 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
             }
             d.event(
                 false,
-                "SavepointCompleted",
+                Reason::SavepointCompleted,
                 format!("Savepoint completed: {path}"),
             );
             let state = RestorableState {
@@ -1626,7 +1631,7 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
                 Failure::Retry { retry, seconds, note } => {
                     d.event(
                         true,
-                        "SavepointFailed",
+                        Reason::SavepointFailed,
                         format!("Job {job_id}: {note}; trying again in {seconds} s"),
                     );
                     job_status(&mut status)
@@ -1672,7 +1677,7 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
 /// Refuses the current generation's change: the job stays as it is until the spec changes.
 fn refuse(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, error: String) -> Plan {
     if status.error.as_deref() != Some(error.as_str()) {
-        d.event(true, "UpdateFailed", error.clone());
+        d.event(true, Reason::UpdateFailed, error.clone());
     }
     status.error = Some(error.clone());
     status.observed_generation = d.generation();
@@ -1702,7 +1707,7 @@ fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore: Optio
             None => "the job is suspended without state".to_owned(),
         };
         d.conditions(&mut status, phase::SUSPENDED, &message);
-        d.event(false, "Suspended", message);
+        d.event(false, Reason::Suspended, message);
         return d.done(status, SLOW);
     }
     let job_id = d.obs.fresh_job_id.clone();
@@ -1747,7 +1752,7 @@ fn delete(
     let release = |mut d: Decision<'_>, mut status: FlinkSessionJobStatus, why: String| {
         d.conditions(&mut status, phase::DELETING, &why);
         d.actions.push(Action::RemoveFinalizer);
-        d.event(false, "Deleted", why);
+        d.event(false, Reason::Deleted, why);
         d.done(status, SLOW)
     };
     match &d.obs.session {
@@ -1777,7 +1782,7 @@ fn delete(
                 record_savepoint(&mut status, &path, d.obs.now_ms);
                 d.event(
                     false,
-                    "SavepointCompleted",
+                    Reason::SavepointCompleted,
                     format!("Savepoint completed: {path}"),
                 );
                 d.conditions(
@@ -1798,7 +1803,7 @@ fn delete(
                 // Retried on the next reconcile: the user asked for the job's state to be kept.
                 clear_trigger(&mut status);
                 let error = format!("the savepoint of job {job_id} on deletion failed, retrying: {reason}");
-                d.event(true, "SavepointFailed", error.clone());
+                d.event(true, Reason::SavepointFailed, error.clone());
                 status.error = Some(error.clone());
                 d.conditions(&mut status, phase::DELETING, &error);
                 let before = status.clone();
@@ -1847,7 +1852,7 @@ fn delete(
                 });
                 d.event(
                     false,
-                    "SavepointTriggered",
+                    Reason::SavepointTriggered,
                     format!("Stopping job {job_id} with a savepoint before deletion"),
                 );
             } else {
@@ -1860,7 +1865,7 @@ fn delete(
                 d.actions.push(Action::Cancel {
                     job_id: job_id.clone(),
                 });
-                d.event(false, "Deleting", note);
+                d.event(false, Reason::Deleting, note);
             }
             let before = status.clone();
             d.stepped(before, status, FAST)
@@ -2113,7 +2118,7 @@ mod tests {
             plan.status.lifecycle_state,
             Some(ResourceLifecycleState::Deployed)
         );
-        assert_eq!(plan.events[0].reason, "Submit");
+        assert_eq!(plan.events[0].reason, Reason::Submit);
     }
 
     #[test]
@@ -2318,7 +2323,7 @@ mod tests {
         assert_eq!(recorded_job.job_id.as_deref(), Some("new-job"));
         assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, Some(1));
         assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-1"));
-        assert!(plan.events.iter().any(|e| e.reason == "SavepointCompleted"));
+        assert!(plan.events.iter().any(|e| e.reason == Reason::SavepointCompleted));
         // 4. A crash before the submission: the recorded job id and savepoint are used.
         let plan = decide(
             &sj(committed.clone()),
@@ -2394,7 +2399,7 @@ mod tests {
         assert!(
             plan.events
                 .iter()
-                .any(|e| e.reason == "SavepointFailed" && e.warning)
+                .any(|e| e.reason == Reason::SavepointFailed && e.warning)
         );
         assert_eq!(plan.requeue, Next::Within(2));
         let retrying = plan.status;
@@ -2439,7 +2444,7 @@ mod tests {
         assert!(
             plan.events
                 .iter()
-                .any(|e| e.reason == "UpdateFailed" && e.warning)
+                .any(|e| e.reason == Reason::UpdateFailed && e.warning)
         );
         assert_eq!(recorded_spec(&plan.status).job.unwrap().parallelism, Some(2));
         let failed = plan.status;
@@ -2570,7 +2575,11 @@ mod tests {
                     Some("file:///sp/last"),
                     "{case}: recorded before the submission"
                 );
-                let event = plan.events.iter().find(|e| e.reason == "SavepointFound").unwrap();
+                let event = plan
+                    .events
+                    .iter()
+                    .find(|e| e.reason == Reason::StateFound)
+                    .unwrap();
                 assert!(event.note.contains("20 min old"), "{case}: {}", event.note);
             } else {
                 assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
@@ -2694,7 +2703,7 @@ mod tests {
             reconciliation_state(&suspended),
             Some(ReconciliationState::Deployed)
         );
-        assert!(plan.events.iter().any(|e| e.reason == "Suspended"));
+        assert!(plan.events.iter().any(|e| e.reason == Reason::Suspended));
         // Stays suspended without looking at the job.
         let plan = decide(&suspend(suspended.clone()), &ready(not_found()));
         assert!(plan.actions.is_empty());
@@ -2930,7 +2939,7 @@ mod tests {
         );
         assert!(plan.actions.is_empty());
         assert_eq!(reason(&plan.status), phase::DEPLOY_FAILED);
-        assert!(plan.events.iter().any(|e| e.reason == "ValidationError"));
+        assert!(plan.events.iter().any(|e| e.reason == Reason::ValidationError));
         let mut broken = running("stateless");
         broken
             .reconciliation_status
@@ -3096,7 +3105,7 @@ mod tests {
         assert!(
             plan.events
                 .iter()
-                .any(|e| e.warning && e.reason == "UpdateFailed" && e.note == error)
+                .any(|e| e.warning && e.reason == Reason::UpdateFailed && e.note == error)
         );
         assert_eq!(
             plan.status.lifecycle_state,
@@ -3584,7 +3593,11 @@ mod tests {
             };
             assert_eq!(recorded_nonce, Some(1), "{field}");
             assert_eq!(trigger_id.as_deref(), Some("trigger"), "{field}");
-            assert!(plan.events.iter().any(|e| e.reason.ends_with("Triggered")));
+            assert!(
+                plan.events
+                    .iter()
+                    .any(|e| e.reason.as_str().ends_with("Triggered"))
+            );
             // Crash before the trigger reached Flink: sent again under the recorded id.
             let plan = decide(
                 &sj(triggered.clone(), 1, 2),
@@ -3616,14 +3629,18 @@ mod tests {
                 assert_eq!(last.trigger_nonce, Some(1));
                 assert_eq!(last.trigger_type, Some(SnapshotTriggerType::Manual));
                 assert_eq!(info.savepoint_history, Some(vec![last]));
-                assert!(plan.events.iter().any(|e| e.reason == "SavepointCompleted"));
+                assert!(plan.events.iter().any(|e| e.reason == Reason::SavepointCompleted));
             } else {
                 let info = job_done.checkpoint_info.clone().unwrap();
                 assert_eq!(info.trigger_id, None);
                 let last = info.last_checkpoint.unwrap();
                 assert_eq!(last.trigger_nonce, Some(1));
                 assert_eq!(last.time_stamp, Some(NOW));
-                assert!(plan.events.iter().any(|e| e.reason == "CheckpointCompleted"));
+                assert!(
+                    plan.events
+                        .iter()
+                        .any(|e| e.reason == Reason::CheckpointCompleted)
+                );
             }
             // The same nonce asks for nothing more; a new one for another snapshot.
             let plan = decide(&sj(done.clone(), 1, 2), &ready(found("RUNNING")));
@@ -3716,7 +3733,7 @@ mod tests {
         let event = failed
             .events
             .iter()
-            .find(|e| e.reason == "SavepointFailed")
+            .find(|e| e.reason == Reason::SavepointFailed)
             .unwrap();
         assert!(
             event.warning && event.note.contains("periodic savepoint"),
@@ -3858,7 +3875,7 @@ mod tests {
         // 1. Cancelled, not stopped with a savepoint; recorded first.
         let plan = decide(&redeploy(running("savepoint"), chosen), &ready(found("RUNNING")));
         assert_eq!(plan.actions, cancel);
-        assert!(plan.events.iter().any(|e| e.reason == "SavepointRedeploy"));
+        assert!(plan.events.iter().any(|e| e.reason == Reason::SavepointRedeploy));
         let cancelling = plan.status_before.unwrap();
         assert_eq!(reason(&cancelling), phase::UPDATING);
         // A crash before the cancel reached Flink: cancelled again.
@@ -3962,7 +3979,7 @@ mod tests {
                     );
                     assert_eq!(submission(&plan).restore_path.as_deref(), path, "{name}");
                     assert!(
-                        plan.events.iter().any(|e| e.reason == "RestartFailedJob"),
+                        plan.events.iter().any(|e| e.reason == Reason::RestartFailedJob),
                         "{name}"
                     );
                     // 2. A crash before the submission: the recorded id and state, once.
@@ -3987,7 +4004,7 @@ mod tests {
                     assert!(
                         plan.events
                             .iter()
-                            .any(|e| e.warning && e.reason == "RestoreRefused" && e.note == error),
+                            .any(|e| e.warning && e.reason == Reason::RestoreRefused && e.note == error),
                         "{name}"
                     );
                     // Refused again on the next reconcile, without a second Event.

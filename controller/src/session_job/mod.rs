@@ -9,6 +9,7 @@ pub mod artifact;
 pub mod decide;
 pub mod observe;
 
+use crate::events::Reason;
 use std::{sync::Arc, time::Duration};
 
 use flink_operator_api::{FlinkDeployment, FlinkSessionJob, FlinkSessionJobStatus};
@@ -156,7 +157,7 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
                     ctx,
                     &sj.object_ref(&()),
                     true,
-                    "ReconcileFailed",
+                    Reason::ReconcileFailed,
                     error.to_string(),
                 )
                 .await;
@@ -167,7 +168,14 @@ async fn reconcile_inner(sj: &FlinkSessionJob, ctx: &Context) -> Result<(Requeue
             let message = error.to_string();
             let previous = sj.status.as_ref().and_then(|s| s.error.clone());
             if previous.as_deref() != Some(message.as_str()) {
-                reconcile::publish(ctx, &sj.object_ref(&()), true, "SubmitFailed", message.clone()).await;
+                reconcile::publish(
+                    ctx,
+                    &sj.object_ref(&()),
+                    true,
+                    Reason::SubmitFailed,
+                    message.clone(),
+                )
+                .await;
             }
             let base = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
             let status =

@@ -2,6 +2,7 @@
 //! running job is first stopped with a savepoint whose path is recorded in status; then
 //! the cluster is deleted and the finalizer removed.
 
+use crate::events::Reason;
 use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTriggerType};
 
 use super::{Action, Decision, EventNote, FAST, Plan, SLOW, SavepointPoll, phase, snapshots};
@@ -32,7 +33,7 @@ pub(super) fn decide(mut d: Decision, has_finalizer: bool) -> Plan {
                 snapshots::record_savepoint(&mut d, savepoint, None);
                 d.job_status_mut().upgrade_savepoint_path = Some(path.clone());
                 d.events.push(EventNote::normal(
-                    "SavepointCompleted",
+                    Reason::SavepointCompleted,
                     format!("The job was stopped with a savepoint before deletion: {path}"),
                 ));
                 d.conditions(
@@ -62,7 +63,7 @@ pub(super) fn decide(mut d: Decision, has_finalizer: bool) -> Plan {
                      To delete without a savepoint, set kubernetes.operator.job.savepoint-on-deletion to false"
                 );
                 d.events
-                    .push(EventNote::warning("DeletionSavepointFailed", note.clone()));
+                    .push(EventNote::warning(Reason::SavepointFailed, note.clone()));
                 d.status.error = Some(note.clone());
                 d.conditions(phase::DELETING, &note);
                 return d.done(SLOW);
@@ -92,7 +93,7 @@ pub(super) fn decide(mut d: Decision, has_finalizer: bool) -> Plan {
         info.trigger_type = Some(SnapshotTriggerType::Upgrade);
         info.trigger_timestamp = Some(now);
         d.events.push(EventNote::normal(
-            "SavepointTriggered",
+            Reason::SavepointTriggered,
             "Stopping the job with a savepoint before deletion",
         ));
         d.conditions(
@@ -111,7 +112,8 @@ pub(super) fn decide(mut d: Decision, has_finalizer: bool) -> Plan {
             d.obs.session_jobs.join(", ")
         );
         if d.status.error.as_deref() != Some(note.as_str()) {
-            d.events.push(EventNote::warning("CleanupFailed", note.clone()));
+            d.events
+                .push(EventNote::warning(Reason::CleanupFailed, note.clone()));
         }
         d.status.error = Some(note.clone());
         d.conditions(phase::DELETING, &note);

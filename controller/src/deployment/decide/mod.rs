@@ -34,7 +34,7 @@ use flink_operator_api::{
 
 pub use status::set_conditions;
 
-pub use crate::reconcile::{EventNote, Next, SavepointPoll};
+pub use crate::reconcile::{EventNote, Next, Reason, SavepointPoll};
 
 use crate::{policy::Policy, savepoint_history};
 
@@ -262,9 +262,9 @@ impl<'a> Decision<'a> {
         if self.status.error.as_deref() != Some(note.as_str()) {
             self.events.push(EventNote::warning(
                 if reason == phase::FAILED {
-                    "RestoreRefused"
+                    Reason::RestoreRefused
                 } else {
-                    "UpdateFailed"
+                    Reason::UpdateFailed
                 },
                 note.clone(),
             ));
@@ -302,7 +302,7 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
         let error = obs.violations.join("; ");
         if d.status.error.as_deref() != Some(error.as_str()) {
             d.events
-                .push(EventNote::warning("ValidationError", error.clone()));
+                .push(EventNote::warning(Reason::ValidationError, error.clone()));
         }
         d.status.error = Some(error.clone());
         let reason = if d
@@ -533,7 +533,7 @@ fn first_deployment(mut d: Decision) -> Plan {
         spec: None,
     });
     d.events.push(EventNote::normal(
-        "Submit",
+        Reason::Submit,
         match job {
             Some(_) => "Starting the application cluster",
             None => "Starting the session cluster",

@@ -8,6 +8,7 @@
 //! checkpoint in its HA metadata is not started from nothing: status says that a manual
 //! restore is needed.
 
+use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeploymentSpec, JobManagerDeploymentStatus,
     common::{ReconciliationState, UpgradeMode, flink_job_state},
@@ -60,7 +61,7 @@ pub(super) fn recover_if_missing(d: &mut Decision, recorded: &FlinkDeploymentSpe
         let stored = d.fd.status.as_ref().and_then(|s| s.error.as_deref());
         if stored != Some(error.as_str()) {
             d.events
-                .push(EventNote::warning("RecoverDeploymentFailed", error.clone()));
+                .push(EventNote::warning(Reason::RecoverDeploymentFailed, error.clone()));
         }
         d.status.error = Some(error);
         return None;

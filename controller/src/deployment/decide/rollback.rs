@@ -15,6 +15,7 @@
 //! again; a new spec is applied as any change, and a spec changed back to the stable one is
 //! only recorded.
 
+use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeploymentSpec, FlinkDeploymentStatus,
     common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state},
@@ -119,7 +120,7 @@ pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> 
         let stored = d.fd.status.as_ref().and_then(|s| s.error.as_deref());
         if stored != Some(error.as_str()) {
             d.events
-                .push(EventNote::warning("RollbackFailed", capitalised(&error)));
+                .push(EventNote::warning(Reason::RollbackFailed, capitalised(&error)));
         }
         d.status.error = Some(error);
         return None;
@@ -137,6 +138,7 @@ pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> 
     }
     d.status.lifecycle_state = Some(ResourceLifecycleState::RollingBack);
     d.conditions(phase::UPDATING, &note);
-    d.events.push(EventNote::warning("Rollback", capitalised(&note)));
+    d.events
+        .push(EventNote::warning(Reason::Rollback, capitalised(&note)));
     Some(d.done(FAST))
 }

@@ -4,6 +4,7 @@
 //! A trigger id is recorded (with the nonce that asked for it) before the trigger is sent;
 //! later reconciles poll it, so nothing waits on Flink.
 
+use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeploymentSpec, FlinkDeploymentStatus, ReconciledSpec,
     common::{Checkpoint, Savepoint, SnapshotTriggerType},
@@ -48,7 +49,7 @@ fn settle_savepoint(d: &mut Decision) -> bool {
                     .filter(|_| kind == SnapshotTriggerType::Periodic),
             );
             d.events.push(EventNote::normal(
-                "SavepointCompleted",
+                Reason::SavepointCompleted,
                 format!("The {kind_name} savepoint completed: {path}"),
             ));
             false
@@ -89,7 +90,7 @@ fn failed_savepoint(d: &mut Decision, kind: SnapshotTriggerType, triggered: Opti
         info.last_periodic_savepoint_timestamp = triggered;
     }
     d.events.push(EventNote::warning(
-        "SavepointFailed",
+        Reason::SavepointFailed,
         format!("The {} savepoint failed: {reason}", kind.as_str().to_lowercase()),
     ));
 }
@@ -127,7 +128,7 @@ fn settle_checkpoint(d: &mut Decision) -> bool {
                 ..Default::default()
             });
             d.events.push(EventNote::normal(
-                "CheckpointCompleted",
+                Reason::CheckpointCompleted,
                 format!("The manual checkpoint {id} completed"),
             ));
             false
@@ -142,7 +143,7 @@ fn settle_checkpoint(d: &mut Decision) -> bool {
         Some(SavepointPoll::Failed(reason) | SavepointPoll::JobGone(reason)) => {
             clear(d);
             d.events.push(EventNote::warning(
-                "CheckpointFailed",
+                Reason::CheckpointFailed,
                 format!("The manual checkpoint failed: {reason}"),
             ));
             false
@@ -150,7 +151,7 @@ fn settle_checkpoint(d: &mut Decision) -> bool {
         Some(SavepointPoll::UnknownTrigger) => {
             clear(d);
             d.events.push(EventNote::warning(
-                "CheckpointFailed",
+                Reason::CheckpointFailed,
                 "The manual checkpoint was lost: the JobManager does not know it and the job is not running",
             ));
             false
@@ -212,7 +213,7 @@ pub(super) fn schedule(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Opti
             );
         }
         d.events.push(EventNote::normal(
-            "SavepointTriggered",
+            Reason::SavepointTriggered,
             format!("Triggering a {} savepoint", kind.as_str().to_lowercase()),
         ));
         d.observed_phase();
@@ -238,7 +239,7 @@ pub(super) fn schedule(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Opti
             spec_job.checkpoint_trigger_nonce,
         );
         d.events.push(EventNote::normal(
-            "CheckpointTriggered",
+            Reason::CheckpointTriggered,
             "Triggering a manual checkpoint",
         ));
         d.observed_phase();
@@ -252,8 +253,10 @@ pub(super) fn schedule(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Opti
             "kubernetes.operator.periodic.savepoint.interval {note:?}: cron schedules are not supported by this operator version; use a duration such as 1 h"
         );
         if d.status.error.as_deref() != Some(error.as_str()) {
-            d.events
-                .push(EventNote::warning("PeriodicSavepointSkipped", error.clone()));
+            d.events.push(EventNote::warning(
+                Reason::PeriodicSavepointSkipped,
+                error.clone(),
+            ));
         }
         d.status.error = Some(error);
     }

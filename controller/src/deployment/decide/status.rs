@@ -1,5 +1,6 @@
 //! What was observed, written into a compatible status; the phase and the conditions.
 
+use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
     common::{ReconciliationState, ResourceLifecycleState, flink_job_state},
@@ -46,8 +47,10 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
     if jm != previous_jm.unwrap_or_default()
         && let Some(error) = &d.status.error
     {
-        d.events
-            .push(EventNote::warning("JobManagerDeploymentError", error.clone()));
+        d.events.push(EventNote::warning(
+            Reason::JobManagerDeploymentError,
+            error.clone(),
+        ));
     }
 
     let mut failed_job = None;
@@ -63,7 +66,7 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
                 if job.state.as_deref() != Some(state.as_str()) {
                     d.events.push(EventNote {
                         warning: state == flink_job_state::FAILED,
-                        reason: "JobStatusChanged",
+                        reason: Reason::JobStatusChanged,
                         note: format!("Job status changed to {state}"),
                     });
                     // When the state last changed, not when it was last looked at: a steady
@@ -88,7 +91,8 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
             d.status.error = match failed_job {
                 Some(cause) => {
                     let error = format!("the job failed: {cause}");
-                    d.events.push(EventNote::warning("JobFailed", error.clone()));
+                    d.events
+                        .push(EventNote::warning(Reason::JobFailed, error.clone()));
                     Some(error)
                 }
                 None => previous_error.or_else(|| Some("the job failed; Flink gave no reason".to_owned())),

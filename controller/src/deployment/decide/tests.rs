@@ -114,7 +114,7 @@ fn a_first_deployment_is_recorded_before_it_is_created() {
         plan.status.reconciliation_status.unwrap().state,
         Some(ReconciliationState::Deployed)
     );
-    assert_eq!(plan.events[0].reason, "Submit");
+    assert_eq!(plan.events[0].reason, Reason::Submit);
 }
 
 #[test]
@@ -511,7 +511,7 @@ fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_runn
     assert!(
         plan.events
             .iter()
-            .any(|e| e.reason == "SavepointFailed" && e.warning)
+            .any(|e| e.reason == Reason::SavepointFailed && e.warning)
     );
     assert_eq!(plan.requeue, Next::Within(2));
 
@@ -549,7 +549,7 @@ fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_runn
     assert!(
         plan.events
             .iter()
-            .any(|e| e.reason == "UpdateFailed" && e.warning)
+            .any(|e| e.reason == Reason::UpdateFailed && e.warning)
     );
 
     // The same generation is not retried, and keeps saying why...
@@ -835,7 +835,7 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
         Some(ResourceLifecycleState::Suspended)
     );
     assert_eq!(phase_of(&plan), phase::SUSPENDED);
-    assert!(plan.events.iter().any(|e| e.reason == "Suspended"));
+    assert!(plan.events.iter().any(|e| e.reason == Reason::Suspended));
     let suspended = plan.status;
     // Staying suspended is quiet: no error for the missing cluster.
     let plan = decide(
@@ -954,7 +954,7 @@ fn upgrades_without_a_savepoint_restore_the_newest_state_only_if_young_enough() 
     assert!(
         plan.events
             .iter()
-            .any(|e| e.reason == "UpdateFailed" && e.note.contains("10 min old"))
+            .any(|e| e.reason == Reason::UpdateFailed && e.note.contains("10 min old"))
     );
 }
 
@@ -1058,7 +1058,7 @@ fn failed_jobs_are_restarted_when_enabled_and_the_state_is_young_enough() {
         &with_policy(failed_obs(MIN), restart(Some(5 * MIN))),
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
-    assert!(plan.events.iter().any(|e| e.reason == "RestartFailedJob"));
+    assert!(plan.events.iter().any(|e| e.reason == Reason::RestartFailedJob));
     assert_eq!(
         plan.status_before
             .unwrap()
@@ -1078,7 +1078,7 @@ fn failed_jobs_are_restarted_when_enabled_and_the_state_is_young_enough() {
     assert!(
         plan.events
             .iter()
-            .any(|e| e.reason == "RestoreRefused" && e.note.contains("30 min old"))
+            .any(|e| e.reason == Reason::RestoreRefused && e.note.contains("30 min old"))
     );
     // Stateless jobs restart from nothing.
     let stateless = spec_with("stateless", &[]);
@@ -1160,7 +1160,7 @@ fn nonces_and_ignored_fields() {
                 assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
                 let job = plan.status_before.as_ref().unwrap().job_status.clone().unwrap();
                 assert_eq!(job.upgrade_savepoint_path.as_deref(), Some("file:/sp/chosen"));
-                assert!(plan.events.iter().any(|e| e.reason == "SavepointRedeploy"));
+                assert!(plan.events.iter().any(|e| e.reason == Reason::SavepointRedeploy));
             },
         ),
         (
@@ -1436,7 +1436,7 @@ fn a_session_cluster_is_kept_while_session_jobs_use_it() {
     assert!(
         plan.events
             .iter()
-            .any(|e| e.reason == "CleanupFailed" && e.note.contains("[orders]"))
+            .any(|e| e.reason == Reason::CleanupFailed && e.note.contains("[orders]"))
     );
     // Once said, not repeated.
     let again = decide(
@@ -1731,7 +1731,7 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
                 plan.actions.is_empty(),
                 "{case}: recorded before anything is deleted"
             );
-            let event = plan.events.iter().find(|e| e.reason == "Rollback").unwrap();
+            let event = plan.events.iter().find(|e| e.reason == Reason::Rollback).unwrap();
             assert!(
                 event.warning && event.note.contains("did not become stable within"),
                 "{case}: {}",
@@ -1739,7 +1739,10 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
             );
         } else {
             assert_ne!(state, Some(ReconciliationState::RollingBack), "{case}");
-            assert!(!plan.events.iter().any(|e| e.reason == "Rollback"), "{case}");
+            assert!(
+                !plan.events.iter().any(|e| e.reason == Reason::Rollback),
+                "{case}"
+            );
             assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
         }
         if case == "no checkpoint in the HA metadata" {
@@ -1751,7 +1754,7 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
             assert!(
                 plan.events
                     .iter()
-                    .any(|e| e.reason == "RollbackFailed" && e.warning)
+                    .any(|e| e.reason == Reason::RollbackFailed && e.warning)
             );
             // Said once: the stored error is not repeated as an Event.
             let again = decide(
@@ -1764,7 +1767,7 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
                     rollback_policy(),
                 ),
             );
-            assert!(!again.events.iter().any(|e| e.reason == "RollbackFailed"));
+            assert!(!again.events.iter().any(|e| e.reason == Reason::RollbackFailed));
         }
     }
 }
@@ -2015,7 +2018,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
             "{case}"
         );
         assert!(
-            plan.events.iter().any(|e| e.reason == "RecoverDeployment"),
+            plan.events.iter().any(|e| e.reason == Reason::RecoverDeployment),
             "{case}"
         );
         // Then deployed again: under the same job id from the HA metadata.
@@ -2099,7 +2102,10 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
         let plan = missing(spec, status, policy.clone(), ha_checkpoint);
         assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
         assert_eq!(phase_of(&plan), phase::DEPLOY_FAILED, "{case}");
-        let refused = plan.events.iter().any(|e| e.reason == "RecoverDeploymentFailed");
+        let refused = plan
+            .events
+            .iter()
+            .any(|e| e.reason == Reason::RecoverDeploymentFailed);
         assert_eq!(refused, reported, "{case}");
         if reported {
             let error = plan.status.error.clone().unwrap();
@@ -2107,7 +2113,10 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
             // Said once.
             let again = missing(spec, plan.status, policy, ha_checkpoint);
             assert!(
-                !again.events.iter().any(|e| e.reason == "RecoverDeploymentFailed"),
+                !again
+                    .events
+                    .iter()
+                    .any(|e| e.reason == Reason::RecoverDeploymentFailed),
                 "{case}"
             );
         }
@@ -2166,7 +2175,7 @@ fn a_failed_job_says_why_in_status_the_conditions_and_an_event() {
     assert!(
         plan.events
             .iter()
-            .any(|e| e.reason == "JobFailed" && e.warning && e.note.contains(cause))
+            .any(|e| e.reason == Reason::JobFailed && e.warning && e.note.contains(cause))
     );
     // Looked at again (the cause is not read twice): the reason stays, no new Event.
     let failed = plan.status;

@@ -5,6 +5,7 @@
 //! once it is gone (`continue_upgrade`). A running job in `savepoint` mode is stopped with
 //! a savepoint whose trigger id is recorded before the stop is sent.
 
+use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeploymentSpec, JobManagerDeploymentStatus, ReconciledSpec,
     common::{
@@ -100,7 +101,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         d.job_status_mut().state = Some(flink_job_state::SUSPENDED.to_owned());
         let message = suspended_message(&d.status);
         d.events
-            .push(EventNote::normal("Suspended", capitalised(&message)));
+            .push(EventNote::normal(Reason::Suspended, capitalised(&message)));
         d.conditions(phase::SUSPENDED, &message);
         return d.done(super::SLOW);
     }
@@ -183,7 +184,11 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
             "Starting the new cluster"
         };
         d.events.push(EventNote::normal(
-            if rolling_back { "RolledBack" } else { "Submit" },
+            if rolling_back {
+                Reason::Rollback
+            } else {
+                Reason::Submit
+            },
             match (&restore_path, last_state) {
                 (Some(path), _) => format!("{what}, restoring from {path}"),
                 (None, true) => {
@@ -230,7 +235,7 @@ pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> P
             d,
             spec.clone(),
             Restore::Nothing,
-            "SpecChanged",
+            Reason::SpecChanged,
             "redeploying the session cluster with the new spec",
         );
     };
@@ -269,7 +274,7 @@ pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> P
                         path,
                         timestamp_ms: None,
                     }),
-                    "SavepointRedeploy",
+                    Reason::SavepointRedeploy,
                     &note,
                 )
             }
@@ -298,7 +303,7 @@ pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> P
         let note = format!(
             "{verb}: the previous cluster never ran its job, so the new one starts from the same state"
         );
-        return commit(d, spec.clone(), restore, "SpecChanged", &note);
+        return commit(d, spec.clone(), restore, Reason::SpecChanged, &note);
     }
     match job.upgrade_mode_or_default() {
         UpgradeMode::Stateless => {
@@ -307,12 +312,12 @@ pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> P
             } else {
                 "cancelling the job to start it without state"
             };
-            commit(d, spec.clone(), Restore::Nothing, "SpecChanged", note)
+            commit(d, spec.clone(), Restore::Nothing, Reason::SpecChanged, note)
         }
         UpgradeMode::LastState if terminal => stopped_job(d, spec.clone(), suspending, verb),
         UpgradeMode::LastState => {
             let note = format!("{verb}: deleting the cluster and keeping its high-availability metadata");
-            commit(d, spec.clone(), Restore::LastState, "SpecChanged", &note)
+            commit(d, spec.clone(), Restore::LastState, Reason::SpecChanged, &note)
         }
         UpgradeMode::Savepoint if job_status.is_running() && policy.take_savepoint => {
             stop_with_savepoint(d, job_status.job_id.clone().unwrap_or_default(), verb)
@@ -329,7 +334,13 @@ pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> P
                     "{verb}: the job is not running; restoring {}, younger than kubernetes.operator.job.upgrade.savepoint.max-age",
                     state::age_note(&savepoint, d.obs.now_ms)
                 );
-                return commit(d, spec.clone(), Restore::State(savepoint), "SpecChanged", &note);
+                return commit(
+                    d,
+                    spec.clone(),
+                    Restore::State(savepoint),
+                    Reason::SpecChanged,
+                    &note,
+                );
             }
             let state = job_status.state().unwrap_or("unknown").to_owned();
             if terminal {
@@ -371,16 +382,16 @@ fn stopped_job(d: Decision, spec: FlinkDeploymentSpec, suspending: bool, verb: &
             None => "suspending the stopped job; no state of it is known".to_owned(),
         };
         let restore = newest.map_or(Restore::Nothing, Restore::State);
-        return commit(d, spec, restore, "SpecChanged", &note);
+        return commit(d, spec, restore, Reason::SpecChanged, &note);
     }
-    restore_newest(d, spec, "SpecChanged", verb, phase::UPDATE_FAILED)
+    restore_newest(d, spec, Reason::SpecChanged, verb, phase::UPDATE_FAILED)
 }
 
 /// Commits `spec` restoring the newest known state, if the restore guard allows.
 fn restore_newest(
     d: Decision,
     spec: FlinkDeploymentSpec,
-    reason: &'static str,
+    reason: Reason,
     verb: &str,
     refused_phase: &'static str,
 ) -> Plan {
@@ -419,7 +430,7 @@ fn cancel_for_newest_state(d: Decision, job_status: JobStatus, verb: &str) -> Pl
         "cancelling the job without a savepoint; it restores its newest checkpoint",
     );
     d.events.push(EventNote::normal(
-        "Cancelling",
+        Reason::Cancelling,
         format!(
             "Cancelling the job for {verb} without a savepoint; the newest state is {}",
             state::age_note(&newest, d.obs.now_ms)
@@ -475,7 +486,7 @@ fn stop_with_savepoint(mut d: Decision, job_id: String, verb: &str) -> Plan {
     d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     d.conditions(phase::UPDATING, "stopping the job with a savepoint");
     d.events.push(EventNote::normal(
-        "SavepointTriggered",
+        Reason::SavepointTriggered,
         format!("Stopping the job with a savepoint for {verb}"),
     ));
     let drain = d.obs.policy.drain && is_suspended(&d.fd.spec);
@@ -505,7 +516,7 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
                 info.upgrade_retry = None;
             }
             d.events.push(EventNote::normal(
-                "SavepointCompleted",
+                Reason::SavepointCompleted,
                 format!("Savepoint completed: {path}"),
             ));
             let spec = d.fd.spec.clone();
@@ -520,7 +531,7 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
                 path,
                 timestamp_ms: Some(now),
             });
-            commit(d, spec, restore, "SpecChanged", &note)
+            commit(d, spec, restore, Reason::SpecChanged, &note)
         }
         Some(SavepointPoll::UnknownTrigger) if job_status.is_running() => {
             // The stop never reached the JobManager (or it restarted): send it again, same id.
@@ -545,7 +556,7 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
             ) {
                 Failure::Retry { retry, seconds, note } => {
                     d.events.push(EventNote::warning(
-                        "SavepointFailed",
+                        Reason::SavepointFailed,
                         format!("{}; trying again in {seconds} s", capitalised(&note)),
                     ));
                     d.job_status_mut()
@@ -613,13 +624,13 @@ fn resume(d: Decision, recorded: &FlinkDeploymentSpec) -> Plan {
     let max_age = d.obs.policy.restore_max_state_age_ms;
     let now = d.obs.now_ms;
     match (mode, state::recorded(&job_status)) {
-        (UpgradeMode::Stateless, _) => commit(d, spec, Restore::Nothing, "Resume", "resuming the job without state"),
+        (UpgradeMode::Stateless, _) => commit(d, spec, Restore::Nothing, Reason::Resume, "resuming the job without state"),
         (_, Some(recorded_state)) => {
             if let Err(why) = state::guard(&recorded_state, max_age, now) {
                 return d.refuse(phase::UPDATE_FAILED, format!("resuming: {why}"));
             }
             let note = format!("resuming the job from {}", state::age_note(&recorded_state, now));
-            commit(d, spec, Restore::State(recorded_state), "Resume", &note)
+            commit(d, spec, Restore::State(recorded_state), Reason::Resume, &note)
         }
         (UpgradeMode::LastState, None) => {
             let checkpoint = RestorableState {
@@ -638,7 +649,7 @@ fn resume(d: Decision, recorded: &FlinkDeploymentSpec) -> Plan {
                 d,
                 spec,
                 Restore::LastState,
-                "Resume",
+                Reason::Resume,
                 "resuming the job from the latest checkpoint in its high-availability metadata",
             )
         }
@@ -668,14 +679,14 @@ pub(super) fn restart_failed(d: &mut Decision) -> Option<Plan> {
             taken,
             spec,
             Restore::Nothing,
-            "RestartFailedJob",
+            Reason::RestartFailedJob,
             "restarting the failed job without state",
         )
     } else {
         restore_newest(
             taken,
             spec,
-            "RestartFailedJob",
+            Reason::RestartFailedJob,
             "restarting the failed job",
             phase::FAILED,
         )
@@ -690,7 +701,7 @@ pub(super) fn recover(d: Decision, spec: FlinkDeploymentSpec, last_state: bool, 
     } else {
         Restore::Nothing
     };
-    commit(d, spec, restore, "RecoverDeployment", note)
+    commit(d, spec, restore, Reason::RecoverDeployment, note)
 }
 
 /// Records `spec` as the one to run and what it starts from, before the previous cluster
@@ -699,7 +710,7 @@ fn commit(
     mut d: Decision,
     mut spec: FlinkDeploymentSpec,
     restore: Restore,
-    reason: &'static str,
+    reason: Reason,
     message: &str,
 ) -> Plan {
     let last_state = restore == Restore::LastState;

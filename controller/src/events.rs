@@ -1,0 +1,180 @@
+//! The reasons of the Events the operator publishes about a resource: one vocabulary for
+//! every kind, so that the same happening reads the same on a FlinkDeployment and a
+//! FlinkSessionJob (`kubectl get events --field-selector reason=...` finds both). Names
+//! shared with the Apache operator are kept as it spells them.
+
+/// Why an Event was published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// The spec breaks a rule of the admission webhook (which may have been bypassed); nothing
+    /// is deployed from it.
+    ValidationError,
+    /// A job or cluster is being started for the first time, or again after an upgrade.
+    Submit,
+    /// Starting a job failed: the jar or Flink refused it (retried).
+    SubmitFailed,
+    /// A change of the spec is being applied.
+    SpecChanged,
+    /// A change of the spec was refused (the job keeps running as it was).
+    UpdateFailed,
+    /// A restore was refused: no state young enough to restore from.
+    RestoreRefused,
+    /// The job was suspended.
+    Suspended,
+    /// A suspended job is being started again.
+    Resume,
+    /// A job is being cancelled without a savepoint.
+    Cancelling,
+    /// The job changed state (Flink's job state).
+    JobStatusChanged,
+    /// The job failed; the note says why.
+    JobFailed,
+    /// A failed job is being restarted (`kubernetes.operator.job.restart.failed`).
+    RestartFailedJob,
+    /// A job is being started from the savepoint named by `savepointRedeployNonce`.
+    SavepointRedeploy,
+    /// A savepoint was triggered.
+    SavepointTriggered,
+    /// A savepoint completed; the note names its path.
+    SavepointCompleted,
+    /// A savepoint failed (it may be retried).
+    SavepointFailed,
+    /// Savepoints beyond the history's count or age left it; their files are disposed of.
+    SavepointsDisposed,
+    /// Savepoints beyond the history's count or age left it; their files are kept.
+    SavepointHistoryTrimmed,
+    /// A periodic savepoint was not taken (the job was not running).
+    PeriodicSavepointSkipped,
+    /// A checkpoint was triggered.
+    CheckpointTriggered,
+    /// A checkpoint completed.
+    CheckpointCompleted,
+    /// A checkpoint failed.
+    CheckpointFailed,
+    /// A restore uses the newest state found (checkpoint or savepoint), named in the note.
+    StateFound,
+    /// What the job needs is not there (its JobManager Deployment, its job in the cluster).
+    Missing,
+    /// The JobManager Deployment does not run (crash loop, image, configuration).
+    JobManagerDeploymentError,
+    /// A missing JobManager Deployment is being deployed again.
+    RecoverDeployment,
+    /// A missing JobManager Deployment could not be recovered.
+    RecoverDeploymentFailed,
+    /// A deployed spec did not become stable: the last stable spec is deployed again.
+    Rollback,
+    /// A rollback was due but cannot be made.
+    RollbackFailed,
+    /// A session job waits for its session cluster.
+    SessionClusterNotReady,
+    /// A resource is being deleted (the note says what happens to its job).
+    Deleting,
+    /// A resource's job and cluster are gone; the resource is released.
+    Deleted,
+    /// Cleaning up on deletion failed (retried).
+    CleanupFailed,
+    /// A step of the reconcile failed on the Kubernetes or Flink API (retried).
+    ReconcileFailed,
+}
+
+impl Reason {
+    /// Every reason, for the generated reference.
+    pub const ALL: &'static [Reason] = &[
+        Reason::ValidationError,
+        Reason::Submit,
+        Reason::SubmitFailed,
+        Reason::SpecChanged,
+        Reason::UpdateFailed,
+        Reason::RestoreRefused,
+        Reason::Suspended,
+        Reason::Resume,
+        Reason::Cancelling,
+        Reason::JobStatusChanged,
+        Reason::JobFailed,
+        Reason::RestartFailedJob,
+        Reason::SavepointRedeploy,
+        Reason::SavepointTriggered,
+        Reason::SavepointCompleted,
+        Reason::SavepointFailed,
+        Reason::SavepointsDisposed,
+        Reason::SavepointHistoryTrimmed,
+        Reason::PeriodicSavepointSkipped,
+        Reason::CheckpointTriggered,
+        Reason::CheckpointCompleted,
+        Reason::CheckpointFailed,
+        Reason::StateFound,
+        Reason::Missing,
+        Reason::JobManagerDeploymentError,
+        Reason::RecoverDeployment,
+        Reason::RecoverDeploymentFailed,
+        Reason::Rollback,
+        Reason::RollbackFailed,
+        Reason::SessionClusterNotReady,
+        Reason::Deleting,
+        Reason::Deleted,
+        Reason::CleanupFailed,
+        Reason::ReconcileFailed,
+    ];
+
+    /// The Event's `reason` as Kubernetes shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ValidationError => "ValidationError",
+            Reason::Submit => "Submit",
+            Reason::SubmitFailed => "SubmitFailed",
+            Reason::SpecChanged => "SpecChanged",
+            Reason::UpdateFailed => "UpdateFailed",
+            Reason::RestoreRefused => "RestoreRefused",
+            Reason::Suspended => "Suspended",
+            Reason::Resume => "Resume",
+            Reason::Cancelling => "Cancelling",
+            Reason::JobStatusChanged => "JobStatusChanged",
+            Reason::JobFailed => "JobFailed",
+            Reason::RestartFailedJob => "RestartFailedJob",
+            Reason::SavepointRedeploy => "SavepointRedeploy",
+            Reason::SavepointTriggered => "SavepointTriggered",
+            Reason::SavepointCompleted => "SavepointCompleted",
+            Reason::SavepointFailed => "SavepointFailed",
+            Reason::SavepointsDisposed => "SavepointsDisposed",
+            Reason::SavepointHistoryTrimmed => "SavepointHistoryTrimmed",
+            Reason::PeriodicSavepointSkipped => "PeriodicSavepointSkipped",
+            Reason::CheckpointTriggered => "CheckpointTriggered",
+            Reason::CheckpointCompleted => "CheckpointCompleted",
+            Reason::CheckpointFailed => "CheckpointFailed",
+            Reason::StateFound => "StateFound",
+            Reason::Missing => "Missing",
+            Reason::JobManagerDeploymentError => "JobManagerDeploymentError",
+            Reason::RecoverDeployment => "RecoverDeployment",
+            Reason::RecoverDeploymentFailed => "RecoverDeploymentFailed",
+            Reason::Rollback => "Rollback",
+            Reason::RollbackFailed => "RollbackFailed",
+            Reason::SessionClusterNotReady => "SessionClusterNotReady",
+            Reason::Deleting => "Deleting",
+            Reason::Deleted => "Deleted",
+            Reason::CleanupFailed => "CleanupFailed",
+            Reason::ReconcileFailed => "ReconcileFailed",
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reason;
+
+    #[test]
+    fn every_reason_is_listed_once_and_named_as_its_variant() {
+        let mut names: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+        for reason in Reason::ALL {
+            assert_eq!(format!("{reason:?}"), reason.as_str());
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Reason::ALL.len());
+    }
+}
