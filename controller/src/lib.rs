@@ -22,6 +22,7 @@ pub mod deployment;
 pub mod events;
 pub mod flink;
 pub mod job;
+pub mod lifecycle;
 pub mod metrics;
 pub mod policy;
 pub mod reconcile;

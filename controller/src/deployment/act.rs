@@ -14,7 +14,7 @@ use serde_json::json;
 use super::decide::Action;
 use crate::{
     context::Context,
-    flink::{CheckpointKind, FlinkRestClient, JobId, SavepointFormat, TriggerId},
+    flink::FlinkRestClient,
     resources::{
         cluster::{self, ClusterError},
         flink_config::{self, DeployParameters},
@@ -35,6 +35,8 @@ pub enum ActError {
     Api { what: String, source: kube::Error },
     #[error("{0}")]
     Flink(String),
+    #[error("{0}")]
+    Job(#[from] crate::lifecycle::act::JobActError),
 }
 
 fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ActError {
@@ -85,62 +87,9 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
             }
         }
         Action::DeleteCluster { keep_ha } => delete_cluster(ctx, fd, *keep_ha).await,
-        Action::StopWithSavepoint {
-            job_id,
-            trigger_id,
-            drain,
-        } => {
-            rest(ctx, fd)
-                .await?
-                .stop_with_savepoint_as(
-                    &JobId::from(job_id.as_str()),
-                    &TriggerId::from(trigger_id.as_str()),
-                    None,
-                    *drain,
-                    SavepointFormat::Canonical,
-                )
-                .await
-                .map_err(|e| ActError::Flink(format!("stop-with-savepoint of job {job_id}: {e}")))?;
-            Ok(())
-        }
-        Action::CancelJob { job_id } => rest(ctx, fd)
-            .await?
-            .cancel(&JobId::from(job_id.as_str()))
+        Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action)
             .await
-            .map_err(|e| ActError::Flink(format!("cancelling job {job_id}: {e}"))),
-        Action::TriggerSavepoint { job_id, trigger_id } => {
-            rest(ctx, fd)
-                .await?
-                .trigger_savepoint_as(
-                    &JobId::from(job_id.as_str()),
-                    &TriggerId::from(trigger_id.as_str()),
-                    None,
-                    SavepointFormat::Canonical,
-                )
-                .await
-                .map_err(|e| ActError::Flink(format!("triggering a savepoint of job {job_id}: {e}")))?;
-            Ok(())
-        }
-        Action::TriggerCheckpoint { job_id, trigger_id } => {
-            rest(ctx, fd)
-                .await?
-                .trigger_checkpoint_as(
-                    &JobId::from(job_id.as_str()),
-                    &TriggerId::from(trigger_id.as_str()),
-                    CheckpointKind::Full,
-                )
-                .await
-                .map_err(|e| ActError::Flink(format!("triggering a checkpoint of job {job_id}: {e}")))?;
-            Ok(())
-        }
-        Action::DisposeSavepoint { path } => {
-            rest(ctx, fd)
-                .await?
-                .dispose_savepoint(path)
-                .await
-                .map_err(|e| ActError::Flink(format!("disposing of savepoint {path}: {e}")))?;
-            Ok(())
-        }
+            .map_err(ActError::Job),
     }
 }
 

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     context::Context,
-    flink::{CheckpointKind, FlinkError, FlinkRestClient, JobId, RunJar, SavepointFormat, TriggerId},
+    flink::{FlinkError, FlinkRestClient, JobId, RunJar},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -30,12 +30,8 @@ pub enum ActError {
     Client(#[source] FlinkError),
     #[error("{0}")]
     Artifact(#[from] ArtifactError),
-    #[error("disposing of savepoint {path}: {source}")]
-    Dispose {
-        path: String,
-        #[source]
-        source: FlinkError,
-    },
+    #[error("{0}")]
+    Job(#[from] crate::lifecycle::act::JobActError),
     #[error("{what} of job {job_id}: {source}")]
     Flink {
         what: &'static str,
@@ -77,72 +73,9 @@ pub async fn act(
         Action::AddFinalizer => finalizer(ctx, sj, true).await.map(|_| ()),
         Action::RemoveFinalizer => finalizer(ctx, sj, false).await.map(|_| ()),
         Action::Submit(submission) => submit(ctx, sj, &rest()?, submission).await,
-        Action::Cancel { job_id } => match rest()?.cancel(&JobId::from(job_id.as_str())).await {
-            Ok(()) | Err(FlinkError::NotFound { .. }) => Ok(()),
-            Err(source) => Err(ActError::Flink {
-                what: "cancelling",
-                job_id: job_id.clone(),
-                source,
-            }),
-        },
-        Action::StopWithSavepoint { job_id, trigger_id } => {
-            rest()?
-                .stop_with_savepoint_as(
-                    &JobId::from(job_id.as_str()),
-                    &TriggerId::from(trigger_id.as_str()),
-                    None,
-                    false,
-                    SavepointFormat::Canonical,
-                )
-                .await
-                .map_err(|source| ActError::Flink {
-                    what: "stop-with-savepoint",
-                    job_id: job_id.clone(),
-                    source,
-                })?;
-            Ok(())
-        }
-        Action::TriggerSavepoint { job_id, trigger_id } => {
-            rest()?
-                .trigger_savepoint_as(
-                    &JobId::from(job_id.as_str()),
-                    &TriggerId::from(trigger_id.as_str()),
-                    None,
-                    SavepointFormat::Canonical,
-                )
-                .await
-                .map_err(|source| ActError::Flink {
-                    what: "triggering a savepoint",
-                    job_id: job_id.clone(),
-                    source,
-                })?;
-            Ok(())
-        }
-        Action::TriggerCheckpoint { job_id, trigger_id } => {
-            rest()?
-                .trigger_checkpoint_as(
-                    &JobId::from(job_id.as_str()),
-                    &TriggerId::from(trigger_id.as_str()),
-                    CheckpointKind::Full,
-                )
-                .await
-                .map_err(|source| ActError::Flink {
-                    what: "triggering a checkpoint",
-                    job_id: job_id.clone(),
-                    source,
-                })?;
-            Ok(())
-        }
-        Action::DisposeSavepoint { path } => {
-            rest()?
-                .dispose_savepoint(path)
-                .await
-                .map_err(|source| ActError::Dispose {
-                    path: path.clone(),
-                    source,
-                })?;
-            Ok(())
-        }
+        Action::Job(action) => crate::lifecycle::act::run(&rest()?, action)
+            .await
+            .map_err(ActError::Job),
     }
 }
 

@@ -62,21 +62,26 @@ use crate::events::Reason;
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
-    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, ReconciledSpec,
+    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus,
     common::{
-        Checkpoint, JobState, JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState,
-        Savepoint, SnapshotTriggerType, UpgradeMode, flink_job_state,
+        JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, SnapshotTriggerType,
+        UpgradeMode, flink_job_state,
     },
     keys,
 };
 
+use crate::lifecycle::{
+    Facts, JobAction, LifecycleStatus, Out, Snapshot, deletion,
+    deletion::DeletionSavepoint,
+    observe, snapshots, spec,
+    stop::{self, Stopped, Stopping},
+};
 use crate::{
     conditions::set_conditions,
     policy::Policy,
     reconcile::Next,
     restore::{self, Kind, RestorableState},
     savepoint_history,
-    savepoint_retry::{self, Attempt, Failure},
 };
 
 /// What observe found.
@@ -95,8 +100,6 @@ pub struct Observation {
     pub checkpoint: Option<CheckpointLookup>,
     /// Validation problems of the spec (the webhook may have been bypassed).
     pub violations: Vec<String>,
-    /// `kubernetes.operator.job.savepoint-on-deletion` of the job's effective configuration.
-    pub savepoint_on_deletion: bool,
     /// The operator settings from the job's effective configuration.
     pub policy: Policy,
     /// `kubernetes.operator.user.artifacts.disallow-restricted-hosts` (default true), from
@@ -158,29 +161,15 @@ pub struct Submission {
 pub enum Action {
     AddFinalizer,
     Submit(Submission),
-    Cancel {
-        job_id: String,
-    },
-    /// Stop the job with a savepoint under the given (recorded) trigger id.
-    StopWithSavepoint {
-        job_id: String,
-        trigger_id: String,
-    },
-    /// Take a savepoint of the running job under the given (recorded) trigger id.
-    TriggerSavepoint {
-        job_id: String,
-        trigger_id: String,
-    },
-    /// Take a checkpoint of the running job under the given (recorded) trigger id.
-    TriggerCheckpoint {
-        job_id: String,
-        trigger_id: String,
-    },
-    /// Dispose of a savepoint that left the history (already removed from status).
-    DisposeSavepoint {
-        path: String,
-    },
+    /// Something asked of the running job over the session cluster's REST API.
+    Job(JobAction),
     RemoveFinalizer,
+}
+
+impl From<JobAction> for Action {
+    fn from(action: JobAction) -> Self {
+        Action::Job(action)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -193,6 +182,21 @@ pub struct Plan {
     pub events: Vec<EventNote>,
     /// When to look again, seconds.
     pub requeue: Next,
+}
+
+impl Observation {
+    /// What the shared lifecycle steps decide from.
+    fn facts(&self, generation: Option<i64>) -> Facts<'_> {
+        Facts {
+            job: self.job.as_ref(),
+            savepoint: self.savepoint.as_ref(),
+            checkpoint: self.manual_checkpoint.as_ref(),
+            policy: &self.policy,
+            fresh_trigger_id: &self.fresh_trigger_id,
+            generation,
+            now_ms: self.now_ms,
+        }
+    }
 }
 
 pub use crate::conditions::phase;
@@ -228,6 +232,14 @@ impl Decision<'_> {
 
     fn generation(&self) -> Option<i64> {
         self.sj.metadata.generation
+    }
+
+    /// Where the shared lifecycle steps put their actions and Events.
+    fn out(&mut self) -> Out<'_, Action> {
+        Out {
+            actions: &mut self.actions,
+            events: &mut self.events,
+        }
     }
 
     fn session_name(&self) -> &str {
@@ -309,7 +321,7 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
     if d.obs.session != SessionObservation::Ready {
         return wait_for_session(d, status, recorded.as_ref(), refused);
     }
-    if pending_upgrade_trigger(&status).is_some() {
+    if stop::pending_trigger(&status).is_some() {
         return continue_savepoint(d, status);
     }
     if !d.obs.violations.is_empty() {
@@ -328,17 +340,19 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
         return continue_submit(d, status, &recorded);
     }
     let mut status = status;
-    let relevant_change = upgrade_relevant(&recorded) != upgrade_relevant(&sj.spec);
+    let relevant_change = spec::changed(&recorded, &sj.spec);
     let recorded = if !relevant_change && recorded != sj.spec {
         record_ignored_changes(&d, &mut status, &recorded)
     } else {
         recorded
     };
-    let suspended = is_suspended(&recorded);
+    let suspended = spec::is_suspended(&recorded);
     if !suspended {
         observe_into(&mut d, &mut status, &recorded);
     }
-    let pending = !suspended && settle_snapshots(&mut d, &mut status, &recorded);
+    let obs = d.obs;
+    let facts = obs.facts(d.generation());
+    let pending = !suspended && snapshots::settle(&mut status, &facts, recorded.job.as_ref(), &mut d.out());
     if relevant_change {
         if pending {
             // The change may end the job, which would lose the snapshot the user asked for.
@@ -353,42 +367,19 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
     }
     if !suspended
         && !pending
-        && d.obs.policy.restart_failed
-        && observed_state(d.obs) == Some(flink_job_state::FAILED)
+        && obs.policy.restart_failed
+        && facts.observed_state() == Some(flink_job_state::FAILED)
     {
         return restart_failed(d, status);
     }
-    let running = !suspended && !pending && observed_state(d.obs) == Some(flink_job_state::RUNNING);
-    if running && let Some(kind) = new_nonce(&sj.spec, &recorded) {
-        return trigger_snapshot(d, status, kind, SnapshotTriggerType::Manual);
-    }
+    let running = !suspended && !pending && facts.running();
     let job = status.job_status.clone().unwrap_or_default();
-    if running && savepoint_history::periodic_due(&job, d.obs.policy.periodic_savepoint_ms, d.obs.now_ms) {
-        return trigger_snapshot(d, status, Snapshot::Savepoint, SnapshotTriggerType::Periodic);
+    if running && let Some(wanted) = snapshots::due(&sj.spec, &recorded, &job, &facts) {
+        return trigger_snapshot(d, status, wanted, &recorded);
     }
-    if let Some(schedule) = &d.obs.policy.unsupported_schedule {
-        let error = format!(
-            "kubernetes.operator.periodic.savepoint.interval {schedule:?}: cron schedules are not supported by this operator version; use a duration such as 1 h"
-        );
-        let stored = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
-        if stored != Some(error.as_str()) {
-            d.event(true, Reason::PeriodicSavepointSkipped, error.clone());
-        }
-        status.error = Some(error);
-    }
-    if running && let Some(trim) = savepoint_history::trim(&job, &d.obs.policy, d.obs.now_ms) {
-        job_status(&mut status)
-            .savepoint_info
-            .get_or_insert_with(Default::default)
-            .savepoint_history = Some(trim.keep.clone());
-        d.event(false, trim.reason(), trim.note());
-        if trim.dispose {
-            d.actions.extend(
-                trim.removed
-                    .into_iter()
-                    .map(|path| Action::DisposeSavepoint { path }),
-            );
-        }
+    let stored_error = sj.status.as_ref().and_then(|s| s.error.as_deref());
+    snapshots::report_unsupported_schedule(&mut status, stored_error, &facts, &mut d.out());
+    if running && snapshots::trim_history(&mut status, &facts, &mut d.out()) {
         let (reason, message) = current_phase(&status, &recorded);
         d.conditions(&mut status, reason, &message);
         return d.done(status, FAST);
@@ -423,25 +414,10 @@ fn refused_generation(
 ) -> Option<String> {
     // observedGeneration is written only when a spec is committed or refused, so equal to
     // the current generation with the spec not committed means refused.
-    let refused = recorded.is_some_and(|r| upgrade_relevant(r) != upgrade_relevant(&sj.spec))
+    let refused = recorded.is_some_and(|r| spec::changed(r, &sj.spec))
         && status.observed_generation.is_some()
         && status.observed_generation == sj.metadata.generation;
     status.error.clone().filter(|_| refused)
-}
-
-/// The spec without the fields whose change does not end the job: the snapshot nonces
-/// (they trigger snapshots of the running job), the upgrade mode (it says how the next
-/// change is applied) and the operator's own configuration keys (they are read on every
-/// reconcile, and never sent to Flink).
-fn upgrade_relevant(spec: &FlinkSessionJobSpec) -> FlinkSessionJobSpec {
-    let mut spec = spec.clone();
-    if let Some(job) = spec.job.as_mut() {
-        job.savepoint_trigger_nonce = None;
-        job.checkpoint_trigger_nonce = None;
-        job.upgrade_mode = None;
-    }
-    spec.flink_configuration = crate::reconcile::without_operator_keys(spec.flink_configuration);
-    spec
 }
 
 /// Records a spec whose changes do not end the job, and returns it as the recorded one;
@@ -451,79 +427,16 @@ fn record_ignored_changes(
     status: &mut FlinkSessionJobStatus,
     recorded: &FlinkSessionJobSpec,
 ) -> FlinkSessionJobSpec {
-    let mut spec = d.sj.spec.clone();
-    if let (Some(job), Some(old)) = (spec.job.as_mut(), recorded.job.as_ref()) {
-        job.savepoint_trigger_nonce = old.savepoint_trigger_nonce;
-        job.checkpoint_trigger_nonce = old.checkpoint_trigger_nonce;
-    }
-    let first = status
-        .reconciliation_status
-        .as_ref()
-        .and_then(|rs| rs.last_reconciled::<FlinkSessionJobSpec>().ok().flatten())
-        .is_some_and(|r| r.is_first_deployment());
+    let spec = spec::with_recorded_nonces(&d.sj.spec, recorded);
     if let Some(rs) = status.reconciliation_status.as_mut() {
-        rs.last_reconciled_spec = encode(&spec, first);
+        spec::record(rs, spec.clone());
     }
     status.observed_generation = d.generation();
     spec
 }
 
-fn is_suspended(spec: &FlinkSessionJobSpec) -> bool {
-    spec.job
-        .as_ref()
-        .is_some_and(|j| j.state_or_default() == JobState::Suspended)
-}
-
-fn upgrade_mode(spec: &FlinkSessionJobSpec) -> UpgradeMode {
-    spec.job
-        .as_ref()
-        .map(|j| j.upgrade_mode_or_default())
-        .unwrap_or_default()
-}
-
-fn job_status(status: &mut FlinkSessionJobStatus) -> &mut JobStatus {
-    status.job_status.get_or_insert_with(Default::default)
-}
-
 fn recorded_job_id(status: &FlinkSessionJobStatus) -> Option<String> {
     status.job_status.as_ref().and_then(|j| j.job_id.clone())
-}
-
-/// The trigger id of an upgrade (or deletion) savepoint that was started and not settled.
-fn pending_upgrade_trigger(status: &FlinkSessionJobStatus) -> Option<String> {
-    let info = status.job_status.as_ref()?.savepoint_info.as_ref()?;
-    info.trigger_id
-        .clone()
-        .filter(|_| info.trigger_type == Some(SnapshotTriggerType::Upgrade))
-}
-
-fn clear_trigger(status: &mut FlinkSessionJobStatus) {
-    if let Some(info) = status.job_status.as_mut().and_then(|j| j.savepoint_info.as_mut()) {
-        info.trigger_id = None;
-        info.trigger_type = None;
-        info.trigger_timestamp = None;
-    }
-}
-
-/// Records a completed savepoint as the one the next job restores from.
-fn record_savepoint(status: &mut FlinkSessionJobStatus, path: &str, now_ms: i64) {
-    clear_trigger(status);
-    let job = job_status(status);
-    job.upgrade_savepoint_path = Some(path.to_owned());
-    let savepoint = Savepoint {
-        time_stamp: Some(now_ms),
-        location: Some(path.to_owned()),
-        trigger_type: Some(SnapshotTriggerType::Upgrade),
-        ..Default::default()
-    };
-    savepoint_history::record(job, savepoint, None);
-}
-
-fn observed_state(obs: &Observation) -> Option<&str> {
-    match &obs.job {
-        Some(JobObservation::Found { state, .. }) => Some(state.as_str()),
-        _ => None,
-    }
 }
 
 /// The job's error (validation, unreadable status) with no action beyond the finalizer.
@@ -565,7 +478,7 @@ fn wait_for_session(
             status.lifecycle_state = Some(ResourceLifecycleState::Created);
             phase::DEPLOYING
         }
-        Some(r) if is_suspended(r) => phase::SUSPENDED,
+        Some(r) if spec::is_suspended(r) => phase::SUSPENDED,
         Some(_) => phase::RESTARTING,
     };
     d.conditions(&mut status, reason, &message);
@@ -612,15 +525,11 @@ fn submission(
     }
 }
 
-fn encode(spec: &FlinkSessionJobSpec, first: bool) -> Option<String> {
-    ReconciledSpec::new(spec.clone(), first).encode().ok()
-}
-
 fn first_deployment(d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
     let spec = &d.sj.spec;
     let name = d.session_name().to_owned();
     status.error = None;
-    if is_suspended(spec) {
+    if spec::is_suspended(spec) {
         status.lifecycle_state = Some(ResourceLifecycleState::Created);
         d.conditions(
             &mut status,
@@ -633,7 +542,7 @@ fn first_deployment(d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan 
     let job_id = d.obs.fresh_job_id.clone();
     status.reconciliation_status = Some(ReconciliationStatus {
         reconciliation_timestamp: Some(d.obs.now_ms),
-        last_reconciled_spec: encode(spec, true),
+        last_reconciled_spec: spec::encode(spec.clone(), true),
         last_stable_spec: None,
         state: Some(ReconciliationState::Upgrading),
     });
@@ -718,7 +627,7 @@ fn continue_submit(
     let name = d.session_name().to_owned();
     let Some(job_id) = recorded_job_id(&status) else {
         // A job id is always recorded with UPGRADING; without one, record a new one first.
-        let job = job_status(&mut status);
+        let job = status.job_status_mut();
         job.job_id = Some(d.obs.fresh_job_id.clone());
         job.state = Some(RECONCILING.to_owned());
         d.conditions(
@@ -742,11 +651,11 @@ fn continue_submit(
                 rs.reconciliation_timestamp = Some(d.obs.now_ms);
                 // A spec changed again before the job was submitted is the one submitted.
                 if &spec != recorded {
-                    rs.last_reconciled_spec = encode(&spec, false);
+                    rs.last_reconciled_spec = spec::encode(spec.clone(), false);
                     status.observed_generation = d.generation();
                 }
             }
-            if is_suspended(&spec) {
+            if spec::is_suspended(&spec) {
                 if let Some(rs) = status.reconciliation_status.as_mut() {
                     rs.state = Some(ReconciliationState::Deployed);
                 }
@@ -801,28 +710,16 @@ fn observe_into(d: &mut Decision<'_>, status: &mut FlinkSessionJobStatus, record
             ..
         }) => {
             let previous_error = status.error.take();
-            if job.state.as_deref() != Some(state.as_str()) {
-                d.event(
-                    state == flink_job_state::FAILED,
-                    Reason::JobStatusChanged,
-                    format!("Job status changed to {state}"),
-                );
-                // When the state last changed, not when it was last looked at: a steady
-                // job's status stays as it is.
-                job.update_time = Some(d.obs.now_ms.to_string());
-            }
-            job.state = Some(state.clone());
-            job.start_time = start_time.map(|t| t.to_string());
+            let obs = d.obs;
+            observe::job_state_into(&mut job, state, *start_time, obs.now_ms, &mut d.out());
             if state == flink_job_state::FAILED {
                 // Flink's root cause, read once when the job is first seen FAILED; kept after.
-                status.error = match failure {
-                    Some(cause) => {
-                        let error = format!("job {id} failed: {cause}");
-                        d.event(true, Reason::JobFailed, error.clone());
-                        Some(error)
-                    }
-                    None => previous_error.or_else(|| Some(format!("job {id} failed; Flink gave no reason"))),
-                };
+                status.error = Some(observe::failure(
+                    &id,
+                    failure.as_ref(),
+                    previous_error,
+                    &mut d.out(),
+                ));
             }
         }
         Some(JobObservation::NotFound) => {
@@ -849,13 +746,13 @@ fn observe_into(d: &mut Decision<'_>, status: &mut FlinkSessionJobStatus, record
         && !not_found
         && let Some(rs) = status.reconciliation_status.as_mut()
     {
-        rs.last_stable_spec = encode(recorded, false);
+        rs.last_stable_spec = spec::encode(recorded.clone(), false);
     }
 }
 
 /// The phase (condition reason) and a message for a job whose recorded spec is applied.
 fn current_phase(status: &FlinkSessionJobStatus, recorded: &FlinkSessionJobSpec) -> (&'static str, String) {
-    if is_suspended(recorded) {
+    if spec::is_suspended(recorded) {
         let path = status
             .job_status
             .as_ref()
@@ -903,8 +800,8 @@ fn apply_change(
         return d.done(status, SLOW);
     }
     let spec = d.sj.spec.clone();
-    let suspending = is_suspended(&spec);
-    if is_suspended(recorded) {
+    let suspending = spec::is_suspended(&spec);
+    if spec::is_suspended(recorded) {
         return resume(d, status);
     }
     let Some(job_id) = recorded_job_id(&status) else {
@@ -923,14 +820,14 @@ fn apply_change(
             return d.done(status, FAST);
         }
     };
-    let state = observed_state(d.obs).unwrap_or("gone").to_owned();
+    let state = d.obs.facts(None).observed_state().unwrap_or("gone").to_owned();
     let redeploy_nonce = spec.job.as_ref().and_then(|j| j.savepoint_redeploy_nonce);
     if redeploy_nonce.is_some()
         && redeploy_nonce != recorded.job.as_ref().and_then(|j| j.savepoint_redeploy_nonce)
     {
         return redeploy_from_savepoint(d, status, &job_id, &state, ended);
     }
-    let mode = upgrade_mode(&spec);
+    let mode = spec::upgrade_mode(&spec);
     // With kubernetes.operator.job.upgrade.take-savepoint false, a job in savepoint mode is
     // cancelled and restored from its newest checkpoint or savepoint instead.
     let without_savepoint = mode == UpgradeMode::Savepoint && !d.obs.policy.take_savepoint;
@@ -962,9 +859,9 @@ fn apply_change(
             phase::UPDATING,
             &format!("cancelling job {job_id} for the {verb}{how}"),
         );
-        d.actions.push(Action::Cancel {
+        d.actions.push(Action::Job(JobAction::Cancel {
             job_id: job_id.clone(),
-        });
+        }));
         d.event(
             false,
             Reason::SpecChanged,
@@ -977,64 +874,29 @@ fn apply_change(
         UpgradeMode::Stateless => commit(d, status, None),
         _ if cancels => restore_after_cancel(d, status, &job_id, &state, verb, without_savepoint),
         _ if state == flink_job_state::RUNNING => {
-            let now = d.obs.now_ms;
-            let recorded = job_status(&mut status)
-                .savepoint_info
-                .as_ref()
-                .and_then(|i| i.upgrade_retry.clone());
-            let retry = savepoint_retry::attempts(recorded.as_ref(), d.generation(), now);
-            let ready = d.obs.job.as_ref().is_some_and(|j| j.ready_for_savepoint());
-            match savepoint_retry::before_trigger(&retry, ready, d.obs.policy.savepoint_grace_ms, now) {
-                Attempt::Now => {}
-                Attempt::Wait { seconds, note } => {
-                    let failed = retry.last_failure.is_some();
-                    job_status(&mut status)
-                        .savepoint_info
-                        .get_or_insert_with(Default::default)
-                        .upgrade_retry = Some(retry);
-                    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-                    // A failure is the reason the upgrade is not done yet; tasks that
-                    // still deploy are not an error.
-                    status.error = failed.then(|| note.clone());
-                    d.conditions(&mut status, phase::UPDATING, &format!("{verb}: {note}"));
-                    return d.done(status, Next::Within(seconds.max(2)));
-                }
-                Attempt::GiveUp(why) => {
-                    if let Some(info) = job_status(&mut status).savepoint_info.as_mut() {
-                        info.upgrade_retry = None;
-                    }
-                    return refuse(
-                        d,
-                        status,
-                        format!("{verb}: {why}; job {job_id} keeps running with the previous spec"),
+            let obs = d.obs;
+            let facts = obs.facts(d.generation());
+            let drain = obs.policy.drain && suspending;
+            match stop::stop_with_savepoint(&mut status, &job_id, drain, verb, &facts, &mut d.out()) {
+                Stopping::Sent => {
+                    d.conditions(
+                        &mut status,
+                        phase::UPDATING,
+                        &format!("stopping job {job_id} with a savepoint for the {verb}"),
                     );
+                    let before = status.clone();
+                    d.stepped(before, status, FAST)
                 }
+                Stopping::Wait { seconds, note } => {
+                    d.conditions(&mut status, phase::UPDATING, &format!("{verb}: {note}"));
+                    d.done(status, Next::Within(seconds))
+                }
+                Stopping::GiveUp(why) => refuse(
+                    d,
+                    status,
+                    format!("{verb}: {why}; job {job_id} keeps running with the previous spec"),
+                ),
             }
-            let trigger_id = d.obs.fresh_trigger_id.clone();
-            let info = job_status(&mut status)
-                .savepoint_info
-                .get_or_insert_with(Default::default);
-            info.trigger_id = Some(trigger_id.clone());
-            info.trigger_type = Some(SnapshotTriggerType::Upgrade);
-            info.trigger_timestamp = Some(now);
-            info.upgrade_retry = Some(retry);
-            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-            d.conditions(
-                &mut status,
-                phase::UPDATING,
-                &format!("stopping job {job_id} with a savepoint for the {verb}"),
-            );
-            d.actions.push(Action::StopWithSavepoint {
-                job_id: job_id.clone(),
-                trigger_id,
-            });
-            d.event(
-                false,
-                Reason::SavepointTriggered,
-                format!("Stopping job {job_id} with a savepoint for the {verb}"),
-            );
-            let before = status.clone();
-            d.stepped(before, status, FAST)
         }
         _ if matches!(
             state.as_str(),
@@ -1174,7 +1036,7 @@ fn restore_after_cancel(
             ),
         );
     };
-    if !is_suspended(&d.sj.spec)
+    if !spec::is_suspended(&d.sj.spec)
         && let Err(why) = restore::guard(&newest, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms)
     {
         return refuse(d, status, format!("{verb}: {why}"));
@@ -1194,11 +1056,11 @@ fn restore_after_cancel(
 /// suspension left unless the new mode is stateless; the restore guard applies to a resume.
 fn resume(d: Decision<'_>, status: FlinkSessionJobStatus) -> Plan {
     let spec = &d.sj.spec;
-    if upgrade_mode(spec) == UpgradeMode::Stateless {
+    if spec::upgrade_mode(spec) == UpgradeMode::Stateless {
         return commit(d, status, None);
     }
     let state = status.job_status.as_ref().and_then(restore::recorded);
-    if !is_suspended(spec)
+    if !spec::is_suspended(spec)
         && let Some(state) = &state
         && let Err(why) = restore::guard(state, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms)
     {
@@ -1212,7 +1074,7 @@ fn resume(d: Decision<'_>, status: FlinkSessionJobStatus) -> Plan {
 /// guard allows.
 fn restart_failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
     let job_id = recorded_job_id(&status).unwrap_or_default();
-    if upgrade_mode(&d.sj.spec) == UpgradeMode::Stateless {
+    if spec::upgrade_mode(&d.sj.spec) == UpgradeMode::Stateless {
         d.event(
             false,
             Reason::RestartFailedJob,
@@ -1302,9 +1164,9 @@ fn redeploy_from_savepoint(
             "Cancelling job {job_id} without a savepoint to redeploy from spec.job.initialSavepointPath {path}"
         );
         d.conditions(&mut status, phase::UPDATING, &note);
-        d.actions.push(Action::Cancel {
+        d.actions.push(Action::Job(JobAction::Cancel {
             job_id: job_id.to_owned(),
-        });
+        }));
         d.event(false, Reason::SavepointRedeploy, note);
         let before = status.clone();
         return d.stepped(before, status, FAST);
@@ -1322,258 +1184,18 @@ fn redeploy_from_savepoint(
     commit(d, status, Some(restore))
 }
 
-/// A snapshot of the running job: a savepoint (manual or periodic) or a manual checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Snapshot {
-    Savepoint,
-    Checkpoint,
-}
-
-impl Snapshot {
-    fn name(self) -> &'static str {
-        match self {
-            Snapshot::Savepoint => "savepoint",
-            Snapshot::Checkpoint => "checkpoint",
-        }
-    }
-
-    fn trigger(self, job_id: String, trigger_id: String) -> Action {
-        match self {
-            Snapshot::Savepoint => Action::TriggerSavepoint { job_id, trigger_id },
-            Snapshot::Checkpoint => Action::TriggerCheckpoint { job_id, trigger_id },
-        }
-    }
-}
-
-/// The snapshot a nonce changed since it was recorded asks for (a savepoint first).
-fn new_nonce(spec: &FlinkSessionJobSpec, recorded: &FlinkSessionJobSpec) -> Option<Snapshot> {
-    let wanted = spec.job.as_ref()?;
-    let old = recorded.job.clone().unwrap_or_default();
-    let changed = |new: Option<i64>, old: Option<i64>| new.is_some() && new != old;
-    if changed(wanted.savepoint_trigger_nonce, old.savepoint_trigger_nonce) {
-        Some(Snapshot::Savepoint)
-    } else if changed(wanted.checkpoint_trigger_nonce, old.checkpoint_trigger_nonce) {
-        Some(Snapshot::Checkpoint)
-    } else {
-        None
-    }
-}
-
-/// A pending savepoint (manual or periodic) or manual checkpoint: its trigger id, its type
-/// and when it was triggered.
-fn snapshot_trigger(
-    status: &FlinkSessionJobStatus,
-    kind: Snapshot,
-) -> Option<(String, SnapshotTriggerType, Option<i64>)> {
-    let job = status.job_status.as_ref()?;
-    match kind {
-        Snapshot::Savepoint => {
-            let info = job.savepoint_info.as_ref()?;
-            let kind = info.trigger_type.unwrap_or(SnapshotTriggerType::Manual);
-            let trigger_id = info.trigger_id.clone()?;
-            (kind != SnapshotTriggerType::Upgrade).then_some((trigger_id, kind, info.trigger_timestamp))
-        }
-        Snapshot::Checkpoint => {
-            let info = job.checkpoint_info.as_ref()?;
-            Some((
-                info.trigger_id.clone()?,
-                SnapshotTriggerType::Manual,
-                info.trigger_timestamp,
-            ))
-        }
-    }
-}
-
-fn clear_snapshot_trigger(status: &mut FlinkSessionJobStatus, kind: Snapshot) {
-    match kind {
-        Snapshot::Savepoint => clear_trigger(status),
-        Snapshot::Checkpoint => {
-            if let Some(info) = status
-                .job_status
-                .as_mut()
-                .and_then(|j| j.checkpoint_info.as_mut())
-            {
-                info.trigger_id = None;
-                info.trigger_type = None;
-                info.trigger_timestamp = None;
-            }
-        }
-    }
-}
-
-/// Follows the pending savepoint (manual or periodic) and manual checkpoint into status;
-/// whether one is still pending.
-fn settle_snapshots(
-    d: &mut Decision<'_>,
-    status: &mut FlinkSessionJobStatus,
-    recorded: &FlinkSessionJobSpec,
-) -> bool {
-    let savepoint = settle(d, status, recorded, Snapshot::Savepoint);
-    let checkpoint = settle(d, status, recorded, Snapshot::Checkpoint);
-    savepoint || checkpoint
-}
-
-fn settle(
-    d: &mut Decision<'_>,
-    status: &mut FlinkSessionJobStatus,
-    recorded: &FlinkSessionJobSpec,
-    kind: Snapshot,
-) -> bool {
-    let Some((trigger_id, trigger_type, triggered_at)) = snapshot_trigger(status, kind) else {
-        return false;
-    };
-    let job_id = recorded_job_id(status).unwrap_or_default();
-    let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
-    let periodic = trigger_type == SnapshotTriggerType::Periodic;
-    let poll = match kind {
-        Snapshot::Savepoint => d.obs.savepoint.clone(),
-        Snapshot::Checkpoint => d.obs.manual_checkpoint.clone(),
-    };
-    let running = observed_state(d.obs) == Some(flink_job_state::RUNNING);
-    match poll {
-        Some(SavepointPoll::Completed(result)) => {
-            clear_snapshot_trigger(status, kind);
-            let nonces = recorded.job.clone().unwrap_or_default();
-            let now = d.obs.now_ms;
-            let job = job_status(status);
-            match kind {
-                Snapshot::Savepoint => {
-                    let savepoint = Savepoint {
-                        time_stamp: Some(now),
-                        location: Some(result.clone()),
-                        trigger_type: Some(trigger_type),
-                        trigger_nonce: nonces.savepoint_trigger_nonce.filter(|_| !periodic),
-                        ..Default::default()
-                    };
-                    savepoint_history::record(job, savepoint, triggered_at.filter(|_| periodic));
-                    d.event(
-                        false,
-                        Reason::SavepointCompleted,
-                        format!("The {name} of job {job_id} completed: {result}"),
-                    );
-                }
-                Snapshot::Checkpoint => {
-                    job.checkpoint_info
-                        .get_or_insert_with(Default::default)
-                        .last_checkpoint = Some(Checkpoint {
-                        time_stamp: Some(now),
-                        trigger_type: Some(SnapshotTriggerType::Manual),
-                        trigger_nonce: nonces.checkpoint_trigger_nonce,
-                        ..Default::default()
-                    });
-                    d.event(
-                        false,
-                        Reason::CheckpointCompleted,
-                        format!("The manual checkpoint {result} of job {job_id} completed"),
-                    );
-                }
-            }
-            false
-        }
-        Some(SavepointPoll::UnknownTrigger) if running => {
-            // The trigger never reached the JobManager (or it restarted): sent again, same id.
-            d.actions.push(kind.trigger(job_id, trigger_id));
-            true
-        }
-        Some(SavepointPoll::Failed(reason) | SavepointPoll::JobGone(reason)) => {
-            snapshot_failed(status, kind, periodic.then_some(triggered_at).flatten());
-            d.event(
-                true,
-                failed_reason(kind),
-                format!("The {name} of job {job_id} failed: {reason}"),
-            );
-            false
-        }
-        Some(SavepointPoll::UnknownTrigger) => {
-            snapshot_failed(status, kind, periodic.then_some(triggered_at).flatten());
-            d.event(
-                true,
-                failed_reason(kind),
-                format!(
-                    "The {name} of job {job_id} was lost: the JobManager does not know it and the job is not running"
-                ),
-            );
-            false
-        }
-        Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => true,
-    }
-}
-
-/// Clears a failed snapshot's trigger; a failed periodic savepoint moves the schedule to
-/// when it was triggered, so that the next attempt waits a whole interval.
-fn snapshot_failed(status: &mut FlinkSessionJobStatus, kind: Snapshot, periodic_trigger: Option<i64>) {
-    clear_snapshot_trigger(status, kind);
-    if periodic_trigger.is_some() {
-        job_status(status)
-            .savepoint_info
-            .get_or_insert_with(Default::default)
-            .last_periodic_savepoint_timestamp = periodic_trigger;
-    }
-}
-
-fn failed_reason(kind: Snapshot) -> Reason {
-    match kind {
-        Snapshot::Savepoint => Reason::SavepointFailed,
-        Snapshot::Checkpoint => Reason::CheckpointFailed,
-    }
-}
-
-/// A new nonce (or the periodic schedule) asks for a snapshot of the running job: the
-/// trigger id and the nonce are recorded first, so that a crash before the trigger reaches
-/// Flink sends it again under the same id, and the nonce is not acted on twice.
+/// A new nonce (or the periodic schedule) asks for a snapshot of the running job.
 fn trigger_snapshot(
     mut d: Decision<'_>,
     mut status: FlinkSessionJobStatus,
-    kind: Snapshot,
-    trigger_type: SnapshotTriggerType,
+    wanted: (Snapshot, SnapshotTriggerType),
+    recorded: &FlinkSessionJobSpec,
 ) -> Plan {
-    let job_id = recorded_job_id(&status).unwrap_or_default();
-    let trigger_id = d.obs.fresh_trigger_id.clone();
-    let now = d.obs.now_ms;
-    let current = status
-        .reconciliation_status
-        .as_ref()
-        .and_then(|rs| rs.last_reconciled::<FlinkSessionJobSpec>().ok().flatten());
-    let first = current.as_ref().is_some_and(|r| r.is_first_deployment());
-    let mut spec = current.map(|r| r.spec).unwrap_or_else(|| d.sj.spec.clone());
-    let wanted = d.sj.spec.job.clone().unwrap_or_default();
-    if trigger_type == SnapshotTriggerType::Manual
-        && let Some(job) = spec.job.as_mut()
-    {
-        match kind {
-            Snapshot::Savepoint => job.savepoint_trigger_nonce = wanted.savepoint_trigger_nonce,
-            Snapshot::Checkpoint => job.checkpoint_trigger_nonce = wanted.checkpoint_trigger_nonce,
-        }
-        if let Some(rs) = status.reconciliation_status.as_mut() {
-            rs.last_reconciled_spec = encode(&spec, first);
-        }
-    }
-    let job = job_status(&mut status);
-    match kind {
-        Snapshot::Savepoint => {
-            let info = job.savepoint_info.get_or_insert_with(Default::default);
-            info.trigger_id = Some(trigger_id.clone());
-            info.trigger_type = Some(trigger_type);
-            info.trigger_timestamp = Some(now);
-        }
-        Snapshot::Checkpoint => {
-            let info = job.checkpoint_info.get_or_insert_with(Default::default);
-            info.trigger_id = Some(trigger_id.clone());
-            info.trigger_type = Some(trigger_type);
-            info.trigger_timestamp = Some(now);
-        }
-    }
-    let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
-    d.actions.push(kind.trigger(job_id.clone(), trigger_id));
-    d.event(
-        false,
-        match kind {
-            Snapshot::Savepoint => Reason::SavepointTriggered,
-            Snapshot::Checkpoint => Reason::CheckpointTriggered,
-        },
-        format!("Triggering a {name} of job {job_id}"),
-    );
-    let (reason, message) = current_phase(&status, &spec);
+    let obs = d.obs;
+    let facts = obs.facts(d.generation());
+    let sj = d.sj;
+    snapshots::trigger(&mut status, &sj.spec, recorded, wanted, &facts, &mut d.out());
+    let (reason, message) = current_phase(&status, recorded);
     d.conditions(&mut status, reason, &message);
     let before = status.clone();
     d.stepped(before, status, FAST)
@@ -1582,92 +1204,22 @@ fn trigger_snapshot(
 /// A pending stop-with-savepoint for an upgrade or a suspension.
 fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
     let job_id = recorded_job_id(&status).unwrap_or_default();
-    let trigger_id = pending_upgrade_trigger(&status).unwrap_or_default();
-    let running = observed_state(d.obs) == Some(flink_job_state::RUNNING);
-    match d.obs.savepoint.clone() {
-        Some(SavepointPoll::Completed(path)) => {
-            record_savepoint(&mut status, &path, d.obs.now_ms);
-            if let Some(info) = job_status(&mut status).savepoint_info.as_mut() {
-                info.upgrade_retry = None;
-            }
-            d.event(
-                false,
-                Reason::SavepointCompleted,
-                format!("Savepoint completed: {path}"),
-            );
-            let state = RestorableState {
-                kind: Kind::Savepoint,
-                path,
-                timestamp_ms: Some(d.obs.now_ms),
-            };
-            commit(d, status, Some(state))
-        }
-        Some(SavepointPoll::UnknownTrigger) if running => {
-            // The stop never reached the JobManager (or it restarted): send it again, same id.
-            d.actions.push(Action::StopWithSavepoint { job_id, trigger_id });
+    let trigger_id = stop::pending_trigger(&status).unwrap_or_default();
+    let obs = d.obs;
+    let facts = obs.facts(d.generation());
+    let drain = obs.policy.drain && spec::is_suspended(&d.sj.spec);
+    match stop::follow(&mut status, &job_id, &trigger_id, drain, &facts, &mut d.out()) {
+        Stopped::Completed(state) => commit(d, status, Some(state)),
+        Stopped::Resent => {
             d.conditions(&mut status, phase::UPDATING, "stopping the job with a savepoint");
             d.done(status, FAST)
         }
-        Some(SavepointPoll::UnknownTrigger) => {
-            clear_trigger(&mut status);
-            refuse(
-                d,
-                status,
-                format!(
-                    "the JobManager lost the savepoint of job {job_id} and the job is not running; whether a savepoint was written is unknown"
-                ),
-            )
+        Stopped::Retry { seconds, note } => {
+            d.conditions(&mut status, phase::UPDATING, &format!("{note}; trying again"));
+            d.done(status, Next::Within(seconds))
         }
-        Some(SavepointPoll::Failed(reason)) => {
-            let info = job_status(&mut status).savepoint_info.clone().unwrap_or_default();
-            clear_trigger(&mut status);
-            match savepoint_retry::failed(
-                &info,
-                d.generation(),
-                &reason,
-                d.obs.policy.savepoint_grace_ms,
-                d.obs.now_ms,
-            ) {
-                Failure::Retry { retry, seconds, note } => {
-                    d.event(
-                        true,
-                        Reason::SavepointFailed,
-                        format!("Job {job_id}: {note}; trying again in {seconds} s"),
-                    );
-                    job_status(&mut status)
-                        .savepoint_info
-                        .get_or_insert_with(Default::default)
-                        .upgrade_retry = Some(retry);
-                    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-                    status.error = Some(note.clone());
-                    d.conditions(&mut status, phase::UPDATING, &format!("{note}; trying again"));
-                    d.done(status, Next::Within(seconds))
-                }
-                Failure::GiveUp(why) => {
-                    if let Some(info) = job_status(&mut status).savepoint_info.as_mut() {
-                        info.upgrade_retry = None;
-                    }
-                    refuse(
-                        d,
-                        status,
-                        format!("{why}; job {job_id} keeps running with the previous spec"),
-                    )
-                }
-            }
-        }
-        Some(SavepointPoll::JobGone(reason)) => {
-            clear_trigger(&mut status);
-            if let Some(info) = job_status(&mut status).savepoint_info.as_mut() {
-                info.upgrade_retry = None;
-            }
-            refuse(
-                d,
-                status,
-                format!("job {job_id} ended before its savepoint completed: {reason}"),
-            )
-        }
-        Some(SavepointPoll::InProgress) | Some(SavepointPoll::Unreachable(_)) | None => {
-            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+        Stopped::Refused(why) => refuse(d, status, why),
+        Stopped::Pending => {
             d.conditions(&mut status, phase::UPDATING, "waiting for the savepoint");
             d.done(status, crate::reconcile::STOPPING)
         }
@@ -1692,12 +1244,12 @@ fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore: Optio
     let spec = d.sj.spec.clone();
     let name = d.session_name().to_owned();
     let rs = status.reconciliation_status.get_or_insert_with(Default::default);
-    rs.last_reconciled_spec = encode(&spec, false);
+    rs.last_reconciled_spec = spec::encode(spec.clone(), false);
     rs.reconciliation_timestamp = Some(d.obs.now_ms);
     status.observed_generation = d.generation();
     status.error = None;
-    restore::record(job_status(&mut status), restore.as_ref());
-    if is_suspended(&spec) {
+    restore::record(status.job_status_mut(), restore.as_ref());
+    if spec::is_suspended(&spec) {
         if let Some(rs) = status.reconciliation_status.as_mut() {
             rs.state = Some(ReconciliationState::Deployed);
         }
@@ -1714,7 +1266,7 @@ fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore: Optio
     if let Some(rs) = status.reconciliation_status.as_mut() {
         rs.state = Some(ReconciliationState::Upgrading);
     }
-    let job = job_status(&mut status);
+    let job = status.job_status_mut();
     job.job_id = Some(job_id.clone());
     job.state = Some(RECONCILING.to_owned());
     job.start_time = None;
@@ -1771,20 +1323,16 @@ fn delete(
         SessionObservation::Ready => {}
     }
     let job_id = match (recorded, recorded_job_id(&status)) {
-        (Some(r), Some(id)) if !is_suspended(r) => id,
+        (Some(r), Some(id)) if !spec::is_suspended(r) => id,
         _ => return release(d, status, "no job runs".to_owned()),
     };
-    let state = observed_state(d.obs).map(str::to_owned);
+    let state = d.obs.facts(None).observed_state().map(str::to_owned);
     let running = state.as_deref() == Some(flink_job_state::RUNNING);
-    if let Some(trigger_id) = pending_upgrade_trigger(&status) {
-        match d.obs.savepoint.clone() {
-            Some(SavepointPoll::Completed(path)) => {
-                record_savepoint(&mut status, &path, d.obs.now_ms);
-                d.event(
-                    false,
-                    Reason::SavepointCompleted,
-                    format!("Savepoint completed: {path}"),
-                );
+    let obs = d.obs;
+    let facts = obs.facts(d.generation());
+    if let Some(trigger_id) = stop::pending_trigger(&status) {
+        match deletion::follow(&mut status, &job_id, &trigger_id, &facts, &mut d.out()) {
+            DeletionSavepoint::Recorded(path) => {
                 d.conditions(
                     &mut status,
                     phase::DELETING,
@@ -1794,28 +1342,20 @@ fn delete(
                 d.actions.push(Action::RemoveFinalizer);
                 return d.stepped(before, status, SLOW);
             }
-            Some(SavepointPoll::UnknownTrigger) if running => {
-                d.actions.push(Action::StopWithSavepoint { job_id, trigger_id });
+            DeletionSavepoint::Resent => {
                 d.conditions(&mut status, phase::DELETING, "stopping the job with a savepoint");
                 return d.done(status, FAST);
             }
-            Some(SavepointPoll::Failed(reason)) if running => {
-                // Retried on the next reconcile: the user asked for the job's state to be kept.
-                clear_trigger(&mut status);
-                let error = format!("the savepoint of job {job_id} on deletion failed, retrying: {reason}");
-                d.event(true, Reason::SavepointFailed, error.clone());
-                status.error = Some(error.clone());
+            DeletionSavepoint::Failed(error) => {
                 d.conditions(&mut status, phase::DELETING, &error);
                 let before = status.clone();
                 return d.stepped(before, status, SLOW);
             }
-            Some(SavepointPoll::InProgress) | Some(SavepointPoll::Unreachable(_)) | None => {
+            DeletionSavepoint::Pending => {
                 d.conditions(&mut status, phase::DELETING, "waiting for the savepoint");
                 return d.done(status, FAST);
             }
-            Some(SavepointPoll::UnknownTrigger | SavepointPoll::Failed(_) | SavepointPoll::JobGone(_)) => {
-                clear_trigger(&mut status);
-            }
+            DeletionSavepoint::Abandoned => {}
         }
     }
     match &d.obs.job {
@@ -1833,38 +1373,24 @@ fn delete(
             d.done(status, FAST)
         }
         Some(JobObservation::Found { state, .. }) => {
-            if d.obs.savepoint_on_deletion && running {
-                let trigger_id = d.obs.fresh_trigger_id.clone();
-                let info = job_status(&mut status)
-                    .savepoint_info
-                    .get_or_insert_with(Default::default);
-                info.trigger_id = Some(trigger_id.clone());
-                info.trigger_type = Some(SnapshotTriggerType::Upgrade);
-                info.trigger_timestamp = Some(d.obs.now_ms);
+            let wants_savepoint = deletion::wants_savepoint(d.sj.spec.job.as_ref(), &obs.policy);
+            if wants_savepoint && running {
                 d.conditions(
                     &mut status,
                     phase::DELETING,
                     &format!("stopping job {job_id} with a savepoint"),
                 );
-                d.actions.push(Action::StopWithSavepoint {
-                    job_id: job_id.clone(),
-                    trigger_id,
-                });
-                d.event(
-                    false,
-                    Reason::SavepointTriggered,
-                    format!("Stopping job {job_id} with a savepoint before deletion"),
-                );
+                deletion::stop_with_savepoint(&mut status, &job_id, &facts, &mut d.out());
             } else {
-                let note = if d.obs.savepoint_on_deletion {
+                let note = if wants_savepoint {
                     format!("Cancelling job {job_id} without a savepoint: it is {state}, not RUNNING")
                 } else {
                     format!("Cancelling job {job_id}")
                 };
                 d.conditions(&mut status, phase::DELETING, &note);
-                d.actions.push(Action::Cancel {
+                d.actions.push(Action::Job(JobAction::Cancel {
                     job_id: job_id.clone(),
-                });
+                }));
                 d.event(false, Reason::Deleting, note);
             }
             let before = status.clone();
@@ -1908,6 +1434,7 @@ pub fn submission_failed(
 mod tests {
     use super::*;
     use flink_operator_api::common::Condition;
+    use flink_operator_api::common::{Checkpoint, Savepoint};
     use serde_json::{Value, json};
 
     const NOW: i64 = 1_800_000_000_000;
@@ -2216,9 +1743,9 @@ mod tests {
         let plan = decide(&sj(running("stateless")), &ready(found("RUNNING")));
         assert_eq!(
             plan.actions,
-            [Action::Cancel {
+            [Action::Job(JobAction::Cancel {
                 job_id: "old-job".into()
-            }]
+            })]
         );
         let cancelling = plan.status_before.unwrap();
         assert_eq!(recorded_spec(&cancelling).job.unwrap().parallelism, Some(2));
@@ -2231,9 +1758,9 @@ mod tests {
         let plan = decide(&sj(cancelling.clone()), &ready(found("RUNNING")));
         assert_eq!(
             plan.actions,
-            [Action::Cancel {
+            [Action::Job(JobAction::Cancel {
                 job_id: "old-job".into()
-            }]
+            })]
         );
         // 2. Cancelling: wait.
         let plan = decide(&sj(cancelling.clone()), &ready(found("CANCELLING")));
@@ -2266,10 +1793,11 @@ mod tests {
         let sj = |status: FlinkSessionJobStatus| {
             resource(changed("savepoint", None), Some(status), true, false, 2)
         };
-        let stop = Action::StopWithSavepoint {
+        let stop = Action::Job(JobAction::StopWithSavepoint {
             job_id: "old-job".into(),
             trigger_id: "trigger".into(),
-        };
+            drain: false,
+        });
         // 1. The trigger id is recorded before the stop is sent.
         let plan = decide(&sj(running("savepoint")), &ready(found("RUNNING")));
         assert_eq!(plan.actions, std::slice::from_ref(&stop));
@@ -2419,7 +1947,10 @@ mod tests {
             },
         );
         assert!(
-            matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+            matches!(
+                plan.actions[..],
+                [Action::Job(JobAction::StopWithSavepoint { .. })]
+            ),
             "{:?}",
             plan.actions
         );
@@ -2463,7 +1994,10 @@ mod tests {
             &ready(found("RUNNING")),
         );
         assert!(
-            matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+            matches!(
+                plan.actions[..],
+                [Action::Job(JobAction::StopWithSavepoint { .. })]
+            ),
             "{:?}",
             plan.actions
         );
@@ -2596,7 +2130,10 @@ mod tests {
             // A running job is stopped with a new savepoint, however young the last one is.
             let plan = decide(&sj, &with_policy(ready(found("RUNNING")), policy));
             assert!(
-                matches!(plan.actions.as_slice(), [Action::StopWithSavepoint { .. }]),
+                matches!(
+                    plan.actions.as_slice(),
+                    [Action::Job(JobAction::StopWithSavepoint { .. })]
+                ),
                 "{case}: {:?}",
                 plan.actions
             );
@@ -2611,9 +2148,9 @@ mod tests {
         let plan = decide(&sj(running("last-state")), &ready(found("RUNNING")));
         assert_eq!(
             plan.actions,
-            [Action::Cancel {
+            [Action::Job(JobAction::Cancel {
                 job_id: "old-job".into()
-            }]
+            })]
         );
         let cancelling = plan.status_before.unwrap();
         let with = |job: Option<JobObservation>, checkpoint: Option<CheckpointLookup>| Observation {
@@ -2682,7 +2219,10 @@ mod tests {
             )
         };
         let plan = decide(&suspend(running("savepoint")), &ready(found("RUNNING")));
-        assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
+        assert!(matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        ));
         let triggered = plan.status_before.unwrap();
         let plan = decide(
             &suspend(triggered),
@@ -2756,9 +2296,9 @@ mod tests {
         let plan = decide(&suspend(running("stateless")), &ready(found("RUNNING")));
         assert_eq!(
             plan.actions,
-            [Action::Cancel {
+            [Action::Job(JobAction::Cancel {
                 job_id: "old-job".into()
-            }]
+            })]
         );
         let plan = decide(&suspend(plan.status_before.unwrap()), &ready(found("CANCELED")));
         assert!(plan.actions.is_empty());
@@ -2860,9 +2400,9 @@ mod tests {
         );
         assert_eq!(
             plan.actions,
-            [Action::Cancel {
+            [Action::Job(JobAction::Cancel {
                 job_id: "old-job".into()
-            }]
+            })]
         );
         for (job_observation, actions) in [
             (found("CANCELLING"), vec![]),
@@ -2878,7 +2418,6 @@ mod tests {
         // With savepoint-on-deletion: stop with a savepoint under a recorded trigger id.
         let sp = spec("savepoint");
         let observation = Observation {
-            savepoint_on_deletion: true,
             ..ready(found("RUNNING"))
         };
         let plan = decide(
@@ -2887,10 +2426,11 @@ mod tests {
         );
         assert_eq!(
             plan.actions,
-            [Action::StopWithSavepoint {
+            [Action::Job(JobAction::StopWithSavepoint {
                 job_id: "old-job".into(),
-                trigger_id: "trigger".into()
-            }]
+                trigger_id: "trigger".into(),
+                drain: false
+            })]
         );
         let triggered = plan.status_before.unwrap();
         // The path is written before the finalizer goes.
@@ -2913,7 +2453,6 @@ mod tests {
             &deleting(sp.clone(), Some(triggered.clone()), true),
             &Observation {
                 savepoint: Some(SavepointPoll::Failed("disk full".into())),
-                savepoint_on_deletion: true,
                 ..ready(found("RUNNING"))
             },
         );
@@ -2925,7 +2464,10 @@ mod tests {
         );
         let failed = plan.status_before.unwrap();
         let plan = decide(&deleting(sp, Some(failed), true), &observation);
-        assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
+        assert!(matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        ));
     }
 
     #[test]
@@ -3208,7 +2750,8 @@ mod tests {
                 |status: FlinkSessionJobStatus| resource(changed(mode, None), Some(status), true, false, 2);
             let mut status = running(mode);
             if let Some(age) = savepoint_age {
-                job_status(&mut status)
+                status
+                    .job_status_mut()
                     .savepoint_info
                     .get_or_insert_with(Default::default)
                     .last_savepoint = Some(Savepoint {
@@ -3222,9 +2765,9 @@ mod tests {
             let plan = decide(&sj(status), &with_policy(ready(found("RUNNING")), policy.clone()));
             assert_eq!(
                 plan.actions,
-                [Action::Cancel {
+                [Action::Job(JobAction::Cancel {
                     job_id: "old-job".into()
-                }],
+                })],
                 "{name}"
             );
             let cancelling = plan.status_before.unwrap();
@@ -3233,7 +2776,10 @@ mod tests {
                 &sj(cancelling.clone()),
                 &with_policy(ready(found("RUNNING")), policy.clone()),
             );
-            assert!(matches!(plan.actions[..], [Action::Cancel { .. }]), "{name}");
+            assert!(
+                matches!(plan.actions[..], [Action::Job(JobAction::Cancel { .. })]),
+                "{name}"
+            );
             // 2. Cancelled: the state is guarded, then recorded with the new spec.
             let plan = decide(
                 &sj(cancelling),
@@ -3460,7 +3006,10 @@ mod tests {
             &ready(found("RUNNING")),
         );
         assert!(
-            matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+            matches!(
+                plan.actions[..],
+                [Action::Job(JobAction::StopWithSavepoint { .. })]
+            ),
             "{:?}",
             plan.actions
         );
@@ -3477,9 +3026,9 @@ mod tests {
         );
         assert_eq!(
             plan.actions,
-            [Action::Cancel {
+            [Action::Job(JobAction::Cancel {
                 job_id: "old-job".into()
-            }]
+            })]
         );
         // While suspended, a mode change is recorded and nothing is submitted.
         let suspended = decide(
@@ -3537,18 +3086,18 @@ mod tests {
         let cases = [
             (
                 "savepointTriggerNonce",
-                Action::TriggerSavepoint {
+                Action::Job(JobAction::TriggerSavepoint {
                     job_id: "old-job".into(),
                     trigger_id: "trigger".into(),
-                },
+                }),
                 "file:/sp/manual-1",
             ),
             (
                 "checkpointTriggerNonce",
-                Action::TriggerCheckpoint {
+                Action::Job(JobAction::TriggerCheckpoint {
                     job_id: "old-job".into(),
                     trigger_id: "trigger".into(),
-                },
+                }),
                 "17",
             ),
         ];
@@ -3694,10 +3243,10 @@ mod tests {
         let plan = decide(&sj(running("savepoint")), &every_10_min(started(10), None));
         assert_eq!(
             plan.actions,
-            [Action::TriggerSavepoint {
+            [Action::Job(JobAction::TriggerSavepoint {
                 job_id: "old-job".into(),
                 trigger_id: "trigger".into(),
-            }]
+            })]
         );
         let triggered = plan.status_before.unwrap();
         let info = job(&triggered).savepoint_info.clone().unwrap();
@@ -3784,7 +3333,7 @@ mod tests {
             );
             let disposed: Vec<Action> = ["file:/sp/1", "file:/sp/2"]
                 .into_iter()
-                .map(|path| Action::DisposeSavepoint { path: path.into() })
+                .map(|path| Action::Job(JobAction::DisposeSavepoint { path: path.into() }))
                 .collect();
             if cleanup {
                 assert_eq!(plan.actions, disposed);
@@ -3845,10 +3394,11 @@ mod tests {
         );
         assert_eq!(
             plan.actions,
-            [Action::StopWithSavepoint {
+            [Action::Job(JobAction::StopWithSavepoint {
                 job_id: "old-job".into(),
-                trigger_id: "trigger".into()
-            }]
+                trigger_id: "trigger".into(),
+                drain: false
+            })]
         );
         let before = plan.status_before.unwrap();
         let info = job(&before).savepoint_info.clone().unwrap();
@@ -3869,9 +3419,9 @@ mod tests {
             resource(s, Some(status), true, false, 2)
         };
         let chosen = Some("file:/sp/chosen");
-        let cancel = [Action::Cancel {
+        let cancel = [Action::Job(JobAction::Cancel {
             job_id: "old-job".into(),
-        }];
+        })];
         // 1. Cancelled, not stopped with a savepoint; recorded first.
         let plan = decide(&redeploy(running("savepoint"), chosen), &ready(found("RUNNING")));
         assert_eq!(plan.actions, cancel);
@@ -4043,7 +3593,7 @@ mod tests {
         // The job started from checkpoint chk-2 (two hours old), then took a manual
         // checkpoint; it failed, and Flink's latest checkpoint is the manual one.
         let mut status = running("last-state");
-        let started = job_status(&mut status);
+        let started = status.job_status_mut();
         restore::record(
             started,
             Some(&RestorableState {

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use flink_operator_api::{
     FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode,
     common::flink_job_state,
-    keys,
     validation::{
         ValidationContext,
         session_job::{self, ArtifactPolicy},
@@ -44,14 +43,6 @@ pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, ku
         .collect();
     let mut observation = Observation {
         violations,
-        // Unset, a job in savepoint mode keeps its state in a savepoint when deleted too.
-        savepoint_on_deletion: flag(
-            &config,
-            keys::operator::JOB_SAVEPOINT_ON_DELETION,
-            sj.spec.job.as_ref().is_some_and(|j| {
-                j.upgrade_mode_or_default() == flink_operator_api::common::UpgradeMode::Savepoint
-            }),
-        ),
         policy: Policy::from_config(&config),
         restricted_artifact_hosts: ArtifactPolicy::new(&validation, &namespace).disallow_restricted_hosts,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
@@ -170,14 +161,6 @@ fn effective_config(
         config.extend(own.flattened());
     }
     config
-}
-
-fn flag(config: &BTreeMap<String, String>, key: &str, default: bool) -> bool {
-    match config.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-        Some(v) if v == "true" => true,
-        Some(v) if v == "false" => false,
-        _ => default,
-    }
 }
 
 /// The pending savepoint (upgrade or manual), by the trigger id recorded in status.

@@ -25,10 +25,7 @@ mod upgrade;
 
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
-    common::{
-        JobState, JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState,
-        flink_job_state,
-    },
+    common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, flink_job_state},
     keys,
 };
 
@@ -36,7 +33,12 @@ pub use status::set_conditions;
 
 pub use crate::reconcile::{EventNote, Next, Reason, SavepointPoll};
 
-use crate::{policy::Policy, savepoint_history};
+pub use crate::lifecycle::JobAction;
+use crate::{
+    lifecycle::{Facts, Out, spec},
+    policy::Policy,
+    savepoint_history,
+};
 
 /// What observe found.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -92,6 +94,21 @@ pub enum JobManagerObservation {
 
 pub use crate::job::JobObservation;
 
+impl Observation {
+    /// What the shared lifecycle steps decide from.
+    pub(crate) fn facts(&self, generation: Option<i64>) -> Facts<'_> {
+        Facts {
+            job: self.job.as_ref(),
+            savepoint: self.savepoint.as_ref(),
+            checkpoint: self.checkpoint.as_ref(),
+            policy: &self.policy,
+            fresh_trigger_id: &self.fresh_trigger_id,
+            generation,
+            now_ms: self.now_ms,
+        }
+    }
+}
+
 /// A checkpoint or savepoint that could be restored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateObservation {
@@ -118,31 +135,15 @@ pub enum Action {
     DeleteCluster {
         keep_ha: bool,
     },
-    /// Stop the job with a savepoint under the given (recorded) trigger id.
-    StopWithSavepoint {
-        job_id: String,
-        trigger_id: String,
-        drain: bool,
-    },
-    /// Cancel the job without a savepoint (its checkpoints are retained).
-    CancelJob {
-        job_id: String,
-    },
-    /// Take a savepoint of the running job under the given (recorded) trigger id.
-    TriggerSavepoint {
-        job_id: String,
-        trigger_id: String,
-    },
-    /// Take a checkpoint of the running job under the given (recorded) trigger id.
-    TriggerCheckpoint {
-        job_id: String,
-        trigger_id: String,
-    },
-    /// Delete a savepoint's files through Flink.
-    DisposeSavepoint {
-        path: String,
-    },
+    /// Something asked of the running job over its JobManager's REST API.
+    Job(JobAction),
     RemoveFinalizer,
+}
+
+impl From<JobAction> for Action {
+    fn from(action: JobAction) -> Self {
+        Action::Job(action)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -219,6 +220,22 @@ impl<'a> Decision<'a> {
             message,
             self.obs.now_ms,
         );
+    }
+
+    /// What the shared lifecycle steps decide from.
+    fn facts(&self) -> Facts<'a> {
+        self.obs.facts(self.fd.metadata.generation)
+    }
+
+    /// The status and where the shared lifecycle steps put their actions and Events.
+    fn parts(&mut self) -> (&mut FlinkDeploymentStatus, Out<'_, Action>) {
+        (
+            &mut self.status,
+            Out {
+                actions: &mut self.actions,
+                events: &mut self.events,
+            },
+        )
     }
 
     fn job_status(&self) -> JobStatus {
@@ -350,7 +367,7 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
     } else {
         status::observe_into(&mut d, &running);
     }
-    let pending = snapshots::settle(&mut d);
+    let pending = snapshots::settle(&mut d, &recorded);
     // A stop-with-savepoint in flight is followed to its end even if the spec was changed
     // back meanwhile: the job stops either way, and its savepoint must be recorded.
     let stopping = d
@@ -458,41 +475,19 @@ fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> Next {
 }
 
 fn is_suspended(spec: &FlinkDeploymentSpec) -> bool {
-    spec.job
-        .as_ref()
-        .is_some_and(|j| j.state_or_default() == JobState::Suspended)
+    spec::is_suspended(spec)
 }
 
-/// The spec without the fields whose change does not redeploy: the snapshot nonces (they
-/// trigger snapshots), the upgrade mode, and the operator's own configuration keys.
 fn upgrade_relevant(spec: &FlinkDeploymentSpec) -> FlinkDeploymentSpec {
-    let mut spec = spec.clone();
-    if let Some(job) = spec.job.as_mut() {
-        job.savepoint_trigger_nonce = None;
-        job.checkpoint_trigger_nonce = None;
-        job.autoscaler_reset_nonce = None;
-        job.upgrade_mode = None;
-    }
-    spec.flink_configuration = crate::reconcile::without_operator_keys(spec.flink_configuration);
-    spec
+    spec::upgrade_relevant(spec)
 }
 
 /// Records a spec whose changes need no redeploy, keeping the recorded snapshot nonces
 /// until their snapshots are triggered.
 fn record_ignored_changes(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
-    let mut spec = d.fd.spec.clone();
-    if let (Some(job), Some(old)) = (spec.job.as_mut(), recorded.job.as_ref()) {
-        job.savepoint_trigger_nonce = old.savepoint_trigger_nonce;
-        job.checkpoint_trigger_nonce = old.checkpoint_trigger_nonce;
-    }
-    let first = d
-        .status
-        .reconciliation_status
-        .as_ref()
-        .and_then(|rs| rs.last_reconciled::<FlinkDeploymentSpec>().ok().flatten())
-        .is_some_and(|r| r.is_first_deployment());
+    let spec = spec::with_recorded_nonces(&d.fd.spec, recorded);
     if let Some(rs) = d.status.reconciliation_status.as_mut() {
-        rs.last_reconciled_spec = ReconciledSpec::new(spec, first).encode().ok();
+        spec::record(rs, spec);
     }
 }
 

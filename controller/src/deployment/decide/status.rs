@@ -7,6 +7,7 @@ use flink_operator_api::{
 };
 
 use super::{Decision, EventNote, JobManagerObservation, JobObservation, phase};
+use crate::lifecycle::observe;
 
 /// JobManager and job state into status.
 /// Whether the JobManager, ready at the last look, did not answer its REST API this once: a
@@ -63,18 +64,8 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
                 failure,
                 ..
             }) => {
-                if job.state.as_deref() != Some(state.as_str()) {
-                    d.events.push(EventNote {
-                        warning: state == flink_job_state::FAILED,
-                        reason: Reason::JobStatusChanged,
-                        note: format!("Job status changed to {state}"),
-                    });
-                    // When the state last changed, not when it was last looked at: a steady
-                    // job's status stays as it is.
-                    job.update_time = Some(obs.now_ms.to_string());
-                }
-                job.state = Some(state.clone());
-                job.start_time = start_time.map(|t| t.to_string());
+                let (_, mut out) = d.parts();
+                observe::job_state_into(&mut job, state, *start_time, obs.now_ms, &mut out);
                 if let Some(failure) = failure {
                     failed_job = Some(failure.clone());
                 }
@@ -88,15 +79,14 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
         d.status.job_status = Some(job);
         if failed && d.status.error.is_none() {
             // Flink's root cause, read once when the job is first seen FAILED; kept after.
-            d.status.error = match failed_job {
-                Some(cause) => {
-                    let error = format!("the job failed: {cause}");
-                    d.events
-                        .push(EventNote::warning(Reason::JobFailed, error.clone()));
-                    Some(error)
-                }
-                None => previous_error.or_else(|| Some("the job failed; Flink gave no reason".to_owned())),
-            };
+            let job_id = d.job_status().job_id.unwrap_or_default();
+            let (status, mut out) = d.parts();
+            status.error = Some(observe::failure(
+                &job_id,
+                failed_job.as_ref(),
+                previous_error,
+                &mut out,
+            ));
         }
     }
 

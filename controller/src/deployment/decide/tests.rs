@@ -347,11 +347,11 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     let plan = decide(&new(running()), &old_cluster());
     assert_eq!(
         plan.actions,
-        [Action::StopWithSavepoint {
+        [Action::Job(JobAction::StopWithSavepoint {
             job_id: "fresh".into(),
             trigger_id: "trigger".into(),
             drain: false,
-        }]
+        })]
     );
     let triggered = plan.status_before.unwrap();
     let info = triggered
@@ -375,11 +375,11 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     );
     assert_eq!(
         plan.actions,
-        [Action::StopWithSavepoint {
+        [Action::Job(JobAction::StopWithSavepoint {
             job_id: "fresh".into(),
             trigger_id: "trigger".into(),
             drain: false,
-        }]
+        })]
     );
 
     // 2. In progress: wait.
@@ -527,7 +527,10 @@ fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_runn
         &at(3_500, obs(ready_jm(), running_job())),
     );
     assert!(
-        matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+        matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        ),
         "{:?}",
         plan.actions
     );
@@ -570,7 +573,10 @@ fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_runn
         &at(70_000, obs(ready_jm(), running_job())),
     );
     assert!(
-        matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+        matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        ),
         "{:?}",
         plan.actions
     );
@@ -602,7 +608,10 @@ fn a_savepoint_waits_until_all_tasks_of_the_job_run() {
         },
     );
     assert!(
-        matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]),
+        matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        ),
         "{:?}",
         plan.actions
     );
@@ -814,7 +823,10 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
         &at(suspended_spec.clone(), observed(&running_spec, "RUNNING"), 2),
         &obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN)),
     );
-    assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
+    assert!(matches!(
+        plan.actions[..],
+        [Action::Job(JobAction::StopWithSavepoint { .. })]
+    ));
     let triggered = plan.status_before.unwrap();
     let plan = decide(
         &at(suspended_spec.clone(), triggered, 2),
@@ -914,7 +926,7 @@ fn upgrades_without_a_savepoint_restore_the_newest_state_only_if_young_enough() 
         ),
     );
     assert!(
-        matches!(plan.actions[..], [Action::CancelJob { .. }]),
+        matches!(plan.actions[..], [Action::Job(JobAction::Cancel { .. })]),
         "{:?}",
         plan.actions
     );
@@ -1110,10 +1122,10 @@ fn nonces_and_ignored_fields() {
             |plan| {
                 assert_eq!(
                     plan.actions,
-                    [Action::TriggerSavepoint {
+                    [Action::Job(JobAction::TriggerSavepoint {
                         job_id: "fresh".into(),
                         trigger_id: "trigger".into()
-                    }]
+                    })]
                 );
                 let before = plan.status_before.as_ref().unwrap();
                 assert_eq!(
@@ -1134,7 +1146,10 @@ fn nonces_and_ignored_fields() {
             "checkpointTriggerNonce: a manual checkpoint",
             spec_with("savepoint", &[("job/checkpointTriggerNonce", json!(3))]),
             |plan| {
-                assert!(matches!(plan.actions[..], [Action::TriggerCheckpoint { .. }]));
+                assert!(matches!(
+                    plan.actions[..],
+                    [Action::Job(JobAction::TriggerCheckpoint { .. })]
+                ));
                 let before = plan.status_before.as_ref().unwrap();
                 assert_eq!(
                     recorded_spec(before).job.unwrap().checkpoint_trigger_nonce,
@@ -1145,7 +1160,12 @@ fn nonces_and_ignored_fields() {
         (
             "restartNonce: an upgrade in the job's mode",
             spec_with("savepoint", &[("restartNonce", json!(1))]),
-            |plan| assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }])),
+            |plan| {
+                assert!(matches!(
+                    plan.actions[..],
+                    [Action::Job(JobAction::StopWithSavepoint { .. })]
+                ))
+            },
         ),
         (
             "savepointRedeployNonce: redeployed from initialSavepointPath, no savepoint taken",
@@ -1220,7 +1240,10 @@ fn periodic_savepoints_start_an_interval_after_the_job_and_join_the_history() {
         &at(spec.clone(), observed(&spec, "RUNNING"), 1),
         &running_since(61 * MIN),
     );
-    assert!(matches!(plan.actions[..], [Action::TriggerSavepoint { .. }]));
+    assert!(matches!(
+        plan.actions[..],
+        [Action::Job(JobAction::TriggerSavepoint { .. })]
+    ));
     let triggered = plan.status_before.unwrap();
     // In progress: nothing new.
     let plan = decide(
@@ -1304,7 +1327,7 @@ fn the_savepoint_history_is_cleaned_up_by_count_and_age_keeping_the_newest() {
         );
         let expected: Vec<Action> = disposed
             .iter()
-            .map(|p| Action::DisposeSavepoint { path: p.to_string() })
+            .map(|p| Action::Job(JobAction::DisposeSavepoint { path: p.to_string() }))
             .collect();
         assert_eq!(plan.actions, expected, "{name}");
         let kept = plan
@@ -1334,7 +1357,10 @@ fn deletion_with_a_savepoint_records_it_before_the_cluster_goes() {
             on_deletion.clone(),
         ),
     );
-    assert!(matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]));
+    assert!(matches!(
+        plan.actions[..],
+        [Action::Job(JobAction::StopWithSavepoint { .. })]
+    ));
     let triggered = plan.status_before.unwrap();
     assert_eq!(triggered.lifecycle_state, Some(ResourceLifecycleState::Deleting));
     // Failed: the job keeps running, the cluster stays, the reason is shown.
@@ -1522,7 +1548,10 @@ fn deletion_takes_a_savepoint_by_default_only_in_savepoint_mode() {
                 },
             ),
         );
-        let stopped = matches!(plan.actions[..], [Action::StopWithSavepoint { .. }]);
+        let stopped = matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        );
         assert_eq!(stopped, stops, "{mode} {set:?}: {:?}", plan.actions);
     }
 }

@@ -9,17 +9,17 @@ use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeploymentSpec, JobManagerDeploymentStatus, ReconciledSpec,
     common::{
-        JobStatus, ReconciliationState, ResourceLifecycleState, Savepoint, SnapshotTriggerType, UpgradeMode,
+        JobStatus, ReconciliationState, ResourceLifecycleState, SnapshotTriggerType, UpgradeMode,
         flink_job_state,
     },
 };
 
 use super::{
-    Action, Decision, EventNote, FAST, Next, Plan, SavepointPoll, WAIT, is_suspended, phase,
+    Action, Decision, EventNote, FAST, JobAction, Next, Plan, WAIT, is_suspended, phase,
     state::{self, Kind, RestorableState},
     status::suspended_message,
 };
-use crate::savepoint_retry::{self, Attempt, Failure};
+use crate::lifecycle::stop::{self, Stopped, Stopping};
 
 /// What the next job starts from.
 #[derive(Debug, Clone, PartialEq)]
@@ -436,166 +436,58 @@ fn cancel_for_newest_state(d: Decision, job_status: JobStatus, verb: &str) -> Pl
             state::age_note(&newest, d.obs.now_ms)
         ),
     ));
-    d.actions.push(Action::CancelJob {
+    d.actions.push(Action::Job(JobAction::Cancel {
         job_id: job_status.job_id.unwrap_or_default(),
-    });
+    }));
     d.done(FAST)
 }
 
-/// Records a fresh trigger id, then stops the job with a savepoint under it: once all the
-/// job's tasks run and no back-off of a failed attempt runs (see [`savepoint_retry`]).
+/// Stops the job with a savepoint for an upgrade or a suspension (see
+/// [`crate::lifecycle::stop`]).
 fn stop_with_savepoint(mut d: Decision, job_id: String, verb: &str) -> Plan {
-    let trigger_id = d.obs.fresh_trigger_id.clone();
-    let now = d.obs.now_ms;
-    let recorded = d.job_status().savepoint_info.and_then(|i| i.upgrade_retry);
-    let retry = savepoint_retry::attempts(recorded.as_ref(), d.generation(), now);
-    let ready = d.obs.job.as_ref().is_some_and(|j| j.ready_for_savepoint());
-    match savepoint_retry::before_trigger(&retry, ready, d.obs.policy.savepoint_grace_ms, now) {
-        Attempt::Now => {}
-        Attempt::Wait { seconds, note } => {
-            let failed = retry.last_failure.is_some();
-            d.job_status_mut()
-                .savepoint_info
-                .get_or_insert_with(Default::default)
-                .upgrade_retry = Some(retry);
-            d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-            // A failure is the reason the upgrade is not done yet; tasks that still deploy
-            // are not an error.
-            d.status.error = failed.then(|| note.clone());
-            d.conditions(phase::UPDATING, &format!("{verb}: {note}"));
-            return d.done(Next::Within(seconds.max(2)));
-        }
-        Attempt::GiveUp(why) => {
-            if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
-                info.upgrade_retry = None;
-            }
-            return d.refuse(
-                phase::UPDATE_FAILED,
-                format!("{verb}: {why}; the job keeps running with the previous spec"),
-            );
-        }
-    }
-    let info = d
-        .job_status_mut()
-        .savepoint_info
-        .get_or_insert_with(Default::default);
-    info.trigger_id = Some(trigger_id.clone());
-    info.trigger_type = Some(SnapshotTriggerType::Upgrade);
-    info.trigger_timestamp = Some(now);
-    info.upgrade_retry = Some(retry);
-    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-    d.conditions(phase::UPDATING, "stopping the job with a savepoint");
-    d.events.push(EventNote::normal(
-        Reason::SavepointTriggered,
-        format!("Stopping the job with a savepoint for {verb}"),
-    ));
+    let facts = d.facts();
     let drain = d.obs.policy.drain && is_suspended(&d.fd.spec);
-    d.record_then(vec![Action::StopWithSavepoint {
-        job_id,
-        trigger_id,
-        drain,
-    }])
+    let (status, mut out) = d.parts();
+    match stop::stop_with_savepoint(status, &job_id, drain, verb, &facts, &mut out) {
+        Stopping::Sent => {
+            d.conditions(phase::UPDATING, "stopping the job with a savepoint");
+            d.record_then(Vec::new())
+        }
+        Stopping::Wait { seconds, note } => {
+            d.conditions(phase::UPDATING, &format!("{verb}: {note}"));
+            d.done(Next::Within(seconds))
+        }
+        Stopping::GiveUp(why) => d.refuse(
+            phase::UPDATE_FAILED,
+            format!("{verb}: {why}; the job keeps running with the previous spec"),
+        ),
+    }
 }
 
 /// Follows the recorded stop-with-savepoint of an upgrade or suspend.
 fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
-    let job_status = d.job_status();
-    let job_id = job_status.job_id.clone().unwrap_or_default();
-    let poll = d.obs.savepoint.clone();
-    match poll {
-        Some(SavepointPoll::Completed(path)) => {
-            let now = d.obs.now_ms;
-            let savepoint = Savepoint {
-                time_stamp: Some(now),
-                location: Some(path.clone()),
-                trigger_type: Some(SnapshotTriggerType::Upgrade),
-                ..Default::default()
-            };
-            super::snapshots::record_savepoint(&mut d, savepoint.clone(), None);
-            if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
-                info.upgrade_retry = None;
-            }
-            d.events.push(EventNote::normal(
-                Reason::SavepointCompleted,
-                format!("Savepoint completed: {path}"),
-            ));
-            let spec = d.fd.spec.clone();
-            let verb = if is_suspended(&spec) {
-                "suspending"
-            } else {
-                "upgrading"
-            };
+    let job_id = d.job_status().job_id.unwrap_or_default();
+    let facts = d.facts();
+    let suspending = is_suspended(&d.fd.spec);
+    let drain = d.obs.policy.drain && suspending;
+    let (status, mut out) = d.parts();
+    match stop::follow(status, &job_id, &trigger_id, drain, &facts, &mut out) {
+        Stopped::Completed(state) => {
+            let verb = if suspending { "suspending" } else { "upgrading" };
             let note = format!("{verb}: the savepoint is recorded; deleting the previous cluster");
-            let restore = Restore::State(RestorableState {
-                kind: Kind::Savepoint,
-                path,
-                timestamp_ms: Some(now),
-            });
-            commit(d, spec, restore, Reason::SpecChanged, &note)
+            let spec = d.fd.spec.clone();
+            commit(d, spec, Restore::State(state), Reason::SpecChanged, &note)
         }
-        Some(SavepointPoll::UnknownTrigger) if job_status.is_running() => {
-            // The stop never reached the JobManager (or it restarted): send it again, same id.
-            let drain = d.obs.policy.drain && is_suspended(&d.fd.spec);
-            d.actions.push(Action::StopWithSavepoint {
-                job_id,
-                trigger_id,
-                drain,
-            });
+        Stopped::Resent => {
             d.conditions(phase::UPDATING, "stopping the job with a savepoint");
             d.done(FAST)
         }
-        Some(SavepointPoll::Failed(reason)) => {
-            super::snapshots::clear_savepoint_trigger(&mut d.status);
-            let info = job_status.savepoint_info.clone().unwrap_or_default();
-            match savepoint_retry::failed(
-                &info,
-                d.generation(),
-                &reason,
-                d.obs.policy.savepoint_grace_ms,
-                d.obs.now_ms,
-            ) {
-                Failure::Retry { retry, seconds, note } => {
-                    d.events.push(EventNote::warning(
-                        Reason::SavepointFailed,
-                        format!("{}; trying again in {seconds} s", capitalised(&note)),
-                    ));
-                    d.job_status_mut()
-                        .savepoint_info
-                        .get_or_insert_with(Default::default)
-                        .upgrade_retry = Some(retry);
-                    d.status.error = Some(note.clone());
-                    d.conditions(phase::UPDATING, &format!("{note}; trying again"));
-                    d.done(Next::Within(seconds))
-                }
-                Failure::GiveUp(why) => {
-                    if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
-                        info.upgrade_retry = None;
-                    }
-                    d.refuse(
-                        phase::UPDATE_FAILED,
-                        format!("{why}; the job keeps running with the previous spec"),
-                    )
-                }
-            }
+        Stopped::Retry { seconds, note } => {
+            d.conditions(phase::UPDATING, &format!("{note}; trying again"));
+            d.done(Next::Within(seconds))
         }
-        Some(SavepointPoll::JobGone(reason)) => {
-            super::snapshots::clear_savepoint_trigger(&mut d.status);
-            if let Some(info) = d.job_status_mut().savepoint_info.as_mut() {
-                info.upgrade_retry = None;
-            }
-            d.refuse(
-                phase::UPDATE_FAILED,
-                format!("the job ended while it was being stopped with a savepoint: {reason}"),
-            )
-        }
-        Some(SavepointPoll::UnknownTrigger) => {
-            super::snapshots::clear_savepoint_trigger(&mut d.status);
-            d.refuse(
-                phase::UPDATE_FAILED,
-                "the JobManager lost the savepoint and the job is not running; whether a savepoint was written is unknown".to_owned(),
-            )
-        }
-        Some(SavepointPoll::InProgress) | Some(SavepointPoll::Unreachable(_)) | None => {
+        Stopped::Refused(why) => d.refuse(phase::UPDATE_FAILED, why),
+        Stopped::Pending => {
             d.conditions(phase::UPDATING, "waiting for the savepoint");
             d.done(crate::reconcile::STOPPING)
         }
@@ -753,11 +645,4 @@ fn commit(
     d.record_then(vec![Action::DeleteCluster { keep_ha: last_state }])
 }
 
-/// `text` with its first letter upper-case (a status message as an Event note).
-pub(super) fn capitalised(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
+pub(super) use crate::lifecycle::capitalised;

@@ -1,0 +1,192 @@
+//! The job lifecycle that FlinkDeployments (application clusters) and FlinkSessionJobs
+//! share, decided once for both (pure: no I/O; the clock, fresh ids and the operator
+//! settings are inputs).
+//!
+//! A job goes through the same steps whatever runs it:
+//!
+//! 1. **first start**: the spec and the job id are recorded (UPGRADING), then the job is
+//!    started: a cluster deployed with the job, or a jar submitted to a session cluster;
+//! 2. **observe**: Flink's job state into `status.jobStatus` with an Event per change, the
+//!    failure cause of a FAILED job ([`observe`]);
+//! 3. **snapshots** of the running job: savepoints and checkpoints asked for by a nonce,
+//!    periodic savepoints, the savepoint history and its cleanup ([`snapshots`]);
+//! 4. **a change of the spec** ends the job as its upgrade mode says, then records the new
+//!    spec with the state it starts from before anything is started: a stop-with-savepoint
+//!    whose trigger id is recorded first and which is retried within a grace period
+//!    ([`stop`]), a cancellation, or (FlinkDeployments) the cluster deleted with or
+//!    without its high-availability metadata;
+//! 5. **restores** of a checkpoint or savepoint that was not taken for them (last-state,
+//!    resume, restart of a failed job) are bounded by the restore-age guard
+//!    ([`crate::restore`]);
+//! 6. **deletion**: with `kubernetes.operator.job.savepoint-on-deletion` (unset: in
+//!    savepoint mode) a running job is stopped with a savepoint, drained when
+//!    `kubernetes.operator.job.drain-on-savepoint-deletion` says so, and its path is
+//!    recorded before anything that could lose it goes ([`deletion`]).
+//!
+//! What differs per kind stays with the kind: how a job is started and torn down (a
+//! cluster's objects, or a jar upload and a REST submission), what "ready to act" means
+//! (a JobManager that answers, or a READY session cluster), and where a last state lives
+//! (high-availability metadata kept across the upgrade, or the cancelled job's latest
+//! checkpoint). Each step writes its status before it acts, so a fresh reconcile from
+//! the stored status continues where a crashed one stopped.
+
+pub mod act;
+pub mod deletion;
+pub mod observe;
+pub mod snapshots;
+pub mod spec;
+pub mod stop;
+
+#[cfg(test)]
+mod scenarios;
+
+use flink_operator_api::{
+    FlinkDeploymentStatus, FlinkSessionJobStatus,
+    common::{Condition, JobStatus, ReconciliationStatus, ResourceLifecycleState},
+};
+
+use crate::{
+    job::JobObservation,
+    policy::Policy,
+    reconcile::{EventNote, SavepointPoll},
+};
+
+/// A status that records a job's lifecycle: the fields both job kinds' statuses share.
+pub trait LifecycleStatus: Clone + Default {
+    fn job_status(&self) -> Option<&JobStatus>;
+    fn job_status_mut(&mut self) -> &mut JobStatus;
+    fn reconciliation_mut(&mut self) -> &mut Option<ReconciliationStatus>;
+    fn error_mut(&mut self) -> &mut Option<String>;
+    fn lifecycle_state_mut(&mut self) -> &mut Option<ResourceLifecycleState>;
+    fn conditions_mut(&mut self) -> &mut Option<Vec<Condition>>;
+    fn observed_generation_mut(&mut self) -> &mut Option<i64>;
+}
+
+macro_rules! lifecycle_status {
+    ($status:ty) => {
+        impl LifecycleStatus for $status {
+            fn job_status(&self) -> Option<&JobStatus> {
+                self.job_status.as_ref()
+            }
+            fn job_status_mut(&mut self) -> &mut JobStatus {
+                self.job_status.get_or_insert_with(Default::default)
+            }
+            fn reconciliation_mut(&mut self) -> &mut Option<ReconciliationStatus> {
+                &mut self.reconciliation_status
+            }
+            fn error_mut(&mut self) -> &mut Option<String> {
+                &mut self.error
+            }
+            fn lifecycle_state_mut(&mut self) -> &mut Option<ResourceLifecycleState> {
+                &mut self.lifecycle_state
+            }
+            fn conditions_mut(&mut self) -> &mut Option<Vec<Condition>> {
+                &mut self.conditions
+            }
+            fn observed_generation_mut(&mut self) -> &mut Option<i64> {
+                &mut self.observed_generation
+            }
+        }
+    };
+}
+
+lifecycle_status!(FlinkDeploymentStatus);
+lifecycle_status!(FlinkSessionJobStatus);
+
+/// What was observed of a job, whatever runs it: the parts of a kind's observation that
+/// the shared steps decide from.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// The job under the recorded job id (None: not looked at).
+    pub job: Option<&'a JobObservation>,
+    /// The pending savepoint, polled by its recorded trigger id.
+    pub savepoint: Option<&'a SavepointPoll>,
+    /// The pending manual checkpoint, polled by its recorded trigger id.
+    pub checkpoint: Option<&'a SavepointPoll>,
+    pub policy: &'a Policy,
+    /// A trigger id to use if a snapshot is started.
+    pub fresh_trigger_id: &'a str,
+    /// The resource's generation.
+    pub generation: Option<i64>,
+    pub now_ms: i64,
+}
+
+impl Facts<'_> {
+    /// The job's state as Flink reported it now.
+    pub fn observed_state(&self) -> Option<&str> {
+        match self.job {
+            Some(JobObservation::Found { state, .. }) => Some(state.as_str()),
+            _ => None,
+        }
+    }
+
+    /// Whether Flink reported the job RUNNING now.
+    pub fn running(&self) -> bool {
+        self.observed_state() == Some(flink_operator_api::common::flink_job_state::RUNNING)
+    }
+}
+
+/// A snapshot of a running job: a savepoint (manual, periodic, for an upgrade or a
+/// deletion) or a checkpoint (manual).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Snapshot {
+    Savepoint,
+    Checkpoint,
+}
+
+impl Snapshot {
+    pub fn name(self) -> &'static str {
+        match self {
+            Snapshot::Savepoint => "savepoint",
+            Snapshot::Checkpoint => "checkpoint",
+        }
+    }
+}
+
+/// What the lifecycle asks of a running job, over its JobManager's REST API, whatever
+/// kind runs it; each kind's own actions include these ([`act`] carries them out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobAction {
+    /// Stop the job with a savepoint under the given (recorded) trigger id; `drain` emits
+    /// the maximum watermark first (ends event-time windows).
+    StopWithSavepoint {
+        job_id: String,
+        trigger_id: String,
+        drain: bool,
+    },
+    /// Cancel the job without a savepoint (its retained checkpoints stay).
+    Cancel { job_id: String },
+    /// Take a savepoint of the running job under the given (recorded) trigger id.
+    TriggerSavepoint { job_id: String, trigger_id: String },
+    /// Take a checkpoint of the running job under the given (recorded) trigger id.
+    TriggerCheckpoint { job_id: String, trigger_id: String },
+    /// Delete a savepoint's files through Flink (it already left the status).
+    DisposeSavepoint { path: String },
+}
+
+/// Where the shared steps put what they decide: the kind's actions and the Events.
+pub struct Out<'a, A> {
+    pub actions: &'a mut Vec<A>,
+    pub events: &'a mut Vec<EventNote>,
+}
+
+impl<A> Out<'_, A> {
+    pub fn event(&mut self, event: EventNote) {
+        self.events.push(event);
+    }
+}
+
+impl<A: From<JobAction>> Out<'_, A> {
+    pub fn act(&mut self, action: JobAction) {
+        self.actions.push(action.into());
+    }
+}
+
+/// `text` with its first letter upper-case (a status message as an Event note).
+pub fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}

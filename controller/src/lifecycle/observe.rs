@@ -1,0 +1,48 @@
+//! Flink's view of a job into its status, the same for every kind: its state with an
+//! Event per change, and why it failed.
+
+use flink_operator_api::common::{JobStatus, flink_job_state};
+
+use super::Out;
+use crate::{events::Reason, reconcile::EventNote};
+
+/// The observed `state` and `start_time` into `job`, with a JobStatusChanged Event (a
+/// warning for FAILED) when the state changed. `updateTime` says when the state last
+/// changed, not when it was last looked at, so a steady job's status stays as it is.
+pub fn job_state_into<A>(
+    job: &mut JobStatus,
+    state: &str,
+    start_time: Option<i64>,
+    now_ms: i64,
+    out: &mut Out<A>,
+) {
+    if job.state.as_deref() != Some(state) {
+        out.event(EventNote {
+            warning: state == flink_job_state::FAILED,
+            reason: Reason::JobStatusChanged,
+            note: format!("Job status changed to {state}"),
+        });
+        job.update_time = Some(now_ms.to_string());
+    }
+    job.state = Some(state.to_owned());
+    job.start_time = start_time.map(|t| t.to_string());
+}
+
+/// The error of a FAILED job: Flink's root cause when it was just read (with a JobFailed
+/// Event), else the one already in status (the cause is read once), else a note that Flink
+/// gave none.
+pub fn failure<A>(
+    job_id: &str,
+    cause: Option<&String>,
+    previous: Option<String>,
+    out: &mut Out<A>,
+) -> String {
+    match cause {
+        Some(cause) => {
+            let error = format!("job {job_id} failed: {cause}");
+            out.event(EventNote::warning(Reason::JobFailed, error.clone()));
+            error
+        }
+        None => previous.unwrap_or_else(|| format!("job {job_id} failed; Flink gave no reason")),
+    }
+}

@@ -1,0 +1,300 @@
+//! Savepoints and checkpoints of a running job: manual ones (the trigger nonces), periodic
+//! savepoints, and the savepoint history with its cleanup (see [`savepoint_history`]).
+//!
+//! A trigger id is recorded (with the nonce that asked for it) before the trigger is sent,
+//! so that a crash before it reaches Flink sends it again under the same id and a nonce is
+//! never acted on twice; later reconciles poll it, so nothing waits on Flink. A spec
+//! change waits for a pending snapshot: ending the job would lose what the user asked for.
+
+use flink_operator_api::common::{Checkpoint, JobSpec, JobStatus, Savepoint, SnapshotTriggerType};
+
+use super::{Facts, JobAction, LifecycleStatus, Out, Snapshot, spec::JobSpecOf};
+use crate::{
+    events::Reason,
+    reconcile::{EventNote, SavepointPoll},
+    savepoint_history,
+};
+
+/// A pending savepoint (manual or periodic, not an upgrade's) or manual checkpoint: its
+/// trigger id, its type and when it was triggered.
+fn pending(job: &JobStatus, kind: Snapshot) -> Option<(String, SnapshotTriggerType, Option<i64>)> {
+    match kind {
+        Snapshot::Savepoint => {
+            let info = job.savepoint_info.as_ref()?;
+            let trigger_type = info.trigger_type.unwrap_or(SnapshotTriggerType::Manual);
+            let trigger_id = info.trigger_id.clone()?;
+            (trigger_type != SnapshotTriggerType::Upgrade).then_some((
+                trigger_id,
+                trigger_type,
+                info.trigger_timestamp,
+            ))
+        }
+        Snapshot::Checkpoint => {
+            let info = job.checkpoint_info.as_ref()?;
+            Some((
+                info.trigger_id.clone()?,
+                SnapshotTriggerType::Manual,
+                info.trigger_timestamp,
+            ))
+        }
+    }
+}
+
+/// Forgets the trigger of a settled snapshot of `kind`.
+pub fn clear_trigger(job: &mut JobStatus, kind: Snapshot) {
+    match kind {
+        Snapshot::Savepoint => {
+            if let Some(info) = job.savepoint_info.as_mut() {
+                info.trigger_id = None;
+                info.trigger_type = None;
+                info.trigger_timestamp = None;
+            }
+        }
+        Snapshot::Checkpoint => {
+            if let Some(info) = job.checkpoint_info.as_mut() {
+                info.trigger_id = None;
+                info.trigger_type = None;
+                info.trigger_timestamp = None;
+            }
+        }
+    }
+}
+
+fn trigger_action(kind: Snapshot, job_id: String, trigger_id: String) -> JobAction {
+    match kind {
+        Snapshot::Savepoint => JobAction::TriggerSavepoint { job_id, trigger_id },
+        Snapshot::Checkpoint => JobAction::TriggerCheckpoint { job_id, trigger_id },
+    }
+}
+
+/// Follows the pending manual or periodic savepoint and manual checkpoint into status;
+/// whether one is still pending. `recorded` is the job of the recorded spec, whose nonces
+/// asked for them.
+pub fn settle<A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
+    facts: &Facts,
+    recorded: Option<&JobSpec>,
+    out: &mut Out<A>,
+) -> bool {
+    let savepoint = settle_one(status, facts, recorded, Snapshot::Savepoint, out);
+    let checkpoint = settle_one(status, facts, recorded, Snapshot::Checkpoint, out);
+    savepoint || checkpoint
+}
+
+fn settle_one<A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
+    facts: &Facts,
+    recorded: Option<&JobSpec>,
+    kind: Snapshot,
+    out: &mut Out<A>,
+) -> bool {
+    let Some(job) = status.job_status() else {
+        return false;
+    };
+    let Some((trigger_id, trigger_type, triggered_at)) = pending(job, kind) else {
+        return false;
+    };
+    let job_id = job.job_id.clone().unwrap_or_default();
+    let running = job.is_running();
+    let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
+    let periodic = trigger_type == SnapshotTriggerType::Periodic;
+    let poll = match kind {
+        Snapshot::Savepoint => facts.savepoint,
+        Snapshot::Checkpoint => facts.checkpoint,
+    };
+    let job = status.job_status_mut();
+    let failed = |job: &mut JobStatus, out: &mut Out<A>, why: String| {
+        clear_trigger(job, kind);
+        if periodic {
+            // The next attempt waits a whole interval instead of retrying at once.
+            job.savepoint_info
+                .get_or_insert_with(Default::default)
+                .last_periodic_savepoint_timestamp = triggered_at;
+        }
+        let reason = match kind {
+            Snapshot::Savepoint => Reason::SavepointFailed,
+            Snapshot::Checkpoint => Reason::CheckpointFailed,
+        };
+        out.event(EventNote::warning(
+            reason,
+            format!("The {name} of job {job_id} {why}"),
+        ));
+    };
+    match poll {
+        Some(SavepointPoll::Completed(result)) => {
+            clear_trigger(job, kind);
+            let nonces = recorded.cloned().unwrap_or_default();
+            match kind {
+                Snapshot::Savepoint => {
+                    let savepoint = Savepoint {
+                        time_stamp: Some(facts.now_ms),
+                        location: Some(result.clone()),
+                        trigger_type: Some(trigger_type),
+                        trigger_nonce: nonces.savepoint_trigger_nonce.filter(|_| !periodic),
+                        ..Default::default()
+                    };
+                    savepoint_history::record(job, savepoint, triggered_at.filter(|_| periodic));
+                    out.event(EventNote::normal(
+                        Reason::SavepointCompleted,
+                        format!("The {name} of job {job_id} completed: {result}"),
+                    ));
+                }
+                Snapshot::Checkpoint => {
+                    job.checkpoint_info
+                        .get_or_insert_with(Default::default)
+                        .last_checkpoint = Some(Checkpoint {
+                        time_stamp: Some(facts.now_ms),
+                        trigger_type: Some(SnapshotTriggerType::Manual),
+                        trigger_nonce: nonces.checkpoint_trigger_nonce,
+                        ..Default::default()
+                    });
+                    out.event(EventNote::normal(
+                        Reason::CheckpointCompleted,
+                        format!("The manual checkpoint {result} of job {job_id} completed"),
+                    ));
+                }
+            }
+            false
+        }
+        Some(SavepointPoll::UnknownTrigger) if running => {
+            // The trigger never reached the JobManager (or it restarted): sent again, same id.
+            out.act(trigger_action(kind, job_id, trigger_id));
+            true
+        }
+        Some(SavepointPoll::Failed(reason) | SavepointPoll::JobGone(reason)) => {
+            failed(job, out, format!("failed: {reason}"));
+            false
+        }
+        Some(SavepointPoll::UnknownTrigger) => {
+            failed(
+                job,
+                out,
+                "was lost: the JobManager does not know it and the job is not running".to_owned(),
+            );
+            false
+        }
+        Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => true,
+    }
+}
+
+/// The snapshot the running job is due for, if any: one a new nonce asks for (a savepoint
+/// first, then a checkpoint), else a periodic savepoint.
+pub fn due<S: JobSpecOf>(
+    spec: &S,
+    recorded: &S,
+    job: &JobStatus,
+    facts: &Facts,
+) -> Option<(Snapshot, SnapshotTriggerType)> {
+    if let Some(kind) = super::spec::new_nonce(spec, recorded) {
+        return Some((kind, SnapshotTriggerType::Manual));
+    }
+    savepoint_history::periodic_due(job, facts.policy.periodic_savepoint_ms, facts.now_ms)
+        .then_some((Snapshot::Savepoint, SnapshotTriggerType::Periodic))
+}
+
+/// Records a trigger id for a snapshot of the running job (and, for a manual one, the nonce
+/// that asked for it, in the recorded spec), then sends the trigger.
+pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
+    spec: &S,
+    recorded: &S,
+    (kind, trigger_type): (Snapshot, SnapshotTriggerType),
+    facts: &Facts,
+    out: &mut Out<A>,
+) {
+    let trigger_id = facts.fresh_trigger_id.to_owned();
+    if trigger_type == SnapshotTriggerType::Manual {
+        let mut with_nonce = recorded.clone();
+        if let (Some(job), Some(wanted)) = (with_nonce.job_mut(), spec.job()) {
+            match kind {
+                Snapshot::Savepoint => job.savepoint_trigger_nonce = wanted.savepoint_trigger_nonce,
+                Snapshot::Checkpoint => job.checkpoint_trigger_nonce = wanted.checkpoint_trigger_nonce,
+            }
+        }
+        if let Some(rs) = status.reconciliation_mut().as_mut() {
+            super::spec::record(rs, with_nonce);
+        }
+    }
+    let job = status.job_status_mut();
+    let job_id = job.job_id.clone().unwrap_or_default();
+    let (id, kind_of, at) = match kind {
+        Snapshot::Savepoint => {
+            let info = job.savepoint_info.get_or_insert_with(Default::default);
+            (
+                &mut info.trigger_id,
+                &mut info.trigger_type,
+                &mut info.trigger_timestamp,
+            )
+        }
+        Snapshot::Checkpoint => {
+            let info = job.checkpoint_info.get_or_insert_with(Default::default);
+            (
+                &mut info.trigger_id,
+                &mut info.trigger_type,
+                &mut info.trigger_timestamp,
+            )
+        }
+    };
+    *id = Some(trigger_id.clone());
+    *kind_of = Some(trigger_type);
+    *at = Some(facts.now_ms);
+    let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
+    out.event(EventNote::normal(
+        match kind {
+            Snapshot::Savepoint => Reason::SavepointTriggered,
+            Snapshot::Checkpoint => Reason::CheckpointTriggered,
+        },
+        format!("Triggering a {name} of job {job_id}"),
+    ));
+    out.act(trigger_action(kind, job_id, trigger_id));
+}
+
+/// A periodic schedule this version does not understand (cron) is reported in
+/// `status.error` with one Event per new message (`stored` is the error as stored).
+pub fn report_unsupported_schedule<A>(
+    status: &mut impl LifecycleStatus,
+    stored: Option<&str>,
+    facts: &Facts,
+    out: &mut Out<A>,
+) {
+    let Some(schedule) = &facts.policy.unsupported_schedule else {
+        return;
+    };
+    let error = format!(
+        "kubernetes.operator.periodic.savepoint.interval {schedule:?}: cron schedules are not supported by this operator version; use a duration such as 1 h"
+    );
+    if stored != Some(error.as_str()) && status.error_mut().as_deref() != Some(error.as_str()) {
+        out.event(EventNote::warning(
+            Reason::PeriodicSavepointSkipped,
+            error.clone(),
+        ));
+    }
+    *status.error_mut() = Some(error);
+}
+
+/// Savepoints beyond the history's count or age leave it, and are disposed of when the
+/// cleanup is on; whether any left.
+pub fn trim_history<A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
+    facts: &Facts,
+    out: &mut Out<A>,
+) -> bool {
+    let Some(job) = status.job_status() else {
+        return false;
+    };
+    let Some(trim) = savepoint_history::trim(job, facts.policy, facts.now_ms) else {
+        return false;
+    };
+    status
+        .job_status_mut()
+        .savepoint_info
+        .get_or_insert_with(Default::default)
+        .savepoint_history = Some(trim.keep.clone());
+    out.event(EventNote::normal(trim.reason(), trim.note()));
+    if trim.dispose {
+        for path in trim.removed {
+            out.act(JobAction::DisposeSavepoint { path });
+        }
+    }
+    true
+}

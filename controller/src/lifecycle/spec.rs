@@ -1,0 +1,126 @@
+//! What the lifecycle reads of a spec, whatever kind holds it: its job, and which of its
+//! changes end the job.
+
+use flink_operator_api::{
+    FlinkConfiguration, FlinkDeploymentSpec, FlinkSessionJobSpec, ReconciledSpec,
+    common::{JobSpec, JobState, ReconciliationStatus, UpgradeMode},
+};
+use serde::{Serialize, de::DeserializeOwned};
+
+/// A spec with a job in it: a FlinkDeployment's (an application cluster's job; none for a
+/// session cluster) or a FlinkSessionJob's.
+pub trait JobSpecOf: Clone + PartialEq + Serialize + DeserializeOwned {
+    fn job(&self) -> Option<&JobSpec>;
+    fn job_mut(&mut self) -> Option<&mut JobSpec>;
+    fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration>;
+}
+
+impl JobSpecOf for FlinkDeploymentSpec {
+    fn job(&self) -> Option<&JobSpec> {
+        self.job.as_ref()
+    }
+    fn job_mut(&mut self) -> Option<&mut JobSpec> {
+        self.job.as_mut()
+    }
+    fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration> {
+        &mut self.flink_configuration
+    }
+}
+
+impl JobSpecOf for FlinkSessionJobSpec {
+    fn job(&self) -> Option<&JobSpec> {
+        self.job.as_ref()
+    }
+    fn job_mut(&mut self) -> Option<&mut JobSpec> {
+        self.job.as_mut()
+    }
+    fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration> {
+        &mut self.flink_configuration
+    }
+}
+
+/// Whether the spec asks for its job to be suspended.
+pub fn is_suspended(spec: &impl JobSpecOf) -> bool {
+    spec.job()
+        .is_some_and(|j| j.state_or_default() == JobState::Suspended)
+}
+
+/// The spec's upgrade mode (stateless without a job).
+pub fn upgrade_mode(spec: &impl JobSpecOf) -> UpgradeMode {
+    spec.job()
+        .map(|j| j.upgrade_mode_or_default())
+        .unwrap_or_default()
+}
+
+/// The spec without the fields whose change does not end the job: the snapshot nonces
+/// (they trigger snapshots of the running job), the upgrade mode (it says how the next
+/// change is applied) and the operator's own configuration keys (read on every reconcile,
+/// never sent to Flink).
+pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
+    let mut spec = spec.clone();
+    if let Some(job) = spec.job_mut() {
+        job.savepoint_trigger_nonce = None;
+        job.checkpoint_trigger_nonce = None;
+        job.autoscaler_reset_nonce = None;
+        job.upgrade_mode = None;
+    }
+    let config = spec.flink_configuration_mut();
+    *config = crate::reconcile::without_operator_keys(config.take());
+    spec
+}
+
+/// Whether `spec` differs from `recorded` in a way that ends the job.
+pub fn changed<S: JobSpecOf>(recorded: &S, spec: &S) -> bool {
+    upgrade_relevant(recorded) != upgrade_relevant(spec)
+}
+
+/// `spec` as recorded when its changes end no job: the recorded snapshot nonces stay until
+/// their snapshots are triggered.
+pub fn with_recorded_nonces<S: JobSpecOf>(spec: &S, recorded: &S) -> S {
+    let mut spec = spec.clone();
+    if let (Some(job), Some(old)) = (spec.job_mut(), recorded.job()) {
+        job.savepoint_trigger_nonce = old.savepoint_trigger_nonce;
+        job.checkpoint_trigger_nonce = old.checkpoint_trigger_nonce;
+    }
+    spec
+}
+
+/// Whether the recorded spec is still the first one deployed (`firstDeployment` in the
+/// record, as the Apache operator writes it).
+pub fn first_recorded<S: JobSpecOf>(reconciliation: Option<&ReconciliationStatus>) -> bool {
+    reconciliation
+        .and_then(|rs| rs.last_reconciled::<S>().ok().flatten())
+        .is_some_and(|r| r.is_first_deployment())
+}
+
+/// Records `spec` as the last reconciled one, keeping whether it is the first deployment.
+pub fn record<S: JobSpecOf>(reconciliation: &mut ReconciliationStatus, spec: S) {
+    let first = first_recorded::<S>(Some(reconciliation));
+    reconciliation.last_reconciled_spec = encode(spec, first);
+}
+
+/// The spec as `lastReconciledSpec` holds it.
+pub fn encode<S: JobSpecOf>(spec: S, first: bool) -> Option<String> {
+    ReconciledSpec::new(spec, first).encode().ok()
+}
+
+/// The snapshot a nonce changed since it was recorded asks for (a savepoint first).
+pub fn new_nonce(spec: &impl JobSpecOf, recorded: &impl JobSpecOf) -> Option<super::Snapshot> {
+    let wanted = spec.job()?;
+    let old = recorded.job().cloned().unwrap_or_default();
+    let changed = |new: Option<i64>, old: Option<i64>| new.is_some() && new != old;
+    if changed(wanted.savepoint_trigger_nonce, old.savepoint_trigger_nonce) {
+        Some(super::Snapshot::Savepoint)
+    } else if changed(wanted.checkpoint_trigger_nonce, old.checkpoint_trigger_nonce) {
+        Some(super::Snapshot::Checkpoint)
+    } else {
+        None
+    }
+}
+
+/// Whether a new `savepointRedeployNonce` asks for the job to start from
+/// `initialSavepointPath`.
+pub fn redeploy_nonce_changed(spec: &impl JobSpecOf, recorded: &impl JobSpecOf) -> bool {
+    let nonce = spec.job().and_then(|j| j.savepoint_redeploy_nonce);
+    nonce.is_some() && nonce != recorded.job().and_then(|j| j.savepoint_redeploy_nonce)
+}

@@ -1,0 +1,232 @@
+//! Ending a running job with a savepoint, for an upgrade or a suspension (and, through
+//! [`super::deletion`], a deletion): the trigger id is recorded before the stop is sent;
+//! a failed savepoint is retried within `kubernetes.operator.job.upgrade.savepoint.grace-period`
+//! (see [`crate::savepoint_retry`]), and the job keeps running when it cannot be taken.
+
+use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTriggerType};
+
+use super::{Facts, JobAction, LifecycleStatus, Out, Snapshot, snapshots::clear_trigger};
+use crate::{
+    events::Reason,
+    reconcile::{EventNote, SavepointPoll},
+    restore::{Kind, RestorableState},
+    savepoint_history,
+    savepoint_retry::{self, Attempt, Failure},
+};
+
+/// The trigger id of an upgrade (or deletion) savepoint that was started and not settled.
+pub fn pending_trigger(status: &impl LifecycleStatus) -> Option<String> {
+    let info = status.job_status()?.savepoint_info.as_ref()?;
+    info.trigger_id
+        .clone()
+        .filter(|_| info.trigger_type == Some(SnapshotTriggerType::Upgrade))
+}
+
+/// What became of an attempt to stop the job with a savepoint.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stopping {
+    /// The trigger id is recorded in status and the stop is among the actions: write the
+    /// status first.
+    Sent,
+    /// Not yet: the job's tasks are not all running, or a failed attempt's back-off runs;
+    /// look again in this many seconds (`note` says why).
+    Wait { seconds: u64, note: String },
+    /// No savepoint can be taken within the grace period: the change is refused and the
+    /// job keeps running.
+    GiveUp(String),
+}
+
+/// Records a fresh trigger id and stops `job_id` with a savepoint under it, once all the
+/// job's tasks run and no back-off of a failed attempt runs. `verb` names what the stop is
+/// for ("upgrade", "suspend").
+pub fn stop_with_savepoint<A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
+    job_id: &str,
+    drain: bool,
+    verb: &str,
+    facts: &Facts,
+    out: &mut Out<A>,
+) -> Stopping {
+    let now = facts.now_ms;
+    let recorded = status
+        .job_status()
+        .and_then(|j| j.savepoint_info.as_ref())
+        .and_then(|i| i.upgrade_retry.clone());
+    let retry = savepoint_retry::attempts(recorded.as_ref(), facts.generation, now);
+    let ready = facts.job.is_some_and(|j| j.ready_for_savepoint());
+    match savepoint_retry::before_trigger(&retry, ready, facts.policy.savepoint_grace_ms, now) {
+        Attempt::Now => {}
+        Attempt::Wait { seconds, note } => {
+            let failed = retry.last_failure.is_some();
+            status
+                .job_status_mut()
+                .savepoint_info
+                .get_or_insert_with(Default::default)
+                .upgrade_retry = Some(retry);
+            *status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
+            // A failure is the reason the change is not done yet; tasks that still deploy
+            // are not an error.
+            *status.error_mut() = failed.then(|| note.clone());
+            return Stopping::Wait {
+                seconds: seconds.max(2),
+                note,
+            };
+        }
+        Attempt::GiveUp(why) => {
+            if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
+                info.upgrade_retry = None;
+            }
+            return Stopping::GiveUp(why);
+        }
+    }
+    let trigger_id = facts.fresh_trigger_id.to_owned();
+    let info = status
+        .job_status_mut()
+        .savepoint_info
+        .get_or_insert_with(Default::default);
+    info.trigger_id = Some(trigger_id.clone());
+    info.trigger_type = Some(SnapshotTriggerType::Upgrade);
+    info.trigger_timestamp = Some(now);
+    info.upgrade_retry = Some(retry);
+    *status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
+    out.event(EventNote::normal(
+        Reason::SavepointTriggered,
+        format!("Stopping job {job_id} with a savepoint for the {verb}"),
+    ));
+    out.act(JobAction::StopWithSavepoint {
+        job_id: job_id.to_owned(),
+        trigger_id,
+        drain,
+    });
+    Stopping::Sent
+}
+
+/// Where a recorded stop-with-savepoint stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stopped {
+    /// It completed: the savepoint is recorded (last savepoint, history, the path to start
+    /// from) and the trigger cleared; the new spec is committed with this state next.
+    Completed(RestorableState),
+    /// Still under way (or the JobManager did not answer): look again soon.
+    Pending,
+    /// The stop never reached the JobManager (or it restarted) and the job runs: sent
+    /// again under the same trigger id.
+    Resent,
+    /// It failed and is tried again in this many seconds (the failure is recorded).
+    Retry { seconds: u64, note: String },
+    /// No savepoint: the change is refused with this reason; the job keeps running if it
+    /// still does.
+    Refused(String),
+}
+
+/// Follows the recorded stop-with-savepoint `trigger_id` of `job_id`.
+pub fn follow<A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
+    job_id: &str,
+    trigger_id: &str,
+    drain: bool,
+    facts: &Facts,
+    out: &mut Out<A>,
+) -> Stopped {
+    // What Flink says now; the recorded state only when the job was not looked at.
+    let running = match facts.job {
+        Some(_) => facts.running(),
+        None => status.job_status().is_some_and(|j| j.is_running()),
+    };
+    match facts.savepoint {
+        Some(SavepointPoll::Completed(path)) => {
+            record_savepoint(status, path, facts.now_ms);
+            if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
+                info.upgrade_retry = None;
+            }
+            out.event(EventNote::normal(
+                Reason::SavepointCompleted,
+                format!("The savepoint of job {job_id} completed: {path}"),
+            ));
+            Stopped::Completed(RestorableState {
+                kind: Kind::Savepoint,
+                path: path.clone(),
+                timestamp_ms: Some(facts.now_ms),
+            })
+        }
+        Some(SavepointPoll::UnknownTrigger) if running => {
+            out.act(JobAction::StopWithSavepoint {
+                job_id: job_id.to_owned(),
+                trigger_id: trigger_id.to_owned(),
+                drain,
+            });
+            Stopped::Resent
+        }
+        Some(SavepointPoll::UnknownTrigger) => {
+            clear_trigger(status.job_status_mut(), Snapshot::Savepoint);
+            Stopped::Refused(format!(
+                "the JobManager lost the savepoint of job {job_id} and the job is not running; whether a savepoint was written is unknown"
+            ))
+        }
+        Some(SavepointPoll::Failed(reason)) => {
+            let info = status
+                .job_status()
+                .and_then(|j| j.savepoint_info.clone())
+                .unwrap_or_default();
+            clear_trigger(status.job_status_mut(), Snapshot::Savepoint);
+            match savepoint_retry::failed(
+                &info,
+                facts.generation,
+                reason,
+                facts.policy.savepoint_grace_ms,
+                facts.now_ms,
+            ) {
+                Failure::Retry { retry, seconds, note } => {
+                    out.event(EventNote::warning(
+                        Reason::SavepointFailed,
+                        format!("Job {job_id}: {note}; trying again in {seconds} s"),
+                    ));
+                    status
+                        .job_status_mut()
+                        .savepoint_info
+                        .get_or_insert_with(Default::default)
+                        .upgrade_retry = Some(retry);
+                    *status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
+                    *status.error_mut() = Some(note.clone());
+                    Stopped::Retry { seconds, note }
+                }
+                Failure::GiveUp(why) => {
+                    if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
+                        info.upgrade_retry = None;
+                    }
+                    Stopped::Refused(format!(
+                        "{why}; job {job_id} keeps running with the previous spec"
+                    ))
+                }
+            }
+        }
+        Some(SavepointPoll::JobGone(reason)) => {
+            clear_trigger(status.job_status_mut(), Snapshot::Savepoint);
+            if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
+                info.upgrade_retry = None;
+            }
+            Stopped::Refused(format!(
+                "job {job_id} ended before its savepoint completed: {reason}"
+            ))
+        }
+        Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => {
+            *status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
+            Stopped::Pending
+        }
+    }
+}
+
+/// Records a completed upgrade (or deletion) savepoint as the last savepoint, in the
+/// history, and as the state the next job starts from; clears its trigger.
+pub fn record_savepoint(status: &mut impl LifecycleStatus, path: &str, now_ms: i64) {
+    let job = status.job_status_mut();
+    clear_trigger(job, Snapshot::Savepoint);
+    job.upgrade_savepoint_path = Some(path.to_owned());
+    let savepoint = Savepoint {
+        time_stamp: Some(now_ms),
+        location: Some(path.to_owned()),
+        trigger_type: Some(SnapshotTriggerType::Upgrade),
+        ..Default::default()
+    };
+    savepoint_history::record(job, savepoint, None);
+}
