@@ -1,1 +1,755 @@
+//! One table of lifecycle scenarios, run against both job kinds: a job of an application
+//! FlinkDeployment and a FlinkSessionJob must go through each the same way (the same
+//! requests to Flink, the same Events, the same status), whatever runs them. What only
+//! one kind does (cluster objects, submissions) is tested with that kind.
 
+use flink_operator_api::{
+    FlinkDeployment, FlinkSessionJob,
+    common::{JobStatus, SnapshotTriggerType, UpgradeMode},
+    keys,
+};
+use serde_json::{Value, json};
+
+use super::{JobAction, LifecycleStatus};
+use crate::{
+    deployment::decide as fd,
+    events::Reason,
+    job::JobObservation,
+    policy::Policy,
+    reconcile::{EventNote, SavepointPoll},
+    session_job::decide as sj,
+};
+
+const NOW: i64 = 1_800_000_000_000;
+const JOB_ID: &str = "job-1";
+const HOUR: i64 = 3_600_000;
+
+/// What a scenario observes of the world at one look.
+#[derive(Clone, Default)]
+struct Look {
+    /// Flink's state of the job (None: the JobManager did not answer).
+    state: Option<&'static str>,
+    /// When the job started, ms before now.
+    started_ago: i64,
+    savepoint: Option<SavepointPoll>,
+    checkpoint: Option<SavepointPoll>,
+    policy: Policy,
+    trigger_id: &'static str,
+}
+
+fn look(state: &'static str) -> Look {
+    Look {
+        state: Some(state),
+        started_ago: 60_000,
+        trigger_id: "trigger-1",
+        ..Look::default()
+    }
+}
+
+/// What a kind decided at one look, in the lifecycle's vocabulary.
+#[derive(Debug)]
+struct Outcome {
+    /// What was asked of the job over REST.
+    job: Vec<JobAction>,
+    /// How many of the kind's own actions (start, tear down) came with it.
+    own: usize,
+    events: Vec<EventNote>,
+    /// The job's status, written before acting when `recorded_first`.
+    job_status: JobStatus,
+    recorded_first: bool,
+    error: Option<String>,
+    /// The recorded spec's job.
+    recorded: Value,
+}
+
+impl Outcome {
+    fn reasons(&self) -> Vec<Reason> {
+        self.events.iter().map(|e| e.reason).collect()
+    }
+}
+
+/// A job kind under test: the job's spec (`spec.job`) and configuration are the same JSON
+/// for both.
+trait Kind {
+    const NAME: &'static str;
+    type Status: LifecycleStatus + Clone + std::fmt::Debug + PartialEq;
+    /// The stored status of a job that runs `job` under [`JOB_ID`].
+    fn running(job: &Value, config: &Value) -> Self::Status;
+    fn decide(
+        job: &Value,
+        config: &Value,
+        status: &Self::Status,
+        look: &Look,
+        deleting: bool,
+    ) -> (Outcome, Self::Status);
+}
+
+fn observed(look: &Look) -> Option<JobObservation> {
+    look.state
+        .map(|s| JobObservation::found(s, Some(NOW - look.started_ago)))
+}
+
+fn recorded_job(status: &mut impl LifecycleStatus) -> Value {
+    status
+        .reconciliation_mut()
+        .as_ref()
+        .and_then(|rs| rs.last_reconciled_spec::<Value>().ok().flatten())
+        .map(|spec| spec["job"].clone())
+        .unwrap_or(Value::Null)
+}
+
+struct Application;
+
+impl Application {
+    fn resource(
+        job: &Value,
+        config: &Value,
+        status: Option<flink_operator_api::FlinkDeploymentStatus>,
+        deleting: bool,
+    ) -> FlinkDeployment {
+        let mut value = json!({
+            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+            "metadata": {"name": "job", "namespace": "ns", "uid": "u", "generation": 1,
+                         "finalizers": [keys::finalizers::FLINK_DEPLOYMENT]},
+            "spec": {"image": "flink:1.20", "flinkVersion": "v1_20", "flinkConfiguration": config, "job": job},
+        });
+        if deleting {
+            value["metadata"]["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+        }
+        let mut resource: FlinkDeployment = serde_json::from_value(value).expect("a valid FlinkDeployment");
+        resource.status = status;
+        resource
+    }
+
+    fn observation(look: &Look) -> fd::Observation {
+        fd::Observation {
+            cluster_exists: true,
+            job_manager: fd::JobManagerObservation::Present {
+                ready: 1,
+                replicas: 1,
+                problem: None,
+                rest_ready: look.state.is_some(),
+            },
+            job: observed(look),
+            savepoint: look.savepoint.clone(),
+            checkpoint: look.checkpoint.clone(),
+            policy: look.policy.clone(),
+            fresh_trigger_id: look.trigger_id.into(),
+            fresh_job_id: JOB_ID.into(),
+            now_ms: NOW,
+            ..Default::default()
+        }
+    }
+}
+
+impl Kind for Application {
+    const NAME: &'static str = "FlinkDeployment";
+    type Status = flink_operator_api::FlinkDeploymentStatus;
+
+    fn running(job: &Value, config: &Value) -> Self::Status {
+        let first = fd::decide(
+            &Self::resource(job, config, None, false),
+            &fd::Observation {
+                fresh_job_id: JOB_ID.into(),
+                now_ms: NOW - HOUR,
+                ..Default::default()
+            },
+        );
+        let look = look("RUNNING");
+        fd::decide(
+            &Self::resource(job, config, Some(first.status), false),
+            &Self::observation(&look),
+        )
+        .status
+    }
+
+    fn decide(
+        job: &Value,
+        config: &Value,
+        status: &Self::Status,
+        look: &Look,
+        deleting: bool,
+    ) -> (Outcome, Self::Status) {
+        let plan = fd::decide(
+            &Self::resource(job, config, Some(status.clone()), deleting),
+            &Self::observation(look),
+        );
+        let mut written = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
+        let outcome = Outcome {
+            job: plan
+                .actions
+                .iter()
+                .filter_map(|a| match a {
+                    fd::Action::Job(job) => Some(job.clone()),
+                    _ => None,
+                })
+                .collect(),
+            own: plan
+                .actions
+                .iter()
+                .filter(|a| matches!(a, fd::Action::Deploy { .. } | fd::Action::DeleteCluster { .. }))
+                .count(),
+            events: plan.events.clone(),
+            job_status: written.job_status.clone().unwrap_or_default(),
+            recorded_first: plan.status_before.is_some(),
+            error: written.error.clone(),
+            recorded: recorded_job(&mut written),
+        };
+        (outcome, plan.status)
+    }
+}
+
+struct SessionJob;
+
+impl SessionJob {
+    fn resource(
+        job: &Value,
+        config: &Value,
+        status: Option<flink_operator_api::FlinkSessionJobStatus>,
+        deleting: bool,
+    ) -> FlinkSessionJob {
+        let mut value = json!({
+            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
+            "metadata": {"name": "job", "namespace": "ns", "uid": "u", "generation": 1,
+                         "finalizers": [keys::finalizers::FLINK_SESSION_JOB]},
+            "spec": {"deploymentName": "session", "flinkConfiguration": config, "job": job},
+        });
+        if deleting {
+            value["metadata"]["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+        }
+        let mut resource: FlinkSessionJob = serde_json::from_value(value).expect("a valid FlinkSessionJob");
+        resource.status = status;
+        resource
+    }
+
+    fn observation(look: &Look) -> sj::Observation {
+        sj::Observation {
+            session: sj::SessionObservation::Ready,
+            job: match look.state {
+                Some(_) => observed(look),
+                None => Some(JobObservation::Unreachable("timed out".into())),
+            },
+            savepoint: look.savepoint.clone(),
+            manual_checkpoint: look.checkpoint.clone(),
+            checkpoint: Some(sj::CheckpointLookup::Found {
+                path: "file:/checkpoints/chk-7".into(),
+                timestamp_ms: Some(NOW - 5_000),
+            }),
+            policy: look.policy.clone(),
+            restricted_artifact_hosts: true,
+            fresh_trigger_id: look.trigger_id.into(),
+            fresh_job_id: JOB_ID.into(),
+            now_ms: NOW,
+            ..Default::default()
+        }
+    }
+}
+
+impl Kind for SessionJob {
+    const NAME: &'static str = "FlinkSessionJob";
+    type Status = flink_operator_api::FlinkSessionJobStatus;
+
+    fn running(job: &Value, config: &Value) -> Self::Status {
+        let first = sj::decide(
+            &Self::resource(job, config, None, false),
+            &sj::Observation {
+                session: sj::SessionObservation::Ready,
+                fresh_job_id: JOB_ID.into(),
+                now_ms: NOW - HOUR,
+                ..Default::default()
+            },
+        );
+        let look = look("RUNNING");
+        sj::decide(
+            &Self::resource(job, config, Some(first.status), false),
+            &Self::observation(&look),
+        )
+        .status
+    }
+
+    fn decide(
+        job: &Value,
+        config: &Value,
+        status: &Self::Status,
+        look: &Look,
+        deleting: bool,
+    ) -> (Outcome, Self::Status) {
+        let plan = sj::decide(
+            &Self::resource(job, config, Some(status.clone()), deleting),
+            &Self::observation(look),
+        );
+        let mut written = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
+        let outcome = Outcome {
+            job: plan
+                .actions
+                .iter()
+                .filter_map(|a| match a {
+                    sj::Action::Job(job) => Some(job.clone()),
+                    _ => None,
+                })
+                .collect(),
+            own: plan
+                .actions
+                .iter()
+                .filter(|a| matches!(a, sj::Action::Submit(_)))
+                .count(),
+            events: plan.events.clone(),
+            job_status: written.job_status.clone().unwrap_or_default(),
+            recorded_first: plan.status_before.is_some(),
+            error: written.error.clone(),
+            recorded: recorded_job(&mut written),
+        };
+        (outcome, plan.status)
+    }
+}
+
+fn job_spec(mode: UpgradeMode) -> Value {
+    json!({"jarURI": "local:///opt/flink/usrlib/job.jar", "parallelism": 2, "upgradeMode": mode.as_str()})
+}
+
+fn with(mut job: Value, field: &str, value: Value) -> Value {
+    job[field] = value;
+    job
+}
+
+/// Runs `scenario` against both kinds.
+fn both(scenario: impl Fn(&str, &dyn Fn(&Value, &Value, Option<&Status>, &Look, bool) -> (Outcome, Status))) {
+    scenario(Application::NAME, &|job, config, status, look, deleting| {
+        let stored = match status {
+            Some(Status::Application(s)) => s.clone(),
+            _ => Application::running(job, config),
+        };
+        let (outcome, next) = Application::decide(job, config, &stored, look, deleting);
+        (outcome, Status::Application(next))
+    });
+    scenario(SessionJob::NAME, &|job, config, status, look, deleting| {
+        let stored = match status {
+            Some(Status::SessionJob(s)) => s.clone(),
+            _ => SessionJob::running(job, config),
+        };
+        let (outcome, next) = SessionJob::decide(job, config, &stored, look, deleting);
+        (outcome, Status::SessionJob(next))
+    });
+}
+
+/// A kind's stored status between two looks of a scenario.
+#[derive(Debug, Clone)]
+enum Status {
+    Application(flink_operator_api::FlinkDeploymentStatus),
+    SessionJob(flink_operator_api::FlinkSessionJobStatus),
+}
+
+/// The status that `job` started running with (before the scenario's own change).
+fn started(job: &Value, config: &Value, kind: &str) -> Status {
+    if kind == Application::NAME {
+        Status::Application(Application::running(job, config))
+    } else {
+        Status::SessionJob(SessionJob::running(job, config))
+    }
+}
+
+#[test]
+fn a_steady_running_job_is_left_alone() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let (outcome, next) = decide(&job, &json!({}), Some(&stored), &look("RUNNING"), false);
+        assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
+        assert!(outcome.events.is_empty(), "{kind}: {:?}", outcome.events);
+        assert!(!outcome.recorded_first, "{kind}");
+        // The status written is the status stored: a steady job costs no write.
+        match (stored, next) {
+            (Status::Application(a), Status::Application(b)) => assert_eq!(a, b, "{kind}"),
+            (Status::SessionJob(a), Status::SessionJob(b)) => assert_eq!(a, b, "{kind}"),
+            _ => unreachable!(),
+        }
+    });
+}
+
+#[test]
+fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_settled_into_status() {
+    for (field, kind_of, trigger, completed, reason) in [
+        (
+            "savepointTriggerNonce",
+            "savepoint",
+            JobAction::TriggerSavepoint {
+                job_id: JOB_ID.into(),
+                trigger_id: "trigger-1".into(),
+            },
+            Reason::SavepointCompleted,
+            Reason::SavepointTriggered,
+        ),
+        (
+            "checkpointTriggerNonce",
+            "checkpoint",
+            JobAction::TriggerCheckpoint {
+                job_id: JOB_ID.into(),
+                trigger_id: "trigger-1".into(),
+            },
+            Reason::CheckpointCompleted,
+            Reason::CheckpointTriggered,
+        ),
+    ] {
+        both(|kind, decide| {
+            let job = job_spec(UpgradeMode::Savepoint);
+            let stored = started(&job, &json!({}), kind);
+            let asked = with(job.clone(), field, json!(7));
+            let (outcome, triggered) = decide(&asked, &json!({}), Some(&stored), &look("RUNNING"), false);
+            assert_eq!(outcome.job, [trigger.clone()], "{kind} {kind_of}");
+            assert_eq!(outcome.own, 0, "{kind} {kind_of}");
+            assert!(
+                outcome.recorded_first,
+                "{kind} {kind_of}: the trigger id is recorded first"
+            );
+            assert_eq!(outcome.reasons(), [reason], "{kind} {kind_of}");
+            assert_eq!(
+                outcome.recorded[field],
+                json!(7),
+                "{kind} {kind_of}: the nonce is recorded"
+            );
+
+            // The same look again (the trigger sent): nothing is sent twice.
+            let pending = Look {
+                savepoint: (kind_of == "savepoint").then_some(SavepointPoll::InProgress),
+                checkpoint: (kind_of == "checkpoint").then_some(SavepointPoll::InProgress),
+                ..look("RUNNING")
+            };
+            let (outcome, _) = decide(&asked, &json!({}), Some(&triggered), &pending, false);
+            assert!(
+                outcome.job.is_empty() && outcome.events.is_empty(),
+                "{kind} {kind_of}: {outcome:?}"
+            );
+
+            let done = Look {
+                savepoint: (kind_of == "savepoint").then(|| SavepointPoll::Completed("file:/sp/7".into())),
+                checkpoint: (kind_of == "checkpoint").then(|| SavepointPoll::Completed("42".into())),
+                ..look("RUNNING")
+            };
+            let (outcome, _) = decide(&asked, &json!({}), Some(&triggered), &done, false);
+            assert!(outcome.job.is_empty(), "{kind} {kind_of}");
+            assert_eq!(outcome.reasons(), [completed], "{kind} {kind_of}");
+            let job_status = outcome.job_status;
+            if kind_of == "savepoint" {
+                let info = job_status.savepoint_info.expect("savepoint info");
+                assert_eq!(info.trigger_id, None, "{kind}");
+                let last = info.last_savepoint.expect("the last savepoint");
+                assert_eq!(last.location.as_deref(), Some("file:/sp/7"), "{kind}");
+                assert_eq!(last.trigger_nonce, Some(7), "{kind}");
+                assert_eq!(info.savepoint_history.map(|h| h.len()), Some(1), "{kind}");
+            } else {
+                let info = job_status.checkpoint_info.expect("checkpoint info");
+                assert_eq!(info.trigger_id, None, "{kind}");
+                assert_eq!(
+                    info.last_checkpoint.and_then(|c| c.trigger_nonce),
+                    Some(7),
+                    "{kind}"
+                );
+            }
+        });
+    }
+}
+
+#[test]
+fn snapshots_that_fail_or_are_lost_are_reported_and_resent_only_to_a_running_job() {
+    both(|kind, decide| {
+        let job = with(
+            job_spec(UpgradeMode::Savepoint),
+            "savepointTriggerNonce",
+            json!(1),
+        );
+        let stored = started(&job_spec(UpgradeMode::Savepoint), &json!({}), kind);
+        let (_, triggered) = decide(&job, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let cases = [
+            (
+                SavepointPoll::Failed("disk full".into()),
+                "RUNNING",
+                vec![],
+                vec![Reason::SavepointFailed],
+            ),
+            (
+                SavepointPoll::UnknownTrigger,
+                "RUNNING",
+                vec![JobAction::TriggerSavepoint {
+                    job_id: JOB_ID.into(),
+                    trigger_id: "trigger-1".into(),
+                }],
+                vec![],
+            ),
+            (
+                SavepointPoll::UnknownTrigger,
+                "FAILED",
+                vec![],
+                vec![Reason::JobStatusChanged, Reason::SavepointFailed],
+            ),
+        ];
+        for (poll, state, actions, reasons) in cases {
+            let at = Look {
+                savepoint: Some(poll.clone()),
+                trigger_id: "trigger-2",
+                ..look(state)
+            };
+            let (outcome, _) = decide(&job, &json!({}), Some(&triggered), &at, false);
+            assert_eq!(outcome.job, actions, "{kind} {poll:?} {state}");
+            assert_eq!(outcome.reasons(), reasons, "{kind} {poll:?} {state}");
+        }
+    });
+}
+
+#[test]
+fn a_periodic_savepoint_falls_due_an_interval_after_the_job_started() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let policy = Policy {
+            periodic_savepoint_ms: Some(HOUR),
+            ..Policy::default()
+        };
+        let stored = started(&job, &json!({}), kind);
+        let early = Look {
+            policy: policy.clone(),
+            started_ago: HOUR / 2,
+            ..look("RUNNING")
+        };
+        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &early, false);
+        assert!(outcome.job.is_empty(), "{kind}: not before an interval");
+        let due = Look {
+            policy,
+            started_ago: 2 * HOUR,
+            ..look("RUNNING")
+        };
+        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &due, false);
+        assert_eq!(
+            outcome.job,
+            [JobAction::TriggerSavepoint {
+                job_id: JOB_ID.into(),
+                trigger_id: "trigger-1".into()
+            }],
+            "{kind}"
+        );
+        assert_eq!(
+            outcome.job_status.savepoint_info.and_then(|i| i.trigger_type),
+            Some(SnapshotTriggerType::Periodic),
+            "{kind}"
+        );
+    });
+}
+
+#[test]
+fn an_unsupported_periodic_schedule_is_reported_once() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let at = Look {
+            policy: Policy {
+                unsupported_schedule: Some("0 0 * * *".into()),
+                ..Policy::default()
+            },
+            ..look("RUNNING")
+        };
+        let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
+        assert_eq!(outcome.reasons(), [Reason::PeriodicSavepointSkipped], "{kind}");
+        assert!(outcome.error.is_some_and(|e| e.contains("cron")), "{kind}");
+        let (outcome, _) = decide(&job, &json!({}), Some(&next), &at, false);
+        assert!(outcome.events.is_empty(), "{kind}: once");
+    });
+}
+
+#[test]
+fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new_spec_from_it() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let (outcome, stopping) = decide(&new, &json!({}), Some(&stored), &look("RUNNING"), false);
+        assert_eq!(
+            outcome.job,
+            [JobAction::StopWithSavepoint {
+                job_id: JOB_ID.into(),
+                trigger_id: "trigger-1".into(),
+                drain: false
+            }],
+            "{kind}"
+        );
+        assert!(outcome.recorded_first, "{kind}");
+        assert_eq!(outcome.reasons(), [Reason::SavepointTriggered], "{kind}");
+
+        // A failed savepoint within the grace period is tried again; the job keeps running.
+        let failed = Look {
+            savepoint: Some(SavepointPoll::Failed(
+                "Not all required tasks are currently running".into(),
+            )),
+            ..look("RUNNING")
+        };
+        let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &failed, false);
+        assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
+        assert_eq!(outcome.reasons(), [Reason::SavepointFailed], "{kind}");
+        assert!(outcome.error.is_some(), "{kind}");
+
+        // Completed: the savepoint is the state the new spec starts from, recorded with it
+        // before the new job is started.
+        let done = Look {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
+            ..look("FINISHED")
+        };
+        let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &done, false);
+        assert!(outcome.recorded_first, "{kind}");
+        assert!(outcome.reasons().contains(&Reason::SavepointCompleted), "{kind}");
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/upgrade"),
+            "{kind}"
+        );
+        assert_eq!(outcome.recorded["parallelism"], json!(4), "{kind}");
+        assert_eq!(
+            outcome.own, 1,
+            "{kind}: the new job is started (or its old cluster torn down)"
+        );
+    });
+}
+
+#[test]
+fn a_suspension_drains_the_job_when_configured() {
+    for drain in [false, true] {
+        both(|kind, decide| {
+            let job = job_spec(UpgradeMode::Savepoint);
+            let stored = started(&job, &json!({}), kind);
+            let suspend = with(job.clone(), "state", json!("suspended"));
+            let at = Look {
+                policy: Policy {
+                    drain,
+                    ..Policy::default()
+                },
+                ..look("RUNNING")
+            };
+            let (outcome, _) = decide(&suspend, &json!({}), Some(&stored), &at, false);
+            assert_eq!(
+                outcome.job,
+                [JobAction::StopWithSavepoint {
+                    job_id: JOB_ID.into(),
+                    trigger_id: "trigger-1".into(),
+                    drain
+                }],
+                "{kind} drain={drain}"
+            );
+        });
+    }
+}
+
+#[test]
+fn deletion_keeps_the_state_of_a_savepoint_job_and_records_it_before_anything_goes() {
+    // (upgrade mode, savepoint-on-deletion, drain) -> a savepoint, drained?
+    let cases = [
+        (UpgradeMode::Savepoint, None, false, Some(false)),
+        (UpgradeMode::Savepoint, None, true, Some(true)),
+        (UpgradeMode::Savepoint, Some(false), false, None),
+        (UpgradeMode::Stateless, None, false, None),
+        (UpgradeMode::LastState, Some(true), true, Some(true)),
+    ];
+    for (mode, set, drain, expected) in cases {
+        both(|kind, decide| {
+            let job = job_spec(mode);
+            let stored = started(&job, &json!({}), kind);
+            let at = Look {
+                policy: Policy {
+                    savepoint_on_deletion_set: set,
+                    drain,
+                    ..Policy::default()
+                },
+                ..look("RUNNING")
+            };
+            let (outcome, stopping) = decide(&job, &json!({}), Some(&stored), &at, true);
+            let case = format!("{kind} {mode:?} {set:?} drain={drain}");
+            match expected {
+                Some(drain) => {
+                    assert_eq!(
+                        outcome.job,
+                        [JobAction::StopWithSavepoint {
+                            job_id: JOB_ID.into(),
+                            trigger_id: "trigger-1".into(),
+                            drain
+                        }],
+                        "{case}"
+                    );
+                    assert!(outcome.recorded_first, "{case}");
+                    let done = Look {
+                        savepoint: Some(SavepointPoll::Completed("file:/sp/last".into())),
+                        ..at.clone()
+                    };
+                    let (outcome, _) = decide(&job, &json!({}), Some(&stopping), &done, true);
+                    assert!(
+                        outcome.recorded_first,
+                        "{case}: the path is written before the teardown"
+                    );
+                    assert_eq!(
+                        outcome.job_status.upgrade_savepoint_path.as_deref(),
+                        Some("file:/sp/last"),
+                        "{case}"
+                    );
+                    assert_eq!(outcome.reasons(), [Reason::SavepointCompleted], "{case}");
+                }
+                None => assert!(
+                    !outcome
+                        .job
+                        .iter()
+                        .any(|a| matches!(a, JobAction::StopWithSavepoint { .. })),
+                    "{case}: {outcome:?}"
+                ),
+            }
+        });
+    }
+}
+
+#[test]
+fn a_failed_job_says_why() {
+    both(|kind, _| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let at = look("FAILED");
+        let observation = JobObservation::Found {
+            state: "FAILED".into(),
+            start_time: Some(NOW - 60_000),
+            all_tasks_running: false,
+            failure: Some("java.lang.ArithmeticException: / by zero".into()),
+        };
+        // The failure cause comes with the observation of a FAILED job.
+        let (outcome, next) = match kind {
+            "FlinkDeployment" => {
+                let Status::Application(status) = &stored else {
+                    unreachable!()
+                };
+                let plan = fd::decide(
+                    &Application::resource(&job, &json!({}), Some(status.clone()), false),
+                    &fd::Observation {
+                        job: Some(observation.clone()),
+                        ..Application::observation(&at)
+                    },
+                );
+                (
+                    plan.events.iter().map(|e| e.reason).collect::<Vec<_>>(),
+                    plan.status.error.clone(),
+                )
+            }
+            _ => {
+                let Status::SessionJob(status) = &stored else {
+                    unreachable!()
+                };
+                let plan = sj::decide(
+                    &SessionJob::resource(&job, &json!({}), Some(status.clone()), false),
+                    &sj::Observation {
+                        job: Some(observation.clone()),
+                        ..SessionJob::observation(&at)
+                    },
+                );
+                (
+                    plan.events.iter().map(|e| e.reason).collect::<Vec<_>>(),
+                    plan.status.error.clone(),
+                )
+            }
+        };
+        assert_eq!(outcome, [Reason::JobStatusChanged, Reason::JobFailed], "{kind}");
+        assert_eq!(
+            next.as_deref(),
+            Some("job job-1 failed: java.lang.ArithmeticException: / by zero"),
+            "{kind}"
+        );
+    });
+}
