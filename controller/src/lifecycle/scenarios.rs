@@ -395,7 +395,7 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
             let stored = started(&job, &json!({}), kind);
             let asked = with(job.clone(), field, json!(7));
             let (outcome, triggered) = decide(&asked, &json!({}), Some(&stored), &look("RUNNING"), false);
-            assert_eq!(outcome.job, [trigger.clone()], "{kind} {kind_of}");
+            assert_eq!(outcome.job, std::slice::from_ref(&trigger), "{kind} {kind_of}");
             assert_eq!(outcome.own, 0, "{kind} {kind_of}");
             assert!(
                 outcome.recorded_first,
