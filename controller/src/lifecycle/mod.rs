@@ -48,8 +48,30 @@ use flink_operator_api::{
 use crate::{
     job::JobObservation,
     policy::Policy,
-    reconcile::{EventNote, SavepointPoll},
+    reconcile::{EventNote, Next, SavepointPoll},
 };
+
+/// What to do about a resource: a status written before the actions (so that a crash
+/// during them finds the step recorded), the actions, the status written after them, the
+/// Events, and when to look again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan<S, A> {
+    /// Written before the actions run.
+    pub status_before: Option<S>,
+    pub actions: Vec<A>,
+    /// Written after the actions succeed.
+    pub status: S,
+    pub events: Vec<EventNote>,
+    pub requeue: Next,
+}
+
+/// Something only Flink or Kubernetes can finish is under way: look again soon.
+pub const FAST: Next = Next::Progress;
+/// A cluster is starting or a session cluster is awaited: the watches bring the change,
+/// this is the fallback.
+pub const WAIT: Next = Next::Progress;
+/// Nothing is under way.
+pub const SLOW: Next = Next::Steady;
 
 /// A status that records a job's lifecycle: the fields both job kinds' statuses share.
 pub trait LifecycleStatus: Clone + Default {

@@ -172,17 +172,8 @@ impl From<JobAction> for Action {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    /// Written before the actions run (so that a crash during them is recoverable).
-    pub status_before: Option<FlinkSessionJobStatus>,
-    pub actions: Vec<Action>,
-    /// Written after the actions succeed.
-    pub status: FlinkSessionJobStatus,
-    pub events: Vec<EventNote>,
-    /// When to look again, seconds.
-    pub requeue: Next,
-}
+/// What to do about a FlinkSessionJob (see [`crate::lifecycle::Plan`]).
+pub type Plan = crate::lifecycle::Plan<FlinkSessionJobStatus, Action>;
 
 impl Observation {
     /// What the shared lifecycle steps decide from.
@@ -202,13 +193,7 @@ impl Observation {
 pub use crate::conditions::phase;
 pub use crate::reconcile::{EventNote, SavepointPoll};
 
-/// Something is under way.
-const FAST: Next = Next::Progress;
-/// A cluster is starting: its JobManager Deployment's watch brings the change, this is the
-/// fallback.
-const WAIT: Next = Next::Progress;
-/// Nothing is under way.
-const SLOW: Next = Next::Steady;
+use crate::lifecycle::{FAST, SLOW, WAIT};
 
 /// The Flink state a job is in right after its id is recorded and before Flink reports it.
 const RECONCILING: &str = flink_job_state::RECONCILING;

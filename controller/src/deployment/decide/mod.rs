@@ -146,17 +146,8 @@ impl From<JobAction> for Action {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    /// Written before the actions run (so that a crash during them is recoverable).
-    pub status_before: Option<FlinkDeploymentStatus>,
-    pub actions: Vec<Action>,
-    /// Written after the actions succeed.
-    pub status: FlinkDeploymentStatus,
-    pub events: Vec<EventNote>,
-    /// When to look again, seconds.
-    pub requeue: Next,
-}
+/// What to do about a FlinkDeployment (see [`crate::lifecycle::Plan`]).
+pub type Plan = crate::lifecycle::Plan<FlinkDeploymentStatus, Action>;
 
 /// Phases named by the conditions' reasons.
 pub use crate::conditions::phase;
@@ -190,13 +181,7 @@ impl Plan {
     }
 }
 
-/// Something is under way.
-const FAST: Next = Next::Progress;
-/// A cluster is starting: its JobManager Deployment's watch brings the change, this is the
-/// fallback.
-const WAIT: Next = Next::Progress;
-/// Nothing is under way.
-const SLOW: Next = Next::Steady;
+use crate::lifecycle::{FAST, SLOW, WAIT};
 
 /// Everything the steps share while deciding about one resource.
 struct Decision<'a> {
