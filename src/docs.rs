@@ -29,6 +29,7 @@ pub fn pages() -> Vec<(&'static str, String)> {
         ("configuration.md", configuration()),
         ("admission-rules.md", admission_rules()),
         ("metrics.md", metrics()),
+        ("events.md", events()),
     ]
 }
 
@@ -281,6 +282,23 @@ struct Family {
     kind: String,
     help: String,
     labels: Vec<String>,
+}
+
+fn events() -> String {
+    let mut out = String::new();
+    header(&mut out, "Events");
+    out.push_str(
+        "The operator publishes Kubernetes Events about the resource they concern (`kubectl describe` \
+         shows them; `kubectl get events --field-selector reason=<reason>` finds them across resources). \
+         FlinkDeployments and FlinkSessionJobs share one vocabulary: the same happening has the same \
+         reason whatever kind it happens to. The type is `Warning` for failures and refusals, `Normal` \
+         otherwise; the note says what happened to which job, savepoint or object.\n\n\
+         | reason | meaning |\n| --- | --- |\n",
+    );
+    for reason in flink_operator_controller::events::Reason::ALL {
+        let _ = writeln!(out, "| {} | {} |", code(reason.as_str()), cell(reason.meaning()));
+    }
+    out
 }
 
 fn metrics() -> String {

@@ -3,11 +3,37 @@
 //! FlinkSessionJob (`kubectl get events --field-selector reason=...` finds both). Names
 //! shared with the Apache operator are kept as it spells them.
 
-/// Why an Event was published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Reason {
-    /// The spec breaks a rule of the admission webhook (which may have been bypassed); nothing
-    /// is deployed from it.
+macro_rules! reasons {
+    ($($(#[doc = $doc:literal])+ $name:ident,)+) => {
+        /// Why an Event was published.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Reason {
+            $($(#[doc = $doc])+ $name,)+
+        }
+
+        impl Reason {
+            /// Every reason, in the order of the reference.
+            pub const ALL: &'static [Reason] = &[$(Reason::$name,)+];
+
+            /// The Event's `reason` as Kubernetes shows it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Reason::$name => stringify!($name),)+
+                }
+            }
+
+            /// What the reason means, for the reference.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(Reason::$name => concat!($($doc),+).trim_ascii_start(),)+
+                }
+            }
+        }
+    };
+}
+
+reasons! {
+    /// The spec breaks a rule of the admission webhook (which may have been bypassed); nothing is deployed from it.
     ValidationError,
     /// A job or cluster is being started for the first time, or again after an upgrade.
     Submit,
@@ -77,86 +103,6 @@ pub enum Reason {
     ReconcileFailed,
 }
 
-impl Reason {
-    /// Every reason, for the generated reference.
-    pub const ALL: &'static [Reason] = &[
-        Reason::ValidationError,
-        Reason::Submit,
-        Reason::SubmitFailed,
-        Reason::SpecChanged,
-        Reason::UpdateFailed,
-        Reason::RestoreRefused,
-        Reason::Suspended,
-        Reason::Resume,
-        Reason::Cancelling,
-        Reason::JobStatusChanged,
-        Reason::JobFailed,
-        Reason::RestartFailedJob,
-        Reason::SavepointRedeploy,
-        Reason::SavepointTriggered,
-        Reason::SavepointCompleted,
-        Reason::SavepointFailed,
-        Reason::SavepointsDisposed,
-        Reason::SavepointHistoryTrimmed,
-        Reason::PeriodicSavepointSkipped,
-        Reason::CheckpointTriggered,
-        Reason::CheckpointCompleted,
-        Reason::CheckpointFailed,
-        Reason::StateFound,
-        Reason::Missing,
-        Reason::JobManagerDeploymentError,
-        Reason::RecoverDeployment,
-        Reason::RecoverDeploymentFailed,
-        Reason::Rollback,
-        Reason::RollbackFailed,
-        Reason::SessionClusterNotReady,
-        Reason::Deleting,
-        Reason::Deleted,
-        Reason::CleanupFailed,
-        Reason::ReconcileFailed,
-    ];
-
-    /// The Event's `reason` as Kubernetes shows it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::ValidationError => "ValidationError",
-            Reason::Submit => "Submit",
-            Reason::SubmitFailed => "SubmitFailed",
-            Reason::SpecChanged => "SpecChanged",
-            Reason::UpdateFailed => "UpdateFailed",
-            Reason::RestoreRefused => "RestoreRefused",
-            Reason::Suspended => "Suspended",
-            Reason::Resume => "Resume",
-            Reason::Cancelling => "Cancelling",
-            Reason::JobStatusChanged => "JobStatusChanged",
-            Reason::JobFailed => "JobFailed",
-            Reason::RestartFailedJob => "RestartFailedJob",
-            Reason::SavepointRedeploy => "SavepointRedeploy",
-            Reason::SavepointTriggered => "SavepointTriggered",
-            Reason::SavepointCompleted => "SavepointCompleted",
-            Reason::SavepointFailed => "SavepointFailed",
-            Reason::SavepointsDisposed => "SavepointsDisposed",
-            Reason::SavepointHistoryTrimmed => "SavepointHistoryTrimmed",
-            Reason::PeriodicSavepointSkipped => "PeriodicSavepointSkipped",
-            Reason::CheckpointTriggered => "CheckpointTriggered",
-            Reason::CheckpointCompleted => "CheckpointCompleted",
-            Reason::CheckpointFailed => "CheckpointFailed",
-            Reason::StateFound => "StateFound",
-            Reason::Missing => "Missing",
-            Reason::JobManagerDeploymentError => "JobManagerDeploymentError",
-            Reason::RecoverDeployment => "RecoverDeployment",
-            Reason::RecoverDeploymentFailed => "RecoverDeploymentFailed",
-            Reason::Rollback => "Rollback",
-            Reason::RollbackFailed => "RollbackFailed",
-            Reason::SessionClusterNotReady => "SessionClusterNotReady",
-            Reason::Deleting => "Deleting",
-            Reason::Deleted => "Deleted",
-            Reason::CleanupFailed => "CleanupFailed",
-            Reason::ReconcileFailed => "ReconcileFailed",
-        }
-    }
-}
-
 impl std::fmt::Display for Reason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -168,10 +114,11 @@ mod tests {
     use super::Reason;
 
     #[test]
-    fn every_reason_is_listed_once_and_named_as_its_variant() {
+    fn every_reason_is_listed_once_named_as_its_variant_and_explained() {
         let mut names: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
         for reason in Reason::ALL {
             assert_eq!(format!("{reason:?}"), reason.as_str());
+            assert!(reason.meaning().ends_with('.'), "{reason}: {}", reason.meaning());
         }
         names.sort_unstable();
         names.dedup();
