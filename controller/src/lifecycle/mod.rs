@@ -31,6 +31,7 @@
 //! the stored status continues where a crashed one stopped.
 
 pub mod act;
+pub mod change;
 pub mod deletion;
 pub mod observe;
 pub mod snapshots;

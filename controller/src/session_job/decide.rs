@@ -71,7 +71,9 @@ use flink_operator_api::{
 };
 
 use crate::lifecycle::{
-    Facts, JobAction, LifecycleStatus, Out, Snapshot, deletion,
+    Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    change::{self, Ending, JobNow},
+    deletion,
     deletion::DeletionSavepoint,
     observe, snapshots, spec,
     stop::{self, Stopped, Stopping},
@@ -813,52 +815,27 @@ fn apply_change(
         return redeploy_from_savepoint(d, status, &job_id, &state, ended);
     }
     let mode = spec::upgrade_mode(&spec);
-    // With kubernetes.operator.job.upgrade.take-savepoint false, a job in savepoint mode is
-    // cancelled and restored from its newest checkpoint or savepoint instead.
-    let without_savepoint = mode == UpgradeMode::Savepoint && !d.obs.policy.take_savepoint;
-    let cancels = mode != UpgradeMode::Savepoint || without_savepoint;
-    if cancels && state == flink_job_state::CANCELLING {
-        status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-        d.conditions(
-            &mut status,
-            phase::UPDATING,
-            &format!("waiting for job {job_id} to be cancelled"),
-        );
-        return d.done(status, FAST);
-    }
-    if cancels && !ended {
-        if mode != UpgradeMode::Stateless
-            && !suspending
-            && let Err(why) = check_before_cancel(&d, &status, without_savepoint)
-        {
-            return refuse(d, status, format!("{verb}: {why}; job {job_id} keeps running"));
+    let job = status.job_status.clone().unwrap_or_default();
+    let facts = d.obs.facts(None);
+    let now = JobNow::of(facts.observed_state());
+    match change::ending(mode, false, suspending, now, &job, &d.obs.policy, d.obs.now_ms) {
+        Ending::WithoutState if !ended => cancel(d, status, &job_id, verb, ""),
+        Ending::WithoutState => commit(d, status, None),
+        Ending::CancelForNewest { with_savepoints } => {
+            if !suspending && let Err(why) = check_before_cancel(&d, &status, with_savepoints) {
+                return refuse(d, status, format!("{verb}: {why}; job {job_id} keeps running"));
+            }
+            let how = if with_savepoints {
+                " without a savepoint (kubernetes.operator.job.upgrade.take-savepoint is false)"
+            } else {
+                ""
+            };
+            cancel(d, status, &job_id, verb, how)
         }
-        let how = if without_savepoint {
-            " without a savepoint (kubernetes.operator.job.upgrade.take-savepoint is false)"
-        } else {
-            ""
-        };
-        status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-        d.conditions(
-            &mut status,
-            phase::UPDATING,
-            &format!("cancelling job {job_id} for the {verb}{how}"),
-        );
-        d.actions.push(Action::Job(JobAction::Cancel {
-            job_id: job_id.clone(),
-        }));
-        d.event(
-            false,
-            Reason::SpecChanged,
-            format!("Cancelling job {job_id} for the {verb}{how}"),
-        );
-        let before = status.clone();
-        return d.stepped(before, status, FAST);
-    }
-    match mode {
-        UpgradeMode::Stateless => commit(d, status, None),
-        _ if cancels => restore_after_cancel(d, status, &job_id, &state, verb, without_savepoint),
-        _ if state == flink_job_state::RUNNING => {
+        Ending::Ended { with_savepoints } => {
+            restore_after_cancel(d, status, &job_id, &state, verb, with_savepoints)
+        }
+        Ending::Savepoint => {
             let obs = d.obs;
             let facts = obs.facts(d.generation());
             let drain = obs.policy.drain && suspending;
@@ -883,14 +860,16 @@ fn apply_change(
                 ),
             }
         }
-        _ if matches!(
-            state.as_str(),
-            flink_job_state::INITIALIZING
-                | flink_job_state::CREATED
-                | flink_job_state::RESTARTING
-                | flink_job_state::RECONCILING
-        ) =>
-        {
+        Ending::WaitForCancel => {
+            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            d.conditions(
+                &mut status,
+                phase::UPDATING,
+                &format!("waiting for job {job_id} to be cancelled"),
+            );
+            d.done(status, FAST)
+        }
+        Ending::WaitForRunning => {
             status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             d.conditions(
                 &mut status,
@@ -899,13 +878,7 @@ fn apply_change(
             );
             d.done(status, WAIT)
         }
-        _ if ended
-            && let Some(savepoint) = restore::fresh_savepoint(
-                status.job_status.as_ref().unwrap_or(&JobStatus::default()),
-                d.obs.policy.savepoint_max_age_ms,
-                d.obs.now_ms,
-            ) =>
-        {
+        Ending::FreshSavepoint(savepoint) => {
             d.event(
                 false,
                 Reason::StateFound,
@@ -916,16 +889,37 @@ fn apply_change(
             );
             commit(d, status, Some(savepoint))
         }
-        _ => refuse(
-            d,
-            status,
-            format!(
-                "a savepoint {verb} needs a running job, and job {job_id} is {state}; allow its last savepoint with \
-                 kubernetes.operator.job.upgrade.savepoint.max-age, use upgradeMode stateless or last-state, \
-                 or kubernetes.operator.job.upgrade.take-savepoint: false to restore its newest checkpoint or savepoint"
-            ),
-        ),
+        // An application cluster's; a session job has no such runtime.
+        Ending::KeepingLastState => cancel(d, status, &job_id, verb, ""),
+        Ending::Refuse(why) => refuse(d, status, format!("the {verb} of job {job_id} ({state}): {why}")),
     }
+}
+
+/// Cancels the job (its retained checkpoints stay) for a change; the spec is committed once
+/// it has ended.
+fn cancel(
+    mut d: Decision<'_>,
+    mut status: FlinkSessionJobStatus,
+    job_id: &str,
+    verb: &str,
+    how: &str,
+) -> Plan {
+    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    d.conditions(
+        &mut status,
+        phase::UPDATING,
+        &format!("cancelling job {job_id} for the {verb}{how}"),
+    );
+    d.actions.push(Action::Job(JobAction::Cancel {
+        job_id: job_id.to_owned(),
+    }));
+    d.event(
+        false,
+        Reason::SpecChanged,
+        format!("Cancelling job {job_id} for the {verb}{how}"),
+    );
+    let before = status.clone();
+    d.stepped(before, status, FAST)
 }
 
 /// The latest completed checkpoint, as observed.
@@ -941,28 +935,22 @@ fn observed_checkpoint(obs: &Observation) -> Option<RestorableState> {
 }
 
 /// What a cancelled job would restore, checked against the restore guard while it still
-/// runs, so that a job is not ended for state that would then be refused. A state that is
-/// not known yet is checked once the job has ended.
+/// runs (see [`change::before_cancel`]); with savepoints, a job known to have no
+/// checkpoint and no savepoint is not ended either.
 fn check_before_cancel(
     d: &Decision<'_>,
     status: &FlinkSessionJobStatus,
     with_savepoints: bool,
 ) -> Result<(), String> {
+    let job = status.job_status.clone().unwrap_or_default();
     let checkpoint = observed_checkpoint(d.obs);
-    let state = if with_savepoints {
-        let job = status.job_status.clone().unwrap_or_default();
-        let newest = restore::newest(&job, checkpoint);
-        if newest.is_none() && d.obs.checkpoint == Some(CheckpointLookup::None) {
-            return Err("no checkpoint or savepoint of the job is known to restore from".to_owned());
-        }
-        newest
-    } else {
-        checkpoint
-    };
-    match state {
-        Some(state) => restore::guard(&state, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms),
-        None => Ok(()),
+    if with_savepoints
+        && restore::newest(&job, checkpoint.clone()).is_none()
+        && d.obs.checkpoint == Some(CheckpointLookup::None)
+    {
+        return Err("no checkpoint or savepoint of the job is known to restore from".to_owned());
     }
+    change::before_cancel(&job, checkpoint, with_savepoints, &d.obs.policy, d.obs.now_ms)
 }
 
 /// The job has ended for a last-state change (or a savepoint-mode one without a savepoint):
@@ -1001,37 +989,23 @@ fn restore_after_cancel(
             return d.done(status, FAST);
         }
     };
-    let newest = if with_savepoints {
-        let job = status.job_status.clone().unwrap_or_default();
-        restore::newest(&job, checkpoint)
-    } else {
-        checkpoint
+    let job = status.job_status.clone().unwrap_or_default();
+    let suspending = spec::is_suspended(&d.sj.spec);
+    let newest = match change::after_end(
+        &job,
+        checkpoint,
+        with_savepoints,
+        suspending,
+        &d.obs.policy,
+        d.obs.now_ms,
+    ) {
+        Ok(Some(newest)) => newest,
+        Ok(None) => return commit(d, status, None),
+        Err(why) => return refuse(d, status, format!("{verb}: job {job_id} ended ({state}): {why}")),
     };
-    let Some(newest) = newest else {
-        let what = if with_savepoints {
-            "a completed checkpoint or savepoint"
-        } else {
-            "a completed checkpoint"
-        };
-        return refuse(
-            d,
-            status,
-            format!(
-                "job {job_id} ended ({state}) without {what} to restore from; use upgradeMode stateless or initialSavepointPath"
-            ),
-        );
-    };
-    if !spec::is_suspended(&d.sj.spec)
-        && let Err(why) = restore::guard(&newest, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms)
-    {
-        return refuse(d, status, format!("{verb}: {why}"));
-    }
     d.event(
         false,
-        match newest.kind {
-            Kind::Checkpoint => Reason::StateFound,
-            Kind::Savepoint => Reason::StateFound,
-        },
+        Reason::StateFound,
         format!("Restoring {}", restore::age_note(&newest, d.obs.now_ms)),
     );
     commit(d, status, Some(newest))
@@ -2723,7 +2697,7 @@ mod tests {
                 None,
                 Some(CheckpointLookup::None),
                 60,
-                Err("without a completed checkpoint or savepoint to restore from"),
+                Err("no checkpoint or savepoint of the job is known to restore from"),
             ),
         ];
         for (name, mode, take_savepoint, savepoint_age, lookup, allowed, expected) in cases {

@@ -19,7 +19,10 @@ use super::{
     state::{self, Kind, RestorableState},
     status::suspended_message,
 };
-use crate::lifecycle::stop::{self, Stopped, Stopping};
+use crate::lifecycle::{
+    change::{self, Ending, JobNow},
+    stop::{self, Stopped, Stopping},
+};
 
 /// What the next job starts from.
 #[derive(Debug, Clone, PartialEq)]
@@ -305,8 +308,14 @@ pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> P
         );
         return commit(d, spec.clone(), restore, Reason::SpecChanged, &note);
     }
-    match job.upgrade_mode_or_default() {
-        UpgradeMode::Stateless => {
+    let now = if terminal {
+        JobNow::Ended
+    } else {
+        JobNow::Live(job_status.state().unwrap_or(flink_job_state::RECONCILING))
+    };
+    let mode = job.upgrade_mode_or_default();
+    match change::ending(mode, true, suspending, now, &job_status, &policy, d.obs.now_ms) {
+        Ending::WithoutState => {
             let note = if suspending {
                 "cancelling the job to suspend it without state"
             } else {
@@ -314,77 +323,87 @@ pub(super) fn apply_change(mut d: Decision, recorded: &FlinkDeploymentSpec) -> P
             };
             commit(d, spec.clone(), Restore::Nothing, Reason::SpecChanged, note)
         }
-        UpgradeMode::LastState if terminal => stopped_job(d, spec.clone(), suspending, verb),
-        UpgradeMode::LastState => {
+        Ending::KeepingLastState => {
             let note = format!("{verb}: deleting the cluster and keeping its high-availability metadata");
             commit(d, spec.clone(), Restore::LastState, Reason::SpecChanged, &note)
         }
-        UpgradeMode::Savepoint if job_status.is_running() && policy.take_savepoint => {
-            stop_with_savepoint(d, job_status.job_id.clone().unwrap_or_default(), verb)
+        Ending::Savepoint => stop_with_savepoint(d, job_status.job_id.clone().unwrap_or_default(), verb),
+        Ending::CancelForNewest { .. } => cancel_for_newest_state(d, job_status, verb),
+        Ending::Ended { with_savepoints } => stopped_job(d, spec.clone(), suspending, with_savepoints, verb),
+        Ending::FreshSavepoint(savepoint) => {
+            let note = format!(
+                "{verb}: the job is not running; restoring {}, younger than kubernetes.operator.job.upgrade.savepoint.max-age",
+                state::age_note(&savepoint, d.obs.now_ms)
+            );
+            commit(
+                d,
+                spec.clone(),
+                Restore::State(savepoint),
+                Reason::SpecChanged,
+                &note,
+            )
         }
-        UpgradeMode::Savepoint if job_status.is_running() => cancel_for_newest_state(d, job_status, verb),
-        UpgradeMode::Savepoint if terminal && (suspending || !policy.take_savepoint) => {
-            stopped_job(d, spec.clone(), suspending, verb)
-        }
-        UpgradeMode::Savepoint => {
-            if let Some(savepoint) =
-                state::fresh_savepoint(&job_status, policy.savepoint_max_age_ms, d.obs.now_ms)
-            {
-                let note = format!(
-                    "{verb}: the job is not running; restoring {}, younger than kubernetes.operator.job.upgrade.savepoint.max-age",
-                    state::age_note(&savepoint, d.obs.now_ms)
-                );
-                return commit(
-                    d,
-                    spec.clone(),
-                    Restore::State(savepoint),
-                    Reason::SpecChanged,
-                    &note,
-                );
-            }
+        Ending::WaitForRunning | Ending::WaitForCancel => {
             let state = job_status.state().unwrap_or("unknown").to_owned();
-            if terminal {
-                let newest = state::newest(&d.status, d.obs)
-                    .map(|s| {
-                        format!(
-                            "; the newest known state is {}",
-                            state::age_note(&s, d.obs.now_ms)
-                        )
-                    })
-                    .unwrap_or_default();
-                return d.refuse(
-                    phase::UPDATE_FAILED,
-                    format!(
-                        "a savepoint upgrade needs a running job, and the job is {state}{newest}. \
-                         Allow an older savepoint with kubernetes.operator.job.upgrade.savepoint.max-age, \
-                         or restore the newest state with kubernetes.operator.job.upgrade.take-savepoint: false \
-                         and kubernetes.operator.job.restore.max-state-age"
-                    ),
-                );
-            }
             d.conditions(
                 phase::UPDATING,
                 &format!("waiting for the job ({state}) to run to take its savepoint"),
             );
             d.done(WAIT)
         }
+        Ending::Refuse(why) => {
+            let state = job_status.state().unwrap_or("unknown").to_owned();
+            let newest = state::newest(&d.status, d.obs)
+                .map(|s| {
+                    format!(
+                        " (the newest known state is {})",
+                        state::age_note(&s, d.obs.now_ms)
+                    )
+                })
+                .unwrap_or_default();
+            d.refuse(
+                phase::UPDATE_FAILED,
+                format!("{verb}: the job is {state}{newest}: {why}"),
+            )
+        }
     }
 }
 
-/// A job that is not running: suspending keeps its newest state as it is (the restore
-/// guard applies when it resumes); anything else restores the newest state if the guard
-/// allows.
-fn stopped_job(d: Decision, spec: FlinkDeploymentSpec, suspending: bool, verb: &str) -> Plan {
-    let newest = state::newest(&d.status, d.obs);
-    if suspending {
-        let note = match &newest {
-            Some(s) => format!("suspending the stopped job; it resumes from {}", s.path),
-            None => "suspending the stopped job; no state of it is known".to_owned(),
-        };
-        let restore = newest.map_or(Restore::Nothing, Restore::State);
-        return commit(d, spec, restore, Reason::SpecChanged, &note);
+/// A job that is not running: the next job starts from its newest state (see
+/// [`change::after_end`]).
+fn stopped_job(
+    d: Decision,
+    spec: FlinkDeploymentSpec,
+    suspending: bool,
+    with_savepoints: bool,
+    verb: &str,
+) -> Plan {
+    let checkpoint = d.obs.latest_checkpoint.as_ref().map(|c| RestorableState {
+        kind: Kind::Checkpoint,
+        path: c.path.clone(),
+        timestamp_ms: Some(c.timestamp_ms),
+    });
+    let job = d.job_status();
+    match change::after_end(
+        &job,
+        checkpoint,
+        with_savepoints,
+        suspending,
+        &d.obs.policy,
+        d.obs.now_ms,
+    ) {
+        Ok(restore) => {
+            let note = match (&restore, suspending) {
+                (Some(s), true) => format!("suspending the stopped job; it resumes from {}", s.path),
+                (None, true) => "suspending the stopped job; no state of it is known".to_owned(),
+                (Some(s), false) => format!("{verb}, restoring {}", state::age_note(s, d.obs.now_ms)),
+                (None, false) => format!("{verb} without state"),
+            };
+            let restore = restore.map_or(Restore::Nothing, Restore::State);
+            commit(d, spec, restore, Reason::SpecChanged, &note)
+        }
+        Err(why) => d.refuse(phase::UPDATE_FAILED, format!("{verb}: {why}")),
     }
-    restore_newest(d, spec, Reason::SpecChanged, verb, phase::UPDATE_FAILED)
 }
 
 /// Commits `spec` restoring the newest known state, if the restore guard allows.

@@ -1,0 +1,385 @@
+//! How a job is ended for a change of its spec (an upgrade or a suspension), decided once
+//! for every kind from its upgrade mode, its state and the operator settings; and which
+//! state the next job starts from when it did not leave a savepoint for it.
+
+use flink_operator_api::common::{JobStatus, UpgradeMode, flink_job_state};
+
+use crate::{
+    policy::Policy,
+    restore::{self, RestorableState},
+};
+
+/// What is known of the job that a change ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobNow<'a> {
+    /// Flink reports it in this state (not a globally terminal one).
+    Live(&'a str),
+    /// It has ended (FAILED, FINISHED, CANCELED) or is gone.
+    Ended,
+}
+
+impl<'a> JobNow<'a> {
+    /// From a Flink job state; `None` means the job is gone.
+    pub fn of(state: Option<&'a str>) -> Self {
+        match state {
+            Some(state) if !flink_job_state::is_globally_terminal(state) => JobNow::Live(state),
+            _ => JobNow::Ended,
+        }
+    }
+}
+
+/// How the job ends for the change.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// Nothing is kept: the next job starts without state.
+    WithoutState,
+    /// What runs the job keeps its latest checkpoint across the change (an application
+    /// cluster's high-availability metadata): the job ends with its cluster.
+    KeepingLastState,
+    /// Stopped with a savepoint (a running job, `take-savepoint` on).
+    Savepoint,
+    /// Cancelled first (its retained checkpoints stay), once its newest state passes the
+    /// restore guard; then started from that state. `with_savepoints`: its savepoints
+    /// count as newest state too (`take-savepoint` off), else only checkpoints (last-state).
+    CancelForNewest { with_savepoints: bool },
+    /// It has already ended: the next job starts from its newest state (see [`after_end`]).
+    Ended { with_savepoints: bool },
+    /// It has ended, and its last savepoint is younger than
+    /// `kubernetes.operator.job.upgrade.savepoint.max-age`.
+    FreshSavepoint(RestorableState),
+    /// It is starting or restarting: a savepoint is taken once it runs.
+    WaitForRunning,
+    /// It is being cancelled: wait until it is.
+    WaitForCancel,
+    /// A savepoint is needed and none can be taken or used; the note says what the user
+    /// can do.
+    Refuse(String),
+}
+
+/// How a change ends a job of `mode` that is `now` as it is. `ends_with_its_cluster`: the
+/// job ends when its cluster is deleted (an application cluster), which keeps its
+/// checkpoints in the high-availability metadata for a last-state change; otherwise (a
+/// session job) it is cancelled.
+pub fn ending(
+    mode: UpgradeMode,
+    ends_with_its_cluster: bool,
+    suspending: bool,
+    now: JobNow,
+    job: &JobStatus,
+    policy: &Policy,
+    now_ms: i64,
+) -> Ending {
+    let take_savepoint = policy.take_savepoint;
+    let keeps_last_state = ends_with_its_cluster;
+    match (mode, now) {
+        (UpgradeMode::Stateless, JobNow::Live(flink_job_state::CANCELLING)) if !ends_with_its_cluster => {
+            Ending::WaitForCancel
+        }
+        (UpgradeMode::Stateless, _) => Ending::WithoutState,
+        (UpgradeMode::LastState, JobNow::Ended) => Ending::Ended {
+            with_savepoints: keeps_last_state,
+        },
+        (UpgradeMode::LastState, _) if keeps_last_state => Ending::KeepingLastState,
+        (UpgradeMode::LastState, JobNow::Live(flink_job_state::CANCELLING)) => Ending::WaitForCancel,
+        (UpgradeMode::LastState, JobNow::Live(_)) => Ending::CancelForNewest {
+            with_savepoints: false,
+        },
+        (UpgradeMode::Savepoint, JobNow::Live(flink_job_state::RUNNING)) if take_savepoint => {
+            Ending::Savepoint
+        }
+        (UpgradeMode::Savepoint, JobNow::Live(flink_job_state::CANCELLING)) if !take_savepoint => {
+            Ending::WaitForCancel
+        }
+        (UpgradeMode::Savepoint, JobNow::Live(_)) if !take_savepoint => Ending::CancelForNewest {
+            with_savepoints: true,
+        },
+        (UpgradeMode::Savepoint, JobNow::Live(_)) => Ending::WaitForRunning,
+        // An ended job has no savepoint to take: a suspension keeps its newest state as it is.
+        (UpgradeMode::Savepoint, JobNow::Ended) if !take_savepoint || suspending => Ending::Ended {
+            with_savepoints: true,
+        },
+        (UpgradeMode::Savepoint, JobNow::Ended) => {
+            match restore::fresh_savepoint(job, policy.savepoint_max_age_ms, now_ms) {
+                Some(savepoint) => Ending::FreshSavepoint(savepoint),
+                None => Ending::Refuse(
+                    "a savepoint needs a running job; allow its last savepoint with \
+                     kubernetes.operator.job.upgrade.savepoint.max-age, use upgradeMode stateless or last-state, \
+                     or kubernetes.operator.job.upgrade.take-savepoint: false to restore its newest checkpoint or savepoint"
+                        .to_owned(),
+                ),
+            }
+        }
+    }
+}
+
+/// The state a job would restore once cancelled, checked against the restore guard while it
+/// still runs, so that a job is not ended for state that would then be refused. A state
+/// that is not known yet passes (it is checked once the job has ended, see [`after_end`]).
+pub fn before_cancel(
+    job: &JobStatus,
+    checkpoint: Option<RestorableState>,
+    with_savepoints: bool,
+    policy: &Policy,
+    now_ms: i64,
+) -> Result<(), String> {
+    let state = if with_savepoints {
+        restore::newest(job, checkpoint)
+    } else {
+        checkpoint
+    };
+    match state {
+        Some(state) => restore::guard(&state, policy.restore_max_state_age_ms, now_ms),
+        None => Ok(()),
+    }
+}
+
+/// The state the next job starts from after the job ended without a savepoint for the
+/// change: its latest checkpoint (with `with_savepoints`, the newest of that, its
+/// savepoints and the state it started from). A suspension keeps it as it is (the guard
+/// applies when the job resumes); anything else is refused if it is too old or unknown.
+pub fn after_end(
+    job: &JobStatus,
+    checkpoint: Option<RestorableState>,
+    with_savepoints: bool,
+    suspending: bool,
+    policy: &Policy,
+    now_ms: i64,
+) -> Result<Option<RestorableState>, String> {
+    let newest = if with_savepoints {
+        restore::newest(job, checkpoint)
+    } else {
+        checkpoint
+    };
+    match newest {
+        None if suspending => Ok(None),
+        None => Err(if with_savepoints {
+            "no checkpoint or savepoint of the job is known to restore from; use upgradeMode stateless or initialSavepointPath"
+                .to_owned()
+        } else {
+            "no completed checkpoint of the job is known to restore from; use upgradeMode stateless or initialSavepointPath"
+                .to_owned()
+        }),
+        Some(state) if suspending => Ok(Some(state)),
+        Some(state) => restore::guard(&state, policy.restore_max_state_age_ms, now_ms).map(|()| Some(state)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use flink_operator_api::common::{Savepoint, SavepointInfo};
+
+    use super::*;
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn with_savepoint(age_ms: i64) -> JobStatus {
+        JobStatus {
+            savepoint_info: Some(SavepointInfo {
+                last_savepoint: Some(Savepoint {
+                    location: Some("file:/sp/1".into()),
+                    time_stamp: Some(NOW - age_ms),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_upgrade_mode_and_the_job_state_say_how_a_change_ends_a_job() {
+        use Ending::*;
+        use UpgradeMode::{LastState, Savepoint as SavepointMode, Stateless};
+        let take = Policy::default();
+        let no_take = Policy {
+            take_savepoint: false,
+            ..Policy::default()
+        };
+        let max_age = Policy {
+            savepoint_max_age_ms: Some(60_000),
+            ..Policy::default()
+        };
+        let job = with_savepoint(30_000);
+        let fresh = restore::fresh_savepoint(&job, Some(60_000), NOW).expect("fresh");
+        // (mode, keeps last state, job now, policy) -> ending
+        let cases: Vec<(UpgradeMode, bool, JobNow, &Policy, Ending)> = vec![
+            (Stateless, false, JobNow::Live("RUNNING"), &take, WithoutState),
+            (Stateless, true, JobNow::Ended, &take, WithoutState),
+            (Stateless, true, JobNow::Live("CANCELLING"), &take, WithoutState),
+            (Stateless, false, JobNow::Live("CANCELLING"), &take, WaitForCancel),
+            (LastState, true, JobNow::Live("RUNNING"), &take, KeepingLastState),
+            (
+                LastState,
+                true,
+                JobNow::Live("RESTARTING"),
+                &take,
+                KeepingLastState,
+            ),
+            (
+                LastState,
+                true,
+                JobNow::Ended,
+                &take,
+                Ended {
+                    with_savepoints: true,
+                },
+            ),
+            (
+                LastState,
+                false,
+                JobNow::Live("RUNNING"),
+                &take,
+                CancelForNewest {
+                    with_savepoints: false,
+                },
+            ),
+            (LastState, false, JobNow::Live("CANCELLING"), &take, WaitForCancel),
+            (
+                LastState,
+                false,
+                JobNow::Ended,
+                &take,
+                Ended {
+                    with_savepoints: false,
+                },
+            ),
+            (
+                SavepointMode,
+                false,
+                JobNow::Live("RUNNING"),
+                &take,
+                Ending::Savepoint,
+            ),
+            (
+                SavepointMode,
+                true,
+                JobNow::Live("RUNNING"),
+                &take,
+                Ending::Savepoint,
+            ),
+            (
+                SavepointMode,
+                false,
+                JobNow::Live("INITIALIZING"),
+                &take,
+                WaitForRunning,
+            ),
+            (
+                SavepointMode,
+                true,
+                JobNow::Live("RESTARTING"),
+                &take,
+                WaitForRunning,
+            ),
+            (
+                SavepointMode,
+                false,
+                JobNow::Live("RUNNING"),
+                &no_take,
+                CancelForNewest {
+                    with_savepoints: true,
+                },
+            ),
+            (
+                SavepointMode,
+                false,
+                JobNow::Live("CANCELLING"),
+                &no_take,
+                WaitForCancel,
+            ),
+            (
+                SavepointMode,
+                true,
+                JobNow::Ended,
+                &no_take,
+                Ended {
+                    with_savepoints: true,
+                },
+            ),
+            (
+                SavepointMode,
+                false,
+                JobNow::Ended,
+                &max_age,
+                FreshSavepoint(fresh.clone()),
+            ),
+        ];
+        for (mode, keeps, now, policy, expected) in cases {
+            assert_eq!(
+                ending(mode, keeps, false, now, &job, policy, NOW),
+                expected,
+                "{mode:?} keeps={keeps} {now:?}"
+            );
+        }
+        // A savepoint too old to use, or none allowed: refused with what to do about it.
+        for policy in [
+            &take,
+            &Policy {
+                savepoint_max_age_ms: Some(10_000),
+                ..Policy::default()
+            },
+        ] {
+            let Refuse(note) = ending(SavepointMode, true, false, JobNow::Ended, &job, policy, NOW) else {
+                panic!("refused")
+            };
+            assert!(note.contains("savepoint.max-age"), "{note}");
+            // A suspension keeps the newest state instead.
+            assert_eq!(
+                ending(SavepointMode, true, true, JobNow::Ended, &job, policy, NOW),
+                Ended {
+                    with_savepoints: true
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn an_ended_job_restores_its_newest_state_if_young_enough_and_a_suspension_keeps_it() {
+        let guarded = Policy {
+            restore_max_state_age_ms: Some(60_000),
+            ..Policy::default()
+        };
+        let checkpoint = |age_ms: i64| {
+            Some(RestorableState {
+                kind: restore::Kind::Checkpoint,
+                path: "file:/chk/1".into(),
+                timestamp_ms: Some(NOW - age_ms),
+            })
+        };
+        let job = with_savepoint(10_000);
+        // The newest of checkpoint and savepoint, with savepoints.
+        let state = after_end(&job, checkpoint(20_000), true, false, &guarded, NOW).expect("young enough");
+        assert_eq!(state.map(|s| s.path), Some("file:/sp/1".to_owned()));
+        // Only the checkpoint without.
+        let state = after_end(&job, checkpoint(20_000), false, false, &guarded, NOW).expect("young enough");
+        assert_eq!(state.map(|s| s.path), Some("file:/chk/1".to_owned()));
+        // Too old: refused, naming its age; a suspension keeps it for the resume.
+        let refused = after_end(
+            &JobStatus::default(),
+            checkpoint(120_000),
+            false,
+            false,
+            &guarded,
+            NOW,
+        );
+        assert!(refused.is_err_and(|e| e.contains("2 min old")));
+        let kept = after_end(
+            &JobStatus::default(),
+            checkpoint(120_000),
+            false,
+            true,
+            &guarded,
+            NOW,
+        );
+        assert!(kept.is_ok_and(|s| s.is_some()));
+        // Nothing known: refused, unless suspending.
+        assert!(after_end(&JobStatus::default(), None, true, false, &guarded, NOW).is_err());
+        assert_eq!(
+            after_end(&JobStatus::default(), None, true, true, &guarded, NOW),
+            Ok(None)
+        );
+        // Before a cancellation the same guard applies, and unknown state passes.
+        assert!(before_cancel(&JobStatus::default(), checkpoint(120_000), false, &guarded, NOW).is_err());
+        assert!(before_cancel(&JobStatus::default(), None, false, &guarded, NOW).is_ok());
+    }
+}
