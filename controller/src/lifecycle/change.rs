@@ -145,22 +145,99 @@ pub fn after_end(
     policy: &Policy,
     now_ms: i64,
 ) -> Result<Option<RestorableState>, String> {
-    let newest = if with_savepoints {
-        restore::newest(job, checkpoint)
-    } else {
-        checkpoint
-    };
-    match newest {
-        None if suspending => Ok(None),
-        None => Err(if with_savepoints {
+    if suspending {
+        return Ok(newest(job, checkpoint, with_savepoints));
+    }
+    newest_allowed(job, checkpoint, with_savepoints, policy, now_ms).map(Some)
+}
+
+/// The newest state of the job that the restore guard allows (a restart of a failed job,
+/// a change after it ended); the refusal says why.
+pub fn newest_allowed(
+    job: &JobStatus,
+    checkpoint: Option<RestorableState>,
+    with_savepoints: bool,
+    policy: &Policy,
+    now_ms: i64,
+) -> Result<RestorableState, String> {
+    let Some(state) = newest(job, checkpoint, with_savepoints) else {
+        return Err(if with_savepoints {
             "no checkpoint or savepoint of the job is known to restore from; use upgradeMode stateless or initialSavepointPath"
                 .to_owned()
         } else {
             "no completed checkpoint of the job is known to restore from; use upgradeMode stateless or initialSavepointPath"
                 .to_owned()
-        }),
-        Some(state) if suspending => Ok(Some(state)),
-        Some(state) => restore::guard(&state, policy.restore_max_state_age_ms, now_ms).map(|()| Some(state)),
+        });
+    };
+    restore::guard(&state, policy.restore_max_state_age_ms, now_ms).map(|()| state)
+}
+
+fn newest(
+    job: &JobStatus,
+    checkpoint: Option<RestorableState>,
+    with_savepoints: bool,
+) -> Option<RestorableState> {
+    if with_savepoints {
+        restore::newest(job, checkpoint)
+    } else {
+        checkpoint
+    }
+}
+
+/// What a suspended job resumes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resume {
+    /// Nothing: its (new) upgrade mode is stateless.
+    WithoutState,
+    /// The state its suspension left (a savepoint or checkpoint path in status).
+    From(RestorableState),
+    /// The latest checkpoint in its cluster's high-availability metadata.
+    LastState,
+    Refuse(String),
+}
+
+/// What a job suspended in `mode` resumes from, in `new_mode` (stateless starts it without
+/// state): the state its suspension recorded, guarded by
+/// `kubernetes.operator.job.restore.max-state-age`; without one, a last-state job of a
+/// cluster that kept its high-availability metadata restores from there, and a stateful
+/// job is not started from nothing.
+pub fn resume(
+    mode: UpgradeMode,
+    new_mode: UpgradeMode,
+    job: &JobStatus,
+    ends_with_its_cluster: bool,
+    policy: &Policy,
+    now_ms: i64,
+) -> Resume {
+    if new_mode == UpgradeMode::Stateless {
+        return Resume::WithoutState;
+    }
+    let max_age = policy.restore_max_state_age_ms;
+    match (mode, restore::recorded(job)) {
+        (_, Some(state)) => match restore::guard(&state, max_age, now_ms) {
+            Ok(()) => Resume::From(state),
+            Err(why) => Resume::Refuse(why),
+        },
+        (UpgradeMode::LastState, None) if ends_with_its_cluster => {
+            let checkpoint = RestorableState {
+                kind: restore::Kind::Checkpoint,
+                path: "in the high-availability metadata".to_owned(),
+                timestamp_ms: job
+                    .checkpoint_info
+                    .as_ref()
+                    .and_then(|i| i.last_checkpoint.as_ref())
+                    .and_then(|c| c.time_stamp),
+            };
+            match restore::guard(&checkpoint, max_age, now_ms) {
+                Ok(()) => Resume::LastState,
+                Err(why) => Resume::Refuse(why),
+            }
+        }
+        (UpgradeMode::Stateless, None) => Resume::WithoutState,
+        (_, None) => Resume::Refuse(
+            "no savepoint or checkpoint of the job is recorded to resume from; set spec.job.upgradeMode to stateless to start it without state"
+                .to_owned(),
+        ),
     }
 }
 
@@ -381,5 +458,52 @@ mod tests {
         // Before a cancellation the same guard applies, and unknown state passes.
         assert!(before_cancel(&JobStatus::default(), checkpoint(120_000), false, &guarded, NOW).is_err());
         assert!(before_cancel(&JobStatus::default(), None, false, &guarded, NOW).is_ok());
+    }
+
+    #[test]
+    fn a_resume_starts_from_what_the_suspension_left_and_a_stateful_job_never_from_nothing() {
+        use UpgradeMode::{LastState, Savepoint as SavepointMode, Stateless};
+        let guarded = Policy {
+            restore_max_state_age_ms: Some(60_000),
+            ..Policy::default()
+        };
+        let mut left = with_savepoint(30_000);
+        left.upgrade_savepoint_path = Some("file:/sp/1".into());
+        let mut old = with_savepoint(120_000);
+        old.upgrade_savepoint_path = Some("file:/sp/1".into());
+        let nothing = JobStatus::default();
+        let from = restore::recorded(&left).expect("recorded");
+        // (mode, new mode, job, ends with its cluster) -> resume
+        let cases: Vec<(UpgradeMode, UpgradeMode, &JobStatus, bool, Option<Resume>)> = vec![
+            (
+                SavepointMode,
+                SavepointMode,
+                &left,
+                false,
+                Some(Resume::From(from.clone())),
+            ),
+            (SavepointMode, Stateless, &left, true, Some(Resume::WithoutState)),
+            (SavepointMode, SavepointMode, &old, true, None),
+            (SavepointMode, SavepointMode, &nothing, true, None),
+            (SavepointMode, SavepointMode, &nothing, false, None),
+            // The age of the checkpoint in the HA metadata is unknown: the guard refuses it.
+            (LastState, LastState, &nothing, true, None),
+            (LastState, LastState, &nothing, false, None),
+            (Stateless, Stateless, &nothing, false, Some(Resume::WithoutState)),
+        ];
+        for (mode, new_mode, job, cluster, expected) in cases {
+            let resumed = resume(mode, new_mode, job, cluster, &guarded, NOW);
+            match expected {
+                Some(expected) => assert_eq!(resumed, expected, "{mode:?} -> {new_mode:?} cluster={cluster}"),
+                None => assert!(
+                    matches!(resumed, Resume::Refuse(_)),
+                    "{mode:?} -> {new_mode:?} cluster={cluster}: {resumed:?}"
+                ),
+            }
+        }
+        assert_eq!(
+            resume(LastState, LastState, &nothing, true, &Policy::default(), NOW),
+            Resume::LastState
+        );
     }
 }

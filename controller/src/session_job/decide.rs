@@ -72,7 +72,7 @@ use flink_operator_api::{
 
 use crate::lifecycle::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
-    change::{self, Ending, JobNow},
+    change::{self, Ending, JobNow, Resume},
     deletion,
     deletion::DeletionSavepoint,
     observe, snapshots, spec,
@@ -789,7 +789,7 @@ fn apply_change(
     let spec = d.sj.spec.clone();
     let suspending = spec::is_suspended(&spec);
     if spec::is_suspended(recorded) {
-        return resume(d, status);
+        return resume(d, status, recorded);
     }
     let Some(job_id) = recorded_job_id(&status) else {
         return commit(d, status, None);
@@ -1011,21 +1011,26 @@ fn restore_after_cancel(
     commit(d, status, Some(newest))
 }
 
-/// Suspended, and now to run again (or a new suspended spec to record): from the state the
-/// suspension left unless the new mode is stateless; the restore guard applies to a resume.
-fn resume(d: Decision<'_>, status: FlinkSessionJobStatus) -> Plan {
+/// Suspended, and now to run again (or a new suspended spec to record), see
+/// [`change::resume`]; a spec changed while suspended keeps what the suspension left.
+fn resume(d: Decision<'_>, status: FlinkSessionJobStatus, recorded: &FlinkSessionJobSpec) -> Plan {
     let spec = &d.sj.spec;
-    if spec::upgrade_mode(spec) == UpgradeMode::Stateless {
-        return commit(d, status, None);
+    let job = status.job_status.clone().unwrap_or_default();
+    if spec::is_suspended(spec) {
+        return commit(d, status, restore::recorded(&job));
     }
-    let state = status.job_status.as_ref().and_then(restore::recorded);
-    if !spec::is_suspended(spec)
-        && let Some(state) = &state
-        && let Err(why) = restore::guard(state, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms)
-    {
-        return refuse(d, status, format!("resuming: {why}"));
+    match change::resume(
+        spec::upgrade_mode(recorded),
+        spec::upgrade_mode(spec),
+        &job,
+        false,
+        &d.obs.policy,
+        d.obs.now_ms,
+    ) {
+        Resume::WithoutState | Resume::LastState => commit(d, status, None),
+        Resume::From(state) => commit(d, status, Some(state)),
+        Resume::Refuse(why) => refuse(d, status, format!("resuming: {why}")),
     }
-    commit(d, status, state)
 }
 
 /// A FAILED job is resubmitted when `kubernetes.operator.job.restart.failed` is true: from
@@ -1051,18 +1056,16 @@ fn restart_failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Pla
         return d.done(status, WAIT);
     }
     let job = status.job_status.clone().unwrap_or_default();
-    let Some(newest) = restore::newest(&job, observed_checkpoint(d.obs)) else {
-        return refuse_restart(
-            d,
-            status,
-            format!(
-                "restarting the failed job {job_id}: no checkpoint or savepoint of it is known to restore from; the job is not started"
-            ),
-        );
+    let newest = match change::newest_allowed(
+        &job,
+        observed_checkpoint(d.obs),
+        true,
+        &d.obs.policy,
+        d.obs.now_ms,
+    ) {
+        Ok(newest) => newest,
+        Err(why) => return refuse_restart(d, status, format!("restarting the failed job {job_id}: {why}")),
     };
-    if let Err(why) = restore::guard(&newest, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms) {
-        return refuse_restart(d, status, format!("restarting the failed job {job_id}: {why}"));
-    }
     d.event(
         false,
         Reason::RestartFailedJob,
@@ -3462,7 +3465,7 @@ mod tests {
                 "no state at all",
                 "last-state",
                 Some(CheckpointLookup::None),
-                Err("no checkpoint or savepoint of it is known"),
+                Err("no checkpoint or savepoint of the job is known to restore from"),
             ),
         ];
         for (name, mode, checkpoint, expected) in cases {

@@ -20,7 +20,8 @@ use super::{
     status::suspended_message,
 };
 use crate::lifecycle::{
-    change::{self, Ending, JobNow},
+    change::{self, Ending, JobNow, Resume},
+    spec,
     stop::{self, Stopped, Stopping},
 };
 
@@ -414,17 +415,18 @@ fn restore_newest(
     verb: &str,
     refused_phase: &'static str,
 ) -> Plan {
-    let Some(newest) = state::newest(&d.status, d.obs) else {
-        return d.refuse(
-            refused_phase,
-            format!("{verb}: no checkpoint or savepoint of the job is known to restore from; the job is not started"),
-        );
-    };
-    if let Err(why) = state::guard(&newest, d.obs.policy.restore_max_state_age_ms, d.obs.now_ms) {
-        return d.refuse(refused_phase, format!("{verb}: {why}"));
+    let checkpoint = d.obs.latest_checkpoint.as_ref().map(|c| RestorableState {
+        kind: Kind::Checkpoint,
+        path: c.path.clone(),
+        timestamp_ms: Some(c.timestamp_ms),
+    });
+    match change::newest_allowed(&d.job_status(), checkpoint, true, &d.obs.policy, d.obs.now_ms) {
+        Ok(newest) => {
+            let note = format!("{verb}, restoring {}", state::age_note(&newest, d.obs.now_ms));
+            commit(d, spec, Restore::State(newest), reason, &note)
+        }
+        Err(why) => d.refuse(refused_phase, format!("{verb}: {why}")),
     }
-    let note = format!("{verb}, restoring {}", state::age_note(&newest, d.obs.now_ms));
-    commit(d, spec, Restore::State(newest), reason, &note)
 }
 
 /// The user opted out of the upgrade savepoint: the job is cancelled (its checkpoints are
@@ -513,61 +515,38 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
     }
 }
 
-/// Suspended, and now to run again: from the recorded savepoint or checkpoint, from the
-/// HA metadata, or (stateless) from nothing; the restore guard applies.
+/// Suspended, and now to run again (see [`change::resume`]).
 fn resume(d: Decision, recorded: &FlinkDeploymentSpec) -> Plan {
     let spec = d.fd.spec.clone();
-    let new_mode = spec
-        .job
-        .as_ref()
-        .map(|j| j.upgrade_mode_or_default())
-        .unwrap_or_default();
-    let mode = if new_mode == UpgradeMode::Stateless {
-        UpgradeMode::Stateless
-    } else {
-        recorded
-            .job
-            .as_ref()
-            .map(|j| j.upgrade_mode_or_default())
-            .unwrap_or_default()
-    };
-    let job_status = d.job_status();
-    let max_age = d.obs.policy.restore_max_state_age_ms;
+    let job = d.job_status();
     let now = d.obs.now_ms;
-    match (mode, state::recorded(&job_status)) {
-        (UpgradeMode::Stateless, _) => commit(d, spec, Restore::Nothing, Reason::Resume, "resuming the job without state"),
-        (_, Some(recorded_state)) => {
-            if let Err(why) = state::guard(&recorded_state, max_age, now) {
-                return d.refuse(phase::UPDATE_FAILED, format!("resuming: {why}"));
-            }
-            let note = format!("resuming the job from {}", state::age_note(&recorded_state, now));
-            commit(d, spec, Restore::State(recorded_state), Reason::Resume, &note)
-        }
-        (UpgradeMode::LastState, None) => {
-            let checkpoint = RestorableState {
-                kind: Kind::Checkpoint,
-                path: "in the high-availability metadata".to_owned(),
-                timestamp_ms: job_status
-                    .checkpoint_info
-                    .as_ref()
-                    .and_then(|i| i.last_checkpoint.as_ref())
-                    .and_then(|c| c.time_stamp),
-            };
-            if let Err(why) = state::guard(&checkpoint, max_age, now) {
-                return d.refuse(phase::UPDATE_FAILED, format!("resuming: {why}"));
-            }
-            commit(
-                d,
-                spec,
-                Restore::LastState,
-                Reason::Resume,
-                "resuming the job from the latest checkpoint in its high-availability metadata",
-            )
-        }
-        (UpgradeMode::Savepoint, None) => d.refuse(
-            phase::UPDATE_FAILED,
-            "resuming: no savepoint of the job is recorded to resume from; set spec.job.upgradeMode to stateless to start it without state".to_owned(),
+    match change::resume(
+        spec::upgrade_mode(recorded),
+        spec::upgrade_mode(&spec),
+        &job,
+        true,
+        &d.obs.policy,
+        now,
+    ) {
+        Resume::WithoutState => commit(
+            d,
+            spec,
+            Restore::Nothing,
+            Reason::Resume,
+            "resuming the job without state",
         ),
+        Resume::From(state) => {
+            let note = format!("resuming the job from {}", state::age_note(&state, now));
+            commit(d, spec, Restore::State(state), Reason::Resume, &note)
+        }
+        Resume::LastState => commit(
+            d,
+            spec,
+            Restore::LastState,
+            Reason::Resume,
+            "resuming the job from the latest checkpoint in its high-availability metadata",
+        ),
+        Resume::Refuse(why) => d.refuse(phase::UPDATE_FAILED, format!("resuming: {why}")),
     }
 }
 
