@@ -57,12 +57,18 @@ pub enum Next {
     /// In this many seconds (a periodic savepoint or a retry falls due), or at the steady
     /// interval if that comes first.
     Within(u64),
+    /// A job stops with a savepoint for a change: see [`STOPPING_POLL`].
+    Stopping,
 }
 
-/// While a job stops with a savepoint for an upgrade it processes nothing: every second
-/// until the savepoint is seen complete is downtime, so it is polled more often than other
-/// work in progress (a stop takes seconds, so this costs a few calls).
-pub const STOPPING: Next = Next::Within(2);
+/// While a job stops with a savepoint for an upgrade it processes nothing: every moment
+/// until the savepoint is seen complete is downtime, so it is polled far more often than
+/// other work in progress (a stop takes seconds, so this costs a few dozen calls, and only
+/// while a change is under way).
+pub const STOPPING: Next = Next::Stopping;
+
+/// How often a stopping job's savepoint is polled.
+pub const STOPPING_POLL: Duration = Duration::from_millis(250);
 
 /// After a pass that took a step (wrote a status before acting, or acted), the next step may
 /// be ready at once; our own status write no longer triggers a reconcile, so it is looked
@@ -78,6 +84,7 @@ pub fn requeue_after(next: Next, stepped: bool, policy: &crate::policy::Policy) 
         Next::Progress => ms(policy.progress_check_ms).min(steady),
         Next::Steady => steady,
         Next::Within(seconds) => Duration::from_secs(seconds.max(1)).min(steady),
+        Next::Stopping => STOPPING_POLL.min(steady),
     };
     if stepped { wanted.min(AFTER_A_STEP) } else { wanted }
 }

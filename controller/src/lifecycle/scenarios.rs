@@ -60,6 +60,7 @@ struct Outcome {
     error: Option<String>,
     /// The recorded spec's job.
     recorded: Value,
+    requeue: crate::reconcile::Next,
 }
 
 impl Outcome {
@@ -194,6 +195,7 @@ impl Kind for Application {
             recorded_first: plan.status_before.is_some(),
             error: written.error.clone(),
             recorded: recorded_job(&mut written),
+            requeue: plan.requeue,
         };
         (outcome, plan.status)
     }
@@ -298,6 +300,7 @@ impl Kind for SessionJob {
             recorded_first: plan.status_before.is_some(),
             error: written.error.clone(),
             recorded: recorded_job(&mut written),
+            requeue: plan.requeue,
         };
         (outcome, plan.status)
     }
@@ -571,6 +574,14 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
         );
         assert!(outcome.recorded_first, "{kind}");
         assert_eq!(outcome.reasons(), [Reason::SavepointTriggered], "{kind}");
+        // The job processes nothing while it stops: its savepoint is polled often.
+        assert_eq!(outcome.requeue, crate::reconcile::STOPPING, "{kind}");
+        let pending = Look {
+            savepoint: Some(SavepointPoll::InProgress),
+            ..look("RUNNING")
+        };
+        let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &pending, false);
+        assert_eq!(outcome.requeue, crate::reconcile::STOPPING, "{kind}");
 
         // A failed savepoint within the grace period is tried again; the job keeps running.
         let failed = Look {

@@ -847,7 +847,7 @@ fn apply_change(
                         &format!("stopping job {job_id} with a savepoint for the {verb}"),
                     );
                     let before = status.clone();
-                    d.stepped(before, status, FAST)
+                    d.stepped(before, status, crate::reconcile::STOPPING)
                 }
                 Stopping::Wait { seconds, note } => {
                     d.conditions(&mut status, phase::UPDATING, &format!("{verb}: {note}"));

@@ -472,7 +472,9 @@ fn stop_with_savepoint(mut d: Decision, job_id: String, verb: &str) -> Plan {
     match stop::stop_with_savepoint(status, &job_id, drain, verb, &facts, &mut out) {
         Stopping::Sent => {
             d.conditions(phase::UPDATING, "stopping the job with a savepoint");
-            d.record_then(Vec::new())
+            let mut plan = d.record_then(Vec::new());
+            plan.requeue = crate::reconcile::STOPPING;
+            plan
         }
         Stopping::Wait { seconds, note } => {
             d.conditions(phase::UPDATING, &format!("{verb}: {note}"));
