@@ -1,29 +1,38 @@
 #!/usr/bin/env bash
-# Measures the operator itself (needs root, like the end-to-end tests):
-#   - its share of a savepoint upgrade of a real job (3 upgrades): from the spec change
-#     being stored to Flink triggering the stop-with-savepoint (Flink's own trigger time,
-#     from the JobManager log), and from the savepoint completing (its _metadata file
-#     written) to the new JobManager Deployment existing;
-#   - its resident memory with 100 and then 1,000 FlinkDeployments (session clusters whose
-#     pods are never scheduled, so that only the operator and the API server work), when
-#     all are deployed and after 60 s of steady reconciling;
-#   - what it costs while nothing changes: 10 FlinkDeployments of the real counting job
-#     (native application clusters, Flink 1.20, savepoint upgrade mode, checkpoints every
+# Measures the operator itself (needs root, like the end-to-end tests), with one command:
+#
+#   bench/operator.sh [all|upgrade|memory|steady]      (default: all)
+#
+#   - upgrade: its share of a savepoint upgrade of a real job (3 upgrades): from the spec
+#     change being stored to Flink triggering the stop-with-savepoint (Flink's own trigger
+#     time, from the JobManager log), and from the savepoint completing (its _metadata file
+#     written) to the new JobManager Deployment existing; median and max over the upgrades,
+#     and where the time goes (the operator's `acting` log lines: StopWithSavepoint,
+#     DeleteCluster, Deploy, and when the old JobManager pods were gone);
+#   - memory: its resident memory and its Kubernetes API requests per minute (its /metrics)
+#     idle (started, caches synchronised, nothing to reconcile: 0 FlinkDeployments), then
+#     with 100 and 1,000 FlinkDeployments (session clusters whose pods are never scheduled,
+#     so that only the operator and the API server work), each over 60 s once all are
+#     deployed;
+#   - steady: what it costs while nothing changes: 10 FlinkDeployments of the real counting
+#     job (native application clusters, Flink 1.20, savepoint upgrade mode, checkpoints every
 #     5 s), RUNNING and Ready for 30 s, then measured for STEADY_SECONDS (default 300): per
 #     resource per minute its status writes (resourceVersion changes seen by a watch, and
 #     the operator's own count), its reconciles and the operator's Kubernetes API requests
 #     (all of them / 10), per job per minute the REST calls to its JobManager, and the
 #     operator's CPU time (the counts come from the operator's /metrics).
 #
-#   bench/operator.sh [all|upgrade|memory|steady]      (default: all)
+# It prints the MEASURED lines as they come, then one table of every figure (with the
+# targets of the issue that asked for them). The whole test output is kept in a file under
+# $TMPDIR (named at the end), and the operator's log beside it (…-operator.log).
 #
 # Another build of the operator (e.g. an older commit, for a before/after comparison):
-# BENCH_CHECKOUT names a checkout of it (a `git worktree add` outside this repository) that
-# has tests/e2e/steady_state.rs and its `mod` line; the tests are built and run there, so
-# the end-to-end harness starts that checkout's operator. Give it its own target directory:
+# BENCH_CHECKOUT names a checkout of it (a `git worktree add` outside this repository) with
+# this checkout's tests/e2e/scale.rs and tests/e2e/steady_state.rs copied in (and their
+# `mod` lines); the tests are built and run there, so the end-to-end harness starts that
+# checkout's operator. Give it its own target directory:
 #
-#   BENCH_CHECKOUT=/tmp/before CARGO_TARGET_DIR=/tmp/before-target STEADY_SECONDS=120 \
-#       bench/operator.sh steady
+#   BENCH_CHECKOUT=/tmp/before CARGO_TARGET_DIR=/tmp/before-target bench/operator.sh all
 set -euo pipefail
 cd "${BENCH_CHECKOUT:-$(dirname "${BASH_SOURCE[0]}")/..}"
 
@@ -42,6 +51,20 @@ esac
 
 cargo test --quiet --test e2e --no-run >/dev/null 2>&1 || cargo test --test e2e --no-run
 log=$(mktemp -t bench-operator.XXXXXX.log)
-trap 'echo "the whole output: $log" >&2' ERR
+export BENCH_OPERATOR_LOG="${log%.log}-operator.log"
+status=0
 cargo test --quiet --test e2e -- --ignored --test-threads=1 --nocapture "${tests[@]}" \
-    2>&1 | tee "$log" | grep --line-buffered -o 'MEASURED.*'
+    2>&1 | tee "$log" | grep --line-buffered -o 'MEASURED.*' || status=$?
+
+# The table: one row per SUMMARY|part|figure|value|target line, in the order of the issue
+# (steady state, memory, upgrade).
+echo
+echo "| part | figure | value | target |"
+echo "|---|---|---|---|"
+for part in steady memory upgrade; do
+    { grep -o 'SUMMARY|.*' "$log" || true; } | awk -F'|' -v part="$part" \
+        'index($2, part) == 1 { printf "| %s | %s | %s | %s |\n", $2, $3, $4, $5 }'
+done
+echo
+echo "the whole output: $log; the operator's log: $BENCH_OPERATOR_LOG"
+exit "$status"

@@ -9,6 +9,8 @@
 //! the machine was.
 //!
 //! `STEADY_SECONDS` (default 300) is how long it measures, after the jobs have run for 30 s.
+//! Besides the MEASURED lines, each benchmark prints SUMMARY lines, the rows of the table
+//! that `bench/operator.sh` prints at the end ([`summary`]).
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -295,6 +297,32 @@ fn operator_cpu_seconds() -> Option<f64> {
     Some(ticks / per_second)
 }
 
+/// The operator's Kubernetes API requests so far (every method), from its `/metrics`;
+/// `None` when the build has no such metric.
+pub(crate) fn operator_kubernetes_requests() -> Option<f64> {
+    let text = cluster_harness::probe_get("/metrics");
+    family_present(&text, "flink_operator_kubernetes_requests").then(|| {
+        series(&text, "flink_operator_kubernetes_requests_total")
+            .into_iter()
+            .map(|(_, value)| value)
+            .sum()
+    })
+}
+
+/// One row of the table that `bench/operator.sh` prints at the end of its run: the part,
+/// the figure, its value and the target the issue sets (empty: none).
+pub(crate) fn summary(part: &str, figure: &str, value: &str, target: &str) {
+    println!("SUMMARY|{part}|{figure}|{value}|{target}");
+}
+
+/// Copies the operator's log to `BENCH_OPERATOR_LOG` when it is set (`bench/operator.sh`
+/// sets it, so that the log outlives the run's work directory).
+pub(crate) fn keep_operator_log() {
+    if let Ok(path) = std::env::var("BENCH_OPERATOR_LOG") {
+        let _ = std::fs::write(path, cluster_harness::operator_log());
+    }
+}
+
 /// `per_minute` of the difference, per resource, or why there is none.
 fn rate(before: Option<f64>, after: Option<f64>, minutes: f64) -> String {
     match (before, after) {
@@ -379,6 +407,25 @@ async fn bench_operator_steady_state() {
             format!("; NOT running and Ready at the end: {}", not_running.join(", "))
         }
     );
+    let steady = format!("steady, {RESOURCES} RUNNING jobs, {seconds} s");
+    summary(
+        &steady,
+        "status writes per resource per minute (watch)",
+        &format!("{:.2}", total as f64 / RESOURCES as f64 / minutes),
+        "",
+    );
+    summary(
+        &steady,
+        "status writes per resource per minute (operator metric)",
+        &rate(before.status_writes, after.status_writes, minutes),
+        "",
+    );
+    summary(
+        &steady,
+        "reconciles per resource per minute",
+        &rate(before.reconciles, after.reconciles, minutes),
+        "",
+    );
     println!(
         "MEASURED status writes per resource per minute (resourceVersion changes seen by a watch): {:.2} ({total} in all, {:.2}/s; per resource {} to {})",
         total as f64 / RESOURCES as f64 / minutes,
@@ -422,21 +469,51 @@ async fn bench_operator_steady_state() {
                 })
                 .collect();
             let total: f64 = a.values().sum::<f64>() - b.values().sum::<f64>();
+            summary(
+                &steady,
+                "Kubernetes API requests per resource per minute",
+                &format!(
+                    "{:.2} ({})",
+                    total / RESOURCES as f64 / minutes,
+                    by_method.join(", ")
+                ),
+                "",
+            );
             println!(
                 "MEASURED Kubernetes API requests per resource per minute (operator total / {RESOURCES}): {:.2} ({})",
                 total / RESOURCES as f64 / minutes,
                 by_method.join(", ")
             );
         }
-        _ => println!(
-            "MEASURED Kubernetes API requests per resource per minute: n/a (this build has no such metric)"
-        ),
+        _ => {
+            summary(
+                &steady,
+                "Kubernetes API requests per resource per minute",
+                "n/a (this build has no such metric)",
+                "",
+            );
+            println!(
+                "MEASURED Kubernetes API requests per resource per minute: n/a (this build has no such metric)"
+            )
+        }
     }
     println!(
         "MEASURED REST calls to the JobManager per job per minute: {}",
         rate(before.flink_requests, after.flink_requests, minutes)
     );
+    summary(
+        &steady,
+        "REST calls to the JobManager per job per minute",
+        &rate(before.flink_requests, after.flink_requests, minutes),
+        "",
+    );
     if let (Some(b), Some(a)) = (before.cpu_seconds, after.cpu_seconds) {
+        summary(
+            &steady,
+            "operator CPU, all resources",
+            &format!("{:.2} s per minute", (a - b) / minutes),
+            "",
+        );
         println!(
             "MEASURED operator CPU: {:.2} s per minute ({:.1} % of one core)",
             (a - b) / minutes,
@@ -450,6 +527,15 @@ async fn bench_operator_steady_state() {
             std::thread::available_parallelism().map_or(0, |n| n.get()),
         );
     }
+    if !not_running.is_empty() {
+        summary(
+            &steady,
+            "NOT running and Ready at the end",
+            &not_running.join(" "),
+            "",
+        );
+    }
+    keep_operator_log();
     delete_all(&api).await;
     assert!(
         not_running.is_empty(),
