@@ -1,9 +1,9 @@
 //! Flink's view of a job into its status, the same for every kind: its state with an
 //! Event per change, and why it failed.
 
-use flink_operator_api::common::{JobStatus, flink_job_state};
+use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state};
 
-use super::Out;
+use super::{LifecycleStatus, Out, spec::JobSpecOf};
 use crate::{events::Reason, reconcile::EventNote};
 
 /// The observed `state` and `start_time` into `job`, with a JobStatusChanged Event (a
@@ -44,5 +44,37 @@ pub fn failure<A>(
             error
         }
         None => previous.unwrap_or_else(|| format!("job {job_id} failed; Flink gave no reason")),
+    }
+}
+
+/// The lifecycle state the observation shows: FAILED (the job, or what runs it), ROLLED_BACK
+/// after a rollback, STABLE once the job runs (a session cluster: once it is ready), else
+/// DEPLOYED. A stable resource records the spec it runs as its last stable one (a spec
+/// changed since is not stable yet, unless none was recorded).
+pub fn lifecycle_into<S: JobSpecOf>(
+    status: &mut impl LifecycleStatus,
+    failed: bool,
+    stable: bool,
+    rolled_back: bool,
+    recorded: &S,
+    spec: &S,
+) {
+    *status.lifecycle_state_mut() = Some(if failed {
+        ResourceLifecycleState::Failed
+    } else if rolled_back {
+        ResourceLifecycleState::RolledBack
+    } else if stable {
+        ResourceLifecycleState::Stable
+    } else {
+        ResourceLifecycleState::Deployed
+    });
+    if stable
+        && !rolled_back
+        && let Some(rs) = status.reconciliation_mut().as_mut()
+    {
+        rs.state = Some(ReconciliationState::Deployed);
+        if rs.last_stable_spec.is_none() || recorded == spec {
+            rs.last_stable_spec = super::spec::encode(recorded.clone(), false);
+        }
     }
 }

@@ -722,19 +722,9 @@ fn observe_into(d: &mut Decision<'_>, status: &mut FlinkSessionJobStatus, record
     let state = job.state.clone().unwrap_or_default();
     status.job_status = Some(job);
     let not_found = matches!(d.obs.job, Some(JobObservation::NotFound));
-    status.lifecycle_state = Some(if state == flink_job_state::FAILED {
-        ResourceLifecycleState::Failed
-    } else if state == flink_job_state::RUNNING && !not_found {
-        ResourceLifecycleState::Stable
-    } else {
-        ResourceLifecycleState::Deployed
-    });
-    if state == flink_job_state::RUNNING
-        && !not_found
-        && let Some(rs) = status.reconciliation_status.as_mut()
-    {
-        rs.last_stable_spec = spec::encode(recorded.clone(), false);
-    }
+    let failed = state == flink_job_state::FAILED;
+    let stable = state == flink_job_state::RUNNING && !not_found;
+    observe::lifecycle_into(status, failed, stable, false, recorded, &d.sj.spec);
 }
 
 /// The phase (condition reason) and a message for a job whose recorded spec is applied.

@@ -2,7 +2,7 @@
 
 use crate::events::Reason;
 use flink_operator_api::{
-    FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
+    FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus,
     common::{ReconciliationState, ResourceLifecycleState, flink_job_state},
 };
 
@@ -100,24 +100,8 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
         .reconciliation_status
         .as_ref()
         .is_some_and(|rs| rs.state == Some(ReconciliationState::RolledBack));
-    d.status.lifecycle_state = Some(if failed {
-        ResourceLifecycleState::Failed
-    } else if rolled_back {
-        ResourceLifecycleState::RolledBack
-    } else if stable {
-        ResourceLifecycleState::Stable
-    } else {
-        ResourceLifecycleState::Deployed
-    });
-    if stable
-        && !rolled_back
-        && let Some(rs) = d.status.reconciliation_status.as_mut()
-    {
-        rs.state = Some(ReconciliationState::Deployed);
-        if rs.last_stable_spec.is_none() || recorded == &d.fd.spec {
-            rs.last_stable_spec = ReconciledSpec::new(recorded.clone(), false).encode().ok();
-        }
-    }
+    let fd = d.fd;
+    observe::lifecycle_into(&mut d.status, failed, stable, rolled_back, recorded, &fd.spec);
 }
 
 fn job_manager_status(jm: &JobManagerObservation) -> JobManagerDeploymentStatus {
