@@ -10,7 +10,7 @@ use flink_operator_controller::{
     caches::{Caches, WatchScope},
     context::Context,
     deployment::Deployments,
-    flink::{ClientConfig, RestEndpoints},
+    flink::{ClientConfig, RestEndpointMode, RestEndpoints},
     metrics::ReconcileMetrics,
     runtime,
     session_job::SessionJobs,
@@ -117,10 +117,12 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 .or_else(|| operator_config.get(keys::operator::WATCHED_NAMESPACES).cloned());
             let scope = WatchScope::parse(watched.as_deref());
             tracing::info!(?scope, rest_endpoints = %args.flink_rest_endpoint, "watching Flink resources");
-            let (caches, watch) = Caches::start(client.clone(), &scope);
+            let endpoint_slices = args.flink_rest_endpoint == RestEndpointMode::EndpointSlice;
+            let (caches, watch) = Caches::start(client.clone(), &scope, endpoint_slices);
             let context = Arc::new(Context {
                 client: client.clone(),
-                rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint),
+                rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint)
+                    .with_cache(caches.endpoint_slices.clone()),
                 rest_client_config: ClientConfig::default(),
                 operator_config: operator_config.clone(),
                 recorder: Recorder::new(

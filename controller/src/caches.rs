@@ -10,6 +10,7 @@
 //! | `cluster_deployments` | JobManager and TaskManager Deployments (`app`, `component`) | FlinkDeployment observe and trigger |
 //! | `job_manager_pods` | JobManager pods (`app`, `component=jobmanager`) | FlinkDeployment observe |
 //! | `ha_config_maps` | Flink's HA ConfigMaps (`configmap-type=high-availability`) | last-state restores |
+//! | `endpoint_slices` | EndpointSlices of Flink's Services (`app`), with `--flink-rest-endpoint endpoint-slice` only | REST addresses |
 //!
 //! Cached objects are trimmed as they arrive ([`trim`]): managed fields, the last-applied
 //! annotation and whatever the operator never reads (pod specs, Deployments' pod templates,
@@ -31,6 +32,7 @@ use futures::{Stream, StreamExt, future::BoxFuture};
 use k8s_openapi::api::{
     apps::v1::Deployment,
     core::v1::{ConfigMap, Pod},
+    discovery::v1::EndpointSlice,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -196,11 +198,18 @@ pub struct Caches {
     pub job_manager_pods: Cache<Pod>,
     /// Flink's Kubernetes HA ConfigMaps, with their keys only.
     pub ha_config_maps: Cache<ConfigMap>,
+    /// The EndpointSlices of Flink's Services, when JobManagers are reached at their pods.
+    pub endpoint_slices: Option<Cache<EndpointSlice>>,
 }
 
 impl Caches {
-    /// Starts watching `scope` with `client`; the caches fill while the returned future runs.
-    pub fn start(client: Client, scope: &WatchScope) -> (Self, impl Future<Output = ()> + Send + 'static) {
+    /// Starts watching `scope` with `client` (EndpointSlices too with `endpoint_slices`);
+    /// the caches fill while the returned future runs.
+    pub fn start(
+        client: Client,
+        scope: &WatchScope,
+        endpoint_slices: bool,
+    ) -> (Self, impl Future<Output = ()> + Send + 'static) {
         let mut watches: Vec<BoxFuture<'static, ()>> = Vec::new();
         let every = watcher::Config::default();
         let cluster_objects = watcher::Config::default().labels(&format!(
@@ -224,6 +233,15 @@ impl Caches {
             cluster_deployments: cache(&client, scope, &cluster_objects, trim::deployment, &mut watches),
             job_manager_pods: cache(&client, scope, &job_managers, trim::pod, &mut watches),
             ha_config_maps: cache(&client, scope, &ha, trim::config_map, &mut watches),
+            endpoint_slices: endpoint_slices.then(|| {
+                // The EndpointSlice controller copies a Service's labels to its slices.
+                let flink = watcher::Config::default().labels(&format!(
+                    "{},{}",
+                    keys::labels::APP,
+                    crate::flink::SERVICE_NAME
+                ));
+                cache(&client, scope, &flink, trim::common, &mut watches)
+            }),
         };
         let run = async move {
             futures::future::join_all(watches).await;
@@ -240,6 +258,11 @@ impl Caches {
             self.cluster_deployments.wait_until_ready(),
             self.job_manager_pods.wait_until_ready(),
             self.ha_config_maps.wait_until_ready(),
+            async {
+                if let Some(slices) = &self.endpoint_slices {
+                    slices.wait_until_ready().await;
+                }
+            },
         );
     }
 }
