@@ -70,7 +70,9 @@ fn user_change_filter<K: Resource + Send + Sync + 'static>()
         let key = key(&**object);
         let changed = reconcile::user_change(&**object);
         // A deleted object (no finalizer) will not be seen again.
-        if object.meta().deletion_timestamp.is_some() && object.meta().finalizers.is_none() {
+        if object.meta().deletion_timestamp.is_some()
+            && object.meta().finalizers.as_ref().is_none_or(Vec::is_empty)
+        {
             seen.remove(&key);
             return std::future::ready(false);
         }
@@ -129,4 +131,49 @@ fn error_policy<R: Reconciler>(
     let delay = shared.backoff.failed(&key(&*object));
     tracing::warn!(kind = R::KIND, %namespace, %name, %error, retry_in = ?delay, "reconcile failed; retrying");
     Requeue::requeue(delay)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{future::Future, sync::Arc};
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::user_change_filter;
+
+    fn object(generation: i64, deleted: bool, finalizers: Option<Vec<String>>) -> Arc<ConfigMap> {
+        let mut object = ConfigMap::default();
+        object.metadata.namespace = Some("ns".into());
+        object.metadata.name = Some("a".into());
+        object.metadata.generation = Some(generation);
+        object.metadata.resource_version = Some(generation.to_string());
+        object.metadata.finalizers = finalizers;
+        if deleted {
+            object.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ));
+        }
+        Arc::new(object)
+    }
+
+    fn now<F: Future<Output = bool>>(future: F) -> bool {
+        futures::executor::block_on(future)
+    }
+
+    #[test]
+    fn only_changes_users_make_trigger_a_reconcile() {
+        let mut filter = user_change_filter::<ConfigMap>();
+        let ours = Some(vec!["ours".to_owned()]);
+        // First seen: reconciled.
+        assert!(now(filter(&object(1, false, ours.clone()))));
+        // A status write (same generation): not.
+        assert!(!now(filter(&object(1, false, ours.clone()))));
+        // A spec change: reconciled, once.
+        assert!(now(filter(&object(2, false, ours.clone()))));
+        assert!(!now(filter(&object(2, false, ours.clone()))));
+        // A deletion starting: reconciled (the finalizer's work).
+        assert!(now(filter(&object(2, true, ours))));
+        // Gone (no finalizer left): forgotten, not reconciled.
+        assert!(!now(filter(&object(2, true, None))));
+    }
 }
