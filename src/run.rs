@@ -7,12 +7,13 @@ use flink_operator_api::keys;
 use flink_operator_api::validation::ValidationContext;
 use flink_operator_certs::ReloadingCertResolver;
 use flink_operator_controller::{
-    caches::{JobCaches, WatchScope},
+    caches::{Caches, WatchScope},
     context::Context,
-    deployment,
-    flink::{ClientConfig, RestEndpoints},
+    deployment::Deployments,
+    flink::{ClientConfig, RestEndpointMode, RestEndpoints},
     metrics::ReconcileMetrics,
-    session_job,
+    runtime,
+    session_job::SessionJobs,
 };
 use flink_operator_webhook::{
     Admission,
@@ -116,10 +117,12 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 .or_else(|| operator_config.get(keys::operator::WATCHED_NAMESPACES).cloned());
             let scope = WatchScope::parse(watched.as_deref());
             tracing::info!(?scope, rest_endpoints = %args.flink_rest_endpoint, "watching Flink resources");
-            let (caches, watch) = JobCaches::start(client.clone(), &scope);
+            let endpoint_slices = args.flink_rest_endpoint == RestEndpointMode::EndpointSlice;
+            let (caches, watch) = Caches::start(client.clone(), &scope, endpoint_slices);
             let context = Arc::new(Context {
                 client: client.clone(),
-                rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint),
+                rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint)
+                    .with_cache(caches.endpoint_slices.clone()),
                 rest_client_config: ClientConfig::default(),
                 operator_config: operator_config.clone(),
                 recorder: Recorder::new(
@@ -133,12 +136,18 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 unanswered: Default::default(),
             });
             tasks.spawn(
-                stop_on(stopping.clone(), deployment::run(context.clone(), scope.clone()))
-                    .instrument(tracing::info_span!("flinkdeployments")),
+                stop_on(
+                    stopping.clone(),
+                    runtime::run::<Deployments>(context.clone(), caches.clone(), scope.clone()),
+                )
+                .instrument(tracing::info_span!("flinkdeployments")),
             );
             tasks.spawn(
-                stop_on(stopping.clone(), session_job::run(context, scope.clone()))
-                    .instrument(tracing::info_span!("flinksessionjobs")),
+                stop_on(
+                    stopping.clone(),
+                    runtime::run::<SessionJobs>(context, caches.clone(), scope.clone()),
+                )
+                .instrument(tracing::info_span!("flinksessionjobs")),
             );
             tasks.spawn(stop_on(stopping.clone(), watch).instrument(tracing::info_span!("caches")));
             let ready = readiness.clone();

@@ -1,19 +1,45 @@
-//! Reflector caches of the resources that the controllers watch, shared with the webhook.
+//! The operator's informer caches: one reflector per kind it reconciles or reads, shared by
+//! every controller (their triggers and their observe) and by the admission webhook's
+//! lookups.
+//!
+//! | cache | watched | read by |
+//! |---|---|---|
+//! | `deployments` | FlinkDeployments | their loop; session jobs (their cluster); webhook |
+//! | `session_jobs` | FlinkSessionJobs | their loop; a session cluster's deletion; webhook |
+//! | `snapshots` | FlinkStateSnapshots | webhook (their loop is to come) |
+//! | `cluster_deployments` | JobManager and TaskManager Deployments (`app`, `component`) | FlinkDeployment observe and trigger |
+//! | `job_manager_pods` | JobManager pods (`app`, `component=jobmanager`) | FlinkDeployment observe |
+//! | `ha_config_maps` | Flink's HA ConfigMaps (`configmap-type=high-availability`) | last-state restores |
+//! | `endpoint_slices` | EndpointSlices of Flink's Services (`app`), with `--flink-rest-endpoint endpoint-slice` only | REST addresses |
+//!
+//! Cached objects are trimmed as they arrive ([`trim`]): managed fields, the last-applied
+//! annotation and whatever the operator never reads (pod specs, Deployments' pod templates,
+//! ConfigMap values) are dropped, so memory grows only with what is kept.
 //!
 //! With `kubernetes.operator.watched.namespaces` set, the operator may only read those
 //! namespaces (the Helm chart grants Roles there, not a ClusterRole), so there is one
-//! watch per namespace, each with its own store: a relist of one namespace must not wipe
-//! the cache of another.
+//! watch per namespace and kind, each with its own store: a relist of one namespace must
+//! not wipe the cache of another.
+//!
+//! A controller follows a cache through [`Cache::changes`]: every object the watch applies,
+//! after the store holds it. The fan-out never blocks the watch: a follower that falls
+//! behind gets every cached object once more instead of the ones it missed.
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
-use futures::{StreamExt, future::BoxFuture};
+use flink_operator_api::{FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, keys};
+use futures::{Stream, StreamExt, future::BoxFuture};
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{ConfigMap, Pod},
+    discovery::v1::EndpointSlice,
+};
 use kube::{
-    Api, Client, Resource,
+    Api, Client, Resource, ResourceExt,
     runtime::{WatchStreamExt, reflector, reflector::ObjectRef, reflector::Store, watcher},
 };
 use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
 
 /// Which namespaces the operator manages.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,71 +67,213 @@ impl WatchScope {
             Self::Namespaces(names)
         }
     }
-}
 
-/// The stores of one kind: one for all namespaces, or one per watched namespace.
-#[derive(Clone)]
-pub struct ScopedStore<K: Resource<DynamicType = ()> + Clone + 'static> {
-    all: Option<Store<K>>,
-    by_namespace: BTreeMap<String, Store<K>>,
-}
-
-impl<K> ScopedStore<K>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    /// The cached object `namespace/name`, if any store covering that namespace has it.
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
-        let store = self.all.as_ref().or_else(|| self.by_namespace.get(namespace))?;
-        store.get(&ObjectRef::new(name).within(namespace))
-    }
-
-    /// Resolves once every store holds a full list.
-    pub async fn wait_until_ready(&self) {
-        for store in self.all.iter().chain(self.by_namespace.values()) {
-            // A dropped writer means the watch task ended, i.e. the process is stopping.
-            let _ = store.wait_until_ready().await;
+    /// The namespaces with a watch of their own (`None`: one watch of all namespaces).
+    pub fn watches(&self) -> Vec<Option<String>> {
+        match self {
+            WatchScope::All => vec![None],
+            WatchScope::Namespaces(namespaces) => namespaces.iter().cloned().map(Some).collect(),
         }
     }
 }
 
-/// Read handles of the caches of FlinkDeployments and FlinkSessionJobs.
+/// How many changes a follower may fall behind before it is handed the whole cache again.
+const CHANGES_BUFFER: usize = 256;
+
+/// One watch: its store, and the changes it applied.
 #[derive(Clone)]
-pub struct JobCaches {
-    /// FlinkDeployments.
-    pub deployments: ScopedStore<FlinkDeployment>,
-    /// FlinkSessionJobs.
-    pub session_jobs: ScopedStore<FlinkSessionJob>,
+struct Watched<K: Resource<DynamicType = ()> + Clone + 'static> {
+    store: Store<K>,
+    changes: broadcast::Sender<Change<K>>,
 }
 
-impl JobCaches {
-    /// Starts watching `scope` with `client`; the caches fill while the returned future runs.
-    pub fn start(client: Client, scope: &WatchScope) -> (Self, impl Future<Output = ()> + Send + 'static) {
+/// What a watch applied: by reference while the store holds the object (the buffer then
+/// keeps no copies of objects), the object itself once it is gone (an owned object's
+/// deletion wakes its owner).
+#[derive(Clone)]
+enum Change<K: Resource<DynamicType = ()>> {
+    Applied(ObjectRef<K>),
+    Deleted(Arc<K>),
+}
+
+/// The cache of one kind: one store for all namespaces, or one per watched namespace.
+#[derive(Clone)]
+pub struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
+    watches: BTreeMap<Option<String>, Watched<K>>,
+}
+
+impl<K> Cache<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    fn covering(&self, namespace: &str) -> Option<&Watched<K>> {
+        self.watches
+            .get(&None)
+            .or_else(|| self.watches.get(&Some(namespace.to_owned())))
+    }
+
+    /// The cached object `namespace/name`, if a store covering that namespace has it.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
+        self.covering(namespace)?
+            .store
+            .get(&ObjectRef::new(name).within(namespace))
+    }
+
+    /// The cached objects of `namespace` that `keep` accepts.
+    pub fn list(&self, namespace: &str, keep: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
+        let Some(watched) = self.covering(namespace) else {
+            return Vec::new();
+        };
+        watched
+            .store
+            .state()
+            .into_iter()
+            .filter(|o| o.meta().namespace.as_deref() == Some(namespace) && keep(o))
+            .collect()
+    }
+
+    /// The cached objects of `namespace` carrying the label `app=<name>`, i.e. those of
+    /// the Flink cluster `name`.
+    pub fn of_cluster(&self, namespace: &str, name: &str) -> Vec<Arc<K>> {
+        self.list(namespace, |o| {
+            o.labels().get(keys::labels::APP).map(String::as_str) == Some(name)
+        })
+    }
+
+    /// The store of the watch of `namespace` (`None`: of all namespaces).
+    pub fn store(&self, namespace: Option<&str>) -> Option<Store<K>> {
+        self.watches
+            .get(&namespace.map(str::to_owned))
+            .map(|w| w.store.clone())
+    }
+
+    /// Every object the watch of `namespace` holds now and applies from now on, read from
+    /// its store (the latest version). A follower that fell behind gets every cached object
+    /// instead of the changes it missed.
+    pub fn changes(&self, namespace: Option<&str>) -> impl Stream<Item = Arc<K>> + Send + 'static {
+        let watched = self.watches.get(&namespace.map(str::to_owned)).cloned();
+        // Subscribed before the store is read: nothing applied in between is missed.
+        let receiver = watched.as_ref().map(|w| w.changes.subscribe());
+        let store = watched.map(|w| w.store);
+        let now = store.as_ref().map(Store::state).unwrap_or_default();
+        let later = futures::stream::unfold((receiver, store), |(receiver, store)| async move {
+            let (mut receiver, store) = (receiver?, store?);
+            loop {
+                let objects = match receiver.recv().await {
+                    // Gone since: its deletion follows.
+                    Ok(Change::Applied(key)) => store.get(&key).into_iter().collect::<Vec<_>>(),
+                    Ok(Change::Deleted(object)) => vec![object],
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::debug!(missed, kind = %K::kind(&()), "a cache follower fell behind; resyncing it");
+                        store.state()
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                };
+                if !objects.is_empty() {
+                    return Some((futures::stream::iter(objects), (Some(receiver), Some(store))));
+                }
+            }
+        })
+        .flatten();
+        futures::stream::iter(now).chain(later)
+    }
+
+    /// Resolves once every store holds a full list.
+    pub async fn wait_until_ready(&self) {
+        for watched in self.watches.values() {
+            // A dropped writer means the watch task ended, i.e. the process is stopping.
+            let _ = watched.store.wait_until_ready().await;
+        }
+    }
+}
+
+/// The shared caches; see the module docs.
+#[derive(Clone)]
+pub struct Caches {
+    pub deployments: Cache<FlinkDeployment>,
+    pub session_jobs: Cache<FlinkSessionJob>,
+    pub snapshots: Cache<FlinkStateSnapshot>,
+    /// JobManager and TaskManager Deployments.
+    pub cluster_deployments: Cache<Deployment>,
+    pub job_manager_pods: Cache<Pod>,
+    /// Flink's Kubernetes HA ConfigMaps, with their keys only.
+    pub ha_config_maps: Cache<ConfigMap>,
+    /// The EndpointSlices of Flink's Services, when JobManagers are reached at their pods.
+    pub endpoint_slices: Option<Cache<EndpointSlice>>,
+}
+
+impl Caches {
+    /// Starts watching `scope` with `client` (EndpointSlices too with `endpoint_slices`);
+    /// the caches fill while the returned future runs.
+    pub fn start(
+        client: Client,
+        scope: &WatchScope,
+        endpoint_slices: bool,
+    ) -> (Self, impl Future<Output = ()> + Send + 'static) {
         let mut watches: Vec<BoxFuture<'static, ()>> = Vec::new();
-        let deployments = scoped(&client, scope, &mut watches);
-        let session_jobs = scoped(&client, scope, &mut watches);
+        let every = watcher::Config::default();
+        let cluster_objects = watcher::Config::default().labels(&format!(
+            "{},{} in ({},{})",
+            keys::labels::APP,
+            keys::labels::COMPONENT,
+            keys::labels::COMPONENT_JOB_MANAGER,
+            keys::labels::COMPONENT_TASK_MANAGER
+        ));
+        let job_managers = watcher::Config::default().labels(&format!(
+            "{},{}={}",
+            keys::labels::APP,
+            keys::labels::COMPONENT,
+            keys::labels::COMPONENT_JOB_MANAGER
+        ));
+        let ha = watcher::Config::default().labels("app,configmap-type=high-availability");
+        let caches = Self {
+            deployments: cache(&client, scope, &every, trim::common, &mut watches),
+            session_jobs: cache(&client, scope, &every, trim::common, &mut watches),
+            snapshots: cache(&client, scope, &every, trim::common, &mut watches),
+            cluster_deployments: cache(&client, scope, &cluster_objects, trim::deployment, &mut watches),
+            job_manager_pods: cache(&client, scope, &job_managers, trim::pod, &mut watches),
+            ha_config_maps: cache(&client, scope, &ha, trim::config_map, &mut watches),
+            endpoint_slices: endpoint_slices.then(|| {
+                // The EndpointSlice controller copies a Service's labels to its slices.
+                let flink = watcher::Config::default().labels(&format!(
+                    "{},{}",
+                    keys::labels::APP,
+                    crate::flink::SERVICE_NAME
+                ));
+                cache(&client, scope, &flink, trim::common, &mut watches)
+            }),
+        };
         let run = async move {
             futures::future::join_all(watches).await;
         };
-        (
-            Self {
-                deployments,
-                session_jobs,
-            },
-            run,
-        )
+        (caches, run)
     }
 
-    /// Resolves once both caches hold a full list.
+    /// Resolves once every cache holds a full list.
     pub async fn wait_until_ready(&self) {
         futures::join!(
             self.deployments.wait_until_ready(),
-            self.session_jobs.wait_until_ready()
+            self.session_jobs.wait_until_ready(),
+            self.snapshots.wait_until_ready(),
+            self.cluster_deployments.wait_until_ready(),
+            self.job_manager_pods.wait_until_ready(),
+            self.ha_config_maps.wait_until_ready(),
+            async {
+                if let Some(slices) = &self.endpoint_slices {
+                    slices.wait_until_ready().await;
+                }
+            },
         );
     }
 }
 
-fn scoped<K>(client: &Client, scope: &WatchScope, watches: &mut Vec<BoxFuture<'static, ()>>) -> ScopedStore<K>
+fn cache<K>(
+    client: &Client,
+    scope: &WatchScope,
+    config: &watcher::Config,
+    trim: fn(&mut K),
+    watches: &mut Vec<BoxFuture<'static, ()>>,
+) -> Cache<K>
 where
     K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
         + Clone
@@ -115,54 +283,120 @@ where
         + Sync
         + 'static,
 {
-    match scope {
-        WatchScope::All => {
-            let store = watch(Api::all(client.clone()), None, watches);
-            ScopedStore {
-                all: Some(store),
-                by_namespace: BTreeMap::new(),
-            }
-        }
-        WatchScope::Namespaces(namespaces) => ScopedStore {
-            all: None,
-            by_namespace: namespaces
-                .iter()
-                .map(|ns| {
-                    (
-                        ns.clone(),
-                        watch(Api::namespaced(client.clone(), ns), Some(ns.clone()), watches),
-                    )
-                })
-                .collect(),
-        },
+    let watches_of_kind = scope.watches().into_iter().map(|namespace| {
+        let api = match &namespace {
+            None => Api::all(client.clone()),
+            Some(ns) => Api::namespaced(client.clone(), ns),
+        };
+        let watched = watch(api, namespace.clone(), config.clone(), trim, watches);
+        (namespace, watched)
+    });
+    Cache {
+        watches: watches_of_kind.collect(),
     }
 }
 
-fn watch<K>(api: Api<K>, namespace: Option<String>, watches: &mut Vec<BoxFuture<'static, ()>>) -> Store<K>
+fn watch<K>(
+    api: Api<K>,
+    namespace: Option<String>,
+    config: watcher::Config,
+    trim: fn(&mut K),
+    watches: &mut Vec<BoxFuture<'static, ()>>,
+) -> Watched<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
     let (store, writer) = reflector::store();
+    let (changes, _) = broadcast::channel(CHANGES_BUFFER);
+    let sender = changes.clone();
+    let listed = store.clone();
     let kind = K::kind(&()).into_owned();
     watches.push(Box::pin(
         // Watch errors (CRD not installed yet, API restarts) are retried with backoff
         // inside the stream; they are logged, never fatal.
-        reflector(writer, watcher(api, watcher::Config::default())).default_backoff().for_each(move |event| {
-            let kind = kind.clone();
-            let namespace = namespace.clone();
-            async move {
-                if let Err(error) = event {
-                    tracing::warn!(%error, %kind, namespace = namespace.as_deref().unwrap_or("*"), "watch failed; retrying");
+        watcher(api, config)
+            .default_backoff()
+            .modify(trim)
+            .reflect(writer)
+            .for_each(move |event| {
+                // A send fails only while nobody follows (webhook only, or before the
+                // controllers start): they read the store when they start following.
+                match event {
+                    Ok(watcher::Event::Apply(object)) => {
+                        let _ = sender.send(Change::Applied(ObjectRef::from_obj(&object)));
+                    }
+                    Ok(watcher::Event::Delete(object)) => {
+                        let _ = sender.send(Change::Deleted(Arc::new(object)));
+                    }
+                    // A (re)list reaches the store as a whole at its end.
+                    Ok(watcher::Event::InitDone) => {
+                        for object in listed.state() {
+                            let _ = sender.send(Change::Applied(ObjectRef::from_obj(&*object)));
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, %kind, namespace = namespace.as_deref().unwrap_or("*"), "watch failed; retrying");
+                    }
                 }
-            }
-        }),
+                std::future::ready(())
+            }),
     ));
-    store
+    Watched { store, changes }
+}
+
+/// What is dropped from cached objects.
+pub mod trim {
+    use k8s_openapi::api::{
+        apps::v1::Deployment,
+        core::v1::{ConfigMap, Pod},
+    };
+    use kube::Resource;
+
+    /// `kubectl apply`'s copy of the whole object.
+    const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+    /// What no reader of any kind uses: managed fields and the last-applied copy.
+    pub fn common<K: Resource>(object: &mut K) {
+        let meta = object.meta_mut();
+        meta.managed_fields = None;
+        if let Some(annotations) = meta.annotations.as_mut() {
+            annotations.remove(LAST_APPLIED);
+        }
+    }
+
+    /// Deployments are read for their annotations, replicas, status and owner; their pod
+    /// template (most of their size) is not.
+    pub fn deployment(object: &mut Deployment) {
+        common(object);
+        object.spec.template = Default::default();
+    }
+
+    /// Pods are read for their container statuses only.
+    pub fn pod(object: &mut Pod) {
+        common(object);
+        object.spec = None;
+        if let Some(status) = object.status.as_mut() {
+            status.conditions = None;
+        }
+    }
+
+    /// HA ConfigMaps are read for whether a `checkpointID-` key exists; their values
+    /// (serialized state handles, leader addresses) are not.
+    pub fn config_map(object: &mut ConfigMap) {
+        common(object);
+        object.binary_data = None;
+        if let Some(data) = object.data.as_mut() {
+            data.retain(|key, _| key.starts_with("checkpointID-"));
+            data.values_mut().for_each(String::clear);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn watched_namespaces_parse_like_the_apache_operator() {
@@ -173,5 +407,44 @@ mod tests {
             WatchScope::parse(Some("team-a, team-b,")),
             WatchScope::Namespaces(vec!["team-a".into(), "team-b".into()])
         );
+    }
+
+    #[test]
+    fn cached_objects_keep_only_what_is_read() {
+        let mut cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": "x-cluster-config-map", "labels": {"app": "x"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "1"},
+                "managedFields": [{"manager": "flink"}]},
+            "data": {"checkpointID-0000000000000000007": "rO0ABXNy...", "leader": "akka://x"},
+            "binaryData": {"b": "AAAA"}
+        }))
+        .unwrap();
+        trim::config_map(&mut cm);
+        assert_eq!(
+            serde_json::to_value(&cm).unwrap(),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x-cluster-config-map", "labels": {"app": "x"}, "annotations": {"keep": "1"}},
+                   "data": {"checkpointID-0000000000000000007": ""}})
+        );
+        let mut pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "flink-main-container", "image": "flink"}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "flink-main-container", "image": "flink", "imageID": "", "ready": true, "restartCount": 0}]}
+        }))
+        .unwrap();
+        trim::pod(&mut pod);
+        assert!(pod.spec.is_none());
+        assert_eq!(
+            pod.status.and_then(|s| s.container_statuses).map(|c| c.len()),
+            Some(1)
+        );
+        let mut deployment: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "x", "annotations": {"flink.apache.org/deployment-generation": "2"}},
+            "spec": {"replicas": 1, "selector": {}, "template": {"spec": {"containers": [{"name": "c"}]}}}
+        }))
+        .unwrap();
+        trim::deployment(&mut deployment);
+        let spec = deployment.spec;
+        assert_eq!((spec.replicas, spec.template), (Some(1), Default::default()));
+        assert_eq!(deployment.metadata.annotations.map(|a| a.len()), Some(1));
     }
 }

@@ -101,32 +101,6 @@ pub fn user_change<K: kube::Resource>(object: &K) -> Option<u64> {
     Some(hasher.finish())
 }
 
-/// The watch of a loop's own kind, filtered to [`user_change`]s, and the store it fills.
-pub fn watch_user_changes<K>(
-    api: kube::Api<K>,
-) -> (
-    kube::runtime::reflector::Store<K>,
-    impl futures::Stream<Item = Result<K, kube::runtime::watcher::Error>> + Send + 'static,
-)
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    use kube::runtime::{PredicateConfig, WatchStreamExt, reflector, watcher};
-    let (reader, writer) = reflector::store();
-    let stream = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .applied_objects()
-        .predicate_filter(user_change::<K>, PredicateConfig::default());
-    (reader, stream)
-}
-
 /// Whether `error` is a write refused because the object changed since it was read (its
 /// resourceVersion precondition failed): the next reconcile reads it again.
 pub fn is_conflict(error: &kube::Error) -> bool {

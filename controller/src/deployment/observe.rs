@@ -2,26 +2,32 @@
 //! job through the Flink REST API.
 
 use flink_operator_api::common::{ResourceLifecycleState, flink_job_state};
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob, validation::ValidationContext};
-use k8s_openapi::api::{
-    apps::v1::Deployment,
-    core::v1::{ConfigMap, Pod},
-};
-use kube::{Api, ResourceExt, api::ListParams};
+use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
+use kube::{Api, ResourceExt};
 
 use super::decide::{JobManagerObservation, JobObservation, Observation, SavepointPoll, StateObservation};
 use crate::{
+    caches::Caches,
     context::Context,
     flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
     policy::Policy,
 };
 
-pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation, kube::Error> {
+/// Kubernetes objects are read from the shared caches: their changes wake the resource
+/// (the JobManager Deployment's) or are looked at on the next progress check, so no read
+/// per reconcile goes to the API server. The exception is a crashing JobManager's log.
+pub async fn observe(
+    ctx: &Context,
+    caches: &Caches,
+    fd: &FlinkDeployment,
+) -> Result<Observation, kube::Error> {
     let namespace = fd.namespace().unwrap_or_default();
     let name = fd.name_any();
-    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    let jm = deployments.get_opt(&name).await?;
-    let tm = deployments.get_opt(&format!("{name}-taskmanager")).await?;
+    let jm = caches.cluster_deployments.get(&namespace, &name);
+    let tm = caches
+        .cluster_deployments
+        .get(&namespace, &format!("{name}-taskmanager"));
     let cluster_exists = jm.is_some() || tm.is_some();
 
     let mut job_manager = JobManagerObservation::Missing;
@@ -43,9 +49,8 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
         let replicas = jm.spec.replicas.unwrap_or(1);
         let ready = status.ready_replicas.unwrap_or(0);
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-        let selector = format!("app={name},component=jobmanager");
-        let listed = pods.list(&ListParams::default().labels(&selector)).await?;
-        let problem = match listed.items.iter().find_map(pod_problem) {
+        let listed = caches.job_manager_pods.of_cluster(&namespace, &name);
+        let problem = match listed.iter().find_map(|pod| pod_problem(pod)) {
             Some(problem) => Some(problem.describe(&pods).await),
             None => replica_failure(jm),
         };
@@ -92,7 +97,7 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
     let stable = fd.status.as_ref().and_then(|s| s.lifecycle_state) == Some(ResourceLifecycleState::Stable);
     let may_restore_from_ha = (policy.rollback_enabled && !stable) || (policy.jm_recovery && jm.is_none());
     let ha_checkpoint = if policy.high_availability && fd.spec.job.is_some() && may_restore_from_ha {
-        Some(ha_holds_a_checkpoint(ctx, &namespace, &name).await?)
+        Some(ha_holds_a_checkpoint(caches, &namespace, &name))
     } else {
         None
     };
@@ -107,13 +112,12 @@ pub async fn observe(ctx: &Context, fd: &FlinkDeployment) -> Result<Observation,
     .collect();
     let mut session_jobs = Vec::new();
     if fd.metadata.deletion_timestamp.is_some() && fd.spec.job.is_none() {
-        let api: Api<FlinkSessionJob> = Api::namespaced(ctx.client.clone(), &namespace);
-        session_jobs = api
-            .list(&ListParams::default())
-            .await?
-            .items
-            .into_iter()
-            .filter(|sj| sj.spec.deployment_name.as_deref() == Some(name.as_str()))
+        session_jobs = caches
+            .session_jobs
+            .list(&namespace, |sj| {
+                sj.spec.deployment_name.as_deref() == Some(name.as_str())
+            })
+            .iter()
             .map(|sj| sj.name_any())
             .collect();
     }
@@ -347,15 +351,13 @@ fn replica_failure(jm: &Deployment) -> Option<String> {
 
 /// Whether the cluster's Kubernetes HA ConfigMaps point at a completed checkpoint (Flink
 /// files them as `checkpointID-<n>` entries), which a last-state restore needs.
-async fn ha_holds_a_checkpoint(ctx: &Context, namespace: &str, name: &str) -> Result<bool, kube::Error> {
-    let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
-    let selector = format!("app={name},configmap-type=high-availability");
-    let ha = config_maps.list(&ListParams::default().labels(&selector)).await?;
-    Ok(ha
-        .items
+fn ha_holds_a_checkpoint(caches: &Caches, namespace: &str, name: &str) -> bool {
+    caches
+        .ha_config_maps
+        .of_cluster(namespace, name)
         .iter()
         .flat_map(|cm| cm.data.iter().flatten())
-        .any(|(key, _)| key.starts_with("checkpointID-")))
+        .any(|(key, _)| key.starts_with("checkpointID-"))
 }
 
 #[cfg(test)]

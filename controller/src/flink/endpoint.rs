@@ -9,7 +9,9 @@
 use std::str::FromStr;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::{Api, Client, api::ListParams};
+use kube::{Api, Client, ResourceExt, api::ListParams};
+
+use crate::caches::Cache;
 
 /// How REST addresses are resolved; the operator's `--flink-rest-endpoint` option.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,11 +67,24 @@ pub enum EndpointError {
 pub struct RestEndpoints {
     client: Client,
     mode: RestEndpointMode,
+    /// The cached EndpointSlices of Flink's Services (endpoint-slice mode).
+    slices: Option<Cache<EndpointSlice>>,
 }
 
 impl RestEndpoints {
     pub fn new(client: Client, mode: RestEndpointMode) -> Self {
-        RestEndpoints { client, mode }
+        RestEndpoints {
+            client,
+            mode,
+            slices: None,
+        }
+    }
+
+    /// Reads EndpointSlices from `slices` (see [`Caches`](crate::caches::Caches)) instead
+    /// of listing them on every call.
+    pub fn with_cache(mut self, slices: Option<Cache<EndpointSlice>>) -> Self {
+        self.slices = slices;
+        self
     }
 
     pub fn mode(&self) -> RestEndpointMode {
@@ -81,9 +96,23 @@ impl RestEndpoints {
     pub async fn base_url(&self, namespace: &str, service: &str, port: u16) -> Result<String, EndpointError> {
         match self.mode {
             RestEndpointMode::Service => Ok(service_url(namespace, service, port)),
+            RestEndpointMode::EndpointSlice if let Some(cache) = &self.slices => {
+                let slices = cache.list(namespace, |slice| {
+                    slice.labels().get(SERVICE_NAME).map(String::as_str) == Some(service)
+                });
+                ready_endpoint(slices.iter().map(|s| &**s), port).ok_or_else(|| {
+                    EndpointError::NoReadyEndpoint {
+                        namespace: namespace.to_owned(),
+                        service: service.to_owned(),
+                        port,
+                    }
+                })
+            }
+            // Without the cache (a client built outside the operator's process, as in
+            // tests): one LIST per call.
             RestEndpointMode::EndpointSlice => {
                 let api: Api<EndpointSlice> = Api::namespaced(self.client.clone(), namespace);
-                let params = ListParams::default().labels(&format!("kubernetes.io/service-name={service}"));
+                let params = ListParams::default().labels(&format!("{SERVICE_NAME}={service}"));
                 let slices = api.list(&params).await.map_err(|source| EndpointError::Api {
                     namespace: namespace.to_owned(),
                     service: service.to_owned(),
@@ -99,6 +128,9 @@ impl RestEndpoints {
     }
 }
 
+/// The label naming an EndpointSlice's Service.
+pub const SERVICE_NAME: &str = "kubernetes.io/service-name";
+
 fn service_url(namespace: &str, service: &str, port: u16) -> String {
     format!("http://{service}.{namespace}:{port}")
 }
@@ -106,7 +138,7 @@ fn service_url(namespace: &str, service: &str, port: u16) -> String {
 /// The first ready address behind the Service port `port`, as a base URL. EndpointSlices
 /// carry target ports; a slice whose single port is named `rest` (Flink's REST Service) or
 /// equals `port` qualifies.
-fn ready_endpoint(slices: &[EndpointSlice], port: u16) -> Option<String> {
+fn ready_endpoint<'a>(slices: impl IntoIterator<Item = &'a EndpointSlice>, port: u16) -> Option<String> {
     let mut candidates: Vec<String> = Vec::new();
     for slice in slices {
         let target = slice.ports.iter().flatten().find_map(|p| {
@@ -201,6 +233,6 @@ mod tests {
             Some("http://[fd00::5]:8081")
         );
         assert_eq!(ready_endpoint(&slices[1..], 8081), None);
-        assert_eq!(ready_endpoint(&[], 8081), None);
+        assert_eq!(ready_endpoint(&[] as &[EndpointSlice], 8081), None);
     }
 }

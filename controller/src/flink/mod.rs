@@ -16,7 +16,7 @@ mod model;
 mod operation;
 
 pub use client::{ClientConfig, FlinkRestClient};
-pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints};
+pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints, SERVICE_NAME};
 pub use error::{FlinkError, flink_error_message};
 pub use ids::{JarId, JobId, TriggerId};
 pub use model::{

@@ -11,10 +11,11 @@ use flink_operator_api::{
         session_job::{self, ArtifactPolicy},
     },
 };
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 
 use super::decide::{CheckpointLookup, JobObservation, Observation, SavepointPoll, SessionObservation};
 use crate::{
+    caches::Caches,
     context::Context,
     flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
     policy::Policy,
@@ -26,18 +27,19 @@ pub struct Observed {
     pub rest_url: Option<String>,
 }
 
-pub async fn observe(ctx: &Context, sj: &FlinkSessionJob) -> Result<Observed, kube::Error> {
+pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Result<Observed, kube::Error> {
     let namespace = sj.namespace().unwrap_or_default();
     let session_name = sj.spec.deployment_name.clone().unwrap_or_default();
+    // From the shared cache: the session cluster's changes wake this job (see the loop's
+    // triggers), so the cache is as fresh as this reconcile needs.
     let session = if session_name.is_empty() {
         None
     } else {
-        let api: Api<FlinkDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
-        api.get_opt(&session_name).await?
+        caches.deployments.get(&namespace, &session_name)
     };
-    let config = effective_config(ctx, sj, session.as_ref());
+    let config = effective_config(ctx, sj, session.as_deref());
     let validation = ValidationContext::new(ctx.operator_config.clone());
-    let violations = session_job::validate(sj, None, session.as_ref(), &validation)
+    let violations = session_job::validate(sj, None, session.as_deref(), &validation)
         .into_iter()
         .map(|v| v.to_string())
         .collect();

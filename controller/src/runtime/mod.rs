@@ -1,0 +1,141 @@
+//! The one reconcile shell every kind plugs into.
+//!
+//! A kind implements [`Reconciler`]: how it observes its world, the pure decide that turns
+//! an observation into a [`Plan`], and how one action is carried out. Everything else is
+//! written once here, the same for every kind:
+//!
+//! - [`wiring`]: the kube-runtime Controller over the shared caches, the per-object
+//!   exponential [`backoff`] of failed reconciles, conflicts looked at again soon;
+//! - [`pass`]: one reconcile, in a tracing span with kind, namespace and name: observe,
+//!   decide, write `status_before`, act, publish the plan's Events, write the status, count
+//!   the reconcile metrics, requeue when the plan says;
+//! - [`status`]: the one status writer (only what changed, guarded by resourceVersion,
+//!   nothing sent when nothing changed).
+
+pub mod backoff;
+pub mod pass;
+pub mod status;
+pub mod wiring;
+
+use std::{future::Future, time::Duration};
+
+use kube::{Resource, core::NamespaceResourceScope, runtime::Controller};
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::{
+    caches::{Cache, Caches},
+    context::Context,
+    policy::Policy,
+    reconcile::{EventNote, Next},
+};
+
+pub use wiring::run;
+
+/// What a kind's decide asks for, in the order the runtime carries it out: `status_before`
+/// is written before the actions (so that a crash during them resumes from it), then the
+/// actions run, then `status` is written and the `events` are published; the resource is
+/// looked at again when `requeue` says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan<S, A> {
+    pub status_before: Option<S>,
+    pub actions: Vec<A>,
+    pub status: S,
+    pub events: Vec<EventNote>,
+    pub requeue: Next,
+}
+
+/// What an action did beyond its effect, as far as the runtime must know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acted {
+    /// Nothing the runtime tracks changed.
+    Done,
+    /// The object itself was patched (a finalizer added): a later status write in the same
+    /// pass is conditional on this resourceVersion (`None`: unchanged).
+    Patched(Option<String>),
+    /// Our finalizer was removed: the object may be gone, its status is not written again
+    /// and what is kept in memory about it is forgotten.
+    Released,
+}
+
+/// How a kind turns a failed action into a status instead of an error (a job that Flink
+/// refused is reported and retried later, not retried at once).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recovery<S> {
+    pub status: S,
+    pub events: Vec<EventNote>,
+    pub requeue: Duration,
+}
+
+/// A kind's own part of its reconcile loop; see the module docs for the shell around it.
+pub trait Reconciler: Send + Sync + 'static {
+    /// The reconciled resource.
+    type Kind: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static;
+    /// Its status.
+    type Status: Serialize + Clone + PartialEq + std::fmt::Debug + Send + Sync;
+    /// What observe read.
+    type Observed: Send + Sync;
+    /// One step of a plan.
+    type Action: std::fmt::Debug + Send + Sync;
+    /// Why observing or acting failed.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// The kind's name in metrics, spans and logs.
+    const KIND: &'static str;
+
+    /// Its cache among the shared caches.
+    fn cache(caches: &Caches) -> &Cache<Self::Kind>;
+
+    /// The status as read.
+    fn status(object: &Self::Kind) -> Option<&Self::Status>;
+
+    /// Reads the world of `object`.
+    fn observe(
+        ctx: &Context,
+        caches: &Caches,
+        object: &Self::Kind,
+    ) -> impl Future<Output = Result<Self::Observed, Self::Error>> + Send;
+
+    /// The pure decision.
+    fn decide(object: &Self::Kind, observed: &Self::Observed) -> Plan<Self::Status, Self::Action>;
+
+    /// Carries out one action.
+    fn act(
+        ctx: &Context,
+        object: &Self::Kind,
+        observed: &Self::Observed,
+        action: &Self::Action,
+    ) -> impl Future<Output = Result<Acted, Self::Error>> + Send;
+
+    /// The operator settings that time the next look.
+    fn policy(observed: &Self::Observed) -> &Policy;
+
+    /// The lifecycle state reported by the `lifecycle` metric.
+    fn lifecycle_state(status: &Self::Status) -> Option<&'static str>;
+
+    /// Whether a failed action becomes a status (see [`Recovery`]); by default it is an
+    /// error, retried with back-off.
+    fn recover(
+        _object: &Self::Kind,
+        _observed: &Self::Observed,
+        _plan: &Plan<Self::Status, Self::Action>,
+        _error: &Self::Error,
+    ) -> Option<Recovery<Self::Status>> {
+        None
+    }
+
+    /// What else wakes a resource besides changes of its own (owned objects, objects it
+    /// refers to), wired from the shared caches of `namespace` (`None`: all namespaces).
+    fn triggers(
+        controller: Controller<Self::Kind>,
+        _caches: &Caches,
+        _namespace: Option<&str>,
+    ) -> Controller<Self::Kind> {
+        controller
+    }
+}

@@ -1,0 +1,116 @@
+//! One reconcile of one object: observe, decide, write `status_before`, act, publish, write
+//! the status.
+
+use std::time::Duration;
+
+use kube::{Api, Resource, ResourceExt};
+
+use super::{Acted, Plan, Reconciler, status::Stored};
+use crate::{
+    caches::Caches,
+    context::Context,
+    reconcile::{self, EventNote, Reason},
+};
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError<E: std::error::Error + 'static> {
+    /// Observing or acting failed; the kind's error says how.
+    #[error(transparent)]
+    Kind(E),
+    /// The status could not be written (a 409 means it changed since it was read).
+    #[error("writing status: {}", reconcile::api_message(.0))]
+    Status(#[source] kube::Error),
+}
+
+impl<E: std::error::Error + 'static> PassError<E> {
+    /// Whether the object changed since it was read: nothing is lost, the next reconcile
+    /// decides again from the fresh object.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, PassError::Status(e) if reconcile::is_conflict(e))
+    }
+}
+
+/// How a reconcile ended.
+pub struct Passed {
+    /// When to look again.
+    pub requeue: Duration,
+    /// Whether the plan was carried out (not a recovered failure), for the metrics.
+    pub completed: bool,
+}
+
+/// Reconciles `object` once.
+pub async fn pass<R: Reconciler>(
+    ctx: &Context,
+    caches: &Caches,
+    object: &R::Kind,
+) -> Result<Passed, PassError<R::Error>> {
+    let namespace = object.namespace().unwrap_or_default();
+    let name = object.name_any();
+    let api: Api<R::Kind> = Api::namespaced(ctx.client.clone(), &namespace);
+    let observed = R::observe(ctx, caches, object).await.map_err(PassError::Kind)?;
+    let plan: Plan<R::Status, R::Action> = R::decide(object, &observed);
+    let mut stored = Stored::of(object, R::status(object));
+    let write = async |stored: &mut Stored, status: &R::Status| {
+        let sent = stored
+            .write(&api, &name, status)
+            .await
+            .map_err(PassError::Status)?;
+        if sent {
+            ctx.metrics.status_written(R::KIND, &namespace, &name);
+        }
+        Ok::<(), PassError<R::Error>>(())
+    };
+    if let Some(before) = &plan.status_before {
+        write(&mut stored, before).await?;
+    }
+    let mut released = false;
+    for action in &plan.actions {
+        tracing::info!(?action, "acting");
+        match R::act(ctx, object, &observed, action).await {
+            Ok(Acted::Done) => {}
+            Ok(Acted::Patched(resource_version)) => stored.moved_to(resource_version),
+            Ok(Acted::Released) => released = true,
+            Err(error) => {
+                if let Some(recovery) = R::recover(object, &observed, &plan, &error) {
+                    publish(ctx, object, &recovery.events).await;
+                    write(&mut stored, &recovery.status).await?;
+                    ctx.metrics
+                        .lifecycle(R::KIND, &namespace, &name, R::lifecycle_state(&recovery.status));
+                    return Ok(Passed {
+                        requeue: recovery.requeue,
+                        completed: false,
+                    });
+                }
+                let failed = EventNote::warning(Reason::ReconcileFailed, error.to_string());
+                publish(ctx, object, std::slice::from_ref(&failed)).await;
+                return Err(PassError::Kind(error));
+            }
+        }
+    }
+    publish(ctx, object, &plan.events).await;
+    if released {
+        // The object may be gone: nothing to write, and nothing to keep about it.
+        ctx.forget(&object.uid().unwrap_or_default());
+        ctx.metrics.lifecycle(R::KIND, &namespace, &name, None);
+    } else {
+        write(&mut stored, &plan.status).await?;
+        ctx.metrics
+            .lifecycle(R::KIND, &namespace, &name, R::lifecycle_state(&plan.status));
+    }
+    let stepped = plan.status_before.is_some() || !plan.actions.is_empty();
+    Ok(Passed {
+        requeue: reconcile::requeue_after(plan.requeue, stepped, R::policy(&observed)),
+        completed: true,
+    })
+}
+
+async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, events: &[EventNote]) {
+    if events.is_empty() {
+        return;
+    }
+    let reference = object.object_ref(&());
+    for event in events {
+        reconcile::publish(ctx, &reference, event.warning, event.reason, event.note.clone()).await;
+    }
+}

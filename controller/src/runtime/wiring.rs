@@ -1,0 +1,179 @@
+//! The Controller of a kind over the shared caches, and what it does with failures.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::{
+    Resource, ResourceExt,
+    runtime::{
+        Controller,
+        controller::{self, Action as Requeue},
+    },
+};
+use tracing::Instrument;
+
+use super::{
+    Reconciler,
+    backoff::Backoff,
+    pass::{PassError, pass},
+};
+use crate::{
+    caches::{Caches, WatchScope},
+    context::Context,
+    reconcile,
+};
+
+/// What every reconcile of one kind shares.
+struct Shared {
+    ctx: Arc<Context>,
+    caches: Caches,
+    backoff: Backoff,
+}
+
+/// Runs the loop of `R` over the watched namespaces until the future is dropped: one
+/// Controller per watch of the shared caches.
+pub async fn run<R: Reconciler>(ctx: Arc<Context>, caches: Caches, scope: WatchScope) {
+    let own = R::cache(&caches).clone();
+    let shared = Arc::new(Shared {
+        ctx: ctx.clone(),
+        caches: caches.clone(),
+        backoff: Backoff::default(),
+    });
+    let loops = scope.watches().into_iter().filter_map(|namespace| {
+        let store = own.store(namespace.as_deref())?;
+        let trigger = own
+            .changes(namespace.as_deref())
+            .filter(user_change_filter::<R::Kind>());
+        let controller = Controller::for_shared_stream(trigger, store)
+            .with_config(controller::Config::default().concurrency(ctx.reconcile_parallelism()));
+        let controller = R::triggers(controller, &caches, namespace.as_deref());
+        Some(
+            controller
+                .run(reconcile::<R>, error_policy::<R>, shared.clone())
+                .for_each(|result| async move {
+                    if let Err(e) = result {
+                        tracing::debug!(error = %e, "reconcile loop");
+                    }
+                }),
+        )
+    });
+    futures::future::join_all(loops).await;
+}
+
+/// Passes an object on when a user changed it ([`reconcile::user_change`]) since it was
+/// last passed on, or when it is seen for the first time: status writes, ours above all,
+/// do not trigger a reconcile.
+fn user_change_filter<K: Resource + Send + Sync + 'static>()
+-> impl FnMut(&Arc<K>) -> std::future::Ready<bool> + Send + 'static {
+    let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    move |object| {
+        let key = key(&**object);
+        let changed = reconcile::user_change(&**object);
+        // A deleted object (no finalizer) will not be seen again.
+        if object.meta().deletion_timestamp.is_some()
+            && object.meta().finalizers.as_ref().is_none_or(Vec::is_empty)
+        {
+            seen.remove(&key);
+            return std::future::ready(false);
+        }
+        std::future::ready(match (seen.get(&key), changed) {
+            (Some(before), Some(now)) if *before == now => false,
+            (_, Some(now)) => {
+                seen.insert(key, now);
+                true
+            }
+            (_, None) => true,
+        })
+    }
+}
+
+fn key<K: Resource>(object: &K) -> String {
+    format!(
+        "{}/{}",
+        object.meta().namespace.as_deref().unwrap_or_default(),
+        object.meta().name.as_deref().unwrap_or_default()
+    )
+}
+
+async fn reconcile<R: Reconciler>(
+    object: Arc<R::Kind>,
+    shared: Arc<Shared>,
+) -> Result<Requeue, PassError<R::Error>> {
+    let namespace = object.namespace().unwrap_or_default();
+    let name = object.name_any();
+    let span = tracing::info_span!("reconcile", kind = R::KIND, %namespace, %name);
+    let started = std::time::Instant::now();
+    let result = pass::<R>(&shared.ctx, &shared.caches, &object)
+        .instrument(span)
+        .await;
+    let completed = matches!(result, Ok(ref passed) if passed.completed);
+    shared
+        .ctx
+        .metrics
+        .reconciled(R::KIND, &namespace, &name, started.elapsed(), completed);
+    let passed = result?;
+    shared.backoff.succeeded(&key(&*object));
+    Ok(Requeue::requeue(passed.requeue))
+}
+
+fn error_policy<R: Reconciler>(
+    object: Arc<R::Kind>,
+    error: &PassError<R::Error>,
+    shared: Arc<Shared>,
+) -> Requeue {
+    let namespace = object.namespace().unwrap_or_default();
+    let name = object.name_any();
+    if error.is_conflict() {
+        // Decided on a stale read: nothing was lost; look again at the fresh object soon.
+        tracing::debug!(kind = R::KIND, %namespace, %name, "status changed since it was read; reconciling again");
+        return Requeue::requeue(reconcile::AFTER_A_STEP);
+    }
+    let delay = shared.backoff.failed(&key(&*object));
+    tracing::warn!(kind = R::KIND, %namespace, %name, %error, retry_in = ?delay, "reconcile failed; retrying");
+    Requeue::requeue(delay)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{future::Future, sync::Arc};
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::user_change_filter;
+
+    fn object(generation: i64, deleted: bool, finalizers: Option<Vec<String>>) -> Arc<ConfigMap> {
+        let mut object = ConfigMap::default();
+        object.metadata.namespace = Some("ns".into());
+        object.metadata.name = Some("a".into());
+        object.metadata.generation = Some(generation);
+        object.metadata.resource_version = Some(generation.to_string());
+        object.metadata.finalizers = finalizers;
+        if deleted {
+            object.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ));
+        }
+        Arc::new(object)
+    }
+
+    fn now<F: Future<Output = bool>>(future: F) -> bool {
+        futures::executor::block_on(future)
+    }
+
+    #[test]
+    fn only_changes_users_make_trigger_a_reconcile() {
+        let mut filter = user_change_filter::<ConfigMap>();
+        let ours = Some(vec!["ours".to_owned()]);
+        // First seen: reconciled.
+        assert!(now(filter(&object(1, false, ours.clone()))));
+        // A status write (same generation): not.
+        assert!(!now(filter(&object(1, false, ours.clone()))));
+        // A spec change: reconciled, once.
+        assert!(now(filter(&object(2, false, ours.clone()))));
+        assert!(!now(filter(&object(2, false, ours.clone()))));
+        // A deletion starting: reconciled (the finalizer's work).
+        assert!(now(filter(&object(2, true, ours))));
+        // Gone (no finalizer left): forgotten, not reconciled.
+        assert!(!now(filter(&object(2, true, None))));
+    }
+}
