@@ -70,20 +70,7 @@ impl Reconciler for Deployments {
         fd: &FlinkDeployment,
         observation: &decide::Observation,
     ) -> Plan<FlinkDeploymentStatus, decide::Action> {
-        let decide::Plan {
-            status_before,
-            actions,
-            status,
-            events,
-            requeue,
-        } = decide::decide(fd, observation);
-        Plan {
-            status_before,
-            actions,
-            status,
-            events,
-            requeue,
-        }
+        decide::decide(fd, observation)
     }
 
     async fn act(

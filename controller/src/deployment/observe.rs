@@ -6,11 +6,12 @@ use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt};
 
-use super::decide::{JobManagerObservation, JobObservation, Observation, SavepointPoll, StateObservation};
+use super::decide::{JobManagerObservation, JobObservation, Observation, StateObservation};
 use crate::{
     caches::Caches,
     context::Context,
-    flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
+    flink::{FlinkRestClient, JobId, TriggerId},
+    lifecycle::poll::{self, CheckpointLookup},
     policy::Policy,
 };
 
@@ -69,12 +70,13 @@ pub async fn observe(
                         job = found;
                         // A JobManager that did not answer is not asked more this time:
                         // pending snapshots are looked at again on the next reconcile.
+                        let recorded_job = fd.status.as_ref().and_then(|s| s.job_status.as_ref());
                         if answered {
-                            savepoint = poll_savepoint(&rest, fd).await;
-                            checkpoint = poll_checkpoint(&rest, fd).await;
+                            savepoint = poll::savepoint(&rest, recorded_job).await;
+                            checkpoint = poll::checkpoint(&rest, recorded_job).await;
                         }
                         if matches!(job, Some(JobObservation::Found { .. })) {
-                            latest_checkpoint = newest_checkpoint(&rest, fd).await;
+                            latest_checkpoint = newest_checkpoint(&rest, recorded_job).await;
                         }
                     }
                     Err(e) => job = Some(JobObservation::Unreachable(e.to_string())),
@@ -167,54 +169,19 @@ async fn observe_job(rest: &FlinkRestClient, fd: &FlinkDeployment) -> (bool, Opt
     (answered, Some(observation))
 }
 
-fn recorded_job_id(fd: &FlinkDeployment) -> Option<JobId> {
-    let job_status = fd.status.as_ref()?.job_status.as_ref()?;
-    job_status.job_id.as_deref().map(JobId::from)
-}
-
-/// The pending savepoint (upgrade, manual or periodic), by the trigger id recorded in status.
-async fn poll_savepoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option<SavepointPoll> {
-    let info = fd.status.as_ref()?.job_status.as_ref()?.savepoint_info.as_ref()?;
-    let trigger = TriggerId::from(info.trigger_id.as_deref()?);
-    let job = recorded_job_id(fd)?;
-    Some(SavepointPoll::from_status(
-        rest.savepoint_status(&job, &trigger).await,
-    ))
-}
-
-/// The pending manual checkpoint, by the trigger id recorded in status.
-async fn poll_checkpoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option<SavepointPoll> {
-    let info = fd
-        .status
-        .as_ref()?
-        .job_status
-        .as_ref()?
-        .checkpoint_info
-        .as_ref()?;
-    let trigger = TriggerId::from(info.trigger_id.as_deref()?);
-    let job = recorded_job_id(fd)?;
-    let result = rest.checkpoint_status(&job, &trigger).await;
-    Some(SavepointPoll::from_status(result.map(|status| match status {
-        OperationStatus::Completed(id) => OperationStatus::Completed(id.to_string()),
-        OperationStatus::InProgress => OperationStatus::InProgress,
-        OperationStatus::Failed(f) => OperationStatus::Failed(f),
-        OperationStatus::JobNotFound(r) => OperationStatus::JobNotFound(r),
-        OperationStatus::UnknownTrigger(r) => OperationStatus::UnknownTrigger(r),
-    })))
-}
-
 /// The job's latest completed checkpoint with a path (for restores without a savepoint).
-async fn newest_checkpoint(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Option<StateObservation> {
-    let job = recorded_job_id(fd)?;
-    let statistics = rest.checkpoint_statistics(&job).await.ok()?;
-    let completed = statistics.latest.completed?;
-    if completed.discarded {
-        return None;
+async fn newest_checkpoint(
+    rest: &FlinkRestClient,
+    job: Option<&flink_operator_api::common::JobStatus>,
+) -> Option<StateObservation> {
+    let job_id = JobId::from(job?.job_id.as_deref()?);
+    match poll::latest_checkpoint(rest, &job_id).await {
+        CheckpointLookup::Found {
+            path,
+            timestamp_ms: Some(timestamp_ms),
+        } => Some(StateObservation { path, timestamp_ms }),
+        _ => None,
     }
-    Some(StateObservation {
-        path: completed.external_path?,
-        timestamp_ms: completed.latest_ack_timestamp.or(completed.trigger_timestamp)?,
-    })
 }
 
 /// A JobManager container that does not run: crash loop, image or configuration error.

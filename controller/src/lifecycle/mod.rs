@@ -34,6 +34,7 @@ pub mod act;
 pub mod change;
 pub mod deletion;
 pub mod observe;
+pub mod poll;
 pub mod snapshots;
 pub mod spec;
 pub mod stop;
@@ -52,19 +53,7 @@ use crate::{
     reconcile::{EventNote, Next, SavepointPoll},
 };
 
-/// What to do about a resource: a status written before the actions (so that a crash
-/// during them finds the step recorded), the actions, the status written after them, the
-/// Events, and when to look again.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan<S, A> {
-    /// Written before the actions run.
-    pub status_before: Option<S>,
-    pub actions: Vec<A>,
-    /// Written after the actions succeed.
-    pub status: S,
-    pub events: Vec<EventNote>,
-    pub requeue: Next,
-}
+pub use crate::runtime::Plan;
 
 /// Something only Flink or Kubernetes can finish is under way: look again soon.
 pub const FAST: Next = Next::Progress;

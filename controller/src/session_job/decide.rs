@@ -132,16 +132,7 @@ pub enum SessionObservation {
 
 pub use crate::job::JobObservation;
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum CheckpointLookup {
-    /// The external path of the latest completed checkpoint, and when it completed (epoch
-    /// milliseconds) if Flink said.
-    Found { path: String, timestamp_ms: Option<i64> },
-    /// The job has no completed, externally addressable checkpoint.
-    None,
-    /// The statistics could not be read (the job is unknown, the JobManager did not answer).
-    Unavailable(String),
-}
+pub use crate::lifecycle::poll::CheckpointLookup;
 
 /// One job submission: upload the jar, run it under `job_id`, delete the jar.
 #[derive(Debug, Clone, PartialEq, Eq)]

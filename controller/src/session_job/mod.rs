@@ -77,20 +77,7 @@ impl Reconciler for SessionJobs {
         sj: &FlinkSessionJob,
         observed: &observe::Observed,
     ) -> Plan<FlinkSessionJobStatus, decide::Action> {
-        let decide::Plan {
-            status_before,
-            actions,
-            status,
-            events,
-            requeue,
-        } = decide::decide(sj, &observed.observation);
-        Plan {
-            status_before,
-            actions,
-            status,
-            events,
-            requeue,
-        }
+        decide::decide(sj, &observed.observation)
     }
 
     async fn act(

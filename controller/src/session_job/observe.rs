@@ -13,11 +13,12 @@ use flink_operator_api::{
 };
 use kube::ResourceExt;
 
-use super::decide::{CheckpointLookup, JobObservation, Observation, SavepointPoll, SessionObservation};
+use super::decide::{JobObservation, Observation, SessionObservation};
 use crate::{
     caches::Caches,
     context::Context,
-    flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
+    flink::{JobId, TriggerId},
+    lifecycle::poll,
     policy::Policy,
 };
 
@@ -126,8 +127,8 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         // A JobManager that did not answer is not asked more this time: pending snapshots
         // are looked at again on the next reconcile.
         if answered {
-            observation.savepoint = poll_savepoint(&rest, sj, &job_id).await;
-            observation.manual_checkpoint = poll_checkpoint(&rest, sj, &job_id).await;
+            observation.savepoint = poll::savepoint(&rest, job_status).await;
+            observation.manual_checkpoint = poll::checkpoint(&rest, job_status).await;
         }
         let stateful = sj
             .spec
@@ -137,7 +138,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         // Read while the job runs too: the restore guard is checked before a job is ended
         // for a restore, and a failed job is restarted from it.
         if answered && stateful {
-            observation.checkpoint = Some(latest_checkpoint(&rest, &job_id).await);
+            observation.checkpoint = Some(poll::latest_checkpoint(&rest, &job_id).await);
         }
     }
     Ok(Observed {
@@ -163,58 +164,4 @@ fn effective_config(
         config.extend(own.flattened());
     }
     config
-}
-
-/// The pending savepoint (upgrade or manual), by the trigger id recorded in status.
-async fn poll_savepoint(
-    rest: &FlinkRestClient,
-    sj: &FlinkSessionJob,
-    job_id: &JobId,
-) -> Option<SavepointPoll> {
-    let info = sj.status.as_ref()?.job_status.as_ref()?.savepoint_info.as_ref()?;
-    let trigger = TriggerId::from(info.trigger_id.as_deref()?);
-    Some(SavepointPoll::from_status(
-        rest.savepoint_status(job_id, &trigger).await,
-    ))
-}
-
-/// The pending manual checkpoint, by the trigger id recorded in status.
-async fn poll_checkpoint(
-    rest: &FlinkRestClient,
-    sj: &FlinkSessionJob,
-    job_id: &JobId,
-) -> Option<SavepointPoll> {
-    let info = sj
-        .status
-        .as_ref()?
-        .job_status
-        .as_ref()?
-        .checkpoint_info
-        .as_ref()?;
-    let trigger = TriggerId::from(info.trigger_id.as_deref()?);
-    let result = rest.checkpoint_status(job_id, &trigger).await;
-    Some(SavepointPoll::from_status(result.map(|status| match status {
-        OperationStatus::Completed(id) => OperationStatus::Completed(id.to_string()),
-        OperationStatus::InProgress => OperationStatus::InProgress,
-        OperationStatus::Failed(f) => OperationStatus::Failed(f),
-        OperationStatus::JobNotFound(r) => OperationStatus::JobNotFound(r),
-        OperationStatus::UnknownTrigger(r) => OperationStatus::UnknownTrigger(r),
-    })))
-}
-
-async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> CheckpointLookup {
-    match rest.checkpoint_statistics(job_id).await {
-        Ok(stats) => match stats
-            .latest
-            .completed
-            .and_then(|c| c.external_path.clone().map(|path| (path, c)))
-        {
-            Some((path, completed)) => CheckpointLookup::Found {
-                path,
-                timestamp_ms: completed.latest_ack_timestamp.or(completed.trigger_timestamp),
-            },
-            None => CheckpointLookup::None,
-        },
-        Err(e) => CheckpointLookup::Unavailable(e.to_string()),
-    }
 }

@@ -1,0 +1,66 @@
+//! What both kinds read of a job through its JobManager's REST API besides its state (see
+//! [`crate::job::observe`]): the savepoint and the manual checkpoint pending under the
+//! trigger ids recorded in status, and the latest completed checkpoint to restore from.
+
+use flink_operator_api::common::JobStatus;
+
+use crate::{
+    flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
+    reconcile::SavepointPoll,
+};
+
+/// The latest completed checkpoint of a job, as its JobManager reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckpointLookup {
+    /// The external path of the latest completed checkpoint, and when it completed (epoch
+    /// milliseconds) if Flink said.
+    Found { path: String, timestamp_ms: Option<i64> },
+    /// The job has no completed, externally addressable checkpoint.
+    None,
+    /// The statistics could not be read (the job is unknown, the JobManager did not answer).
+    Unavailable(String),
+}
+
+fn recorded_job(job: Option<&JobStatus>) -> Option<JobId> {
+    job?.job_id.as_deref().map(JobId::from)
+}
+
+/// The pending savepoint (of any trigger type), by the trigger id recorded in status.
+pub async fn savepoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Option<SavepointPoll> {
+    let trigger = TriggerId::from(job?.savepoint_info.as_ref()?.trigger_id.as_deref()?);
+    let job_id = recorded_job(job)?;
+    Some(SavepointPoll::from_status(
+        rest.savepoint_status(&job_id, &trigger).await,
+    ))
+}
+
+/// The pending manual checkpoint, by the trigger id recorded in status.
+pub async fn checkpoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Option<SavepointPoll> {
+    let trigger = TriggerId::from(job?.checkpoint_info.as_ref()?.trigger_id.as_deref()?);
+    let job_id = recorded_job(job)?;
+    let result = rest.checkpoint_status(&job_id, &trigger).await;
+    Some(SavepointPoll::from_status(result.map(|status| match status {
+        OperationStatus::Completed(id) => OperationStatus::Completed(id.to_string()),
+        OperationStatus::InProgress => OperationStatus::InProgress,
+        OperationStatus::Failed(f) => OperationStatus::Failed(f),
+        OperationStatus::JobNotFound(r) => OperationStatus::JobNotFound(r),
+        OperationStatus::UnknownTrigger(r) => OperationStatus::UnknownTrigger(r),
+    })))
+}
+
+/// The latest completed checkpoint of `job_id` that has a path and was not discarded.
+pub async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> CheckpointLookup {
+    match rest.checkpoint_statistics(job_id).await {
+        Ok(statistics) => match statistics.latest.completed.filter(|c| !c.discarded) {
+            Some(completed) => match completed.external_path.clone() {
+                Some(path) => CheckpointLookup::Found {
+                    path,
+                    timestamp_ms: completed.latest_ack_timestamp.or(completed.trigger_timestamp),
+                },
+                None => CheckpointLookup::None,
+            },
+            None => CheckpointLookup::None,
+        },
+        Err(e) => CheckpointLookup::Unavailable(e.to_string()),
+    }
+}
