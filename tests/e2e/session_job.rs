@@ -38,8 +38,10 @@ pub struct LocalJarsNamespace {
 }
 
 impl LocalJarsNamespace {
-    /// Creates the namespace, once the previous test's is gone (a deleted namespace
-    /// terminates for a while, and cannot be created again until it is).
+    /// Creates the namespace, once the previous test's is gone. That one may still be
+    /// there: its deletion is sent from a task of the previous test's runtime, which may end
+    /// first; it is deleted here then. A deleted namespace terminates for a while, and
+    /// cannot be created again until it is gone.
     pub async fn new(client: &Client) -> Self {
         let api: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace =
@@ -50,7 +52,13 @@ impl LocalJarsNamespace {
             || async {
                 match api.create(&PostParams::default(), &ns).await {
                     Ok(_) => Some(()),
-                    Err(kube::Error::Api(e)) if e.code == 409 => None,
+                    Err(kube::Error::Api(e)) if e.code == 409 => {
+                        let left = api.get_opt(LOCAL_JARS_NAMESPACE).await.ok().flatten();
+                        if left.is_some_and(|n| n.metadata.deletion_timestamp.is_none()) {
+                            let _ = api.delete(LOCAL_JARS_NAMESPACE, &DeleteParams::default()).await;
+                        }
+                        None
+                    }
                     Err(e) => panic!("creating namespace {LOCAL_JARS_NAMESPACE}: {e}"),
                 }
             },
