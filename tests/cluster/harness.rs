@@ -39,6 +39,22 @@ pub struct ControlPlane {
     _process: Mutex<Child>,
 }
 
+/// How the operator reaches the JobManagers' REST APIs (`--flink-rest-endpoint`).
+#[allow(dead_code)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestResolution {
+    /// `endpoint-slice`: a ready address of the REST Service's EndpointSlices, as an
+    /// operator outside the cluster reaches them. What the tests run by default.
+    EndpointSlices,
+    /// `service` (the operator's default): the REST Service's name,
+    /// `<cluster>-rest.<namespace>`, resolved by the system resolver. The operator runs in a
+    /// mount namespace of its own where `hosts` (the local runtime's hosts file for the
+    /// host: the machine's /etc/hosts with every Service added) is mounted over /etc/hosts,
+    /// as cluster DNS would answer inside the cluster. The machine's /etc/hosts is never
+    /// touched, and the mount goes away with the process.
+    ServiceNames { hosts: PathBuf },
+}
+
 // The end-to-end tests, which share this harness, crash and restart the operator.
 #[allow(dead_code)]
 pub struct Operator {
@@ -47,6 +63,7 @@ pub struct Operator {
     webhook_port: u16,
     dir: PathBuf,
     process: Mutex<Child>,
+    resolution: Mutex<RestResolution>,
 }
 
 #[allow(dead_code)]
@@ -59,12 +76,50 @@ impl Operator {
     /// Kills the operator process (SIGKILL: no chance to tidy up, as in a crash), then
     /// starts it again with the same ports and state. Its log continues in the same file.
     pub fn crash_and_restart(&self) {
+        let resolution = self.resolution.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        self.restart_with(resolution);
+    }
+
+    /// Kills the operator (SIGKILL) and starts it again, resolving REST addresses as
+    /// `resolution` says; later restarts keep it.
+    pub fn restart_with(&self, resolution: RestResolution) {
         let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
         let _ = process.kill();
         let _ = process.wait();
-        let child = spawn_operator(self.webhook_port, self.probe_port, &self.dir, &self.log);
+        let child = spawn_operator(
+            self.webhook_port,
+            self.probe_port,
+            &self.dir,
+            &self.log,
+            &resolution,
+        );
         reap_with_this_process(child.id());
         *process = child;
+        *self.resolution.lock().unwrap_or_else(|e| e.into_inner()) = resolution;
+    }
+
+    /// Waits until the operator answers `/readyz` with 200 (webhook serving, caches filled);
+    /// false if it does not within 60 s.
+    pub fn wait_until_ready(&self) -> bool {
+        use std::io::{Read, Write};
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ready = std::net::TcpStream::connect(("127.0.0.1", self.probe_port))
+                .and_then(|mut stream| {
+                    write!(stream, "GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+                    let mut response = String::new();
+                    stream.read_to_string(&mut response)?;
+                    Ok(response.starts_with("HTTP/1.1 200") || response.starts_with("HTTP/1.0 200"))
+                })
+                .unwrap_or(false);
+            if ready {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 
@@ -111,14 +166,40 @@ fn operator_config(dir: &Path) -> PathBuf {
     path
 }
 
-fn spawn_operator(webhook_port: u16, probe_port: u16, dir: &Path, log: &Path) -> Child {
+fn spawn_operator(
+    webhook_port: u16,
+    probe_port: u16,
+    dir: &Path,
+    log: &Path,
+    resolution: &RestResolution,
+) -> Child {
     let config = operator_config(dir);
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .unwrap();
-    Command::new(BIN)
+    let mut command = match resolution {
+        RestResolution::EndpointSlices => Command::new(BIN),
+        RestResolution::ServiceNames { hosts } => {
+            // unshare and sh exec in turn: the process id stays the operator's. A private
+            // mount namespace keeps the bind mount from the host's.
+            let mut command = Command::new("unshare");
+            command
+                .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+                .arg(r#"mount --bind "$1" /etc/hosts && shift && exec "$@""#)
+                .arg("sh")
+                .arg(hosts)
+                .arg(BIN);
+            command
+        }
+    };
+    let mode = match resolution {
+        // The operator runs outside the cluster: it reaches JobManagers at their pods.
+        RestResolution::EndpointSlices => "endpoint-slice",
+        RestResolution::ServiceNames { .. } => "service",
+    };
+    command
         .args([
             "run",
             "--components",
@@ -126,9 +207,8 @@ fn spawn_operator(webhook_port: u16, probe_port: u16, dir: &Path, log: &Path) ->
             "--bind-address",
             "127.0.0.1",
             "--manage-webhook-certs",
-            // The operator runs outside the cluster: it reaches JobManagers at their pods.
             "--flink-rest-endpoint",
-            "endpoint-slice",
+            mode,
         ])
         .args([
             "--webhook-port",
@@ -339,7 +419,13 @@ pub async fn operator(client: &Client) -> &'static Operator {
     let dir = work_dir().join("operator");
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("operator.log");
-    let child = spawn_operator(webhook_port, probe_port, &dir, &log);
+    let child = spawn_operator(
+        webhook_port,
+        probe_port,
+        &dir,
+        &log,
+        &RestResolution::EndpointSlices,
+    );
     reap_with_this_process(child.id());
     let operator = Operator {
         log,
@@ -347,6 +433,7 @@ pub async fn operator(client: &Client) -> &'static Operator {
         webhook_port,
         dir,
         process: Mutex::new(child),
+        resolution: Mutex::new(RestResolution::EndpointSlices),
     };
 
     // The operator writes the caBundle; until then the API server cannot call it.

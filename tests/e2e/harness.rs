@@ -25,6 +25,9 @@ use crate::{
 pub struct Runtime {
     pub state_dir: PathBuf,
     pub log: PathBuf,
+    /// The runtime's hosts file for the host: the machine's /etc/hosts with every Service
+    /// of the control plane under its cluster DNS names, kept up to date.
+    pub hosts_file: PathBuf,
     _process: Mutex<Child>,
 }
 
@@ -165,9 +168,11 @@ pub fn runtime() -> &'static Runtime {
             );
         };
         eprintln!("local runtime ready: {ready}");
+        let ready: serde_json::Value = serde_json::from_str(&ready).unwrap();
         Runtime {
             state_dir: dir.join("runtime"),
             log,
+            hosts_file: PathBuf::from(ready["hostsFile"].as_str().unwrap()),
             _process: Mutex::new(child),
         }
     })
@@ -364,4 +369,43 @@ where
             .then_some(())
     })
     .await;
+}
+
+/// The shared operator restarted with `--flink-rest-endpoint service` (its default), reaching
+/// each JobManager at `http://<cluster>-rest.<namespace>:<port>` through the system resolver,
+/// which reads the runtime's hosts file as /etc/hosts (see
+/// [`cluster_harness::RestResolution::ServiceNames`]). Dropped, also when the test fails, it
+/// restarts the operator as the other tests run it. Hold it inside
+/// [`cluster_harness::exclusive_operator`]'s guard.
+pub struct OperatorResolvingServices(&'static cluster_harness::Operator);
+
+impl OperatorResolvingServices {
+    pub async fn start(client: &Client) -> Self {
+        let operator = cluster_harness::operator(client).await;
+        let hosts = tokio::task::spawn_blocking(|| runtime().hosts_file.clone())
+            .await
+            .unwrap();
+        tokio::task::spawn_blocking(move || {
+            operator.restart_with(cluster_harness::RestResolution::ServiceNames { hosts });
+            assert!(
+                operator.wait_until_ready(),
+                "the operator in service mode is not ready:\n{}",
+                cluster_harness::operator_log()
+            );
+        })
+        .await
+        .unwrap();
+        OperatorResolvingServices(operator)
+    }
+}
+
+impl Drop for OperatorResolvingServices {
+    fn drop(&mut self) {
+        self.0
+            .restart_with(cluster_harness::RestResolution::EndpointSlices);
+        // No panic here: this may run while a failing test unwinds.
+        if !self.0.wait_until_ready() {
+            eprintln!("the operator restarted in endpoint-slice mode is not ready after 60 s");
+        }
+    }
 }

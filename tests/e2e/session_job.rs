@@ -33,16 +33,37 @@ use crate::{
 const SESSION: &str = "session";
 
 /// The namespace the operator is configured to take local jars in; deleted when dropped.
-struct LocalJarsNamespace {
+pub struct LocalJarsNamespace {
     client: Client,
 }
 
 impl LocalJarsNamespace {
-    async fn new(client: &Client) -> Self {
+    /// Creates the namespace, once the previous test's is gone. That one may still be
+    /// there: its deletion is sent from a task of the previous test's runtime, which may end
+    /// first; it is deleted here then. A deleted namespace terminates for a while, and
+    /// cannot be created again until it is gone.
+    pub async fn new(client: &Client) -> Self {
         let api: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace =
             serde_json::from_value(json!({"metadata": {"name": LOCAL_JARS_NAMESPACE}})).unwrap();
-        api.create(&PostParams::default(), &ns).await.unwrap();
+        wait_for(
+            &format!("namespace {LOCAL_JARS_NAMESPACE} created"),
+            Duration::from_secs(180),
+            || async {
+                match api.create(&PostParams::default(), &ns).await {
+                    Ok(_) => Some(()),
+                    Err(kube::Error::Api(e)) if e.code == 409 => {
+                        let left = api.get_opt(LOCAL_JARS_NAMESPACE).await.ok().flatten();
+                        if left.is_some_and(|n| n.metadata.deletion_timestamp.is_none()) {
+                            let _ = api.delete(LOCAL_JARS_NAMESPACE, &DeleteParams::default()).await;
+                        }
+                        None
+                    }
+                    Err(e) => panic!("creating namespace {LOCAL_JARS_NAMESPACE}: {e}"),
+                }
+            },
+        )
+        .await;
         Self {
             client: client.clone(),
         }

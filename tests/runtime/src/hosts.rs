@@ -104,6 +104,27 @@ impl HostsTable {
                 out.push_str(&format!("{ip}\t{hostname}\n"));
             }
         }
+        out.push_str(&self.service_lines(Some(namespace)));
+        out
+    }
+
+    /// `base` (the machine's own /etc/hosts) with every Service added under its qualified
+    /// names: what a process on the host resolves, as one inside the cluster would, when it
+    /// sees this file as its /etc/hosts.
+    pub fn render_host(&self, base: &str) -> String {
+        let mut out = base.to_owned();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("# Added by flink-local-runtime: the Services of the test cluster.\n");
+        out.push_str(&self.service_lines(None));
+        out
+    }
+
+    /// One line per address of each Service, with the bare name only for Services of
+    /// `own_namespace`.
+    fn service_lines(&self, own_namespace: Option<&str>) -> String {
+        let mut out = String::new();
         let mut services: BTreeMap<(&str, &str), ServiceAddresses> = BTreeMap::new();
         for ((ns, _), (service, addresses)) in &self.slices {
             let entry = services.entry((ns.as_str(), service.as_str())).or_default();
@@ -122,7 +143,7 @@ impl HostsTable {
                 found.ready
             };
             let mut names = format!("{service}.{ns}.svc.cluster.local {service}.{ns}.svc {service}.{ns}");
-            if ns == namespace {
+            if own_namespace == Some(ns) {
                 names.push(' ');
                 names.push_str(service);
             }
@@ -134,19 +155,37 @@ impl HostsTable {
     }
 }
 
-/// The hosts files on disk, kept in step with the table.
+/// The hosts files on disk, kept in step with the table: one per namespace in `dir`, and
+/// the host's.
 pub struct HostsFiles {
     dir: PathBuf,
+    host: HostFile,
     table: Mutex<HostsTable>,
 }
 
+/// The hosts file for processes on the host: the machine's /etc/hosts (read once, at start)
+/// with the Services added. Nothing is changed on the host; a process sees it only where it
+/// is mounted over /etc/hosts (in a mount namespace of its own).
+pub struct HostFile {
+    pub path: PathBuf,
+    pub base: String,
+}
+
 impl HostsFiles {
-    pub fn new(dir: PathBuf) -> std::io::Result<Self> {
+    pub fn new(dir: PathBuf, host: HostFile) -> std::io::Result<Self> {
         std::fs::create_dir_all(&dir)?;
+        let table = HostsTable::default();
+        write_in_place(&host.path, &table.render_host(&host.base))?;
         Ok(HostsFiles {
             dir,
-            table: Mutex::new(HostsTable::default()),
+            host,
+            table: Mutex::new(table),
         })
+    }
+
+    /// The host's file.
+    pub fn host_path(&self) -> &Path {
+        &self.host.path
     }
 
     /// The file of `namespace`, created (and filled) if it does not exist yet.
@@ -164,6 +203,9 @@ impl HostsFiles {
         let mut table = self.lock();
         if !change(&mut table) {
             return;
+        }
+        if let Err(e) = write_in_place(&self.host.path, &table.render_host(&self.host.base)) {
+            tracing::warn!(error = %e, "could not rewrite the host's hosts file");
         }
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
@@ -267,18 +309,62 @@ mod tests {
     }
 
     #[test]
+    fn the_host_sees_its_own_hosts_and_every_service_by_its_qualified_names() {
+        let mut table = HostsTable::default();
+        table.apply_slice(&slice(
+            "team-a",
+            "basic-rest-x1",
+            "basic-rest",
+            json!([{"addresses": ["10.244.0.5"], "conditions": {"ready": true}}]),
+        ));
+        table.set_pod("team-a", "basic-6d9f-abcde", "10.244.0.5".parse().unwrap());
+        let host = table.render_host("127.0.0.1 localhost\n127.0.0.1 build-host");
+        assert!(
+            host.starts_with("127.0.0.1 localhost\n127.0.0.1 build-host\n"),
+            "{host}"
+        );
+        assert!(
+            host.ends_with(
+                "10.244.0.5\tbasic-rest.team-a.svc.cluster.local basic-rest.team-a.svc basic-rest.team-a\n"
+            ),
+            "{host}"
+        );
+        // Pods by their hostnames only inside their namespace, as with cluster DNS.
+        assert!(!host.contains("basic-6d9f-abcde"), "{host}");
+    }
+
+    #[test]
     fn files_are_rewritten_in_place() {
         let dir = std::env::temp_dir().join(format!("hosts-test-{}", std::process::id()));
-        let files = HostsFiles::new(dir.clone()).unwrap();
+        let host = HostFile {
+            path: std::env::temp_dir().join(format!("hosts-test-{}-host", std::process::id())),
+            base: "127.0.0.1\tlocalhost\n".to_owned(),
+        };
+        let files = HostsFiles::new(dir.clone(), host).unwrap();
         let path = files.path("ns").unwrap();
-        let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
+        let ino = |path: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap());
+        let inode = ino(&path);
+        let host_inode = ino(files.host_path());
         files.update(|t| t.set_pod("ns", "pod-a", "10.244.0.7".parse().unwrap()));
         let content = std::fs::read_to_string(&path).unwrap();
         assert!(content.contains("10.244.0.7\tpod-a"), "{content}");
-        assert_eq!(
-            std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap()),
-            inode
+        assert_eq!(ino(&path), inode);
+        files.update(|t| {
+            t.apply_slice(&slice(
+                "ns",
+                "jm-1",
+                "jm",
+                json!([{"addresses": ["10.244.0.7"], "conditions": {"ready": true}}]),
+            ))
+        });
+        let host = std::fs::read_to_string(files.host_path()).unwrap();
+        assert!(host.starts_with("127.0.0.1\tlocalhost\n"), "{host}");
+        assert!(
+            host.contains("10.244.0.7\tjm.ns.svc.cluster.local jm.ns.svc jm.ns\n"),
+            "{host}"
         );
+        assert_eq!(ino(files.host_path()), host_inode);
+        std::fs::remove_file(files.host_path()).unwrap();
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

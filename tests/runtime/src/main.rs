@@ -49,7 +49,7 @@ use tokio::sync::oneshot;
 use crate::{
     container::Tools,
     context::Context,
-    hosts::HostsFiles,
+    hosts::{HostFile, HostsFiles},
     images::{Catalog, Distribution, Version},
     network::{Cidr, Network},
 };
@@ -281,8 +281,15 @@ async fn serve(
         recorder: Recorder::new(client.clone(), reporter),
         client: client.clone(),
         node_name: args.node_name.clone(),
-        hosts: HostsFiles::new(state_dir.join("hosts"))
-            .map_err(|e| StartError::Setup(format!("hosts files: {e}")))?,
+        hosts: HostsFiles::new(
+            state_dir.join("hosts"),
+            HostFile {
+                path: state_dir.join("etc-hosts"),
+                // A missing /etc/hosts is a machine without one; the Services still resolve.
+                base: std::fs::read_to_string("/etc/hosts").unwrap_or_default(),
+            },
+        )
+        .map_err(|e| StartError::Setup(format!("hosts files: {e}")))?,
         network,
         catalog,
         tools: Arc::new(tools),
@@ -308,6 +315,7 @@ async fn serve(
         "podCIDR": ctx.network.cidr().to_string(),
         "hostIP": gateway,
         "stateDir": state_dir,
+        "hostsFile": ctx.hosts.host_path(),
         "flink": ctx.catalog.installed(),
     });
     println!("READY {ready}");
