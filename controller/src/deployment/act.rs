@@ -1,10 +1,7 @@
 //! Carrying out a plan: idempotent writes (server-side apply, deletes that accept 404).
 
 use flink_operator_api::{FlinkDeployment, keys};
-use k8s_openapi::api::{
-    apps::v1::Deployment,
-    core::v1::{ConfigMap, Pod},
-};
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
 use kube::{
     Api, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
@@ -22,10 +19,6 @@ use crate::{
 };
 
 const MANAGER: &str = "flink-operator";
-
-/// How long a cluster's deletion waits for its JobManager pods to end before it deletes the
-/// HA metadata anyway.
-const JOBMANAGER_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActError {
@@ -87,6 +80,7 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
             }
         }
         Action::DeleteCluster { keep_ha } => delete_cluster(ctx, fd, *keep_ha).await,
+        Action::DeleteHaMetadata => delete_ha_metadata(ctx, fd).await,
         Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action)
             .await
             .map_err(ActError::Job),
@@ -205,40 +199,7 @@ async fn deploy(
     Ok(())
 }
 
-/// Deletes the JobManager and TaskManager Deployments (what they own goes with them) and,
-/// unless `keep_ha`, the cluster's HA ConfigMaps (the autoscaler's are always kept).
-/// Waits until no JobManager pod of the cluster `name` is left, at most
-/// [`JOBMANAGER_EXIT_WAIT`]; after that the deletion goes on, with a warning in the log.
-async fn wait_for_jobmanager_exit(ctx: &Context, namespace: &str, name: &str) -> Result<(), ActError> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-    let selector = format!(
-        "{}={name},{}={}",
-        keys::labels::APP,
-        keys::labels::COMPONENT,
-        keys::labels::COMPONENT_JOB_MANAGER
-    );
-    let deadline = tokio::time::Instant::now() + JOBMANAGER_EXIT_WAIT;
-    loop {
-        let left = pods
-            .list_metadata(&ListParams::default().labels(&selector))
-            .await
-            .map_err(api_error(format!(
-                "listing the JobManager pods of {namespace}/{name}"
-            )))?;
-        if left.items.is_empty() {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            tracing::warn!(
-                pods = left.items.len(),
-                "JobManager pods still there after {JOBMANAGER_EXIT_WAIT:?}; deleting the HA metadata anyway"
-            );
-            return Ok(());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
-}
-
+/// Deletes the JobManager and TaskManager Deployments (what they own goes with them).
 async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment, keep_ha: bool) -> Result<(), ActError> {
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
@@ -250,21 +211,23 @@ async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment, keep_ha: bool) -> R
             Err(e) => return Err(api_error(format!("deleting Deployment {namespace}/{deployment}"))(e)),
         }
     }
-    if keep_ha {
-        return Ok(());
-    }
-    // A JobManager keeps writing its HA ConfigMaps (leader records, job graphs, checkpoint
-    // pointers) until its process ends, and one that finds them deleted fails with a fatal
-    // error whose handling may write or remove them again. They are deleted once its pods
-    // are gone, so that the next cluster of the same name starts from none of them.
-    wait_for_jobmanager_exit(ctx, &namespace, &name).await?;
+    tracing::debug!(keep_ha, "cluster deleted");
+    Ok(())
+}
+
+/// Deletes the cluster's high-availability ConfigMaps (the autoscaler's are kept); decided
+/// once no JobManager pod of it is left (see `decide::cleanup`).
+async fn delete_ha_metadata(ctx: &Context, fd: &FlinkDeployment) -> Result<(), ActError> {
+    let name = fd.name_any();
+    let namespace = fd.namespace().unwrap_or_default();
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
     let selector = format!(
         "app={name},type={},component!=autoscaler",
         keys::labels::TYPE_NATIVE
     );
+    // A LIST, not the cache: what is deleted must be every such ConfigMap there is now.
     let ha = config_maps
-        .list(&ListParams::default().labels(&selector))
+        .list_metadata(&ListParams::default().labels(&selector))
         .await
         .map_err(api_error("listing HA ConfigMaps"))?;
     for cm in ha.items {

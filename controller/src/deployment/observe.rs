@@ -30,6 +30,8 @@ pub async fn observe(
         .cluster_deployments
         .get(&namespace, &format!("{name}-taskmanager"));
     let cluster_exists = jm.is_some() || tm.is_some();
+    let job_manager_pods = caches.job_manager_pods.of_cluster(&namespace, &name);
+    let ha_metadata = !caches.ha_config_maps.of_cluster(&namespace, &name).is_empty();
 
     let mut job_manager = JobManagerObservation::Missing;
     let mut job = None;
@@ -50,8 +52,7 @@ pub async fn observe(
         let replicas = jm.spec.replicas.unwrap_or(1);
         let ready = status.ready_replicas.unwrap_or(0);
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-        let listed = caches.job_manager_pods.of_cluster(&namespace, &name);
-        let problem = match listed.iter().find_map(|pod| pod_problem(pod)) {
+        let problem = match job_manager_pods.iter().find_map(|pod| pod_problem(pod)) {
             Some(problem) => Some(problem.describe(&pods).await),
             None => replica_failure(jm),
         };
@@ -127,6 +128,8 @@ pub async fn observe(
         session_jobs,
         job_manager,
         cluster_exists,
+        job_manager_pods_left: !job_manager_pods.is_empty(),
+        ha_metadata,
         job,
         violations,
         deployed_generation,

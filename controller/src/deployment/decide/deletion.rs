@@ -72,7 +72,15 @@ pub(super) fn decide(mut d: Decision, has_finalizer: bool) -> Plan {
     d.conditions(phase::DELETING, "deleting the Flink cluster");
     if d.obs.cluster_exists {
         d.actions.push(Action::DeleteCluster { keep_ha: false });
-    } else if has_finalizer {
+        return d.done(FAST);
+    }
+    if d.obs.ha_metadata {
+        if let Some(plan) = super::cleanup::wait_for_job_manager_exit(&mut d) {
+            return plan;
+        }
+        d.actions.push(Action::DeleteHaMetadata);
+    }
+    if has_finalizer {
         d.actions.push(Action::RemoveFinalizer);
     }
     d.done(FAST)

@@ -15,6 +15,7 @@
 //! Every step is written to status before the next one starts, so a fresh reconcile from the
 //! stored status continues where a crashed one stopped.
 
+mod cleanup;
 mod deletion;
 mod recovery;
 mod rollback;
@@ -46,6 +47,11 @@ pub struct Observation {
     pub job_manager: JobManagerObservation,
     /// Whether any object of the cluster (JobManager or TaskManager Deployment) exists.
     pub cluster_exists: bool,
+    /// Whether a JobManager pod of the cluster is still there (terminating, after its
+    /// Deployment was deleted).
+    pub job_manager_pods_left: bool,
+    /// Whether the cluster's high-availability ConfigMaps exist.
+    pub ha_metadata: bool,
     /// The job, for application deployments whose JobManager answers.
     pub job: Option<JobObservation>,
     /// The job's latest completed checkpoint that has a path (to restore from).
@@ -130,11 +136,14 @@ pub enum Action {
         last_state: bool,
         spec: Option<Box<FlinkDeploymentSpec>>,
     },
-    /// Delete the cluster (JobManager and TaskManager Deployments) and, unless `keep_ha`,
-    /// its HA ConfigMaps.
+    /// Delete the cluster (JobManager and TaskManager Deployments). `keep_ha`: its
+    /// high-availability metadata stays for the next cluster (last-state); otherwise it is
+    /// deleted by a later [`Action::DeleteHaMetadata`], once no JobManager pod is left.
     DeleteCluster {
         keep_ha: bool,
     },
+    /// Delete the cluster's high-availability ConfigMaps (the autoscaler's are kept).
+    DeleteHaMetadata,
     /// Something asked of the running job over its JobManager's REST API.
     Job(JobAction),
     RemoveFinalizer,

@@ -33,6 +33,8 @@ fn app_spec() -> serde_json::Value {
 fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Observation {
     Observation {
         cluster_exists: job_manager != JobManagerObservation::Missing,
+        job_manager_pods_left: false,
+        ha_metadata: false,
         job_manager,
         job,
         violations: vec![],
@@ -331,6 +333,48 @@ fn a_stateless_change_records_the_new_spec_then_deletes_the_cluster() {
         condition(&before, "Progressing").reason.as_deref(),
         Some(phase::UPDATING)
     );
+}
+
+#[test]
+fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited() {
+    let new = with_generation(fd(changed("stateless"), Some(running()), true, false), 2);
+    let committed = decide(&new, &obs(ready_jm(), running_job())).status;
+    let new = with_generation(fd(changed("stateless"), Some(committed), true, false), 2);
+    let gone = |pods_left: bool, after_ms: i64| Observation {
+        cluster_exists: false,
+        job_manager_pods_left: pods_left,
+        ha_metadata: true,
+        now_ms: NOW + after_ms,
+        ..obs(JobManagerObservation::Missing, None)
+    };
+    // The Deployments are gone, a JobManager pod still terminates: wait, soon again.
+    let plan = decide(&new, &gone(true, 2_000));
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.requeue, Next::Stopping);
+    assert_eq!(phase_of(&plan), phase::UPDATING);
+    // Exited: the metadata goes, then the new cluster is deployed, in one step.
+    let plan = decide(&new, &gone(false, 3_000));
+    assert_eq!(plan.actions.len(), 2, "{:?}", plan.actions);
+    assert_eq!(plan.actions[0], Action::DeleteHaMetadata);
+    assert!(matches!(plan.actions[1], Action::Deploy { .. }));
+    // A pod stuck terminating does not hold the upgrade for ever.
+    let plan = decide(&new, &gone(true, 61_000));
+    assert_eq!(plan.actions[0], Action::DeleteHaMetadata);
+    // Without HA metadata there is nothing to wait for.
+    let plan = decide(
+        &new,
+        &Observation {
+            ha_metadata: false,
+            ..gone(true, 2_000)
+        },
+    );
+    assert!(matches!(plan.actions[..], [Action::Deploy { .. }]));
+    // Deleting the resource: the same wait before the metadata and the finalizer go.
+    let deleting = fd(app_spec(), Some(running()), true, true);
+    let plan = decide(&deleting, &gone(true, 2_000));
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    let plan = decide(&deleting, &gone(false, 2_000));
+    assert_eq!(plan.actions, [Action::DeleteHaMetadata, Action::RemoveFinalizer]);
 }
 
 #[test]

@@ -96,6 +96,13 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         d.conditions(phase::UPDATING, "deleting the previous cluster");
         return d.done(FAST);
     }
+    if !last_state && d.obs.ha_metadata {
+        if let Some(plan) = super::cleanup::wait_for_job_manager_exit(&mut d) {
+            return plan;
+        }
+        // Gone: the next cluster of the same name starts from none of its HA metadata.
+        d.actions.push(Action::DeleteHaMetadata);
+    }
     if suspended {
         if let Some(rs) = d.status.reconciliation_status.as_mut() {
             rs.state = Some(ReconciliationState::Deployed);

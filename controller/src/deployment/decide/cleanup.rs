@@ -1,0 +1,46 @@
+//! The high-availability metadata of a deleted cluster goes only once its JobManager has
+//! exited: a JobManager keeps writing its HA ConfigMaps (leader records, job graphs,
+//! checkpoint pointers) until its process ends, and one that finds them deleted fails with a
+//! fatal error whose handling may write them again, which the next cluster of the same name
+//! would then start from. Its pods are watched through the shared cache; the wait is a
+//! step of its own, so no reconcile blocks on it.
+
+use super::{Decision, Plan, phase};
+use crate::reconcile::Next;
+
+/// How long the metadata waits for the JobManager pods of a deleted cluster to be gone
+/// before it is deleted anyway (a pod stuck terminating on a lost node).
+pub(super) const JOB_MANAGER_EXIT_WAIT_MS: i64 = 60_000;
+
+/// While a JobManager pod of the deleted cluster is left (and not for longer than
+/// [`JOB_MANAGER_EXIT_WAIT_MS`] since the step was recorded): a plan that waits, looking
+/// again soon. `None` when the metadata can go now.
+pub(super) fn wait_for_job_manager_exit(d: &mut Decision) -> Option<Plan> {
+    if !d.obs.job_manager_pods_left {
+        return None;
+    }
+    // Since the cluster's deletion was recorded: the resource's own deletion, or the step
+    // of the change that deleted it.
+    let since = match &d.fd.metadata.deletion_timestamp {
+        Some(deleted) => Some(deleted.0.as_millisecond()),
+        None => d
+            .status
+            .reconciliation_status
+            .as_ref()
+            .and_then(|rs| rs.reconciliation_timestamp),
+    };
+    if since.is_some_and(|at| d.obs.now_ms - at > JOB_MANAGER_EXIT_WAIT_MS) {
+        tracing::warn!("JobManager pods still there after 60 s; deleting the HA metadata anyway");
+        return None;
+    }
+    let reason = if d.fd.metadata.deletion_timestamp.is_some() {
+        phase::DELETING
+    } else {
+        phase::UPDATING
+    };
+    d.conditions(
+        reason,
+        "waiting for the previous JobManager to exit before its high-availability metadata is deleted",
+    );
+    Some(d.take().done(Next::Stopping))
+}
