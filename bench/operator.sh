@@ -26,6 +26,10 @@
 # targets of the issue that asked for them). The whole test output is kept in a file under
 # $TMPDIR (named at the end), and the operator's log beside it (…-operator.log).
 #
+# The operator measured is a release build (`cargo build --release`), as users run it;
+# BENCH_OPERATOR=debug measures the tests' own debug build instead (whose code pages alone
+# are some 35 MiB of resident memory).
+#
 # Another build of the operator (e.g. an older commit, for a before/after comparison):
 # BENCH_CHECKOUT names a checkout of it (a `git worktree add` outside this repository) with
 # this checkout's tests/e2e/scale.rs and tests/e2e/steady_state.rs copied in (and their
@@ -50,6 +54,11 @@ steady) tests=(bench_operator_steady_state) ;;
 esac
 
 cargo test --quiet --test e2e --no-run >/dev/null 2>&1 || cargo test --test e2e --no-run
+if [[ "${BENCH_OPERATOR:-release}" == release ]]; then
+    cargo build --quiet --release --bin flink-operator
+    export FLINK_OPERATOR_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/flink-operator"
+    echo "measuring the release build: $FLINK_OPERATOR_BIN"
+fi
 log=$(mktemp -t bench-operator.XXXXXX.log)
 export BENCH_OPERATOR_LOG="${log%.log}-operator.log"
 status=0

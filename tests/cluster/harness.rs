@@ -29,6 +29,12 @@ use serde_json::json;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 pub const BIN: &str = env!("CARGO_BIN_EXE_flink-operator");
 
+/// The operator binary the tests run: [`BIN`], or the one `FLINK_OPERATOR_BIN` names (the
+/// benchmarks measure the release build, as users run it).
+pub fn operator_binary() -> String {
+    std::env::var("FLINK_OPERATOR_BIN").unwrap_or_else(|_| BIN.to_owned())
+}
+
 /// Name of the webhook configurations the tests register and the operator keeps.
 pub const WEBHOOK_CONFIGURATION: &str = "flink-operator-test";
 /// Namespace the operator runs in (its certificate Secret lives there).
@@ -180,7 +186,7 @@ fn spawn_operator(
         .open(log)
         .unwrap();
     let mut command = match resolution {
-        RestResolution::EndpointSlices => Command::new(BIN),
+        RestResolution::EndpointSlices => Command::new(operator_binary()),
         RestResolution::ServiceNames { hosts } => {
             // unshare and sh exec in turn: the process id stays the operator's. A private
             // mount namespace keeps the bind mount from the host's.
@@ -190,7 +196,7 @@ fn spawn_operator(
                 .arg(r#"mount --bind "$1" /etc/hosts && shift && exec "$@""#)
                 .arg("sh")
                 .arg(hosts)
-                .arg(BIN);
+                .arg(operator_binary());
             command
         }
     };
