@@ -255,7 +255,7 @@ pub const OPTIONS: &[OptionDoc] = &[
         key: operator::JOB_DRAIN_ON_SAVEPOINT_DELETION,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::JOB_DRAIN_ON_SAVEPOINT_DELETION),
-        applies_to: DEPLOYMENT,
+        applies_to: JOBS,
         set_in: SetIn::Resource,
         meaning: "Drain the job (flush event time to the end) when it is stopped with a \
                   savepoint because the resource is deleted or suspended.",

@@ -4,12 +4,19 @@
 //!   per kind): Controller wiring on the shared caches, per-object back-off, tracing spans,
 //!   reconcile metrics, Events, and the one status writer (only what changed, guarded by
 //!   resourceVersion).
-//! - [`deployment`]: the FlinkDeployment loop: deploy, observe, stateless, savepoint and
-//!   last-state upgrades, suspend/resume, nonces, periodic savepoints, rollback, JobManager
-//!   recovery, delete.
-//! - [`session_job`]: the FlinkSessionJob loop: submit to a session cluster, observe,
-//!   stateless, savepoint and last-state upgrades, suspend/resume, manual savepoints and
-//!   checkpoints, restarts of failed jobs, delete.
+//! - [`lifecycle`]: what a job goes through whatever runs it, decided once for both job
+//!   kinds: how a change ends a job (savepoint, cancellation, HA metadata kept), snapshots
+//!   by nonce and periodic with their history, the stop-with-savepoint of an upgrade or a
+//!   deletion with its retries, restores and resumes under the restore-age guard, the job's
+//!   state in status, the REST polls of a job and the REST actions on it; with one table of
+//!   scenarios run against both kinds.
+//! - [`deployment`]: the FlinkDeployment's own part: the cluster's objects and readiness,
+//!   starting a job with its cluster and tearing it down (HA metadata only once the
+//!   JobManager exited), rollback, JobManager recovery, the session-cluster guard on
+//!   deletion.
+//! - [`session_job`]: the FlinkSessionJob's own part: waiting for its session cluster, the
+//!   jar fetched and submitted under a recorded job id, a refused submission retried.
+//! - [`events`]: the Event reasons, one enum for every kind.
 //! - [`resources`]: the cluster's objects as pure functions of the resource.
 //! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.
 //! - [`caches`]: one trimmed reflector per kind the operator reconciles or reads, shared by

@@ -409,3 +409,27 @@ impl Drop for OperatorResolvingServices {
         }
     }
 }
+
+/// Waits until the resource `name` (a FlinkDeployment or a FlinkSessionJob) is STABLE with
+/// its job RUNNING under another job id than `previous`; returns it.
+pub async fn running_job<K>(api: &Api<K>, name: &str, previous: Option<&str>) -> K
+where
+    K: kube::Resource + kube::core::object::HasStatus + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::Status: flink_operator_api::common::CommonStatus,
+{
+    use flink_operator_api::common::{CommonStatus, ResourceLifecycleState};
+    wait_for(
+        &format!("{name}: its job RUNNING and the resource STABLE"),
+        Duration::from_secs(240),
+        || async {
+            let resource = api.get(name).await.ok()?;
+            let status = resource.status()?;
+            let job = status.job_status()?;
+            let ok = job.state.as_deref() == Some("RUNNING")
+                && status.lifecycle_state() == Some(ResourceLifecycleState::Stable)
+                && job.job_id.as_deref() != previous;
+            ok.then_some(resource.clone())
+        },
+    )
+    .await
+}

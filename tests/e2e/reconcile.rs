@@ -292,22 +292,7 @@ async fn savepoint_upgrade(crash: bool) {
     let counts = state.join("counts");
     let running = |previous_job: Option<String>| {
         let api = api.clone();
-        async move {
-            wait_for(
-                "the job RUNNING and the resource STABLE",
-                Duration::from_secs(240),
-                || async {
-                    let fd = api.get("counter").await.ok()?;
-                    let status = fd.status.clone()?;
-                    let job = status.job_status.clone()?;
-                    let ok = job.state.as_deref() == Some("RUNNING")
-                        && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
-                        && job.job_id != previous_job;
-                    ok.then_some(fd)
-                },
-            )
-            .await
-        }
+        async move { harness::running_job(&api, "counter", previous_job.as_deref()).await }
     };
     let first = running(None).await;
     let first_job = first.status.unwrap().job_status.unwrap().job_id;

@@ -131,20 +131,7 @@ fn session_job(name: &str, jar_uri: &str, out: &str, parallelism: i32, mode: &st
 
 /// Waits until `name` runs a job other than `previous` and is STABLE; returns it.
 async fn running(api: &Api<FlinkSessionJob>, name: &str, previous: Option<String>) -> FlinkSessionJob {
-    wait_for(
-        &format!("session job {name} RUNNING and STABLE"),
-        Duration::from_secs(240),
-        || async {
-            let sj = api.get(name).await.ok()?;
-            let status = sj.status.clone()?;
-            let job = status.job_status.clone()?;
-            let ok = job.state.as_deref() == Some("RUNNING")
-                && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
-                && job.job_id != previous;
-            ok.then_some(sj)
-        },
-    )
-    .await
+    harness::running_job(api, name, previous.as_deref()).await
 }
 
 fn job_id(sj: &FlinkSessionJob) -> JobId {

@@ -303,22 +303,7 @@ async fn a_standalone_session_runs_a_session_job_through_a_savepoint_upgrade_and
     jobs.create(&PostParams::default(), &sj).await.unwrap();
     let running = |previous: Option<String>| {
         let jobs = jobs.clone();
-        async move {
-            wait_for(
-                "the session job RUNNING and STABLE",
-                Duration::from_secs(240),
-                || async {
-                    let sj = jobs.get("counter").await.ok()?;
-                    let status = sj.status.clone()?;
-                    let job = status.job_status.clone()?;
-                    let ok = job.state.as_deref() == Some("RUNNING")
-                        && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
-                        && job.job_id != previous;
-                    ok.then_some(sj)
-                },
-            )
-            .await
-        }
+        async move { harness::running_job(&jobs, "counter", previous.as_deref()).await }
     };
     let first = running(None).await;
     let first_job = job_id_of(first.status.as_ref().unwrap().job_status.as_ref());

@@ -8,7 +8,7 @@
 //! is tried again: the user asked for its state to be kept; to delete without it, they
 //! set the key to false.
 
-use flink_operator_api::common::{JobSpec, SnapshotTriggerType};
+use flink_operator_api::common::JobSpec;
 
 use super::{Facts, JobAction, LifecycleStatus, Out, Snapshot, snapshots::clear_trigger, stop};
 use crate::{
@@ -29,14 +29,7 @@ pub fn stop_with_savepoint<A: From<JobAction>>(
     facts: &Facts,
     out: &mut Out<A>,
 ) {
-    let trigger_id = facts.fresh_trigger_id.to_owned();
-    let info = status
-        .job_status_mut()
-        .savepoint_info
-        .get_or_insert_with(Default::default);
-    info.trigger_id = Some(trigger_id.clone());
-    info.trigger_type = Some(SnapshotTriggerType::Upgrade);
-    info.trigger_timestamp = Some(facts.now_ms);
+    let trigger_id = stop::record_trigger(status, facts);
     out.event(EventNote::normal(
         Reason::SavepointTriggered,
         format!("Stopping job {job_id} with a savepoint before deletion"),

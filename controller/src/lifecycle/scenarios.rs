@@ -99,6 +99,27 @@ fn recorded_job(status: &mut impl LifecycleStatus) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// A kind's plan in the lifecycle's vocabulary: `job` picks its requests to Flink, `own`
+/// its own actions (start, tear down); and the status stored after it.
+fn outcome<S: LifecycleStatus, A>(
+    plan: super::Plan<S, A>,
+    job: impl Fn(&A) -> Option<JobAction>,
+    own: impl Fn(&A) -> bool,
+) -> (Outcome, S) {
+    let mut written = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
+    let outcome = Outcome {
+        job: plan.actions.iter().filter_map(&job).collect(),
+        own: plan.actions.iter().filter(|a| own(a)).count(),
+        events: plan.events.clone(),
+        job_status: written.job_status().cloned().unwrap_or_default(),
+        recorded_first: plan.status_before.is_some(),
+        error: written.error_mut().clone(),
+        recorded: recorded_job(&mut written),
+        requeue: plan.requeue,
+    };
+    (outcome, plan.status)
+}
+
 struct Application;
 
 impl Application {
@@ -175,29 +196,14 @@ impl Kind for Application {
             &Self::resource(job, config, Some(status.clone()), deleting),
             &Self::observation(look),
         );
-        let mut written = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
-        let outcome = Outcome {
-            job: plan
-                .actions
-                .iter()
-                .filter_map(|a| match a {
-                    fd::Action::Job(job) => Some(job.clone()),
-                    _ => None,
-                })
-                .collect(),
-            own: plan
-                .actions
-                .iter()
-                .filter(|a| matches!(a, fd::Action::Deploy { .. } | fd::Action::DeleteCluster { .. }))
-                .count(),
-            events: plan.events.clone(),
-            job_status: written.job_status.clone().unwrap_or_default(),
-            recorded_first: plan.status_before.is_some(),
-            error: written.error.clone(),
-            recorded: recorded_job(&mut written),
-            requeue: plan.requeue,
-        };
-        (outcome, plan.status)
+        outcome(
+            plan,
+            |a| match a {
+                fd::Action::Job(job) => Some(job.clone()),
+                _ => None,
+            },
+            |a| matches!(a, fd::Action::Deploy { .. } | fd::Action::DeleteCluster { .. }),
+        )
     }
 }
 
@@ -280,29 +286,14 @@ impl Kind for SessionJob {
             &Self::resource(job, config, Some(status.clone()), deleting),
             &Self::observation(look),
         );
-        let mut written = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
-        let outcome = Outcome {
-            job: plan
-                .actions
-                .iter()
-                .filter_map(|a| match a {
-                    sj::Action::Job(job) => Some(job.clone()),
-                    _ => None,
-                })
-                .collect(),
-            own: plan
-                .actions
-                .iter()
-                .filter(|a| matches!(a, sj::Action::Submit(_)))
-                .count(),
-            events: plan.events.clone(),
-            job_status: written.job_status.clone().unwrap_or_default(),
-            recorded_first: plan.status_before.is_some(),
-            error: written.error.clone(),
-            recorded: recorded_job(&mut written),
-            requeue: plan.requeue,
-        };
-        (outcome, plan.status)
+        outcome(
+            plan,
+            |a| match a {
+                sj::Action::Job(job) => Some(job.clone()),
+                _ => None,
+            },
+            |a| matches!(a, sj::Action::Submit(_)),
+        )
     }
 }
 

@@ -79,15 +79,10 @@ pub fn stop_with_savepoint<A: From<JobAction>>(
             return Stopping::GiveUp(why);
         }
     }
-    let trigger_id = facts.fresh_trigger_id.to_owned();
-    let info = status
-        .job_status_mut()
-        .savepoint_info
-        .get_or_insert_with(Default::default);
-    info.trigger_id = Some(trigger_id.clone());
-    info.trigger_type = Some(SnapshotTriggerType::Upgrade);
-    info.trigger_timestamp = Some(now);
-    info.upgrade_retry = Some(retry);
+    let trigger_id = record_trigger(status, facts);
+    if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
+        info.upgrade_retry = Some(retry);
+    }
     *status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
     out.event(EventNote::normal(
         Reason::SavepointTriggered,
@@ -99,6 +94,20 @@ pub fn stop_with_savepoint<A: From<JobAction>>(
         drain,
     });
     Stopping::Sent
+}
+
+/// Records a fresh trigger id for a stop-with-savepoint (of a change or a deletion) before
+/// the stop is sent; returns it.
+pub fn record_trigger(status: &mut impl LifecycleStatus, facts: &Facts) -> String {
+    let trigger_id = facts.fresh_trigger_id.to_owned();
+    let info = status
+        .job_status_mut()
+        .savepoint_info
+        .get_or_insert_with(Default::default);
+    info.trigger_id = Some(trigger_id.clone());
+    info.trigger_type = Some(SnapshotTriggerType::Upgrade);
+    info.trigger_timestamp = Some(facts.now_ms);
+    trigger_id
 }
 
 /// Where a recorded stop-with-savepoint stands.
