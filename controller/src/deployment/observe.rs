@@ -30,6 +30,11 @@ pub async fn observe(
         .cluster_deployments
         .get(&namespace, &format!("{name}-taskmanager"));
     let cluster_exists = jm.is_some() || tm.is_some();
+    let cluster_deleting = cluster_exists
+        && [&jm, &tm]
+            .into_iter()
+            .flatten()
+            .all(|d| d.metadata.deletion_timestamp.is_some());
     let job_manager_pods = caches.job_manager_pods.of_cluster(&namespace, &name);
     let ha_metadata = !caches.ha_config_maps.of_cluster(&namespace, &name).is_empty();
 
@@ -128,6 +133,7 @@ pub async fn observe(
         session_jobs,
         job_manager,
         cluster_exists,
+        cluster_deleting,
         job_manager_pods_left: !job_manager_pods.is_empty(),
         ha_metadata,
         job,

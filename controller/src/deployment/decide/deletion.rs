@@ -71,7 +71,9 @@ pub(super) fn decide(mut d: Decision, has_finalizer: bool) -> Plan {
     }
     d.conditions(phase::DELETING, "deleting the Flink cluster");
     if d.obs.cluster_exists {
-        d.actions.push(Action::DeleteCluster { keep_ha: false });
+        if !d.obs.cluster_deleting {
+            d.actions.push(Action::DeleteCluster { keep_ha: false });
+        }
         return d.done(FAST);
     }
     if d.obs.ha_metadata {

@@ -47,6 +47,9 @@ pub struct Observation {
     pub job_manager: JobManagerObservation,
     /// Whether any object of the cluster (JobManager or TaskManager Deployment) exists.
     pub cluster_exists: bool,
+    /// Whether every object of the cluster that exists is already being deleted (a
+    /// deletion in progress is not sent again).
+    pub cluster_deleting: bool,
     /// Whether a JobManager pod of the cluster is still there (terminating, after its
     /// Deployment was deleted).
     pub job_manager_pods_left: bool,

@@ -33,6 +33,7 @@ fn app_spec() -> serde_json::Value {
 fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Observation {
     Observation {
         cluster_exists: job_manager != JobManagerObservation::Missing,
+        cluster_deleting: false,
         job_manager_pods_left: false,
         ha_metadata: false,
         job_manager,
@@ -339,6 +340,16 @@ fn a_stateless_change_records_the_new_spec_then_deletes_the_cluster() {
 fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited() {
     let new = with_generation(fd(changed("stateless"), Some(running()), true, false), 2);
     let committed = decide(&new, &obs(ready_jm(), running_job())).status;
+    // A cluster whose deletion is under way is not deleted again while it goes.
+    let terminating = Observation {
+        cluster_deleting: true,
+        ..obs(ready_jm(), None)
+    };
+    let plan = decide(
+        &with_generation(fd(changed("stateless"), Some(committed.clone()), true, false), 2),
+        &terminating,
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     let new = with_generation(fd(changed("stateless"), Some(committed), true, false), 2);
     let gone = |pods_left: bool, after_ms: i64| Observation {
         cluster_exists: false,

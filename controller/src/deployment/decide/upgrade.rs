@@ -92,7 +92,9 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
     }
     d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     if d.obs.cluster_exists {
-        d.actions.push(Action::DeleteCluster { keep_ha: last_state });
+        if !d.obs.cluster_deleting {
+            d.actions.push(Action::DeleteCluster { keep_ha: last_state });
+        }
         d.conditions(phase::UPDATING, "deleting the previous cluster");
         return d.done(FAST);
     }
