@@ -476,9 +476,11 @@ fn first_action(actions: &[(SystemTime, String)], name: &str, after: SystemTime)
         .iter()
         .filter(|(at, _)| *at >= after)
         .find(|(_, action)| {
+            // Requests to the job come wrapped: `Job(StopWithSavepoint { .. })`.
+            let action = action.strip_prefix("Job(").unwrap_or(action);
             action
                 .strip_prefix(name)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '{', '(']))
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '{', '(', ')']))
         })
         .map(|(at, _)| *at)
 }
