@@ -79,7 +79,8 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
                 None => deploy(ctx, fd, restore_path.clone(), job_id.clone()).await,
             }
         }
-        Action::DeleteCluster { keep_ha } => delete_cluster(ctx, fd, *keep_ha).await,
+        // Whether the HA metadata stays is decided later (`Action::DeleteHaMetadata`).
+        Action::DeleteCluster { .. } => delete_cluster(ctx, fd).await,
         Action::DeleteHaMetadata => delete_ha_metadata(ctx, fd).await,
         Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action)
             .await
@@ -200,7 +201,7 @@ async fn deploy(
 }
 
 /// Deletes the JobManager and TaskManager Deployments (what they own goes with them).
-async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment, keep_ha: bool) -> Result<(), ActError> {
+async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment) -> Result<(), ActError> {
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -211,7 +212,6 @@ async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment, keep_ha: bool) -> R
             Err(e) => return Err(api_error(format!("deleting Deployment {namespace}/{deployment}"))(e)),
         }
     }
-    tracing::debug!(keep_ha, "cluster deleted");
     Ok(())
 }
 
