@@ -35,6 +35,8 @@ struct Look {
     checkpoint: Option<SavepointPoll>,
     policy: Policy,
     trigger_id: &'static str,
+    /// The resource's `metadata.generation`: 1 as started, 2 once the user changed it.
+    generation: i64,
 }
 
 fn look(state: &'static str) -> Look {
@@ -42,7 +44,16 @@ fn look(state: &'static str) -> Look {
         state: Some(state),
         started_ago: 60_000,
         trigger_id: "trigger-1",
+        generation: 1,
         ..Look::default()
+    }
+}
+
+/// A look at the resource after the user changed its spec.
+fn changed(state: &'static str) -> Look {
+    Look {
+        generation: 2,
+        ..look(state)
     }
 }
 
@@ -128,10 +139,11 @@ impl Application {
         config: &Value,
         status: Option<flink_operator_api::FlinkDeploymentStatus>,
         deleting: bool,
+        generation: i64,
     ) -> FlinkDeployment {
         let mut value = json!({
             "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-            "metadata": {"name": "job", "namespace": "ns", "uid": "u", "generation": 1,
+            "metadata": {"name": "job", "namespace": "ns", "uid": "u", "generation": generation,
                          "finalizers": [keys::finalizers::FLINK_DEPLOYMENT]},
             "spec": {"image": "flink:1.20", "flinkVersion": "v1_20", "flinkConfiguration": config, "job": job},
         });
@@ -170,7 +182,7 @@ impl Kind for Application {
 
     fn running(job: &Value, config: &Value) -> Self::Status {
         let first = fd::decide(
-            &Self::resource(job, config, None, false),
+            &Self::resource(job, config, None, false, 1),
             &fd::Observation {
                 fresh_job_id: JOB_ID.into(),
                 now_ms: NOW - HOUR,
@@ -179,7 +191,7 @@ impl Kind for Application {
         );
         let look = look("RUNNING");
         fd::decide(
-            &Self::resource(job, config, Some(first.status), false),
+            &Self::resource(job, config, Some(first.status), false, 1),
             &Self::observation(&look),
         )
         .status
@@ -193,7 +205,7 @@ impl Kind for Application {
         deleting: bool,
     ) -> (Outcome, Self::Status) {
         let plan = fd::decide(
-            &Self::resource(job, config, Some(status.clone()), deleting),
+            &Self::resource(job, config, Some(status.clone()), deleting, look.generation),
             &Self::observation(look),
         );
         outcome(
@@ -215,10 +227,11 @@ impl SessionJob {
         config: &Value,
         status: Option<flink_operator_api::FlinkSessionJobStatus>,
         deleting: bool,
+        generation: i64,
     ) -> FlinkSessionJob {
         let mut value = json!({
             "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
-            "metadata": {"name": "job", "namespace": "ns", "uid": "u", "generation": 1,
+            "metadata": {"name": "job", "namespace": "ns", "uid": "u", "generation": generation,
                          "finalizers": [keys::finalizers::FLINK_SESSION_JOB]},
             "spec": {"deploymentName": "session", "flinkConfiguration": config, "job": job},
         });
@@ -259,7 +272,7 @@ impl Kind for SessionJob {
 
     fn running(job: &Value, config: &Value) -> Self::Status {
         let first = sj::decide(
-            &Self::resource(job, config, None, false),
+            &Self::resource(job, config, None, false, 1),
             &sj::Observation {
                 session: sj::SessionObservation::Ready,
                 fresh_job_id: JOB_ID.into(),
@@ -269,7 +282,7 @@ impl Kind for SessionJob {
         );
         let look = look("RUNNING");
         sj::decide(
-            &Self::resource(job, config, Some(first.status), false),
+            &Self::resource(job, config, Some(first.status), false, 1),
             &Self::observation(&look),
         )
         .status
@@ -283,7 +296,7 @@ impl Kind for SessionJob {
         deleting: bool,
     ) -> (Outcome, Self::Status) {
         let plan = sj::decide(
-            &Self::resource(job, config, Some(status.clone()), deleting),
+            &Self::resource(job, config, Some(status.clone()), deleting, look.generation),
             &Self::observation(look),
         );
         outcome(
@@ -331,6 +344,27 @@ fn both(scenario: impl Fn(&str, &dyn Fn(&Value, &Value, Option<&Status>, &Look, 
 enum Status {
     Application(flink_operator_api::FlinkDeploymentStatus),
     SessionJob(flink_operator_api::FlinkSessionJobStatus),
+}
+
+impl Status {
+    /// The stored status with the back-off of its failed upgrade savepoint over.
+    fn with_retry_due(&self) -> Status {
+        fn due(status: &mut impl LifecycleStatus) {
+            let retry = status
+                .job_status_mut()
+                .savepoint_info
+                .as_mut()
+                .and_then(|i| i.upgrade_retry.as_mut())
+                .expect("a failed attempt is recorded");
+            retry.next_attempt_timestamp = Some(NOW - 1);
+        }
+        let mut next = self.clone();
+        match &mut next {
+            Status::Application(s) => due(s),
+            Status::SessionJob(s) => due(s),
+        }
+        next
+    }
 }
 
 /// The status that `job` started running with (before the scenario's own change).
@@ -553,7 +587,7 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let new = with(job.clone(), "parallelism", json!(4));
-        let (outcome, stopping) = decide(&new, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let (outcome, stopping) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
         assert_eq!(
             outcome.job,
             [JobAction::StopWithSavepoint {
@@ -569,7 +603,7 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
         assert_eq!(outcome.requeue, crate::reconcile::STOPPING, "{kind}");
         let pending = Look {
             savepoint: Some(SavepointPoll::InProgress),
-            ..look("RUNNING")
+            ..changed("RUNNING")
         };
         let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &pending, false);
         assert_eq!(outcome.requeue, crate::reconcile::STOPPING, "{kind}");
@@ -579,18 +613,40 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
             savepoint: Some(SavepointPoll::Failed(
                 "Not all required tasks are currently running".into(),
             )),
-            ..look("RUNNING")
+            ..changed("RUNNING")
         };
-        let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &failed, false);
+        let (outcome, retrying) = decide(&new, &json!({}), Some(&stopping), &failed, false);
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
         assert_eq!(outcome.reasons(), [Reason::SavepointFailed], "{kind}");
-        assert!(outcome.error.is_some(), "{kind}");
+        let failure = outcome.error.clone().expect("the failure in status.error");
+        assert!(failure.contains("Not all required tasks"), "{kind}: {failure}");
+
+        // Its back-off over, the stop is sent again; until it ends, the failure it retries
+        // stays the reason shown (observing the running job must not clear it).
+        let retry_due = retrying.with_retry_due();
+        let (outcome, resent) = decide(&new, &json!({}), Some(&retry_due), &changed("RUNNING"), false);
+        assert_eq!(outcome.job.len(), 1, "{kind}: {outcome:?}");
+        assert!(
+            outcome
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("Not all required tasks")),
+            "{kind}: {outcome:?}"
+        );
+        let (outcome, _) = decide(&new, &json!({}), Some(&resent), &pending, false);
+        assert!(
+            outcome
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("Not all required tasks")),
+            "{kind}: {outcome:?}"
+        );
 
         // Completed: the savepoint is the state the new spec starts from, recorded with it
         // before the new job is started.
         let done = Look {
             savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
-            ..look("FINISHED")
+            ..changed("FINISHED")
         };
         let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &done, false);
         assert!(outcome.recorded_first, "{kind}");
@@ -719,7 +775,7 @@ fn a_failed_job_says_why() {
                     unreachable!()
                 };
                 let plan = fd::decide(
-                    &Application::resource(&job, &json!({}), Some(status.clone()), false),
+                    &Application::resource(&job, &json!({}), Some(status.clone()), false, 1),
                     &fd::Observation {
                         job: Some(observation.clone()),
                         ..Application::observation(&at)
@@ -735,7 +791,7 @@ fn a_failed_job_says_why() {
                     unreachable!()
                 };
                 let plan = sj::decide(
-                    &SessionJob::resource(&job, &json!({}), Some(status.clone()), false),
+                    &SessionJob::resource(&job, &json!({}), Some(status.clone()), false, 1),
                     &sj::Observation {
                         job: Some(observation.clone()),
                         ..SessionJob::observation(&at)

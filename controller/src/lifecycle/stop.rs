@@ -93,7 +93,36 @@ pub fn stop_with_savepoint<A: From<JobAction>>(
         trigger_id,
         drain,
     });
+    show_retried_failure(status);
     Stopping::Sent
+}
+
+/// The failure of the previous attempt, when the stop under way is its retry.
+fn retried_failure(status: &impl LifecycleStatus) -> Option<String> {
+    status
+        .job_status()
+        .and_then(|j| j.savepoint_info.as_ref())
+        .and_then(|i| i.upgrade_retry.as_ref())
+        .filter(|r| r.last_failure.is_some())
+        .map(|r| format!("{}; trying again", savepoint_retry::failed_attempts(r)))
+}
+
+/// While the attempt after a failed one is under way, that failure stays the reason the
+/// change is not done yet: in `status.error` (which observing the running job has just
+/// cleared), not only in the Event of the failed attempt.
+fn show_retried_failure(status: &mut impl LifecycleStatus) {
+    if let Some(note) = retried_failure(status) {
+        *status.error_mut() = Some(note);
+    }
+}
+
+/// The conditions' message for a stop under way: `what`, with the failure of the previous
+/// attempt when this one is its retry.
+pub fn under_way(status: &impl LifecycleStatus, what: &str) -> String {
+    match retried_failure(status) {
+        Some(note) => format!("{what} ({note})"),
+        None => what.to_owned(),
+    }
 }
 
 /// Records a fresh trigger id for a stop-with-savepoint (of a change or a deletion) before
@@ -164,6 +193,7 @@ pub fn follow<A: From<JobAction>>(
                 trigger_id: trigger_id.to_owned(),
                 drain,
             });
+            show_retried_failure(status);
             Stopped::Resent
         }
         Some(SavepointPoll::UnknownTrigger) => {
@@ -220,6 +250,7 @@ pub fn follow<A: From<JobAction>>(
         }
         Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => {
             *status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
+            show_retried_failure(status);
             Stopped::Pending
         }
     }

@@ -822,11 +822,11 @@ fn apply_change(
             let drain = obs.policy.drain && suspending;
             match stop::stop_with_savepoint(&mut status, &job_id, drain, verb, &facts, &mut d.out()) {
                 Stopping::Sent => {
-                    d.conditions(
-                        &mut status,
-                        phase::UPDATING,
+                    let message = stop::under_way(
+                        &status,
                         &format!("stopping job {job_id} with a savepoint for the {verb}"),
                     );
+                    d.conditions(&mut status, phase::UPDATING, &message);
                     let before = status.clone();
                     d.stepped(before, status, crate::reconcile::STOPPING)
                 }
@@ -1154,7 +1154,8 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
     match stop::follow(&mut status, &job_id, &trigger_id, drain, &facts, &mut d.out()) {
         Stopped::Completed(state) => commit(d, status, Some(state)),
         Stopped::Resent => {
-            d.conditions(&mut status, phase::UPDATING, "stopping the job with a savepoint");
+            let message = stop::under_way(&status, "stopping the job with a savepoint");
+            d.conditions(&mut status, phase::UPDATING, &message);
             d.done(status, FAST)
         }
         Stopped::Retry { seconds, note } => {
@@ -1163,7 +1164,8 @@ fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) ->
         }
         Stopped::Refused(why) => refuse(d, status, why),
         Stopped::Pending => {
-            d.conditions(&mut status, phase::UPDATING, "waiting for the savepoint");
+            let message = stop::under_way(&status, "waiting for the savepoint");
+            d.conditions(&mut status, phase::UPDATING, &message);
             d.done(status, crate::reconcile::STOPPING)
         }
     }

@@ -480,7 +480,8 @@ fn stop_with_savepoint(mut d: Decision, job_id: String, verb: &str) -> Plan {
     let (status, mut out) = d.parts();
     match stop::stop_with_savepoint(status, &job_id, drain, verb, &facts, &mut out) {
         Stopping::Sent => {
-            d.conditions(phase::UPDATING, "stopping the job with a savepoint");
+            let message = stop::under_way(&d.status, "stopping the job with a savepoint");
+            d.conditions(phase::UPDATING, &message);
             let mut plan = d.record_then(Vec::new());
             plan.requeue = crate::reconcile::STOPPING;
             plan
@@ -511,7 +512,8 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
             commit(d, spec, Restore::State(state), Reason::SpecChanged, &note)
         }
         Stopped::Resent => {
-            d.conditions(phase::UPDATING, "stopping the job with a savepoint");
+            let message = stop::under_way(&d.status, "stopping the job with a savepoint");
+            d.conditions(phase::UPDATING, &message);
             d.done(FAST)
         }
         Stopped::Retry { seconds, note } => {
@@ -520,7 +522,8 @@ fn upgrade_savepoint(mut d: Decision, trigger_id: String) -> Plan {
         }
         Stopped::Refused(why) => d.refuse(phase::UPDATE_FAILED, why),
         Stopped::Pending => {
-            d.conditions(phase::UPDATING, "waiting for the savepoint");
+            let message = stop::under_way(&d.status, "waiting for the savepoint");
+            d.conditions(phase::UPDATING, &message);
             d.done(crate::reconcile::STOPPING)
         }
     }
