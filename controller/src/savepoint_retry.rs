@@ -84,15 +84,17 @@ pub fn after_failure(
     next.last_failure = Some(reason.to_owned());
     let exponent = u32::try_from(next.failures.saturating_sub(1).clamp(0, 10)).unwrap_or(0);
     let backoff = (FIRST_BACKOFF_MS << exponent).min(MAX_BACKOFF_MS);
-    let at = now_ms.saturating_add(backoff);
-    if at.saturating_sub(retry.first_attempt_timestamp) > grace_ms {
+    let deadline = retry.first_attempt_timestamp.saturating_add(grace_ms);
+    if now_ms >= deadline {
         return Err(format!(
             "{} within kubernetes.operator.savepoint.trigger.grace-period ({})",
             failed_attempts(&next),
             grace(grace_ms)
         ));
     }
-    next.next_attempt_timestamp = Some(at);
+    // A back-off that would end after the grace period is cut to its end: the last attempt
+    // comes when the period is over, so the change fails no sooner than the user allowed.
+    next.next_attempt_timestamp = Some(now_ms.saturating_add(backoff).min(deadline));
     Ok(next)
 }
 
@@ -243,9 +245,13 @@ mod tests {
         assert_eq!(third.next_attempt_timestamp, Some(NOW + 8_000));
         let capped = after_failure(&retry(1_000, 9, None), "busy", 10 * GRACE, NOW).unwrap();
         assert_eq!(capped.next_attempt_timestamp, Some(NOW + MAX_BACKOFF_MS));
+        // The last attempt comes when the grace period ends, not after it; a failure then
+        // ends the change.
+        let last = after_failure(&retry(55_000, 3, None), "Permission denied", GRACE, NOW).unwrap();
+        assert_eq!(last.next_attempt_timestamp, Some(NOW + 5_000));
         assert_eq!(
-            after_failure(&retry(55_000, 3, None), "Permission denied", GRACE, NOW),
-            Err("the savepoint failed 4 times, the last time: Permission denied within kubernetes.operator.savepoint.trigger.grace-period (1 min)".into())
+            after_failure(&retry(GRACE, 4, None), "Permission denied", GRACE, NOW),
+            Err("the savepoint failed 5 times, the last time: Permission denied within kubernetes.operator.savepoint.trigger.grace-period (1 min)".into())
         );
     }
 }

@@ -1899,16 +1899,20 @@ mod tests {
             "{:?}",
             plan.actions
         );
-        // Past the grace period: the update failed.
+        // A failure whose back-off would end after the grace period is tried again when
+        // the period ends...
+        let retried = plan.status_before.unwrap();
         let plan = decide(
-            &resource(
-                changed("savepoint", None),
-                Some(plan.status_before.unwrap()),
-                true,
-                false,
-                2,
-            ),
+            &resource(changed("savepoint", None), Some(retried.clone()), true, false, 2),
             &failed_poll(58_000),
+        );
+        assert!(plan.actions.is_empty());
+        assert_eq!(plan.requeue, Next::Within(2));
+        assert_eq!(reason(&plan.status), phase::UPDATING);
+        // ...and one past it ends the update.
+        let plan = decide(
+            &resource(changed("savepoint", None), Some(retried), true, false, 2),
+            &failed_poll(61_000),
         );
         assert!(plan.actions.is_empty());
         assert!(plan.status.error.as_deref().unwrap().contains("disk full"));

@@ -591,8 +591,17 @@ fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_runn
     );
     let retried = plan.status_before.unwrap();
 
-    // A failure whose retry would fall after the grace period ends the update.
-    let plan = decide(&changed_fd(retried, 2), &failed_poll(58_000));
+    // A failure whose back-off would end after the grace period is tried again when the
+    // period ends...
+    let plan = decide(&changed_fd(retried.clone(), 2), &failed_poll(58_000));
+    assert!(plan.actions.is_empty());
+    assert_eq!(plan.requeue, Next::Within(2));
+    assert_eq!(
+        condition(&plan.status, "Progressing").reason.as_deref(),
+        Some(phase::UPDATING)
+    );
+    // ...and one once it is over ends the update.
+    let plan = decide(&changed_fd(retried, 2), &failed_poll(61_000));
     assert!(plan.actions.is_empty());
     let error = plan.status.error.clone().unwrap();
     assert!(
