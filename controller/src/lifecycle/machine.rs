@@ -160,14 +160,35 @@ pub trait JobKind<'a> {
 
     fn spec(&self) -> &'a Self::Spec;
     fn status(&self) -> &Self::Status;
-    /// The status and where the shared steps put their actions and Events.
-    fn parts(&mut self) -> (&mut Self::Status, Out<'_, Self::Action>);
+    /// What the decision accumulates: the status being built, the actions, the Events.
+    fn ledger(&mut self) -> (&mut Self::Status, &mut Vec<Self::Action>, &mut Vec<EventNote>);
     fn facts(&self) -> Facts<'a>;
     fn conditions(&mut self, phase: &str, message: &str);
-    /// A plan that writes the status after its actions.
-    fn done(&mut self, requeue: Next) -> Plan<Self::Status, Self::Action>;
+
+    /// The status and where the shared steps put their actions and Events.
+    fn parts(&mut self) -> (&mut Self::Status, Out<'_, Self::Action>) {
+        let (status, actions, events) = self.ledger();
+        (status, Out { actions, events })
+    }
+
+    /// A plan that writes the status after its actions; the decision is finished.
+    fn done(&mut self, requeue: Next) -> Plan<Self::Status, Self::Action> {
+        let (status, actions, events) = self.ledger();
+        Plan {
+            status_before: None,
+            actions: std::mem::take(actions),
+            status: std::mem::take(status),
+            events: std::mem::take(events),
+            requeue,
+        }
+    }
+
     /// A plan that writes the status before its actions (and keeps it).
-    fn record_then(&mut self, requeue: Next) -> Plan<Self::Status, Self::Action>;
+    fn record_then(&mut self, requeue: Next) -> Plan<Self::Status, Self::Action> {
+        let mut plan = self.done(requeue);
+        plan.status_before = Some(plan.status.clone());
+        plan
+    }
 
     // The steps, in the order of [`decide`].
 
@@ -199,7 +220,11 @@ pub trait JobKind<'a> {
     fn observe_while_stopping(&mut self, _running: &Self::Spec) {}
     /// A change that needs no new job (an application cluster's spec changed back to the one
     /// its rollback runs).
-    fn changed_back(&mut self, _recorded: &Self::Spec, _running: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>> {
+    fn changed_back(
+        &mut self,
+        _recorded: &Self::Spec,
+        _running: &Self::Spec,
+    ) -> Option<Plan<Self::Status, Self::Action>> {
         None
     }
     /// This generation's change was already refused: it stays refused until the spec changes.

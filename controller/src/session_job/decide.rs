@@ -28,12 +28,15 @@ use std::collections::BTreeMap;
 
 use flink_operator_api::{
     FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus,
-    common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode, flink_job_state},
+    common::{
+        JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode,
+        flink_job_state,
+    },
     keys,
 };
 
 use crate::lifecycle::{
-    Facts, JobAction, LifecycleStatus, Out, deletion,
+    Facts, JobAction, LifecycleStatus, deletion,
     deletion::DeletionSavepoint,
     machine::{self, Cancel, Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
     observe, spec, stop,
@@ -182,11 +185,7 @@ impl Decision<'_> {
 
     /// The job's state as Flink reported it now, for messages.
     fn state_note(&self) -> String {
-        self.obs
-            .facts(None)
-            .observed_state()
-            .unwrap_or("gone")
-            .to_owned()
+        self.obs.facts(None).observed_state().unwrap_or("gone").to_owned()
     }
 
     fn set_conditions(&mut self, reason: &str, message: &str) {
@@ -199,20 +198,9 @@ impl Decision<'_> {
         );
     }
 
-    /// A plan that writes the status after its actions and nothing before.
-    fn finish(&mut self, requeue: Next) -> Plan {
-        Plan {
-            status_before: None,
-            actions: std::mem::take(&mut self.actions),
-            status: std::mem::take(&mut self.status),
-            events: std::mem::take(&mut self.events),
-            requeue,
-        }
-    }
-
     /// A plan that writes the status as it is first, runs its actions, then writes `after`.
     fn stepped(&mut self, after: FlinkSessionJobStatus, requeue: Next) -> Plan {
-        let mut plan = self.finish(requeue);
+        let mut plan = self.done(requeue);
         plan.status_before = Some(std::mem::replace(&mut plan.status, after));
         plan
     }
@@ -235,25 +223,9 @@ impl<'a> JobKind<'a> for Decision<'a> {
     type Status = FlinkSessionJobStatus;
     type Action = Action;
 
+    // The session cluster outlives the job: it is cancelled over REST, and only its
+    // retained checkpoints keep its last state.
     const ENDS_WITH_ITS_CLUSTER: bool = false;
-
-    fn spec(&self) -> &'a FlinkSessionJobSpec {
-        &self.sj.spec
-    }
-
-    fn status(&self) -> &FlinkSessionJobStatus {
-        &self.status
-    }
-
-    fn parts(&mut self) -> (&mut FlinkSessionJobStatus, Out<'_, Action>) {
-        (
-            &mut self.status,
-            Out {
-                actions: &mut self.actions,
-                events: &mut self.events,
-            },
-        )
-    }
 
     fn facts(&self) -> Facts<'a> {
         self.obs.facts(self.sj.metadata.generation)
@@ -263,13 +235,16 @@ impl<'a> JobKind<'a> for Decision<'a> {
         self.set_conditions(phase, message);
     }
 
-    fn done(&mut self, requeue: Next) -> Plan {
-        self.finish(requeue)
+    fn spec(&self) -> &'a FlinkSessionJobSpec {
+        &self.sj.spec
     }
 
-    fn record_then(&mut self, requeue: Next) -> Plan {
-        let after = self.status.clone();
-        self.stepped(after, requeue)
+    fn status(&self) -> &FlinkSessionJobStatus {
+        &self.status
+    }
+
+    fn ledger(&mut self) -> (&mut FlinkSessionJobStatus, &mut Vec<Action>, &mut Vec<EventNote>) {
+        (&mut self.status, &mut self.actions, &mut self.events)
     }
 
     fn deleting(&self) -> bool {
@@ -326,7 +301,8 @@ impl<'a> JobKind<'a> for Decision<'a> {
     }
 
     fn start_in_progress(&mut self, recorded: &FlinkSessionJobSpec) -> Option<Plan> {
-        let upgrading = self.status.reconciliation_status.as_ref()?.state == Some(ReconciliationState::Upgrading);
+        let upgrading =
+            self.status.reconciliation_status.as_ref()?.state == Some(ReconciliationState::Upgrading);
         upgrading.then(|| continue_submit(self, recorded))
     }
 
@@ -341,7 +317,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
         let error = refused_generation(self.sj)?;
         self.status.error = Some(error.clone());
         self.set_conditions(phase::UPDATE_FAILED, &error);
-        Some(self.finish(SLOW))
+        Some(self.done(SLOW))
     }
 
     fn changed_while_suspended(&mut self) -> Plan {
@@ -359,7 +335,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
                 phase::UPDATING,
                 "waiting for the JobManager to answer before changing the job",
             );
-            return Some(self.finish(FAST));
+            return Some(self.done(FAST));
         }
         None
     }
@@ -441,7 +417,10 @@ impl<'a> JobKind<'a> for Decision<'a> {
             | Cancel::ForNewest {
                 with_savepoints: false,
                 ..
-            } => (Reason::SpecChanged, format!("cancelling job {job_id} for the {verb}")),
+            } => (
+                Reason::SpecChanged,
+                format!("cancelling job {job_id} for the {verb}"),
+            ),
             Cancel::ForNewest {
                 with_savepoints: true,
                 ..
@@ -462,8 +441,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
         self.set_conditions(phase::UPDATING, &message);
         self.actions.push(Action::Job(JobAction::Cancel { job_id }));
         self.event(false, reason, crate::lifecycle::capitalised(&message));
-        let after = self.status.clone();
-        self.stepped(after, FAST)
+        self.record_then(FAST)
     }
 
     fn wait(&mut self, what: Wait) -> Plan {
@@ -505,7 +483,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
             ),
         };
         self.set_conditions(reason, &message);
-        self.finish(requeue)
+        self.done(requeue)
     }
 
     fn refuse(&mut self, refusal: Refusal) -> Plan {
@@ -626,7 +604,7 @@ fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>
         Some(_) => phase::RESTARTING,
     };
     d.set_conditions(reason, &message);
-    d.finish(WAIT)
+    d.done(WAIT)
 }
 
 fn submission(
@@ -676,7 +654,7 @@ fn first_deployment(d: &mut Decision<'_>) -> Plan {
     if spec::is_suspended(spec) {
         d.status.lifecycle_state = Some(ResourceLifecycleState::Created);
         d.set_conditions(phase::SUSPENDED, "the job is suspended: nothing is submitted");
-        return d.finish(SLOW);
+        return d.done(SLOW);
     }
     let restore_path = spec.job.as_ref().and_then(|j| j.initial_savepoint_path.clone());
     let job_id = d.obs.fresh_job_id.clone();
@@ -765,15 +743,14 @@ fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec) -> Plan
         job.job_id = Some(d.obs.fresh_job_id.clone());
         job.state = Some(RECONCILING.to_owned());
         d.set_conditions(phase::DEPLOYING, "recording the job id to submit under");
-        let after = d.status.clone();
-        return d.stepped(after, FAST);
+        return d.record_then(FAST);
     };
     match &d.obs.job {
         Some(JobObservation::Found { .. }) => {
             // Submitted before a crash kept the status from saying so.
             d.status = submitted(d, d.status.clone());
             observe_into(d, recorded);
-            d.finish(FAST)
+            d.done(FAST)
         }
         Some(JobObservation::NotFound) => {
             let spec = d.sj.spec.clone();
@@ -796,7 +773,7 @@ fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec) -> Plan
                     Reason::Suspended,
                     "The job is suspended before it was submitted",
                 );
-                return d.finish(SLOW);
+                return d.done(SLOW);
             }
             let restore_path = d
                 .status
@@ -821,7 +798,7 @@ fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec) -> Plan
                 phase::DEPLOYING,
                 &format!("waiting for session cluster {name} to answer before submitting"),
             );
-            d.finish(FAST)
+            d.done(FAST)
         }
     }
 }
@@ -844,12 +821,7 @@ fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec) {
             observe::job_state_into(&mut job, state, *start_time, obs.now_ms, &mut out);
             if state == flink_job_state::FAILED {
                 // Flink's root cause, read once when the job is first seen FAILED; kept after.
-                status.error = Some(observe::failure(
-                    &id,
-                    failure.as_ref(),
-                    previous_error,
-                    &mut out,
-                ));
+                status.error = Some(observe::failure(&id, failure.as_ref(), previous_error, &mut out));
             }
         }
         Some(JobObservation::NotFound) => {
@@ -916,7 +888,7 @@ fn refuse_restart(d: &mut Decision<'_>, error: String) -> Plan {
     }
     d.status.error = Some(error.clone());
     d.set_conditions(phase::FAILED, &error);
-    d.finish(SLOW)
+    d.done(SLOW)
 }
 
 /// Refuses the current generation's change: the job stays as it is until the spec changes.
@@ -927,7 +899,7 @@ fn refuse(d: &mut Decision<'_>, error: String) -> Plan {
     d.status.error = Some(error.clone());
     d.status.observed_generation = d.generation();
     d.set_conditions(phase::UPDATE_FAILED, &error);
-    d.finish(SLOW)
+    d.done(SLOW)
 }
 
 /// The previous job has ended: record the new spec with the state to restore (and, for a
@@ -936,7 +908,10 @@ fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> Plan {
     let restore_path = restore.as_ref().map(|s| s.path.clone());
     let spec = d.sj.spec.clone();
     let name = d.session_name().to_owned();
-    let rs = d.status.reconciliation_status.get_or_insert_with(Default::default);
+    let rs = d
+        .status
+        .reconciliation_status
+        .get_or_insert_with(Default::default);
     rs.last_reconciled_spec = spec::encode(spec.clone(), false);
     rs.reconciliation_timestamp = Some(d.obs.now_ms);
     d.status.observed_generation = d.sj.metadata.generation;
@@ -953,7 +928,7 @@ fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> Plan {
         };
         d.set_conditions(phase::SUSPENDED, &message);
         d.event(false, Reason::Suspended, message);
-        return d.finish(SLOW);
+        return d.done(SLOW);
     }
     let job_id = d.obs.fresh_job_id.clone();
     if let Some(rs) = d.status.reconciliation_status.as_mut() {
@@ -987,26 +962,23 @@ fn delete(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan 
     d.status.lifecycle_state = Some(ResourceLifecycleState::Deleting);
     if !has_finalizer(d.sj) {
         d.set_conditions(phase::DELETING, "deleted");
-        return d.finish(SLOW);
+        return d.done(SLOW);
     }
     let name = d.session_name().to_owned();
     let release = |d: &mut Decision<'_>, why: String| {
         d.set_conditions(phase::DELETING, &why);
         d.actions.push(Action::RemoveFinalizer);
         d.event(false, Reason::Deleted, why);
-        d.finish(SLOW)
+        d.done(SLOW)
     };
     match &d.obs.session {
         SessionObservation::Missing | SessionObservation::NotSession | SessionObservation::Deleting => {
-            return release(
-                d,
-                format!("session cluster {name} is gone; nothing runs the job"),
-            );
+            return release(d, format!("session cluster {name} is gone; nothing runs the job"));
         }
         SessionObservation::NotReady(why) => {
             let message = format!("waiting for session cluster {name} to stop the job: {why}");
             d.set_conditions(phase::DELETING, &message);
-            return d.finish(WAIT);
+            return d.done(WAIT);
         }
         SessionObservation::Ready => {}
     }
@@ -1025,22 +997,20 @@ fn delete(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan 
                     phase::DELETING,
                     &format!("job {job_id} stopped with savepoint {path}"),
                 );
-                let after = d.status.clone();
                 d.actions.push(Action::RemoveFinalizer);
-                return d.stepped(after, SLOW);
+                return d.record_then(SLOW);
             }
             DeletionSavepoint::Resent => {
                 d.set_conditions(phase::DELETING, "stopping the job with a savepoint");
-                return d.finish(FAST);
+                return d.done(FAST);
             }
             DeletionSavepoint::Failed(error) => {
                 d.set_conditions(phase::DELETING, &error);
-                let after = d.status.clone();
-                return d.stepped(after, SLOW);
+                return d.record_then(SLOW);
             }
             DeletionSavepoint::Pending => {
                 d.set_conditions(phase::DELETING, "waiting for the savepoint");
-                return d.finish(FAST);
+                return d.done(FAST);
             }
             DeletionSavepoint::Abandoned => {}
         }
@@ -1056,7 +1026,7 @@ fn delete(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan 
                 phase::DELETING,
                 &format!("waiting for job {job_id} to be cancelled"),
             );
-            d.finish(FAST)
+            d.done(FAST)
         }
         Some(JobObservation::Found { state, .. }) => {
             let wants_savepoint = deletion::wants_savepoint(d.sj.spec.job.as_ref(), &obs.policy);
@@ -1079,15 +1049,14 @@ fn delete(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan 
                 }));
                 d.event(false, Reason::Deleting, note);
             }
-            let after = d.status.clone();
-            d.stepped(after, FAST)
+            d.record_then(FAST)
         }
         Some(JobObservation::Unreachable(_)) | None => {
             d.set_conditions(
                 phase::DELETING,
                 &format!("waiting for session cluster {name} to answer"),
             );
-            d.finish(WAIT)
+            d.done(WAIT)
         }
     }
 }

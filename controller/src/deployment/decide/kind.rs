@@ -20,7 +20,7 @@ use super::{
 use crate::{
     events::Reason,
     lifecycle::{
-        Facts, Out,
+        Facts,
         machine::{Cancel, Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
         spec,
     },
@@ -70,36 +70,28 @@ impl<'a> JobKind<'a> for Decision<'a> {
     type Status = FlinkDeploymentStatus;
     type Action = Action;
 
+    // Deleting an application cluster ends its job, and its high-availability metadata can
+    // keep the latest checkpoint for the next cluster.
     const ENDS_WITH_ITS_CLUSTER: bool = true;
 
     fn spec(&self) -> &'a FlinkDeploymentSpec {
         &self.fd.spec
     }
 
-    fn status(&self) -> &FlinkDeploymentStatus {
-        &self.status
-    }
-
-    fn parts(&mut self) -> (&mut FlinkDeploymentStatus, Out<'_, Action>) {
-        Decision::parts(self)
-    }
-
     fn facts(&self) -> Facts<'a> {
         Decision::facts(self)
     }
 
+    fn status(&self) -> &FlinkDeploymentStatus {
+        &self.status
+    }
+
+    fn ledger(&mut self) -> (&mut FlinkDeploymentStatus, &mut Vec<Action>, &mut Vec<EventNote>) {
+        (&mut self.status, &mut self.actions, &mut self.events)
+    }
+
     fn conditions(&mut self, phase: &str, message: &str) {
         Decision::conditions(self, phase, message);
-    }
-
-    fn done(&mut self, requeue: Next) -> Plan {
-        self.take().done(requeue)
-    }
-
-    fn record_then(&mut self, requeue: Next) -> Plan {
-        let mut plan = self.take().record_then(Vec::new());
-        plan.requeue = requeue;
-        plan
     }
 
     fn deleting(&self) -> bool {
@@ -177,7 +169,11 @@ impl<'a> JobKind<'a> for Decision<'a> {
         self.observe(running);
     }
 
-    fn changed_back(&mut self, recorded: &FlinkDeploymentSpec, running: &FlinkDeploymentSpec) -> Option<Plan> {
+    fn changed_back(
+        &mut self,
+        recorded: &FlinkDeploymentSpec,
+        running: &FlinkDeploymentSpec,
+    ) -> Option<Plan> {
         if !self.rolled_back() || upgrade_relevant(running) != upgrade_relevant(&self.fd.spec) {
             return None;
         }
@@ -303,7 +299,9 @@ impl<'a> JobKind<'a> for Decision<'a> {
             Cause::Ended => (
                 Reason::SpecChanged,
                 match (&restore, suspending) {
-                    (Restore::State(s), true) => format!("suspending the stopped job; it resumes from {}", s.path),
+                    (Restore::State(s), true) => {
+                        format!("suspending the stopped job; it resumes from {}", s.path)
+                    }
                     (_, true) => "suspending the stopped job; no state of it is known".to_owned(),
                     (Restore::State(_), false) => {
                         format!("{verb}, restoring {}", restored.unwrap_or_default())
@@ -324,7 +322,8 @@ impl<'a> JobKind<'a> for Decision<'a> {
                     Restore::Nothing => "resuming the job without state".to_owned(),
                     Restore::State(_) => format!("resuming the job from {}", restored.unwrap_or_default()),
                     Restore::LastState => {
-                        "resuming the job from the latest checkpoint in its high-availability metadata".to_owned()
+                        "resuming the job from the latest checkpoint in its high-availability metadata"
+                            .to_owned()
                     }
                 },
             ),
@@ -394,10 +393,9 @@ impl<'a> JobKind<'a> for Decision<'a> {
                 ),
                 WAIT,
             ),
-            Wait::ForCheckpoint | Wait::ForCheckpointToRestart => (
-                "waiting for the latest checkpoint of the job".to_owned(),
-                FAST,
-            ),
+            Wait::ForCheckpoint | Wait::ForCheckpointToRestart => {
+                ("waiting for the latest checkpoint of the job".to_owned(), FAST)
+            }
         };
         self.conditions(phase::UPDATING, &message);
         self.take().done(requeue)

@@ -8,7 +8,10 @@
 
 use flink_operator_api::{
     FlinkDeploymentSpec, JobManagerDeploymentStatus, ReconciledSpec,
-    common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode, flink_job_state},
+    common::{
+        JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode,
+        flink_job_state,
+    },
 };
 
 use super::{
@@ -154,20 +157,6 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
     }
     d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Deploying);
     d.conditions(phase::DEPLOYING, "creating the Flink cluster");
-    let before = d.status.clone();
-    let mut after = d.status;
-    if let Some(rs) = after.reconciliation_status.as_mut() {
-        rs.state = Some(if rolling_back {
-            ReconciliationState::RolledBack
-        } else {
-            ReconciliationState::Deployed
-        });
-    }
-    after.lifecycle_state = Some(if rolling_back {
-        ResourceLifecycleState::RolledBack
-    } else {
-        ResourceLifecycleState::Deployed
-    });
     d.actions.push(Action::Deploy {
         restore_path: restore_path.clone(),
         job_id,
@@ -195,13 +184,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
             },
         ));
     }
-    Plan {
-        status_before: Some(before),
-        actions: d.actions,
-        status: after,
-        events: d.events,
-        requeue: FAST,
-    }
+    deploy(d, rolling_back)
 }
 
 /// Deploys `spec` again after its JobManager Deployment went missing (see
@@ -290,13 +273,6 @@ pub(super) fn first_deployment(mut d: Decision) -> Plan {
         });
     }
     d.conditions(phase::DEPLOYING, "creating the Flink cluster");
-    let before = d.status.clone();
-
-    let mut after = d.status;
-    if let Some(rs) = after.reconciliation_status.as_mut() {
-        rs.state = Some(ReconciliationState::Deployed);
-    }
-    after.lifecycle_state = Some(ResourceLifecycleState::Deployed);
     d.actions.push(Action::Deploy {
         restore_path,
         job_id,
@@ -310,6 +286,26 @@ pub(super) fn first_deployment(mut d: Decision) -> Plan {
             None => "Starting the session cluster",
         },
     ));
+    deploy(d, false)
+}
+
+/// The status as it is (the step recorded, DEPLOYING) is written before the cluster is
+/// deployed; once it is, the spec is deployed (or, `rolling_back`, rolled back).
+fn deploy(d: Decision, rolling_back: bool) -> Plan {
+    let before = d.status.clone();
+    let mut after = d.status;
+    if let Some(rs) = after.reconciliation_status.as_mut() {
+        rs.state = Some(if rolling_back {
+            ReconciliationState::RolledBack
+        } else {
+            ReconciliationState::Deployed
+        });
+    }
+    after.lifecycle_state = Some(if rolling_back {
+        ResourceLifecycleState::RolledBack
+    } else {
+        ResourceLifecycleState::Deployed
+    });
     Plan {
         status_before: Some(before),
         actions: d.actions,
