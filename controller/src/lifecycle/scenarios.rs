@@ -35,6 +35,8 @@ struct Look {
     checkpoint: Option<SavepointPoll>,
     policy: Policy,
     trigger_id: &'static str,
+    /// Validation problems of the spec.
+    violations: Vec<String>,
 }
 
 fn look(state: &'static str) -> Look {
@@ -156,6 +158,7 @@ impl Application {
             savepoint: look.savepoint.clone(),
             checkpoint: look.checkpoint.clone(),
             policy: look.policy.clone(),
+            violations: look.violations.clone(),
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
             now_ms: NOW,
@@ -244,6 +247,7 @@ impl SessionJob {
                 timestamp_ms: Some(NOW - 5_000),
             }),
             policy: look.policy.clone(),
+            violations: look.violations.clone(),
             restricted_artifact_hosts: true,
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
@@ -753,5 +757,59 @@ fn a_failed_job_says_why() {
             Some("job job-1 failed: java.lang.ArithmeticException: / by zero"),
             "{kind}"
         );
+    });
+}
+
+#[test]
+fn a_stop_in_flight_is_followed_to_its_end_even_if_the_spec_turned_invalid() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let invalid = vec!["spec.job.parallelism: too large".to_owned()];
+        // The savepoint completes while the spec is invalid: it is recorded all the same,
+        // before the JobManager forgets it.
+        let done = Look {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
+            violations: invalid.clone(),
+            ..look("FINISHED")
+        };
+        let (outcome, committed) = decide(&new, &json!({}), Some(&stopping), &done, false);
+        assert!(outcome.reasons().contains(&Reason::SavepointCompleted), "{kind}");
+        assert!(outcome.recorded_first, "{kind}");
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/upgrade"),
+            "{kind}"
+        );
+        // Nothing more is done until the spec is valid again.
+        let after = Look {
+            violations: invalid,
+            ..look("FINISHED")
+        };
+        let (outcome, _) = decide(&new, &json!({}), Some(&committed), &after, false);
+        assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
+        assert_eq!(outcome.reasons(), [Reason::ValidationError], "{kind}");
+    });
+}
+
+#[test]
+fn an_invalid_spec_changes_nothing_that_runs() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let at = Look {
+            violations: vec!["spec.job.parallelism: too large".to_owned()],
+            ..look("RUNNING")
+        };
+        let (outcome, next) = decide(&new, &json!({}), Some(&stored), &at, false);
+        assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
+        assert_eq!(outcome.reasons(), [Reason::ValidationError], "{kind}");
+        assert_eq!(outcome.recorded["parallelism"], json!(2), "{kind}: not recorded");
+        // Reported once.
+        let (outcome, _) = decide(&new, &json!({}), Some(&next), &at, false);
+        assert!(outcome.events.is_empty(), "{kind}: {:?}", outcome.events);
     });
 }
