@@ -2,7 +2,7 @@
 //! was observed (pure: no I/O; the clock, fresh ids and the operator settings are inputs).
 //!
 //! The job's lifecycle is the shared state machine ([`crate::lifecycle::machine`]); this
-//! module holds what is the FlinkDeployment's own, plugged into the machine in [`kind`]:
+//! module holds what is the FlinkDeployment's own, plugged into the machine by [`decision`]:
 //!
 //! - starting a job with its cluster: the spec and the state it starts from recorded
 //!   before the previous cluster is deleted, with or without its high-availability
@@ -20,8 +20,8 @@
 //! stored status continues where a crashed one stopped.
 
 mod cleanup;
+mod decision;
 mod deletion;
-mod kind;
 mod recovery;
 mod rollback;
 mod start;
@@ -36,9 +36,10 @@ pub use crate::reconcile::{EventNote, Next, Reason, SavepointPoll};
 
 pub use crate::lifecycle::JobAction;
 use crate::{
-    lifecycle::{Facts, Out, machine, spec},
+    lifecycle::{FAST, Facts, SLOW, WAIT, machine, spec},
     policy::Policy,
 };
+use decision::Decision;
 
 /// What observe found.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -163,140 +164,8 @@ pub type Plan = crate::lifecycle::Plan<FlinkDeploymentStatus, Action>;
 /// Phases named by the conditions' reasons.
 pub use crate::conditions::phase;
 
-impl Plan {
-    /// A plan with nothing to write before its actions.
-    fn without_before(
-        actions: Vec<Action>,
-        status: FlinkDeploymentStatus,
-        events: Vec<EventNote>,
-        requeue: Next,
-    ) -> Self {
-        Plan {
-            status_before: None,
-            actions,
-            status,
-            events,
-            requeue,
-        }
-    }
-
-    /// A plan whose status is written before its actions (and stays as written).
-    fn recorded_first(actions: Vec<Action>, status: FlinkDeploymentStatus, events: Vec<EventNote>) -> Self {
-        Plan {
-            status_before: Some(status.clone()),
-            actions,
-            status,
-            events,
-            requeue: FAST,
-        }
-    }
-}
-
-use crate::lifecycle::{FAST, SLOW, WAIT};
-
-/// Everything the steps share while deciding about one resource.
-struct Decision<'a> {
-    fd: &'a FlinkDeployment,
-    obs: &'a Observation,
-    status: FlinkDeploymentStatus,
-    actions: Vec<Action>,
-    events: Vec<EventNote>,
-}
-
-impl<'a> Decision<'a> {
-    fn generation(&self) -> Option<i64> {
-        self.fd.metadata.generation
-    }
-
-    fn conditions(&mut self, reason: &str, message: &str) {
-        set_conditions(
-            &mut self.status,
-            self.fd.metadata.generation,
-            reason,
-            message,
-            self.obs.now_ms,
-        );
-    }
-
-    /// What the shared lifecycle steps decide from.
-    fn facts(&self) -> Facts<'a> {
-        self.obs.facts(self.fd.metadata.generation)
-    }
-
-    /// The status and where the shared lifecycle steps put their actions and Events.
-    fn parts(&mut self) -> (&mut FlinkDeploymentStatus, Out<'_, Action>) {
-        (
-            &mut self.status,
-            Out {
-                actions: &mut self.actions,
-                events: &mut self.events,
-            },
-        )
-    }
-
-    fn job_status(&self) -> JobStatus {
-        self.status.job_status.clone().unwrap_or_default()
-    }
-
-    fn job_status_mut(&mut self) -> &mut JobStatus {
-        self.status.job_status.get_or_insert_with(Default::default)
-    }
-
-    /// Moves the decision out of a `&mut` borrow, to finish it into a plan.
-    fn take(&mut self) -> Decision<'a> {
-        Decision {
-            fd: self.fd,
-            obs: self.obs,
-            status: self.status.clone(),
-            actions: std::mem::take(&mut self.actions),
-            events: std::mem::take(&mut self.events),
-        }
-    }
-
-    /// Conditions for the phase the observed status shows.
-    fn observed_phase(&mut self) {
-        let (reason, message) = status::current_phase(self);
-        self.conditions(reason, &message);
-    }
-
-    fn done(self, requeue: Next) -> Plan {
-        Plan::without_before(self.actions, self.status, self.events, requeue)
-    }
-
-    /// The status as it is now is written before `actions` run.
-    fn record_then(mut self, actions: Vec<Action>) -> Plan {
-        self.actions.extend(actions);
-        Plan::recorded_first(self.actions, self.status, self.events)
-    }
-
-    /// Refuses a change (or a restore) with `note`, keeping what runs; one Event per new
-    /// reason.
-    fn refuse(mut self, reason: &'static str, note: String) -> Plan {
-        if self.status.error.as_deref() != Some(note.as_str()) {
-            self.events.push(EventNote::warning(
-                if reason == phase::FAILED {
-                    Reason::RestoreRefused
-                } else {
-                    Reason::UpdateFailed
-                },
-                note.clone(),
-            ));
-        }
-        self.status.error = Some(note.clone());
-        self.conditions(reason, &note);
-        self.done(SLOW)
-    }
-}
-
 pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
-    let mut d = Decision {
-        fd,
-        obs,
-        status: fd.status.clone().unwrap_or_default(),
-        actions: Vec::new(),
-        events: Vec::new(),
-    };
-    machine::decide(&mut d)
+    machine::decide(&mut Decision::new(fd, obs))
 }
 
 fn is_suspended(spec: &FlinkDeploymentSpec) -> bool {

@@ -1,18 +1,18 @@
-//! A FlinkDeployment's job in the shared lifecycle ([`crate::lifecycle::machine`]): its job
-//! ends with its cluster (the high-availability metadata keeps the last state of a
+//! The decision about one FlinkDeployment under construction, and its part in the shared
+//! lifecycle ([`crate::lifecycle::machine`]): its job ends with its cluster (the high-availability metadata keeps the last state of a
 //! last-state change), it is started by deploying a cluster with it, "ready" is a
 //! JobManager whose REST API answers, and its own steps are the session cluster without a
 //! job, rollback and JobManager recovery.
 
 use flink_operator_api::{
-    FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
-    common::{ReconciliationState, ResourceLifecycleState, flink_job_state},
+    FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
+    common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state},
     keys,
 };
 
 use super::{
-    Action, Decision, EventNote, FAST, JobAction, Next, Plan, SLOW, WAIT, deletion, is_suspended, phase,
-    recovery, rollback,
+    Action, EventNote, FAST, JobAction, Next, Observation, Plan, SLOW, WAIT, deletion, is_suspended, phase,
+    recovery, rollback, set_conditions,
     start::{self, is_terminal},
     state::{self, Kind, RestorableState},
     status, upgrade_relevant,
@@ -20,11 +20,153 @@ use super::{
 use crate::{
     events::Reason,
     lifecycle::{
-        Facts,
+        Facts, Out,
         machine::{Cancel, Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
         spec,
     },
 };
+
+impl Plan {
+    /// A plan with nothing to write before its actions.
+    pub(super) fn without_before(
+        actions: Vec<Action>,
+        status: FlinkDeploymentStatus,
+        events: Vec<EventNote>,
+        requeue: Next,
+    ) -> Self {
+        Plan {
+            status_before: None,
+            actions,
+            status,
+            events,
+            requeue,
+        }
+    }
+
+    /// A plan whose status is written before its actions (and stays as written).
+    pub(super) fn recorded_first(
+        actions: Vec<Action>,
+        status: FlinkDeploymentStatus,
+        events: Vec<EventNote>,
+    ) -> Self {
+        Plan {
+            status_before: Some(status.clone()),
+            actions,
+            status,
+            events,
+            requeue: FAST,
+        }
+    }
+}
+
+/// Everything the steps share while deciding about one resource.
+pub(super) struct Decision<'a> {
+    pub(super) fd: &'a FlinkDeployment,
+    pub(super) obs: &'a Observation,
+    pub(super) status: FlinkDeploymentStatus,
+    pub(super) actions: Vec<Action>,
+    pub(super) events: Vec<EventNote>,
+    /// The last stable spec a rollback deploys or deployed (see [`rollback::deployed_spec`]).
+    rolled_back: Option<FlinkDeploymentSpec>,
+}
+
+impl<'a> Decision<'a> {
+    pub(super) fn new(fd: &'a FlinkDeployment, obs: &'a Observation) -> Self {
+        let status = fd.status.clone().unwrap_or_default();
+        Decision {
+            fd,
+            obs,
+            rolled_back: rollback::deployed_spec(&status),
+            status,
+            actions: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    pub(super) fn generation(&self) -> Option<i64> {
+        self.fd.metadata.generation
+    }
+
+    pub(super) fn conditions(&mut self, reason: &str, message: &str) {
+        set_conditions(
+            &mut self.status,
+            self.fd.metadata.generation,
+            reason,
+            message,
+            self.obs.now_ms,
+        );
+    }
+
+    /// What the shared lifecycle steps decide from.
+    pub(super) fn facts(&self) -> Facts<'a> {
+        self.obs.facts(self.fd.metadata.generation)
+    }
+
+    /// The status and where the shared lifecycle steps put their actions and Events.
+    pub(super) fn parts(&mut self) -> (&mut FlinkDeploymentStatus, Out<'_, Action>) {
+        (
+            &mut self.status,
+            Out {
+                actions: &mut self.actions,
+                events: &mut self.events,
+            },
+        )
+    }
+
+    pub(super) fn job_status(&self) -> JobStatus {
+        self.status.job_status.clone().unwrap_or_default()
+    }
+
+    pub(super) fn job_status_mut(&mut self) -> &mut JobStatus {
+        self.status.job_status.get_or_insert_with(Default::default)
+    }
+
+    /// Moves the decision out of a `&mut` borrow, to finish it into a plan.
+    pub(super) fn take(&mut self) -> Decision<'a> {
+        Decision {
+            fd: self.fd,
+            obs: self.obs,
+            status: self.status.clone(),
+            actions: std::mem::take(&mut self.actions),
+            events: std::mem::take(&mut self.events),
+            rolled_back: self.rolled_back.clone(),
+        }
+    }
+
+    /// Conditions for the phase the observed status shows.
+    pub(super) fn observed_phase(&mut self) {
+        let (reason, message) = status::current_phase(self);
+        self.conditions(reason, &message);
+    }
+
+    pub(super) fn done(self, requeue: Next) -> Plan {
+        Plan::without_before(self.actions, self.status, self.events, requeue)
+    }
+
+    /// The status as it is now is written before `actions` run.
+    pub(super) fn record_then(mut self, actions: Vec<Action>) -> Plan {
+        self.actions.extend(actions);
+        Plan::recorded_first(self.actions, self.status, self.events)
+    }
+
+    /// Refuses a change (or a restore) with `note`, keeping what runs; one Event per new
+    /// reason.
+    pub(super) fn refuse(mut self, reason: &'static str, note: String) -> Plan {
+        if self.status.error.as_deref() != Some(note.as_str()) {
+            self.events.push(EventNote::warning(
+                if reason == phase::FAILED {
+                    Reason::RestoreRefused
+                } else {
+                    Reason::UpdateFailed
+                },
+                note.clone(),
+            ));
+        }
+        self.status.error = Some(note.clone());
+        self.conditions(reason, &note);
+        self.done(SLOW)
+    }
+}
 
 impl Decision<'_> {
     fn has_finalizer(&self) -> bool {
@@ -39,7 +181,7 @@ impl Decision<'_> {
     /// After a rollback, the recorded spec is the one that failed: a failed job of the
     /// stable spec is not restarted with it, and nothing rolls back twice.
     fn rolled_back(&self) -> bool {
-        rollback::deployed_spec(&self.status).is_some()
+        self.rolled_back.is_some()
     }
 
     fn suspending(&self) -> bool {
@@ -140,7 +282,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
         let state = self.status.reconciliation_status.as_ref()?.state;
         match state {
             Some(ReconciliationState::Upgrading) => Some(start::continue_upgrade(self.take(), recorded, false)),
-            Some(ReconciliationState::RollingBack) => Some(match rollback::deployed_spec(&self.status) {
+            Some(ReconciliationState::RollingBack) => Some(match self.rolled_back.clone() {
                 Some(stable) => start::continue_upgrade(self.take(), &stable, true),
                 None => self.take().refuse(
                     phase::UPDATE_FAILED,
@@ -154,7 +296,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
     fn running_spec(&self, recorded: &FlinkDeploymentSpec) -> FlinkDeploymentSpec {
         // What runs: the last stable spec after a rollback (the spec that failed stays
         // recorded, so that it is not deployed again), else the recorded spec.
-        rollback::deployed_spec(&self.status).unwrap_or_else(|| recorded.clone())
+        self.rolled_back.clone().unwrap_or_else(|| recorded.clone())
     }
 
     fn observe(&mut self, running: &FlinkDeploymentSpec) {
