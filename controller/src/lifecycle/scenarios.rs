@@ -252,7 +252,6 @@ impl SessionJob {
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
             now_ms: NOW,
-            ..Default::default()
         }
     }
 }

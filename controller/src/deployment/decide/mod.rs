@@ -28,7 +28,7 @@ mod start;
 mod state;
 mod status;
 
-use flink_operator_api::{FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, common::JobStatus};
+use flink_operator_api::{FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus};
 
 pub use status::set_conditions;
 

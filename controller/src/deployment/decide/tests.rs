@@ -1,7 +1,7 @@
 use super::*;
 use flink_operator_api::{
     JobManagerDeploymentStatus, ReconciledSpec,
-    common::{ReconciliationState, ReconciliationStatus, ResourceLifecycleState},
+    common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState},
     keys,
 };
 use serde_json::json;
