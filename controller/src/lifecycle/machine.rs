@@ -1,7 +1,8 @@
 //! The job lifecycle as one state machine: for each recorded step and each observation,
 //! the next step, the same for every job kind.
 //!
-//! [`decide`] is the dispatch order, read top to bottom: deletion, a stop-with-savepoint in
+//! [`decide`] is the dispatch order, read top to bottom: deletion (its savepoint, then the
+//! kind's teardown), a stop-with-savepoint in
 //! flight, an invalid spec, the first start, a start in progress, a spec change, a
 //! suspended job, a restart of a failed job, snapshots, steady. The pure tables
 //! ([`change::ending`], [`change::resume`], [`stop::follow`], the restore guards) say what
@@ -15,11 +16,12 @@
 //! (an application cluster's rollback and JobManager recovery; a session job's wait for its
 //! session cluster), and how a kind words its status (its tests pin the wording).
 
-use flink_operator_api::common::{JobStatus, UpgradeMode, flink_job_state};
+use flink_operator_api::common::{JobStatus, ResourceLifecycleState, UpgradeMode, flink_job_state};
 
 use super::{
     FAST, Facts, JobAction, LifecycleStatus, Out, Plan, SLOW,
     change::{self, Ending, JobNow, Resume},
+    deletion::{self, DeletionSavepoint},
     snapshots,
     spec::{self, JobSpecOf},
     stop::{self, Stopped, Stopping},
@@ -193,8 +195,19 @@ pub trait JobKind<'a> {
     // The steps, in the order of [`decide`].
 
     fn deleting(&self) -> bool;
-    /// Deletion behind the finalizer (see [`super::deletion`] for the shared rule).
-    fn delete(&mut self) -> Plan<Self::Status, Self::Action>;
+    /// What the kind does about a deletion before its job is stopped (a session job whose
+    /// session cluster is gone, or runs no job of it, lets go at once).
+    fn before_deletion_stop(&mut self) -> Option<Plan<Self::Status, Self::Action>> {
+        None
+    }
+    /// Whether what runs the job can still stop it with a savepoint.
+    fn can_stop_for_deletion(&self) -> bool {
+        true
+    }
+    /// The savepoint of the deletion is recorded: tear down what it was taken for.
+    fn deletion_savepoint_recorded(&mut self, path: &str) -> Plan<Self::Status, Self::Action>;
+    /// Tears down what runs the job (or cancels it) and lets the resource go.
+    fn tear_down(&mut self) -> Plan<Self::Status, Self::Action>;
     /// The finalizer, and what every other step writes.
     fn admit(&mut self);
     /// The recorded spec; an unreadable one is an error to show (or, `Ok(None)`, a first start).
@@ -277,7 +290,7 @@ type PlanOf<'a, K> = Plan<<K as JobKind<'a>>::Status, <K as JobKind<'a>>::Action
 /// The next step of a job, from its spec, its recorded status and what was observed.
 pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
     if k.deleting() {
-        return k.delete();
+        return delete(k);
     }
     k.admit();
     let recorded = match k.recorded() {
@@ -350,6 +363,52 @@ pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
         return plan;
     }
     steady(k, &recorded, pending)
+}
+
+/// Deletion behind the finalizer, one rule for both kinds (see [`super::deletion`]): a
+/// running job is stopped with a savepoint when the settings say so, and its path is
+/// recorded before anything that could lose it is torn down.
+fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
+    *k.parts().0.lifecycle_state_mut() = Some(ResourceLifecycleState::Deleting);
+    if let Some(plan) = k.before_deletion_stop() {
+        return plan;
+    }
+    let job_id = recorded_job_id(k.status());
+    let facts = k.facts();
+    if let Some(trigger_id) = stop::pending_trigger(k.status()) {
+        let (status, mut out) = k.parts();
+        match deletion::follow(status, &job_id, &trigger_id, &facts, &mut out) {
+            DeletionSavepoint::Recorded(path) => return k.deletion_savepoint_recorded(&path),
+            DeletionSavepoint::Resent => {
+                k.conditions(
+                    phase::DELETING,
+                    "stopping the job with a savepoint before deletion",
+                );
+                return k.done(FAST);
+            }
+            DeletionSavepoint::Failed(note) => {
+                // The failure is what the user has to act on: it is written at once.
+                k.conditions(phase::DELETING, &note);
+                return k.record_then(SLOW);
+            }
+            DeletionSavepoint::Pending => {
+                k.conditions(phase::DELETING, "waiting for the savepoint before deletion");
+                return k.done(FAST);
+            }
+            DeletionSavepoint::Abandoned => {}
+        }
+    }
+    if deletion::wants_savepoint(k.spec().job(), facts.policy) && facts.running() && k.can_stop_for_deletion()
+    {
+        k.conditions(
+            phase::DELETING,
+            "stopping the job with a savepoint before deletion",
+        );
+        let (status, mut out) = k.parts();
+        deletion::stop_with_savepoint(status, &job_id, &facts, &mut out);
+        return k.record_then(FAST);
+    }
+    k.tear_down()
 }
 
 /// The spec cannot be acted on: the reason in status, with one Event per new reason.

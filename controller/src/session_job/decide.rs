@@ -37,9 +37,8 @@ use flink_operator_api::{
 
 use crate::lifecycle::{
     Facts, JobAction, LifecycleStatus, deletion,
-    deletion::DeletionSavepoint,
     machine::{self, Cancel, Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
-    observe, spec, stop,
+    observe, spec,
 };
 use crate::{
     conditions::set_conditions,
@@ -251,17 +250,22 @@ impl<'a> JobKind<'a> for Decision<'a> {
         self.sj.metadata.deletion_timestamp.is_some()
     }
 
-    fn delete(&mut self) -> Plan {
-        // An unreadable record is treated as "something may run": the job is still looked
-        // up by its recorded id.
-        let recorded = self
-            .status
-            .reconciliation_status
-            .clone()
-            .unwrap_or_default()
-            .last_reconciled_spec::<FlinkSessionJobSpec>()
-            .unwrap_or_else(|_| Some(self.sj.spec.clone()));
-        delete(self, recorded.as_ref())
+    fn before_deletion_stop(&mut self) -> Option<Plan> {
+        before_deletion_stop(self)
+    }
+
+    fn deletion_savepoint_recorded(&mut self, path: &str) -> Plan {
+        let job_id = self.job_id();
+        self.set_conditions(
+            phase::DELETING,
+            &format!("job {job_id} stopped with savepoint {path}"),
+        );
+        self.actions.push(Action::RemoveFinalizer);
+        self.record_then(SLOW)
+    }
+
+    fn tear_down(&mut self) -> Plan {
+        tear_down(self)
     }
 
     fn admit(&mut self) {
@@ -956,70 +960,61 @@ fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> Plan {
     )
 }
 
-/// Deletion behind the finalizer: stop the job (savepoint or cancel), record what it left,
-/// then let the resource go.
-fn delete(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan {
-    d.status.lifecycle_state = Some(ResourceLifecycleState::Deleting);
+/// Lets go at once of a job that nothing runs (its session cluster is gone, or it runs no
+/// job of this resource); waits for a session cluster that cannot act yet.
+fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
     if !has_finalizer(d.sj) {
         d.set_conditions(phase::DELETING, "deleted");
-        return d.done(SLOW);
+        return Some(d.done(SLOW));
     }
     let name = d.session_name().to_owned();
-    let release = |d: &mut Decision<'_>, why: String| {
-        d.set_conditions(phase::DELETING, &why);
-        d.actions.push(Action::RemoveFinalizer);
-        d.event(false, Reason::Deleted, why);
-        d.done(SLOW)
-    };
     match &d.obs.session {
         SessionObservation::Missing | SessionObservation::NotSession | SessionObservation::Deleting => {
-            return release(d, format!("session cluster {name} is gone; nothing runs the job"));
+            return Some(release(
+                d,
+                format!("session cluster {name} is gone; nothing runs the job"),
+            ));
         }
         SessionObservation::NotReady(why) => {
             let message = format!("waiting for session cluster {name} to stop the job: {why}");
             d.set_conditions(phase::DELETING, &message);
-            return d.done(WAIT);
+            return Some(d.done(WAIT));
         }
         SessionObservation::Ready => {}
     }
-    let job_id = match (recorded, recorded_job_id(&d.status)) {
-        (Some(r), Some(id)) if !spec::is_suspended(r) => id,
-        _ => return release(d, "no job runs".to_owned()),
-    };
-    let obs = d.obs;
-    let facts = d.facts();
-    let running = facts.running();
-    if let Some(trigger_id) = stop::pending_trigger(&d.status) {
-        let (status, mut out) = d.parts();
-        match deletion::follow(status, &job_id, &trigger_id, &facts, &mut out) {
-            DeletionSavepoint::Recorded(path) => {
-                d.set_conditions(
-                    phase::DELETING,
-                    &format!("job {job_id} stopped with savepoint {path}"),
-                );
-                d.actions.push(Action::RemoveFinalizer);
-                return d.record_then(SLOW);
-            }
-            DeletionSavepoint::Resent => {
-                d.set_conditions(phase::DELETING, "stopping the job with a savepoint");
-                return d.done(FAST);
-            }
-            DeletionSavepoint::Failed(error) => {
-                d.set_conditions(phase::DELETING, &error);
-                return d.record_then(SLOW);
-            }
-            DeletionSavepoint::Pending => {
-                d.set_conditions(phase::DELETING, "waiting for the savepoint");
-                return d.done(FAST);
-            }
-            DeletionSavepoint::Abandoned => {}
-        }
+    // An unreadable record is treated as "something may run": the job is still looked up
+    // by its recorded id.
+    let recorded = d
+        .status
+        .reconciliation_status
+        .clone()
+        .unwrap_or_default()
+        .last_reconciled_spec::<FlinkSessionJobSpec>()
+        .unwrap_or_else(|_| Some(d.sj.spec.clone()));
+    match (recorded, recorded_job_id(&d.status)) {
+        (Some(r), Some(_)) if !spec::is_suspended(&r) => None,
+        _ => Some(release(d, "no job runs".to_owned())),
     }
+}
+
+/// The finalizer goes: nothing of the job is left to stop.
+fn release(d: &mut Decision<'_>, why: String) -> Plan {
+    d.set_conditions(phase::DELETING, &why);
+    d.actions.push(Action::RemoveFinalizer);
+    d.event(false, Reason::Deleted, why);
+    d.done(SLOW)
+}
+
+/// The job was not stopped with a savepoint for the deletion: it is cancelled, and the
+/// finalizer goes once it has ended.
+fn tear_down(d: &mut Decision<'_>) -> Plan {
+    let job_id = d.job_id();
+    let name = d.session_name().to_owned();
+    let obs = d.obs;
     match &obs.job {
         Some(JobObservation::NotFound) => release(d, format!("job {job_id} is gone")),
         Some(JobObservation::Found { state, .. }) if flink_job_state::is_globally_terminal(state) => {
-            let why = format!("job {job_id} ended ({state})");
-            release(d, why)
+            release(d, format!("job {job_id} ended ({state})"))
         }
         Some(JobObservation::Found { state, .. }) if state == flink_job_state::CANCELLING => {
             d.set_conditions(
@@ -1029,26 +1024,14 @@ fn delete(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan 
             d.done(FAST)
         }
         Some(JobObservation::Found { state, .. }) => {
-            let wants_savepoint = deletion::wants_savepoint(d.sj.spec.job.as_ref(), &obs.policy);
-            if wants_savepoint && running {
-                d.set_conditions(
-                    phase::DELETING,
-                    &format!("stopping job {job_id} with a savepoint"),
-                );
-                let (status, mut out) = d.parts();
-                deletion::stop_with_savepoint(status, &job_id, &facts, &mut out);
+            let note = if deletion::wants_savepoint(d.sj.spec.job.as_ref(), &obs.policy) {
+                format!("Cancelling job {job_id} without a savepoint: it is {state}, not RUNNING")
             } else {
-                let note = if wants_savepoint {
-                    format!("Cancelling job {job_id} without a savepoint: it is {state}, not RUNNING")
-                } else {
-                    format!("Cancelling job {job_id}")
-                };
-                d.set_conditions(phase::DELETING, &note);
-                d.actions.push(Action::Job(JobAction::Cancel {
-                    job_id: job_id.clone(),
-                }));
-                d.event(false, Reason::Deleting, note);
-            }
+                format!("Cancelling job {job_id}")
+            };
+            d.set_conditions(phase::DELETING, &note);
+            d.actions.push(Action::Job(JobAction::Cancel { job_id }));
+            d.event(false, Reason::Deleting, note);
             d.record_then(FAST)
         }
         Some(JobObservation::Unreachable(_)) | None => {

@@ -240,9 +240,17 @@ impl<'a> JobKind<'a> for Decision<'a> {
         self.fd.metadata.deletion_timestamp.is_some()
     }
 
-    fn delete(&mut self) -> Plan {
+    fn can_stop_for_deletion(&self) -> bool {
+        self.obs.cluster_exists
+    }
+
+    fn deletion_savepoint_recorded(&mut self, path: &str) -> Plan {
+        deletion::savepoint_recorded(self.take(), path)
+    }
+
+    fn tear_down(&mut self) -> Plan {
         let has_finalizer = self.has_finalizer();
-        deletion::decide(self.take(), has_finalizer)
+        deletion::tear_down(self.take(), has_finalizer)
     }
 
     fn admit(&mut self) {
