@@ -812,3 +812,57 @@ fn an_invalid_spec_changes_nothing_that_runs() {
         assert!(outcome.events.is_empty(), "{kind}: {:?}", outcome.events);
     });
 }
+
+#[test]
+fn a_deletion_during_an_upgrade_records_the_savepoint_of_the_stop_in_flight() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let done = Look {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
+            ..look("FINISHED")
+        };
+        let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &done, true);
+        assert!(outcome.job.is_empty(), "{kind}: no second stop: {outcome:?}");
+        assert_eq!(outcome.reasons(), [Reason::SavepointCompleted], "{kind}");
+        assert!(
+            outcome.recorded_first,
+            "{kind}: the path is written before the teardown"
+        );
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/upgrade"),
+            "{kind}"
+        );
+    });
+}
+
+#[test]
+fn a_failed_stateless_job_is_restarted_when_configured_and_left_failed_otherwise() {
+    for restart in [false, true] {
+        both(|kind, decide| {
+            let job = job_spec(UpgradeMode::Stateless);
+            let stored = started(&job, &json!({}), kind);
+            let at = Look {
+                policy: Policy {
+                    restart_failed: restart,
+                    ..Policy::default()
+                },
+                ..look("FAILED")
+            };
+            let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
+            let case = format!("{kind} restart={restart}");
+            assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
+            assert_eq!(
+                outcome.reasons().contains(&Reason::RestartFailedJob),
+                restart,
+                "{case}: {:?}",
+                outcome.events
+            );
+            assert_eq!(outcome.own, usize::from(restart), "{case}: started again");
+            assert_eq!(outcome.recorded_first, restart, "{case}");
+        });
+    }
+}
