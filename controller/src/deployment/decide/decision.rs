@@ -1,8 +1,8 @@
 //! The decision about one FlinkDeployment under construction, and its part in the shared
-//! lifecycle ([`crate::lifecycle::machine`]): its job ends with its cluster (the high-availability metadata keeps the last state of a
-//! last-state change), it is started by deploying a cluster with it, "ready" is a
-//! JobManager whose REST API answers, and its own steps are the session cluster without a
-//! job, rollback and JobManager recovery.
+//! lifecycle ([`crate::lifecycle::machine`]): its job ends with its cluster (the
+//! high-availability metadata keeps the last state of a last-state change), it is started
+//! by deploying a cluster with it, "ready" is a JobManager whose REST API answers, and its
+//! own steps are the session cluster without a job, rollback and JobManager recovery.
 
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,

@@ -12,8 +12,9 @@
 //!   and Degraded conditions ([`status`]);
 //! - rolling back a deployed spec that did not become stable, when enabled ([`rollback`]);
 //! - deploying a JobManager Deployment that went missing again ([`recovery`]);
-//! - deletion behind a finalizer, optionally with a savepoint, and the session-cluster
-//!   guard ([`deletion`]);
+//! - deletion behind a finalizer: once the machine has recorded the savepoint the settings
+//!   ask for, the cluster is deleted, a session cluster only once no session job uses it
+//!   ([`deletion`]);
 //! - a session cluster (no `spec.job`): deployed, and deployed again with a new spec.
 //!
 //! Every step is written to status before the next one starts, so a fresh reconcile from the
