@@ -5,17 +5,20 @@
 //!   reconcile metrics, Events, and the one status writer (only what changed, guarded by
 //!   resourceVersion).
 //! - [`lifecycle`]: what a job goes through whatever runs it, decided once for both job
-//!   kinds: how a change ends a job (savepoint, cancellation, HA metadata kept), snapshots
-//!   by nonce and periodic with their history, the stop-with-savepoint of an upgrade or a
-//!   deletion with its retries, restores and resumes under the restore-age guard, the job's
-//!   state in status, the REST polls of a job and the REST actions on it; with one table of
-//!   scenarios run against both kinds.
+//!   kinds: one state machine ([`lifecycle::machine`]) that says, for each recorded step
+//!   and observation, the next step, over the pure tables of how a change ends a job
+//!   (savepoint, cancellation, HA metadata kept), snapshots by nonce and periodic with
+//!   their history, the stop-with-savepoint of an upgrade or a deletion with its retries,
+//!   restores and resumes under the restore-age guard, the job's state in status, the REST
+//!   polls of a job and the REST actions on it; with one table of scenarios run against
+//!   both kinds. What differs per kind is its [`lifecycle::machine::JobKind`].
 //! - [`deployment`]: the FlinkDeployment's own part: the cluster's objects and readiness,
 //!   starting a job with its cluster and tearing it down (HA metadata only once the
-//!   JobManager exited), rollback, JobManager recovery, the session-cluster guard on
+//!   JobManager exited), rollback, JobManager recovery, session clusters and their guard on
 //!   deletion.
 //! - [`session_job`]: the FlinkSessionJob's own part: waiting for its session cluster, the
-//!   jar fetched and submitted under a recorded job id, a refused submission retried.
+//!   jar fetched and submitted under a recorded job id, a refused submission retried,
+//!   cancellation for a change and for deletion.
 //! - [`events`]: the Event reasons, one enum for every kind.
 //! - [`resources`]: the cluster's objects as pure functions of the resource.
 //! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.

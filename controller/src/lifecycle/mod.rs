@@ -2,6 +2,12 @@
 //! share, decided once for both (pure: no I/O; the clock, fresh ids and the operator
 //! settings are inputs).
 //!
+//! [`machine`] is the lifecycle as one state machine: its `decide` is the dispatch order
+//! (deletion, a stop-with-savepoint in flight, an invalid spec, the first start, a start in
+//! progress, a spec change, a suspended job, a restart of a failed job, snapshots, steady),
+//! and its functions map each outcome of the pure tables below to the next step. A kind
+//! plugs into it through [`machine::JobKind`].
+//!
 //! A job goes through the same steps whatever runs it:
 //!
 //! 1. **first start**: the spec and the job id are recorded (UPGRADING), then the job is
@@ -23,16 +29,18 @@
 //!    `kubernetes.operator.job.drain-on-savepoint-deletion` says so, and its path is
 //!    recorded before anything that could lose it goes ([`deletion`]).
 //!
-//! What differs per kind stays with the kind: how a job is started and torn down (a
-//! cluster's objects, or a jar upload and a REST submission), what "ready to act" means
-//! (a JobManager that answers, or a READY session cluster), and where a last state lives
-//! (high-availability metadata kept across the upgrade, or the cancelled job's latest
-//! checkpoint). Each step writes its status before it acts, so a fresh reconcile from
+//! What differs per kind stays with the kind, behind [`machine::JobKind`]: how a job is
+//! started and ended for a change (a cluster deployed with it and deleted with or without
+//! its high-availability metadata, or a jar submitted and the job cancelled over REST),
+//! what "ready to act" means (a JobManager that answers, or a READY session cluster), where
+//! a last state lives (high-availability metadata kept across the upgrade, or the cancelled
+//! job's latest checkpoint), the kind's own steps and how it words its status. Each step writes its status before it acts, so a fresh reconcile from
 //! the stored status continues where a crashed one stopped.
 
 pub mod act;
 pub mod change;
 pub mod deletion;
+pub mod machine;
 pub mod observe;
 pub mod poll;
 pub mod snapshots;

@@ -37,6 +37,8 @@ struct Look {
     trigger_id: &'static str,
     /// The resource's `metadata.generation`: 1 as started, 2 once the user changed it.
     generation: i64,
+    /// Validation problems of the spec.
+    violations: Vec<String>,
 }
 
 fn look(state: &'static str) -> Look {
@@ -168,6 +170,7 @@ impl Application {
             savepoint: look.savepoint.clone(),
             checkpoint: look.checkpoint.clone(),
             policy: look.policy.clone(),
+            violations: look.violations.clone(),
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
             now_ms: NOW,
@@ -257,11 +260,11 @@ impl SessionJob {
                 timestamp_ms: Some(NOW - 5_000),
             }),
             policy: look.policy.clone(),
+            violations: look.violations.clone(),
             restricted_artifact_hosts: true,
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
             now_ms: NOW,
-            ..Default::default()
         }
     }
 }
@@ -810,4 +813,112 @@ fn a_failed_job_says_why() {
             "{kind}"
         );
     });
+}
+
+#[test]
+fn a_stop_in_flight_is_followed_to_its_end_even_if_the_spec_turned_invalid() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let invalid = vec!["spec.job.parallelism: too large".to_owned()];
+        // The savepoint completes while the spec is invalid: it is recorded all the same,
+        // before the JobManager forgets it.
+        let done = Look {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
+            violations: invalid.clone(),
+            ..look("FINISHED")
+        };
+        let (outcome, committed) = decide(&new, &json!({}), Some(&stopping), &done, false);
+        assert!(outcome.reasons().contains(&Reason::SavepointCompleted), "{kind}");
+        assert!(outcome.recorded_first, "{kind}");
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/upgrade"),
+            "{kind}"
+        );
+        // Nothing more is done until the spec is valid again.
+        let after = Look {
+            violations: invalid,
+            ..look("FINISHED")
+        };
+        let (outcome, _) = decide(&new, &json!({}), Some(&committed), &after, false);
+        assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
+        assert_eq!(outcome.reasons(), [Reason::ValidationError], "{kind}");
+    });
+}
+
+#[test]
+fn an_invalid_spec_changes_nothing_that_runs() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let at = Look {
+            violations: vec!["spec.job.parallelism: too large".to_owned()],
+            ..look("RUNNING")
+        };
+        let (outcome, next) = decide(&new, &json!({}), Some(&stored), &at, false);
+        assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
+        assert_eq!(outcome.reasons(), [Reason::ValidationError], "{kind}");
+        assert_eq!(outcome.recorded["parallelism"], json!(2), "{kind}: not recorded");
+        // Reported once.
+        let (outcome, _) = decide(&new, &json!({}), Some(&next), &at, false);
+        assert!(outcome.events.is_empty(), "{kind}: {:?}", outcome.events);
+    });
+}
+
+#[test]
+fn a_deletion_during_an_upgrade_records_the_savepoint_of_the_stop_in_flight() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let done = Look {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
+            ..look("FINISHED")
+        };
+        let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &done, true);
+        assert!(outcome.job.is_empty(), "{kind}: no second stop: {outcome:?}");
+        assert_eq!(outcome.reasons(), [Reason::SavepointCompleted], "{kind}");
+        assert!(
+            outcome.recorded_first,
+            "{kind}: the path is written before the teardown"
+        );
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/upgrade"),
+            "{kind}"
+        );
+    });
+}
+
+#[test]
+fn a_failed_stateless_job_is_restarted_when_configured_and_left_failed_otherwise() {
+    for restart in [false, true] {
+        both(|kind, decide| {
+            let job = job_spec(UpgradeMode::Stateless);
+            let stored = started(&job, &json!({}), kind);
+            let at = Look {
+                policy: Policy {
+                    restart_failed: restart,
+                    ..Policy::default()
+                },
+                ..look("FAILED")
+            };
+            let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
+            let case = format!("{kind} restart={restart}");
+            assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
+            assert_eq!(
+                outcome.reasons().contains(&Reason::RestartFailedJob),
+                restart,
+                "{case}: {:?}",
+                outcome.events
+            );
+            assert_eq!(outcome.own, usize::from(restart), "{case}: started again");
+            assert_eq!(outcome.recorded_first, restart, "{case}");
+        });
+    }
 }

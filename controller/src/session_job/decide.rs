@@ -1,60 +1,25 @@
 //! What to do about a FlinkSessionJob, decided from its spec, its stored status and what
 //! was observed (pure: no I/O; the clock and fresh ids are inputs).
 //!
-//! The job runs in a session FlinkDeployment. Until that cluster exists, is a session
-//! cluster and its JobManager is READY, the job waits (one status message, one Event).
+//! The job's lifecycle is the shared state machine ([`crate::lifecycle::machine`]); this
+//! module holds what is the session job's own, plugged into the machine as a
+//! [`JobKind`]:
 //!
-//! A spec change first ends the running job as its upgrade mode prescribes, and only then
-//! records the new spec; so `reconciliationStatus.state` UPGRADING always means "the
-//! recorded spec is to be submitted under the recorded job id":
-//! - `stateless`: cancel, then submit from nothing;
-//! - `savepoint`: record a trigger id, stop-with-savepoint under it, poll on later
-//!   reconciles; the savepoint's path is recorded together with the new spec and the new
-//!   job id, before the new job is submitted restoring from it. A failed savepoint leaves
-//!   the old job running and the resource UpdateFailed until the spec changes again;
-//! - `last-state`: cancel, then read the cancelled job's latest completed checkpoint and
-//!   record its path with the new spec before submitting from it.
-//!
-//! `job.state: suspended` ends the job the same way and records the path it left; `running`
-//! again submits restoring from it (unless the new mode is stateless). Deletion stops the
-//! job (with a savepoint when `kubernetes.operator.job.savepoint-on-deletion` is true, its
-//! path recorded) before the finalizer goes; a session cluster that is gone releases the
-//! finalizer at once.
-//!
-//! The job id of a submission is recorded before the submission, so a crash between the
-//! two finds the job by that id instead of submitting a second one.
-//!
-//! With `kubernetes.operator.job.upgrade.take-savepoint: false`, a job in `savepoint` mode is
-//! cancelled like a last-state one and restored from the newest of its latest checkpoint and
-//! its last savepoint. `kubernetes.operator.job.restore.max-state-age` bounds every restore
-//! of a checkpoint or savepoint that is not taken for it (last-state, without a savepoint,
-//! a resume): a job is not ended for state that is too old where that is known while it
-//! runs, and never started from it; the refusal (UpdateFailed, `status.error`, a warning
-//! Event) names the state and its age.
-//!
-//! A change of `upgradeMode` alone, or of `kubernetes.operator.*` keys alone, is recorded
-//! without ending the job (the mode applies to the next change).
-//!
-//! `savepointTriggerNonce` and `checkpointTriggerNonce` take a manual savepoint or checkpoint
-//! of the running job: the nonce and a trigger id are recorded before the trigger is sent,
-//! later reconciles poll it, and the result goes to `savepointInfo` (last savepoint and
-//! history) or `checkpointInfo`; a spec change waits for it. `savepointRedeployNonce` cancels
-//! the job without a savepoint and submits the spec restoring `initialSavepointPath`.
-//!
-//! With `kubernetes.operator.job.restart.failed`, a FAILED job is resubmitted under a new
-//! job id recorded first: from nothing in stateless mode, else from its newest checkpoint or
-//! savepoint, guarded by the restore age (a refusal leaves it FAILED, with a RestoreRefused
-//! Event).
-//!
-//! A savepoint change of a job that has ended (FAILED, FINISHED, CANCELED or gone) restores
-//! its last savepoint if that is younger than `kubernetes.operator.job.upgrade.savepoint.max-age`;
-//! otherwise it is refused. A new `restartNonce` is a spec change like any other: the job
-//! is ended and submitted again as its upgrade mode says.
-//!
-//! Periodic savepoints (`kubernetes.operator.periodic.savepoint.interval`) are taken like
-//! manual ones, the first an interval after the job started; savepoints beyond the history's
-//! count or age are disposed of through the session cluster (see
-//! [`crate::savepoint_history`]).
+//! - it runs in a session FlinkDeployment: until that cluster exists, is a session cluster
+//!   and its JobManager is READY, the job waits (one status message, one Event); deletion
+//!   of a job whose session cluster is gone releases the finalizer at once;
+//! - it is started by submitting its jar under a job id recorded before the submission, so
+//!   a crash between the two finds the job by that id instead of submitting a second one;
+//!   a submission that failed is tried again under the same id ([`submission_failed`]);
+//! - it is ended for a change by cancelling it over REST (or stopping it with a savepoint),
+//!   and the new spec is recorded with the state it restores only once it has ended:
+//!   `reconciliationStatus.state` UPGRADING always means "the recorded spec is to be
+//!   submitted under the recorded job id";
+//! - its last state is the cancelled job's latest completed checkpoint, read from the
+//!   session cluster (a last-state or a savepoint-mode change without a savepoint keeps its
+//!   checkpoints on cancellation: the submission asks for them to be retained);
+//! - deletion cancels the job, or stops it with a savepoint as the shared rule says
+//!   ([`crate::lifecycle::deletion`]), before the finalizer goes.
 //!
 //! Not done: rollbacks (this operator rolls back FlinkDeployments only).
 
@@ -64,26 +29,22 @@ use std::collections::BTreeMap;
 use flink_operator_api::{
     FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus,
     common::{
-        JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, SnapshotTriggerType,
-        UpgradeMode, flink_job_state,
+        JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode,
+        flink_job_state,
     },
     keys,
 };
 
 use crate::lifecycle::{
-    Facts, JobAction, LifecycleStatus, Out, Snapshot,
-    change::{self, Ending, JobNow, Resume},
-    deletion,
-    deletion::DeletionSavepoint,
-    observe, snapshots, spec,
-    stop::{self, Stopped, Stopping},
+    Facts, JobAction, LifecycleStatus, deletion,
+    machine::{self, Cancel, Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
+    observe, spec,
 };
 use crate::{
     conditions::set_conditions,
     policy::Policy,
     reconcile::Next,
     restore::{self, Kind, RestorableState},
-    savepoint_history,
 };
 
 /// What observe found.
@@ -195,6 +156,7 @@ const RECONCILING: &str = flink_job_state::RECONCILING;
 struct Decision<'a> {
     sj: &'a FlinkSessionJob,
     obs: &'a Observation,
+    status: FlinkSessionJobStatus,
     actions: Vec<Action>,
     events: Vec<EventNote>,
 }
@@ -212,227 +174,412 @@ impl Decision<'_> {
         self.sj.metadata.generation
     }
 
-    /// Where the shared lifecycle steps put their actions and Events.
-    fn out(&mut self) -> Out<'_, Action> {
-        Out {
-            actions: &mut self.actions,
-            events: &mut self.events,
-        }
-    }
-
     fn session_name(&self) -> &str {
         self.sj.spec.deployment_name.as_deref().unwrap_or_default()
     }
 
-    fn conditions(&self, status: &mut FlinkSessionJobStatus, reason: &str, message: &str) {
+    fn job_id(&self) -> String {
+        recorded_job_id(&self.status).unwrap_or_default()
+    }
+
+    /// The job's state as Flink reported it now, for messages.
+    fn state_note(&self) -> String {
+        self.obs.facts(None).observed_state().unwrap_or("gone").to_owned()
+    }
+
+    fn set_conditions(&mut self, reason: &str, message: &str) {
         set_conditions(
-            &mut status.conditions,
-            self.generation(),
+            &mut self.status.conditions,
+            self.sj.metadata.generation,
             reason,
             message,
             self.obs.now_ms,
         );
     }
 
-    /// A plan that writes `status` after its actions and nothing before.
-    fn done(self, status: FlinkSessionJobStatus, requeue: Next) -> Plan {
-        Plan {
-            status_before: None,
-            actions: self.actions,
-            status,
-            events: self.events,
-            requeue,
-        }
-    }
-
-    /// A plan that writes `before` first, runs its actions, then writes `after`.
-    fn stepped(self, before: FlinkSessionJobStatus, after: FlinkSessionJobStatus, requeue: Next) -> Plan {
-        Plan {
-            status_before: Some(before),
-            actions: self.actions,
-            status: after,
-            events: self.events,
-            requeue,
-        }
+    /// A plan that writes the status as it is first, runs its actions, then writes `after`.
+    fn stepped(&mut self, after: FlinkSessionJobStatus, requeue: Next) -> Plan {
+        let mut plan = self.done(requeue);
+        plan.status_before = Some(std::mem::replace(&mut plan.status, after));
+        plan
     }
 }
 
 pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
     // Conditions come back with the rest, so their transition times carry over.
-    let status = sj.status.clone().unwrap_or_default();
-    let has_finalizer = sj
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == keys::finalizers::FLINK_SESSION_JOB);
     let mut d = Decision {
         sj,
         obs,
+        status: sj.status.clone().unwrap_or_default(),
         actions: Vec::new(),
         events: Vec::new(),
     };
-    let reconciliation = status.reconciliation_status.clone().unwrap_or_default();
-    let recorded = reconciliation.last_reconciled_spec::<FlinkSessionJobSpec>();
+    machine::decide(&mut d)
+}
 
-    if sj.metadata.deletion_timestamp.is_some() {
-        // An unreadable record is treated as "something may run": the job is still looked
-        // up by its recorded id.
-        let recorded = recorded.unwrap_or_else(|_| Some(sj.spec.clone()));
-        return delete(d, status, has_finalizer, recorded.as_ref());
+impl<'a> JobKind<'a> for Decision<'a> {
+    type Spec = FlinkSessionJobSpec;
+    type Status = FlinkSessionJobStatus;
+    type Action = Action;
+
+    // The session cluster outlives the job: it is cancelled over REST, and only its
+    // retained checkpoints keep its last state.
+    const ENDS_WITH_ITS_CLUSTER: bool = false;
+
+    fn facts(&self) -> Facts<'a> {
+        self.obs.facts(self.sj.metadata.generation)
     }
-    if !has_finalizer {
-        d.actions.push(Action::AddFinalizer);
+
+    fn conditions(&mut self, phase: &str, message: &str) {
+        self.set_conditions(phase, message);
     }
-    let recorded = match recorded {
-        Ok(recorded) => recorded,
-        Err(e) => {
-            // Never guess: a wrong guess would submit a second job.
-            let error = format!(
-                "status.reconciliationStatus.lastReconciledSpec cannot be read ({e}); nothing is done until it is repaired"
-            );
-            return failed(d, status, phase::DEPLOY_FAILED, error);
+
+    fn spec(&self) -> &'a FlinkSessionJobSpec {
+        &self.sj.spec
+    }
+
+    fn status(&self) -> &FlinkSessionJobStatus {
+        &self.status
+    }
+
+    fn ledger(&mut self) -> (&mut FlinkSessionJobStatus, &mut Vec<Action>, &mut Vec<EventNote>) {
+        (&mut self.status, &mut self.actions, &mut self.events)
+    }
+
+    fn deleting(&self) -> bool {
+        self.sj.metadata.deletion_timestamp.is_some()
+    }
+
+    fn before_deletion_stop(&mut self) -> Option<Plan> {
+        before_deletion_stop(self)
+    }
+
+    fn deletion_savepoint_recorded(&mut self, path: &str) -> Plan {
+        let job_id = self.job_id();
+        self.set_conditions(
+            phase::DELETING,
+            &format!("job {job_id} stopped with savepoint {path}"),
+        );
+        self.actions.push(Action::RemoveFinalizer);
+        self.record_then(SLOW)
+    }
+
+    fn tear_down(&mut self) -> Plan {
+        tear_down(self)
+    }
+
+    fn admit(&mut self) {
+        if !has_finalizer(self.sj) {
+            self.actions.push(Action::AddFinalizer);
         }
-    };
-    let refused = refused_generation(&status, sj, recorded.as_ref());
+    }
 
-    if d.obs.session != SessionObservation::Ready {
-        return wait_for_session(d, status, recorded.as_ref(), refused);
+    fn recorded(&self) -> Result<Option<FlinkSessionJobSpec>, String> {
+        // Never guess: a wrong guess would submit a second job.
+        self.status
+            .reconciliation_status
+            .clone()
+            .unwrap_or_default()
+            .last_reconciled_spec::<FlinkSessionJobSpec>()
+            .map_err(|e| {
+                format!(
+                    "status.reconciliationStatus.lastReconciledSpec cannot be read ({e}); nothing is done until it is repaired"
+                )
+            })
     }
-    if stop::pending_trigger(&status).is_some() {
-        return continue_savepoint(d, status);
+
+    fn until_ready(&mut self, recorded: Option<&FlinkSessionJobSpec>) -> Option<Plan> {
+        (self.obs.session != SessionObservation::Ready).then(|| wait_for_session(self, recorded))
     }
-    if !d.obs.violations.is_empty() {
-        let error = d.obs.violations.join("; ");
-        let reason = if recorded.is_none() {
-            phase::DEPLOY_FAILED
-        } else {
-            phase::UPDATE_FAILED
-        };
-        return failed(d, status, reason, error);
+
+    fn violations(&self) -> &[String] {
+        &self.obs.violations
     }
-    let Some(recorded) = recorded else {
-        return first_deployment(d, status);
-    };
-    if reconciliation.state == Some(ReconciliationState::Upgrading) {
-        return continue_submit(d, status, &recorded);
+
+    fn stored_error(&self) -> Option<&'a str> {
+        self.sj.status.as_ref().and_then(|s| s.error.as_deref())
     }
-    let mut status = status;
-    let relevant_change = spec::changed(&recorded, &sj.spec);
-    let recorded = if !relevant_change && recorded != sj.spec {
-        record_ignored_changes(&d, &mut status, &recorded)
-    } else {
-        recorded
-    };
-    let suspended = spec::is_suspended(&recorded);
-    if !suspended {
-        observe_into(&mut d, &mut status, &recorded);
+
+    fn first_start(&mut self) -> Plan {
+        first_deployment(self)
     }
-    let obs = d.obs;
-    let facts = obs.facts(d.generation());
-    let pending = !suspended && snapshots::settle(&mut status, &facts, recorded.job.as_ref(), &mut d.out());
-    if relevant_change {
-        if pending {
-            // The change may end the job, which would lose the snapshot the user asked for.
-            d.conditions(
-                &mut status,
+
+    fn start_in_progress(&mut self, recorded: &FlinkSessionJobSpec) -> Option<Plan> {
+        let upgrading =
+            self.status.reconciliation_status.as_ref()?.state == Some(ReconciliationState::Upgrading);
+        upgrading.then(|| continue_submit(self, recorded))
+    }
+
+    fn observe(&mut self, running: &FlinkSessionJobSpec) {
+        // A suspended job is not looked at.
+        if !spec::is_suspended(running) {
+            observe_into(self, running);
+        }
+    }
+
+    fn refused_change(&mut self) -> Option<Plan> {
+        let error = refused_generation(self.sj)?;
+        self.status.error = Some(error.clone());
+        self.set_conditions(phase::UPDATE_FAILED, &error);
+        Some(self.done(SLOW))
+    }
+
+    fn changed_while_suspended(&mut self) -> Plan {
+        // The state the suspension left stays the one to resume from.
+        let left = restore::recorded(&self.status.job_status.clone().unwrap_or_default());
+        commit(self, left)
+    }
+
+    fn before_ending(&mut self) -> Option<Plan> {
+        if recorded_job_id(&self.status).is_none() {
+            return Some(commit(self, None));
+        }
+        if matches!(self.obs.job, Some(JobObservation::Unreachable(_)) | None) {
+            self.set_conditions(
                 phase::UPDATING,
-                "waiting for the pending manual savepoint or checkpoint before changing the job",
+                "waiting for the JobManager to answer before changing the job",
             );
-            return d.done(status, FAST);
+            return Some(self.done(FAST));
         }
-        return apply_change(d, status, &recorded, refused);
+        None
     }
-    if !suspended
-        && !pending
-        && obs.policy.restart_failed
-        && facts.observed_state() == Some(flink_job_state::FAILED)
-    {
-        return restart_failed(d, status);
+
+    fn job_state(&self) -> (Option<String>, bool) {
+        match &self.obs.job {
+            Some(JobObservation::Found { state, .. }) => {
+                (Some(state.clone()), flink_job_state::is_globally_terminal(state))
+            }
+            _ => (None, true),
+        }
     }
-    let running = !suspended && !pending && facts.running();
-    let job = status.job_status.clone().unwrap_or_default();
-    if running && let Some(wanted) = snapshots::due(&sj.spec, &recorded, &job, &facts) {
-        return trigger_snapshot(d, status, wanted, &recorded);
+
+    fn latest_checkpoint(&self) -> Checkpoint {
+        match &self.obs.checkpoint {
+            Some(CheckpointLookup::Found { path, timestamp_ms }) => Checkpoint::Found(RestorableState {
+                kind: Kind::Checkpoint,
+                path: path.clone(),
+                timestamp_ms: *timestamp_ms,
+            }),
+            Some(CheckpointLookup::None) => Checkpoint::None,
+            Some(CheckpointLookup::Unavailable(reason)) => Checkpoint::Unavailable(reason.clone()),
+            None => Checkpoint::NotLooked,
+        }
     }
-    let stored_error = sj.status.as_ref().and_then(|s| s.error.as_deref());
-    snapshots::report_unsupported_schedule(&mut status, stored_error, &facts, &mut d.out());
-    if running && snapshots::trim_history(&mut status, &facts, &mut d.out()) {
-        let (reason, message) = current_phase(&status, &recorded);
-        d.conditions(&mut status, reason, &message);
-        return d.done(status, FAST);
+
+    fn verb(&self, suspending: bool) -> &'static str {
+        if suspending { "suspend" } else { "upgrade" }
     }
-    let (reason, message) = current_phase(&status, &recorded);
-    d.conditions(&mut status, reason, &message);
-    // Nothing will change by itself once the job runs or has ended.
-    let ended = job
-        .state
-        .as_deref()
-        .is_some_and(flink_job_state::is_globally_terminal);
-    let requeue = if (status.lifecycle_state == Some(ResourceLifecycleState::Stable) || ended) && !pending {
-        SLOW
-    } else {
-        FAST
-    };
-    let requeue = savepoint_history::requeue_for_periodic(
-        &job,
-        d.obs.policy.periodic_savepoint_ms,
-        d.obs.now_ms,
-        requeue,
-    );
-    d.done(status, requeue)
+
+    fn stopping(&self, job_id: &str, verb: &str) -> String {
+        format!("stopping job {job_id} with a savepoint for the {verb}")
+    }
+
+    fn commit(&mut self, restore: Restore, cause: Cause) -> Plan {
+        let job_id = self.job_id();
+        let verb = self.verb(spec::is_suspended(&self.sj.spec));
+        let restore = match restore {
+            Restore::State(state) => Some(state),
+            // A session job keeps no high-availability metadata of its own.
+            Restore::Nothing | Restore::LastState => None,
+        };
+        let age = restore.as_ref().map(|s| restore::age_note(s, self.obs.now_ms));
+        match (cause, age) {
+            (Cause::FreshSavepoint, Some(age)) => {
+                let state = self.state_note();
+                self.event(
+                    false,
+                    Reason::StateFound,
+                    format!(
+                        "Job {job_id} is {state}; the {verb} restores {age}, younger than kubernetes.operator.job.upgrade.savepoint.max-age"
+                    ),
+                );
+            }
+            (Cause::Ended, Some(age)) => self.event(false, Reason::StateFound, format!("Restoring {age}")),
+            (Cause::Redeploy(path), _) => self.event(
+                false,
+                Reason::SavepointRedeploy,
+                format!("Redeploying from spec.job.initialSavepointPath {path}"),
+            ),
+            (Cause::Restart, age) => self.event(
+                false,
+                Reason::RestartFailedJob,
+                match age {
+                    Some(age) => format!("Job {job_id} FAILED; resubmitting it restoring {age}"),
+                    None => format!("Job {job_id} FAILED; resubmitting it without state"),
+                },
+            ),
+            _ => {}
+        }
+        commit(self, restore)
+    }
+
+    fn cancel(&mut self, why: Cancel) -> Plan {
+        let job_id = self.job_id();
+        let verb = self.verb(spec::is_suspended(&self.sj.spec));
+        let (reason, message) = match why {
+            Cancel::ForChange
+            | Cancel::ForNewest {
+                with_savepoints: false,
+                ..
+            } => (
+                Reason::SpecChanged,
+                format!("cancelling job {job_id} for the {verb}"),
+            ),
+            Cancel::ForNewest {
+                with_savepoints: true,
+                ..
+            } => (
+                Reason::SpecChanged,
+                format!(
+                    "cancelling job {job_id} for the {verb} without a savepoint (kubernetes.operator.job.upgrade.take-savepoint is false)"
+                ),
+            ),
+            Cancel::ForRedeploy(path) => (
+                Reason::SavepointRedeploy,
+                format!(
+                    "Cancelling job {job_id} without a savepoint to redeploy from spec.job.initialSavepointPath {path}"
+                ),
+            ),
+        };
+        self.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+        self.set_conditions(phase::UPDATING, &message);
+        self.actions.push(Action::Job(JobAction::Cancel { job_id }));
+        self.event(false, reason, crate::lifecycle::capitalised(&message));
+        self.record_then(FAST)
+    }
+
+    fn wait(&mut self, what: Wait) -> Plan {
+        let job_id = self.job_id();
+        let (reason, message, requeue) = match what {
+            Wait::ForSnapshot => (
+                phase::UPDATING,
+                "waiting for the pending manual savepoint or checkpoint before changing the job".to_owned(),
+                FAST,
+            ),
+            Wait::ForRunning => {
+                self.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+                (
+                    phase::UPDATING,
+                    format!(
+                        "waiting for job {job_id} to be RUNNING to take the savepoint (it is {})",
+                        self.state_note()
+                    ),
+                    WAIT,
+                )
+            }
+            Wait::ForCancel => {
+                self.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+                (
+                    phase::UPDATING,
+                    format!("waiting for job {job_id} to be cancelled"),
+                    FAST,
+                )
+            }
+            Wait::ForCheckpoint => (
+                phase::UPDATING,
+                format!("reading the last checkpoint of job {job_id}"),
+                FAST,
+            ),
+            Wait::ForCheckpointToRestart => (
+                phase::FAILED,
+                format!("job {job_id} FAILED; reading its last checkpoint to restart it"),
+                WAIT,
+            ),
+        };
+        self.set_conditions(reason, &message);
+        self.done(requeue)
+    }
+
+    fn refuse(&mut self, refusal: Refusal) -> Plan {
+        let job_id = self.job_id();
+        let verb = self.verb(spec::is_suspended(&self.sj.spec));
+        let state = self.state_note();
+        let error = match refusal {
+            Refusal::Said(note) => note,
+            Refusal::StopGaveUp(why) => {
+                format!("{verb}: {why}; job {job_id} keeps running with the previous spec")
+            }
+            Refusal::Ending(why) => format!("the {verb} of job {job_id} ({state}): {why}"),
+            Refusal::NotCancelled(why) => format!(
+                "{verb}: {}; job {job_id} keeps running",
+                why.as_deref()
+                    .unwrap_or("no checkpoint or savepoint of the job is known to restore from")
+            ),
+            Refusal::Ended(why) => format!("{verb}: job {job_id} ended ({state}): {why}"),
+            Refusal::GoneWithoutCheckpoint(reason) => format!(
+                "job {job_id} is gone and its last checkpoint is unknown ({reason}); manual restore required"
+            ),
+            Refusal::Restart(why) => {
+                return refuse_restart(self, format!("restarting the failed job {job_id}: {why}"));
+            }
+        };
+        refuse(self, error)
+    }
+
+    fn rest_suspended(&mut self) -> Option<Plan> {
+        None
+    }
+
+    fn restart_due(&self, pending: bool) -> bool {
+        !pending
+            && self.obs.policy.restart_failed
+            && self.obs.facts(None).observed_state() == Some(flink_job_state::FAILED)
+    }
+
+    fn job_running(&self) -> bool {
+        self.obs.facts(None).running()
+    }
+
+    fn phase(&mut self, recorded: &FlinkSessionJobSpec) {
+        let (reason, message) = current_phase(&self.status, recorded);
+        self.set_conditions(reason, &message);
+    }
+
+    fn steady_requeue(&self, _recorded: &FlinkSessionJobSpec, pending: bool) -> Next {
+        // Nothing will change by itself once the job runs or has ended.
+        let ended = self
+            .status
+            .job_status
+            .as_ref()
+            .and_then(|j| j.state.as_deref())
+            .is_some_and(flink_job_state::is_globally_terminal);
+        if (self.status.lifecycle_state == Some(ResourceLifecycleState::Stable) || ended) && !pending {
+            SLOW
+        } else {
+            FAST
+        }
+    }
+}
+
+fn has_finalizer(sj: &FlinkSessionJob) -> bool {
+    sj.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == keys::finalizers::FLINK_SESSION_JOB)
 }
 
 /// The error of an update this generation already refused (a failed upgrade savepoint), so
 /// that it is not retried until the spec changes again.
-fn refused_generation(
-    status: &FlinkSessionJobStatus,
-    sj: &FlinkSessionJob,
-    recorded: Option<&FlinkSessionJobSpec>,
-) -> Option<String> {
+fn refused_generation(sj: &FlinkSessionJob) -> Option<String> {
+    let status = sj.status.as_ref()?;
+    let recorded = status
+        .reconciliation_status
+        .as_ref()
+        .and_then(|rs| rs.last_reconciled_spec::<FlinkSessionJobSpec>().ok().flatten());
     // observedGeneration is written only when a spec is committed or refused, so equal to
     // the current generation with the spec not committed means refused.
-    let refused = recorded.is_some_and(|r| spec::changed(r, &sj.spec))
+    let refused = recorded.is_some_and(|r| spec::changed(&r, &sj.spec))
         && status.observed_generation.is_some()
         && status.observed_generation == sj.metadata.generation;
     status.error.clone().filter(|_| refused)
-}
-
-/// Records a spec whose changes do not end the job, and returns it as the recorded one;
-/// the recorded snapshot nonces stay until their snapshots are triggered.
-fn record_ignored_changes(
-    d: &Decision<'_>,
-    status: &mut FlinkSessionJobStatus,
-    recorded: &FlinkSessionJobSpec,
-) -> FlinkSessionJobSpec {
-    let spec = spec::with_recorded_nonces(&d.sj.spec, recorded);
-    if let Some(rs) = status.reconciliation_status.as_mut() {
-        spec::record(rs, spec.clone());
-    }
-    status.observed_generation = d.generation();
-    spec
 }
 
 fn recorded_job_id(status: &FlinkSessionJobStatus) -> Option<String> {
     status.job_status.as_ref().and_then(|j| j.job_id.clone())
 }
 
-/// The job's error (validation, unreadable status) with no action beyond the finalizer.
-fn failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, reason: &str, error: String) -> Plan {
-    if status.error.as_deref() != Some(error.as_str()) {
-        d.event(true, Reason::ValidationError, error.clone());
-    }
-    status.error = Some(error.clone());
-    d.conditions(&mut status, reason, &error);
-    d.done(status, SLOW)
-}
-
-fn wait_for_session(
-    mut d: Decision<'_>,
-    mut status: FlinkSessionJobStatus,
-    recorded: Option<&FlinkSessionJobSpec>,
-    refused: Option<String>,
-) -> Plan {
+fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan {
     let name = d.session_name().to_owned();
     let why = match &d.obs.session {
         SessionObservation::Missing => format!("FlinkDeployment {name} does not exist"),
@@ -447,20 +594,21 @@ fn wait_for_session(
     };
     let message = format!("waiting for session cluster {name}: {why}");
     // A refused update keeps its reason: it is what the user has to act on.
-    if refused.is_none() && status.error.as_deref() != Some(message.as_str()) {
+    let refused = refused_generation(d.sj).is_some();
+    if !refused && d.status.error.as_deref() != Some(message.as_str()) {
         d.event(false, Reason::SessionClusterNotReady, message.clone());
-        status.error = Some(message.clone());
+        d.status.error = Some(message.clone());
     }
     let reason = match recorded {
         None => {
-            status.lifecycle_state = Some(ResourceLifecycleState::Created);
+            d.status.lifecycle_state = Some(ResourceLifecycleState::Created);
             phase::DEPLOYING
         }
         Some(r) if spec::is_suspended(r) => phase::SUSPENDED,
         Some(_) => phase::RESTARTING,
     };
-    d.conditions(&mut status, reason, &message);
-    d.done(status, WAIT)
+    d.set_conditions(reason, &message);
+    d.done(WAIT)
 }
 
 fn submission(
@@ -503,30 +651,26 @@ fn submission(
     }
 }
 
-fn first_deployment(d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
+fn first_deployment(d: &mut Decision<'_>) -> Plan {
     let spec = &d.sj.spec;
     let name = d.session_name().to_owned();
-    status.error = None;
+    d.status.error = None;
     if spec::is_suspended(spec) {
-        status.lifecycle_state = Some(ResourceLifecycleState::Created);
-        d.conditions(
-            &mut status,
-            phase::SUSPENDED,
-            "the job is suspended: nothing is submitted",
-        );
-        return d.done(status, SLOW);
+        d.status.lifecycle_state = Some(ResourceLifecycleState::Created);
+        d.set_conditions(phase::SUSPENDED, "the job is suspended: nothing is submitted");
+        return d.done(SLOW);
     }
     let restore_path = spec.job.as_ref().and_then(|j| j.initial_savepoint_path.clone());
     let job_id = d.obs.fresh_job_id.clone();
-    status.reconciliation_status = Some(ReconciliationStatus {
+    d.status.reconciliation_status = Some(ReconciliationStatus {
         reconciliation_timestamp: Some(d.obs.now_ms),
         last_reconciled_spec: spec::encode(spec.clone(), true),
         last_stable_spec: None,
         state: Some(ReconciliationState::Upgrading),
     });
-    status.observed_generation = d.generation();
-    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-    status.job_status = Some(JobStatus {
+    d.status.observed_generation = d.generation();
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    d.status.job_status = Some(JobStatus {
         job_name: d.sj.metadata.name.clone(),
         job_id: Some(job_id.clone()),
         state: Some(RECONCILING.to_owned()),
@@ -536,7 +680,6 @@ fn first_deployment(d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan 
     let message = format!("submitting the job to session cluster {name}");
     submit(
         d,
-        status,
         Submit {
             spec,
             job_id,
@@ -556,18 +699,11 @@ struct Submit<'a> {
     session: &'a str,
 }
 
-/// Submits under a job id and a restore path already in `status`, which is written first
+/// Submits under a job id and a restore path already in status, which is written first
 /// with `phase` and `message`.
-fn submit(
-    mut d: Decision<'_>,
-    mut status: FlinkSessionJobStatus,
-    what: Submit<'_>,
-    phase: &str,
-    message: &str,
-) -> Plan {
-    d.conditions(&mut status, phase, message);
-    let before = status.clone();
-    let after = submitted(&d, status);
+fn submit(d: &mut Decision<'_>, what: Submit<'_>, phase: &str, message: &str) -> Plan {
+    d.set_conditions(phase, message);
+    let after = submitted(d, d.status.clone());
     let note = submit_note(&what.job_id, what.session, what.restore_path.as_deref());
     d.actions.push(Action::Submit(submission(
         what.spec,
@@ -576,7 +712,7 @@ fn submit(
         d.obs,
     )));
     d.event(false, Reason::Submit, note);
-    d.stepped(before, after, FAST)
+    d.stepped(after, FAST)
 }
 
 fn submit_note(job_id: &str, session: &str, restore_path: Option<&str>) -> String {
@@ -592,68 +728,65 @@ fn submitted(d: &Decision<'_>, mut status: FlinkSessionJobStatus) -> FlinkSessio
         rs.state = Some(ReconciliationState::Deployed);
     }
     status.lifecycle_state = Some(ResourceLifecycleState::Deployed);
-    d.conditions(&mut status, phase::DEPLOYING, "the job is submitted");
+    set_conditions(
+        &mut status.conditions,
+        d.generation(),
+        phase::DEPLOYING,
+        "the job is submitted",
+        d.obs.now_ms,
+    );
     status
 }
 
 /// UPGRADING: the recorded spec is to run under the recorded job id.
-fn continue_submit(
-    mut d: Decision<'_>,
-    mut status: FlinkSessionJobStatus,
-    recorded: &FlinkSessionJobSpec,
-) -> Plan {
+fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec) -> Plan {
     let name = d.session_name().to_owned();
-    let Some(job_id) = recorded_job_id(&status) else {
+    let Some(job_id) = recorded_job_id(&d.status) else {
         // A job id is always recorded with UPGRADING; without one, record a new one first.
-        let job = status.job_status_mut();
+        let job = d.status.job_status_mut();
         job.job_id = Some(d.obs.fresh_job_id.clone());
         job.state = Some(RECONCILING.to_owned());
-        d.conditions(
-            &mut status,
-            phase::DEPLOYING,
-            "recording the job id to submit under",
-        );
-        let before = status.clone();
-        return d.stepped(before, status, FAST);
+        d.set_conditions(phase::DEPLOYING, "recording the job id to submit under");
+        return d.record_then(FAST);
     };
     match &d.obs.job {
         Some(JobObservation::Found { .. }) => {
             // Submitted before a crash kept the status from saying so.
-            let mut status = submitted(&d, status);
-            observe_into(&mut d, &mut status, recorded);
-            d.done(status, FAST)
+            d.status = submitted(d, d.status.clone());
+            observe_into(d, recorded);
+            d.done(FAST)
         }
         Some(JobObservation::NotFound) => {
             let spec = d.sj.spec.clone();
-            if let Some(rs) = status.reconciliation_status.as_mut() {
+            if let Some(rs) = d.status.reconciliation_status.as_mut() {
                 rs.reconciliation_timestamp = Some(d.obs.now_ms);
                 // A spec changed again before the job was submitted is the one submitted.
                 if &spec != recorded {
                     rs.last_reconciled_spec = spec::encode(spec.clone(), false);
-                    status.observed_generation = d.generation();
+                    d.status.observed_generation = d.sj.metadata.generation;
                 }
             }
             if spec::is_suspended(&spec) {
-                if let Some(rs) = status.reconciliation_status.as_mut() {
+                if let Some(rs) = d.status.reconciliation_status.as_mut() {
                     rs.state = Some(ReconciliationState::Deployed);
                 }
-                status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
-                d.conditions(&mut status, phase::SUSPENDED, "the job is suspended");
+                d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+                d.set_conditions(phase::SUSPENDED, "the job is suspended");
                 d.event(
                     false,
                     Reason::Suspended,
                     "The job is suspended before it was submitted",
                 );
-                return d.done(status, SLOW);
+                return d.done(SLOW);
             }
-            let restore_path = status
+            let restore_path = d
+                .status
                 .job_status
                 .as_ref()
                 .and_then(|j| j.upgrade_savepoint_path.clone());
-            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
             submit(
                 d,
-                status,
                 Submit {
                     spec: &spec,
                     job_id,
@@ -665,57 +798,52 @@ fn continue_submit(
             )
         }
         Some(JobObservation::Unreachable(_)) | None => {
-            d.conditions(
-                &mut status,
+            d.set_conditions(
                 phase::DEPLOYING,
                 &format!("waiting for session cluster {name} to answer before submitting"),
             );
-            d.done(status, FAST)
+            d.done(FAST)
         }
     }
 }
 
 /// The recorded job's state into status, with an Event per change.
-fn observe_into(d: &mut Decision<'_>, status: &mut FlinkSessionJobStatus, recorded: &FlinkSessionJobSpec) {
+fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec) {
     let name = d.session_name().to_owned();
-    let mut job = status.job_status.clone().unwrap_or_default();
+    let mut job = d.status.job_status.clone().unwrap_or_default();
     let id = job.job_id.clone().unwrap_or_default();
-    match &d.obs.job {
+    let obs = d.obs;
+    match &obs.job {
         Some(JobObservation::Found {
             state,
             start_time,
             failure,
             ..
         }) => {
+            let (status, mut out) = d.parts();
             let previous_error = status.error.take();
-            let obs = d.obs;
-            observe::job_state_into(&mut job, state, *start_time, obs.now_ms, &mut d.out());
+            observe::job_state_into(&mut job, state, *start_time, obs.now_ms, &mut out);
             if state == flink_job_state::FAILED {
                 // Flink's root cause, read once when the job is first seen FAILED; kept after.
-                status.error = Some(observe::failure(
-                    &id,
-                    failure.as_ref(),
-                    previous_error,
-                    &mut d.out(),
-                ));
+                status.error = Some(observe::failure(&id, failure.as_ref(), previous_error, &mut out));
             }
         }
         Some(JobObservation::NotFound) => {
             let error = format!("job {id} is not known to session cluster {name}");
-            if status.error.as_deref() != Some(error.as_str()) {
+            if d.status.error.as_deref() != Some(error.as_str()) {
                 d.event(true, Reason::Missing, error.clone());
             }
             job.state = Some(RECONCILING.to_owned());
-            status.error = Some(error);
+            d.status.error = Some(error);
         }
         Some(JobObservation::Unreachable(_)) | None => {}
     }
     let state = job.state.clone().unwrap_or_default();
-    status.job_status = Some(job);
-    let not_found = matches!(d.obs.job, Some(JobObservation::NotFound));
+    d.status.job_status = Some(job);
+    let not_found = matches!(obs.job, Some(JobObservation::NotFound));
     let failed = state == flink_job_state::FAILED;
     let stable = state == flink_job_state::RUNNING && !not_found;
-    observe::lifecycle_into(status, failed, stable, false, recorded, &d.sj.spec);
+    observe::lifecycle_into(&mut d.status, failed, stable, false, recorded, &d.sj.spec);
 }
 
 /// The phase (condition reason) and a message for a job whose recorded spec is applied.
@@ -754,473 +882,73 @@ fn current_phase(status: &FlinkSessionJobStatus, recorded: &FlinkSessionJobSpec)
     (reason, format!("the job is {state}"))
 }
 
-/// The spec differs from the recorded one: end the running job as its upgrade mode says,
-/// then commit.
-fn apply_change(
-    mut d: Decision<'_>,
-    mut status: FlinkSessionJobStatus,
-    recorded: &FlinkSessionJobSpec,
-    refused: Option<String>,
-) -> Plan {
-    if let Some(error) = refused {
-        status.error = Some(error.clone());
-        d.conditions(&mut status, phase::UPDATE_FAILED, &error);
-        return d.done(status, SLOW);
-    }
-    let spec = d.sj.spec.clone();
-    let suspending = spec::is_suspended(&spec);
-    if spec::is_suspended(recorded) {
-        return resume(d, status, recorded);
-    }
-    let Some(job_id) = recorded_job_id(&status) else {
-        return commit(d, status, None);
-    };
-    let verb = if suspending { "suspend" } else { "upgrade" };
-    let ended = match &d.obs.job {
-        Some(JobObservation::NotFound) => true,
-        Some(JobObservation::Found { state, .. }) => flink_job_state::is_globally_terminal(state),
-        Some(JobObservation::Unreachable(_)) | None => {
-            d.conditions(
-                &mut status,
-                phase::UPDATING,
-                "waiting for the JobManager to answer before changing the job",
-            );
-            return d.done(status, FAST);
-        }
-    };
-    let state = d.obs.facts(None).observed_state().unwrap_or("gone").to_owned();
-    let redeploy_nonce = spec.job.as_ref().and_then(|j| j.savepoint_redeploy_nonce);
-    if redeploy_nonce.is_some()
-        && redeploy_nonce != recorded.job.as_ref().and_then(|j| j.savepoint_redeploy_nonce)
-    {
-        return redeploy_from_savepoint(d, status, &job_id, &state, ended);
-    }
-    let mode = spec::upgrade_mode(&spec);
-    let job = status.job_status.clone().unwrap_or_default();
-    let facts = d.obs.facts(None);
-    let now = JobNow::of(facts.observed_state());
-    match change::ending(mode, false, suspending, now, &job, &d.obs.policy, d.obs.now_ms) {
-        Ending::WithoutState if !ended => cancel(d, status, &job_id, verb, ""),
-        Ending::WithoutState => commit(d, status, None),
-        Ending::CancelForNewest { with_savepoints } => {
-            if !suspending && let Err(why) = check_before_cancel(&d, &status, with_savepoints) {
-                return refuse(d, status, format!("{verb}: {why}; job {job_id} keeps running"));
-            }
-            let how = if with_savepoints {
-                " without a savepoint (kubernetes.operator.job.upgrade.take-savepoint is false)"
-            } else {
-                ""
-            };
-            cancel(d, status, &job_id, verb, how)
-        }
-        Ending::Ended { with_savepoints } => {
-            restore_after_cancel(d, status, &job_id, &state, verb, with_savepoints)
-        }
-        Ending::Savepoint => {
-            let obs = d.obs;
-            let facts = obs.facts(d.generation());
-            let drain = obs.policy.drain && suspending;
-            match stop::stop_with_savepoint(&mut status, &job_id, drain, verb, &facts, &mut d.out()) {
-                Stopping::Sent => {
-                    let message = stop::under_way(
-                        &status,
-                        &format!("stopping job {job_id} with a savepoint for the {verb}"),
-                    );
-                    d.conditions(&mut status, phase::UPDATING, &message);
-                    let before = status.clone();
-                    d.stepped(before, status, crate::reconcile::STOPPING)
-                }
-                Stopping::Wait { seconds, note } => {
-                    d.conditions(&mut status, phase::UPDATING, &format!("{verb}: {note}"));
-                    d.done(status, Next::Within(seconds))
-                }
-                Stopping::GiveUp(why) => refuse(
-                    d,
-                    status,
-                    format!("{verb}: {why}; job {job_id} keeps running with the previous spec"),
-                ),
-            }
-        }
-        Ending::WaitForCancel => {
-            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-            d.conditions(
-                &mut status,
-                phase::UPDATING,
-                &format!("waiting for job {job_id} to be cancelled"),
-            );
-            d.done(status, FAST)
-        }
-        Ending::WaitForRunning => {
-            status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-            d.conditions(
-                &mut status,
-                phase::UPDATING,
-                &format!("waiting for job {job_id} to be RUNNING to take the savepoint (it is {state})"),
-            );
-            d.done(status, WAIT)
-        }
-        Ending::FreshSavepoint(savepoint) => {
-            d.event(
-                false,
-                Reason::StateFound,
-                format!(
-                    "Job {job_id} is {state}; the {verb} restores {}, younger than kubernetes.operator.job.upgrade.savepoint.max-age",
-                    restore::age_note(&savepoint, d.obs.now_ms)
-                ),
-            );
-            commit(d, status, Some(savepoint))
-        }
-        // An application cluster's; a session job has no such runtime.
-        Ending::KeepingLastState => cancel(d, status, &job_id, verb, ""),
-        Ending::Refuse(why) => refuse(d, status, format!("the {verb} of job {job_id} ({state}): {why}")),
-    }
-}
-
-/// Cancels the job (its retained checkpoints stay) for a change; the spec is committed once
-/// it has ended.
-fn cancel(
-    mut d: Decision<'_>,
-    mut status: FlinkSessionJobStatus,
-    job_id: &str,
-    verb: &str,
-    how: &str,
-) -> Plan {
-    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-    d.conditions(
-        &mut status,
-        phase::UPDATING,
-        &format!("cancelling job {job_id} for the {verb}{how}"),
-    );
-    d.actions.push(Action::Job(JobAction::Cancel {
-        job_id: job_id.to_owned(),
-    }));
-    d.event(
-        false,
-        Reason::SpecChanged,
-        format!("Cancelling job {job_id} for the {verb}{how}"),
-    );
-    let before = status.clone();
-    d.stepped(before, status, FAST)
-}
-
-/// The latest completed checkpoint, as observed.
-fn observed_checkpoint(obs: &Observation) -> Option<RestorableState> {
-    match &obs.checkpoint {
-        Some(CheckpointLookup::Found { path, timestamp_ms }) => Some(RestorableState {
-            kind: Kind::Checkpoint,
-            path: path.clone(),
-            timestamp_ms: *timestamp_ms,
-        }),
-        _ => None,
-    }
-}
-
-/// What a cancelled job would restore, checked against the restore guard while it still
-/// runs (see [`change::before_cancel`]); with savepoints, a job known to have no
-/// checkpoint and no savepoint is not ended either.
-fn check_before_cancel(
-    d: &Decision<'_>,
-    status: &FlinkSessionJobStatus,
-    with_savepoints: bool,
-) -> Result<(), String> {
-    let job = status.job_status.clone().unwrap_or_default();
-    let checkpoint = observed_checkpoint(d.obs);
-    if with_savepoints
-        && restore::newest(&job, checkpoint.clone()).is_none()
-        && d.obs.checkpoint == Some(CheckpointLookup::None)
-    {
-        return Err("no checkpoint or savepoint of the job is known to restore from".to_owned());
-    }
-    change::before_cancel(&job, checkpoint, with_savepoints, &d.obs.policy, d.obs.now_ms)
-}
-
-/// The job has ended for a last-state change (or a savepoint-mode one without a savepoint):
-/// record its latest checkpoint (without a savepoint: the newest of its checkpoint and
-/// savepoints) with the new spec, if the restore guard allows; a suspension keeps the state
-/// for the resume, where the guard applies.
-fn restore_after_cancel(
-    mut d: Decision<'_>,
-    mut status: FlinkSessionJobStatus,
-    job_id: &str,
-    state: &str,
-    verb: &str,
-    with_savepoints: bool,
-) -> Plan {
-    let checkpoint = match d.obs.checkpoint.clone() {
-        Some(CheckpointLookup::Found { .. }) => observed_checkpoint(d.obs),
-        Some(CheckpointLookup::None) => None,
-        Some(CheckpointLookup::Unavailable(reason)) if state == "gone" => {
-            if !with_savepoints {
-                return refuse(
-                    d,
-                    status,
-                    format!(
-                        "job {job_id} is gone and its last checkpoint is unknown ({reason}); manual restore required"
-                    ),
-                );
-            }
-            None
-        }
-        Some(CheckpointLookup::Unavailable(_)) | None => {
-            d.conditions(
-                &mut status,
-                phase::UPDATING,
-                &format!("reading the last checkpoint of job {job_id}"),
-            );
-            return d.done(status, FAST);
-        }
-    };
-    let job = status.job_status.clone().unwrap_or_default();
-    let suspending = spec::is_suspended(&d.sj.spec);
-    let newest = match change::after_end(
-        &job,
-        checkpoint,
-        with_savepoints,
-        suspending,
-        &d.obs.policy,
-        d.obs.now_ms,
-    ) {
-        Ok(Some(newest)) => newest,
-        Ok(None) => return commit(d, status, None),
-        Err(why) => return refuse(d, status, format!("{verb}: job {job_id} ended ({state}): {why}")),
-    };
-    d.event(
-        false,
-        Reason::StateFound,
-        format!("Restoring {}", restore::age_note(&newest, d.obs.now_ms)),
-    );
-    commit(d, status, Some(newest))
-}
-
-/// Suspended, and now to run again (or a new suspended spec to record), see
-/// [`change::resume`]; a spec changed while suspended keeps what the suspension left.
-fn resume(d: Decision<'_>, status: FlinkSessionJobStatus, recorded: &FlinkSessionJobSpec) -> Plan {
-    let spec = &d.sj.spec;
-    let job = status.job_status.clone().unwrap_or_default();
-    if spec::is_suspended(spec) {
-        return commit(d, status, restore::recorded(&job));
-    }
-    match change::resume(
-        spec::upgrade_mode(recorded),
-        spec::upgrade_mode(spec),
-        &job,
-        false,
-        &d.obs.policy,
-        d.obs.now_ms,
-    ) {
-        Resume::WithoutState | Resume::LastState => commit(d, status, None),
-        Resume::From(state) => commit(d, status, Some(state)),
-        Resume::Refuse(why) => refuse(d, status, format!("resuming: {why}")),
-    }
-}
-
-/// A FAILED job is resubmitted when `kubernetes.operator.job.restart.failed` is true: from
-/// nothing in stateless mode, else from its newest checkpoint or savepoint if the restore
-/// guard allows.
-fn restart_failed(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
-    let job_id = recorded_job_id(&status).unwrap_or_default();
-    if spec::upgrade_mode(&d.sj.spec) == UpgradeMode::Stateless {
-        d.event(
-            false,
-            Reason::RestartFailedJob,
-            format!("Job {job_id} FAILED; resubmitting it without state"),
-        );
-        return commit(d, status, None);
-    }
-    if matches!(d.obs.checkpoint, Some(CheckpointLookup::Unavailable(_)) | None) {
-        // Restarting from an older state than the latest checkpoint would lose progress.
-        d.conditions(
-            &mut status,
-            phase::FAILED,
-            &format!("job {job_id} FAILED; reading its last checkpoint to restart it"),
-        );
-        return d.done(status, WAIT);
-    }
-    let job = status.job_status.clone().unwrap_or_default();
-    let newest = match change::newest_allowed(
-        &job,
-        observed_checkpoint(d.obs),
-        true,
-        &d.obs.policy,
-        d.obs.now_ms,
-    ) {
-        Ok(newest) => newest,
-        Err(why) => return refuse_restart(d, status, format!("restarting the failed job {job_id}: {why}")),
-    };
-    d.event(
-        false,
-        Reason::RestartFailedJob,
-        format!(
-            "Job {job_id} FAILED; resubmitting it restoring {}",
-            restore::age_note(&newest, d.obs.now_ms)
-        ),
-    );
-    commit(d, status, Some(newest))
-}
-
 /// A restart the restore guard refused: the job stays FAILED with the reason in status, and
 /// one Event per new reason (observing the job rewrites `status.error`, so the stored one
 /// is compared).
-fn refuse_restart(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, error: String) -> Plan {
+fn refuse_restart(d: &mut Decision<'_>, error: String) -> Plan {
     let stored = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
     if stored != Some(error.as_str()) {
         d.event(true, Reason::RestoreRefused, error.clone());
     }
-    status.error = Some(error.clone());
-    d.conditions(&mut status, phase::FAILED, &error);
-    d.done(status, SLOW)
-}
-
-/// A new `savepointRedeployNonce`: the job is ended without a savepoint, and the spec runs
-/// from `spec.job.initialSavepointPath` (the user's choice of state, so no age guard).
-fn redeploy_from_savepoint(
-    mut d: Decision<'_>,
-    mut status: FlinkSessionJobStatus,
-    job_id: &str,
-    state: &str,
-    ended: bool,
-) -> Plan {
-    let Some(path) =
-        d.sj.spec
-            .job
-            .as_ref()
-            .and_then(|j| j.initial_savepoint_path.clone())
-            .filter(|p| !p.trim().is_empty())
-    else {
-        return refuse(
-            d,
-            status,
-            "spec.job.savepointRedeployNonce changed, but spec.job.initialSavepointPath is empty: there is no savepoint to redeploy from".to_owned(),
-        );
-    };
-    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-    if state == flink_job_state::CANCELLING {
-        d.conditions(
-            &mut status,
-            phase::UPDATING,
-            &format!("waiting for job {job_id} to be cancelled"),
-        );
-        return d.done(status, FAST);
-    }
-    if !ended {
-        let note = format!(
-            "Cancelling job {job_id} without a savepoint to redeploy from spec.job.initialSavepointPath {path}"
-        );
-        d.conditions(&mut status, phase::UPDATING, &note);
-        d.actions.push(Action::Job(JobAction::Cancel {
-            job_id: job_id.to_owned(),
-        }));
-        d.event(false, Reason::SavepointRedeploy, note);
-        let before = status.clone();
-        return d.stepped(before, status, FAST);
-    }
-    d.event(
-        false,
-        Reason::SavepointRedeploy,
-        format!("Redeploying from spec.job.initialSavepointPath {path}"),
-    );
-    let restore = RestorableState {
-        kind: Kind::Savepoint,
-        path,
-        timestamp_ms: None,
-    };
-    commit(d, status, Some(restore))
-}
-
-/// A new nonce (or the periodic schedule) asks for a snapshot of the running job.
-fn trigger_snapshot(
-    mut d: Decision<'_>,
-    mut status: FlinkSessionJobStatus,
-    wanted: (Snapshot, SnapshotTriggerType),
-    recorded: &FlinkSessionJobSpec,
-) -> Plan {
-    let obs = d.obs;
-    let facts = obs.facts(d.generation());
-    let sj = d.sj;
-    snapshots::trigger(&mut status, &sj.spec, recorded, wanted, &facts, &mut d.out());
-    let (reason, message) = current_phase(&status, recorded);
-    d.conditions(&mut status, reason, &message);
-    let before = status.clone();
-    d.stepped(before, status, FAST)
-}
-
-/// A pending stop-with-savepoint for an upgrade or a suspension.
-fn continue_savepoint(mut d: Decision<'_>, mut status: FlinkSessionJobStatus) -> Plan {
-    let job_id = recorded_job_id(&status).unwrap_or_default();
-    let trigger_id = stop::pending_trigger(&status).unwrap_or_default();
-    let obs = d.obs;
-    let facts = obs.facts(d.generation());
-    let drain = obs.policy.drain && spec::is_suspended(&d.sj.spec);
-    match stop::follow(&mut status, &job_id, &trigger_id, drain, &facts, &mut d.out()) {
-        Stopped::Completed(state) => commit(d, status, Some(state)),
-        Stopped::Resent => {
-            let message = stop::under_way(&status, "stopping the job with a savepoint");
-            d.conditions(&mut status, phase::UPDATING, &message);
-            d.done(status, FAST)
-        }
-        Stopped::Retry { seconds, note } => {
-            d.conditions(&mut status, phase::UPDATING, &format!("{note}; trying again"));
-            d.done(status, Next::Within(seconds))
-        }
-        Stopped::Refused(why) => refuse(d, status, why),
-        Stopped::Pending => {
-            let message = stop::under_way(&status, "waiting for the savepoint");
-            d.conditions(&mut status, phase::UPDATING, &message);
-            d.done(status, crate::reconcile::STOPPING)
-        }
-    }
+    d.status.error = Some(error.clone());
+    d.set_conditions(phase::FAILED, &error);
+    d.done(SLOW)
 }
 
 /// Refuses the current generation's change: the job stays as it is until the spec changes.
-fn refuse(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, error: String) -> Plan {
-    if status.error.as_deref() != Some(error.as_str()) {
+fn refuse(d: &mut Decision<'_>, error: String) -> Plan {
+    if d.status.error.as_deref() != Some(error.as_str()) {
         d.event(true, Reason::UpdateFailed, error.clone());
     }
-    status.error = Some(error.clone());
-    status.observed_generation = d.generation();
-    d.conditions(&mut status, phase::UPDATE_FAILED, &error);
-    d.done(status, SLOW)
+    d.status.error = Some(error.clone());
+    d.status.observed_generation = d.generation();
+    d.set_conditions(phase::UPDATE_FAILED, &error);
+    d.done(SLOW)
 }
 
 /// The previous job has ended: record the new spec with the state to restore (and, for a
 /// running spec, the job id to submit under) before anything is submitted.
-fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore: Option<RestorableState>) -> Plan {
+fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> Plan {
     let restore_path = restore.as_ref().map(|s| s.path.clone());
     let spec = d.sj.spec.clone();
     let name = d.session_name().to_owned();
-    let rs = status.reconciliation_status.get_or_insert_with(Default::default);
+    let rs = d
+        .status
+        .reconciliation_status
+        .get_or_insert_with(Default::default);
     rs.last_reconciled_spec = spec::encode(spec.clone(), false);
     rs.reconciliation_timestamp = Some(d.obs.now_ms);
-    status.observed_generation = d.generation();
-    status.error = None;
-    restore::record(status.job_status_mut(), restore.as_ref());
+    d.status.observed_generation = d.sj.metadata.generation;
+    d.status.error = None;
+    restore::record(d.status.job_status_mut(), restore.as_ref());
     if spec::is_suspended(&spec) {
-        if let Some(rs) = status.reconciliation_status.as_mut() {
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
             rs.state = Some(ReconciliationState::Deployed);
         }
-        status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+        d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
         let message = match &restore_path {
             Some(path) => format!("the job is suspended; it resumes from {path}"),
             None => "the job is suspended without state".to_owned(),
         };
-        d.conditions(&mut status, phase::SUSPENDED, &message);
+        d.set_conditions(phase::SUSPENDED, &message);
         d.event(false, Reason::Suspended, message);
-        return d.done(status, SLOW);
+        return d.done(SLOW);
     }
     let job_id = d.obs.fresh_job_id.clone();
-    if let Some(rs) = status.reconciliation_status.as_mut() {
+    if let Some(rs) = d.status.reconciliation_status.as_mut() {
         rs.state = Some(ReconciliationState::Upgrading);
     }
-    let job = status.job_status_mut();
+    let now = d.obs.now_ms;
+    let job_name = d.sj.metadata.name.clone();
+    let job = d.status.job_status_mut();
     job.job_id = Some(job_id.clone());
     job.state = Some(RECONCILING.to_owned());
     job.start_time = None;
-    job.update_time = Some(d.obs.now_ms.to_string());
-    job.job_name = d.sj.metadata.name.clone();
-    status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    job.update_time = Some(now.to_string());
+    job.job_name = job_name;
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     submit(
         d,
-        status,
         Submit {
             spec: &spec,
             job_id,
@@ -1232,122 +960,86 @@ fn commit(mut d: Decision<'_>, mut status: FlinkSessionJobStatus, restore: Optio
     )
 }
 
-/// Deletion behind the finalizer: stop the job (savepoint or cancel), record what it left,
-/// then let the resource go.
-fn delete(
-    mut d: Decision<'_>,
-    mut status: FlinkSessionJobStatus,
-    has_finalizer: bool,
-    recorded: Option<&FlinkSessionJobSpec>,
-) -> Plan {
-    status.lifecycle_state = Some(ResourceLifecycleState::Deleting);
-    if !has_finalizer {
-        d.conditions(&mut status, phase::DELETING, "deleted");
-        return d.done(status, SLOW);
+/// Lets go at once of a job that nothing runs (its session cluster is gone, or it runs no
+/// job of this resource); waits for a session cluster that cannot act yet.
+fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
+    if !has_finalizer(d.sj) {
+        d.set_conditions(phase::DELETING, "deleted");
+        return Some(d.done(SLOW));
     }
     let name = d.session_name().to_owned();
-    let release = |mut d: Decision<'_>, mut status: FlinkSessionJobStatus, why: String| {
-        d.conditions(&mut status, phase::DELETING, &why);
-        d.actions.push(Action::RemoveFinalizer);
-        d.event(false, Reason::Deleted, why);
-        d.done(status, SLOW)
-    };
     match &d.obs.session {
         SessionObservation::Missing | SessionObservation::NotSession | SessionObservation::Deleting => {
-            return release(
+            return Some(release(
                 d,
-                status,
                 format!("session cluster {name} is gone; nothing runs the job"),
-            );
+            ));
         }
         SessionObservation::NotReady(why) => {
             let message = format!("waiting for session cluster {name} to stop the job: {why}");
-            d.conditions(&mut status, phase::DELETING, &message);
-            return d.done(status, WAIT);
+            d.set_conditions(phase::DELETING, &message);
+            return Some(d.done(WAIT));
         }
         SessionObservation::Ready => {}
     }
-    let job_id = match (recorded, recorded_job_id(&status)) {
-        (Some(r), Some(id)) if !spec::is_suspended(r) => id,
-        _ => return release(d, status, "no job runs".to_owned()),
-    };
-    let state = d.obs.facts(None).observed_state().map(str::to_owned);
-    let running = state.as_deref() == Some(flink_job_state::RUNNING);
-    let obs = d.obs;
-    let facts = obs.facts(d.generation());
-    if let Some(trigger_id) = stop::pending_trigger(&status) {
-        match deletion::follow(&mut status, &job_id, &trigger_id, &facts, &mut d.out()) {
-            DeletionSavepoint::Recorded(path) => {
-                d.conditions(
-                    &mut status,
-                    phase::DELETING,
-                    &format!("job {job_id} stopped with savepoint {path}"),
-                );
-                let before = status.clone();
-                d.actions.push(Action::RemoveFinalizer);
-                return d.stepped(before, status, SLOW);
-            }
-            DeletionSavepoint::Resent => {
-                d.conditions(&mut status, phase::DELETING, "stopping the job with a savepoint");
-                return d.done(status, FAST);
-            }
-            DeletionSavepoint::Failed(error) => {
-                d.conditions(&mut status, phase::DELETING, &error);
-                let before = status.clone();
-                return d.stepped(before, status, SLOW);
-            }
-            DeletionSavepoint::Pending => {
-                d.conditions(&mut status, phase::DELETING, "waiting for the savepoint");
-                return d.done(status, FAST);
-            }
-            DeletionSavepoint::Abandoned => {}
-        }
+    // An unreadable record is treated as "something may run": the job is still looked up
+    // by its recorded id.
+    let recorded = d
+        .status
+        .reconciliation_status
+        .clone()
+        .unwrap_or_default()
+        .last_reconciled_spec::<FlinkSessionJobSpec>()
+        .unwrap_or_else(|_| Some(d.sj.spec.clone()));
+    match (recorded, recorded_job_id(&d.status)) {
+        (Some(r), Some(_)) if !spec::is_suspended(&r) => None,
+        _ => Some(release(d, "no job runs".to_owned())),
     }
-    match &d.obs.job {
-        Some(JobObservation::NotFound) => release(d, status, format!("job {job_id} is gone")),
+}
+
+/// The finalizer goes: nothing of the job is left to stop.
+fn release(d: &mut Decision<'_>, why: String) -> Plan {
+    d.set_conditions(phase::DELETING, &why);
+    d.actions.push(Action::RemoveFinalizer);
+    d.event(false, Reason::Deleted, why);
+    d.done(SLOW)
+}
+
+/// The job was not stopped with a savepoint for the deletion: it is cancelled, and the
+/// finalizer goes once it has ended.
+fn tear_down(d: &mut Decision<'_>) -> Plan {
+    let job_id = d.job_id();
+    let name = d.session_name().to_owned();
+    let obs = d.obs;
+    match &obs.job {
+        Some(JobObservation::NotFound) => release(d, format!("job {job_id} is gone")),
         Some(JobObservation::Found { state, .. }) if flink_job_state::is_globally_terminal(state) => {
-            let why = format!("job {job_id} ended ({state})");
-            release(d, status, why)
+            release(d, format!("job {job_id} ended ({state})"))
         }
         Some(JobObservation::Found { state, .. }) if state == flink_job_state::CANCELLING => {
-            d.conditions(
-                &mut status,
+            d.set_conditions(
                 phase::DELETING,
                 &format!("waiting for job {job_id} to be cancelled"),
             );
-            d.done(status, FAST)
+            d.done(FAST)
         }
         Some(JobObservation::Found { state, .. }) => {
-            let wants_savepoint = deletion::wants_savepoint(d.sj.spec.job.as_ref(), &obs.policy);
-            if wants_savepoint && running {
-                d.conditions(
-                    &mut status,
-                    phase::DELETING,
-                    &format!("stopping job {job_id} with a savepoint"),
-                );
-                deletion::stop_with_savepoint(&mut status, &job_id, &facts, &mut d.out());
+            let note = if deletion::wants_savepoint(d.sj.spec.job.as_ref(), &obs.policy) {
+                format!("Cancelling job {job_id} without a savepoint: it is {state}, not RUNNING")
             } else {
-                let note = if wants_savepoint {
-                    format!("Cancelling job {job_id} without a savepoint: it is {state}, not RUNNING")
-                } else {
-                    format!("Cancelling job {job_id}")
-                };
-                d.conditions(&mut status, phase::DELETING, &note);
-                d.actions.push(Action::Job(JobAction::Cancel {
-                    job_id: job_id.clone(),
-                }));
-                d.event(false, Reason::Deleting, note);
-            }
-            let before = status.clone();
-            d.stepped(before, status, FAST)
+                format!("Cancelling job {job_id}")
+            };
+            d.set_conditions(phase::DELETING, &note);
+            d.actions.push(Action::Job(JobAction::Cancel { job_id }));
+            d.event(false, Reason::Deleting, note);
+            d.record_then(FAST)
         }
         Some(JobObservation::Unreachable(_)) | None => {
-            d.conditions(
-                &mut status,
+            d.set_conditions(
                 phase::DELETING,
                 &format!("waiting for session cluster {name} to answer"),
             );
-            d.done(status, WAIT)
+            d.done(WAIT)
         }
     }
 }
@@ -1379,7 +1071,7 @@ pub fn submission_failed(
 mod tests {
     use super::*;
     use flink_operator_api::common::Condition;
-    use flink_operator_api::common::{Checkpoint, Savepoint};
+    use flink_operator_api::common::{Checkpoint, Savepoint, SnapshotTriggerType};
     use serde_json::{Value, json};
 
     const NOW: i64 = 1_800_000_000_000;

@@ -1,34 +1,35 @@
 //! What to do about a FlinkDeployment, decided from its spec, its stored status and what
 //! was observed (pure: no I/O; the clock, fresh ids and the operator settings are inputs).
 //!
-//! - the first deployment, written to status as UPGRADING before anything is created;
+//! The job's lifecycle is the shared state machine ([`crate::lifecycle::machine`]); this
+//! module holds what is the FlinkDeployment's own, plugged into the machine by [`decision`]:
+//!
+//! - starting a job with its cluster: the spec and the state it starts from recorded
+//!   before the previous cluster is deleted, with or without its high-availability
+//!   metadata, and the new one deployed once it is gone ([`start`]); the metadata of a
+//!   deleted cluster goes only once its JobManager has exited ([`cleanup`]);
 //! - observing the JobManager and the job into a compatible status with Ready, Progressing
 //!   and Degraded conditions ([`status`]);
-//! - spec changes, suspend and resume, savepoint redeploys and restarts of failed jobs
-//!   ([`upgrade`]), with the restore-age guard ([`state`]);
-//! - manual and periodic savepoints, manual checkpoints and savepoint history cleanup
-//!   ([`snapshots`]);
-//! - rolling back a deployed spec that does not become stable, when enabled ([`rollback`]);
+//! - rolling back a deployed spec that did not become stable, when enabled ([`rollback`]);
 //! - deploying a JobManager Deployment that went missing again ([`recovery`]);
-//! - deletion behind a finalizer, optionally with a savepoint ([`deletion`]).
+//! - deletion behind a finalizer: once the machine has recorded the savepoint the settings
+//!   ask for, the cluster is deleted, a session cluster only once no session job uses it
+//!   ([`deletion`]);
+//! - a session cluster (no `spec.job`): deployed, and deployed again with a new spec.
 //!
 //! Every step is written to status before the next one starts, so a fresh reconcile from the
 //! stored status continues where a crashed one stopped.
 
 mod cleanup;
+mod decision;
 mod deletion;
 mod recovery;
 mod rollback;
-mod snapshots;
+mod start;
 mod state;
 mod status;
-mod upgrade;
 
-use flink_operator_api::{
-    FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
-    common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, flink_job_state},
-    keys,
-};
+use flink_operator_api::{FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus};
 
 pub use status::set_conditions;
 
@@ -36,10 +37,10 @@ pub use crate::reconcile::{EventNote, Next, Reason, SavepointPoll};
 
 pub use crate::lifecycle::JobAction;
 use crate::{
-    lifecycle::{Facts, Out, spec},
+    lifecycle::{FAST, Facts, SLOW, WAIT, machine, spec},
     policy::Policy,
-    savepoint_history,
 };
+use decision::Decision;
 
 /// What observe found.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -164,311 +165,8 @@ pub type Plan = crate::lifecycle::Plan<FlinkDeploymentStatus, Action>;
 /// Phases named by the conditions' reasons.
 pub use crate::conditions::phase;
 
-impl Plan {
-    /// A plan with nothing to write before its actions.
-    fn without_before(
-        actions: Vec<Action>,
-        status: FlinkDeploymentStatus,
-        events: Vec<EventNote>,
-        requeue: Next,
-    ) -> Self {
-        Plan {
-            status_before: None,
-            actions,
-            status,
-            events,
-            requeue,
-        }
-    }
-
-    /// A plan whose status is written before its actions (and stays as written).
-    fn recorded_first(actions: Vec<Action>, status: FlinkDeploymentStatus, events: Vec<EventNote>) -> Self {
-        Plan {
-            status_before: Some(status.clone()),
-            actions,
-            status,
-            events,
-            requeue: FAST,
-        }
-    }
-}
-
-use crate::lifecycle::{FAST, SLOW, WAIT};
-
-/// Everything the steps share while deciding about one resource.
-struct Decision<'a> {
-    fd: &'a FlinkDeployment,
-    obs: &'a Observation,
-    status: FlinkDeploymentStatus,
-    actions: Vec<Action>,
-    events: Vec<EventNote>,
-}
-
-impl<'a> Decision<'a> {
-    fn generation(&self) -> Option<i64> {
-        self.fd.metadata.generation
-    }
-
-    fn conditions(&mut self, reason: &str, message: &str) {
-        set_conditions(
-            &mut self.status,
-            self.fd.metadata.generation,
-            reason,
-            message,
-            self.obs.now_ms,
-        );
-    }
-
-    /// What the shared lifecycle steps decide from.
-    fn facts(&self) -> Facts<'a> {
-        self.obs.facts(self.fd.metadata.generation)
-    }
-
-    /// The status and where the shared lifecycle steps put their actions and Events.
-    fn parts(&mut self) -> (&mut FlinkDeploymentStatus, Out<'_, Action>) {
-        (
-            &mut self.status,
-            Out {
-                actions: &mut self.actions,
-                events: &mut self.events,
-            },
-        )
-    }
-
-    fn job_status(&self) -> JobStatus {
-        self.status.job_status.clone().unwrap_or_default()
-    }
-
-    fn job_status_mut(&mut self) -> &mut JobStatus {
-        self.status.job_status.get_or_insert_with(Default::default)
-    }
-
-    /// Moves the decision out of a `&mut` borrow, to finish it into a plan.
-    fn take(&mut self) -> Decision<'a> {
-        Decision {
-            fd: self.fd,
-            obs: self.obs,
-            status: self.status.clone(),
-            actions: std::mem::take(&mut self.actions),
-            events: std::mem::take(&mut self.events),
-        }
-    }
-
-    /// Conditions for the phase the observed status shows.
-    fn observed_phase(&mut self) {
-        let (reason, message) = status::current_phase(self);
-        self.conditions(reason, &message);
-    }
-
-    fn done(self, requeue: Next) -> Plan {
-        Plan::without_before(self.actions, self.status, self.events, requeue)
-    }
-
-    /// The status as it is now is written before `actions` run.
-    fn record_then(mut self, actions: Vec<Action>) -> Plan {
-        self.actions.extend(actions);
-        Plan::recorded_first(self.actions, self.status, self.events)
-    }
-
-    /// Refuses a change (or a restore) with `note`, keeping what runs; one Event per new
-    /// reason.
-    fn refuse(mut self, reason: &'static str, note: String) -> Plan {
-        if self.status.error.as_deref() != Some(note.as_str()) {
-            self.events.push(EventNote::warning(
-                if reason == phase::FAILED {
-                    Reason::RestoreRefused
-                } else {
-                    Reason::UpdateFailed
-                },
-                note.clone(),
-            ));
-        }
-        self.status.error = Some(note.clone());
-        self.conditions(reason, &note);
-        self.done(SLOW)
-    }
-}
-
 pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
-    let status = fd.status.clone().unwrap_or_default();
-    let has_finalizer = fd
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == keys::finalizers::FLINK_DEPLOYMENT);
-    let mut d = Decision {
-        fd,
-        obs,
-        status,
-        actions: Vec::new(),
-        events: Vec::new(),
-    };
-    if fd.metadata.deletion_timestamp.is_some() {
-        return deletion::decide(d, has_finalizer);
-    }
-    if !has_finalizer {
-        d.actions.push(Action::AddFinalizer);
-    }
-    d.status.observed_generation = fd.metadata.generation;
-
-    if !obs.violations.is_empty() {
-        let error = obs.violations.join("; ");
-        if d.status.error.as_deref() != Some(error.as_str()) {
-            d.events
-                .push(EventNote::warning(Reason::ValidationError, error.clone()));
-        }
-        d.status.error = Some(error.clone());
-        let reason = if d
-            .status
-            .reconciliation_status
-            .as_ref()
-            .is_none_or(|r| r.is_before_first_deployment())
-        {
-            phase::DEPLOY_FAILED
-        } else {
-            phase::UPDATE_FAILED
-        };
-        d.conditions(reason, &error);
-        return d.done(SLOW);
-    }
-
-    let reconciliation = d.status.reconciliation_status.clone().unwrap_or_default();
-    let recorded: Option<FlinkDeploymentSpec> = reconciliation.last_reconciled_spec().ok().flatten();
-    let Some(recorded) = recorded else {
-        if is_suspended(&fd.spec) {
-            d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
-            d.conditions(phase::SUSPENDED, "created suspended: nothing is deployed");
-            return d.done(SLOW);
-        }
-        return first_deployment(d);
-    };
-    if reconciliation.state == Some(ReconciliationState::Upgrading) {
-        return upgrade::continue_upgrade(d, &recorded, false);
-    }
-    let rolled_back = rollback::deployed_spec(&d.status);
-    if reconciliation.state == Some(ReconciliationState::RollingBack) {
-        return match rolled_back {
-            Some(stable) => upgrade::continue_upgrade(d, &stable, true),
-            None => d.refuse(
-                phase::UPDATE_FAILED,
-                "rolling back: status.reconciliationStatus.lastStableSpec cannot be read; nothing is done until the spec changes".to_owned(),
-            ),
-        };
-    }
-    // What runs: the last stable spec after a rollback (the spec that failed stays recorded,
-    // so that it is not deployed again), else the recorded spec.
-    let running = rolled_back.clone().unwrap_or_else(|| recorded.clone());
-    if is_suspended(&running) {
-        status::suspended_into(&mut d);
-    } else {
-        status::observe_into(&mut d, &running);
-    }
-    let pending = snapshots::settle(&mut d, &recorded);
-    // A stop-with-savepoint in flight is followed to its end even if the spec was changed
-    // back meanwhile: the job stops either way, and its savepoint must be recorded.
-    let stopping = d
-        .status
-        .job_status
-        .as_ref()
-        .and_then(|j| j.savepoint_info.as_ref())
-        .is_some_and(|i| {
-            i.trigger_id.is_some()
-                && i.trigger_type == Some(flink_operator_api::common::SnapshotTriggerType::Upgrade)
-        });
-    let changed = upgrade_relevant(&recorded) != upgrade_relevant(&fd.spec);
-    if rolled_back.is_some()
-        && changed
-        && !stopping
-        && upgrade_relevant(&running) == upgrade_relevant(&fd.spec)
-    {
-        // Changed back to what runs since the rollback: recorded, nothing redeployed.
-        record_ignored_changes(&mut d, &recorded);
-        if let Some(rs) = d.status.reconciliation_status.as_mut() {
-            rs.state = Some(ReconciliationState::Deployed);
-        }
-        d.observed_phase();
-        return d.done(FAST);
-    }
-    if stopping || changed {
-        if pending {
-            d.conditions(
-                phase::UPDATING,
-                "waiting for the pending savepoint before upgrading",
-            );
-            return d.done(FAST);
-        }
-        return upgrade::apply_change(d, &running);
-    }
-    if recorded != fd.spec {
-        record_ignored_changes(&mut d, &recorded);
-    }
-    if is_suspended(&recorded) {
-        return d.done(SLOW);
-    }
-    // After a rollback, the recorded spec is the one that failed: a failed job of the
-    // stable spec is not restarted with it, and nothing rolls back twice.
-    if rolled_back.is_none() {
-        if let Some(plan) = recovery::recover_if_missing(&mut d, &recorded) {
-            return plan;
-        }
-        if let Some(plan) = upgrade::restart_failed(&mut d) {
-            return plan;
-        }
-        if let Some(plan) = rollback::start_if_due(&mut d, &recorded) {
-            return plan;
-        }
-    }
-    if !pending && let Some(plan) = snapshots::schedule(&mut d, &recorded) {
-        return plan;
-    }
-    d.observed_phase();
-    let mut next = if status::unanswered_once(&d) {
-        FAST
-    } else {
-        steady_requeue(&d.status, pending)
-    };
-    // A rollback falls due at the readiness timeout, not at the next steady look.
-    if rolled_back.is_none()
-        && next == SLOW
-        && let Some(due) = rollback::due_at(&d, &recorded)
-    {
-        next = Next::Within(
-            u64::try_from(due - d.obs.now_ms)
-                .unwrap_or(0)
-                .div_ceil(1000)
-                .max(1),
-        );
-    }
-    let requeue = savepoint_history::requeue_for_periodic(
-        &d.job_status(),
-        d.obs.policy.periodic_savepoint_ms,
-        d.obs.now_ms,
-        next,
-    );
-    d.done(requeue)
-}
-
-/// How soon to look again at a resource that needs nothing done: soon while its job starts
-/// or a snapshot is pending (only Flink knows when they are done); a JobManager that is not
-/// ready yet is waited for through the watch on its Deployment, with a slower look as a
-/// fallback, so that many starting (or unschedulable) clusters do not poll the API server.
-fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> Next {
-    let stable = status.lifecycle_state == Some(ResourceLifecycleState::Stable);
-    let ended = status
-        .job_status
-        .as_ref()
-        .and_then(|j| j.state.as_deref())
-        .is_some_and(flink_job_state::is_globally_terminal);
-    match status.job_manager_deployment_status.unwrap_or_default() {
-        _ if pending => FAST,
-        // Nothing will change by itself: a running job, one that ended, or (as in the Apache
-        // operator) a cluster that is broken or gone, whose Deployment's changes wake it.
-        JobManagerDeploymentStatus::Ready if stable || ended => SLOW,
-        JobManagerDeploymentStatus::Error | JobManagerDeploymentStatus::Missing => SLOW,
-        JobManagerDeploymentStatus::Ready => FAST,
-        _ => WAIT,
-    }
+    machine::decide(&mut Decision::new(fd, obs))
 }
 
 fn is_suspended(spec: &FlinkDeploymentSpec) -> bool {
@@ -477,67 +175,6 @@ fn is_suspended(spec: &FlinkDeploymentSpec) -> bool {
 
 fn upgrade_relevant(spec: &FlinkDeploymentSpec) -> FlinkDeploymentSpec {
     spec::upgrade_relevant(spec)
-}
-
-/// Records a spec whose changes need no redeploy, keeping the recorded snapshot nonces
-/// until their snapshots are triggered.
-fn record_ignored_changes(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
-    let spec = spec::with_recorded_nonces(&d.fd.spec, recorded);
-    if let Some(rs) = d.status.reconciliation_status.as_mut() {
-        spec::record(rs, spec);
-    }
-}
-
-fn first_deployment(mut d: Decision) -> Plan {
-    let job = d.fd.spec.job.as_ref();
-    let job_id = job.map(|_| d.obs.fresh_job_id.clone());
-    let restore_path = job.and_then(|j| j.initial_savepoint_path.clone());
-    let encoded = ReconciledSpec::new(d.fd.spec.clone(), true).encode().ok();
-    d.status.reconciliation_status = Some(ReconciliationStatus {
-        reconciliation_timestamp: Some(d.obs.now_ms),
-        last_reconciled_spec: encoded,
-        last_stable_spec: None,
-        state: Some(ReconciliationState::Upgrading),
-    });
-    d.status.error = None;
-    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-    d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Deploying);
-    if job.is_some() {
-        d.status.job_status = Some(JobStatus {
-            job_name: d.fd.metadata.name.clone(),
-            job_id: job_id.clone(),
-            state: Some(flink_job_state::RECONCILING.to_owned()),
-            ..Default::default()
-        });
-    }
-    d.conditions(phase::DEPLOYING, "creating the Flink cluster");
-    let before = d.status.clone();
-
-    let mut after = d.status;
-    if let Some(rs) = after.reconciliation_status.as_mut() {
-        rs.state = Some(ReconciliationState::Deployed);
-    }
-    after.lifecycle_state = Some(ResourceLifecycleState::Deployed);
-    d.actions.push(Action::Deploy {
-        restore_path,
-        job_id,
-        last_state: false,
-        spec: None,
-    });
-    d.events.push(EventNote::normal(
-        Reason::Submit,
-        match job {
-            Some(_) => "Starting the application cluster",
-            None => "Starting the session cluster",
-        },
-    ));
-    Plan {
-        status_before: Some(before),
-        actions: d.actions,
-        status: after,
-        events: d.events,
-        requeue: FAST,
-    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use flink_operator_api::{
     common::{ReconciliationState, UpgradeMode, flink_job_state},
 };
 
-use super::{Decision, EventNote, JobManagerObservation, Plan, upgrade};
+use super::{Decision, EventNote, JobManagerObservation, Plan, start};
 
 /// Redeploys `recorded` if its JobManager Deployment is missing and recovery is enabled.
 pub(super) fn recover_if_missing(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
@@ -51,7 +51,7 @@ pub(super) fn recover_if_missing(d: &mut Decision, recorded: &FlinkDeploymentSpe
             "the session cluster is deployed again"
         };
         let note = format!("the JobManager Deployment is missing: {what}");
-        return Some(upgrade::recover(d.take(), recorded.clone(), false, &note));
+        return Some(start::recover(d.take(), recorded.clone(), false, &note));
     }
     if !d.obs.policy.high_availability || d.obs.ha_checkpoint != Some(true) {
         let error = "the JobManager Deployment is missing and its high-availability metadata holds no checkpoint: \
@@ -68,5 +68,5 @@ pub(super) fn recover_if_missing(d: &mut Decision, recorded: &FlinkDeploymentSpe
     }
     let note = "the JobManager Deployment is missing: deploying it again, restoring the latest checkpoint \
                 from the high-availability metadata";
-    Some(upgrade::recover(d.take(), recorded.clone(), true, note))
+    Some(start::recover(d.take(), recorded.clone(), true, note))
 }

@@ -21,7 +21,7 @@ use flink_operator_api::{
     common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state},
 };
 
-use super::{Decision, EventNote, FAST, Plan, is_suspended, phase, upgrade::capitalised, upgrade_relevant};
+use super::{Decision, EventNote, FAST, Plan, is_suspended, phase, start::capitalised, upgrade_relevant};
 use crate::restore::human;
 
 /// The spec a rollback deploys (while `ROLLING_BACK`) or deployed (once `ROLLED_BACK`):

@@ -3,7 +3,7 @@
 
 use flink_operator_api::FlinkDeploymentStatus;
 
-pub(super) use crate::restore::{Kind, RestorableState, age_note, guard, record, recorded};
+pub(super) use crate::restore::{Kind, RestorableState, age_note, record};
 
 use super::Observation;
 

@@ -6,7 +6,7 @@ use flink_operator_api::{
     common::{ReconciliationState, ResourceLifecycleState, flink_job_state},
 };
 
-use super::{Decision, EventNote, JobManagerObservation, JobObservation, phase};
+use super::{Decision, EventNote, FAST, JobManagerObservation, JobObservation, Next, SLOW, WAIT, phase};
 use crate::lifecycle::observe;
 
 /// JobManager and job state into status.
@@ -115,6 +115,28 @@ fn job_manager_status(jm: &JobManagerObservation) -> JobManagerDeploymentStatus 
             JobManagerDeploymentStatus::DeployedNotReady
         }
         JobManagerObservation::Present { .. } => JobManagerDeploymentStatus::Deploying,
+    }
+}
+
+/// How soon to look again at a resource that needs nothing done: soon while its job starts
+/// or a snapshot is pending (only Flink knows when they are done); a JobManager that is not
+/// ready yet is waited for through the watch on its Deployment, with a slower look as a
+/// fallback, so that many starting (or unschedulable) clusters do not poll the API server.
+pub(super) fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> Next {
+    let stable = status.lifecycle_state == Some(ResourceLifecycleState::Stable);
+    let ended = status
+        .job_status
+        .as_ref()
+        .and_then(|j| j.state.as_deref())
+        .is_some_and(flink_job_state::is_globally_terminal);
+    match status.job_manager_deployment_status.unwrap_or_default() {
+        _ if pending => FAST,
+        // Nothing will change by itself: a running job, one that ended, or (as in the Apache
+        // operator) a cluster that is broken or gone, whose Deployment's changes wake it.
+        JobManagerDeploymentStatus::Ready if stable || ended => SLOW,
+        JobManagerDeploymentStatus::Error | JobManagerDeploymentStatus::Missing => SLOW,
+        JobManagerDeploymentStatus::Ready => FAST,
+        _ => WAIT,
     }
 }
 

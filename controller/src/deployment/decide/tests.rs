@@ -1,4 +1,9 @@
 use super::*;
+use flink_operator_api::{
+    JobManagerDeploymentStatus, ReconciledSpec,
+    common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState},
+    keys,
+};
 use serde_json::json;
 
 const NOW: i64 = 1_800_000_000_000;
@@ -1584,7 +1589,7 @@ fn steady_resources_are_looked_at_as_often_as_something_can_change() {
             ..Default::default()
         };
         assert_eq!(
-            steady_requeue(&status, pending),
+            status::steady_requeue(&status, pending),
             expected,
             "{lifecycle:?} {jm:?} {job_state:?} pending={pending}"
         );

@@ -1,0 +1,642 @@
+//! The decision about one FlinkDeployment under construction, and its part in the shared
+//! lifecycle ([`crate::lifecycle::machine`]): its job ends with its cluster (the
+//! high-availability metadata keeps the last state of a last-state change), it is started
+//! by deploying a cluster with it, "ready" is a JobManager whose REST API answers, and its
+//! own steps are the session cluster without a job, rollback and JobManager recovery.
+
+use flink_operator_api::{
+    FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
+    common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state},
+    keys,
+};
+
+use super::{
+    Action, EventNote, FAST, JobAction, Next, Observation, Plan, SLOW, WAIT, deletion, is_suspended, phase,
+    recovery, rollback, set_conditions,
+    start::{self, is_terminal},
+    state::{self, Kind, RestorableState},
+    status, upgrade_relevant,
+};
+use crate::{
+    events::Reason,
+    lifecycle::{
+        Facts, Out,
+        machine::{Cancel, Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
+        spec,
+    },
+};
+
+impl Plan {
+    /// A plan with nothing to write before its actions.
+    pub(super) fn without_before(
+        actions: Vec<Action>,
+        status: FlinkDeploymentStatus,
+        events: Vec<EventNote>,
+        requeue: Next,
+    ) -> Self {
+        Plan {
+            status_before: None,
+            actions,
+            status,
+            events,
+            requeue,
+        }
+    }
+
+    /// A plan whose status is written before its actions (and stays as written).
+    pub(super) fn recorded_first(
+        actions: Vec<Action>,
+        status: FlinkDeploymentStatus,
+        events: Vec<EventNote>,
+    ) -> Self {
+        Plan {
+            status_before: Some(status.clone()),
+            actions,
+            status,
+            events,
+            requeue: FAST,
+        }
+    }
+}
+
+/// Everything the steps share while deciding about one resource.
+pub(super) struct Decision<'a> {
+    pub(super) fd: &'a FlinkDeployment,
+    pub(super) obs: &'a Observation,
+    pub(super) status: FlinkDeploymentStatus,
+    pub(super) actions: Vec<Action>,
+    pub(super) events: Vec<EventNote>,
+    /// The last stable spec a rollback deploys or deployed (see [`rollback::deployed_spec`]).
+    rolled_back: Option<FlinkDeploymentSpec>,
+}
+
+impl<'a> Decision<'a> {
+    pub(super) fn new(fd: &'a FlinkDeployment, obs: &'a Observation) -> Self {
+        let status = fd.status.clone().unwrap_or_default();
+        Decision {
+            fd,
+            obs,
+            rolled_back: rollback::deployed_spec(&status),
+            status,
+            actions: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    pub(super) fn generation(&self) -> Option<i64> {
+        self.fd.metadata.generation
+    }
+
+    pub(super) fn conditions(&mut self, reason: &str, message: &str) {
+        set_conditions(
+            &mut self.status,
+            self.fd.metadata.generation,
+            reason,
+            message,
+            self.obs.now_ms,
+        );
+    }
+
+    /// What the shared lifecycle steps decide from.
+    pub(super) fn facts(&self) -> Facts<'a> {
+        self.obs.facts(self.fd.metadata.generation)
+    }
+
+    /// The status and where the shared lifecycle steps put their actions and Events.
+    pub(super) fn parts(&mut self) -> (&mut FlinkDeploymentStatus, Out<'_, Action>) {
+        (
+            &mut self.status,
+            Out {
+                actions: &mut self.actions,
+                events: &mut self.events,
+            },
+        )
+    }
+
+    pub(super) fn job_status(&self) -> JobStatus {
+        self.status.job_status.clone().unwrap_or_default()
+    }
+
+    pub(super) fn job_status_mut(&mut self) -> &mut JobStatus {
+        self.status.job_status.get_or_insert_with(Default::default)
+    }
+
+    /// Moves the decision out of a `&mut` borrow, to finish it into a plan.
+    pub(super) fn take(&mut self) -> Decision<'a> {
+        Decision {
+            fd: self.fd,
+            obs: self.obs,
+            status: self.status.clone(),
+            actions: std::mem::take(&mut self.actions),
+            events: std::mem::take(&mut self.events),
+            rolled_back: self.rolled_back.clone(),
+        }
+    }
+
+    /// Conditions for the phase the observed status shows.
+    pub(super) fn observed_phase(&mut self) {
+        let (reason, message) = status::current_phase(self);
+        self.conditions(reason, &message);
+    }
+
+    pub(super) fn done(self, requeue: Next) -> Plan {
+        Plan::without_before(self.actions, self.status, self.events, requeue)
+    }
+
+    /// The status as it is now is written before `actions` run.
+    pub(super) fn record_then(mut self, actions: Vec<Action>) -> Plan {
+        self.actions.extend(actions);
+        Plan::recorded_first(self.actions, self.status, self.events)
+    }
+
+    /// Refuses a change (or a restore) with `note`, keeping what runs; one Event per new
+    /// reason.
+    pub(super) fn refuse(mut self, reason: &'static str, note: String) -> Plan {
+        if self.status.error.as_deref() != Some(note.as_str()) {
+            self.events.push(EventNote::warning(
+                if reason == phase::FAILED {
+                    Reason::RestoreRefused
+                } else {
+                    Reason::UpdateFailed
+                },
+                note.clone(),
+            ));
+        }
+        self.status.error = Some(note.clone());
+        self.conditions(reason, &note);
+        self.done(SLOW)
+    }
+}
+
+impl Decision<'_> {
+    fn has_finalizer(&self) -> bool {
+        self.fd
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == keys::finalizers::FLINK_DEPLOYMENT)
+    }
+
+    /// After a rollback, the recorded spec is the one that failed: a failed job of the
+    /// stable spec is not restarted with it, and nothing rolls back twice.
+    fn rolled_back(&self) -> bool {
+        self.rolled_back.is_some()
+    }
+
+    fn suspending(&self) -> bool {
+        is_suspended(&self.fd.spec)
+    }
+
+    fn age_note(&self, state: &RestorableState) -> String {
+        state::age_note(state, self.obs.now_ms)
+    }
+
+    /// The job's state for messages.
+    fn state_note(&self) -> String {
+        self.job_status().state().unwrap_or("unknown").to_owned()
+    }
+
+    /// The spec a restart runs again: the recorded one.
+    fn recorded_spec(&self) -> FlinkDeploymentSpec {
+        self.status
+            .reconciliation_status
+            .as_ref()
+            .and_then(|rs| rs.last_reconciled_spec::<FlinkDeploymentSpec>().ok().flatten())
+            .unwrap_or_else(|| self.fd.spec.clone())
+    }
+}
+
+impl<'a> JobKind<'a> for Decision<'a> {
+    type Spec = FlinkDeploymentSpec;
+    type Status = FlinkDeploymentStatus;
+    type Action = Action;
+
+    // Deleting an application cluster ends its job, and its high-availability metadata can
+    // keep the latest checkpoint for the next cluster.
+    const ENDS_WITH_ITS_CLUSTER: bool = true;
+
+    fn spec(&self) -> &'a FlinkDeploymentSpec {
+        &self.fd.spec
+    }
+
+    fn facts(&self) -> Facts<'a> {
+        Decision::facts(self)
+    }
+
+    fn status(&self) -> &FlinkDeploymentStatus {
+        &self.status
+    }
+
+    fn ledger(&mut self) -> (&mut FlinkDeploymentStatus, &mut Vec<Action>, &mut Vec<EventNote>) {
+        (&mut self.status, &mut self.actions, &mut self.events)
+    }
+
+    fn conditions(&mut self, phase: &str, message: &str) {
+        Decision::conditions(self, phase, message);
+    }
+
+    fn deleting(&self) -> bool {
+        self.fd.metadata.deletion_timestamp.is_some()
+    }
+
+    fn can_stop_for_deletion(&self) -> bool {
+        self.obs.cluster_exists
+    }
+
+    fn deletion_savepoint_recorded(&mut self, path: &str) -> Plan {
+        deletion::savepoint_recorded(self.take(), path)
+    }
+
+    fn tear_down(&mut self) -> Plan {
+        let has_finalizer = self.has_finalizer();
+        deletion::tear_down(self.take(), has_finalizer)
+    }
+
+    fn admit(&mut self) {
+        if !self.has_finalizer() {
+            self.actions.push(Action::AddFinalizer);
+        }
+        self.status.observed_generation = self.fd.metadata.generation;
+    }
+
+    fn recorded(&self) -> Result<Option<FlinkDeploymentSpec>, String> {
+        // Unreadable is taken as not recorded: the cluster is deployed from the spec.
+        Ok(self
+            .status
+            .reconciliation_status
+            .as_ref()
+            .and_then(|rs| rs.last_reconciled_spec().ok().flatten()))
+    }
+
+    fn violations(&self) -> &[String] {
+        &self.obs.violations
+    }
+
+    fn stored_error(&self) -> Option<&'a str> {
+        self.fd.status.as_ref().and_then(|s| s.error.as_deref())
+    }
+
+    fn first_start(&mut self) -> Plan {
+        if self.suspending() {
+            self.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+            self.conditions(phase::SUSPENDED, "created suspended: nothing is deployed");
+            return self.take().done(SLOW);
+        }
+        start::first_deployment(self.take())
+    }
+
+    fn start_in_progress(&mut self, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+        let state = self.status.reconciliation_status.as_ref()?.state;
+        match state {
+            Some(ReconciliationState::Upgrading) => Some(start::continue_upgrade(self.take(), recorded, false)),
+            Some(ReconciliationState::RollingBack) => Some(match self.rolled_back.clone() {
+                Some(stable) => start::continue_upgrade(self.take(), &stable, true),
+                None => self.take().refuse(
+                    phase::UPDATE_FAILED,
+                    "rolling back: status.reconciliationStatus.lastStableSpec cannot be read; nothing is done until the spec changes".to_owned(),
+                ),
+            }),
+            _ => None,
+        }
+    }
+
+    fn running_spec(&self, recorded: &FlinkDeploymentSpec) -> FlinkDeploymentSpec {
+        // What runs: the last stable spec after a rollback (the spec that failed stays
+        // recorded, so that it is not deployed again), else the recorded spec.
+        self.rolled_back.clone().unwrap_or_else(|| recorded.clone())
+    }
+
+    fn observe(&mut self, running: &FlinkDeploymentSpec) {
+        if is_suspended(running) {
+            status::suspended_into(self);
+        } else {
+            status::observe_into(self, running);
+        }
+    }
+
+    fn observe_while_stopping(&mut self, running: &FlinkDeploymentSpec) {
+        self.observe(running);
+    }
+
+    fn changed_back(
+        &mut self,
+        recorded: &FlinkDeploymentSpec,
+        running: &FlinkDeploymentSpec,
+    ) -> Option<Plan> {
+        if !self.rolled_back() || upgrade_relevant(running) != upgrade_relevant(&self.fd.spec) {
+            return None;
+        }
+        // Changed back to what runs since the rollback: recorded, nothing redeployed.
+        let spec = spec::with_recorded_nonces(&self.fd.spec, recorded);
+        if let Some(rs) = self.status.reconciliation_status.as_mut() {
+            spec::record(rs, spec);
+            rs.state = Some(ReconciliationState::Deployed);
+        }
+        self.observed_phase();
+        Some(self.take().done(FAST))
+    }
+
+    fn refused_change(&mut self) -> Option<Plan> {
+        let generation = self.fd.metadata.generation;
+        let failed_for_this_generation = self.status.conditions.iter().flatten().any(|c| {
+            c.type_.as_deref() == Some("Degraded")
+                && c.reason.as_deref() == Some(phase::UPDATE_FAILED)
+                && c.observed_generation == generation
+        });
+        if !failed_for_this_generation {
+            return None;
+        }
+        // The reason as stored: observing the running job has cleared it from the status
+        // being built.
+        let stored = self.fd.status.as_ref();
+        let note = stored
+            .and_then(|s| s.error.clone())
+            .or_else(|| {
+                stored
+                    .and_then(|s| s.conditions.as_ref())
+                    .and_then(|c| c.iter().find_map(|c| c.message.clone().filter(|m| !m.is_empty())))
+            })
+            .unwrap_or_else(|| "the update failed; change the spec to try again".to_owned());
+        Some(self.take().refuse(phase::UPDATE_FAILED, note))
+    }
+
+    fn changed_while_suspended(&mut self) -> Plan {
+        // Recorded, applied when resumed.
+        let spec = self.fd.spec.clone();
+        if let Some(rs) = self.status.reconciliation_status.as_mut() {
+            rs.last_reconciled_spec = ReconciledSpec::new(spec, false).encode().ok();
+        }
+        self.take().done(SLOW)
+    }
+
+    fn before_ending(&mut self) -> Option<Plan> {
+        // A session cluster has no job to end: it is deployed again with its new spec.
+        self.fd.spec.job.as_ref().is_none().then(|| {
+            start::commit(
+                self.take(),
+                self.fd.spec.clone(),
+                Restore::Nothing,
+                Reason::SpecChanged,
+                "redeploying the session cluster with the new spec",
+            )
+        })
+    }
+
+    fn job_state(&self) -> (Option<String>, bool) {
+        let job = self.job_status();
+        (job.state.clone(), is_terminal(&job))
+    }
+
+    fn never_ran(&self) -> bool {
+        // A job whose cluster never came up ran nothing since it started from its recorded
+        // state, so that state is still the one to start from.
+        let job = self.job_status();
+        !job.is_running()
+            && job.start_time.is_none()
+            && matches!(
+                self.status.job_manager_deployment_status.unwrap_or_default(),
+                JobManagerDeploymentStatus::Error
+                    | JobManagerDeploymentStatus::Missing
+                    | JobManagerDeploymentStatus::Deploying
+            )
+    }
+
+    fn latest_checkpoint(&self) -> Checkpoint {
+        match &self.obs.latest_checkpoint {
+            Some(c) => Checkpoint::Found(RestorableState {
+                kind: Kind::Checkpoint,
+                path: c.path.clone(),
+                timestamp_ms: Some(c.timestamp_ms),
+            }),
+            None => Checkpoint::None,
+        }
+    }
+
+    fn verb(&self, suspending: bool) -> &'static str {
+        if suspending { "suspending" } else { "upgrading" }
+    }
+
+    fn stopping(&self, _job_id: &str, _verb: &str) -> String {
+        "stopping the job with a savepoint".to_owned()
+    }
+
+    fn commit(&mut self, restore: Restore, cause: Cause) -> Plan {
+        let suspending = self.suspending();
+        let verb = self.verb(suspending);
+        let restart = cause == Cause::Restart;
+        let restored = match &restore {
+            Restore::State(state) => Some(self.age_note(state)),
+            _ => None,
+        };
+        let (reason, note) = match cause {
+            Cause::WithoutState if suspending => (
+                Reason::SpecChanged,
+                "cancelling the job to suspend it without state".to_owned(),
+            ),
+            Cause::WithoutState => (
+                Reason::SpecChanged,
+                "cancelling the job to start it without state".to_owned(),
+            ),
+            Cause::KeepingLastState => (
+                Reason::SpecChanged,
+                format!("{verb}: deleting the cluster and keeping its high-availability metadata"),
+            ),
+            Cause::Savepoint => (
+                Reason::SpecChanged,
+                format!("{verb}: the savepoint is recorded; deleting the previous cluster"),
+            ),
+            Cause::Ended => (
+                Reason::SpecChanged,
+                match (&restore, suspending) {
+                    (Restore::State(s), true) => {
+                        format!("suspending the stopped job; it resumes from {}", s.path)
+                    }
+                    (_, true) => "suspending the stopped job; no state of it is known".to_owned(),
+                    (Restore::State(_), false) => {
+                        format!("{verb}, restoring {}", restored.unwrap_or_default())
+                    }
+                    (_, false) => format!("{verb} without state"),
+                },
+            ),
+            Cause::FreshSavepoint => (
+                Reason::SpecChanged,
+                format!(
+                    "{verb}: the job is not running; restoring {}, younger than kubernetes.operator.job.upgrade.savepoint.max-age",
+                    restored.unwrap_or_default()
+                ),
+            ),
+            Cause::Resume => (
+                Reason::Resume,
+                match &restore {
+                    Restore::Nothing => "resuming the job without state".to_owned(),
+                    Restore::State(_) => format!("resuming the job from {}", restored.unwrap_or_default()),
+                    Restore::LastState => {
+                        "resuming the job from the latest checkpoint in its high-availability metadata"
+                            .to_owned()
+                    }
+                },
+            ),
+            Cause::Redeploy(path) => (
+                Reason::SavepointRedeploy,
+                format!("redeploying from spec.job.initialSavepointPath {path} without taking a savepoint"),
+            ),
+            Cause::NeverRan => (
+                Reason::SpecChanged,
+                format!(
+                    "{verb}: the previous cluster never ran its job, so the new one starts from the same state"
+                ),
+            ),
+            Cause::Restart => (
+                Reason::RestartFailedJob,
+                match &restored {
+                    Some(age) => format!("restarting the failed job, restoring {age}"),
+                    None => "restarting the failed job without state".to_owned(),
+                },
+            ),
+        };
+        let spec = if restart {
+            self.recorded_spec()
+        } else {
+            self.fd.spec.clone()
+        };
+        start::commit(self.take(), spec, restore, reason, &note)
+    }
+
+    fn cancel(&mut self, why: Cancel) -> Plan {
+        let verb = self.verb(self.suspending());
+        let (message, note) = match why {
+            Cancel::ForNewest { newest, .. } => (
+                "cancelling the job without a savepoint; it restores its newest checkpoint".to_owned(),
+                format!(
+                    "Cancelling the job for {verb} without a savepoint; the newest state is {}",
+                    newest.map_or_else(|| "unknown".to_owned(), |s| self.age_note(&s))
+                ),
+            ),
+            Cancel::ForChange => (
+                "cancelling the job".to_owned(),
+                format!("Cancelling the job for {verb}"),
+            ),
+            Cancel::ForRedeploy(path) => (
+                format!("cancelling the job to redeploy from spec.job.initialSavepointPath {path}"),
+                format!("Cancelling the job to redeploy from spec.job.initialSavepointPath {path}"),
+            ),
+        };
+        let job_id = self.job_status().job_id.unwrap_or_default();
+        self.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+        self.conditions(phase::UPDATING, &message);
+        self.events.push(EventNote::normal(Reason::Cancelling, note));
+        self.actions.push(Action::Job(JobAction::Cancel { job_id }));
+        self.take().done(FAST)
+    }
+
+    fn wait(&mut self, what: Wait) -> Plan {
+        let (message, requeue) = match what {
+            Wait::ForSnapshot => (
+                "waiting for the pending savepoint before upgrading".to_owned(),
+                FAST,
+            ),
+            Wait::ForRunning | Wait::ForCancel => (
+                format!(
+                    "waiting for the job ({}) to run to take its savepoint",
+                    self.state_note()
+                ),
+                WAIT,
+            ),
+            Wait::ForCheckpoint | Wait::ForCheckpointToRestart => {
+                ("waiting for the latest checkpoint of the job".to_owned(), FAST)
+            }
+        };
+        self.conditions(phase::UPDATING, &message);
+        self.take().done(requeue)
+    }
+
+    fn refuse(&mut self, refusal: Refusal) -> Plan {
+        let verb = self.verb(self.suspending());
+        let (phase, note) = match refusal {
+            Refusal::Said(note) => (phase::UPDATE_FAILED, note),
+            Refusal::StopGaveUp(why) => (
+                phase::UPDATE_FAILED,
+                format!("{verb}: {why}; the job keeps running with the previous spec"),
+            ),
+            Refusal::Ending(why) => {
+                let newest = state::newest(&self.status, self.obs)
+                    .map(|s| format!(" (the newest known state is {})", self.age_note(&s)))
+                    .unwrap_or_default();
+                (
+                    phase::UPDATE_FAILED,
+                    format!("{verb}: the job is {}{newest}: {why}", self.state_note()),
+                )
+            }
+            Refusal::NotCancelled(None) => (
+                phase::UPDATE_FAILED,
+                format!(
+                    "{verb} without a savepoint: no checkpoint or savepoint of the job is known yet; the job keeps running"
+                ),
+            ),
+            Refusal::NotCancelled(Some(why)) => (
+                phase::UPDATE_FAILED,
+                format!("{verb} without a savepoint: {why}; the job keeps running"),
+            ),
+            Refusal::Ended(why) | Refusal::GoneWithoutCheckpoint(why) => {
+                (phase::UPDATE_FAILED, format!("{verb}: {why}"))
+            }
+            Refusal::Restart(why) => (phase::FAILED, format!("restarting the failed job: {why}")),
+        };
+        self.take().refuse(phase, note)
+    }
+
+    fn rest_suspended(&mut self) -> Option<Plan> {
+        Some(self.take().done(SLOW))
+    }
+
+    fn recover(&mut self, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+        if self.rolled_back() {
+            return None;
+        }
+        recovery::recover_if_missing(self, recorded)
+    }
+
+    fn restart_due(&self, _pending: bool) -> bool {
+        !self.rolled_back()
+            && self.fd.spec.job.is_some()
+            && self.obs.policy.restart_failed
+            && self.job_status().state() == Some(flink_job_state::FAILED)
+    }
+
+    fn roll_back(&mut self, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+        if self.rolled_back() {
+            return None;
+        }
+        rollback::start_if_due(self, recorded)
+    }
+
+    fn job_running(&self) -> bool {
+        self.fd.spec.job.is_some() && self.job_status().is_running()
+    }
+
+    fn phase(&mut self, _recorded: &FlinkDeploymentSpec) {
+        self.observed_phase();
+    }
+
+    fn steady_requeue(&self, recorded: &FlinkDeploymentSpec, pending: bool) -> Next {
+        let next = if status::unanswered_once(self) {
+            FAST
+        } else {
+            status::steady_requeue(&self.status, pending)
+        };
+        // A rollback falls due at the readiness timeout, not at the next steady look.
+        if !self.rolled_back()
+            && next == SLOW
+            && let Some(due) = rollback::due_at(self, recorded)
+        {
+            return Next::Within(
+                u64::try_from(due - self.obs.now_ms)
+                    .unwrap_or(0)
+                    .div_ceil(1000)
+                    .max(1),
+            );
+        }
+        next
+    }
+}

@@ -1,0 +1,316 @@
+//! Starting a FlinkDeployment's job with its cluster.
+//!
+//! A change first records, in one status write, the spec to run and the state it starts
+//! from ([`commit`]); only then is the previous cluster deleted (keeping its
+//! high-availability metadata for a last-state restore), and the new one deployed once it
+//! is gone ([`continue_upgrade`]). A first deployment records the spec and the job id
+//! before the cluster is created ([`first_deployment`]).
+
+use flink_operator_api::{
+    FlinkDeploymentSpec, JobManagerDeploymentStatus, ReconciledSpec,
+    common::{
+        JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode,
+        flink_job_state,
+    },
+};
+
+use super::{
+    Action, Decision, EventNote, FAST, Plan, is_suspended, phase,
+    state::{self, Kind, RestorableState},
+    status::suspended_message,
+};
+use crate::{events::Reason, lifecycle::machine::Restore};
+
+/// Whether the recorded upgrade restores from HA metadata: `last-state` recorded without a
+/// state path.
+fn restores_last_state(recorded: &FlinkDeploymentSpec, job: Option<&JobStatus>) -> bool {
+    recorded
+        .job
+        .as_ref()
+        .is_some_and(|j| j.upgrade_mode_or_default() == UpgradeMode::LastState)
+        && job.is_none_or(|j| j.upgrade_savepoint_path.is_none())
+}
+
+pub(super) fn is_terminal(job: &JobStatus) -> bool {
+    matches!(
+        job.state(),
+        Some(flink_job_state::FAILED | flink_job_state::CANCELED | flink_job_state::FINISHED)
+    )
+}
+
+/// The recorded spec (or, `rolling_back`, the last stable one) must run: delete what runs
+/// the previous one, then deploy it.
+pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, rolling_back: bool) -> Plan {
+    let generation = d.generation();
+    let suspended = is_suspended(recorded);
+    let first = d
+        .status
+        .reconciliation_status
+        .as_ref()
+        .and_then(|rs| rs.last_reconciled::<FlinkDeploymentSpec>().ok().flatten())
+        .is_some_and(|r| r.is_first_deployment());
+    let last_state = !first && restores_last_state(recorded, d.status.job_status.as_ref());
+    if rolling_back && d.obs.cluster_exists && d.obs.rolled_back_generation == generation {
+        // Rolled back before a crash (or a stale read) kept the status from saying so.
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
+            rs.state = Some(ReconciliationState::RolledBack);
+        }
+        d.status.lifecycle_state = Some(ResourceLifecycleState::RolledBack);
+        d.conditions(
+            phase::DEPLOYING,
+            "the Flink cluster of the last stable spec is starting",
+        );
+        return d.done(FAST);
+    }
+    if !suspended
+        && !rolling_back
+        && d.obs.cluster_exists
+        && d.obs.rolled_back_generation.is_none()
+        && d.obs.deployed_generation.is_some()
+        && d.obs.deployed_generation == generation
+    {
+        // Deployed before a crash kept the status from saying so.
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
+            rs.state = Some(ReconciliationState::Deployed);
+        }
+        d.status.lifecycle_state = Some(ResourceLifecycleState::Deployed);
+        d.conditions(phase::DEPLOYING, "the Flink cluster is starting");
+        return d.done(FAST);
+    }
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    if d.obs.cluster_exists {
+        if !d.obs.cluster_deleting {
+            d.actions.push(Action::DeleteCluster { keep_ha: last_state });
+        }
+        d.conditions(phase::UPDATING, "deleting the previous cluster");
+        return d.done(FAST);
+    }
+    if !last_state && d.obs.ha_metadata {
+        if let Some(plan) = super::cleanup::wait_for_job_manager_exit(&mut d) {
+            return plan;
+        }
+        // Gone: the next cluster of the same name starts from none of its HA metadata.
+        d.actions.push(Action::DeleteHaMetadata);
+    }
+    if suspended {
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
+            rs.state = Some(ReconciliationState::Deployed);
+        }
+        d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+        d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Missing);
+        d.job_status_mut().state = Some(flink_job_state::SUSPENDED.to_owned());
+        let message = suspended_message(&d.status);
+        d.events
+            .push(EventNote::normal(Reason::Suspended, capitalised(&message)));
+        d.conditions(phase::SUSPENDED, &message);
+        return d.done(super::SLOW);
+    }
+    let job = if rolling_back {
+        recorded.job.as_ref()
+    } else {
+        d.fd.spec.job.as_ref()
+    };
+    let job_status = d.job_status();
+    let restore_path = job.and_then(|j| {
+        if first {
+            j.initial_savepoint_path.clone()
+        } else if last_state {
+            None
+        } else {
+            job_status.upgrade_savepoint_path.clone()
+        }
+    });
+    // The job id is recorded before the cluster that runs it exists; last-state keeps it,
+    // as the HA metadata of its checkpoints is filed under it.
+    let job_id = job.map(|_| {
+        job_status
+            .job_id
+            .clone()
+            .filter(|_| first || last_state)
+            .unwrap_or_else(|| d.obs.fresh_job_id.clone())
+    });
+    if job.is_some() {
+        let name = d.fd.metadata.name.clone();
+        let job_status = d.job_status_mut();
+        job_status.job_id = job_id.clone();
+        job_status.state = Some(flink_job_state::RECONCILING.to_owned());
+        job_status.start_time = None;
+        job_status.job_name = name;
+    }
+    let now = d.obs.now_ms;
+    let adopt = (!rolling_back && recorded != &d.fd.spec && !is_suspended(&d.fd.spec)).then(|| {
+        // A spec changed again during the upgrade is the one deployed, with the recorded
+        // upgrade mode (it says how this upgrade restores).
+        let mut spec = d.fd.spec.clone();
+        if let (Some(job), Some(old)) = (spec.job.as_mut(), recorded.job.as_ref()) {
+            job.upgrade_mode = old.upgrade_mode;
+            job.savepoint_trigger_nonce = old.savepoint_trigger_nonce;
+            job.checkpoint_trigger_nonce = old.checkpoint_trigger_nonce;
+        }
+        spec
+    });
+    if let Some(rs) = d.status.reconciliation_status.as_mut() {
+        if let Some(spec) = adopt {
+            rs.last_reconciled_spec = ReconciledSpec::new(spec, first).encode().ok();
+        }
+        rs.reconciliation_timestamp = Some(now);
+    }
+    d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Deploying);
+    d.conditions(phase::DEPLOYING, "creating the Flink cluster");
+    d.actions.push(Action::Deploy {
+        restore_path: restore_path.clone(),
+        job_id,
+        last_state,
+        spec: rolling_back.then(|| Box::new(recorded.clone())),
+    });
+    if !first {
+        let what = if rolling_back {
+            "Starting the cluster of the last stable spec"
+        } else {
+            "Starting the new cluster"
+        };
+        d.events.push(EventNote::normal(
+            if rolling_back {
+                Reason::Rollback
+            } else {
+                Reason::Submit
+            },
+            match (&restore_path, last_state) {
+                (Some(path), _) => format!("{what}, restoring from {path}"),
+                (None, true) => {
+                    format!("{what}, restoring the latest checkpoint from high-availability metadata")
+                }
+                (None, false) => format!("{what} without state"),
+            },
+        ));
+    }
+    deploy(d, rolling_back)
+}
+
+/// Deploys `spec` again after its JobManager Deployment went missing (see
+/// [`super::recovery`]): from the HA metadata with `last_state`, else from nothing.
+pub(super) fn recover(d: Decision, spec: FlinkDeploymentSpec, last_state: bool, note: &str) -> Plan {
+    let restore = if last_state {
+        Restore::LastState
+    } else {
+        Restore::Nothing
+    };
+    commit(d, spec, restore, Reason::RecoverDeployment, note)
+}
+
+/// Records `spec` as the one to run and what it starts from, before the previous cluster
+/// is deleted.
+pub(super) fn commit(
+    mut d: Decision,
+    mut spec: FlinkDeploymentSpec,
+    restore: Restore,
+    reason: Reason,
+    message: &str,
+) -> Plan {
+    let last_state = restore == Restore::LastState;
+    if last_state && let Some(job) = spec.job.as_mut() {
+        job.upgrade_mode = Some(UpgradeMode::LastState);
+    }
+    let now = d.obs.now_ms;
+    let rs = d
+        .status
+        .reconciliation_status
+        .get_or_insert_with(Default::default);
+    rs.last_reconciled_spec = ReconciledSpec::new(spec.clone(), false).encode().ok();
+    rs.reconciliation_timestamp = Some(now);
+    rs.state = Some(ReconciliationState::Upgrading);
+    if spec.job.is_some() {
+        let latest_checkpoint = d.obs.latest_checkpoint.clone();
+        let job = d.job_status_mut();
+        match &restore {
+            Restore::State(state) => state::record(job, Some(state)),
+            Restore::Nothing => state::record(job, None),
+            Restore::LastState => {
+                state::record(job, None);
+                // Its time, so that the restore guard knows the age when the job resumes.
+                if let Some(checkpoint) = latest_checkpoint {
+                    let kept = RestorableState {
+                        kind: Kind::Checkpoint,
+                        path: checkpoint.path,
+                        timestamp_ms: Some(checkpoint.timestamp_ms),
+                    };
+                    state::record(job, Some(&kept));
+                    job.upgrade_savepoint_path = None;
+                }
+            }
+        }
+    }
+    d.status.error = None;
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    d.conditions(phase::UPDATING, message);
+    d.events.push(EventNote::normal(reason, capitalised(message)));
+    d.record_then(vec![Action::DeleteCluster { keep_ha: last_state }])
+}
+
+pub(super) use crate::lifecycle::capitalised;
+
+/// The first spec: recorded (UPGRADING, with the job id) before the cluster is created.
+pub(super) fn first_deployment(mut d: Decision) -> Plan {
+    let job = d.fd.spec.job.as_ref();
+    let job_id = job.map(|_| d.obs.fresh_job_id.clone());
+    let restore_path = job.and_then(|j| j.initial_savepoint_path.clone());
+    let encoded = ReconciledSpec::new(d.fd.spec.clone(), true).encode().ok();
+    d.status.reconciliation_status = Some(ReconciliationStatus {
+        reconciliation_timestamp: Some(d.obs.now_ms),
+        last_reconciled_spec: encoded,
+        last_stable_spec: None,
+        state: Some(ReconciliationState::Upgrading),
+    });
+    d.status.error = None;
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Deploying);
+    if job.is_some() {
+        d.status.job_status = Some(JobStatus {
+            job_name: d.fd.metadata.name.clone(),
+            job_id: job_id.clone(),
+            state: Some(flink_job_state::RECONCILING.to_owned()),
+            ..Default::default()
+        });
+    }
+    d.conditions(phase::DEPLOYING, "creating the Flink cluster");
+    d.actions.push(Action::Deploy {
+        restore_path,
+        job_id,
+        last_state: false,
+        spec: None,
+    });
+    d.events.push(EventNote::normal(
+        Reason::Submit,
+        match job {
+            Some(_) => "Starting the application cluster",
+            None => "Starting the session cluster",
+        },
+    ));
+    deploy(d, false)
+}
+
+/// The status as it is (the step recorded, DEPLOYING) is written before the cluster is
+/// deployed; once it is, the spec is deployed (or, `rolling_back`, rolled back).
+fn deploy(d: Decision, rolling_back: bool) -> Plan {
+    let before = d.status.clone();
+    let mut after = d.status;
+    if let Some(rs) = after.reconciliation_status.as_mut() {
+        rs.state = Some(if rolling_back {
+            ReconciliationState::RolledBack
+        } else {
+            ReconciliationState::Deployed
+        });
+    }
+    after.lifecycle_state = Some(if rolling_back {
+        ResourceLifecycleState::RolledBack
+    } else {
+        ResourceLifecycleState::Deployed
+    });
+    Plan {
+        status_before: Some(before),
+        actions: d.actions,
+        status: after,
+        events: d.events,
+        requeue: FAST,
+    }
+}

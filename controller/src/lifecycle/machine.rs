@@ -1,0 +1,747 @@
+//! The job lifecycle as one state machine: for each recorded step and each observation,
+//! the next step, the same for every job kind.
+//!
+//! [`decide`] is the dispatch order, read top to bottom: deletion (its savepoint, then the
+//! kind's teardown), a stop-with-savepoint in
+//! flight, an invalid spec, the first start, a start in progress, a spec change, a
+//! suspended job, a restart of a failed job, snapshots, steady. The pure tables
+//! ([`change::ending`], [`change::resume`], [`stop::follow`], the restore guards) say what
+//! the job's state allows; the functions below map each of their outcomes to the next step,
+//! once for every kind.
+//!
+//! What differs per kind is behind [`JobKind`]: how a job is started (an application cluster
+//! deployed with it, or a jar submitted to a session cluster) and ended for a change (the
+//! cluster deleted, keeping its high-availability metadata for last-state, or the job
+//! cancelled), what "ready to act" means, where the last state lives, the kind's own steps
+//! (an application cluster's rollback and JobManager recovery; a session job's wait for its
+//! session cluster), and how a kind words its status (its tests pin the wording).
+
+use flink_operator_api::common::{JobStatus, ResourceLifecycleState, UpgradeMode, flink_job_state};
+
+use super::{
+    FAST, Facts, JobAction, LifecycleStatus, Out, Plan, SLOW,
+    change::{self, Ending, JobNow, Resume},
+    deletion::{self, DeletionSavepoint},
+    snapshots,
+    spec::{self, JobSpecOf},
+    stop::{self, Stopped, Stopping},
+};
+use crate::{
+    conditions::phase,
+    events::Reason,
+    reconcile::{EventNote, Next, STOPPING},
+    restore::{self, RestorableState},
+    savepoint_history,
+};
+
+/// What the next job starts from; committed with its spec before anything is started.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Restore {
+    Nothing,
+    State(RestorableState),
+    /// The latest checkpoint in the high-availability metadata the previous cluster kept
+    /// (an application cluster's last-state change or resume).
+    LastState,
+}
+
+impl Restore {
+    fn from(state: Option<RestorableState>) -> Self {
+        state.map_or(Restore::Nothing, Restore::State)
+    }
+}
+
+/// Why a spec is committed (the kind words it in its status and Events).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cause {
+    /// A change of a job that ends without state.
+    WithoutState,
+    /// A last-state change of a job that ends with its cluster, which keeps its
+    /// high-availability metadata.
+    KeepingLastState,
+    /// The job was stopped with a savepoint for the change.
+    Savepoint,
+    /// The job had ended (or was cancelled) for the change: it starts from its newest state.
+    Ended,
+    /// The job had ended; its last savepoint is young enough to restore.
+    FreshSavepoint,
+    /// A suspended job runs again.
+    Resume,
+    /// A new `savepointRedeployNonce`: the job starts from `initialSavepointPath`.
+    Redeploy(String),
+    /// What ran the previous job never ran it: the job starts from the same state.
+    NeverRan,
+    /// A FAILED job is started again (`kubernetes.operator.job.restart.failed`).
+    Restart,
+}
+
+/// Why a running job is cancelled (the kind words it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cancel {
+    /// For a change that keeps no state.
+    ForChange,
+    /// For a change that restores the job's newest state once it is cancelled: its
+    /// retained checkpoints (`with_savepoints`: its savepoints too, as the upgrade mode's
+    /// savepoint is not taken, `take-savepoint: false`). `newest`: that state, if known.
+    ForNewest {
+        with_savepoints: bool,
+        newest: Option<RestorableState>,
+    },
+    /// For a redeploy from `initialSavepointPath`.
+    ForRedeploy(String),
+}
+
+/// What a change waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// A manual or periodic snapshot is pending: ending the job would lose it.
+    ForSnapshot,
+    /// The job is starting or restarting: its savepoint is taken once it runs.
+    ForRunning,
+    /// The job is being cancelled.
+    ForCancel,
+    /// The latest checkpoint of the ended job is being read.
+    ForCheckpoint,
+    /// The latest checkpoint of the FAILED job is being read, to restart it.
+    ForCheckpointToRestart,
+}
+
+/// Why a change or a restore is refused; the job stays as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// Said the same for every kind.
+    Said(String),
+    /// No savepoint could be taken within the grace period.
+    StopGaveUp(String),
+    /// [`Ending::Refuse`]: a savepoint is needed and none can be taken or used.
+    Ending(String),
+    /// The job is not cancelled without a savepoint: the state it would restore is too
+    /// old, or (None) none is known.
+    NotCancelled(Option<String>),
+    /// The ended job's newest state is too old or unknown.
+    Ended(String),
+    /// The job is gone and its last checkpoint cannot be read.
+    GoneWithoutCheckpoint(String),
+    /// A FAILED job is not restarted: its newest state is too old or unknown.
+    Restart(String),
+}
+
+/// The latest completed checkpoint of the job, as far as its kind knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Checkpoint {
+    Found(RestorableState),
+    /// The job has none.
+    None,
+    /// It could not be read (why).
+    Unavailable(String),
+    /// It was not looked up.
+    NotLooked,
+}
+
+impl Checkpoint {
+    fn found(&self) -> Option<RestorableState> {
+        match self {
+            Checkpoint::Found(state) => Some(state.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// A job kind's part in the lifecycle, implemented by its decision under construction (the
+/// resource, its observation, and the status, actions and Events it accumulates).
+pub trait JobKind<'a> {
+    type Spec: JobSpecOf + 'a;
+    type Status: LifecycleStatus;
+    type Action: From<JobAction>;
+
+    /// Whether the job ends with what runs it: deleting an application cluster ends its job,
+    /// and its high-availability metadata keeps the latest checkpoint for a last-state
+    /// change; a session job is cancelled instead.
+    const ENDS_WITH_ITS_CLUSTER: bool;
+
+    // What the machine reads and writes.
+
+    fn spec(&self) -> &'a Self::Spec;
+    fn status(&self) -> &Self::Status;
+    /// What the decision accumulates: the status being built, the actions, the Events.
+    fn ledger(&mut self) -> (&mut Self::Status, &mut Vec<Self::Action>, &mut Vec<EventNote>);
+    fn facts(&self) -> Facts<'a>;
+    fn conditions(&mut self, phase: &str, message: &str);
+
+    /// The status and where the shared steps put their actions and Events.
+    fn parts(&mut self) -> (&mut Self::Status, Out<'_, Self::Action>) {
+        let (status, actions, events) = self.ledger();
+        (status, Out { actions, events })
+    }
+
+    /// A plan that writes the status after its actions; the decision is finished.
+    fn done(&mut self, requeue: Next) -> Plan<Self::Status, Self::Action> {
+        let (status, actions, events) = self.ledger();
+        Plan {
+            status_before: None,
+            actions: std::mem::take(actions),
+            status: std::mem::take(status),
+            events: std::mem::take(events),
+            requeue,
+        }
+    }
+
+    /// A plan that writes the status before its actions (and keeps it).
+    fn record_then(&mut self, requeue: Next) -> Plan<Self::Status, Self::Action> {
+        let mut plan = self.done(requeue);
+        plan.status_before = Some(plan.status.clone());
+        plan
+    }
+
+    // The steps, in the order of [`decide`].
+
+    fn deleting(&self) -> bool;
+    /// What the kind does about a deletion before its job is stopped (a session job whose
+    /// session cluster is gone, or runs no job of it, lets go at once).
+    fn before_deletion_stop(&mut self) -> Option<Plan<Self::Status, Self::Action>> {
+        None
+    }
+    /// Whether what runs the job can still stop it with a savepoint.
+    fn can_stop_for_deletion(&self) -> bool {
+        true
+    }
+    /// The savepoint of the deletion is recorded: tear down what it was taken for.
+    fn deletion_savepoint_recorded(&mut self, path: &str) -> Plan<Self::Status, Self::Action>;
+    /// Tears down what runs the job (or cancels it) and lets the resource go.
+    fn tear_down(&mut self) -> Plan<Self::Status, Self::Action>;
+    /// The finalizer, and what every other step writes.
+    fn admit(&mut self);
+    /// The recorded spec; an unreadable one is an error to show (or, `Ok(None)`, a first start).
+    fn recorded(&self) -> Result<Option<Self::Spec>, String>;
+    /// Nothing can be done until what runs the job can act (a session job's cluster).
+    fn until_ready(&mut self, _recorded: Option<&Self::Spec>) -> Option<Plan<Self::Status, Self::Action>> {
+        None
+    }
+    fn violations(&self) -> &[String];
+    /// `status.error` as stored (observing may have rewritten it in the status being built).
+    fn stored_error(&self) -> Option<&'a str>;
+    /// The spec's job (or cluster) is started for the first time.
+    fn first_start(&mut self) -> Plan<Self::Status, Self::Action>;
+    /// A recorded start (or the kind's own recorded step) goes on.
+    fn start_in_progress(&mut self, recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>>;
+    /// The spec that runs (after an application cluster's rollback: the last stable one).
+    fn running_spec(&self, recorded: &Self::Spec) -> Self::Spec {
+        recorded.clone()
+    }
+    /// What was observed of the job (and what runs it) into status.
+    fn observe(&mut self, running: &Self::Spec);
+    /// What the kind records of its job while a stop-with-savepoint is followed.
+    fn observe_while_stopping(&mut self, _running: &Self::Spec) {}
+    /// A change that needs no new job (an application cluster's spec changed back to the one
+    /// its rollback runs).
+    fn changed_back(
+        &mut self,
+        _recorded: &Self::Spec,
+        _running: &Self::Spec,
+    ) -> Option<Plan<Self::Status, Self::Action>> {
+        None
+    }
+    /// This generation's change was already refused: it stays refused until the spec changes.
+    fn refused_change(&mut self) -> Option<Plan<Self::Status, Self::Action>>;
+    /// A suspended spec changed while suspended.
+    fn changed_while_suspended(&mut self) -> Plan<Self::Status, Self::Action>;
+    /// What the kind does about a change before the job is ended for it (a session
+    /// cluster's redeploy; a session job's JobManager that does not answer).
+    fn before_ending(&mut self) -> Option<Plan<Self::Status, Self::Action>>;
+    /// The job's state as the kind knows it (None: gone or unknown), and whether it ended.
+    fn job_state(&self) -> (Option<String>, bool);
+    /// What ran the job never ran it since it started from its recorded state.
+    fn never_ran(&self) -> bool {
+        false
+    }
+    fn latest_checkpoint(&self) -> Checkpoint;
+    /// How the kind names a change in its messages.
+    fn verb(&self, suspending: bool) -> &'static str;
+    /// The condition message of a stop-with-savepoint sent.
+    fn stopping(&self, job_id: &str, verb: &str) -> String;
+
+    /// Records the spec to run and what it starts from, then starts it (or suspends).
+    fn commit(&mut self, restore: Restore, cause: Cause) -> Plan<Self::Status, Self::Action>;
+    fn cancel(&mut self, why: Cancel) -> Plan<Self::Status, Self::Action>;
+    fn wait(&mut self, what: Wait) -> Plan<Self::Status, Self::Action>;
+    fn refuse(&mut self, refusal: Refusal) -> Plan<Self::Status, Self::Action>;
+
+    /// A suspended job that needs nothing done.
+    fn rest_suspended(&mut self) -> Option<Plan<Self::Status, Self::Action>>;
+    /// The kind's own step before a restart (an application cluster's lost JobManager).
+    fn recover(&mut self, _recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>> {
+        None
+    }
+    /// Whether a FAILED job is restarted now.
+    fn restart_due(&self, pending: bool) -> bool;
+    /// The kind's own step after a restart (an application cluster's rollback).
+    fn roll_back(&mut self, _recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>> {
+        None
+    }
+    /// Whether the job runs, so that snapshots can be taken of it.
+    fn job_running(&self) -> bool;
+    /// Conditions for the phase the status shows.
+    fn phase(&mut self, recorded: &Self::Spec);
+    /// How soon a job that needs nothing done is looked at again.
+    fn steady_requeue(&self, recorded: &Self::Spec, pending: bool) -> Next;
+}
+
+type PlanOf<'a, K> = Plan<<K as JobKind<'a>>::Status, <K as JobKind<'a>>::Action>;
+
+/// The next step of a job, from its spec, its recorded status and what was observed.
+pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
+    if k.deleting() {
+        return delete(k);
+    }
+    k.admit();
+    let recorded = match k.recorded() {
+        Ok(recorded) => recorded,
+        Err(error) => return invalid(k, phase::DEPLOY_FAILED, error),
+    };
+    if let Some(plan) = k.until_ready(recorded.as_ref()) {
+        return plan;
+    }
+    // A stop-with-savepoint in flight is followed to its end whatever the spec says now
+    // (changed back, or invalid): the job stops either way, and its savepoint must be
+    // recorded while the JobManager still knows it.
+    if let (Some(trigger_id), Some(recorded)) = (stop::pending_trigger(k.status()), recorded.as_ref()) {
+        let running = k.running_spec(recorded);
+        k.observe_while_stopping(&running);
+        return follow_stop(k, &trigger_id);
+    }
+    if !k.violations().is_empty() {
+        let error = k.violations().join("; ");
+        let reason = if recorded.is_none() {
+            phase::DEPLOY_FAILED
+        } else {
+            phase::UPDATE_FAILED
+        };
+        return invalid(k, reason, error);
+    }
+    let Some(recorded) = recorded else {
+        return k.first_start();
+    };
+    if let Some(plan) = k.start_in_progress(&recorded) {
+        return plan;
+    }
+    let running = k.running_spec(&recorded);
+    let changed = spec::changed(&recorded, k.spec());
+    let recorded = if !changed && &recorded != k.spec() {
+        record_ignored_changes(k, &recorded)
+    } else {
+        recorded
+    };
+    let suspended = spec::is_suspended(&recorded);
+    k.observe(&running);
+    // A suspended job has nothing to poll: a trigger left from before is not waited for.
+    let pending = !suspended && settle(k, &recorded);
+    if changed {
+        if let Some(plan) = k.changed_back(&recorded, &running) {
+            return plan;
+        }
+        if pending {
+            return k.wait(Wait::ForSnapshot);
+        }
+        return change(k, &recorded);
+    }
+    if suspended && let Some(plan) = k.rest_suspended() {
+        return plan;
+    }
+    if let Some(plan) = k.recover(&recorded) {
+        return plan;
+    }
+    if !suspended && k.restart_due(pending) {
+        return restart_failed(k);
+    }
+    if let Some(plan) = k.roll_back(&recorded) {
+        return plan;
+    }
+    if !suspended
+        && !pending
+        && k.job_running()
+        && let Some(plan) = snapshots_of_running_job(k, &recorded)
+    {
+        return plan;
+    }
+    steady(k, &recorded, pending)
+}
+
+/// Deletion behind the finalizer, one rule for both kinds (see [`super::deletion`]): a
+/// running job is stopped with a savepoint when the settings say so, and its path is
+/// recorded before anything that could lose it is torn down.
+fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
+    *k.parts().0.lifecycle_state_mut() = Some(ResourceLifecycleState::Deleting);
+    if let Some(plan) = k.before_deletion_stop() {
+        return plan;
+    }
+    let job_id = recorded_job_id(k.status());
+    let facts = k.facts();
+    if let Some(trigger_id) = stop::pending_trigger(k.status()) {
+        let (status, mut out) = k.parts();
+        match deletion::follow(status, &job_id, &trigger_id, &facts, &mut out) {
+            DeletionSavepoint::Recorded(path) => return k.deletion_savepoint_recorded(&path),
+            DeletionSavepoint::Resent => {
+                k.conditions(
+                    phase::DELETING,
+                    "stopping the job with a savepoint before deletion",
+                );
+                return k.done(FAST);
+            }
+            DeletionSavepoint::Failed(note) => {
+                // The failure is what the user has to act on: it is written at once.
+                k.conditions(phase::DELETING, &note);
+                return k.record_then(SLOW);
+            }
+            DeletionSavepoint::Pending => {
+                k.conditions(phase::DELETING, "waiting for the savepoint before deletion");
+                return k.done(FAST);
+            }
+            DeletionSavepoint::Abandoned => {}
+        }
+    }
+    if deletion::wants_savepoint(k.spec().job(), facts.policy) && facts.running() && k.can_stop_for_deletion()
+    {
+        k.conditions(
+            phase::DELETING,
+            "stopping the job with a savepoint before deletion",
+        );
+        let (status, mut out) = k.parts();
+        deletion::stop_with_savepoint(status, &job_id, &facts, &mut out);
+        return k.record_then(FAST);
+    }
+    k.tear_down()
+}
+
+/// The spec cannot be acted on: the reason in status, with one Event per new reason.
+fn invalid<'a, K: JobKind<'a>>(k: &mut K, reason: &str, error: String) -> PlanOf<'a, K> {
+    let (status, mut out) = k.parts();
+    if status.error_mut().as_deref() != Some(error.as_str()) {
+        out.event(EventNote::warning(Reason::ValidationError, error.clone()));
+    }
+    *status.error_mut() = Some(error.clone());
+    k.conditions(reason, &error);
+    k.done(SLOW)
+}
+
+/// Records a spec whose changes end no job, and returns it as the recorded one; the
+/// recorded snapshot nonces stay until their snapshots are triggered.
+fn record_ignored_changes<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> K::Spec {
+    let spec = spec::with_recorded_nonces(k.spec(), recorded);
+    let generation = k.facts().generation;
+    let (status, _) = k.parts();
+    if let Some(rs) = status.reconciliation_mut().as_mut() {
+        spec::record(rs, spec.clone());
+    }
+    *status.observed_generation_mut() = generation;
+    spec
+}
+
+/// Follows the pending manual or periodic snapshots into status; whether one is pending.
+fn settle<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> bool {
+    let facts = k.facts();
+    let (status, mut out) = k.parts();
+    snapshots::settle(status, &facts, recorded.job(), &mut out)
+}
+
+fn recorded_job_id(status: &impl LifecycleStatus) -> String {
+    status
+        .job_status()
+        .and_then(|j| j.job_id.clone())
+        .unwrap_or_default()
+}
+
+fn job_status(status: &impl LifecycleStatus) -> JobStatus {
+    status.job_status().cloned().unwrap_or_default()
+}
+
+/// The spec differs from the recorded one in a way that ends the job: end it as its
+/// upgrade mode says, then commit the new spec with the state it starts from.
+fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
+    if let Some(plan) = k.refused_change() {
+        return plan;
+    }
+    let spec = k.spec();
+    let suspending = spec::is_suspended(spec);
+    if spec::is_suspended(recorded) {
+        if suspending {
+            return k.changed_while_suspended();
+        }
+        return resume(k, recorded);
+    }
+    if let Some(plan) = k.before_ending() {
+        return plan;
+    }
+    let (state, ended) = k.job_state();
+    if spec::redeploy_nonce_changed(spec, recorded) {
+        return redeploy(k, state.as_deref(), ended);
+    }
+    if k.never_ran() {
+        let recorded_state = restore::recorded(&job_status(k.status()));
+        return k.commit(Restore::from(recorded_state), Cause::NeverRan);
+    }
+    let job = job_status(k.status());
+    let job_id = recorded_job_id(k.status());
+    let verb = k.verb(suspending);
+    let now = if ended {
+        JobNow::Ended
+    } else {
+        JobNow::Live(state.as_deref().unwrap_or(flink_job_state::RECONCILING))
+    };
+    let facts = k.facts();
+    let mode = spec::upgrade_mode(spec);
+    match change::ending(
+        mode,
+        K::ENDS_WITH_ITS_CLUSTER,
+        suspending,
+        now,
+        &job,
+        facts.policy,
+        facts.now_ms,
+    ) {
+        Ending::WithoutState if K::ENDS_WITH_ITS_CLUSTER || ended => {
+            k.commit(Restore::Nothing, Cause::WithoutState)
+        }
+        Ending::WithoutState => k.cancel(Cancel::ForChange),
+        Ending::KeepingLastState => k.commit(Restore::LastState, Cause::KeepingLastState),
+        Ending::Savepoint => stop_with_savepoint(k, &job_id, verb, suspending),
+        Ending::CancelForNewest { with_savepoints } => {
+            cancel_for_newest_state(k, &job, with_savepoints, suspending)
+        }
+        Ending::Ended { with_savepoints } => after_end(k, &job, with_savepoints, suspending),
+        Ending::FreshSavepoint(savepoint) => k.commit(Restore::State(savepoint), Cause::FreshSavepoint),
+        Ending::WaitForRunning => k.wait(Wait::ForRunning),
+        Ending::WaitForCancel => k.wait(Wait::ForCancel),
+        Ending::Refuse(why) => k.refuse(Refusal::Ending(why)),
+    }
+}
+
+/// Suspended, and now to run again (see [`change::resume`]).
+fn resume<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
+    let facts = k.facts();
+    match change::resume(
+        spec::upgrade_mode(recorded),
+        spec::upgrade_mode(k.spec()),
+        &job_status(k.status()),
+        K::ENDS_WITH_ITS_CLUSTER,
+        facts.policy,
+        facts.now_ms,
+    ) {
+        Resume::WithoutState => k.commit(Restore::Nothing, Cause::Resume),
+        Resume::From(state) => k.commit(Restore::State(state), Cause::Resume),
+        Resume::LastState => k.commit(Restore::LastState, Cause::Resume),
+        Resume::Refuse(why) => k.refuse(Refusal::Said(format!("resuming: {why}"))),
+    }
+}
+
+/// A new `savepointRedeployNonce`: the job is ended without a savepoint, and the spec runs
+/// from `spec.job.initialSavepointPath` (the user's choice of state, so no age guard).
+fn redeploy<'a, K: JobKind<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> PlanOf<'a, K> {
+    let Some(path) = k
+        .spec()
+        .job()
+        .and_then(|j| j.initial_savepoint_path.clone())
+        .filter(|p| !p.trim().is_empty())
+    else {
+        return k.refuse(Refusal::Said(
+            "spec.job.savepointRedeployNonce changed, but spec.job.initialSavepointPath is empty: there is no savepoint to redeploy from".to_owned(),
+        ));
+    };
+    if !K::ENDS_WITH_ITS_CLUSTER {
+        if state == Some(flink_job_state::CANCELLING) {
+            return k.wait(Wait::ForCancel);
+        }
+        if !ended {
+            return k.cancel(Cancel::ForRedeploy(path));
+        }
+    }
+    let savepoint = RestorableState {
+        kind: restore::Kind::Savepoint,
+        path: path.clone(),
+        timestamp_ms: None,
+    };
+    k.commit(Restore::State(savepoint), Cause::Redeploy(path))
+}
+
+/// The user opted out of the upgrade savepoint: the job is cancelled (its checkpoints are
+/// retained) once the state it would restore passes the restore guard, so that a job is not
+/// ended for state that would then be refused. A suspension keeps the state as it is (the
+/// guard applies when the job resumes).
+fn cancel_for_newest_state<'a, K: JobKind<'a>>(
+    k: &mut K,
+    job: &JobStatus,
+    with_savepoints: bool,
+    suspending: bool,
+) -> PlanOf<'a, K> {
+    let checkpoint = k.latest_checkpoint();
+    let found = checkpoint.found();
+    let newest = if with_savepoints {
+        restore::newest(job, found.clone())
+    } else {
+        found.clone()
+    };
+    if !suspending {
+        if with_savepoints && newest.is_none() && checkpoint == Checkpoint::None {
+            return k.refuse(Refusal::NotCancelled(None));
+        }
+        let facts = k.facts();
+        if let Err(why) = change::before_cancel(job, found, with_savepoints, facts.policy, facts.now_ms) {
+            return k.refuse(Refusal::NotCancelled(Some(why)));
+        }
+    }
+    k.cancel(Cancel::ForNewest {
+        with_savepoints,
+        newest,
+    })
+}
+
+/// The job has ended (or was cancelled) without a savepoint for the change: the next job
+/// starts from its newest state (see [`change::after_end`]).
+fn after_end<'a, K: JobKind<'a>>(
+    k: &mut K,
+    job: &JobStatus,
+    with_savepoints: bool,
+    suspending: bool,
+) -> PlanOf<'a, K> {
+    let (state, _) = k.job_state();
+    let checkpoint = match k.latest_checkpoint() {
+        Checkpoint::Found(found) => Some(found),
+        Checkpoint::None => None,
+        // Gone with its JobManager's memory of it: its savepoints may still do.
+        Checkpoint::Unavailable(reason) if state.is_none() => {
+            if !with_savepoints {
+                return k.refuse(Refusal::GoneWithoutCheckpoint(reason));
+            }
+            None
+        }
+        Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return k.wait(Wait::ForCheckpoint),
+    };
+    let facts = k.facts();
+    match change::after_end(
+        job,
+        checkpoint,
+        with_savepoints,
+        suspending,
+        facts.policy,
+        facts.now_ms,
+    ) {
+        Ok(newest) => k.commit(Restore::from(newest), Cause::Ended),
+        Err(why) => k.refuse(Refusal::Ended(why)),
+    }
+}
+
+/// Stops the running job with a savepoint for a change (see [`stop::stop_with_savepoint`]);
+/// a suspension drains it when `kubernetes.operator.job.drain-on-savepoint-deletion` says so.
+fn stop_with_savepoint<'a, K: JobKind<'a>>(
+    k: &mut K,
+    job_id: &str,
+    verb: &'static str,
+    suspending: bool,
+) -> PlanOf<'a, K> {
+    let facts = k.facts();
+    let drain = facts.policy.drain && suspending;
+    let (status, mut out) = k.parts();
+    match stop::stop_with_savepoint(status, job_id, drain, verb, &facts, &mut out) {
+        Stopping::Sent => {
+            let message = stop::under_way(k.status(), &k.stopping(job_id, verb));
+            k.conditions(phase::UPDATING, &message);
+            k.record_then(STOPPING)
+        }
+        Stopping::Wait { seconds, note } => {
+            k.conditions(phase::UPDATING, &format!("{verb}: {note}"));
+            k.done(Next::Within(seconds))
+        }
+        Stopping::GiveUp(why) => k.refuse(Refusal::StopGaveUp(why)),
+    }
+}
+
+/// Follows the recorded stop-with-savepoint of a change (see [`stop::follow`]).
+fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K> {
+    let job_id = recorded_job_id(k.status());
+    let facts = k.facts();
+    let drain = facts.policy.drain && spec::is_suspended(k.spec());
+    let (status, mut out) = k.parts();
+    match stop::follow(status, &job_id, trigger_id, drain, &facts, &mut out) {
+        Stopped::Completed(state) => k.commit(Restore::State(state), Cause::Savepoint),
+        Stopped::Resent => {
+            let message = stop::under_way(k.status(), "stopping the job with a savepoint");
+            k.conditions(phase::UPDATING, &message);
+            k.done(FAST)
+        }
+        Stopped::Retry { seconds, note } => {
+            k.conditions(phase::UPDATING, &format!("{note}; trying again"));
+            k.done(Next::Within(seconds))
+        }
+        Stopped::Refused(why) => k.refuse(Refusal::Said(why)),
+        Stopped::Pending => {
+            let message = stop::under_way(k.status(), "waiting for the savepoint");
+            k.conditions(phase::UPDATING, &message);
+            k.done(STOPPING)
+        }
+    }
+}
+
+/// A FAILED job is started again when `kubernetes.operator.job.restart.failed` is true:
+/// without state in stateless mode, else from its newest checkpoint or savepoint if the
+/// restore guard allows.
+fn restart_failed<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
+    if spec::upgrade_mode(k.spec()) == UpgradeMode::Stateless {
+        return k.commit(Restore::Nothing, Cause::Restart);
+    }
+    let checkpoint = match k.latest_checkpoint() {
+        Checkpoint::Found(found) => Some(found),
+        Checkpoint::None => None,
+        // Restarting from an older state than the latest checkpoint would lose progress.
+        Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return k.wait(Wait::ForCheckpointToRestart),
+    };
+    let facts = k.facts();
+    match change::newest_allowed(
+        &job_status(k.status()),
+        checkpoint,
+        true,
+        facts.policy,
+        facts.now_ms,
+    ) {
+        Ok(newest) => k.commit(Restore::State(newest), Cause::Restart),
+        Err(why) => k.refuse(Refusal::Restart(why)),
+    }
+}
+
+/// With nothing pending: a manual snapshot asked for by a new nonce or a periodic
+/// savepoint that is due (its trigger id recorded before it is sent), a schedule this
+/// version cannot follow, or savepoints that leave the history.
+fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> Option<PlanOf<'a, K>> {
+    let facts = k.facts();
+    let spec = k.spec();
+    let job = job_status(k.status());
+    if let Some(wanted) = snapshots::due(spec, recorded, &job, &facts) {
+        let (status, mut out) = k.parts();
+        snapshots::trigger(status, spec, recorded, wanted, &facts, &mut out);
+        k.phase(recorded);
+        return Some(k.record_then(FAST));
+    }
+    None
+}
+
+/// Nothing to do but to say where the job stands, and when to look again.
+fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> PlanOf<'a, K> {
+    let facts = k.facts();
+    let running = !pending && !spec::is_suspended(recorded) && k.job_running();
+    if running {
+        let stored = k.stored_error();
+        let (status, mut out) = k.parts();
+        snapshots::report_unsupported_schedule(status, stored, &facts, &mut out);
+        let (status, mut out) = k.parts();
+        if snapshots::trim_history(status, &facts, &mut out) {
+            k.phase(recorded);
+            return k.done(FAST);
+        }
+    }
+    k.phase(recorded);
+    let next = k.steady_requeue(recorded, pending);
+    let requeue = savepoint_history::requeue_for_periodic(
+        &job_status(k.status()),
+        facts.policy.periodic_savepoint_ms,
+        facts.now_ms,
+        next,
+    );
+    k.done(requeue)
+}
