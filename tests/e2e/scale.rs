@@ -495,6 +495,11 @@ struct Round {
     stop_action_to_trigger: Option<f64>,
     /// Savepoint completed -> the operator logs DeleteCluster (it noticed the savepoint).
     completed_to_delete: Option<f64>,
+    /// Savepoint completed -> Flink logs the job FINISHED (a stop-with-savepoint reports
+    /// its result once the job has ended): Flink's part.
+    completed_to_finished: Option<f64>,
+    /// Job FINISHED -> the operator logs DeleteCluster: the operator's part.
+    finished_to_delete: Option<f64>,
     /// DeleteCluster -> the old JobManager pods gone (the HA metadata waits for that).
     delete_to_pods_gone: Option<f64>,
     /// Old JobManager pods gone -> the operator logs Deploy.
@@ -503,6 +508,15 @@ struct Round {
     delete_to_deploy: Option<f64>,
     /// Deploy logged -> the new JobManager Deployment seen.
     deploy_to_deployment: Option<f64>,
+}
+
+impl Round {
+    /// What the operator spends between the savepoint and the new JobManager Deployment:
+    /// noticing the job ended with it, and deploying once the old JobManager is gone (the
+    /// rest is Flink ending the job and Kubernetes removing the old pods).
+    fn operator_share_after_savepoint(&self) -> Option<f64> {
+        Some(self.finished_to_delete? + self.pods_gone_to_deploy? + self.deploy_to_deployment?)
+    }
 }
 
 fn optional(value: Option<f64>) -> String {
@@ -551,6 +565,7 @@ async fn bench_operator_share_of_a_savepoint_upgrade() {
             .and_then(|m| m.modified())
             .unwrap();
         let triggered = trigger_time(&ns.name).expect("the savepoint's trigger in the JobManager log");
+        let finished = finished_time(&ns.name);
         let actions = operator_actions(&ns.name);
         // (`stored` is taken once the patch has returned: the operator may act a moment before.)
         let stop_action = first_action(&actions, "StopWithSavepoint", stored - Duration::from_secs(2));
@@ -563,6 +578,8 @@ async fn bench_operator_share_of_a_savepoint_upgrade() {
             to_stop_action: between(Some(stored), stop_action),
             stop_action_to_trigger: between(stop_action, Some(triggered)),
             completed_to_delete: between(Some(completed), delete_action),
+            completed_to_finished: between(Some(completed), finished),
+            finished_to_delete: between(finished, delete_action),
             delete_to_pods_gone: between(delete_action, pods_gone),
             pods_gone_to_deploy: between(pods_gone, deploy_action),
             delete_to_deploy: between(delete_action, deploy_action),
@@ -575,15 +592,18 @@ async fn bench_operator_share_of_a_savepoint_upgrade() {
             r.to_deployment
         );
         println!(
-            "MEASURED upgrade {} where the time goes: spec stored -> operator acts StopWithSavepoint {}, -> Flink triggers {}; savepoint completed -> operator acts DeleteCluster {}, -> old JobManager pods gone {}, -> operator acts Deploy {} ({} after DeleteCluster), -> new JobManager Deployment seen {}",
+            "MEASURED upgrade {} where the time goes: spec stored -> operator acts StopWithSavepoint {}, -> Flink triggers {}; savepoint completed -> Flink logs the job FINISHED {}, -> operator acts DeleteCluster {} ({} after the savepoint), -> old JobManager pods gone {}, -> operator acts Deploy {} ({} after DeleteCluster), -> new JobManager Deployment seen {}; the operator's share after the savepoint {}",
             round + 1,
             optional(r.to_stop_action),
             optional(r.stop_action_to_trigger),
+            optional(r.completed_to_finished),
+            optional(r.finished_to_delete),
             optional(r.completed_to_delete),
             optional(r.delete_to_pods_gone),
             optional(r.pods_gone_to_deploy),
             optional(r.delete_to_deploy),
             optional(r.deploy_to_deployment),
+            optional(r.operator_share_after_savepoint()),
         );
         rounds.push(r);
     }
@@ -620,8 +640,18 @@ async fn bench_operator_share_of_a_savepoint_upgrade() {
         "",
     );
     row(
-        "of which: savepoint completed -> operator acts DeleteCluster",
-        rounds.iter().map(|r| r.completed_to_delete).collect(),
+        "of which the operator's share (job FINISHED -> DeleteCluster, pods gone -> Deploy -> Deployment seen)",
+        rounds.iter().map(Round::operator_share_after_savepoint).collect(),
+        "< 0.200 s",
+    );
+    row(
+        "of which: savepoint completed -> Flink logs the job FINISHED",
+        rounds.iter().map(|r| r.completed_to_finished).collect(),
+        "",
+    );
+    row(
+        "of which: job FINISHED -> operator acts DeleteCluster",
+        rounds.iter().map(|r| r.finished_to_delete).collect(),
         "",
     );
     row(
@@ -694,25 +724,41 @@ fn savepoint_dirs(state: &std::path::Path) -> BTreeSet<std::path::PathBuf> {
 /// The newest savepoint trigger time in the namespace's JobManager logs: Flink logs
 /// `Triggering checkpoint N (type=SavepointType{...}) @ <epoch ms> for job ...`.
 fn trigger_time(namespace: &str) -> Option<SystemTime> {
+    newest_in_logs(namespace, |line| {
+        if !(line.contains("Triggering checkpoint") && line.contains("Savepoint")) {
+            return None;
+        }
+        line.split(" @ ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok())
+    })
+}
+
+/// When Flink last logged a job of `namespace` FINISHED (its JobManager's log, in UTC).
+fn finished_time(namespace: &str) -> Option<SystemTime> {
+    use k8s_openapi::jiff::{civil::DateTime, tz::TimeZone};
+    newest_in_logs(namespace, |line| {
+        if !(line.contains("ExecutionGraph") && line.contains("switched from state RUNNING to FINISHED")) {
+            return None;
+        }
+        // "2026-12-01 21:30:47,252 INFO ..."
+        let stamp = line.get(..23)?.replacen(' ', "T", 1).replacen(',', ".", 1);
+        let zoned = stamp.parse::<DateTime>().ok()?.to_zoned(TimeZone::UTC).ok()?;
+        u64::try_from(zoned.timestamp().as_millisecond()).ok()
+    })
+}
+
+/// The newest time (ms since the epoch) that `parse` finds in a line of the namespace's
+/// pod logs.
+fn newest_in_logs(namespace: &str, parse: impl Fn(&str) -> Option<u64>) -> Option<SystemTime> {
     let mut newest = None;
     for dir in harness::pod_dirs(namespace) {
         let mut files = Vec::new();
         collect_files(&dir, &mut files);
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap_or_default();
-            for line in text.lines() {
-                if !(line.contains("Triggering checkpoint") && line.contains("Savepoint")) {
-                    continue;
-                }
-                let ms = line
-                    .split(" @ ")
-                    .nth(1)
-                    .and_then(|rest| rest.split_whitespace().next())
-                    .and_then(|n| n.parse::<u64>().ok());
-                if let Some(ms) = ms {
-                    newest = newest.max(Some(ms));
-                }
-            }
+            newest = text.lines().filter_map(&parse).max().max(newest);
         }
     }
     newest.map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms))
