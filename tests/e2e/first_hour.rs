@@ -272,6 +272,10 @@ async fn a_savepoint_that_cannot_be_taken_ends_the_update_after_the_grace_period
     .await;
     let _logs = LogsOnFailure(job.ns.name.clone());
     let first = job_id(&job.running(None).await);
+    // The job counts, so all its tasks run: what fails is the savepoint, not a job whose
+    // TaskManager is still starting (on a busy machine that can take longer than the
+    // 20 s grace period, and the update then fails for that reason instead).
+    counted_to(&job.counts, 10).await;
     job.patch(json!({"spec": {"job": {"parallelism": 1}}})).await;
     let started = std::time::Instant::now();
     // Retried meanwhile, with the reason in status.
