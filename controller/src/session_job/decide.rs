@@ -897,7 +897,10 @@ fn refuse_restart(d: &mut Decision<'_>, error: String) -> Plan {
 
 /// Refuses the current generation's change: the job stays as it is until the spec changes.
 fn refuse(d: &mut Decision<'_>, error: String) -> Plan {
-    if d.status.error.as_deref() != Some(error.as_str()) {
+    // Compared with what was said (stored): observing the job has cleared the error being
+    // built.
+    let said = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
+    if said != Some(error.as_str()) {
         d.event(true, Reason::UpdateFailed, error.clone());
     }
     d.status.error = Some(error.clone());

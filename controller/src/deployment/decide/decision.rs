@@ -150,9 +150,11 @@ impl<'a> Decision<'a> {
     }
 
     /// Refuses a change (or a restore) with `note`, keeping what runs; one Event per new
-    /// reason.
+    /// reason. The stored error is what was said: observing the job has rewritten the one
+    /// being built, and comparing with that would say it again at every look.
     pub(super) fn refuse(mut self, reason: &'static str, note: String) -> Plan {
-        if self.status.error.as_deref() != Some(note.as_str()) {
+        let said = self.fd.status.as_ref().and_then(|s| s.error.as_deref());
+        if said != Some(note.as_str()) {
             self.events.push(EventNote::warning(
                 if reason == phase::FAILED {
                     Reason::RestoreRefused

@@ -636,6 +636,8 @@ fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_runn
         condition(&plan.status, "Degraded").message.as_deref(),
         Some(error.as_str())
     );
+    // (said once: no Event again at each look)
+    assert!(plan.events.is_empty(), "{:?}", plan.events);
     // ...a new one is.
     let plan = decide(
         &changed_fd(failed, 3),
