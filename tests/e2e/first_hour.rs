@@ -67,20 +67,7 @@ impl Job {
 
     /// Waits for the job RUNNING under another id than `previous` and the resource STABLE.
     async fn running(&self, previous: Option<&str>) -> FlinkDeployment {
-        wait_for(
-            "the job RUNNING and the resource STABLE",
-            Duration::from_secs(240),
-            || async {
-                let fd = self.api.get("counter").await.ok()?;
-                let status = fd.status.as_ref()?;
-                let job = status.job_status.as_ref()?;
-                let ok = job.state.as_deref() == Some("RUNNING")
-                    && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
-                    && job.job_id.as_deref() != previous;
-                ok.then_some(fd)
-            },
-        )
-        .await
+        crate::harness::running_job(&self.api, "counter", previous).await
     }
 
     async fn patch(&self, patch: serde_json::Value) {

@@ -674,15 +674,8 @@ async fn bench_operator_share_of_a_savepoint_upgrade() {
 }
 
 async fn running_job(api: &Api<FlinkDeployment>, previous: Option<String>) -> Option<String> {
-    wait_for("the job RUNNING", Duration::from_secs(240), || async {
-        let status = api.get("counter").await.ok()?.status?;
-        let job = status.job_status?;
-        let ok = job.state.as_deref() == Some("RUNNING")
-            && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
-            && job.job_id != previous;
-        ok.then_some(job.job_id)
-    })
-    .await
+    let fd = harness::running_job(api, "counter", previous.as_deref()).await;
+    fd.status?.job_status?.job_id
 }
 
 /// When the Deployment `counter` is one other than `old_uid` (as soon as it exists), and
