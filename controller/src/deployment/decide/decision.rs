@@ -12,8 +12,7 @@ use flink_operator_api::{
 
 use super::{
     Action, EventNote, FAST, JobAction, Next, Observation, Plan, SLOW, WAIT, deletion, is_suspended, phase,
-    recovery, rollback, set_conditions,
-    start::{self, is_terminal},
+    recovery, rollback, set_conditions, start,
     state::{self, Kind, RestorableState},
     status, upgrade_relevant,
 };
@@ -387,7 +386,8 @@ impl<'a> JobKind<'a> for Decision<'a> {
 
     fn job_state(&self) -> (Option<String>, bool) {
         let job = self.job_status();
-        (job.state.clone(), is_terminal(&job))
+        let ended = job.state().is_some_and(flink_job_state::is_globally_terminal);
+        (job.state.clone(), ended)
     }
 
     fn never_ran(&self) -> bool {

@@ -31,13 +31,6 @@ fn restores_last_state(recorded: &FlinkDeploymentSpec, job: Option<&JobStatus>) 
         && job.is_none_or(|j| j.upgrade_savepoint_path.is_none())
 }
 
-pub(super) fn is_terminal(job: &JobStatus) -> bool {
-    matches!(
-        job.state(),
-        Some(flink_job_state::FAILED | flink_job_state::CANCELED | flink_job_state::FINISHED)
-    )
-}
-
 /// The recorded spec (or, `rolling_back`, the last stable one) must run: delete what runs
 /// the previous one, then deploy it.
 pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, rolling_back: bool) -> Plan {
