@@ -146,7 +146,7 @@ func (s *server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer file.Close()
-	offset, err := tailOffset(file, opts.tailLines)
+	offset, end, err := tailOffset(file, opts.tailLines)
 	if err != nil {
 		writeError(w, errorf(http.StatusInternalServerError, "reading %s: %v", path, err))
 		return
@@ -159,9 +159,15 @@ func (s *server) containerLogs(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	out := &limitedWriter{w: w, left: opts.limitBytes}
+	// Without follow, the answer is the file as it was when its tail was found: a line
+	// written meanwhile would make `--tail=N` return N+1 lines.
+	var source io.Reader = file
+	if !follow {
+		source = io.LimitReader(file, end-offset)
+	}
 	buf := make([]byte, 32*1024)
 	for {
-		n, err := file.Read(buf)
+		n, err := source.Read(buf)
 		if n > 0 {
 			if _, werr := out.Write(buf[:n]); werr != nil {
 				return
@@ -191,18 +197,19 @@ func (s *server) containerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// tailOffset is where the last `lines` lines of the file start (0 for all).
-func tailOffset(file *os.File, lines int64) (int64, error) {
-	if lines < 0 {
-		return 0, nil
-	}
+// tailOffset is where the last `lines` lines of the file start (0 for all), and where
+// the file ended when they were counted.
+func tailOffset(file *os.File, lines int64) (int64, int64, error) {
 	info, err := file.Stat()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	size := info.Size()
-	if lines == 0 {
-		return size, nil
+	switch {
+	case lines < 0:
+		return 0, size, nil
+	case lines == 0:
+		return size, size, nil
 	}
 	// Walk back from the end counting line ends; a last line without one counts too.
 	const block = 64 * 1024
@@ -217,7 +224,7 @@ func tailOffset(file *os.File, lines int64) (int64, error) {
 		}
 		pos -= n
 		if _, err := file.ReadAt(buf[:n], pos); err != nil && !errors.Is(err, io.EOF) {
-			return 0, err
+			return 0, 0, err
 		}
 		chunk := buf[:n]
 		if first {
@@ -233,12 +240,12 @@ func tailOffset(file *os.File, lines int64) (int64, error) {
 			}
 			found++
 			if found == lines {
-				return pos + int64(i) + 1, nil
+				return pos + int64(i) + 1, size, nil
 			}
 			chunk = chunk[:i]
 		}
 	}
-	return 0, nil
+	return 0, size, nil
 }
 
 // limitedWriter writes at most `left` bytes (all with -1), then refuses.
