@@ -10,7 +10,7 @@ use flink_operator_controller::{
     caches::{Caches, WatchScope},
     context::Context,
     deployment::Deployments,
-    flink::{ClientConfig, RestEndpointMode, RestEndpoints},
+    flink::{ClientConfig, RestClients, RestEndpointMode, RestEndpoints},
     metrics::ReconcileMetrics,
     runtime,
     session_job::SessionJobs,
@@ -68,6 +68,9 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// The HTTP client of JobManager REST APIs could not be built (its TLS configuration).
+    #[error("Flink REST client: {0}")]
+    RestClient(#[source] flink_operator_controller::flink::FlinkError),
     /// Signal handlers could not be installed.
     #[error("cannot install signal handlers: {0}")]
     Signals(#[source] std::io::Error),
@@ -123,7 +126,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 client: client.clone(),
                 rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint)
                     .with_cache(caches.endpoint_slices.clone()),
-                rest_client_config: ClientConfig::default(),
+                rest_clients: RestClients::new(ClientConfig::default()).map_err(RunError::RestClient)?,
                 operator_config: operator_config.clone(),
                 recorder: Recorder::new(
                     client.clone(),

@@ -6,7 +6,7 @@ use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use kube::{Client, ResourceExt, runtime::events::Recorder};
 
 use crate::{
-    flink::{ClientConfig, FlinkError, FlinkRestClient, RestEndpoints},
+    flink::{FlinkError, FlinkRestClient, RestClients, RestEndpoints},
     metrics::ReconcileMetrics,
 };
 
@@ -14,7 +14,8 @@ pub struct Context {
     pub client: Client,
     /// Where JobManager REST APIs are reached (`--flink-rest-endpoint`).
     pub rest_endpoints: RestEndpoints,
-    pub rest_client_config: ClientConfig,
+    /// Clients of JobManager REST APIs, sharing one connection pool.
+    pub rest_clients: RestClients,
     /// The operator's configuration, flattened Apache-style keys.
     pub operator_config: BTreeMap<String, String>,
     pub recorder: Recorder,
@@ -72,7 +73,9 @@ impl Context {
         namespace: &str,
         name: &str,
     ) -> Result<FlinkRestClient, FlinkError> {
-        Ok(FlinkRestClient::new(url, self.rest_client_config.clone())?
+        Ok(self
+            .rest_clients
+            .client(url)?
             .counted(self.metrics.flink_requests(kind, namespace, name)))
     }
 

@@ -1,6 +1,7 @@
 //! Carrying out a plan: idempotent writes (server-side apply, deletes that accept 404).
 
 use flink_operator_api::{FlinkDeployment, keys};
+use futures::FutureExt;
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
 use kube::{
     Api, ResourceExt,
@@ -174,45 +175,63 @@ async fn deploy(
         .await
         .map_err(api_error(format!("applying Deployment {namespace}/{name}")))?;
     let objects = cluster::build(fd, &config, options, jm.metadata.uid.as_deref()).map_err(build_error)?;
+    // What the JobManager Deployment owns is applied all at once: its pod starts once its
+    // ConfigMaps exist.
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
-    for cm in &objects.config_maps {
-        let cm_name = cm.name_any();
-        config_maps
-            .patch(&cm_name, &params, &Patch::Apply(cm))
-            .await
-            .map_err(api_error(format!("applying ConfigMap {namespace}/{cm_name}")))?;
-    }
     let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(ctx.client.clone(), &namespace);
-    for service in &objects.services {
-        let service_name = service.name_any();
-        services
-            .patch(&service_name, &params, &Patch::Apply(service))
-            .await
-            .map_err(api_error(format!("applying Service {namespace}/{service_name}")))?;
-    }
-    if let Some(tm) = &objects.task_manager {
-        let tm_name = tm.name_any();
-        deployments
-            .patch(&tm_name, &params, &Patch::Apply(tm))
-            .await
-            .map_err(api_error(format!("applying Deployment {namespace}/{tm_name}")))?;
-    }
+    let applied = (objects.config_maps.iter())
+        .map(|cm| apply(&config_maps, cm, &params).boxed())
+        .chain(
+            objects
+                .services
+                .iter()
+                .map(|service| apply(&services, service, &params).boxed()),
+        )
+        .chain(
+            objects
+                .task_manager
+                .iter()
+                .map(|tm| apply(&deployments, tm, &params).boxed()),
+        );
+    futures::future::try_join_all(applied).await?;
     Ok(())
 }
 
-/// Deletes the JobManager and TaskManager Deployments (what they own goes with them).
+/// Applies `object` (server-side, as the operator's field manager).
+async fn apply<K>(api: &Api<K>, object: &K, params: &PatchParams) -> Result<(), ActError>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let name = object.name_any();
+    let namespace = object.namespace().unwrap_or_default();
+    api.patch(&name, params, &Patch::Apply(object))
+        .await
+        .map(drop)
+        .map_err(api_error(format!("applying {} {namespace}/{name}", K::kind(&()))))
+}
+
+/// Deletes the JobManager and TaskManager Deployments, both at once. What they own (their
+/// ReplicaSets, the pods, a native cluster's TaskManager pods) goes in the background: the
+/// Deployments are gone at once, and the decision waits for the JobManager pods themselves
+/// (see `decide::cleanup`), not for the garbage collector to remove the chain of owners
+/// after them, which a foreground deletion would.
 async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment) -> Result<(), ActError> {
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    for deployment in [name.clone(), format!("{name}-taskmanager")] {
-        match deployments.delete(&deployment, &DeleteParams::foreground()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => return Err(api_error(format!("deleting Deployment {namespace}/{deployment}"))(e)),
-        }
-    }
-    Ok(())
+    let delete =
+        async |deployment: String| match deployments.delete(&deployment, &DeleteParams::background()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+            Err(e) => Err(api_error(format!("deleting Deployment {namespace}/{deployment}"))(e)),
+        };
+    let (job_manager, task_manager) =
+        tokio::join!(delete(name.clone()), delete(format!("{name}-taskmanager")));
+    job_manager.and(task_manager)
 }
 
 /// Deletes the cluster's high-availability ConfigMaps (the autoscaler's are kept); decided

@@ -9,7 +9,10 @@ pub mod observe;
 
 use flink_operator_api::{FlinkDeployment, FlinkDeploymentStatus, keys};
 use futures::StreamExt;
-use kube::{ResourceExt, runtime::Controller};
+use kube::{
+    ResourceExt,
+    runtime::{Controller, reflector::ObjectRef},
+};
 
 use crate::{
     caches::{Cache, Caches},
@@ -100,7 +103,9 @@ impl Reconciler for Deployments {
         status.lifecycle_state.map(|s| s.as_str())
     }
 
-    /// Its JobManager Deployment changing (becoming ready, failing, deleted) wakes it.
+    /// Its JobManager Deployment changing (becoming ready, failing, deleted) wakes it, and so
+    /// does a JobManager pod of it going away (what the step after a cluster's deletion
+    /// waits for).
     fn triggers(
         controller: Controller<FlinkDeployment>,
         caches: &Caches,
@@ -112,6 +117,16 @@ impl Reconciler for Deployments {
                     == Some(keys::labels::COMPONENT_JOB_MANAGER),
             )
         });
-        controller.owns_shared_stream(job_managers)
+        let leaving_pods = caches
+            .job_manager_pods
+            .changes(namespace)
+            .filter(|pod| std::future::ready(pod.metadata.deletion_timestamp.is_some()));
+        controller
+            .owns_shared_stream(job_managers)
+            .watches_shared_stream(leaving_pods, |pod| {
+                // A JobManager pod carries its cluster's name, which is the resource's.
+                let cluster = pod.labels().get(keys::labels::APP).cloned();
+                cluster.map(|name| ObjectRef::new(&name).within(&pod.namespace().unwrap_or_default()))
+            })
     }
 }

@@ -13,6 +13,7 @@ use crate::{
     flink::{FlinkRestClient, JobId, TriggerId},
     lifecycle::poll::{self, CheckpointLookup},
     policy::Policy,
+    reconcile::SavepointPoll,
 };
 
 /// Kubernetes objects are read from the shared caches: their changes wake the resource
@@ -71,19 +72,12 @@ pub async fn observe(
             {
                 Ok(url) => match ctx.rest_client(&url, super::KIND, &namespace, &name) {
                     Ok(rest) => {
-                        let (answered, found) = observe_job(&rest, fd).await;
-                        rest_ready = answered;
-                        job = found;
-                        // A JobManager that did not answer is not asked more this time:
-                        // pending snapshots are looked at again on the next reconcile.
-                        let recorded_job = fd.status.as_ref().and_then(|s| s.job_status.as_ref());
-                        if answered {
-                            savepoint = poll::savepoint(&rest, recorded_job).await;
-                            checkpoint = poll::checkpoint(&rest, recorded_job).await;
-                        }
-                        if matches!(job, Some(JobObservation::Found { .. })) {
-                            latest_checkpoint = newest_checkpoint(&rest, recorded_job).await;
-                        }
+                        let look = look(&rest, fd).await;
+                        rest_ready = look.answered;
+                        job = look.job;
+                        savepoint = look.savepoint;
+                        checkpoint = look.checkpoint;
+                        latest_checkpoint = look.latest_checkpoint;
                     }
                     Err(e) => job = Some(JobObservation::Unreachable(e.to_string())),
                 },
@@ -152,44 +146,64 @@ pub async fn observe(
     })
 }
 
-/// Whether the REST API answered, and the job (for application deployments).
-async fn observe_job(rest: &FlinkRestClient, fd: &FlinkDeployment) -> (bool, Option<JobObservation>) {
-    if fd.spec.job.is_none() {
-        return match rest.cluster_overview().await {
-            Ok(_) => (true, None),
-            Err(e) => (false, Some(JobObservation::Unreachable(e.to_string()))),
-        };
-    }
-    let wanted = fd
-        .status
-        .as_ref()
-        .and_then(|s| s.job_status.as_ref())
-        .and_then(|j| j.job_id.clone());
-    let Some(wanted) = wanted else {
-        return (true, Some(JobObservation::NotFound));
-    };
-    let status = fd.status.as_ref();
-    let failure_known = status
-        .and_then(|s| s.job_status.as_ref())
-        .is_some_and(|j| j.state.as_deref() == Some(flink_job_state::FAILED))
-        && status.is_some_and(|s| s.error.is_some());
-    let observation = crate::job::observe(rest, &JobId::from(wanted.as_str()), failure_known).await;
-    let answered = !matches!(observation, JobObservation::Unreachable(_));
-    (answered, Some(observation))
+/// What one look through the REST API finds.
+#[derive(Default)]
+struct Look {
+    answered: bool,
+    /// For application deployments.
+    job: Option<JobObservation>,
+    savepoint: Option<SavepointPoll>,
+    checkpoint: Option<SavepointPoll>,
+    /// The job's latest completed checkpoint with a path, while it is known to Flink (for
+    /// restores without a savepoint).
+    latest_checkpoint: Option<StateObservation>,
 }
 
-/// The job's latest completed checkpoint with a path (for restores without a savepoint).
-async fn newest_checkpoint(
-    rest: &FlinkRestClient,
-    job: Option<&flink_operator_api::common::JobStatus>,
-) -> Option<StateObservation> {
-    let job_id = JobId::from(job?.job_id.as_deref()?);
-    match poll::latest_checkpoint(rest, &job_id).await {
-        CheckpointLookup::Found {
-            path,
-            timestamp_ms: Some(timestamp_ms),
-        } => Some(StateObservation { path, timestamp_ms }),
+/// A session cluster's overview, or the recorded job with its pending snapshots and latest
+/// checkpoint.
+async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Look {
+    if fd.spec.job.is_none() {
+        return match rest.cluster_overview().await {
+            Ok(_) => Look {
+                answered: true,
+                ..Look::default()
+            },
+            Err(e) => Look {
+                job: Some(JobObservation::Unreachable(e.to_string())),
+                ..Look::default()
+            },
+        };
+    }
+    let status = fd.status.as_ref();
+    let recorded = status
+        .and_then(|s| s.job_status.as_ref())
+        .and_then(|j| Some((j, j.job_id.as_deref()?)));
+    let Some((job_status, job_id)) = recorded else {
+        return Look {
+            answered: true,
+            job: Some(JobObservation::NotFound),
+            ..Look::default()
+        };
+    };
+    let failure_known = job_status.state.as_deref() == Some(flink_job_state::FAILED)
+        && status.is_some_and(|s| s.error.is_some());
+    let look = poll::look(rest, job_status, &JobId::from(job_id), failure_known, true).await;
+    let latest_checkpoint = match (&look.job, look.latest_checkpoint) {
+        (
+            JobObservation::Found { .. },
+            Some(CheckpointLookup::Found {
+                path,
+                timestamp_ms: Some(timestamp_ms),
+            }),
+        ) => Some(StateObservation { path, timestamp_ms }),
         _ => None,
+    };
+    Look {
+        answered: !matches!(look.job, JobObservation::Unreachable(_)),
+        job: Some(look.job),
+        savepoint: look.savepoint,
+        checkpoint: look.checkpoint,
+        latest_checkpoint,
     }
 }
 

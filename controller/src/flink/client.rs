@@ -59,6 +59,45 @@ pub struct FlinkRestClient {
     requests: Option<prometheus_client::metrics::counter::Counter>,
 }
 
+/// Clients of any JobManager that share one HTTP client: building one (its TLS
+/// configuration and root certificates) costs milliseconds of CPU, and a shared pool keeps
+/// each JobManager's connection open from one reconcile to the next.
+#[derive(Clone, Debug)]
+pub struct RestClients {
+    http: reqwest::Client,
+    config: ClientConfig,
+}
+
+impl RestClients {
+    pub fn new(config: ClientConfig) -> Result<Self, FlinkError> {
+        Ok(Self {
+            http: http_client(&config)?,
+            config,
+        })
+    }
+
+    /// A client of the JobManager at `base_url`.
+    pub fn client(&self, base_url: &str) -> Result<FlinkRestClient, FlinkError> {
+        FlinkRestClient::sharing(base_url, self.http.clone(), self.config.clone())
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+}
+
+fn http_client(config: &ClientConfig) -> Result<reqwest::Client, FlinkError> {
+    // reqwest takes rustls's process-wide provider. The binary installs ring at start;
+    // installing it here too (a no-op when one is set) keeps the client usable from tests
+    // and tools, and ring is the only provider in our dependency tree.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(config.timeout.min(Duration::from_secs(5)))
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| FlinkError::Request(format!("HTTP client: {e}")))
+}
+
 /// An answer that is not a server error: its status and body.
 struct Answer {
     status: StatusCode,
@@ -66,23 +105,22 @@ struct Answer {
 }
 
 impl FlinkRestClient {
-    /// A client of the JobManager at `base_url` (e.g. `http://basic-rest.flink:8081`).
+    /// A client of the JobManager at `base_url` (e.g. `http://basic-rest.flink:8081`), with
+    /// an HTTP client of its own (for tools and tests; the operator shares one, see
+    /// [`RestClients`]).
     pub fn new(base_url: &str, config: ClientConfig) -> Result<Self, FlinkError> {
+        Self::sharing(base_url, http_client(&config)?, config)
+    }
+
+    /// A client of the JobManager at `base_url` that sends through `http` (a clone shares its
+    /// connection pool).
+    pub fn sharing(base_url: &str, http: reqwest::Client, config: ClientConfig) -> Result<Self, FlinkError> {
         let base = base_url.trim_end_matches('/').to_owned();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(FlinkError::Request(format!(
                 "JobManager URL {base_url:?} must start with http:// or https://"
             )));
         }
-        // reqwest takes rustls's process-wide provider. The binary installs ring at start;
-        // installing it here too (a no-op when one is set) keeps the client usable from tests
-        // and tools, and ring is the only provider in our dependency tree.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.timeout.min(Duration::from_secs(5)))
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| FlinkError::Request(format!("HTTP client: {e}")))?;
         Ok(Self {
             base,
             http,
@@ -478,6 +516,7 @@ impl FlinkRestClient {
         if let Some(requests) = &self.requests {
             requests.inc();
         }
+        let started = std::time::Instant::now();
         let response = request
             .send()
             .await
@@ -487,6 +526,7 @@ impl FlinkRestClient {
             .text()
             .await
             .map_err(|e| transport_error(url, timeout, &e))?;
+        tracing::debug!(%url, %status, elapsed_ms = started.elapsed().as_millis(), "Flink REST call");
         if status.is_server_error() {
             return Err(FlinkError::from_status(url, status, &body));
         }

@@ -15,7 +15,7 @@ mod ids;
 mod model;
 mod operation;
 
-pub use client::{ClientConfig, FlinkRestClient};
+pub use client::{ClientConfig, FlinkRestClient, RestClients};
 pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints, SERVICE_NAME};
 pub use error::{FlinkError, flink_error_message};
 pub use ids::{JarId, JobId, TriggerId};

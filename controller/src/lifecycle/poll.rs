@@ -1,11 +1,16 @@
-//! What both kinds read of a job through its JobManager's REST API besides its state (see
-//! [`crate::job::observe`]): the savepoint and the manual checkpoint pending under the
+//! What both kinds read of a job through its JobManager's REST API: its state (see
+//! [`crate::job::observe`]), the savepoint and the manual checkpoint pending under the
 //! trigger ids recorded in status, and the latest completed checkpoint to restore from.
+//!
+//! [`look`] asks all of them at once: one look costs the slowest answer, not their sum
+//! (a JobManager finishing a job after its savepoint answers each in tens of
+//! milliseconds, and that wait is between the savepoint and the next cluster).
 
 use flink_operator_api::common::JobStatus;
 
 use crate::{
     flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
+    job::JobObservation,
     reconcile::SavepointPoll,
 };
 
@@ -21,12 +26,55 @@ pub enum CheckpointLookup {
     Unavailable(String),
 }
 
+/// What one look at a recorded job finds. What depends on the JobManager having answered
+/// (it knows the job, or says it does not) is `None` when it did not: pending snapshots are
+/// looked at again on the next reconcile.
+#[derive(Debug)]
+pub struct JobLook {
+    pub job: JobObservation,
+    pub savepoint: Option<SavepointPoll>,
+    pub checkpoint: Option<SavepointPoll>,
+    /// Only when asked for (`latest`).
+    pub latest_checkpoint: Option<CheckpointLookup>,
+}
+
+/// Looks at the job recorded in `job` (whose id is `job_id`) and its pending snapshots, and,
+/// when `latest`, its latest completed checkpoint, with the calls sent together. A
+/// JobManager that does not answer costs one timeout for all of them.
+pub async fn look(
+    rest: &FlinkRestClient,
+    job: &JobStatus,
+    job_id: &JobId,
+    failure_known: bool,
+    latest: bool,
+) -> JobLook {
+    let latest_checkpoint = async {
+        match latest {
+            true => Some(latest_checkpoint(rest, job_id).await),
+            false => None,
+        }
+    };
+    let (observed, savepoint, checkpoint, latest_checkpoint) = tokio::join!(
+        crate::job::observe(rest, job_id, failure_known),
+        savepoint(rest, Some(job)),
+        checkpoint(rest, Some(job)),
+        latest_checkpoint,
+    );
+    let answered = !matches!(observed, JobObservation::Unreachable(_));
+    JobLook {
+        job: observed,
+        savepoint: savepoint.filter(|_| answered),
+        checkpoint: checkpoint.filter(|_| answered),
+        latest_checkpoint: latest_checkpoint.filter(|_| answered),
+    }
+}
+
 fn recorded_job(job: Option<&JobStatus>) -> Option<JobId> {
     job?.job_id.as_deref().map(JobId::from)
 }
 
 /// The pending savepoint (of any trigger type), by the trigger id recorded in status.
-pub async fn savepoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Option<SavepointPoll> {
+async fn savepoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Option<SavepointPoll> {
     let trigger = TriggerId::from(job?.savepoint_info.as_ref()?.trigger_id.as_deref()?);
     let job_id = recorded_job(job)?;
     Some(SavepointPoll::from_status(
@@ -35,7 +83,7 @@ pub async fn savepoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Optio
 }
 
 /// The pending manual checkpoint, by the trigger id recorded in status.
-pub async fn checkpoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Option<SavepointPoll> {
+async fn checkpoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Option<SavepointPoll> {
     let trigger = TriggerId::from(job?.checkpoint_info.as_ref()?.trigger_id.as_deref()?);
     let job_id = recorded_job(job)?;
     let result = rest.checkpoint_status(&job_id, &trigger).await;
@@ -49,7 +97,7 @@ pub async fn checkpoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Opti
 }
 
 /// The latest completed checkpoint of `job_id` that has a path and was not discarded.
-pub async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> CheckpointLookup {
+async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> CheckpointLookup {
     match rest.checkpoint_statistics(job_id).await {
         Ok(statistics) => match statistics.latest.completed.filter(|c| !c.discarded) {
             Some(completed) => match completed.external_path.clone() {

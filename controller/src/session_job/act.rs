@@ -113,7 +113,7 @@ async fn submit(
         submission.jar_uri.as_deref(),
         &artifacts_dir(sj),
         submission.check_artifact_hosts,
-        ctx.rest_client_config.submission_timeout,
+        ctx.rest_clients.config().submission_timeout,
     )
     .await?;
     let jar_id = rest

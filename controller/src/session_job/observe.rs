@@ -13,7 +13,7 @@ use flink_operator_api::{
 };
 use kube::ResourceExt;
 
-use super::decide::{JobObservation, Observation, SessionObservation};
+use super::decide::{Observation, SessionObservation};
 use crate::{
     caches::Caches,
     context::Context,
@@ -114,32 +114,23 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
             });
         }
     };
-    let job_status = sj.status.as_ref().and_then(|s| s.job_status.as_ref());
-    if let Some(job_id) = job_status.and_then(|j| j.job_id.as_deref()) {
-        let job_id = JobId::from(job_id);
-        let failure_known = job_status.is_some_and(|j| j.state.as_deref() == Some(flink_job_state::FAILED))
+    if let Some(job_status) = sj.status.as_ref().and_then(|s| s.job_status.as_ref())
+        && let Some(job_id) = job_status.job_id.as_deref()
+    {
+        let failure_known = job_status.state.as_deref() == Some(flink_job_state::FAILED)
             && sj.status.as_ref().is_some_and(|s| s.error.is_some());
-        observation.job = Some(crate::job::observe(&rest, &job_id, failure_known).await);
-        let answered = matches!(
-            &observation.job,
-            Some(JobObservation::Found { .. } | JobObservation::NotFound)
-        );
-        // A JobManager that did not answer is not asked more this time: pending snapshots
-        // are looked at again on the next reconcile.
-        if answered {
-            observation.savepoint = poll::savepoint(&rest, job_status).await;
-            observation.manual_checkpoint = poll::checkpoint(&rest, job_status).await;
-        }
         let stateful = sj
             .spec
             .job
             .as_ref()
             .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
-        // Read while the job runs too: the restore guard is checked before a job is ended
-        // for a restore, and a failed job is restarted from it.
-        if answered && stateful {
-            observation.checkpoint = Some(poll::latest_checkpoint(&rest, &job_id).await);
-        }
+        // The latest checkpoint is read while the job runs too: the restore guard is checked
+        // before a job is ended for a restore, and a failed job is restarted from it.
+        let look = poll::look(&rest, job_status, &JobId::from(job_id), failure_known, stateful).await;
+        observation.job = Some(look.job);
+        observation.savepoint = look.savepoint;
+        observation.manual_checkpoint = look.checkpoint;
+        observation.checkpoint = look.latest_checkpoint;
     }
     Ok(Observed {
         observation,

@@ -1,20 +1,23 @@
-//! The high-availability metadata of a deleted cluster goes only once its JobManager has
-//! exited: a JobManager keeps writing its HA ConfigMaps (leader records, job graphs,
-//! checkpoint pointers) until its process ends, and one that finds them deleted fails with a
-//! fatal error whose handling may write them again, which the next cluster of the same name
-//! would then start from. Its pods are watched through the shared cache; the wait is a
-//! step of its own, so no reconcile blocks on it.
+//! A deleted cluster's JobManager must have exited before anything takes its place: it
+//! keeps writing its high-availability metadata (leader records, job graphs, checkpoint
+//! pointers) until its process ends, so that metadata is deleted only after it, and a
+//! cluster of the same name (the next spec's, or a recovered one) is not started while it
+//! runs: two JobManagers of one cluster id would both act on that metadata, and one that
+//! finds it deleted fails with a fatal error whose handling may write it again. The
+//! cluster's Deployments are deleted in the background, so their pods are what is waited
+//! for, through the shared cache (their deletion wakes the resource); the wait is a step of
+//! its own, so no reconcile blocks on it.
 
 use super::{Decision, Plan, phase};
 use crate::reconcile::Next;
 
-/// How long the metadata waits for the JobManager pods of a deleted cluster to be gone
-/// before it is deleted anyway (a pod stuck terminating on a lost node).
+/// How long the next step waits for the JobManager pods of a deleted cluster to be gone
+/// before it goes ahead anyway (a pod stuck terminating on a lost node).
 pub(super) const JOB_MANAGER_EXIT_WAIT_MS: i64 = 60_000;
 
 /// While a JobManager pod of the deleted cluster is left (and not for longer than
 /// [`JOB_MANAGER_EXIT_WAIT_MS`] since the step was recorded): a plan that waits, looking
-/// again soon. `None` when the metadata can go now.
+/// again soon. `None` when the next step can be taken now.
 pub(super) fn wait_for_job_manager_exit(d: &mut Decision) -> Option<Plan> {
     if !d.obs.job_manager_pods_left {
         return None;
@@ -30,7 +33,7 @@ pub(super) fn wait_for_job_manager_exit(d: &mut Decision) -> Option<Plan> {
             .and_then(|rs| rs.reconciliation_timestamp),
     };
     if since.is_some_and(|at| d.obs.now_ms - at > JOB_MANAGER_EXIT_WAIT_MS) {
-        tracing::warn!("JobManager pods still there after 60 s; deleting the HA metadata anyway");
+        tracing::warn!("JobManager pods still there after 60 s; going on without waiting for them");
         return None;
     }
     let reason = if d.fd.metadata.deletion_timestamp.is_some() {
@@ -38,9 +41,6 @@ pub(super) fn wait_for_job_manager_exit(d: &mut Decision) -> Option<Plan> {
     } else {
         phase::UPDATING
     };
-    d.conditions(
-        reason,
-        "waiting for the previous JobManager to exit before its high-availability metadata is deleted",
-    );
+    d.conditions(reason, "waiting for the previous JobManager to exit");
     Some(d.take().done(Next::Stopping))
 }

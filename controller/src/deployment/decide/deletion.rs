@@ -37,10 +37,12 @@ pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
         }
         return d.done(FAST);
     }
+    // The resource goes once its JobManager has exited, as it went with a foreground
+    // deletion of the cluster: a resource of the same name created next starts clean.
+    if let Some(plan) = super::cleanup::wait_for_job_manager_exit(&mut d) {
+        return plan;
+    }
     if d.obs.ha_metadata {
-        if let Some(plan) = super::cleanup::wait_for_job_manager_exit(&mut d) {
-            return plan;
-        }
         d.actions.push(Action::DeleteHaMetadata);
     }
     if has_finalizer {

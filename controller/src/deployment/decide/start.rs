@@ -78,11 +78,13 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         d.conditions(phase::UPDATING, "deleting the previous cluster");
         return d.done(FAST);
     }
+    // The next cluster of the same name starts once the previous JobManager has exited: two
+    // JobManagers of one cluster id would both act on its high-availability metadata.
+    if let Some(plan) = super::cleanup::wait_for_job_manager_exit(&mut d) {
+        return plan;
+    }
     if !last_state && d.obs.ha_metadata {
-        if let Some(plan) = super::cleanup::wait_for_job_manager_exit(&mut d) {
-            return plan;
-        }
-        // Gone: the next cluster of the same name starts from none of its HA metadata.
+        // The next cluster starts from none of its HA metadata.
         d.actions.push(Action::DeleteHaMetadata);
     }
     if suspended {

@@ -376,21 +376,56 @@ fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited
     // A pod stuck terminating does not hold the upgrade for ever.
     let plan = decide(&new, &gone(true, 61_000));
     assert_eq!(plan.actions[0], Action::DeleteHaMetadata);
-    // Without HA metadata there is nothing to wait for.
-    let plan = decide(
-        &new,
-        &Observation {
-            ha_metadata: false,
-            ..gone(true, 2_000)
-        },
-    );
+    // Without HA metadata the next cluster waits too: it is not started beside the old one.
+    let without_ha = |pods_left: bool| Observation {
+        ha_metadata: false,
+        ..gone(pods_left, 2_000)
+    };
+    let plan = decide(&new, &without_ha(true));
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.requeue, Next::Stopping);
+    let plan = decide(&new, &without_ha(false));
     assert!(matches!(plan.actions[..], [Action::Deploy { .. }]));
-    // Deleting the resource: the same wait before the metadata and the finalizer go.
+    // Deleting the resource: the same wait before the metadata and the finalizer go, with
+    // or without metadata.
     let deleting = fd(app_spec(), Some(running()), true, true);
     let plan = decide(&deleting, &gone(true, 2_000));
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     let plan = decide(&deleting, &gone(false, 2_000));
     assert_eq!(plan.actions, [Action::DeleteHaMetadata, Action::RemoveFinalizer]);
+    let plan = decide(&deleting, &without_ha(true));
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    let plan = decide(&deleting, &without_ha(false));
+    assert_eq!(plan.actions, [Action::RemoveFinalizer]);
+}
+
+#[test]
+fn a_last_state_upgrade_starts_the_next_cluster_only_once_the_old_jobmanager_has_exited() {
+    let new = with_generation(fd(changed("last-state"), Some(running()), true, false), 2);
+    let committed = decide(&new, &obs(ready_jm(), running_job())).status;
+    assert_eq!(
+        decide(&new, &obs(ready_jm(), running_job())).actions,
+        [Action::DeleteCluster { keep_ha: true }]
+    );
+    let new = with_generation(fd(changed("last-state"), Some(committed), true, false), 2);
+    let gone = |pods_left: bool| Observation {
+        cluster_exists: false,
+        job_manager_pods_left: pods_left,
+        ha_metadata: true,
+        now_ms: NOW + 2_000,
+        ..obs(JobManagerObservation::Missing, None)
+    };
+    // Its JobManager still holds the HA metadata the next one restores from.
+    let plan = decide(&new, &gone(true));
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.requeue, Next::Stopping);
+    // Exited: deployed, keeping the metadata.
+    let plan = decide(&new, &gone(false));
+    assert!(
+        matches!(plan.actions[..], [Action::Deploy { last_state: true, .. }]),
+        "{:?}",
+        plan.actions
+    );
 }
 
 #[test]
