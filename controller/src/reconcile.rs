@@ -57,18 +57,19 @@ pub enum Next {
     /// In this many seconds (a periodic savepoint or a retry falls due), or at the steady
     /// interval if that comes first.
     Within(u64),
-    /// A job stops with a savepoint for a change: see [`STOPPING_POLL`].
-    Stopping,
+    /// A job stops with a savepoint for a change (or its cluster's JobManager exits before
+    /// the next one starts), under way for `for_ms`: see [`stopping_poll`].
+    Stopping { for_ms: u64 },
 }
 
 /// While a job stops with a savepoint for an upgrade it processes nothing: every moment
 /// until the savepoint is seen complete is downtime, so it is polled far more often than
-/// other work in progress (a stop takes seconds, so this costs a few dozen calls, and only
-/// while a change is under way).
-pub const STOPPING: Next = Next::Stopping;
-
-/// How often a stopping job's savepoint is polled.
-pub const STOPPING_POLL: Duration = Duration::from_millis(250);
+/// other work in progress: every quarter of the time it has taken so far, between 50 ms and
+/// 250 ms. A small job's stop completes within a few hundred milliseconds and is seen soon
+/// after; a long one costs four calls a second, and only while a change is under way.
+pub fn stopping_poll(for_ms: u64) -> Duration {
+    Duration::from_millis((for_ms / 4).clamp(50, 250))
+}
 
 /// After a pass that took a step (wrote a status before acting, or acted), the next step may
 /// be ready at once; our own status write no longer triggers a reconcile, so it is looked
@@ -84,7 +85,7 @@ pub fn requeue_after(next: Next, stepped: bool, policy: &crate::policy::Policy) 
         Next::Progress => ms(policy.progress_check_ms).min(steady),
         Next::Steady => steady,
         Next::Within(seconds) => Duration::from_secs(seconds.max(1)).min(steady),
-        Next::Stopping => STOPPING_POLL.min(steady),
+        Next::Stopping { for_ms } => stopping_poll(for_ms).min(steady),
     };
     if stepped { wanted.min(AFTER_A_STEP) } else { wanted }
 }
@@ -252,6 +253,29 @@ pub fn api_message(error: &kube::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stopping_job_is_polled_every_quarter_of_its_stop_so_far_between_50_and_250_ms() {
+        for (for_ms, poll_ms) in [
+            (0, 50),
+            (100, 50),
+            (400, 100),
+            (800, 200),
+            (1_000, 250),
+            (60_000, 250),
+        ] {
+            assert_eq!(stopping_poll(for_ms), Duration::from_millis(poll_ms), "{for_ms}");
+        }
+        // Never later than the steady interval.
+        let policy = crate::policy::Policy {
+            reconcile_interval_ms: 100,
+            ..Default::default()
+        };
+        assert_eq!(
+            requeue_after(Next::Stopping { for_ms: 60_000 }, false, &policy),
+            Duration::from_millis(100)
+        );
+    }
 
     #[test]
     fn an_api_refusal_is_its_message_and_reason_in_one_line() {

@@ -60,7 +60,7 @@ pub fn requeue_for_periodic(job: &JobStatus, interval_ms: Option<i64>, now_ms: i
         Next::Steady => Next::Within(due_in_seconds),
         Next::Within(seconds) => Next::Within(seconds.min(due_in_seconds)),
         Next::Progress => Next::Progress,
-        Next::Stopping => Next::Stopping,
+        stopping @ Next::Stopping { .. } => stopping,
     }
 }
 

@@ -29,7 +29,7 @@ use super::{
 use crate::{
     conditions::phase,
     events::Reason,
-    reconcile::{EventNote, Next, STOPPING},
+    reconcile::{EventNote, Next},
     restore::{self, RestorableState},
     savepoint_history,
 };
@@ -643,7 +643,7 @@ fn stop_with_savepoint<'a, K: JobKind<'a>>(
         Stopping::Sent => {
             let message = stop::under_way(k.status(), &k.stopping(job_id, verb));
             k.conditions(phase::UPDATING, &message);
-            k.record_then(STOPPING)
+            k.record_then(Next::Stopping { for_ms: 0 })
         }
         Stopping::Wait { seconds, note } => {
             k.conditions(phase::UPDATING, &format!("{verb}: {note}"));
@@ -674,7 +674,10 @@ fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K>
         Stopped::Pending => {
             let message = stop::under_way(k.status(), "waiting for the savepoint");
             k.conditions(phase::UPDATING, &message);
-            k.done(STOPPING)
+            let triggered = (k.status().job_status().and_then(|j| j.savepoint_info.as_ref()))
+                .and_then(|s| s.trigger_timestamp);
+            let for_ms = triggered.map_or(0, |at| u64::try_from(facts.now_ms - at).unwrap_or(0));
+            k.done(Next::Stopping { for_ms })
         }
     }
 }

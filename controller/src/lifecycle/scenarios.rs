@@ -16,7 +16,7 @@ use crate::{
     events::Reason,
     job::JobObservation,
     policy::Policy,
-    reconcile::{EventNote, SavepointPoll},
+    reconcile::{EventNote, Next, SavepointPoll},
     session_job::decide as sj,
 };
 
@@ -73,7 +73,7 @@ struct Outcome {
     error: Option<String>,
     /// The recorded spec's job.
     recorded: Value,
-    requeue: crate::reconcile::Next,
+    requeue: Next,
 }
 
 impl Outcome {
@@ -602,14 +602,19 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
         );
         assert!(outcome.recorded_first, "{kind}");
         assert_eq!(outcome.reasons(), [Reason::SavepointTriggered], "{kind}");
-        // The job processes nothing while it stops: its savepoint is polled often.
-        assert_eq!(outcome.requeue, crate::reconcile::STOPPING, "{kind}");
+        // The job processes nothing while it stops: its savepoint is polled often, soon
+        // after the stop is sent, less often as it takes longer.
+        assert_eq!(outcome.requeue, Next::Stopping { for_ms: 0 }, "{kind}");
         let pending = Look {
             savepoint: Some(SavepointPoll::InProgress),
             ..changed("RUNNING")
         };
         let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &pending, false);
-        assert_eq!(outcome.requeue, crate::reconcile::STOPPING, "{kind}");
+        assert!(
+            matches!(outcome.requeue, Next::Stopping { for_ms } if for_ms < 60_000),
+            "{kind}: {:?}",
+            outcome.requeue
+        );
 
         // A failed savepoint within the grace period is tried again; the job keeps running.
         let failed = Look {

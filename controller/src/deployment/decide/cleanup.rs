@@ -42,5 +42,6 @@ pub(super) fn wait_for_job_manager_exit(d: &mut Decision) -> Option<Plan> {
         phase::UPDATING
     };
     d.conditions(reason, "waiting for the previous JobManager to exit");
-    Some(d.take().done(Next::Stopping))
+    let for_ms = since.map_or(0, |at| u64::try_from(d.obs.now_ms - at).unwrap_or(0));
+    Some(d.take().done(Next::Stopping { for_ms }))
 }

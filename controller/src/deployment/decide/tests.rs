@@ -366,7 +366,11 @@ fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited
     // The Deployments are gone, a JobManager pod still terminates: wait, soon again.
     let plan = decide(&new, &gone(true, 2_000));
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-    assert_eq!(plan.requeue, Next::Stopping);
+    assert!(
+        matches!(plan.requeue, Next::Stopping { .. }),
+        "{:?}",
+        plan.requeue
+    );
     assert_eq!(phase_of(&plan), phase::UPDATING);
     // Exited: the metadata goes, then the new cluster is deployed, in one step.
     let plan = decide(&new, &gone(false, 3_000));
@@ -383,7 +387,11 @@ fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited
     };
     let plan = decide(&new, &without_ha(true));
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-    assert_eq!(plan.requeue, Next::Stopping);
+    assert!(
+        matches!(plan.requeue, Next::Stopping { .. }),
+        "{:?}",
+        plan.requeue
+    );
     let plan = decide(&new, &without_ha(false));
     assert!(matches!(plan.actions[..], [Action::Deploy { .. }]));
     // Deleting the resource: the same wait before the metadata and the finalizer go, with
@@ -418,7 +426,11 @@ fn a_last_state_upgrade_starts_the_next_cluster_only_once_the_old_jobmanager_has
     // Its JobManager still holds the HA metadata the next one restores from.
     let plan = decide(&new, &gone(true));
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-    assert_eq!(plan.requeue, Next::Stopping);
+    assert!(
+        matches!(plan.requeue, Next::Stopping { .. }),
+        "{:?}",
+        plan.requeue
+    );
     // Exited: deployed, keeping the metadata.
     let plan = decide(&new, &gone(false));
     assert!(
