@@ -672,7 +672,9 @@ fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K>
         }
         Stopped::Refused(why) => k.refuse(Refusal::Said(why)),
         Stopped::Pending => {
-            let message = stop::under_way(k.status(), "waiting for the savepoint");
+            // The message of the stop sent: a status write per poll would delay the next.
+            let verb = k.verb(spec::is_suspended(k.spec()));
+            let message = stop::under_way(k.status(), &k.stopping(&job_id, verb));
             k.conditions(phase::UPDATING, &message);
             let triggered = (k.status().job_status().and_then(|j| j.savepoint_info.as_ref()))
                 .and_then(|s| s.trigger_timestamp);
