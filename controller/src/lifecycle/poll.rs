@@ -6,7 +6,7 @@
 //! (a JobManager finishing a job after its savepoint answers each in tens of
 //! milliseconds, and that wait is between the savepoint and the next cluster).
 
-use flink_operator_api::common::JobStatus;
+use flink_operator_api::common::{JobStatus, flink_job_state};
 
 use crate::{
     flink::{FlinkRestClient, JobId, OperationStatus, TriggerId},
@@ -61,6 +61,14 @@ pub async fn look(
         latest_checkpoint,
     );
     let answered = !matches!(observed, JobObservation::Unreachable(_));
+    // Asked together, the savepoint may have been answered just before the job ended: a
+    // stop-with-savepoint's result is there once the job has ended, so it is asked again
+    // now rather than a poll later (the job processes nothing until it is seen).
+    let ended = matches!(&observed, JobObservation::Found { state, .. } if flink_job_state::is_globally_terminal(state));
+    let savepoint = match savepoint {
+        Some(SavepointPoll::InProgress) if ended => self::savepoint(rest, Some(job)).await,
+        polled => polled,
+    };
     JobLook {
         job: observed,
         savepoint: savepoint.filter(|_| answered),
