@@ -20,13 +20,18 @@ mod tests;
 
 use std::{
     collections::{BTreeMap, BTreeSet},
+    sync::Arc,
     time::Duration,
 };
 
 use flink_operator_api::{
-    FlinkStateSnapshot, FlinkStateSnapshotState as State, FlinkStateSnapshotStatus, keys::operator,
+    FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, FlinkStateSnapshotState as State,
+    FlinkStateSnapshotStatus, JobKind, keys::operator,
 };
-use kube::ResourceExt;
+use kube::{
+    ResourceExt,
+    runtime::{Controller, reflector::ObjectRef},
+};
 
 use crate::{
     caches::{Cache, Caches},
@@ -157,6 +162,45 @@ impl Reconciler for Snapshots {
         })
     }
 
+    /// A change of a job resource (its job starting or ending, its cluster becoming ready)
+    /// wakes the snapshots waiting on it, rather than leaving them to their next look; so
+    /// does a session cluster's change for the snapshots of its session jobs.
+    fn triggers(
+        controller: Controller<FlinkStateSnapshot>,
+        caches: &Caches,
+        namespace: Option<&str>,
+    ) -> Controller<FlinkStateSnapshot> {
+        let (snapshots, session_jobs) = (caches.snapshots.clone(), caches.session_jobs.clone());
+        let of_deployment = move |fd: Arc<FlinkDeployment>| {
+            let (namespace, name) = (fd.namespace().unwrap_or_default(), fd.name_any());
+            let jobs: Vec<String> = session_jobs
+                .list(&namespace, |sj| sj.spec.deployment_name.as_deref() == Some(&name))
+                .iter()
+                .map(|sj| sj.name_any())
+                .collect();
+            snapshots
+                .list(&namespace, |s| {
+                    waits_on(s, JobKind::FlinkDeployment, &name)
+                        || jobs.iter().any(|job| waits_on(s, JobKind::FlinkSessionJob, job))
+                })
+                .into_iter()
+                .map(|s| ObjectRef::from_obj(&*s))
+                .collect::<Vec<_>>()
+        };
+        let snapshots = caches.snapshots.clone();
+        let of_session_job = move |sj: Arc<FlinkSessionJob>| {
+            let (namespace, name) = (sj.namespace().unwrap_or_default(), sj.name_any());
+            snapshots
+                .list(&namespace, |s| waits_on(s, JobKind::FlinkSessionJob, &name))
+                .into_iter()
+                .map(|s| ObjectRef::from_obj(&*s))
+                .collect::<Vec<_>>()
+        };
+        controller
+            .watches_shared_stream(caches.deployments.changes(namespace), of_deployment)
+            .watches_shared_stream(caches.session_jobs.changes(namespace), of_session_job)
+    }
+
     /// Counts what the pass changed: a completion (with its time since the trigger), a
     /// failed attempt.
     fn written(ctx: &Context, snapshot: &FlinkStateSnapshot, status: Option<&FlinkStateSnapshotStatus>) {
@@ -183,6 +227,18 @@ impl Reconciler for Snapshots {
     }
 }
 
+/// Whether `snapshot` waits on the job resource `kind` `name`: it refers to it and is not
+/// settled (a settled one is not looked at again until it changes).
+fn waits_on(snapshot: &FlinkStateSnapshot, kind: JobKind, name: &str) -> bool {
+    let reference = snapshot.spec.job_reference.as_ref();
+    reference.and_then(|r| r.kind) == Some(kind)
+        && reference.and_then(|r| r.name.as_deref()) == Some(name)
+        && matches!(
+            decide::state(snapshot.status.as_ref()),
+            State::TriggerPending | State::InProgress
+        )
+}
+
 /// How often [`census`] counts.
 const CENSUS_INTERVAL: Duration = Duration::from_secs(15);
 
@@ -190,7 +246,7 @@ const CENSUS_INTERVAL: Duration = Duration::from_secs(15);
 /// and forgets the per-resource metrics of snapshots that went without passing through the
 /// loop (a snapshot without our finalizer is deleted at once). Counted from the cache, the
 /// numbers include snapshots not reconciled yet and never keep a deleted one.
-pub async fn census(ctx: std::sync::Arc<Context>, caches: Caches) {
+pub async fn census(ctx: Arc<Context>, caches: Caches) {
     let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
     let mut ticks = tokio::time::interval(CENSUS_INTERVAL);
     loop {

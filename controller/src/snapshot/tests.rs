@@ -1132,3 +1132,24 @@ fn the_loop_runs_unless_switched_off() {
     assert!(super::enabled(&config(Some("true"))));
     assert!(!super::enabled(&config(Some(" False "))));
 }
+
+#[test]
+fn only_unsettled_snapshots_wait_on_their_job_resource() {
+    use flink_operator_api::JobKind;
+    let waits = |status: Option<Status>| {
+        super::waits_on(
+            &snapshot(savepoint_spec(), status, true),
+            JobKind::FlinkDeployment,
+            "basic",
+        )
+    };
+    assert!(waits(None));
+    assert!(waits(Some(status(State::TriggerPending))));
+    assert!(waits(Some(in_progress())));
+    assert!(!waits(Some(completed(Some("file:/sp/1")))));
+    assert!(!waits(Some(status(State::Abandoned))));
+    assert!(!waits(Some(status(State::Failed))));
+    let other = snapshot(savepoint_spec(), None, true);
+    assert!(!super::waits_on(&other, JobKind::FlinkDeployment, "other"));
+    assert!(!super::waits_on(&other, JobKind::FlinkSessionJob, "basic"));
+}
