@@ -113,9 +113,7 @@ async fn reconcile<R: Reconciler>(
         .reconciled(R::KIND, &namespace, &name, started.elapsed(), completed);
     let passed = result?;
     shared.backoff.succeeded(&key(&*object));
-    Ok(passed
-        .requeue
-        .map_or_else(Requeue::await_change, Requeue::requeue))
+    Ok(Requeue::requeue(passed.requeue))
 }
 
 fn error_policy<R: Reconciler>(
