@@ -341,6 +341,18 @@ fn a_stateless_change_records_the_new_spec_then_deletes_the_cluster() {
     );
 }
 
+/// The cluster's Deployments are gone, its HA metadata is there, `after_ms` after the step
+/// was recorded; `pods_left`: a JobManager pod still terminates.
+fn cluster_gone(pods_left: bool, after_ms: i64) -> Observation {
+    Observation {
+        cluster_exists: false,
+        job_manager_pods_left: pods_left,
+        ha_metadata: true,
+        now_ms: NOW + after_ms,
+        ..obs(JobManagerObservation::Missing, None)
+    }
+}
+
 #[test]
 fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited() {
     let new = with_generation(fd(changed("stateless"), Some(running()), true, false), 2);
@@ -356,13 +368,7 @@ fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited
     );
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     let new = with_generation(fd(changed("stateless"), Some(committed), true, false), 2);
-    let gone = |pods_left: bool, after_ms: i64| Observation {
-        cluster_exists: false,
-        job_manager_pods_left: pods_left,
-        ha_metadata: true,
-        now_ms: NOW + after_ms,
-        ..obs(JobManagerObservation::Missing, None)
-    };
+    let gone = cluster_gone;
     // The Deployments are gone, a JobManager pod still terminates: wait, soon again.
     let plan = decide(&new, &gone(true, 2_000));
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
@@ -416,13 +422,7 @@ fn a_last_state_upgrade_starts_the_next_cluster_only_once_the_old_jobmanager_has
         [Action::DeleteCluster { keep_ha: true }]
     );
     let new = with_generation(fd(changed("last-state"), Some(committed), true, false), 2);
-    let gone = |pods_left: bool| Observation {
-        cluster_exists: false,
-        job_manager_pods_left: pods_left,
-        ha_metadata: true,
-        now_ms: NOW + 2_000,
-        ..obs(JobManagerObservation::Missing, None)
-    };
+    let gone = |pods_left: bool| cluster_gone(pods_left, 2_000);
     // Its JobManager still holds the HA metadata the next one restores from.
     let plan = decide(&new, &gone(true));
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
