@@ -341,6 +341,16 @@ fn a_stateless_change_records_the_new_spec_then_deletes_the_cluster() {
     );
 }
 
+/// The plan waits for the old JobManager's pods, looking again soon.
+fn assert_waits_for_the_job_manager(plan: &Plan) {
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert!(
+        matches!(plan.requeue, Next::Stopping { .. }),
+        "{:?}",
+        plan.requeue
+    );
+}
+
 /// The cluster's Deployments are gone, its HA metadata is there, `after_ms` after the step
 /// was recorded; `pods_left`: a JobManager pod still terminates.
 fn cluster_gone(pods_left: bool, after_ms: i64) -> Observation {
@@ -371,12 +381,7 @@ fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited
     let gone = cluster_gone;
     // The Deployments are gone, a JobManager pod still terminates: wait, soon again.
     let plan = decide(&new, &gone(true, 2_000));
-    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-    assert!(
-        matches!(plan.requeue, Next::Stopping { .. }),
-        "{:?}",
-        plan.requeue
-    );
+    assert_waits_for_the_job_manager(&plan);
     assert_eq!(phase_of(&plan), phase::UPDATING);
     // Exited: the metadata goes, then the new cluster is deployed, in one step.
     let plan = decide(&new, &gone(false, 3_000));
@@ -392,12 +397,7 @@ fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited
         ..gone(pods_left, 2_000)
     };
     let plan = decide(&new, &without_ha(true));
-    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-    assert!(
-        matches!(plan.requeue, Next::Stopping { .. }),
-        "{:?}",
-        plan.requeue
-    );
+    assert_waits_for_the_job_manager(&plan);
     let plan = decide(&new, &without_ha(false));
     assert!(matches!(plan.actions[..], [Action::Deploy { .. }]));
     // Deleting the resource: the same wait before the metadata and the finalizer go, with
@@ -425,12 +425,7 @@ fn a_last_state_upgrade_starts_the_next_cluster_only_once_the_old_jobmanager_has
     let gone = |pods_left: bool| cluster_gone(pods_left, 2_000);
     // Its JobManager still holds the HA metadata the next one restores from.
     let plan = decide(&new, &gone(true));
-    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-    assert!(
-        matches!(plan.requeue, Next::Stopping { .. }),
-        "{:?}",
-        plan.requeue
-    );
+    assert_waits_for_the_job_manager(&plan);
     // Exited: deployed, keeping the metadata.
     let plan = decide(&new, &gone(false));
     assert!(
