@@ -314,6 +314,19 @@ fn metrics() -> String {
     reconcile.kubernetes_requests("GET").inc();
     reconcile.savepoint_completed(kind, Duration::from_secs(1));
     reconcile.savepoint_failed(kind);
+    reconcile.snapshot_census(
+        &[(
+            flink_operator_controller::metrics::SnapshotCount {
+                namespace: "ns".into(),
+                snapshot_type: "SAVEPOINT",
+                state: "COMPLETED",
+            },
+            1,
+        )]
+        .into(),
+    );
+    reconcile.snapshot_completed("SAVEPOINT", Duration::from_secs(1));
+    reconcile.snapshot_failed("SAVEPOINT");
     admission.observe(
         flink_operator_webhook::Endpoint::Validate,
         Some(FlinkKind::Deployment),

@@ -14,6 +14,7 @@ use flink_operator_controller::{
     metrics::ReconcileMetrics,
     runtime,
     session_job::SessionJobs,
+    snapshot::{self, Snapshots},
 };
 use flink_operator_webhook::{
     Admission,
@@ -148,10 +149,28 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             tasks.spawn(
                 stop_on(
                     stopping.clone(),
-                    runtime::run::<SessionJobs>(context, caches.clone(), scope.clone()),
+                    runtime::run::<SessionJobs>(context.clone(), caches.clone(), scope.clone()),
                 )
                 .instrument(tracing::info_span!("flinksessionjobs")),
             );
+            if snapshot::enabled(&operator_config) {
+                tasks.spawn(
+                    stop_on(
+                        stopping.clone(),
+                        runtime::run::<Snapshots>(context.clone(), caches.clone(), scope.clone()),
+                    )
+                    .instrument(tracing::info_span!("flinkstatesnapshots")),
+                );
+                tasks.spawn(
+                    stop_on(stopping.clone(), snapshot::census(context, caches.clone()))
+                        .instrument(tracing::info_span!("snapshot-census")),
+                );
+            } else {
+                tracing::info!(
+                    key = keys::operator::SNAPSHOT_RESOURCE_ENABLED,
+                    "FlinkStateSnapshots are admitted but not reconciled"
+                );
+            }
             tasks.spawn(stop_on(stopping.clone(), watch).instrument(tracing::info_span!("caches")));
             let ready = readiness.clone();
             let waiting = caches.clone();

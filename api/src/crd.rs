@@ -244,6 +244,8 @@ mod tests {
         has(2, "Path", ".status.path");
         has(2, "Result Timestamp", ".status.resultTimestamp");
         has(2, "Snapshot State", ".status.state");
+        has(2, "Type", ".metadata.labels.snapshot\\.type");
+        has(2, "Job", ".spec.jobReference.name");
         has(3, "Job Status", ".status.jobStatus.state");
         for i in 0..4 {
             has(i, "Age", ".metadata.creationTimestamp");

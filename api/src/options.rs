@@ -55,6 +55,8 @@ pub mod defaults {
     pub const USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS: bool = true;
     /// `kubernetes.operator.pod-template.merge-arrays-by-name`.
     pub const POD_TEMPLATE_MERGE_ARRAYS_BY_NAME: bool = false;
+    /// `kubernetes.operator.snapshot.resource.enabled`.
+    pub const SNAPSHOT_RESOURCE_ENABLED: bool = true;
     /// `kubernetes.operator.jm-deployment.startup.probe.enabled`.
     pub const JM_DEPLOYMENT_STARTUP_PROBE_ENABLED: bool = true;
 }
@@ -163,6 +165,7 @@ const DEPLOYMENT: &[&str] = &[kinds::FLINK_DEPLOYMENT];
 const JOBS: &[&str] = &[kinds::FLINK_DEPLOYMENT, kinds::FLINK_SESSION_JOB];
 const SESSION_JOB: &[&str] = &[kinds::FLINK_SESSION_JOB];
 const PROCESS: &[&str] = &["operator"];
+const SNAPSHOT: &[&str] = &[kinds::FLINK_STATE_SNAPSHOT];
 
 /// Every key the operator acts on.
 pub const OPTIONS: &[OptionDoc] = &[
@@ -204,6 +207,17 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "Comma-separated namespaces whose resources the operator manages (empty or \
                   `JOSDK_ALL_NAMESPACES`: all). The `WATCH_NAMESPACES` environment variable \
                   wins over it.",
+    },
+    OptionDoc {
+        key: operator::SNAPSHOT_RESOURCE_ENABLED,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::SNAPSHOT_RESOURCE_ENABLED),
+        applies_to: SNAPSHOT,
+        set_in: SetIn::OperatorFile,
+        meaning: "Whether FlinkStateSnapshot resources are reconciled (savepoints and \
+                  checkpoints taken, their savepoints disposed of on deletion); `false` leaves \
+                  them admitted but untouched. The operator's own savepoints are recorded in \
+                  the job's status either way, not yet as FlinkStateSnapshot resources.",
     },
     OptionDoc {
         key: operator::JOB_UPGRADE_TAKE_SAVEPOINT,
@@ -535,10 +549,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::PERIODIC_CHECKPOINT_INTERVAL,
         note: "no periodic checkpoints are triggered",
-    },
-    IgnoredOption {
-        key: operator::SNAPSHOT_RESOURCE_ENABLED,
-        note: "snapshots are recorded in the job's status, never as FlinkStateSnapshot resources",
     },
     IgnoredOption {
         key: operator::SAVEPOINT_DISPOSE_ON_DELETE,

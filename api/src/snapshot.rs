@@ -40,6 +40,12 @@ use crate::string_enum::string_enum;
         description = "State of the snapshot."
     ),
     printcolumn(
+        name = "Type",
+        type_ = "string",
+        json_path = ".metadata.labels.snapshot\\.type",
+        description = "SAVEPOINT or CHECKPOINT (the snapshot.type label the operator sets)."
+    ),
+    printcolumn(
         name = "Job Kind",
         type_ = "string",
         json_path = ".spec.jobReference.kind",

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `deployments` | FlinkDeployments | their loop; session jobs (their cluster); webhook |
 //! | `session_jobs` | FlinkSessionJobs | their loop; a session cluster's deletion; webhook |
-//! | `snapshots` | FlinkStateSnapshots | webhook (their loop is to come) |
+//! | `snapshots` | FlinkStateSnapshots | their loop and its census; webhook |
 //! | `cluster_deployments` | JobManager and TaskManager Deployments (`app`, `component`) | FlinkDeployment observe and trigger |
 //! | `job_manager_pods` | JobManager pods (`app`, `component=jobmanager`) | FlinkDeployment observe |
 //! | `ha_config_maps` | Flink's HA ConfigMaps (`configmap-type=high-availability`) | last-state restores |
@@ -130,6 +130,11 @@ where
             .into_iter()
             .filter(|o| o.meta().namespace.as_deref() == Some(namespace) && keep(o))
             .collect()
+    }
+
+    /// Every cached object, of every watched namespace.
+    pub fn all(&self) -> Vec<Arc<K>> {
+        self.watches.values().flat_map(|w| w.store.state()).collect()
     }
 
     /// The cached objects of `namespace` carrying the label `app=<name>`, i.e. those of

@@ -77,6 +77,16 @@ reasons! {
     CheckpointCompleted,
     /// A checkpoint failed.
     CheckpointFailed,
+    /// A FlinkStateSnapshot failed; it is tried again after a back-off unless its `backoffLimit` is reached (the note says which).
+    SavepointError,
+    /// A FlinkStateSnapshot of a checkpoint failed and may be tried again, or completed without a path (the note says which).
+    CheckpointError,
+    /// A FlinkStateSnapshot will not be taken: its job resource is gone or its job is not running.
+    SnapshotAbandoned,
+    /// A deleted FlinkStateSnapshot's savepoint was disposed of through Flink; the note names its path.
+    SavepointDisposed,
+    /// A deleted FlinkStateSnapshot's savepoint could not be disposed of (its job resource or cluster is gone or does not answer, or Flink failed); the resource is released and the note names the path left on storage.
+    SavepointNotDisposed,
     /// A restore uses the newest state found (checkpoint or savepoint), named in the note.
     StateFound,
     /// What the job needs is not there (its JobManager Deployment, its job in the cluster).

@@ -19,6 +19,9 @@
 //! - [`session_job`]: the FlinkSessionJob's own part: waiting for its session cluster, the
 //!   jar fetched and submitted under a recorded job id, a refused submission retried,
 //!   cancellation for a change and for deletion.
+//! - [`snapshot`]: the FlinkStateSnapshot loop: a savepoint or checkpoint of a job as a
+//!   resource, triggered and followed through the job's cluster, retried with back-off, and
+//!   its savepoint disposed of on deletion (or released with the path named, never held).
 //! - [`events`]: the Event reasons, one enum for every kind.
 //! - [`resources`]: the cluster's objects as pure functions of the resource.
 //! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.
@@ -28,7 +31,8 @@
 //! - [`policy`]: the operator settings that steer a job's lifecycle; [`restore`]: which
 //!   state a job restores from, and the guard on its age.
 //!
-//! Not implemented yet: the FlinkStateSnapshot and FlinkBlueGreenDeployment loops.
+//! Not implemented yet: the FlinkBlueGreenDeployment loop, and the operator's own snapshots
+//! as FlinkStateSnapshot resources.
 
 pub mod caches;
 pub mod conditions;
@@ -47,3 +51,4 @@ pub mod runtime;
 pub mod savepoint_history;
 pub mod savepoint_retry;
 pub mod session_job;
+pub mod snapshot;

@@ -1,5 +1,6 @@
 //! Prometheus metrics of the reconcile loops: resources per lifecycle state, reconcile
-//! durations and failures, upgrade savepoints (durations, failures), and what each resource
+//! durations and failures, upgrade savepoints (durations, failures), FlinkStateSnapshots
+//! (counts by type and state, durations, failures), and what each resource
 //! costs: its reconciles, status writes and calls to its JobManager (so that a resource
 //! that changes nothing can be seen to cost nothing), and the operator's requests to the
 //! Kubernetes API.
@@ -40,6 +41,21 @@ struct ResourceLabels {
     name: String,
 }
 
+/// FlinkStateSnapshots of one namespace, type and state.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct SnapshotCount {
+    pub namespace: String,
+    /// `SAVEPOINT` or `CHECKPOINT`.
+    pub snapshot_type: &'static str,
+    /// The snapshot's `status.state`.
+    pub state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SnapshotTypeLabels {
+    snapshot_type: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabels {
     method: String,
@@ -61,8 +77,13 @@ pub struct ReconcileMetrics {
     status_writes: Family<ResourceLabels, Counter>,
     flink_requests: Family<ResourceLabels, Counter>,
     kubernetes_requests: Family<MethodLabels, Counter>,
+    snapshots: Family<SnapshotCount, Gauge>,
+    snapshot_duration: Family<SnapshotTypeLabels, Histogram, fn() -> Histogram>,
+    snapshot_failures: Family<SnapshotTypeLabels, Counter>,
     /// (kind, namespace, name) -> lifecycle state, to move a resource between gauges.
     states: Arc<Mutex<HashMap<ResourceKey, String>>>,
+    /// The snapshot counts set by the last census, to drop those that fell to nothing.
+    counted: Arc<Mutex<std::collections::BTreeSet<SnapshotCount>>>,
 }
 
 fn reconcile_histogram() -> Histogram {
@@ -87,7 +108,11 @@ impl Default for ReconcileMetrics {
             status_writes: Family::default(),
             flink_requests: Family::default(),
             kubernetes_requests: Family::default(),
+            snapshots: Family::default(),
+            snapshot_duration: Family::new_with_constructor(savepoint_histogram),
+            snapshot_failures: Family::default(),
             states: Arc::default(),
+            counted: Arc::default(),
         }
     }
 }
@@ -142,7 +167,49 @@ impl ReconcileMetrics {
             "Requests of the operator to the Kubernetes API server, by HTTP method (watches count once)",
             metrics.kubernetes_requests.clone(),
         );
+        sub.register(
+            "snapshots",
+            "FlinkStateSnapshots by namespace, type (SAVEPOINT, CHECKPOINT) and state",
+            metrics.snapshots.clone(),
+        );
+        sub.register(
+            "snapshot_duration_seconds",
+            "Time from triggering a FlinkStateSnapshot to its completion, by type",
+            metrics.snapshot_duration.clone(),
+        );
+        sub.register(
+            "snapshot_failures",
+            "Failed attempts of FlinkStateSnapshots (each retry counts), by type",
+            metrics.snapshot_failures.clone(),
+        );
         metrics
+    }
+
+    /// The FlinkStateSnapshots there are now, counted by namespace, type and state: counts
+    /// not among them fall away.
+    pub fn snapshot_census(&self, counts: &std::collections::BTreeMap<SnapshotCount, i64>) {
+        let mut counted = self.counted.lock().unwrap_or_else(|e| e.into_inner());
+        for gone in counted.iter().filter(|c| !counts.contains_key(*c)) {
+            self.snapshots.remove(gone);
+        }
+        for (labels, count) in counts {
+            self.snapshots.get_or_create(labels).set(*count);
+        }
+        *counted = counts.keys().cloned().collect();
+    }
+
+    /// A FlinkStateSnapshot of `snapshot_type` completed `elapsed` after it was triggered.
+    pub fn snapshot_completed(&self, snapshot_type: &'static str, elapsed: Duration) {
+        self.snapshot_duration
+            .get_or_create(&SnapshotTypeLabels { snapshot_type })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// An attempt of a FlinkStateSnapshot of `snapshot_type` failed.
+    pub fn snapshot_failed(&self, snapshot_type: &'static str) {
+        self.snapshot_failures
+            .get_or_create(&SnapshotTypeLabels { snapshot_type })
+            .inc();
     }
 
     /// A reconcile of `namespace/name` that took `elapsed`.
@@ -261,8 +328,21 @@ mod tests {
         metrics.lifecycle("FlinkDeployment", "ns", "b", None);
         metrics.savepoint_completed("FlinkDeployment", Duration::from_secs(1));
         metrics.savepoint_failed("FlinkDeployment");
+        let count = |namespace: &str, state| SnapshotCount {
+            namespace: namespace.to_owned(),
+            snapshot_type: "SAVEPOINT",
+            state,
+        };
+        metrics.snapshot_census(&[(count("ns", "IN_PROGRESS"), 2), (count("gone", "COMPLETED"), 1)].into());
+        metrics.snapshot_census(&[(count("ns", "IN_PROGRESS"), 1), (count("ns", "COMPLETED"), 1)].into());
+        metrics.snapshot_completed("CHECKPOINT", Duration::from_secs(2));
+        metrics.snapshot_failed("SAVEPOINT");
         let out = text(&registry);
         for line in [
+            r#"flink_operator_snapshots{namespace="ns",snapshot_type="SAVEPOINT",state="IN_PROGRESS"} 1"#,
+            r#"flink_operator_snapshots{namespace="ns",snapshot_type="SAVEPOINT",state="COMPLETED"} 1"#,
+            r#"flink_operator_snapshot_duration_seconds_count{snapshot_type="CHECKPOINT"} 1"#,
+            r#"flink_operator_snapshot_failures_total{snapshot_type="SAVEPOINT"} 1"#,
             r#"flink_operator_resources{kind="FlinkDeployment",namespace="ns",lifecycle_state="STABLE"} 1"#,
             r#"flink_operator_resources{kind="FlinkDeployment",namespace="ns",lifecycle_state="DEPLOYED"} 0"#,
             r#"flink_operator_reconcile_errors_total{kind="FlinkDeployment"} 1"#,
@@ -278,5 +358,7 @@ mod tests {
         }
         // b is gone: its own series with it.
         assert!(!out.contains(r#"name="b""#), "{out}");
+        // So is the namespace whose snapshots were all deleted.
+        assert!(!out.contains(r#"namespace="gone""#), "{out}");
     }
 }

@@ -60,6 +60,9 @@ pub enum Next {
     /// A job stops with a savepoint for a change (or its cluster's JobManager exits before
     /// the next one starts), under way for `for_ms`: see [`stopping_poll`].
     Stopping { for_ms: u64 },
+    /// Nothing will happen by itself any more (a snapshot that completed or was abandoned):
+    /// looked at again only when the resource changes (its spec, its deletion).
+    Idle,
 }
 
 /// While a job stops with a savepoint for an upgrade it processes nothing: every moment
@@ -77,13 +80,19 @@ pub fn stopping_poll(for_ms: u64) -> Duration {
 /// cache (a write from a stale read would fail its resourceVersion precondition anyway).
 pub const AFTER_A_STEP: Duration = Duration::from_secs(1);
 
-/// The delay before the next look at a resource.
+/// The delay before the next look at a resource, `None` for none: an idle resource is not
+/// looked at again unless it changes, except just after a step (which may have more to do).
+pub fn next_look(next: Next, stepped: bool, policy: &crate::policy::Policy) -> Option<Duration> {
+    (next != Next::Idle || stepped).then(|| requeue_after(next, stepped, policy))
+}
+
+/// The delay before the next look at a resource (an idle one: the steady interval).
 pub fn requeue_after(next: Next, stepped: bool, policy: &crate::policy::Policy) -> Duration {
     let ms = |ms: i64| Duration::from_millis(u64::try_from(ms).unwrap_or(1000));
     let steady = ms(policy.reconcile_interval_ms);
     let wanted = match next {
         Next::Progress => ms(policy.progress_check_ms).min(steady),
-        Next::Steady => steady,
+        Next::Steady | Next::Idle => steady,
         Next::Within(seconds) => Duration::from_secs(seconds.max(1)).min(steady),
         Next::Stopping { for_ms } => stopping_poll(for_ms).min(steady),
     };
@@ -274,6 +283,17 @@ mod tests {
         assert_eq!(
             requeue_after(Next::Stopping { for_ms: 60_000 }, false, &policy),
             Duration::from_millis(100)
+        );
+    }
+
+    #[test]
+    fn an_idle_resource_is_not_looked_at_again_unless_it_just_took_a_step() {
+        let policy = crate::policy::Policy::default();
+        assert_eq!(next_look(Next::Idle, false, &policy), None);
+        assert_eq!(next_look(Next::Idle, true, &policy), Some(AFTER_A_STEP));
+        assert_eq!(
+            next_look(Next::Steady, false, &policy),
+            Some(requeue_after(Next::Steady, false, &policy))
         );
     }
 

@@ -57,7 +57,7 @@ pub fn requeue_for_periodic(job: &JobStatus, interval_ms: Option<i64>, now_ms: i
     let due_in_ms = u64::try_from(at - now_ms).unwrap_or(0);
     let due_in_seconds = due_in_ms.div_ceil(1000).max(1);
     match next {
-        Next::Steady => Next::Within(due_in_seconds),
+        Next::Steady | Next::Idle => Next::Within(due_in_seconds),
         Next::Within(seconds) => Next::Within(seconds.min(due_in_seconds)),
         Next::Progress => Next::Progress,
         stopping @ Next::Stopping { .. } => stopping,

@@ -361,8 +361,9 @@ const RUNNING: [(&str, &[&str], &[&str]); 6] = [
     ),
 ];
 
-/// The examples of what is not done yet: they are admitted and nothing acts on them.
-const NOT_DONE: [(&str, &str); 5] = [
+/// The snapshot examples, applied once the jobs they name run (a snapshot of a job that is
+/// not running is abandoned): each completes.
+const SNAPSHOTS: [(&str, &str); 3] = [
     (
         "snapshot-checkpoint.yaml",
         "flinkstatesnapshot/example-checkpoint",
@@ -372,6 +373,10 @@ const NOT_DONE: [(&str, &str); 5] = [
         "snapshot-savepoint-already-exists.yaml",
         "flinkstatesnapshot/example-savepoint-already-exists",
     ),
+];
+
+/// The examples of what is not done yet: they are admitted and nothing acts on them.
+const NOT_DONE: [(&str, &str); 2] = [
     (
         "bluegreen-basic.yaml",
         "flinkbluegreendeployment/bluegreen-basic-example",
@@ -435,6 +440,7 @@ fn every_example_runs_locally_as_its_comment_says() {
     // Every file of examples/ is one of the cases below.
     let mut listed: Vec<&str> = RUNNING.iter().map(|(f, _, _)| *f).collect();
     listed.extend(NOT_DONE.iter().map(|(f, _)| *f));
+    listed.extend(SNAPSHOTS.iter().map(|(f, _)| *f));
     listed.push("pod-template.yaml");
     listed.sort_unstable();
     let mut files: Vec<String> = std::fs::read_dir(root().join("examples"))
@@ -503,6 +509,18 @@ fn every_example_runs_locally_as_its_comment_says() {
         assert_eq!(env.jsonpath(resource, "{.status}"), "", "{resource}");
     }
 
+    // The snapshots of the running jobs, taken through their clusters.
+    for (file, _) in SNAPSHOTS {
+        env.ok(&["apply", "-f", &format!("examples/{file}")]);
+    }
+    for (_, resource) in SNAPSHOTS {
+        env.until(&format!("{resource} COMPLETED"), Duration::from_secs(120), || {
+            (env.jsonpath(resource, "{.status.state}") == "COMPLETED").then_some(())
+        });
+        let path = env.jsonpath(resource, "{.status.path}");
+        assert!(!path.is_empty(), "{resource} completed without a path");
+    }
+
     for (_, deployments, _) in RUNNING {
         for d in deployments {
             check_running_cluster(&env, d);
@@ -510,10 +528,13 @@ fn every_example_runs_locally_as_its_comment_says() {
     }
 
     let mut args = vec!["delete", "--timeout=180s"];
-    let mut all: Vec<String> = RUNNING
+    // The snapshots first: a savepoint is disposed of through its cluster while it runs (and
+    // released naming its path if the cluster went first).
+    let mut all: Vec<String> = SNAPSHOTS
         .iter()
-        .map(|(f, _, _)| format!("-f=examples/{f}"))
+        .map(|(f, _)| format!("-f=examples/{f}"))
         .collect();
+    all.extend(RUNNING.iter().map(|(f, _, _)| format!("-f=examples/{f}")));
     all.extend(NOT_DONE.iter().map(|(f, _)| format!("-f=examples/{f}")));
     all.push("-f=examples/pod-template.yaml".to_owned());
     args.extend(all.iter().map(String::as_str));

@@ -315,13 +315,35 @@ impl FlinkRestClient {
         .await
     }
 
+    /// `GET /jobs/:jobid/checkpoints/details/:checkpointid`: one checkpoint of the job's
+    /// recent history (`web.checkpoints.history` long), with its external path; a checkpoint
+    /// that left the history is [`FlinkError::NotFound`].
+    pub async fn checkpoint_details(
+        &self,
+        job: &JobId,
+        checkpoint: u64,
+    ) -> Result<CompletedCheckpoint, FlinkError> {
+        self.get_json(&format!("/jobs/{job}/checkpoints/details/{checkpoint}"))
+            .await
+    }
+
     /// `POST /savepoint-disposal`: deletes a savepoint's files through Flink (which knows
     /// how to remove every state backend's format).
     pub async fn dispose_savepoint(&self, path: &str) -> Result<TriggerId, FlinkError> {
-        let trigger_id = TriggerId::random();
+        self.dispose_savepoint_as(path, &TriggerId::random()).await
+    }
+
+    /// [`dispose_savepoint`](Self::dispose_savepoint) under a trigger id the caller chose,
+    /// so that it can poll the disposal with [`disposal_status`](Self::disposal_status) on
+    /// a later look without having recorded anything.
+    pub async fn dispose_savepoint_as(
+        &self,
+        path: &str,
+        trigger_id: &TriggerId,
+    ) -> Result<TriggerId, FlinkError> {
         let body = DisposalTrigger {
             savepoint_path: path,
-            trigger_id: &trigger_id,
+            trigger_id,
         };
         self.trigger("/savepoint-disposal", &body).await
     }
@@ -706,6 +728,82 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    #[tokio::test]
+    async fn a_disposal_is_sent_under_the_chosen_trigger_id_and_polled_by_it() {
+        let bodies = Arc::new(std::sync::Mutex::new(Vec::<serde_json::Value>::new()));
+        let seen = bodies.clone();
+        let app = Router::new()
+            .route(
+                "/savepoint-disposal",
+                axum::routing::post(move |axum::Json(body): axum::Json<serde_json::Value>| {
+                    let trigger = body["triggerId"].clone();
+                    seen.lock().unwrap().push(body);
+                    async move { axum::Json(serde_json::json!({"request-id": trigger})) }
+                }),
+            )
+            .route(
+                "/savepoint-disposal/{trigger}",
+                get(|| async { r#"{"status":{"id":"COMPLETED"},"operation":{}}"# }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let client = FlinkRestClient::new(&url, fast(0)).unwrap();
+        let trigger = TriggerId::from("00112233445566778899aabbccddeeff");
+        let sent = client
+            .dispose_savepoint_as("file:/sp/savepoint-1", &trigger)
+            .await
+            .unwrap();
+        assert_eq!(sent, trigger);
+        assert_eq!(
+            bodies.lock().unwrap().as_slice(),
+            [serde_json::json!({"savepoint-path": "file:/sp/savepoint-1", "triggerId": trigger.as_str()})]
+        );
+        assert_eq!(
+            client.disposal_status(&trigger).await.unwrap(),
+            OperationStatus::Completed(())
+        );
+    }
+
+    #[tokio::test]
+    async fn checkpoint_details_name_the_external_path_and_a_forgotten_one_is_not_found() {
+        let app = Router::new()
+            .route(
+                "/jobs/{job}/checkpoints/details/7",
+                get(|| async {
+                    r#"{"className":"completed","id":7,"status":"COMPLETED","is_savepoint":false,
+                        "savepointFormat":null,"trigger_timestamp":10,"latest_ack_timestamp":12,
+                        "checkpointed_size":1,"state_size":2,"end_to_end_duration":2,
+                        "checkpoint_type":"CHECKPOINT","tasks":{},"external_path":"file:/cp/chk-7","discarded":false}"#
+                }),
+            )
+            .route(
+                "/jobs/{job}/checkpoints/details/3",
+                get(|| async {
+                    (
+                        StatusCode::NOT_FOUND,
+                        r#"{"errors":["Could not find checkpointing statistics for checkpoint 3."]}"#,
+                    )
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let client = FlinkRestClient::new(&url, fast(0)).unwrap();
+        let job = JobId::from("e3bc32a1e3bc32a1e3bc32a1e3bc32a1");
+        let details = client.checkpoint_details(&job, 7).await.unwrap();
+        assert_eq!(
+            (details.id, details.external_path.as_deref()),
+            (7, Some("file:/cp/chk-7"))
+        );
+        match client.checkpoint_details(&job, 3).await {
+            Err(FlinkError::NotFound { message, .. }) => {
+                assert!(message.contains("checkpoint 3"), "{message}")
+            }
+            other => panic!("expected not found, got {other:?}"),
+        }
     }
 
     #[test]

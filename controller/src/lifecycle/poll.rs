@@ -85,23 +85,50 @@ fn recorded_job(job: Option<&JobStatus>) -> Option<JobId> {
 async fn savepoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Option<SavepointPoll> {
     let trigger = TriggerId::from(job?.savepoint_info.as_ref()?.trigger_id.as_deref()?);
     let job_id = recorded_job(job)?;
-    Some(SavepointPoll::from_status(
-        rest.savepoint_status(&job_id, &trigger).await,
-    ))
+    Some(savepoint_by_trigger(rest, &job_id, &trigger).await)
 }
 
 /// The pending manual checkpoint, by the trigger id recorded in status.
 async fn checkpoint(rest: &FlinkRestClient, job: Option<&JobStatus>) -> Option<SavepointPoll> {
     let trigger = TriggerId::from(job?.checkpoint_info.as_ref()?.trigger_id.as_deref()?);
     let job_id = recorded_job(job)?;
-    let result = rest.checkpoint_status(&job_id, &trigger).await;
-    Some(SavepointPoll::from_status(result.map(|status| match status {
-        OperationStatus::Completed(id) => OperationStatus::Completed(id.to_string()),
+    Some(checkpoint_by_trigger(rest, &job_id, &trigger).await)
+}
+
+/// The savepoint (or stop) of `job_id` triggered under `trigger`.
+pub async fn savepoint_by_trigger(
+    rest: &FlinkRestClient,
+    job_id: &JobId,
+    trigger: &TriggerId,
+) -> SavepointPoll {
+    SavepointPoll::from_status(rest.savepoint_status(job_id, trigger).await)
+}
+
+/// The checkpoint of `job_id` triggered under `trigger`; completed with the checkpoint's id.
+pub async fn checkpoint_by_trigger(
+    rest: &FlinkRestClient,
+    job_id: &JobId,
+    trigger: &TriggerId,
+) -> SavepointPoll {
+    let result = rest.checkpoint_status(job_id, trigger).await;
+    SavepointPoll::from_status(result.map(|status| completed_as(status, |id| id.to_string())))
+}
+
+/// The disposal of a savepoint triggered under `trigger` (completed with no path).
+pub async fn disposal_by_trigger(rest: &FlinkRestClient, trigger: &TriggerId) -> SavepointPoll {
+    let result = rest.disposal_status(trigger).await;
+    SavepointPoll::from_status(result.map(|status| completed_as(status, |()| String::new())))
+}
+
+/// `status` with its result (a checkpoint id, nothing) as the text a [`SavepointPoll`] holds.
+fn completed_as<T>(status: OperationStatus<T>, text: impl FnOnce(T) -> String) -> OperationStatus<String> {
+    match status {
+        OperationStatus::Completed(result) => OperationStatus::Completed(text(result)),
         OperationStatus::InProgress => OperationStatus::InProgress,
         OperationStatus::Failed(f) => OperationStatus::Failed(f),
         OperationStatus::JobNotFound(r) => OperationStatus::JobNotFound(r),
         OperationStatus::UnknownTrigger(r) => OperationStatus::UnknownTrigger(r),
-    })))
+    }
 }
 
 /// The latest completed checkpoint of `job_id` that has a path and was not discarded.

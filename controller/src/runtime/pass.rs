@@ -33,8 +33,8 @@ impl<E: std::error::Error + 'static> PassError<E> {
 
 /// How a reconcile ended.
 pub struct Passed {
-    /// When to look again.
-    pub requeue: Duration,
+    /// When to look again (`None`: only when the object changes).
+    pub requeue: Option<Duration>,
     /// Whether the plan was carried out (not a recovered failure), for the metrics.
     pub completed: bool,
 }
@@ -81,8 +81,9 @@ pub async fn pass<R: Reconciler>(
                     write(&mut stored, &recovery.status).await?;
                     ctx.metrics
                         .lifecycle(R::KIND, &namespace, &name, R::lifecycle_state(&recovery.status));
+                    R::written(ctx, object, Some(&recovery.status));
                     return Ok(Passed {
-                        requeue: recovery.requeue,
+                        requeue: Some(recovery.requeue),
                         completed: false,
                     });
                 }
@@ -97,14 +98,16 @@ pub async fn pass<R: Reconciler>(
         // The object may be gone: nothing to write, and nothing to keep about it.
         ctx.forget(&object.uid().unwrap_or_default());
         ctx.metrics.lifecycle(R::KIND, &namespace, &name, None);
+        R::written(ctx, object, None);
     } else {
         write(&mut stored, &plan.status).await?;
         ctx.metrics
             .lifecycle(R::KIND, &namespace, &name, R::lifecycle_state(&plan.status));
+        R::written(ctx, object, Some(&plan.status));
     }
     let stepped = plan.status_before.is_some() || !plan.actions.is_empty();
     Ok(Passed {
-        requeue: reconcile::requeue_after(plan.requeue, stepped, R::policy(&observed)),
+        requeue: reconcile::next_look(plan.requeue, stepped, R::policy(&observed)),
         completed: true,
     })
 }

@@ -113,7 +113,9 @@ async fn reconcile<R: Reconciler>(
         .reconciled(R::KIND, &namespace, &name, started.elapsed(), completed);
     let passed = result?;
     shared.backoff.succeeded(&key(&*object));
-    Ok(Requeue::requeue(passed.requeue))
+    Ok(passed
+        .requeue
+        .map_or_else(Requeue::await_change, Requeue::requeue))
 }
 
 fn error_policy<R: Reconciler>(

@@ -141,7 +141,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
 /// The job's configuration: the operator's (with its namespace and version overlays), the
 /// session cluster's, then the job's own. Not for the artifact policy, which a manifest
 /// must not widen (see [`ArtifactPolicy`]).
-fn effective_config(
+pub(crate) fn effective_config(
     ctx: &Context,
     sj: &FlinkSessionJob,
     session: Option<&FlinkDeployment>,
