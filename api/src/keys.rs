@@ -211,6 +211,9 @@ pub mod operator {
     pub const SAVEPOINT_CLEANUP_ENABLED: &str = "kubernetes.operator.savepoint.cleanup.enabled";
     /// Dynamic: disposeOnDelete of operator-created snapshots (default false).
     pub const SAVEPOINT_DISPOSE_ON_DELETE: &str = "kubernetes.operator.savepoint.dispose-on-delete";
+    /// Ours, dynamic: the retention of the history also removes manual snapshot resources
+    /// (default false, as the Apache operator never removes them).
+    pub const SAVEPOINT_HISTORY_INCLUDE_MANUAL: &str = "kubernetes.operator.savepoint.history.include-manual";
     /// Dynamic: savepoints kept (default 10).
     pub const SAVEPOINT_HISTORY_MAX_COUNT: &str = "kubernetes.operator.savepoint.history.max.count";
     /// Dynamic: maximum savepoint age kept (default 1 d).
@@ -286,6 +289,9 @@ pub mod flink {
     pub const STATE_SAVEPOINTS_DIR: &str = "state.savepoints.dir";
     /// Savepoint directory keys, current first.
     pub const SAVEPOINT_DIR_KEYS: [&str; 2] = [CHECKPOINTING_SAVEPOINT_DIR, STATE_SAVEPOINTS_DIR];
+    /// Completed checkpoints kept, current name first.
+    pub const CHECKPOINTS_RETAINED_KEYS: [&str; 2] =
+        ["execution.checkpointing.num-retained", "state.checkpoints.num-retained"];
     /// Checkpoint interval.
     pub const CHECKPOINTING_INTERVAL: &str = "execution.checkpointing.interval";
     /// Externalized checkpoint retention (the operator defaults it to RETAIN_ON_CANCELLATION).

@@ -57,6 +57,10 @@ pub mod defaults {
     pub const POD_TEMPLATE_MERGE_ARRAYS_BY_NAME: bool = false;
     /// `kubernetes.operator.snapshot.resource.enabled`.
     pub const SNAPSHOT_RESOURCE_ENABLED: bool = true;
+    /// `kubernetes.operator.savepoint.dispose-on-delete`.
+    pub const SAVEPOINT_DISPOSE_ON_DELETE: bool = false;
+    /// `kubernetes.operator.savepoint.history.include-manual`.
+    pub const SAVEPOINT_HISTORY_INCLUDE_MANUAL: bool = false;
     /// `kubernetes.operator.jm-deployment.startup.probe.enabled`.
     pub const JM_DEPLOYMENT_STARTUP_PROBE_ENABLED: bool = true;
 }
@@ -165,7 +169,11 @@ const DEPLOYMENT: &[&str] = &[kinds::FLINK_DEPLOYMENT];
 const JOBS: &[&str] = &[kinds::FLINK_DEPLOYMENT, kinds::FLINK_SESSION_JOB];
 const SESSION_JOB: &[&str] = &[kinds::FLINK_SESSION_JOB];
 const PROCESS: &[&str] = &["operator"];
-const SNAPSHOT: &[&str] = &[kinds::FLINK_STATE_SNAPSHOT];
+const SNAPSHOT_AND_JOBS: &[&str] = &[
+    kinds::FLINK_DEPLOYMENT,
+    kinds::FLINK_SESSION_JOB,
+    kinds::FLINK_STATE_SNAPSHOT,
+];
 
 /// Every key the operator acts on.
 pub const OPTIONS: &[OptionDoc] = &[
@@ -212,12 +220,35 @@ pub const OPTIONS: &[OptionDoc] = &[
         key: operator::SNAPSHOT_RESOURCE_ENABLED,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::SNAPSHOT_RESOURCE_ENABLED),
-        applies_to: SNAPSHOT,
-        set_in: SetIn::OperatorFile,
+        applies_to: SNAPSHOT_AND_JOBS,
+        set_in: SetIn::Resource,
         meaning: "Whether FlinkStateSnapshot resources are reconciled (savepoints and \
-                  checkpoints taken, their savepoints disposed of on deletion); `false` leaves \
-                  them admitted but untouched. The operator's own savepoints are recorded in \
-                  the job's status either way, not yet as FlinkStateSnapshot resources.",
+                  checkpoints taken, their savepoints disposed of on deletion), and whether a \
+                  job's own savepoints and checkpoints (for an upgrade, periodic, asked for by a \
+                  trigger nonce) are recorded as FlinkStateSnapshot resources named \
+                  `<resource>-<savepoint|checkpoint>-<manual|periodic|upgrade>-<epoch ms>`. \
+                  `false` in the operator configuration leaves snapshot resources admitted but \
+                  untouched; `false` for a job keeps its snapshots in its status only.",
+    },
+    OptionDoc {
+        key: operator::SAVEPOINT_DISPOSE_ON_DELETE,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::SAVEPOINT_DISPOSE_ON_DELETE),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "`spec.savepoint.disposeOnDelete` of the savepoint resources the operator \
+                  creates for a job: whether deleting one (by hand, or by the history's \
+                  retention) disposes of its files.",
+    },
+    OptionDoc {
+        key: operator::SAVEPOINT_HISTORY_INCLUDE_MANUAL,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::SAVEPOINT_HISTORY_INCLUDE_MANUAL),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Our addition. Whether the history's retention (count and age) also removes \
+                  the job's MANUAL snapshot resources; `false` removes only PERIODIC and \
+                  UPGRADE ones, as the Apache operator does.",
     },
     OptionDoc {
         key: operator::JOB_UPGRADE_TAKE_SAVEPOINT,
@@ -549,10 +580,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::PERIODIC_CHECKPOINT_INTERVAL,
         note: "no periodic checkpoints are triggered",
-    },
-    IgnoredOption {
-        key: operator::SAVEPOINT_DISPOSE_ON_DELETE,
-        note: "",
     },
     IgnoredOption {
         key: operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,

@@ -513,8 +513,10 @@ fn every_example_runs_locally_as_its_comment_says() {
     for (file, _) in SNAPSHOTS {
         env.ok(&["apply", "-f", &format!("examples/{file}")]);
     }
+    // Taken once every task of the job runs: with every example starting at once on a small
+    // machine, the TaskManagers of a job may come minutes after its JobManager.
     for (_, resource) in SNAPSHOTS {
-        env.until(&format!("{resource} COMPLETED"), Duration::from_secs(120), || {
+        env.until(&format!("{resource} COMPLETED"), Duration::from_secs(300), || {
             (env.jsonpath(resource, "{.status.state}") == "COMPLETED").then_some(())
         });
         let path = env.jsonpath(resource, "{.status.path}");

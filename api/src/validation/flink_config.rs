@@ -211,6 +211,7 @@ const BOOLEAN_KEYS: &[&str] = &[
     operator::SAVEPOINT_CLEANUP_ENABLED,
     operator::SNAPSHOT_RESOURCE_ENABLED,
     operator::SAVEPOINT_DISPOSE_ON_DELETE,
+    operator::SAVEPOINT_HISTORY_INCLUDE_MANUAL,
 ];
 
 /// What the value of an operator key set on a resource must be, if [`value_formats`]

@@ -487,7 +487,9 @@ pub(crate) struct OperationResult {
     pub location: Option<String>,
     #[serde(rename = "checkpointId")]
     pub checkpoint_id: Option<u64>,
-    #[serde(rename = "failure-cause")]
+    /// `failure-cause` in a savepoint's or disposal's answer, `failureCause` in a
+    /// checkpoint's.
+    #[serde(rename = "failure-cause", alias = "failureCause")]
     pub failure_cause: Option<FailureCauseBody>,
 }
 

@@ -158,6 +158,15 @@ mod tests {
                 }),
             ),
             (
+                "a failed checkpoint (its answer spells the field failureCause)",
+                StatusCode::OK,
+                r#"{"status":{"id":"COMPLETED"},"operation":{"failureCause":{"class":"java.util.concurrent.CompletionException","stack-trace":"java.util.concurrent.CompletionException: org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint triggering task Source (1/2) of job 0000 is not being executed at the moment. Aborting checkpoint. Failure reason: Not all required tasks are currently running.\n\tat a"}}}"#,
+                OperationStatus::Failed(OperationFailure {
+                    class: "java.util.concurrent.CompletionException".into(),
+                    message: "java.util.concurrent.CompletionException: org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint triggering task Source (1/2) of job 0000 is not being executed at the moment. Aborting checkpoint. Failure reason: Not all required tasks are currently running.".into(),
+                }),
+            ),
+            (
                 "job gone (202 trigger, failure in the poll)",
                 StatusCode::OK,
                 r#"{"status":{"id":"COMPLETED"},"operation":{"failure-cause":{"class":"java.util.concurrent.CompletionException","stack-trace":"java.util.concurrent.CompletionException: org.apache.flink.runtime.messages.FlinkJobNotFoundException: Could not find Flink job (0000)\n\tat a\nCaused by: org.apache.flink.runtime.messages.FlinkJobNotFoundException: Could not find Flink job (0000)"}}}"#,

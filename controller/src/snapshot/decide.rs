@@ -100,6 +100,10 @@ pub struct Observation {
     pub target: Target,
     /// What the admission rules say of the spec (whether its job exists is decided here).
     pub violations: Vec<String>,
+    /// Whether every task of the job runs, asked only before a trigger (`None`: not asked).
+    /// A job is RUNNING as soon as it is scheduled, while its tasks may still be deploying,
+    /// and a snapshot triggered then fails ("Not all required tasks are currently running").
+    pub tasks_running: Option<bool>,
     /// The operation under the recorded trigger id, polled while IN_PROGRESS.
     pub operation: Option<SavepointPoll>,
     /// A completed checkpoint's path.
@@ -372,6 +376,11 @@ fn pending(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision) {
             return;
         }
     };
+    if o.tasks_running == Some(false) {
+        // Taken once the tasks run, rather than failed and counted against the limit.
+        d.requeue = Next::Progress;
+        return;
+    }
     if d.status.trigger_id.is_none()
         && let Some(due_ms) = retry_due_ms(&d.status)
         && o.now_ms < due_ms

@@ -471,6 +471,33 @@ fn every_state_moves_as_its_observation_says() {
 }
 
 #[test]
+fn a_job_whose_tasks_do_not_all_run_yet_is_waited_for_not_failed() {
+    for (kind, spec) in [("savepoint", savepoint_spec()), ("checkpoint", checkpoint_spec())] {
+        let deploying = Observation {
+            tasks_running: Some(false),
+            ..observation(running())
+        };
+        let plan = check(
+            &format!("{kind} of a job still deploying its tasks"),
+            &snapshot(spec.clone(), None, true),
+            &deploying,
+            &expect(State::TriggerPending, vec![], vec![], Next::Progress),
+        );
+        assert_eq!(plan.status.failures, Some(0), "{kind}: not counted as a failure");
+        assert_eq!(plan.status.trigger_id, None, "{kind}: no trigger id recorded");
+        let ready = Observation {
+            tasks_running: Some(true),
+            ..observation(running())
+        };
+        let plan = decide(&snapshot(spec, None, true), &ready);
+        assert!(
+            acts(&plan).iter().any(|a| matches!(a, Action::Trigger(_))),
+            "{kind}: triggered once the tasks run"
+        );
+    }
+}
+
+#[test]
 fn the_trigger_id_is_recorded_before_the_trigger_is_sent() {
     let plan = decide(&snapshot(savepoint_spec(), None, true), &observation(running()));
     let before = plan.status_before.expect("written before the trigger");
