@@ -290,8 +290,10 @@ pub mod flink {
     /// Savepoint directory keys, current first.
     pub const SAVEPOINT_DIR_KEYS: [&str; 2] = [CHECKPOINTING_SAVEPOINT_DIR, STATE_SAVEPOINTS_DIR];
     /// Completed checkpoints kept, current name first.
-    pub const CHECKPOINTS_RETAINED_KEYS: [&str; 2] =
-        ["execution.checkpointing.num-retained", "state.checkpoints.num-retained"];
+    pub const CHECKPOINTS_RETAINED_KEYS: [&str; 2] = [
+        "execution.checkpointing.num-retained",
+        "state.checkpoints.num-retained",
+    ];
     /// Checkpoint interval.
     pub const CHECKPOINTING_INTERVAL: &str = "execution.checkpointing.interval";
     /// Externalized checkpoint retention (the operator defaults it to RETAIN_ON_CANCELLATION).

@@ -30,6 +30,19 @@ pub struct Policy {
     /// A periodic schedule that is set but not understood by this version (cron).
     pub unsupported_schedule: Option<String>,
     pub history_cleanup: bool,
+    /// `kubernetes.operator.snapshot.resource.enabled`, in the job's configuration and the
+    /// operator's (see [`Policy::with_snapshot_loop`]): the job's savepoints and checkpoints
+    /// are recorded as FlinkStateSnapshot resources rather than in its status only.
+    pub snapshot_resources: bool,
+    /// `kubernetes.operator.savepoint.dispose-on-delete`: of the savepoint resources the
+    /// operator creates.
+    pub dispose_on_delete: bool,
+    /// `kubernetes.operator.savepoint.history.include-manual`: the retention also removes
+    /// MANUAL snapshot resources.
+    pub history_include_manual: bool,
+    /// Checkpoint resources kept by the retention: `execution.checkpointing.num-retained`
+    /// (formerly `state.checkpoints.num-retained`), at least 1.
+    pub checkpoints_retained: usize,
     pub history_max_count: usize,
     pub history_max_age_ms: i64,
     /// A session cluster is not deleted while FlinkSessionJobs still use it.
@@ -70,6 +83,10 @@ impl Default for Policy {
             periodic_savepoint_ms: None,
             unsupported_schedule: None,
             history_cleanup: option_defaults::SAVEPOINT_CLEANUP_ENABLED,
+            snapshot_resources: option_defaults::SNAPSHOT_RESOURCE_ENABLED,
+            dispose_on_delete: option_defaults::SAVEPOINT_DISPOSE_ON_DELETE,
+            history_include_manual: option_defaults::SAVEPOINT_HISTORY_INCLUDE_MANUAL,
+            checkpoints_retained: 1,
             history_max_count: option_defaults::SAVEPOINT_HISTORY_MAX_COUNT,
             history_max_age_ms: option_defaults::SAVEPOINT_HISTORY_MAX_AGE_MS,
             block_on_session_jobs: option_defaults::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
@@ -85,12 +102,29 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// The defaults with the job's snapshots kept in its status only
+    /// (`kubernetes.operator.snapshot.resource.enabled: false`): the tests of that mode.
+    #[cfg(test)]
+    pub fn status_only() -> Self {
+        Policy {
+            snapshot_resources: false,
+            ..Policy::default()
+        }
+    }
+
     /// Whether deleting a job of `mode` stops it with a savepoint first: as configured, else
     /// in `savepoint` mode (the user chose to carry state in savepoints; deleting the
     /// resource should not be the one time that state is dropped).
     pub fn savepoint_on_deletion(&self, mode: flink_operator_api::common::UpgradeMode) -> bool {
         self.savepoint_on_deletion_set
             .unwrap_or(mode == flink_operator_api::common::UpgradeMode::Savepoint)
+    }
+
+    /// Snapshot resources only where the FlinkStateSnapshot loop runs (the operator's
+    /// configuration may switch it off): a resource nothing reconciles would never be taken.
+    pub fn with_snapshot_loop(mut self, snapshot_loop: bool) -> Self {
+        self.snapshot_resources &= snapshot_loop;
+        self
     }
 
     /// Values that do not parse keep their defaults: the webhook and `observe` report them
@@ -151,6 +185,18 @@ impl Policy {
             periodic_savepoint_ms,
             unsupported_schedule,
             history_cleanup: flag(operator::SAVEPOINT_CLEANUP_ENABLED, defaults.history_cleanup),
+            snapshot_resources: flag(operator::SNAPSHOT_RESOURCE_ENABLED, defaults.snapshot_resources),
+            dispose_on_delete: flag(operator::SAVEPOINT_DISPOSE_ON_DELETE, defaults.dispose_on_delete),
+            history_include_manual: flag(
+                operator::SAVEPOINT_HISTORY_INCLUDE_MANUAL,
+                defaults.history_include_manual,
+            ),
+            checkpoints_retained: flink::CHECKPOINTS_RETAINED_KEYS
+                .iter()
+                .find_map(|key| config.get(*key))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(defaults.checkpoints_retained)
+                .max(1),
             history_max_count,
             history_max_age_ms,
             block_on_session_jobs: flag(

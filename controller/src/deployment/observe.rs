@@ -12,6 +12,7 @@ use crate::{
     context::Context,
     flink::{FlinkRestClient, JobId, TriggerId},
     lifecycle::poll::{self, CheckpointLookup},
+    lifecycle::snapshot_resources,
     policy::Policy,
     reconcile::SavepointPoll,
 };
@@ -93,7 +94,16 @@ pub async fn observe(
         };
     }
 
-    let policy = Policy::from_config(&ctx.effective_config(fd));
+    let policy = Policy::from_config(&ctx.effective_config(fd))
+        .with_snapshot_loop(crate::snapshot::enabled(&ctx.operator_config));
+    let snapshots = snapshot_resources::of_job(
+        caches,
+        &policy,
+        flink_operator_api::JobKind::FlinkDeployment,
+        &namespace,
+        &name,
+        fd.metadata.creation_timestamp.as_ref(),
+    );
     // Only a rollback (of a resource that is not stable) or a recovery (of a missing
     // JobManager) restores from it.
     let stable = fd.status.as_ref().and_then(|s| s.lifecycle_state) == Some(ResourceLifecycleState::Stable);
@@ -140,6 +150,7 @@ pub async fn observe(
         ha_checkpoint,
         unanswered_before,
         policy,
+        snapshots,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),

@@ -68,7 +68,7 @@ pub fn follow<A: From<JobAction>>(
     let running = facts.running();
     match facts.savepoint {
         Some(SavepointPoll::Completed(path)) => {
-            stop::record_savepoint(status, path, facts.now_ms);
+            stop::record_savepoint(status, path, facts, out);
             out.event(EventNote::normal(
                 Reason::SavepointCompleted,
                 format!("Job {job_id} was stopped with a savepoint before deletion: {path}"),

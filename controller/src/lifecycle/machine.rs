@@ -22,7 +22,7 @@ use super::{
     FAST, Facts, JobAction, LifecycleStatus, Out, Plan, SLOW,
     change::{self, Ending, JobNow, Resume},
     deletion::{self, DeletionSavepoint},
-    snapshots,
+    snapshot_resources, snapshots,
     spec::{self, JobSpecOf},
     stop::{self, Stopped, Stopping},
 };
@@ -151,7 +151,7 @@ impl Checkpoint {
 pub trait JobKind<'a> {
     type Spec: JobSpecOf + 'a;
     type Status: LifecycleStatus;
-    type Action: From<JobAction>;
+    type Action: From<JobAction> + AsJobAction;
 
     /// Whether the job ends with what runs it: deleting an application cluster ends its job,
     /// and its high-availability metadata keeps the latest checkpoint for a last-state
@@ -287,8 +287,83 @@ pub trait JobKind<'a> {
 
 type PlanOf<'a, K> = Plan<<K as JobKind<'a>>::Status, <K as JobKind<'a>>::Action>;
 
+/// A kind's action that may be one of the lifecycle's.
+pub trait AsJobAction {
+    fn job_action(&self) -> Option<&JobAction>;
+}
+
 /// The next step of a job, from its spec, its recorded status and what was observed.
 pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
+    let resources = k.facts().policy.snapshot_resources;
+    if resources {
+        create_recorded_snapshots(k);
+    }
+    let mut plan = next_step(k);
+    if resources {
+        seal_new_snapshots(&mut plan);
+    }
+    plan
+}
+
+/// Snapshot resources recorded as to be created by an earlier pass that did not get to
+/// create them (the operator stopped in between): created now, under the recorded name.
+fn create_recorded_snapshots<'a, K: JobKind<'a>>(k: &mut K) {
+    let dispose = k.facts().policy.dispose_on_delete;
+    let (status, mut out) = k.parts();
+    let Some(job) = status.job_status() else {
+        return;
+    };
+    let wanted = snapshot_resources::unrecorded(job, dispose);
+    if wanted.is_empty() {
+        return;
+    }
+    snapshot_resources::unmark(status.job_status_mut());
+    for new in wanted {
+        out.act(JobAction::CreateSnapshot(new));
+    }
+}
+
+/// A snapshot resource this pass creates is written to status as to be created before it
+/// is (so that a crash in between creates it on the next look), and cleared after.
+fn seal_new_snapshots<S: LifecycleStatus, A: AsJobAction>(plan: &mut Plan<S, A>) {
+    let Some(job) = plan.status.job_status() else {
+        return;
+    };
+    let created: Vec<_> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match a.job_action() {
+            Some(JobAction::CreateSnapshot(new)) => Some(new),
+            _ => None,
+        })
+        .collect();
+    let marked: Vec<_> = snapshot_resources::unrecorded(job, false)
+        .into_iter()
+        .filter_map(|m| {
+            created
+                .iter()
+                .find(|c| c.kind == m.kind && c.at_ms == m.at_ms)
+                .copied()
+                .cloned()
+        })
+        .collect();
+    if marked.is_empty() {
+        return;
+    }
+    match plan.status_before.as_mut() {
+        Some(before) => {
+            for new in &marked {
+                snapshot_resources::mark(before.job_status_mut(), new);
+            }
+        }
+        None => plan.status_before = Some(plan.status.clone()),
+    }
+    for new in &marked {
+        snapshots::clear_trigger(plan.status.job_status_mut(), new.kind);
+    }
+}
+
+fn next_step<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
     if k.deleting() {
         return delete(k);
     }
@@ -453,6 +528,12 @@ fn job_status(status: &impl LifecycleStatus) -> JobStatus {
     status.job_status().cloned().unwrap_or_default()
 }
 
+/// The job's status as restores and the periodic schedule see it: with its snapshot
+/// resources (see [`snapshot_resources::view`]).
+fn job_view<'a, K: JobKind<'a>>(k: &K) -> JobStatus {
+    snapshot_resources::view(&job_status(k.status()), k.facts().snapshots)
+}
+
 /// The spec differs from the recorded one in a way that ends the job: end it as its
 /// upgrade mode says, then commit the new spec with the state it starts from.
 fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
@@ -475,10 +556,10 @@ fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
         return redeploy(k, state.as_deref(), ended);
     }
     if k.never_ran() {
-        let recorded_state = restore::recorded(&job_status(k.status()));
+        let recorded_state = restore::recorded(&job_view(k));
         return k.commit(Restore::from(recorded_state), Cause::NeverRan);
     }
-    let job = job_status(k.status());
+    let job = job_view(k);
     let job_id = recorded_job_id(k.status());
     let verb = k.verb(suspending);
     let now = if ended {
@@ -520,7 +601,7 @@ fn resume<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
     match change::resume(
         spec::upgrade_mode(recorded),
         spec::upgrade_mode(k.spec()),
-        &job_status(k.status()),
+        &job_view(k),
         K::ENDS_WITH_ITS_CLUSTER,
         facts.policy,
         facts.now_ms,
@@ -698,13 +779,7 @@ fn restart_failed<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
         Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return k.wait(Wait::ForCheckpointToRestart),
     };
     let facts = k.facts();
-    match change::newest_allowed(
-        &job_status(k.status()),
-        checkpoint,
-        true,
-        facts.policy,
-        facts.now_ms,
-    ) {
+    match change::newest_allowed(&job_view(k), checkpoint, true, facts.policy, facts.now_ms) {
         Ok(newest) => k.commit(Restore::State(newest), Cause::Restart),
         Err(why) => k.refuse(Refusal::Restart(why)),
     }
@@ -716,7 +791,7 @@ fn restart_failed<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
 fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> Option<PlanOf<'a, K>> {
     let facts = k.facts();
     let spec = k.spec();
-    let job = job_status(k.status());
+    let job = job_view(k);
     if let Some(wanted) = snapshots::due(spec, recorded, &job, &facts) {
         let (status, mut out) = k.parts();
         snapshots::trigger(status, spec, recorded, wanted, &facts, &mut out);
@@ -739,11 +814,16 @@ fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> P
             k.phase(recorded);
             return k.done(FAST);
         }
+        let (status, mut out) = k.parts();
+        if snapshots::trim_resources(&*status, &facts, &mut out) {
+            k.phase(recorded);
+            return k.done(FAST);
+        }
     }
     k.phase(recorded);
     let next = k.steady_requeue(recorded, pending);
     let requeue = savepoint_history::requeue_for_periodic(
-        &job_status(k.status()),
+        &job_view(k),
         facts.policy.periodic_savepoint_ms,
         facts.now_ms,
         next,

@@ -43,6 +43,7 @@ pub mod deletion;
 pub mod machine;
 pub mod observe;
 pub mod poll;
+pub mod snapshot_resources;
 pub mod snapshots;
 pub mod spec;
 pub mod stop;
@@ -129,6 +130,9 @@ pub struct Facts<'a> {
     /// The resource's generation.
     pub generation: Option<i64>,
     pub now_ms: i64,
+    /// The job's FlinkStateSnapshot resources (empty when they are not used, see
+    /// [`Policy::snapshot_resources`](crate::policy::Policy)).
+    pub snapshots: &'a [snapshot_resources::JobSnapshot],
 }
 
 impl Facts<'_> {
@@ -182,6 +186,22 @@ pub enum JobAction {
     TriggerCheckpoint { job_id: String, trigger_id: String },
     /// Delete a savepoint's files through Flink (it already left the status).
     DisposeSavepoint { path: String },
+    /// Create a FlinkStateSnapshot of the job (see [`snapshot_resources`]); one that exists
+    /// already is done.
+    CreateSnapshot(snapshot_resources::NewSnapshot),
+    /// Delete a FlinkStateSnapshot of the job (the history's retention); one that is gone
+    /// is done.
+    DeleteSnapshot { name: String },
+}
+
+impl JobAction {
+    /// Whether it acts on Kubernetes objects rather than through the JobManager.
+    pub fn on_resources(&self) -> bool {
+        matches!(
+            self,
+            JobAction::CreateSnapshot(_) | JobAction::DeleteSnapshot { .. }
+        )
+    }
 }
 
 /// Where the shared steps put what they decide: the kind's actions and the Events.

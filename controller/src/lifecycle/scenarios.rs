@@ -10,7 +10,10 @@ use flink_operator_api::{
 };
 use serde_json::{Value, json};
 
-use super::{JobAction, LifecycleStatus};
+use super::{
+    JobAction, LifecycleStatus, Snapshot,
+    snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
+};
 use crate::{
     deployment::decide as fd,
     events::Reason,
@@ -39,6 +42,8 @@ struct Look {
     generation: i64,
     /// Validation problems of the spec.
     violations: Vec<String>,
+    /// The job's FlinkStateSnapshot resources.
+    snapshots: Vec<JobSnapshot>,
 }
 
 fn look(state: &'static str) -> Look {
@@ -47,6 +52,7 @@ fn look(state: &'static str) -> Look {
         started_ago: 60_000,
         trigger_id: "trigger-1",
         generation: 1,
+        policy: Policy::status_only(),
         ..Look::default()
     }
 }
@@ -170,6 +176,7 @@ impl Application {
             savepoint: look.savepoint.clone(),
             checkpoint: look.checkpoint.clone(),
             policy: look.policy.clone(),
+            snapshots: look.snapshots.clone(),
             violations: look.violations.clone(),
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
@@ -260,6 +267,7 @@ impl SessionJob {
                 timestamp_ms: Some(NOW - 5_000),
             }),
             policy: look.policy.clone(),
+            snapshots: look.snapshots.clone(),
             violations: look.violations.clone(),
             restricted_artifact_hosts: true,
             fresh_trigger_id: look.trigger_id.into(),
@@ -532,7 +540,7 @@ fn a_periodic_savepoint_falls_due_an_interval_after_the_job_started() {
         let job = job_spec(UpgradeMode::Savepoint);
         let policy = Policy {
             periodic_savepoint_ms: Some(HOUR),
-            ..Policy::default()
+            ..Policy::status_only()
         };
         let stored = started(&job, &json!({}), kind);
         let early = Look {
@@ -572,7 +580,7 @@ fn an_unsupported_periodic_schedule_is_reported_once() {
         let at = Look {
             policy: Policy {
                 unsupported_schedule: Some("0 0 * * *".into()),
-                ..Policy::default()
+                ..Policy::status_only()
             },
             ..look("RUNNING")
         };
@@ -682,7 +690,7 @@ fn a_suspension_drains_the_job_when_configured() {
             let at = Look {
                 policy: Policy {
                     drain,
-                    ..Policy::default()
+                    ..Policy::status_only()
                 },
                 ..look("RUNNING")
             };
@@ -718,7 +726,7 @@ fn deletion_keeps_the_state_of_a_savepoint_job_and_records_it_before_anything_go
                 policy: Policy {
                     savepoint_on_deletion_set: set,
                     drain,
-                    ..Policy::default()
+                    ..Policy::status_only()
                 },
                 ..look("RUNNING")
             };
@@ -909,7 +917,7 @@ fn a_failed_stateless_job_is_restarted_when_configured_and_left_failed_otherwise
             let at = Look {
                 policy: Policy {
                     restart_failed: restart,
-                    ..Policy::default()
+                    ..Policy::status_only()
                 },
                 ..look("FAILED")
             };
@@ -926,4 +934,326 @@ fn a_failed_stateless_job_is_restarted_when_configured_and_left_failed_otherwise
             assert_eq!(outcome.recorded_first, restart, "{case}");
         });
     }
+}
+
+// === Snapshot resources (`kubernetes.operator.snapshot.resource.enabled`, the default) ===
+
+/// A look with snapshot resources on, as by default.
+fn with_resources(state: &'static str) -> Look {
+    Look {
+        policy: Policy::default(),
+        ..look(state)
+    }
+}
+
+fn resource(name: &str, trigger_type: SnapshotTriggerType, state: SnapshotState, ago_ms: i64) -> JobSnapshot {
+    let completed = state == SnapshotState::Completed;
+    JobSnapshot {
+        name: name.into(),
+        kind: Snapshot::Savepoint,
+        trigger_type,
+        state,
+        path: completed.then(|| format!("file:/sp/{name}")),
+        created_ms: NOW - ago_ms,
+        result_ms: completed.then_some(NOW - ago_ms + 1_000),
+        failures: 0,
+        deleting: false,
+    }
+}
+
+fn created(outcome: &Outcome) -> Vec<NewSnapshot> {
+    outcome
+        .job
+        .iter()
+        .filter_map(|a| match a {
+            JobAction::CreateSnapshot(new) => Some(new.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn job_status_of(status: &Status) -> JobStatus {
+    match status {
+        Status::Application(s) => s.job_status.clone().unwrap_or_default(),
+        Status::SessionJob(s) => s.job_status.clone().unwrap_or_default(),
+    }
+}
+
+#[test]
+fn with_snapshot_resources_a_nonce_or_a_due_period_creates_a_resource_recorded_first_and_created_once() {
+    let periodic = Policy {
+        periodic_savepoint_ms: Some(HOUR),
+        ..Policy::default()
+    };
+    for (case, field, policy, expected) in [
+        (
+            "savepoint nonce",
+            Some("savepointTriggerNonce"),
+            Policy::default(),
+            (Snapshot::Savepoint, SnapshotTriggerType::Manual),
+        ),
+        (
+            "checkpoint nonce",
+            Some("checkpointTriggerNonce"),
+            Policy::default(),
+            (Snapshot::Checkpoint, SnapshotTriggerType::Manual),
+        ),
+        (
+            "periodic",
+            None,
+            periodic,
+            (Snapshot::Savepoint, SnapshotTriggerType::Periodic),
+        ),
+    ] {
+        both(|kind, decide| {
+            let case = format!("{kind} {case}");
+            let job = job_spec(UpgradeMode::Savepoint);
+            let stored = started(&job, &json!({}), kind);
+            let asked = match field {
+                Some(field) => with(job.clone(), field, json!(7)),
+                None => job.clone(),
+            };
+            let at = Look {
+                policy: policy.clone(),
+                started_ago: 2 * HOUR,
+                ..with_resources("RUNNING")
+            };
+            let (outcome, next) = decide(&asked, &json!({}), Some(&stored), &at, false);
+            let new = created(&outcome);
+            assert_eq!(new.len(), 1, "{case}: {outcome:?}");
+            assert_eq!((new[0].kind, new[0].trigger_type), expected, "{case}");
+            assert_eq!(new[0].at_ms, NOW, "{case}");
+            assert_eq!(new[0].existing_path, None, "{case}: taken by the snapshot loop");
+            assert_eq!(outcome.job.len(), 1, "{case}: nothing is triggered here");
+            // Recorded as to be created before it is, cleared in the status written after.
+            assert!(outcome.recorded_first, "{case}");
+            assert_eq!(
+                snapshot_resources::unrecorded(&outcome.job_status, false),
+                new,
+                "{case}"
+            );
+            assert_eq!(
+                snapshot_resources::unrecorded(&job_status_of(&next), false),
+                vec![],
+                "{case}"
+            );
+            if let Some(field) = field {
+                assert_eq!(outcome.recorded[field], json!(7), "{case}: the nonce is consumed");
+            }
+
+            // The operator stopped between the status write and the creation: the next look
+            // creates the same resource (same name), once.
+            let crashed = match &stored {
+                Status::Application(s) => {
+                    let mut s = s.clone();
+                    s.job_status = Some(outcome.job_status.clone());
+                    s.reconciliation_status = match &next {
+                        Status::Application(n) => n.reconciliation_status.clone(),
+                        _ => unreachable!(),
+                    };
+                    Status::Application(s)
+                }
+                Status::SessionJob(s) => {
+                    let mut s = s.clone();
+                    s.job_status = Some(outcome.job_status.clone());
+                    s.reconciliation_status = match &next {
+                        Status::SessionJob(n) => n.reconciliation_status.clone(),
+                        _ => unreachable!(),
+                    };
+                    Status::SessionJob(s)
+                }
+            };
+            let later = Look {
+                policy: policy.clone(),
+                started_ago: 2 * HOUR,
+                ..with_resources("RUNNING")
+            };
+            let (again, after) = decide(&asked, &json!({}), Some(&crashed), &later, false);
+            assert_eq!(created(&again), new, "{case}: created again under the same name");
+            assert_eq!(
+                snapshot_resources::unrecorded(&job_status_of(&after), false),
+                vec![],
+                "{case}"
+            );
+
+            // Created and under way: nothing more is created, and a spec change waits for it.
+            let under_way = Look {
+                policy: policy.clone(),
+                started_ago: 2 * HOUR,
+                snapshots: vec![JobSnapshot {
+                    kind: expected.0,
+                    ..resource("taken", expected.1, SnapshotState::InProgress, 0)
+                }],
+                ..with_resources("RUNNING")
+            };
+            let (outcome, _) = decide(&asked, &json!({}), Some(&next), &under_way, false);
+            assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
+            let upgrade = with(asked.clone(), "parallelism", json!(4));
+            let under_way_changed = Look {
+                generation: 2,
+                ..under_way
+            };
+            let (outcome, _) = decide(&upgrade, &json!({}), Some(&next), &under_way_changed, false);
+            assert!(
+                outcome.job.is_empty() && outcome.own == 0,
+                "{case}: the change waits for the snapshot: {outcome:?}"
+            );
+        });
+    }
+}
+
+#[test]
+fn with_snapshot_resources_an_upgrade_savepoint_becomes_an_upgrade_resource_before_the_new_job_starts() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let at = Look {
+            generation: 2,
+            ..with_resources("RUNNING")
+        };
+        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &at, false);
+        let done = Look {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
+            generation: 2,
+            ..with_resources("FINISHED")
+        };
+        let (outcome, next) = decide(&new, &json!({}), Some(&stopping), &done, false);
+        let expected = NewSnapshot {
+            kind: Snapshot::Savepoint,
+            trigger_type: SnapshotTriggerType::Upgrade,
+            at_ms: NOW,
+            existing_path: Some("file:/sp/upgrade".into()),
+            dispose_on_delete: false,
+        };
+        assert_eq!(created(&outcome), [expected.clone()], "{kind}: {outcome:?}");
+        assert!(outcome.recorded_first, "{kind}");
+        assert_eq!(
+            snapshot_resources::unrecorded(&outcome.job_status, false),
+            [expected],
+            "{kind}: recorded as to be created with the state the job starts from"
+        );
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/upgrade"),
+            "{kind}"
+        );
+        let info = job_status_of(&next).savepoint_info.unwrap_or_default();
+        assert_eq!(
+            info.last_savepoint.and_then(|s| s.location).as_deref(),
+            Some("file:/sp/upgrade"),
+            "{kind}"
+        );
+        assert_eq!(
+            info.savepoint_history.unwrap_or_default(),
+            vec![],
+            "{kind}: the history is the resources, not the status"
+        );
+        assert_eq!(info.trigger_type, None, "{kind}: cleared once created");
+        assert_eq!(
+            outcome.own, 1,
+            "{kind}: the new job is started (or its old cluster torn down)"
+        );
+    });
+}
+
+#[test]
+fn with_snapshot_resources_a_restart_restores_the_newest_completed_one_under_the_age_guard() {
+    for (case, max_age, restored) in [
+        ("newer than the checkpoint", None, Some("file:/sp/recent")),
+        ("too old for the guard", Some(1_000), None),
+    ] {
+        both(|kind, decide| {
+            let job = job_spec(UpgradeMode::Savepoint);
+            let stored = started(&job, &json!({}), kind);
+            let at = Look {
+                policy: Policy {
+                    restart_failed: true,
+                    restore_max_state_age_ms: max_age,
+                    ..Policy::default()
+                },
+                snapshots: vec![
+                    resource(
+                        "old",
+                        SnapshotTriggerType::Manual,
+                        SnapshotState::Completed,
+                        3 * HOUR,
+                    ),
+                    resource(
+                        "recent",
+                        SnapshotTriggerType::Periodic,
+                        SnapshotState::Completed,
+                        3_000,
+                    ),
+                    resource(
+                        "failed",
+                        SnapshotTriggerType::Manual,
+                        SnapshotState::Failed,
+                        1_000,
+                    ),
+                ],
+                ..with_resources("FAILED")
+            };
+            let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
+            let case = format!("{kind} {case}");
+            assert_eq!(
+                outcome.job_status.upgrade_savepoint_path.as_deref(),
+                restored,
+                "{case}: {outcome:?}"
+            );
+            assert_eq!(outcome.own, usize::from(restored.is_some()), "{case}");
+        });
+    }
+}
+
+#[test]
+fn with_snapshot_resources_the_history_retention_deletes_resources_beyond_the_count() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let at = Look {
+            policy: Policy {
+                history_max_count: 2,
+                ..Policy::default()
+            },
+            snapshots: vec![
+                resource(
+                    "a",
+                    SnapshotTriggerType::Periodic,
+                    SnapshotState::Completed,
+                    40_000,
+                ),
+                resource(
+                    "b",
+                    SnapshotTriggerType::Upgrade,
+                    SnapshotState::Completed,
+                    30_000,
+                ),
+                resource("m", SnapshotTriggerType::Manual, SnapshotState::Completed, 25_000),
+                resource(
+                    "c",
+                    SnapshotTriggerType::Periodic,
+                    SnapshotState::Completed,
+                    20_000,
+                ),
+                resource(
+                    "d",
+                    SnapshotTriggerType::Periodic,
+                    SnapshotState::Completed,
+                    10_000,
+                ),
+            ],
+            ..with_resources("RUNNING")
+        };
+        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
+        assert_eq!(
+            outcome.job,
+            [
+                JobAction::DeleteSnapshot { name: "a".into() },
+                JobAction::DeleteSnapshot { name: "b".into() }
+            ],
+            "{kind}: the manual one is kept"
+        );
+        assert_eq!(outcome.reasons(), [Reason::SavepointHistoryTrimmed], "{kind}");
+    });
 }

@@ -8,7 +8,11 @@
 
 use flink_operator_api::common::{Checkpoint, JobSpec, JobStatus, Savepoint, SnapshotTriggerType};
 
-use super::{Facts, JobAction, LifecycleStatus, Out, Snapshot, spec::JobSpecOf};
+use super::{
+    Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    snapshot_resources::{self, NewSnapshot},
+    spec::JobSpecOf,
+};
 use crate::{
     events::Reason,
     reconcile::{EventNote, SavepointPoll},
@@ -78,7 +82,8 @@ pub fn settle<A: From<JobAction>>(
 ) -> bool {
     let savepoint = settle_one(status, facts, recorded, Snapshot::Savepoint, out);
     let checkpoint = settle_one(status, facts, recorded, Snapshot::Checkpoint, out);
-    savepoint || checkpoint
+    let resources = facts.policy.snapshot_resources && snapshot_resources::under_way(facts.snapshots);
+    savepoint || checkpoint || resources
 }
 
 fn settle_one<A: From<JobAction>>(
@@ -217,6 +222,33 @@ pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
     }
     let job = status.job_status_mut();
     let job_id = job.job_id.clone().unwrap_or_default();
+    let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
+    let reason = match kind {
+        Snapshot::Savepoint => Reason::SavepointTriggered,
+        Snapshot::Checkpoint => Reason::CheckpointTriggered,
+    };
+    if facts.policy.snapshot_resources {
+        // Taken by the FlinkStateSnapshot loop; the schedule moves now, as with a trigger.
+        let new = NewSnapshot {
+            kind,
+            trigger_type,
+            at_ms: facts.now_ms,
+            existing_path: None,
+            dispose_on_delete: kind == Snapshot::Savepoint && facts.policy.dispose_on_delete,
+        };
+        if trigger_type == SnapshotTriggerType::Periodic {
+            job.savepoint_info
+                .get_or_insert_with(Default::default)
+                .last_periodic_savepoint_timestamp = Some(facts.now_ms);
+        }
+        snapshot_resources::mark(job, &new);
+        out.event(EventNote::normal(
+            reason,
+            format!("Requesting a {name} of job {job_id} as a FlinkStateSnapshot resource"),
+        ));
+        out.act(JobAction::CreateSnapshot(new));
+        return;
+    }
     let (id, kind_of, at) = match kind {
         Snapshot::Savepoint => {
             let info = job.savepoint_info.get_or_insert_with(Default::default);
@@ -238,12 +270,8 @@ pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
     *id = Some(trigger_id.clone());
     *kind_of = Some(trigger_type);
     *at = Some(facts.now_ms);
-    let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
     out.event(EventNote::normal(
-        match kind {
-            Snapshot::Savepoint => Reason::SavepointTriggered,
-            Snapshot::Checkpoint => Reason::CheckpointTriggered,
-        },
+        reason,
         format!("Triggering a {name} of job {job_id}"),
     ));
     out.act(trigger_action(kind, job_id, trigger_id));
@@ -295,6 +323,40 @@ pub fn trim_history<A: From<JobAction>>(
         for path in trim.removed {
             out.act(JobAction::DisposeSavepoint { path });
         }
+    }
+    true
+}
+
+/// Snapshot resources of the job beyond the history's count or age (see
+/// [`snapshot_resources::retention`]) are deleted; whether any are.
+pub fn trim_resources<A: From<JobAction>>(
+    status: &impl LifecycleStatus,
+    facts: &Facts,
+    out: &mut Out<A>,
+) -> bool {
+    if !facts.policy.snapshot_resources {
+        return false;
+    }
+    let started_from = status
+        .job_status()
+        .and_then(|j| j.upgrade_savepoint_path.as_deref());
+    let gone = snapshot_resources::retention(facts.snapshots, facts.policy, started_from, facts.now_ms);
+    if gone.is_empty() {
+        return false;
+    }
+    let names: Vec<&str> = gone.iter().map(|s| s.name.as_str()).collect();
+    out.event(EventNote::normal(
+        Reason::SavepointHistoryTrimmed,
+        format!(
+            "Deleting {} snapshot resource(s) beyond the history's count or age (their savepoints are disposed of where disposeOnDelete is set): {}",
+            names.len(),
+            names.join(", ")
+        ),
+    ));
+    for snapshot in gone {
+        out.act(JobAction::DeleteSnapshot {
+            name: snapshot.name.clone(),
+        });
     }
     true
 }

@@ -5,7 +5,11 @@
 
 use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTriggerType};
 
-use super::{Facts, JobAction, LifecycleStatus, Out, Snapshot, snapshots::clear_trigger};
+use super::{
+    Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    snapshot_resources::{self, NewSnapshot},
+    snapshots::clear_trigger,
+};
 use crate::{
     events::Reason,
     reconcile::{EventNote, SavepointPoll},
@@ -173,7 +177,7 @@ pub fn follow<A: From<JobAction>>(
     };
     match facts.savepoint {
         Some(SavepointPoll::Completed(path)) => {
-            record_savepoint(status, path, facts.now_ms);
+            record_savepoint(status, path, facts, out);
             if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
                 info.upgrade_retry = None;
             }
@@ -258,15 +262,38 @@ pub fn follow<A: From<JobAction>>(
 
 /// Records a completed upgrade (or deletion) savepoint as the last savepoint, in the
 /// history, and as the state the next job starts from; clears its trigger.
-pub fn record_savepoint(status: &mut impl LifecycleStatus, path: &str, now_ms: i64) {
+/// Records the completed savepoint of a stop (for a change or a deletion) as the state the
+/// next job starts from and the last savepoint; with snapshot resources, also as an UPGRADE
+/// FlinkStateSnapshot that records it (`alreadyExists`), whose history it then is.
+pub fn record_savepoint<A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
+    path: &str,
+    facts: &Facts,
+    out: &mut Out<A>,
+) {
     let job = status.job_status_mut();
     clear_trigger(job, Snapshot::Savepoint);
     job.upgrade_savepoint_path = Some(path.to_owned());
     let savepoint = Savepoint {
-        time_stamp: Some(now_ms),
+        time_stamp: Some(facts.now_ms),
         location: Some(path.to_owned()),
         trigger_type: Some(SnapshotTriggerType::Upgrade),
         ..Default::default()
     };
-    savepoint_history::record(job, savepoint, None);
+    if !facts.policy.snapshot_resources {
+        savepoint_history::record(job, savepoint, None);
+        return;
+    }
+    job.savepoint_info
+        .get_or_insert_with(Default::default)
+        .last_savepoint = Some(savepoint);
+    let new = NewSnapshot {
+        kind: Snapshot::Savepoint,
+        trigger_type: SnapshotTriggerType::Upgrade,
+        at_ms: facts.now_ms,
+        existing_path: Some(path.to_owned()),
+        dispose_on_delete: facts.policy.dispose_on_delete,
+    };
+    snapshot_resources::mark(job, &new);
+    out.act(JobAction::CreateSnapshot(new));
 }

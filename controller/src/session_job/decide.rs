@@ -65,6 +65,8 @@ pub struct Observation {
     pub violations: Vec<String>,
     /// The operator settings from the job's effective configuration.
     pub policy: Policy,
+    /// The job's FlinkStateSnapshot resources, when its policy uses them.
+    pub snapshots: Vec<crate::lifecycle::snapshot_resources::JobSnapshot>,
     /// `kubernetes.operator.user.artifacts.disallow-restricted-hosts` (default true), from
     /// the operator configuration only: the job cannot lift the check itself.
     pub restricted_artifact_hosts: bool,
@@ -126,6 +128,15 @@ impl From<JobAction> for Action {
     }
 }
 
+impl crate::lifecycle::machine::AsJobAction for Action {
+    fn job_action(&self) -> Option<&JobAction> {
+        match self {
+            Action::Job(action) => Some(action),
+            _ => None,
+        }
+    }
+}
+
 /// What to do about a FlinkSessionJob (see [`crate::lifecycle::Plan`]).
 pub type Plan = crate::lifecycle::Plan<FlinkSessionJobStatus, Action>;
 
@@ -140,6 +151,7 @@ impl Observation {
             fresh_trigger_id: &self.fresh_trigger_id,
             generation,
             now_ms: self.now_ms,
+            snapshots: &self.snapshots,
         }
     }
 }
@@ -1127,6 +1139,7 @@ mod tests {
             fresh_trigger_id: "trigger".into(),
             fresh_job_id: "new-job".into(),
             now_ms: NOW,
+            policy: Policy::status_only(),
             ..Default::default()
         }
     }
@@ -1737,7 +1750,7 @@ mod tests {
         ] {
             let policy = Policy {
                 savepoint_max_age_ms: max_age_min.map(|m| m * MIN),
-                ..Policy::default()
+                ..Policy::status_only()
             };
             let sj = resource(changed("savepoint", None), Some(before.clone()), true, false, 2);
             let plan = decide(&sj, &with_policy(ready(found(state)), policy.clone()));
@@ -2225,7 +2238,7 @@ mod tests {
     fn max_age(minutes: i64) -> Policy {
         Policy {
             restore_max_state_age_ms: Some(minutes * MIN),
-            ..Policy::default()
+            ..Policy::status_only()
         }
     }
 
@@ -2508,7 +2521,7 @@ mod tests {
                 },
                 Policy {
                     take_savepoint: false,
-                    ..Policy::default()
+                    ..Policy::status_only()
                 },
             ),
         );
@@ -2871,7 +2884,7 @@ mod tests {
                 ready(job),
                 Policy {
                     periodic_savepoint_ms: Some(10 * MIN),
-                    ..Policy::default()
+                    ..Policy::status_only()
                 },
             )
         };
@@ -2960,7 +2973,7 @@ mod tests {
             let policy = Policy {
                 history_max_count: 1,
                 history_cleanup: cleanup,
-                ..Policy::default()
+                ..Policy::status_only()
             };
             let plan = decide(&sj, &with_policy(ready(found("RUNNING")), policy));
             let kept = job(&plan.status)
@@ -2995,7 +3008,7 @@ mod tests {
                 ready(found("RESTARTING")),
                 Policy {
                     history_max_count: 1,
-                    ..Policy::default()
+                    ..Policy::status_only()
                 },
             ),
         );

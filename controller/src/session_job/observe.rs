@@ -19,6 +19,7 @@ use crate::{
     context::Context,
     flink::{JobId, TriggerId},
     lifecycle::poll,
+    lifecycle::snapshot_resources,
     policy::Policy,
 };
 
@@ -44,9 +45,20 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         .into_iter()
         .map(|v| v.to_string())
         .collect();
+    let policy =
+        Policy::from_config(&config).with_snapshot_loop(crate::snapshot::enabled(&ctx.operator_config));
+    let snapshots = snapshot_resources::of_job(
+        caches,
+        &policy,
+        flink_operator_api::JobKind::FlinkSessionJob,
+        &namespace,
+        &sj.name_any(),
+        sj.metadata.creation_timestamp.as_ref(),
+    );
     let mut observation = Observation {
         violations,
-        policy: Policy::from_config(&config),
+        policy,
+        snapshots,
         restricted_artifact_hosts: ArtifactPolicy::new(&validation, &namespace).disallow_restricted_hosts,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),

@@ -51,7 +51,8 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         ha_checkpoint: None,
         latest_checkpoint: None,
         unanswered_before: false,
-        policy: Policy::default(),
+        policy: Policy::status_only(),
+        snapshots: vec![],
         session_jobs: vec![],
         fresh_trigger_id: "trigger".into(),
         fresh_job_id: "fresh".into(),
@@ -1003,7 +1004,7 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
             },
             Policy {
                 restore_max_state_age_ms: Some(10 * MIN),
-                ..Policy::default()
+                ..Policy::status_only()
             },
         ),
     );
@@ -1025,7 +1026,7 @@ fn upgrades_without_a_savepoint_restore_the_newest_state_only_if_young_enough() 
     let opted_out = Policy {
         take_savepoint: false,
         restore_max_state_age_ms: Some(5 * MIN),
-        ..Policy::default()
+        ..Policy::status_only()
     };
     // Young enough: cancelled first (nothing recorded yet), restored once CANCELED.
     let plan = decide(
@@ -1089,7 +1090,7 @@ fn a_stopped_job_is_upgraded_from_a_recent_savepoint_or_refused() {
     let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
     let max_age = Policy {
         savepoint_max_age_ms: Some(5 * MIN),
-        ..Policy::default()
+        ..Policy::status_only()
     };
     let cases = [
         ("recent savepoint, FAILED", "FAILED", MIN, true),
@@ -1166,7 +1167,7 @@ fn failed_jobs_are_restarted_when_enabled_and_the_state_is_young_enough() {
     let restart = |max_age: Option<i64>| Policy {
         restart_failed: true,
         restore_max_state_age_ms: max_age,
-        ..Policy::default()
+        ..Policy::status_only()
     };
     let failed = || observed(&spec, "FAILED");
     let failed_obs = |age| Observation {
@@ -1334,7 +1335,7 @@ fn periodic_savepoints_start_an_interval_after_the_job_and_join_the_history() {
     let spec = spec_with("savepoint", &[]);
     let hourly = Policy {
         periodic_savepoint_ms: Some(60 * MIN),
-        ..Policy::default()
+        ..Policy::status_only()
     };
     let running_since = |started: i64| {
         with_policy(
@@ -1434,7 +1435,7 @@ fn the_savepoint_history_is_cleaned_up_by_count_and_age_keeping_the_newest() {
                 Policy {
                     history_max_count: count,
                     history_max_age_ms: age,
-                    ..Policy::default()
+                    ..Policy::status_only()
                 },
             ),
         );
@@ -1460,7 +1461,7 @@ fn deletion_with_a_savepoint_records_it_before_the_cluster_goes() {
     let spec = spec_with("savepoint", &[]);
     let on_deletion = Policy {
         savepoint_on_deletion_set: Some(true),
-        ..Policy::default()
+        ..Policy::status_only()
     };
     let deleting = |status| fd(spec.clone(), Some(status), true, true);
     let plan = decide(
@@ -1595,7 +1596,7 @@ fn a_session_cluster_is_kept_while_session_jobs_use_it() {
             with_jobs.clone(),
             Policy {
                 block_on_session_jobs: false,
-                ..Policy::default()
+                ..Policy::status_only()
             },
         ),
     );
@@ -1657,7 +1658,7 @@ fn deletion_takes_a_savepoint_by_default_only_in_savepoint_mode() {
                 obs(ready_jm(), job_found("RUNNING", NOW - MIN)),
                 Policy {
                     savepoint_on_deletion_set: set,
-                    ..Policy::default()
+                    ..Policy::status_only()
                 },
             ),
         );
@@ -1693,7 +1694,7 @@ fn a_manual_checkpoint_does_not_lend_its_time_to_the_checkpoint_a_job_started_fr
             },
             Policy {
                 restart_failed: true,
-                ..Policy::default()
+                ..Policy::status_only()
             },
         ),
     );
@@ -1714,7 +1715,7 @@ fn rollback_policy() -> Policy {
     Policy {
         rollback_enabled: true,
         readiness_timeout_ms: 5 * MIN,
-        ..Policy::default()
+        ..Policy::status_only()
     }
 }
 
@@ -1804,7 +1805,7 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
             status.clone(),
             new.clone(),
             later(obs(crashing_jm(), None), 6 * MIN),
-            Policy::default(),
+            Policy::status_only(),
             false,
         ),
         (
@@ -2113,7 +2114,7 @@ fn a_job_that_never_ran_rolls_back_to_the_state_it_was_to_start_from() {
 fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported() {
     let ha = Policy {
         high_availability: true,
-        ..Policy::default()
+        ..Policy::status_only()
     };
     let missing = |spec: &serde_json::Value,
                    status: FlinkDeploymentStatus,
@@ -2149,7 +2150,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
             Some(true),
             true,
         ),
-        ("stateless", &stateless, Policy::default(), None, false),
+        ("stateless", &stateless, Policy::status_only(), None, false),
     ] {
         let plan = missing(spec, observed(spec, "RUNNING"), policy, ha_checkpoint);
         assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha }], "{case}");
@@ -2193,7 +2194,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
         &obs(ready_jm(), None),
     )
     .status;
-    let plan = missing(&session, running_session, Policy::default(), None);
+    let plan = missing(&session, running_session, Policy::status_only(), None);
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
     // Not recovered: (case, spec, status, policy, HA checkpoint, reported)
     for (case, spec, status, policy, ha_checkpoint, reported) in [
@@ -2209,7 +2210,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
             "no high availability",
             &savepoint,
             observed(&savepoint, "RUNNING"),
-            Policy::default(),
+            Policy::status_only(),
             None,
             true,
         ),
@@ -2219,7 +2220,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
             observed(&stateless, "RUNNING"),
             Policy {
                 jm_recovery: false,
-                ..Policy::default()
+                ..Policy::status_only()
             },
             None,
             false,
@@ -2228,7 +2229,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
             "the job had finished",
             &stateless,
             observed(&stateless, "FINISHED"),
-            Policy::default(),
+            Policy::status_only(),
             None,
             false,
         ),
@@ -2236,7 +2237,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
             "not seen since it was deployed",
             &stateless,
             deployed(),
-            Policy::default(),
+            Policy::status_only(),
             None,
             false,
         ),
