@@ -149,6 +149,15 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
     .await;
 }
 
+/// Sends `signal` (as `kill` names it) to `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
 /// Prints the operator's log if the test fails.
 pub struct OperatorLogOnFailure;
 
@@ -269,17 +278,37 @@ pub fn counts_written_after(dir: &std::path::Path, after: std::time::SystemTime)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_savepoint_upgrade_restores_the_jobs_state() {
-    savepoint_upgrade(false).await;
+    savepoint_upgrade(Crash::Never).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_killed_during_a_savepoint_upgrade_finishes_it_from_the_recorded_savepoint() {
-    savepoint_upgrade(true).await;
+    savepoint_upgrade(Crash::OnceTheTriggerIsRecorded).await;
 }
 
-/// A savepoint upgrade of the counting job; with `crash`, the operator is killed as soon as
-/// it has recorded the stop's trigger id, and started again.
-async fn savepoint_upgrade(crash: bool) {
+/// The crash the design of snapshot resources worried about: Flink completed the
+/// stop-with-savepoint, and the operator died before it recorded the savepoint or created
+/// its snapshot resource.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_killed_after_flink_completed_the_stop_records_and_restores_that_savepoint_once() {
+    savepoint_upgrade(Crash::OnceFlinkCompletedTheStop).await;
+}
+
+/// When the operator is killed during a savepoint upgrade.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Crash {
+    Never,
+    /// As soon as it has recorded the stop's trigger id.
+    OnceTheTriggerIsRecorded,
+    /// Frozen as soon as it has recorded the stop's trigger id, killed once Flink completed
+    /// the stop under that trigger id: it never saw the completion.
+    OnceFlinkCompletedTheStop,
+}
+
+/// A savepoint upgrade of the counting job, with the operator killed as `crash` says.
+/// Whatever the crash, the upgrade ends with one savepoint taken, recorded as one UPGRADE
+/// FlinkStateSnapshot, and the new job restored from it.
+async fn savepoint_upgrade(crash: Crash) {
     let client = harness::client().await;
     cluster_harness::operator(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
@@ -296,6 +325,12 @@ async fn savepoint_upgrade(crash: bool) {
     };
     let first = running(None).await;
     let first_job = first.status.unwrap().job_status.unwrap().job_id;
+    let endpoints = flink_operator_controller::flink::RestEndpoints::new(
+        client.clone(),
+        flink_operator_controller::flink::RestEndpointMode::EndpointSlice,
+    );
+    let url = endpoints.base_url(&ns.name, "counter-rest", 8081).await.unwrap();
+    let rest = flink_operator_controller::flink::FlinkRestClient::new(&url, Default::default()).unwrap();
 
     // Enough state that a job started from nothing could not be mistaken for a restored one.
     let before = counted_to(&counts, 50).await;
@@ -307,19 +342,73 @@ async fn savepoint_upgrade(crash: bool) {
     )
     .await
     .unwrap();
-    if crash {
-        wait_for(
-            "the stop's trigger id recorded",
-            Duration::from_secs(60),
-            || async {
-                let fd = api.get("counter").await.ok()?;
-                fd.status?.job_status?.savepoint_info?.trigger_id.map(|_| ())
-            },
-        )
-        .await;
-        let operator = cluster_harness::operator(&client).await;
-        operator.crash_and_restart();
-        eprintln!("operator killed with the stop triggered, and started again");
+    let recorded_trigger = || async {
+        let fd = api.get("counter").await.ok()?;
+        fd.status?.job_status?.savepoint_info?.trigger_id
+    };
+    match crash {
+        Crash::Never => {}
+        Crash::OnceTheTriggerIsRecorded => {
+            wait_for(
+                "the stop's trigger id recorded",
+                Duration::from_secs(60),
+                recorded_trigger,
+            )
+            .await;
+            let operator = cluster_harness::operator(&client).await;
+            operator.crash_and_restart();
+            eprintln!("operator killed with the stop triggered, and started again");
+        }
+        Crash::OnceFlinkCompletedTheStop => {
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            let trigger = loop {
+                if let Some(trigger) = recorded_trigger().await {
+                    break trigger;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no stop trigger id recorded in 60 s"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            };
+            let operator = cluster_harness::operator(&client).await;
+            signal(operator.pid(), "-STOP");
+            let job = flink_operator_controller::flink::JobId::from(first_job.as_deref().unwrap());
+            let trigger = flink_operator_controller::flink::TriggerId::from(trigger.as_str());
+            // The operator sends the stop right after it records the trigger id; if it was
+            // frozen in between, the stop is sent as it would have sent it (Flink answers a
+            // repeated trigger id with the operation it already runs).
+            let _ = rest
+                .stop_with_savepoint_as(
+                    &job,
+                    &trigger,
+                    None,
+                    false,
+                    flink_operator_controller::flink::SavepointFormat::Canonical,
+                )
+                .await;
+            let path = wait_for("Flink completing the stop", Duration::from_secs(60), || async {
+                match rest.savepoint_status(&job, &trigger).await {
+                    Ok(flink_operator_controller::flink::OperationStatus::Completed(path)) => Some(path),
+                    _ => None,
+                }
+            })
+            .await;
+            let stored = api.get("counter").await.unwrap();
+            assert_ne!(
+                stored
+                    .status
+                    .unwrap()
+                    .job_status
+                    .unwrap()
+                    .upgrade_savepoint_path
+                    .as_deref(),
+                Some(path.as_str()),
+                "the frozen operator recorded {path} already: the crash window was missed"
+            );
+            operator.crash_and_restart();
+            eprintln!("operator killed after Flink completed the stop ({path}), and started again");
+        }
     }
     let upgraded = running(first_job).await;
     let restarted_at = std::time::SystemTime::now();
@@ -332,6 +421,50 @@ async fn savepoint_upgrade(crash: bool) {
         .clone()
         .unwrap();
     assert!(savepoint.contains("/opt/flink/state/savepoints/"), "{savepoint}");
+    // One savepoint was taken, whatever the crash...
+    let taken: Vec<String> = std::fs::read_dir(state.join("savepoints"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(taken.len(), 1, "{crash:?}: savepoints on disk: {taken:?}");
+    assert!(savepoint.ends_with(&taken[0]), "{savepoint} is not {taken:?}");
+    // ...and it is recorded as one UPGRADE FlinkStateSnapshot.
+    let snapshots: Api<flink_operator_api::FlinkStateSnapshot> = Api::namespaced(client.clone(), &ns.name);
+    let upgrade = wait_for(
+        "the UPGRADE snapshot COMPLETED",
+        Duration::from_secs(30),
+        || async {
+            let list = snapshots.list(&ListParams::default()).await.ok()?.items;
+            let done = list.iter().all(|s| {
+                s.status.as_ref().and_then(|s| s.state)
+                    == Some(flink_operator_api::FlinkStateSnapshotState::Completed)
+            });
+            (!list.is_empty() && done).then_some(list)
+        },
+    )
+    .await;
+    assert_eq!(upgrade.len(), 1, "{crash:?}: {upgrade:?}");
+    let upgrade = &upgrade[0];
+    assert!(
+        upgrade
+            .metadata
+            .name
+            .as_deref()
+            .unwrap()
+            .starts_with("counter-savepoint-upgrade-"),
+        "{upgrade:?}"
+    );
+    assert_eq!(
+        upgrade.metadata.labels.as_ref().unwrap()["snapshot.trigger-type"],
+        "UPGRADE"
+    );
+    let recorded_savepoint = upgrade.spec.savepoint.as_ref().unwrap();
+    assert_eq!(recorded_savepoint.already_exists, Some(true));
+    assert_eq!(
+        upgrade.status.as_ref().unwrap().path.as_deref(),
+        Some(savepoint.as_str())
+    );
     let recorded: flink_operator_api::FlinkDeploymentSpec = status
         .reconciliation_status
         .as_ref()
@@ -342,10 +475,6 @@ async fn savepoint_upgrade(crash: bool) {
     assert_eq!(recorded.job.unwrap().parallelism, Some(1));
 
     // The new job restored the savepoint the operator recorded...
-    let endpoints = flink_operator_controller::flink::RestEndpoints::new(
-        client.clone(),
-        flink_operator_controller::flink::RestEndpointMode::EndpointSlice,
-    );
     let url = endpoints.base_url(&ns.name, "counter-rest", 8081).await.unwrap();
     let rest = flink_operator_controller::flink::FlinkRestClient::new(&url, Default::default()).unwrap();
     let job_id = flink_operator_controller::flink::JobId::from(
