@@ -21,7 +21,6 @@ mod kubectl;
 mod kubectl_tool;
 mod lifecycle;
 mod objects;
-mod own_snapshots;
 mod reconcile;
 mod runtime;
 mod scale;

@@ -1,7 +1,8 @@
 //! The operator runs FlinkSessionJobs in a session FlinkDeployment it deployed itself: jars
 //! from an `http://` server and from a `file://` URI, a savepoint upgrade after which the
-//! job's counts go on from where they were, periodic savepoints whose history is disposed
-//! of on disk, and deletion that stops the job.
+//! job's counts go on from where they were (recorded as an UPGRADE FlinkStateSnapshot),
+//! periodic and manual savepoints as FlinkStateSnapshots whose history is disposed of on disk,
+//! and deletion that stops the job.
 
 use std::{
     io::{Read, Write},
@@ -13,12 +14,14 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob, FlinkSessionJobSpec};
+use flink_operator_api::{
+    FlinkDeployment, FlinkSessionJob, FlinkSessionJobSpec, FlinkStateSnapshot, FlinkStateSnapshotState,
+};
 use flink_operator_controller::flink::{FlinkRestClient, JobId};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
-    Api, Client,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    Api, Client, ResourceExt,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 
@@ -330,10 +333,11 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
     .await;
 }
 
-/// With periodic savepoints every 2 s and a history of 2, the running job `counter` keeps
-/// taking savepoints; those that leave the history are disposed of through the session
-/// cluster (their directories go), while the one the job started from (`started_from`) and
-/// the newest stay in status and on disk.
+/// With periodic savepoints every 2 s, a history of 2 and `dispose-on-delete`, the running
+/// job `counter` keeps taking savepoints, each a PERIODIC FlinkStateSnapshot; those beyond the
+/// history are deleted and their files disposed of through the session cluster, while the
+/// UPGRADE one the job started from (`started_from`), the newest, and a MANUAL one asked for by
+/// a nonce stay, as resources and on disk.
 async fn periodic_savepoints_leave_the_history_and_the_disk(
     jobs: &Api<FlinkSessionJob>,
     state: &std::path::Path,
@@ -348,10 +352,32 @@ async fn periodic_savepoints_leave_the_history_and_the_disk(
                 .unwrap_or_else(|| panic!("{path}")),
         )
     };
+    let snapshots: Api<FlinkStateSnapshot> =
+        Api::namespaced(jobs.clone().into_client(), LOCAL_JARS_NAMESPACE);
+    let of_counter = || async {
+        snapshots
+            .list(&ListParams::default().labels("job-reference.name=counter"))
+            .await
+            .unwrap()
+            .items
+    };
+    let trigger_type = |s: &FlinkStateSnapshot| {
+        s.labels()
+            .get("snapshot.trigger-type")
+            .cloned()
+            .unwrap_or_default()
+    };
+    let completed = |s: &FlinkStateSnapshot| {
+        s.status
+            .as_ref()
+            .filter(|st| st.state == Some(FlinkStateSnapshotState::Completed))
+            .and_then(|st| st.path.clone())
+    };
     let operator_keys = |interval: Option<&str>| {
         json!({"spec": {"flinkConfiguration": {
             "kubernetes.operator.periodic.savepoint.interval": interval,
-            "kubernetes.operator.savepoint.history.max.count": interval.map(|_| "2"),
+            "kubernetes.operator.savepoint.history.max.count": "2",
+            "kubernetes.operator.savepoint.dispose-on-delete": "true",
         }}})
     };
     jobs.patch(
@@ -361,37 +387,43 @@ async fn periodic_savepoints_leave_the_history_and_the_disk(
     )
     .await
     .unwrap();
-    let seen = std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let history = |sj: &FlinkSessionJob| -> Vec<String> {
-        sj.status
-            .as_ref()
-            .and_then(|s| s.job_status.as_ref())
-            .and_then(|j| j.savepoint_info.as_ref())
-            .and_then(|i| i.savepoint_history.as_ref())
-            .map(|h| h.iter().filter_map(|s| s.location.clone()).collect())
-            .unwrap_or_default()
-    };
-    wait_for(
-        "three periodic savepoints of the session job",
-        Duration::from_secs(120),
-        || async {
-            let sj = jobs.get("counter").await.ok()?;
-            let last = sj
-                .status
-                .as_ref()?
-                .job_status
-                .as_ref()?
-                .savepoint_info
-                .as_ref()?
-                .last_savepoint
-                .clone()?;
-            if last.trigger_type.map(|t| t.as_str()) == Some("PERIODIC") {
-                seen.lock().unwrap().insert(last.location.clone()?);
-            }
-            (seen.lock().unwrap().len() >= 3).then_some(())
-        },
+    jobs.patch(
+        "counter",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"job": {"savepointTriggerNonce": 1}}})),
     )
-    .await;
+    .await
+    .unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let manual = loop {
+        let all = of_counter().await;
+        for s in all.iter().filter(|s| trigger_type(s) == "PERIODIC") {
+            assert!(
+                s.name_any().starts_with("counter-savepoint-periodic-"),
+                "{}",
+                s.name_any()
+            );
+            if let Some(path) = completed(s) {
+                seen.insert(s.name_any(), path);
+            }
+        }
+        let manual = all
+            .iter()
+            .find(|s| trigger_type(s) == "MANUAL")
+            .and_then(|s| completed(s).map(|path| (s.name_any(), path)));
+        if seen.len() >= 3
+            && let Some(manual) = manual
+        {
+            break manual;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "three periodic and one manual savepoint resources COMPLETED within 120 s: {seen:?}, {all:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(manual.0.starts_with("counter-savepoint-manual-"), "{manual:?}");
     // Off again: the history settles, and every savepoint that left it is disposed of.
     jobs.patch(
         "counter",
@@ -400,28 +432,39 @@ async fn periodic_savepoints_leave_the_history_and_the_disk(
     )
     .await
     .unwrap();
-    let seen = seen.into_inner().unwrap();
     let kept = wait_for(
-        "the savepoints beyond the history disposed of",
+        "the savepoints beyond the history deleted and disposed of",
         Duration::from_secs(60),
         || async {
-            let sj = jobs.get("counter").await.ok()?;
-            let kept = history(&sj);
-            let left: Vec<&String> = seen.iter().filter(|p| !kept.contains(p)).collect();
-            let settled = kept.len() <= 2 && left.len() >= 2;
-            (settled && left.iter().all(|p| !on_disk(p).exists())).then_some(kept)
+            let all = of_counter().await;
+            let names: Vec<String> = all.iter().map(|s| s.name_any()).collect();
+            let left: Vec<&String> = seen.keys().filter(|n| !names.contains(n)).collect();
+            let history = all
+                .iter()
+                .filter(|s| matches!(trigger_type(s).as_str(), "PERIODIC" | "UPGRADE"))
+                .count();
+            let disposed = left.iter().all(|n| !on_disk(&seen[*n]).exists());
+            (history <= 3 && left.len() >= 2 && disposed).then_some(all)
         },
     )
     .await;
+    let kept_paths: Vec<String> = kept.iter().filter_map(completed).collect();
     assert!(
-        kept.iter().any(|p| p == started_from),
-        "{kept:?} lost {started_from}"
+        kept_paths.iter().any(|p| p == started_from),
+        "{kept_paths:?} lost {started_from}"
     );
-    for path in &kept {
-        assert!(on_disk(path).exists(), "{path} is in the history but not on disk");
+    assert!(
+        kept_paths.contains(&manual.1),
+        "the manual savepoint was trimmed: {kept_paths:?}"
+    );
+    for path in &kept_paths {
+        assert!(
+            on_disk(path).exists(),
+            "{path} is a snapshot resource but not on disk"
+        );
     }
     eprintln!(
-        "periodic savepoints taken: {}; in the history: {kept:?}",
+        "periodic savepoint resources taken: {}; kept: {kept_paths:?}",
         seen.len()
     );
 }

@@ -8,9 +8,9 @@
 //! `kubernetes.operator.snapshot.resource.enabled` is `false` ([`enabled`]); besides it,
 //! [`census`] keeps the count of snapshots by type and state.
 //!
-//! Not done yet: the FlinkDeployment and FlinkSessionJob loops record their own savepoints
-//! (upgrade, periodic, manual by nonce) in their status only, not as FlinkStateSnapshots,
-//! and restores do not read snapshot resources.
+//! The FlinkDeployment and FlinkSessionJob loops create FlinkStateSnapshots of their own
+//! (see [`crate::lifecycle::snapshot_resources`]): this loop takes the manual and periodic
+//! ones, and completes the upgrade ones (`alreadyExists`) at once.
 
 pub mod act;
 pub mod decide;
