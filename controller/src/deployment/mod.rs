@@ -128,5 +128,11 @@ impl Reconciler for Deployments {
                 let cluster = pod.labels().get(keys::labels::APP).cloned();
                 cluster.map(|name| ObjectRef::new(&name).within(&pod.namespace().unwrap_or_default()))
             })
+            .watches_shared_stream(caches.snapshots.changes(namespace), |snapshot| {
+                crate::lifecycle::snapshot_resources::settled_job(
+                    &snapshot,
+                    flink_operator_api::JobKind::FlinkDeployment,
+                )
+            })
     }
 }

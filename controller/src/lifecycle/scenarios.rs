@@ -1126,7 +1126,11 @@ fn with_snapshot_resources_an_upgrade_savepoint_becomes_an_upgrade_resource_befo
             existing_path: Some("file:/sp/upgrade".into()),
             dispose_on_delete: false,
         };
-        assert_eq!(created(&outcome), std::slice::from_ref(&expected), "{kind}: {outcome:?}");
+        assert_eq!(
+            created(&outcome),
+            std::slice::from_ref(&expected),
+            "{kind}: {outcome:?}"
+        );
         assert!(outcome.recorded_first, "{kind}");
         assert_eq!(
             snapshot_resources::unrecorded(&outcome.job_status, false),

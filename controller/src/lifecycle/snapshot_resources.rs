@@ -306,6 +306,28 @@ pub fn of_job(
         .collect()
 }
 
+/// The job resource of kind `kind` that a settled snapshot (COMPLETED, FAILED, ABANDONED)
+/// refers to: its loop is woken, so that a change that waited for the snapshot goes on at
+/// once rather than at its next look.
+pub fn settled_job<K>(
+    snapshot: &FlinkStateSnapshot,
+    kind: JobKind,
+) -> Option<kube::runtime::reflector::ObjectRef<K>>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    let settled = matches!(
+        snapshot.status.as_ref().and_then(|s| s.state),
+        Some(SnapshotState::Completed | SnapshotState::Failed | SnapshotState::Abandoned)
+    );
+    let reference = snapshot.spec.job_reference.as_ref()?;
+    let name = reference
+        .name
+        .as_deref()
+        .filter(|_| settled && reference.kind == Some(kind))?;
+    Some(kube::runtime::reflector::ObjectRef::new(name).within(&snapshot.namespace().unwrap_or_default()))
+}
+
 fn job_snapshot(snapshot: &FlinkStateSnapshot) -> Option<JobSnapshot> {
     let kind = match snapshot.spec.snapshot_type()? {
         SnapshotType::Savepoint => Snapshot::Savepoint,

@@ -146,17 +146,24 @@ impl Reconciler for SessionJobs {
         namespace: Option<&str>,
     ) -> Controller<FlinkSessionJob> {
         let jobs = caches.session_jobs.clone();
-        controller.watches_shared_stream(
-            caches.deployments.changes(namespace),
-            move |fd: std::sync::Arc<FlinkDeployment>| {
-                let name = fd.name_any();
-                jobs.list(&fd.namespace().unwrap_or_default(), |sj| {
-                    sj.spec.deployment_name.as_deref() == Some(&name)
-                })
-                .into_iter()
-                .map(|sj| ObjectRef::from_obj(&*sj))
-                .collect::<Vec<_>>()
-            },
-        )
+        controller
+            .watches_shared_stream(
+                caches.deployments.changes(namespace),
+                move |fd: std::sync::Arc<FlinkDeployment>| {
+                    let name = fd.name_any();
+                    jobs.list(&fd.namespace().unwrap_or_default(), |sj| {
+                        sj.spec.deployment_name.as_deref() == Some(&name)
+                    })
+                    .into_iter()
+                    .map(|sj| ObjectRef::from_obj(&*sj))
+                    .collect::<Vec<_>>()
+                },
+            )
+            .watches_shared_stream(caches.snapshots.changes(namespace), |snapshot| {
+                crate::lifecycle::snapshot_resources::settled_job(
+                    &snapshot,
+                    flink_operator_api::JobKind::FlinkSessionJob,
+                )
+            })
     }
 }
