@@ -147,24 +147,7 @@ pub fn unrecorded(job: &JobStatus, dispose_on_delete: bool) -> Vec<NewSnapshot> 
 
 /// Writes into `job` that `new` is to be created (the name's parts), before it is.
 pub fn mark(job: &mut JobStatus, new: &NewSnapshot) {
-    let (trigger_id, trigger_type, at) = match new.kind {
-        Snapshot::Savepoint => {
-            let info = job.savepoint_info.get_or_insert_with(Default::default);
-            (
-                &mut info.trigger_id,
-                &mut info.trigger_type,
-                &mut info.trigger_timestamp,
-            )
-        }
-        Snapshot::Checkpoint => {
-            let info = job.checkpoint_info.get_or_insert_with(Default::default);
-            (
-                &mut info.trigger_id,
-                &mut info.trigger_type,
-                &mut info.trigger_timestamp,
-            )
-        }
-    };
+    let (trigger_id, trigger_type, at) = super::snapshots::trigger_fields(job, new.kind);
     *trigger_id = None;
     *trigger_type = Some(new.trigger_type);
     *at = Some(new.at_ms);

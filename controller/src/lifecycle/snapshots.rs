@@ -44,23 +44,44 @@ fn pending(job: &JobStatus, kind: Snapshot) -> Option<(String, SnapshotTriggerTy
     }
 }
 
-/// Forgets the trigger of a settled snapshot of `kind`.
-pub fn clear_trigger(job: &mut JobStatus, kind: Snapshot) {
+/// The trigger id, type and time of the snapshot of `kind` in `job`.
+pub fn trigger_fields(
+    job: &mut JobStatus,
+    kind: Snapshot,
+) -> (
+    &mut Option<String>,
+    &mut Option<SnapshotTriggerType>,
+    &mut Option<i64>,
+) {
     match kind {
         Snapshot::Savepoint => {
-            if let Some(info) = job.savepoint_info.as_mut() {
-                info.trigger_id = None;
-                info.trigger_type = None;
-                info.trigger_timestamp = None;
-            }
+            let info = job.savepoint_info.get_or_insert_with(Default::default);
+            (
+                &mut info.trigger_id,
+                &mut info.trigger_type,
+                &mut info.trigger_timestamp,
+            )
         }
         Snapshot::Checkpoint => {
-            if let Some(info) = job.checkpoint_info.as_mut() {
-                info.trigger_id = None;
-                info.trigger_type = None;
-                info.trigger_timestamp = None;
-            }
+            let info = job.checkpoint_info.get_or_insert_with(Default::default);
+            (
+                &mut info.trigger_id,
+                &mut info.trigger_type,
+                &mut info.trigger_timestamp,
+            )
         }
+    }
+}
+
+/// Forgets the trigger of a settled snapshot of `kind`.
+pub fn clear_trigger(job: &mut JobStatus, kind: Snapshot) {
+    let present = match kind {
+        Snapshot::Savepoint => job.savepoint_info.is_some(),
+        Snapshot::Checkpoint => job.checkpoint_info.is_some(),
+    };
+    if present {
+        let (id, trigger_type, at) = trigger_fields(job, kind);
+        (*id, *trigger_type, *at) = (None, None, None);
     }
 }
 
@@ -249,24 +270,7 @@ pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
         out.act(JobAction::CreateSnapshot(new));
         return;
     }
-    let (id, kind_of, at) = match kind {
-        Snapshot::Savepoint => {
-            let info = job.savepoint_info.get_or_insert_with(Default::default);
-            (
-                &mut info.trigger_id,
-                &mut info.trigger_type,
-                &mut info.trigger_timestamp,
-            )
-        }
-        Snapshot::Checkpoint => {
-            let info = job.checkpoint_info.get_or_insert_with(Default::default);
-            (
-                &mut info.trigger_id,
-                &mut info.trigger_type,
-                &mut info.trigger_timestamp,
-            )
-        }
-    };
+    let (id, kind_of, at) = trigger_fields(job, kind);
     *id = Some(trigger_id.clone());
     *kind_of = Some(trigger_type);
     *at = Some(facts.now_ms);
