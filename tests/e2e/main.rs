@@ -25,6 +25,7 @@ mod reconcile;
 mod runtime;
 mod scale;
 mod session_job;
+mod snapshots;
 mod standalone;
 mod steady_state;
 mod versions;

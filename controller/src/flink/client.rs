@@ -328,23 +328,11 @@ impl FlinkRestClient {
     }
 
     /// `POST /savepoint-disposal`: deletes a savepoint's files through Flink (which knows
-    /// how to remove every state backend's format).
+    /// how to remove every state backend's format). Flink runs the disposal under a trigger
+    /// id of its own choosing (the request takes none, and a repeated request starts another
+    /// disposal): the one returned, to poll with [`disposal_status`](Self::disposal_status).
     pub async fn dispose_savepoint(&self, path: &str) -> Result<TriggerId, FlinkError> {
-        self.dispose_savepoint_as(path, &TriggerId::random()).await
-    }
-
-    /// [`dispose_savepoint`](Self::dispose_savepoint) under a trigger id the caller chose,
-    /// so that it can poll the disposal with [`disposal_status`](Self::disposal_status) on
-    /// a later look without having recorded anything.
-    pub async fn dispose_savepoint_as(
-        &self,
-        path: &str,
-        trigger_id: &TriggerId,
-    ) -> Result<TriggerId, FlinkError> {
-        let body = DisposalTrigger {
-            savepoint_path: path,
-            trigger_id,
-        };
+        let body = DisposalTrigger { savepoint_path: path };
         self.trigger("/savepoint-disposal", &body).await
     }
 
@@ -731,16 +719,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_disposal_is_sent_under_the_chosen_trigger_id_and_polled_by_it() {
+    async fn a_disposal_sends_the_path_alone_and_is_polled_under_the_trigger_id_flink_chose() {
         let bodies = Arc::new(std::sync::Mutex::new(Vec::<serde_json::Value>::new()));
         let seen = bodies.clone();
         let app = Router::new()
             .route(
                 "/savepoint-disposal",
                 axum::routing::post(move |axum::Json(body): axum::Json<serde_json::Value>| {
-                    let trigger = body["triggerId"].clone();
                     seen.lock().unwrap().push(body);
-                    async move { axum::Json(serde_json::json!({"request-id": trigger})) }
+                    // As Flink does: an id of its own, whatever the request holds.
+                    async move {
+                        axum::Json(serde_json::json!({"request-id": "00112233445566778899aabbccddeeff"}))
+                    }
                 }),
             )
             .route(
@@ -751,15 +741,11 @@ mod tests {
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         let client = FlinkRestClient::new(&url, fast(0)).unwrap();
-        let trigger = TriggerId::from("00112233445566778899aabbccddeeff");
-        let sent = client
-            .dispose_savepoint_as("file:/sp/savepoint-1", &trigger)
-            .await
-            .unwrap();
-        assert_eq!(sent, trigger);
+        let trigger = client.dispose_savepoint("file:/sp/savepoint-1").await.unwrap();
+        assert_eq!(trigger, TriggerId::from("00112233445566778899aabbccddeeff"));
         assert_eq!(
             bodies.lock().unwrap().as_slice(),
-            [serde_json::json!({"savepoint-path": "file:/sp/savepoint-1", "triggerId": trigger.as_str()})]
+            [serde_json::json!({"savepoint-path": "file:/sp/savepoint-1"})]
         );
         assert_eq!(
             client.disposal_status(&trigger).await.unwrap(),

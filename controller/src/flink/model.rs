@@ -359,13 +359,12 @@ pub(crate) struct CheckpointTrigger<'a> {
     pub trigger_id: &'a TriggerId,
 }
 
-/// Body of `POST /savepoint-disposal`.
+/// Body of `POST /savepoint-disposal`: the path alone (unlike the other triggers, a disposal
+/// takes no trigger id; Flink chooses one).
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct DisposalTrigger<'a> {
     #[serde(rename = "savepoint-path")]
     pub savepoint_path: &'a str,
-    #[serde(rename = "triggerId")]
-    pub trigger_id: &'a TriggerId,
 }
 
 /// How to run an uploaded jar (`POST /jars/:jarid/run`).

@@ -1,7 +1,7 @@
 //! Carrying out a plan. Every action may be repeated: a trigger runs under the trigger id
-//! recorded before it, a disposal under the snapshot's own disposal id (Flink answers a
-//! repeated one with the operation it started), a label patch sets values, and finalizer
-//! patches test before they remove.
+//! recorded before it (Flink answers a repeated one with the operation it started), a
+//! disposal records the id Flink runs it under as soon as it is started, a label patch sets
+//! values, and finalizer patches test before they remove.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +11,10 @@ use kube::{
     api::{Patch, PatchParams},
 };
 
-use super::decide::{Trigger, TriggerKind};
+use super::{
+    DISPOSAL_TRIGGER_ID,
+    decide::{Trigger, TriggerKind},
+};
 use crate::{
     context::Context,
     flink::{CheckpointKind, FlinkError, FlinkRestClient, JobId, TriggerId},
@@ -128,15 +131,33 @@ pub async fn trigger(rest: &FlinkRestClient, trigger: &Trigger) -> Result<(), Ac
     })
 }
 
-/// Starts disposing of the savepoint at `path` under `trigger_id`.
-pub async fn dispose(rest: &FlinkRestClient, path: &str, trigger_id: &str) -> Result<(), ActError> {
-    rest.dispose_savepoint_as(path, &TriggerId::from(trigger_id))
-        .await
-        .map(drop)
-        .map_err(|source| {
-            ActError::Job(JobActError::Dispose {
-                path: path.to_owned(),
-                source,
-            })
+/// Starts disposing of the savepoint at `path`, and records the trigger id Flink runs the
+/// disposal under (of its own choosing) in the annotation [`DISPOSAL_TRIGGER_ID`], for the
+/// next looks to poll; the object's new resourceVersion.
+pub async fn dispose(
+    ctx: &Context,
+    snapshot: &FlinkStateSnapshot,
+    rest: &FlinkRestClient,
+    path: &str,
+) -> Result<Option<String>, ActError> {
+    let trigger = rest.dispose_savepoint(path).await.map_err(|source| {
+        ActError::Job(JobActError::Dispose {
+            path: path.to_owned(),
+            source,
         })
+    })?;
+    let patch =
+        serde_json::json!({ "metadata": { "annotations": { DISPOSAL_TRIGGER_ID: trigger.as_str() } } });
+    let patched = api(ctx, snapshot)
+        .patch(
+            &snapshot.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .await
+        .map_err(|source| ActError::Api {
+            what: "recording the trigger id of the disposal",
+            source,
+        })?;
+    Ok(patched.metadata.resource_version)
 }

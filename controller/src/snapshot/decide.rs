@@ -108,15 +108,14 @@ pub struct Observation {
     pub operation: Option<SavepointPoll>,
     /// A completed checkpoint's path.
     pub checkpoint_path: Option<CheckpointPath>,
-    /// While a COMPLETED savepoint is disposed of: its disposal, under `disposal_trigger_id`.
+    /// While a COMPLETED savepoint is disposed of: its disposal, under the trigger id recorded
+    /// when it was started; `None` when none was started.
     pub disposal: Option<SavepointPoll>,
     /// The JobManager did not answer at the previous look either.
     pub unanswered_again: bool,
     pub policy: Policy,
     /// The id of the next trigger, if one is sent.
     pub fresh_trigger_id: String,
-    /// The id a disposal of this snapshot's savepoint runs under (see [`disposal_trigger_id`]).
-    pub disposal_trigger_id: String,
     pub now_ms: i64,
 }
 
@@ -128,10 +127,10 @@ pub enum Action {
     Labels(BTreeMap<String, String>),
     /// Triggers the snapshot through the job's cluster.
     Trigger(Trigger),
-    /// Disposes of the savepoint at `path` through the job's cluster.
+    /// Disposes of the savepoint at `path` through the job's cluster, and records the
+    /// disposal's trigger id.
     Dispose {
         path: String,
-        trigger_id: String,
     },
     /// Removes our finalizer: the deleted object goes.
     Release,
@@ -175,17 +174,6 @@ fn has_finalizer(snapshot: &FlinkStateSnapshot) -> bool {
         .finalizers()
         .iter()
         .any(|f| f == keys::finalizers::FLINK_STATE_SNAPSHOT)
-}
-
-/// The trigger id of a disposal of the savepoint of the object `uid`: the same on every look
-/// (a disposal is polled without having been recorded, and sent again under the same id),
-/// and in the form of Flink's ids (32 hex digits).
-pub fn disposal_trigger_id(uid: &str) -> String {
-    let digest = ring::digest::digest(
-        &ring::digest::SHA256,
-        format!("savepoint-disposal/{uid}").as_bytes(),
-    );
-    digest.as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An RFC 3339 timestamp (as Kubernetes writes them) of epoch milliseconds.
@@ -653,11 +641,9 @@ fn dispose(o: &Observation, d: &mut Decision, path: String) {
         );
     }
     match &o.disposal {
+        // Not started, or forgotten by a JobManager that restarted: started (again).
         None | Some(SavepointPoll::UnknownTrigger) => {
-            d.actions.push(Action::Dispose {
-                path,
-                trigger_id: o.disposal_trigger_id.clone(),
-            });
+            d.actions.push(Action::Dispose { path });
             d.requeue = Next::Progress;
         }
         Some(SavepointPoll::InProgress) => d.requeue = Next::Progress,

@@ -44,6 +44,10 @@ use crate::{
 
 const KIND: &str = flink_operator_api::keys::kinds::FLINK_STATE_SNAPSHOT;
 
+/// The annotation that holds the trigger id of the disposal of a deleted snapshot's
+/// savepoint, once started: Flink chooses it, so it is recorded to be polled on later looks.
+pub const DISPOSAL_TRIGGER_ID: &str = "flinkstatesnapshots.flink.apache.org/disposal-trigger-id";
+
 /// Whether the FlinkStateSnapshot loop runs: unless the operator configuration sets
 /// `kubernetes.operator.snapshot.resource.enabled` to `false`.
 pub fn enabled(operator_config: &BTreeMap<String, String>) -> bool {
@@ -119,9 +123,8 @@ impl Reconciler for Snapshots {
                 act::trigger(&rest()?, trigger).await?;
                 Acted::Done
             }
-            decide::Action::Dispose { path, trigger_id } => {
-                act::dispose(&rest()?, path, trigger_id).await?;
-                Acted::Done
+            decide::Action::Dispose { path } => {
+                Acted::Patched(act::dispose(ctx, snapshot, &rest()?, path).await?)
             }
         })
     }

@@ -50,7 +50,6 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
         violations,
         policy: Policy::from_config(&config),
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
-        disposal_trigger_id: decide::disposal_trigger_id(&uid),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
         ..Default::default()
     };
@@ -68,6 +67,11 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
         && status
             .and_then(|s| s.path.as_deref())
             .is_some_and(|p| !p.is_empty());
+    let disposal_trigger = snapshot
+        .annotations()
+        .get(super::DISPOSAL_TRIGGER_ID)
+        .filter(|id| !id.is_empty())
+        .map(|id| TriggerId::from(id.as_str()));
     let (job_id, ready) = match &observation.target {
         Target::Found(job) => (
             job.job_id.as_deref().map(JobId::from),
@@ -119,8 +123,8 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
         answered &= !matches!(operation, SavepointPoll::Unreachable(_));
         observation.operation = Some(operation);
     }
-    if dispose {
-        let trigger = TriggerId::from(observation.disposal_trigger_id.as_str());
+    // A disposal not started yet (no recorded trigger id) has nothing to poll.
+    if let Some(trigger) = disposal_trigger.filter(|_| dispose) {
         let disposal = poll::disposal_by_trigger(&rest, &trigger).await;
         answered &= !matches!(disposal, SavepointPoll::Unreachable(_));
         observation.disposal = Some(disposal);

@@ -7,8 +7,8 @@ use flink_operator_api::{
 use serde_json::{Value, json};
 
 use super::decide::{
-    Action, CheckpointPath, Job, Observation, Target, Trigger, TriggerKind, decide, disposal_trigger_id,
-    failed, labels, millis, retry_delay_ms, timestamp,
+    Action, CheckpointPath, Job, Observation, Target, Trigger, TriggerKind, decide, failed, labels, millis,
+    retry_delay_ms, timestamp,
 };
 use crate::{
     events::Reason,
@@ -21,7 +21,6 @@ const NOW: i64 = 1_800_000_000_000;
 const JOB: &str = "e3bc32a1e3bc32a1e3bc32a1e3bc32a1";
 const FRESH: &str = "0123456789abcdef0123456789abcdef";
 const RECORDED: &str = "fedcba9876543210fedcba9876543210";
-const DISPOSAL: &str = "00000000000000000000000000000d15";
 
 // === Fixtures ===
 
@@ -105,7 +104,6 @@ fn observation(target: Target) -> Observation {
     Observation {
         target,
         fresh_trigger_id: FRESH.into(),
-        disposal_trigger_id: DISPOSAL.into(),
         now_ms: NOW,
         ..Default::default()
     }
@@ -812,7 +810,6 @@ fn deletion_disposes_of_completed_savepoints_and_never_hangs() {
     };
     let dispose = Action::Dispose {
         path: "file:/sp/savepoint-1".into(),
-        trigger_id: DISPOSAL.into(),
     };
     let cases: Vec<(&str, FlinkStateSnapshot, Observation, Expect)> = vec![
         (
@@ -865,6 +862,12 @@ fn deletion_disposes_of_completed_savepoints_and_never_hangs() {
         ),
         (
             "a completed savepoint's disposal is started",
+            done(),
+            observation(running()),
+            expect(State::Completed, vec![dispose.clone()], vec![], Next::Progress),
+        ),
+        (
+            "a disposal the JobManager forgot (it restarted) is started again",
             done(),
             disposal(SavepointPoll::UnknownTrigger),
             expect(State::Completed, vec![dispose.clone()], vec![], Next::Progress),
@@ -1017,18 +1020,6 @@ fn deletion_disposes_of_completed_savepoints_and_never_hangs() {
         &polled(SavepointPoll::Completed("file:/sp/savepoint-2".into())),
     );
     assert_eq!(settled.status.path.as_deref(), Some("file:/sp/savepoint-2"));
-}
-
-#[test]
-fn the_disposal_trigger_id_is_the_same_on_every_look_and_in_flinks_form() {
-    let id = disposal_trigger_id("6f1c2a5e-0000-4000-8000-000000000001");
-    assert_eq!(id, disposal_trigger_id("6f1c2a5e-0000-4000-8000-000000000001"));
-    assert_ne!(id, disposal_trigger_id("6f1c2a5e-0000-4000-8000-000000000002"));
-    assert_eq!(id.len(), 32);
-    assert!(
-        id.chars()
-            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
-    );
 }
 
 // === Labels and finalizer ===
