@@ -143,6 +143,17 @@ impl EventNote {
     }
 }
 
+/// The Event's `action`: its reason and a digest of its note. The recorder counts an Event
+/// with the key of one it sent in the last minutes as a repeat of it and drops the new note;
+/// so that an Event that says something new (a savepoint that now failed for good, a job in
+/// another state) is shown, the key holds the note, and only a note said again is counted.
+fn action(reason: Reason, note: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut digest = std::collections::hash_map::DefaultHasher::new();
+    note.hash(&mut digest);
+    format!("{}-{:08x}", reason.as_str(), digest.finish() & 0xffff_ffff)
+}
+
 /// Publishes an Event about `object`; a failure to publish is logged, not fatal.
 pub async fn publish(ctx: &Context, object: &ObjectReference, warning: bool, reason: Reason, note: String) {
     let event = Event {
@@ -153,7 +164,7 @@ pub async fn publish(ctx: &Context, object: &ObjectReference, warning: bool, rea
         },
         reason: reason.as_str().to_owned(),
         note: Some(note.chars().take(1000).collect()),
-        action: reason.as_str().to_owned(),
+        action: action(reason, &note),
         secondary: None,
     };
     if let Err(e) = ctx.recorder.publish(&event, object).await {
@@ -256,6 +267,36 @@ pub fn api_message(error: &kube::Error) -> String {
             format!("{} ({})", status.message, status.reason)
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod event_tests {
+    use super::*;
+
+    #[test]
+    fn an_event_that_says_something_new_is_not_counted_as_a_repeat() {
+        let first = action(
+            Reason::SavepointError,
+            "The savepoint failed (attempt 1), tried again in 10 s: x",
+        );
+        let last = action(
+            Reason::SavepointError,
+            "The savepoint failed (attempt 2, backoffLimit 1), for good: x",
+        );
+        assert_ne!(first, last);
+        assert_eq!(
+            first,
+            action(
+                Reason::SavepointError,
+                "The savepoint failed (attempt 1), tried again in 10 s: x"
+            ),
+            "the same note is the same Event, counted"
+        );
+        assert!(
+            first.starts_with("SavepointError-") && first.len() <= 128,
+            "{first}"
+        );
     }
 }
 
