@@ -53,6 +53,10 @@ type Status = FlinkStateSnapshotStatus;
 /// How `status.error` begins for a snapshot whose spec breaks the admission rules.
 const INVALID: &str = "the snapshot is invalid: ";
 
+/// How long after its trigger a completed checkpoint whose details the JobManager does not
+/// show is looked for again before it completes without a path.
+pub const DETAILS_LAG_MS: i64 = 30_000;
+
 /// The first retry of a failed snapshot waits this long; each further one twice as long.
 pub const FIRST_RETRY_MS: i64 = 10_000;
 
@@ -487,6 +491,17 @@ fn in_progress(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision)
                     format!("The checkpoint {result} of job {job_id} completed: {path}"),
                 ));
                 complete(d, Some(path.clone()), o.now_ms);
+            }
+            Some(CheckpointPath::Forgotten(_))
+                if d.status
+                    .trigger_timestamp
+                    .as_deref()
+                    .and_then(millis)
+                    .is_some_and(|at| o.now_ms - at < DETAILS_LAG_MS) =>
+            {
+                // The JobManager answers from a cache of the job refreshed every few seconds:
+                // a checkpoint just completed may not be in its details yet.
+                d.requeue = Next::Progress;
             }
             Some(CheckpointPath::Forgotten(why)) => {
                 d.events.push(EventNote::warning(

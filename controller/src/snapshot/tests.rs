@@ -7,8 +7,8 @@ use flink_operator_api::{
 use serde_json::{Value, json};
 
 use super::decide::{
-    Action, CheckpointPath, Job, Observation, Target, Trigger, TriggerKind, decide, failed, labels, millis,
-    retry_delay_ms, timestamp,
+    Action, CheckpointPath, DETAILS_LAG_MS, Job, Observation, Target, Trigger, TriggerKind, decide, failed,
+    labels, millis, retry_delay_ms, timestamp,
 };
 use crate::{
     events::Reason,
@@ -74,6 +74,14 @@ fn in_progress() -> Status {
         trigger_id: Some(RECORDED.into()),
         trigger_timestamp: Some(timestamp(NOW - 5_000)),
         ..status(State::InProgress)
+    }
+}
+
+/// In progress, triggered `ms` ago.
+fn in_progress_since(ms: i64) -> Status {
+    Status {
+        trigger_timestamp: Some(timestamp(NOW - ms)),
+        ..in_progress()
     }
 }
 
@@ -355,8 +363,16 @@ fn every_state_moves_as_its_observation_says() {
             ),
         ),
         (
-            "a completed checkpoint whose details are forgotten completes without a path, with a warning",
+            "a completed checkpoint whose details are not shown yet is looked for again",
             snapshot(checkpoint_spec(), Some(in_progress()), false),
+            checkpoint_done(CheckpointPath::Forgotten(
+                "Could not find checkpointing statistics".into(),
+            )),
+            expect(State::InProgress, vec![], vec![], Next::Progress),
+        ),
+        (
+            "a completed checkpoint whose details are forgotten completes without a path, with a warning",
+            snapshot(checkpoint_spec(), Some(in_progress_since(DETAILS_LAG_MS)), false),
             checkpoint_done(CheckpointPath::Forgotten(
                 "Could not find checkpointing statistics".into(),
             )),
@@ -552,7 +568,7 @@ fn outcomes_record_path_error_and_timestamps_as_the_apache_operator_does() {
     assert_eq!(abandoned.path, None);
 
     let checkpoint = decide(
-        &snapshot(checkpoint_spec(), Some(in_progress()), false),
+        &snapshot(checkpoint_spec(), Some(in_progress_since(DETAILS_LAG_MS)), false),
         &Observation {
             checkpoint_path: Some(CheckpointPath::Forgotten("gone from the history".into())),
             ..polled(SavepointPoll::Completed("7".into()))
