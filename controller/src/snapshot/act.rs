@@ -93,6 +93,16 @@ pub async fn labels(
     labels: &BTreeMap<String, String>,
 ) -> Result<Option<String>, ActError> {
     let patch = serde_json::json!({ "metadata": { "labels": labels } });
+    merge_patch(ctx, snapshot, patch, "updating the labels").await
+}
+
+/// Merges `patch` into `snapshot`; its new resourceVersion.
+async fn merge_patch(
+    ctx: &Context,
+    snapshot: &FlinkStateSnapshot,
+    patch: serde_json::Value,
+    what: &'static str,
+) -> Result<Option<String>, ActError> {
     let patched = api(ctx, snapshot)
         .patch(
             &snapshot.name_any(),
@@ -100,10 +110,7 @@ pub async fn labels(
             &Patch::Merge(patch),
         )
         .await
-        .map_err(|source| ActError::Api {
-            what: "updating the labels",
-            source,
-        })?;
+        .map_err(|source| ActError::Api { what, source })?;
     Ok(patched.metadata.resource_version)
 }
 
@@ -148,16 +155,5 @@ pub async fn dispose(
     })?;
     let patch =
         serde_json::json!({ "metadata": { "annotations": { DISPOSAL_TRIGGER_ID: trigger.as_str() } } });
-    let patched = api(ctx, snapshot)
-        .patch(
-            &snapshot.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(patch),
-        )
-        .await
-        .map_err(|source| ActError::Api {
-            what: "recording the trigger id of the disposal",
-            source,
-        })?;
-    Ok(patched.metadata.resource_version)
+    merge_patch(ctx, snapshot, patch, "recording the trigger id of the disposal").await
 }
