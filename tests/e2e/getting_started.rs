@@ -513,6 +513,12 @@ fn every_example_runs_locally_as_its_comment_says() {
     for (file, _) in SNAPSHOTS {
         env.ok(&["apply", "-f", &format!("examples/{file}")]);
     }
+    // The running clusters are checked while the snapshots wait for their jobs' tasks.
+    for (_, deployments, _) in RUNNING {
+        for d in deployments {
+            check_running_cluster(&env, d);
+        }
+    }
     // Taken once every task of the job runs: with every example starting at once on a small
     // machine, the TaskManagers of a job may come minutes after its JobManager.
     for (_, resource) in SNAPSHOTS {
@@ -521,12 +527,6 @@ fn every_example_runs_locally_as_its_comment_says() {
         });
         let path = env.jsonpath(resource, "{.status.path}");
         assert!(!path.is_empty(), "{resource} completed without a path");
-    }
-
-    for (_, deployments, _) in RUNNING {
-        for d in deployments {
-            check_running_cluster(&env, d);
-        }
     }
 
     let mut args = vec!["delete", "--timeout=180s"];
