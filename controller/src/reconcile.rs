@@ -60,6 +60,8 @@ pub enum Next {
     /// A job stops with a savepoint for a change (or its cluster's JobManager exits before
     /// the next one starts), under way for `for_ms`: see [`stopping_poll`].
     Stopping { for_ms: u64 },
+    /// A snapshot Flink is taking, triggered `for_ms` ago: see [`awaiting_poll`].
+    Awaiting { for_ms: u64 },
     /// Nothing will happen by itself any more (a snapshot that completed or was abandoned):
     /// looked at again only when the resource changes (its spec, its deletion).
     Idle,
@@ -72,6 +74,14 @@ pub enum Next {
 /// after; a long one costs four calls a second, and only while a change is under way.
 pub fn stopping_poll(for_ms: u64) -> Duration {
     Duration::from_millis((for_ms / 4).clamp(50, 250))
+}
+
+/// A snapshot under way is polled every quarter of the time it has taken so far, between
+/// 1 s and `kubernetes.operator.observer.progress-check.interval`: a small job's savepoint,
+/// done within a second or two, is seen complete about a second later, while one that takes
+/// minutes costs no more than any other work in progress.
+pub fn awaiting_poll(for_ms: u64, progress: Duration) -> Duration {
+    Duration::from_millis(for_ms / 4).clamp(Duration::from_secs(1), progress.max(Duration::from_secs(1)))
 }
 
 /// After a pass that took a step (wrote a status before acting, or acted), the next step may
@@ -95,6 +105,7 @@ pub fn requeue_after(next: Next, stepped: bool, policy: &crate::policy::Policy) 
         Next::Steady | Next::Idle => steady,
         Next::Within(seconds) => Duration::from_secs(seconds.max(1)).min(steady),
         Next::Stopping { for_ms } => stopping_poll(for_ms).min(steady),
+        Next::Awaiting { for_ms } => awaiting_poll(for_ms, ms(policy.progress_check_ms)).min(steady),
     };
     if stepped { wanted.min(AFTER_A_STEP) } else { wanted }
 }
@@ -324,6 +335,36 @@ mod tests {
         assert_eq!(
             requeue_after(Next::Stopping { for_ms: 60_000 }, false, &policy),
             Duration::from_millis(100)
+        );
+    }
+
+    #[test]
+    fn a_snapshot_under_way_is_polled_every_quarter_of_its_time_so_far_between_1_s_and_the_progress_interval()
+    {
+        let progress = Duration::from_secs(10);
+        for (for_ms, poll_ms) in [
+            (0, 1_000),
+            (2_000, 1_000),
+            (8_000, 2_000),
+            (20_000, 5_000),
+            (40_000, 10_000),
+            (600_000, 10_000),
+        ] {
+            assert_eq!(
+                awaiting_poll(for_ms, progress),
+                Duration::from_millis(poll_ms),
+                "{for_ms}"
+            );
+        }
+        // A progress interval under a second does not make it poll faster than once a second.
+        assert_eq!(
+            awaiting_poll(60_000, Duration::from_millis(10)),
+            Duration::from_secs(1)
+        );
+        let policy = crate::policy::Policy::default();
+        assert_eq!(
+            requeue_after(Next::Awaiting { for_ms: 600_000 }, false, &policy),
+            Duration::from_millis(u64::try_from(policy.progress_check_ms).unwrap())
         );
     }
 

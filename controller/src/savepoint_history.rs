@@ -60,7 +60,7 @@ pub fn requeue_for_periodic(job: &JobStatus, interval_ms: Option<i64>, now_ms: i
         Next::Steady | Next::Idle => Next::Within(due_in_seconds),
         Next::Within(seconds) => Next::Within(seconds.min(due_in_seconds)),
         Next::Progress => Next::Progress,
-        stopping @ Next::Stopping { .. } => stopping,
+        under_way @ (Next::Stopping { .. } | Next::Awaiting { .. }) => under_way,
     }
 }
 

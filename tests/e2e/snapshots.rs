@@ -211,17 +211,15 @@ async fn snapshot_resources_take_savepoints_and_checkpoints_retry_failures_and_d
     let _logs = LogsOnFailure(ns.name.clone());
     objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
     let version = flink_harness::versions().last().unwrap().clone();
-    // Snapshots are followed every 2 s rather than every 10 s, and the checkpoints a user
-    // takes by hand are kept a while after newer periodic ones complete.
+    // A checkpoint resource's files are one of the checkpoints Flink retains: as the
+    // snapshot documentation says, a user who wants one to outlive the next few periodic
+    // checkpoints (every 5 s here) keeps more of them.
     let (deployments, state) = create_counter(
         &client,
         &ns.name,
         &version,
         "stateless",
-        &[
-            ("kubernetes.operator.observer.progress-check.interval", "2s"),
-            ("execution.checkpointing.num-retained", "10"),
-        ],
+        &[("execution.checkpointing.num-retained", "10")],
     )
     .await;
     let fd = harness::running_job(&deployments, JOB, None).await;

@@ -474,7 +474,7 @@ fn in_progress(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision)
         }
     };
     match &o.operation {
-        None | Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) => d.requeue = Next::Progress,
+        None | Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) => d.requeue = awaiting(d, o),
         // The JobManager forgot the trigger (it restarted) or never got it: sent again.
         Some(SavepointPoll::UnknownTrigger) => trigger(spec, o, job_id, job, d),
         Some(SavepointPoll::Failed(reason)) => fail(spec, d, reason.clone(), o.now_ms),
@@ -501,7 +501,7 @@ fn in_progress(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision)
             {
                 // The JobManager answers from a cache of the job refreshed every few seconds:
                 // a checkpoint just completed may not be in its details yet.
-                d.requeue = Next::Progress;
+                d.requeue = awaiting(d, o);
             }
             Some(CheckpointPath::Forgotten(why)) => {
                 d.events.push(EventNote::warning(
@@ -513,7 +513,7 @@ fn in_progress(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision)
                 ));
                 complete(d, None, o.now_ms);
             }
-            Some(CheckpointPath::Unavailable(_)) | None => d.requeue = Next::Progress,
+            Some(CheckpointPath::Unavailable(_)) | None => d.requeue = awaiting(d, o),
         },
         Some(SavepointPoll::Completed(path)) => {
             d.events.push(EventNote::normal(
@@ -523,6 +523,13 @@ fn in_progress(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision)
             complete(d, Some(path.clone()), o.now_ms);
         }
     }
+}
+
+/// The next look at the operation under way, by the time since its trigger.
+fn awaiting(d: &Decision, o: &Observation) -> Next {
+    let triggered = d.status.trigger_timestamp.as_deref().and_then(millis);
+    let for_ms = triggered.map_or(0, |at| u64::try_from(o.now_ms - at).unwrap_or(0));
+    Next::Awaiting { for_ms }
 }
 
 fn complete(d: &mut Decision, path: Option<String>, now_ms: i64) {

@@ -77,6 +77,9 @@ fn in_progress() -> Status {
     }
 }
 
+/// How an [`in_progress`] snapshot, triggered 5 s ago, is looked at again.
+const AWAITING: Next = Next::Awaiting { for_ms: 5_000 };
+
 /// In progress, triggered `ms` ago.
 fn in_progress_since(ms: i64) -> Status {
     Status {
@@ -332,13 +335,13 @@ fn every_state_moves_as_its_observation_says() {
             "a savepoint still under way is looked at again",
             snapshot(savepoint_spec(), Some(in_progress()), true),
             polled(SavepointPoll::InProgress),
-            expect(State::InProgress, vec![], vec![], Next::Progress),
+            expect(State::InProgress, vec![], vec![], AWAITING),
         ),
         (
             "a JobManager that does not answer is asked again",
             snapshot(savepoint_spec(), Some(in_progress()), true),
             polled(SavepointPoll::Unreachable("refused".into())),
-            expect(State::InProgress, vec![], vec![], Next::Progress),
+            expect(State::InProgress, vec![], vec![], AWAITING),
         ),
         (
             "a completed savepoint records its path",
@@ -368,7 +371,7 @@ fn every_state_moves_as_its_observation_says() {
             checkpoint_done(CheckpointPath::Forgotten(
                 "Could not find checkpointing statistics".into(),
             )),
-            expect(State::InProgress, vec![], vec![], Next::Progress),
+            expect(State::InProgress, vec![], vec![], AWAITING),
         ),
         (
             "a completed checkpoint whose details are forgotten completes without a path, with a warning",
@@ -382,7 +385,7 @@ fn every_state_moves_as_its_observation_says() {
             "a completed checkpoint whose details could not be read is looked at again",
             snapshot(checkpoint_spec(), Some(in_progress()), false),
             checkpoint_done(CheckpointPath::Unavailable("timeout".into())),
-            expect(State::InProgress, vec![], vec![], Next::Progress),
+            expect(State::InProgress, vec![], vec![], AWAITING),
         ),
         (
             "a failed savepoint is tried again after 10 s",
