@@ -1042,7 +1042,10 @@ impl FlinkCluster {
                     let hint = [format!("{}.log", jvm.name), format!("{}.out", jvm.name)]
                         .iter()
                         .map(|f| tail(&log.join(f), 400))
-                        .find(|text| text.contains("Address already in use"))
+                        // Pekko reports a taken RPC port as a BindException without the OS text.
+                        .find(|text| {
+                            text.contains("Address already in use") || text.contains("BindException")
+                        })
                         .map(|_| " (Address already in use)")
                         .unwrap_or_default();
                     return Err(format!("{} exited with {:?}{hint}", jvm.name, jvm.exit));
