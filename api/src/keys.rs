@@ -55,6 +55,12 @@ pub mod labels {
     pub const COMPONENT_INGRESS: &str = "ingress";
     /// Value of [`TYPE`] on native-mode objects.
     pub const TYPE_NATIVE: &str = "flink-native-kubernetes";
+    /// Our addition. On a job's revisions (ControllerRevisions): kind of the resource they
+    /// record, `FlinkDeployment` or `FlinkSessionJob`.
+    pub const REVISION_OWNER_KIND: &str = "flink.apache.org/revision-owner-kind";
+    /// Our addition. On a job's revisions (ControllerRevisions): name of the resource they
+    /// record (a name too long for a label value is shortened and given a hash of itself).
+    pub const REVISION_OWNER_NAME: &str = "flink.apache.org/revision-owner-name";
 }
 
 /// Annotations.
@@ -64,6 +70,24 @@ pub mod annotations {
     /// On the JobManager Deployment of a rollback: the generation whose spec was rolled back
     /// (the cluster runs the last stable spec instead).
     pub const ROLLED_BACK_GENERATION: &str = "flinkdeployment.flink.apache.org/rolled-back-generation";
+    /// Our addition. On a FlinkDeployment or FlinkSessionJob: the number of its current
+    /// revision (the spec it runs), e.g. `"3"`.
+    pub const REVISION: &str = "flink.apache.org/revision";
+    /// Our addition. Set by the user on a FlinkDeployment or FlinkSessionJob: roll the job
+    /// back to the revision of this number (a positive whole number, e.g. `"2"`); removed by
+    /// the operator when the rollback starts.
+    pub const ROLLBACK_TO_REVISION: &str = "flink.apache.org/rollback-to-revision";
+    /// Our addition. Set by the user beside [`ROLLBACK_TO_REVISION`]:
+    /// [`ROLLBACK_RESTORE_REVISION`] restores the state the revision was started from rather
+    /// than the state taken when the running job stops.
+    pub const ROLLBACK_RESTORE: &str = "flink.apache.org/rollback-restore";
+    /// The one value of [`ROLLBACK_RESTORE`].
+    pub const ROLLBACK_RESTORE_REVISION: &str = "revision";
+    /// Our addition. On a revision (ControllerRevision): the savepoint or checkpoint path the
+    /// job was started from when the revision was last applied (absent: no state).
+    pub const REVISION_STARTED_FROM: &str = "flink.apache.org/revision-started-from";
+    /// Our addition. On a revision (ControllerRevision): when it was last applied (RFC 3339).
+    pub const REVISION_APPLIED_AT: &str = "flink.apache.org/revision-applied-at";
 }
 
 /// Finalizers (JOSDK convention `<plural>.<group>/finalizer`; FlinkBlueGreenDeployment has none).
@@ -163,6 +187,8 @@ pub mod operator {
     pub const JOB_UPGRADE_TAKE_SAVEPOINT: &str = "kubernetes.operator.job.upgrade.take-savepoint";
     /// Our addition, dynamic: refuse to restore from state older than this.
     pub const JOB_RESTORE_MAX_STATE_AGE: &str = "kubernetes.operator.job.restore.max-state-age";
+    /// Our addition, dynamic: revisions of a job kept (default 10, at least 1).
+    pub const JOB_REVISION_HISTORY_LIMIT: &str = "kubernetes.operator.job.revision-history.limit";
     /// Dynamic: resubmit FAILED jobs (default false).
     pub const JOB_RESTART_FAILED: &str = "kubernetes.operator.job.restart.failed";
     /// Dynamic: take a savepoint when the resource is deleted (default false).

@@ -33,6 +33,8 @@ pub mod defaults {
     pub const DEPLOYMENT_READINESS_TIMEOUT_MS: i64 = 5 * MINUTE_MS;
     /// `kubernetes.operator.job.upgrade.take-savepoint`.
     pub const JOB_UPGRADE_TAKE_SAVEPOINT: bool = true;
+    /// `kubernetes.operator.job.revision-history.limit`.
+    pub const JOB_REVISION_HISTORY_LIMIT: usize = 10;
     /// `kubernetes.operator.job.restart.failed`.
     pub const JOB_RESTART_FAILED: bool = false;
     /// `kubernetes.operator.job.drain-on-savepoint-deletion`.
@@ -278,6 +280,17 @@ pub const OPTIONS: &[OptionDoc] = &[
         set_in: SetIn::Resource,
         meaning: "Our addition. State (checkpoint or savepoint) older than this is never \
                   restored: the job is not started from it and the reason is reported.",
+    },
+    OptionDoc {
+        key: operator::JOB_REVISION_HISTORY_LIMIT,
+        deprecated: &[],
+        default: DefaultValue::Number(defaults::JOB_REVISION_HISTORY_LIMIT as i64),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Our addition. How many revisions (the specs the job was deployed or upgraded \
+                  to, kept as ControllerRevisions) are kept for a manual rollback; a value below \
+                  1 counts as 1. The oldest go first, never the current one, the last stable one \
+                  or one an update or rollback is in the middle of.",
     },
     OptionDoc {
         key: operator::JOB_RESTART_FAILED,

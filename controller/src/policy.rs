@@ -67,6 +67,9 @@ pub struct Policy {
     /// How long an upgrade keeps retrying a savepoint that failed for a reason that can pass
     /// (`kubernetes.operator.savepoint.trigger.grace-period`, default 1 min).
     pub savepoint_grace_ms: i64,
+    /// How many revisions of the job are kept (`kubernetes.operator.job.revision-history.limit`,
+    /// default 10, at least 1; see [`crate::lifecycle::revisions::prune`]).
+    pub revision_history_limit: usize,
 }
 
 impl Default for Policy {
@@ -97,6 +100,7 @@ impl Default for Policy {
             reconcile_interval_ms: option_defaults::RECONCILE_INTERVAL_MS,
             progress_check_ms: option_defaults::PROGRESS_CHECK_INTERVAL_MS,
             savepoint_grace_ms: option_defaults::SAVEPOINT_TRIGGER_GRACE_PERIOD_MS,
+            revision_history_limit: option_defaults::JOB_REVISION_HISTORY_LIMIT,
         }
     }
 }
@@ -154,6 +158,13 @@ impl Policy {
             .unwrap_or(defaults.history_max_count)
             .min(threshold_count.unwrap_or(usize::MAX))
             .max(1);
+        // A limit below 1 counts as 1: the current revision is always kept.
+        let revision_history_limit = config
+            .get(operator::JOB_REVISION_HISTORY_LIMIT)
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .map_or(defaults.revision_history_limit, |n| {
+                usize::try_from(n.max(1)).unwrap_or(usize::MAX)
+            });
         let history_max_age_ms = duration(operator::SAVEPOINT_HISTORY_MAX_AGE)
             .unwrap_or(defaults.history_max_age_ms)
             .min(duration(operator::SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD).unwrap_or(i64::MAX));
@@ -212,6 +223,19 @@ impl Policy {
             savepoint_grace_ms: duration(operator::SAVEPOINT_TRIGGER_GRACE_PERIOD)
                 .or_else(|| duration(operator::SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED))
                 .unwrap_or(defaults.savepoint_grace_ms),
+            revision_history_limit,
+        }
+    }
+
+    // Last in the impl: the check that the code reads the documented keys reads this file up
+    // to its first test-only item.
+    /// The defaults with the job's snapshots kept in its status only
+    /// (`kubernetes.operator.snapshot.resource.enabled: false`): the tests of that mode.
+    #[cfg(test)]
+    pub fn status_only() -> Self {
+        Policy {
+            snapshot_resources: false,
+            ..Policy::default()
         }
     }
 }
@@ -334,6 +358,30 @@ mod tests {
                 },
             ),
             (
+                "the revision history limit",
+                config(&[(operator::JOB_REVISION_HISTORY_LIMIT, " 3 ")]),
+                Policy {
+                    revision_history_limit: 3,
+                    ..Policy::default()
+                },
+            ),
+            (
+                "a revision history limit below 1 counts as 1",
+                config(&[(operator::JOB_REVISION_HISTORY_LIMIT, "0")]),
+                Policy {
+                    revision_history_limit: 1,
+                    ..Policy::default()
+                },
+            ),
+            (
+                "a negative revision history limit counts as 1",
+                config(&[(operator::JOB_REVISION_HISTORY_LIMIT, "-4")]),
+                Policy {
+                    revision_history_limit: 1,
+                    ..Policy::default()
+                },
+            ),
+            (
                 "high availability set to none is off",
                 config(&[(flink::HIGH_AVAILABILITY_TYPE, "NONE")]),
                 Policy::default(),
@@ -343,6 +391,7 @@ mod tests {
                 config(&[
                     (operator::JOB_RESTART_FAILED, "yes"),
                     (operator::JOB_RESTORE_MAX_STATE_AGE, "a while"),
+                    (operator::JOB_REVISION_HISTORY_LIMIT, "ten"),
                 ]),
                 Policy::default(),
             ),

@@ -28,6 +28,8 @@
 //!    savepoint mode) a running job is stopped with a savepoint, drained when
 //!    `kubernetes.operator.job.drain-on-savepoint-deletion` says so, and its path is
 //!    recorded before anything that could lose it goes ([`deletion`]).
+//! 7. **revisions**: each spec deployed kept as a revision, and a manual rollback to a kept
+//!    one ([`revisions`]; decided there, not wired into the loops yet).
 //!
 //! What differs per kind stays with the kind, behind [`machine::JobKind`]: how a job is
 //! started and ended for a change (a cluster deployed with it and deleted with or without
@@ -43,6 +45,7 @@ pub mod deletion;
 pub mod machine;
 pub mod observe;
 pub mod poll;
+pub mod revisions;
 pub mod snapshot_resources;
 pub mod snapshots;
 pub mod spec;
