@@ -534,6 +534,63 @@ pub struct CheckpointInfo {
     pub last_periodic_checkpoint_timestamp: Option<i64>,
 }
 
+string_enum! {
+    /// Our addition: where a manual rollback (`flink.apache.org/rollback-to-revision`) stands.
+    pub enum RollbackPhase {
+        /// The revision's spec was written into the resource; the job is being upgraded to it.
+        RollingBack => "RollingBack",
+        /// The job runs the revision's spec again.
+        RolledBack => "RolledBack",
+        /// The request was not carried out (the message says why); nothing changed.
+        Refused => "Refused",
+        /// The upgrade to the revision's spec failed (the message says why); the job was left
+        /// as the update path leaves it.
+        Failed => "Failed",
+    }
+}
+
+/// Our addition: the job's revision history (each spec the operator applied, kept as a
+/// ControllerRevision labelled with the resource's kind and name).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionStatus {
+    /// Number of the revision the job runs or is being upgraded to (also in the
+    /// `flink.apache.org/revision` annotation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<i64>,
+    /// The latest manual rollback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackStatus>,
+}
+
+/// Our addition: a manual rollback to a kept revision.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RollbackStatus {
+    /// The revision the job ran when the rollback was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<i64>,
+    /// The revision asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<i64>,
+    /// Name of the ControllerRevision rolled back to (its number changes when the rollback
+    /// records it again as the newest revision).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision_name: Option<String>,
+    /// The state the rolled-back job restores when it is not the one taken as the running
+    /// job stops: the state the revision was started from (`flink.apache.org/rollback-restore:
+    /// revision`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restore_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<RollbackPhase>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When the request was decided (epoch milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<i64>,
+}
+
 /// What the operator last deployed, and the last spec that became stable.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{
     CommonStatus, Condition, FlinkSpec, FlinkVersion, IngressSpec, JobManagerSpec, JobSpec, JobStatus,
+    RevisionStatus,
     KubernetesDeploymentMode, ReconciliationStatus, ResourceLifecycleState, TaskManagerSpec,
 };
 use crate::config::FlinkConfiguration;
@@ -195,6 +196,9 @@ pub struct FlinkDeploymentStatus {
     /// Conditions; the operator maintains the Running condition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// Our addition: the job's revision history and the latest manual rollback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<RevisionStatus>,
 }
 
 impl CommonStatus for FlinkDeploymentStatus {

@@ -47,7 +47,7 @@ pub use blue_green::{
 pub use common::{
     Checkpoint, CheckpointInfo, CheckpointType, CommonStatus, Condition, FlinkSpec, FlinkVersion,
     IngressSpec, JobManagerSpec, JobSpec, JobState, JobStatus, KubernetesDeploymentMode, ReconciliationState,
-    ReconciliationStatus, Resource, ResourceLifecycleState, Savepoint, SavepointFormatType, SavepointInfo,
+    ReconciliationStatus, Resource, ResourceLifecycleState, RevisionStatus, RollbackPhase, RollbackStatus, Savepoint, SavepointFormatType, SavepointInfo,
     SavepointRetry, SnapshotTriggerType, TaskManagerSpec, UpgradeMode,
 };
 pub use config::FlinkConfiguration;

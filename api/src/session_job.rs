@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{
     CommonStatus, Condition, FlinkSpec, JobSpec, JobStatus, ReconciliationStatus, ResourceLifecycleState,
+    RevisionStatus,
 };
 use crate::config::FlinkConfiguration;
 
@@ -102,6 +103,9 @@ pub struct FlinkSessionJobStatus {
     /// Conditions; the operator maintains Ready, Progressing and Degraded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// Our addition: the job's revision history and the latest manual rollback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<RevisionStatus>,
 }
 
 impl CommonStatus for FlinkSessionJobStatus {

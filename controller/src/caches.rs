@@ -7,6 +7,7 @@
 //! | `deployments` | FlinkDeployments | their loop; session jobs (their cluster); webhook |
 //! | `session_jobs` | FlinkSessionJobs | their loop; a session cluster's deletion; webhook |
 //! | `snapshots` | FlinkStateSnapshots | their loop and its census; webhook |
+//! | `revisions` | the jobs' revisions: ControllerRevisions labelled `flink.apache.org/revision-owner-kind` | FlinkDeployment and FlinkSessionJob observe |
 //! | `cluster_deployments` | JobManager and TaskManager Deployments (`app`, `component`) | FlinkDeployment observe and trigger |
 //! | `job_manager_pods` | JobManager pods (`app`, `component=jobmanager`) | FlinkDeployment observe |
 //! | `ha_config_maps` | Flink's HA ConfigMaps (`configmap-type=high-availability`) | last-state restores |
@@ -30,7 +31,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use flink_operator_api::{FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, keys};
 use futures::{Stream, StreamExt, future::BoxFuture};
 use k8s_openapi::api::{
-    apps::v1::Deployment,
+    apps::v1::{ControllerRevision, Deployment},
     core::v1::{ConfigMap, Pod},
     discovery::v1::EndpointSlice,
 };
@@ -198,6 +199,8 @@ pub struct Caches {
     pub deployments: Cache<FlinkDeployment>,
     pub session_jobs: Cache<FlinkSessionJob>,
     pub snapshots: Cache<FlinkStateSnapshot>,
+    /// The jobs' revisions (see [`crate::lifecycle::revisions`]).
+    pub revisions: Cache<ControllerRevision>,
     /// JobManager and TaskManager Deployments.
     pub cluster_deployments: Cache<Deployment>,
     pub job_manager_pods: Cache<Pod>,
@@ -231,10 +234,12 @@ impl Caches {
             keys::labels::COMPONENT_JOB_MANAGER
         ));
         let ha = watcher::Config::default().labels("app,configmap-type=high-availability");
+        let revisions = watcher::Config::default().labels(keys::labels::REVISION_OWNER_KIND);
         let caches = Self {
             deployments: cache(&client, scope, &every, trim::common, &mut watches),
             session_jobs: cache(&client, scope, &every, trim::common, &mut watches),
             snapshots: cache(&client, scope, &every, trim::common, &mut watches),
+            revisions: cache(&client, scope, &revisions, trim::common, &mut watches),
             cluster_deployments: cache(&client, scope, &cluster_objects, trim::deployment, &mut watches),
             job_manager_pods: cache(&client, scope, &job_managers, trim::pod, &mut watches),
             ha_config_maps: cache(&client, scope, &ha, trim::config_map, &mut watches),
@@ -260,6 +265,7 @@ impl Caches {
             self.deployments.wait_until_ready(),
             self.session_jobs.wait_until_ready(),
             self.snapshots.wait_until_ready(),
+            self.revisions.wait_until_ready(),
             self.cluster_deployments.wait_until_ready(),
             self.job_manager_pods.wait_until_ready(),
             self.ha_config_maps.wait_until_ready(),

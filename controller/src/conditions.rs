@@ -10,6 +10,9 @@ pub mod phase {
     pub const RUNNING: &str = "Running";
     pub const UPDATING: &str = "Updating";
     pub const UPDATE_FAILED: &str = "UpdateFailed";
+    /// A rollback is being carried out: a manual one to a kept revision, or a
+    /// FlinkDeployment's automatic one to its last stable spec.
+    pub const ROLLING_BACK: &str = "RollingBack";
     pub const RESTARTING: &str = "Restarting";
     pub const SUSPENDED: &str = "Suspended";
     pub const SUCCEEDED: &str = "Succeeded";
@@ -35,7 +38,7 @@ pub fn set_conditions(
     let ready = matches!(reason, phase::RUNNING | phase::SUCCEEDED | phase::ROLLED_BACK);
     let progressing = matches!(
         reason,
-        phase::DEPLOYING | phase::UPDATING | phase::RESTARTING | phase::DELETING
+        phase::DEPLOYING | phase::UPDATING | phase::ROLLING_BACK | phase::RESTARTING | phase::DELETING
     );
     let degraded = matches!(
         reason,

@@ -99,8 +99,14 @@ reasons! {
     RecoverDeploymentFailed,
     /// A deployed spec did not become stable: the last stable spec is deployed again.
     Rollback,
-    /// A rollback was due but cannot be made.
+    /// A rollback was due but cannot be made, or a manual rollback's update failed (the note says why).
     RollbackFailed,
+    /// A manual rollback started: the note names the revisions from and to, and the state restored.
+    RollingBack,
+    /// A manual rollback ended: the job runs the revision's spec again.
+    RolledBack,
+    /// A manual rollback request was refused (an unknown or pruned revision, an invalid annotation); nothing changed.
+    RollbackRefused,
     /// A session job waits for its session cluster.
     SessionClusterNotReady,
     /// A resource is being deleted (the note says what happens to its job).

@@ -83,14 +83,6 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
         // Whether the HA metadata stays is decided later (`Action::DeleteHaMetadata`).
         Action::DeleteCluster { .. } => delete_cluster(ctx, fd).await,
         Action::DeleteHaMetadata => delete_ha_metadata(ctx, fd).await,
-        Action::Job(action) if action.on_resources() => crate::lifecycle::act::on_resources(
-            &ctx.client,
-            fd,
-            flink_operator_api::JobKind::FlinkDeployment,
-            action,
-        )
-        .await
-        .map_err(ActError::Job),
         Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action)
             .await
             .map_err(ActError::Job),

@@ -88,6 +88,17 @@ impl Reconciler for Deployments {
                 act::finalizer(ctx, fd, false).await?;
                 Acted::Released
             }
+            // Kubernetes objects (snapshots, revisions, the resource itself for a rollback).
+            decide::Action::Job(job) if job.on_resources() => Acted::Patched(
+                crate::lifecycle::act::on_resources(
+                    &ctx.client,
+                    fd,
+                    flink_operator_api::JobKind::FlinkDeployment,
+                    job,
+                )
+                .await
+                .map_err(act::ActError::Job)?,
+            ),
             _ => {
                 act::act(ctx, fd, action).await?;
                 Acted::Done

@@ -151,6 +151,11 @@ pub async fn observe(
         unanswered_before,
         policy,
         snapshots,
+        revisions: Some(crate::lifecycle::history::of_job(
+            caches,
+            flink_operator_api::JobKind::FlinkDeployment,
+            &fd.metadata,
+        )),
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),

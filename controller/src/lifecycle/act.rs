@@ -7,12 +7,19 @@ use flink_operator_api::{
     CheckpointSpec, FlinkStateSnapshot, FlinkStateSnapshotSpec, JobKind, JobReference, SavepointFormatType,
     SavepointSpec, keys,
 };
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use kube::{
     Api,
-    api::{DeleteParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams, PostParams},
 };
+use serde_json::json;
 
-use super::{JobAction, Snapshot, snapshot_resources::NewSnapshot};
+use super::{
+    JobAction, Snapshot,
+    history::RecordRevision,
+    revisions::{self, RevisionStep},
+    snapshot_resources::NewSnapshot,
+};
 use crate::flink::{CheckpointKind, FlinkError, FlinkRestClient, JobId, SavepointFormat, TriggerId};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,20 +47,38 @@ pub enum JobActError {
         #[source]
         source: kube::Error,
     },
+    #[error("{what} revision {name}: {}", crate::reconcile::api_message(source))]
+    Revision {
+        what: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{what}: {}", crate::reconcile::api_message(source))]
+    Resource {
+        what: &'static str,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 /// Carries out a [`JobAction`] on Kubernetes objects (see [`JobAction::on_resources`]) for
-/// the job resource `owner` of kind `kind`: a FlinkStateSnapshot created (one that exists is
-/// done: it was created before a crash, under the same name) or deleted (one that is gone is
-/// done).
+/// the job resource `owner` of kind `kind`. Each may be repeated: a FlinkStateSnapshot or a
+/// revision that exists is done (created before a crash, under the same name), one that is
+/// gone is deleted, and a rollback request that is no longer there is not acted on. Returns
+/// the owner's new resourceVersion when it was patched (a status write later in the pass is
+/// conditional on it).
 pub async fn on_resources<K>(
     client: &kube::Client,
     owner: &K,
     kind: JobKind,
     action: &JobAction,
-) -> Result<(), JobActError>
+) -> Result<Option<String>, JobActError>
 where
-    K: kube::Resource,
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
 {
     let namespace = owner.meta().namespace.clone().unwrap_or_default();
     let owner_name = owner.meta().name.clone().unwrap_or_default();
@@ -63,8 +88,8 @@ where
             let name = new.name(&owner_name);
             let snapshot = new_snapshot(new, &name, kind, &owner_name);
             match api.create(&PostParams::default(), &snapshot).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+                Ok(_) => Ok(None),
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(None),
                 Err(source) => Err(JobActError::Snapshot {
                     what: "creating",
                     name,
@@ -73,16 +98,165 @@ where
             }
         }
         JobAction::DeleteSnapshot { name } => match api.delete(name, &DeleteParams::default()).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+            Ok(_) => Ok(None),
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
             Err(source) => Err(JobActError::Snapshot {
                 what: "deleting",
                 name: name.clone(),
                 source,
             }),
         },
+        JobAction::RecordRevision(record) => record_revision(client, owner, kind, record).await,
+        JobAction::RollBack {
+            spec,
+            request,
+            drop_restore,
+        } => {
+            let mut operations = vec![json!({"op": "replace", "path": "/spec", "value": spec})];
+            operations.extend(request_removal(*drop_restore));
+            patch_if_requested(client, owner, request, operations, "writing the revision's spec").await
+        }
+        JobAction::DropRollbackRequest { request } => {
+            let drop_restore = owner
+                .meta()
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(keys::annotations::ROLLBACK_RESTORE));
+            let operations = request_removal(drop_restore);
+            patch_if_requested(client, owner, request, operations, "removing the refused rollback request").await
+        }
         _ => Err(JobActError::NotRest(format!("{action:?}"))),
     }
+}
+
+/// Creates or moves the revision, deletes the pruned ones, and shows the current number in
+/// the owner's `flink.apache.org/revision` annotation.
+async fn record_revision<K>(
+    client: &kube::Client,
+    owner: &K,
+    kind: JobKind,
+    record: &RecordRevision,
+) -> Result<Option<String>, JobActError>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let namespace = owner.meta().namespace.clone().unwrap_or_default();
+    let owner_name = owner.meta().name.clone().unwrap_or_default();
+    let revisions: Api<ControllerRevision> = Api::namespaced(client.clone(), &namespace);
+    let failed = |what: &'static str, name: &str| {
+        let name = name.to_owned();
+        move |source| JobActError::Revision { what, name, source }
+    };
+    match &record.step {
+        Some(RevisionStep::Create(revision)) => {
+            let Some(reference) = owner.controller_owner_ref(&()) else {
+                return Err(JobActError::NotRest("a revision of an owner without uid".to_owned()));
+            };
+            let object = revisions::controller_revision(kind, &owner_name, &namespace, reference, revision);
+            match revisions.create(&PostParams::default(), &object).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(source) => return Err(failed("creating", &revision.name)(source)),
+            }
+        }
+        Some(RevisionStep::Reuse { revision, .. }) => {
+            revisions
+                .patch(
+                    &revision.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(revisions::reuse_patch(revision)),
+                )
+                .await
+                .map_err(failed("moving", &revision.name))?;
+        }
+        Some(RevisionStep::Unchanged(_)) | None => {}
+    }
+    for name in &record.prune {
+        match revisions.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(source) => return Err(failed("pruning", name)(source)),
+        }
+    }
+    let current = record.current.to_string();
+    let shown = owner
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::annotations::REVISION));
+    if shown == Some(&current) {
+        return Ok(None);
+    }
+    let api: Api<K> = Api::namespaced(client.clone(), &namespace);
+    let patch = json!({"metadata": {"annotations": {keys::annotations::REVISION: current}}});
+    let patched = api
+        .patch(&owner_name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(|source| JobActError::Resource {
+            what: "showing the current revision",
+            source,
+        })?;
+    Ok(patched.meta().resource_version.clone())
+}
+
+/// JSON Patch operations that remove a rollback request's annotations.
+fn request_removal(drop_restore: bool) -> Vec<serde_json::Value> {
+    let path = |key: &str| format!("/metadata/annotations/{}", key.replace('~', "~0").replace('/', "~1"));
+    let mut operations = vec![json!({"op": "remove", "path": path(keys::annotations::ROLLBACK_TO_REVISION)})];
+    if drop_restore {
+        operations.push(json!({"op": "remove", "path": path(keys::annotations::ROLLBACK_RESTORE)}));
+    }
+    operations
+}
+
+/// Applies `operations` to the owner only while its rollback request is still `request`:
+/// read first (a request removed or changed since is not acted on), then tested in the patch
+/// itself (a change in between fails it, and the next pass decides again).
+async fn patch_if_requested<K>(
+    client: &kube::Client,
+    owner: &K,
+    request: &str,
+    operations: Vec<serde_json::Value>,
+    what: &'static str,
+) -> Result<Option<String>, JobActError>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let namespace = owner.meta().namespace.clone().unwrap_or_default();
+    let name = owner.meta().name.clone().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(client.clone(), &namespace);
+    let resource = |source| JobActError::Resource { what, source };
+    let now = api.get(&name).await.map_err(resource)?;
+    let still = now
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::annotations::ROLLBACK_TO_REVISION));
+    if still.map(String::as_str) != Some(request) {
+        return Ok(None);
+    }
+    let test = json!({
+        "op": "test",
+        "path": format!(
+            "/metadata/annotations/{}",
+            keys::annotations::ROLLBACK_TO_REVISION.replace('/', "~1")
+        ),
+        "value": request,
+    });
+    let operations: Vec<serde_json::Value> = std::iter::once(test).chain(operations).collect();
+    let patch: json_patch::Patch =
+        serde_json::from_value(serde_json::Value::Array(operations)).map_err(|e| resource(kube::Error::SerdeError(e)))?;
+    let patched = api
+        .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+        .map_err(resource)?;
+    Ok(patched.meta().resource_version.clone())
 }
 
 /// The FlinkStateSnapshot `name` for `new`, of the job resource `kind` `owner`.
@@ -160,9 +334,11 @@ pub async fn run(rest: &FlinkRestClient, action: &JobAction) -> Result<(), JobAc
             .await
             .map(drop)
             .map_err(flink("triggering a checkpoint", job_id)),
-        JobAction::CreateSnapshot(_) | JobAction::DeleteSnapshot { .. } => {
-            Err(JobActError::NotRest(format!("{action:?}")))
-        }
+        JobAction::CreateSnapshot(_)
+        | JobAction::DeleteSnapshot { .. }
+        | JobAction::RecordRevision(_)
+        | JobAction::RollBack { .. }
+        | JobAction::DropRollbackRequest { .. } => Err(JobActError::NotRest(format!("{action:?}"))),
         JobAction::DisposeSavepoint { path } => {
             rest.dispose_savepoint(path)
                 .await

@@ -22,6 +22,7 @@ use super::{
     FAST, Facts, JobAction, LifecycleStatus, Out, Plan, SLOW,
     change::{self, Ending, JobNow, Resume},
     deletion::{self, DeletionSavepoint},
+    history,
     snapshot_resources, snapshots,
     spec::{self, JobSpecOf},
     stop::{self, Stopped, Stopping},
@@ -161,6 +162,8 @@ pub trait JobKind<'a> {
     // What the machine reads and writes.
 
     fn spec(&self) -> &'a Self::Spec;
+    /// The resource's metadata (its name, the annotations of a rollback request).
+    fn metadata(&self) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     fn status(&self) -> &Self::Status;
     /// What the decision accumulates: the status being built, the actions, the Events.
     fn ledger(&mut self) -> (&mut Self::Status, &mut Vec<Self::Action>, &mut Vec<EventNote>);
@@ -298,10 +301,14 @@ pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
     if resources {
         create_recorded_snapshots(k);
     }
+    if let Some(plan) = history::rollback_request(k) {
+        return plan;
+    }
     let mut plan = next_step(k);
     if resources {
         seal_new_snapshots(&mut plan);
     }
+    history::follow(k, &mut plan);
     plan
 }
 
@@ -557,7 +564,7 @@ fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
     }
     if k.never_ran() {
         let recorded_state = restore::recorded(&job_view(k));
-        return k.commit(Restore::from(recorded_state), Cause::NeverRan);
+        return commit_change(k, Restore::from(recorded_state), Cause::NeverRan);
     }
     let job = job_view(k);
     let job_id = recorded_job_id(k.status());
@@ -579,20 +586,38 @@ fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
         facts.now_ms,
     ) {
         Ending::WithoutState if K::ENDS_WITH_ITS_CLUSTER || ended => {
-            k.commit(Restore::Nothing, Cause::WithoutState)
+            commit_change(k, Restore::Nothing, Cause::WithoutState)
         }
         Ending::WithoutState => k.cancel(Cancel::ForChange),
-        Ending::KeepingLastState => k.commit(Restore::LastState, Cause::KeepingLastState),
+        Ending::KeepingLastState => commit_change(k, Restore::LastState, Cause::KeepingLastState),
         Ending::Savepoint => stop_with_savepoint(k, &job_id, verb, suspending),
         Ending::CancelForNewest { with_savepoints } => {
             cancel_for_newest_state(k, &job, with_savepoints, suspending)
         }
         Ending::Ended { with_savepoints } => after_end(k, &job, with_savepoints, suspending),
-        Ending::FreshSavepoint(savepoint) => k.commit(Restore::State(savepoint), Cause::FreshSavepoint),
+        Ending::FreshSavepoint(savepoint) => {
+            commit_change(k, Restore::State(savepoint), Cause::FreshSavepoint)
+        }
         Ending::WaitForRunning => k.wait(Wait::ForRunning),
         Ending::WaitForCancel => k.wait(Wait::ForCancel),
         Ending::Refuse(why) => k.refuse(Refusal::Ending(why)),
     }
+}
+
+/// Commits the spec of a change with the state the job's upgrade mode chose, or, for a
+/// rollback asked to restore the state its revision was started from
+/// (`flink.apache.org/rollback-restore: revision`), with that state if the restore-age guard
+/// allows it (the job has ended as its upgrade mode says either way, so the state it had is
+/// kept too).
+fn commit_change<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cause: Cause) -> PlanOf<'a, K> {
+    let Some(state) = history::revision_state(k) else {
+        return k.commit(restore, cause);
+    };
+    let facts = k.facts();
+    if let Err(why) = restore::guard(&state, facts.policy.restore_max_state_age_ms, facts.now_ms) {
+        return k.refuse(Refusal::Said(format!("rolling back: {why}")));
+    }
+    k.commit(Restore::State(state), cause)
 }
 
 /// Suspended, and now to run again (see [`change::resume`]).
@@ -704,7 +729,7 @@ fn after_end<'a, K: JobKind<'a>>(
         facts.policy,
         facts.now_ms,
     ) {
-        Ok(newest) => k.commit(Restore::from(newest), Cause::Ended),
+        Ok(newest) => commit_change(k, Restore::from(newest), Cause::Ended),
         Err(why) => k.refuse(Refusal::Ended(why)),
     }
 }
@@ -741,7 +766,7 @@ fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K>
     let drain = facts.policy.drain && spec::is_suspended(k.spec());
     let (status, mut out) = k.parts();
     match stop::follow(status, &job_id, trigger_id, drain, &facts, &mut out) {
-        Stopped::Completed(state) => k.commit(Restore::State(state), Cause::Savepoint),
+        Stopped::Completed(state) => commit_change(k, Restore::State(state), Cause::Savepoint),
         Stopped::Resent => {
             let message = stop::under_way(k.status(), "stopping the job with a savepoint");
             k.conditions(phase::UPDATING, &message);

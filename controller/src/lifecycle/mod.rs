@@ -28,8 +28,9 @@
 //!    savepoint mode) a running job is stopped with a savepoint, drained when
 //!    `kubernetes.operator.job.drain-on-savepoint-deletion` says so, and its path is
 //!    recorded before anything that could lose it goes ([`deletion`]).
-//! 7. **revisions**: each spec deployed kept as a revision, and a manual rollback to a kept
-//!    one ([`revisions`]; decided there, not wired into the loops yet).
+//! 7. **revisions**: each spec applied kept as a revision (a ControllerRevision), and a
+//!    manual rollback to a kept one through the normal update path ([`revisions`] decides,
+//!    [`history`] wires it into the machine).
 //!
 //! What differs per kind stays with the kind, behind [`machine::JobKind`]: how a job is
 //! started and ended for a change (a cluster deployed with it and deleted with or without
@@ -42,6 +43,7 @@
 pub mod act;
 pub mod change;
 pub mod deletion;
+pub mod history;
 pub mod machine;
 pub mod observe;
 pub mod poll;
@@ -56,6 +58,7 @@ mod scenarios;
 
 use flink_operator_api::{
     FlinkDeploymentStatus, FlinkSessionJobStatus,
+    RevisionStatus,
     common::{Condition, JobStatus, ReconciliationStatus, ResourceLifecycleState},
 };
 
@@ -79,7 +82,11 @@ pub const SLOW: Next = Next::Steady;
 pub trait LifecycleStatus: Clone + Default {
     fn job_status(&self) -> Option<&JobStatus>;
     fn job_status_mut(&mut self) -> &mut JobStatus;
+    fn reconciliation(&self) -> Option<&ReconciliationStatus>;
     fn reconciliation_mut(&mut self) -> &mut Option<ReconciliationStatus>;
+    fn revision(&self) -> Option<&RevisionStatus>;
+    fn revision_mut(&mut self) -> &mut RevisionStatus;
+    fn conditions(&self) -> Option<&Vec<Condition>>;
     fn error_mut(&mut self) -> &mut Option<String>;
     fn lifecycle_state_mut(&mut self) -> &mut Option<ResourceLifecycleState>;
     fn conditions_mut(&mut self) -> &mut Option<Vec<Condition>>;
@@ -95,8 +102,20 @@ macro_rules! lifecycle_status {
             fn job_status_mut(&mut self) -> &mut JobStatus {
                 self.job_status.get_or_insert_with(Default::default)
             }
+            fn reconciliation(&self) -> Option<&ReconciliationStatus> {
+                self.reconciliation_status.as_ref()
+            }
             fn reconciliation_mut(&mut self) -> &mut Option<ReconciliationStatus> {
                 &mut self.reconciliation_status
+            }
+            fn revision(&self) -> Option<&RevisionStatus> {
+                self.revision.as_ref()
+            }
+            fn revision_mut(&mut self) -> &mut RevisionStatus {
+                self.revision.get_or_insert_with(Default::default)
+            }
+            fn conditions(&self) -> Option<&Vec<Condition>> {
+                self.conditions.as_ref()
             }
             fn error_mut(&mut self) -> &mut Option<String> {
                 &mut self.error
@@ -136,6 +155,9 @@ pub struct Facts<'a> {
     /// The job's FlinkStateSnapshot resources (empty when they are not used, see
     /// [`Policy::snapshot_resources`](crate::policy::Policy)).
     pub snapshots: &'a [snapshot_resources::JobSnapshot],
+    /// The job's kept revisions (None: its history is not followed, as in the tests of
+    /// what does not concern it).
+    pub revisions: Option<&'a [revisions::Revision]>,
 }
 
 impl Facts<'_> {
@@ -195,6 +217,20 @@ pub enum JobAction {
     /// Delete a FlinkStateSnapshot of the job (the history's retention); one that is gone
     /// is done.
     DeleteSnapshot { name: String },
+    /// Record a revision of the job, prune its history and show the current number on the
+    /// resource (see [`history`]); each part done before is done.
+    RecordRevision(history::RecordRevision),
+    /// Write a revision's `spec` into the resource and remove the rollback request (whose
+    /// `flink.apache.org/rollback-to-revision` is `request`; `drop_restore`: with its
+    /// `flink.apache.org/rollback-restore`), in one update made only while the request is
+    /// still there.
+    RollBack {
+        spec: serde_json::Value,
+        request: String,
+        drop_restore: bool,
+    },
+    /// Remove a refused rollback request, only while it is still there.
+    DropRollbackRequest { request: String },
 }
 
 impl JobAction {
@@ -202,7 +238,11 @@ impl JobAction {
     pub fn on_resources(&self) -> bool {
         matches!(
             self,
-            JobAction::CreateSnapshot(_) | JobAction::DeleteSnapshot { .. }
+            JobAction::CreateSnapshot(_)
+                | JobAction::DeleteSnapshot { .. }
+                | JobAction::RecordRevision(_)
+                | JobAction::RollBack { .. }
+                | JobAction::DropRollbackRequest { .. }
         )
     }
 }

@@ -1,8 +1,7 @@
 //! A job's revision history and manual rollback, decided once for FlinkDeployments and
 //! FlinkSessionJobs (pure: no I/O; the clock is an input).
 //!
-//! **Not wired in yet**: neither the FlinkDeployment nor the FlinkSessionJob loop records,
-//! prunes or rolls back revisions today. This module is the decision logic they will call.
+//! [`super::history`] wires these decisions into the lifecycle of both job kinds.
 //!
 //! - **Revisions.** Each spec the operator deploys or upgrades a job to is a revision: an
 //!   `apps/v1` ControllerRevision owned by the resource, named `<resource>-<hash>` after its
@@ -69,7 +68,7 @@ const JOB_FIELDS_NOT_KEPT: &[&str] = &[
 const DATA_SPEC: &str = "spec";
 
 /// One revision of a job, as its ControllerRevision shows it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Revision {
     /// 1, 2, 3, ...: the highest is the one applied last.
     pub number: i64,
@@ -294,7 +293,7 @@ pub fn from_controller_revision(object: &ControllerRevision) -> Option<Revision>
 }
 
 /// What recording an applied spec does to the history ([`record`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RevisionStep {
     /// A new revision: create its ControllerRevision ([`controller_revision`]).
     Create(Revision),

@@ -73,14 +73,6 @@ pub async fn act(
         Action::AddFinalizer => finalizer(ctx, sj, true).await.map(|_| ()),
         Action::RemoveFinalizer => finalizer(ctx, sj, false).await.map(|_| ()),
         Action::Submit(submission) => submit(ctx, sj, &rest()?, submission).await,
-        Action::Job(action) if action.on_resources() => crate::lifecycle::act::on_resources(
-            &ctx.client,
-            sj,
-            flink_operator_api::JobKind::FlinkSessionJob,
-            action,
-        )
-        .await
-        .map_err(ActError::Job),
         Action::Job(action) => crate::lifecycle::act::run(&rest()?, action)
             .await
             .map_err(ActError::Job),

@@ -67,6 +67,8 @@ pub struct Observation {
     pub policy: Policy,
     /// The job's FlinkStateSnapshot resources, when its policy uses them.
     pub snapshots: Vec<crate::lifecycle::snapshot_resources::JobSnapshot>,
+    /// The job's kept revisions (None: its revision history is not followed).
+    pub revisions: Option<Vec<crate::lifecycle::revisions::Revision>>,
     /// `kubernetes.operator.user.artifacts.disallow-restricted-hosts` (default true), from
     /// the operator configuration only: the job cannot lift the check itself.
     pub restricted_artifact_hosts: bool,
@@ -152,6 +154,7 @@ impl Observation {
             generation,
             now_ms: self.now_ms,
             snapshots: &self.snapshots,
+            revisions: self.revisions.as_deref(),
         }
     }
 }
@@ -244,6 +247,10 @@ impl<'a> JobKind<'a> for Decision<'a> {
 
     fn conditions(&mut self, phase: &str, message: &str) {
         self.set_conditions(phase, message);
+    }
+
+    fn metadata(&self) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.sj.metadata
     }
 
     fn spec(&self) -> &'a FlinkSessionJobSpec {

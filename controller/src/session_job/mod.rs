@@ -92,6 +92,17 @@ impl Reconciler for SessionJobs {
                 act::finalizer(ctx, sj, false).await?;
                 Acted::Released
             }
+            // Kubernetes objects (snapshots, revisions, the resource itself for a rollback).
+            decide::Action::Job(job) if job.on_resources() => Acted::Patched(
+                crate::lifecycle::act::on_resources(
+                    &ctx.client,
+                    sj,
+                    flink_operator_api::JobKind::FlinkSessionJob,
+                    job,
+                )
+                .await
+                .map_err(act::ActError::Job)?,
+            ),
             _ => {
                 act::act(ctx, sj, observed.rest_url.as_deref(), action).await?;
                 Acted::Done

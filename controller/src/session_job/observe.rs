@@ -59,6 +59,11 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         violations,
         policy,
         snapshots,
+        revisions: Some(crate::lifecycle::history::of_job(
+            caches,
+            flink_operator_api::JobKind::FlinkSessionJob,
+            &sj.metadata,
+        )),
         restricted_artifact_hosts: ArtifactPolicy::new(&validation, &namespace).disallow_restricted_hosts,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),

@@ -217,6 +217,10 @@ impl<'a> JobKind<'a> for Decision<'a> {
     // keep the latest checkpoint for the next cluster.
     const ENDS_WITH_ITS_CLUSTER: bool = true;
 
+    fn metadata(&self) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.fd.metadata
+    }
+
     fn spec(&self) -> &'a FlinkDeploymentSpec {
         &self.fd.spec
     }
