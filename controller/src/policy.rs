@@ -226,18 +226,6 @@ impl Policy {
             revision_history_limit,
         }
     }
-
-    // Last in the impl: the check that the code reads the documented keys reads this file up
-    // to its first test-only item.
-    /// The defaults with the job's snapshots kept in its status only
-    /// (`kubernetes.operator.snapshot.resource.enabled: false`): the tests of that mode.
-    #[cfg(test)]
-    pub fn status_only() -> Self {
-        Policy {
-            snapshot_resources: false,
-            ..Policy::default()
-        }
-    }
 }
 
 // Test-only, and after every function that reads a key: the reference's check of the keys

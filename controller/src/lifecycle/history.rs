@@ -434,6 +434,3 @@ fn rename_phase(status: &mut impl LifecycleStatus, from: &str, to: &str) {
     }
 }
 
-#[cfg(test)]
-#[path = "history/tests.rs"]
-mod tests;

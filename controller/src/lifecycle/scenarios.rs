@@ -44,6 +44,10 @@ struct Look {
     violations: Vec<String>,
     /// The job's FlinkStateSnapshot resources.
     snapshots: Vec<JobSnapshot>,
+    /// The job's kept revisions (None: its history is not followed).
+    revisions: Option<Vec<super::revisions::Revision>>,
+    /// The resource's annotations.
+    annotations: std::collections::BTreeMap<String, String>,
 }
 
 fn look(state: &'static str) -> Look {
@@ -177,6 +181,7 @@ impl Application {
             checkpoint: look.checkpoint.clone(),
             policy: look.policy.clone(),
             snapshots: look.snapshots.clone(),
+            revisions: look.revisions.clone(),
             violations: look.violations.clone(),
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
@@ -214,10 +219,9 @@ impl Kind for Application {
         look: &Look,
         deleting: bool,
     ) -> (Outcome, Self::Status) {
-        let plan = fd::decide(
-            &Self::resource(job, config, Some(status.clone()), deleting, look.generation),
-            &Self::observation(look),
-        );
+        let mut resource = Self::resource(job, config, Some(status.clone()), deleting, look.generation);
+        resource.metadata.annotations = Some(look.annotations.clone());
+        let plan = fd::decide(&resource, &Self::observation(look));
         outcome(
             plan,
             |a| match a {
@@ -268,6 +272,7 @@ impl SessionJob {
             }),
             policy: look.policy.clone(),
             snapshots: look.snapshots.clone(),
+            revisions: look.revisions.clone(),
             violations: look.violations.clone(),
             restricted_artifact_hosts: true,
             fresh_trigger_id: look.trigger_id.into(),
@@ -306,10 +311,9 @@ impl Kind for SessionJob {
         look: &Look,
         deleting: bool,
     ) -> (Outcome, Self::Status) {
-        let plan = sj::decide(
-            &Self::resource(job, config, Some(status.clone()), deleting, look.generation),
-            &Self::observation(look),
-        );
+        let mut resource = Self::resource(job, config, Some(status.clone()), deleting, look.generation);
+        resource.metadata.annotations = Some(look.annotations.clone());
+        let plan = sj::decide(&resource, &Self::observation(look));
         outcome(
             plan,
             |a| match a {
@@ -1261,3 +1265,6 @@ fn with_snapshot_resources_the_history_retention_deletes_resources_beyond_the_co
         assert_eq!(outcome.reasons(), [Reason::SavepointHistoryTrimmed], "{kind}");
     });
 }
+
+#[path = "scenarios/revisions.rs"]
+mod revisions;

@@ -52,6 +52,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         latest_checkpoint: None,
         unanswered_before: false,
         policy: Policy::status_only(),
+        revisions: None,
         snapshots: vec![],
         session_jobs: vec![],
         fresh_trigger_id: "trigger".into(),

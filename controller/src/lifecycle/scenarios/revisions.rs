@@ -1,0 +1,445 @@
+//! Revision history and manual rollback, against both kinds: the revisions a job's applied
+//! specs become, and a rollback through the normal update path, with the operator stopped
+//! at each of its steps.
+
+use std::collections::BTreeMap;
+
+use flink_operator_api::{RevisionStatus, RollbackPhase, keys::annotations};
+
+use super::*;
+use crate::{
+    conditions::phase,
+    lifecycle::{
+        history::RecordRevision,
+        revisions::{Revision, RevisionStep},
+    },
+};
+
+/// What the API server keeps of a job's history between two looks: its revisions, the
+/// resource's annotations and spec, as the plan's actions left them.
+#[derive(Clone)]
+struct World {
+    revisions: Vec<Revision>,
+    annotations: BTreeMap<String, String>,
+    job: Value,
+    config: Value,
+    generation: i64,
+}
+
+impl World {
+    fn new(job: &Value) -> Self {
+        World {
+            revisions: Vec::new(),
+            annotations: BTreeMap::new(),
+            job: job.clone(),
+            config: json!({}),
+            generation: 1,
+        }
+    }
+
+    fn look(&self, base: Look) -> Look {
+        Look {
+            revisions: Some(self.revisions.clone()),
+            annotations: self.annotations.clone(),
+            generation: self.generation,
+            ..base
+        }
+    }
+
+    fn ask(&mut self, revision: &str) {
+        self.annotations
+            .insert(annotations::ROLLBACK_TO_REVISION.into(), revision.into());
+    }
+
+    fn change(&mut self, job: Value) {
+        self.job = job;
+        self.generation += 1;
+    }
+
+    /// Carries out what the plan asked of Kubernetes.
+    fn apply(&mut self, outcome: &Outcome) {
+        for action in &outcome.job {
+            match action {
+                JobAction::RecordRevision(record) => {
+                    match &record.step {
+                        Some(RevisionStep::Create(revision)) => self.revisions.push(revision.clone()),
+                        Some(RevisionStep::Reuse { revision, .. }) => {
+                            self.revisions.retain(|r| r.name != revision.name);
+                            self.revisions.push(revision.clone());
+                        }
+                        _ => {}
+                    }
+                    self.revisions.retain(|r| !record.prune.contains(&r.name));
+                    self.annotations
+                        .insert(annotations::REVISION.into(), record.current.to_string());
+                }
+                JobAction::RollBack { spec, request, .. } => {
+                    if self.annotations.get(annotations::ROLLBACK_TO_REVISION) == Some(request) {
+                        self.change(spec["job"].clone());
+                        self.config = spec.get("flinkConfiguration").cloned().unwrap_or(json!({}));
+                        self.annotations.remove(annotations::ROLLBACK_TO_REVISION);
+                        self.annotations.remove(annotations::ROLLBACK_RESTORE);
+                    }
+                }
+                JobAction::DropRollbackRequest { request } => {
+                    if self.annotations.get(annotations::ROLLBACK_TO_REVISION) == Some(request) {
+                        self.annotations.remove(annotations::ROLLBACK_TO_REVISION);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn records(outcome: &Outcome) -> Vec<RecordRevision> {
+    outcome
+        .job
+        .iter()
+        .filter_map(|a| match a {
+            JobAction::RecordRevision(record) => Some(record.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn revision_status(status: &Status) -> RevisionStatus {
+    match status {
+        Status::Application(s) => s.revision.clone(),
+        Status::SessionJob(s) => s.revision.clone(),
+    }
+    .unwrap_or_default()
+}
+
+fn rollback_phase(status: &Status) -> Option<RollbackPhase> {
+    revision_status(status).rollback.and_then(|r| r.phase)
+}
+
+fn reason(status: &Status) -> Option<String> {
+    let conditions = match status {
+        Status::Application(s) => s.conditions.clone(),
+        Status::SessionJob(s) => s.conditions.clone(),
+    };
+    conditions?.first()?.reason.clone()
+}
+
+fn savepoint_job(parallelism: i64) -> Value {
+    with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(parallelism))
+}
+
+/// A revision of the `kind`'s savepoint job with `parallelism`, as its ControllerRevision
+/// holds it.
+fn revision(kind: &str, number: i64, parallelism: i64, started_from: Option<&str>) -> Revision {
+    let spec = if kind == Application::NAME {
+        json!({"image": "flink:1.20", "flinkVersion": "v1_20", "job": savepoint_job(parallelism)})
+    } else {
+        json!({"deploymentName": "session", "job": savepoint_job(parallelism)})
+    };
+    Revision {
+        number,
+        name: format!("job-p{parallelism}"),
+        spec: crate::lifecycle::revisions::normalised(&spec),
+        started_from: started_from.map(str::to_owned),
+        applied_ms: NOW - HOUR,
+    }
+}
+
+/// Stops the job with a savepoint for the world's spec, completing it at `path`: the
+/// outcome of the commit and the status it leaves.
+fn upgrade(
+    decide: &dyn Fn(&Value, &Value, Option<&Status>, &Look, bool) -> (Outcome, Status),
+    world: &World,
+    stored: &Status,
+    path: &str,
+) -> (Outcome, Status) {
+    let (outcome, stopping) = decide(&world.job, &world.config, Some(stored), &world.look(look("RUNNING")), false);
+    assert!(
+        outcome
+            .job
+            .iter()
+            .any(|a| matches!(a, JobAction::StopWithSavepoint { .. })),
+        "{outcome:?}"
+    );
+    let done = Look {
+        savepoint: Some(SavepointPoll::Completed(path.into())),
+        ..world.look(look("FINISHED"))
+    };
+    decide(&world.job, &world.config, Some(&stopping), &done, false)
+}
+
+#[test]
+fn each_applied_spec_is_a_revision_numbered_in_order_and_an_equal_one_is_reused_as_the_newest() {
+    both(|kind, decide| {
+        let mut world = World::new(&savepoint_job(2));
+        let stored = started(&world.job, &world.config, kind);
+
+        // The running job's spec becomes revision 1, shown on the resource and in status.
+        let (outcome, first) = decide(&world.job, &world.config, Some(&stored), &world.look(look("RUNNING")), false);
+        let [record] = records(&outcome).try_into().expect("one record");
+        let Some(RevisionStep::Create(created)) = &record.step else {
+            panic!("{kind}: {record:?}")
+        };
+        assert_eq!((created.number, record.current), (1, 1), "{kind}");
+        assert_eq!(revision_status(&first).current, Some(1), "{kind}");
+        world.apply(&outcome);
+
+        // Nothing changes: nothing is written.
+        let (outcome, steady) = decide(&world.job, &world.config, Some(&first), &world.look(look("RUNNING")), false);
+        assert!(records(&outcome).is_empty(), "{kind}: {outcome:?}");
+        assert!(outcome.job.is_empty() && outcome.events.is_empty(), "{kind}: {outcome:?}");
+        assert_eq!(revision_status(&steady), revision_status(&first), "{kind}");
+
+        // An upgrade is recorded with the state it starts from once it is committed, not
+        // before: the stop that precedes it records nothing.
+        world.change(savepoint_job(4));
+        let (outcome, upgraded) = upgrade(decide, &world, &first, "file:/sp/to-4");
+        let [record] = records(&outcome).try_into().expect("one record");
+        let Some(RevisionStep::Create(second)) = &record.step else {
+            panic!("{kind}: {record:?}")
+        };
+        assert_eq!(second.number, 2, "{kind}");
+        assert_eq!(second.started_from.as_deref(), Some("file:/sp/to-4"), "{kind}");
+        assert_eq!(revision_status(&upgraded).current, Some(2), "{kind}");
+        world.apply(&outcome);
+
+        // Back to the first spec (with only a nonce and the upgrade mode different, which
+        // are no part of a version): revision 1 is reused as revision 3.
+        let running_4 = started(&world.job, &world.config, kind);
+        let mut back = with(savepoint_job(2), "savepointTriggerNonce", json!(9));
+        back["upgradeMode"] = json!("savepoint");
+        world.change(back);
+        let (outcome, _) = upgrade(decide, &world, &running_4, "file:/sp/back-to-2");
+        let [record] = records(&outcome).try_into().expect("one record");
+        match &record.step {
+            Some(RevisionStep::Reuse { previous, revision }) => {
+                assert_eq!((*previous, revision.number), (1, 3), "{kind}");
+                assert_eq!(revision.name, created.name, "{kind}");
+                assert_eq!(revision.started_from.as_deref(), Some("file:/sp/back-to-2"), "{kind}");
+            }
+            other => panic!("{kind}: {other:?}"),
+        }
+        world.apply(&outcome);
+        let mut numbers: Vec<i64> = world.revisions.iter().map(|r| r.number).collect();
+        numbers.sort_unstable();
+        assert_eq!(numbers, [2, 3], "{kind}");
+    });
+}
+
+#[test]
+fn the_history_is_pruned_to_its_limit_but_never_of_the_current_or_an_in_flight_revision() {
+    both(|kind, decide| {
+        let mut world = World::new(&savepoint_job(6));
+        world.revisions = vec![revision(kind, 1, 2, None), revision(kind, 2, 4, None), revision(kind, 3, 6, None)];
+        world.annotations.insert(annotations::REVISION.into(), "3".into());
+        let stored = started(&world.job, &world.config, kind);
+        let limited = |world: &World| Look {
+            policy: Policy {
+                revision_history_limit: 1,
+                ..Policy::status_only()
+            },
+            ..world.look(look("RUNNING"))
+        };
+        let (outcome, _) = decide(&world.job, &world.config, Some(&stored), &limited(&world), false);
+        let [record] = records(&outcome).try_into().expect("one record");
+        assert_eq!(record.step, None, "{kind}: the current revision is kept as it is");
+        assert_eq!(record.prune, ["job-p2", "job-p4"], "{kind}");
+
+        // While a rollback to revision 1 is under way, revision 1 stays.
+        world.ask("1");
+        let (outcome, rolling) = decide(&world.job, &world.config, Some(&stored), &world.look(look("RUNNING")), false);
+        world.apply(&outcome);
+        let (outcome, _) = decide(&world.job, &world.config, Some(&rolling), &limited(&world), false);
+        let [record] = records(&outcome).try_into().expect("one record");
+        assert_eq!(record.prune, ["job-p4"], "{kind}: {outcome:?}");
+    });
+}
+
+#[test]
+fn a_rollback_request_is_refused_when_it_cannot_be_carried_out_and_waits_for_an_update_in_progress() {
+    both(|kind, decide| {
+        let mut world = World::new(&savepoint_job(4));
+        world.revisions = vec![revision(kind, 1, 2, None), revision(kind, 2, 4, Some("file:/sp/2"))];
+        world.annotations.insert(annotations::REVISION.into(), "2".into());
+        let stored = started(&world.job, &world.config, kind);
+
+        for (value, says) in [
+            ("two", "not a revision number"),
+            ("7", "there is no revision 7 yet (the newest is 2)"),
+            ("2", "is the current revision"),
+        ] {
+            let mut asked = world.clone();
+            asked.ask(value);
+            let (outcome, next) = decide(&asked.job, &asked.config, Some(&stored), &asked.look(look("RUNNING")), false);
+            assert_eq!(outcome.reasons(), [Reason::RollbackRefused], "{kind} {value}");
+            assert!(outcome.events[0].note.contains(says), "{kind} {value}: {:?}", outcome.events);
+            assert_eq!(
+                outcome.job,
+                [JobAction::DropRollbackRequest { request: value.into() }],
+                "{kind} {value}: nothing else is done"
+            );
+            assert_eq!(rollback_phase(&next), Some(RollbackPhase::Refused), "{kind} {value}");
+            let message = revision_status(&next).rollback.and_then(|r| r.message).unwrap_or_default();
+            assert!(message.contains(says), "{kind} {value}: {message}");
+            asked.apply(&outcome);
+            assert!(!asked.annotations.contains_key(annotations::ROLLBACK_TO_REVISION), "{kind}");
+        }
+
+        // An update in progress (its stop-with-savepoint sent) is waited for: the request
+        // stays, and nothing but the update's own steps is done.
+        let mut updating = world.clone();
+        updating.change(savepoint_job(8));
+        let (_, stopping) = decide(&updating.job, &updating.config, Some(&stored), &updating.look(look("RUNNING")), false);
+        updating.ask("1");
+        let pending = Look {
+            savepoint: Some(SavepointPoll::InProgress),
+            ..updating.look(look("RUNNING"))
+        };
+        let (outcome, next) = decide(&updating.job, &updating.config, Some(&stopping), &pending, false);
+        assert!(
+            !outcome.job.iter().any(|a| matches!(
+                a,
+                JobAction::RollBack { .. } | JobAction::DropRollbackRequest { .. }
+            )),
+            "{kind}: {outcome:?}"
+        );
+        assert!(!outcome.reasons().contains(&Reason::RollbackRefused), "{kind}");
+        assert_eq!(rollback_phase(&next), None, "{kind}");
+    });
+}
+
+#[test]
+fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_each_step() {
+    both(|kind, decide| {
+        let mut world = World::new(&savepoint_job(4));
+        world.revisions = vec![revision(kind, 1, 2, Some("file:/sp/old")), revision(kind, 2, 4, Some("file:/sp/2"))];
+        world.annotations.insert(annotations::REVISION.into(), "2".into());
+        let stored = started(&world.job, &world.config, kind);
+        world.ask("1");
+
+        // The rollback is recorded first, then revision 1's spec is written into the resource.
+        let (outcome, rolling) = decide(&world.job, &world.config, Some(&stored), &world.look(look("RUNNING")), false);
+        assert!(outcome.recorded_first, "{kind}");
+        assert_eq!(outcome.reasons(), [Reason::RollingBack], "{kind}");
+        assert!(
+            outcome.events[0].note.contains("from revision 2 to revision 1"),
+            "{kind}: {:?}",
+            outcome.events
+        );
+        let [JobAction::RollBack { spec, request, .. }] = outcome.job.as_slice() else {
+            panic!("{kind}: {outcome:?}")
+        };
+        assert_eq!(request, "1", "{kind}");
+        assert_eq!(spec["job"]["parallelism"], json!(2), "{kind}");
+        assert_eq!(spec["job"]["upgradeMode"], json!("savepoint"), "{kind}: the current mode");
+        assert_eq!(rollback_phase(&rolling), Some(RollbackPhase::RollingBack), "{kind}");
+        assert_eq!(reason(&rolling).as_deref(), Some(phase::ROLLING_BACK), "{kind}");
+
+        // Stopped before the spec was written: the next look writes it again.
+        let (again, _) = decide(&world.job, &world.config, Some(&rolling), &world.look(look("RUNNING")), false);
+        assert_eq!(again.job, outcome.job, "{kind}");
+        world.apply(&outcome);
+        assert!(!world.annotations.contains_key(annotations::ROLLBACK_TO_REVISION), "{kind}");
+
+        // The spec change takes the savepoint path of the job's upgrade mode.
+        let (outcome, stopping) = decide(&world.job, &world.config, Some(&rolling), &world.look(look("RUNNING")), false);
+        assert!(
+            matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
+            "{kind}: {outcome:?}"
+        );
+        assert!(outcome.recorded_first, "{kind}");
+        assert_eq!(reason(&stopping).as_deref(), Some(phase::ROLLING_BACK), "{kind}");
+
+        // Stopped after the savepoint was asked for: it is followed, not taken again.
+        let pending = Look {
+            savepoint: Some(SavepointPoll::InProgress),
+            ..world.look(look("RUNNING"))
+        };
+        let (outcome, _) = decide(&world.job, &world.config, Some(&stopping), &pending, false);
+        assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
+
+        // The savepoint just taken is what revision 1's spec starts from, not its old state;
+        // the spec is recorded as revision 3, equal to 1.
+        let done = Look {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/rollback".into())),
+            ..world.look(look("FINISHED"))
+        };
+        let (outcome, committed) = decide(&world.job, &world.config, Some(&stopping), &done, false);
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/rollback"),
+            "{kind}"
+        );
+        assert_eq!(outcome.own, 1, "{kind}: the job is started again");
+        let [record] = records(&outcome).try_into().expect("one record");
+        let Some(RevisionStep::Reuse { previous: 1, revision }) = &record.step else {
+            panic!("{kind}: {record:?}")
+        };
+        assert_eq!(revision.number, 3, "{kind}");
+        assert_eq!(revision.started_from.as_deref(), Some("file:/sp/rollback"), "{kind}");
+
+        // Stopped after the start was recorded but before the revision was: recorded next.
+        let (outcome, _) = decide(&world.job, &world.config, Some(&committed), &world.look(look("RUNNING")), false);
+        assert_eq!(records(&outcome).first().map(|r| r.current), Some(3), "{kind}: {outcome:?}");
+        world.apply(&outcome);
+
+        // Once the job runs revision 1's spec, stable: rolled back.
+        let mut running = started(&world.job, &world.config, kind);
+        match (&mut running, &committed) {
+            (Status::Application(r), Status::Application(c)) => r.revision = c.revision.clone(),
+            (Status::SessionJob(r), Status::SessionJob(c)) => r.revision = c.revision.clone(),
+            _ => unreachable!(),
+        }
+        let (outcome, ended) = decide(&world.job, &world.config, Some(&running), &world.look(look("RUNNING")), false);
+        assert_eq!(outcome.reasons(), [Reason::RolledBack], "{kind}: {outcome:?}");
+        assert_eq!(rollback_phase(&ended), Some(RollbackPhase::RolledBack), "{kind}");
+        assert_eq!(reason(&ended).as_deref(), Some(phase::RUNNING), "{kind}");
+        let (outcome, _) = decide(&world.job, &world.config, Some(&ended), &world.look(look("RUNNING")), false);
+        assert!(outcome.events.is_empty() && outcome.job.is_empty(), "{kind}: {outcome:?}");
+    });
+}
+
+#[test]
+fn a_rollback_asked_to_restore_the_revisions_state_does_so_under_the_restore_age_guard() {
+    both(|kind, decide| {
+        let mut world = World::new(&savepoint_job(4));
+        world.revisions = vec![revision(kind, 1, 2, Some("file:/sp/old")), revision(kind, 2, 4, None)];
+        world.annotations.insert(annotations::REVISION.into(), "2".into());
+        world.annotations.insert(
+            annotations::ROLLBACK_RESTORE.into(),
+            annotations::ROLLBACK_RESTORE_REVISION.into(),
+        );
+        let stored = started(&world.job, &world.config, kind);
+        world.ask("1");
+        let (outcome, rolling) = decide(&world.job, &world.config, Some(&stored), &world.look(look("RUNNING")), false);
+        assert!(outcome.events[0].note.contains("file:/sp/old"), "{kind}: {:?}", outcome.events);
+        world.apply(&outcome);
+        let (outcome, committed) = upgrade(decide, &world, &rolling, "file:/sp/rollback");
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/old"),
+            "{kind}: {outcome:?}"
+        );
+        assert_eq!(rollback_phase(&committed), Some(RollbackPhase::RollingBack), "{kind}");
+
+        // With a maximum state age, a state of unknown age is not restored: the rollback
+        // fails and the job is left as the update path leaves it.
+        let guarded = |base: Look| Look {
+            policy: Policy {
+                restore_max_state_age_ms: Some(HOUR),
+                ..Policy::status_only()
+            },
+            ..base
+        };
+        let stopping = decide(&world.job, &world.config, Some(&rolling), &guarded(world.look(look("RUNNING"))), false).1;
+        let done = Look {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/rollback".into())),
+            ..guarded(world.look(look("FINISHED")))
+        };
+        let (outcome, failed) = decide(&world.job, &world.config, Some(&stopping), &done, false);
+        assert_eq!(outcome.own, 0, "{kind}: nothing is started");
+        assert!(outcome.reasons().contains(&Reason::RollbackFailed), "{kind}: {:?}", outcome.events);
+        assert_eq!(rollback_phase(&failed), Some(RollbackPhase::Failed), "{kind}");
+        let message = revision_status(&failed).rollback.and_then(|r| r.message).unwrap_or_default();
+        assert!(message.contains("file:/sp/old"), "{kind}: {message}");
+    });
+}
