@@ -22,6 +22,7 @@ mod kubectl_tool;
 mod lifecycle;
 mod objects;
 mod reconcile;
+mod revisions;
 mod runtime;
 mod scale;
 mod session_job;

@@ -276,8 +276,10 @@ pub fn counts_written_after(dir: &std::path::Path, after: std::time::SystemTime)
     times.len() == 4 && times.iter().all(|t| *t > after)
 }
 
+/// Then a rollback to a kept revision (see `revisions`): one job's history, from its first
+/// deployment through an upgrade, a misbehaving upgrade and its rollback.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_savepoint_upgrade_restores_the_jobs_state() {
+async fn a_savepoint_upgrade_restores_the_jobs_state_and_a_rollback_to_a_kept_revision_too() {
     savepoint_upgrade(Crash::Never).await;
 }
 
@@ -505,6 +507,11 @@ async fn savepoint_upgrade(crash: Crash) {
         ns.name
     );
     assert!(metrics.contains(&stable), "{stable} missing:\n{metrics}");
+
+    if crash == Crash::Never {
+        crate::revisions::a_misbehaving_update_is_rolled_back(&client, &api, "FlinkDeployment", "counter", &counts)
+            .await;
+    }
 
     api.delete("counter", &DeleteParams::default()).await.unwrap();
     wait_for("the FlinkDeployment gone", Duration::from_secs(120), || async {
