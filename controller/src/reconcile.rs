@@ -111,14 +111,21 @@ pub fn requeue_after(next: Next, stepped: bool, policy: &crate::policy::Policy) 
 }
 
 /// What triggers a reconcile of a resource of the loop's own kind: a change a user made (the
-/// spec, i.e. the generation, which the API server also raises when a deletion starts) or
-/// its deletion. Status writes, ours above all, change neither, so a steady resource is not
-/// reconciled by its own writes; the cache still holds the latest object.
+/// spec, i.e. the generation, which the API server also raises when a deletion starts; a
+/// rollback request, which is an annotation) or its deletion. Status writes and the
+/// operator's own annotations change none of these, so a steady resource is not reconciled
+/// by its own writes; the cache still holds the latest object.
 pub fn user_change<K: kube::Resource>(object: &K) -> Option<u64> {
     let meta = object.meta();
     let mut hasher = DefaultHasher::new();
     meta.generation.hash(&mut hasher);
     meta.deletion_timestamp.is_some().hash(&mut hasher);
+    for key in [
+        flink_operator_api::keys::annotations::ROLLBACK_TO_REVISION,
+        flink_operator_api::keys::annotations::ROLLBACK_RESTORE,
+    ] {
+        meta.annotations.as_ref().and_then(|a| a.get(key)).hash(&mut hasher);
+    }
     Some(hasher.finish())
 }
 

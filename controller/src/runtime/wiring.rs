@@ -173,6 +173,23 @@ mod tests {
         // A spec change: reconciled, once.
         assert!(now(filter(&object(2, false, ours.clone()))));
         assert!(!now(filter(&object(2, false, ours.clone()))));
+        // A rollback request (an annotation): reconciled, once; the operator's own
+        // annotation (the current revision): not.
+        let annotated = |pairs: &[(&str, &str)]| {
+            let mut object = (*object(2, false, ours.clone())).clone();
+            object.metadata.annotations = Some(
+                pairs
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            );
+            Arc::new(object)
+        };
+        let request = (flink_operator_api::keys::annotations::ROLLBACK_TO_REVISION, "1");
+        let shown = (flink_operator_api::keys::annotations::REVISION, "2");
+        assert!(now(filter(&annotated(&[request]))));
+        assert!(!now(filter(&annotated(&[request, shown]))));
+        assert!(now(filter(&annotated(&[shown]))), "the request removed");
         // A deletion starting: reconciled (the finalizer's work).
         assert!(now(filter(&object(2, true, ours))));
         // Gone (no finalizer left): forgotten, not reconciled.
