@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{
     CommonStatus, Condition, FlinkSpec, FlinkVersion, IngressSpec, JobManagerSpec, JobSpec, JobStatus,
-    RevisionStatus,
-    KubernetesDeploymentMode, ReconciliationStatus, ResourceLifecycleState, TaskManagerSpec,
+    KubernetesDeploymentMode, ReconciliationStatus, ResourceLifecycleState, RevisionStatus, TaskManagerSpec,
 };
 use crate::config::FlinkConfiguration;
 use crate::pod_template::PodTemplate;

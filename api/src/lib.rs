@@ -47,8 +47,9 @@ pub use blue_green::{
 pub use common::{
     Checkpoint, CheckpointInfo, CheckpointType, CommonStatus, Condition, FlinkSpec, FlinkVersion,
     IngressSpec, JobManagerSpec, JobSpec, JobState, JobStatus, KubernetesDeploymentMode, ReconciliationState,
-    ReconciliationStatus, Resource, ResourceLifecycleState, RevisionStatus, RollbackPhase, RollbackStatus, Savepoint, SavepointFormatType, SavepointInfo,
-    SavepointRetry, SnapshotTriggerType, TaskManagerSpec, UpgradeMode,
+    ReconciliationStatus, Resource, ResourceLifecycleState, RevisionStatus, RollbackPhase, RollbackStatus,
+    Savepoint, SavepointFormatType, SavepointInfo, SavepointRetry, SnapshotTriggerType, TaskManagerSpec,
+    UpgradeMode,
 };
 pub use config::FlinkConfiguration;
 pub use deployment::{

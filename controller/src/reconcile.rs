@@ -124,7 +124,10 @@ pub fn user_change<K: kube::Resource>(object: &K) -> Option<u64> {
         flink_operator_api::keys::annotations::ROLLBACK_TO_REVISION,
         flink_operator_api::keys::annotations::ROLLBACK_RESTORE,
     ] {
-        meta.annotations.as_ref().and_then(|a| a.get(key)).hash(&mut hasher);
+        meta.annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .hash(&mut hasher);
     }
     Some(hasher.finish())
 }

@@ -509,8 +509,14 @@ async fn savepoint_upgrade(crash: Crash) {
     assert!(metrics.contains(&stable), "{stable} missing:\n{metrics}");
 
     if crash == Crash::Never {
-        crate::revisions::a_misbehaving_update_is_rolled_back(&client, &api, "FlinkDeployment", "counter", &counts)
-            .await;
+        crate::revisions::a_misbehaving_update_is_rolled_back(
+            &client,
+            &api,
+            "FlinkDeployment",
+            "counter",
+            &counts,
+        )
+        .await;
     }
 
     api.delete("counter", &DeleteParams::default()).await.unwrap();

@@ -45,7 +45,12 @@ async fn cli(args: Vec<String>) -> (bool, String) {
 
 /// The revisions of the resource `kind/name` kept in `namespace`: (number, started from,
 /// spec), oldest first.
-async fn kept(client: &kube::Client, namespace: &str, kind: &str, name: &str) -> Vec<(i64, Option<String>, Value)> {
+async fn kept(
+    client: &kube::Client,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+) -> Vec<(i64, Option<String>, Value)> {
     let api: Api<ControllerRevision> = Api::namespaced(client.clone(), namespace);
     let selector = format!(
         "{}={kind},{}={name}",
@@ -64,7 +69,11 @@ async fn kept(client: &kube::Client, namespace: &str, kind: &str, name: &str) ->
                 .annotations
                 .as_ref()
                 .and_then(|a| a.get(annotations::REVISION_STARTED_FROM).cloned());
-            (r.revision.unwrap_or_default(), started_from, r.data.0["spec"].clone())
+            (
+                r.revision.unwrap_or_default(),
+                started_from,
+                r.data.0["spec"].clone(),
+            )
         })
         .collect();
     revisions.sort_by_key(|r| r.0);
@@ -125,14 +134,7 @@ pub async fn a_misbehaving_update_is_rolled_back<K>(
         + std::fmt::Debug,
     K::Status: flink_operator_api::common::CommonStatus,
 {
-    let namespace = api
-        .get(name)
-        .await
-        .unwrap()
-        .meta()
-        .namespace
-        .clone()
-        .unwrap();
+    let namespace = api.get(name).await.unwrap().meta().namespace.clone().unwrap();
     let target = format!("{kind}/{name}");
     let second = current(api, name, 2).await;
     let revisions = kept(client, &namespace, kind, name).await;
@@ -184,8 +186,14 @@ pub async fn a_misbehaving_update_is_rolled_back<K>(
     let restarted_at = std::time::SystemTime::now();
     let rolled_back = crate::harness::running_job(api, name, Some(&third_job)).await;
     let value = serde_json::to_value(&rolled_back).unwrap();
-    assert_eq!(value["spec"]["job"]["args"], second_args, "revision 2's spec is back");
-    assert_eq!(value["status"]["revision"]["rollback"]["phase"], json!("RolledBack"));
+    assert_eq!(
+        value["spec"]["job"]["args"], second_args,
+        "revision 2's spec is back"
+    );
+    assert_eq!(
+        value["status"]["revision"]["rollback"]["phase"],
+        json!("RolledBack")
+    );
     assert!(
         rolled_back
             .meta()
@@ -206,17 +214,31 @@ pub async fn a_misbehaving_update_is_rolled_back<K>(
         [1, 3, 4],
         "{revisions:?}"
     );
-    assert_eq!(revisions[2].1.as_deref(), Some(restored.as_str()), "{revisions:?}");
+    assert_eq!(
+        revisions[2].1.as_deref(),
+        Some(restored.as_str()),
+        "{revisions:?}"
+    );
     assert_ne!(revisions[1].1.as_deref(), Some(restored.as_str()));
     // Nothing counted by revision 3 is lost.
     counts_went_on(counts, &before, restarted_at, 0).await;
 
     // The history as the user reads it.
-    let (ok, history) = cli(vec!["history".into(), target.clone(), "-n".into(), namespace.clone()]).await;
+    let (ok, history) = cli(vec![
+        "history".into(),
+        target.clone(),
+        "-n".into(),
+        namespace.clone(),
+    ])
+    .await;
     assert!(ok, "{history}");
     let rows: Vec<&str> = history
         .lines()
-        .filter(|l| l.split_whitespace().next().is_some_and(|n| n.parse::<i64>().is_ok()))
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|n| n.parse::<i64>().is_ok())
+        })
         .collect();
     assert_eq!(rows.len(), 3, "{history}");
     assert!(rows[1].contains("--fail-at"), "revision 3's change: {history}");
@@ -226,7 +248,9 @@ pub async fn a_misbehaving_update_is_rolled_back<K>(
     api.patch(
         name,
         &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"flinkConfiguration": {"kubernetes.operator.job.revision-history.limit": "1"}}})),
+        &Patch::Merge(
+            json!({"spec": {"flinkConfiguration": {"kubernetes.operator.job.revision-history.limit": "1"}}}),
+        ),
     )
     .await
     .unwrap();

@@ -320,7 +320,14 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
 
     periodic_savepoints_leave_the_history_and_the_disk(&jobs, &state, &savepoint).await;
     // Manual and periodic snapshots made no revision: the history is still 1 and 2.
-    crate::revisions::a_misbehaving_update_is_rolled_back(&client, &jobs, "FlinkSessionJob", "counter", &counts).await;
+    crate::revisions::a_misbehaving_update_is_rolled_back(
+        &client,
+        &jobs,
+        "FlinkSessionJob",
+        "counter",
+        &counts,
+    )
+    .await;
     let upgraded_job = job_id(&jobs.get("counter").await.unwrap());
 
     delete_and_check_stopped(&jobs, &rest, "counter", &upgraded_job).await;

@@ -123,7 +123,14 @@ where
                 .as_ref()
                 .is_some_and(|a| a.contains_key(keys::annotations::ROLLBACK_RESTORE));
             let operations = request_removal(drop_restore);
-            patch_if_requested(client, owner, request, operations, "removing the refused rollback request").await
+            patch_if_requested(
+                client,
+                owner,
+                request,
+                operations,
+                "removing the refused rollback request",
+            )
+            .await
         }
         _ => Err(JobActError::NotRest(format!("{action:?}"))),
     }
@@ -153,7 +160,9 @@ where
     match &record.step {
         Some(RevisionStep::Create(revision)) => {
             let Some(reference) = owner.controller_owner_ref(&()) else {
-                return Err(JobActError::NotRest("a revision of an owner without uid".to_owned()));
+                return Err(JobActError::NotRest(
+                    "a revision of an owner without uid".to_owned(),
+                ));
             };
             let object = revisions::controller_revision(kind, &owner_name, &namespace, reference, revision);
             match revisions.create(&PostParams::default(), &object).await {
@@ -204,7 +213,12 @@ where
 
 /// JSON Patch operations that remove a rollback request's annotations.
 fn request_removal(drop_restore: bool) -> Vec<serde_json::Value> {
-    let path = |key: &str| format!("/metadata/annotations/{}", key.replace('~', "~0").replace('/', "~1"));
+    let path = |key: &str| {
+        format!(
+            "/metadata/annotations/{}",
+            key.replace('~', "~0").replace('/', "~1")
+        )
+    };
     let mut operations = vec![json!({"op": "remove", "path": path(keys::annotations::ROLLBACK_TO_REVISION)})];
     if drop_restore {
         operations.push(json!({"op": "remove", "path": path(keys::annotations::ROLLBACK_RESTORE)}));
@@ -250,8 +264,8 @@ where
         "value": request,
     });
     let operations: Vec<serde_json::Value> = std::iter::once(test).chain(operations).collect();
-    let patch: json_patch::Patch =
-        serde_json::from_value(serde_json::Value::Array(operations)).map_err(|e| resource(kube::Error::SerdeError(e)))?;
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(operations))
+        .map_err(|e| resource(kube::Error::SerdeError(e)))?;
     let patched = api
         .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
         .await

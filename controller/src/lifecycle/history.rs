@@ -57,7 +57,11 @@ pub struct RecordRevision {
 /// The kept revisions of the resource of kind `kind` with `meta`, from the cache: those
 /// labelled with its kind and name and owned by it (not by an earlier resource of the name
 /// whose revisions are not collected yet).
-pub fn of_job(caches: &crate::caches::Caches, kind: flink_operator_api::JobKind, meta: &ObjectMeta) -> Vec<Revision> {
+pub fn of_job(
+    caches: &crate::caches::Caches,
+    kind: flink_operator_api::JobKind,
+    meta: &ObjectMeta,
+) -> Vec<Revision> {
     let name = meta.name.as_deref().unwrap_or_default();
     let owner = revisions::owner_label_value(name);
     let uid = meta.uid.as_deref();
@@ -104,7 +108,10 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
     // stopped in between) is written again.
     let unwritten = in_flight
         .filter(|r| r.to == Some(request.to))
-        .and_then(|r| kept.iter().find(|rev| Some(&rev.name) == r.revision_name.as_ref()))
+        .and_then(|r| {
+            kept.iter()
+                .find(|rev| Some(&rev.name) == r.revision_name.as_ref())
+        })
         .is_some_and(|target| !runs_version(k.spec(), target));
     if in_flight.is_some() && !unwritten {
         return None;
@@ -146,7 +153,10 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
                     timestamp: Some(now),
                 },
             );
-            out.event(EventNote::normal(Reason::RollingBack, super::capitalised(&message)));
+            out.event(EventNote::normal(
+                Reason::RollingBack,
+                super::capitalised(&message),
+            ));
             out.act(JobAction::RollBack {
                 spec: written,
                 request: value,
@@ -295,7 +305,8 @@ fn follow_rollback<'a, K: JobKind<'a>>(
     current: &Revision,
     after: &[Revision],
 ) {
-    let rolling_back = plan.status.reconciliation().and_then(|rs| rs.state) == Some(ReconciliationState::RollingBack);
+    let rolling_back =
+        plan.status.reconciliation().and_then(|rs| rs.state) == Some(ReconciliationState::RollingBack);
     let Some(rollback) = rollback(&plan.status)
         .cloned()
         .filter(|r| r.phase == Some(RollbackPhase::RollingBack))
@@ -336,7 +347,10 @@ fn follow_rollback<'a, K: JobKind<'a>>(
                 current.number
             ),
         ))
-    } else if matches!(reason.as_deref(), Some(phase::UPDATE_FAILED | phase::DEPLOY_FAILED)) {
+    } else if matches!(
+        reason.as_deref(),
+        Some(phase::UPDATE_FAILED | phase::DEPLOY_FAILED)
+    ) {
         let why = plan.status.error_mut().clone().unwrap_or_default();
         Some((
             RollbackPhase::Failed,
@@ -348,7 +362,9 @@ fn follow_rollback<'a, K: JobKind<'a>>(
     match outcome {
         Some((done, message)) => {
             let event = match done {
-                RollbackPhase::RolledBack => EventNote::normal(Reason::RolledBack, super::capitalised(&message)),
+                RollbackPhase::RolledBack => {
+                    EventNote::normal(Reason::RolledBack, super::capitalised(&message))
+                }
                 _ => EventNote::warning(Reason::RollbackFailed, super::capitalised(&message)),
             };
             plan.events.push(event);
@@ -390,13 +406,23 @@ pub fn revision_state<'a, K: JobKind<'a>>(k: &K) -> Option<RestorableState> {
         .job_status()
         .and_then(|j| j.savepoint_info.as_ref())
         .into_iter()
-        .flat_map(|i| i.last_savepoint.iter().chain(i.savepoint_history.iter().flatten()))
+        .flat_map(|i| {
+            i.last_savepoint
+                .iter()
+                .chain(i.savepoint_history.iter().flatten())
+        })
         .find(|s| s.location.as_deref() == Some(path.as_str()));
     let kind = match snapshot.map(|s| s.kind) {
         Some(super::Snapshot::Checkpoint) => Kind::Checkpoint,
         Some(super::Snapshot::Savepoint) => Kind::Savepoint,
         // Flink names a checkpoint's directory chk-<n>.
-        None if savepoint.is_none() && path.trim_end_matches('/').rsplit('/').next().is_some_and(|d| d.starts_with("chk-")) => {
+        None if savepoint.is_none()
+            && path
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .is_some_and(|d| d.starts_with("chk-")) =>
+        {
             Kind::Checkpoint
         }
         None => Kind::Savepoint,
@@ -433,4 +459,3 @@ fn rename_phase(status: &mut impl LifecycleStatus, from: &str, to: &str) {
         }
     }
 }
-

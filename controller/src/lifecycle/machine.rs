@@ -22,8 +22,7 @@ use super::{
     FAST, Facts, JobAction, LifecycleStatus, Out, Plan, SLOW,
     change::{self, Ending, JobNow, Resume},
     deletion::{self, DeletionSavepoint},
-    history,
-    snapshot_resources, snapshots,
+    history, snapshot_resources, snapshots,
     spec::{self, JobSpecOf},
     stop::{self, Stopped, Stopping},
 };

@@ -57,8 +57,7 @@ pub mod stop;
 mod scenarios;
 
 use flink_operator_api::{
-    FlinkDeploymentStatus, FlinkSessionJobStatus,
-    RevisionStatus,
+    FlinkDeploymentStatus, FlinkSessionJobStatus, RevisionStatus,
     common::{Condition, JobStatus, ReconciliationStatus, ResourceLifecycleState},
 };
 

@@ -56,6 +56,12 @@ impl World {
         self.generation += 1;
     }
 
+    fn requested(&self, request: &str) -> bool {
+        self.annotations
+            .get(annotations::ROLLBACK_TO_REVISION)
+            .is_some_and(|r| r == request)
+    }
+
     /// Carries out what the plan asked of Kubernetes.
     fn apply(&mut self, outcome: &Outcome) {
         for action in &outcome.job {
@@ -73,18 +79,14 @@ impl World {
                     self.annotations
                         .insert(annotations::REVISION.into(), record.current.to_string());
                 }
-                JobAction::RollBack { spec, request, .. } => {
-                    if self.annotations.get(annotations::ROLLBACK_TO_REVISION) == Some(request) {
-                        self.change(spec["job"].clone());
-                        self.config = spec.get("flinkConfiguration").cloned().unwrap_or(json!({}));
-                        self.annotations.remove(annotations::ROLLBACK_TO_REVISION);
-                        self.annotations.remove(annotations::ROLLBACK_RESTORE);
-                    }
+                JobAction::RollBack { spec, request, .. } if self.requested(request) => {
+                    self.change(spec["job"].clone());
+                    self.config = spec.get("flinkConfiguration").cloned().unwrap_or(json!({}));
+                    self.annotations.remove(annotations::ROLLBACK_TO_REVISION);
+                    self.annotations.remove(annotations::ROLLBACK_RESTORE);
                 }
-                JobAction::DropRollbackRequest { request } => {
-                    if self.annotations.get(annotations::ROLLBACK_TO_REVISION) == Some(request) {
-                        self.annotations.remove(annotations::ROLLBACK_TO_REVISION);
-                    }
+                JobAction::DropRollbackRequest { request } if self.requested(request) => {
+                    self.annotations.remove(annotations::ROLLBACK_TO_REVISION);
                 }
                 _ => {}
             }
@@ -124,7 +126,11 @@ fn reason(status: &Status) -> Option<String> {
 }
 
 fn savepoint_job(parallelism: i64) -> Value {
-    with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(parallelism))
+    with(
+        job_spec(UpgradeMode::Savepoint),
+        "parallelism",
+        json!(parallelism),
+    )
 }
 
 /// A revision of the `kind`'s savepoint job with `parallelism`, as its ControllerRevision
@@ -144,15 +150,19 @@ fn revision(kind: &str, number: i64, parallelism: i64, started_from: Option<&str
     }
 }
 
+/// A kind's decision at one look, as [`both`] hands it to a scenario.
+type Decide<'a> = &'a dyn Fn(&Value, &Value, Option<&Status>, &Look, bool) -> (Outcome, Status);
+
 /// Stops the job with a savepoint for the world's spec, completing it at `path`: the
 /// outcome of the commit and the status it leaves.
-fn upgrade(
-    decide: &dyn Fn(&Value, &Value, Option<&Status>, &Look, bool) -> (Outcome, Status),
-    world: &World,
-    stored: &Status,
-    path: &str,
-) -> (Outcome, Status) {
-    let (outcome, stopping) = decide(&world.job, &world.config, Some(stored), &world.look(look("RUNNING")), false);
+fn upgrade(decide: Decide<'_>, world: &World, stored: &Status, path: &str) -> (Outcome, Status) {
+    let (outcome, stopping) = decide(
+        &world.job,
+        &world.config,
+        Some(stored),
+        &world.look(look("RUNNING")),
+        false,
+    );
     assert!(
         outcome
             .job
@@ -174,7 +184,13 @@ fn each_applied_spec_is_a_revision_numbered_in_order_and_an_equal_one_is_reused_
         let stored = started(&world.job, &world.config, kind);
 
         // The running job's spec becomes revision 1, shown on the resource and in status.
-        let (outcome, first) = decide(&world.job, &world.config, Some(&stored), &world.look(look("RUNNING")), false);
+        let (outcome, first) = decide(
+            &world.job,
+            &world.config,
+            Some(&stored),
+            &world.look(look("RUNNING")),
+            false,
+        );
         let [record] = records(&outcome).try_into().expect("one record");
         let Some(RevisionStep::Create(created)) = &record.step else {
             panic!("{kind}: {record:?}")
@@ -184,9 +200,18 @@ fn each_applied_spec_is_a_revision_numbered_in_order_and_an_equal_one_is_reused_
         world.apply(&outcome);
 
         // Nothing changes: nothing is written.
-        let (outcome, steady) = decide(&world.job, &world.config, Some(&first), &world.look(look("RUNNING")), false);
+        let (outcome, steady) = decide(
+            &world.job,
+            &world.config,
+            Some(&first),
+            &world.look(look("RUNNING")),
+            false,
+        );
         assert!(records(&outcome).is_empty(), "{kind}: {outcome:?}");
-        assert!(outcome.job.is_empty() && outcome.events.is_empty(), "{kind}: {outcome:?}");
+        assert!(
+            outcome.job.is_empty() && outcome.events.is_empty(),
+            "{kind}: {outcome:?}"
+        );
         assert_eq!(revision_status(&steady), revision_status(&first), "{kind}");
 
         // An upgrade is recorded with the state it starts from once it is committed, not
@@ -214,7 +239,11 @@ fn each_applied_spec_is_a_revision_numbered_in_order_and_an_equal_one_is_reused_
             Some(RevisionStep::Reuse { previous, revision }) => {
                 assert_eq!((*previous, revision.number), (1, 3), "{kind}");
                 assert_eq!(revision.name, created.name, "{kind}");
-                assert_eq!(revision.started_from.as_deref(), Some("file:/sp/back-to-2"), "{kind}");
+                assert_eq!(
+                    revision.started_from.as_deref(),
+                    Some("file:/sp/back-to-2"),
+                    "{kind}"
+                );
             }
             other => panic!("{kind}: {other:?}"),
         }
@@ -229,7 +258,11 @@ fn each_applied_spec_is_a_revision_numbered_in_order_and_an_equal_one_is_reused_
 fn the_history_is_pruned_to_its_limit_but_never_of_the_current_or_an_in_flight_revision() {
     both(|kind, decide| {
         let mut world = World::new(&savepoint_job(6));
-        world.revisions = vec![revision(kind, 1, 2, None), revision(kind, 2, 4, None), revision(kind, 3, 6, None)];
+        world.revisions = vec![
+            revision(kind, 1, 2, None),
+            revision(kind, 2, 4, None),
+            revision(kind, 3, 6, None),
+        ];
         world.annotations.insert(annotations::REVISION.into(), "3".into());
         let stored = started(&world.job, &world.config, kind);
         let limited = |world: &World| Look {
@@ -246,7 +279,13 @@ fn the_history_is_pruned_to_its_limit_but_never_of_the_current_or_an_in_flight_r
 
         // While a rollback to revision 1 is under way, revision 1 stays.
         world.ask("1");
-        let (outcome, rolling) = decide(&world.job, &world.config, Some(&stored), &world.look(look("RUNNING")), false);
+        let (outcome, rolling) = decide(
+            &world.job,
+            &world.config,
+            Some(&stored),
+            &world.look(look("RUNNING")),
+            false,
+        );
         world.apply(&outcome);
         let (outcome, _) = decide(&world.job, &world.config, Some(&rolling), &limited(&world), false);
         let [record] = records(&outcome).try_into().expect("one record");
@@ -258,7 +297,10 @@ fn the_history_is_pruned_to_its_limit_but_never_of_the_current_or_an_in_flight_r
 fn a_rollback_request_is_refused_when_it_cannot_be_carried_out_and_waits_for_an_update_in_progress() {
     both(|kind, decide| {
         let mut world = World::new(&savepoint_job(4));
-        world.revisions = vec![revision(kind, 1, 2, None), revision(kind, 2, 4, Some("file:/sp/2"))];
+        world.revisions = vec![
+            revision(kind, 1, 2, None),
+            revision(kind, 2, 4, Some("file:/sp/2")),
+        ];
         world.annotations.insert(annotations::REVISION.into(), "2".into());
         let stored = started(&world.job, &world.config, kind);
 
@@ -269,26 +311,54 @@ fn a_rollback_request_is_refused_when_it_cannot_be_carried_out_and_waits_for_an_
         ] {
             let mut asked = world.clone();
             asked.ask(value);
-            let (outcome, next) = decide(&asked.job, &asked.config, Some(&stored), &asked.look(look("RUNNING")), false);
+            let (outcome, next) = decide(
+                &asked.job,
+                &asked.config,
+                Some(&stored),
+                &asked.look(look("RUNNING")),
+                false,
+            );
             assert_eq!(outcome.reasons(), [Reason::RollbackRefused], "{kind} {value}");
-            assert!(outcome.events[0].note.contains(says), "{kind} {value}: {:?}", outcome.events);
+            assert!(
+                outcome.events[0].note.contains(says),
+                "{kind} {value}: {:?}",
+                outcome.events
+            );
             assert_eq!(
                 outcome.job,
-                [JobAction::DropRollbackRequest { request: value.into() }],
+                [JobAction::DropRollbackRequest {
+                    request: value.into()
+                }],
                 "{kind} {value}: nothing else is done"
             );
-            assert_eq!(rollback_phase(&next), Some(RollbackPhase::Refused), "{kind} {value}");
-            let message = revision_status(&next).rollback.and_then(|r| r.message).unwrap_or_default();
+            assert_eq!(
+                rollback_phase(&next),
+                Some(RollbackPhase::Refused),
+                "{kind} {value}"
+            );
+            let message = revision_status(&next)
+                .rollback
+                .and_then(|r| r.message)
+                .unwrap_or_default();
             assert!(message.contains(says), "{kind} {value}: {message}");
             asked.apply(&outcome);
-            assert!(!asked.annotations.contains_key(annotations::ROLLBACK_TO_REVISION), "{kind}");
+            assert!(
+                !asked.annotations.contains_key(annotations::ROLLBACK_TO_REVISION),
+                "{kind}"
+            );
         }
 
         // An update in progress (its stop-with-savepoint sent) is waited for: the request
         // stays, and nothing but the update's own steps is done.
         let mut updating = world.clone();
         updating.change(savepoint_job(8));
-        let (_, stopping) = decide(&updating.job, &updating.config, Some(&stored), &updating.look(look("RUNNING")), false);
+        let (_, stopping) = decide(
+            &updating.job,
+            &updating.config,
+            Some(&stored),
+            &updating.look(look("RUNNING")),
+            false,
+        );
         updating.ask("1");
         let pending = Look {
             savepoint: Some(SavepointPoll::InProgress),
@@ -311,13 +381,22 @@ fn a_rollback_request_is_refused_when_it_cannot_be_carried_out_and_waits_for_an_
 fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_each_step() {
     both(|kind, decide| {
         let mut world = World::new(&savepoint_job(4));
-        world.revisions = vec![revision(kind, 1, 2, Some("file:/sp/old")), revision(kind, 2, 4, Some("file:/sp/2"))];
+        world.revisions = vec![
+            revision(kind, 1, 2, Some("file:/sp/old")),
+            revision(kind, 2, 4, Some("file:/sp/2")),
+        ];
         world.annotations.insert(annotations::REVISION.into(), "2".into());
         let stored = started(&world.job, &world.config, kind);
         world.ask("1");
 
         // The rollback is recorded first, then revision 1's spec is written into the resource.
-        let (outcome, rolling) = decide(&world.job, &world.config, Some(&stored), &world.look(look("RUNNING")), false);
+        let (outcome, rolling) = decide(
+            &world.job,
+            &world.config,
+            Some(&stored),
+            &world.look(look("RUNNING")),
+            false,
+        );
         assert!(outcome.recorded_first, "{kind}");
         assert_eq!(outcome.reasons(), [Reason::RollingBack], "{kind}");
         assert!(
@@ -330,18 +409,41 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
         };
         assert_eq!(request, "1", "{kind}");
         assert_eq!(spec["job"]["parallelism"], json!(2), "{kind}");
-        assert_eq!(spec["job"]["upgradeMode"], json!("savepoint"), "{kind}: the current mode");
-        assert_eq!(rollback_phase(&rolling), Some(RollbackPhase::RollingBack), "{kind}");
+        assert_eq!(
+            spec["job"]["upgradeMode"],
+            json!("savepoint"),
+            "{kind}: the current mode"
+        );
+        assert_eq!(
+            rollback_phase(&rolling),
+            Some(RollbackPhase::RollingBack),
+            "{kind}"
+        );
         assert_eq!(reason(&rolling).as_deref(), Some(phase::ROLLING_BACK), "{kind}");
 
         // Stopped before the spec was written: the next look writes it again.
-        let (again, _) = decide(&world.job, &world.config, Some(&rolling), &world.look(look("RUNNING")), false);
+        let (again, _) = decide(
+            &world.job,
+            &world.config,
+            Some(&rolling),
+            &world.look(look("RUNNING")),
+            false,
+        );
         assert_eq!(again.job, outcome.job, "{kind}");
         world.apply(&outcome);
-        assert!(!world.annotations.contains_key(annotations::ROLLBACK_TO_REVISION), "{kind}");
+        assert!(
+            !world.annotations.contains_key(annotations::ROLLBACK_TO_REVISION),
+            "{kind}"
+        );
 
         // The spec change takes the savepoint path of the job's upgrade mode.
-        let (outcome, stopping) = decide(&world.job, &world.config, Some(&rolling), &world.look(look("RUNNING")), false);
+        let (outcome, stopping) = decide(
+            &world.job,
+            &world.config,
+            Some(&rolling),
+            &world.look(look("RUNNING")),
+            false,
+        );
         assert!(
             matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
             "{kind}: {outcome:?}"
@@ -371,15 +473,33 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
         );
         assert_eq!(outcome.own, 1, "{kind}: the job is started again");
         let [record] = records(&outcome).try_into().expect("one record");
-        let Some(RevisionStep::Reuse { previous: 1, revision }) = &record.step else {
+        let Some(RevisionStep::Reuse {
+            previous: 1,
+            revision,
+        }) = &record.step
+        else {
             panic!("{kind}: {record:?}")
         };
         assert_eq!(revision.number, 3, "{kind}");
-        assert_eq!(revision.started_from.as_deref(), Some("file:/sp/rollback"), "{kind}");
+        assert_eq!(
+            revision.started_from.as_deref(),
+            Some("file:/sp/rollback"),
+            "{kind}"
+        );
 
         // Stopped after the start was recorded but before the revision was: recorded next.
-        let (outcome, _) = decide(&world.job, &world.config, Some(&committed), &world.look(look("RUNNING")), false);
-        assert_eq!(records(&outcome).first().map(|r| r.current), Some(3), "{kind}: {outcome:?}");
+        let (outcome, _) = decide(
+            &world.job,
+            &world.config,
+            Some(&committed),
+            &world.look(look("RUNNING")),
+            false,
+        );
+        assert_eq!(
+            records(&outcome).first().map(|r| r.current),
+            Some(3),
+            "{kind}: {outcome:?}"
+        );
         world.apply(&outcome);
 
         // Once the job runs revision 1's spec, stable: rolled back.
@@ -389,12 +509,27 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
             (Status::SessionJob(r), Status::SessionJob(c)) => r.revision = c.revision.clone(),
             _ => unreachable!(),
         }
-        let (outcome, ended) = decide(&world.job, &world.config, Some(&running), &world.look(look("RUNNING")), false);
+        let (outcome, ended) = decide(
+            &world.job,
+            &world.config,
+            Some(&running),
+            &world.look(look("RUNNING")),
+            false,
+        );
         assert_eq!(outcome.reasons(), [Reason::RolledBack], "{kind}: {outcome:?}");
         assert_eq!(rollback_phase(&ended), Some(RollbackPhase::RolledBack), "{kind}");
         assert_eq!(reason(&ended).as_deref(), Some(phase::RUNNING), "{kind}");
-        let (outcome, _) = decide(&world.job, &world.config, Some(&ended), &world.look(look("RUNNING")), false);
-        assert!(outcome.events.is_empty() && outcome.job.is_empty(), "{kind}: {outcome:?}");
+        let (outcome, _) = decide(
+            &world.job,
+            &world.config,
+            Some(&ended),
+            &world.look(look("RUNNING")),
+            false,
+        );
+        assert!(
+            outcome.events.is_empty() && outcome.job.is_empty(),
+            "{kind}: {outcome:?}"
+        );
     });
 }
 
@@ -402,7 +537,10 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
 fn a_rollback_asked_to_restore_the_revisions_state_does_so_under_the_restore_age_guard() {
     both(|kind, decide| {
         let mut world = World::new(&savepoint_job(4));
-        world.revisions = vec![revision(kind, 1, 2, Some("file:/sp/old")), revision(kind, 2, 4, None)];
+        world.revisions = vec![
+            revision(kind, 1, 2, Some("file:/sp/old")),
+            revision(kind, 2, 4, None),
+        ];
         world.annotations.insert(annotations::REVISION.into(), "2".into());
         world.annotations.insert(
             annotations::ROLLBACK_RESTORE.into(),
@@ -410,8 +548,18 @@ fn a_rollback_asked_to_restore_the_revisions_state_does_so_under_the_restore_age
         );
         let stored = started(&world.job, &world.config, kind);
         world.ask("1");
-        let (outcome, rolling) = decide(&world.job, &world.config, Some(&stored), &world.look(look("RUNNING")), false);
-        assert!(outcome.events[0].note.contains("file:/sp/old"), "{kind}: {:?}", outcome.events);
+        let (outcome, rolling) = decide(
+            &world.job,
+            &world.config,
+            Some(&stored),
+            &world.look(look("RUNNING")),
+            false,
+        );
+        assert!(
+            outcome.events[0].note.contains("file:/sp/old"),
+            "{kind}: {:?}",
+            outcome.events
+        );
         world.apply(&outcome);
         let (outcome, committed) = upgrade(decide, &world, &rolling, "file:/sp/rollback");
         assert_eq!(
@@ -419,7 +567,11 @@ fn a_rollback_asked_to_restore_the_revisions_state_does_so_under_the_restore_age
             Some("file:/sp/old"),
             "{kind}: {outcome:?}"
         );
-        assert_eq!(rollback_phase(&committed), Some(RollbackPhase::RollingBack), "{kind}");
+        assert_eq!(
+            rollback_phase(&committed),
+            Some(RollbackPhase::RollingBack),
+            "{kind}"
+        );
 
         // With a maximum state age, a state of unknown age is not restored: the rollback
         // fails and the job is left as the update path leaves it.
@@ -430,16 +582,30 @@ fn a_rollback_asked_to_restore_the_revisions_state_does_so_under_the_restore_age
             },
             ..base
         };
-        let stopping = decide(&world.job, &world.config, Some(&rolling), &guarded(world.look(look("RUNNING"))), false).1;
+        let stopping = decide(
+            &world.job,
+            &world.config,
+            Some(&rolling),
+            &guarded(world.look(look("RUNNING"))),
+            false,
+        )
+        .1;
         let done = Look {
             savepoint: Some(SavepointPoll::Completed("file:/sp/rollback".into())),
             ..guarded(world.look(look("FINISHED")))
         };
         let (outcome, failed) = decide(&world.job, &world.config, Some(&stopping), &done, false);
         assert_eq!(outcome.own, 0, "{kind}: nothing is started");
-        assert!(outcome.reasons().contains(&Reason::RollbackFailed), "{kind}: {:?}", outcome.events);
+        assert!(
+            outcome.reasons().contains(&Reason::RollbackFailed),
+            "{kind}: {:?}",
+            outcome.events
+        );
         assert_eq!(rollback_phase(&failed), Some(RollbackPhase::Failed), "{kind}");
-        let message = revision_status(&failed).rollback.and_then(|r| r.message).unwrap_or_default();
+        let message = revision_status(&failed)
+            .rollback
+            .and_then(|r| r.message)
+            .unwrap_or_default();
         assert!(message.contains("file:/sp/old"), "{kind}: {message}");
     });
 }
