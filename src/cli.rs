@@ -1,6 +1,6 @@
 //! Command line of the `flink-operator` binary.
 
-use std::{net::IpAddr, path::PathBuf};
+use std::{net::IpAddr, path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -23,6 +23,12 @@ pub enum Command {
     /// Certificate utilities.
     #[command(subcommand)]
     Certs(CertsCommand),
+    /// List the revisions of a FlinkDeployment or FlinkSessionJob (each spec the operator
+    /// applied), oldest first, with what changed and which are current and stable.
+    History(HistoryArgs),
+    /// Roll a FlinkDeployment or FlinkSessionJob back to a kept revision and follow the
+    /// rollback until the operator has carried it out (exit 0) or refused or failed it.
+    Rollback(RollbackArgs),
     /// Write the reference pages generated from the code (configuration keys, admission
     /// rules, metrics) into a directory.
     #[command(hide = true)]
@@ -162,6 +168,50 @@ pub struct DocsArgs {
     pub out: PathBuf,
 }
 
+/// Where a job is: the cluster and namespace, as kubectl finds them.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// Namespace of the job; else the kubeconfig context's.
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Kubeconfig file; else $KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// Arguments of `flink-operator history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The job: KIND/NAME, KIND being flinkdeployment (flinkdeployments, flinkdep) or
+    /// flinksessionjob (flinksessionjobs, sessionjob), in any case.
+    #[arg(value_name = "KIND/NAME", value_parser = crate::revision_cli::parse_job_ref)]
+    pub job: crate::revision_cli::JobRef,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// Arguments of `flink-operator rollback`.
+#[derive(Debug, Args)]
+pub struct RollbackArgs {
+    /// The job: KIND/NAME, KIND being flinkdeployment (flinkdeployments, flinkdep) or
+    /// flinksessionjob (flinksessionjobs, sessionjob), in any case.
+    #[arg(value_name = "KIND/NAME", value_parser = crate::revision_cli::parse_job_ref)]
+    pub job: crate::revision_cli::JobRef,
+    /// The revision to roll back to; else the highest kept one below the current one.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    pub to_revision: Option<i64>,
+    /// Restore the state (savepoint or checkpoint) the revision was started from, rather
+    /// than the state taken when the running job stops.
+    #[arg(long)]
+    pub restore_revision_state: bool,
+    /// How long to follow the rollback (e.g. 90s, 15m, 1h); it goes on in the operator
+    /// after that.
+    #[arg(long, default_value = "15m", value_parser = crate::revision_cli::parse_duration)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
 /// `flink-operator certs ...`
 #[derive(Debug, Subcommand)]
 pub enum CertsCommand {
@@ -210,6 +260,37 @@ mod tests {
     fn a_key_file_without_a_certificate_is_refused() {
         let err = Cli::try_parse_from(["flink-operator", "run", "--tls-key-file", "k"]).unwrap_err();
         assert!(err.to_string().contains("--tls-cert-file"), "{err}");
+    }
+
+    #[test]
+    fn history_and_rollback_take_a_job_and_a_namespace() {
+        let cli = Cli::try_parse_from(["flink-operator", "history", "flinkdep/basic", "-n", "jobs"]).unwrap();
+        let Command::History(args) = cli.command else {
+            panic!("not history")
+        };
+        assert_eq!(args.job.name, "basic");
+        assert_eq!(args.cluster.namespace.as_deref(), Some("jobs"));
+
+        let cli = Cli::try_parse_from(["flink-operator", "rollback", "sessionjob/j", "--to-revision", "2"])
+            .unwrap();
+        let Command::Rollback(args) = cli.command else {
+            panic!("not rollback")
+        };
+        assert_eq!(args.to_revision, Some(2));
+        assert!(!args.restore_revision_state);
+        assert_eq!(args.timeout, Duration::from_secs(15 * 60));
+        assert_eq!(args.cluster.namespace, None);
+    }
+
+    #[test]
+    fn rollback_refuses_a_revision_below_one_and_an_unknown_kind() {
+        for argv in [
+            &["flink-operator", "rollback", "flinkdep/a", "--to-revision", "0"][..],
+            &["flink-operator", "rollback", "deployment/a"][..],
+            &["flink-operator", "history", "a"][..],
+        ] {
+            assert!(Cli::try_parse_from(argv).is_err(), "{argv:?}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod docs;
 mod https;
 mod managed_certs;
 mod probes;
+mod revision_cli;
 mod run;
 mod telemetry;
 mod webhook_registration;
@@ -41,6 +42,8 @@ fn main() -> ExitCode {
         }
         Command::Crd(args) => crd(args),
         Command::Docs(args) => docs::write(&args.out),
+        Command::History(args) => revision_cli::history(args).map_err(|e| chain(&e)),
+        Command::Rollback(args) => revision_cli::rollback(args).map_err(|e| chain(&e)),
         Command::Certs(CertsCommand::Generate(args)) => {
             flink_operator_certs::generate_self_signed(&args.dns, &args.ip)
                 .and_then(|generated| generated.write_to_dir(&args.out))
