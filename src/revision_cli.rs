@@ -599,7 +599,7 @@ pub fn change_summary(previous: Option<&Value>, current: &Value) -> String {
     }
     let parts: Vec<String> = changes
         .iter()
-        .map(|(path, old, new)| format!("{path}: {} -> {}", shown(*old), shown(*new)))
+        .map(|(path, old, new)| format!("{path}: {} -> {}", shown(old.as_ref()), shown(new.as_ref())))
         .collect();
     let mut summary = String::new();
     for (i, part) in parts.iter().enumerate() {
@@ -623,24 +623,25 @@ pub fn change_summary(previous: Option<&Value>, current: &Value) -> String {
 }
 
 /// The paths (dot-separated) under `path` where `old` and `new` differ; objects are compared
-/// member by member (an absent one as empty, so an added section shows its fields), anything
-/// else (arrays included) as a whole.
-fn changed_paths<'a>(
+/// member by member (an absent one as empty, so an added section shows its fields), arrays
+/// by the elements between their common beginning and end (so an argument added at the end
+/// shows as itself, not as the whole list cut short), anything else as a whole.
+fn changed_paths(
     path: &str,
-    old: Option<&'a Value>,
-    new: Option<&'a Value>,
-    out: &mut Vec<(String, Option<&'a Value>, Option<&'a Value>)>,
+    old: Option<&Value>,
+    new: Option<&Value>,
+    out: &mut Vec<(String, Option<Value>, Option<Value>)>,
 ) {
     if old == new {
         return;
     }
-    let members = |v: Option<&'a Value>| match v {
-        Some(Value::Object(map)) => Some(Some(map)),
+    let members = |v: Option<&Value>| match v {
+        Some(Value::Object(map)) => Some(Some(map.clone())),
         None => Some(None),
         Some(_) => None,
     };
     if let (Some(old), Some(new)) = (members(old), members(new)) {
-        let keys: BTreeSet<&String> = old.into_iter().chain(new).flat_map(|m| m.keys()).collect();
+        let keys: BTreeSet<&String> = old.iter().chain(new.iter()).flat_map(|m| m.keys()).collect();
         for key in keys {
             let inner = if path.is_empty() {
                 key.clone()
@@ -649,15 +650,40 @@ fn changed_paths<'a>(
             };
             changed_paths(
                 &inner,
-                old.and_then(|m| m.get(key)),
-                new.and_then(|m| m.get(key)),
+                old.as_ref().and_then(|m| m.get(key)),
+                new.as_ref().and_then(|m| m.get(key)),
                 out,
             );
         }
         return;
     }
     let path = if path.is_empty() { "spec" } else { path };
-    out.push((path.to_owned(), old, new));
+    if let (Some(Value::Array(old)), Some(Value::Array(new))) = (old, new) {
+        let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+        let room = old.len().min(new.len()) - prefix;
+        let suffix = old
+            .iter()
+            .rev()
+            .zip(new.iter().rev())
+            .take(room)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let (removed, added) = (&old[prefix..old.len() - suffix], &new[prefix..new.len() - suffix]);
+        if removed.len() == added.len() {
+            for (i, (a, b)) in removed.iter().zip(added).enumerate() {
+                changed_paths(&format!("{path}[{}]", prefix + i), Some(a), Some(b), out);
+            }
+        } else {
+            let end = prefix + removed.len().max(added.len());
+            out.push((
+                format!("{path}[{prefix}..{end}]"),
+                Some(Value::Array(removed.to_vec())),
+                Some(Value::Array(added.to_vec())),
+            ));
+        }
+        return;
+    }
+    out.push((path.to_owned(), old.cloned(), new.cloned()));
 }
 
 /// A value as the change summary shows it: strings bare, anything else as compact JSON,
@@ -875,7 +901,7 @@ mod tests {
             (
                 Some(json!({"image": "flink:1.20", "job": {"args": ["--a"], "parallelism": 2}})),
                 json!({"image": "flink:2.0", "job": {"args": ["--b"], "parallelism": 2}}),
-                r#"image: flink:1.20 -> flink:2.0; job.args: ["--a"] -> ["--b"]"#,
+                "image: flink:1.20 -> flink:2.0; job.args[0]: --a -> --b",
             ),
             (
                 Some(json!({"job": {"parallelism": 2}})),
@@ -891,6 +917,17 @@ mod tests {
                 Some(json!({"job": {"args": ["--a"]}})),
                 json!({"job": {"args": {"x": 1}}}),
                 r#"job.args: ["--a"] -> {"x":1}"#,
+            ),
+            // Arguments added at the end, or removed from the middle, show as themselves.
+            (
+                Some(json!({"job": {"args": ["--rate", "20", "--out", "/opt/flink/state/counts"]}})),
+                json!({"job": {"args": ["--rate", "20", "--out", "/opt/flink/state/counts", "--fail-at", "9"]}}),
+                r#"job.args[4..6]: [] -> ["--fail-at","9"]"#,
+            ),
+            (
+                Some(json!({"job": {"args": ["--rate", "20", "--keys", "4", "--out", "o"]}})),
+                json!({"job": {"args": ["--rate", "20", "--out", "o"]}}),
+                r#"job.args[2..4]: ["--keys","4"] -> []"#,
             ),
             (Some(json!({"image": "x"})), json!({"image": "x"}), "no change"),
             (
