@@ -62,6 +62,33 @@ pub enum JobActError {
     },
 }
 
+/// A job resource (FlinkDeployment or FlinkSessionJob) as the actions on Kubernetes objects
+/// read and patch it.
+pub trait JobResource:
+    kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+{
+}
+
+impl<K> JobResource for K where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+{
+}
+
+/// The namespace and name of `owner`.
+fn located(owner: &impl kube::Resource) -> (String, String) {
+    let meta = owner.meta();
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
 /// Carries out a [`JobAction`] on Kubernetes objects (see [`JobAction::on_resources`]) for
 /// the job resource `owner` of kind `kind`. Each may be repeated: a FlinkStateSnapshot or a
 /// revision that exists is done (created before a crash, under the same name), one that is
@@ -75,13 +102,9 @@ pub async fn on_resources<K>(
     action: &JobAction,
 ) -> Result<Option<String>, JobActError>
 where
-    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: JobResource,
 {
-    let namespace = owner.meta().namespace.clone().unwrap_or_default();
-    let owner_name = owner.meta().name.clone().unwrap_or_default();
+    let (namespace, owner_name) = located(owner);
     let api: Api<FlinkStateSnapshot> = Api::namespaced(client.clone(), &namespace);
     match action {
         JobAction::CreateSnapshot(new) => {
@@ -145,13 +168,9 @@ async fn record_revision<K>(
     record: &RecordRevision,
 ) -> Result<Option<String>, JobActError>
 where
-    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: JobResource,
 {
-    let namespace = owner.meta().namespace.clone().unwrap_or_default();
-    let owner_name = owner.meta().name.clone().unwrap_or_default();
+    let (namespace, owner_name) = located(owner);
     let revisions: Api<ControllerRevision> = Api::namespaced(client.clone(), &namespace);
     let failed = |what: &'static str, name: &str| {
         let name = name.to_owned();
@@ -237,13 +256,9 @@ async fn patch_if_requested<K>(
     what: &'static str,
 ) -> Result<Option<String>, JobActError>
 where
-    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: JobResource,
 {
-    let namespace = owner.meta().namespace.clone().unwrap_or_default();
-    let name = owner.meta().name.clone().unwrap_or_default();
+    let (namespace, name) = located(owner);
     let api: Api<K> = Api::namespaced(client.clone(), &namespace);
     let resource = |source| JobActError::Resource { what, source };
     let now = api.get(&name).await.map_err(resource)?;
