@@ -312,7 +312,7 @@ fn follow_rollback<'a, K: JobKind<'a>>(
         .filter(|r| r.phase == Some(RollbackPhase::RollingBack))
     else {
         if rolling_back {
-            rename_phase(&mut plan.status, phase::UPDATING, phase::ROLLING_BACK);
+            rolling_back_phase(plan);
         }
         return;
     };
@@ -377,7 +377,7 @@ fn follow_rollback<'a, K: JobKind<'a>>(
                 },
             );
         }
-        None => rename_phase(&mut plan.status, phase::UPDATING, phase::ROLLING_BACK),
+        None => rolling_back_phase(plan),
     }
 }
 
@@ -447,6 +447,15 @@ fn set_rollback(status: &mut impl LifecycleStatus, rollback: RollbackStatus) {
 
 fn condition_reason(status: &impl LifecycleStatus) -> Option<String> {
     status.conditions()?.first()?.reason.clone()
+}
+
+/// While a rollback is carried out, the conditions' reason `Updating` reads `RollingBack`
+/// (the same readiness), in the status written before the plan's actions too.
+fn rolling_back_phase<S: LifecycleStatus, A>(plan: &mut Plan<S, A>) {
+    rename_phase(&mut plan.status, phase::UPDATING, phase::ROLLING_BACK);
+    if let Some(before) = plan.status_before.as_mut() {
+        rename_phase(before, phase::UPDATING, phase::ROLLING_BACK);
+    }
 }
 
 /// The conditions' reason `from` reads `to` (a phase of the same readiness).

@@ -83,6 +83,8 @@ struct Outcome {
     error: Option<String>,
     /// The recorded spec's job.
     recorded: Value,
+    /// The conditions' reason, as written first.
+    reason: Option<String>,
     requeue: Next,
 }
 
@@ -138,6 +140,10 @@ fn outcome<S: LifecycleStatus, A>(
         recorded_first: plan.status_before.is_some(),
         error: written.error_mut().clone(),
         recorded: recorded_job(&mut written),
+        reason: written
+            .conditions()
+            .and_then(|c| c.first())
+            .and_then(|c| c.reason.clone()),
         requeue: plan.requeue,
     };
     (outcome, plan.status)

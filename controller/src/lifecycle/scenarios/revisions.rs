@@ -450,6 +450,11 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
         );
         assert!(outcome.recorded_first, "{kind}");
         assert_eq!(reason(&stopping).as_deref(), Some(phase::ROLLING_BACK), "{kind}");
+        assert_eq!(
+            outcome.reason.as_deref(),
+            Some(phase::ROLLING_BACK),
+            "{kind}: also in the status written before the stop is sent"
+        );
 
         // Stopped after the savepoint was asked for: it is followed, not taken again.
         let pending = Look {
@@ -612,24 +617,47 @@ fn a_rollback_asked_to_restore_the_revisions_state_does_so_under_the_restore_age
 
 #[test]
 fn a_rollback_ends_the_running_job_as_its_upgrade_mode_says() {
-    for mode in [UpgradeMode::Savepoint, UpgradeMode::LastState, UpgradeMode::Stateless] {
+    for mode in [
+        UpgradeMode::Savepoint,
+        UpgradeMode::LastState,
+        UpgradeMode::Stateless,
+    ] {
         both(|kind, decide| {
-            let in_mode = |parallelism: i64| with(savepoint_job(parallelism), "upgradeMode", json!(mode.as_str()));
+            let in_mode =
+                |parallelism: i64| with(savepoint_job(parallelism), "upgradeMode", json!(mode.as_str()));
             let mut world = World::new(&in_mode(4));
             world.revisions = vec![revision(kind, 1, 2, None), revision(kind, 2, 4, None)];
             world.annotations.insert(annotations::REVISION.into(), "2".into());
             let stored = started(&world.job, &world.config, kind);
             world.ask("1");
-            let (outcome, rolling) = decide(&world.job, &world.config, Some(&stored), &world.look(look("RUNNING")), false);
+            let (outcome, rolling) = decide(
+                &world.job,
+                &world.config,
+                Some(&stored),
+                &world.look(look("RUNNING")),
+                false,
+            );
             let [JobAction::RollBack { spec, .. }] = outcome.job.as_slice() else {
                 panic!("{kind} {mode:?}: {outcome:?}")
             };
             // The mode the job runs in now says how it ends, not the revision's.
-            assert_eq!(spec["job"]["upgradeMode"], json!(mode.as_str()), "{kind} {mode:?}");
+            assert_eq!(
+                spec["job"]["upgradeMode"],
+                json!(mode.as_str()),
+                "{kind} {mode:?}"
+            );
             world.apply(&outcome);
-            let (outcome, _) = decide(&world.job, &world.config, Some(&rolling), &world.look(look("RUNNING")), false);
+            let (outcome, _) = decide(
+                &world.job,
+                &world.config,
+                Some(&rolling),
+                &world.look(look("RUNNING")),
+                false,
+            );
             let ended = match (mode, kind == Application::NAME) {
-                (UpgradeMode::Savepoint, _) => matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
+                (UpgradeMode::Savepoint, _) => {
+                    matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }])
+                }
                 // An application cluster is deleted (keeping its HA metadata for last-state),
                 // with the new spec recorded first.
                 (_, true) => outcome.own == 1 && outcome.recorded["parallelism"] == json!(2),
