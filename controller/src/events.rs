@@ -117,6 +117,14 @@ reasons! {
     CleanupFailed,
     /// A step of the reconcile failed on the Kubernetes or Flink API (retried).
     ReconcileFailed,
+    /// A blue/green deployment started its first child, or a transition to the other child (the note says from which state).
+    BlueGreenTransitionStarted,
+    /// A blue/green transition waits: the active child is not running and stable, so no savepoint of it can be taken.
+    BlueGreenTransitionWaiting,
+    /// A blue/green transition ended: the new child runs and the old one is deleted.
+    BlueGreenTransitionCompleted,
+    /// A blue/green transition was aborted (the note says why); the old child is untouched and the new one suspended or deleted.
+    BlueGreenTransitionAborted,
 }
 
 impl std::fmt::Display for Reason {

@@ -31,9 +31,12 @@
 //! - [`policy`]: the operator settings that steer a job's lifecycle; [`restore`]: which
 //!   state a job restores from, and the guard on its age.
 //!
+//! - [`bluegreen`]: the FlinkBlueGreenDeployment's decision logic (pure, not wired in yet).
+//!
 //! Not implemented yet: the FlinkBlueGreenDeployment loop, and the operator's own snapshots
 //! as FlinkStateSnapshot resources.
 
+pub mod bluegreen;
 pub mod caches;
 pub mod conditions;
 pub mod context;

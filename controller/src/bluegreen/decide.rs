@@ -1,0 +1,636 @@
+//! The blue/green state machine: one pure function from the resource and what was observed
+//! to the next [`Plan`]. Each pass takes at most one step, and every step's status is written
+//! before the next step starts; where a crash between acting and writing would lose track
+//! of something (the name of a savepoint, the readiness that allows a deletion), the plan's
+//! `status_before` records it first.
+//!
+//! | stage | does | next |
+//! |---|---|---|
+//! | INITIALIZING_BLUE | creates the blue child from the template (unless suspended, or the spec already failed once) | TRANSITIONING_TO_BLUE |
+//! | ACTIVE_X | SUSPEND, RESUME, PATCH_CHILD: updates X in place. TRANSITION: names and creates a savepoint of X (none when stateless: starts Y at once). SAVEPOINT_REDEPLOY: starts Y from `initialSavepointPath` | SAVEPOINTING_X, TRANSITIONING_TO_Y |
+//! | SAVEPOINTING_X | waits for the savepoint; COMPLETED starts Y from it; FAILED or late aborts | TRANSITIONING_TO_Y, ACTIVE_X |
+//! | TRANSITIONING_TO_Y | Y stable: records when, waits the deletion delay, deletes X and finishes; not stable in time: aborts | ACTIVE_Y, ACTIVE_X |
+
+use flink_operator_api::{
+    FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus as Status,
+    FlinkDeploymentSpec, ReconciledSpec,
+    common::{JobStatus, UpgradeMode, flink_job_state},
+    options::duration_text,
+};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+
+use super::{
+    BlueGreenPolicy, Child, Colour, Observation, SpecDiff, Stage, child_name,
+    diff::{diff, ends_job},
+    observation::SnapshotState,
+    policy::whole_secs,
+    savepoint_name,
+};
+use crate::{
+    events::Reason,
+    lifecycle::spec::{is_suspended, upgrade_mode},
+    reconcile::{EventNote, Next},
+    runtime::Plan,
+};
+
+/// A blue/green plan.
+pub type BlueGreenPlan = Plan<Status, Action>;
+
+/// One step the act carries out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Create (or replace) the child of `colour` with `spec`. Its `job.initialSavepointPath`
+    /// is the state it starts from (see [`Action::initial_savepoint_path`]); the owner
+    /// reference and the blue/green type label are the act's part.
+    CreateChild {
+        colour: Colour,
+        spec: FlinkDeploymentSpec,
+    },
+    /// Replace the spec of the existing child of `colour` (a change that ends no job, a
+    /// suspension or a resumption, or a change during a transition).
+    UpdateChild {
+        colour: Colour,
+        spec: FlinkDeploymentSpec,
+    },
+    /// Suspend the child of `colour` (`job.state: suspended`), keeping it for inspection.
+    SuspendChild { colour: Colour },
+    /// Delete the child of `colour`.
+    DeleteChild { colour: Colour },
+    /// Create the FlinkStateSnapshot `name`: a savepoint of the child of `colour`. One that
+    /// already exists under that name is that savepoint (a retry after a crash).
+    CreateSavepoint { name: String, colour: Colour },
+}
+
+impl Action {
+    /// The state a created child starts from.
+    pub fn initial_savepoint_path(&self) -> Option<&str> {
+        match self {
+            Self::CreateChild { spec, .. } => spec.job.as_ref()?.initial_savepoint_path.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// The next step for `resource`, given what was observed.
+pub fn decide(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueGreenPlan {
+    let before = resource.status.clone().unwrap_or_default();
+    let policy = match &observation.policy {
+        Ok(policy) => *policy,
+        Err(error) => return refused(&before, format!("Invalid blue/green option {error}")),
+    };
+    let Some(template) = resource.spec.deployment_spec() else {
+        return refused(
+            &before,
+            "spec.template.spec is missing: there is nothing to deploy".to_owned(),
+        );
+    };
+    let recorded = match before.last_reconciled_spec() {
+        Ok(recorded) => recorded,
+        Err(error) => {
+            return refused(
+                &before,
+                format!("status.lastReconciledSpec cannot be read: {error}"),
+            );
+        }
+    };
+    let input = Input {
+        name: resource.name_any(),
+        spec: &resource.spec,
+        template,
+        recorded,
+        before: &before,
+        obs: observation,
+        policy,
+    };
+    match Stage::of(before.blue_green_state) {
+        Stage::Initializing => initializing(&input),
+        Stage::Active(colour) => active(&input, colour),
+        Stage::Savepointing(colour) => savepointing(&input, colour),
+        Stage::TransitioningTo(colour) => transitioning(&input, colour),
+    }
+}
+
+/// What every stage reads.
+struct Input<'a> {
+    name: String,
+    spec: &'a FlinkBlueGreenDeploymentSpec,
+    template: &'a FlinkDeploymentSpec,
+    recorded: Option<FlinkBlueGreenDeploymentSpec>,
+    before: &'a Status,
+    obs: &'a Observation,
+    policy: BlueGreenPolicy,
+}
+
+impl Input<'_> {
+    /// The change since the spec was last applied (none applied yet: all of it).
+    fn diff(&self) -> SpecDiff {
+        self.recorded
+            .as_ref()
+            .map_or(SpecDiff::Transition, |recorded| diff(recorded, self.spec))
+    }
+
+    fn child_name(&self, colour: Colour) -> String {
+        child_name(&self.name, colour)
+    }
+
+    fn now(&self) -> i64 {
+        self.obs.now_ms
+    }
+
+    fn past_abort_deadline(&self) -> bool {
+        millis_of(self.before.abort_timestamp.as_deref()).is_some_and(|deadline| self.now() >= deadline)
+    }
+
+    fn poll(&self) -> Next {
+        Next::Within(self.policy.reschedule_secs())
+    }
+
+    /// Records the spec as applied, and sets the deadline of what starts with it.
+    fn record(&self, status: &mut Status) {
+        let recorded = ReconciledSpec {
+            spec: self.spec.clone(),
+            resource_metadata: None,
+        };
+        status.last_reconciled_spec = recorded.encode().ok();
+        status.last_reconciled_timestamp = Some(instant(self.now()));
+    }
+
+    fn arm_abort_deadline(&self, status: &mut Status) {
+        status.abort_timestamp = Some(instant(self.now() + self.policy.abort_grace_period_ms));
+    }
+}
+
+// === Stages ===
+
+fn initializing(input: &Input) -> BlueGreenPlan {
+    let mut status = input.before.clone();
+    status.blue_green_state = Some(Stage::Initializing.state());
+    if is_suspended(input.template) {
+        status.job_status = Some(job_state(flink_job_state::SUSPENDED));
+        return plan(status, Vec::new(), Vec::new(), Next::Steady);
+    }
+    if input.recorded.is_some() && input.diff() == SpecDiff::Ignore {
+        // The first child failed with this very spec: an edit of the spec tries again.
+        return plan(status, Vec::new(), Vec::new(), Next::Steady);
+    }
+    let spec = input.template.clone();
+    if let Some(waiting) = clear_leftover(input, &status, Colour::Blue, Some(&spec)) {
+        return waiting;
+    }
+    status.savepoint_trigger_id = None;
+    let note = format!("Deploying the first child {}", input.child_name(Colour::Blue));
+    start(input, status, Colour::Blue, spec, note)
+}
+
+fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
+    let mut status = input.before.clone();
+    status.blue_green_state = Some(Stage::Active(colour).state());
+    let Some(active) = input.obs.live_child(colour) else {
+        let message = format!("The active child {} is missing", input.child_name(colour));
+        return failed(input.before, status, Reason::Missing, message, Next::Steady);
+    };
+    status.job_status = mirrored(active).or(status.job_status);
+    let diff = input.diff();
+    match diff {
+        SpecDiff::Ignore => plan(status, Vec::new(), Vec::new(), Next::Steady),
+        SpecDiff::Suspend | SpecDiff::Resume => update_in_place(input, status, colour, active, diff),
+        // The active child's own spec decides: after an aborted transition the recorded spec
+        // is not the one it runs, and a change that ends no job of it is made in place.
+        SpecDiff::PatchChild | SpecDiff::Transition
+            if is_suspended(input.template) || !ends_job(&active.spec, input.template) =>
+        {
+            update_in_place(input, status, colour, active, diff)
+        }
+        SpecDiff::PatchChild | SpecDiff::Transition => start_transition(input, status, colour, active),
+        SpecDiff::SavepointRedeploy => {
+            let incoming = colour.other();
+            let spec = input.template.clone();
+            if let Some(waiting) = clear_leftover(input, &status, incoming, Some(&spec)) {
+                return waiting;
+            }
+            status.savepoint_trigger_id = None;
+            let note = format!(
+                "Transition from {} to {} from initialSavepointPath (savepointRedeployNonce)",
+                input.child_name(colour),
+                input.child_name(incoming)
+            );
+            start(input, status, incoming, spec, note)
+        }
+    }
+}
+
+fn start_transition(input: &Input, mut status: Status, from: Colour, active: &Child) -> BlueGreenPlan {
+    let to = from.other();
+    // A stateless job starts empty, as a FlinkDeployment's stateless upgrade does: it needs
+    // neither a savepoint nor a checkpoint, nor the old job to be healthy.
+    let stateless = upgrade_mode(input.template) == UpgradeMode::Stateless;
+    let stateless_spec = stateless.then(|| with_initial_savepoint(input.template, None));
+    if let Some(waiting) = clear_leftover(input, &status, to, stateless_spec.as_ref()) {
+        return waiting;
+    }
+    if let Some(spec) = stateless_spec {
+        status.savepoint_trigger_id = None;
+        let note = format!(
+            "Transition from {} to {} without state (upgradeMode stateless)",
+            input.child_name(from),
+            input.child_name(to)
+        );
+        return start(input, status, to, spec, note);
+    }
+    if !active.is_ready() {
+        // Not recorded as applied: the transition starts once the active child can be
+        // savepointed, and until then the spec is still a change.
+        let message = format!(
+            "The transition to {} waits: {} is not running and stable, so no savepoint of it can be taken",
+            input.child_name(to),
+            input.child_name(from)
+        );
+        return failed(
+            input.before,
+            status,
+            Reason::BlueGreenTransitionWaiting,
+            message,
+            input.poll(),
+        );
+    }
+    let name = savepoint_name(&input.name, from, &input.obs.fresh_id);
+    status.blue_green_state = Some(Stage::Savepointing(from).state());
+    status.savepoint_trigger_id = Some(name.clone());
+    status.deployment_ready_timestamp = None;
+    status.error = None;
+    input.arm_abort_deadline(&mut status);
+    input.record(&mut status);
+    let note = format!(
+        "Transition from {} to {}: taking savepoint {name}",
+        input.child_name(from),
+        input.child_name(to)
+    );
+    Plan {
+        // The name is in status before the snapshot exists: a crash in between creates the
+        // same one again, never a second.
+        status_before: Some(status.clone()),
+        actions: vec![Action::CreateSavepoint { name, colour: from }],
+        status,
+        events: vec![EventNote::normal(Reason::BlueGreenTransitionStarted, note)],
+        requeue: input.poll(),
+    }
+}
+
+fn savepointing(input: &Input, from: Colour) -> BlueGreenPlan {
+    let to = from.other();
+    let mut status = input.before.clone();
+    let Some(name) = input.before.savepoint_trigger_id.clone() else {
+        return aborted(
+            input,
+            from,
+            None,
+            "no transition savepoint is recorded".to_owned(),
+        );
+    };
+    if is_suspended(input.template) {
+        // Suspending wins over the hand-over: back to the active child, which is then
+        // suspended in place.
+        status.blue_green_state = Some(Stage::Active(from).state());
+        clear_markers(&mut status);
+        return plan(status, Vec::new(), Vec::new(), input.poll());
+    }
+    let savepoint = input.obs.savepoint_named(&name);
+    let completed_path = savepoint
+        .filter(|s| s.state == SnapshotState::Completed)
+        .and_then(|s| s.path.clone())
+        .filter(|p| !p.is_empty());
+    if let Some(path) = completed_path {
+        let spec = with_initial_savepoint(input.template, Some(path.clone()));
+        let note = format!(
+            "Transition from {} to {} from savepoint {path}",
+            input.child_name(from),
+            input.child_name(to)
+        );
+        return start(input, status, to, spec, note);
+    }
+    match savepoint {
+        Some(s)
+            if matches!(
+                s.state,
+                SnapshotState::Failed | SnapshotState::Abandoned | SnapshotState::Completed
+            ) =>
+        {
+            let why = s.error.as_deref().unwrap_or("no path");
+            aborted(input, from, None, format!("savepoint {name} failed: {why}"))
+        }
+        _ if input.past_abort_deadline() => aborted(
+            input,
+            from,
+            None,
+            format!(
+                "savepoint {name} did not complete within {}",
+                duration_text(input.policy.abort_grace_period_ms)
+            ),
+        ),
+        None => plan(
+            status,
+            vec![Action::CreateSavepoint { name, colour: from }],
+            Vec::new(),
+            input.poll(),
+        ),
+        Some(_) => plan(status, Vec::new(), Vec::new(), input.poll()),
+    }
+}
+
+fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
+    let from = to.other();
+    let mut status = input.before.clone();
+    let old = input.obs.live_child(from);
+    let ready_at = millis_of(input.before.deployment_ready_timestamp.as_deref());
+    let Some(new) = input.obs.live_child(to) else {
+        let why = format!("the new child {} is gone", input.child_name(to));
+        return aborted(input, from, None, why);
+    };
+    if old.is_none() && ready_at.is_some() {
+        // The old child was deleted once the new one was ready (a crash, or a failed write,
+        // lost the final status): there is nothing to go back to, so the hand-over ends.
+        return finished(input, status, to, new, Vec::new(), None);
+    }
+    let diff = input.diff();
+    if !matches!(diff, SpecDiff::Ignore | SpecDiff::Suspend) {
+        // A change during a transition goes to the incoming child; a suspension waits for
+        // the transition to end.
+        let spec = updated_spec(input.template, new, diff);
+        input.record(&mut status);
+        status.job_status = Some(job_state(flink_job_state::RECONCILING));
+        let note = format!(
+            "Spec change applied to the incoming child {}",
+            input.child_name(to)
+        );
+        return plan(
+            status,
+            vec![Action::UpdateChild { colour: to, spec }],
+            vec![EventNote::normal(Reason::SpecChanged, note)],
+            input.poll(),
+        );
+    }
+    if new.is_ready() {
+        let ready_at = ready_at.unwrap_or(input.now());
+        status.deployment_ready_timestamp = Some(instant(ready_at));
+        if old.is_none() {
+            return finished(input, status, to, new, Vec::new(), None);
+        }
+        let due = ready_at + input.policy.deletion_delay_ms;
+        if input.now() < due {
+            let wait = Next::Within(whole_secs(due - input.now()));
+            return plan(status, Vec::new(), Vec::new(), wait);
+        }
+        // Readiness is recorded before the deletion, so that a crash after it finishes
+        // forward (above) rather than aborting.
+        let status_before = (status != *input.before).then(|| status.clone());
+        let deleted = vec![Action::DeleteChild { colour: from }];
+        return finished(input, status, to, new, deleted, status_before);
+    }
+    if input.past_abort_deadline() {
+        let why = format!(
+            "{} did not become running and stable within {}",
+            input.child_name(to),
+            duration_text(input.policy.abort_grace_period_ms)
+        );
+        return aborted(input, from, Some((to, new)), why);
+    }
+    status.job_status = Some(job_state(flink_job_state::RECONCILING));
+    plan(status, Vec::new(), Vec::new(), input.poll())
+}
+
+// === Steps shared by the stages ===
+
+/// Creates the child `colour` with `spec`: the transition (or first deployment) has started,
+/// so the spec is recorded as applied now, with the deadline of the new child.
+fn start(
+    input: &Input,
+    mut status: Status,
+    colour: Colour,
+    spec: FlinkDeploymentSpec,
+    note: String,
+) -> BlueGreenPlan {
+    status.blue_green_state = Some(Stage::TransitioningTo(colour).state());
+    status.deployment_ready_timestamp = None;
+    status.error = None;
+    status.job_status = Some(job_state(flink_job_state::RECONCILING));
+    input.arm_abort_deadline(&mut status);
+    input.record(&mut status);
+    plan(
+        status,
+        vec![Action::CreateChild { colour, spec }],
+        vec![EventNote::normal(Reason::BlueGreenTransitionStarted, note)],
+        input.poll(),
+    )
+}
+
+/// Updates the child `colour` in place to the template.
+fn update_in_place(
+    input: &Input,
+    mut status: Status,
+    colour: Colour,
+    child: &Child,
+    diff: SpecDiff,
+) -> BlueGreenPlan {
+    let spec = updated_spec(input.template, child, diff);
+    input.record(&mut status);
+    status.error = None;
+    let (reason, what) = match diff {
+        SpecDiff::Suspend => (Reason::Suspended, "Suspending"),
+        SpecDiff::Resume => (Reason::Resume, "Resuming"),
+        _ => (Reason::SpecChanged, "Updating in place"),
+    };
+    let note = format!("{what} the active child {}", input.child_name(colour));
+    plan(
+        status,
+        vec![Action::UpdateChild { colour, spec }],
+        vec![EventNote::normal(reason, note)],
+        input.poll(),
+    )
+}
+
+/// Ends the hand-over to `to`: no marker of it stays.
+fn finished(
+    input: &Input,
+    mut status: Status,
+    to: Colour,
+    new: &Child,
+    actions: Vec<Action>,
+    status_before: Option<Status>,
+) -> BlueGreenPlan {
+    status.blue_green_state = Some(Stage::Active(to).state());
+    clear_markers(&mut status);
+    status.error = None;
+    status.job_status = mirrored(new).or(Some(job_state(flink_job_state::RUNNING)));
+    let note = format!("{} runs the job", input.child_name(to));
+    Plan {
+        status_before,
+        actions,
+        status,
+        events: vec![EventNote::normal(Reason::BlueGreenTransitionCompleted, note)],
+        requeue: Next::Steady,
+    }
+}
+
+/// Gives up the transition away from `from`: the old child is left as it is, the new one
+/// (if started) suspended, or deleted when no job of it ever ran, and every marker of the
+/// attempt cleared (a stale one would mislead the next attempt). The spec stays recorded, so
+/// that the same spec is not tried again in a loop: an edit starts the next attempt.
+fn aborted(input: &Input, from: Colour, started: Option<(Colour, &Child)>, why: String) -> BlueGreenPlan {
+    let mut status = input.before.clone();
+    let survivor = input.obs.live_child(from).is_some();
+    let stage = if survivor {
+        Stage::Active(from)
+    } else {
+        Stage::Initializing
+    };
+    status.blue_green_state = Some(stage.state());
+    clear_markers(&mut status);
+    status.job_status = Some(job_state(flink_job_state::FAILING));
+    let outcome = if survivor {
+        format!("{} keeps running", input.child_name(from))
+    } else {
+        "no child runs the job".to_owned()
+    };
+    let message = format!("Transition aborted: {why}; {outcome}. Edit the spec to try again.");
+    status.error = Some(message.clone());
+    let actions = match started {
+        Some((colour, child)) if child.ever_ran() => vec![Action::SuspendChild { colour }],
+        Some((colour, _)) => vec![Action::DeleteChild { colour }],
+        None => Vec::new(),
+    };
+    plan(
+        status,
+        actions,
+        vec![EventNote::warning(Reason::BlueGreenTransitionAborted, message)],
+        Next::Steady,
+    )
+}
+
+/// A leftover child of `colour` (suspended by an earlier abort, say) is deleted before a
+/// new one of that colour is created: a suspended FlinkDeployment resumes from its own
+/// state, not from the one it is given. One that already has `intended` was created by this
+/// very step before a crash and is kept. `None` when there is nothing to wait for.
+fn clear_leftover(
+    input: &Input,
+    status: &Status,
+    colour: Colour,
+    intended: Option<&FlinkDeploymentSpec>,
+) -> Option<BlueGreenPlan> {
+    let leftover = input.obs.child(colour)?;
+    if leftover.deleting {
+        return Some(plan(status.clone(), Vec::new(), Vec::new(), input.poll()));
+    }
+    (intended != Some(&leftover.spec)).then(|| {
+        plan(
+            status.clone(),
+            vec![Action::DeleteChild { colour }],
+            Vec::new(),
+            input.poll(),
+        )
+    })
+}
+
+/// A status with `message` as its error, and an Event when the error is new.
+fn failed(
+    before: &Status,
+    mut status: Status,
+    reason: Reason,
+    message: String,
+    requeue: Next,
+) -> BlueGreenPlan {
+    let events = if before.error.as_deref() == Some(message.as_str()) {
+        Vec::new()
+    } else {
+        vec![EventNote::warning(reason, message.clone())]
+    };
+    status.error = Some(message);
+    plan(status, Vec::new(), events, requeue)
+}
+
+/// Nothing can be decided: the reason is reported and nothing else changes.
+fn refused(before: &Status, message: String) -> BlueGreenPlan {
+    failed(
+        before,
+        before.clone(),
+        Reason::ValidationError,
+        message,
+        Next::Steady,
+    )
+}
+
+fn plan(status: Status, actions: Vec<Action>, events: Vec<EventNote>, requeue: Next) -> BlueGreenPlan {
+    Plan {
+        status_before: None,
+        actions,
+        status,
+        events,
+        requeue,
+    }
+}
+
+// === Specs and status fields ===
+
+/// The template for a child that already runs: it keeps the state it was started from
+/// (changing that would be a change of its own), except on a savepoint redeploy.
+fn updated_spec(template: &FlinkDeploymentSpec, child: &Child, diff: SpecDiff) -> FlinkDeploymentSpec {
+    if diff == SpecDiff::SavepointRedeploy {
+        return template.clone();
+    }
+    let started_from = child
+        .spec
+        .job
+        .as_ref()
+        .and_then(|j| j.initial_savepoint_path.clone());
+    with_initial_savepoint(template, started_from)
+}
+
+fn with_initial_savepoint(template: &FlinkDeploymentSpec, path: Option<String>) -> FlinkDeploymentSpec {
+    let mut spec = template.clone();
+    if let Some(job) = spec.job.as_mut() {
+        job.initial_savepoint_path = path;
+    }
+    spec
+}
+
+fn clear_markers(status: &mut Status) {
+    status.savepoint_trigger_id = None;
+    status.deployment_ready_timestamp = None;
+    status.abort_timestamp = None;
+}
+
+fn job_state(state: &str) -> JobStatus {
+    JobStatus {
+        state: Some(state.to_owned()),
+        ..Default::default()
+    }
+}
+
+/// The active child's job, as the blue/green status shows it (without its snapshots).
+fn mirrored(child: &Child) -> Option<JobStatus> {
+    child.job_status.as_ref().map(|job| JobStatus {
+        job_name: job.job_name.clone(),
+        job_id: job.job_id.clone(),
+        state: job.state.clone(),
+        start_time: job.start_time.clone(),
+        update_time: job.update_time.clone(),
+        ..Default::default()
+    })
+}
+
+/// Epoch milliseconds as an ISO-8601 instant, as the Apache operator writes them.
+pub fn instant(ms: i64) -> String {
+    Timestamp::from_millisecond(ms)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// The epoch milliseconds of an instant; `None` when unset, unreadable or the epoch (which
+/// the Apache operator writes for "unset").
+pub fn millis_of(instant: Option<&str>) -> Option<i64> {
+    instant?
+        .parse::<Timestamp>()
+        .ok()
+        .map(|t| t.as_millisecond())
+        .filter(|ms| *ms > 0)
+}

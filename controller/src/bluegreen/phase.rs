@@ -1,0 +1,145 @@
+//! The phase a blue/green status shows, as the reason of Ready / Progressing / Degraded
+//! conditions ([`crate::conditions`]). The Apache status has no conditions and no field is
+//! added for them yet: this is the pure part, for when they are.
+
+use flink_operator_api::{FlinkBlueGreenDeploymentStatus as Status, common::flink_job_state};
+
+use super::Stage;
+use crate::conditions::phase;
+
+/// The phase of `status`.
+pub fn phase_of(status: &Status) -> &'static str {
+    let job = status.job_status.as_ref().and_then(|j| j.state.as_deref());
+    let failed = status.error.is_some();
+    match Stage::of(status.blue_green_state) {
+        Stage::Initializing if job == Some(flink_job_state::SUSPENDED) => phase::SUSPENDED,
+        Stage::Initializing if failed => phase::DEPLOY_FAILED,
+        Stage::Initializing => phase::DEPLOYING,
+        // The first child is starting: nothing ran before it.
+        Stage::TransitioningTo(_) if status.last_reconciled_spec.is_none() => phase::DEPLOYING,
+        Stage::Savepointing(_) | Stage::TransitioningTo(_) => phase::UPDATING,
+        Stage::Active(_) => match job {
+            // An aborted transition: the old child still serves, the change did not happen.
+            Some(flink_job_state::RUNNING) if failed => phase::ROLLED_BACK,
+            Some(flink_job_state::RUNNING) => phase::RUNNING,
+            Some(flink_job_state::SUSPENDED) => phase::SUSPENDED,
+            Some(flink_job_state::FINISHED) => phase::SUCCEEDED,
+            Some(flink_job_state::FAILED) => phase::FAILED,
+            _ if failed => phase::UPDATE_FAILED,
+            _ => phase::RESTARTING,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use flink_operator_api::{FlinkBlueGreenDeploymentState as State, common::JobStatus};
+
+    use super::*;
+
+    fn status(state: Option<State>, job: Option<&str>, error: bool, recorded: bool) -> Status {
+        Status {
+            blue_green_state: state,
+            job_status: job.map(|s| JobStatus {
+                state: Some(s.to_owned()),
+                ..Default::default()
+            }),
+            error: error.then(|| "why".to_owned()),
+            last_reconciled_spec: recorded.then(|| r#"{"spec":{}}"#.to_owned()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_stage_and_job_state_shows_its_phase() {
+        use flink_job_state::*;
+        let cases = [
+            (None, None, false, false, phase::DEPLOYING),
+            (
+                Some(State::InitializingBlue),
+                Some(SUSPENDED),
+                false,
+                false,
+                phase::SUSPENDED,
+            ),
+            (
+                Some(State::InitializingBlue),
+                Some(FAILING),
+                true,
+                true,
+                phase::DEPLOY_FAILED,
+            ),
+            (
+                Some(State::TransitioningToBlue),
+                Some(RECONCILING),
+                false,
+                false,
+                phase::DEPLOYING,
+            ),
+            (
+                Some(State::TransitioningToGreen),
+                Some(RECONCILING),
+                false,
+                true,
+                phase::UPDATING,
+            ),
+            (
+                Some(State::SavepointingBlue),
+                Some(RUNNING),
+                false,
+                true,
+                phase::UPDATING,
+            ),
+            (
+                Some(State::ActiveBlue),
+                Some(RUNNING),
+                false,
+                true,
+                phase::RUNNING,
+            ),
+            (
+                Some(State::ActiveGreen),
+                Some(RUNNING),
+                true,
+                true,
+                phase::ROLLED_BACK,
+            ),
+            (
+                Some(State::ActiveGreen),
+                Some(FAILING),
+                true,
+                true,
+                phase::UPDATE_FAILED,
+            ),
+            (
+                Some(State::ActiveBlue),
+                Some(SUSPENDED),
+                false,
+                true,
+                phase::SUSPENDED,
+            ),
+            (
+                Some(State::ActiveBlue),
+                Some(FINISHED),
+                false,
+                true,
+                phase::SUCCEEDED,
+            ),
+            (Some(State::ActiveBlue), Some(FAILED), false, true, phase::FAILED),
+            (
+                Some(State::ActiveBlue),
+                Some(RESTARTING),
+                false,
+                true,
+                phase::RESTARTING,
+            ),
+        ];
+        for (state, job, error, recorded, expected) in cases {
+            assert_eq!(
+                phase_of(&status(state, job, error, recorded)),
+                expected,
+                "{state:?} {job:?} error={error}"
+            );
+        }
+    }
+}

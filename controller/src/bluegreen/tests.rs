@@ -1,0 +1,1109 @@
+//! Table tests of the blue/green decide: every stage against every kind of change, the
+//! abort, the crash points (a fresh decide from the status written at each step goes on
+//! forward and never takes a second savepoint), and one regression test per fault of the
+//! Apache operator's BASIC hand-over that this decide avoids.
+
+use flink_operator_api::{
+    FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentState as State,
+    FlinkBlueGreenDeploymentStatus as Status, FlinkDeploymentSpec,
+    common::{JobStatus, ResourceLifecycleState as Lifecycle, flink_job_state},
+};
+use serde_json::{Value, json};
+
+use super::{
+    Action, BlueGreenPolicy, Child, Colour, Observation, TransitionSavepoint, decide,
+    decide::{BlueGreenPlan, instant, millis_of},
+    diff,
+    observation::SnapshotState,
+    savepoint_name,
+};
+use crate::{events::Reason, reconcile::Next};
+
+const NOW: i64 = 1_800_000_000_000;
+const SECOND: i64 = 1000;
+const GRACE: i64 = 600 * SECOND;
+const NAME: &str = "bg";
+const ID: &str = "7f3a";
+const SAVEPOINT_PATH: &str = "s3://savepoints/savepoint-7f3a";
+
+// === Fixtures ===
+
+/// The template spec every test starts from: a savepoint-mode job.
+fn v1() -> Value {
+    json!({
+        "image": "flink:1.20",
+        "flinkVersion": "v1_20",
+        "serviceAccount": "flink",
+        "job": {"jarURI": "local:///job.jar", "parallelism": 2, "upgradeMode": "savepoint"}
+    })
+}
+
+/// `v1` with a change that ends the job (a TRANSITION).
+fn v2() -> Value {
+    with(v1(), &["image"], json!("flink:2.1"))
+}
+
+/// `v1` with a change that ends no job (a PATCH_CHILD).
+fn patched() -> Value {
+    with(v1(), &["job", "upgradeMode"], json!("last-state"))
+}
+
+fn suspended(spec: Value) -> Value {
+    with(spec, &["job", "state"], json!("suspended"))
+}
+
+fn stateless(spec: Value) -> Value {
+    with(spec, &["job", "upgradeMode"], json!("stateless"))
+}
+
+fn redeploy() -> Value {
+    let spec = with(v1(), &["job", "savepointRedeployNonce"], json!(1));
+    with(
+        spec,
+        &["job", "initialSavepointPath"],
+        json!("s3://savepoints/manual"),
+    )
+}
+
+fn with(mut spec: Value, path: &[&str], value: Value) -> Value {
+    let mut at = &mut spec;
+    for key in &path[..path.len() - 1] {
+        at = &mut at[*key];
+    }
+    at[path[path.len() - 1]] = value;
+    spec
+}
+
+fn deployment_spec(spec: &Value) -> FlinkDeploymentSpec {
+    serde_json::from_value(spec.clone()).expect("a FlinkDeployment spec")
+}
+
+fn resource(template: &Value, status: Option<Status>) -> FlinkBlueGreenDeployment {
+    let mut resource: FlinkBlueGreenDeployment = serde_json::from_value(json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
+        "metadata": {"name": NAME, "namespace": "ns", "uid": "u-1", "generation": 1},
+        "spec": {"template": {"spec": template}}
+    }))
+    .expect("a blue/green deployment");
+    resource.status = status;
+    resource
+}
+
+fn encoded(template: &Value) -> String {
+    json!({"spec": {"template": {"spec": template}}}).to_string()
+}
+
+/// The template spec a status records as applied.
+fn recorded(status: &Status) -> Option<Value> {
+    let spec = status.last_reconciled_spec().expect("decodes")?;
+    Some(serde_json::to_value(spec.template?.spec?).expect("encodes"))
+}
+
+fn job(state: &str) -> JobStatus {
+    JobStatus {
+        state: Some(state.to_owned()),
+        job_id: Some("e3bc32a1e3bc32a1e3bc32a1e3bc32a1".to_owned()),
+        ..Default::default()
+    }
+}
+
+/// A child running `spec`, STABLE and RUNNING.
+fn stable(spec: &Value) -> Child {
+    Child {
+        spec: deployment_spec(spec),
+        deleting: false,
+        lifecycle: Some(Lifecycle::Stable),
+        job_status: Some(job(flink_job_state::RUNNING)),
+    }
+}
+
+/// A child of `spec` deployed but not stable yet, with its job `job_state` (none: never seen).
+fn starting(spec: &Value, job_state: Option<&str>) -> Child {
+    Child {
+        spec: deployment_spec(spec),
+        deleting: false,
+        lifecycle: Some(Lifecycle::Deployed),
+        job_status: job_state.map(job),
+    }
+}
+
+/// The spec a child gets from `template` started from `path`.
+fn started_from(template: &Value, path: Option<&str>) -> Value {
+    with(template.clone(), &["job", "initialSavepointPath"], json!(path))
+}
+
+fn observe(blue: Option<Child>, green: Option<Child>) -> Observation {
+    Observation {
+        blue,
+        green,
+        savepoint: None,
+        policy: Ok(BlueGreenPolicy::default()),
+        now_ms: NOW,
+        fresh_id: ID.to_owned(),
+    }
+}
+
+fn savepoint(state: SnapshotState) -> TransitionSavepoint {
+    TransitionSavepoint {
+        name: savepoint_name(NAME, Colour::Blue, ID),
+        state,
+        path: (state == SnapshotState::Completed).then(|| SAVEPOINT_PATH.to_owned()),
+        error: (state == SnapshotState::Failed).then(|| "checkpoint coordinator declined".to_owned()),
+    }
+}
+
+fn status(state: State, recorded: &Value) -> Status {
+    Status {
+        blue_green_state: Some(state),
+        last_reconciled_spec: Some(encoded(recorded)),
+        job_status: Some(job(flink_job_state::RUNNING)),
+        ..Default::default()
+    }
+}
+
+/// The status written when the savepoint of blue for a transition to `recorded` is taken.
+fn savepointing(recorded: &Value) -> Status {
+    Status {
+        savepoint_trigger_id: Some(savepoint_name(NAME, Colour::Blue, ID)),
+        abort_timestamp: Some(instant(NOW + GRACE)),
+        ..status(State::SavepointingBlue, recorded)
+    }
+}
+
+/// The status written when green was started for `recorded`, `ago_ms` before now.
+fn transitioning(recorded: &Value, ago_ms: i64) -> Status {
+    Status {
+        savepoint_trigger_id: Some(savepoint_name(NAME, Colour::Blue, ID)),
+        abort_timestamp: Some(instant(NOW - ago_ms + GRACE)),
+        job_status: Some(job(flink_job_state::RECONCILING)),
+        ..status(State::TransitioningToGreen, recorded)
+    }
+}
+
+/// Actions with their colour, for tables.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Create(Colour),
+    Update(Colour),
+    Suspend(Colour),
+    Delete(Colour),
+    Savepoint(Colour),
+}
+
+fn steps(plan: &BlueGreenPlan) -> Vec<Step> {
+    plan.actions
+        .iter()
+        .map(|action| match action {
+            Action::CreateChild { colour, .. } => Step::Create(*colour),
+            Action::UpdateChild { colour, .. } => Step::Update(*colour),
+            Action::SuspendChild { colour } => Step::Suspend(*colour),
+            Action::DeleteChild { colour } => Step::Delete(*colour),
+            Action::CreateSavepoint { colour, .. } => Step::Savepoint(*colour),
+        })
+        .collect()
+}
+
+fn child_spec(plan: &BlueGreenPlan) -> Value {
+    plan.actions
+        .iter()
+        .find_map(|action| match action {
+            Action::CreateChild { spec, .. } | Action::UpdateChild { spec, .. } => {
+                Some(serde_json::to_value(spec).expect("encodes"))
+            }
+            _ => None,
+        })
+        .expect("a child spec in the plan")
+}
+
+fn state(plan: &BlueGreenPlan) -> Option<State> {
+    plan.status.blue_green_state
+}
+
+fn reasons(plan: &BlueGreenPlan) -> Vec<Reason> {
+    plan.events.iter().map(|e| e.reason).collect()
+}
+
+/// No marker of a transition is left.
+fn assert_no_markers(status: &Status) {
+    assert_eq!(status.savepoint_trigger_id, None, "savepointTriggerId");
+    assert_eq!(
+        millis_of(status.deployment_ready_timestamp.as_deref()),
+        None,
+        "deploymentReadyTimestamp"
+    );
+    assert_eq!(
+        millis_of(status.abort_timestamp.as_deref()),
+        None,
+        "abortTimestamp"
+    );
+}
+
+// === Every stage against every kind of change ===
+
+struct Case {
+    name: &'static str,
+    status: Option<Status>,
+    spec: Value,
+    observation: Observation,
+    state: State,
+    steps: Vec<Step>,
+    /// The template spec recorded as applied afterwards.
+    recorded: Option<Value>,
+}
+
+fn run(cases: Vec<Case>) {
+    for case in cases {
+        let plan = decide(&resource(&case.spec, case.status), &case.observation);
+        assert_eq!(state(&plan), Some(case.state), "{}: state", case.name);
+        assert_eq!(steps(&plan), case.steps, "{}: actions", case.name);
+        assert_eq!(
+            recorded(&plan.status),
+            case.recorded,
+            "{}: recorded spec",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn initializing_against_every_kind_of_change() {
+    use Colour::Blue;
+    run(vec![
+        Case {
+            name: "no status: the first child is created",
+            status: None,
+            spec: v1(),
+            observation: observe(None, None),
+            state: State::TransitioningToBlue,
+            steps: vec![Step::Create(Blue)],
+            recorded: Some(v1()),
+        },
+        Case {
+            name: "a suspended template waits",
+            status: None,
+            spec: suspended(v1()),
+            observation: observe(None, None),
+            state: State::InitializingBlue,
+            steps: vec![],
+            recorded: None,
+        },
+        Case {
+            name: "the spec the first child failed with is not tried again",
+            status: Some(status(State::InitializingBlue, &v1())),
+            spec: v1(),
+            observation: observe(Some(starting(&v1(), Some(flink_job_state::FAILED))), None),
+            state: State::InitializingBlue,
+            steps: vec![],
+            recorded: Some(v1()),
+        },
+        Case {
+            name: "an edit after a failed first child removes it first",
+            status: Some(status(State::InitializingBlue, &v1())),
+            spec: v2(),
+            observation: observe(
+                Some(starting(&suspended(v1()), Some(flink_job_state::FAILED))),
+                None,
+            ),
+            state: State::InitializingBlue,
+            steps: vec![Step::Delete(Blue)],
+            recorded: Some(v1()),
+        },
+        Case {
+            name: "an edit after a failed first child, once it is gone, deploys again",
+            status: Some(status(State::InitializingBlue, &v1())),
+            spec: v2(),
+            observation: observe(None, None),
+            state: State::TransitioningToBlue,
+            steps: vec![Step::Create(Blue)],
+            recorded: Some(v2()),
+        },
+    ]);
+}
+
+#[test]
+fn active_against_every_kind_of_change() {
+    use Colour::{Blue, Green};
+    let active = |spec: &Value| Some(status(State::ActiveBlue, spec));
+    run(vec![
+        Case {
+            name: "ignore",
+            status: active(&v1()),
+            spec: v1(),
+            observation: observe(Some(stable(&v1())), None),
+            state: State::ActiveBlue,
+            steps: vec![],
+            recorded: Some(v1()),
+        },
+        Case {
+            name: "suspend: in place",
+            status: active(&v1()),
+            spec: suspended(v1()),
+            observation: observe(Some(stable(&v1())), None),
+            state: State::ActiveBlue,
+            steps: vec![Step::Update(Blue)],
+            recorded: Some(suspended(v1())),
+        },
+        Case {
+            name: "resume: in place",
+            status: active(&suspended(v1())),
+            spec: v1(),
+            observation: observe(Some(starting(&suspended(v1()), None)), None),
+            state: State::ActiveBlue,
+            steps: vec![Step::Update(Blue)],
+            recorded: Some(v1()),
+        },
+        Case {
+            name: "patch child: in place",
+            status: active(&v1()),
+            spec: patched(),
+            observation: observe(Some(stable(&v1())), None),
+            state: State::ActiveBlue,
+            steps: vec![Step::Update(Blue)],
+            recorded: Some(patched()),
+        },
+        Case {
+            name: "a change of a suspended job: in place, applied when it resumes",
+            status: active(&suspended(v1())),
+            spec: suspended(v2()),
+            observation: observe(Some(starting(&suspended(v1()), None)), None),
+            state: State::ActiveBlue,
+            steps: vec![Step::Update(Blue)],
+            recorded: Some(suspended(v2())),
+        },
+        Case {
+            name: "transition: a savepoint of the active child first",
+            status: active(&v1()),
+            spec: v2(),
+            observation: observe(Some(stable(&v1())), None),
+            state: State::SavepointingBlue,
+            steps: vec![Step::Savepoint(Blue)],
+            recorded: Some(v2()),
+        },
+        Case {
+            name: "transition from green",
+            status: Some(status(State::ActiveGreen, &v1())),
+            spec: v2(),
+            observation: observe(None, Some(stable(&v1()))),
+            state: State::SavepointingGreen,
+            steps: vec![Step::Savepoint(Green)],
+            recorded: Some(v2()),
+        },
+        Case {
+            name: "stateless transition: the other child at once",
+            status: active(&stateless(v1())),
+            spec: stateless(v2()),
+            observation: observe(Some(stable(&stateless(v1()))), None),
+            state: State::TransitioningToGreen,
+            steps: vec![Step::Create(Green)],
+            recorded: Some(stateless(v2())),
+        },
+        Case {
+            name: "savepoint redeploy: the other child from initialSavepointPath",
+            status: active(&v1()),
+            spec: redeploy(),
+            observation: observe(Some(stable(&v1())), None),
+            state: State::TransitioningToGreen,
+            steps: vec![Step::Create(Green)],
+            recorded: Some(redeploy()),
+        },
+        Case {
+            name: "a transition first removes a child left by an aborted one",
+            status: active(&v1()),
+            spec: v2(),
+            observation: observe(
+                Some(stable(&v1())),
+                Some(starting(&suspended(v2()), Some("SUSPENDED"))),
+            ),
+            state: State::ActiveBlue,
+            steps: vec![Step::Delete(Green)],
+            recorded: Some(v1()),
+        },
+    ]);
+}
+
+#[test]
+fn savepointing_against_every_kind_of_change() {
+    use Colour::Green;
+    let with_savepoint = |state| Observation {
+        savepoint: Some(savepoint(state)),
+        ..observe(Some(stable(&v1())), None)
+    };
+    let v3 = with(v2(), &["job", "parallelism"], json!(4));
+    run(vec![
+        Case {
+            name: "ignore, savepoint under way: waits",
+            status: Some(savepointing(&v2())),
+            spec: v2(),
+            observation: with_savepoint(SnapshotState::InProgress),
+            state: State::SavepointingBlue,
+            steps: vec![],
+            recorded: Some(v2()),
+        },
+        Case {
+            name: "ignore, savepoint completed: green starts from it",
+            status: Some(savepointing(&v2())),
+            spec: v2(),
+            observation: with_savepoint(SnapshotState::Completed),
+            state: State::TransitioningToGreen,
+            steps: vec![Step::Create(Green)],
+            recorded: Some(v2()),
+        },
+        Case {
+            name: "a further change: green starts with it",
+            status: Some(savepointing(&v2())),
+            spec: v3.clone(),
+            observation: with_savepoint(SnapshotState::Completed),
+            state: State::TransitioningToGreen,
+            steps: vec![Step::Create(Green)],
+            recorded: Some(v3),
+        },
+        Case {
+            name: "suspend: the transition is given up, blue is suspended next",
+            status: Some(savepointing(&v2())),
+            spec: suspended(v2()),
+            observation: with_savepoint(SnapshotState::InProgress),
+            state: State::ActiveBlue,
+            steps: vec![],
+            recorded: Some(v2()),
+        },
+    ]);
+}
+
+#[test]
+fn transitioning_against_every_kind_of_change() {
+    use Colour::{Blue, Green};
+    let old_and_new = |new: Child| observe(Some(stable(&v1())), Some(new));
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    run(vec![
+        Case {
+            name: "ignore, green starting: waits",
+            status: Some(transitioning(&v2(), 30 * SECOND)),
+            spec: v2(),
+            observation: old_and_new(starting(&green, Some(flink_job_state::INITIALIZING))),
+            state: State::TransitioningToGreen,
+            steps: vec![],
+            recorded: Some(v2()),
+        },
+        Case {
+            name: "ignore, green stable: blue is deleted and green is active",
+            status: Some(transitioning(&v2(), 30 * SECOND)),
+            spec: v2(),
+            observation: old_and_new(stable(&green)),
+            state: State::ActiveGreen,
+            steps: vec![Step::Delete(Blue)],
+            recorded: Some(v2()),
+        },
+        Case {
+            name: "suspend waits for the end of the transition",
+            status: Some(transitioning(&v2(), 30 * SECOND)),
+            spec: suspended(v2()),
+            observation: old_and_new(starting(&green, None)),
+            state: State::TransitioningToGreen,
+            steps: vec![],
+            recorded: Some(v2()),
+        },
+        Case {
+            name: "patch child goes to the incoming child",
+            status: Some(transitioning(&v2(), 30 * SECOND)),
+            spec: with(v2(), &["job", "upgradeMode"], json!("last-state")),
+            observation: old_and_new(starting(&green, None)),
+            state: State::TransitioningToGreen,
+            steps: vec![Step::Update(Green)],
+            recorded: Some(with(v2(), &["job", "upgradeMode"], json!("last-state"))),
+        },
+        Case {
+            name: "a transition goes to the incoming child",
+            status: Some(transitioning(&v2(), 30 * SECOND)),
+            spec: with(v2(), &["image"], json!("flink:2.2")),
+            observation: old_and_new(starting(&green, None)),
+            state: State::TransitioningToGreen,
+            steps: vec![Step::Update(Green)],
+            recorded: Some(with(v2(), &["image"], json!("flink:2.2"))),
+        },
+        Case {
+            name: "a redeploy goes to the incoming child",
+            status: Some(transitioning(&v1(), 30 * SECOND)),
+            spec: redeploy(),
+            observation: old_and_new(starting(&green, None)),
+            state: State::TransitioningToGreen,
+            steps: vec![Step::Update(Green)],
+            recorded: Some(redeploy()),
+        },
+    ]);
+}
+
+#[test]
+fn a_change_for_a_running_child_keeps_the_state_it_started_from() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let spec = with(v2(), &["job", "upgradeMode"], json!("last-state"));
+    let plan = decide(
+        &resource(&spec, Some(status(State::ActiveGreen, &v2()))),
+        &observe(None, Some(stable(&green))),
+    );
+    assert_eq!(steps(&plan), vec![Step::Update(Colour::Green)]);
+    assert_eq!(
+        child_spec(&plan)["job"]["initialSavepointPath"],
+        json!(SAVEPOINT_PATH)
+    );
+    assert_eq!(child_spec(&plan)["job"]["upgradeMode"], json!("last-state"));
+}
+
+#[test]
+fn a_redeploy_starts_the_other_child_from_the_templates_savepoint() {
+    let plan = decide(
+        &resource(&redeploy(), Some(status(State::ActiveBlue, &v1()))),
+        &observe(Some(stable(&v1())), None),
+    );
+    assert_eq!(
+        plan.actions[0].initial_savepoint_path(),
+        Some("s3://savepoints/manual")
+    );
+    assert_eq!(plan.status.savepoint_trigger_id, None);
+}
+
+// === The transition, step by step ===
+
+#[test]
+fn a_stateful_transition_names_its_savepoint_in_status_before_taking_it() {
+    let plan = decide(
+        &resource(&v2(), Some(status(State::ActiveBlue, &v1()))),
+        &observe(Some(stable(&v1())), None),
+    );
+    let name = savepoint_name(NAME, Colour::Blue, ID);
+    assert_eq!(name, "bg-blue-transition-7f3a");
+    let before = plan
+        .status_before
+        .as_ref()
+        .expect("written before the snapshot is created");
+    assert_eq!(before.savepoint_trigger_id.as_deref(), Some(name.as_str()));
+    assert_eq!(before.blue_green_state, Some(State::SavepointingBlue));
+    assert_eq!(millis_of(before.abort_timestamp.as_deref()), Some(NOW + GRACE));
+    assert_eq!(
+        plan.actions,
+        vec![Action::CreateSavepoint {
+            name,
+            colour: Colour::Blue
+        }]
+    );
+    assert_eq!(reasons(&plan), vec![Reason::BlueGreenTransitionStarted]);
+}
+
+#[test]
+fn the_new_child_starts_from_the_completed_savepoint() {
+    let plan = decide(
+        &resource(&v2(), Some(savepointing(&v2()))),
+        &Observation {
+            savepoint: Some(savepoint(SnapshotState::Completed)),
+            ..observe(Some(stable(&v1())), None)
+        },
+    );
+    assert_eq!(plan.actions[0].initial_savepoint_path(), Some(SAVEPOINT_PATH));
+    assert_eq!(child_spec(&plan), started_from(&v2(), Some(SAVEPOINT_PATH)));
+    assert_eq!(
+        millis_of(plan.status.abort_timestamp.as_deref()),
+        Some(NOW + GRACE)
+    );
+    assert_eq!(
+        plan.status.job_status.as_ref().and_then(|j| j.state.as_deref()),
+        Some(flink_job_state::RECONCILING)
+    );
+}
+
+#[test]
+fn the_old_child_waits_out_the_deletion_delay() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let observation = Observation {
+        policy: Ok(BlueGreenPolicy {
+            deletion_delay_ms: 60 * SECOND,
+            ..BlueGreenPolicy::default()
+        }),
+        ..observe(Some(stable(&v1())), Some(stable(&green)))
+    };
+    let plan = decide(
+        &resource(&v2(), Some(transitioning(&v2(), 30 * SECOND))),
+        &observation,
+    );
+    assert_eq!(steps(&plan), vec![]);
+    assert_eq!(
+        millis_of(plan.status.deployment_ready_timestamp.as_deref()),
+        Some(NOW)
+    );
+    assert_eq!(plan.requeue, Next::Within(60));
+
+    // 59 s later: still waiting; then it is due.
+    let later = |ms| Observation {
+        now_ms: NOW + ms,
+        ..observation.clone()
+    };
+    let waiting = decide(&resource(&v2(), Some(plan.status.clone())), &later(59 * SECOND));
+    assert_eq!(steps(&waiting), vec![]);
+    assert_eq!(waiting.requeue, Next::Within(1));
+    let due = decide(&resource(&v2(), Some(plan.status.clone())), &later(60 * SECOND));
+    assert_eq!(steps(&due), vec![Step::Delete(Colour::Blue)]);
+    assert_eq!(state(&due), Some(State::ActiveGreen));
+    assert_eq!(
+        due.status_before, None,
+        "readiness was recorded by the earlier pass"
+    );
+}
+
+// === Regression tests: the Apache operator's faults ===
+
+/// FLINK-40119, #1159: the old child is deleted only once the new one is STABLE and RUNNING.
+#[test]
+fn the_old_child_is_deleted_only_after_the_new_one_is_stable_and_running() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let not_yet = [
+        Child {
+            lifecycle: Some(Lifecycle::Stable),
+            ..starting(&green, Some(flink_job_state::RESTARTING))
+        },
+        starting(&green, Some(flink_job_state::RUNNING)),
+        starting(&green, None),
+    ];
+    for new in not_yet {
+        let plan = decide(
+            &resource(&v2(), Some(transitioning(&v2(), 30 * SECOND))),
+            &observe(Some(stable(&v1())), Some(new.clone())),
+        );
+        assert_eq!(steps(&plan), vec![], "{new:?}");
+        assert_eq!(state(&plan), Some(State::TransitioningToGreen));
+    }
+}
+
+/// The new child not stable within the abort grace period: the transition is aborted, the
+/// new child suspended, the old one untouched.
+#[test]
+fn a_transition_not_stable_within_the_grace_period_is_aborted_and_the_old_child_untouched() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let observation = observe(
+        Some(stable(&v1())),
+        Some(starting(&green, Some(flink_job_state::RESTARTING))),
+    );
+    let in_time = decide(
+        &resource(&v2(), Some(transitioning(&v2(), GRACE - SECOND))),
+        &observation,
+    );
+    assert_eq!(steps(&in_time), vec![]);
+
+    let plan = decide(&resource(&v2(), Some(transitioning(&v2(), GRACE))), &observation);
+    assert_eq!(steps(&plan), vec![Step::Suspend(Colour::Green)]);
+    assert_eq!(state(&plan), Some(State::ActiveBlue));
+    assert_eq!(reasons(&plan), vec![Reason::BlueGreenTransitionAborted]);
+    assert!(plan.events[0].warning);
+    let error = plan.status.error.as_deref().expect("the reason in status");
+    assert!(
+        error.contains("bg-green did not become running and stable within 10 min"),
+        "{error}"
+    );
+    assert!(error.contains("bg-blue keeps running"), "{error}");
+}
+
+#[test]
+fn an_aborted_new_child_that_never_ran_a_job_is_deleted() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let plan = decide(
+        &resource(&v2(), Some(transitioning(&v2(), GRACE))),
+        &observe(Some(stable(&v1())), Some(starting(&green, None))),
+    );
+    assert_eq!(steps(&plan), vec![Step::Delete(Colour::Green)]);
+    assert_eq!(state(&plan), Some(State::ActiveBlue));
+}
+
+/// FLINK-40119 (#1159) and #1071: an abort leaves no marker behind (a stale ready time made
+/// the next transition delete the old child at once; a stale savepoint id was polled in
+/// vain).
+#[test]
+fn an_abort_clears_every_marker_of_the_transition() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let mut became_ready_then_failed = transitioning(&v2(), GRACE);
+    became_ready_then_failed.deployment_ready_timestamp = Some(instant(NOW - 10 * SECOND));
+    let observation = Observation {
+        policy: Ok(BlueGreenPolicy {
+            deletion_delay_ms: 60 * SECOND,
+            ..BlueGreenPolicy::default()
+        }),
+        ..observe(
+            Some(stable(&v1())),
+            Some(starting(&green, Some(flink_job_state::FAILING))),
+        )
+    };
+    let plan = decide(&resource(&v2(), Some(became_ready_then_failed)), &observation);
+    assert_eq!(state(&plan), Some(State::ActiveBlue));
+    assert_no_markers(&plan.status);
+
+    // The next transition starts afresh: a new savepoint, no deletion of blue.
+    let v3 = with(v2(), &["job", "parallelism"], json!(4));
+    let next = decide(
+        &resource(&v3, Some(plan.status.clone())),
+        &Observation {
+            fresh_id: "9c1d".to_owned(),
+            ..observe(Some(stable(&v1())), None)
+        },
+    );
+    assert_eq!(steps(&next), vec![Step::Savepoint(Colour::Blue)]);
+    assert_eq!(
+        next.status.savepoint_trigger_id.as_deref(),
+        Some("bg-blue-transition-9c1d")
+    );
+    assert_eq!(next.status.deployment_ready_timestamp, None);
+}
+
+/// #1072: a transition that cannot start (the active child is not ready) does not record
+/// the spec, so it starts once it can, and later edits are not mistaken for no change.
+#[test]
+fn the_spec_is_not_recorded_until_the_transition_starts() {
+    let failing = Child {
+        lifecycle: Some(Lifecycle::Deployed),
+        ..starting(&v1(), Some(flink_job_state::RESTARTING))
+    };
+    let plan = decide(
+        &resource(&v2(), Some(status(State::ActiveBlue, &v1()))),
+        &observe(Some(failing), None),
+    );
+    assert_eq!(steps(&plan), vec![]);
+    assert_eq!(state(&plan), Some(State::ActiveBlue));
+    assert_eq!(recorded(&plan.status), Some(v1()));
+    assert_eq!(reasons(&plan), vec![Reason::BlueGreenTransitionWaiting]);
+    assert!(plan.status.error.is_some());
+
+    // Looked at again, still waiting: no second Event.
+    let again = decide(
+        &resource(&v2(), Some(plan.status.clone())),
+        &observe(Some(plan_child_failing()), None),
+    );
+    assert_eq!(reasons(&again), vec![]);
+
+    // Once blue is ready, the transition starts and records the spec.
+    let ready = decide(
+        &resource(&v2(), Some(plan.status)),
+        &observe(Some(stable(&v1())), None),
+    );
+    assert_eq!(steps(&ready), vec![Step::Savepoint(Colour::Blue)]);
+    assert_eq!(recorded(&ready.status), Some(v2()));
+    assert_eq!(ready.status.error, None);
+}
+
+fn plan_child_failing() -> Child {
+    starting(&v1(), Some(flink_job_state::RESTARTING))
+}
+
+/// After an abort the failed spec stays recorded (no retry in a loop), but the active child
+/// still runs the old one: a later edit is judged against what it runs.
+#[test]
+fn after_an_abort_an_edit_is_judged_against_the_spec_the_active_child_runs() {
+    let mut aborted = status(State::ActiveBlue, &v2());
+    aborted.error = Some("Transition aborted".to_owned());
+    // Only a change that ends no job compared to the recorded v2...
+    let edit = with(v2(), &["job", "upgradeMode"], json!("last-state"));
+    assert_eq!(
+        diff(
+            &serde_json::from_value(json!({"template": {"spec": v2()}})).expect("spec"),
+            &serde_json::from_value(json!({"template": {"spec": edit.clone()}})).expect("spec"),
+        ),
+        super::SpecDiff::PatchChild
+    );
+    // ...is still a transition for blue, which runs v1.
+    let plan = decide(
+        &resource(&edit, Some(aborted.clone())),
+        &observe(Some(stable(&v1())), None),
+    );
+    assert_eq!(steps(&plan), vec![Step::Savepoint(Colour::Blue)]);
+    // And the failed spec itself is not tried again.
+    let same = decide(
+        &resource(&v2(), Some(aborted)),
+        &observe(Some(stable(&v1())), None),
+    );
+    assert_eq!(steps(&same), vec![]);
+    assert!(same.status.error.is_some());
+}
+
+/// FLINK-40092 (#1154, #1161): the deletion of the old child and the final status are one
+/// plan, and an old child found gone after the new one was ready finishes forward.
+#[test]
+fn a_deleted_old_child_is_always_followed_by_the_final_status() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let plan = decide(
+        &resource(&v2(), Some(transitioning(&v2(), 30 * SECOND))),
+        &observe(Some(stable(&v1())), Some(stable(&green))),
+    );
+    let before = plan
+        .status_before
+        .as_ref()
+        .expect("readiness recorded before the deletion");
+    assert_eq!(millis_of(before.deployment_ready_timestamp.as_deref()), Some(NOW));
+    assert_eq!(before.blue_green_state, Some(State::TransitioningToGreen));
+    assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
+    assert_eq!(state(&plan), Some(State::ActiveGreen));
+    assert_no_markers(&plan.status);
+    assert_eq!(reasons(&plan), vec![Reason::BlueGreenTransitionCompleted]);
+
+    // The final write lost: blue is gone (or going) and green no longer looks ready, even
+    // past the deadline. Forward to green, never an abort with nothing to go back to.
+    for blue in [
+        None,
+        Some(Child {
+            deleting: true,
+            ..stable(&v1())
+        }),
+    ] {
+        let late = Observation {
+            now_ms: NOW + 2 * GRACE,
+            ..observe(blue, Some(starting(&green, Some(flink_job_state::RESTARTING))))
+        };
+        let forward = decide(&resource(&v2(), Some(before.clone())), &late);
+        assert_eq!(state(&forward), Some(State::ActiveGreen));
+        assert_eq!(steps(&forward), vec![]);
+        assert_no_markers(&forward.status);
+    }
+}
+
+/// #969 review: a stateless transition starts the new child empty and needs neither a
+/// savepoint nor a checkpoint (nor a healthy old job).
+#[test]
+fn a_stateless_transition_never_takes_a_savepoint() {
+    let template = with(
+        stateless(v2()),
+        &["job", "initialSavepointPath"],
+        json!("s3://savepoints/old"),
+    );
+    for old in [
+        stable(&stateless(v1())),
+        starting(&stateless(v1()), Some(flink_job_state::FAILING)),
+    ] {
+        let plan = decide(
+            &resource(&template, Some(status(State::ActiveBlue, &stateless(v1())))),
+            &observe(Some(old), None),
+        );
+        assert_eq!(steps(&plan), vec![Step::Create(Colour::Green)]);
+        assert_eq!(plan.actions[0].initial_savepoint_path(), None);
+        assert_eq!(plan.status_before, None);
+        assert_eq!(plan.status.savepoint_trigger_id, None);
+        assert_eq!(state(&plan), Some(State::TransitioningToGreen));
+    }
+}
+
+/// A failed savepoint aborts the transition rather than waiting for ever.
+#[test]
+fn a_failed_savepoint_aborts_the_transition() {
+    for state_of_savepoint in [SnapshotState::Failed, SnapshotState::Abandoned] {
+        let plan = decide(
+            &resource(&v2(), Some(savepointing(&v2()))),
+            &Observation {
+                savepoint: Some(savepoint(state_of_savepoint)),
+                ..observe(Some(stable(&v1())), None)
+            },
+        );
+        assert_eq!(state(&plan), Some(State::ActiveBlue), "{state_of_savepoint:?}");
+        assert_eq!(steps(&plan), vec![]);
+        assert_no_markers(&plan.status);
+        assert_eq!(reasons(&plan), vec![Reason::BlueGreenTransitionAborted]);
+    }
+}
+
+/// The Apache operator's SAVEPOINTING waits for ever (a TODO): here the grace period bounds it.
+#[test]
+fn a_savepoint_that_never_completes_aborts_the_transition_after_the_grace_period() {
+    let observation = |now_ms, savepoint| Observation {
+        now_ms,
+        savepoint,
+        ..observe(Some(stable(&v1())), None)
+    };
+    let pending = Some(savepoint(SnapshotState::InProgress));
+    let in_time = decide(
+        &resource(&v2(), Some(savepointing(&v2()))),
+        &observation(NOW + GRACE - 1, pending.clone()),
+    );
+    assert_eq!(state(&in_time), Some(State::SavepointingBlue));
+    for late in [pending, None] {
+        let plan = decide(
+            &resource(&v2(), Some(savepointing(&v2()))),
+            &observation(NOW + GRACE, late),
+        );
+        assert_eq!(state(&plan), Some(State::ActiveBlue));
+        assert_eq!(steps(&plan), vec![], "no savepoint is created past the deadline");
+        assert_no_markers(&plan.status);
+        let error = plan.status.error.as_deref().expect("the reason in status");
+        assert!(error.contains("did not complete within 10 min"), "{error}");
+    }
+}
+
+#[test]
+fn an_aborted_first_deployment_goes_back_to_initializing() {
+    let mut first = transitioning(&v1(), GRACE);
+    first.blue_green_state = Some(State::TransitioningToBlue);
+    first.savepoint_trigger_id = None;
+    let plan = decide(
+        &resource(&v1(), Some(first)),
+        &observe(Some(starting(&v1(), Some(flink_job_state::FAILED))), None),
+    );
+    assert_eq!(state(&plan), Some(State::InitializingBlue));
+    assert_eq!(steps(&plan), vec![Step::Suspend(Colour::Blue)]);
+    assert_no_markers(&plan.status);
+}
+
+// === Crash points ===
+
+/// Crashed after the savepoint's name was written, before the snapshot was created: the
+/// same snapshot is created, under the recorded name, whatever fresh id comes next.
+#[test]
+fn after_the_savepoint_was_recorded_the_same_savepoint_is_taken() {
+    let first = decide(
+        &resource(&v2(), Some(status(State::ActiveBlue, &v1()))),
+        &observe(Some(stable(&v1())), None),
+    );
+    let written = first.status_before.expect("the step's status");
+    let resumed = decide(
+        &resource(&v2(), Some(written)),
+        &Observation {
+            fresh_id: "other".to_owned(),
+            ..observe(Some(stable(&v1())), None)
+        },
+    );
+    assert_eq!(first.actions, resumed.actions);
+    assert_eq!(state(&resumed), Some(State::SavepointingBlue));
+}
+
+/// Crashed after green was created, before the status said so: green is created again
+/// (the same spec: a no-op) from the recorded savepoint; no second savepoint.
+#[test]
+fn after_the_new_child_was_created_the_transition_goes_on_without_a_second_savepoint() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let plan = decide(
+        &resource(&v2(), Some(savepointing(&v2()))),
+        &Observation {
+            savepoint: Some(savepoint(SnapshotState::Completed)),
+            ..observe(Some(stable(&v1())), Some(starting(&green, None)))
+        },
+    );
+    assert_eq!(steps(&plan), vec![Step::Create(Colour::Green)]);
+    assert_eq!(child_spec(&plan), green);
+    assert_eq!(state(&plan), Some(State::TransitioningToGreen));
+
+    // And from the status that step writes, it waits for green, then hands over.
+    let waiting = decide(
+        &resource(&v2(), Some(plan.status.clone())),
+        &observe(Some(stable(&v1())), Some(starting(&green, None))),
+    );
+    assert_eq!(steps(&waiting), vec![]);
+    let done = decide(
+        &resource(&v2(), Some(plan.status)),
+        &observe(Some(stable(&v1())), Some(stable(&green))),
+    );
+    assert_eq!(steps(&done), vec![Step::Delete(Colour::Blue)]);
+}
+
+/// Crashed after blue was deleted, before the final status: finishes forward.
+#[test]
+fn after_the_old_child_was_deleted_the_transition_finishes() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let first = decide(
+        &resource(&v2(), Some(transitioning(&v2(), 30 * SECOND))),
+        &observe(Some(stable(&v1())), Some(stable(&green))),
+    );
+    let written = first.status_before.expect("the step's status");
+    let resumed = decide(
+        &resource(&v2(), Some(written)),
+        &observe(None, Some(stable(&green))),
+    );
+    assert_eq!(state(&resumed), Some(State::ActiveGreen));
+    assert_eq!(steps(&resumed), vec![]);
+    assert_eq!(resumed.status, first.status);
+}
+
+/// A whole transition, each pass from the status the previous one wrote: one savepoint.
+#[test]
+fn a_whole_transition_takes_exactly_one_savepoint() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let passes: Vec<Observation> = vec![
+        observe(Some(stable(&v1())), None),
+        observe(Some(stable(&v1())), None),
+        Observation {
+            savepoint: Some(savepoint(SnapshotState::InProgress)),
+            ..observe(Some(stable(&v1())), None)
+        },
+        Observation {
+            savepoint: Some(savepoint(SnapshotState::Completed)),
+            ..observe(Some(stable(&v1())), None)
+        },
+        observe(Some(stable(&v1())), Some(starting(&green, None))),
+        observe(Some(stable(&v1())), Some(stable(&green))),
+        observe(None, Some(stable(&green))),
+    ];
+    let mut status = Some(status(State::ActiveBlue, &v1()));
+    let mut all = Vec::new();
+    for (pass, observation) in passes.into_iter().enumerate() {
+        // Only the first pass's id may name the savepoint.
+        let fresh_id = if pass == 0 {
+            ID.to_owned()
+        } else {
+            format!("id{pass}")
+        };
+        let observation = Observation {
+            fresh_id,
+            ..observation
+        };
+        let plan = decide(&resource(&v2(), status), &observation);
+        all.extend(plan.actions.clone());
+        status = Some(plan.status);
+    }
+    let savepoints: Vec<&Action> = all
+        .iter()
+        .filter(|a| matches!(a, Action::CreateSavepoint { .. }))
+        .collect();
+    assert_eq!(
+        savepoints,
+        vec![
+            &Action::CreateSavepoint {
+                name: savepoint_name(NAME, Colour::Blue, ID),
+                colour: Colour::Blue
+            };
+            2
+        ],
+        "created once, and again under the same name while not yet seen"
+    );
+    let status = status.expect("status");
+    assert_eq!(status.blue_green_state, Some(State::ActiveGreen));
+    assert_no_markers(&status);
+}
+
+// === Reported, not acted on ===
+
+#[test]
+fn an_invalid_option_or_a_missing_template_is_reported_and_nothing_is_done() {
+    let invalid = Observation {
+        policy: BlueGreenPolicy::from_configuration(Some(
+            &[(
+                flink_operator_api::keys::bluegreen::ABORT_GRACE_PERIOD.to_owned(),
+                "soon".to_owned(),
+            )]
+            .into_iter()
+            .collect(),
+        )),
+        ..observe(Some(stable(&v1())), None)
+    };
+    let plan = decide(&resource(&v2(), Some(status(State::ActiveBlue, &v1()))), &invalid);
+    assert_eq!(steps(&plan), vec![]);
+    assert!(
+        plan.status
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("abort.grace-period"))
+    );
+
+    let mut no_template = resource(&v1(), None);
+    no_template.spec.template = None;
+    let plan = decide(&no_template, &observe(None, None));
+    assert_eq!(steps(&plan), vec![]);
+    assert!(plan.status.error.is_some());
+}
+
+#[test]
+fn a_missing_active_child_is_reported() {
+    let plan = decide(
+        &resource(&v1(), Some(status(State::ActiveBlue, &v1()))),
+        &observe(None, None),
+    );
+    assert_eq!(steps(&plan), vec![]);
+    assert_eq!(reasons(&plan), vec![Reason::Missing]);
+}
