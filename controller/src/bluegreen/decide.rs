@@ -10,6 +10,10 @@
 //! | ACTIVE_X | SUSPEND, RESUME, PATCH_CHILD: updates X in place. TRANSITION: names and creates a savepoint of X (none when stateless: starts Y at once). SAVEPOINT_REDEPLOY: starts Y from `initialSavepointPath` | SAVEPOINTING_X, TRANSITIONING_TO_Y |
 //! | SAVEPOINTING_X | waits for the savepoint; COMPLETED starts Y from it; FAILED or late aborts | TRANSITIONING_TO_Y, ACTIVE_X |
 //! | TRANSITIONING_TO_Y | Y stable: records when, waits the deletion delay, deletes X and finishes; not stable in time: aborts | ACTIVE_Y, ACTIVE_X |
+//!
+//! `savepointTriggerId` holds the name of the transition's FlinkStateSnapshot, not a Flink
+//! trigger id: the operator's snapshot service takes the savepoint, and this loop only
+//! creates the resource and reads its state and path.
 
 use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus as Status,
@@ -57,8 +61,9 @@ pub enum Action {
     SuspendChild { colour: Colour },
     /// Delete the child of `colour`.
     DeleteChild { colour: Colour },
-    /// Create the FlinkStateSnapshot `name`: a savepoint of the child of `colour`. One that
-    /// already exists under that name is that savepoint (a retry after a crash).
+    /// Create the FlinkStateSnapshot `name`: a savepoint of the child of `colour` (its
+    /// FlinkDeployment as the job reference). One that already exists under that name is that
+    /// savepoint (a retry after a crash). The name is in `savepointTriggerId` already.
     CreateSavepoint { name: String, colour: Colour },
 }
 
@@ -193,7 +198,15 @@ fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
     status.job_status = mirrored(active).or(status.job_status);
     let diff = input.diff();
     match diff {
-        SpecDiff::Ignore => plan(status, Vec::new(), Vec::new(), Next::Steady),
+        SpecDiff::Ignore => {
+            // An error stays while the active child does not run the recorded spec (an
+            // aborted transition); one about a change that was then reverted goes.
+            let recorded = input.recorded.as_ref().and_then(|r| r.deployment_spec());
+            if recorded.is_some_and(|recorded| !ends_job(&active.spec, recorded)) {
+                status.error = None;
+            }
+            plan(status, Vec::new(), Vec::new(), Next::Steady)
+        }
         SpecDiff::Suspend | SpecDiff::Resume => update_in_place(input, status, colour, active, diff),
         // The active child's own spec decides: after an aborted transition the recorded spec
         // is not the one it runs, and a change that ends no job of it is made in place.
@@ -358,6 +371,10 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
         // the transition to end.
         let spec = updated_spec(input.template, new, diff);
         input.record(&mut status);
+        // The changed child gets the whole grace period (a fix of a child that could not
+        // start is not aborted for the time its broken spec took).
+        input.arm_abort_deadline(&mut status);
+        status.deployment_ready_timestamp = None;
         status.job_status = Some(job_state(flink_job_state::RECONCILING));
         let note = format!(
             "Spec change applied to the incoming child {}",

@@ -4,19 +4,21 @@
 
 use flink_operator_api::{FlinkBlueGreenDeploymentStatus as Status, common::flink_job_state};
 
-use super::Stage;
+use super::{Observation, Stage};
 use crate::conditions::phase;
 
-/// The phase of `status`.
-pub fn phase_of(status: &Status) -> &'static str {
+/// The phase of `status`, with what was observed of the children.
+pub fn phase_of(status: &Status, observation: &Observation) -> &'static str {
     let job = status.job_status.as_ref().and_then(|j| j.state.as_deref());
     let failed = status.error.is_some();
     match Stage::of(status.blue_green_state) {
         Stage::Initializing if job == Some(flink_job_state::SUSPENDED) => phase::SUSPENDED,
         Stage::Initializing if failed => phase::DEPLOY_FAILED,
         Stage::Initializing => phase::DEPLOYING,
-        // The first child is starting: nothing ran before it.
-        Stage::TransitioningTo(_) if status.last_reconciled_spec.is_none() => phase::DEPLOYING,
+        // No other child serves the job: this is its first deployment.
+        Stage::TransitioningTo(colour) if observation.live_child(colour.other()).is_none() => {
+            phase::DEPLOYING
+        }
         Stage::Savepointing(_) | Stage::TransitioningTo(_) => phase::UPDATING,
         Stage::Active(_) => match job {
             // An aborted transition: the old child still serves, the change did not happen.
@@ -36,8 +38,26 @@ mod tests {
     use flink_operator_api::{FlinkBlueGreenDeploymentState as State, common::JobStatus};
 
     use super::*;
+    use crate::bluegreen::{BlueGreenPolicy, Child, Colour};
 
-    fn status(state: Option<State>, job: Option<&str>, error: bool, recorded: bool) -> Status {
+    /// The child of `state`'s colour, and the other one too when `both`.
+    fn observation(state: Option<State>, both: bool) -> Observation {
+        let colour = match Stage::of(state) {
+            Stage::Initializing => Colour::Blue,
+            Stage::Active(c) | Stage::Savepointing(c) | Stage::TransitioningTo(c) => c,
+        };
+        let present = |c: Colour| (c == colour || both).then(Child::default);
+        Observation {
+            blue: present(Colour::Blue),
+            green: present(Colour::Green),
+            savepoint: None,
+            policy: Ok(BlueGreenPolicy::default()),
+            now_ms: 0,
+            fresh_id: String::new(),
+        }
+    }
+
+    fn status(state: Option<State>, job: Option<&str>, error: bool) -> Status {
         Status {
             blue_green_state: state,
             job_status: job.map(|s| JobStatus {
@@ -45,7 +65,6 @@ mod tests {
                 ..Default::default()
             }),
             error: error.then(|| "why".to_owned()),
-            last_reconciled_spec: recorded.then(|| r#"{"spec":{}}"#.to_owned()),
             ..Default::default()
         }
     }
@@ -53,6 +72,7 @@ mod tests {
     #[test]
     fn each_stage_and_job_state_shows_its_phase() {
         use flink_job_state::*;
+        // (state, job state, error, both children exist, phase)
         let cases = [
             (None, None, false, false, phase::DEPLOYING),
             (
@@ -66,7 +86,7 @@ mod tests {
                 Some(State::InitializingBlue),
                 Some(FAILING),
                 true,
-                true,
+                false,
                 phase::DEPLOY_FAILED,
             ),
             (
@@ -84,17 +104,24 @@ mod tests {
                 phase::UPDATING,
             ),
             (
+                Some(State::TransitioningToBlue),
+                Some(RECONCILING),
+                false,
+                true,
+                phase::UPDATING,
+            ),
+            (
                 Some(State::SavepointingBlue),
                 Some(RUNNING),
                 false,
-                true,
+                false,
                 phase::UPDATING,
             ),
             (
                 Some(State::ActiveBlue),
                 Some(RUNNING),
                 false,
-                true,
+                false,
                 phase::RUNNING,
             ),
             (
@@ -115,30 +142,30 @@ mod tests {
                 Some(State::ActiveBlue),
                 Some(SUSPENDED),
                 false,
-                true,
+                false,
                 phase::SUSPENDED,
             ),
             (
                 Some(State::ActiveBlue),
                 Some(FINISHED),
                 false,
-                true,
+                false,
                 phase::SUCCEEDED,
             ),
-            (Some(State::ActiveBlue), Some(FAILED), false, true, phase::FAILED),
+            (Some(State::ActiveBlue), Some(FAILED), false, false, phase::FAILED),
             (
                 Some(State::ActiveBlue),
                 Some(RESTARTING),
                 false,
-                true,
+                false,
                 phase::RESTARTING,
             ),
         ];
-        for (state, job, error, recorded, expected) in cases {
+        for (state, job, error, both, expected) in cases {
             assert_eq!(
-                phase_of(&status(state, job, error, recorded)),
+                phase_of(&status(state, job, error), &observation(state, both)),
                 expected,
-                "{state:?} {job:?} error={error}"
+                "{state:?} {job:?} error={error} both={both}"
             );
         }
     }

@@ -1107,3 +1107,39 @@ fn a_missing_active_child_is_reported() {
     assert_eq!(steps(&plan), vec![]);
     assert_eq!(reasons(&plan), vec![Reason::Missing]);
 }
+
+#[test]
+fn a_waiting_transition_reverted_by_the_user_leaves_no_error() {
+    let mut waiting = status(State::ActiveBlue, &v1());
+    waiting.error = Some("The transition to bg-green waits".to_owned());
+    let plan = decide(
+        &resource(&v1(), Some(waiting)),
+        &observe(Some(stable(&v1())), None),
+    );
+    assert_eq!(steps(&plan), vec![]);
+    assert_eq!(plan.status.error, None);
+}
+
+#[test]
+fn a_change_to_the_incoming_child_gives_it_the_whole_grace_period() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let fixed = with(v2(), &["image"], json!("flink:2.1.1"));
+    let plan = decide(
+        &resource(&fixed, Some(transitioning(&v2(), GRACE - SECOND))),
+        &observe(
+            Some(stable(&v1())),
+            Some(starting(&green, Some(flink_job_state::RESTARTING))),
+        ),
+    );
+    assert_eq!(steps(&plan), vec![Step::Update(Colour::Green)]);
+    assert_eq!(child_spec(&plan), started_from(&fixed, Some(SAVEPOINT_PATH)));
+    assert_eq!(
+        millis_of(plan.status.abort_timestamp.as_deref()),
+        Some(NOW + GRACE)
+    );
+    assert_eq!(
+        plan.status.savepoint_trigger_id.as_deref(),
+        Some("bg-blue-transition-7f3a"),
+        "kept until the transition ends"
+    );
+}
