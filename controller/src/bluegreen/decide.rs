@@ -151,7 +151,7 @@ impl Input<'_> {
         Next::Within(self.policy.reschedule_secs())
     }
 
-    /// Records the spec as applied, and sets the deadline of what starts with it.
+    /// Records the spec as applied, now.
     fn record(&self, status: &mut Status) {
         let recorded = ReconciledSpec {
             spec: self.spec.clone(),
