@@ -319,13 +319,7 @@ async fn kept_revisions(
     let mut kept: Vec<Revision> = listed
         .items
         .iter()
-        .filter(|r| {
-            r.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| Some(o.uid.as_str()) == uid)
-        })
+        .filter(|r| revisions::owned_by(r, uid))
         .filter_map(revisions::from_controller_revision)
         .collect();
     kept.sort_by_key(|r| r.number);

@@ -582,8 +582,10 @@ pub struct RollbackStatus {
     /// revision`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restore_path: Option<String>,
+    /// Where the rollback stands: RollingBack, RolledBack, Refused or Failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<RollbackPhase>,
+    /// What happened, or why the rollback was refused or failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// When the request was decided (epoch milliseconds).

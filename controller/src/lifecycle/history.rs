@@ -72,11 +72,7 @@ pub fn of_job(
             let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
             label(labels::REVISION_OWNER_KIND) == Some(kind.as_str())
                 && label(labels::REVISION_OWNER_NAME) == Some(owner.as_str())
-                && r.metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .any(|o| Some(o.uid.as_str()) == uid)
+                && revisions::owned_by(r, uid)
         })
         .iter()
         .filter_map(|r| revisions::from_controller_revision(r))

@@ -292,6 +292,17 @@ pub fn from_controller_revision(object: &ControllerRevision) -> Option<Revision>
     })
 }
 
+/// Whether `object` is a revision of the resource whose uid is `uid`: owned by it, not by an
+/// earlier resource of the same name whose revisions are not collected yet.
+pub fn owned_by(object: &ControllerRevision, uid: Option<&str>) -> bool {
+    object
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| Some(o.uid.as_str()) == uid)
+}
+
 /// What recording an applied spec does to the history ([`record`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RevisionStep {
