@@ -7,6 +7,7 @@ use flink_operator_api::keys;
 use flink_operator_api::validation::ValidationContext;
 use flink_operator_certs::ReloadingCertResolver;
 use flink_operator_controller::{
+    bluegreen::BlueGreenDeployments,
     caches::{Caches, WatchScope},
     context::Context,
     deployment::Deployments,
@@ -152,6 +153,13 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                     runtime::run::<SessionJobs>(context.clone(), caches.clone(), scope.clone()),
                 )
                 .instrument(tracing::info_span!("flinksessionjobs")),
+            );
+            tasks.spawn(
+                stop_on(
+                    stopping.clone(),
+                    runtime::run::<BlueGreenDeployments>(context.clone(), caches.clone(), scope.clone()),
+                )
+                .instrument(tracing::info_span!("flinkbluegreendeployments")),
             );
             if snapshot::enabled(&operator_config) {
                 tasks.spawn(

@@ -65,6 +65,12 @@ pub mod defaults {
     pub const SAVEPOINT_HISTORY_INCLUDE_MANUAL: bool = false;
     /// `kubernetes.operator.jm-deployment.startup.probe.enabled`.
     pub const JM_DEPLOYMENT_STARTUP_PROBE_ENABLED: bool = true;
+    /// `kubernetes.operator.bluegreen.abort.grace-period`.
+    pub const BLUEGREEN_ABORT_GRACE_PERIOD_MS: i64 = 10 * MINUTE_MS;
+    /// `kubernetes.operator.bluegreen.reconciliation.reschedule-interval`.
+    pub const BLUEGREEN_RESCHEDULE_INTERVAL_MS: i64 = 15 * SECOND_MS;
+    /// `kubernetes.operator.bluegreen.deployment-deletion.delay`.
+    pub const BLUEGREEN_DEPLOYMENT_DELETION_DELAY_MS: i64 = 0;
 }
 
 /// The default of a key, as the code applies it.
@@ -171,6 +177,7 @@ const DEPLOYMENT: &[&str] = &[kinds::FLINK_DEPLOYMENT];
 const JOBS: &[&str] = &[kinds::FLINK_DEPLOYMENT, kinds::FLINK_SESSION_JOB];
 const SESSION_JOB: &[&str] = &[kinds::FLINK_SESSION_JOB];
 const PROCESS: &[&str] = &["operator"];
+const BLUE_GREEN: &[&str] = &[kinds::FLINK_BLUE_GREEN_DEPLOYMENT];
 const SNAPSHOT_AND_JOBS: &[&str] = &[
     kinds::FLINK_DEPLOYMENT,
     kinds::FLINK_SESSION_JOB,
@@ -457,6 +464,34 @@ pub const OPTIONS: &[OptionDoc] = &[
                   link-local, private, wildcard or multicast addresses; only an explicit \
                   `false` lifts it.",
     },
+    OptionDoc {
+        key: bluegreen::ABORT_GRACE_PERIOD,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::BLUEGREEN_ABORT_GRACE_PERIOD_MS),
+        applies_to: BLUE_GREEN,
+        set_in: SetIn::BlueGreenConfiguration,
+        meaning: "How long a transition's savepoint may take, and then how long the new child \
+                  has to become running and stable, before the transition is aborted (the old \
+                  child keeps running).",
+    },
+    OptionDoc {
+        key: bluegreen::RECONCILIATION_RESCHEDULE_INTERVAL,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::BLUEGREEN_RESCHEDULE_INTERVAL_MS),
+        applies_to: BLUE_GREEN,
+        set_in: SetIn::BlueGreenConfiguration,
+        meaning: "How soon a blue/green deployment with a transition under way is looked at \
+                  again (a change of a child or of the savepoint wakes it sooner).",
+    },
+    OptionDoc {
+        key: bluegreen::DEPLOYMENT_DELETION_DELAY,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::BLUEGREEN_DEPLOYMENT_DELETION_DELAY_MS),
+        applies_to: BLUE_GREEN,
+        set_in: SetIn::BlueGreenConfiguration,
+        meaning: "How long the old child keeps running after the new one became running and \
+                  stable, before it is deleted.",
+    },
 ];
 
 /// Keys accepted for compatibility but not acted on.
@@ -643,20 +678,8 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
         note: "",
     },
     IgnoredOption {
-        key: bluegreen::ABORT_GRACE_PERIOD,
-        note: "FlinkBlueGreenDeployments are admitted but not reconciled",
-    },
-    IgnoredOption {
-        key: bluegreen::RECONCILIATION_RESCHEDULE_INTERVAL,
-        note: "FlinkBlueGreenDeployments are admitted but not reconciled",
-    },
-    IgnoredOption {
-        key: bluegreen::DEPLOYMENT_DELETION_DELAY,
-        note: "FlinkBlueGreenDeployments are admitted but not reconciled",
-    },
-    IgnoredOption {
         key: bluegreen::GATE_TIMEOUT,
-        note: "FlinkBlueGreenDeployments are admitted but not reconciled",
+        note: "the ADVANCED transition mode is not implemented: such a resource is refused",
     },
 ];
 

@@ -4,9 +4,10 @@
 //!
 //! | cache | watched | read by |
 //! |---|---|---|
-//! | `deployments` | FlinkDeployments | their loop; session jobs (their cluster); webhook |
+//! | `deployments` | FlinkDeployments | their loop; session jobs (their cluster); webhook; blue/green children |
 //! | `session_jobs` | FlinkSessionJobs | their loop; a session cluster's deletion; webhook |
-//! | `snapshots` | FlinkStateSnapshots | their loop and its census; webhook |
+//! | `snapshots` | FlinkStateSnapshots | their loop and its census; webhook; blue/green observe and trigger |
+//! | `blue_greens` | FlinkBlueGreenDeployments | their loop |
 //! | `revisions` | the jobs' revisions: ControllerRevisions labelled `flink.apache.org/revision-owner-kind` | FlinkDeployment and FlinkSessionJob observe |
 //! | `cluster_deployments` | JobManager and TaskManager Deployments (`app`, `component`) | FlinkDeployment observe and trigger |
 //! | `job_manager_pods` | JobManager pods (`app`, `component=jobmanager`) | FlinkDeployment observe |
@@ -28,7 +29,9 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, keys};
+use flink_operator_api::{
+    FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, keys,
+};
 use futures::{Stream, StreamExt, future::BoxFuture};
 use k8s_openapi::api::{
     apps::v1::{ControllerRevision, Deployment},
@@ -199,6 +202,7 @@ pub struct Caches {
     pub deployments: Cache<FlinkDeployment>,
     pub session_jobs: Cache<FlinkSessionJob>,
     pub snapshots: Cache<FlinkStateSnapshot>,
+    pub blue_greens: Cache<FlinkBlueGreenDeployment>,
     /// The jobs' revisions (see [`crate::lifecycle::revisions`]).
     pub revisions: Cache<ControllerRevision>,
     /// JobManager and TaskManager Deployments.
@@ -239,6 +243,7 @@ impl Caches {
             deployments: cache(&client, scope, &every, trim::common, &mut watches),
             session_jobs: cache(&client, scope, &every, trim::common, &mut watches),
             snapshots: cache(&client, scope, &every, trim::common, &mut watches),
+            blue_greens: cache(&client, scope, &every, trim::common, &mut watches),
             revisions: cache(&client, scope, &revisions, trim::common, &mut watches),
             cluster_deployments: cache(&client, scope, &cluster_objects, trim::deployment, &mut watches),
             job_manager_pods: cache(&client, scope, &job_managers, trim::pod, &mut watches),
@@ -265,6 +270,7 @@ impl Caches {
             self.deployments.wait_until_ready(),
             self.session_jobs.wait_until_ready(),
             self.snapshots.wait_until_ready(),
+            self.blue_greens.wait_until_ready(),
             self.revisions.wait_until_ready(),
             self.cluster_deployments.wait_until_ready(),
             self.job_manager_pods.wait_until_ready(),

@@ -31,10 +31,11 @@
 //! - [`policy`]: the operator settings that steer a job's lifecycle; [`restore`]: which
 //!   state a job restores from, and the guard on its age.
 //!
-//! - [`bluegreen`]: the FlinkBlueGreenDeployment's decision logic (pure, not wired in yet).
+//! - [`bluegreen`]: the FlinkBlueGreenDeployment loop: BASIC transitions between two child
+//!   FlinkDeployments (no end-to-end test of it yet; ADVANCED, ingress switching and its
+//!   metrics are not done).
 //!
-//! Not implemented yet: the FlinkBlueGreenDeployment loop, and the operator's own snapshots
-//! as FlinkStateSnapshot resources.
+//! Not implemented yet: the operator's own snapshots as FlinkStateSnapshot resources.
 
 pub mod bluegreen;
 pub mod caches;

@@ -17,7 +17,7 @@
 
 use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus as Status,
-    FlinkDeploymentSpec, ReconciledSpec,
+    FlinkDeploymentSpec, ReconciledSpec, TransitionMode,
     common::{JobStatus, UpgradeMode, flink_job_state},
     options::duration_text,
 };
@@ -80,6 +80,14 @@ impl Action {
 /// The next step for `resource`, given what was observed.
 pub fn decide(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueGreenPlan {
     let before = resource.status.clone().unwrap_or_default();
+    if resource.spec.transition_mode == Some(TransitionMode::Advanced) {
+        // Handing an exactly-once request the at-least-once hand-over would break its
+        // promise silently: nothing is deployed until the mode exists.
+        return refused(
+            &before,
+            "transitionMode ADVANCED is not implemented yet: nothing is deployed; use BASIC".to_owned(),
+        );
+    }
     let policy = match &observation.policy {
         Ok(policy) => *policy,
         Err(error) => return refused(&before, format!("Invalid blue/green option {error}")),

@@ -3,7 +3,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use flink_operator_api::{keys::bluegreen, validation::values::parse_duration};
+use flink_operator_api::{keys::bluegreen, options::defaults, validation::values::parse_duration};
 
 /// How long a transition may take, how often it is looked at, and how long the old child
 /// outlives the new one's readiness.
@@ -21,9 +21,9 @@ pub struct BlueGreenPolicy {
 impl Default for BlueGreenPolicy {
     fn default() -> Self {
         Self {
-            abort_grace_period_ms: 10 * 60 * 1000,
-            reschedule_interval_ms: 15 * 1000,
-            deletion_delay_ms: 0,
+            abort_grace_period_ms: defaults::BLUEGREEN_ABORT_GRACE_PERIOD_MS,
+            reschedule_interval_ms: defaults::BLUEGREEN_RESCHEDULE_INTERVAL_MS,
+            deletion_delay_ms: defaults::BLUEGREEN_DEPLOYMENT_DELETION_DELAY_MS,
         }
     }
 }

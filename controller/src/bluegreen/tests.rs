@@ -1099,6 +1099,21 @@ fn an_invalid_option_or_a_missing_template_is_reported_and_nothing_is_done() {
 }
 
 #[test]
+fn the_advanced_mode_is_refused_rather_than_run_as_basic() {
+    let mut advanced = resource(&v1(), None);
+    advanced.spec.transition_mode = Some(flink_operator_api::TransitionMode::Advanced);
+    let plan = decide(&advanced, &observe(None, None));
+    assert_eq!(steps(&plan), vec![]);
+    assert!(
+        plan.status
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("ADVANCED"))
+    );
+    assert_eq!(reasons(&plan), vec![Reason::ValidationError]);
+}
+
+#[test]
 fn a_missing_active_child_is_reported() {
     let plan = decide(
         &resource(&v1(), Some(status(State::ActiveBlue, &v1()))),

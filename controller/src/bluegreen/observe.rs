@@ -1,0 +1,190 @@
+//! Reading the world of one FlinkBlueGreenDeployment from the shared caches: its two
+//! children, the transition's FlinkStateSnapshot, its blue/green options, the clock and a
+//! fresh id. No REST call: the children's and the snapshot's own loops ask Flink, and what
+//! the decision needs is in their status.
+
+use flink_operator_api::{
+    FlinkBlueGreenDeployment, FlinkDeployment, FlinkStateSnapshot, keys, validation::ValidationContext,
+};
+use kube::{Resource, ResourceExt};
+
+use super::{BlueGreenPolicy, Child, Colour, Observation, TransitionSavepoint, child_name};
+use crate::{caches::Caches, flink::TriggerId, policy::Policy};
+
+/// How many characters of a random id name a transition savepoint: unique enough among the
+/// transitions of one resource, short enough to keep the snapshot's name readable.
+const FRESH_ID_LEN: usize = 12;
+
+/// What observe read, and the operator settings that time the next look.
+pub struct Observed {
+    pub observation: Observation,
+    pub policy: Policy,
+}
+
+/// Why the world of a blue/green deployment cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ObserveError {
+    /// A FlinkDeployment has a child's name but another owner: it is never adopted, changed
+    /// or deleted, and nothing is decided until it is renamed or removed.
+    #[error("FlinkDeployment {name} exists but is not owned by this FlinkBlueGreenDeployment")]
+    ForeignChild { name: String },
+}
+
+pub fn observe(
+    ctx: &crate::context::Context,
+    caches: &Caches,
+    resource: &FlinkBlueGreenDeployment,
+) -> Result<Observed, ObserveError> {
+    let namespace = resource.namespace().unwrap_or_default();
+    let name = resource.name_any();
+    let uid = resource.uid().unwrap_or_default();
+    let child = |colour: Colour| -> Result<Option<Child>, ObserveError> {
+        let child_name = child_name(&name, colour);
+        let Some(fd) = caches.deployments.get(&namespace, &child_name) else {
+            return Ok(None);
+        };
+        if !owned_by(&*fd, &uid) {
+            return Err(ObserveError::ForeignChild { name: child_name });
+        }
+        Ok(Some(child_of(&fd)))
+    };
+    let savepoint = resource
+        .status
+        .as_ref()
+        .and_then(|s| s.savepoint_trigger_id.as_deref())
+        .filter(|n| !n.is_empty())
+        .and_then(|n| caches.snapshots.get(&namespace, n))
+        .map(|s| transition_savepoint(&s));
+    let settings = ValidationContext::new(ctx.operator_config.clone()).operator_settings(&namespace);
+    let observation = Observation {
+        blue: child(Colour::Blue)?,
+        green: child(Colour::Green)?,
+        savepoint,
+        policy: BlueGreenPolicy::from_configuration(resource.spec.configuration.as_ref()),
+        now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
+        fresh_id: fresh_id(),
+    };
+    Ok(Observed {
+        observation,
+        policy: Policy::from_config(&settings),
+    })
+}
+
+/// Whether `object` has an owner reference to the resource of `uid` (whatever its
+/// `controller` flag: children created by the Apache operator carry `controller: false`).
+pub fn owned_by(object: &impl Resource, uid: &str) -> bool {
+    !uid.is_empty() && object.owner_references().iter().any(|o| o.uid == uid)
+}
+
+/// A child as the decision reads it.
+pub fn child_of(fd: &FlinkDeployment) -> Child {
+    let status = fd.status.as_ref();
+    Child {
+        spec: fd.spec.clone(),
+        deleting: fd.metadata.deletion_timestamp.is_some(),
+        lifecycle: status.and_then(|s| s.lifecycle_state),
+        job_status: status.and_then(|s| s.job_status.clone()),
+    }
+}
+
+/// The transition savepoint as the decision reads it (no status yet: trigger pending).
+pub fn transition_savepoint(snapshot: &FlinkStateSnapshot) -> TransitionSavepoint {
+    let status = snapshot.status.as_ref();
+    TransitionSavepoint {
+        name: snapshot.name_any(),
+        state: crate::snapshot::decide::state(status),
+        path: status.and_then(|s| s.path.clone()),
+        error: status.and_then(|s| s.error.clone()),
+    }
+}
+
+/// The colour of a child, from its `flink/blue-green-deployment-type` label.
+pub fn colour_label(fd: &FlinkDeployment) -> Option<Colour> {
+    fd.labels()
+        .get(keys::labels::BLUE_GREEN_DEPLOYMENT_TYPE)
+        .and_then(|v| v.parse().ok())
+}
+
+fn fresh_id() -> String {
+    TriggerId::random().as_str().chars().take(FRESH_ID_LEN).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use flink_operator_api::{
+        FlinkDeploymentStatus, FlinkStateSnapshotSpec, FlinkStateSnapshotState, FlinkStateSnapshotStatus,
+        common::ResourceLifecycleState,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    use super::*;
+
+    fn owner(uid: &str) -> OwnerReference {
+        OwnerReference {
+            api_version: keys::API_VERSION.to_owned(),
+            kind: keys::kinds::FLINK_BLUE_GREEN_DEPLOYMENT.to_owned(),
+            name: "bg".to_owned(),
+            uid: uid.to_owned(),
+            controller: Some(false),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    #[test]
+    fn a_child_is_owned_by_uid_whatever_its_controller_flag() {
+        let mut fd = FlinkDeployment::new("bg-blue", Default::default());
+        assert!(!owned_by(&fd, "u1"));
+        fd.metadata.owner_references = Some(vec![owner("u1")]);
+        assert!(owned_by(&fd, "u1"));
+        assert!(!owned_by(&fd, "u2"));
+        assert!(!owned_by(&fd, ""), "a resource without uid owns nothing");
+    }
+
+    #[test]
+    fn a_child_reads_its_deletion_lifecycle_and_job() {
+        let mut fd = FlinkDeployment::new("bg-green", Default::default());
+        fd.metadata.labels = Some(
+            [(
+                keys::labels::BLUE_GREEN_DEPLOYMENT_TYPE.to_owned(),
+                "GREEN".to_owned(),
+            )]
+            .into(),
+        );
+        fd.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
+        fd.status = Some(FlinkDeploymentStatus {
+            lifecycle_state: Some(ResourceLifecycleState::Stable),
+            ..Default::default()
+        });
+        let child = child_of(&fd);
+        assert!(child.deleting);
+        assert_eq!(child.lifecycle, Some(ResourceLifecycleState::Stable));
+        assert_eq!(colour_label(&fd), Some(Colour::Green));
+    }
+
+    #[test]
+    fn a_snapshot_without_status_is_pending_and_a_completed_one_carries_its_path() {
+        let mut snapshot = FlinkStateSnapshot::new("bg-blue-transition-x", FlinkStateSnapshotSpec::default());
+        assert_eq!(
+            transition_savepoint(&snapshot).state,
+            FlinkStateSnapshotState::TriggerPending
+        );
+        snapshot.status = Some(FlinkStateSnapshotStatus {
+            state: Some(FlinkStateSnapshotState::Completed),
+            path: Some("s3://sp/1".to_owned()),
+            ..Default::default()
+        });
+        let read = transition_savepoint(&snapshot);
+        assert_eq!(read.state, FlinkStateSnapshotState::Completed);
+        assert_eq!(read.path.as_deref(), Some("s3://sp/1"));
+        assert_eq!(read.name, "bg-blue-transition-x");
+    }
+
+    #[test]
+    fn a_fresh_id_is_short_lowercase_hex() {
+        let id = fresh_id();
+        assert_eq!(id.len(), FRESH_ID_LEN);
+        assert!(id.chars().all(|c| c.is_ascii_digit() || c.is_ascii_lowercase()));
+    }
+}
