@@ -381,8 +381,9 @@ const SNAPSHOT_JOBS: [&str; 2] = [
     "basic-session-deployment-and-job.yaml",
 ];
 
-/// The examples of what is not done yet: they are admitted and nothing acts on them.
-const NOT_DONE: [(&str, &str); 2] = [
+/// The blue/green examples: BASIC deploys its first (blue) child; ADVANCED is not done
+/// yet and is refused, with the reason in its status.
+const BLUE_GREEN: [(&str, &str); 2] = [
     (
         "bluegreen-basic.yaml",
         "flinkbluegreendeployment/bluegreen-basic-example",
@@ -445,7 +446,7 @@ fn every_example_runs_locally_as_its_comment_says() {
 
     // Every file of examples/ is one of the cases below.
     let mut listed: Vec<&str> = RUNNING.iter().map(|(f, _, _)| *f).collect();
-    listed.extend(NOT_DONE.iter().map(|(f, _)| *f));
+    listed.extend(BLUE_GREEN.iter().map(|(f, _)| *f));
     listed.extend(SNAPSHOTS.iter().map(|(f, _)| *f));
     listed.push("pod-template.yaml");
     listed.sort_unstable();
@@ -466,7 +467,7 @@ fn every_example_runs_locally_as_its_comment_says() {
         }
     }
     env.ok(&["apply", "-f", "examples/pod-template.yaml"]);
-    for (file, _) in NOT_DONE {
+    for (file, _) in BLUE_GREEN {
         env.ok(&["apply", "-f", &format!("examples/{file}")]);
     }
 
@@ -510,10 +511,28 @@ fn every_example_runs_locally_as_its_comment_says() {
     );
     assert!(error.contains("ErrImagePull"), "{error}");
 
-    // Not done yet: admitted, and nothing writes their status.
-    for (_, resource) in NOT_DONE {
-        assert_eq!(env.jsonpath(resource, "{.status}"), "", "{resource}");
-    }
+    // BASIC: the first child is created, owned by the resource and labelled blue.
+    let (_, basic) = BLUE_GREEN[0];
+    env.until(
+        &format!("{basic} deploying blue"),
+        Duration::from_secs(120),
+        || {
+            let state = env.jsonpath(basic, "{.status.blueGreenState}");
+            matches!(state.as_str(), "TRANSITIONING_TO_BLUE" | "ACTIVE_BLUE").then_some(())
+        },
+    );
+    let colour = env.jsonpath(
+        "flinkdeployment/bluegreen-basic-example-blue",
+        "{.metadata.labels.flink/blue-green-deployment-type}",
+    );
+    assert_eq!(colour, "BLUE");
+    // ADVANCED: refused, nothing deployed.
+    let (_, advanced) = BLUE_GREEN[1];
+    let error = env.until(&format!("{advanced} refused"), Duration::from_secs(120), || {
+        let error = env.jsonpath(advanced, "{.status.error}");
+        error.contains("ADVANCED").then_some(error)
+    });
+    assert!(error.contains("not implemented"), "{error}");
 
     // The snapshots of the running jobs, taken through their clusters.
     for (file, _) in SNAPSHOTS {
@@ -532,7 +551,7 @@ fn every_example_runs_locally_as_its_comment_says() {
         .iter()
         .filter(|(file, _, _)| !SNAPSHOT_JOBS.contains(file))
         .map(|(f, _, _)| f)
-        .chain(NOT_DONE.iter().map(|(f, _)| f))
+        .chain(BLUE_GREEN.iter().map(|(f, _)| f))
         .chain(std::iter::once(&"pod-template.yaml"))
         .map(|f| format!("-f=examples/{f}"))
         .collect();
@@ -555,7 +574,7 @@ fn every_example_runs_locally_as_its_comment_says() {
         .map(|(f, _)| format!("-f=examples/{f}"))
         .collect();
     all.extend(RUNNING.iter().map(|(f, _, _)| format!("-f=examples/{f}")));
-    all.extend(NOT_DONE.iter().map(|(f, _)| format!("-f=examples/{f}")));
+    all.extend(BLUE_GREEN.iter().map(|(f, _)| format!("-f=examples/{f}")));
     all.push("-f=examples/pod-template.yaml".to_owned());
     args.extend(all.iter().map(String::as_str));
     env.ok(&args);
