@@ -125,6 +125,8 @@ reasons! {
     BlueGreenTransitionCompleted,
     /// A blue/green transition was aborted (the note says why); the old child is untouched and the new one suspended or deleted.
     BlueGreenTransitionAborted,
+    /// A blue/green deployment is refused and nothing is deployed: it asks for what is not implemented (the ADVANCED mode), or a child's name is taken by a FlinkDeployment it does not own (the note says which).
+    BlueGreenRefused,
 }
 
 impl std::fmt::Display for Reason {

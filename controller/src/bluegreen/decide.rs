@@ -80,12 +80,34 @@ impl Action {
 /// The next step for `resource`, given what was observed.
 pub fn decide(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueGreenPlan {
     let before = resource.status.clone().unwrap_or_default();
+    if resource.metadata.deletion_timestamp.is_some() {
+        // The children go with it (their owner reference): nothing is started or written.
+        return plan(before, Vec::new(), Vec::new(), Next::Idle);
+    }
     if resource.spec.transition_mode == Some(TransitionMode::Advanced) {
         // Handing an exactly-once request the at-least-once hand-over would break its
         // promise silently: nothing is deployed until the mode exists.
-        return refused(
+        let message = "transitionMode ADVANCED is not implemented yet: nothing is deployed; use BASIC";
+        return failed(
             &before,
-            "transitionMode ADVANCED is not implemented yet: nothing is deployed; use BASIC".to_owned(),
+            before.clone(),
+            Reason::BlueGreenRefused,
+            message.to_owned(),
+            Next::Steady,
+        );
+    }
+    if !observation.foreign.is_empty() {
+        let message = format!(
+            "FlinkDeployment {} has the name of a child but is not owned by this resource: \
+             rename or delete it; nothing is deployed until then",
+            observation.foreign.join(", ")
+        );
+        return failed(
+            &before,
+            before.clone(),
+            Reason::BlueGreenRefused,
+            message,
+            Next::Steady,
         );
     }
     let policy = match &observation.policy {

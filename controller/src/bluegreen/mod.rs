@@ -27,8 +27,10 @@
 //! stateful transition needs that loop (`kubernetes.operator.snapshot.resource.enabled`).
 //!
 //! Children carry the `flink/blue-green-deployment-type` label and an owner reference to the
-//! resource (controller, blockOwnerDeletion): deleting the resource deletes them. The status
-//! holds the Apache fields only.
+//! resource (controller, blockOwnerDeletion): deleting the resource deletes them, and nothing
+//! is started once its deletion began. A FlinkDeployment that has a child's name but another
+//! owner is never touched: the resource reports it and deploys nothing. The status holds the
+//! Apache fields only.
 //!
 //! Not proven against a real cluster: the table tests cover the decision and the unit tests
 //! the objects act builds, but no end-to-end test of this loop is written yet. Not done:
@@ -77,8 +79,6 @@ const KIND: &str = keys::kinds::FLINK_BLUE_GREEN_DEPLOYMENT;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    #[error("observing: {0}")]
-    Observe(#[from] observe::ObserveError),
     #[error("{0}")]
     Act(#[from] act::ActError),
 }
@@ -107,7 +107,7 @@ impl Reconciler for BlueGreenDeployments {
         caches: &Caches,
         resource: &FlinkBlueGreenDeployment,
     ) -> Result<observe::Observed, ReconcileError> {
-        Ok(observe::observe(ctx, caches, resource)?)
+        Ok(observe::observe(ctx, caches, resource))
     }
 
     fn decide(

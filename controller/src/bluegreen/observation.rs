@@ -66,6 +66,9 @@ pub struct Observation {
     pub now_ms: i64,
     /// A fresh id (lowercase letters and digits), used when a transition savepoint is named.
     pub fresh_id: String,
+    /// FlinkDeployments that have a child's name but another owner: never adopted, changed
+    /// or deleted (they are absent from `blue` and `green`).
+    pub foreign: Vec<String>,
 }
 
 impl Observation {

@@ -21,33 +21,27 @@ pub struct Observed {
     pub policy: Policy,
 }
 
-/// Why the world of a blue/green deployment cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ObserveError {
-    /// A FlinkDeployment has a child's name but another owner: it is never adopted, changed
-    /// or deleted, and nothing is decided until it is renamed or removed.
-    #[error("FlinkDeployment {name} exists but is not owned by this FlinkBlueGreenDeployment")]
-    ForeignChild { name: String },
-}
-
 pub fn observe(
     ctx: &crate::context::Context,
     caches: &Caches,
     resource: &FlinkBlueGreenDeployment,
-) -> Result<Observed, ObserveError> {
+) -> Observed {
     let namespace = resource.namespace().unwrap_or_default();
     let name = resource.name_any();
     let uid = resource.uid().unwrap_or_default();
-    let child = |colour: Colour| -> Result<Option<Child>, ObserveError> {
+    let mut foreign = Vec::new();
+    let mut child = |colour: Colour| {
         let child_name = child_name(&name, colour);
-        let Some(fd) = caches.deployments.get(&namespace, &child_name) else {
-            return Ok(None);
-        };
+        let fd = caches.deployments.get(&namespace, &child_name)?;
+        // A FlinkDeployment of a child's name but another owner is never adopted, changed or
+        // deleted: decide reports it and deploys nothing.
         if !owned_by(&*fd, &uid) {
-            return Err(ObserveError::ForeignChild { name: child_name });
+            foreign.push(child_name);
+            return None;
         }
-        Ok(Some(child_of(&fd)))
+        Some(child_of(&fd))
     };
+    let (blue, green) = (child(Colour::Blue), child(Colour::Green));
     let savepoint = resource
         .status
         .as_ref()
@@ -57,17 +51,18 @@ pub fn observe(
         .map(|s| transition_savepoint(&s));
     let settings = ValidationContext::new(ctx.operator_config.clone()).operator_settings(&namespace);
     let observation = Observation {
-        blue: child(Colour::Blue)?,
-        green: child(Colour::Green)?,
+        blue,
+        green,
         savepoint,
         policy: BlueGreenPolicy::from_configuration(resource.spec.configuration.as_ref()),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
         fresh_id: fresh_id(),
+        foreign,
     };
-    Ok(Observed {
+    Observed {
         observation,
         policy: Policy::from_config(&settings),
-    })
+    }
 }
 
 /// Whether `object` has an owner reference to the resource of `uid` (whatever its

@@ -54,6 +54,7 @@ mod tests {
             policy: Ok(BlueGreenPolicy::default()),
             now_ms: 0,
             fresh_id: String::new(),
+            foreign: Vec::new(),
         }
     }
 

@@ -140,6 +140,7 @@ fn observe(blue: Option<Child>, green: Option<Child>) -> Observation {
         policy: Ok(BlueGreenPolicy::default()),
         now_ms: NOW,
         fresh_id: ID.to_owned(),
+        foreign: Vec::new(),
     }
 }
 
@@ -1110,7 +1111,42 @@ fn the_advanced_mode_is_refused_rather_than_run_as_basic() {
             .as_deref()
             .is_some_and(|e| e.contains("ADVANCED"))
     );
-    assert_eq!(reasons(&plan), vec![Reason::ValidationError]);
+    assert_eq!(reasons(&plan), vec![Reason::BlueGreenRefused]);
+}
+
+#[test]
+fn a_foreign_flink_deployment_with_a_childs_name_is_never_touched() {
+    let observation = Observation {
+        foreign: vec!["bg-green".to_owned()],
+        ..observe(Some(stable(&v1())), None)
+    };
+    let plan = decide(
+        &resource(&v2(), Some(status(State::ActiveBlue, &v1()))),
+        &observation,
+    );
+    assert_eq!(steps(&plan), vec![]);
+    assert!(
+        plan.status
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("bg-green"))
+    );
+    assert_eq!(reasons(&plan), vec![Reason::BlueGreenRefused]);
+    // Reported once: the same error again publishes no second Event.
+    let again = decide(&resource(&v2(), Some(plan.status.clone())), &observation);
+    assert_eq!(reasons(&again), vec![]);
+}
+
+#[test]
+fn a_resource_being_deleted_starts_nothing_and_writes_nothing() {
+    let mut deleting = resource(&v2(), Some(status(State::ActiveBlue, &v1())));
+    deleting.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    ));
+    let plan = decide(&deleting, &observe(Some(stable(&v1())), None));
+    assert_eq!(steps(&plan), vec![]);
+    assert_eq!(Some(plan.status), deleting.status);
+    assert_eq!(plan.requeue, Next::Idle);
 }
 
 #[test]
