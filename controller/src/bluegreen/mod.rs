@@ -191,3 +191,30 @@ pub fn child_name(name: &str, colour: Colour) -> String {
 pub fn savepoint_name(name: &str, colour: Colour, id: &str) -> String {
     format!("{}-transition-{id}", child_name(name, colour))
 }
+
+#[cfg(test)]
+mod wiring_tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    use super::*;
+
+    fn owned(kind: &str) -> FlinkDeployment {
+        let mut fd = FlinkDeployment::new("bg-blue", Default::default());
+        fd.metadata.namespace = Some("ns".to_owned());
+        fd.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: keys::API_VERSION.to_owned(),
+            kind: kind.to_owned(),
+            name: "bg".to_owned(),
+            uid: "u1".to_owned(),
+            ..Default::default()
+        }]);
+        fd
+    }
+
+    #[test]
+    fn an_owned_object_wakes_its_blue_green_owner_and_no_other() {
+        assert_eq!(owner(&owned(KIND)), Some(ObjectRef::new("bg").within("ns")));
+        assert_eq!(owner(&owned(keys::kinds::FLINK_DEPLOYMENT)), None);
+        assert_eq!(owner(&FlinkDeployment::new("bg-blue", Default::default())), None);
+    }
+}

@@ -9,7 +9,7 @@ use flink_operator_api::{
 use kube::{Resource, ResourceExt};
 
 use super::{BlueGreenPolicy, Child, Colour, Observation, TransitionSavepoint, child_name};
-use crate::{caches::Caches, flink::TriggerId, policy::Policy};
+use crate::{caches::Caches, context::Context, flink::TriggerId, policy::Policy};
 
 /// How many characters of a random id name a transition savepoint: unique enough among the
 /// transitions of one resource, short enough to keep the snapshot's name readable.
@@ -21,11 +21,8 @@ pub struct Observed {
     pub policy: Policy,
 }
 
-pub fn observe(
-    ctx: &crate::context::Context,
-    caches: &Caches,
-    resource: &FlinkBlueGreenDeployment,
-) -> Observed {
+/// What the decision needs of `resource`'s world, read from the shared caches.
+pub fn observe(ctx: &Context, caches: &Caches, resource: &FlinkBlueGreenDeployment) -> Observed {
     let namespace = resource.namespace().unwrap_or_default();
     let name = resource.name_any();
     let uid = resource.uid().unwrap_or_default();
