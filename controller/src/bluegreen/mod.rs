@@ -77,6 +77,7 @@ use crate::{
 
 const KIND: &str = keys::kinds::FLINK_BLUE_GREEN_DEPLOYMENT;
 
+/// Why a pass failed: only acting can (observing reads the caches).
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     #[error("{0}")]
