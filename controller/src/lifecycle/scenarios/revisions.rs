@@ -672,3 +672,54 @@ fn a_rollback_ends_the_running_job_as_its_upgrade_mode_says() {
         });
     }
 }
+
+#[test]
+fn a_last_state_application_rolled_back_to_its_revisions_state_restores_that_state_not_its_ha_metadata() {
+    both(|kind, decide| {
+        if kind != Application::NAME {
+            return;
+        }
+        let last_state =
+            |parallelism: i64| with(savepoint_job(parallelism), "upgradeMode", json!("last-state"));
+        let mut world = World::new(&last_state(4));
+        world.revisions = vec![
+            revision(kind, 1, 2, Some("file:/sp/old")),
+            revision(kind, 2, 4, None),
+        ];
+        world.annotations.insert(annotations::REVISION.into(), "2".into());
+        world.annotations.insert(
+            annotations::ROLLBACK_RESTORE.into(),
+            annotations::ROLLBACK_RESTORE_REVISION.into(),
+        );
+        let stored = started(&world.job, &world.config, kind);
+        world.ask("1");
+        let (outcome, rolling) = decide(
+            &world.job,
+            &world.config,
+            Some(&stored),
+            &world.look(look("RUNNING")),
+            false,
+        );
+        world.apply(&outcome);
+        let (outcome, _) = decide(
+            &world.job,
+            &world.config,
+            Some(&rolling),
+            &world.look(look("RUNNING")),
+            false,
+        );
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/old"),
+            "{outcome:?}"
+        );
+        let said: Vec<&str> = outcome.events.iter().map(|e| e.note.as_str()).collect();
+        assert!(said.iter().any(|n| n.contains("restoring")), "{said:?}");
+        assert!(
+            !said
+                .iter()
+                .any(|n| n.contains("keeping its high-availability metadata")),
+            "{said:?}"
+        );
+    });
+}
