@@ -138,30 +138,26 @@ impl Admission {
             FlinkKind::Deployment | FlinkKind::SessionJob => rollback_request_violations(request),
             _ => Vec::new(),
         };
-        let refused = |other: Judged<()>| match other {
-            Judged::Unchanged if !requested.is_empty() => Verdict::deny(join(&requested)),
-            other => other.verdict(),
-        };
         let mut violations = match kind {
             FlinkKind::Deployment => match judged::<FlinkDeployment>(request) {
                 Judged::Rules(new, old) => {
                     validation::deployment::validate(&new, old.as_ref(), &self.context)
                 }
-                other => return refused(other.erased()),
+                other => return other.verdict(&requested),
             },
             FlinkKind::SessionJob => match judged::<FlinkSessionJob>(request) {
                 Judged::Rules(new, old) => self.validate_session_job(request, &new, old.as_ref()).await,
-                other => return refused(other.erased()),
+                other => return other.verdict(&requested),
             },
             FlinkKind::StateSnapshot => match judged::<FlinkStateSnapshot>(request) {
                 Judged::Rules(new, old) => self.validate_snapshot(request, &new, old.as_ref()).await,
-                other => return other.verdict(),
+                other => return other.verdict(&requested),
             },
             FlinkKind::BlueGreenDeployment => match judged::<FlinkBlueGreenDeployment>(request) {
                 Judged::Rules(new, old) => {
                     validation::blue_green::validate(&new, old.as_ref(), &self.context)
                 }
-                other => return other.verdict(),
+                other => return other.verdict(&requested),
             },
         };
         violations.extend(requested);
@@ -274,17 +270,11 @@ enum Judged<K> {
 }
 
 impl<K> Judged<K> {
-    /// The judgement without its objects.
-    fn erased(self) -> Judged<()> {
+    /// The verdict when the rules are not run: `requested` (a malformed rollback request,
+    /// judged even when no spec changes) refuses an unchanged object too.
+    fn verdict(self, requested: &[Violation]) -> Verdict {
         match self {
-            Self::Rules(..) => Judged::Rules((), None),
-            Self::Unchanged => Judged::Unchanged,
-            Self::Undecodable(reason) => Judged::Undecodable(reason),
-        }
-    }
-
-    fn verdict(self) -> Verdict {
-        match self {
+            Self::Unchanged if !requested.is_empty() => Verdict::deny(join(requested)),
             Self::Rules(..) | Self::Unchanged => Verdict::allow(),
             Self::Undecodable(reason) => Verdict::deny(reason),
         }
