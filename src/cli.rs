@@ -204,9 +204,9 @@ pub struct RollbackArgs {
     /// than the state taken when the running job stops.
     #[arg(long)]
     pub restore_revision_state: bool,
-    /// How long to follow the rollback (e.g. 90s, 15m, 1h); it goes on in the operator
-    /// after that.
-    #[arg(long, default_value = "15m", value_parser = crate::revision_cli::parse_duration)]
+    /// How long to follow the rollback, as a Flink duration (e.g. 90s, 15 min, 1h); it goes
+    /// on in the operator after that.
+    #[arg(long, default_value = "15 min", value_parser = flink_operator_api::validation::values::parse_duration)]
     pub timeout: Duration,
     #[command(flatten)]
     pub cluster: ClusterArgs,

@@ -143,6 +143,34 @@ async fn initial_savepoint_path_cannot_be_edited_without_a_redeploy_nonce() {
 }
 
 #[tokio::test]
+async fn a_malformed_rollback_request_is_refused_at_admission_naming_the_annotation() {
+    let (client, ns) = setup("rollback-request").await;
+    let api: Api<FlinkDeployment> = Api::namespaced(client, &ns.name);
+    api.create(&PostParams::default(), &typed(deployment("counter")))
+        .await
+        .unwrap();
+    // As `kubectl annotate` sends it: metadata only.
+    let annotate = |value: &str| {
+        json!({"metadata": {"annotations": {
+            flink_operator_api::keys::annotations::ROLLBACK_TO_REVISION: value
+        }}})
+    };
+    let message = denial(
+        api.patch(
+            "counter",
+            &PatchParams::default(),
+            &Patch::Merge(&annotate("two")),
+        )
+        .await,
+    );
+    assert!(
+        message.contains("metadata.annotations[flink.apache.org/rollback-to-revision]: ")
+            && message.contains("not a revision number"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
 async fn blue_green_transition_mode_is_defaulted_and_immutable() {
     let (client, ns) = setup("bluegreen").await;
     let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(client, &ns.name);

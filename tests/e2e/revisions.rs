@@ -52,11 +52,11 @@ async fn kept(
     name: &str,
 ) -> Vec<(i64, Option<String>, Value)> {
     let api: Api<ControllerRevision> = Api::namespaced(client.clone(), namespace);
-    let selector = format!(
-        "{}={kind},{}={name}",
-        flink_operator_api::keys::labels::REVISION_OWNER_KIND,
-        flink_operator_api::keys::labels::REVISION_OWNER_NAME
-    );
+    let kind = match kind {
+        "FlinkDeployment" => flink_operator_api::JobKind::FlinkDeployment,
+        _ => flink_operator_api::JobKind::FlinkSessionJob,
+    };
+    let selector = flink_operator_controller::lifecycle::revisions::selector(kind, name);
     let mut revisions: Vec<(i64, Option<String>, Value)> = api
         .list(&ListParams::default().labels(&selector))
         .await

@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Instant};
 
 use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, JobKind,
+    keys::annotations,
     validation::{self, SnapshotTarget, ValidationContext, Violation},
 };
 use kube::core::admission::Operation;
@@ -133,28 +134,33 @@ impl Admission {
     }
 
     async fn validate(&self, kind: FlinkKind, request: &ReviewRequest<'_>) -> Verdict {
-        let violations = match kind {
+        let requested = match kind {
+            FlinkKind::Deployment | FlinkKind::SessionJob => rollback_request_violations(request),
+            _ => Vec::new(),
+        };
+        let mut violations = match kind {
             FlinkKind::Deployment => match judged::<FlinkDeployment>(request) {
                 Judged::Rules(new, old) => {
                     validation::deployment::validate(&new, old.as_ref(), &self.context)
                 }
-                other => return other.verdict(),
+                other => return other.verdict(&requested),
             },
             FlinkKind::SessionJob => match judged::<FlinkSessionJob>(request) {
                 Judged::Rules(new, old) => self.validate_session_job(request, &new, old.as_ref()).await,
-                other => return other.verdict(),
+                other => return other.verdict(&requested),
             },
             FlinkKind::StateSnapshot => match judged::<FlinkStateSnapshot>(request) {
                 Judged::Rules(new, old) => self.validate_snapshot(request, &new, old.as_ref()).await,
-                other => return other.verdict(),
+                other => return other.verdict(&requested),
             },
             FlinkKind::BlueGreenDeployment => match judged::<FlinkBlueGreenDeployment>(request) {
                 Judged::Rules(new, old) => {
                     validation::blue_green::validate(&new, old.as_ref(), &self.context)
                 }
-                other => return other.verdict(),
+                other => return other.verdict(&requested),
             },
         };
+        violations.extend(requested);
         if violations.is_empty() {
             Verdict::allow()
         } else {
@@ -264,8 +270,11 @@ enum Judged<K> {
 }
 
 impl<K> Judged<K> {
-    fn verdict(self) -> Verdict {
+    /// The verdict when the rules are not run: `requested` (a malformed rollback request,
+    /// judged even when no spec changes) refuses an unchanged object too.
+    fn verdict(self, requested: &[Violation]) -> Verdict {
         match self {
+            Self::Unchanged if !requested.is_empty() => Verdict::deny(join(requested)),
             Self::Rules(..) | Self::Unchanged => Verdict::allow(),
             Self::Undecodable(reason) => Verdict::deny(reason),
         }
@@ -327,6 +336,36 @@ struct SpecShape<'a> {
 struct MetadataShape {
     #[serde(default)]
     deletion_timestamp: Option<serde::de::IgnoredAny>,
+}
+
+/// A malformed rollback request (`flink.apache.org/rollback-to-revision` and
+/// `flink.apache.org/rollback-restore`) that this request writes: judged even when no spec
+/// changes (`kubectl annotate`), but not when the request is as stored or the object is being
+/// deleted, so that a value stored while the webhook was off never blocks the operator's own
+/// writes (its finalizer's removal above all).
+fn rollback_request_violations(request: &ReviewRequest<'_>) -> Vec<Violation> {
+    #[derive(serde::Deserialize)]
+    struct Annotated {
+        #[serde(default)]
+        metadata: kube::api::ObjectMeta,
+    }
+    let annotations = |object: Option<&RawValue>| {
+        object
+            .and_then(|o| serde_json::from_str::<Annotated>(o.get()).ok())
+            .map(|a| a.metadata)
+    };
+    let Some(new) = annotations(request.object) else {
+        return Vec::new();
+    };
+    let asked = |meta: &kube::api::ObjectMeta| {
+        [annotations::ROLLBACK_TO_REVISION, annotations::ROLLBACK_RESTORE]
+            .map(|key| meta.annotations.as_ref().and_then(|a| a.get(key)).cloned())
+    };
+    let unchanged = annotations(request.old_object).is_some_and(|old| asked(&old) == asked(&new));
+    if new.deletion_timestamp.is_some() || unchanged {
+        return Vec::new();
+    }
+    validation::rollback::violations(new.annotations.as_ref())
 }
 
 /// For objects that do not decode: whether the request changes a spec, on the raw JSON.

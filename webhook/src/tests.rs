@@ -571,3 +571,56 @@ async fn a_session_job_cannot_widen_its_own_jar_allowlist_or_lift_host_checks() 
         }
     }
 }
+
+#[tokio::test]
+async fn a_malformed_rollback_request_is_refused_naming_the_annotation_even_without_a_spec_change() {
+    let router = router(StaticDirectory::default());
+    let job = session_job("https://repo.example.com/job.jar", json!({}));
+    let annotated = |pairs: &[(&str, &str)]| {
+        let mut object = job.clone();
+        for (key, value) in pairs {
+            object["metadata"]["annotations"][*key] = json!(value);
+        }
+        object
+    };
+    let to = flink_operator_api::keys::annotations::ROLLBACK_TO_REVISION;
+    let restore = flink_operator_api::keys::annotations::ROLLBACK_RESTORE;
+    for (pairs, refused) in [
+        (vec![(to, "2")], None),
+        (vec![(to, "2"), (restore, "revision")], None),
+        (vec![(to, "two")], Some(to)),
+        (vec![(to, "-1")], Some(to)),
+        (vec![(to, "2"), (restore, "latest")], Some(restore)),
+    ] {
+        // `kubectl annotate`: the spec as stored.
+        let answer = answer(
+            &router,
+            "/validate",
+            review("UPDATE", "FlinkSessionJob", annotated(&pairs), Some(job.clone())),
+        )
+        .await;
+        match refused {
+            None => assert_eq!(answer["allowed"], true, "{pairs:?}: {answer}"),
+            Some(key) => {
+                assert_eq!(answer["allowed"], false, "{pairs:?}: {answer}");
+                assert!(
+                    message(&answer).starts_with(&format!("metadata.annotations[{key}]: ")),
+                    "{pairs:?}: {}",
+                    message(&answer)
+                );
+            }
+        }
+    }
+    // A malformed value already stored (the webhook was off) does not block other writes,
+    // e.g. the operator removing its finalizer.
+    let stored = annotated(&[(to, "two")]);
+    let mut finalised = stored.clone();
+    finalised["metadata"]["finalizers"] = json!([]);
+    let answer = answer(
+        &router,
+        "/validate",
+        review("UPDATE", "FlinkSessionJob", finalised, Some(stored)),
+    )
+    .await;
+    assert_eq!(answer["allowed"], true, "{answer}");
+}

@@ -26,7 +26,7 @@
 use flink_operator_api::{
     RollbackPhase, RollbackStatus,
     common::{ReconciliationState, ReconciliationStatus, ResourceLifecycleState},
-    keys::{annotations, labels},
+    keys::annotations,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
@@ -62,16 +62,15 @@ pub fn of_job(
     kind: flink_operator_api::JobKind,
     meta: &ObjectMeta,
 ) -> Vec<Revision> {
-    let name = meta.name.as_deref().unwrap_or_default();
-    let owner = revisions::owner_label_value(name);
+    let wanted = revisions::revision_labels(kind, meta.name.as_deref().unwrap_or_default());
     let uid = meta.uid.as_deref();
     caches
         .revisions
         .list(meta.namespace.as_deref().unwrap_or_default(), |r| {
             let labels = r.metadata.labels.as_ref();
-            let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
-            label(labels::REVISION_OWNER_KIND) == Some(kind.as_str())
-                && label(labels::REVISION_OWNER_NAME) == Some(owner.as_str())
+            wanted
+                .iter()
+                .all(|(key, value)| labels.and_then(|l| l.get(key)) == Some(value))
                 && revisions::owned_by(r, uid)
         })
         .iter()
@@ -224,10 +223,9 @@ pub fn follow<'a, K: JobKind<'a>>(k: &K, plan: &mut Plan<K::Status, K::Action>) 
     let last_stable = plan
         .status
         .reconciliation()
-        .and_then(|rs| rs.last_stable_spec.as_deref())
-        .and_then(|s| serde_json::from_str::<Value>(s).ok())
-        .and_then(|v| v.get("spec").cloned())
-        .and_then(|s| revisions::matching(&after, &s).map(|r| r.number));
+        .and_then(|rs| rs.last_stable_spec::<K::Spec>().ok().flatten())
+        .and_then(|stable| serde_json::to_value(stable).ok())
+        .and_then(|stable| revisions::matching(&after, &stable).map(|r| r.number));
     let target = rollback(&plan.status)
         .filter(|r| r.phase == Some(RollbackPhase::RollingBack))
         .and_then(|r| r.revision_name.clone());

@@ -616,6 +616,12 @@ fn commit_change<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cause: Cause) 
     if let Err(why) = restore::guard(&state, facts.policy.restore_max_state_age_ms, facts.now_ms) {
         return k.refuse(Refusal::Said(format!("rolling back: {why}")));
     }
+    // A last-state change keeps the cluster's HA metadata for the latest checkpoint; the
+    // revision's state replaces that, so the change is said (and done) as one that restores it.
+    let cause = match cause {
+        Cause::KeepingLastState => Cause::Ended,
+        other => other,
+    };
     k.commit(Restore::State(state), cause)
 }
 

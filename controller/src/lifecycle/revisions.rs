@@ -402,53 +402,14 @@ pub fn prune(
     gone
 }
 
-/// A rollback the user asked for with the resource's annotations.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RollbackRequest {
-    /// The revision to roll back to.
-    pub to: i64,
-    /// `flink.apache.org/rollback-restore: revision`: restore the state revision `to` was
-    /// started from, rather than the state taken when the running job stops.
-    pub restore_from_revision_state: bool,
-}
+pub use flink_operator_api::validation::rollback::RollbackRequest;
 
 /// The rollback the resource's `annotations` ask for: none without
 /// `flink.apache.org/rollback-to-revision`; an error (a sentence naming the annotation and
-/// its value) for a value that is not a positive whole number, or a
-/// `flink.apache.org/rollback-restore` other than `revision`.
+/// its value, and what to do) for a value that is not a positive whole number, or a
+/// `flink.apache.org/rollback-restore` other than `revision` (read as the webhook reads it).
 pub fn rollback_request(annotations: &BTreeMap<String, String>) -> Result<Option<RollbackRequest>, String> {
-    let Some(value) = annotations.get(annotations::ROLLBACK_TO_REVISION) else {
-        return Ok(None);
-    };
-    let digits = value.trim();
-    let to = digits
-        .parse::<i64>()
-        .ok()
-        .filter(|n| *n > 0 && digits.bytes().all(|b| b.is_ascii_digit()))
-        .ok_or_else(|| {
-            format!(
-                "The annotation {} is {value:?}, which is not a revision number. Set it to the \
-                 positive whole number of a kept revision (e.g. \"2\"), or remove it.",
-                annotations::ROLLBACK_TO_REVISION
-            )
-        })?;
-    let restore_from_revision_state = match annotations.get(annotations::ROLLBACK_RESTORE) {
-        None => false,
-        Some(restore) if restore.trim() == annotations::ROLLBACK_RESTORE_REVISION => true,
-        Some(restore) => {
-            return Err(format!(
-                "The annotation {} is {restore:?}, which is not understood. Set it to {:?} to \
-                 restore the state revision {to} was started from, or remove it to restore the \
-                 state taken when the running job stops.",
-                annotations::ROLLBACK_RESTORE,
-                annotations::ROLLBACK_RESTORE_REVISION,
-            ));
-        }
-    };
-    Ok(Some(RollbackRequest {
-        to,
-        restore_from_revision_state,
-    }))
+    flink_operator_api::validation::rollback::request(Some(annotations)).map_err(|e| e.to_string())
 }
 
 /// What to do about a rollback request ([`decide_rollback`]).

@@ -538,28 +538,36 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
     });
 }
 
+/// A job running `job` as revision 2 asked to roll back to revision 1 (started from
+/// `file:/sp/old`) restoring that state: the world, and the outcome and status of the look
+/// that starts the rollback.
+fn restoring_revision_1(kind: &str, decide: Decide<'_>, job: Value) -> (World, Outcome, Status) {
+    let mut world = World::new(&job);
+    world.revisions = vec![
+        revision(kind, 1, 2, Some("file:/sp/old")),
+        revision(kind, 2, 4, None),
+    ];
+    world.annotations.insert(annotations::REVISION.into(), "2".into());
+    world.annotations.insert(
+        annotations::ROLLBACK_RESTORE.into(),
+        annotations::ROLLBACK_RESTORE_REVISION.into(),
+    );
+    let stored = started(&world.job, &world.config, kind);
+    world.ask("1");
+    let (outcome, rolling) = decide(
+        &world.job,
+        &world.config,
+        Some(&stored),
+        &world.look(look("RUNNING")),
+        false,
+    );
+    (world, outcome, rolling)
+}
+
 #[test]
 fn a_rollback_asked_to_restore_the_revisions_state_does_so_under_the_restore_age_guard() {
     both(|kind, decide| {
-        let mut world = World::new(&savepoint_job(4));
-        world.revisions = vec![
-            revision(kind, 1, 2, Some("file:/sp/old")),
-            revision(kind, 2, 4, None),
-        ];
-        world.annotations.insert(annotations::REVISION.into(), "2".into());
-        world.annotations.insert(
-            annotations::ROLLBACK_RESTORE.into(),
-            annotations::ROLLBACK_RESTORE_REVISION.into(),
-        );
-        let stored = started(&world.job, &world.config, kind);
-        world.ask("1");
-        let (outcome, rolling) = decide(
-            &world.job,
-            &world.config,
-            Some(&stored),
-            &world.look(look("RUNNING")),
-            false,
-        );
+        let (mut world, outcome, rolling) = restoring_revision_1(kind, decide, savepoint_job(4));
         assert!(
             outcome.events[0].note.contains("file:/sp/old"),
             "{kind}: {:?}",
@@ -671,4 +679,37 @@ fn a_rollback_ends_the_running_job_as_its_upgrade_mode_says() {
             );
         });
     }
+}
+
+#[test]
+fn a_last_state_application_rolled_back_to_its_revisions_state_restores_that_state_not_its_ha_metadata() {
+    both(|kind, decide| {
+        if kind != Application::NAME {
+            return;
+        }
+        let last_state =
+            |parallelism: i64| with(savepoint_job(parallelism), "upgradeMode", json!("last-state"));
+        let (mut world, outcome, rolling) = restoring_revision_1(kind, decide, last_state(4));
+        world.apply(&outcome);
+        let (outcome, _) = decide(
+            &world.job,
+            &world.config,
+            Some(&rolling),
+            &world.look(look("RUNNING")),
+            false,
+        );
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/old"),
+            "{outcome:?}"
+        );
+        let said: Vec<&str> = outcome.events.iter().map(|e| e.note.as_str()).collect();
+        assert!(said.iter().any(|n| n.contains("restoring")), "{said:?}");
+        assert!(
+            !said
+                .iter()
+                .any(|n| n.contains("keeping its high-availability metadata")),
+            "{said:?}"
+        );
+    });
 }
