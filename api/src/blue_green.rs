@@ -8,7 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{IngressSpec, JobStatus};
+use crate::common::{Condition, IngressSpec, JobStatus};
 use crate::deployment::FlinkDeploymentSpec;
 use crate::reconciled_spec::{ReconciledSpec, ReconciledSpecError};
 use crate::string_enum::string_enum;
@@ -166,12 +166,18 @@ pub struct FlinkBlueGreenDeploymentStatus {
     /// Time the new child became ready (ISO-8601; the epoch when unset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployment_ready_timestamp: Option<String>,
-    /// Trigger id of the transition savepoint in progress.
+    /// The transition savepoint in progress: the name of its FlinkStateSnapshot (the Apache
+    /// operator records a Flink trigger id here).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub savepoint_trigger_id: Option<String>,
     /// Error reported by the operator, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Our addition: the Ready, Progressing and Degraded conditions, with the phase as their
+    /// reason (Deploying, Running, Updating, Suspended, RolledBack after an aborted
+    /// transition, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
 }
 
 impl FlinkBlueGreenDeploymentStatus {

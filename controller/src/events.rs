@@ -119,6 +119,10 @@ reasons! {
     ReconcileFailed,
     /// A blue/green deployment started its first child, or a transition to the other child (the note says from which state).
     BlueGreenTransitionStarted,
+    /// A child of a blue/green deployment is being created from the transition savepoint (the note names it).
+    BlueGreenChildCreated,
+    /// A child of a blue/green deployment is being deleted: the old one once the new one is stable, a new one that never ran after an abort, or a leftover before its colour is started again (the note says which).
+    BlueGreenChildDeleted,
     /// A blue/green transition waits: the active child is not running and stable, so no savepoint of it can be taken.
     BlueGreenTransitionWaiting,
     /// A blue/green transition ended: the new child runs and the old one is deleted.

@@ -1,6 +1,8 @@
 //! Prometheus metrics of the reconcile loops: resources per lifecycle state, reconcile
 //! durations and failures, upgrade savepoints (durations, failures), FlinkStateSnapshots
-//! (counts by type and state, durations, failures), and what each resource
+//! (counts by type and state, durations, failures), blue/green transitions (durations,
+//! aborts; blue/green resources are counted per state among the lifecycle states), and
+//! what each resource
 //! costs: its reconciles, status writes and calls to its JobManager (so that a resource
 //! that changes nothing can be seen to cost nothing), and the operator's requests to the
 //! Kubernetes API.
@@ -57,6 +59,12 @@ struct SnapshotTypeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransitionLabels {
+    /// InitialDeployment, BlueToGreen or GreenToBlue.
+    transition: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabels {
     method: String,
 }
@@ -80,6 +88,8 @@ pub struct ReconcileMetrics {
     snapshots: Family<SnapshotCount, Gauge>,
     snapshot_duration: Family<SnapshotTypeLabels, Histogram, fn() -> Histogram>,
     snapshot_failures: Family<SnapshotTypeLabels, Counter>,
+    bluegreen_transitions: Family<TransitionLabels, Histogram, fn() -> Histogram>,
+    bluegreen_aborts: Counter,
     /// (kind, namespace, name) -> lifecycle state, to move a resource between gauges.
     states: Arc<Mutex<HashMap<ResourceKey, String>>>,
     /// The snapshot counts set by the last census, to drop those that fell to nothing.
@@ -111,6 +121,8 @@ impl Default for ReconcileMetrics {
             snapshots: Family::default(),
             snapshot_duration: Family::new_with_constructor(savepoint_histogram),
             snapshot_failures: Family::default(),
+            bluegreen_transitions: Family::new_with_constructor(savepoint_histogram),
+            bluegreen_aborts: Counter::default(),
             states: Arc::default(),
             counted: Arc::default(),
         }
@@ -182,7 +194,30 @@ impl ReconcileMetrics {
             "Failed attempts of FlinkStateSnapshots (each retry counts), by type",
             metrics.snapshot_failures.clone(),
         );
+        sub.register(
+            "bluegreen_transition_seconds",
+            "Blue/green transitions that completed, by kind (InitialDeployment, BlueToGreen, GreenToBlue): seconds from the spec recorded to the new child running alone",
+            metrics.bluegreen_transitions.clone(),
+        );
+        sub.register(
+            "bluegreen_aborts",
+            "Blue/green transitions that were aborted",
+            metrics.bluegreen_aborts.clone(),
+        );
         metrics
+    }
+
+    /// A blue/green transition of `transition` kind completed `seconds` after its spec was
+    /// recorded.
+    pub fn bluegreen_transition_completed(&self, transition: &'static str, seconds: f64) {
+        self.bluegreen_transitions
+            .get_or_create(&TransitionLabels { transition })
+            .observe(seconds);
+    }
+
+    /// A blue/green transition was aborted.
+    pub fn bluegreen_transition_aborted(&self) {
+        self.bluegreen_aborts.inc();
     }
 
     /// The FlinkStateSnapshots there are now, counted by namespace, type and state: counts

@@ -7,6 +7,7 @@
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
 
+mod bluegreen;
 mod built_clusters;
 #[path = "../cluster/harness.rs"]
 #[allow(dead_code)]

@@ -26,6 +26,7 @@ use kube::ResourceExt;
 
 use super::{
     BlueGreenPolicy, Child, Colour, Observation, SpecDiff, Stage, child_name,
+    phase,
     diff::{diff, ends_job},
     observation::SnapshotState,
     policy::whole_secs,
@@ -77,13 +78,26 @@ impl Action {
     }
 }
 
-/// The next step for `resource`, given what was observed.
+/// The next step for `resource`, given what was observed; the statuses it writes carry the
+/// conditions of their phase.
 pub fn decide(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueGreenPlan {
-    let before = resource.status.clone().unwrap_or_default();
     if resource.metadata.deletion_timestamp.is_some() {
         // The children go with it (their owner reference): nothing is started or written.
+        let before = resource.status.clone().unwrap_or_default();
         return plan(before, Vec::new(), Vec::new(), Next::Idle);
     }
+    let mut plan = step(resource, observation);
+    let generation = resource.metadata.generation;
+    phase::set_conditions(&mut plan.status, observation, generation);
+    if let Some(before) = plan.status_before.as_mut() {
+        phase::set_conditions(before, observation, generation);
+    }
+    plan
+}
+
+/// The step of the stage recorded in status.
+fn step(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueGreenPlan {
+    let before = resource.status.clone().unwrap_or_default();
     if resource.spec.transition_mode == Some(TransitionMode::Advanced) {
         // Handing an exactly-once request the at-least-once hand-over would break its
         // promise silently: nothing is deployed until the mode exists.
@@ -181,14 +195,19 @@ impl Input<'_> {
         Next::Within(self.policy.reschedule_secs())
     }
 
-    /// Records the spec as applied, now.
+    /// Records the spec as applied, now (the time is kept when the spec was recorded
+    /// already: a transition's savepoint step and its start record the same spec, and the
+    /// transition's duration counts from the first).
     fn record(&self, status: &mut Status) {
         let recorded = ReconciledSpec {
             spec: self.spec.clone(),
             resource_metadata: None,
         };
-        status.last_reconciled_spec = recorded.encode().ok();
-        status.last_reconciled_timestamp = Some(instant(self.now()));
+        let encoded = recorded.encode().ok();
+        if encoded != status.last_reconciled_spec || status.last_reconciled_timestamp.is_none() {
+            status.last_reconciled_timestamp = Some(instant(self.now()));
+        }
+        status.last_reconciled_spec = encoded;
     }
 
     fn arm_abort_deadline(&self, status: &mut Status) {
@@ -215,7 +234,7 @@ fn initializing(input: &Input) -> BlueGreenPlan {
     }
     status.savepoint_trigger_id = None;
     let note = format!("Deploying the first child {}", input.child_name(Colour::Blue));
-    start(input, status, Colour::Blue, spec, note)
+    start(input, status, Colour::Blue, spec, vec![started(note)])
 }
 
 fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
@@ -258,7 +277,7 @@ fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
                 input.child_name(colour),
                 input.child_name(incoming)
             );
-            start(input, status, incoming, spec, note)
+            start(input, status, incoming, spec, vec![started(note)])
         }
     }
 }
@@ -279,7 +298,7 @@ fn start_transition(input: &Input, mut status: Status, from: Colour, active: &Ch
             input.child_name(from),
             input.child_name(to)
         );
-        return start(input, status, to, spec, note);
+        return start(input, status, to, spec, vec![started(note)]);
     }
     if !active.is_ready() {
         // Not recorded as applied: the transition starts once the active child can be
@@ -315,7 +334,7 @@ fn start_transition(input: &Input, mut status: Status, from: Colour, active: &Ch
         status_before: Some(status.clone()),
         actions: vec![Action::CreateSavepoint { name, colour: from }],
         status,
-        events: vec![EventNote::normal(Reason::BlueGreenTransitionStarted, note)],
+        events: vec![started(note)],
         requeue: input.poll(),
     }
 }
@@ -345,12 +364,16 @@ fn savepointing(input: &Input, from: Colour) -> BlueGreenPlan {
         .filter(|p| !p.is_empty());
     if let Some(path) = completed_path {
         let spec = with_initial_savepoint(input.template, Some(path.clone()));
-        let note = format!(
-            "Transition from {} to {} from savepoint {path}",
-            input.child_name(from),
-            input.child_name(to)
+        let taken = format!(
+            "Transition savepoint {name} of {} completed: {path}",
+            input.child_name(from)
         );
-        return start(input, status, to, spec, note);
+        let created = format!("Starting {} from savepoint {path}", input.child_name(to));
+        let events = vec![
+            EventNote::normal(Reason::SavepointCompleted, taken),
+            EventNote::normal(Reason::BlueGreenChildCreated, created),
+        ];
+        return start(input, status, to, spec, events);
     }
     match savepoint {
         Some(s)
@@ -455,7 +478,7 @@ fn start(
     mut status: Status,
     colour: Colour,
     spec: FlinkDeploymentSpec,
-    note: String,
+    events: Vec<EventNote>,
 ) -> BlueGreenPlan {
     status.blue_green_state = Some(Stage::TransitioningTo(colour).state());
     status.deployment_ready_timestamp = None;
@@ -466,7 +489,7 @@ fn start(
     plan(
         status,
         vec![Action::CreateChild { colour, spec }],
-        vec![EventNote::normal(Reason::BlueGreenTransitionStarted, note)],
+        events,
         input.poll(),
     )
 }
@@ -510,11 +533,13 @@ fn finished(
     status.error = None;
     status.job_status = mirrored(new).or(Some(job_state(flink_job_state::RUNNING)));
     let note = format!("{} runs the job", input.child_name(to));
+    let mut events = deletion_events(input, &actions, "the new child is stable");
+    events.push(EventNote::normal(Reason::BlueGreenTransitionCompleted, note));
     Plan {
         status_before,
         actions,
         status,
-        events: vec![EventNote::normal(Reason::BlueGreenTransitionCompleted, note)],
+        events,
         requeue: Next::Steady,
     }
 }
@@ -546,12 +571,9 @@ fn aborted(input: &Input, from: Colour, started: Option<(Colour, &Child)>, why: 
         Some((colour, _)) => vec![Action::DeleteChild { colour }],
         None => Vec::new(),
     };
-    plan(
-        status,
-        actions,
-        vec![EventNote::warning(Reason::BlueGreenTransitionAborted, message)],
-        Next::Steady,
-    )
+    let mut events = vec![EventNote::warning(Reason::BlueGreenTransitionAborted, message)];
+    events.extend(deletion_events(input, &actions, "it never ran a job"));
+    plan(status, actions, events, Next::Steady)
 }
 
 /// A leftover child of `colour` (suspended by an earlier abort, say) is deleted before a
@@ -569,13 +591,28 @@ fn clear_leftover(
         return Some(plan(status.clone(), Vec::new(), Vec::new(), input.poll()));
     }
     (intended != Some(&leftover.spec)).then(|| {
-        plan(
-            status.clone(),
-            vec![Action::DeleteChild { colour }],
-            Vec::new(),
-            input.poll(),
-        )
+        let actions = vec![Action::DeleteChild { colour }];
+        let events = deletion_events(input, &actions, "a new one of its colour is started");
+        plan(status.clone(), actions, events, input.poll())
     })
+}
+
+fn started(note: String) -> EventNote {
+    EventNote::normal(Reason::BlueGreenTransitionStarted, note)
+}
+
+/// An Event for each child that `actions` delete, saying `why`.
+fn deletion_events(input: &Input, actions: &[Action], why: &str) -> Vec<EventNote> {
+    actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::DeleteChild { colour } => Some(EventNote::normal(
+                Reason::BlueGreenChildDeleted,
+                format!("Deleting {}: {why}", input.child_name(*colour)),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A status with `message` as its error, and an Event when the error is new.

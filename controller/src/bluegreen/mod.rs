@@ -13,8 +13,9 @@
 //! - [`stage`]: the recorded `blueGreenState`, read as a typed stage with its colour.
 //! - [`policy`]: the blue/green options of `spec.configuration`.
 //! - [`observation`]: what observe reads, as plain values.
-//! - [`phase`]: the Ready / Progressing / Degraded phase a status would show (not written:
-//!   the Apache status has no conditions).
+//! - [`phase`]: the Ready / Progressing / Degraded conditions of a status (our addition to
+//!   the Apache status).
+//! - [`outcome`]: what a pass ended (a transition completed or aborted), for the metrics.
 //!
 //! The BASIC hand-over of the Apache operator, with its known faults fixed: the old child is
 //! deleted only once the new one is stable and the deletion delay has passed, and the final
@@ -44,6 +45,7 @@ pub mod decide;
 pub mod diff;
 pub mod observation;
 pub mod observe;
+pub mod outcome;
 pub mod phase;
 pub mod policy;
 pub mod stage;
@@ -149,6 +151,23 @@ impl Reconciler for BlueGreenDeployments {
 
     fn lifecycle_state(status: &FlinkBlueGreenDeploymentStatus) -> Option<&'static str> {
         status.blue_green_state.map(|s| s.as_str())
+    }
+
+    /// Times each completed transition and counts the aborted ones.
+    fn written(
+        ctx: &Context,
+        resource: &FlinkBlueGreenDeployment,
+        observed: &observe::Observed,
+        status: Option<&FlinkBlueGreenDeploymentStatus>,
+    ) {
+        let Some(status) = status else { return };
+        match outcome::outcome(resource.status.as_ref(), status, &observed.observation) {
+            Some(outcome::Outcome::Completed { transition, seconds }) => {
+                ctx.metrics.bluegreen_transition_completed(transition.as_str(), seconds);
+            }
+            Some(outcome::Outcome::Aborted) => ctx.metrics.bluegreen_transition_aborted(),
+            None => {}
+        }
     }
 
     /// A child's change (its job becoming stable, failing, its deletion ending) and the

@@ -1,11 +1,37 @@
-//! The phase a blue/green status shows, as the reason of Ready / Progressing / Degraded
-//! conditions ([`crate::conditions`]). The Apache status has no conditions and no field is
-//! added for them yet: this is the pure part, for when they are.
+//! The phase a blue/green status shows, as the reason of its Ready / Progressing / Degraded
+//! conditions ([`crate::conditions`]; the conditions are our addition to the Apache status).
 
 use flink_operator_api::{FlinkBlueGreenDeploymentStatus as Status, common::flink_job_state};
 
 use super::{Observation, Stage};
-use crate::conditions::phase;
+use crate::conditions::{self, phase};
+
+/// Sets the conditions of `status` from its phase, with its error (or what its stage is
+/// doing) as their message.
+pub fn set_conditions(status: &mut Status, observation: &Observation, generation: Option<i64>) {
+    let reason = phase_of(status, observation);
+    let message = status.error.clone().unwrap_or_else(|| doing(status));
+    conditions::set_conditions(
+        &mut status.conditions,
+        generation,
+        reason,
+        &message,
+        observation.now_ms,
+    );
+}
+
+/// What the recorded stage is doing, in a few words.
+fn doing(status: &Status) -> String {
+    match Stage::of(status.blue_green_state) {
+        Stage::Initializing => "No child runs the job".to_owned(),
+        Stage::Active(colour) => format!("The {} child runs the job", colour.suffix()),
+        Stage::Savepointing(colour) => format!(
+            "Taking the transition savepoint of the {} child",
+            colour.suffix()
+        ),
+        Stage::TransitioningTo(colour) => format!("Starting the {} child", colour.suffix()),
+    }
+}
 
 /// The phase of `status`, with what was observed of the children.
 pub fn phase_of(status: &Status, observation: &Observation) -> &'static str {

@@ -118,10 +118,16 @@ pub trait Reconciler: Send + Sync + 'static {
     /// The lifecycle state reported by the `lifecycle` metric.
     fn lifecycle_state(status: &Self::Status) -> Option<&'static str>;
 
-    /// Called once the pass settled the object: with the status it now holds (written, or
-    /// unchanged), or `None` when it was released. For a kind's own metrics of what changed
-    /// (`object` holds the status as read); by default nothing.
-    fn written(_ctx: &Context, _object: &Self::Kind, _status: Option<&Self::Status>) {}
+    /// Called once the pass settled the object: with what it observed and the status it now
+    /// holds (written, or unchanged), or `None` when it was released. For a kind's own
+    /// metrics of what changed (`object` holds the status as read); by default nothing.
+    fn written(
+        _ctx: &Context,
+        _object: &Self::Kind,
+        _observed: &Self::Observed,
+        _status: Option<&Self::Status>,
+    ) {
+    }
 
     /// Whether a failed action becomes a status (see [`Recovery`]); by default it is an
     /// error, retried with back-off.

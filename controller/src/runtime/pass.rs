@@ -81,7 +81,7 @@ pub async fn pass<R: Reconciler>(
                     write(&mut stored, &recovery.status).await?;
                     ctx.metrics
                         .lifecycle(R::KIND, &namespace, &name, R::lifecycle_state(&recovery.status));
-                    R::written(ctx, object, Some(&recovery.status));
+                    R::written(ctx, object, &observed, Some(&recovery.status));
                     return Ok(Passed {
                         requeue: Some(recovery.requeue),
                         completed: false,
@@ -98,12 +98,12 @@ pub async fn pass<R: Reconciler>(
         // The object may be gone: nothing to write, and nothing to keep about it.
         ctx.forget(&object.uid().unwrap_or_default());
         ctx.metrics.lifecycle(R::KIND, &namespace, &name, None);
-        R::written(ctx, object, None);
+        R::written(ctx, object, &observed, None);
     } else {
         write(&mut stored, &plan.status).await?;
         ctx.metrics
             .lifecycle(R::KIND, &namespace, &name, R::lifecycle_state(&plan.status));
-        R::written(ctx, object, Some(&plan.status));
+        R::written(ctx, object, &observed, Some(&plan.status));
     }
     let stepped = plan.status_before.is_some() || !plan.actions.is_empty();
     Ok(Passed {

@@ -206,7 +206,12 @@ impl Reconciler for Snapshots {
 
     /// Counts what the pass changed: a completion (with its time since the trigger), a
     /// failed attempt.
-    fn written(ctx: &Context, snapshot: &FlinkStateSnapshot, status: Option<&FlinkStateSnapshotStatus>) {
+    fn written(
+        ctx: &Context,
+        snapshot: &FlinkStateSnapshot,
+        _observed: &Self::Observed,
+        status: Option<&FlinkStateSnapshotStatus>,
+    ) {
         let (Some(new), Some(kind)) = (status, snapshot.spec.snapshot_type()) else {
             return;
         };

@@ -1,0 +1,511 @@
+//! FlinkBlueGreenDeployments, BASIC transitions: the counting job as blue, a template change
+//! handed over to green from blue's savepoint (Flink 2.x, savepoint mode; Flink 1.20,
+//! last-state mode), a stateless hand-over that starts from nothing, a hand-over to a
+//! template that cannot run (aborted, the old child untouched), suspend and resume of the
+//! active child, and the deletion of the resource with its children.
+
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    time::{Duration, Instant, SystemTime},
+};
+
+use flink_operator_api::{FlinkBlueGreenDeployment, FlinkDeployment, FlinkStateSnapshot};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    cluster_harness::{self, TestNamespace, wait_for},
+    flink_harness,
+    harness::{self, LogsOnFailure},
+    objects,
+    reconcile::{OperatorLogOnFailure, counted_to, counter_spec, counts_went_on},
+};
+
+const NAME: &str = "counter";
+
+/// One FlinkBlueGreenDeployment of the counting job, named `counter`, and its namespace.
+struct BlueGreen {
+    client: Client,
+    api: Api<FlinkBlueGreenDeployment>,
+    children: Api<FlinkDeployment>,
+    ns: TestNamespace,
+    state: PathBuf,
+}
+
+impl BlueGreen {
+    /// Creates it in a new namespace: `template` is the counting job's FlinkDeployment spec
+    /// in `upgrade_mode`, with `config` added to its Flink configuration.
+    async fn create(client: &Client, prefix: &str, version: &str, upgrade_mode: &str, config: &[(&str, &str)]) -> Self {
+        let ns = TestNamespace::new(client, prefix).await;
+        objects::create_all(client, &objects::flink_service_account(&ns.name)).await;
+        let state = harness::state_dir(&ns.name);
+        let mut template = tokio::task::spawn_blocking({
+            let (version, state, mode) = (version.to_owned(), state.clone(), upgrade_mode.to_owned());
+            move || counter_spec(&version, &state, &mode)
+        })
+        .await
+        .unwrap();
+        for (key, value) in config {
+            template["flinkConfiguration"][*key] = json!(value);
+        }
+        let resource: FlinkBlueGreenDeployment = serde_json::from_value(json!({
+            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
+            "metadata": {"name": NAME, "namespace": ns.name},
+            "spec": {"template": {"spec": template}},
+        }))
+        .unwrap();
+        let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(client.clone(), &ns.name);
+        api.create(&PostParams::default(), &resource).await.unwrap();
+        Self {
+            client: client.clone(),
+            api,
+            children: Api::namespaced(client.clone(), &ns.name),
+            ns,
+            state,
+        }
+    }
+
+    fn counts(&self, dir: &str) -> PathBuf {
+        self.state.join(dir)
+    }
+
+    async fn get(&self) -> FlinkBlueGreenDeployment {
+        self.api.get(NAME).await.unwrap()
+    }
+
+    async fn patch(&self, patch: Value) {
+        self.api
+            .patch(NAME, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .unwrap();
+    }
+
+    /// Merges `patch` into `spec.template.spec`.
+    async fn patch_template(&self, patch: Value) {
+        self.patch(json!({"spec": {"template": {"spec": patch}}})).await;
+    }
+
+    /// Waits for `blueGreenState` to be `state`; returns the resource.
+    async fn reaches(&self, state: &str, timeout: Duration) -> FlinkBlueGreenDeployment {
+        wait_for(&format!("blueGreenState {state}"), timeout, || async {
+            let bg = self.api.get(NAME).await.ok()?;
+            (state_of(&bg).as_deref() == Some(state)).then_some(bg)
+        })
+        .await
+    }
+
+    /// Waits until the child of `colour` is STABLE with its job RUNNING (a job other than
+    /// `previous`); returns it.
+    async fn ready_child(&self, colour: &str, previous: Option<&str>) -> FlinkDeployment {
+        harness::running_job(&self.children, &child(colour), previous).await
+    }
+
+    async fn child(&self, colour: &str) -> Option<FlinkDeployment> {
+        self.children.get_opt(&child(colour)).await.unwrap()
+    }
+
+    /// Waits until the child of `colour` and its pods are gone.
+    async fn child_gone(&self, colour: &str) {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns.name);
+        let name = child(colour);
+        wait_for(
+            &format!("{name} and its pods gone"),
+            Duration::from_secs(180),
+            || async {
+                let gone = self.children.get_opt(&name).await.ok()?.is_none();
+                let selector = format!("app={name}");
+                let no_pods = pods
+                    .list(&ListParams::default().labels(&selector))
+                    .await
+                    .ok()?
+                    .items
+                    .is_empty();
+                (gone && no_pods).then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// The job id of the running child of `colour`.
+    async fn job_id(&self, colour: &str) -> String {
+        let fd = self.child(colour).await.unwrap();
+        fd.status.unwrap().job_status.unwrap().job_id.unwrap()
+    }
+
+    /// What the job of the child of `colour` restored when it started, as Flink reports it
+    /// (`None`: it started from nothing, which is known once it completed a checkpoint).
+    async fn restored(&self, colour: &str) -> Option<flink_operator_controller::flink::RestoredCheckpoint> {
+        let url = harness::rest_address(&self.client, &self.ns.name, &child(colour)).await;
+        let rest = harness::rest_client(&url);
+        let id = flink_operator_controller::flink::JobId::from(self.job_id(colour).await.as_str());
+        wait_for("a restore or a completed checkpoint", Duration::from_secs(60), || async {
+            let latest = rest.checkpoint_statistics(&id).await.ok()?.latest;
+            match latest.restored {
+                Some(restored) => Some(Some(restored)),
+                None => latest.completed.map(|_| None),
+            }
+        })
+        .await
+    }
+
+    /// The reasons of the Events about the resource, oldest first.
+    async fn event_reasons(&self) -> Vec<String> {
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.ns.name);
+        let selector = format!("involvedObject.kind=FlinkBlueGreenDeployment,involvedObject.name={NAME}");
+        let mut list = events
+            .list(&ListParams::default().fields(&selector))
+            .await
+            .unwrap()
+            .items;
+        list.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+        list.into_iter().filter_map(|e| e.reason).collect()
+    }
+
+    /// Deletes the resource; waits until it, both children and their pods are gone.
+    async fn delete(&self) {
+        self.api.delete(NAME, &DeleteParams::default()).await.unwrap();
+        wait_for(
+            "the FlinkBlueGreenDeployment gone",
+            Duration::from_secs(120),
+            || async { self.api.get_opt(NAME).await.ok()?.is_none().then_some(()) },
+        )
+        .await;
+        self.child_gone("blue").await;
+        self.child_gone("green").await;
+    }
+}
+
+fn child(colour: &str) -> String {
+    format!("{NAME}-{colour}")
+}
+
+fn state_of(bg: &FlinkBlueGreenDeployment) -> Option<String> {
+    let state = bg.status.as_ref()?.blue_green_state?;
+    Some(state.as_str().to_owned())
+}
+
+fn condition(bg: &FlinkBlueGreenDeployment, type_: &str) -> Option<(String, String)> {
+    let condition = bg
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_.as_deref() == Some(type_))?
+        .clone();
+    Some((condition.status?, condition.reason?))
+}
+
+/// No marker of a transition is left in the status of a resource that is not in one.
+fn assert_settled(bg: &FlinkBlueGreenDeployment) {
+    let status = bg.status.as_ref().unwrap();
+    assert_eq!(status.savepoint_trigger_id, None, "{status:?}");
+    assert_eq!(status.abort_timestamp, None, "{status:?}");
+    assert_eq!(status.deployment_ready_timestamp, None, "{status:?}");
+}
+
+/// How long the operator's own steps of a stateful hand-over took, beyond Flink's work.
+#[derive(Debug)]
+struct HandOver {
+    /// From the spec change stored to the transition savepoint triggered in Flink.
+    to_savepoint_triggered: Duration,
+    /// From the new child stable (as its status shows) to the old one's deletion started.
+    to_old_child_deleted: Duration,
+    /// From the spec change stored to the new child running alone.
+    whole: Duration,
+    /// The transition savepoint's path.
+    savepoint: String,
+}
+
+/// A stateful hand-over from `from` to `to` by `change` of the template: the savepoint of
+/// `from` is taken as a FlinkStateSnapshot, `to` starts from it, `from` is deleted once `to`
+/// is stable, and the resource ends ACTIVE_`to` with no marker left. Times its steps.
+async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value) -> HandOver {
+    let snapshots: Api<FlinkStateSnapshot> = Api::namespaced(bg.client.clone(), &bg.ns.name);
+    let old_job = bg.job_id(from).await;
+    bg.patch_template(change).await;
+    let stored = Instant::now();
+    let savepoint_prefix = format!("{}-transition-", child(from));
+    let transition = |s: &FlinkStateSnapshot| {
+        s.metadata
+            .name
+            .as_deref()
+            .is_some_and(|n| n.starts_with(&savepoint_prefix))
+    };
+    let snapshot = wait_for(
+        "the transition savepoint triggered",
+        Duration::from_secs(60),
+        || async {
+            let list = snapshots.list(&ListParams::default()).await.ok()?.items;
+            list.into_iter()
+                .find(|s| transition(s) && s.status.as_ref().is_some_and(|st| st.trigger_id.is_some()))
+        },
+    )
+    .await;
+    let to_savepoint_triggered = stored.elapsed();
+    let name = snapshot.metadata.name.clone().unwrap();
+    let transitioning = bg
+        .reaches(
+            &format!("TRANSITIONING_TO_{}", to.to_uppercase()),
+            Duration::from_secs(120),
+        )
+        .await;
+    // The savepoint's name was recorded with the transition, and is its only savepoint.
+    assert_eq!(
+        transitioning.status.as_ref().unwrap().savepoint_trigger_id.as_deref(),
+        Some(name.as_str())
+    );
+    let taken = snapshots.get(&name).await.unwrap();
+    let savepoint = taken.status.unwrap().path.unwrap();
+    let ours: Vec<_> = snapshots
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(transition)
+        .collect();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    let incoming = bg.child(to).await.unwrap();
+    let incoming_job = incoming.spec.job.as_ref().unwrap();
+    assert_eq!(incoming_job.initial_savepoint_path.as_deref(), Some(savepoint.as_str()));
+    let labels = incoming.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("flink/blue-green-deployment-type").map(String::as_str),
+        Some(to.to_uppercase().as_str())
+    );
+
+    // The old child runs on until the new one is stable, and is deleted then.
+    bg.ready_child(to, None).await;
+    let stable = Instant::now();
+    assert!(
+        bg.child(from).await.is_some_and(|c| c.metadata.deletion_timestamp.is_none())
+            || state_of(&bg.get().await).as_deref() == Some(&*format!("ACTIVE_{}", to.to_uppercase())),
+        "{from} was deleted before {to} was stable"
+    );
+    wait_for(
+        &format!("{} deleted", child(from)),
+        Duration::from_secs(60),
+        || async {
+            let old = bg.children.get_opt(&child(from)).await.ok()?;
+            old.is_none_or(|o| o.metadata.deletion_timestamp.is_some()).then_some(())
+        },
+    )
+    .await;
+    let to_old_child_deleted = stable.elapsed();
+    let active = bg
+        .reaches(&format!("ACTIVE_{}", to.to_uppercase()), Duration::from_secs(60))
+        .await;
+    assert_settled(&active);
+    let status = active.status.as_ref().unwrap();
+    assert_eq!(status.error, None);
+    assert_eq!(
+        status.job_status.as_ref().unwrap().state.as_deref(),
+        Some("RUNNING")
+    );
+    assert_ne!(bg.job_id(to).await, old_job);
+    bg.child_gone(from).await;
+    let whole = stored.elapsed();
+    // The new job restored the transition savepoint, as Flink reports it.
+    let restored = bg.restored(to).await.expect("the new job restored nothing");
+    assert!(restored.is_savepoint, "{restored:?}");
+    assert_eq!(restored.external_path.as_deref(), Some(savepoint.as_str()));
+    HandOver {
+        to_savepoint_triggered,
+        to_old_child_deleted,
+        whole,
+        savepoint,
+    }
+}
+
+/// Flink 2.x, savepoint mode: blue, a hand-over to green from blue's savepoint with nothing
+/// lost, suspend and resume of green, and the deletion of the resource.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
+    let client = harness::client().await;
+    cluster_harness::operator(&client).await;
+    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _operator_log = OperatorLogOnFailure;
+    let version = flink_harness::versions().last().unwrap().clone();
+    let bg = BlueGreen::create(&client, "bluegreen-savepoint", &version, "savepoint", &[]).await;
+    let _logs = LogsOnFailure(bg.ns.name.clone());
+    let counts = bg.counts("counts");
+
+    // Blue first: owned by the resource, labelled, running the template.
+    bg.ready_child("blue", None).await;
+    let active = bg.reaches("ACTIVE_BLUE", Duration::from_secs(60)).await;
+    assert_settled(&active);
+    assert_eq!(condition(&active, "Ready"), Some(("True".into(), "Running".into())));
+    let blue = bg.child("blue").await.unwrap();
+    let owner = &blue.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("FlinkBlueGreenDeployment", NAME)
+    );
+    assert!(bg.child("green").await.is_none());
+    let before = counted_to(&counts, 30).await;
+
+    let hand_over = stateful_hand_over(&bg, "blue", "green", json!({"job": {"parallelism": 1}})).await;
+    eprintln!("savepoint hand-over on Flink {version}: {hand_over:?}");
+    assert!(hand_over.savepoint.contains("/opt/flink/state/savepoints/"), "{hand_over:?}");
+    // Green's counts go on from blue's: nothing was lost.
+    counts_went_on(&counts, &before, SystemTime::now(), 0).await;
+    let green = bg.child("green").await.unwrap();
+    assert_eq!(green.spec.job.as_ref().unwrap().parallelism, Some(1));
+    let reasons = bg.event_reasons().await;
+    for reason in [
+        "BlueGreenTransitionStarted",
+        "SavepointCompleted",
+        "BlueGreenChildDeleted",
+        "BlueGreenTransitionCompleted",
+    ] {
+        assert!(reasons.iter().any(|r| r == reason), "{reason} missing: {reasons:?}");
+    }
+    let metrics = cluster_harness::probe_get("/metrics");
+    let active_green = format!(
+        r#"flink_operator_resources{{kind="FlinkBlueGreenDeployment",namespace="{}",lifecycle_state="ACTIVE_GREEN"}} 1"#,
+        bg.ns.name
+    );
+    assert!(metrics.contains(&active_green), "{active_green} missing:\n{metrics}");
+    assert!(
+        metrics.contains(r#"flink_operator_bluegreen_transition_seconds_count{transition="BlueToGreen"}"#),
+        "no BlueToGreen duration:\n{metrics}"
+    );
+
+    // Suspend and resume: applied to the active child in place, no hand-over.
+    let green_job = bg.job_id("green").await;
+    let before = counted_to(&counts, 1).await;
+    bg.patch_template(json!({"job": {"state": "suspended"}})).await;
+    wait_for("green suspended", Duration::from_secs(120), || async {
+        let bg_status = bg.api.get(NAME).await.ok()?.status?;
+        let fd = bg.children.get(&child("green")).await.ok()?;
+        let suspended = fd.status?.job_status?.state.as_deref() == Some("SUSPENDED")
+            && bg_status.job_status?.state.as_deref() == Some("SUSPENDED");
+        suspended.then_some(())
+    })
+    .await;
+    assert_eq!(state_of(&bg.get().await).as_deref(), Some("ACTIVE_GREEN"));
+    let suspended = bg.get().await;
+    assert_eq!(condition(&suspended, "Ready"), Some(("False".into(), "Suspended".into())));
+    bg.patch_template(json!({"job": {"state": "running"}})).await;
+    bg.ready_child("green", Some(&green_job)).await;
+    let resumed_at = SystemTime::now();
+    assert!(bg.child("blue").await.is_none(), "a resumption started blue");
+    counts_went_on(&counts, &before, resumed_at, 0).await;
+    assert_eq!(state_of(&bg.get().await).as_deref(), Some("ACTIVE_GREEN"));
+
+    bg.delete().await;
+}
+
+/// Flink 1.20, last-state mode (with HA, as last-state needs): a hand-over to green from a
+/// savepoint (last-state takes one too: the new child is a new cluster), then a stateless
+/// one that starts from nothing, then one to an image that cannot be pulled, aborted after
+/// the grace period with the active child untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborted() {
+    let client = harness::client().await;
+    cluster_harness::operator(&client).await;
+    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _operator_log = OperatorLogOnFailure;
+    let version = flink_harness::versions().first().unwrap().clone();
+    let ha = [
+        ("high-availability.type", "kubernetes"),
+        ("high-availability.storageDir", "file:///opt/flink/state/ha"),
+    ];
+    let bg = BlueGreen::create(&client, "bluegreen-last-state", &version, "last-state", &ha).await;
+    let _logs = LogsOnFailure(bg.ns.name.clone());
+    let counts = bg.counts("counts");
+
+    bg.ready_child("blue", None).await;
+    bg.reaches("ACTIVE_BLUE", Duration::from_secs(60)).await;
+    let before = counted_to(&counts, 30).await;
+    let hand_over = stateful_hand_over(&bg, "blue", "green", json!({"job": {"parallelism": 1}})).await;
+    eprintln!("last-state hand-over on Flink {version}: {hand_over:?}");
+    counts_went_on(&counts, &before, SystemTime::now(), 0).await;
+
+    // Stateless: blue starts from nothing, writing its counts somewhere new.
+    let before = flink_harness::read_counts(&counts);
+    let fresh = bg.counts("counts-stateless");
+    let mut args = bg.child("green").await.unwrap().spec.job.unwrap().args.unwrap();
+    let out = args.iter().position(|a| a == "--out").unwrap() + 1;
+    args[out] = "/opt/flink/state/counts-stateless".to_owned();
+    let started = Instant::now();
+    bg.patch_template(json!({"job": {"upgradeMode": "stateless", "parallelism": 2, "args": args}}))
+        .await;
+    let first = wait_for("the stateless job's first counts", Duration::from_secs(240), || async {
+        let c = flink_harness::read_counts(&fresh);
+        (c.len() == 4).then_some(c)
+    })
+    .await;
+    for (key, count) in &first {
+        assert!(
+            count < &before[key],
+            "key {key}: {count} at the stateless job's start, {} before: state was carried over",
+            before[key]
+        );
+    }
+    let active = bg.reaches("ACTIVE_BLUE", Duration::from_secs(240)).await;
+    eprintln!("stateless hand-over on Flink {version}: {:?}", started.elapsed());
+    assert_settled(&active);
+    bg.child_gone("green").await;
+    let blue = bg.child("blue").await.unwrap();
+    assert_eq!(blue.spec.job.as_ref().unwrap().initial_savepoint_path, None);
+    assert!(bg.restored("blue").await.is_none(), "the stateless job restored state");
+    let snapshots: Api<FlinkStateSnapshot> = Api::namespaced(client.clone(), &bg.ns.name);
+    let green_savepoints = snapshots
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|s| s.metadata.name.as_deref().unwrap_or_default().starts_with("counter-green-transition-"))
+        .count();
+    assert_eq!(green_savepoints, 0, "a stateless hand-over took a savepoint");
+
+    // A template that cannot run: aborted after the grace period (shortened here, as an
+    // owner may), blue untouched.
+    bg.patch(json!({"spec": {"configuration": {"kubernetes.operator.bluegreen.abort.grace-period": "30 s"}}}))
+        .await;
+    let blue_job = bg.job_id("blue").await;
+    bg.patch_template(json!({"image": "flink:1.99"})).await;
+    let aborting_from = Instant::now();
+    bg.reaches("TRANSITIONING_TO_GREEN", Duration::from_secs(30)).await;
+    let aborted = wait_for("the transition aborted", Duration::from_secs(120), || async {
+        let bg = bg.api.get(NAME).await.ok()?;
+        let aborted = state_of(&bg).as_deref() == Some("ACTIVE_BLUE") && bg.status.as_ref()?.error.is_some();
+        aborted.then_some(bg)
+    })
+    .await;
+    let took = aborting_from.elapsed();
+    eprintln!("abort after {took:?}");
+    assert!(took >= Duration::from_secs(25), "aborted after {took:?}, before the grace period");
+    let error = aborted.status.as_ref().unwrap().error.clone().unwrap();
+    assert!(error.contains("Transition aborted"), "{error}");
+    assert_settled(&aborted);
+    assert_eq!(condition(&aborted, "Degraded").map(|c| c.0), Some("True".into()));
+    // Green never ran a job: it is deleted (one that ran would be kept, suspended).
+    wait_for("green deleted or suspended", Duration::from_secs(120), || async {
+        match bg.children.get_opt(&child("green")).await.ok()? {
+            None => Some(()),
+            Some(fd) => (fd.spec.job?.state.map(|s| s.as_str()) == Some("suspended")).then_some(()),
+        }
+    })
+    .await;
+    let blue_now = bg.child("blue").await.unwrap();
+    assert_eq!(blue_now.spec, blue.spec, "the aborted transition changed blue");
+    assert_eq!(bg.job_id("blue").await, blue_job);
+    let at_abort: BTreeMap<u32, u64> = flink_harness::read_counts(&fresh);
+    counts_went_on(&fresh, &at_abort, SystemTime::now(), 0).await;
+    assert!(
+        bg.event_reasons().await.iter().any(|r| r == "BlueGreenTransitionAborted"),
+        "no abort Event"
+    );
+
+    // Deleting the resource removes every child.
+    bg.delete().await;
+}
