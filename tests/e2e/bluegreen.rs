@@ -210,7 +210,6 @@ fn assert_settled(bg: &FlinkBlueGreenDeployment) {
 }
 
 /// How long the operator's own steps of a stateful hand-over took, beyond Flink's work.
-#[derive(Debug)]
 struct HandOver {
     /// From the spec change stored to the transition savepoint triggered in Flink.
     to_savepoint_triggered: Duration,
@@ -323,6 +322,20 @@ async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value)
     }
 }
 
+impl std::fmt::Display for HandOver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "spec stored -> savepoint triggered {:.2} s, new child stable -> old child deleted {:.2} s, \
+             whole hand-over {:.1} s, savepoint {}",
+            self.to_savepoint_triggered.as_secs_f64(),
+            self.to_old_child_deleted.as_secs_f64(),
+            self.whole.as_secs_f64(),
+            self.savepoint
+        )
+    }
+}
+
 /// Flink 2.x, savepoint mode: blue, a hand-over to green from blue's savepoint with nothing
 /// lost, suspend and resume of green, and the deletion of the resource.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -351,8 +364,8 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     let before = counted_to(&counts, 30).await;
 
     let hand_over = stateful_hand_over(&bg, "blue", "green", json!({"job": {"parallelism": 1}})).await;
-    eprintln!("savepoint hand-over on Flink {version}: {hand_over:?}");
-    assert!(hand_over.savepoint.contains("/opt/flink/state/savepoints/"), "{hand_over:?}");
+    eprintln!("savepoint hand-over on Flink {version}: {hand_over}");
+    assert!(hand_over.savepoint.contains("/opt/flink/state/savepoints/"), "{hand_over}");
     // Green's counts go on from blue's: nothing was lost.
     counts_went_on(&counts, &before, SystemTime::now(), 0).await;
     let green = bg.child("green").await.unwrap();
@@ -425,7 +438,7 @@ async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborte
     bg.reaches("ACTIVE_BLUE", Duration::from_secs(60)).await;
     let before = counted_to(&counts, 30).await;
     let hand_over = stateful_hand_over(&bg, "blue", "green", json!({"job": {"parallelism": 1}})).await;
-    eprintln!("last-state hand-over on Flink {version}: {hand_over:?}");
+    eprintln!("last-state hand-over on Flink {version}: {hand_over}");
     counts_went_on(&counts, &before, SystemTime::now(), 0).await;
 
     // Stateless: blue starts from nothing, writing its counts somewhere new.

@@ -31,14 +31,12 @@
 //! resource (controller, blockOwnerDeletion): deleting the resource deletes them, and nothing
 //! is started once its deletion began. A FlinkDeployment that has a child's name but another
 //! owner is never touched: the resource reports it and deploys nothing. The status holds the
-//! Apache fields only.
+//! Apache fields, and Ready / Progressing / Degraded conditions besides.
 //!
-//! Not proven against a real cluster: the table tests cover the decision and the unit tests
-//! the objects act builds, but no end-to-end test of this loop is written yet. Not done:
-//! the ADVANCED transition mode (a resource asking for it is refused, with the reason in
-//! `status.error`, rather than run as BASIC), switching
-//! `spec.ingress` to the active child, and the blue/green metrics (state and job-state counts,
-//! transition durations).
+//! Proven end to end in `tests/e2e/bluegreen.rs` (hand-overs in savepoint, last-state and
+//! stateless mode, an abort, suspend and resume, deletion). Not done: the ADVANCED
+//! transition mode (a resource asking for it is refused, with the reason in `status.error`,
+//! rather than run as BASIC) and switching `spec.ingress` to the active child.
 
 pub mod act;
 pub mod decide;

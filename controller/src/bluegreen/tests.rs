@@ -1194,3 +1194,64 @@ fn a_change_to_the_incoming_child_gives_it_the_whole_grace_period() {
         "kept until the transition ends"
     );
 }
+
+/// A resource that changes nothing costs nothing: once its status carries the conditions,
+/// the next pass (later, with nothing changed) writes nothing and does nothing.
+#[test]
+fn a_settled_resource_decides_the_same_status_again() {
+    for (state, blue, green) in [
+        (State::ActiveBlue, Some(stable(&v1())), None),
+        (State::ActiveGreen, None, Some(stable(&v1()))),
+    ] {
+        let observation = observe(blue, green);
+        let first = decide(&resource(&v1(), Some(status(state, &v1()))), &observation);
+        let later = Observation {
+            now_ms: NOW + 3600 * SECOND,
+            ..observation
+        };
+        let second = decide(&resource(&v1(), Some(first.status.clone())), &later);
+        assert_eq!(second.status, first.status, "{state:?}");
+        assert!(second.actions.is_empty() && second.events.is_empty(), "{state:?}");
+        assert_eq!(second.status_before, None);
+    }
+}
+
+/// The conditions follow the phase: Ready while the active child runs, Progressing during a
+/// transition, Ready and Degraded after an abort (the old child still serves).
+#[test]
+fn the_conditions_show_the_phase_of_each_stage() {
+    let condition = |plan: &BlueGreenPlan, type_: &str| {
+        let c = plan
+            .status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_.as_deref() == Some(type_))
+            .cloned()
+            .expect("the condition");
+        (c.status.expect("status"), c.reason.expect("reason"))
+    };
+    let t = |s: &str, r: &str| (s.to_owned(), r.to_owned());
+    let active = decide(
+        &resource(&v1(), Some(status(State::ActiveBlue, &v1()))),
+        &observe(Some(stable(&v1())), None),
+    );
+    assert_eq!(condition(&active, "Ready"), t("True", "Running"));
+    assert_eq!(condition(&active, "Progressing"), t("False", "Running"));
+    let savepointing = decide(
+        &resource(&v2(), Some(status(State::ActiveBlue, &v1()))),
+        &observe(Some(stable(&v1())), None),
+    );
+    assert_eq!(condition(&savepointing, "Progressing"), t("True", "Updating"));
+    let aborted = decide(
+        &resource(&v2(), Some(transitioning(&v2(), GRACE + SECOND))),
+        &observe(Some(stable(&v1())), Some(starting(&v2(), None))),
+    );
+    assert_eq!(state(&aborted), Some(State::ActiveBlue));
+    let settled = decide(
+        &resource(&v2(), Some(aborted.status)),
+        &observe(Some(stable(&v1())), None),
+    );
+    assert_eq!(condition(&settled, "Ready"), t("True", "RolledBack"));
+    assert_eq!(condition(&settled, "Degraded"), t("True", "RolledBack"));
+}
