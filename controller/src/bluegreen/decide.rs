@@ -88,9 +88,10 @@ pub fn decide(resource: &FlinkBlueGreenDeployment, observation: &Observation) ->
     }
     let mut plan = step(resource, observation);
     let generation = resource.metadata.generation;
-    phase::set_conditions(&mut plan.status, observation, generation);
-    if let Some(before) = plan.status_before.as_mut() {
-        phase::set_conditions(before, observation, generation);
+    for status in std::iter::once(&mut plan.status).chain(plan.status_before.as_mut()) {
+        let recorded = status.last_reconciled_spec().ok().flatten();
+        let pending = recorded.as_ref() != Some(&resource.spec);
+        phase::set_conditions(status, observation, generation, pending);
     }
     plan
 }

@@ -7,9 +7,10 @@ use super::{Observation, Stage};
 use crate::conditions::{self, phase};
 
 /// Sets the conditions of `status` from its phase, with its error (or what its stage is
-/// doing) as their message.
-pub fn set_conditions(status: &mut Status, observation: &Observation, generation: Option<i64>) {
-    let reason = phase_of(status, observation);
+/// doing) as their message. `pending`: the spec differs from the one recorded as applied (a
+/// change waits to start).
+pub fn set_conditions(status: &mut Status, observation: &Observation, generation: Option<i64>, pending: bool) {
+    let reason = phase_of(status, observation, pending);
     let message = status.error.clone().unwrap_or_else(|| doing(status));
     conditions::set_conditions(
         &mut status.conditions,
@@ -33,8 +34,9 @@ fn doing(status: &Status) -> String {
     }
 }
 
-/// The phase of `status`, with what was observed of the children.
-pub fn phase_of(status: &Status, observation: &Observation) -> &'static str {
+/// The phase of `status`, with what was observed of the children and whether a change of
+/// the spec waits to start.
+pub fn phase_of(status: &Status, observation: &Observation, pending: bool) -> &'static str {
     let job = status.job_status.as_ref().and_then(|j| j.state.as_deref());
     let failed = status.error.is_some();
     match Stage::of(status.blue_green_state) {
@@ -47,6 +49,8 @@ pub fn phase_of(status: &Status, observation: &Observation) -> &'static str {
         }
         Stage::Savepointing(_) | Stage::TransitioningTo(_) => phase::UPDATING,
         Stage::Active(_) => match job {
+            // A transition that waits for the active child to become stable.
+            Some(flink_job_state::RUNNING) if failed && pending => phase::UPDATING,
             // An aborted transition: the old child still serves, the change did not happen.
             Some(flink_job_state::RUNNING) if failed => phase::ROLLED_BACK,
             Some(flink_job_state::RUNNING) => phase::RUNNING,
@@ -190,10 +194,15 @@ mod tests {
         ];
         for (state, job, error, both, expected) in cases {
             assert_eq!(
-                phase_of(&status(state, job, error), &observation(state, both)),
+                phase_of(&status(state, job, error), &observation(state, both), false),
                 expected,
                 "{state:?} {job:?} error={error} both={both}"
             );
         }
+        // A change that waits for the running active child to become stable is under way,
+        // not rolled back.
+        let waiting = status(Some(State::ActiveBlue), Some(RUNNING), true);
+        let seen = observation(Some(State::ActiveBlue), false);
+        assert_eq!(phase_of(&waiting, &seen, true), phase::UPDATING);
     }
 }

@@ -1254,4 +1254,11 @@ fn the_conditions_show_the_phase_of_each_stage() {
     );
     assert_eq!(condition(&settled, "Ready"), t("True", "RolledBack"));
     assert_eq!(condition(&settled, "Degraded"), t("True", "RolledBack"));
+    // A change waiting for blue, running but not stable yet, is under way.
+    let waiting = decide(
+        &resource(&v2(), Some(status(State::ActiveBlue, &v1()))),
+        &observe(Some(starting(&v1(), Some("RUNNING"))), None),
+    );
+    assert_eq!(reasons(&waiting), vec![Reason::BlueGreenTransitionWaiting]);
+    assert_eq!(condition(&waiting, "Progressing"), t("True", "Updating"));
 }
