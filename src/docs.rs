@@ -327,6 +327,8 @@ fn metrics() -> String {
     );
     reconcile.snapshot_completed("SAVEPOINT", Duration::from_secs(1));
     reconcile.snapshot_failed("SAVEPOINT");
+    reconcile.bluegreen_transition_completed("BlueToGreen", 1.0);
+    reconcile.bluegreen_transition_aborted();
     admission.observe(
         flink_operator_webhook::Endpoint::Validate,
         Some(FlinkKind::Deployment),

@@ -518,6 +518,12 @@ async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborte
         bg.event_reasons().await.iter().any(|r| r == "BlueGreenTransitionAborted"),
         "no abort Event"
     );
+    let metrics = cluster_harness::probe_get("/metrics");
+    let aborts = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("flink_operator_bluegreen_aborts_total "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(aborts >= Some(1), "no abort counted:\n{metrics}");
 
     // Deleting the resource removes every child.
     bg.delete().await;
