@@ -40,7 +40,13 @@ struct BlueGreen {
 impl BlueGreen {
     /// Creates it in a new namespace: `template` is the counting job's FlinkDeployment spec
     /// in `upgrade_mode`, with `config` added to its Flink configuration.
-    async fn create(client: &Client, prefix: &str, version: &str, upgrade_mode: &str, config: &[(&str, &str)]) -> Self {
+    async fn create(
+        client: &Client,
+        prefix: &str,
+        version: &str,
+        upgrade_mode: &str,
+        config: &[(&str, &str)],
+    ) -> Self {
         let ns = TestNamespace::new(client, prefix).await;
         objects::create_all(client, &objects::flink_service_account(&ns.name)).await;
         let state = harness::state_dir(&ns.name);
@@ -143,13 +149,17 @@ impl BlueGreen {
         let url = harness::rest_address(&self.client, &self.ns.name, &child(colour)).await;
         let rest = harness::rest_client(&url);
         let id = flink_operator_controller::flink::JobId::from(self.job_id(colour).await.as_str());
-        wait_for("a restore or a completed checkpoint", Duration::from_secs(60), || async {
-            let latest = rest.checkpoint_statistics(&id).await.ok()?.latest;
-            match latest.restored {
-                Some(restored) => Some(Some(restored)),
-                None => latest.completed.map(|_| None),
-            }
-        })
+        wait_for(
+            "a restore or a completed checkpoint",
+            Duration::from_secs(60),
+            || async {
+                let latest = rest.checkpoint_statistics(&id).await.ok()?.latest;
+                match latest.restored {
+                    Some(restored) => Some(Some(restored)),
+                    None => latest.completed.map(|_| None),
+                }
+            },
+        )
         .await
     }
 
@@ -256,7 +266,12 @@ async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value)
         .await;
     // The savepoint's name was recorded with the transition, and is its only savepoint.
     assert_eq!(
-        transitioning.status.as_ref().unwrap().savepoint_trigger_id.as_deref(),
+        transitioning
+            .status
+            .as_ref()
+            .unwrap()
+            .savepoint_trigger_id
+            .as_deref(),
         Some(name.as_str())
     );
     let taken = snapshots.get(&name).await.unwrap();
@@ -272,7 +287,10 @@ async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value)
     assert_eq!(ours.len(), 1, "{ours:?}");
     let incoming = bg.child(to).await.unwrap();
     let incoming_job = incoming.spec.job.as_ref().unwrap();
-    assert_eq!(incoming_job.initial_savepoint_path.as_deref(), Some(savepoint.as_str()));
+    assert_eq!(
+        incoming_job.initial_savepoint_path.as_deref(),
+        Some(savepoint.as_str())
+    );
     let labels = incoming.metadata.labels.clone().unwrap_or_default();
     assert_eq!(
         labels.get("flink/blue-green-deployment-type").map(String::as_str),
@@ -283,7 +301,9 @@ async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value)
     bg.ready_child(to, None).await;
     let stable = Instant::now();
     assert!(
-        bg.child(from).await.is_some_and(|c| c.metadata.deletion_timestamp.is_none())
+        bg.child(from)
+            .await
+            .is_some_and(|c| c.metadata.deletion_timestamp.is_none())
             || state_of(&bg.get().await).as_deref() == Some(&*format!("ACTIVE_{}", to.to_uppercase())),
         "{from} was deleted before {to} was stable"
     );
@@ -292,7 +312,8 @@ async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value)
         Duration::from_secs(60),
         || async {
             let old = bg.children.get_opt(&child(from)).await.ok()?;
-            old.is_none_or(|o| o.metadata.deletion_timestamp.is_some()).then_some(())
+            old.is_none_or(|o| o.metadata.deletion_timestamp.is_some())
+                .then_some(())
         },
     )
     .await;
@@ -353,7 +374,10 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     bg.ready_child("blue", None).await;
     let active = bg.reaches("ACTIVE_BLUE", Duration::from_secs(60)).await;
     assert_settled(&active);
-    assert_eq!(condition(&active, "Ready"), Some(("True".into(), "Running".into())));
+    assert_eq!(
+        condition(&active, "Ready"),
+        Some(("True".into(), "Running".into()))
+    );
     let blue = bg.child("blue").await.unwrap();
     let owner = &blue.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(
@@ -365,7 +389,10 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
 
     let hand_over = stateful_hand_over(&bg, "blue", "green", json!({"job": {"parallelism": 1}})).await;
     eprintln!("savepoint hand-over on Flink {version}: {hand_over}");
-    assert!(hand_over.savepoint.contains("/opt/flink/state/savepoints/"), "{hand_over}");
+    assert!(
+        hand_over.savepoint.contains("/opt/flink/state/savepoints/"),
+        "{hand_over}"
+    );
     // Green's counts go on from blue's: nothing was lost.
     counts_went_on(&counts, &before, SystemTime::now(), 0).await;
     let green = bg.child("green").await.unwrap();
@@ -377,14 +404,20 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
         "BlueGreenChildDeleted",
         "BlueGreenTransitionCompleted",
     ] {
-        assert!(reasons.iter().any(|r| r == reason), "{reason} missing: {reasons:?}");
+        assert!(
+            reasons.iter().any(|r| r == reason),
+            "{reason} missing: {reasons:?}"
+        );
     }
     let metrics = cluster_harness::probe_get("/metrics");
     let active_green = format!(
         r#"flink_operator_resources{{kind="FlinkBlueGreenDeployment",namespace="{}",lifecycle_state="ACTIVE_GREEN"}} 1"#,
         bg.ns.name
     );
-    assert!(metrics.contains(&active_green), "{active_green} missing:\n{metrics}");
+    assert!(
+        metrics.contains(&active_green),
+        "{active_green} missing:\n{metrics}"
+    );
     assert!(
         metrics.contains(r#"flink_operator_bluegreen_transition_seconds_count{transition="BlueToGreen"}"#),
         "no BlueToGreen duration:\n{metrics}"
@@ -404,7 +437,10 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     .await;
     assert_eq!(state_of(&bg.get().await).as_deref(), Some("ACTIVE_GREEN"));
     let suspended = bg.get().await;
-    assert_eq!(condition(&suspended, "Ready"), Some(("False".into(), "Suspended".into())));
+    assert_eq!(
+        condition(&suspended, "Ready"),
+        Some(("False".into(), "Suspended".into()))
+    );
     bg.patch_template(json!({"job": {"state": "running"}})).await;
     bg.ready_child("green", Some(&green_job)).await;
     let resumed_at = SystemTime::now();
@@ -450,10 +486,14 @@ async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborte
     let started = Instant::now();
     bg.patch_template(json!({"job": {"upgradeMode": "stateless", "parallelism": 2, "args": args}}))
         .await;
-    let first = wait_for("the stateless job's first counts", Duration::from_secs(240), || async {
-        let c = flink_harness::read_counts(&fresh);
-        (c.len() == 4).then_some(c)
-    })
+    let first = wait_for(
+        "the stateless job's first counts",
+        Duration::from_secs(240),
+        || async {
+            let c = flink_harness::read_counts(&fresh);
+            (c.len() == 4).then_some(c)
+        },
+    )
     .await;
     for (key, count) in &first {
         assert!(
@@ -468,7 +508,10 @@ async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborte
     bg.child_gone("green").await;
     let blue = bg.child("blue").await.unwrap();
     assert_eq!(blue.spec.job.as_ref().unwrap().initial_savepoint_path, None);
-    assert!(bg.restored("blue").await.is_none(), "the stateless job restored state");
+    assert!(
+        bg.restored("blue").await.is_none(),
+        "the stateless job restored state"
+    );
     let snapshots: Api<FlinkStateSnapshot> = Api::namespaced(client.clone(), &bg.ns.name);
     let green_savepoints = snapshots
         .list(&ListParams::default())
@@ -476,18 +519,27 @@ async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborte
         .unwrap()
         .items
         .into_iter()
-        .filter(|s| s.metadata.name.as_deref().unwrap_or_default().starts_with("counter-green-transition-"))
+        .filter(|s| {
+            s.metadata
+                .name
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("counter-green-transition-")
+        })
         .count();
     assert_eq!(green_savepoints, 0, "a stateless hand-over took a savepoint");
 
     // A template that cannot run: aborted after the grace period (shortened here, as an
     // owner may), blue untouched.
-    bg.patch(json!({"spec": {"configuration": {"kubernetes.operator.bluegreen.abort.grace-period": "30 s"}}}))
-        .await;
+    bg.patch(
+        json!({"spec": {"configuration": {"kubernetes.operator.bluegreen.abort.grace-period": "30 s"}}}),
+    )
+    .await;
     let blue_job = bg.job_id("blue").await;
     bg.patch_template(json!({"image": "flink:1.99"})).await;
     let aborting_from = Instant::now();
-    bg.reaches("TRANSITIONING_TO_GREEN", Duration::from_secs(30)).await;
+    bg.reaches("TRANSITIONING_TO_GREEN", Duration::from_secs(30))
+        .await;
     let aborted = wait_for("the transition aborted", Duration::from_secs(120), || async {
         let bg = bg.api.get(NAME).await.ok()?;
         let aborted = state_of(&bg).as_deref() == Some("ACTIVE_BLUE") && bg.status.as_ref()?.error.is_some();
@@ -496,7 +548,10 @@ async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborte
     .await;
     let took = aborting_from.elapsed();
     eprintln!("abort after {took:?}");
-    assert!(took >= Duration::from_secs(25), "aborted after {took:?}, before the grace period");
+    assert!(
+        took >= Duration::from_secs(25),
+        "aborted after {took:?}, before the grace period"
+    );
     let error = aborted.status.as_ref().unwrap().error.clone().unwrap();
     assert!(error.contains("Transition aborted"), "{error}");
     assert_settled(&aborted);
@@ -515,7 +570,10 @@ async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborte
     let at_abort: BTreeMap<u32, u64> = flink_harness::read_counts(&fresh);
     counts_went_on(&fresh, &at_abort, SystemTime::now(), 0).await;
     assert!(
-        bg.event_reasons().await.iter().any(|r| r == "BlueGreenTransitionAborted"),
+        bg.event_reasons()
+            .await
+            .iter()
+            .any(|r| r == "BlueGreenTransitionAborted"),
         "no abort Event"
     );
     let metrics = cluster_harness::probe_get("/metrics");

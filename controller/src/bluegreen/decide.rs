@@ -26,9 +26,9 @@ use kube::ResourceExt;
 
 use super::{
     BlueGreenPolicy, Child, Colour, Observation, SpecDiff, Stage, child_name,
-    phase,
     diff::{diff, ends_job},
     observation::SnapshotState,
+    phase,
     policy::whole_secs,
     savepoint_name,
 };

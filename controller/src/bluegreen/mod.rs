@@ -161,7 +161,8 @@ impl Reconciler for BlueGreenDeployments {
         let Some(status) = status else { return };
         match outcome::outcome(resource.status.as_ref(), status, &observed.observation) {
             Some(outcome::Outcome::Completed { transition, seconds }) => {
-                ctx.metrics.bluegreen_transition_completed(transition.as_str(), seconds);
+                ctx.metrics
+                    .bluegreen_transition_completed(transition.as_str(), seconds);
             }
             Some(outcome::Outcome::Aborted) => ctx.metrics.bluegreen_transition_aborted(),
             None => {}

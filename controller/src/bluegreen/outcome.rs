@@ -28,7 +28,10 @@ impl Transition {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Outcome {
     /// The transition to the new child completed, `seconds` after its spec was recorded.
-    Completed { transition: Transition, seconds: f64 },
+    Completed {
+        transition: Transition,
+        seconds: f64,
+    },
     Aborted,
 }
 
@@ -41,7 +44,9 @@ pub fn outcome(before: Option<&Status>, after: &Status, observation: &Observatio
         return None;
     }
     match (from, to) {
-        (Stage::TransitioningTo(incoming), Stage::Active(active)) if incoming == active && after.error.is_none() => {
+        (Stage::TransitioningTo(incoming), Stage::Active(active))
+            if incoming == active && after.error.is_none() =>
+        {
             // No other child was there when the pass began: the first deployment.
             let transition = match (observation.live_child(incoming.other()), incoming) {
                 (None, _) => Transition::InitialDeployment,
@@ -100,18 +105,67 @@ mod tests {
         };
         // (before, after, error after, blue seen, green seen, outcome)
         let cases = [
-            (TransitioningToBlue, ActiveBlue, false, true, false, completed(Transition::InitialDeployment)),
-            (TransitioningToGreen, ActiveGreen, false, true, true, completed(Transition::BlueToGreen)),
-            (TransitioningToBlue, ActiveBlue, false, true, true, completed(Transition::GreenToBlue)),
-            (TransitioningToGreen, ActiveBlue, true, true, true, Some(Outcome::Aborted)),
-            (SavepointingBlue, ActiveBlue, true, true, false, Some(Outcome::Aborted)),
-            (TransitioningToBlue, InitializingBlue, true, true, false, Some(Outcome::Aborted)),
+            (
+                TransitioningToBlue,
+                ActiveBlue,
+                false,
+                true,
+                false,
+                completed(Transition::InitialDeployment),
+            ),
+            (
+                TransitioningToGreen,
+                ActiveGreen,
+                false,
+                true,
+                true,
+                completed(Transition::BlueToGreen),
+            ),
+            (
+                TransitioningToBlue,
+                ActiveBlue,
+                false,
+                true,
+                true,
+                completed(Transition::GreenToBlue),
+            ),
+            (
+                TransitioningToGreen,
+                ActiveBlue,
+                true,
+                true,
+                true,
+                Some(Outcome::Aborted),
+            ),
+            (
+                SavepointingBlue,
+                ActiveBlue,
+                true,
+                true,
+                false,
+                Some(Outcome::Aborted),
+            ),
+            (
+                TransitioningToBlue,
+                InitializingBlue,
+                true,
+                true,
+                false,
+                Some(Outcome::Aborted),
+            ),
             // Suspending during the savepoint: back to the active child, nothing aborted.
             (SavepointingBlue, ActiveBlue, false, true, false, None),
             (SavepointingBlue, TransitioningToGreen, false, true, false, None),
             (ActiveBlue, SavepointingBlue, false, true, false, None),
             (ActiveBlue, ActiveBlue, true, true, false, None),
-            (TransitioningToGreen, TransitioningToGreen, false, true, true, None),
+            (
+                TransitioningToGreen,
+                TransitioningToGreen,
+                false,
+                true,
+                true,
+                None,
+            ),
         ];
         for (before, after, error, blue, green, expected) in cases {
             let got = outcome(

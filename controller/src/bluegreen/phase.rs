@@ -9,7 +9,12 @@ use crate::conditions::{self, phase};
 /// Sets the conditions of `status` from its phase, with its error (or what its stage is
 /// doing) as their message. `pending`: the spec differs from the one recorded as applied (a
 /// change waits to start).
-pub fn set_conditions(status: &mut Status, observation: &Observation, generation: Option<i64>, pending: bool) {
+pub fn set_conditions(
+    status: &mut Status,
+    observation: &Observation,
+    generation: Option<i64>,
+    pending: bool,
+) {
     let reason = phase_of(status, observation, pending);
     let message = status.error.clone().unwrap_or_else(|| doing(status));
     conditions::set_conditions(
@@ -26,10 +31,9 @@ fn doing(status: &Status) -> String {
     match Stage::of(status.blue_green_state) {
         Stage::Initializing => "No child runs the job".to_owned(),
         Stage::Active(colour) => format!("The {} child runs the job", colour.suffix()),
-        Stage::Savepointing(colour) => format!(
-            "Taking the transition savepoint of the {} child",
-            colour.suffix()
-        ),
+        Stage::Savepointing(colour) => {
+            format!("Taking the transition savepoint of the {} child", colour.suffix())
+        }
         Stage::TransitioningTo(colour) => format!("Starting the {} child", colour.suffix()),
     }
 }

@@ -837,7 +837,13 @@ fn a_deleted_old_child_is_always_followed_by_the_final_status() {
     assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
     assert_eq!(state(&plan), Some(State::ActiveGreen));
     assert_no_markers(&plan.status);
-    assert_eq!(reasons(&plan), vec![Reason::BlueGreenChildDeleted, Reason::BlueGreenTransitionCompleted]);
+    assert_eq!(
+        reasons(&plan),
+        vec![
+            Reason::BlueGreenChildDeleted,
+            Reason::BlueGreenTransitionCompleted
+        ]
+    );
 
     // The final write lost: blue is gone (or going) and green no longer looks ready, even
     // past the deadline. Forward to green, never an abort with nothing to go back to.
