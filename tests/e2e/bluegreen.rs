@@ -23,7 +23,7 @@ use crate::{
     flink_harness,
     harness::{self, LogsOnFailure},
     objects,
-    reconcile::{OperatorLogOnFailure, counted_to, counter_spec, counts_went_on},
+    reconcile::{OperatorLogOnFailure, counted_to, counter_spec_with, counts_went_on},
 };
 
 const NAME: &str = "counter";
@@ -50,15 +50,7 @@ impl BlueGreen {
         let ns = TestNamespace::new(client, prefix).await;
         objects::create_all(client, &objects::flink_service_account(&ns.name)).await;
         let state = harness::state_dir(&ns.name);
-        let mut template = tokio::task::spawn_blocking({
-            let (version, state, mode) = (version.to_owned(), state.clone(), upgrade_mode.to_owned());
-            move || counter_spec(&version, &state, &mode)
-        })
-        .await
-        .unwrap();
-        for (key, value) in config {
-            template["flinkConfiguration"][*key] = json!(value);
-        }
+        let template = counter_spec_with(version, &state, upgrade_mode, config).await;
         let resource: FlinkBlueGreenDeployment = serde_json::from_value(json!({
             "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
             "metadata": {"name": NAME, "namespace": ns.name},

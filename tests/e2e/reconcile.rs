@@ -188,6 +188,26 @@ pub fn counter_spec(version: &str, state: &std::path::Path, upgrade_mode: &str) 
     spec
 }
 
+/// [`counter_spec`] with `config` added to its configuration.
+pub async fn counter_spec_with(
+    version: &str,
+    state: &std::path::Path,
+    upgrade_mode: &str,
+    config: &[(&str, &str)],
+) -> serde_json::Value {
+    let mut spec = tokio::task::spawn_blocking({
+        let (version, state, mode) = (version.to_owned(), state.to_owned(), upgrade_mode.to_owned());
+        // Finds (and on first use builds) the test job's jar: blocking work.
+        move || counter_spec(&version, &state, &mode)
+    })
+    .await
+    .unwrap();
+    for (key, value) in config {
+        spec["flinkConfiguration"][*key] = json!(value);
+    }
+    spec
+}
+
 /// Creates the FlinkDeployment `counter` of the test job in `namespace`, with `config` added
 /// to its configuration; returns its API and its state directory on the host.
 pub async fn create_counter(
@@ -198,15 +218,7 @@ pub async fn create_counter(
     config: &[(&str, &str)],
 ) -> (Api<FlinkDeployment>, std::path::PathBuf) {
     let state = harness::state_dir(namespace);
-    let mut spec = tokio::task::spawn_blocking({
-        let (version, state, mode) = (version.to_owned(), state.clone(), upgrade_mode.to_owned());
-        move || counter_spec(&version, &state, &mode)
-    })
-    .await
-    .unwrap();
-    for (key, value) in config {
-        spec["flinkConfiguration"][*key] = json!(value);
-    }
+    let spec = counter_spec_with(version, &state, upgrade_mode, config).await;
     let fd: FlinkDeployment = serde_json::from_value(json!({
         "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
         "metadata": {"name": "counter", "namespace": namespace},
