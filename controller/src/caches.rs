@@ -12,6 +12,7 @@
 //! | `cluster_deployments` | JobManager and TaskManager Deployments (`app`, `component`) | FlinkDeployment observe and trigger |
 //! | `job_manager_pods` | JobManager pods (`app`, `component=jobmanager`) | FlinkDeployment observe |
 //! | `ha_config_maps` | Flink's HA ConfigMaps (`configmap-type=high-availability`) | last-state restores |
+//! | `gate_config_maps` | the ADVANCED blue/green coordination ConfigMaps (`flink.apache.org/blue-green-gate`) | blue/green observe |
 //! | `endpoint_slices` | EndpointSlices of Flink's Services (`app`), with `--flink-rest-endpoint endpoint-slice` only | REST addresses |
 //!
 //! Cached objects are trimmed as they arrive ([`trim`]): managed fields, the last-applied
@@ -210,6 +211,9 @@ pub struct Caches {
     pub job_manager_pods: Cache<Pod>,
     /// Flink's Kubernetes HA ConfigMaps, with their keys only.
     pub ha_config_maps: Cache<ConfigMap>,
+    /// The coordination ConfigMaps of ADVANCED blue/green hand-overs (see
+    /// [`crate::bluegreen::gate`]), with their data.
+    pub gate_config_maps: Cache<ConfigMap>,
     /// The EndpointSlices of Flink's Services, when JobManagers are reached at their pods.
     pub endpoint_slices: Option<Cache<EndpointSlice>>,
 }
@@ -239,6 +243,7 @@ impl Caches {
         ));
         let ha = watcher::Config::default().labels("app,configmap-type=high-availability");
         let revisions = watcher::Config::default().labels(keys::labels::REVISION_OWNER_KIND);
+        let gates = watcher::Config::default().labels(crate::bluegreen::gate::LABEL);
         let caches = Self {
             deployments: cache(&client, scope, &every, trim::common, &mut watches),
             session_jobs: cache(&client, scope, &every, trim::common, &mut watches),
@@ -248,6 +253,7 @@ impl Caches {
             cluster_deployments: cache(&client, scope, &cluster_objects, trim::deployment, &mut watches),
             job_manager_pods: cache(&client, scope, &job_managers, trim::pod, &mut watches),
             ha_config_maps: cache(&client, scope, &ha, trim::config_map, &mut watches),
+            gate_config_maps: cache(&client, scope, &gates, trim::common, &mut watches),
             endpoint_slices: endpoint_slices.then(|| {
                 // The EndpointSlice controller copies a Service's labels to its slices.
                 let flink = watcher::Config::default().labels(&format!(
@@ -275,6 +281,7 @@ impl Caches {
             self.cluster_deployments.wait_until_ready(),
             self.job_manager_pods.wait_until_ready(),
             self.ha_config_maps.wait_until_ready(),
+            self.gate_config_maps.wait_until_ready(),
             async {
                 if let Some(slices) = &self.endpoint_slices {
                     slices.wait_until_ready().await;

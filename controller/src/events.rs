@@ -123,6 +123,10 @@ reasons! {
     BlueGreenChildCreated,
     /// A child of a blue/green deployment is being deleted: the old one once the new one is stable, a new one that never ran after an abort, or a leftover before its colour is started again (the note says which).
     BlueGreenChildDeleted,
+    /// An ADVANCED blue/green transition's new child is running and stable: the record gates of both jobs hand over at a toggle in event time.
+    BlueGreenHandOverStarted,
+    /// Every record gate subtask of the old job handed over: the old job is stopped with a savepoint (so that its sinks commit what it wrote), then deleted.
+    BlueGreenHandedOver,
     /// A blue/green transition waits: the active child is not running and stable, so no savepoint of it can be taken.
     BlueGreenTransitionWaiting,
     /// A blue/green transition ended: the new child runs and the old one is deleted.

@@ -6,18 +6,25 @@
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
-    FlinkBlueGreenDeployment, FlinkDeployment, FlinkDeploymentSpec, FlinkStateSnapshot, JobKind,
+    FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkDeployment, FlinkDeploymentSpec,
+    FlinkStateSnapshot, JobKind,
     common::{JobState, SnapshotTriggerType},
     keys,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::{
+    api::core::v1::ConfigMap,
+    apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference},
+};
 use kube::{
     Api, Resource, ResourceExt,
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 
-use super::{Colour, child_name};
+use super::{
+    Colour, child_name,
+    gate::{self, GateMap},
+};
 use crate::{
     lifecycle::{Snapshot, act::new_snapshot, snapshot_resources::NewSnapshot},
     reconcile::api_message,
@@ -40,6 +47,18 @@ pub enum ActError {
     Savepoint {
         name: String,
         child: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("writing the coordination ConfigMap {name}: {}", api_message(source))]
+    GateMap {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("setting the spec of FlinkBlueGreenDeployment {name} back to the one applied: {}", api_message(source))]
+    Revert {
+        name: String,
         #[source]
         source: kube::Error,
     },
@@ -152,6 +171,83 @@ pub async fn create_savepoint(
             source,
         }),
     }
+}
+
+/// Brings the coordination ConfigMap to `map`: created when none was observed
+/// (`resource_version` `None`), else a merge patch of `patch` conditional on the
+/// resourceVersion observed (a 409 means a gate or another writer changed it since: the next
+/// look decides again from what it holds).
+pub async fn write_gate_map(
+    client: &kube::Client,
+    resource: &FlinkBlueGreenDeployment,
+    map: &GateMap,
+    patch: &BTreeMap<String, Option<String>>,
+    resource_version: Option<&str>,
+) -> Result<(), ActError> {
+    let name = gate::configmap_name(&resource.name_any());
+    let error = |source| ActError::GateMap {
+        name: name.clone(),
+        source,
+    };
+    let api = api::<ConfigMap>(client, resource);
+    let Some(resource_version) = resource_version else {
+        let config_map = gate_config_map(resource, map)?;
+        return api
+            .create(&PostParams::default(), &config_map)
+            .await
+            .map(drop)
+            .map_err(error);
+    };
+    let body = json!({
+        "metadata": { "resourceVersion": resource_version },
+        "data": patch,
+    });
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(body))
+        .await
+        .map(drop)
+        .map_err(error)
+}
+
+/// The coordination ConfigMap of `resource` holding `map`, owned by it and labelled for the
+/// operator's watch.
+pub fn gate_config_map(resource: &FlinkBlueGreenDeployment, map: &GateMap) -> Result<ConfigMap, ActError> {
+    Ok(ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(gate::configmap_name(&resource.name_any())),
+            namespace: resource.namespace(),
+            labels: Some([(gate::LABEL.to_owned(), resource.name_any())].into()),
+            owner_references: Some(vec![owner_reference(resource)?]),
+            ..Default::default()
+        },
+        data: Some(map.data()),
+        ..Default::default()
+    })
+}
+
+/// Sets the resource's spec back to `spec` (a JSON patch replacing it, conditional on the
+/// resourceVersion read, so that a newer edit is never overwritten).
+pub async fn revert_spec(
+    client: &kube::Client,
+    resource: &FlinkBlueGreenDeployment,
+    spec: &FlinkBlueGreenDeploymentSpec,
+) -> Result<Option<String>, ActError> {
+    let name = resource.name_any();
+    let error = |source| ActError::Revert {
+        name: name.clone(),
+        source,
+    };
+    let value = serde_json::to_value(spec).map_err(|e| error(kube::Error::SerdeError(e)))?;
+    let version = resource.resource_version().unwrap_or_default();
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        { "op": "test", "path": "/metadata/resourceVersion", "value": version },
+        { "op": "replace", "path": "/spec", "value": value },
+    ]))
+    .map_err(|e| error(kube::Error::SerdeError(e)))?;
+    api::<FlinkBlueGreenDeployment>(client, resource)
+        .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+        .map(|stored| stored.resource_version())
+        .map_err(error)
 }
 
 fn child_error(action: &'static str, name: String, source: kube::Error) -> ActError {

@@ -15,10 +15,13 @@
 //! trigger id: the operator's snapshot service takes the savepoint, and this loop only
 //! creates the resource and reads its state and path.
 
+use std::collections::BTreeMap;
+
 use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus as Status,
     FlinkDeploymentSpec, ReconciledSpec, TransitionMode,
-    common::{JobStatus, UpgradeMode, flink_job_state},
+    common::{JobState, JobStatus, ResourceLifecycleState, UpgradeMode, flink_job_state},
+    keys,
     options::duration_text,
 };
 use k8s_openapi::jiff::Timestamp;
@@ -27,6 +30,7 @@ use kube::ResourceExt;
 use super::{
     BlueGreenPolicy, Child, Colour, Observation, SpecDiff, Stage, child_name,
     diff::{diff, ends_job},
+    gate::{self, GateMap, GateStage, HandOver, Named},
     observation::SnapshotState,
     phase,
     policy::whole_secs,
@@ -66,6 +70,16 @@ pub enum Action {
     /// FlinkDeployment as the job reference). One that already exists under that name is that
     /// savepoint (a retry after a crash). The name is in `savepointTriggerId` already.
     CreateSavepoint { name: String, colour: Colour },
+    /// ADVANCED: bring the coordination ConfigMap to `map` with the merge patch `patch`
+    /// (`None` values remove keys), on the resourceVersion observed (`None`: create it).
+    WriteGateMap {
+        map: GateMap,
+        patch: BTreeMap<String, Option<String>>,
+        resource_version: Option<String>,
+    },
+    /// Put the applied spec back into the resource: it changed `spec.transitionMode`, which
+    /// cannot change once deployed (a cluster without the webhook lets that through).
+    RevertSpec { spec: FlinkBlueGreenDeploymentSpec },
 }
 
 impl Action {
@@ -99,18 +113,6 @@ pub fn decide(resource: &FlinkBlueGreenDeployment, observation: &Observation) ->
 /// The step of the stage recorded in status.
 fn step(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueGreenPlan {
     let before = resource.status.clone().unwrap_or_default();
-    if resource.spec.transition_mode == Some(TransitionMode::Advanced) {
-        // Handing an exactly-once request the at-least-once hand-over would break its
-        // promise silently: nothing is deployed until the mode exists.
-        let message = "transitionMode ADVANCED is not implemented yet: nothing is deployed; use BASIC";
-        return failed(
-            &before,
-            before.clone(),
-            Reason::BlueGreenRefused,
-            message.to_owned(),
-            Next::Steady,
-        );
-    }
     if !observation.foreign.is_empty() {
         let message = format!(
             "FlinkDeployment {} has the name of a child but is not owned by this resource: \
@@ -144,6 +146,23 @@ fn step(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueG
             );
         }
     };
+    let mode = resource.spec.transition_mode.unwrap_or_default();
+    if let Some(applied) = &recorded
+        && applied.transition_mode.unwrap_or_default() != mode
+    {
+        let message = format!(
+            "spec.transitionMode cannot change once deployed (was {}, requested {mode}): the spec is set back \
+             to the one applied",
+            applied.transition_mode.unwrap_or_default()
+        );
+        let mut plan = failed(&before, before.clone(), Reason::ValidationError, message, Next::Steady);
+        plan.actions = vec![Action::RevertSpec { spec: applied.clone() }];
+        return plan;
+    }
+    let advanced = mode == TransitionMode::Advanced;
+    if advanced && let Some(reason) = advanced_refusal(template, &policy) {
+        return refused(&before, reason);
+    }
     let input = Input {
         name: resource.name_any(),
         spec: &resource.spec,
@@ -152,6 +171,8 @@ fn step(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueG
         before: &before,
         obs: observation,
         policy,
+        advanced,
+        generation: resource.metadata.generation.unwrap_or_default().to_string(),
     };
     match Stage::of(before.blue_green_state) {
         Stage::Initializing => initializing(&input),
@@ -170,6 +191,10 @@ struct Input<'a> {
     before: &'a Status,
     obs: &'a Observation,
     policy: BlueGreenPolicy,
+    /// `transitionMode: ADVANCED`: the gates hand over record by record.
+    advanced: bool,
+    /// The resource's generation: the id of a transition (or first deployment) started now.
+    generation: String,
 }
 
 impl Input<'_> {
@@ -211,6 +236,57 @@ impl Input<'_> {
         status.last_reconciled_spec = encoded;
     }
 
+    /// `spec` as the child of `colour` created by `transition` runs it: in ADVANCED mode,
+    /// with the keys its gate reads.
+    fn child_spec(&self, spec: FlinkDeploymentSpec, colour: Colour, transition: &str) -> FlinkDeploymentSpec {
+        if self.advanced {
+            gate::inject(&spec, &self.name, colour, transition)
+        } else {
+            spec
+        }
+    }
+
+    /// The transition that created `child` (its injected key), else the current one.
+    fn transition_of(&self, child: &Child) -> String {
+        gate::transition_of(&child.spec).unwrap_or_else(|| self.generation.clone())
+    }
+
+    /// The map the gates read, in ADVANCED mode, for `stage` with `active` (created by
+    /// `transition`) and `standby`.
+    fn gate_map(&self, transition: &str, stage: GateStage, active: Named, standby: Option<Named>) -> GateMap {
+        GateMap {
+            transition_id: transition.to_owned(),
+            stage,
+            active,
+            standby,
+            deletion_delay_ms: self.policy.deletion_delay_ms,
+        }
+    }
+
+    /// The write that brings the observed map to `map`; none when it is there already (and,
+    /// outside a transition, holds no gate's key).
+    fn gate_write(&self, map: GateMap) -> Option<Action> {
+        if !self.advanced {
+            return None;
+        }
+        let observed = self.obs.gate.as_ref();
+        let before = observed.and_then(|o| o.map.as_ref());
+        let stale_toggle = map.stage == GateStage::Running && observed.is_some_and(|o| o.toggle.is_some());
+        if before == Some(&map) && !stale_toggle {
+            return None;
+        }
+        Some(Action::WriteGateMap {
+            patch: map.patch(before),
+            map,
+            resource_version: observed.map(|o| o.resource_version.clone()),
+        })
+    }
+
+    /// The toggle the standby set in this transition's map, if any.
+    fn toggle(&self) -> Option<i64> {
+        self.obs.gate.as_ref()?.toggle
+    }
+
     fn arm_abort_deadline(&self, status: &mut Status) {
         status.abort_timestamp = Some(instant(self.now() + self.policy.abort_grace_period_ms));
     }
@@ -229,7 +305,7 @@ fn initializing(input: &Input) -> BlueGreenPlan {
         // The first child failed with this very spec: an edit of the spec tries again.
         return plan(status, Vec::new(), Vec::new(), Next::Steady);
     }
-    let spec = input.template.clone();
+    let spec = input.child_spec(input.template.clone(), Colour::Blue, &input.generation);
     if let Some(waiting) = clear_leftover(input, &status, Colour::Blue, Some(&spec)) {
         return waiting;
     }
@@ -239,6 +315,34 @@ fn initializing(input: &Input) -> BlueGreenPlan {
 }
 
 fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
+    let mut plan = active_step(input, colour);
+    // ADVANCED: outside a transition the map names the active child alone (written again if
+    // a crash or an edit left it otherwise).
+    if let (Some(child), Some(Stage::Active(now))) = (
+        input.obs.live_child(colour),
+        plan.status.blue_green_state.map(|s| Stage::of(Some(s))),
+    ) && now == colour
+    {
+        let own = input.transition_of(child);
+        let transition = input
+            .obs
+            .gate
+            .as_ref()
+            .and_then(|g| g.map.as_ref())
+            .map_or_else(|| own.clone(), |m| m.transition_id.clone());
+        let active = Named {
+            colour,
+            transition_id: own,
+        };
+        let map = input.gate_map(&transition, GateStage::Running, active, None);
+        if let Some(write) = input.gate_write(map) {
+            plan.actions.insert(0, write);
+        }
+    }
+    plan
+}
+
+fn active_step(input: &Input, colour: Colour) -> BlueGreenPlan {
     let mut status = input.before.clone();
     status.blue_green_state = Some(Stage::Active(colour).state());
     let Some(active) = input.obs.live_child(colour) else {
@@ -252,7 +356,7 @@ fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
             // An error stays while the active child does not run the recorded spec (an
             // aborted transition); one about a change that was then reverted goes.
             let recorded = input.recorded.as_ref().and_then(|r| r.deployment_spec());
-            if recorded.is_some_and(|recorded| !ends_job(&active.spec, recorded)) {
+            if recorded.is_some_and(|recorded| !ends_job(&gate::strip(&active.spec), recorded)) {
                 status.error = None;
             }
             plan(status, Vec::new(), Vec::new(), Next::Steady)
@@ -261,14 +365,14 @@ fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
         // The active child's own spec decides: after an aborted transition the recorded spec
         // is not the one it runs, and a change that ends no job of it is made in place.
         SpecDiff::PatchChild | SpecDiff::Transition
-            if is_suspended(input.template) || !ends_job(&active.spec, input.template) =>
+            if is_suspended(input.template) || !ends_job(&gate::strip(&active.spec), input.template) =>
         {
             update_in_place(input, status, colour, active, diff)
         }
         SpecDiff::PatchChild | SpecDiff::Transition => start_transition(input, status, colour, active),
         SpecDiff::SavepointRedeploy => {
             let incoming = colour.other();
-            let spec = input.template.clone();
+            let spec = input.child_spec(input.template.clone(), incoming, &input.generation);
             if let Some(waiting) = clear_leftover(input, &status, incoming, Some(&spec)) {
                 return waiting;
             }
@@ -288,7 +392,9 @@ fn start_transition(input: &Input, mut status: Status, from: Colour, active: &Ch
     // A stateless job starts empty, as a FlinkDeployment's stateless upgrade does: it needs
     // neither a savepoint nor a checkpoint, nor the old job to be healthy.
     let stateless = upgrade_mode(input.template) == UpgradeMode::Stateless;
-    let stateless_spec = stateless.then(|| with_initial_savepoint(input.template, None));
+    let stateless_spec = stateless.then(|| {
+        input.child_spec(with_initial_savepoint(input.template, None), to, &input.generation)
+    });
     if let Some(waiting) = clear_leftover(input, &status, to, stateless_spec.as_ref()) {
         return waiting;
     }
@@ -364,7 +470,11 @@ fn savepointing(input: &Input, from: Colour) -> BlueGreenPlan {
         .and_then(|s| s.path.clone())
         .filter(|p| !p.is_empty());
     if let Some(path) = completed_path {
-        let spec = with_initial_savepoint(input.template, Some(path.clone()));
+        let spec = input.child_spec(
+            with_initial_savepoint(input.template, Some(path.clone())),
+            to,
+            &input.generation,
+        );
         let taken = format!(
             "Transition savepoint {name} of {} completed: {path}",
             input.child_name(from)
@@ -423,7 +533,7 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
     if !matches!(diff, SpecDiff::Ignore | SpecDiff::Suspend) {
         // A change during a transition goes to the incoming child; a suspension waits for
         // the transition to end.
-        let spec = updated_spec(input.template, new, diff);
+        let spec = input.child_spec(updated_spec(input.template, new, diff), to, &input.transition_of(new));
         input.record(&mut status);
         // The changed child gets the whole grace period (a fix of a child that could not
         // start is not aborted for the time its broken spec took).
@@ -440,6 +550,9 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
             vec![EventNote::normal(Reason::SpecChanged, note)],
             input.poll(),
         );
+    }
+    if input.advanced {
+        return handing_over(input, status, to, (old, new), ready_at);
     }
     if new.is_ready() {
         let ready_at = ready_at.unwrap_or(input.now());
@@ -470,6 +583,155 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
     plan(status, Vec::new(), Vec::new(), input.poll())
 }
 
+/// ADVANCED, the new child `to` started next to the old one (`old`, `new`): once it is
+/// stable the gates hand over (stage TRANSITIONING, bounded by the gate timeout); once every
+/// gate subtask of the old job handed over, the old job is stopped with a savepoint (so that
+/// its sinks commit what it wrote) and then deleted.
+fn handing_over(
+    input: &Input,
+    mut status: Status,
+    to: Colour,
+    (old, new): (Option<&Child>, &Child),
+    ready_at: Option<i64>,
+) -> BlueGreenPlan {
+    let from = to.other();
+    let transition = input.transition_of(new);
+    let incoming = Named {
+        colour: to,
+        transition_id: transition.clone(),
+    };
+    let Some(old) = old else {
+        // The first child: alone, it writes everything once it runs.
+        if new.is_ready() {
+            let actions = vec![];
+            return finished(input, status, to, new, actions, None);
+        }
+        return deploying(input, status, from, new);
+    };
+    let standby = Named {
+        colour: from,
+        transition_id: input.transition_of(old),
+    };
+    if ready_at.is_none() {
+        if !new.is_ready() {
+            return deploying(input, status, from, new);
+        }
+        status.deployment_ready_timestamp = Some(instant(input.now()));
+        status.abort_timestamp = Some(instant(input.now() + input.policy.gate_timeout_ms()));
+        status.job_status = Some(job_state(flink_job_state::RECONCILING));
+        let map = input.gate_map(&transition, GateStage::Transitioning, incoming, Some(standby));
+        let note = format!(
+            "{} is running and stable: the gates of both jobs hand over at a toggle in event time, set by \
+             the gate of {}",
+            input.child_name(to),
+            input.child_name(from)
+        );
+        return plan(
+            status,
+            input.gate_write(map).into_iter().collect(),
+            vec![EventNote::normal(Reason::BlueGreenHandOverStarted, note)],
+            input.poll(),
+        );
+    }
+    if is_suspended(&old.spec) {
+        // The old job is being stopped with a savepoint (this loop suspended it once its
+        // gates handed over): it is deleted once it stopped.
+        let stopped = old.lifecycle == Some(ResourceLifecycleState::Suspended)
+            || old.job_state().is_some_and(|s| {
+                s == flink_job_state::SUSPENDED || flink_job_state::is_globally_terminal(s)
+            });
+        if stopped {
+            return finished(input, status, to, new, vec![Action::DeleteChild { colour: from }], None);
+        }
+        return plan(status, Vec::new(), Vec::new(), input.poll());
+    }
+    let toggle = input.toggle();
+    let waiting = match &input.obs.hand_over {
+        HandOver::Done => {
+            let mut spec = old.spec.clone();
+            if let Some(job) = spec.job.as_mut() {
+                job.state = Some(JobState::Suspended);
+                job.upgrade_mode = Some(UpgradeMode::Savepoint);
+            }
+            let at = toggle.map_or_else(String::new, |t| format!(" at toggle {}", instant(t)));
+            let note = format!(
+                "Every gate subtask of {} handed over{at}: stopping it with a savepoint so that its sinks \
+                 commit what it wrote",
+                input.child_name(from)
+            );
+            status.error = None;
+            return plan(
+                status,
+                vec![Action::UpdateChild { colour: from, spec }],
+                vec![EventNote::normal(Reason::BlueGreenHandedOver, note)],
+                input.poll(),
+            );
+        }
+        HandOver::NoGate => Some(format!(
+            "the job of {} reports no record gate (gauge {}): add the blue/green gate in front of its sink",
+            input.child_name(from),
+            gate::HAND_OVER_GAUGE
+        )),
+        HandOver::Unknown(why) => Some(format!(
+            "the gates of {} could not be asked: {why}",
+            input.child_name(from)
+        )),
+        HandOver::Pending(minima) => Some(format!(
+            "not every gate subtask of {} handed over (minimum per gate: {minima:?}; toggle {})",
+            input.child_name(from),
+            toggle.map_or_else(|| "not set yet".to_owned(), instant)
+        )),
+        HandOver::NotAsked => None,
+    };
+    if input.past_abort_deadline() {
+        let why = format!(
+            "{} within {} ({})",
+            "the hand-over did not complete",
+            duration_text(input.policy.gate_timeout_ms()),
+            waiting.unwrap_or_else(|| "the old job was not asked".to_owned())
+        );
+        return aborted(input, from, Some((to, new)), why);
+    }
+    status.job_status = Some(job_state(flink_job_state::RECONCILING));
+    plan(status, Vec::new(), Vec::new(), input.poll())
+}
+
+/// A new child that is not running and stable yet: aborted past the deadline, else awaited.
+fn deploying(input: &Input, mut status: Status, from: Colour, new: &Child) -> BlueGreenPlan {
+    let to = from.other();
+    if input.past_abort_deadline() {
+        let why = format!(
+            "{} did not become running and stable within {}",
+            input.child_name(to),
+            duration_text(input.policy.abort_grace_period_ms)
+        );
+        return aborted(input, from, Some((to, new)), why);
+    }
+    status.job_status = Some(job_state(flink_job_state::RECONCILING));
+    plan(status, Vec::new(), Vec::new(), input.poll())
+}
+
+/// Why an ADVANCED resource cannot be deployed, if it cannot.
+fn advanced_refusal(template: &FlinkDeploymentSpec, policy: &BlueGreenPolicy) -> Option<String> {
+    if upgrade_mode(template) == UpgradeMode::Stateless {
+        return Some(
+            "spec.template.spec.job.upgradeMode: stateless cannot hand over record by record (transitionMode \
+             ADVANCED): the new job must start from the old one's savepoint; use savepoint or last-state"
+                .to_owned(),
+        );
+    }
+    (policy.gate_timeout_ms() <= policy.deletion_delay_ms).then(|| {
+        format!(
+            "spec.configuration.{}: {} must be longer than {} ({}): the toggle lies that far after the old \
+             job's watermark",
+            keys::bluegreen::GATE_TIMEOUT,
+            duration_text(policy.gate_timeout_ms()),
+            keys::bluegreen::DEPLOYMENT_DELETION_DELAY,
+            duration_text(policy.deletion_delay_ms)
+        )
+    })
+}
+
 // === Steps shared by the stages ===
 
 /// Creates the child `colour` with `spec`: the transition (or first deployment) has started,
@@ -487,12 +749,26 @@ fn start(
     status.job_status = Some(job_state(flink_job_state::RECONCILING));
     input.arm_abort_deadline(&mut status);
     input.record(&mut status);
-    plan(
-        status,
-        vec![Action::CreateChild { colour, spec }],
-        events,
-        input.poll(),
-    )
+    // ADVANCED: the map names the new child before it runs, so that its gate knows its part
+    // from its first record: alone it writes everything, next to the old child nothing yet.
+    let transition = gate::transition_of(&spec).unwrap_or_else(|| input.generation.clone());
+    let incoming = Named {
+        colour,
+        transition_id: transition.clone(),
+    };
+    let map = match input.obs.live_child(colour.other()) {
+        Some(old) => {
+            let standby = Named {
+                colour: colour.other(),
+                transition_id: input.transition_of(old),
+            };
+            input.gate_map(&transition, GateStage::Initializing, incoming, Some(standby))
+        }
+        None => input.gate_map(&transition, GateStage::Running, incoming, None),
+    };
+    let mut actions: Vec<Action> = input.gate_write(map).into_iter().collect();
+    actions.push(Action::CreateChild { colour, spec });
+    plan(status, actions, events, input.poll())
 }
 
 /// Updates the child `colour` in place to the template.
@@ -503,7 +779,11 @@ fn update_in_place(
     child: &Child,
     diff: SpecDiff,
 ) -> BlueGreenPlan {
-    let spec = updated_spec(input.template, child, diff);
+    let spec = input.child_spec(
+        updated_spec(input.template, child, diff),
+        colour,
+        &input.transition_of(child),
+    );
     input.record(&mut status);
     status.error = None;
     let (reason, what) = match diff {
@@ -534,7 +814,22 @@ fn finished(
     status.error = None;
     status.job_status = mirrored(new).or(Some(job_state(flink_job_state::RUNNING)));
     let note = format!("{} runs the job", input.child_name(to));
-    let mut events = deletion_events(input, &actions, "the new child is stable");
+    let why = if input.advanced {
+        "its gates handed over and it stopped with a savepoint"
+    } else {
+        "the new child is stable"
+    };
+    let mut events = deletion_events(input, &actions, why);
+    // ADVANCED: the new child alone, named before the old one is deleted.
+    let transition = input.transition_of(new);
+    let alone = Named {
+        colour: to,
+        transition_id: transition.clone(),
+    };
+    let mut actions = actions;
+    if let Some(write) = input.gate_write(input.gate_map(&transition, GateStage::Running, alone, None)) {
+        actions.insert(0, write);
+    }
     events.push(EventNote::normal(Reason::BlueGreenTransitionCompleted, note));
     Plan {
         status_before,
@@ -560,21 +855,83 @@ fn aborted(input: &Input, from: Colour, started: Option<(Colour, &Child)>, why: 
     status.blue_green_state = Some(stage.state());
     clear_markers(&mut status);
     status.job_status = Some(job_state(flink_job_state::FAILING));
-    let outcome = if survivor {
+    let mut outcome = if survivor {
         format!("{} keeps running", input.child_name(from))
     } else {
         "no child runs the job".to_owned()
     };
-    let message = format!("Transition aborted: {why}; {outcome}. Edit the spec to try again.");
-    status.error = Some(message.clone());
-    let actions = match started {
+    let mut actions = match started {
         Some((colour, child)) if child.ever_ran() => vec![Action::SuspendChild { colour }],
         Some((colour, _)) => vec![Action::DeleteChild { colour }],
         None => Vec::new(),
     };
-    let mut events = vec![EventNote::warning(Reason::BlueGreenTransitionAborted, message)];
-    events.extend(deletion_events(input, &actions, "it never ran a job"));
+    let mut events = deletion_events(input, &actions, "it never ran a job");
+    if let (true, Some(old)) = (input.advanced, input.obs.live_child(from)) {
+        let (writes, redeploy) = abort_hand_over(input, from, old, started.map(|(_, c)| c));
+        if let Some(note) = redeploy {
+            outcome = note;
+        }
+        for (i, write) in writes.into_iter().enumerate() {
+            // The map first: the aborted job's gate stops writing at once.
+            if matches!(write, Action::WriteGateMap { .. }) {
+                actions.insert(i, write);
+            } else {
+                actions.push(write);
+            }
+        }
+    }
+    let message = format!("Transition aborted: {why}; {outcome}. Edit the spec to try again.");
+    status.error = Some(message.clone());
+    events.insert(0, EventNote::warning(Reason::BlueGreenTransitionAborted, message));
     plan(status, actions, events, Next::Steady)
+}
+
+/// ADVANCED: what an abort does besides the new child: the map names the survivor alone
+/// (the aborted job's gate, no longer named, drops everything at once), and if the gates had
+/// agreed on a toggle (the survivor dropped what came after it, which the aborted job may
+/// never have committed), the survivor starts again from the transition savepoint. Returns
+/// the actions and, when it redeploys, what the survivor does.
+fn abort_hand_over(input: &Input, from: Colour, old: &Child, new: Option<&Child>) -> (Vec<Action>, Option<String>) {
+    let current = input
+        .obs
+        .gate
+        .as_ref()
+        .and_then(|g| g.map.as_ref())
+        .map_or_else(|| input.generation.clone(), |m| m.transition_id.clone());
+    let survivor = Named {
+        colour: from,
+        transition_id: input.transition_of(old),
+    };
+    let mut actions: Vec<Action> = input
+        .gate_write(input.gate_map(&current, GateStage::Running, survivor, None))
+        .into_iter()
+        .collect();
+    let Some(toggle) = input.toggle() else {
+        return (actions, None);
+    };
+    let savepoint = new.and_then(|n| n.spec.job.as_ref()?.initial_savepoint_path.clone());
+    let Some(path) = savepoint else {
+        let note = format!(
+            "{} keeps running; no transition savepoint is known, so records after the cutover ({}) that the \
+             aborted job did not commit are lost",
+            input.child_name(from),
+            instant(toggle)
+        );
+        return (actions, Some(note));
+    };
+    let mut spec = old.spec.clone();
+    if let Some(job) = spec.job.as_mut() {
+        job.initial_savepoint_path = Some(path.clone());
+        job.savepoint_redeploy_nonce = Some(job.savepoint_redeploy_nonce.unwrap_or(0) + 1);
+    }
+    actions.push(Action::UpdateChild { colour: from, spec });
+    let note = format!(
+        "the gates had handed over at {}, so {} starts again from the transition savepoint {path}: records \
+         since that savepoint may be written twice, none is lost",
+        instant(toggle),
+        input.child_name(from)
+    );
+    (actions, Some(note))
 }
 
 /// A leftover child of `colour` (suspended by an earlier abort, say) is deleted before a
@@ -662,12 +1019,15 @@ fn updated_spec(template: &FlinkDeploymentSpec, child: &Child, diff: SpecDiff) -
     if diff == SpecDiff::SavepointRedeploy {
         return template.clone();
     }
-    let started_from = child
-        .spec
-        .job
-        .as_ref()
-        .and_then(|j| j.initial_savepoint_path.clone());
-    with_initial_savepoint(template, started_from)
+    let job = child.spec.job.as_ref();
+    let started_from = job.and_then(|j| j.initial_savepoint_path.clone());
+    let mut spec = with_initial_savepoint(template, started_from);
+    // A redeploy nonce the child was given (an abort's redeploy of the survivor) stays: set
+    // back, the child would take it for a new redeploy.
+    if let (Some(own), Some(updated)) = (job.and_then(|j| j.savepoint_redeploy_nonce), spec.job.as_mut()) {
+        updated.savepoint_redeploy_nonce = Some(own.max(updated.savepoint_redeploy_nonce.unwrap_or(own)));
+    }
+    spec
 }
 
 fn with_initial_savepoint(template: &FlinkDeploymentSpec, path: Option<String>) -> FlinkDeploymentSpec {

@@ -41,6 +41,7 @@
 pub mod act;
 pub mod decide;
 pub mod diff;
+pub mod gate;
 pub mod observation;
 pub mod observe;
 pub mod outcome;
@@ -75,7 +76,7 @@ use crate::{
     runtime::{Acted, Plan, Reconciler},
 };
 
-const KIND: &str = keys::kinds::FLINK_BLUE_GREEN_DEPLOYMENT;
+pub(crate) const KIND: &str = keys::kinds::FLINK_BLUE_GREEN_DEPLOYMENT;
 
 /// Why a pass failed: only acting can (observing reads the caches).
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +109,10 @@ impl Reconciler for BlueGreenDeployments {
         caches: &Caches,
         resource: &FlinkBlueGreenDeployment,
     ) -> Result<observe::Observed, ReconcileError> {
-        Ok(observe::observe(ctx, caches, resource))
+        let mut observed = observe::observe(ctx, caches, resource);
+        observed.observation.hand_over =
+            observe::hand_over(ctx, caches, resource, &observed.observation).await;
+        Ok(observed)
     }
 
     fn decide(
@@ -138,8 +142,18 @@ impl Reconciler for BlueGreenDeployments {
                 let now_ms = observed.observation.now_ms;
                 act::create_savepoint(client, resource, name, *colour, now_ms).await?;
             }
+            Action::WriteGateMap {
+                map,
+                patch,
+                resource_version,
+            } => act::write_gate_map(client, resource, map, patch, resource_version.as_deref()).await?,
+            Action::RevertSpec { spec } => {
+                let version = act::revert_spec(client, resource, spec).await?;
+                return Ok(Acted::Patched(version));
+            }
         }
-        // Only children and snapshots are written: the resource itself is not patched.
+        // Children, snapshots and the ConfigMap are written; the resource itself only by a
+        // revert.
         Ok(Acted::Done)
     }
 

@@ -6,7 +6,10 @@ use flink_operator_api::{
     common::{JobStatus, ResourceLifecycleState, flink_job_state},
 };
 
-use super::{BlueGreenPolicy, Colour, PolicyError};
+use super::{
+    BlueGreenPolicy, Colour, PolicyError,
+    gate::{HandOver, ObservedMap},
+};
 pub use crate::lifecycle::snapshot_resources::SnapshotState;
 
 /// One child FlinkDeployment (`<name>-blue` or `<name>-green`), as the cache shows it.
@@ -69,6 +72,10 @@ pub struct Observation {
     /// FlinkDeployments that have a child's name but another owner: never adopted, changed
     /// or deleted (they are absent from `blue` and `green`).
     pub foreign: Vec<String>,
+    /// ADVANCED: the coordination ConfigMap, if it exists.
+    pub gate: Option<ObservedMap>,
+    /// ADVANCED, during the gate phase: what the old job's gates report.
+    pub hand_over: HandOver,
 }
 
 impl Observation {

@@ -1,15 +1,27 @@
 //! Reading the world of one FlinkBlueGreenDeployment from the shared caches: its two
-//! children, the transition's FlinkStateSnapshot, its blue/green options, the clock and a
-//! fresh id. No REST call: the children's and the snapshot's own loops ask Flink, and what
-//! the decision needs is in their status.
+//! children, the transition's FlinkStateSnapshot, its blue/green options, the clock, a fresh
+//! id and, in ADVANCED mode, the coordination ConfigMap. The children's and the snapshot's
+//! own loops ask Flink; the one REST call here is the ADVANCED gate phase's, which asks the
+//! old job whether its gates handed over.
 
 use flink_operator_api::{
-    FlinkBlueGreenDeployment, FlinkDeployment, FlinkStateSnapshot, keys, validation::ValidationContext,
+    FlinkBlueGreenDeployment, FlinkDeployment, FlinkStateSnapshot, TransitionMode, keys,
+    validation::ValidationContext,
 };
 use kube::{Resource, ResourceExt};
 
-use super::{BlueGreenPolicy, Child, Colour, Observation, TransitionSavepoint, child_name};
-use crate::{caches::Caches, context::Context, flink::TriggerId, policy::Policy};
+use super::{
+    BlueGreenPolicy, Child, Colour, Observation, Stage, TransitionSavepoint, child_name,
+    decide::millis_of,
+    gate::{self, HandOver, ObservedMap},
+};
+use crate::{
+    caches::Caches,
+    context::Context,
+    flink::{Aggregation, JobId, TriggerId},
+    lifecycle::spec::is_suspended,
+    policy::Policy,
+};
 
 /// How many characters of a random id name a transition savepoint: unique enough among the
 /// transitions of one resource, short enough to keep the snapshot's name readable.
@@ -55,11 +67,103 @@ pub fn observe(ctx: &Context, caches: &Caches, resource: &FlinkBlueGreenDeployme
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
         fresh_id: fresh_id(),
         foreign,
+        gate: (resource.spec.transition_mode == Some(TransitionMode::Advanced))
+            .then(|| caches.gate_config_maps.get(&namespace, &gate::configmap_name(&name)))
+            .flatten()
+            .map(|cm| {
+                let data = cm.data.clone().unwrap_or_default();
+                ObservedMap::of(&data, cm.resource_version().unwrap_or_default())
+            }),
+        hand_over: HandOver::NotAsked,
     };
     Observed {
         observation,
         policy: Policy::from_config(&settings),
     }
+}
+
+/// What the old job's gates report, when an ADVANCED hand-over waits for them: the new
+/// child is stable (its readiness recorded), the old one runs and is not being stopped yet.
+pub async fn hand_over(
+    ctx: &Context,
+    caches: &Caches,
+    resource: &FlinkBlueGreenDeployment,
+    observation: &Observation,
+) -> HandOver {
+    let status = resource.status.as_ref();
+    let Stage::TransitioningTo(to) = Stage::of(status.and_then(|s| s.blue_green_state)) else {
+        return HandOver::NotAsked;
+    };
+    let ready = millis_of(status.and_then(|s| s.deployment_ready_timestamp.as_deref())).is_some();
+    let old = observation.live_child(to.other());
+    let (true, true, Some(old)) = (observation.gate.is_some(), ready, old) else {
+        return HandOver::NotAsked;
+    };
+    if is_suspended(&old.spec) {
+        return HandOver::NotAsked;
+    }
+    let Some(job) = old.job_status.as_ref().and_then(|j| j.job_id.clone()) else {
+        return HandOver::Unknown("its job id is not known yet".to_owned());
+    };
+    let namespace = resource.namespace().unwrap_or_default();
+    let cluster = child_name(&resource.name_any(), to.other());
+    let Some(fd) = caches.deployments.get(&namespace, &cluster) else {
+        return HandOver::NotAsked;
+    };
+    let at = Asked {
+        namespace: &namespace,
+        cluster: &cluster,
+        port: ctx.rest_port(&fd),
+        counted_as: &resource.name_any(),
+    };
+    match gate_minima(ctx, &at, &JobId::from(job.as_str())).await {
+        Ok(minima) => HandOver::of_minima(minima),
+        Err(error) => HandOver::Unknown(error),
+    }
+}
+
+/// Where the old job is asked, and the resource its requests count for.
+struct Asked<'a> {
+    namespace: &'a str,
+    cluster: &'a str,
+    port: u16,
+    counted_as: &'a str,
+}
+
+/// The minimum of the hand-over gauge over the subtasks of each vertex of `job` that has a
+/// gate (a vertex reports an operator's gauge as `<operator>.<gauge>`).
+async fn gate_minima(ctx: &Context, at: &Asked<'_>, job: &JobId) -> Result<Vec<f64>, String> {
+    let url = ctx
+        .rest_endpoints
+        .base_url(at.namespace, &format!("{}-rest", at.cluster), at.port)
+        .await
+        .map_err(|e| e.to_string())?;
+    let rest = ctx
+        .rest_client(&url, super::KIND, at.namespace, at.counted_as)
+        .map_err(|e| e.to_string())?;
+    let details = rest.job_details(job).await.map_err(|e| e.to_string())?;
+    let mut minima = Vec::new();
+    for vertex in &details.vertices {
+        let ids = rest
+            .subtask_metric_ids(job, &vertex.id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let gauges: Vec<&str> = ids
+            .iter()
+            .map(String::as_str)
+            .filter(|id| id.ends_with(gate::HAND_OVER_GAUGE))
+            .collect();
+        if gauges.is_empty() {
+            continue;
+        }
+        let values = rest
+            .subtask_metrics(job, &vertex.id, &gauges, &[Aggregation::Min])
+            .await
+            .map_err(|e| e.to_string())?;
+        // A gauge that reports nothing yet counts as not handed over.
+        minima.extend(values.iter().map(|v| v.min.unwrap_or(0.0)));
+    }
+    Ok(minima)
 }
 
 /// Whether `object` has an owner reference to the resource of `uid` (whatever its

@@ -71,6 +71,7 @@ mod tests {
     use flink_operator_api::FlinkBlueGreenDeploymentState as State;
 
     use super::*;
+    use crate::bluegreen::gate::HandOver;
     use crate::bluegreen::{BlueGreenPolicy, Child, decide::instant};
 
     fn observation(blue: bool, green: bool) -> Observation {
@@ -82,6 +83,8 @@ mod tests {
             now_ms: 100_000,
             fresh_id: String::new(),
             foreign: Vec::new(),
+            gate: None,
+            hand_over: HandOver::NotAsked,
         }
     }
 

@@ -72,6 +72,7 @@ mod tests {
     use flink_operator_api::{FlinkBlueGreenDeploymentState as State, common::JobStatus};
 
     use super::*;
+    use crate::bluegreen::gate::HandOver;
     use crate::bluegreen::{BlueGreenPolicy, Child, Colour};
 
     /// The child of `state`'s colour, and the other one too when `both`.
@@ -89,6 +90,8 @@ mod tests {
             now_ms: 0,
             fresh_id: String::new(),
             foreign: Vec::new(),
+            gate: None,
+            hand_over: HandOver::NotAsked,
         }
     }
 

@@ -16,6 +16,9 @@ pub struct BlueGreenPolicy {
     pub reschedule_interval_ms: i64,
     /// `kubernetes.operator.bluegreen.deployment-deletion.delay`.
     pub deletion_delay_ms: i64,
+    /// `kubernetes.operator.bluegreen.gate.timeout` (ADVANCED): how long the gates have to
+    /// hand over once the new child is stable; unset, the abort grace period.
+    pub gate_timeout_ms: Option<i64>,
 }
 
 impl Default for BlueGreenPolicy {
@@ -24,6 +27,7 @@ impl Default for BlueGreenPolicy {
             abort_grace_period_ms: defaults::BLUEGREEN_ABORT_GRACE_PERIOD_MS,
             reschedule_interval_ms: defaults::BLUEGREEN_RESCHEDULE_INTERVAL_MS,
             deletion_delay_ms: defaults::BLUEGREEN_DEPLOYMENT_DELETION_DELAY_MS,
+            gate_timeout_ms: None,
         }
     }
 }
@@ -42,14 +46,13 @@ impl BlueGreenPolicy {
     /// is an error here rather than silently the default.
     pub fn from_configuration(configuration: Option<&BTreeMap<String, String>>) -> Result<Self, PolicyError> {
         let defaults = Self::default();
-        let read = |key: &'static str, default: i64| -> Result<i64, PolicyError> {
-            match configuration.and_then(|c| c.get(key)) {
-                None => Ok(default),
-                Some(text) => parse_duration(text)
-                    .map(millis)
-                    .map_err(|reason| PolicyError { key, reason }),
-            }
+        let read_opt = |key: &'static str| -> Result<Option<i64>, PolicyError> {
+            configuration
+                .and_then(|c| c.get(key))
+                .map(|text| parse_duration(text).map(millis).map_err(|reason| PolicyError { key, reason }))
+                .transpose()
         };
+        let read = |key: &'static str, default: i64| Ok(read_opt(key)?.unwrap_or(default));
         Ok(Self {
             abort_grace_period_ms: read(bluegreen::ABORT_GRACE_PERIOD, defaults.abort_grace_period_ms)?,
             reschedule_interval_ms: read(
@@ -57,7 +60,13 @@ impl BlueGreenPolicy {
                 defaults.reschedule_interval_ms,
             )?,
             deletion_delay_ms: read(bluegreen::DEPLOYMENT_DELETION_DELAY, defaults.deletion_delay_ms)?,
+            gate_timeout_ms: read_opt(bluegreen::GATE_TIMEOUT)?,
         })
+    }
+
+    /// How long the gates of an ADVANCED hand-over have once the new child is stable.
+    pub fn gate_timeout_ms(&self) -> i64 {
+        self.gate_timeout_ms.unwrap_or(self.abort_grace_period_ms)
     }
 
     /// The reschedule interval in whole seconds, at least one.
@@ -109,6 +118,7 @@ mod tests {
                 abort_grace_period_ms: 600_000,
                 reschedule_interval_ms: 123,
                 deletion_delay_ms: 2_500,
+                gate_timeout_ms: None,
             }
         );
         assert_eq!(policy.reschedule_secs(), 1);

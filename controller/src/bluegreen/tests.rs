@@ -14,10 +14,14 @@ use super::{
     Action, BlueGreenPolicy, Child, Colour, Observation, TransitionSavepoint, decide,
     decide::{BlueGreenPlan, instant, millis_of},
     diff,
+    gate::{GateStage, HandOver},
     observation::SnapshotState,
     savepoint_name,
 };
 use crate::{events::Reason, reconcile::Next};
+
+#[path = "advanced_tests.rs"]
+mod advanced;
 
 const NOW: i64 = 1_800_000_000_000;
 const SECOND: i64 = 1000;
@@ -141,6 +145,8 @@ fn observe(blue: Option<Child>, green: Option<Child>) -> Observation {
         now_ms: NOW,
         fresh_id: ID.to_owned(),
         foreign: Vec::new(),
+        gate: None,
+        hand_over: HandOver::NotAsked,
     }
 }
 
@@ -189,6 +195,8 @@ enum Step {
     Suspend(Colour),
     Delete(Colour),
     Savepoint(Colour),
+    GateMap(GateStage),
+    Revert,
 }
 
 fn steps(plan: &BlueGreenPlan) -> Vec<Step> {
@@ -200,6 +208,8 @@ fn steps(plan: &BlueGreenPlan) -> Vec<Step> {
             Action::SuspendChild { colour } => Step::Suspend(*colour),
             Action::DeleteChild { colour } => Step::Delete(*colour),
             Action::CreateSavepoint { colour, .. } => Step::Savepoint(*colour),
+            Action::WriteGateMap { map, .. } => Step::GateMap(map.stage),
+            Action::RevertSpec { .. } => Step::Revert,
         })
         .collect()
 }
@@ -1103,21 +1113,6 @@ fn an_invalid_option_or_a_missing_template_is_reported_and_nothing_is_done() {
     let plan = decide(&no_template, &observe(None, None));
     assert_eq!(steps(&plan), vec![]);
     assert!(plan.status.error.is_some());
-}
-
-#[test]
-fn the_advanced_mode_is_refused_rather_than_run_as_basic() {
-    let mut advanced = resource(&v1(), None);
-    advanced.spec.transition_mode = Some(flink_operator_api::TransitionMode::Advanced);
-    let plan = decide(&advanced, &observe(None, None));
-    assert_eq!(steps(&plan), vec![]);
-    assert!(
-        plan.status
-            .error
-            .as_deref()
-            .is_some_and(|e| e.contains("ADVANCED"))
-    );
-    assert_eq!(reasons(&plan), vec![Reason::BlueGreenRefused]);
 }
 
 #[test]

@@ -442,6 +442,15 @@ impl FlinkRestClient {
         .await
     }
 
+    /// `GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics`: the ids of the metrics a
+    /// vertex's subtasks report (operators' own metrics as `<operator>.<metric>`).
+    pub async fn subtask_metric_ids(&self, job: &JobId, vertex: &str) -> Result<Vec<String>, FlinkError> {
+        let ids: Vec<MetricId> = self
+            .get_json(&format!("/jobs/{job}/vertices/{vertex}/subtasks/metrics"))
+            .await?;
+        Ok(ids.into_iter().map(|m| m.id).collect())
+    }
+
     // === Plumbing ===
 
     fn url(&self, path: &str) -> String {

@@ -422,8 +422,16 @@ impl Aggregation {
     }
 }
 
-/// One metric of `GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics`, aggregated.
+/// One metric of `GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics` asked for nothing:
+/// its name.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct MetricId {
+    /// Metric name.
+    pub id: String,
+}
+
+/// A metric's aggregates over a vertex's subtasks.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct AggregatedMetric {
     /// Metric name.
     pub id: String,
