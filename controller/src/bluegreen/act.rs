@@ -56,7 +56,10 @@ pub enum ActError {
         #[source]
         source: kube::Error,
     },
-    #[error("setting the spec of FlinkBlueGreenDeployment {name} back to the one applied: {}", api_message(source))]
+    #[error(
+        "setting the spec of FlinkBlueGreenDeployment {name} back to the one applied: {}",
+        api_message(source)
+    )]
     Revert {
         name: String,
         #[source]

@@ -73,7 +73,12 @@ fn observed(map: GateMap, toggle: Option<i64>) -> ObservedMap {
     ObservedMap::of(&data, "7".to_owned())
 }
 
-fn with_gate(observation: Observation, map: GateMap, toggle: Option<i64>, hand_over: HandOver) -> Observation {
+fn with_gate(
+    observation: Observation,
+    map: GateMap,
+    toggle: Option<i64>,
+    hand_over: HandOver,
+) -> Observation {
     Observation {
         gate: Some(observed(map, toggle)),
         hand_over,
@@ -132,7 +137,10 @@ fn the_first_child_is_named_in_the_map_before_it_is_created_and_carries_its_gate
     let spec = deployment_spec(&child_spec(&plan));
     let config = spec.flink_configuration.clone().expect("configuration");
     assert_eq!(config.get(gate::injected::COLOUR).as_deref(), Some("BLUE"));
-    assert_eq!(config.get(gate::injected::CONFIGMAP).as_deref(), Some("bg-configmap"));
+    assert_eq!(
+        config.get(gate::injected::CONFIGMAP).as_deref(),
+        Some("bg-configmap")
+    );
     assert_eq!(gate::transition_of(&spec), Some(GENERATION.to_string()));
     // No map yet: it is created, not patched.
     assert!(matches!(
@@ -162,7 +170,10 @@ fn the_new_child_starts_with_the_old_one_as_standby_and_no_toggle() {
     let plan = decide(&advanced(&v2(), Some(status)), &observation);
     assert_eq!(
         steps(&plan),
-        vec![Step::GateMap(GateStage::Initializing), Step::Create(Colour::Green)]
+        vec![
+            Step::GateMap(GateStage::Initializing),
+            Step::Create(Colour::Green)
+        ]
     );
     assert_eq!(
         written_map(&plan),
@@ -184,10 +195,7 @@ fn a_stable_new_child_opens_the_gate_phase_under_the_gate_timeout() {
         None,
         HandOver::NotAsked,
     );
-    let plan = decide(
-        &advanced(&v2(), Some(handing_over_status(None))),
-        &observation,
-    );
+    let plan = decide(&advanced(&v2(), Some(handing_over_status(None))), &observation);
     assert_eq!(steps(&plan), vec![Step::GateMap(GateStage::Transitioning)]);
     assert_eq!(
         written_map(&plan),
@@ -198,7 +206,10 @@ fn a_stable_new_child_opens_the_gate_phase_under_the_gate_timeout() {
         Some(NOW)
     );
     // No gate timeout set: the abort grace period bounds the hand-over.
-    assert_eq!(millis_of(plan.status.abort_timestamp.as_deref()), Some(NOW + GRACE));
+    assert_eq!(
+        millis_of(plan.status.abort_timestamp.as_deref()),
+        Some(NOW + GRACE)
+    );
     assert_eq!(reasons(&plan), vec![Reason::BlueGreenHandOverStarted]);
     assert_eq!(state(&plan), Some(State::TransitioningToGreen));
 }
@@ -240,7 +251,10 @@ fn the_old_job_is_stopped_with_a_savepoint_only_once_every_gate_subtask_handed_o
     let stopping = deployment_spec(&child_spec(&plan));
     let job = stopping.job.expect("a job");
     assert_eq!(job.state, Some(flink_operator_api::common::JobState::Suspended));
-    assert_eq!(job.upgrade_mode, Some(flink_operator_api::common::UpgradeMode::Savepoint));
+    assert_eq!(
+        job.upgrade_mode,
+        Some(flink_operator_api::common::UpgradeMode::Savepoint)
+    );
     assert_eq!(reasons(&plan), vec![Reason::BlueGreenHandedOver]);
 }
 
@@ -285,7 +299,10 @@ fn the_stopped_old_child_is_deleted_after_the_map_names_the_new_one_alone() {
         steps(&plan),
         vec![Step::GateMap(GateStage::Running), Step::Delete(Colour::Blue)]
     );
-    assert_eq!(written_map(&plan), Some(gate_map(GateStage::Running, green(), None)));
+    assert_eq!(
+        written_map(&plan),
+        Some(gate_map(GateStage::Running, green(), None))
+    );
     assert_eq!(state(&plan), Some(State::ActiveGreen));
     assert_no_markers(&plan.status);
 
@@ -325,7 +342,11 @@ fn a_hand_over_past_the_gate_timeout_before_the_toggle_aborts_with_nothing_to_re
     let map = written_map(&plan).expect("a map");
     assert_eq!(map.active, blue());
     assert_eq!(map.standby, None);
-    assert_eq!(map.transition_id, GENERATION.to_string(), "the aborted transition's id stays");
+    assert_eq!(
+        map.transition_id,
+        GENERATION.to_string(),
+        "the aborted transition's id stays"
+    );
     assert_eq!(state(&plan), Some(State::ActiveBlue));
     assert_no_markers(&plan.status);
     let error = plan.status.error.clone().expect("an error");
@@ -364,7 +385,10 @@ fn a_hand_over_aborted_after_the_toggle_redeploys_the_survivor_from_the_transiti
         "the survivor keeps its own gate keys"
     );
     let error = plan.status.error.clone().expect("an error");
-    assert!(error.contains("starts again from the transition savepoint"), "{error}");
+    assert!(
+        error.contains("starts again from the transition savepoint"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -499,7 +523,10 @@ fn an_advanced_resource_that_cannot_hand_over_is_refused_naming_the_field() {
     let plan = decide(&advanced(&v1(), None), &observation);
     assert_eq!(steps(&plan), vec![]);
     let error = plan.status.error.clone().expect("an error");
-    assert!(error.contains("kubernetes.operator.bluegreen.gate.timeout"), "{error}");
+    assert!(
+        error.contains("kubernetes.operator.bluegreen.gate.timeout"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -155,8 +155,16 @@ fn step(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueG
              to the one applied",
             applied.transition_mode.unwrap_or_default()
         );
-        let mut plan = failed(&before, before.clone(), Reason::ValidationError, message, Next::Steady);
-        plan.actions = vec![Action::RevertSpec { spec: applied.clone() }];
+        let mut plan = failed(
+            &before,
+            before.clone(),
+            Reason::ValidationError,
+            message,
+            Next::Steady,
+        );
+        plan.actions = vec![Action::RevertSpec {
+            spec: applied.clone(),
+        }];
         return plan;
     }
     let advanced = mode == TransitionMode::Advanced;
@@ -393,7 +401,11 @@ fn start_transition(input: &Input, mut status: Status, from: Colour, active: &Ch
     // neither a savepoint nor a checkpoint, nor the old job to be healthy.
     let stateless = upgrade_mode(input.template) == UpgradeMode::Stateless;
     let stateless_spec = stateless.then(|| {
-        input.child_spec(with_initial_savepoint(input.template, None), to, &input.generation)
+        input.child_spec(
+            with_initial_savepoint(input.template, None),
+            to,
+            &input.generation,
+        )
     });
     if let Some(waiting) = clear_leftover(input, &status, to, stateless_spec.as_ref()) {
         return waiting;
@@ -533,7 +545,11 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
     if !matches!(diff, SpecDiff::Ignore | SpecDiff::Suspend) {
         // A change during a transition goes to the incoming child; a suspension waits for
         // the transition to end.
-        let spec = input.child_spec(updated_spec(input.template, new, diff), to, &input.transition_of(new));
+        let spec = input.child_spec(
+            updated_spec(input.template, new, diff),
+            to,
+            &input.transition_of(new),
+        );
         input.record(&mut status);
         // The changed child gets the whole grace period (a fix of a child that could not
         // start is not aborted for the time its broken spec took).
@@ -637,11 +653,18 @@ fn handing_over(
         // The old job is being stopped with a savepoint (this loop suspended it once its
         // gates handed over): it is deleted once it stopped.
         let stopped = old.lifecycle == Some(ResourceLifecycleState::Suspended)
-            || old.job_state().is_some_and(|s| {
-                s == flink_job_state::SUSPENDED || flink_job_state::is_globally_terminal(s)
-            });
+            || old
+                .job_state()
+                .is_some_and(|s| s == flink_job_state::SUSPENDED || flink_job_state::is_globally_terminal(s));
         if stopped {
-            return finished(input, status, to, new, vec![Action::DeleteChild { colour: from }], None);
+            return finished(
+                input,
+                status,
+                to,
+                new,
+                vec![Action::DeleteChild { colour: from }],
+                None,
+            );
         }
         return plan(status, Vec::new(), Vec::new(), input.poll());
     }
@@ -891,7 +914,12 @@ fn aborted(input: &Input, from: Colour, started: Option<(Colour, &Child)>, why: 
 /// agreed on a toggle (the survivor dropped what came after it, which the aborted job may
 /// never have committed), the survivor starts again from the transition savepoint. Returns
 /// the actions and, when it redeploys, what the survivor does.
-fn abort_hand_over(input: &Input, from: Colour, old: &Child, new: Option<&Child>) -> (Vec<Action>, Option<String>) {
+fn abort_hand_over(
+    input: &Input,
+    from: Colour,
+    old: &Child,
+    new: Option<&Child>,
+) -> (Vec<Action>, Option<String>) {
     let current = input
         .obs
         .gate

@@ -186,7 +186,12 @@ impl ObservedMap {
 
 /// `template` as the child of `colour` created by transition `transition_id` runs it: with
 /// the keys its gate reads.
-pub fn inject(template: &FlinkDeploymentSpec, name: &str, colour: Colour, transition_id: &str) -> FlinkDeploymentSpec {
+pub fn inject(
+    template: &FlinkDeploymentSpec,
+    name: &str,
+    colour: Colour,
+    transition_id: &str,
+) -> FlinkDeploymentSpec {
     let mut spec = template.clone();
     let config = spec.flink_configuration.get_or_insert_with(Default::default);
     config.insert(injected::COLOUR.to_owned(), colour.as_str().to_owned());
@@ -300,7 +305,10 @@ mod tests {
         assert_eq!(patch[data::STANDBY_TYPE], None);
         assert_eq!(patch[data::TOGGLE], None);
         // No map yet: everything is set, nothing of a gate survives.
-        assert_eq!(map("1", GateStage::Running, false).patch(None)[data::TOGGLE], None);
+        assert_eq!(
+            map("1", GateStage::Running, false).patch(None)[data::TOGGLE],
+            None
+        );
     }
 
     #[test]
@@ -323,7 +331,10 @@ mod tests {
         let child = inject(&template, "orders", Colour::Green, "7");
         let config = child.flink_configuration.clone().expect("configuration");
         assert_eq!(config.get(injected::COLOUR).as_deref(), Some("GREEN"));
-        assert_eq!(config.get(injected::CONFIGMAP).as_deref(), Some("orders-configmap"));
+        assert_eq!(
+            config.get(injected::CONFIGMAP).as_deref(),
+            Some("orders-configmap")
+        );
         assert_eq!(transition_of(&child).as_deref(), Some("7"));
         assert_eq!(strip(&child), template);
     }

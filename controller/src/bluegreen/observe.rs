@@ -68,7 +68,11 @@ pub fn observe(ctx: &Context, caches: &Caches, resource: &FlinkBlueGreenDeployme
         fresh_id: fresh_id(),
         foreign,
         gate: (resource.spec.transition_mode == Some(TransitionMode::Advanced))
-            .then(|| caches.gate_config_maps.get(&namespace, &gate::configmap_name(&name)))
+            .then(|| {
+                caches
+                    .gate_config_maps
+                    .get(&namespace, &gate::configmap_name(&name))
+            })
             .flatten()
             .map(|cm| {
                 let data = cm.data.clone().unwrap_or_default();

@@ -49,7 +49,11 @@ impl BlueGreenPolicy {
         let read_opt = |key: &'static str| -> Result<Option<i64>, PolicyError> {
             configuration
                 .and_then(|c| c.get(key))
-                .map(|text| parse_duration(text).map(millis).map_err(|reason| PolicyError { key, reason }))
+                .map(|text| {
+                    parse_duration(text)
+                        .map(millis)
+                        .map_err(|reason| PolicyError { key, reason })
+                })
                 .transpose()
         };
         let read = |key: &'static str, default: i64| Ok(read_opt(key)?.unwrap_or(default));
