@@ -489,8 +489,19 @@ pub const OPTIONS: &[OptionDoc] = &[
         default: DefaultValue::Millis(defaults::BLUEGREEN_DEPLOYMENT_DELETION_DELAY_MS),
         applies_to: BLUE_GREEN,
         set_in: SetIn::BlueGreenConfiguration,
-        meaning: "How long the old child keeps running after the new one became running and \
-                  stable, before it is deleted.",
+        meaning: "BASIC: how long the old child keeps running after the new one became running \
+                  and stable, before it is deleted. ADVANCED: how far in event time after the old \
+                  job's watermark the gates hand over (the toggle).",
+    },
+    OptionDoc {
+        key: bluegreen::GATE_TIMEOUT,
+        deprecated: &[],
+        default: DefaultValue::Unset("the abort grace period"),
+        applies_to: BLUE_GREEN,
+        set_in: SetIn::BlueGreenConfiguration,
+        meaning: "ADVANCED: how long the record gates of both jobs have to hand over once the new \
+                  child is running and stable, before the transition is aborted. Must be longer \
+                  than the deletion delay.",
     },
 ];
 
@@ -676,10 +687,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::LEADER_ELECTION_RETRY_PERIOD,
         note: "",
-    },
-    IgnoredOption {
-        key: bluegreen::GATE_TIMEOUT,
-        note: "the ADVANCED transition mode is not implemented: such a resource is refused",
     },
 ];
 

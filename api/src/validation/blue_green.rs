@@ -8,15 +8,58 @@ use crate::{FlinkBlueGreenDeployment, TransitionMode, UpgradeMode, keys::bluegre
 const LONGEST_CHILD_SUFFIX: &str = "-green";
 
 /// Keys of `spec.configuration` whose value must be a duration.
-const DURATION_KEYS: [&str; 3] = [
+const DURATION_KEYS: [&str; 4] = [
     bluegreen::ABORT_GRACE_PERIOD,
     bluegreen::RECONCILIATION_RESCHEDULE_INTERVAL,
     bluegreen::DEPLOYMENT_DELETION_DELAY,
+    bluegreen::GATE_TIMEOUT,
 ];
 
 /// What the value of a key of `spec.configuration` must be, if it is checked.
 pub(crate) fn value_format(key: &str) -> Option<&'static str> {
     DURATION_KEYS.contains(&key).then_some("a duration")
+}
+
+/// ADVANCED: the gate timeout must be longer than the deletion delay (the toggle lies that
+/// far after the old job's watermark). Unset, the timeout is the abort grace period.
+fn gate_timeout_rule(new: &FlinkBlueGreenDeployment, out: &mut Vec<Violation>) {
+    let config = new.spec.configuration.as_ref();
+    let millis = |key: &str, default: i64| -> Option<i64> {
+        match config.and_then(|c| c.get(key)) {
+            None => Some(default),
+            Some(text) => parse_duration(text)
+                .ok()
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        }
+    };
+    let grace = millis(
+        bluegreen::ABORT_GRACE_PERIOD,
+        crate::options::defaults::BLUEGREEN_ABORT_GRACE_PERIOD_MS,
+    );
+    let timeout = grace.and_then(|grace| millis(bluegreen::GATE_TIMEOUT, grace));
+    let delay = millis(
+        bluegreen::DEPLOYMENT_DELETION_DELAY,
+        crate::options::defaults::BLUEGREEN_DEPLOYMENT_DELETION_DELAY_MS,
+    );
+    if let (Some(timeout), Some(delay)) = (timeout, delay)
+        && timeout <= delay
+    {
+        let field = if config.is_some_and(|c| c.contains_key(bluegreen::GATE_TIMEOUT)) {
+            bluegreen::GATE_TIMEOUT
+        } else {
+            bluegreen::ABORT_GRACE_PERIOD
+        };
+        out.push(Violation::new(
+            format!("spec.configuration.{field}"),
+            format!(
+                "{} must be longer than {} ({} ms): with ADVANCED transitions the gates hand over that far \
+                 after the old job's watermark",
+                crate::options::duration_text(timeout),
+                bluegreen::DEPLOYMENT_DELETION_DELAY,
+                delay
+            ),
+        ));
+    }
 }
 
 /// Validates a FlinkBlueGreenDeployment on CREATE (`old` is `None`) or UPDATE.
@@ -79,6 +122,7 @@ pub fn validate(
             "must be defined: blue/green deployments hand over application jobs, not session clusters",
         )),
         Some(job) if mode == TransitionMode::Advanced => {
+            gate_timeout_rule(new, &mut out);
             if job.upgrade_mode.unwrap_or_default() == UpgradeMode::Stateless {
                 let how = if job.upgrade_mode.is_none() {
                     "defaults to stateless"

@@ -197,3 +197,44 @@ fn update_cases() -> Vec<RuleCase> {
         ),
     ]
 }
+
+#[test]
+fn an_advanced_gate_timeout_must_be_longer_than_the_deletion_delay() {
+    let key = |k: &str| format!("spec/configuration/kubernetes.operator.bluegreen.{k}");
+    let fine = with(&[
+        (&key("gate.timeout"), json!("5 min")),
+        (&key("deployment-deletion.delay"), json!("10 s")),
+    ]);
+    assert!(check(&fine, None).is_empty(), "{:?}", check(&fine, None));
+    let short = with(&[
+        (&key("gate.timeout"), json!("10 s")),
+        (&key("deployment-deletion.delay"), json!("10 s")),
+    ]);
+    assert_single(
+        "gate timeout not longer than the delay",
+        &check(&short, None),
+        "spec.configuration.kubernetes.operator.bluegreen.gate.timeout",
+        "10 s must be longer than kubernetes.operator.bluegreen.deployment-deletion.delay (10000 ms): with \
+         ADVANCED transitions the gates hand over that far after the old job's watermark",
+    );
+    // Unset, the timeout is the abort grace period, which the rule names then.
+    let grace = with(&[(&key("deployment-deletion.delay"), json!("20 min"))]);
+    let violations = check(&grace, None);
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert_eq!(
+        violations[0].field,
+        "spec.configuration.kubernetes.operator.bluegreen.abort.grace-period"
+    );
+    let not_a_duration = with(&[(&key("gate.timeout"), json!("soon"))]);
+    assert_eq!(
+        check(&not_a_duration, None)[0].field,
+        "spec.configuration.kubernetes.operator.bluegreen.gate.timeout"
+    );
+    // BASIC has no gates: no such rule.
+    let basic = with(&[
+        ("spec/transitionMode", json!("BASIC")),
+        (&key("gate.timeout"), json!("1 s")),
+        (&key("deployment-deletion.delay"), json!("10 s")),
+    ]);
+    assert!(check(&basic, None).is_empty());
+}
