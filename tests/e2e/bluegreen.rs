@@ -26,15 +26,15 @@ use crate::{
     reconcile::{OperatorLogOnFailure, counted_to, counter_spec_with, counts_went_on},
 };
 
-const NAME: &str = "counter";
+pub(crate) const NAME: &str = "counter";
 
 /// One FlinkBlueGreenDeployment of the counting job, named `counter`, and its namespace.
-struct BlueGreen {
-    client: Client,
-    api: Api<FlinkBlueGreenDeployment>,
-    children: Api<FlinkDeployment>,
-    ns: TestNamespace,
-    state: PathBuf,
+pub(crate) struct BlueGreen {
+    pub(crate) client: Client,
+    pub(crate) api: Api<FlinkBlueGreenDeployment>,
+    pub(crate) children: Api<FlinkDeployment>,
+    pub(crate) ns: TestNamespace,
+    pub(crate) state: PathBuf,
 }
 
 impl BlueGreen {
@@ -51,10 +51,15 @@ impl BlueGreen {
         objects::create_all(client, &objects::flink_service_account(&ns.name)).await;
         let state = harness::state_dir(&ns.name);
         let template = counter_spec_with(version, &state, upgrade_mode, config).await;
+        Self::create_in(client, ns, state, json!({"template": {"spec": template}})).await
+    }
+
+    /// Creates it in `ns` with `spec`; `state` is the host directory its children mount.
+    pub(crate) async fn create_in(client: &Client, ns: TestNamespace, state: PathBuf, spec: Value) -> Self {
         let resource: FlinkBlueGreenDeployment = serde_json::from_value(json!({
             "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
             "metadata": {"name": NAME, "namespace": ns.name},
-            "spec": {"template": {"spec": template}},
+            "spec": spec,
         }))
         .unwrap();
         let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(client.clone(), &ns.name);
@@ -68,15 +73,15 @@ impl BlueGreen {
         }
     }
 
-    fn counts(&self, dir: &str) -> PathBuf {
+    pub(crate) fn counts(&self, dir: &str) -> PathBuf {
         self.state.join(dir)
     }
 
-    async fn get(&self) -> FlinkBlueGreenDeployment {
+    pub(crate) async fn get(&self) -> FlinkBlueGreenDeployment {
         self.api.get(NAME).await.unwrap()
     }
 
-    async fn patch(&self, patch: Value) {
+    pub(crate) async fn patch(&self, patch: Value) {
         self.api
             .patch(NAME, &PatchParams::default(), &Patch::Merge(patch))
             .await
@@ -84,12 +89,12 @@ impl BlueGreen {
     }
 
     /// Merges `patch` into `spec.template.spec`.
-    async fn patch_template(&self, patch: Value) {
+    pub(crate) async fn patch_template(&self, patch: Value) {
         self.patch(json!({"spec": {"template": {"spec": patch}}})).await;
     }
 
     /// Waits for `blueGreenState` to be `state`; returns the resource.
-    async fn reaches(&self, state: &str, timeout: Duration) -> FlinkBlueGreenDeployment {
+    pub(crate) async fn reaches(&self, state: &str, timeout: Duration) -> FlinkBlueGreenDeployment {
         wait_for(&format!("blueGreenState {state}"), timeout, || async {
             let bg = self.api.get(NAME).await.ok()?;
             (state_of(&bg).as_deref() == Some(state)).then_some(bg)
@@ -99,16 +104,16 @@ impl BlueGreen {
 
     /// Waits until the child of `colour` is STABLE with its job RUNNING (a job other than
     /// `previous`); returns it.
-    async fn ready_child(&self, colour: &str, previous: Option<&str>) -> FlinkDeployment {
+    pub(crate) async fn ready_child(&self, colour: &str, previous: Option<&str>) -> FlinkDeployment {
         harness::running_job(&self.children, &child(colour), previous).await
     }
 
-    async fn child(&self, colour: &str) -> Option<FlinkDeployment> {
+    pub(crate) async fn child(&self, colour: &str) -> Option<FlinkDeployment> {
         self.children.get_opt(&child(colour)).await.unwrap()
     }
 
     /// Waits until the child of `colour` and its pods are gone.
-    async fn child_gone(&self, colour: &str) {
+    pub(crate) async fn child_gone(&self, colour: &str) {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns.name);
         let name = child(colour);
         wait_for(
@@ -130,14 +135,17 @@ impl BlueGreen {
     }
 
     /// The job id of the running child of `colour`.
-    async fn job_id(&self, colour: &str) -> String {
+    pub(crate) async fn job_id(&self, colour: &str) -> String {
         let fd = self.child(colour).await.unwrap();
         fd.status.unwrap().job_status.unwrap().job_id.unwrap()
     }
 
     /// What the job of the child of `colour` restored when it started, as Flink reports it
     /// (`None`: it started from nothing, which is known once it completed a checkpoint).
-    async fn restored(&self, colour: &str) -> Option<flink_operator_controller::flink::RestoredCheckpoint> {
+    pub(crate) async fn restored(
+        &self,
+        colour: &str,
+    ) -> Option<flink_operator_controller::flink::RestoredCheckpoint> {
         let url = harness::rest_address(&self.client, &self.ns.name, &child(colour)).await;
         let rest = harness::rest_client(&url);
         let id = flink_operator_controller::flink::JobId::from(self.job_id(colour).await.as_str());
@@ -156,7 +164,7 @@ impl BlueGreen {
     }
 
     /// The reasons of the Events about the resource, oldest first.
-    async fn event_reasons(&self) -> Vec<String> {
+    pub(crate) async fn event_reasons(&self) -> Vec<String> {
         let events: Api<Event> = Api::namespaced(self.client.clone(), &self.ns.name);
         let selector = format!("involvedObject.kind=FlinkBlueGreenDeployment,involvedObject.name={NAME}");
         let mut list = events
@@ -169,7 +177,7 @@ impl BlueGreen {
     }
 
     /// Deletes the resource; waits until it, both children and their pods are gone.
-    async fn delete(&self) {
+    pub(crate) async fn delete(&self) {
         self.api.delete(NAME, &DeleteParams::default()).await.unwrap();
         wait_for(
             "the FlinkBlueGreenDeployment gone",
@@ -191,11 +199,11 @@ fn child_ready(fd: &FlinkDeployment) -> bool {
     running && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
 }
 
-fn child(colour: &str) -> String {
+pub(crate) fn child(colour: &str) -> String {
     format!("{NAME}-{colour}")
 }
 
-fn state_of(bg: &FlinkBlueGreenDeployment) -> Option<String> {
+pub(crate) fn state_of(bg: &FlinkBlueGreenDeployment) -> Option<String> {
     let state = bg.status.as_ref()?.blue_green_state?;
     Some(state.as_str().to_owned())
 }
@@ -213,7 +221,7 @@ fn condition(bg: &FlinkBlueGreenDeployment, type_: &str) -> Option<(String, Stri
 }
 
 /// No marker of a transition is left in the status of a resource that is not in one.
-fn assert_settled(bg: &FlinkBlueGreenDeployment) {
+pub(crate) fn assert_settled(bg: &FlinkBlueGreenDeployment) {
     let status = bg.status.as_ref().unwrap();
     assert_eq!(status.savepoint_trigger_id, None, "{status:?}");
     assert_eq!(status.abort_timestamp, None, "{status:?}");

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod bluegreen;
+mod bluegreen_advanced;
 mod built_clusters;
 #[path = "../cluster/harness.rs"]
 #[allow(dead_code)]

@@ -4,8 +4,9 @@
 #
 #   jar="$(tests/jobs/build.sh "$(tests/flink/install.sh 2.3.0)")"
 #
-# The jar holds flinkoperator.testjobs.KeyedCounterJob (Main-Class in its manifest), compiled
-# with `javac --release 11` against $FLINK_HOME/lib/*. The cache key is the sha256 of the
+# The jar holds flinkoperator.testjobs.KeyedCounterJob (Main-Class in its manifest) and
+# flinkoperator.testjobs.SequenceJob with the blue/green record gate it bundles (the sources
+# of gate/), compiled with `javac --release 11` against $FLINK_HOME/lib/*. The cache key is the sha256 of the
 # sources, this script, the Flink version (the name of lib/flink-dist-*.jar) and
 # `javac -version`:
 #   ${FLINK_OPERATOR_CACHE:-$HOME/.cache/flink-operator}/jobs/<key>/keyed-counter.jar
@@ -37,7 +38,11 @@ for tool in javac jar; do
     fi
 done
 
-mapfile -t sources < <(cd "$here" && find src -name '*.java' | LC_ALL=C sort)
+# The jobs, and the blue/green record gate (gate/), which the sequence job puts in front of
+# its sink and, as users do, bundles into its jar.
+mapfile -t sources < <(
+    cd "$here" && { find src -name '*.java'; find ../../gate/src/main/java -name '*.java'; } | LC_ALL=C sort
+)
 key="$(
     {
         for f in "${sources[@]}"; do
