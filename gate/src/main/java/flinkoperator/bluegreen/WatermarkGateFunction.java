@@ -94,6 +94,12 @@ public class WatermarkGateFunction<T> extends ProcessFunction<T, T> {
                         + " to the namespace of the ConfigMap");
     }
 
+    /** The state the gate decides from (null when it passes everything or is not open). */
+    GateState currentState() {
+        GateRuntime rt = runtime;
+        return rt == null ? null : rt.state();
+    }
+
     @Override
     public void processElement(T value, Context ctx, Collector<T> out) throws Exception {
         GateRuntime rt = runtime;
