@@ -76,17 +76,20 @@ final class KubernetesConfigMapStore extends VersionedConfigMapStore {
             host = "[" + host + "]";
         }
         Path dir = Paths.get(SERVICE_ACCOUNT_DIR);
-        SSLContext tls = trusting(dir.resolve("ca.crt"));
-        HttpClient http =
-                HttpClient.newBuilder()
-                        .sslContext(tls)
-                        .connectTimeout(Duration.ofSeconds(5))
-                        .version(HttpClient.Version.HTTP_1_1)
-                        .build();
+        HttpClient http = httpClient(trusting(dir.resolve("ca.crt")));
         Path tokenFile = dir.resolve("token");
         return new KubernetesConfigMapStore(
                 http, URI.create("https://" + host + ":" + port), namespace, name,
                 () -> fileToken(tokenFile));
+    }
+
+    /** A client for the API server, trusting what {@code tls} trusts. */
+    static HttpClient httpClient(SSLContext tls) {
+        return HttpClient.newBuilder()
+                .sslContext(tls)
+                .connectTimeout(Duration.ofSeconds(5))
+                .version(HttpClient.Version.HTTP_1_1)
+                .build();
     }
 
     static String fileToken(Path file) throws IOException {

@@ -10,6 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.InstantiationUtil;
 import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
 import org.apache.flink.streaming.util.ProcessFunctionTestHarnesses;
 import org.junit.jupiter.api.Test;
@@ -44,6 +47,33 @@ class WatermarkGateFunctionTest {
             assertTrue(System.nanoTime() < deadline, "timed out");
             Thread.sleep(5);
         }
+    }
+
+    @Test
+    void applyAddsANamedGateOfTheStreamsType() {
+        Configuration conf = new Configuration();
+        conf.setString("bluegreen.configmap.name", "orders-bluegreen");
+        conf.setString("bluegreen.active-deployment-type", "BLUE");
+        conf.setString("bluegreen.transition-id", "t1");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        DataStream<Long> in = env.fromData(1L, 2L);
+        DataStream<Long> gated = WatermarkGate.apply(in, env.getConfiguration(), r -> r);
+        assertEquals("bluegreen-gate", gated.getTransformation().getName());
+        assertEquals("bluegreen-gate", gated.getTransformation().getUid());
+        assertEquals(in.getType(), gated.getType());
+    }
+
+    @Test
+    void theFunctionSerializesAsFlinkShipsIt() throws Exception {
+        Configuration conf = new Configuration();
+        conf.setString("bluegreen.configmap.name", "orders-bluegreen");
+        conf.setString("bluegreen.active-deployment-type", "GREEN");
+        conf.setString("bluegreen.transition-id", "t2");
+        conf.setString("bluegreen.gate.poll-interval", "250 ms");
+        WatermarkGateFunction<Long> fn = WatermarkGate.create(conf, r -> r);
+        byte[] bytes = InstantiationUtil.serializeObject(fn);
+        Object copy = InstantiationUtil.deserializeObject(bytes, getClass().getClassLoader());
+        assertTrue(copy instanceof WatermarkGateFunction);
     }
 
     @Test
