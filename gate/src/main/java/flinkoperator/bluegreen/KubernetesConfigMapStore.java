@@ -1,7 +1,7 @@
 package flinkoperator.bluegreen;
 
 import java.io.IOException;
-import java.io.InputStream;
+import java.io.ByteArrayInputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -103,12 +103,18 @@ final class KubernetesConfigMapStore extends VersionedConfigMapStore {
 
     /** An SSL context that trusts the certificates of the PEM file {@code caFile}. */
     static SSLContext trusting(Path caFile) throws IOException {
-        try (InputStream in = Files.newInputStream(caFile)) {
+        byte[] pem;
+        try {
+            pem = Files.readAllBytes(caFile);
+        } catch (IOException e) {
+            throw new IOException("cannot read the CA certificate " + caFile + ": " + e, e);
+        }
+        try {
             CertificateFactory cf = CertificateFactory.getInstance("X.509");
             KeyStore ks = KeyStore.getInstance(KeyStore.getDefaultType());
             ks.load(null, null);
             int i = 0;
-            for (Certificate c : cf.generateCertificates(in)) {
+            for (Certificate c : cf.generateCertificates(new ByteArrayInputStream(pem))) {
                 ks.setCertificateEntry("ca-" + i++, c);
             }
             if (i == 0) {
