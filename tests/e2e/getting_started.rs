@@ -381,8 +381,7 @@ const SNAPSHOT_JOBS: [&str; 2] = [
     "basic-session-deployment-and-job.yaml",
 ];
 
-/// The blue/green examples: BASIC deploys its first (blue) child; ADVANCED is not done
-/// yet and is refused, with the reason in its status.
+/// The blue/green examples: each deploys its first (blue) child.
 const BLUE_GREEN: [(&str, &str); 2] = [
     (
         "bluegreen-basic.yaml",
@@ -511,28 +510,24 @@ fn every_example_runs_locally_as_its_comment_says() {
     );
     assert!(error.contains("ErrImagePull"), "{error}");
 
-    // BASIC: the first child is created, owned by the resource and labelled blue.
-    let (_, basic) = BLUE_GREEN[0];
-    env.until(
-        &format!("{basic} deploying blue"),
-        Duration::from_secs(120),
-        || {
-            let state = env.jsonpath(basic, "{.status.blueGreenState}");
-            matches!(state.as_str(), "TRANSITIONING_TO_BLUE" | "ACTIVE_BLUE").then_some(())
-        },
-    );
-    let colour = env.jsonpath(
-        "flinkdeployment/bluegreen-basic-example-blue",
-        "{.metadata.labels.flink/blue-green-deployment-type}",
-    );
-    assert_eq!(colour, "BLUE");
-    // ADVANCED: refused, nothing deployed.
-    let (_, advanced) = BLUE_GREEN[1];
-    let error = env.until(&format!("{advanced} refused"), Duration::from_secs(120), || {
-        let error = env.jsonpath(advanced, "{.status.error}");
-        error.contains("ADVANCED").then_some(error)
-    });
-    assert!(error.contains("not implemented"), "{error}");
+    // BASIC and ADVANCED: the first child is created, owned by the resource and labelled
+    // blue.
+    for (_, resource) in BLUE_GREEN {
+        env.until(
+            &format!("{resource} deploying blue"),
+            Duration::from_secs(120),
+            || {
+                let state = env.jsonpath(resource, "{.status.blueGreenState}");
+                matches!(state.as_str(), "TRANSITIONING_TO_BLUE" | "ACTIVE_BLUE").then_some(())
+            },
+        );
+        let name = resource.trim_start_matches("flinkbluegreendeployment/");
+        let colour = env.jsonpath(
+            &format!("flinkdeployment/{name}-blue"),
+            "{.metadata.labels.flink/blue-green-deployment-type}",
+        );
+        assert_eq!(colour, "BLUE");
+    }
 
     // The snapshots of the running jobs, taken through their clusters.
     for (file, _) in SNAPSHOTS {
