@@ -79,7 +79,7 @@ pub enum Action {
     },
     /// Put the applied spec back into the resource: it changed `spec.transitionMode`, which
     /// cannot change once deployed (a cluster without the webhook lets that through).
-    RevertSpec { spec: FlinkBlueGreenDeploymentSpec },
+    RevertSpec { spec: Box<FlinkBlueGreenDeploymentSpec> },
 }
 
 impl Action {
@@ -163,7 +163,7 @@ fn step(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueG
             Next::Steady,
         );
         plan.actions = vec![Action::RevertSpec {
-            spec: applied.clone(),
+            spec: Box::new(applied.clone()),
         }];
         return plan;
     }
