@@ -271,20 +271,26 @@ impl Input<'_> {
         }
     }
 
-    /// The write that brings the observed map to `map`; none when it is there already (and,
-    /// outside a transition, holds no gate's key).
+    /// The write that brings the observed map to `map`, keeping what the gates wrote in this
+    /// transition; none when it is there already.
     fn gate_write(&self, map: GateMap) -> Option<Action> {
+        self.gate_write_with(map, false)
+    }
+
+    /// The write that brings the observed map to `map`, dropping what the gates wrote when
+    /// `drop_gate_keys` (an abort); none when it is there already.
+    fn gate_write_with(&self, map: GateMap, drop_gate_keys: bool) -> Option<Action> {
         if !self.advanced {
             return None;
         }
         let observed = self.obs.gate.as_ref();
         let before = observed.and_then(|o| o.map.as_ref());
-        let stale_toggle = map.stage == GateStage::Running && observed.is_some_and(|o| o.toggle.is_some());
-        if before == Some(&map) && !stale_toggle {
+        let gate_keys_left = drop_gate_keys && observed.is_some_and(|o| o.toggle.is_some());
+        if before == Some(&map) && !gate_keys_left {
             return None;
         }
         Some(Action::WriteGateMap {
-            patch: map.patch(before),
+            patch: map.patch(before, drop_gate_keys),
             map,
             resource_version: observed.map(|o| o.resource_version.clone()),
         })
@@ -931,7 +937,7 @@ fn abort_hand_over(
         transition_id: input.transition_of(old),
     };
     let mut actions: Vec<Action> = input
-        .gate_write(input.gate_map(&current, GateStage::Running, survivor, None))
+        .gate_write_with(input.gate_map(&current, GateStage::Running, survivor, None), true)
         .into_iter()
         .collect();
     let Some(toggle) = input.toggle() else {

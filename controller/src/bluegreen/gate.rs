@@ -136,10 +136,12 @@ impl GateMap {
 
     /// The data of a merge patch from `before` (`None`: no map yet) to this state: every
     /// operator key set; the standby's keys removed when there is no standby; the gates'
-    /// keys removed when the transition changed (a toggle of an earlier or aborted
-    /// transition is never taken for this one), kept otherwise (a spec change during the
-    /// hand-over does not drop the toggle).
-    pub fn patch(&self, before: Option<&GateMap>) -> BTreeMap<String, Option<String>> {
+    /// keys removed when the transition changed (a toggle of an earlier transition is never
+    /// taken for this one) or `drop_gate_keys` says so (an abort: the survivor writes
+    /// everything again), kept otherwise. A spec change during the hand-over keeps the
+    /// toggle, and so does the end of the transition: the new job, whose watermark may trail
+    /// the old one's, leaves what lies before the toggle to the old job until it passes it.
+    pub fn patch(&self, before: Option<&GateMap>, drop_gate_keys: bool) -> BTreeMap<String, Option<String>> {
         let mut out: BTreeMap<String, Option<String>> =
             self.data().into_iter().map(|(k, v)| (k, Some(v))).collect();
         if self.standby.is_none() {
@@ -147,7 +149,7 @@ impl GateMap {
             out.insert(data::STANDBY_TRANSITION_ID.to_owned(), None);
         }
         let same_transition = before.is_some_and(|b| b.transition_id == self.transition_id);
-        if !same_transition || self.stage == GateStage::Running {
+        if !same_transition || drop_gate_keys {
             out.insert(data::WATERMARK_STAGE.to_owned(), None);
             out.insert(data::TOGGLE.to_owned(), None);
         }
@@ -291,22 +293,24 @@ mod tests {
     fn a_new_transition_drops_the_gates_keys_and_the_same_one_keeps_them() {
         let old = map("1", GateStage::Running, false);
         let starting = map("2", GateStage::Initializing, true);
-        let patch = starting.patch(Some(&old));
+        let patch = starting.patch(Some(&old), false);
         assert_eq!(patch[data::TOGGLE], None);
         assert_eq!(patch[data::WATERMARK_STAGE], None);
         assert_eq!(patch[data::STAGE].as_deref(), Some("INITIALIZING"));
         // The same transition moving on (or a change of the incoming child) keeps the toggle.
         let transitioning = map("2", GateStage::Transitioning, true);
-        let patch = transitioning.patch(Some(&starting));
+        let patch = transitioning.patch(Some(&starting), false);
         assert!(!patch.contains_key(data::TOGGLE), "{patch:?}");
-        // The end of a transition drops the standby and the gates' keys.
+        // The end of the transition drops the standby and keeps the toggle for the new job.
         let done = map("2", GateStage::Running, false);
-        let patch = done.patch(Some(&transitioning));
+        let patch = done.patch(Some(&transitioning), false);
         assert_eq!(patch[data::STANDBY_TYPE], None);
-        assert_eq!(patch[data::TOGGLE], None);
+        assert!(!patch.contains_key(data::TOGGLE), "{patch:?}");
+        // An abort drops it: the survivor writes everything again.
+        assert_eq!(done.patch(Some(&transitioning), true)[data::TOGGLE], None);
         // No map yet: everything is set, nothing of a gate survives.
         assert_eq!(
-            map("1", GateStage::Running, false).patch(None)[data::TOGGLE],
+            map("1", GateStage::Running, false).patch(None, false)[data::TOGGLE],
             None
         );
     }

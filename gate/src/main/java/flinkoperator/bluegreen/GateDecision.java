@@ -35,7 +35,16 @@ final class GateDecision {
         boolean active = s.role == Role.ACTIVE;
         switch (s.stage) {
             case RUNNING:
-                return active ? Mode.PASS_ALL : Mode.DROP_ALL;
+                if (!active) {
+                    return Mode.DROP_ALL;
+                }
+                // A toggle in RUNNING is the one the finished transition handed over at: the old
+                // job wrote what lies before it, and the new job may not have reached it yet
+                // (its watermark can trail the old one's when the operator ends the transition).
+                if (s.hasToggle() && watermark <= s.toggleValue) {
+                    return Mode.PASS_AT_OR_AFTER_TOGGLE;
+                }
+                return Mode.PASS_ALL;
             case INITIALIZING:
                 return active ? Mode.DROP_ALL : Mode.PASS_ALL;
             case TRANSITIONING:

@@ -99,11 +99,15 @@ class GateRuntimeTest {
         assertTrue(green.decide(null, 4_101));
         assertEquals(0, green.handOverDone(), "the gauge is the standby's");
 
-        // The operator ends the transition: only GREEN writes.
+        // The operator ends the transition: only GREEN writes. The toggle stays for it: a
+        // subtask whose watermark has not passed it yet still leaves what is before it to the
+        // old job, which wrote it.
         store.merge(Map.of("stage", "RUNNING"));
         green.pollOnce();
         blue1.pollOnce();
-        assertTrue(green.decide(1L, 1));
+        assertFalse(green.decide(4_099L, 4_000));
+        assertTrue(green.decide(4_100L, 4_000));
+        assertTrue(green.decide(1L, 4_102));
         assertFalse(blue1.decide(1L, 1));
         assertEquals(0, blue1.handOverDone());
     }
