@@ -182,6 +182,15 @@ impl BlueGreen {
     }
 }
 
+/// Whether a child is STABLE with its job RUNNING.
+fn child_ready(fd: &FlinkDeployment) -> bool {
+    let Some(status) = fd.status.as_ref() else {
+        return false;
+    };
+    let running = status.job_status.as_ref().and_then(|j| j.state.as_deref()) == Some("RUNNING");
+    running && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
+}
+
 fn child(colour: &str) -> String {
     format!("{NAME}-{colour}")
 }
@@ -289,16 +298,25 @@ async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value)
         Some(to.to_uppercase().as_str())
     );
 
-    // The old child runs on until the new one is stable, and is deleted then.
-    bg.ready_child(to, None).await;
+    // The old child runs on until the new one is stable, and is deleted then: looked at
+    // every 100 ms, the old one is never found going while the new one is not stable.
+    let new_name = child(to);
+    wait_for(
+        &format!("{new_name} stable"),
+        Duration::from_secs(240),
+        || async {
+            let old = bg.children.get_opt(&child(from)).await.ok()?;
+            let new = bg.children.get(&new_name).await.ok()?;
+            if child_ready(&new) {
+                return Some(());
+            }
+            let going = old.is_none_or(|o| o.metadata.deletion_timestamp.is_some());
+            assert!(!going, "{} was deleted before {new_name} was stable", child(from));
+            None
+        },
+    )
+    .await;
     let stable = Instant::now();
-    assert!(
-        bg.child(from)
-            .await
-            .is_some_and(|c| c.metadata.deletion_timestamp.is_none())
-            || state_of(&bg.get().await).as_deref() == Some(&*format!("ACTIVE_{}", to.to_uppercase())),
-        "{from} was deleted before {to} was stable"
-    );
     wait_for(
         &format!("{} deleted", child(from)),
         Duration::from_secs(60),
