@@ -357,6 +357,27 @@ mod tests {
     }
 
     #[test]
+    fn the_coordination_map_is_owned_labelled_and_holds_the_operators_part() {
+        use crate::bluegreen::gate::{GateStage, Named};
+        let map = GateMap {
+            transition_id: "3".to_owned(),
+            stage: GateStage::Running,
+            active: Named {
+                colour: Colour::Blue,
+                transition_id: "3".to_owned(),
+            },
+            standby: None,
+            deletion_delay_ms: 10_000,
+        };
+        let config_map = gate_config_map(&resource(), &map).expect("built");
+        assert_eq!(config_map.name_any(), "bg-configmap");
+        assert_eq!(config_map.namespace().as_deref(), Some("ns"));
+        assert_eq!(config_map.labels()[gate::LABEL], "bg");
+        assert_eq!(config_map.owner_references()[0].uid, "u1");
+        assert_eq!(config_map.data, Some(map.data()));
+    }
+
+    #[test]
     fn a_resource_never_stored_has_no_children() {
         let mut bg = resource();
         bg.metadata.uid = None;

@@ -553,3 +553,36 @@ fn the_job_status_of_the_new_child_is_not_needed_to_write_the_map() {
     assert_eq!(steps(&plan), vec![Step::GateMap(GateStage::Running)]);
     assert_eq!(state(&plan), Some(State::ActiveBlue));
 }
+
+#[test]
+fn a_suspension_during_the_hand_over_waits_for_its_end_and_then_suspends_the_new_child() {
+    let suspended_v2 = suspended(v2());
+    let during = decide(
+        &advanced(&suspended_v2, Some(handing_over_status(Some(30 * SECOND)))),
+        &with_gate(
+            observe(Some(running_blue()), Some(stable(&green_spec()))),
+            gate_map(GateStage::Transitioning, green(), Some(blue())),
+            Some(TOGGLE),
+            HandOver::Pending(vec![0.0]),
+        ),
+    );
+    assert_eq!(steps(&during), vec![], "the hand-over goes on");
+    assert_eq!(state(&during), Some(State::TransitioningToGreen));
+    // Once green is active alone, the suspension is applied to it in place, with its keys.
+    let after = decide(
+        &advanced(&suspended_v2, Some(advanced_status(State::ActiveGreen, &v2()))),
+        &with_gate(
+            observe(None, Some(stable(&green_spec()))),
+            gate_map(GateStage::Running, green(), None),
+            Some(TOGGLE),
+            HandOver::NotAsked,
+        ),
+    );
+    assert_eq!(steps(&after), vec![Step::Update(Colour::Green)]);
+    let spec = deployment_spec(&child_spec(&after));
+    assert_eq!(
+        spec.job.as_ref().and_then(|j| j.state),
+        Some(flink_operator_api::common::JobState::Suspended)
+    );
+    assert_eq!(gate::transition_of(&spec), Some(GENERATION.to_string()));
+}
