@@ -326,19 +326,24 @@ fn the_stopped_old_child_is_deleted_after_the_map_names_the_new_one_alone() {
     assert_eq!(state(&plan), Some(State::ActiveGreen));
 }
 
-#[test]
-fn a_hand_over_past_the_gate_timeout_before_the_toggle_aborts_with_nothing_to_redeploy() {
+/// The gate phase past its timeout, green's gates not handed over, with `toggle` set or not.
+fn past_the_gate_timeout(toggle: Option<i64>) -> BlueGreenPlan {
     let mut status = handing_over_status(Some(GRACE + SECOND));
     status.abort_timestamp = Some(instant(NOW - SECOND));
-    let plan = decide(
+    decide(
         &advanced(&v2(), Some(status)),
         &with_gate(
             observe(Some(running_blue()), Some(stable(&green_spec()))),
             gate_map(GateStage::Transitioning, green(), Some(blue())),
-            None,
+            toggle,
             HandOver::Pending(vec![0.0]),
         ),
-    );
+    )
+}
+
+#[test]
+fn a_hand_over_past_the_gate_timeout_before_the_toggle_aborts_with_nothing_to_redeploy() {
+    let plan = past_the_gate_timeout(None);
     // The map first: green's gate, no longer named, stops writing at once.
     assert_eq!(
         steps(&plan),
@@ -361,17 +366,7 @@ fn a_hand_over_past_the_gate_timeout_before_the_toggle_aborts_with_nothing_to_re
 
 #[test]
 fn a_hand_over_aborted_after_the_toggle_redeploys_the_survivor_from_the_transition_savepoint() {
-    let mut status = handing_over_status(Some(GRACE + SECOND));
-    status.abort_timestamp = Some(instant(NOW - SECOND));
-    let plan = decide(
-        &advanced(&v2(), Some(status)),
-        &with_gate(
-            observe(Some(running_blue()), Some(stable(&green_spec()))),
-            gate_map(GateStage::Transitioning, green(), Some(blue())),
-            Some(TOGGLE),
-            HandOver::Pending(vec![0.0]),
-        ),
-    );
+    let plan = past_the_gate_timeout(Some(TOGGLE));
     assert_eq!(
         steps(&plan),
         vec![

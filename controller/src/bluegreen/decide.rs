@@ -593,16 +593,7 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
         let deleted = vec![Action::DeleteChild { colour: from }];
         return finished(input, status, to, new, deleted, status_before);
     }
-    if input.past_abort_deadline() {
-        let why = format!(
-            "{} did not become running and stable within {}",
-            input.child_name(to),
-            duration_text(input.policy.abort_grace_period_ms)
-        );
-        return aborted(input, from, Some((to, new)), why);
-    }
-    status.job_status = Some(job_state(flink_job_state::RECONCILING));
-    plan(status, Vec::new(), Vec::new(), input.poll())
+    deploying(input, status, from, new)
 }
 
 /// ADVANCED, the new child `to` started next to the old one (`old`, `new`): once it is
