@@ -35,7 +35,8 @@ them: granted cluster-wide, or in each of the watchNamespaces.
 - apiGroups: [""]
   resources: ["pods/log"]
   verbs: ["get"]
-# The services (REST, internal) and ConfigMaps (Flink configuration, logging, HA) of a cluster.
+# The services (REST, internal) and ConfigMaps (Flink configuration, logging, HA) of a cluster,
+# and the coordination ConfigMap of an ADVANCED blue/green hand-over.
 - apiGroups: [""]
   resources: ["services", "configmaps"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
