@@ -253,6 +253,15 @@ pub async fn revert_spec(
         .map_err(error)
 }
 
+impl ActError {
+    /// A write of the coordination map that found it changed since it was read (a gate's
+    /// turn, or the cache behind the last write): nothing is wrong, the next look reads it
+    /// again.
+    pub fn is_stale_gate_map(&self) -> bool {
+        matches!(self, Self::GateMap { source, .. } if crate::reconcile::is_conflict(source))
+    }
+}
+
 fn child_error(action: &'static str, name: String, source: kube::Error) -> ActError {
     ActError::Child { action, name, source }
 }

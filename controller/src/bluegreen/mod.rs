@@ -73,7 +73,7 @@ use crate::{
     caches::{Cache, Caches},
     context::Context,
     policy::Policy,
-    runtime::{Acted, Plan, Reconciler},
+    runtime::{Acted, Plan, Reconciler, Recovery},
 };
 
 pub(crate) const KIND: &str = keys::kinds::FLINK_BLUE_GREEN_DEPLOYMENT;
@@ -165,6 +165,28 @@ impl Reconciler for BlueGreenDeployments {
         status.blue_green_state.map(|s| s.as_str())
     }
 
+    /// A write of the coordination map that met a newer version (a gate wrote its turn in
+    /// between, or the cache lagged behind the last write) is looked at again in a moment,
+    /// quietly: the status stays as it was (what was written before the actions included),
+    /// and the next pass decides from the map as it is.
+    fn recover(
+        resource: &FlinkBlueGreenDeployment,
+        _observed: &observe::Observed,
+        plan: &Plan<FlinkBlueGreenDeploymentStatus, Action>,
+        error: &ReconcileError,
+    ) -> Option<Recovery<FlinkBlueGreenDeploymentStatus>> {
+        let ReconcileError::Act(error) = error;
+        error.is_stale_gate_map().then(|| Recovery {
+            status: plan
+                .status_before
+                .clone()
+                .or_else(|| resource.status.clone())
+                .unwrap_or_default(),
+            events: Vec::new(),
+            requeue: std::time::Duration::from_secs(1),
+        })
+    }
+
     /// Times each completed transition and counts the aborted ones.
     fn written(
         ctx: &Context,
@@ -242,6 +264,59 @@ mod wiring_tests {
             ..Default::default()
         }]);
         fd
+    }
+
+    #[test]
+    fn a_conflicting_map_write_is_looked_at_again_quietly_and_other_failures_are_errors() {
+        let status = FlinkBlueGreenDeploymentStatus {
+            error: Some("as it was".to_owned()),
+            ..Default::default()
+        };
+        let mut resource = FlinkBlueGreenDeployment::new("bg", Default::default());
+        resource.status = Some(status.clone());
+        let observed = observe::Observed {
+            observation: Observation {
+                blue: None,
+                green: None,
+                savepoint: None,
+                policy: Ok(BlueGreenPolicy::default()),
+                now_ms: 0,
+                fresh_id: String::new(),
+                foreign: Vec::new(),
+                gate: None,
+                hand_over: gate::HandOver::NotAsked,
+            },
+            policy: Policy::default(),
+        };
+        let plan = Plan {
+            status_before: None,
+            actions: Vec::new(),
+            status: FlinkBlueGreenDeploymentStatus::default(),
+            events: Vec::new(),
+            requeue: crate::reconcile::Next::Steady,
+        };
+        let refused = |code: u16| {
+            kube::Error::Api(
+                kube::core::Status {
+                    code,
+                    ..Default::default()
+                }
+                .boxed(),
+            )
+        };
+        let conflict = ReconcileError::Act(act::ActError::GateMap {
+            name: "bg-configmap".to_owned(),
+            source: refused(409),
+        });
+        let recovery =
+            BlueGreenDeployments::recover(&resource, &observed, &plan, &conflict).expect("recovered");
+        assert_eq!(recovery.status, status, "nothing of the plan is written");
+        assert!(recovery.events.is_empty(), "no Event for a conflict");
+        let forbidden = ReconcileError::Act(act::ActError::GateMap {
+            name: "bg-configmap".to_owned(),
+            source: refused(403),
+        });
+        assert!(BlueGreenDeployments::recover(&resource, &observed, &plan, &forbidden).is_none());
     }
 
     #[test]
