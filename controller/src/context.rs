@@ -6,7 +6,7 @@ use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use kube::{Client, ResourceExt, runtime::events::Recorder};
 
 use crate::{
-    flink::{FlinkError, FlinkRestClient, RestClients, RestEndpoints},
+    flink::{EndpointError, FlinkError, FlinkRestClient, RestClients, RestEndpoints},
     metrics::ReconcileMetrics,
 };
 
@@ -85,6 +85,18 @@ impl Context {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(uid);
+    }
+
+    /// Where `fd`'s JobManager REST API is reached: its `<name>-rest` Service, or a ready
+    /// endpoint of it (`--flink-rest-endpoint`), on its REST port.
+    pub async fn rest_url(&self, fd: &FlinkDeployment) -> Result<String, EndpointError> {
+        self.rest_endpoints
+            .base_url(
+                &fd.namespace().unwrap_or_default(),
+                &format!("{}-rest", fd.name_any()),
+                self.rest_port(fd),
+            )
+            .await
     }
 
     /// The REST port of `fd`'s JobManager (`rest.port`, default 8081).

@@ -114,36 +114,25 @@ pub async fn hand_over(
     let Some(fd) = caches.deployments.get(&namespace, &cluster) else {
         return HandOver::NotAsked;
     };
-    let at = Asked {
-        namespace: &namespace,
-        cluster: &cluster,
-        port: ctx.rest_port(&fd),
-        counted_as: &resource.name_any(),
-    };
-    match gate_minima(ctx, &at, &JobId::from(job.as_str())).await {
+    match gate_minima(ctx, &fd, &resource.name_any(), &JobId::from(job.as_str())).await {
         Ok(minima) => HandOver::of_minima(minima),
         Err(error) => HandOver::Unknown(error),
     }
 }
 
-/// Where the old job is asked, and the resource its requests count for.
-struct Asked<'a> {
-    namespace: &'a str,
-    cluster: &'a str,
-    port: u16,
-    counted_as: &'a str,
-}
-
-/// The minimum of the hand-over gauge over the subtasks of each vertex of `job` that has a
-/// gate (a vertex reports an operator's gauge as `<operator>.<gauge>`).
-async fn gate_minima(ctx: &Context, at: &Asked<'_>, job: &JobId) -> Result<Vec<f64>, String> {
-    let url = ctx
-        .rest_endpoints
-        .base_url(at.namespace, &format!("{}-rest", at.cluster), at.port)
-        .await
-        .map_err(|e| e.to_string())?;
+/// The minimum of the hand-over gauge over the subtasks of each vertex of `job`, run by the
+/// child `fd`, that has a gate (a vertex reports an operator's gauge as
+/// `<operator>.<gauge>`); the requests count for the blue/green resource `counted_as`.
+async fn gate_minima(
+    ctx: &Context,
+    fd: &FlinkDeployment,
+    counted_as: &str,
+    job: &JobId,
+) -> Result<Vec<f64>, String> {
+    let url = ctx.rest_url(fd).await.map_err(|e| e.to_string())?;
+    let namespace = fd.namespace().unwrap_or_default();
     let rest = ctx
-        .rest_client(&url, super::KIND, at.namespace, at.counted_as)
+        .rest_client(&url, super::KIND, &namespace, counted_as)
         .map_err(|e| e.to_string())?;
     let details = rest.job_details(job).await.map_err(|e| e.to_string())?;
     let mut minima = Vec::new();

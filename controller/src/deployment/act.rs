@@ -92,12 +92,7 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
 /// A REST client for `fd`'s JobManager.
 async fn rest(ctx: &Context, fd: &FlinkDeployment) -> Result<FlinkRestClient, ActError> {
     let url = ctx
-        .rest_endpoints
-        .base_url(
-            &fd.namespace().unwrap_or_default(),
-            &format!("{}-rest", fd.name_any()),
-            ctx.rest_port(fd),
-        )
+        .rest_url(fd)
         .await
         .map_err(|e| ActError::Flink(e.to_string()))?;
     ctx.rest_client(

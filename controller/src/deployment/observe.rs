@@ -65,12 +65,7 @@ pub async fn observe(
         };
         let mut rest_ready = false;
         if ready > 0 {
-            let port = ctx.rest_port(fd);
-            match ctx
-                .rest_endpoints
-                .base_url(&namespace, &format!("{name}-rest"), port)
-                .await
-            {
+            match ctx.rest_url(fd).await {
                 Ok(url) => match ctx.rest_client(&url, super::KIND, &namespace, &name) {
                     Ok(rest) => {
                         let look = look(&rest, fd).await;

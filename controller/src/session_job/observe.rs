@@ -98,15 +98,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
             rest_url: None,
         });
     }
-    let url = match ctx
-        .rest_endpoints
-        .base_url(
-            &namespace,
-            &format!("{session_name}-rest"),
-            ctx.rest_port(&session),
-        )
-        .await
-    {
+    let url = match ctx.rest_url(&session).await {
         Ok(url) => url,
         Err(e) => {
             observation.session = SessionObservation::NotReady(format!("its REST address is unknown: {e}"));

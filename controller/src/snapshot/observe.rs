@@ -141,16 +141,7 @@ async fn rest_client(
     snapshot: &FlinkStateSnapshot,
     cluster: &FlinkDeployment,
 ) -> Result<FlinkRestClient, String> {
-    let namespace = snapshot.namespace().unwrap_or_default();
-    let url = ctx
-        .rest_endpoints
-        .base_url(
-            &namespace,
-            &format!("{}-rest", cluster.name_any()),
-            ctx.rest_port(cluster),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+    let url = ctx.rest_url(cluster).await.map_err(|e| e.to_string())?;
     super::act::client(ctx, snapshot, &url).map_err(|e| e.to_string())
 }
 
