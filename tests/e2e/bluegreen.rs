@@ -209,15 +209,7 @@ pub(crate) fn state_of(bg: &FlinkBlueGreenDeployment) -> Option<String> {
 }
 
 fn condition(bg: &FlinkBlueGreenDeployment, type_: &str) -> Option<(String, String)> {
-    let condition = bg
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_.as_deref() == Some(type_))?
-        .clone();
-    Some((condition.status?, condition.reason?))
+    harness::condition(bg.status.as_ref()?.conditions.as_ref(), type_)
 }
 
 /// No marker of a transition is left in the status of a resource that is not in one.

@@ -433,3 +433,15 @@ where
     )
     .await
 }
+
+/// The status and reason of the condition `type_` among `conditions`.
+pub fn condition(
+    conditions: Option<&Vec<flink_operator_api::common::Condition>>,
+    type_: &str,
+) -> Option<(String, String)> {
+    let condition = conditions?
+        .iter()
+        .find(|c| c.type_.as_deref() == Some(type_))?
+        .clone();
+    Some((condition.status?, condition.reason?))
+}

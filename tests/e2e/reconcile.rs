@@ -19,15 +19,7 @@ use crate::{
 };
 
 fn condition(fd: &FlinkDeployment, type_: &str) -> Option<(String, String)> {
-    let condition = fd
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_.as_deref() == Some(type_))?
-        .clone();
-    Some((condition.status?, condition.reason?))
+    harness::condition(fd.status.as_ref()?.conditions.as_ref(), type_)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
