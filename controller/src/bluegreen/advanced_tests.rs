@@ -537,7 +537,7 @@ fn an_advanced_resource_that_cannot_hand_over_is_refused_naming_the_field() {
 }
 
 #[test]
-fn the_job_status_of_the_new_child_is_not_needed_to_write_the_map() {
+fn a_stable_first_child_ends_the_deployment_with_the_map_naming_it_alone() {
     // A first child that is stable finishes with the map naming it alone.
     let status = Status {
         job_status: Some(JobStatus::default()),
