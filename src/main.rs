@@ -4,6 +4,7 @@ mod cli;
 mod config;
 mod docs;
 mod https;
+mod leader;
 mod managed_certs;
 mod probes;
 mod revision_cli;

@@ -35,6 +35,7 @@ use crate::{
     cli::RunArgs,
     config::{self, ConfigError},
     https,
+    leader::{self, LeaderElection, LeaderElectionError, LeaderMetrics},
     managed_certs::{self, ManagedCertsConfig, ManagedCertsError},
     probes::{self, Readiness},
     webhook_registration,
@@ -73,6 +74,9 @@ pub enum RunError {
     /// The HTTP client of JobManager REST APIs could not be built (its TLS configuration).
     #[error("Flink REST client: {0}")]
     RestClient(#[source] flink_operator_controller::flink::FlinkError),
+    /// The leader-election settings are unusable.
+    #[error(transparent)]
+    LeaderElection(#[from] LeaderElectionError),
     /// Signal handlers could not be installed.
     #[error("cannot install signal handlers: {0}")]
     Signals(#[source] std::io::Error),
@@ -83,6 +87,12 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let operator_config = config::load_layered(&args.config)?;
     let mut registry = Registry::default();
     let reconcile_metrics = ReconcileMetrics::register(&mut registry);
+    let leader_metrics = LeaderMetrics::register(&mut registry);
+    let leader_election = if args.components.controllers() {
+        LeaderElection::from_config(&operator_config, &args.operator_namespace)?
+    } else {
+        None
+    };
     let client = kube_client(args.kubeconfig.as_deref(), Some(&reconcile_metrics)).await;
     if args.components.controllers()
         && let Err(reason) = &client
@@ -140,44 +150,31 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 metrics: reconcile_metrics.clone(),
                 unanswered: Default::default(),
             });
-            tasks.spawn(
-                stop_on(
-                    stopping.clone(),
-                    runtime::run::<Deployments>(context.clone(), caches.clone(), scope.clone()),
-                )
-                .instrument(tracing::info_span!("flinkdeployments")),
-            );
-            tasks.spawn(
-                stop_on(
-                    stopping.clone(),
-                    runtime::run::<SessionJobs>(context.clone(), caches.clone(), scope.clone()),
-                )
-                .instrument(tracing::info_span!("flinksessionjobs")),
-            );
-            tasks.spawn(
-                stop_on(
-                    stopping.clone(),
-                    runtime::run::<BlueGreenDeployments>(context.clone(), caches.clone(), scope.clone()),
-                )
-                .instrument(tracing::info_span!("flinkbluegreendeployments")),
-            );
-            if snapshot::enabled(&operator_config) {
-                tasks.spawn(
-                    stop_on(
-                        stopping.clone(),
-                        runtime::run::<Snapshots>(context.clone(), caches.clone(), scope.clone()),
-                    )
-                    .instrument(tracing::info_span!("flinkstatesnapshots")),
-                );
-                tasks.spawn(
-                    stop_on(stopping.clone(), snapshot::census(context, caches.clone()))
-                        .instrument(tracing::info_span!("snapshot-census")),
-                );
-            } else {
-                tracing::info!(
-                    key = keys::operator::SNAPSHOT_RESOURCE_ENABLED,
-                    "FlinkStateSnapshots are admitted but not reconciled"
-                );
+            let start_controllers = {
+                let (context, caches, scope) = (context.clone(), caches.clone(), scope.clone());
+                let operator_config = operator_config.clone();
+                move || controllers(&context, &caches, &scope, &operator_config)
+            };
+            match &leader_election {
+                Some(election) => {
+                    tasks.spawn(
+                        leader::supervise(
+                            client.clone(),
+                            election.clone(),
+                            leader_metrics.clone(),
+                            stopping.clone(),
+                            start_controllers,
+                        )
+                        .instrument(tracing::info_span!("leader-election")),
+                    );
+                }
+                None => {
+                    leader_metrics.leading(true);
+                    tasks.spawn(stop_on(stopping.clone(), async move {
+                        let mut running = start_controllers();
+                        while running.join_next().await.is_some() {}
+                    }));
+                }
             }
             tasks.spawn(stop_on(stopping.clone(), watch).instrument(tracing::info_span!("caches")));
             let ready = readiness.clone();
@@ -227,6 +224,45 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     while tasks.join_next().await.is_some() {}
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Spawns the reconcile loops of every kind (and the snapshot census) over the shared caches;
+/// dropping or shutting down the set stops them all.
+fn controllers(
+    context: &Arc<Context>,
+    caches: &Caches,
+    scope: &WatchScope,
+    operator_config: &std::collections::BTreeMap<String, String>,
+) -> JoinSet<()> {
+    let mut loops = JoinSet::new();
+    loops.spawn(
+        runtime::run::<Deployments>(context.clone(), caches.clone(), scope.clone())
+            .instrument(tracing::info_span!("flinkdeployments")),
+    );
+    loops.spawn(
+        runtime::run::<SessionJobs>(context.clone(), caches.clone(), scope.clone())
+            .instrument(tracing::info_span!("flinksessionjobs")),
+    );
+    loops.spawn(
+        runtime::run::<BlueGreenDeployments>(context.clone(), caches.clone(), scope.clone())
+            .instrument(tracing::info_span!("flinkbluegreendeployments")),
+    );
+    if snapshot::enabled(operator_config) {
+        loops.spawn(
+            runtime::run::<Snapshots>(context.clone(), caches.clone(), scope.clone())
+                .instrument(tracing::info_span!("flinkstatesnapshots")),
+        );
+        loops.spawn(
+            snapshot::census(context.clone(), caches.clone())
+                .instrument(tracing::info_span!("snapshot-census")),
+        );
+    } else {
+        tracing::info!(
+            key = keys::operator::SNAPSHOT_RESOURCE_ENABLED,
+            "FlinkStateSnapshots are admitted but not reconciled"
+        );
+    }
+    loops
 }
 
 /// Runs `work` until the process stops.

@@ -67,6 +67,12 @@ pub mod defaults {
     pub const JM_DEPLOYMENT_STARTUP_PROBE_ENABLED: bool = true;
     /// `kubernetes.operator.bluegreen.abort.grace-period`.
     pub const BLUEGREEN_ABORT_GRACE_PERIOD_MS: i64 = 10 * MINUTE_MS;
+    /// `kubernetes.operator.leader-election.lease-duration`.
+    pub const LEADER_ELECTION_LEASE_DURATION_MS: i64 = 15 * SECOND_MS;
+    /// `kubernetes.operator.leader-election.renew-deadline`.
+    pub const LEADER_ELECTION_RENEW_DEADLINE_MS: i64 = 10 * SECOND_MS;
+    /// `kubernetes.operator.leader-election.retry-period`.
+    pub const LEADER_ELECTION_RETRY_PERIOD_MS: i64 = 2 * SECOND_MS;
     /// `kubernetes.operator.bluegreen.reconciliation.reschedule-interval`.
     pub const BLUEGREEN_RESCHEDULE_INTERVAL_MS: i64 = 15 * SECOND_MS;
     /// `kubernetes.operator.bluegreen.deployment-deletion.delay`.
@@ -224,6 +230,54 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "Comma-separated namespaces whose resources the operator manages (empty or \
                   `JOSDK_ALL_NAMESPACES`: all). The `WATCH_NAMESPACES` environment variable \
                   wins over it.",
+    },
+    OptionDoc {
+        key: operator::LEADER_ELECTION_ENABLED,
+        deprecated: &[],
+        default: DefaultValue::Bool(false),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "Elect a leader among the operator's replicas through a Lease in the \
+                  operator's namespace: every replica serves the webhook and keeps its caches, \
+                  only the leader runs the controllers. Needs `lease-name`.",
+    },
+    OptionDoc {
+        key: operator::LEADER_ELECTION_LEASE_NAME,
+        deprecated: &[],
+        default: DefaultValue::Unset("required when leader election is on"),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "Name of the Lease (`coordination.k8s.io/v1`) the replicas compete for, in \
+                  the operator's namespace; created by the first replica.",
+    },
+    OptionDoc {
+        key: operator::LEADER_ELECTION_LEASE_DURATION,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::LEADER_ELECTION_LEASE_DURATION_MS),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "How long a replica waits, from the last change it saw to the Lease, before \
+                  it takes the Lease of a leader that stopped renewing it. Longer than the \
+                  renew deadline.",
+    },
+    OptionDoc {
+        key: operator::LEADER_ELECTION_RENEW_DEADLINE,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::LEADER_ELECTION_RENEW_DEADLINE_MS),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "A leader that has not renewed its Lease for this long stops its controllers. \
+                  The lease duration minus this is the margin that keeps two replicas from \
+                  acting at once.",
+    },
+    OptionDoc {
+        key: operator::LEADER_ELECTION_RETRY_PERIOD,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::LEADER_ELECTION_RETRY_PERIOD_MS),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "How often the leader renews its Lease; shorter than the renew deadline. The \
+                  other replicas watch the Lease and take a released one at once.",
     },
     OptionDoc {
         key: operator::SNAPSHOT_RESOURCE_ENABLED,
@@ -666,26 +720,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     },
     IgnoredOption {
         key: operator::HEALTH_CANARY_RESOURCE_TIMEOUT,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::LEADER_ELECTION_ENABLED,
-        note: "there is no leader election: run one replica",
-    },
-    IgnoredOption {
-        key: operator::LEADER_ELECTION_LEASE_NAME,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::LEADER_ELECTION_LEASE_DURATION,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::LEADER_ELECTION_RENEW_DEADLINE,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::LEADER_ELECTION_RETRY_PERIOD,
         note: "",
     },
 ];

@@ -90,6 +90,11 @@ const CHANGES_BUFFER: usize = 256;
 struct Watched<K: Resource<DynamicType = ()> + Clone + 'static> {
     store: Store<K>,
     changes: broadcast::Sender<Change<K>>,
+    /// Turns true at the end of the first list. Our own signal rather than the store's:
+    /// the store's readiness wakes only the last of several waiters, and its Controller
+    /// waits on it too (a follower that starts its controllers later would otherwise never
+    /// see its caches ready).
+    listed: tokio::sync::watch::Receiver<bool>,
 }
 
 /// What a watch applied: by reference while the store holds the object (the buffer then
@@ -191,9 +196,10 @@ where
     /// Resolves once every store holds a full list.
     pub async fn wait_until_ready(&self) {
         for watched in self.watches.values() {
-            // A dropped writer means the watch task ended, i.e. the process is stopping.
-            let _ = watched.store.wait_until_ready().await;
+            // A dropped sender means the watch task ended, i.e. the process is stopping.
+            let _ = watched.listed.clone().wait_for(|listed| *listed).await;
         }
+        tracing::debug!(kind = %K::kind(&()), "cache listed");
     }
 }
 
@@ -333,7 +339,8 @@ where
     let (store, writer) = reflector::store();
     let (changes, _) = broadcast::channel(CHANGES_BUFFER);
     let sender = changes.clone();
-    let listed = store.clone();
+    let (listed_sender, listed) = tokio::sync::watch::channel(false);
+    let stored = store.clone();
     let kind = K::kind(&()).into_owned();
     watches.push(Box::pin(
         // Watch errors (CRD not installed yet, API restarts) are retried with backoff
@@ -354,9 +361,10 @@ where
                     }
                     // A (re)list reaches the store as a whole at its end.
                     Ok(watcher::Event::InitDone) => {
-                        for object in listed.state() {
+                        for object in stored.state() {
                             let _ = sender.send(Change::Applied(ObjectRef::from_obj(&*object)));
                         }
+                        listed_sender.send_replace(true);
                     }
                     Ok(_) => {}
                     Err(error) => {
@@ -366,7 +374,11 @@ where
                 std::future::ready(())
             }),
     ));
-    Watched { store, changes }
+    Watched {
+        store,
+        changes,
+        listed,
+    }
 }
 
 /// What is dropped from cached objects.

@@ -243,7 +243,7 @@ fn spawn_operator(
 static CONTROL_PLANE: OnceLock<ControlPlane> = OnceLock::new();
 static OPERATOR: OnceLock<Operator> = OnceLock::new();
 
-fn work_dir() -> PathBuf {
+pub fn work_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         crate::work_dirs::remove_stale("flink-operator-cluster-tests");
@@ -387,7 +387,7 @@ where
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -407,16 +407,7 @@ pub async fn operator(client: &Client) -> &'static Operator {
         return operator;
     }
     install_crds(client).await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}});
-    namespaces
-        .patch(
-            OPERATOR_NAMESPACE,
-            &PatchParams::apply("flink-operator-tests"),
-            &Patch::Apply(&ns),
-        )
-        .await
-        .unwrap();
+    ensure_operator_namespace(client).await;
 
     let webhook_port = free_port();
     let probe_port = free_port();
@@ -472,6 +463,20 @@ pub async fn operator(client: &Client) -> &'static Operator {
     OPERATOR.get().unwrap()
 }
 
+/// Creates the operator's namespace unless it exists.
+pub async fn ensure_operator_namespace(client: &Client) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}});
+    namespaces
+        .patch(
+            OPERATOR_NAMESPACE,
+            &PatchParams::apply("flink-operator-tests"),
+            &Patch::Apply(&ns),
+        )
+        .await
+        .unwrap();
+}
+
 /// Registers both webhook configurations for the four kinds, by URL (there is no
 /// kubelet, so no Service can route to a pod), with failurePolicy Fail.
 async fn register_webhooks(client: &Client, port: u16) {
@@ -515,7 +520,7 @@ async fn register_webhooks(client: &Client, port: u16) {
 
 /// Kills `pid` when this test process exits, however it exits: a watcher process
 /// (`sh`) waits for our stdin pipe to close, which happens only when we are gone.
-fn reap_with_this_process(pid: u32) {
+pub fn reap_with_this_process(pid: u32) {
     let script =
         format!("cat >/dev/null; kill -TERM {pid} 2>/dev/null; sleep 5; kill -KILL {pid} 2>/dev/null");
     let child = Command::new("sh")

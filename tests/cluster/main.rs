@@ -10,6 +10,7 @@ mod admission;
 mod chart;
 mod crds;
 mod harness;
+mod leader_election;
 mod registration;
 #[path = "../work_dirs.rs"]
 mod work_dirs;

@@ -96,6 +96,12 @@ replaces a default set flat.
 {{- $config := dict }}
 {{- include "flink-operator.flattenInto" (dict "into" $config "prefix" "" "values" (.Files.Get "conf/operator-defaults.yaml" | fromYaml)) }}
 {{- include "flink-operator.flattenInto" (dict "into" $config "prefix" "" "values" (.Values.operatorConfiguration | default dict)) }}
+{{- if and .Values.leaderElection.enabled (not (hasKey $config "kubernetes.operator.leader-election.enabled")) }}
+{{- $_ := set $config "kubernetes.operator.leader-election.enabled" true }}
+{{- end }}
+{{- if and (eq (toString (get $config "kubernetes.operator.leader-election.enabled")) "true") (not (hasKey $config "kubernetes.operator.leader-election.lease-name")) }}
+{{- $_ := set $config "kubernetes.operator.leader-election.lease-name" (default (printf "%s-leader" (include "flink-operator.fullname" .)) .Values.leaderElection.leaseName) }}
+{{- end }}
 {{- if and .Values.watchNamespaces (not (hasKey $config "kubernetes.operator.watched.namespaces")) }}
 {{- $_ := set $config "kubernetes.operator.watched.namespaces" (join "," (uniq .Values.watchNamespaces)) }}
 {{- end }}
