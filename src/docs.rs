@@ -305,6 +305,7 @@ fn metrics() -> String {
     let mut registry = prometheus_client::registry::Registry::default();
     let reconcile = flink_operator_controller::metrics::ReconcileMetrics::register(&mut registry);
     let admission = flink_operator_webhook::metrics::AdmissionMetrics::register(&mut registry);
+    let _leader = crate::leader::LeaderMetrics::register(&mut registry);
     // One sample of each, so that the encoder shows their labels.
     let kind = kinds::FLINK_DEPLOYMENT;
     reconcile.lifecycle(kind, "ns", "name", Some("STABLE"));

@@ -31,11 +31,9 @@
 //! - [`policy`]: the operator settings that steer a job's lifecycle; [`restore`]: which
 //!   state a job restores from, and the guard on its age.
 //!
-//! - [`bluegreen`]: the FlinkBlueGreenDeployment loop: BASIC transitions between two child
-//!   FlinkDeployments (no end-to-end test of it yet; ADVANCED, ingress switching and its
-//!   metrics are not done).
-//!
-//! Not implemented yet: the operator's own snapshots as FlinkStateSnapshot resources.
+//! - [`bluegreen`]: the FlinkBlueGreenDeployment loop: BASIC and ADVANCED transitions between
+//!   two child FlinkDeployments (ADVANCED with the record gate of `gate/` in both jobs); the
+//!   switching of `spec.ingress` is not done.
 
 pub mod bluegreen;
 pub mod caches;
