@@ -73,8 +73,7 @@ pub struct LeaderElection {
     pub lease: String,
     /// Its namespace (the operator's).
     pub namespace: String,
-    /// This process's identity: its pod's name and a random part, so that a restarted
-    /// process never mistakes its predecessor's lease for its own.
+    /// This replica's identity: its pod's name (see [`identity`]).
     pub identity: String,
     /// The durations.
     pub timing: Timing,
@@ -132,12 +131,17 @@ impl LeaderElection {
     }
 }
 
-/// The pod's name (else the host's) and 32 random bits.
+/// The pod's name, which the API server keeps unique among running pods: a container
+/// restarted in its pod (after a crash) takes its lease back at once, since its predecessor
+/// is gone. Without one (an operator outside the cluster), the host's name and 32 random
+/// bits, so that no other process can pass for this one.
 fn identity() -> String {
-    let host = std::env::var("POD_NAME")
+    if let Some(pod) = std::env::var("POD_NAME").ok().filter(|name| !name.is_empty()) {
+        return pod;
+    }
+    let host = std::env::var("HOSTNAME")
         .ok()
         .filter(|name| !name.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|name| !name.is_empty()))
         .unwrap_or_else(|| "flink-operator".to_owned());
     // The standard library's hasher keys are random per process: no extra dependency.
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -333,7 +337,9 @@ mod tests {
     }
 
     #[test]
-    fn identities_differ_per_process_start() {
-        assert_ne!(identity(), identity());
+    fn identities_outside_a_pod_differ_per_process() {
+        if std::env::var_os("POD_NAME").is_none() {
+            assert_ne!(identity(), identity());
+        }
     }
 }

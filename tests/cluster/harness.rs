@@ -162,8 +162,19 @@ pub fn operator_config_text() -> String {
         "{overlay}.kubernetes.operator.user.artifacts.allowed-schemes: \"https,http,file\"\n\
          {overlay}.kubernetes.operator.user.artifacts.disallow-restricted-hosts: \"false\"\n"
     ));
+    // As the chart sets it: leader election on, one Lease per operator.
+    text.push_str(&format!(
+        "kubernetes.operator.leader-election.enabled: true\n\
+         kubernetes.operator.leader-election.lease-name: {OPERATOR_LEASE}\n"
+    ));
     text
 }
+
+/// The Lease of the shared operator.
+pub const OPERATOR_LEASE: &str = "flink-operator-leader";
+/// The shared operator's pod name (its leader-election identity): the same across its
+/// restarts, as a container restarted in its pod keeps the pod's name.
+pub const OPERATOR_POD_NAME: &str = "flink-operator-0";
 
 /// The operator's configuration file.
 fn operator_config(dir: &Path) -> PathBuf {
@@ -234,6 +245,7 @@ fn spawn_operator(
         .arg(&control_plane().kubeconfig)
         .arg("--config")
         .arg(config)
+        .env("POD_NAME", OPERATOR_POD_NAME)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

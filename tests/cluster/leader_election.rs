@@ -17,7 +17,7 @@ use kube::{
 use serde_json::json;
 
 use crate::harness::{
-    OPERATOR_NAMESPACE, TestNamespace, client, free_port, install_crds, operator_binary,
+    OPERATOR_LEASE, OPERATOR_NAMESPACE, TestNamespace, client, free_port, install_crds, operator_binary,
     operator_config_text, reap_with_this_process, wait_for, work_dir,
 };
 
@@ -188,10 +188,12 @@ async fn one_replica_leads_a_killed_leader_is_replaced_within_the_lease_duration
     let ns = TestNamespace::new(&client, "leader-election").await;
     crate::harness::ensure_operator_namespace(&client).await;
     let config_path = work_dir().join("leader-election-config.yaml");
-    let mut config = operator_config_text();
-    config.push_str(&format!(
-        "\nkubernetes.operator.leader-election.enabled: true\nkubernetes.operator.leader-election.lease-name: {LEASE}\n"
-    ));
+    // The shared operator's configuration, with a Lease of this test's own.
+    let config = operator_config_text().replace(
+        &format!("lease-name: {OPERATOR_LEASE}"),
+        &format!("lease-name: {LEASE}"),
+    );
+    assert!(config.contains(LEASE));
     std::fs::write(&config_path, config).unwrap();
 
     // Something to reconcile: a FlinkDeployment (no kubelet here, so its cluster never
@@ -203,7 +205,7 @@ async fn one_replica_leads_a_killed_leader_is_replaced_within_the_lease_duration
             "image": "flink:1.20", "flinkVersion": "v1_20", "serviceAccount": "flink",
             "jobManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
             "taskManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
-            "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "upgradeMode": "stateless"}
+            "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "parallelism": 1, "upgradeMode": "stateless"}
         }
     });
     let deployments: Api<kube::core::DynamicObject> = Api::namespaced_with(
