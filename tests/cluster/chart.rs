@@ -5,7 +5,7 @@
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
 };
 
 use k8s_openapi::{
@@ -18,19 +18,13 @@ use kube::{
 };
 use serde_json::json;
 
-use crate::harness::{apply_crds, client, install_crds};
+use crate::{
+    chart_rbac::tool,
+    harness::{apply_crds, client, install_crds},
+};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const RELEASE_NAMESPACE: &str = "flink-operator-chart";
-
-fn tool(script: &str) -> PathBuf {
-    let output = Command::new(Path::new(ROOT).join("tests/tools").join(script))
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "tests/tools/{script} failed");
-    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
-}
 
 fn helm(args: &[&str]) -> String {
     let chart = Path::new(ROOT).join("charts/flink-operator");

@@ -35,10 +35,11 @@ pub fn operator_binary() -> String {
     std::env::var("FLINK_OPERATOR_BIN").unwrap_or_else(|_| BIN.to_owned())
 }
 
-/// Name of the webhook configurations the tests register and the operator keeps.
-pub const WEBHOOK_CONFIGURATION: &str = "flink-operator-test";
+/// Name of the webhook configurations the tests register and the operator keeps: the
+/// chart's name for them (its RBAC grants the operator these two objects only).
+pub const WEBHOOK_CONFIGURATION: &str = "flink-operator-flink-operator-system";
 /// Namespace the operator runs in (its certificate Secret lives there).
-pub const OPERATOR_NAMESPACE: &str = "flink-operator-system";
+pub const OPERATOR_NAMESPACE: &str = crate::chart_rbac::OPERATOR_NAMESPACE;
 
 pub struct ControlPlane {
     pub kubeconfig: PathBuf,
@@ -241,8 +242,9 @@ fn spawn_operator(
         ])
         .args(["--webhook-cert-extra-san", "127.0.0.1", "--webhook-cert-dir"])
         .arg(dir.join("certs"))
+        // The chart's ServiceAccount, with the chart's rights (see `chart_rbac`).
         .arg("--kubeconfig")
-        .arg(&control_plane().kubeconfig)
+        .arg(dir.join("operator.kubeconfig"))
         .arg("--config")
         .arg(config)
         .env("POD_NAME", OPERATOR_POD_NAME)
@@ -324,6 +326,13 @@ pub fn control_plane() -> &'static ControlPlane {
 }
 
 /// A client of the control plane (one per test: a client belongs to its test's runtime).
+/// The control plane's audit log: every request made with a service account's token.
+#[allow(dead_code)]
+pub fn audit_log() -> PathBuf {
+    control_plane();
+    work_dir().join("testplane").join("logs").join("audit.log")
+}
+
 pub async fn client() -> Client {
     let plane = control_plane();
     let kubeconfig = Kubeconfig::read_from(&plane.kubeconfig).unwrap();
@@ -427,6 +436,7 @@ pub async fn operator(client: &Client) -> &'static Operator {
 
     let dir = work_dir().join("operator");
     std::fs::create_dir_all(&dir).unwrap();
+    crate::chart_rbac::install(client, &control_plane().kubeconfig, &dir).await;
     let log = dir.join("operator.log");
     let child = spawn_operator(
         webhook_port,
@@ -551,10 +561,18 @@ pub struct TestNamespace {
     client: Client,
 }
 
+/// How many test namespaces this process created.
+static NAMESPACES_CREATED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// How many test namespaces this process created so far: how much of the suite ran.
+#[allow(dead_code)]
+pub fn namespaces_created() -> u32 {
+    NAMESPACES_CREATED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 impl TestNamespace {
     pub async fn new(client: &Client, prefix: &str) -> Self {
-        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = NAMESPACES_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("{prefix}-{n}");
         let api: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();

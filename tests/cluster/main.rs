@@ -8,6 +8,7 @@
 
 mod admission;
 mod chart;
+mod chart_rbac;
 mod crds;
 mod harness;
 mod leader_election;

@@ -7,9 +7,13 @@
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
 
+#[path = "../cluster/audit.rs"]
+mod audit;
 mod bluegreen;
 mod bluegreen_advanced;
 mod built_clusters;
+#[path = "../cluster/chart_rbac.rs"]
+mod chart_rbac;
 #[path = "../cluster/harness.rs"]
 #[allow(dead_code)]
 mod cluster_harness;
@@ -35,3 +39,4 @@ mod versions;
 mod volumes;
 #[path = "../work_dirs.rs"]
 mod work_dirs;
+mod zz_rbac;

@@ -75,6 +75,17 @@ type readyLine struct {
 	TotalReadySeconds     float64 `json:"totalReadySeconds"`
 }
 
+// auditPolicyYAML records the metadata (user, verb, resource, namespace, name, response
+// code) of every request made with a service account's token, and nothing else.
+const auditPolicyYAML = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+`
+
 func runUp(args []string) int {
 	start := time.Now()
 	parent := os.Getppid()
@@ -293,8 +304,19 @@ func (p *plane) startAll(ctx context.Context) (*readyLine, error) {
 		return nil, err
 	}
 
+	// What service accounts do is written to the audit log, as JSON lines: the tests compare
+	// what the operator did with what its Helm chart grants it. Other users (the
+	// controller-manager, the local runtime, the tests' admin) are left out.
+	auditPolicy := p.path("pki", "audit-policy.yaml")
+	if err := os.WriteFile(auditPolicy, []byte(auditPolicyYAML), 0o600); err != nil {
+		return nil, err
+	}
 	f := keys.Files
 	p.apiserver, err = startChild("apiserver", p.path("logs", "apiserver.log"), []string{
+		"--audit-policy-file=" + auditPolicy,
+		"--audit-log-path=" + p.path("logs", "audit.log"),
+		"--audit-log-format=json",
+		"--audit-log-maxsize=0",
 		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(etcdClientPort),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
