@@ -67,6 +67,8 @@ pub enum RestResolution {
 pub struct Operator {
     pub log: PathBuf,
     pub probe_port: u16,
+    /// Its pod's name: its leader-election identity.
+    pub pod_name: &'static str,
     webhook_port: u16,
     dir: PathBuf,
     process: Mutex<Child>,
@@ -90,19 +92,68 @@ impl Operator {
     /// Kills the operator (SIGKILL) and starts it again, resolving REST addresses as
     /// `resolution` says; later restarts keep it.
     pub fn restart_with(&self, resolution: RestResolution) {
+        self.kill();
+        *self.resolution.lock().unwrap_or_else(|e| e.into_inner()) = resolution;
+        self.start_again();
+    }
+
+    /// Kills the operator process (SIGKILL), and leaves it dead.
+    pub fn kill(&self) {
         let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
         let _ = process.kill();
         let _ = process.wait();
+    }
+
+    /// Stops the operator as the kubelet does (SIGTERM) and waits for it to exit.
+    pub fn terminate(&self) {
+        let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = Command::new("kill")
+            .args(["-TERM", &process.id().to_string()])
+            .status();
+        let _ = process.wait();
+    }
+
+    /// Starts the (killed) operator again with the same ports, state and pod name.
+    pub fn start_again(&self) {
+        let resolution = self.resolution.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
         let child = spawn_operator(
             self.webhook_port,
             self.probe_port,
             &self.dir,
             &self.log,
             &resolution,
+            self.pod_name,
         );
         reap_with_this_process(child.id());
         *process = child;
-        *self.resolution.lock().unwrap_or_else(|e| e.into_inner()) = resolution;
+    }
+
+    /// A second replica of the shared operator, as the chart's second pod: the same
+    /// configuration, rights and Lease, its own ports and pod name. It follows until the
+    /// shared operator stops leading. Killed when dropped.
+    pub fn standby(&self, pod_name: &'static str) -> Operator {
+        let dir = self.dir.with_file_name(pod_name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(
+            self.dir.join("operator.kubeconfig"),
+            dir.join("operator.kubeconfig"),
+        )
+        .unwrap();
+        let resolution = self.resolution.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (webhook_port, probe_port) = (free_port(), free_port());
+        let log = dir.join("operator.log");
+        let child = spawn_operator(webhook_port, probe_port, &dir, &log, &resolution, pod_name);
+        reap_with_this_process(child.id());
+        Operator {
+            log,
+            probe_port,
+            pod_name,
+            webhook_port,
+            dir,
+            process: Mutex::new(child),
+            resolution: Mutex::new(resolution),
+        }
     }
 
     /// Waits until the operator answers `/readyz` with 200 (webhook serving, caches filled);
@@ -127,6 +178,12 @@ impl Operator {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -190,6 +247,7 @@ fn spawn_operator(
     dir: &Path,
     log: &Path,
     resolution: &RestResolution,
+    pod_name: &str,
 ) -> Child {
     let config = operator_config(dir);
     let log = std::fs::OpenOptions::new()
@@ -247,7 +305,7 @@ fn spawn_operator(
         .arg(dir.join("operator.kubeconfig"))
         .arg("--config")
         .arg(config)
-        .env("POD_NAME", OPERATOR_POD_NAME)
+        .env("POD_NAME", pod_name)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -444,11 +502,13 @@ pub async fn operator(client: &Client) -> &'static Operator {
         &dir,
         &log,
         &RestResolution::EndpointSlices,
+        OPERATOR_POD_NAME,
     );
     reap_with_this_process(child.id());
     let operator = Operator {
         log,
         probe_port,
+        pod_name: OPERATOR_POD_NAME,
         webhook_port,
         dir,
         process: Mutex::new(child),

@@ -17,6 +17,7 @@ mod chart_rbac;
 #[path = "../cluster/harness.rs"]
 #[allow(dead_code)]
 mod cluster_harness;
+mod failover;
 mod first_hour;
 mod first_mistakes;
 #[path = "../flink/harness.rs"]
