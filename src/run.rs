@@ -77,6 +77,16 @@ pub enum RunError {
     /// The leader-election settings are unusable.
     #[error(transparent)]
     LeaderElection(#[from] LeaderElectionError),
+    /// The label selector of the managed resources does not parse.
+    #[error("{key}: {selector:?} is not a label selector: {reason}")]
+    LabelSelector {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        selector: String,
+        /// What the API server said.
+        reason: String,
+    },
     /// Signal handlers could not be installed.
     #[error("cannot install signal handlers: {0}")]
     Signals(#[source] std::io::Error),
@@ -133,7 +143,15 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             let scope = WatchScope::parse(watched.as_deref());
             tracing::info!(?scope, rest_endpoints = %args.flink_rest_endpoint, "watching Flink resources");
             let endpoint_slices = args.flink_rest_endpoint == RestEndpointMode::EndpointSlice;
-            let (caches, watch) = Caches::start(client.clone(), &scope, endpoint_slices);
+            let selector = operator_config
+                .get(keys::operator::LABEL_SELECTOR)
+                .map(|s| s.trim())
+                .filter(|s| !s.is_empty());
+            if let Some(selector) = selector {
+                check_label_selector(client, &scope, selector).await?;
+                tracing::info!(%selector, "managing only the Flink resources this label selector selects");
+            }
+            let (caches, watch) = Caches::start(client.clone(), &scope, selector, endpoint_slices);
             let context = Arc::new(Context {
                 client: client.clone(),
                 rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint)
@@ -224,6 +242,29 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     while tasks.join_next().await.is_some() {}
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Refuses a selector that the API server cannot parse: the watches would otherwise fail
+/// over and over, and the operator would never be ready. Other failures (no connection yet,
+/// no right to list) are left to the watches, which report and retry them.
+async fn check_label_selector(client: &Client, scope: &WatchScope, selector: &str) -> Result<(), RunError> {
+    use flink_operator_api::FlinkDeployment;
+    let namespace = scope.watches().into_iter().next().flatten();
+    let api: kube::Api<FlinkDeployment> = match &namespace {
+        Some(ns) => kube::Api::namespaced(client.clone(), ns),
+        None => kube::Api::all(client.clone()),
+    };
+    match api
+        .list_metadata(&kube::api::ListParams::default().labels(selector).limit(1))
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.code == 400 => Err(RunError::LabelSelector {
+            key: keys::operator::LABEL_SELECTOR,
+            selector: selector.to_owned(),
+            reason: status.message,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Spawns the reconcile loops of every kind (and the snapshot census) over the shared caches;

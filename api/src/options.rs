@@ -232,6 +232,17 @@ pub const OPTIONS: &[OptionDoc] = &[
                   wins over it.",
     },
     OptionDoc {
+        key: operator::LABEL_SELECTOR,
+        deprecated: &[],
+        default: DefaultValue::Unset("every resource"),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "A label selector (`team=a`, `tier in (prod)`, `!canary`): the operator manages \
+                  only the FlinkDeployments, FlinkSessionJobs, FlinkStateSnapshots and \
+                  FlinkBlueGreenDeployments it selects, so that two operators can share \
+                  namespaces. The webhook still checks every resource.",
+    },
+    OptionDoc {
         key: operator::LEADER_ELECTION_ENABLED,
         deprecated: &[],
         default: DefaultValue::Bool(false),
@@ -619,10 +630,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     },
     IgnoredOption {
         key: operator::DYNAMIC_NAMESPACES_ENABLED,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::LABEL_SELECTOR,
         note: "",
     },
     IgnoredOption {

@@ -230,10 +230,16 @@ impl Caches {
     pub fn start(
         client: Client,
         scope: &WatchScope,
+        resource_selector: Option<&str>,
         endpoint_slices: bool,
     ) -> (Self, impl Future<Output = ()> + Send + 'static) {
         let mut watches: Vec<BoxFuture<'static, ()>> = Vec::new();
-        let every = watcher::Config::default();
+        // The four kinds only: what the operator builds for a resource carries the
+        // resource's name, not its labels.
+        let resources = match resource_selector {
+            Some(selector) => watcher::Config::default().labels(selector),
+            None => watcher::Config::default(),
+        };
         let cluster_objects = watcher::Config::default().labels(&format!(
             "{},{} in ({},{})",
             keys::labels::APP,
@@ -251,10 +257,10 @@ impl Caches {
         let revisions = watcher::Config::default().labels(keys::labels::REVISION_OWNER_KIND);
         let gates = watcher::Config::default().labels(crate::bluegreen::gate::LABEL);
         let caches = Self {
-            deployments: cache(&client, scope, &every, trim::common, &mut watches),
-            session_jobs: cache(&client, scope, &every, trim::common, &mut watches),
-            snapshots: cache(&client, scope, &every, trim::common, &mut watches),
-            blue_greens: cache(&client, scope, &every, trim::common, &mut watches),
+            deployments: cache(&client, scope, &resources, trim::common, &mut watches),
+            session_jobs: cache(&client, scope, &resources, trim::common, &mut watches),
+            snapshots: cache(&client, scope, &resources, trim::common, &mut watches),
+            blue_greens: cache(&client, scope, &resources, trim::common, &mut watches),
             revisions: cache(&client, scope, &revisions, trim::common, &mut watches),
             cluster_deployments: cache(&client, scope, &cluster_objects, trim::deployment, &mut watches),
             job_manager_pods: cache(&client, scope, &job_managers, trim::pod, &mut watches),

@@ -27,15 +27,15 @@ const LEASE_DURATION: Duration = Duration::from_secs(15);
 const RENEW_DEADLINE: Duration = Duration::from_secs(10);
 const RETRY_PERIOD: Duration = Duration::from_secs(2);
 
-struct Replica {
-    name: &'static str,
+pub struct Replica {
+    pub name: &'static str,
     probe_port: u16,
     log: PathBuf,
     process: Child,
 }
 
 impl Replica {
-    fn start(name: &'static str, namespace: &str, config: &Path) -> Self {
+    pub fn start(name: &'static str, namespace: &str, config: &Path) -> Self {
         let dir = work_dir().join(format!("leader-election-{name}"));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("operator.log");
@@ -76,7 +76,7 @@ impl Replica {
         }
     }
 
-    fn get(&self, path: &str) -> Option<String> {
+    pub fn get(&self, path: &str) -> Option<String> {
         use std::io::{Read, Write};
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.probe_port)).ok()?;
         write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
@@ -104,7 +104,7 @@ impl Replica {
             .is_some_and(|r| r.starts_with("HTTP/1.1 200") || r.starts_with("HTTP/1.0 200"))
     }
 
-    fn log(&self) -> String {
+    pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -128,7 +128,7 @@ impl Drop for Replica {
 }
 
 /// The sum of the samples of the metric lines starting with `prefix`.
-fn metric_sum(metrics: &str, prefix: &str) -> Option<f64> {
+pub fn metric_sum(metrics: &str, prefix: &str) -> Option<f64> {
     let values: Vec<f64> = metrics
         .lines()
         .filter(|line| line.starts_with(prefix))

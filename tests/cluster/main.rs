@@ -11,6 +11,7 @@ mod chart;
 mod chart_rbac;
 mod crds;
 mod harness;
+mod label_selector;
 mod leader_election;
 mod registration;
 #[path = "../work_dirs.rs"]
