@@ -42,11 +42,18 @@ pub struct Request {
 
 /// Every request the operator's ServiceAccount made, in the order logged.
 pub fn operator_requests(audit_log: &Path) -> Vec<Request> {
-    let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{SERVICE_ACCOUNT}");
+    operator_requests_of(
+        audit_log,
+        &format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{SERVICE_ACCOUNT}"),
+    )
+}
+
+/// Every request that `user` made, in the order logged.
+pub fn operator_requests_of(audit_log: &Path, user: &str) -> Vec<Request> {
     let text = std::fs::read_to_string(audit_log).unwrap_or_default();
     text.lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["user"]["username"].as_str() == Some(user.as_str()))
+        .filter(|event| event["user"]["username"].as_str() == Some(user))
         .filter_map(|event| {
             let object = &event["objectRef"];
             let mut resource = object["resource"].as_str()?.to_owned();

@@ -225,8 +225,17 @@ pub fn operator_config_text() -> String {
         "kubernetes.operator.leader-election.enabled: true\n\
          kubernetes.operator.leader-election.lease-name: {OPERATOR_LEASE}\n"
     ));
+    // The resources of the operator the end-to-end tests install in the cluster with the
+    // chart are that operator's alone, as two teams' operators share namespaces.
+    text.push_str(&format!(
+        "kubernetes.operator.label.selector: \"!{IN_CLUSTER_LABEL}\"\n"
+    ));
     text
 }
+
+/// The label of the resources that the operator installed in the cluster by the chart
+/// manages (and the tests' shared operator leaves alone).
+pub const IN_CLUSTER_LABEL: &str = "flink-operator-tests/in-cluster";
 
 /// The Lease of the shared operator.
 pub const OPERATOR_LEASE: &str = "flink-operator-leader";

@@ -14,7 +14,8 @@ use serde_json::json;
 
 use crate::{
     harness::{
-        TestNamespace, client, control_plane, install_crds, operator_binary, operator_config_text, work_dir,
+        IN_CLUSTER_LABEL, TestNamespace, client, control_plane, install_crds, operator_binary,
+        operator_config_text, work_dir,
     },
     leader_election::{Replica, metric_sum},
 };
@@ -65,10 +66,16 @@ async fn an_operator_with_a_label_selector_manages_only_the_resources_it_selects
             .unwrap();
     }
     let config_path = work_dir().join("label-selector-config.yaml");
-    let config = operator_config_text().replace(
-        "kubernetes.operator.leader-election.enabled: true",
-        &format!("kubernetes.operator.leader-election.enabled: false\n{KEY}: team=a"),
-    );
+    let config = operator_config_text()
+        .replace(
+            "kubernetes.operator.leader-election.enabled: true",
+            "kubernetes.operator.leader-election.enabled: false",
+        )
+        .replace(
+            &format!("{KEY}: \"!{IN_CLUSTER_LABEL}\""),
+            &format!("{KEY}: team=a"),
+        );
+    assert!(config.contains("team=a"));
     std::fs::write(&config_path, config).unwrap();
     let replica = Replica::start("label-selector", &ns.name, &config_path);
     let reconciles = |name: &str| {

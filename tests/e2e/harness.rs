@@ -134,7 +134,10 @@ pub fn runtime() -> &'static Runtime {
             .arg(dir.join("runtime"))
             .arg("--exit-with-parent")
             .arg("--kubelet-api")
-            .arg(kubelet_api_binary());
+            .arg(kubelet_api_binary())
+            // The operator's image runs the binary under test: the chart installs it.
+            .arg("--operator-binary")
+            .arg(cluster_harness::operator_binary());
         for version in installed_versions() {
             let (home, jar) = distribution(&version);
             command

@@ -338,6 +338,10 @@ func (p *plane) startAll(ctx context.Context) (*readyLine, error) {
 		// resolve: reach its kubelet API (logs, exec, port-forward) at its InternalIP, as
 		// kubeadm configures it.
 		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+		// Webhooks registered by Service are called at a ready endpoint of the Service (a
+		// pod's address, which the host reaches) instead of its cluster IP, which nothing
+		// routes here (there is no kube-proxy).
+		"--enable-aggregator-routing=true",
 	})
 	if err != nil {
 		return nil, err

@@ -2,8 +2,10 @@
 //!
 //! The official images are `flink:<version>[-scala_<s>][-java<j>]` (also as `apache/flink`
 //! or with a registry in front). The tag names the Flink version; `1.20` means the newest
-//! installed 1.20.x. Anything else is refused with a message a test (or a user reading
-//! `kubectl describe`) can act on, the way a kubelet reports an image it cannot pull.
+//! installed 1.20.x. The operator's own image (`flink-operator:<tag>`, as its `Dockerfile`
+//! builds it) runs a locally built operator binary, when one is given. Anything else is
+//! refused with a message a test (or a user reading `kubectl describe`) can act on, the way
+//! a kubelet reports an image it cannot pull.
 
 use std::{collections::BTreeMap, fmt, path::PathBuf};
 
@@ -14,6 +16,43 @@ pub struct Distribution {
     pub flink_home: PathBuf,
     /// Mounted at `/opt/flink/usrlib`: the jars a user's image would add there.
     pub usrlib: Option<PathBuf>,
+    /// Set for an image that is not Flink's: the program its entrypoint runs.
+    pub program: Option<Program>,
+}
+
+/// The entrypoint of an image that is not Flink's, run from a binary on the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// The entrypoint's path in the image (`ENTRYPOINT`).
+    pub entrypoint: String,
+    /// The image's default arguments (`CMD`).
+    pub cmd: Vec<String>,
+    /// The binary that stands in for the entrypoint.
+    pub binary: PathBuf,
+}
+
+/// The repository of the operator's own image, as its `Dockerfile` and Helm chart name it.
+pub const OPERATOR_REPOSITORY: &str = "flink-operator";
+
+impl Distribution {
+    /// The operator's image: `ENTRYPOINT ["/flink-operator"]`, `CMD ["run"]`, run by
+    /// `binary`. Its `/opt/flink` is the empty directory `empty`.
+    pub fn operator(binary: PathBuf, empty: PathBuf) -> Self {
+        Distribution {
+            version: Version {
+                major: 0,
+                minor: 0,
+                patch: 0,
+            },
+            flink_home: empty,
+            usrlib: None,
+            program: Some(Program {
+                entrypoint: "/flink-operator".to_owned(),
+                cmd: vec!["run".to_owned()],
+                binary,
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -64,13 +103,22 @@ pub enum ImageError {
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     distributions: BTreeMap<Version, Distribution>,
+    /// The operator's image, when a binary for it was given.
+    operator: Option<Distribution>,
 }
 
 impl Catalog {
     pub fn new(distributions: impl IntoIterator<Item = Distribution>) -> Self {
         Catalog {
             distributions: distributions.into_iter().map(|d| (d.version, d)).collect(),
+            operator: None,
         }
+    }
+
+    /// Runs the operator's image (any tag) as `operator`.
+    pub fn with_operator(mut self, operator: Distribution) -> Self {
+        self.operator = Some(operator);
+        self
     }
 
     pub fn installed(&self) -> String {
@@ -86,6 +134,11 @@ impl Catalog {
     pub fn resolve(&self, image: &str) -> Result<&Distribution, ImageError> {
         let (repository, tag) = split_reference(image);
         let name = repository.rsplit('/').next().unwrap_or(repository);
+        if name == OPERATOR_REPOSITORY
+            && let Some(operator) = &self.operator
+        {
+            return Ok(operator);
+        }
         if name != "flink" {
             return Err(ImageError::NotFlink {
                 image: image.to_owned(),
@@ -165,8 +218,29 @@ mod tests {
             version: v.parse().unwrap(),
             flink_home: PathBuf::from(format!("/dist/{v}")),
             usrlib: None,
+            program: None,
         };
         Catalog::new([dist("1.20.5"), dist("2.3.0"), dist("1.20.4")])
+    }
+
+    #[test]
+    fn the_operators_image_runs_its_binary_once_one_is_given() {
+        let error = catalog().resolve("flink-operator:0.1.0").unwrap_err();
+        assert!(error.to_string().contains("is not a Flink image"), "{error}");
+        let catalog = catalog().with_operator(Distribution::operator("/bin/op".into(), "/empty".into()));
+        for image in [
+            "flink-operator:0.1.0",
+            "flink-operator",
+            "registry.local/team/flink-operator:dev",
+        ] {
+            let resolved = catalog.resolve(image).unwrap();
+            assert_eq!(
+                resolved.program.as_ref().unwrap().binary,
+                PathBuf::from("/bin/op"),
+                "{image}"
+            );
+        }
+        assert!(catalog.resolve("flink:2.3").unwrap().program.is_none());
     }
 
     #[test]

@@ -88,6 +88,12 @@ struct Args {
     /// has no kubelet API.
     #[arg(long)]
     kubelet_api: Option<PathBuf>,
+    /// A locally built `flink-operator` binary: pods of the operator's own image
+    /// (`flink-operator:<any tag>`, as its Dockerfile builds it) run it as their entrypoint,
+    /// so that the Helm chart installs a real operator in the cluster. Without it that image
+    /// is refused like any image that is not Flink's.
+    #[arg(long)]
+    operator_binary: Option<PathBuf>,
 }
 
 fn parse_distribution(value: &str) -> Result<(Version, PathBuf), String> {
@@ -200,8 +206,24 @@ async fn run(args: Args) -> Result<(), StartError> {
                 .iter()
                 .find(|(v, _)| v == version)
                 .map(|(_, dir)| dir.clone()),
+            program: None,
         }
     }));
+    let catalog = match &args.operator_binary {
+        Some(binary) => {
+            let binary = std::path::absolute(binary).map_err(|e| setup("--operator-binary", e))?;
+            if !binary.is_file() {
+                return Err(StartError::Setup(format!(
+                    "--operator-binary {}: no such file",
+                    binary.display()
+                )));
+            }
+            let empty = state_dir.join("image").join("empty");
+            std::fs::create_dir_all(&empty).map_err(|e| setup("state dir", e))?;
+            catalog.with_operator(Distribution::operator(binary, empty))
+        }
+        None => catalog,
+    };
     if let Some((version, _)) = args
         .usrlib
         .iter()

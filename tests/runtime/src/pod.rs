@@ -478,7 +478,12 @@ impl Worker {
             ("KUBERNETES_SERVICE_PORT_HTTPS".to_owned(), "443".to_owned()),
             ("KUBERNETES_PORT".to_owned(), format!("tcp://{service_ip}:443")),
         ];
-        if let Some(version) = slot.distribution.as_ref().map(|d| d.version) {
+        if let Some(version) = slot
+            .distribution
+            .as_ref()
+            .filter(|d| d.program.is_none())
+            .map(|d| d.version)
+        {
             env.push(("FLINK_VERSION".to_owned(), version.to_string()));
         }
         env
@@ -562,8 +567,11 @@ impl Worker {
             Ok(mounts) => mounts,
             Err(e) => return self.config_error(i, e).await,
         };
-        let mut argv = spec::command_line(&self.slots[i].spec, &env);
-        if argv.first().map(String::as_str) == Some(IMAGE_ENTRYPOINT) {
+        let mut argv = match &distribution.program {
+            Some(program) => spec::program_command_line(&self.slots[i].spec, &env, program),
+            None => spec::command_line(&self.slots[i].spec, &env),
+        };
+        if distribution.program.is_none() && argv.first().map(String::as_str) == Some(IMAGE_ENTRYPOINT) {
             argv.splice(
                 0..1,
                 [
@@ -652,10 +660,17 @@ impl Worker {
             self.spawn_probe(i, ProbeKind::Readiness);
             self.spawn_probe(i, ProbeKind::Liveness);
         }
-        let note = format!(
-            "Started container {name} (pid {pid}) from the local Flink {} distribution",
-            distribution.version
-        );
+        let note = match &distribution.program {
+            Some(program) => format!(
+                "Started container {name} (pid {pid}): {} runs as the image's {}",
+                program.binary.display(),
+                program.entrypoint
+            ),
+            None => format!(
+                "Started container {name} (pid {pid}) from the local Flink {} distribution",
+                distribution.version
+            ),
+        };
         // The runtime's own share of a pod start: from seeing the pod to its process running.
         let since_seen_ms = self.seen.elapsed().as_millis() as u64;
         tracing::info!(container = %name, pid, since_seen_ms, "started");

@@ -338,10 +338,62 @@ pub fn command_line(container: &Container, env: &[(String, String)]) -> Vec<Stri
     argv.iter().map(|a| expand(a, env)).collect()
 }
 
+/// The command line of an image that is not Flink's: its entrypoint run by the program's
+/// binary, with the container's args, else the image's `CMD`. A command naming the image's
+/// entrypoint runs the binary too; any other command runs as given.
+pub fn program_command_line(
+    container: &Container,
+    env: &[(String, String)],
+    program: &crate::images::Program,
+) -> Vec<String> {
+    let binary = program.binary.display().to_string();
+    let command = container.command.clone().unwrap_or_default();
+    let args = container.args.clone().unwrap_or_default();
+    let argv: Vec<String> = match command.split_first() {
+        None if args.is_empty() => std::iter::once(binary).chain(program.cmd.clone()).collect(),
+        None => std::iter::once(binary).chain(args).collect(),
+        Some((first, rest)) if *first == program.entrypoint => std::iter::once(binary)
+            .chain(rest.iter().cloned())
+            .chain(args)
+            .collect(),
+        Some(_) => command.into_iter().chain(args).collect(),
+    };
+    argv.iter().map(|a| expand(a, env)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_operators_image_runs_its_binary_with_the_containers_args_or_its_cmd() {
+        let program = crate::images::Program {
+            entrypoint: "/flink-operator".into(),
+            cmd: vec!["run".into()],
+            binary: "/build/flink-operator".into(),
+        };
+        let cases = [
+            (json!({"name": "c"}), vec!["/build/flink-operator", "run"]),
+            (
+                json!({"name": "c", "args": ["run", "--probe-port=$(PORT)"]}),
+                vec!["/build/flink-operator", "run", "--probe-port=8080"],
+            ),
+            (
+                json!({"name": "c", "command": ["/flink-operator", "crd"]}),
+                vec!["/build/flink-operator", "crd"],
+            ),
+            (
+                json!({"name": "c", "command": ["sleep", "1"]}),
+                vec!["sleep", "1"],
+            ),
+        ];
+        let env = vec![("PORT".to_owned(), "8080".to_owned())];
+        for (container, argv) in cases {
+            let container: Container = serde_json::from_value(container).unwrap();
+            assert_eq!(program_command_line(&container, &env, &program), argv);
+        }
+    }
 
     fn pod() -> Pod {
         serde_json::from_value(json!({
