@@ -196,14 +196,20 @@ enum Weird {
     NegativeZero,
     Text(String),
     /// A string of `len` copies of `fill` (up to several MiB, past the body limit).
-    HugeText { len: usize, fill: char },
+    HugeText {
+        len: usize,
+        fill: char,
+    },
     EmptyObject,
     EmptyArray,
     Array(Vec<Weird>),
     Object(Vec<(String, Weird)>),
     /// `levels` of nested arrays or objects, spliced in as text (a `Value` that deep would
     /// overflow the stack of whoever builds or drops it, here rather than in the webhook).
-    Deep { levels: usize, objects: bool },
+    Deep {
+        levels: usize,
+        objects: bool,
+    },
 }
 
 impl fmt::Debug for Weird {
@@ -225,7 +231,10 @@ impl fmt::Debug for Weird {
             Self::EmptyObject => write!(f, "{{}}"),
             Self::EmptyArray => write!(f, "[]"),
             Self::Array(items) => f.debug_list().entries(items).finish(),
-            Self::Object(members) => f.debug_map().entries(members.iter().map(|(k, v)| (k, v))).finish(),
+            Self::Object(members) => f
+                .debug_map()
+                .entries(members.iter().map(|(k, v)| (k, v)))
+                .finish(),
         }
     }
 }
@@ -272,11 +281,7 @@ impl Weird {
                     .collect(),
             ),
             Self::Deep { levels, objects } => {
-                let (open, close) = if *objects {
-                    ("{\"a\":", "}")
-                } else {
-                    ("[", "]")
-                };
+                let (open, close) = if *objects { ("{\"a\":", "}") } else { ("[", "]") };
                 splices.placeholder(format!("{}1{}", open.repeat(*levels), close.repeat(*levels)))
             }
         }
@@ -445,14 +450,16 @@ fn case() -> impl Strategy<Value = Case> {
         prop::collection::vec(mutation(), 0..4),
         prop::option::weighted(0.2, text_mutation()),
     )
-        .prop_map(|(kind, seed, operation, cached_directory, mutations, text)| Case {
-            kind,
-            seed,
-            operation,
-            cached_directory,
-            mutations,
-            text,
-        })
+        .prop_map(
+            |(kind, seed, operation, cached_directory, mutations, text)| Case {
+                kind,
+                seed,
+                operation,
+                cached_directory,
+                mutations,
+                text,
+            },
+        )
 }
 
 /// JSON pointers of every node under `root` (`root` itself first).
@@ -525,7 +532,12 @@ impl Mutation {
                     _ => {}
                 }
             }
-            Self::Add { part, at, name, value } => {
+            Self::Add {
+                part,
+                at,
+                name,
+                value,
+            } => {
                 let objects: Vec<String> = nodes_of(review, *part)
                     .into_iter()
                     .filter(|p| review.pointer(p).is_some_and(Value::is_object))
@@ -691,9 +703,16 @@ fn check(
         tally.refused.fetch_add(1, Ordering::Relaxed);
         return Ok(());
     }
-    prop_assert_eq!(status, StatusCode::OK, "{}: unexpected status, body {:?}", path, text);
-    let review: Value = serde_json::from_slice(body)
-        .map_err(|e| TestCaseError::fail(format!("{path}: 200 with a body that is not JSON ({e}): {text}")))?;
+    prop_assert_eq!(
+        status,
+        StatusCode::OK,
+        "{}: unexpected status, body {:?}",
+        path,
+        text
+    );
+    let review: Value = serde_json::from_slice(body).map_err(|e| {
+        TestCaseError::fail(format!("{path}: 200 with a body that is not JSON ({e}): {text}"))
+    })?;
     prop_assert_eq!(&review["apiVersion"], "admission.k8s.io/v1");
     prop_assert_eq!(&review["kind"], "AdmissionReview");
     let response = &review["response"];
@@ -703,7 +722,12 @@ fn check(
     };
     if !allowed {
         let message = response["status"]["message"].as_str().unwrap_or_default();
-        prop_assert!(!message.trim().is_empty(), "{}: a denial without reason: {}", path, review);
+        prop_assert!(
+            !message.trim().is_empty(),
+            "{}: a denial without reason: {}",
+            path,
+            review
+        );
         tally.denied[kind].fetch_add(1, Ordering::Relaxed);
         return Ok(());
     }
@@ -724,7 +748,9 @@ fn check(
         if let Some(object) = object {
             let mut patched = object.clone();
             json_patch::patch(&mut patched, &patch).map_err(|e| {
-                TestCaseError::fail(format!("{path}: patch {patch:?} does not apply to the object: {e}"))
+                TestCaseError::fail(format!(
+                    "{path}: patch {patch:?} does not apply to the object: {e}"
+                ))
             })?;
         }
         tally.patched.fetch_add(1, Ordering::Relaxed);
@@ -734,14 +760,20 @@ fn check(
 
 fn cases() -> u32 {
     match std::env::var("FUZZ_CASES") {
-        Ok(value) => value.trim().parse().unwrap_or_else(|_| panic!("FUZZ_CASES={value:?} is not a number")),
+        Ok(value) => value
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("FUZZ_CASES={value:?} is not a number")),
         Err(_) => DEFAULT_CASES,
     }
 }
 
 fn seed() -> u64 {
     match std::env::var("FUZZ_SEED") {
-        Ok(value) => value.trim().parse().unwrap_or_else(|_| panic!("FUZZ_SEED={value:?} is not a number")),
+        Ok(value) => value
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("FUZZ_SEED={value:?} is not a number")),
         Err(_) => std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -796,7 +828,11 @@ fn mutated_reviews_get_a_4xx_or_a_verdict_with_a_reason() {
     let started = Instant::now();
     let result = runner.run(&case(), |case| {
         let (body, object) = build(&case, &seeds);
-        let router = if case.cached_directory { &cached } else { &unavailable };
+        let router = if case.cached_directory {
+            &cached
+        } else {
+            &unavailable
+        };
         *running.lock().unwrap() = Some((Instant::now(), case.clone()));
         let took = Instant::now();
         let answers = runtime.block_on(async {
@@ -814,7 +850,14 @@ fn mutated_reviews_get_a_4xx_or_a_verdict_with_a_reason() {
         prop_assert!(took < CASE_LIMIT, "the case took {:?}", took);
         let ((status, answer), (patch_status, patch_answer)) = answers;
         check("/validate", status, &answer, object.as_ref(), case.kind, &tally)?;
-        check("/mutate", patch_status, &patch_answer, object.as_ref(), case.kind, &tally)?;
+        check(
+            "/mutate",
+            patch_status,
+            &patch_answer,
+            object.as_ref(),
+            case.kind,
+            &tally,
+        )?;
         Ok(())
     });
     let elapsed = started.elapsed();
