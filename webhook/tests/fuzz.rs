@@ -303,6 +303,18 @@ enum Mutation {
     },
     /// A field that routes the request gets another (string) value.
     Retarget { field: &'static str, to: String },
+    /// A configuration key gets a value: where durations, sizes and numbers are parsed.
+    Configure {
+        map: &'static str,
+        key: String,
+        value: String,
+    },
+    /// An annotation the rules read (a rollback request) gets a value.
+    Annotate {
+        object: &'static str,
+        key: String,
+        value: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -422,6 +434,103 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         3 => (part(), any::<Index>(), field_name(), weird())
             .prop_map(|(part, at, name, value)| Mutation::Add { part, at, name, value }),
         2 => (retarget_field, target).prop_map(|(field, to)| Mutation::Retarget { field, to }),
+        3 => (
+            prop::sample::select(vec![
+                "/request/object/spec/flinkConfiguration",
+                "/request/object/spec/configuration",
+                "/request/object/spec/template/spec/flinkConfiguration",
+                "/request/oldObject/spec/flinkConfiguration",
+            ]),
+            prop_oneof![
+                4 => prop::sample::select(CONFIG_KEYS.to_vec()).prop_map(str::to_owned),
+                1 => any::<String>(),
+            ],
+            config_value(),
+        )
+            .prop_map(|(map, key, value)| Mutation::Configure { map, key, value }),
+        1 => (
+            prop::sample::select(vec!["/request/object", "/request/oldObject"]),
+            prop_oneof![
+                Just("flink.apache.org/rollback-to-revision".to_owned()),
+                Just("flink.apache.org/rollback-restore".to_owned()),
+                Just("flink.apache.org/revision".to_owned()),
+                any::<String>(),
+            ],
+            prop_oneof![
+                config_value(),
+                prop_oneof![Just("revision"), Just("savepoint"), Just("latest"), Just("none")]
+                    .prop_map(str::to_owned),
+            ],
+        )
+            .prop_map(|(object, key, value)| Mutation::Annotate { object, key, value }),
+    ]
+}
+
+/// Configuration keys that the rules parse, and any other.
+const CONFIG_KEYS: &[&str] = &[
+    "kubernetes.operator.periodic.savepoint.interval",
+    "kubernetes.operator.periodic.checkpoint.interval",
+    "kubernetes.operator.savepoint.history.max.age",
+    "kubernetes.operator.savepoint.history.max.count",
+    "kubernetes.operator.job.restore.max-state-age",
+    "kubernetes.operator.job.upgrade.savepoint.max-age",
+    "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age",
+    "kubernetes.operator.job.revision-history.limit",
+    "kubernetes.operator.deployment.readiness.timeout",
+    "kubernetes.operator.reconcile.interval",
+    "kubernetes.operator.observer.progress-check.interval",
+    "kubernetes.operator.cluster.health-check.restarts.threshold",
+    "kubernetes.operator.cluster.health-check.restarts.window",
+    "kubernetes.operator.bluegreen.abort.grace-period",
+    "kubernetes.operator.bluegreen.deployment-deletion.delay",
+    "kubernetes.operator.bluegreen.gate.timeout",
+    "kubernetes.operator.savepoint.format.type",
+    "kubernetes.operator.checkpoint.type",
+    "kubernetes.operator.job.restart.failed",
+    "kubernetes.operator.deployment.rollback.enabled",
+    "kubernetes.operator.user.artifacts.allowed-schemes",
+    "taskmanager.numberOfTaskSlots",
+    "taskmanager.memory.process.size",
+    "jobmanager.memory.process.size",
+    "parallelism.default",
+    "high-availability.type",
+    "high-availability.storageDir",
+    "state.savepoints.dir",
+    "state.checkpoints.dir",
+    "execution.checkpointing.interval",
+    "kubernetes.jobmanager.replicas",
+    "kubernetes.operator.",
+    "",
+];
+
+/// Values that parsers of numbers, durations, sizes and enums meet badly.
+fn config_value() -> impl Strategy<Value = String> {
+    let unit = prop_oneof![
+        Just(""), Just(" "), Just("ms"), Just(" s"), Just("s"), Just(" min"), Just("m"), Just(" h"),
+        Just("d"), Just(" days"), Just("b"), Just("k"), Just("kb"), Just("m"), Just("mb"), Just("g"),
+        Just("gb"), Just("t"), Just("tb"), Just(" parsecs"), Just("%"),
+    ];
+    let number = prop_oneof![
+        any::<u64>().prop_map(|n| n.to_string()),
+        any::<i64>().prop_map(|n| n.to_string()),
+        any::<f64>().prop_map(|n| n.to_string()),
+        prop_oneof![
+            Just("18446744073709551615"), Just("18446744073709551616"), Just("9223372036854775808"),
+            Just("-9223372036854775809"), Just("99999999999999999999999999"), Just("0"), Just("-0"),
+            Just("1e308"), Just("1e309"), Just("-1"), Just("0.000001"), Just("NaN"), Just("inf"),
+            Just(""), Just("."), Just("-"), Just("+1"), Just("0x10"), Just("1_000"),
+        ]
+        .prop_map(str::to_owned),
+    ];
+    prop_oneof![
+        4 => (number, unit).prop_map(|(n, u)| format!("{n}{u}")),
+        1 => prop_oneof![
+            Just("true"), Just("TRUE"), Just("yes"), Just("savepoint"), Just("SAVEPOINT"), Just("native"),
+            Just("CANONICAL"), Just("FULL"), Just("kubernetes"), Just("zookeeper"), Just("s3://"),
+            Just("file:"), Just("http,https"), Just(" , "), Just("1 min 2 s"), Just("PT10S"),
+        ]
+        .prop_map(str::to_owned),
+        1 => any::<String>(),
     ]
 }
 
@@ -556,8 +665,32 @@ impl Mutation {
                     *slot = json!(to);
                 }
             }
+            Self::Configure { map, key, value } => {
+                if let Some(Value::Object(members)) = object_at(review, map) {
+                    members.insert(key.clone(), json!(value));
+                }
+            }
+            Self::Annotate { object, key, value } => {
+                let annotations = format!("{object}/metadata/annotations");
+                if let Some(Value::Object(members)) = object_at(review, &annotations) {
+                    members.insert(key.clone(), json!(value));
+                }
+            }
         }
     }
+}
+
+/// The value at `pointer`, with the objects on the way created where they are missing
+/// (under objects only: a value of another type stays as the mutations left it).
+fn object_at<'v>(review: &'v mut Value, pointer: &str) -> Option<&'v mut Value> {
+    let mut at = review;
+    for token in pointer.split('/').skip(1) {
+        let Value::Object(members) = at else {
+            return None;
+        };
+        at = members.entry(token.to_owned()).or_insert_with(|| json!({}));
+    }
+    Some(at)
 }
 
 impl TextMutation {

@@ -254,5 +254,18 @@ mod tests {
             }
             .retryable()
         );
+        let broke_off = FlinkError::Interrupted {
+            url: "u".into(),
+            reason: "end of file before message length reached".into(),
+        };
+        assert!(broke_off.retryable());
+        assert_eq!(broke_off.kind(), "interrupted");
+        // The same JobManager sends the same flood again.
+        let flood = FlinkError::TooLarge {
+            url: "u".into(),
+            limit: 10,
+        };
+        assert!(!flood.retryable());
+        assert_eq!(flood.kind(), "too_large");
     }
 }
