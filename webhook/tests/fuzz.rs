@@ -767,7 +767,7 @@ fn cached_directory(seeds: &[Vec<Value>]) -> CachedDirectory {
     let deployments = cache::<FlinkDeployment>(&seeds[0]);
     let session_jobs = cache::<FlinkSessionJob>(&seeds[1]);
     let api = tower::service_fn(|request: Request<kube::client::Body>| async move {
-        let (code, reason) = if request.uri().path().len() % 3 == 0 {
+        let (code, reason) = if request.uri().path().len().is_multiple_of(3) {
             (500, "InternalError")
         } else {
             (404, "NotFound")
