@@ -33,7 +33,13 @@ fn target_session_label(object: &Value, ops: &mut Vec<PatchOperation>) {
     let Some(deployment) = object.pointer("/spec/deploymentName").and_then(Value::as_str) else {
         return;
     };
-    let labels = object.pointer("/metadata/labels");
+    // A patch whose parent path does not exist fails the whole request in the API server.
+    // An object without metadata never reaches us from a real API server (it refuses one
+    // first), so such an object is left for the rules to judge rather than patched.
+    let Some(metadata) = object.get("metadata").filter(|m| m.is_object()) else {
+        return;
+    };
+    let labels = metadata.get("labels");
     if labels
         .and_then(|l| l.get(keys::labels::TARGET_SESSION))
         .and_then(Value::as_str)
@@ -101,6 +107,18 @@ mod tests {
             "mutating twice must be a no-op"
         );
         (ops, patched)
+    }
+
+    #[test]
+    fn session_job_without_metadata_is_not_patched_where_no_patch_applies() {
+        for metadata in [None, Some(json!(null)), Some(json!("x")), Some(json!([1]))] {
+            let mut job = json!({"spec": {"deploymentName": "session"}});
+            if let Some(metadata) = metadata {
+                job["metadata"] = metadata;
+            }
+            let ops = mutations(FlinkKind::SessionJob, &job, "ns");
+            assert_eq!(ops, vec![], "{job}");
+        }
     }
 
     #[test]

@@ -17,15 +17,23 @@ use super::{
     operation::{OperationStatus, classify},
 };
 
+/// The largest answer read from a JobManager. Flink's largest answers (a job's exception
+/// history, the details of a job with many vertices, a long configuration) stay within a
+/// few MiB; a peer that sends more is not an answer this client can use, and reading it
+/// whole would let one misbehaving JobManager hold the operator's memory.
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+
 /// Timeouts and retries of a client.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
-    /// Per attempt; `kubernetes.operator.flink.client.timeout` (default 10 s).
+    /// Per attempt, from connecting to the last byte of the answer;
+    /// `kubernetes.operator.flink.client.timeout` (default 10 s).
     pub timeout: Duration,
     /// For jar uploads and runs, which wait for the job's main method to build the graph;
     /// `kubernetes.operator.job.submission.timeout` would be the upper bound (default 10 min).
     pub submission_timeout: Duration,
-    /// Further attempts after a connection error or a 5xx (never after a 4xx or a timeout).
+    /// Further attempts after a connection error, an answer that broke off or a 5xx (never
+    /// after a 4xx or a timeout).
     pub retries: usize,
     /// First backoff; doubled per attempt up to `max_backoff`, with jitter.
     pub min_backoff: Duration,
@@ -536,15 +544,14 @@ impl FlinkRestClient {
             requests.inc();
         }
         let started = std::time::Instant::now();
-        let response = request
-            .send()
+        // reqwest's own timeout covers the body too; this one bounds the attempt whatever
+        // the transport does, so that no answer, however slow, holds a reconcile longer.
+        let (status, body) = tokio::time::timeout(timeout, exchange(url, request, timeout))
             .await
-            .map_err(|e| transport_error(url, timeout, &e))?;
-        let status = response.status();
-        let body = response
-            .text()
-            .await
-            .map_err(|e| transport_error(url, timeout, &e))?;
+            .map_err(|_| FlinkError::Timeout {
+                url: url.to_owned(),
+                after: timeout,
+            })??;
         tracing::debug!(%url, %status, elapsed_ms = started.elapsed().as_millis(), "Flink REST call");
         if status.is_server_error() {
             return Err(FlinkError::from_status(url, status, &body));
@@ -566,6 +573,47 @@ impl FlinkRestClient {
             reason: format!("{e}: {}", first_chars(&body, 200)),
         })
     }
+}
+
+/// Sends `request` and reads its answer, at most [`MAX_ANSWER_BYTES`] of it, chunk by chunk.
+async fn exchange(
+    url: &str,
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+) -> Result<(StatusCode, String), FlinkError> {
+    let too_large = || FlinkError::TooLarge {
+        url: url.to_owned(),
+        limit: MAX_ANSWER_BYTES,
+    };
+    let mut response = request
+        .send()
+        .await
+        .map_err(|e| transport_error(url, timeout, &e))?;
+    let status = response.status();
+    // A declared length over the limit is refused before any of it is read.
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_ANSWER_BYTES as u64)
+    {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    let broke_off = |error: reqwest::Error| match transport_error(url, timeout, &error) {
+        FlinkError::Unreachable { url, reason } => FlinkError::Interrupted { url, reason },
+        other => other,
+    };
+    while let Some(chunk) = response.chunk().await.map_err(broke_off)? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    // Flink answers in UTF-8; anything else is shown as best it can be, in an error.
+    let body = match String::from_utf8(body) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok((status, body))
 }
 
 fn transport_error(url: &str, timeout: Duration, error: &reqwest::Error) -> FlinkError {

@@ -6,9 +6,10 @@ use reqwest::StatusCode;
 
 /// A failed call to the Flink REST API.
 ///
-/// Connection errors (`Unreachable`) and server errors (`Server`) are retried by the client
-/// before they are returned, a `Timeout` is not (the caller asks again later);
-/// `retryable()` tells a caller whether trying again later makes sense. Refusals (`BadRequest`, `NotFound`, `Conflict`) are never retried.
+/// Connection errors (`Unreachable`), answers that broke off (`Interrupted`) and server
+/// errors (`Server`) are retried by the client before they are returned, a `Timeout` is not
+/// (the caller asks again later); `retryable()` tells a caller whether trying again later
+/// makes sense. Refusals (`BadRequest`, `NotFound`, `Conflict`) are never retried.
 #[derive(Debug, thiserror::Error)]
 pub enum FlinkError {
     /// The JobManager did not accept the connection (not running, wrong address).
@@ -17,6 +18,14 @@ pub enum FlinkError {
         /// The URL called.
         url: String,
         /// The connection error.
+        reason: String,
+    },
+    /// The answer started but broke off (the connection closed or failed before its end).
+    #[error("the answer from {url} broke off: {reason}")]
+    Interrupted {
+        /// The URL called.
+        url: String,
+        /// The transport error.
         reason: String,
     },
     /// No answer within the call's timeout.
@@ -63,6 +72,15 @@ pub enum FlinkError {
         /// What did not fit, with the start of the body.
         reason: String,
     },
+    /// The answer is larger than [`MAX_ANSWER_BYTES`](crate::flink::MAX_ANSWER_BYTES);
+    /// not read further.
+    #[error("the answer from {url} exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// The URL called.
+        url: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The request could not be built (a bad base URL, an unreadable jar).
     #[error("{0}")]
     Request(String),
@@ -73,7 +91,7 @@ impl FlinkError {
     pub fn retryable(&self) -> bool {
         matches!(
             self,
-            Self::Unreachable { .. } | Self::Timeout { .. } | Self::Server { .. }
+            Self::Unreachable { .. } | Self::Interrupted { .. } | Self::Timeout { .. } | Self::Server { .. }
         )
     }
 
@@ -81,11 +99,13 @@ impl FlinkError {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Unreachable { .. } => "unreachable",
+            Self::Interrupted { .. } => "interrupted",
             Self::Timeout { .. } => "timeout",
             Self::NotFound { .. } => "not_found",
             Self::BadRequest { .. } => "bad_request",
             Self::Server { .. } => "server_error",
             Self::Decode { .. } => "decode",
+            Self::TooLarge { .. } => "too_large",
             Self::Request(_) => "request",
         }
     }
@@ -234,5 +254,18 @@ mod tests {
             }
             .retryable()
         );
+        let broke_off = FlinkError::Interrupted {
+            url: "u".into(),
+            reason: "end of file before message length reached".into(),
+        };
+        assert!(broke_off.retryable());
+        assert_eq!(broke_off.kind(), "interrupted");
+        // The same JobManager sends the same flood again.
+        let flood = FlinkError::TooLarge {
+            url: "u".into(),
+            limit: 10,
+        };
+        assert!(!flood.retryable());
+        assert_eq!(flood.kind(), "too_large");
     }
 }

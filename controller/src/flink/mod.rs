@@ -1,8 +1,11 @@
 //! A typed client of the Flink REST API (v1), over rustls.
 //!
-//! Every call has a timeout, and connection errors, timeouts and 5xx answers are retried
-//! with exponential backoff; 4xx answers never are (they are Flink's refusal, and come
-//! back as [`FlinkError`] with Flink's reason). Asynchronous operations (savepoint, stop,
+//! Every attempt has a timeout that runs to the last byte of the answer, and an answer is
+//! read up to [`MAX_ANSWER_BYTES`], so a JobManager that stalls, drips or floods fails the
+//! call instead of holding a reconcile or the operator's memory. Connection errors and 5xx
+//! answers are retried with exponential backoff; a timeout is not (the caller looks again
+//! on its next reconcile), nor are 4xx answers (they are Flink's refusal, and come back as
+//! [`FlinkError`] with Flink's reason). Asynchronous operations (savepoint, stop,
 //! checkpoint, disposal) are triggered with an id chosen by the client and polled into an
 //! [`OperationStatus`] that tells a pending operation from a failed one, a vanished job and
 //! a JobManager that forgot the trigger. [`RestEndpoints`] says where a JobManager's REST
@@ -15,7 +18,10 @@ mod ids;
 mod model;
 mod operation;
 
-pub use client::{ClientConfig, FlinkRestClient, RestClients};
+#[cfg(test)]
+mod misbehaving_tests;
+
+pub use client::{ClientConfig, FlinkRestClient, MAX_ANSWER_BYTES, RestClients};
 pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints, SERVICE_NAME};
 pub use error::{FlinkError, flink_error_message};
 pub use ids::{JarId, JobId, TriggerId};
