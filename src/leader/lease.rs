@@ -42,7 +42,7 @@ pub struct Elector {
 /// What a write did.
 enum Written {
     /// The lease as stored after the write.
-    Stored(Lease),
+    Stored(Box<Lease>),
     /// Another write won, or the lease appeared or vanished meanwhile: the watch brings it.
     Lost,
     /// The request failed or took too long.
@@ -119,7 +119,7 @@ impl Elector {
                     };
                     match written {
                         Written::Stored(lease) => {
-                            current = Some(lease);
+                            current = Some(*lease);
                             memory.saw(record(current.as_ref()).as_ref(), Instant::now());
                             memory.renewed(sent);
                             if !*leading.borrow() {
@@ -239,7 +239,7 @@ impl Elector {
         request: impl Future<Output = Result<Lease, kube::Error>>,
     ) -> Written {
         match tokio::time::timeout(limit, request).await {
-            Ok(Ok(lease)) => Written::Stored(lease),
+            Ok(Ok(lease)) => Written::Stored(Box::new(lease)),
             Ok(Err(kube::Error::Api(status))) if status.code == 409 => Written::Lost,
             Ok(Err(kube::Error::Api(status))) if status.code == 404 => Written::Lost,
             Ok(Err(error)) => Written::Failed(error.to_string()),
