@@ -20,7 +20,7 @@ use std::{
     time::Duration,
 };
 
-use flink_operator_api::{keys::operator as keys, options::defaults, validation::values::parse_duration};
+use flink_operator_api::{keys::operator, options::defaults, validation::values::parse_duration};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use prometheus_client::{
@@ -40,8 +40,8 @@ pub enum LeaderElectionError {
     /// Leader election is on but names no Lease.
     #[error(
         "{} is true, so {} must name the Lease",
-        keys::LEADER_ELECTION_ENABLED,
-        keys::LEADER_ELECTION_LEASE_NAME
+        operator::LEADER_ELECTION_ENABLED,
+        operator::LEADER_ELECTION_LEASE_NAME
     )]
     NoLeaseName,
     /// A key's value is not of its type.
@@ -55,9 +55,9 @@ pub enum LeaderElectionError {
     /// The durations could let two replicas act at once.
     #[error(
         "{lease_duration}, {renew_deadline} and {retry_period}: {source}",
-        lease_duration = keys::LEADER_ELECTION_LEASE_DURATION,
-        renew_deadline = keys::LEADER_ELECTION_RENEW_DEADLINE,
-        retry_period = keys::LEADER_ELECTION_RETRY_PERIOD
+        lease_duration = operator::LEADER_ELECTION_LEASE_DURATION,
+        renew_deadline = operator::LEADER_ELECTION_RENEW_DEADLINE,
+        retry_period = operator::LEADER_ELECTION_RETRY_PERIOD
     )]
     Timing {
         /// What is wrong with them.
@@ -85,10 +85,10 @@ impl LeaderElection {
         config: &BTreeMap<String, String>,
         namespace: &str,
     ) -> Result<Option<Self>, LeaderElectionError> {
-        let enabled = match config.get(keys::LEADER_ELECTION_ENABLED).map(|v| v.trim()) {
+        let enabled = match config.get(operator::LEADER_ELECTION_ENABLED).map(|v| v.trim()) {
             None => false,
             Some(value) => value.parse::<bool>().map_err(|_| LeaderElectionError::Value {
-                key: keys::LEADER_ELECTION_ENABLED,
+                key: operator::LEADER_ELECTION_ENABLED,
                 reason: format!("{value:?} is not true or false"),
             })?,
         };
@@ -96,7 +96,7 @@ impl LeaderElection {
             return Ok(None);
         }
         let lease = config
-            .get(keys::LEADER_ELECTION_LEASE_NAME)
+            .get(operator::LEADER_ELECTION_LEASE_NAME)
             .map(|name| name.trim().to_owned())
             .filter(|name| !name.is_empty())
             .ok_or(LeaderElectionError::NoLeaseName)?;
@@ -110,15 +110,15 @@ impl LeaderElection {
         };
         let timing = Timing::new(
             duration(
-                keys::LEADER_ELECTION_LEASE_DURATION,
+                operator::LEADER_ELECTION_LEASE_DURATION,
                 defaults::LEADER_ELECTION_LEASE_DURATION_MS,
             )?,
             duration(
-                keys::LEADER_ELECTION_RENEW_DEADLINE,
+                operator::LEADER_ELECTION_RENEW_DEADLINE,
                 defaults::LEADER_ELECTION_RENEW_DEADLINE_MS,
             )?,
             duration(
-                keys::LEADER_ELECTION_RETRY_PERIOD,
+                operator::LEADER_ELECTION_RETRY_PERIOD,
                 defaults::LEADER_ELECTION_RETRY_PERIOD_MS,
             )?,
         )?;
@@ -271,7 +271,7 @@ mod tests {
     fn off_unless_enabled() {
         assert!(LeaderElection::from_config(&config(&[]), "ns").unwrap().is_none());
         assert!(
-            LeaderElection::from_config(&config(&[(keys::LEADER_ELECTION_ENABLED, "false")]), "ns")
+            LeaderElection::from_config(&config(&[(operator::LEADER_ELECTION_ENABLED, "false")]), "ns")
                 .unwrap()
                 .is_none()
         );
@@ -279,16 +279,16 @@ mod tests {
 
     #[test]
     fn enabled_takes_the_apache_defaults_and_needs_a_lease_name() {
-        let error = LeaderElection::from_config(&config(&[(keys::LEADER_ELECTION_ENABLED, "true")]), "ns")
+        let error = LeaderElection::from_config(&config(&[(operator::LEADER_ELECTION_ENABLED, "true")]), "ns")
             .unwrap_err();
         assert!(
-            error.to_string().contains(keys::LEADER_ELECTION_LEASE_NAME),
+            error.to_string().contains(operator::LEADER_ELECTION_LEASE_NAME),
             "{error}"
         );
         let election = LeaderElection::from_config(
             &config(&[
-                (keys::LEADER_ELECTION_ENABLED, "true"),
-                (keys::LEADER_ELECTION_LEASE_NAME, "flink-operator-lease"),
+                (operator::LEADER_ELECTION_ENABLED, "true"),
+                (operator::LEADER_ELECTION_LEASE_NAME, "flink-operator-lease"),
             ]),
             "ops",
         )
@@ -303,17 +303,17 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_key() {
-        let error = LeaderElection::from_config(&config(&[(keys::LEADER_ELECTION_ENABLED, "yes")]), "ns")
+        let error = LeaderElection::from_config(&config(&[(operator::LEADER_ELECTION_ENABLED, "yes")]), "ns")
             .unwrap_err();
         assert!(
-            error.to_string().starts_with(keys::LEADER_ELECTION_ENABLED),
+            error.to_string().starts_with(operator::LEADER_ELECTION_ENABLED),
             "{error}"
         );
         let error = LeaderElection::from_config(
             &config(&[
-                (keys::LEADER_ELECTION_ENABLED, "true"),
-                (keys::LEADER_ELECTION_LEASE_NAME, "l"),
-                (keys::LEADER_ELECTION_RENEW_DEADLINE, "ten seconds"),
+                (operator::LEADER_ELECTION_ENABLED, "true"),
+                (operator::LEADER_ELECTION_LEASE_NAME, "l"),
+                (operator::LEADER_ELECTION_RENEW_DEADLINE, "ten seconds"),
             ]),
             "ns",
         )
@@ -321,14 +321,14 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .starts_with(keys::LEADER_ELECTION_RENEW_DEADLINE),
+                .starts_with(operator::LEADER_ELECTION_RENEW_DEADLINE),
             "{error}"
         );
         let error = LeaderElection::from_config(
             &config(&[
-                (keys::LEADER_ELECTION_ENABLED, "true"),
-                (keys::LEADER_ELECTION_LEASE_NAME, "l"),
-                (keys::LEADER_ELECTION_RENEW_DEADLINE, "20 s"),
+                (operator::LEADER_ELECTION_ENABLED, "true"),
+                (operator::LEADER_ELECTION_LEASE_NAME, "l"),
+                (operator::LEADER_ELECTION_RENEW_DEADLINE, "20 s"),
             ]),
             "ns",
         )
