@@ -4,6 +4,7 @@
 //! See [`decide`] for what is implemented and what is not yet.
 
 pub mod act;
+pub mod health;
 pub mod decide;
 pub mod observe;
 
