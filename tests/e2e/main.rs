@@ -18,6 +18,7 @@ mod first_mistakes;
 #[path = "../flink/harness.rs"]
 mod flink_harness;
 mod harness;
+mod health;
 mod java_defaults;
 mod kubectl;
 mod kubectl_tool;

@@ -205,10 +205,7 @@ pub fn checkpoint_window_ms(
         return None;
     }
     let attempts = tolerable_failures.max(0).saturating_add(2);
-    let least = interval_ms
-        .unwrap_or(0)
-        .max(timeout_ms)
-        .saturating_mul(attempts);
+    let least = interval_ms.unwrap_or(0).max(timeout_ms).saturating_mul(attempts);
     Some(window_ms.filter(|w| *w >= least).unwrap_or(least))
 }
 
@@ -296,15 +293,15 @@ impl HealthHistory {
     pub fn verdict(&self) -> Verdict {
         let history = self;
         if history.health_result.healthy {
-        Verdict::Healthy
-    } else {
-        Verdict::Unhealthy(
-            history
-                .health_result
-                .error
-                .clone()
-                .filter(|e| !e.is_empty())
-                .unwrap_or_else(|| "the job is unhealthy".to_owned()),
+            Verdict::Healthy
+        } else {
+            Verdict::Unhealthy(
+                history
+                    .health_result
+                    .error
+                    .clone()
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| "the job is unhealthy".to_owned()),
             )
         }
     }

@@ -4,8 +4,8 @@
 //! See [`decide`] for what is implemented and what is not yet.
 
 pub mod act;
-pub mod health;
 pub mod decide;
+pub mod health;
 pub mod observe;
 
 use flink_operator_api::{FlinkDeployment, FlinkDeploymentStatus, keys};

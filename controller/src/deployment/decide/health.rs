@@ -43,7 +43,10 @@ pub(super) fn restart_if_unhealthy(d: &mut Decision, recorded: &FlinkDeploymentS
     let Verdict::Unhealthy(why) = history.verdict() else {
         return None;
     };
-    if d.job_status().state().is_some_and(flink_job_state::is_globally_terminal) {
+    if d.job_status()
+        .state()
+        .is_some_and(flink_job_state::is_globally_terminal)
+    {
         return None;
     }
     let stateless = job.upgrade_mode_or_default() == UpgradeMode::Stateless;
@@ -51,18 +54,20 @@ pub(super) fn restart_if_unhealthy(d: &mut Decision, recorded: &FlinkDeploymentS
     if last_state && !(d.obs.policy.high_availability && d.obs.ha_checkpoint == Some(true)) {
         let error = format!(
             "the job is unhealthy ({why}) but is not restarted: upgradeMode {} restarts it from the latest \
-             checkpoint in its high-availability metadata, and there is none (high availability is {})",
+             checkpoint in its high-availability metadata, and {}",
             job.upgrade_mode_or_default(),
             if d.obs.policy.high_availability {
-                "on, but no checkpoint has completed"
+                "that metadata holds none"
             } else {
-                "off"
+                "high availability is off"
             }
         );
         let stored = d.fd.status.as_ref().and_then(|s| s.error.as_deref());
         if stored != Some(error.as_str()) {
-            d.events
-                .push(EventNote::warning(Reason::RestartUnhealthyJobFailed, error.clone()));
+            d.events.push(EventNote::warning(
+                Reason::RestartUnhealthyJobFailed,
+                error.clone(),
+            ));
         }
         d.status.error = Some(error);
         return None;
@@ -72,7 +77,8 @@ pub(super) fn restart_if_unhealthy(d: &mut Decision, recorded: &FlinkDeploymentS
     } else {
         "restarting it without state, as its upgrade mode is stateless"
     };
-    let note = format!("the job is unhealthy: {why}; {how}");
+    // The Event's reason says the job is unhealthy; the note says why and what is done.
+    let note = format!("{why}; {how}");
     tracing::warn!(
         namespace = d.fd.metadata.namespace.as_deref().unwrap_or_default(),
         name = d.fd.metadata.name.as_deref().unwrap_or_default(),
@@ -88,5 +94,11 @@ pub(super) fn restart_if_unhealthy(d: &mut Decision, recorded: &FlinkDeploymentS
         Restore::Nothing
     };
     let event = EventNote::warning(Reason::RestartUnhealthyJob, start::capitalised(&note));
-    Some(start::commit_noting(d.take(), recorded.clone(), restore, &note, event))
+    Some(start::commit_noting(
+        d.take(),
+        recorded.clone(),
+        restore,
+        &note,
+        event,
+    ))
 }

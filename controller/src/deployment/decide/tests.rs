@@ -2423,10 +2423,26 @@ mod health_check {
         restarts: i64,
         ha_checkpoint: Option<bool>,
     ) -> Plan {
-        let first = look(spec, observed(spec, "RUNNING"), policy, "RUNNING", Some(1), ha_checkpoint, NOW);
+        let first = look(
+            spec,
+            observed(spec, "RUNNING"),
+            policy,
+            "RUNNING",
+            Some(1),
+            ha_checkpoint,
+            NOW,
+        );
         assert!(first.actions.is_empty(), "{:?}", first.actions);
         assert!(history(&first.status).is_some(), "the baseline is kept");
-        look(spec, first.status, policy, state, Some(restarts), ha_checkpoint, NOW + MIN)
+        look(
+            spec,
+            first.status,
+            policy,
+            state,
+            Some(restarts),
+            ha_checkpoint,
+            NOW + MIN,
+        )
     }
 
     #[test]
@@ -2434,8 +2450,20 @@ mod health_check {
         // (case, spec, policy, HA checkpoint, HA kept)
         for (case, mode, ha, ha_checkpoint, keep_ha) in [
             ("stateless", "stateless", false, None, false),
-            ("last-state with a checkpoint in HA", "last-state", true, Some(true), true),
-            ("savepoint with a checkpoint in HA", "savepoint", true, Some(true), true),
+            (
+                "last-state with a checkpoint in HA",
+                "last-state",
+                true,
+                Some(true),
+                true,
+            ),
+            (
+                "savepoint with a checkpoint in HA",
+                "savepoint",
+                true,
+                Some(true),
+                true,
+            ),
         ] {
             let spec = spec_with(mode, &[]);
             let policy = policy(ha, Some(SETTINGS));
@@ -2448,7 +2476,11 @@ mod health_check {
                 .find(|e| e.reason == Reason::RestartUnhealthyJob)
                 .unwrap_or_else(|| panic!("{case}: {:?}", plan.events));
             assert!(event.warning, "{case}");
-            assert!(event.note.contains("restarted 3 times within 2m"), "{case}: {}", event.note);
+            assert!(
+                event.note.contains("restarted 3 times within 2m"),
+                "{case}: {}",
+                event.note
+            );
             // Recorded before the cluster goes, without the history of the job that ends.
             let recorded = plan.status_before.clone().expect(case);
             assert_eq!(
@@ -2488,7 +2520,12 @@ mod health_check {
     fn an_unhealthy_job_that_would_lose_its_state_is_not_restarted_and_status_says_why() {
         for (case, mode, ha, ha_checkpoint) in [
             ("last-state without high availability", "last-state", false, None),
-            ("savepoint with no checkpoint in HA", "savepoint", true, Some(false)),
+            (
+                "savepoint with no checkpoint in HA",
+                "savepoint",
+                true,
+                Some(false),
+            ),
         ] {
             let spec = spec_with(mode, &[]);
             let policy = policy(ha, Some(SETTINGS));
@@ -2504,7 +2541,15 @@ mod health_check {
             let error = plan.status.error.clone().unwrap();
             assert!(error.contains("is not restarted"), "{case}: {error}");
             // Said once; the verdict stays.
-            let again = look(&spec, plan.status, &policy, "RUNNING", Some(9), ha_checkpoint, NOW + MIN + 1);
+            let again = look(
+                &spec,
+                plan.status,
+                &policy,
+                "RUNNING",
+                Some(9),
+                ha_checkpoint,
+                NOW + MIN + 1,
+            );
             assert!(again.events.is_empty(), "{case}: {:?}", again.events);
             assert_eq!(again.status.error, Some(error), "{case}");
         }
@@ -2523,7 +2568,15 @@ mod health_check {
         assert!(plan.actions.is_empty(), "{:?}", plan.actions);
         // The check off: nothing read, and a history left from when it was on goes.
         let plan = judged(&spec, &on, "RUNNING", 3, None);
-        let off = look(&spec, plan.status, &policy(false, None), "RUNNING", Some(99), None, NOW + 2 * MIN);
+        let off = look(
+            &spec,
+            plan.status,
+            &policy(false, None),
+            "RUNNING",
+            Some(99),
+            None,
+            NOW + 2 * MIN,
+        );
         assert!(off.actions.is_empty(), "{:?}", off.actions);
         assert!(
             off.status
@@ -2537,8 +2590,24 @@ mod health_check {
     fn a_look_that_sees_nothing_new_writes_nothing() {
         let spec = spec_with("stateless", &[]);
         let on = policy(false, Some(SETTINGS));
-        let first = look(&spec, observed(&spec, "RUNNING"), &on, "RUNNING", Some(1), None, NOW);
-        let again = look(&spec, first.status.clone(), &on, "RUNNING", Some(1), None, NOW + MIN);
+        let first = look(
+            &spec,
+            observed(&spec, "RUNNING"),
+            &on,
+            "RUNNING",
+            Some(1),
+            None,
+            NOW,
+        );
+        let again = look(
+            &spec,
+            first.status.clone(),
+            &on,
+            "RUNNING",
+            Some(1),
+            None,
+            NOW + MIN,
+        );
         assert_eq!(again.status.cluster_info, first.status.cluster_info);
     }
 }

@@ -40,7 +40,16 @@ fn the_verdict_follows_restarts_and_checkpoint_progress() {
     let restarts_only = settings(2 * MIN, 3, None);
     let with_checkpoints = settings(2 * MIN, 3, Some(MIN));
     // (what, stored history, sample, now, settings, unhealthy, restart baseline after, its time after)
-    let cases: Vec<(&str, Option<HealthHistory>, Option<HealthSample>, i64, HealthSettings, bool, i64, i64)> = vec![
+    let cases: Vec<(
+        &str,
+        Option<HealthHistory>,
+        Option<HealthSample>,
+        i64,
+        HealthSettings,
+        bool,
+        i64,
+        i64,
+    )> = vec![
         (
             "first look: the baseline",
             None,
@@ -200,7 +209,10 @@ fn the_verdict_follows_restarts_and_checkpoint_progress() {
         assert_eq!(unhealthy(&verdict), want_unhealthy, "{what}: {verdict:?}");
         assert_eq!(!next.health_result.healthy, want_unhealthy, "{what}: {next:?}");
         assert_eq!(next.num_restarts, baseline, "{what}: baseline");
-        assert_eq!(next.num_restarts_evaluation_time_stamp, baseline_at, "{what}: baseline time");
+        assert_eq!(
+            next.num_restarts_evaluation_time_stamp, baseline_at,
+            "{what}: baseline time"
+        );
     }
 }
 
@@ -237,7 +249,12 @@ fn the_window_slides_past_old_restarts() {
     }
     // Then a burst: 3 more within the window.
     let now = T0 + 30 * 20_000;
-    let (_, verdict) = evaluate(stored.as_ref(), Some(&sample(restarts + 3, 0)), now, Some(&settings));
+    let (_, verdict) = evaluate(
+        stored.as_ref(),
+        Some(&sample(restarts + 3, 0)),
+        now,
+        Some(&settings),
+    );
     assert!(unhealthy(&verdict), "{verdict:?}");
 }
 
@@ -265,7 +282,11 @@ fn a_look_that_changes_nothing_changes_no_time() {
     let settings = settings(2 * MIN, 3, Some(10 * MIN));
     let stored = history(T0, 1, 4, T0);
     let (next, _) = evaluate(Some(&stored), Some(&sample(1, 4)), T0 + MIN, Some(&settings));
-    assert_eq!(next.as_ref(), Some(&stored), "no status write for a look that saw nothing new");
+    assert_eq!(
+        next.as_ref(),
+        Some(&stored),
+        "no status write for a look that saw nothing new"
+    );
 }
 
 #[test]
@@ -325,7 +346,10 @@ fn settings_come_from_the_configuration() {
     assert_eq!(
         HealthSettings::from_config(&config(&[
             (operator::CLUSTER_HEALTH_CHECK_ENABLED, "true"),
-            (operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED, "false"),
+            (
+                operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
+                "false"
+            ),
             (flink::CHECKPOINTING_INTERVAL, "5s"),
         ]))
         .and_then(|s| s.checkpoint_window_ms),
@@ -343,13 +367,19 @@ fn the_history_reads_and_writes_the_apache_operators_shape() {
     ]);
     let read = HealthHistory::read(Some(&info)).expect("readable");
     assert_eq!(read.num_restarts, 3);
-    assert_eq!(read.num_completed_checkpoints_increased_time_stamp, 1_700_000_050_000);
+    assert_eq!(
+        read.num_completed_checkpoints_increased_time_stamp,
+        1_700_000_050_000
+    );
     assert!(!read.health_result.healthy);
     let mut stored = Some(info.clone());
     HealthHistory::store(&mut stored, Some(&read));
     let written: serde_json::Value =
         serde_json::from_str(&stored.as_ref().expect("kept")[CLUSTER_INFO_KEY]).expect("JSON");
-    assert_eq!(written, serde_json::from_str::<serde_json::Value>(apache).expect("JSON"));
+    assert_eq!(
+        written,
+        serde_json::from_str::<serde_json::Value>(apache).expect("JSON")
+    );
     // Removing it keeps the other entries; an emptied map goes.
     HealthHistory::store(&mut stored, None);
     assert_eq!(stored.as_ref().map(|m| m.len()), Some(1));
@@ -376,11 +406,18 @@ fn a_sample_is_read_from_the_job_metrics() {
         Some(sample(2, 1)),
         "older Flink versions"
     );
-    assert_eq!(HealthSample::from_metrics(&[metric(NUM_RESTARTS, "0")]), Some(sample(0, 0)));
-    assert_eq!(HealthSample::from_metrics(&[metric(COMPLETED_CHECKPOINTS, "3")]), None);
+    assert_eq!(
+        HealthSample::from_metrics(&[metric(NUM_RESTARTS, "0")]),
+        Some(sample(0, 0))
+    );
+    assert_eq!(
+        HealthSample::from_metrics(&[metric(COMPLETED_CHECKPOINTS, "3")]),
+        None
+    );
     assert_eq!(HealthSample::from_metrics(&[]), None);
-    let decoded: Vec<MetricValue> =
-        serde_json::from_str(r#"[{"id":"numRestarts","value":"7"},{"id":"numberOfCompletedCheckpoints","value":"3"}]"#)
-            .expect("Flink's answer");
+    let decoded: Vec<MetricValue> = serde_json::from_str(
+        r#"[{"id":"numRestarts","value":"7"},{"id":"numberOfCompletedCheckpoints","value":"3"}]"#,
+    )
+    .expect("Flink's answer");
     assert_eq!(HealthSample::from_metrics(&decoded), Some(sample(7, 3)));
 }
