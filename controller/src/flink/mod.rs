@@ -22,7 +22,7 @@ pub use ids::{JarId, JobId, TriggerId};
 pub use model::{
     AggregatedMetric, Aggregation, CheckpointConfig, CheckpointCounts, CheckpointKind, CheckpointStatistics,
     ClaimMode, ClusterConfig, ClusterOverview, CompletedCheckpoint, ConfigEntry, ExceptionEntry,
-    ExceptionHistory, Externalization, JobDetails, JobExceptions, JobOverview, JobVertex, LatestCheckpoints, MetricValue,
-    RestoredCheckpoint, RunJar, SavepointFormat,
+    ExceptionHistory, Externalization, JobDetails, JobExceptions, JobOverview, JobVertex, LatestCheckpoints,
+    MetricValue, RestoredCheckpoint, RunJar, SavepointFormat,
 };
 pub use operation::{OperationFailure, OperationStatus};
