@@ -35,21 +35,24 @@ fn unhealthy(verdict: &Verdict) -> bool {
     matches!(verdict, Verdict::Unhealthy(_))
 }
 
+/// (what, stored history, sample, now, settings, unhealthy, restart baseline after, its time
+/// after)
+type Case = (
+    &'static str,
+    Option<HealthHistory>,
+    Option<HealthSample>,
+    i64,
+    HealthSettings,
+    bool,
+    i64,
+    i64,
+);
+
 #[test]
 fn the_verdict_follows_restarts_and_checkpoint_progress() {
     let restarts_only = settings(2 * MIN, 3, None);
     let with_checkpoints = settings(2 * MIN, 3, Some(MIN));
-    // (what, stored history, sample, now, settings, unhealthy, restart baseline after, its time after)
-    let cases: Vec<(
-        &str,
-        Option<HealthHistory>,
-        Option<HealthSample>,
-        i64,
-        HealthSettings,
-        bool,
-        i64,
-        i64,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             "first look: the baseline",
             None,
