@@ -55,9 +55,9 @@ pub struct HealthHistory {
     pub num_restarts: i64,
     /// When that count was taken.
     pub num_restarts_evaluation_time_stamp: i64,
-    /// The highest completed checkpoint count seen.
+    /// The completed checkpoint count as it last changed.
     pub num_completed_checkpoints: i64,
-    /// When that count last went up.
+    /// When it last changed (went up, or down with a new job).
     pub num_completed_checkpoints_increased_time_stamp: i64,
     pub health_result: HealthResult,
 }
@@ -256,7 +256,7 @@ pub fn evaluate(
         return (None, Verdict::Unknown);
     };
     let Some(sample) = sample else {
-        let verdict = history.map_or(Verdict::Unknown, verdict_of);
+        let verdict = history.map_or(Verdict::Unknown, HealthHistory::verdict);
         return (history.cloned(), verdict);
     };
     let Some(last) = history else {
@@ -280,24 +280,18 @@ pub fn evaluate(
     if next != *last {
         next.time_stamp = now_ms;
     }
-    let verdict = verdict_of(&next);
+    let verdict = next.verdict();
     (Some(next), verdict)
-}
-
-fn verdict_of(history: &HealthHistory) -> Verdict {
-    history.verdict()
 }
 
 impl HealthHistory {
     /// What its last evaluation said.
     pub fn verdict(&self) -> Verdict {
-        let history = self;
-        if history.health_result.healthy {
+        if self.health_result.healthy {
             Verdict::Healthy
         } else {
             Verdict::Unhealthy(
-                history
-                    .health_result
+                self.health_result
                     .error
                     .clone()
                     .filter(|e| !e.is_empty())

@@ -62,8 +62,10 @@ pub(super) fn restart_if_unhealthy(d: &mut Decision, recorded: &FlinkDeploymentS
                 "high availability is off"
             }
         );
-        let stored = d.fd.status.as_ref().and_then(|s| s.error.as_deref());
-        if stored != Some(error.as_str()) {
+        // Said once per unhealthy spell: the counts in the note change at every look.
+        let said = HealthHistory::read(d.fd.status.as_ref().and_then(|s| s.cluster_info.as_ref()))
+            .is_some_and(|h| matches!(h.verdict(), Verdict::Unhealthy(_)));
+        if !said {
             d.events.push(EventNote::warning(
                 Reason::RestartUnhealthyJobFailed,
                 error.clone(),
