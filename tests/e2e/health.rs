@@ -30,9 +30,10 @@ async fn a_job_in_a_restart_loop_is_restarted_from_its_last_state_with_an_event(
     cluster_harness::operator(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
-    // Flink 1.x, as the other tests of restores from high-availability metadata: with 2.3
-    // the operator finds no checkpoint in that metadata, and does not restart the job (it
-    // says so: RestartUnhealthyJobFailed).
+    // Flink 1.x, as the other tests of restores from high-availability metadata: Flink 2.3
+    // labels its HA ConfigMaps without `configmap-type: high-availability`, so the operator
+    // finds no checkpoint in them and does not restart the job (it says so:
+    // RestartUnhealthyJobFailed).
     let version = flink_harness::versions().first().unwrap().clone();
     let ns = TestNamespace::new(&client, "health").await;
     let _logs = LogsOnFailure(ns.name.clone());
