@@ -330,6 +330,7 @@ fn metrics() -> String {
     reconcile.snapshot_failed("SAVEPOINT");
     reconcile.bluegreen_transition_completed("BlueToGreen", 1.0);
     reconcile.bluegreen_transition_aborted();
+    reconcile.event_published("RestartUnhealthyJob", true);
     admission.observe(
         flink_operator_webhook::Endpoint::Validate,
         Some(FlinkKind::Deployment),

@@ -41,6 +41,14 @@ pub mod defaults {
     pub const JOB_DRAIN_ON_SAVEPOINT_DELETION: bool = false;
     /// `kubernetes.operator.jm-deployment-recovery.enabled`.
     pub const JM_DEPLOYMENT_RECOVERY_ENABLED: bool = true;
+    /// `kubernetes.operator.cluster.health-check.enabled`.
+    pub const CLUSTER_HEALTH_CHECK_ENABLED: bool = false;
+    /// `kubernetes.operator.cluster.health-check.restarts.window`.
+    pub const CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW_MS: i64 = 2 * MINUTE_MS;
+    /// `kubernetes.operator.cluster.health-check.restarts.threshold`.
+    pub const CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD: i64 = 64;
+    /// `kubernetes.operator.cluster.health-check.checkpoint-progress.enabled`.
+    pub const CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED: bool = true;
     /// `kubernetes.operator.savepoint.trigger.grace-period`.
     pub const SAVEPOINT_TRIGGER_GRACE_PERIOD_MS: i64 = MINUTE_MS;
     /// `kubernetes.operator.savepoint.cleanup.enabled`.
@@ -484,6 +492,56 @@ pub const OPTIONS: &[OptionDoc] = &[
                   high-availability metadata).",
     },
     OptionDoc {
+        key: operator::CLUSTER_HEALTH_CHECK_ENABLED,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::CLUSTER_HEALTH_CHECK_ENABLED),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "Restart an application's job that restarts too often or completes no \
+                  checkpoints (the rules below), the way its upgrade mode allows: a \
+                  `stateless` job without state, a `last-state` or `savepoint` job from the \
+                  latest checkpoint in its high-availability metadata (without one it is \
+                  not restarted, and status says why). Needs \
+                  `kubernetes.operator.jm-deployment-recovery.enabled`.",
+    },
+    OptionDoc {
+        key: operator::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW_MS),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "The window the job's restarts (Flink's `numRestarts`) are counted in.",
+    },
+    OptionDoc {
+        key: operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD,
+        deprecated: &[],
+        default: DefaultValue::Number(defaults::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "More restarts than this within the window make the job unhealthy.",
+    },
+    OptionDoc {
+        key: operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "With the health check on: a job that completes no checkpoint within the \
+                  checkpoint progress window is unhealthy. Applies when \
+                  `execution.checkpointing.interval` is set, or a window is.",
+    },
+    OptionDoc {
+        key: operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_WINDOW,
+        deprecated: &[],
+        default: DefaultValue::Unset(
+            "`max(checkpoint interval, checkpoint timeout) × (tolerable failed checkpoints + 2)`",
+        ),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "The checkpoint progress window; a shorter one than its default is raised \
+                  to the default.",
+    },
+    OptionDoc {
         key: operator::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::SESSION_DELETION_BLOCK_ON_SESSION_JOBS),
@@ -662,27 +720,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     },
     IgnoredOption {
         key: operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::CLUSTER_HEALTH_CHECK_ENABLED,
-        note: "the webhook refuses `true` together with \
-               `kubernetes.operator.jm-deployment-recovery.enabled: false`",
-    },
-    IgnoredOption {
-        key: operator::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_WINDOW,
         note: "",
     },
     IgnoredOption {

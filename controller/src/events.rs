@@ -97,6 +97,10 @@ reasons! {
     RecoverDeployment,
     /// A missing JobManager Deployment could not be recovered.
     RecoverDeploymentFailed,
+    /// The cluster health check found the job unhealthy (too many restarts within the window, or no checkpoint progress; the note says which): its cluster is deployed again, the job restored as its upgrade mode allows.
+    RestartUnhealthyJob,
+    /// The cluster health check found the job unhealthy, but it cannot be restarted without losing its state (the note says why).
+    RestartUnhealthyJobFailed,
     /// A deployed spec did not become stable: the last stable spec is deployed again.
     Rollback,
     /// A rollback was due but cannot be made, or a manual rollback's update failed (the note says why).

@@ -65,6 +65,14 @@ struct TransitionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventLabels {
+    /// The Event's reason.
+    reason: &'static str,
+    /// `Normal` or `Warning`.
+    event_type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabels {
     method: String,
 }
@@ -90,6 +98,7 @@ pub struct ReconcileMetrics {
     snapshot_failures: Family<SnapshotTypeLabels, Counter>,
     bluegreen_transitions: Family<TransitionLabels, Histogram, fn() -> Histogram>,
     bluegreen_aborts: Counter,
+    events: Family<EventLabels, Counter>,
     /// (kind, namespace, name) -> lifecycle state, to move a resource between gauges.
     states: Arc<Mutex<HashMap<ResourceKey, String>>>,
     /// The snapshot counts set by the last census, to drop those that fell to nothing.
@@ -123,6 +132,7 @@ impl Default for ReconcileMetrics {
             snapshot_failures: Family::default(),
             bluegreen_transitions: Family::new_with_constructor(savepoint_histogram),
             bluegreen_aborts: Counter::default(),
+            events: Family::default(),
             states: Arc::default(),
             counted: Arc::default(),
         }
@@ -204,7 +214,22 @@ impl ReconcileMetrics {
             "Blue/green transitions that were aborted",
             metrics.bluegreen_aborts.clone(),
         );
+        sub.register(
+            "events",
+            "Events published, by reason and type (e.g. RestartUnhealthyJob: jobs the cluster health check restarted)",
+            metrics.events.clone(),
+        );
         metrics
+    }
+
+    /// An Event of `reason` was published.
+    pub fn event_published(&self, reason: &'static str, warning: bool) {
+        self.events
+            .get_or_create(&EventLabels {
+                reason,
+                event_type: if warning { "Warning" } else { "Normal" },
+            })
+            .inc();
     }
 
     /// A blue/green transition of `transition` kind completed `seconds` after its spec was

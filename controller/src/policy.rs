@@ -70,6 +70,9 @@ pub struct Policy {
     /// How many revisions of the job are kept (`kubernetes.operator.job.revision-history.limit`,
     /// default 10, at least 1; see [`crate::lifecycle::revisions::prune`]).
     pub revision_history_limit: usize,
+    /// `kubernetes.operator.cluster.health-check.*` of an application deployment; None
+    /// when the check is off (and nothing of it is read from the job).
+    pub health: Option<crate::deployment::health::HealthSettings>,
 }
 
 impl Default for Policy {
@@ -101,6 +104,7 @@ impl Default for Policy {
             progress_check_ms: option_defaults::PROGRESS_CHECK_INTERVAL_MS,
             savepoint_grace_ms: option_defaults::SAVEPOINT_TRIGGER_GRACE_PERIOD_MS,
             revision_history_limit: option_defaults::JOB_REVISION_HISTORY_LIMIT,
+            health: None,
         }
     }
 }
@@ -224,6 +228,7 @@ impl Policy {
                 .or_else(|| duration(operator::SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED))
                 .unwrap_or(defaults.savepoint_grace_ms),
             revision_history_limit,
+            health: crate::deployment::health::HealthSettings::from_config(config),
         }
     }
 }

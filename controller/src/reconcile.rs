@@ -188,6 +188,7 @@ pub async fn publish(ctx: &Context, object: &ObjectReference, warning: bool, rea
         action: action(reason, &note),
         secondary: None,
     };
+    ctx.metrics.event_published(reason.as_str(), warning);
     if let Err(e) = ctx.recorder.publish(&event, object).await {
         tracing::debug!(error = %e, %reason, "could not publish an Event");
     }

@@ -23,6 +23,7 @@ mod first_mistakes;
 #[path = "../flink/harness.rs"]
 mod flink_harness;
 mod harness;
+mod health;
 mod in_cluster;
 mod java_defaults;
 mod kubectl;

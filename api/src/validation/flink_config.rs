@@ -197,6 +197,8 @@ const DURATION_KEYS: &[&str] = &[
     operator::SAVEPOINT_TRIGGER_GRACE_PERIOD,
     operator::CHECKPOINT_TRIGGER_GRACE_PERIOD,
     operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
+    operator::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW,
+    operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_WINDOW,
 ];
 
 /// Boolean operator keys: a typo such as `ture` would otherwise silently mean false.
@@ -208,6 +210,7 @@ const BOOLEAN_KEYS: &[&str] = &[
     operator::JOB_DRAIN_ON_SAVEPOINT_DELETION,
     operator::JM_DEPLOYMENT_RECOVERY_ENABLED,
     operator::CLUSTER_HEALTH_CHECK_ENABLED,
+    operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
     operator::SAVEPOINT_CLEANUP_ENABLED,
     operator::SNAPSHOT_RESOURCE_ENABLED,
     operator::SAVEPOINT_DISPOSE_ON_DELETE,
@@ -223,6 +226,8 @@ pub(crate) fn value_format(key: &str) -> Option<&'static str> {
         Some("`true` or `false`")
     } else if key == operator::SAVEPOINT_HISTORY_MAX_COUNT {
         Some("a positive whole number")
+    } else if key == operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD {
+        Some("a whole number, 0 or more")
     } else if key == operator::PERIODIC_SAVEPOINT_INTERVAL || key == operator::PERIODIC_CHECKPOINT_INTERVAL {
         Some("empty, a duration or a Quartz cron expression")
     } else {
@@ -256,6 +261,14 @@ pub(crate) fn value_formats(own: &BTreeMap<String, String>, out: &mut Vec<Violat
         out.push(Violation::new(
             config_path(operator::SAVEPOINT_HISTORY_MAX_COUNT),
             format!("{value:?} is not a positive whole number"),
+        ));
+    }
+    if let Some(value) = own.get(operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD)
+        && value.trim().parse::<u32>().is_err()
+    {
+        out.push(Violation::new(
+            config_path(operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD),
+            format!("{value:?} is not a whole number, 0 or more"),
         ));
     }
     if let Some(value) = own.get(operator::PERIODIC_SAVEPOINT_INTERVAL) {

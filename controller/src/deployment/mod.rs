@@ -5,6 +5,7 @@
 
 pub mod act;
 pub mod decide;
+pub mod health;
 pub mod observe;
 
 use flink_operator_api::{FlinkDeployment, FlinkDeploymentStatus, keys};

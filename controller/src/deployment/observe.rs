@@ -6,7 +6,10 @@ use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt};
 
-use super::decide::{JobManagerObservation, JobObservation, Observation, StateObservation};
+use super::{
+    decide::{JobManagerObservation, JobObservation, Observation, StateObservation},
+    health::{self, HealthSample},
+};
 use crate::{
     caches::Caches,
     context::Context,
@@ -40,11 +43,15 @@ pub async fn observe(
     let job_manager_pods = caches.job_manager_pods.of_cluster(&namespace, &name);
     let ha_metadata = !caches.ha_config_maps.of_cluster(&namespace, &name).is_empty();
 
+    let policy = Policy::from_config(&ctx.effective_config(fd))
+        .with_snapshot_loop(crate::snapshot::enabled(&ctx.operator_config));
+
     let mut job_manager = JobManagerObservation::Missing;
     let mut job = None;
     let mut savepoint = None;
     let mut checkpoint = None;
     let mut latest_checkpoint = None;
+    let mut health = None;
     let mut unanswered_before = false;
     let annotation = |key: &str| {
         jm.as_ref()
@@ -68,8 +75,9 @@ pub async fn observe(
             match ctx.rest_url(fd).await {
                 Ok(url) => match ctx.rest_client(&url, super::KIND, &namespace, &name) {
                     Ok(rest) => {
-                        let look = look(&rest, fd).await;
+                        let look = look(&rest, fd, &policy).await;
                         rest_ready = look.answered;
+                        health = look.health;
                         job = look.job;
                         savepoint = look.savepoint;
                         checkpoint = look.checkpoint;
@@ -89,8 +97,6 @@ pub async fn observe(
         };
     }
 
-    let policy = Policy::from_config(&ctx.effective_config(fd))
-        .with_snapshot_loop(crate::snapshot::enabled(&ctx.operator_config));
     let snapshots = snapshot_resources::of_job(
         caches,
         &policy,
@@ -102,7 +108,10 @@ pub async fn observe(
     // Only a rollback (of a resource that is not stable) or a recovery (of a missing
     // JobManager) restores from it.
     let stable = fd.status.as_ref().and_then(|s| s.lifecycle_state) == Some(ResourceLifecycleState::Stable);
-    let may_restore_from_ha = (policy.rollback_enabled && !stable) || (policy.jm_recovery && jm.is_none());
+    // The health check restarts a stateful job from it: read from the cache, it costs no call.
+    let may_restore_from_ha = (policy.rollback_enabled && !stable)
+        || (policy.jm_recovery && jm.is_none())
+        || policy.health.is_some();
     let ha_checkpoint = if policy.high_availability && fd.spec.job.is_some() && may_restore_from_ha {
         Some(ha_holds_a_checkpoint(caches, &namespace, &name))
     } else {
@@ -142,6 +151,7 @@ pub async fn observe(
         savepoint,
         checkpoint,
         latest_checkpoint,
+        health,
         ha_checkpoint,
         unanswered_before,
         policy,
@@ -168,11 +178,13 @@ struct Look {
     /// The job's latest completed checkpoint with a path, while it is known to Flink (for
     /// restores without a savepoint).
     latest_checkpoint: Option<StateObservation>,
+    /// The job's restart and checkpoint counts, when the health check is on.
+    health: Option<HealthSample>,
 }
 
 /// A session cluster's overview, or the recorded job with its pending snapshots and latest
 /// checkpoint.
-async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Look {
+async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> Look {
     if fd.spec.job.is_none() {
         return match rest.cluster_overview().await {
             Ok(_) => Look {
@@ -209,12 +221,32 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment) -> Look {
         ) => Some(StateObservation { path, timestamp_ms }),
         _ => None,
     };
+    // Only with the check on (off, it costs no call), and of a job that has not ended, as
+    // a job in a restart loop is as often RESTARTING as RUNNING when looked at.
+    let sampled = matches!(&look.job, JobObservation::Found { state, .. } if !flink_job_state::is_globally_terminal(state));
+    let health = match policy.health {
+        Some(_) if sampled => health_sample(rest, &JobId::from(job_id)).await,
+        _ => None,
+    };
     Look {
         answered: !matches!(look.job, JobObservation::Unreachable(_)),
+        health,
         job: Some(look.job),
         savepoint: look.savepoint,
         checkpoint: look.checkpoint,
         latest_checkpoint,
+    }
+}
+
+/// The job's restart and completed checkpoint counts; a failure to read them is a look
+/// without a sample (the history keeps what it had).
+async fn health_sample(rest: &FlinkRestClient, job_id: &JobId) -> Option<HealthSample> {
+    match rest.job_metrics(job_id, &health::METRICS).await {
+        Ok(metrics) => HealthSample::from_metrics(&metrics),
+        Err(e) => {
+            tracing::debug!(error = %e, "could not read the job's metrics for the health check");
+            None
+        }
     }
 }
 

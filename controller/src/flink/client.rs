@@ -429,6 +429,13 @@ impl FlinkRestClient {
 
     // === Metrics ===
 
+    /// `GET /jobs/:jobid/metrics?get=..`: the job's own metrics of those names that it
+    /// reports (a name it does not report is left out).
+    pub async fn job_metrics(&self, job: &JobId, metrics: &[&str]) -> Result<Vec<MetricValue>, FlinkError> {
+        let get = metrics.join(",");
+        self.get_json(&format!("/jobs/{job}/metrics?get={get}")).await
+    }
+
     /// `GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics?get=..&agg=..`: gauges of a
     /// vertex aggregated over its subtasks.
     pub async fn subtask_metrics(

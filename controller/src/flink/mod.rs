@@ -29,6 +29,6 @@ pub use model::{
     AggregatedMetric, Aggregation, CheckpointConfig, CheckpointCounts, CheckpointKind, CheckpointStatistics,
     ClaimMode, ClusterConfig, ClusterOverview, CompletedCheckpoint, ConfigEntry, ExceptionEntry,
     ExceptionHistory, Externalization, JobDetails, JobExceptions, JobOverview, JobVertex, LatestCheckpoints,
-    RestoredCheckpoint, RunJar, SavepointFormat,
+    MetricValue, RestoredCheckpoint, RunJar, SavepointFormat,
 };
 pub use operation::{OperationFailure, OperationStatus};

@@ -430,6 +430,14 @@ pub struct MetricId {
     pub id: String,
 }
 
+/// A metric's value (`GET /jobs/:jobid/metrics?get=..`); Flink sends numbers as text.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MetricValue {
+    /// Metric name.
+    pub id: String,
+    pub value: Option<String>,
+}
+
 /// A metric's aggregates over a vertex's subtasks.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct AggregatedMetric {

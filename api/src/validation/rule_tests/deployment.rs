@@ -433,6 +433,24 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "is not a positive whole number",
         ),
         (
+            "health check window must be a duration",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.cluster.health-check.restarts.window",
+                json!("a while"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.cluster.health-check.restarts.window",
+            "is not a duration",
+        ),
+        (
+            "health check threshold must be a whole number",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.cluster.health-check.restarts.threshold",
+                json!("-1"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.cluster.health-check.restarts.threshold",
+            "is not a whole number",
+        ),
+        (
             "periodic interval neither duration nor cron",
             with(&[(
                 "spec/flinkConfiguration/kubernetes.operator.periodic.savepoint.interval",

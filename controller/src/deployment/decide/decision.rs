@@ -11,8 +11,8 @@ use flink_operator_api::{
 };
 
 use super::{
-    Action, EventNote, FAST, JobAction, Next, Observation, Plan, SLOW, WAIT, deletion, is_suspended, phase,
-    recovery, rollback, set_conditions, start,
+    Action, EventNote, FAST, JobAction, Next, Observation, Plan, SLOW, WAIT, deletion, health, is_suspended,
+    phase, recovery, rollback, set_conditions, start,
     state::{self, Kind, RestorableState},
     status, upgrade_relevant,
 };
@@ -318,6 +318,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
         } else {
             status::observe_into(self, running);
         }
+        health::observe_into(self);
     }
 
     fn observe_while_stopping(&mut self, running: &FlinkDeploymentSpec) {
@@ -600,7 +601,10 @@ impl<'a> JobKind<'a> for Decision<'a> {
         if self.rolled_back() {
             return None;
         }
-        recovery::recover_if_missing(self, recorded)
+        if let Some(plan) = recovery::recover_if_missing(self, recorded) {
+            return Some(plan);
+        }
+        health::restart_if_unhealthy(self, recorded)
     }
 
     fn restart_due(&self, _pending: bool) -> bool {

@@ -12,6 +12,8 @@
 //!   and Degraded conditions ([`status`]);
 //! - rolling back a deployed spec that did not become stable, when enabled ([`rollback`]);
 //! - deploying a JobManager Deployment that went missing again ([`recovery`]);
+//! - the cluster health check: each look judged into a history in status, and a job found
+//!   unhealthy restarted as its upgrade mode allows ([`health`]);
 //! - deletion behind a finalizer: once the machine has recorded the savepoint the settings
 //!   ask for, the cluster is deleted, a session cluster only once no session job uses it
 //!   ([`deletion`]);
@@ -23,6 +25,7 @@
 mod cleanup;
 mod decision;
 mod deletion;
+mod health;
 mod recovery;
 mod rollback;
 mod start;
@@ -60,6 +63,9 @@ pub struct Observation {
     pub job: Option<JobObservation>,
     /// The job's latest completed checkpoint that has a path (to restore from).
     pub latest_checkpoint: Option<StateObservation>,
+    /// The job's restart and checkpoint counts, read only while the health check is on
+    /// and the job has not ended (None: not read, or not readable).
+    pub health: Option<crate::deployment::health::HealthSample>,
     /// Validation problems of the spec (the webhook may have been bypassed).
     pub violations: Vec<String>,
     /// The resource generation the JobManager Deployment was built from (its annotation).
@@ -71,8 +77,8 @@ pub struct Observation {
     /// The pending manual checkpoint, polled by its recorded trigger id.
     pub checkpoint: Option<SavepointPoll>,
     /// Whether the cluster's HA metadata points at a checkpoint; looked at only with high
-    /// availability, when a rollback may be due (enabled, the resource not stable) or the
-    /// JobManager Deployment is missing.
+    /// availability, when a rollback may be due (enabled, the resource not stable), the
+    /// JobManager Deployment is missing, or the health check is on.
     pub ha_checkpoint: Option<bool>,
     /// Whether the ready JobManager's REST API did not answer at the previous look either.
     pub unanswered_before: bool,

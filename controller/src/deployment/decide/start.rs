@@ -19,7 +19,7 @@ use super::{
     state::{self, Kind, RestorableState},
     status::suspended_message,
 };
-use crate::{events::Reason, lifecycle::machine::Restore};
+use crate::{deployment::health::HealthHistory, events::Reason, lifecycle::machine::Restore};
 
 /// Whether the recorded upgrade restores from HA metadata: `last-state` recorded without a
 /// state path.
@@ -196,11 +196,24 @@ pub(super) fn recover(d: Decision, spec: FlinkDeploymentSpec, last_state: bool, 
 /// Records `spec` as the one to run and what it starts from, before the previous cluster
 /// is deleted.
 pub(super) fn commit(
-    mut d: Decision,
-    mut spec: FlinkDeploymentSpec,
+    d: Decision,
+    spec: FlinkDeploymentSpec,
     restore: Restore,
     reason: Reason,
     message: &str,
+) -> Plan {
+    let event = EventNote::normal(reason, capitalised(message));
+    commit_noting(d, spec, restore, message, event)
+}
+
+/// [`commit`] with the Event it publishes given (a Warning, for a start the user did not ask
+/// for and should look into).
+pub(super) fn commit_noting(
+    mut d: Decision,
+    mut spec: FlinkDeploymentSpec,
+    restore: Restore,
+    message: &str,
+    event: EventNote,
 ) -> Plan {
     let last_state = restore == Restore::LastState;
     if last_state && let Some(job) = spec.job.as_mut() {
@@ -238,7 +251,7 @@ pub(super) fn commit(
     d.status.error = None;
     d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     d.conditions(phase::UPDATING, message);
-    d.events.push(EventNote::normal(reason, capitalised(message)));
+    d.events.push(event);
     d.record_then(vec![Action::DeleteCluster { keep_ha: last_state }])
 }
 
@@ -286,7 +299,9 @@ pub(super) fn first_deployment(mut d: Decision) -> Plan {
 
 /// The status as it is (the step recorded, DEPLOYING) is written before the cluster is
 /// deployed; once it is, the spec is deployed (or, `rolling_back`, rolled back).
-fn deploy(d: Decision, rolling_back: bool) -> Plan {
+fn deploy(mut d: Decision, rolling_back: bool) -> Plan {
+    // The health history judged the previous job; the new one starts its own.
+    HealthHistory::store(&mut d.status.cluster_info, None);
     let before = d.status.clone();
     let mut after = d.status;
     if let Some(rs) = after.reconciliation_status.as_mut() {

@@ -50,6 +50,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         checkpoint: None,
         ha_checkpoint: None,
         latest_checkpoint: None,
+        health: None,
         unanswered_before: false,
         policy: Policy::status_only(),
         revisions: None,
@@ -2362,4 +2363,253 @@ fn a_jobmanager_that_does_not_answer_once_is_looked_at_again_and_reported_the_se
         condition(&plan.status, "Ready").reason.as_deref(),
         Some(phase::DEPLOYING)
     );
+}
+
+mod health_check {
+    use super::*;
+    use crate::deployment::health::{CLUSTER_INFO_KEY, HealthHistory, HealthSample, HealthSettings};
+
+    const SETTINGS: HealthSettings = HealthSettings {
+        restarts_window_ms: 2 * MIN,
+        restarts_threshold: 2,
+        checkpoint_window_ms: None,
+    };
+
+    fn policy(ha: bool, health: Option<HealthSettings>) -> Policy {
+        Policy {
+            high_availability: ha,
+            health,
+            ..Policy::status_only()
+        }
+    }
+
+    /// A look at a job of `spec` in `state` whose metrics say `restarts`.
+    fn look(
+        spec: &serde_json::Value,
+        status: FlinkDeploymentStatus,
+        policy: &Policy,
+        state: &str,
+        restarts: Option<i64>,
+        ha_checkpoint: Option<bool>,
+        now_ms: i64,
+    ) -> Plan {
+        decide(
+            &fd(spec.clone(), Some(status), true, false),
+            &with_policy(
+                Observation {
+                    health: restarts.map(|num_restarts| HealthSample {
+                        num_restarts,
+                        num_completed_checkpoints: 0,
+                    }),
+                    ha_checkpoint,
+                    now_ms,
+                    ..obs(ready_jm(), job_found(state, NOW - 60 * MIN))
+                },
+                policy.clone(),
+            ),
+        )
+    }
+
+    fn history(status: &FlinkDeploymentStatus) -> Option<HealthHistory> {
+        HealthHistory::read(status.cluster_info.as_ref())
+    }
+
+    /// The status after a first look (the baseline: 1 restart) and a second one a minute
+    /// later that saw `restarts`, in `state`.
+    fn judged(
+        spec: &serde_json::Value,
+        policy: &Policy,
+        state: &str,
+        restarts: i64,
+        ha_checkpoint: Option<bool>,
+    ) -> Plan {
+        let first = look(
+            spec,
+            observed(spec, "RUNNING"),
+            policy,
+            "RUNNING",
+            Some(1),
+            ha_checkpoint,
+            NOW,
+        );
+        assert!(first.actions.is_empty(), "{:?}", first.actions);
+        assert!(history(&first.status).is_some(), "the baseline is kept");
+        look(
+            spec,
+            first.status,
+            policy,
+            state,
+            Some(restarts),
+            ha_checkpoint,
+            NOW + MIN,
+        )
+    }
+
+    #[test]
+    fn an_unhealthy_job_is_restarted_as_its_upgrade_mode_allows() {
+        // (case, spec, policy, HA checkpoint, HA kept)
+        for (case, mode, ha, ha_checkpoint, keep_ha) in [
+            ("stateless", "stateless", false, None, false),
+            (
+                "last-state with a checkpoint in HA",
+                "last-state",
+                true,
+                Some(true),
+                true,
+            ),
+            (
+                "savepoint with a checkpoint in HA",
+                "savepoint",
+                true,
+                Some(true),
+                true,
+            ),
+        ] {
+            let spec = spec_with(mode, &[]);
+            let policy = policy(ha, Some(SETTINGS));
+            // 1 to 4: 3 restarts within the window, over the threshold of 2.
+            let plan = judged(&spec, &policy, "RESTARTING", 4, ha_checkpoint);
+            assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha }], "{case}");
+            let event = plan
+                .events
+                .iter()
+                .find(|e| e.reason == Reason::RestartUnhealthyJob)
+                .unwrap_or_else(|| panic!("{case}: {:?}", plan.events));
+            assert!(event.warning, "{case}");
+            assert!(
+                event.note.contains("restarted 3 times within 2m"),
+                "{case}: {}",
+                event.note
+            );
+            // Recorded before the cluster goes, without the history of the job that ends.
+            let recorded = plan.status_before.clone().expect(case);
+            assert_eq!(
+                reconciliation(&recorded).state,
+                Some(ReconciliationState::Upgrading),
+                "{case}"
+            );
+            assert_eq!(history(&recorded), None, "{case}");
+            // Then deployed again: from the HA metadata under the same job id, or fresh.
+            let job_id = recorded.job_status.clone().unwrap().job_id;
+            let deploy = decide(
+                &fd(spec.clone(), Some(recorded), true, false),
+                &with_policy(obs(JobManagerObservation::Missing, None), policy.clone()),
+            );
+            match deploy.actions.as_slice() {
+                [
+                    Action::Deploy {
+                        last_state,
+                        job_id: id,
+                        restore_path: None,
+                        spec: None,
+                    },
+                ] => {
+                    assert_eq!(*last_state, keep_ha, "{case}");
+                    if keep_ha {
+                        assert_eq!(id, &job_id, "{case}");
+                    } else {
+                        assert_eq!(id.as_deref(), Some("fresh"), "{case}");
+                    }
+                }
+                other => panic!("{case}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_unhealthy_job_that_would_lose_its_state_is_not_restarted_and_status_says_why() {
+        for (case, mode, ha, ha_checkpoint) in [
+            ("last-state without high availability", "last-state", false, None),
+            (
+                "savepoint with no checkpoint in HA",
+                "savepoint",
+                true,
+                Some(false),
+            ),
+        ] {
+            let spec = spec_with(mode, &[]);
+            let policy = policy(ha, Some(SETTINGS));
+            let plan = judged(&spec, &policy, "RUNNING", 9, ha_checkpoint);
+            assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
+            assert!(
+                plan.events
+                    .iter()
+                    .any(|e| e.warning && e.reason == Reason::RestartUnhealthyJobFailed),
+                "{case}: {:?}",
+                plan.events
+            );
+            let error = plan.status.error.clone().unwrap();
+            assert!(error.contains("is not restarted"), "{case}: {error}");
+            // Said once, while more restarts come; the verdict stays.
+            let again = look(
+                &spec,
+                plan.status,
+                &policy,
+                "RUNNING",
+                Some(12),
+                ha_checkpoint,
+                NOW + MIN + 1,
+            );
+            assert!(again.events.is_empty(), "{case}: {:?}", again.events);
+            let still = again.status.error.clone().unwrap();
+            assert!(still.contains("restarted 11 times"), "{case}: {still}");
+            assert_ne!(still, error, "{case}");
+        }
+    }
+
+    #[test]
+    fn a_healthy_ended_or_unchecked_job_is_left_alone() {
+        let spec = spec_with("stateless", &[]);
+        let on = policy(false, Some(SETTINGS));
+        // At the threshold.
+        let plan = judged(&spec, &on, "RUNNING", 3, None);
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        assert!(history(&plan.status).unwrap().health_result.healthy);
+        // Over it, but the job has failed: kubernetes.operator.job.restart.failed decides.
+        let plan = judged(&spec, &on, "FAILED", 9, None);
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        // The check off: nothing read, and a history left from when it was on goes.
+        let plan = judged(&spec, &on, "RUNNING", 3, None);
+        let off = look(
+            &spec,
+            plan.status,
+            &policy(false, None),
+            "RUNNING",
+            Some(99),
+            None,
+            NOW + 2 * MIN,
+        );
+        assert!(off.actions.is_empty(), "{:?}", off.actions);
+        assert!(
+            off.status
+                .cluster_info
+                .as_ref()
+                .is_none_or(|m| !m.contains_key(CLUSTER_INFO_KEY))
+        );
+    }
+
+    #[test]
+    fn a_look_that_sees_nothing_new_writes_nothing() {
+        let spec = spec_with("stateless", &[]);
+        let on = policy(false, Some(SETTINGS));
+        let first = look(
+            &spec,
+            observed(&spec, "RUNNING"),
+            &on,
+            "RUNNING",
+            Some(1),
+            None,
+            NOW,
+        );
+        let again = look(
+            &spec,
+            first.status.clone(),
+            &on,
+            "RUNNING",
+            Some(1),
+            None,
+            NOW + MIN,
+        );
+        assert_eq!(again.status.cluster_info, first.status.cluster_info);
+    }
 }
