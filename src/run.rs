@@ -342,17 +342,18 @@ async fn webhook_tls(
                 configuration: args.webhook_configuration_name.clone(),
                 dir: args.webhook_cert_dir.clone(),
                 extra_sans: args.webhook_cert_extra_sans.clone(),
+                validity: args.webhook_cert_validity,
+                renew_fraction: args.webhook_cert_renew_fraction,
+                check_interval: Duration::from_secs(args.cert_reload_interval_secs.max(1)),
             };
-            let (paths, ca) = managed_certs::ensure_secret(client, &config).await?;
+            let managed = managed_certs::ensure_secret(client, &config).await?;
+            let (paths, ca) = (managed.paths(), managed.ca_bundle());
             if let Some(url) = &args.webhook_url {
                 webhook_registration::register(client, &config.configuration, url, &ca).await?;
             }
             tasks.spawn(
-                stop_on(
-                    stopping.clone(),
-                    managed_certs::keep_ca_bundle(client.clone(), config, ca),
-                )
-                .instrument(tracing::info_span!("ca-bundle")),
+                stop_on(stopping.clone(), managed.run(client.clone()))
+                    .instrument(tracing::info_span!("webhook-certs")),
             );
             (paths.cert, paths.key)
         }

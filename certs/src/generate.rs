@@ -113,6 +113,21 @@ impl CertPaths {
 /// for an empty or non-ASCII name, [`CertsError::Generate`] if key generation or
 /// signing fails.
 pub fn generate_self_signed(dns_names: &[String], ips: &[IpAddr]) -> Result<GeneratedCerts> {
+    generate_self_signed_valid_for(dns_names, ips, SERVING_VALIDITY)
+}
+
+/// Like [`generate_self_signed`], with a serving certificate valid for `validity` from now
+/// (the operator-managed certificate's `--webhook-cert-validity`; a short one lets tests
+/// watch a renewal happen).
+///
+/// # Errors
+///
+/// Those of [`generate_self_signed`].
+pub fn generate_self_signed_valid_for(
+    dns_names: &[String],
+    ips: &[IpAddr],
+    validity: Duration,
+) -> Result<GeneratedCerts> {
     if dns_names.is_empty() && ips.is_empty() {
         return Err(CertsError::NoSubjectNames);
     }
@@ -120,11 +135,11 @@ pub fn generate_self_signed(dns_names: &[String], ips: &[IpAddr]) -> Result<Gene
     let not_before = now - CLOCK_SKEW_ALLOWANCE;
 
     let ca_key = KeyPair::generate().map_err(generate_err("CA key"))?;
-    let ca = CertifiedIssuer::self_signed(ca_params(not_before, now + CA_VALIDITY), ca_key)
+    let ca = CertifiedIssuer::self_signed(ca_params(not_before, now + CA_VALIDITY.max(validity)), ca_key)
         .map_err(generate_err("CA certificate"))?;
 
     let serving_key = KeyPair::generate().map_err(generate_err("serving key"))?;
-    let serving = serving_params(dns_names, ips, not_before, now + SERVING_VALIDITY)?
+    let serving = serving_params(dns_names, ips, not_before, now + validity)?
         .signed_by(&serving_key, &ca)
         .map_err(generate_err("serving certificate"))?;
 
