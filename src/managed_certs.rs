@@ -280,6 +280,15 @@ fn decide(stored: Option<&Stored>, policy: &Policy, now: u64, staged_trusted_for
     let Some(stored) = stored else {
         return Step::Fresh("the Secret holds no usable certificate");
     };
+    // Retiring goes first: a renewal may be staged again before the certificate served
+    // before the last one has expired, and must not keep that one's CA alive.
+    let needed = 1 + usize::from(stored.next.is_some());
+    if stored.bundle.len() > needed
+        && stored.retire_at.is_none_or(|at| at <= now)
+        && stored.serving.expires > now
+    {
+        return Step::Retire;
+    }
     if let Some(next) = &stored.next {
         if stored.serving.expires <= now {
             // Nothing is lost: the served certificate fails anyway.
@@ -297,9 +306,6 @@ fn decide(stored: Option<&Stored>, policy: &Policy, now: u64, staged_trusted_for
     }
     if stored.serving.expires <= now {
         return Step::Fresh("the served certificate has expired");
-    }
-    if stored.bundle.len() > 1 && stored.retire_at.is_none_or(|at| at <= now) {
-        return Step::Retire;
     }
     if stored.names != policy.names {
         return Step::Stage("the certificate was issued for other names");
@@ -338,7 +344,10 @@ fn after(step: &Step, stored: Option<&Stored>, issued: Option<Issued>, names: &s
             })
         }
         (Step::Retire, Some(stored), _) => Some(Stored {
-            bundle: vec![stored.serving.ca_pem.clone()],
+            bundle: std::iter::once(&stored.serving)
+                .chain(&stored.next)
+                .map(|issued| issued.ca_pem.clone())
+                .collect(),
             retire_at: None,
             generation,
             ..stored.clone()
@@ -937,6 +946,25 @@ mod tests {
         after(&Step::Promote("test"), Some(&staged()), None, NAMES).unwrap()
     }
 
+    fn config() -> ManagedCertsConfig {
+        ManagedCertsConfig {
+            namespace: "ns".into(),
+            service: "svc".into(),
+            secret: "certs".into(),
+            configuration: "c".into(),
+            dir: PathBuf::from("unused"),
+            extra_sans: vec![],
+            validity: Duration::from_secs(300),
+            renew_fraction: 2.0 / 3.0,
+            check_interval: Duration::from_secs(1),
+        }
+    }
+
+    /// `stored` written into a Secret and read back.
+    fn parse_back(stored: &Stored) -> Stored {
+        parse(&secret_for(&config(), stored, None)).unwrap()
+    }
+
     fn policy() -> Policy {
         Policy {
             renew_fraction: 2.0 / 3.0,
@@ -950,6 +978,14 @@ mod tests {
         let secs = Duration::from_secs;
         let mut renamed = steady();
         renamed.names = "old".into();
+        // "b" served, "a" retiring at 300, "c" staged at 290 (renewing at 0.3 of b's life).
+        let staged_again = {
+            let mut policy = policy();
+            policy.renew_fraction = 0.3;
+            let step = decide(Some(&promoted()), &policy, 290, None);
+            assert_eq!(step, Step::Stage("the certificate reached its renewal point"));
+            after(&step, Some(&promoted()), Some(issued("c", 290, 590)), NAMES).unwrap()
+        };
         let mut expired_staged = staged();
         expired_staged.next.as_mut().unwrap().expires = 250;
         let cases: Vec<(&str, Option<Stored>, u64, Option<Duration>, Step)> = vec![
@@ -1027,6 +1063,20 @@ mod tests {
                 Step::Retire,
             ),
             (
+                "staged again before the one before expired",
+                Some(staged_again.clone()),
+                299,
+                Some(secs(1)),
+                Step::Wait,
+            ),
+            (
+                "staged again, the one before expired",
+                Some(staged_again),
+                300,
+                Some(secs(1)),
+                Step::Retire,
+            ),
+            (
                 "retired, new one young",
                 Some(after(&Step::Retire, Some(&promoted()), None, NAMES).unwrap()),
                 301,
@@ -1063,6 +1113,16 @@ mod tests {
         );
         assert_eq!(promoted.retire_at, Some(300));
 
+        let c = issued("c", 290, 590);
+        let staged_again = after(&Step::Stage("t"), Some(&promoted), Some(c.clone()), NAMES).unwrap();
+        let retired_while_staged = after(&Step::Retire, Some(&staged_again), None, NAMES).unwrap();
+        assert_eq!(
+            retired_while_staged.bundle,
+            vec![b.ca_pem.clone(), c.ca_pem.clone()]
+        );
+        assert_eq!(retired_while_staged.next, Some(c));
+        assert_eq!(parse_back(&retired_while_staged), retired_while_staged);
+
         let retired = after(&Step::Retire, Some(&promoted), None, NAMES).unwrap();
         assert_eq!(retired.bundle, vec![b.ca_pem.clone()]);
         assert_eq!(retired.retire_at, None);
@@ -1071,20 +1131,9 @@ mod tests {
 
     #[test]
     fn every_state_survives_the_secret() {
-        let config = ManagedCertsConfig {
-            namespace: "ns".into(),
-            service: "svc".into(),
-            secret: "certs".into(),
-            configuration: "c".into(),
-            dir: PathBuf::from("unused"),
-            extra_sans: vec![],
-            validity: Duration::from_secs(300),
-            renew_fraction: 2.0 / 3.0,
-            check_interval: Duration::from_secs(1),
-        };
+        let config = config();
         for stored in [steady(), staged(), promoted()] {
-            let secret = secret_for(&config, &stored, None);
-            assert_eq!(parse(&secret), Some(stored.clone()));
+            assert_eq!(parse_back(&stored), stored);
             // Written over an older Secret: no stale annotation of another state is kept.
             let over = secret_for(&config, &steady(), Some(&secret_for(&config, &stored, None)));
             assert_eq!(parse(&over), Some(steady()));
@@ -1093,21 +1142,7 @@ mod tests {
 
     #[test]
     fn a_secret_from_before_renewal_is_read_as_a_year_long_certificate() {
-        let mut secret = secret_for(
-            &ManagedCertsConfig {
-                namespace: "ns".into(),
-                service: "svc".into(),
-                secret: "certs".into(),
-                configuration: "c".into(),
-                dir: PathBuf::from("unused"),
-                extra_sans: vec![],
-                validity: Duration::from_secs(300),
-                renew_fraction: 0.5,
-                check_interval: Duration::from_secs(1),
-            },
-            &steady(),
-            None,
-        );
+        let mut secret = secret_for(&config(), &steady(), None);
         let expires = LEGACY_VALIDITY.as_secs() + 1000;
         let annotations = secret.metadata.annotations.as_mut().unwrap();
         annotations.remove(ISSUED_ANNOTATION);
