@@ -51,13 +51,17 @@ fn client_config(bundle_pem: &[u8]) -> Arc<rustls::ClientConfig> {
     for cert in CertificateDer::pem_slice_iter(bundle_pem).flatten() {
         let _ = roots.add(cert);
     }
-    Arc::new(
+    let mut config =
         rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_root_certificates(roots)
-            .with_no_client_auth(),
-    )
+            .with_no_client_auth();
+    // A full handshake on every connection, as the API server's webhook client does (it
+    // keeps no session cache): a resumed session would skip the certificate and show
+    // nothing of a swap.
+    config.resumption = rustls::client::Resumption::disabled();
+    Arc::new(config)
 }
 
 /// One kind of request: where it goes, what it says, and which bundle verifies the server.
