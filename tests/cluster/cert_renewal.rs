@@ -153,6 +153,18 @@ fn deployment(name: &str) -> Value {
     })
 }
 
+/// The value of the metric `name` (without labels) on the operator's probe port.
+fn metric(probe_port: u16, name: &str) -> Option<i64> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", probe_port)).ok()?;
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
 fn count_certificates(pem: &[u8]) -> usize {
     String::from_utf8_lossy(pem).matches("BEGIN CERTIFICATE").count()
 }
@@ -400,6 +412,22 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
         "{:.0} requests/s, below the floor of {min_rate}",
         report.rate()
     );
+    // The expiry gauge follows the renewed certificate.
+    let secret = secrets.get(SECRET).await.unwrap();
+    let expires: i64 =
+        secret.metadata.annotations.unwrap()["flink-operator.flink.apache.org/serving-cert-expires"]
+            .parse()
+            .unwrap();
+    let gauge = wait_for(
+        "the expiry gauge to follow the renewal",
+        Duration::from_secs(5),
+        || async {
+            let value = metric(probe_port, "flink_operator_webhook_certificate_expiry_seconds")?;
+            ((value - expires).abs() <= 2).then_some(value)
+        },
+    )
+    .await;
+    eprintln!("flink_operator_webhook_certificate_expiry_seconds {gauge} (the Secret says {expires})");
     drop(operator);
     let _ = std::fs::remove_dir_all(&dir);
 }
