@@ -988,7 +988,9 @@ mod tests {
         };
         let mut expired_staged = staged();
         expired_staged.next.as_mut().unwrap().expires = 250;
-        let cases: Vec<(&str, Option<Stored>, u64, Option<Duration>, Step)> = vec![
+        // Name, Secret, now, for how long the staged CA has been trusted, expected step.
+        type Case = (&'static str, Option<Stored>, u64, Option<Duration>, Step);
+        let cases: Vec<Case> = vec![
             (
                 "no Secret",
                 None,
