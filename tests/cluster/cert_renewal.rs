@@ -1,8 +1,9 @@
-//! The operator-managed webhook certificate renewed while running, under load: a
-//! certificate that lives 45 s, renewed at half of that, while AdmissionReviews are POSTed
-//! straight to the webhook (trusting exactly the caBundle of the webhook configurations,
-//! re-read when it changes, as the API server does) and FlinkDeployments are created (dry
-//! run) through the API server, which calls the webhook itself. Not one request may fail.
+//! The operator-managed webhook certificate renewed while running, under load: two
+//! replicas share a certificate that lives 45 s, renewed at half of that, while
+//! AdmissionReviews are POSTed straight to both (trusting exactly the caBundle of the webhook
+//! configurations, re-read when it changes, as the API server does) and FlinkDeployments are
+//! created (dry run) through the API server, which calls the first replica. Not one request
+//! may fail, and each renewal step is written by one replica only.
 //!
 //! The rate reached depends on the build and on what else runs. The debug build
 //! (`cargo test --test cluster renewed_under_load`) reached 1,200 to 1,800 requests a second
@@ -46,16 +47,63 @@ const MIN_RATE: f64 = 500.0;
 const CONFIGURATION: &str = "flink-operator-renewal-test";
 const SECRET: &str = "renewal-test-certs";
 
-/// Kills the operator and removes its webhook configurations, also when the test fails.
+/// Kills the replicas and removes the webhook configurations, also when the test fails.
 struct Started {
-    child: Child,
+    replicas: Vec<Replica>,
     client: Client,
+}
+
+struct Replica {
+    child: Child,
+    port: u16,
+    probe_port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Replica {
+    fn start(namespace: &str, dir: &std::path::Path, port: u16) -> Self {
+        let probe_port = free_port();
+        std::fs::create_dir_all(dir).unwrap();
+        let log = dir.join("operator.log");
+        let binary = std::env::var("FLINK_OPERATOR_BIN").unwrap_or_else(|_| BIN.to_owned());
+        let child = Command::new(binary)
+            .args(["run", "--components", "webhook", "--bind-address", "127.0.0.1"])
+            .args(["--webhook-port", &port.to_string()])
+            .args(["--probe-port", &probe_port.to_string()])
+            .args(["--manage-webhook-certs", "--operator-namespace", namespace])
+            .args(["--webhook-secret-name", SECRET])
+            .args(["--webhook-configuration-name", CONFIGURATION])
+            .args(["--webhook-cert-extra-san", "127.0.0.1"])
+            .args(["--webhook-cert-validity", "45s"])
+            .args(["--webhook-cert-renew-fraction", "0.5"])
+            .args(["--cert-reload-interval-secs", "1"])
+            .arg("--webhook-cert-dir")
+            .arg(dir.join("certs"))
+            .arg("--kubeconfig")
+            .arg(&control_plane().kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Self {
+            child,
+            port,
+            probe_port,
+            log,
+        }
+    }
+
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
 }
 
 impl Drop for Started {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for replica in &mut self.replicas {
+            let _ = replica.child.kill();
+            let _ = replica.child.wait();
+        }
         let client = self.client.clone();
         // The configurations only select the test's namespace; removing them is tidiness.
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -179,50 +227,28 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
     install_crds(&client).await;
     let ns = TestNamespace::new(&client, "cert-renewal").await;
     let port = free_port();
-    let probe_port = free_port();
     register(&client, &ns.name, port).await;
 
     let dir = std::env::temp_dir().join(format!("flink-operator-renewal-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join("operator.log");
-    let binary = std::env::var("FLINK_OPERATOR_BIN").unwrap_or_else(|_| BIN.to_owned());
-    let child = Command::new(binary)
-        .args(["run", "--components", "webhook", "--bind-address", "127.0.0.1"])
-        .args([
-            "--webhook-port",
-            &port.to_string(),
-            "--probe-port",
-            &probe_port.to_string(),
-        ])
-        .args(["--manage-webhook-certs", "--operator-namespace", &ns.name])
-        .args([
-            "--webhook-secret-name",
-            SECRET,
-            "--webhook-configuration-name",
-            CONFIGURATION,
-        ])
-        .args(["--webhook-cert-extra-san", "127.0.0.1"])
-        .args([
-            "--webhook-cert-validity",
-            "45s",
-            "--webhook-cert-renew-fraction",
-            "0.5",
-        ])
-        .args(["--cert-reload-interval-secs", "1"])
-        .arg("--webhook-cert-dir")
-        .arg(dir.join("certs"))
-        .arg("--kubeconfig")
-        .arg(&control_plane().kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut operator = Started {
-        child,
+    // The first replica creates the Secret; the second, started at once, finds or loses
+    // the race for it and serves the same certificate.
+    let mut started = Started {
+        replicas: vec![
+            Replica::start(&ns.name, &dir.join("replica-0"), port),
+            Replica::start(&ns.name, &dir.join("replica-1"), free_port()),
+        ],
         client: client.clone(),
     };
-    let pid = operator.child.id();
-    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    let pids: Vec<u32> = started.replicas.iter().map(|r| r.child.id()).collect();
+    let logs = |started: &Started| {
+        started
+            .replicas
+            .iter()
+            .enumerate()
+            .map(|(i, r)| format!("--- replica {i} ---\n{}", r.logs()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
 
     // Ready: both configurations carry the CA the operator wrote.
     let (validating, mutating) = wait_for(
@@ -240,6 +266,13 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns.name);
     let first = secrets.get(SECRET).await.unwrap();
     let first_cert = first.data.as_ref().unwrap()["tls.crt"].0.clone();
+    for replica in &started.replicas {
+        let probe_port = replica.probe_port;
+        wait_for("both replicas to serve", Duration::from_secs(30), || async move {
+            metric(probe_port, "flink_operator_webhook_certificate_expiry_seconds")
+        })
+        .await;
+    }
 
     // The API server's view of the bundles, followed as it follows the configurations.
     let trust_validate = Trust::new(&validating);
@@ -291,41 +324,48 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
         });
     }
 
-    // The direct load, on both endpoints.
-    let object = deployment("direct");
-    let body = admission_load::review(&object, &ns.name);
-    let load = admission_load::start(Load {
-        address: ([127, 0, 0, 1], port).into(),
-        server_name: "127.0.0.1".into(),
-        endpoints: vec![
-            Endpoint {
-                path: "/validate",
-                body: body.clone(),
-                trust: trust_validate,
-            },
-            Endpoint {
-                path: "/mutate",
-                body,
-                trust: trust_mutate,
-            },
-        ],
-        connections: 16,
-        requests_per_connection: 50,
-        max_rate: Some(2000.0),
-    });
+    // The direct load, on both endpoints of both replicas.
+    let body = admission_load::review(&deployment("direct"), &ns.name);
+    let loads: Vec<admission_load::Running> = started
+        .replicas
+        .iter()
+        .map(|replica| {
+            admission_load::start(Load {
+                address: ([127, 0, 0, 1], replica.port).into(),
+                server_name: "127.0.0.1".into(),
+                endpoints: vec![
+                    Endpoint {
+                        path: "/validate",
+                        body: body.clone(),
+                        trust: trust_validate.clone(),
+                    },
+                    Endpoint {
+                        path: "/mutate",
+                        body: body.clone(),
+                        trust: trust_mutate.clone(),
+                    },
+                ],
+                connections: 8,
+                requests_per_connection: 50,
+                max_rate: Some(1000.0),
+            })
+        })
+        .collect();
+    let sent = |loads: &[admission_load::Running]| loads.iter().map(|l| l.sent()).sum::<u64>();
 
-    // Until the renewed certificate is served and the first CA has left the bundle.
+    // Until the renewed certificate is served by both and the first CA has left the bundle.
     let first_ca = first.data.as_ref().unwrap()["ca.crt"].0.clone();
-    let started = Instant::now();
+    let started_at = Instant::now();
     let (mut renewed_at, mut retired_at) = (None, None);
+    let mut serving_seen = vec![first_cert.clone()];
     // Requests per second, second by second, to show the rate held through the renewal.
     let (mut window_start, mut window_sent, mut slowest_second) = (Instant::now(), 0, u64::MAX);
-    while started.elapsed() < Duration::from_secs(75) {
+    while started_at.elapsed() < Duration::from_secs(75) {
         tokio::time::sleep(Duration::from_millis(250)).await;
         if window_start.elapsed() >= Duration::from_secs(1) {
-            let sent = load.sent();
-            slowest_second = slowest_second.min(sent - window_sent);
-            (window_start, window_sent) = (Instant::now(), sent);
+            let now_sent = sent(&loads);
+            slowest_second = slowest_second.min(now_sent - window_sent);
+            (window_start, window_sent) = (Instant::now(), now_sent);
         }
         let Ok(secret) = secrets.get(SECRET).await else {
             continue;
@@ -333,45 +373,64 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
         let data = secret.data.unwrap_or_default();
         let serving = data.get("tls.crt").map(|b| b.0.clone()).unwrap_or_default();
         let bundle = data.get("ca.crt").map(|b| b.0.clone()).unwrap_or_default();
+        if !serving_seen.contains(&serving) {
+            serving_seen.push(serving.clone());
+        }
         if renewed_at.is_none() && serving != first_cert {
-            renewed_at = Some(started.elapsed());
+            renewed_at = Some(started_at.elapsed());
             eprintln!(
                 "renewed certificate in the Secret after {:.1} s of load",
-                started.elapsed().as_secs_f64()
+                started_at.elapsed().as_secs_f64()
             );
         }
         let first_ca_kept = bundle.windows(first_ca.len()).any(|w| w == first_ca.as_slice());
-        if renewed_at.is_some() && !first_ca_kept && load.served().len() >= 2 {
-            retired_at = Some(started.elapsed());
+        if renewed_at.is_some() && !first_ca_kept && loads.iter().all(|l| l.served().len() >= 2) {
+            retired_at = Some(started_at.elapsed());
             eprintln!(
                 "first CA retired after {:.1} s of load",
-                started.elapsed().as_secs_f64()
+                started_at.elapsed().as_secs_f64()
             );
             break;
         }
     }
     // A little more load on the renewed certificate alone.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let report = load.stop().await;
+    let mut reports = Vec::new();
+    for load in loads {
+        reports.push(load.stop().await);
+    }
     following.store(false, Ordering::Relaxed);
     let _ = follower.await;
     while creators.join_next().await.is_some() {}
-    let still_running = operator.child.try_wait().unwrap().is_none();
+    let still_running: Vec<bool> = started
+        .replicas
+        .iter_mut()
+        .map(|r| r.child.try_wait().unwrap().is_none())
+        .collect();
     let min_rate = std::env::var("RENEWAL_LOAD_MIN_RATE")
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(MIN_RATE);
 
+    let total_sent: u64 = reports.iter().map(|r| r.sent).sum();
+    let total_failed: u64 = reports.iter().map(|r| r.failed).sum();
+    let elapsed = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
+    let rate = total_sent as f64 / elapsed.as_secs_f64();
+    for (i, report) in reports.iter().enumerate() {
+        eprintln!(
+            "replica {i}: {} requests, {} failed, {} handshakes, {:.0} requests/s; {} distinct serving certificates seen",
+            report.sent,
+            report.failed,
+            report.handshakes,
+            report.rate(),
+            report.served.len()
+        );
+    }
     let api_sent = api_requests.load(Ordering::Relaxed);
     let api_failed = api_failures.lock().unwrap().clone();
     eprintln!(
-        "direct load: {} requests, {} failed, {} handshakes, {:.0} requests/s over {:.1} s (slowest second: {slowest_second}); {} distinct serving certificates seen",
-        report.sent,
-        report.failed,
-        report.handshakes,
-        report.rate(),
-        report.elapsed.as_secs_f64(),
-        report.served.len()
+        "direct load: {total_sent} requests, {total_failed} failed, {rate:.0} requests/s over {:.1} s (slowest second: {slowest_second})",
+        elapsed.as_secs_f64()
     );
     eprintln!(
         "through the API server: {api_sent} dry-run creates, {} failed; caBundle changes seen: {}; renewed after {:?}, old CA retired after {:?}",
@@ -380,58 +439,74 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
         renewed_at,
         retired_at
     );
-    let renewal_log: Vec<String> = logs()
+    let all_logs = logs(&started);
+    let count = |needle: &str| all_logs.matches(needle).count();
+    let (stages, promotions, adopted) = (
+        count("renewing the webhook certificate"),
+        count("serving the renewed webhook certificate"),
+        count("adopting its state"),
+    );
+    eprintln!(
+        "steps written: {stages} stagings, {promotions} promotions (serving certificates seen in the Secret: {}); lost races adopted: {adopted}",
+        serving_seen.len()
+    );
+    let renewal_log: Vec<&str> = all_logs
         .lines()
-        .filter(|l| l.contains("renew") || l.contains("CA") || l.contains("reloaded"))
-        .map(str::to_owned)
+        .filter(|l| l.starts_with("---") || l.contains("renew") || l.contains("CA") || l.contains("reloaded"))
         .collect();
-    let context = format!(
-        "{}\n--- operator log ---\n{}",
-        report.failures.join("\n"),
-        renewal_log.join("\n")
-    );
+    let failures: Vec<String> = reports.iter().flat_map(|r| r.failures.clone()).collect();
+    let context = format!("{}\n{}", failures.join("\n"), renewal_log.join("\n"));
 
-    assert!(still_running, "the operator exited:\n{}", logs());
-    assert_eq!(operator.child.id(), pid);
-    assert!(retired_at.is_some(), "no renewal within 75 s:\n{context}");
-    assert!(
-        report.served.len() >= 2,
-        "only one certificate was ever served:\n{context}"
+    assert!(still_running.iter().all(|r| *r), "a replica exited:\n{all_logs}");
+    assert_eq!(
+        started.replicas.iter().map(|r| r.child.id()).collect::<Vec<_>>(),
+        pids
     );
-    // What is served at the end is the Secret's renewed certificate.
-    let current = secrets.get(SECRET).await.unwrap().data.unwrap()["tls.crt"]
-        .0
-        .clone();
-    let current = rustls::pki_types::CertificateDer::from_pem_slice(&current).unwrap();
-    assert_eq!(report.served.last().map(Vec::as_slice), Some(current.as_ref()));
-    assert_ne!(report.served.first(), report.served.last());
-    assert_eq!(report.failed, 0, "direct requests failed:\n{context}");
+    assert!(retired_at.is_some(), "no renewal within 75 s:\n{context}");
+    assert_eq!(total_failed, 0, "direct requests failed:\n{context}");
     assert!(
         api_failed.is_empty(),
         "requests through the API server failed: {api_failed:?}\n{context}"
     );
     assert!(api_sent > 0);
+    // Each promotion was written once, by one replica.
+    assert_eq!(promotions, serving_seen.len() - 1, "{context}");
+    // What each replica serves at the end is the Secret's renewed certificate.
+    let current = secrets.get(SECRET).await.unwrap().data.unwrap()["tls.crt"]
+        .0
+        .clone();
+    let current = rustls::pki_types::CertificateDer::from_pem_slice(&current).unwrap();
+    for report in &reports {
+        assert!(
+            report.served.len() >= 2,
+            "a replica served one certificate only:\n{context}"
+        );
+        assert_eq!(report.served.last().map(Vec::as_slice), Some(current.as_ref()));
+        assert_ne!(report.served.first(), report.served.last());
+    }
     assert!(
-        report.rate() >= min_rate,
-        "{:.0} requests/s, below the floor of {min_rate}",
-        report.rate()
+        rate >= min_rate,
+        "{rate:.0} requests/s, below the floor of {min_rate}"
     );
-    // The expiry gauge follows the renewed certificate.
+    // The expiry gauge of each replica follows the renewed certificate.
     let secret = secrets.get(SECRET).await.unwrap();
     let expires: i64 =
         secret.metadata.annotations.unwrap()["flink-operator.flink.apache.org/serving-cert-expires"]
             .parse()
             .unwrap();
-    let gauge = wait_for(
-        "the expiry gauge to follow the renewal",
-        Duration::from_secs(5),
-        || async {
-            let value = metric(probe_port, "flink_operator_webhook_certificate_expiry_seconds")?;
-            ((value - expires).abs() <= 2).then_some(value)
-        },
-    )
-    .await;
-    eprintln!("flink_operator_webhook_certificate_expiry_seconds {gauge} (the Secret says {expires})");
-    drop(operator);
+    for replica in &started.replicas {
+        let probe_port = replica.probe_port;
+        let gauge = wait_for(
+            "the expiry gauge to follow the renewal",
+            Duration::from_secs(5),
+            || async move {
+                let value = metric(probe_port, "flink_operator_webhook_certificate_expiry_seconds")?;
+                ((value - expires).abs() <= 2).then_some(value)
+            },
+        )
+        .await;
+        eprintln!("flink_operator_webhook_certificate_expiry_seconds {gauge} (the Secret says {expires})");
+    }
+    drop(started);
     let _ = std::fs::remove_dir_all(&dir);
 }
