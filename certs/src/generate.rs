@@ -330,6 +330,21 @@ mod tests {
     }
 
     #[test]
+    fn a_short_validity_ends_the_serving_certificate_but_not_the_ca_that_soon() {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_secs() as i64;
+        let certs = generate_self_signed_valid_for(&["localhost".to_owned()], &[], Duration::from_secs(60))
+            .expect("generate");
+        let leaf = summarize(&first_cert(&certs.cert_pem)).expect("leaf summary");
+        let ca = summarize(&first_cert(&certs.ca_pem)).expect("CA summary");
+        let leaf_end = leaf.not_after_unix().expect("leaf expiry");
+        assert!((leaf_end - (now + 60)).abs() <= 2, "{leaf:?}");
+        assert!(ca.not_after_unix().expect("CA expiry") > leaf_end);
+    }
+
+    #[test]
     fn debug_output_does_not_leak_the_private_key() {
         let certs = localhost_certs();
         let debug = format!("{certs:?}");
