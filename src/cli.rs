@@ -102,6 +102,15 @@ pub struct RunArgs {
     /// (repeatable), e.g. when the API server reaches the webhook by URL rather than Service.
     #[arg(long = "webhook-cert-extra-san")]
     pub webhook_cert_extra_sans: Vec<String>,
+    /// With --manage-webhook-certs: how long each serving certificate is valid, as a
+    /// duration (e.g. 365d, 90d, 2 min; at least 30 s). Short lives are for trying renewal out.
+    #[arg(long, default_value = "365d", value_parser = parse_validity)]
+    pub webhook_cert_validity: Duration,
+    /// With --manage-webhook-certs: the fraction of a serving certificate's validity after
+    /// which the running operator renews it (a new CA joins the caBundle first, the new
+    /// certificate is served once both webhook configurations trust it), between 0 and 1.
+    #[arg(long, default_value_t = 0.667, value_parser = parse_fraction)]
+    pub webhook_cert_renew_fraction: f64,
     /// Directory the managed certificate files are written to (must be writable).
     #[arg(long, default_value = "/tmp/flink-operator/webhook-certs")]
     pub webhook_cert_dir: PathBuf,
@@ -144,6 +153,22 @@ pub struct RunArgs {
     /// How long in-flight requests may take to finish after SIGTERM, in seconds.
     #[arg(long, default_value_t = 20)]
     pub shutdown_grace_secs: u64,
+}
+
+fn parse_validity(text: &str) -> Result<Duration, String> {
+    let validity = flink_operator_api::validation::values::parse_duration(text)?;
+    let min = crate::managed_certs::MIN_VALIDITY;
+    if validity < min {
+        return Err(format!("{text:?} is too short: at least {} s", min.as_secs()));
+    }
+    Ok(validity)
+}
+
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f > 0.0 && f < 1.0 => Ok(f),
+        _ => Err(format!("{text:?} is not a fraction between 0 and 1 (e.g. 0.667)")),
+    }
 }
 
 /// Arguments of `flink-operator crd`.
@@ -290,6 +315,42 @@ mod tests {
             &["flink-operator", "history", "a"][..],
         ] {
             assert!(Cli::try_parse_from(argv).is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn the_managed_certificate_lives_a_year_and_is_renewed_at_two_thirds_unless_told() {
+        let cli = Cli::try_parse_from(["flink-operator", "run"]).unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(args.webhook_cert_validity, Duration::from_secs(365 * 24 * 3600));
+        assert!((args.webhook_cert_renew_fraction - 2.0 / 3.0).abs() < 0.001);
+
+        let cli = Cli::try_parse_from([
+            "flink-operator",
+            "run",
+            "--webhook-cert-validity",
+            "2 min",
+            "--webhook-cert-renew-fraction",
+            "0.5",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(args.webhook_cert_validity, Duration::from_secs(120));
+        assert_eq!(args.webhook_cert_renew_fraction, 0.5);
+
+        for (flag, value) in [
+            ("--webhook-cert-validity", "10s"),
+            ("--webhook-cert-renew-fraction", "1"),
+            ("--webhook-cert-renew-fraction", "0"),
+        ] {
+            assert!(
+                Cli::try_parse_from(["flink-operator", "run", flag, value]).is_err(),
+                "{flag} {value}"
+            );
         }
     }
 

@@ -5,14 +5,19 @@
 //! one per handshake) and shutdown can drain in-flight reviews. No single connection can
 //! end the loop: handshake and protocol errors are logged and that connection dropped.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Weak, atomic::AtomicI64},
+    time::Duration,
+};
 
 use axum::Router;
+use flink_operator_certs::ReloadingCertResolver;
 use hyper_util::{
     rt::{TokioExecutor, TokioIo},
     server::conn::auto,
     service::TowerToHyperService,
 };
+use prometheus_client::{metrics::gauge::Gauge, registry::Registry};
 use tokio::{net::TcpListener, sync::watch, task::JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tracing::Instrument;
@@ -113,5 +118,33 @@ async fn connection(
                 tracing::debug!(%error, "connection ended with an error during shutdown");
             }
         }
+    }
+}
+
+/// The gauge of the served certificate's expiry, registered into `registry`.
+pub fn certificate_expiry_gauge(registry: &mut Registry) -> Gauge<i64, AtomicI64> {
+    let gauge = Gauge::<i64, AtomicI64>::default();
+    registry.register(
+        "flink_operator_webhook_certificate_expiry_seconds",
+        "When the webhook's served certificate expires, in seconds since the Unix epoch (follows reloads and renewals)",
+        gauge.clone(),
+    );
+    gauge
+}
+
+/// Keeps `gauge` at the expiry of the certificate `resolver` serves, looking every
+/// `interval`, until the resolver is dropped.
+pub async fn track_certificate_expiry(
+    resolver: Weak<ReloadingCertResolver>,
+    gauge: Gauge<i64, AtomicI64>,
+    interval: Duration,
+) {
+    let mut ticker = tokio::time::interval(interval);
+    loop {
+        ticker.tick().await;
+        let Some(resolver) = resolver.upgrade() else {
+            return;
+        };
+        gauge.set(resolver.not_after_unix().unwrap_or_default());
     }
 }

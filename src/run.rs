@@ -117,6 +117,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let (stop, stopping) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let admission_metrics = AdmissionMetrics::register(&mut registry);
+    let certificate_expiry = https::certificate_expiry_gauge(&mut registry);
 
     // Probes first: the kubelet sees the process alive (and not yet ready) while the
     // certificate is set up and the caches fill.
@@ -218,7 +219,14 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     };
 
     if args.components.webhook() {
-        let tls = webhook_tls(&args, client.as_ref().ok(), &mut tasks, &stopping).await?;
+        let tls = webhook_tls(
+            &args,
+            client.as_ref().ok(),
+            &mut tasks,
+            &stopping,
+            certificate_expiry,
+        )
+        .await?;
         let admission = Admission::new(
             ValidationContext::new(operator_config),
             directory,
@@ -327,6 +335,7 @@ async fn webhook_tls(
     client: Option<&Client>,
     tasks: &mut JoinSet<()>,
     stopping: &watch::Receiver<bool>,
+    expiry: prometheus_client::metrics::gauge::Gauge<i64, std::sync::atomic::AtomicI64>,
 ) -> Result<Arc<rustls::ServerConfig>, RunError> {
     let (cert, key) = match (&args.tls_cert_file, &args.tls_key_file, &args.self_signed_certs) {
         _ if args.manage_webhook_certs => {
@@ -342,17 +351,18 @@ async fn webhook_tls(
                 configuration: args.webhook_configuration_name.clone(),
                 dir: args.webhook_cert_dir.clone(),
                 extra_sans: args.webhook_cert_extra_sans.clone(),
+                validity: args.webhook_cert_validity,
+                renew_fraction: args.webhook_cert_renew_fraction,
+                check_interval: Duration::from_secs(args.cert_reload_interval_secs.max(1)),
             };
-            let (paths, ca) = managed_certs::ensure_secret(client, &config).await?;
+            let managed = managed_certs::ensure_secret(client, &config).await?;
+            let (paths, ca) = (managed.paths(), managed.ca_bundle());
             if let Some(url) = &args.webhook_url {
                 webhook_registration::register(client, &config.configuration, url, &ca).await?;
             }
             tasks.spawn(
-                stop_on(
-                    stopping.clone(),
-                    managed_certs::keep_ca_bundle(client.clone(), config, ca),
-                )
-                .instrument(tracing::info_span!("ca-bundle")),
+                stop_on(stopping.clone(), managed.run(client.clone()))
+                    .instrument(tracing::info_span!("webhook-certs")),
             );
             (paths.cert, paths.key)
         }
@@ -367,7 +377,12 @@ async fn webhook_tls(
     };
     let resolver = ReloadingCertResolver::from_files(&cert, &key)?;
     // The watcher ends by itself when the resolver, owned by the server config, is dropped.
-    let _watcher = resolver.spawn_watcher(Duration::from_secs(args.cert_reload_interval_secs.max(1)));
+    let interval = Duration::from_secs(args.cert_reload_interval_secs.max(1));
+    let _watcher = resolver.spawn_watcher(interval);
+    tasks.spawn(stop_on(
+        stopping.clone(),
+        https::track_certificate_expiry(Arc::downgrade(&resolver), expiry, interval),
+    ));
     Ok(resolver.server_config()?)
 }
 

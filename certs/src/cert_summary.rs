@@ -79,6 +79,24 @@ fn serial_hex(serial: &[u8]) -> String {
     serial.iter().map(|byte| format!("{byte:02X}")).collect()
 }
 
+impl CertSummary {
+    /// The end of validity in seconds since the Unix epoch, for the expiry gauge.
+    pub(crate) fn not_after_unix(&self) -> Option<i64> {
+        let t = &self.not_after;
+        let field = |range: std::ops::Range<usize>| t.get(range)?.parse::<i64>().ok();
+        let (y, m, d) = (field(0..4)?, field(5..7)?, field(8..10)?);
+        let (hh, mm, ss) = (field(11..13)?, field(14..16)?, field(17..19)?);
+        // Days from the civil date (Howard Hinnant's algorithm), proleptic Gregorian.
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
+    }
+}
+
 fn format_time(tag: u8, contents: &[u8]) -> Option<String> {
     let digits = std::str::from_utf8(contents).ok()?.strip_suffix('Z')?;
     if !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -132,6 +150,21 @@ mod tests {
         let summary = summarize(&der).expect("summary");
         assert_eq!(summary.serial, "8001");
         assert_eq!(summary.not_after, "2061-12-31T00:00:00Z");
+    }
+
+    #[test]
+    fn the_expiry_converts_to_unix_seconds() {
+        let at = |not_after: &str| {
+            CertSummary {
+                serial: String::new(),
+                not_after: not_after.to_owned(),
+            }
+            .not_after_unix()
+        };
+        assert_eq!(at("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(at("2000-03-01T00:00:00Z"), Some(951_868_800));
+        assert_eq!(at("2031-05-17T12:30:05Z"), Some(1_936_787_405));
+        assert_eq!(at("garbage"), None);
     }
 
     #[test]

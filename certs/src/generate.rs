@@ -113,6 +113,21 @@ impl CertPaths {
 /// for an empty or non-ASCII name, [`CertsError::Generate`] if key generation or
 /// signing fails.
 pub fn generate_self_signed(dns_names: &[String], ips: &[IpAddr]) -> Result<GeneratedCerts> {
+    generate_self_signed_valid_for(dns_names, ips, SERVING_VALIDITY)
+}
+
+/// Like [`generate_self_signed`], with a serving certificate valid for `validity` from now
+/// (the operator-managed certificate's `--webhook-cert-validity`; a short one lets tests
+/// watch a renewal happen).
+///
+/// # Errors
+///
+/// Those of [`generate_self_signed`].
+pub fn generate_self_signed_valid_for(
+    dns_names: &[String],
+    ips: &[IpAddr],
+    validity: Duration,
+) -> Result<GeneratedCerts> {
     if dns_names.is_empty() && ips.is_empty() {
         return Err(CertsError::NoSubjectNames);
     }
@@ -120,11 +135,11 @@ pub fn generate_self_signed(dns_names: &[String], ips: &[IpAddr]) -> Result<Gene
     let not_before = now - CLOCK_SKEW_ALLOWANCE;
 
     let ca_key = KeyPair::generate().map_err(generate_err("CA key"))?;
-    let ca = CertifiedIssuer::self_signed(ca_params(not_before, now + CA_VALIDITY), ca_key)
+    let ca = CertifiedIssuer::self_signed(ca_params(not_before, now + CA_VALIDITY.max(validity)), ca_key)
         .map_err(generate_err("CA certificate"))?;
 
     let serving_key = KeyPair::generate().map_err(generate_err("serving key"))?;
-    let serving = serving_params(dns_names, ips, not_before, now + SERVING_VALIDITY)?
+    let serving = serving_params(dns_names, ips, not_before, now + validity)?
         .signed_by(&serving_key, &ca)
         .map_err(generate_err("serving certificate"))?;
 
@@ -312,6 +327,21 @@ mod tests {
         // Same fixed-width ISO format, so string order is time order.
         assert!(ca.not_after > leaf.not_after, "{ca:?} vs {leaf:?}");
         assert_ne!(ca.serial, leaf.serial);
+    }
+
+    #[test]
+    fn a_short_validity_ends_the_serving_certificate_but_not_the_ca_that_soon() {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_secs() as i64;
+        let certs = generate_self_signed_valid_for(&["localhost".to_owned()], &[], Duration::from_secs(60))
+            .expect("generate");
+        let leaf = summarize(&first_cert(&certs.cert_pem)).expect("leaf summary");
+        let ca = summarize(&first_cert(&certs.ca_pem)).expect("CA summary");
+        let leaf_end = leaf.not_after_unix().expect("leaf expiry");
+        assert!((leaf_end - (now + 60)).abs() <= 2, "{leaf:?}");
+        assert!(ca.not_after_unix().expect("CA expiry") > leaf_end);
     }
 
     #[test]

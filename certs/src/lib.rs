@@ -26,6 +26,6 @@ mod test_support;
 pub use error::{CertsError, Result};
 pub use generate::{
     CA_COMMON_NAME, CA_FILE, CERT_FILE, CertPaths, GeneratedCerts, KEY_FILE, SERVING_VALIDITY,
-    generate_self_signed, load_or_generate,
+    generate_self_signed, generate_self_signed_valid_for, load_or_generate,
 };
 pub use reload::ReloadingCertResolver;

@@ -116,6 +116,12 @@ impl ReloadingCertResolver {
         Arc::clone(&self.read_current().key)
     }
 
+    /// When the served leaf certificate expires, in seconds since the Unix epoch (None if
+    /// it cannot be read from the certificate).
+    pub fn not_after_unix(&self) -> Option<i64> {
+        self.current_summary()?.not_after_unix()
+    }
+
     /// Serial and expiry of the served leaf certificate, for log lines.
     pub(crate) fn current_summary(&self) -> Option<CertSummary> {
         let key = self.current();

@@ -187,6 +187,15 @@ impl Drop for Operator {
     }
 }
 
+/// Serialises a test that registers a webhook for every namespace and then takes it away
+/// (requests the API server is sending meanwhile fail calling it) with the tests that count
+/// failed requests through the API server.
+#[allow(dead_code)]
+pub async fn webhook_changes() -> tokio::sync::MutexGuard<'static, ()> {
+    static CHANGES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    CHANGES.lock().await
+}
+
 /// Serialises the tests that need the operator to themselves (one crashes it on purpose).
 #[allow(dead_code)]
 pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {

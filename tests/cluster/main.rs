@@ -7,6 +7,9 @@
 #![allow(clippy::unwrap_used)]
 
 mod admission;
+#[path = "../admission_load.rs"]
+mod admission_load;
+mod cert_renewal;
 mod chart;
 mod chart_rbac;
 mod crds;

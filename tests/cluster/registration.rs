@@ -16,7 +16,7 @@ use kube::{
 };
 use serde_json::json;
 
-use crate::harness::{BIN, TestNamespace, client, control_plane, operator, wait_for};
+use crate::harness::{BIN, TestNamespace, client, control_plane, operator, wait_for, webhook_changes};
 
 #[tokio::test]
 async fn crd_apply_installs_the_crds_idempotently() {
@@ -37,6 +37,7 @@ async fn crd_apply_installs_the_crds_idempotently() {
 
 #[tokio::test]
 async fn an_operator_outside_the_cluster_registers_its_webhook_by_url() {
+    let _changes = webhook_changes().await;
     let client = client().await;
     operator(&client).await;
     let name = "flink-operator-url-test";

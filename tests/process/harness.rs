@@ -71,15 +71,22 @@ impl Operator {
     /// Starts `flink-operator run --components webhook` with the certificates in `certs`,
     /// without any Kubernetes API.
     pub fn start_webhook(certs: &Path, work: &Path) -> Self {
+        Self::start_webhook_with(&certs.join("tls.crt"), &certs.join("tls.key"), work, &[])
+    }
+
+    /// Starts `flink-operator run --components webhook` serving `cert` and `key`, with
+    /// `extra` arguments, without any Kubernetes API.
+    pub fn start_webhook_with(cert: &Path, key: &Path, work: &Path, extra: &[&str]) -> Self {
         let webhook_port = free_port();
         let probe_port = free_port();
         let log = work.join("operator.log");
         let child = Command::new(BIN)
             .args(["run", "--components", "webhook", "--bind-address", "127.0.0.1"])
             .arg("--tls-cert-file")
-            .arg(certs.join("tls.crt"))
+            .arg(cert)
             .arg("--tls-key-file")
-            .arg(certs.join("tls.key"))
+            .arg(key)
+            .args(extra)
             .args([
                 "--webhook-port",
                 &webhook_port.to_string(),

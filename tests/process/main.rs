@@ -5,5 +5,8 @@
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
 
+#[path = "../admission_load.rs"]
+mod admission_load;
+mod cert_rotation;
 mod harness;
 mod webhook_https;
