@@ -279,8 +279,9 @@ mod tests {
 
     #[test]
     fn enabled_takes_the_apache_defaults_and_needs_a_lease_name() {
-        let error = LeaderElection::from_config(&config(&[(operator::LEADER_ELECTION_ENABLED, "true")]), "ns")
-            .unwrap_err();
+        let error =
+            LeaderElection::from_config(&config(&[(operator::LEADER_ELECTION_ENABLED, "true")]), "ns")
+                .unwrap_err();
         assert!(
             error.to_string().contains(operator::LEADER_ELECTION_LEASE_NAME),
             "{error}"
