@@ -188,19 +188,7 @@ async fn bundles(client: &Client) -> (Vec<u8>, Vec<u8>) {
 }
 
 fn deployment(name: &str) -> Value {
-    json!({
-        "apiVersion": "flink.apache.org/v1beta1",
-        "kind": "FlinkDeployment",
-        "metadata": {"name": name},
-        "spec": {
-            "image": "flink:1.20",
-            "flinkVersion": "v1_20",
-            "serviceAccount": "flink",
-            "jobManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
-            "taskManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
-            "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "parallelism": 1}
-        }
-    })
+    crate::harness::small_deployment(name, json!({}))
 }
 
 /// The value of the metric `name` (without labels) on the operator's probe port.

@@ -5,7 +5,6 @@
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
-    process::Command,
 };
 
 use k8s_openapi::{
@@ -19,7 +18,7 @@ use kube::{
 use serde_json::json;
 
 use crate::{
-    chart_rbac::tool,
+    chart_rbac::{helm_command, tool},
     harness::{apply_crds, client, install_crds},
 };
 
@@ -28,23 +27,7 @@ const RELEASE_NAMESPACE: &str = "flink-operator-chart";
 
 fn helm(args: &[&str]) -> String {
     let chart = Path::new(ROOT).join("charts/flink-operator");
-    let output = Command::new(tool("build-helm.sh"))
-        .args(args)
-        .arg(&chart)
-        .env(
-            "HELM_CACHE_HOME",
-            std::env::temp_dir().join("flink-operator-helm-cache"),
-        )
-        .env(
-            "HELM_CONFIG_HOME",
-            std::env::temp_dir().join("flink-operator-helm-config"),
-        )
-        .env(
-            "HELM_DATA_HOME",
-            std::env::temp_dir().join("flink-operator-helm-data"),
-        )
-        .output()
-        .unwrap();
+    let output = helm_command().args(args).arg(&chart).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),

@@ -45,17 +45,25 @@ pub fn tool(script: &str) -> PathBuf {
     PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
 }
 
+/// The helm the tests run (built by `tests/tools/build-helm.sh`), with its cache, configuration
+/// and data kept out of the user's home.
+pub fn helm_command() -> Command {
+    let temp = std::env::temp_dir();
+    let mut command = Command::new(tool("build-helm.sh"));
+    command
+        .env("HELM_CACHE_HOME", temp.join("flink-operator-helm-cache"))
+        .env("HELM_CONFIG_HOME", temp.join("flink-operator-helm-config"))
+        .env("HELM_DATA_HOME", temp.join("flink-operator-helm-data"));
+    command
+}
+
 /// The chart's objects, as `helm template` renders them with `args`.
 pub fn render_chart(args: &[&str]) -> Vec<Value> {
-    let temp = std::env::temp_dir();
-    let output = Command::new(tool("build-helm.sh"))
+    let output = helm_command()
         .args(["template", RELEASE])
         .arg(Path::new(ROOT).join("charts/flink-operator"))
         .args(["--namespace", OPERATOR_NAMESPACE])
         .args(args)
-        .env("HELM_CACHE_HOME", temp.join("flink-operator-helm-cache"))
-        .env("HELM_CONFIG_HOME", temp.join("flink-operator-helm-config"))
-        .env("HELM_DATA_HOME", temp.join("flink-operator-helm-data"))
         .output()
         .unwrap();
     assert!(

@@ -675,6 +675,25 @@ impl Drop for TestNamespace {
     }
 }
 
+/// A FlinkDeployment `name` of the smallest valid spec (its cluster never starts without a
+/// kubelet, but every controller and webhook path over it runs).
+#[allow(dead_code)]
+pub fn small_deployment(name: &str, labels: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "image": "flink:1.20",
+            "flinkVersion": "v1_20",
+            "serviceAccount": "flink",
+            "jobManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
+            "taskManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
+            "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "parallelism": 1, "upgradeMode": "stateless"}
+        }
+    })
+}
+
 /// GETs `path` from the operator's plain-HTTP probe port.
 pub fn probe_get(path: &str) -> String {
     use std::io::{Read, Write};

@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::{
     harness::{
         IN_CLUSTER_LABEL, TestNamespace, client, control_plane, install_crds, operator_binary,
-        operator_config_text, work_dir,
+        operator_config_text, small_deployment, work_dir,
     },
     leader_election::{Replica, metric_sum},
 };
@@ -36,19 +36,6 @@ fn flink_deployments(client: &kube::Client, namespace: &str) -> Api<DynamicObjec
     )
 }
 
-fn deployment(name: &str, labels: serde_json::Value) -> serde_json::Value {
-    json!({
-        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "image": "flink:1.20", "flinkVersion": "v1_20", "serviceAccount": "flink",
-            "jobManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
-            "taskManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
-            "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "parallelism": 1, "upgradeMode": "stateless"}
-        }
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_with_a_label_selector_manages_only_the_resources_it_selects() {
     let client = client().await;
@@ -61,7 +48,7 @@ async fn an_operator_with_a_label_selector_manages_only_the_resources_it_selects
         ("other-team", json!({"team": "b"})),
         ("unlabelled", json!({})),
     ] {
-        api.patch(name, &params, &Patch::Apply(&deployment(name, labels)))
+        api.patch(name, &params, &Patch::Apply(&small_deployment(name, labels)))
             .await
             .unwrap();
     }

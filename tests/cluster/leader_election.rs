@@ -198,16 +198,7 @@ async fn one_replica_leads_a_killed_leader_is_replaced_within_the_lease_duration
 
     // Something to reconcile: a FlinkDeployment (no kubelet here, so its cluster never
     // starts, but every pass over it counts).
-    let deployment = json!({
-        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-        "metadata": {"name": "leader-election"},
-        "spec": {
-            "image": "flink:1.20", "flinkVersion": "v1_20", "serviceAccount": "flink",
-            "jobManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
-            "taskManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
-            "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "parallelism": 1, "upgradeMode": "stateless"}
-        }
-    });
+    let deployment = crate::harness::small_deployment("leader-election", json!({}));
     let deployments: Api<kube::core::DynamicObject> = Api::namespaced_with(
         client.clone(),
         &ns.name,

@@ -8,7 +8,6 @@
 use std::{
     collections::BTreeSet,
     path::Path,
-    process::Command,
     time::{Duration, Instant, SystemTime},
 };
 
@@ -25,7 +24,7 @@ use serde_json::json;
 
 use crate::{
     audit::{operator_requests_of, refusals},
-    chart_rbac::tool,
+    chart_rbac::helm_command,
     cluster_harness::{self, IN_CLUSTER_LABEL, TestNamespace, control_plane, wait_for},
     flink_harness,
     harness::{self, LogsOnFailure},
@@ -40,14 +39,10 @@ const RELEASE_NAMESPACE: &str = "flink-operator-in-cluster";
 const LEASE_DURATION: Duration = Duration::from_secs(15);
 
 fn helm(args: &[&str]) -> String {
-    let temp = std::env::temp_dir();
-    let output = Command::new(tool("build-helm.sh"))
+    let output = helm_command()
         .args(args)
         .arg("--kubeconfig")
         .arg(&control_plane().kubeconfig)
-        .env("HELM_CACHE_HOME", temp.join("flink-operator-helm-cache"))
-        .env("HELM_CONFIG_HOME", temp.join("flink-operator-helm-config"))
-        .env("HELM_DATA_HOME", temp.join("flink-operator-helm-data"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
