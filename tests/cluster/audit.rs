@@ -37,6 +37,9 @@ pub struct Request {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub code: u16,
+    /// Whether the authorizer (RBAC) allowed it; a request it allowed may still be refused
+    /// by admission (e.g. a create in a namespace being deleted).
+    pub authorized: bool,
     pub uri: String,
 }
 
@@ -69,6 +72,7 @@ pub fn operator_requests_of(audit_log: &Path, user: &str) -> Vec<Request> {
                 namespace: object["namespace"].as_str().map(str::to_owned),
                 name: object["name"].as_str().map(str::to_owned),
                 code: event["responseStatus"]["code"].as_u64().unwrap_or(0) as u16,
+                authorized: event["annotations"]["authorization.k8s.io/decision"].as_str() != Some("forbid"),
                 uri: event["requestURI"].as_str().unwrap_or("").to_owned(),
             })
         })
@@ -182,9 +186,9 @@ fn namespace_of(object: &Value) -> String {
         .to_owned()
 }
 
-/// The operator's requests that the API server refused for want of a right.
+/// The operator's requests that the API server's authorizer refused: a right it lacks.
 pub fn refusals(requests: &[Request]) -> Vec<&Request> {
-    requests.iter().filter(|r| r.code == 403).collect()
+    requests.iter().filter(|r| !r.authorized).collect()
 }
 
 /// The grants no request used, as `role: use` lines.

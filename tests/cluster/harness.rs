@@ -639,8 +639,15 @@ pub struct TestNamespace {
     client: Client,
 }
 
-/// How many test namespaces this process created.
+/// How many test namespaces this process created, and how many of them are still in use.
 static NAMESPACES_CREATED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+static NAMESPACES_IN_USE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// How many test namespaces are in use: tests still running (nearly every test holds one).
+#[allow(dead_code)]
+pub fn namespaces_in_use() -> u32 {
+    NAMESPACES_IN_USE.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// How many test namespaces this process created so far: how much of the suite ran.
 #[allow(dead_code)]
@@ -651,6 +658,7 @@ pub fn namespaces_created() -> u32 {
 impl TestNamespace {
     pub async fn new(client: &Client, prefix: &str) -> Self {
         let n = NAMESPACES_CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        NAMESPACES_IN_USE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("{prefix}-{n}");
         let api: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
@@ -664,6 +672,7 @@ impl TestNamespace {
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
+        NAMESPACES_IN_USE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let api: Api<Namespace> = Api::all(self.client.clone());
         let name = self.name.clone();
         // Best effort: the whole control plane goes away with the test process anyway.

@@ -3,23 +3,36 @@ What the operator may do to the Flink resources and the Kubernetes objects it bu
 them: granted cluster-wide, or in each of the watchNamespaces.
 */}}
 {{- define "flink-operator.operatorRules" -}}
-# The four kinds: reconciled, and created by the operator (snapshot resources, the
-# children of a blue/green deployment). The webhook's lookups read them too.
+# Exactly what the operator does (the end-to-end tests compare every request it made with
+# these rules: tests/e2e/zz_rbac.rs). Objects are written by merge patch or server-side
+# apply, never by update.
+# FlinkDeployments: reconciled; created and deleted as the children of a blue/green
+# deployment; read by name by the webhook's lookups and a rollback.
 - apiGroups: ["flink.apache.org"]
-  resources:
-    - flinkdeployments
-    - flinksessionjobs
-    - flinkstatesnapshots
-    - flinkbluegreendeployments
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  resources: ["flinkdeployments"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# FlinkSessionJobs: reconciled; read by name by the webhook's lookups and a rollback.
+- apiGroups: ["flink.apache.org"]
+  resources: ["flinksessionjobs"]
+  verbs: ["get", "list", "watch", "patch"]
+# FlinkStateSnapshots: reconciled; created for the operator's own savepoints, deleted when
+# the savepoint history is trimmed.
+- apiGroups: ["flink.apache.org"]
+  resources: ["flinkstatesnapshots"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+- apiGroups: ["flink.apache.org"]
+  resources: ["flinkbluegreendeployments"]
+  verbs: ["list", "watch", "patch"]
 - apiGroups: ["flink.apache.org"]
   resources:
     - flinkdeployments/status
     - flinksessionjobs/status
     - flinkstatesnapshots/status
     - flinkbluegreendeployments/status
-  verbs: ["get", "update", "patch"]
-# Owner references with blockOwnerDeletion on the objects it creates for a resource.
+  verbs: ["patch"]
+# Owner references with blockOwnerDeletion on the objects it creates for a resource: no
+# request uses it, the API server checks it when the OwnerReferencesPermissionEnforcement
+# admission plugin is on.
 - apiGroups: ["flink.apache.org"]
   resources:
     - flinkdeployments/finalizers
@@ -27,45 +40,38 @@ them: granted cluster-wide, or in each of the watchNamespaces.
     - flinkstatesnapshots/finalizers
     - flinkbluegreendeployments/finalizers
   verbs: ["update"]
-# JobManager/TaskManager pods are observed, and deleted when a cluster is torn down.
+# JobManager pods are observed (a cluster's objects go with their owner when it is deleted).
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch", "delete"]
+  verbs: ["list", "watch"]
 # A crash-looping JobManager's last log lines, for the cause it reports in status.
 - apiGroups: [""]
   resources: ["pods/log"]
   verbs: ["get"]
-# The services (REST, internal) and ConfigMaps (Flink configuration, logging, HA) of a cluster,
+# The services (REST, internal) of a cluster, by server-side apply (create: applying an
+# object that does not exist yet is authorized as a create too).
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["create", "patch"]
+# ConfigMaps: a cluster's (Flink configuration, logging), its HA metadata (read, cleaned up)
 # and the coordination ConfigMap of an ADVANCED blue/green hand-over.
 - apiGroups: [""]
-  resources: ["services", "configmaps"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  resources: ["configmaps"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-- apiGroups: ["apps"]
-  resources: ["deployments/scale"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: ["apps"]
   resources: ["deployments/finalizers"]
   verbs: ["update"]
-- apiGroups: ["apps"]
-  resources: ["replicasets"]
-  verbs: ["get", "list", "watch"]
 # A job's revisions: each spec applied, kept for a rollback and pruned to the history limit.
 - apiGroups: ["apps"]
   resources: ["controllerrevisions"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
-- apiGroups: ["networking.k8s.io"]
-  resources: ["ingresses"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-# Events that explain what happened (both Event APIs).
-- apiGroups: [""]
-  resources: ["events"]
-  verbs: ["create", "patch", "update"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+# Events that explain what happened.
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
-  verbs: ["create", "patch", "update"]
+  verbs: ["create", "patch"]
 {{- end }}
 
 {{/*
