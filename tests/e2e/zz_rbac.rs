@@ -69,7 +69,13 @@ const WHOLE_SUITE_NAMESPACES: u32 = 25;
 async fn the_operator_was_refused_nothing_and_used_every_right_the_chart_grants_or_the_chart_says_why() {
     // The test started just before this one has had time to take its namespace.
     tokio::time::sleep(Duration::from_secs(20)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30 * 60);
     while namespaces_in_use() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} test namespaces still in use after 30 minutes",
+            namespaces_in_use()
+        );
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let requests = operator_requests(&audit_log());
