@@ -109,6 +109,26 @@ impl Default for Policy {
     }
 }
 
+/// The boolean `key` of an effective configuration; unset or not `true`/`false` (the webhook
+/// reports that) means `default`.
+pub fn config_flag(config: &BTreeMap<String, String>, key: &str, default: bool) -> bool {
+    match config.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        _ => default,
+    }
+}
+
+/// The duration `key` of an effective configuration in milliseconds; None when unset, empty
+/// or not a duration (the webhook reports that).
+pub fn config_duration_ms(config: &BTreeMap<String, String>, key: &str) -> Option<i64> {
+    config
+        .get(key)
+        .filter(|v| !v.trim().is_empty())
+        .and_then(|v| parse_duration(v).ok())
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 impl Policy {
     /// Whether deleting a job of `mode` stops it with a savepoint first: as configured, else
     /// in `savepoint` mode (the user chose to carry state in savepoints; deleting the
@@ -129,18 +149,8 @@ impl Policy {
     /// as violations, and a violation stops the reconcile before any policy is applied.
     pub fn from_config(config: &BTreeMap<String, String>) -> Self {
         let defaults = Policy::default();
-        let flag = |key: &str, default: bool| match config.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-            Some(v) if v == "true" => true,
-            Some(v) if v == "false" => false,
-            _ => default,
-        };
-        let duration = |key: &str| {
-            config
-                .get(key)
-                .filter(|v| !v.trim().is_empty())
-                .and_then(|v| parse_duration(v).ok())
-                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        };
+        let flag = |key: &str, default: bool| config_flag(config, key, default);
+        let duration = |key: &str| config_duration_ms(config, key);
         let (periodic_savepoint_ms, unsupported_schedule) = match config
             .get(operator::PERIODIC_SAVEPOINT_INTERVAL)
             .map(|v| v.trim())

@@ -22,11 +22,13 @@ use std::collections::BTreeMap;
 use flink_operator_api::{
     keys::{flink, operator},
     options::defaults,
-    validation::values::parse_duration,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::flink::MetricValue;
+use crate::{
+    flink::MetricValue,
+    policy::{config_duration_ms, config_flag},
+};
 
 /// The key of the history in `status.clusterInfo` (the Apache operator's).
 pub const CLUSTER_INFO_KEY: &str = "ClusterHealthInfo";
@@ -141,29 +143,14 @@ impl HealthSettings {
     /// The settings of an effective configuration; None when the check is off. Values that
     /// do not parse keep their defaults (the webhook reports them).
     pub fn from_config(config: &BTreeMap<String, String>) -> Option<Self> {
-        let flag = |key: &str, default: bool| {
-            config
-                .get(key)
-                .map(|v| v.trim().to_ascii_lowercase())
-                .map_or(default, |v| match v.as_str() {
-                    "true" => true,
-                    "false" => false,
-                    _ => default,
-                })
-        };
+        let flag = |key: &str, default: bool| config_flag(config, key, default);
         if !flag(
             operator::CLUSTER_HEALTH_CHECK_ENABLED,
             defaults::CLUSTER_HEALTH_CHECK_ENABLED,
         ) {
             return None;
         }
-        let duration = |key: &str| {
-            config
-                .get(key)
-                .filter(|v| !v.trim().is_empty())
-                .and_then(|v| parse_duration(v).ok())
-                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        };
+        let duration = |key: &str| config_duration_ms(config, key);
         let restarts_threshold = config
             .get(operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD)
             .and_then(|v| v.trim().parse::<i64>().ok())
