@@ -32,7 +32,7 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api, Client,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    api::{DeleteParams, PostParams},
 };
 use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
@@ -62,7 +62,7 @@ struct Replica {
 
 impl Replica {
     fn start(namespace: &str, dir: &std::path::Path, port: u16) -> Self {
-        let probe_port = free_port();
+        let probe_port = crate::harness::free_port();
         std::fs::create_dir_all(dir).unwrap();
         let log = dir.join("operator.log");
         let binary = std::env::var("FLINK_OPERATOR_BIN").unwrap_or_else(|_| BIN.to_owned());
@@ -117,57 +117,10 @@ impl Drop for Started {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Both configurations, by URL, for the test's namespace only (another test's operator may
 /// be registered for every namespace beside them).
 async fn register(client: &Client, namespace: &str, port: u16) {
-    let webhook = |name: &str, path: &str| {
-        json!({
-            "name": name,
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Fail",
-            "timeoutSeconds": 10,
-            "clientConfig": {"url": format!("https://127.0.0.1:{port}{path}")},
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-            "rules": [{
-                "apiGroups": ["flink.apache.org"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
-                "resources": ["flinkdeployments"], "scope": "Namespaced"
-            }],
-        })
-    };
-    let params = PatchParams::apply("flink-operator-tests").force();
-    let v: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    v.patch(
-        CONFIGURATION,
-        &params,
-        &Patch::Apply(json!({
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": CONFIGURATION},
-            "webhooks": [webhook("validate.flink.apache.org", "/validate")],
-        })),
-    )
-    .await
-    .unwrap();
-    let m: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    m.patch(
-        CONFIGURATION,
-        &params,
-        &Patch::Apply(json!({
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": CONFIGURATION},
-            "webhooks": [webhook("mutate.flink.apache.org", "/mutate")],
-        })),
-    )
-    .await
-    .unwrap();
+    crate::harness::register_webhooks_named(client, CONFIGURATION, port, Some(namespace)).await;
 }
 
 /// The caBundles of the validating and the mutating configuration (empty while missing).
@@ -214,7 +167,7 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
     let client = client().await;
     install_crds(&client).await;
     let ns = TestNamespace::new(&client, "cert-renewal").await;
-    let port = free_port();
+    let port = crate::harness::free_port();
     register(&client, &ns.name, port).await;
 
     let dir = std::env::temp_dir().join(format!("flink-operator-renewal-test-{}", std::process::id()));
@@ -223,7 +176,7 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
     let mut started = Started {
         replicas: vec![
             Replica::start(&ns.name, &dir.join("replica-0"), port),
-            Replica::start(&ns.name, &dir.join("replica-1"), free_port()),
+            Replica::start(&ns.name, &dir.join("replica-1"), crate::harness::free_port()),
         ],
         client: client.clone(),
     };

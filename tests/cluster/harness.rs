@@ -580,6 +580,21 @@ pub async fn ensure_operator_namespace(client: &Client) {
 /// Registers both webhook configurations for the four kinds, by URL (there is no
 /// kubelet, so no Service can route to a pod), with failurePolicy Fail.
 async fn register_webhooks(client: &Client, port: u16) {
+    register_webhooks_named(client, WEBHOOK_CONFIGURATION, port, None).await;
+}
+
+/// Registers both webhook configurations `configuration` by URL (`https://127.0.0.1:port`),
+/// with failurePolicy Fail, for every namespace or for `namespace` only.
+pub async fn register_webhooks_named(
+    client: &Client,
+    configuration: &str,
+    port: u16,
+    namespace: Option<&str>,
+) {
+    let namespace_selector = match namespace {
+        Some(ns) => json!({"matchLabels": {"kubernetes.io/metadata.name": ns}}),
+        None => json!({}),
+    };
     let rules = json!([{
         "apiGroups": ["flink.apache.org"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
         "resources": ["flinkdeployments", "flinksessionjobs", "flinkstatesnapshots", "flinkbluegreendeployments"],
@@ -594,26 +609,27 @@ async fn register_webhooks(client: &Client, port: u16) {
             "timeoutSeconds": 10,
             "matchPolicy": "Equivalent",
             "clientConfig": {"url": format!("https://127.0.0.1:{port}{path}")},
+            "namespaceSelector": namespace_selector,
             "rules": rules,
         })
     };
     let validating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": WEBHOOK_CONFIGURATION},
+        "metadata": {"name": configuration},
         "webhooks": [webhook("validate.flink.apache.org", "/validate")],
     });
     let mutating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": WEBHOOK_CONFIGURATION},
+        "metadata": {"name": configuration},
         "webhooks": [webhook("mutate.flink.apache.org", "/mutate")],
     });
     let params = PatchParams::apply("flink-operator-tests").force();
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    api.patch(WEBHOOK_CONFIGURATION, &params, &Patch::Apply(&validating))
+    api.patch(configuration, &params, &Patch::Apply(&validating))
         .await
         .unwrap();
     let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    api.patch(WEBHOOK_CONFIGURATION, &params, &Patch::Apply(&mutating))
+    api.patch(configuration, &params, &Patch::Apply(&mutating))
         .await
         .unwrap();
 }
