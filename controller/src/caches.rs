@@ -11,7 +11,7 @@
 //! | `revisions` | the jobs' revisions: ControllerRevisions labelled `flink.apache.org/revision-owner-kind` | FlinkDeployment and FlinkSessionJob observe |
 //! | `cluster_deployments` | JobManager and TaskManager Deployments (`app`, `component`) | FlinkDeployment observe and trigger |
 //! | `job_manager_pods` | JobManager pods (`app`, `component=jobmanager`) | FlinkDeployment observe |
-//! | `ha_config_maps` | Flink's HA ConfigMaps (`configmap-type=high-availability`) | last-state restores |
+//! | `ha_config_maps` | ConfigMaps labelled as Flink's (`app`, `type=flink-native-kubernetes`), read through [`Caches::ha_config_maps_of`] (HA ones by name) | last-state restores |
 //! | `gate_config_maps` | the ADVANCED blue/green coordination ConfigMaps (`flink.apache.org/blue-green-gate`) | blue/green observe |
 //! | `endpoint_slices` | EndpointSlices of Flink's Services (`app`), with `--flink-rest-endpoint endpoint-slice` only | REST addresses |
 //!
@@ -215,7 +215,8 @@ pub struct Caches {
     /// JobManager and TaskManager Deployments.
     pub cluster_deployments: Cache<Deployment>,
     pub job_manager_pods: Cache<Pod>,
-    /// Flink's Kubernetes HA ConfigMaps, with their keys only.
+    /// ConfigMaps labelled as Flink's (HA and others: see [`ha`]), with their
+    /// checkpoint keys only; read through [`Caches::ha_config_maps_of`].
     pub ha_config_maps: Cache<ConfigMap>,
     /// The coordination ConfigMaps of ADVANCED blue/green hand-overs (see
     /// [`crate::bluegreen::gate`]), with their data.
@@ -253,7 +254,7 @@ impl Caches {
             keys::labels::COMPONENT,
             keys::labels::COMPONENT_JOB_MANAGER
         ));
-        let ha = watcher::Config::default().labels("app,configmap-type=high-availability");
+        let ha = watcher::Config::default().labels(&ha::selector(None));
         let revisions = watcher::Config::default().labels(keys::labels::REVISION_OWNER_KIND);
         let gates = watcher::Config::default().labels(crate::bluegreen::gate::LABEL);
         let caches = Self {
@@ -280,6 +281,15 @@ impl Caches {
             futures::future::join_all(watches).await;
         };
         (caches, run)
+    }
+
+    /// The Kubernetes HA ConfigMaps of the Flink cluster `name`.
+    pub fn ha_config_maps_of(&self, namespace: &str, name: &str) -> Vec<Arc<ConfigMap>> {
+        self.ha_config_maps
+            .of_cluster(namespace, name)
+            .into_iter()
+            .filter(|cm| ha::is_ha_config_map(&cm.name_any()))
+            .collect()
     }
 
     /// Resolves once every cache holds a full list.
@@ -435,10 +445,66 @@ pub mod trim {
     }
 }
 
+/// Which ConfigMaps are Flink's Kubernetes HA metadata. Flink 1.x labels them `app`,
+/// `type=flink-native-kubernetes` and `configmap-type=high-availability`; Flink 2.x drops the
+/// last, and `type` keeps that value for standalone clusters too. The same two labels are on
+/// Flink's `flink-config-<id>` and the autoscaler's ConfigMaps, so HA ones are told apart by
+/// their names: `<id>-cluster-config-map` (leaders, job graphs or execution plans),
+/// `<id>-<job id>-config-map` (checkpoints), and `<id>-…-jobmanager-leader` before Flink 1.15.
+pub mod ha {
+    use flink_operator_api::keys;
+
+    /// The label selector of a cluster's (`app=<name>`, or every cluster's) HA ConfigMaps and
+    /// the other ConfigMaps labelled as Flink's, the autoscaler's excepted.
+    pub fn selector(cluster: Option<&str>) -> String {
+        let app = match cluster {
+            Some(name) => format!("{}={name}", keys::labels::APP),
+            None => keys::labels::APP.to_owned(),
+        };
+        format!(
+            "{app},{}={},{}!=autoscaler",
+            keys::labels::TYPE,
+            keys::labels::TYPE_NATIVE,
+            keys::labels::COMPONENT
+        )
+    }
+
+    /// Whether a ConfigMap the [`selector`] selects is HA metadata, by its name.
+    pub fn is_ha_config_map(name: &str) -> bool {
+        name.ends_with("-config-map") || name.ends_with("-jobmanager-leader")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn flink_ha_config_maps_are_told_from_its_other_config_maps_by_name_on_every_version() {
+        for ha in [
+            "counter-cluster-config-map",
+            "counter-0123456789abcdef0123456789abcdef-config-map",
+            "counter-dispatcher-jobmanager-leader",
+        ] {
+            assert!(ha::is_ha_config_map(ha), "{ha}");
+        }
+        for other in [
+            "flink-config-counter",
+            "pod-template-counter",
+            "autoscaler-counter",
+        ] {
+            assert!(!ha::is_ha_config_map(other), "{other}");
+        }
+        assert_eq!(
+            ha::selector(Some("counter")),
+            "app=counter,type=flink-native-kubernetes,component!=autoscaler"
+        );
+        assert_eq!(
+            ha::selector(None),
+            "app,type=flink-native-kubernetes,component!=autoscaler"
+        );
+    }
 
     #[test]
     fn watched_namespaces_parse_like_the_apache_operator() {

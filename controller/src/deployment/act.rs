@@ -111,12 +111,16 @@ async fn remove_job_graphs(ctx: &Context, fd: &FlinkDeployment) -> Result<(), Ac
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
-    let selector = format!("app={name},configmap-type=high-availability");
+    let selector = crate::caches::ha::selector(Some(&name));
     let ha = config_maps
         .list(&ListParams::default().labels(&selector))
         .await
         .map_err(api_error("listing HA ConfigMaps"))?;
-    for cm in ha.items {
+    for cm in ha
+        .items
+        .into_iter()
+        .filter(|cm| crate::caches::ha::is_ha_config_map(&cm.name_any()))
+    {
         let removed: serde_json::Map<String, serde_json::Value> = cm
             .data
             .iter()
@@ -235,11 +239,10 @@ async fn delete_ha_metadata(ctx: &Context, fd: &FlinkDeployment) -> Result<(), A
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
-    let selector = format!(
-        "app={name},type={},component!=autoscaler",
-        keys::labels::TYPE_NATIVE
-    );
-    // A LIST, not the cache: what is deleted must be every such ConfigMap there is now.
+    // Every ConfigMap labelled as the cluster's (its `flink-config-<id>` too), as the Apache
+    // operator deletes them. A LIST, not the cache: what is deleted must be every such
+    // ConfigMap there is now.
+    let selector = crate::caches::ha::selector(Some(&name));
     let ha = config_maps
         .list_metadata(&ListParams::default().labels(&selector))
         .await

@@ -41,7 +41,7 @@ pub async fn observe(
             .flatten()
             .all(|d| d.metadata.deletion_timestamp.is_some());
     let job_manager_pods = caches.job_manager_pods.of_cluster(&namespace, &name);
-    let ha_metadata = !caches.ha_config_maps.of_cluster(&namespace, &name).is_empty();
+    let ha_metadata = !caches.ha_config_maps_of(&namespace, &name).is_empty();
 
     let policy = Policy::from_config(&ctx.effective_config(fd))
         .with_snapshot_loop(crate::snapshot::enabled(&ctx.operator_config));
@@ -386,8 +386,7 @@ fn replica_failure(jm: &Deployment) -> Option<String> {
 /// files them as `checkpointID-<n>` entries), which a last-state restore needs.
 fn ha_holds_a_checkpoint(caches: &Caches, namespace: &str, name: &str) -> bool {
     caches
-        .ha_config_maps
-        .of_cluster(namespace, name)
+        .ha_config_maps_of(namespace, name)
         .iter()
         .flat_map(|cm| cm.data.iter().flatten())
         .any(|(key, _)| key.starts_with("checkpointID-"))
