@@ -1,9 +1,10 @@
-//! The operator of the tests runs with the rights its Helm chart grants, nothing more: the
+//! The chart's RBAC for an operator outside the cluster: the control-plane tests run the
+//! operator as a process on the host with the rights its Helm chart grants, nothing more (the
 //! chart's ServiceAccount, Roles and ClusterRoles, rendered by a real helm with the default
-//! values (release `flink-operator` in the operator's namespace) and applied to the control
-//! plane, and a token of that ServiceAccount in the operator's kubeconfig. A request the
-//! chart does not allow is refused by the API server, as in a cluster, and shows in the
-//! audit log (see `audit_log`).
+//! values, release `flink-operator` in the operator's namespace, and applied to the control
+//! plane, and a token of that ServiceAccount in the operator's kubeconfig). The end-to-end
+//! tests install the whole chart instead. A request the chart does not allow is refused by
+//! the API server, as in a cluster, and shows in the audit log (see `audit_log`).
 
 use std::{
     path::{Path, PathBuf},

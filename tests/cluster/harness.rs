@@ -46,144 +46,25 @@ pub struct ControlPlane {
     _process: Mutex<Child>,
 }
 
-/// How the operator reaches the JobManagers' REST APIs (`--flink-rest-endpoint`).
-#[allow(dead_code)]
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RestResolution {
-    /// `endpoint-slice`: a ready address of the REST Service's EndpointSlices, as an
-    /// operator outside the cluster reaches them. What the tests run by default.
-    EndpointSlices,
-    /// `service` (the operator's default): the REST Service's name,
-    /// `<cluster>-rest.<namespace>`, resolved by the system resolver. The operator runs in a
-    /// mount namespace of its own where `hosts` (the local runtime's hosts file for the
-    /// host: the machine's /etc/hosts with every Service added) is mounted over /etc/hosts,
-    /// as cluster DNS would answer inside the cluster. The machine's /etc/hosts is never
-    /// touched, and the mount goes away with the process.
-    ServiceNames { hosts: PathBuf },
-}
-
-// The end-to-end tests, which share this harness, crash and restart the operator.
-#[allow(dead_code)]
+/// The cluster tests' operator: a process on the host with the chart's rights.
 pub struct Operator {
     pub log: PathBuf,
     pub probe_port: u16,
-    /// Its pod's name: its leader-election identity.
-    pub pod_name: &'static str,
-    webhook_port: u16,
-    dir: PathBuf,
     process: Mutex<Child>,
-    resolution: Mutex<RestResolution>,
 }
 
-#[allow(dead_code)]
 impl Operator {
     /// The operator's process id.
     pub fn pid(&self) -> u32 {
         self.process.lock().unwrap_or_else(|e| e.into_inner()).id()
     }
-
-    /// Kills the operator process (SIGKILL: no chance to tidy up, as in a crash), then
-    /// starts it again with the same ports and state. Its log continues in the same file.
-    pub fn crash_and_restart(&self) {
-        let resolution = self.resolution.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        self.restart_with(resolution);
-    }
-
-    /// Kills the operator (SIGKILL) and starts it again, resolving REST addresses as
-    /// `resolution` says; later restarts keep it.
-    pub fn restart_with(&self, resolution: RestResolution) {
-        self.kill();
-        *self.resolution.lock().unwrap_or_else(|e| e.into_inner()) = resolution;
-        self.start_again();
-    }
-
-    /// Kills the operator process (SIGKILL), and leaves it dead.
-    pub fn kill(&self) {
-        let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = process.kill();
-        let _ = process.wait();
-    }
-
-    /// Stops the operator as the kubelet does (SIGTERM) and waits for it to exit.
-    pub fn terminate(&self) {
-        let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = Command::new("kill")
-            .args(["-TERM", &process.id().to_string()])
-            .status();
-        let _ = process.wait();
-    }
-
-    /// Starts the (killed) operator again with the same ports, state and pod name.
-    pub fn start_again(&self) {
-        let resolution = self.resolution.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
-        let child = spawn_operator(
-            self.webhook_port,
-            self.probe_port,
-            &self.dir,
-            &self.log,
-            &resolution,
-            self.pod_name,
-        );
-        reap_with_this_process(child.id());
-        *process = child;
-    }
-
-    /// A second replica of the shared operator, as the chart's second pod: the same
-    /// configuration, rights and Lease, its own ports and pod name. It follows until the
-    /// shared operator stops leading. Killed when dropped.
-    pub fn standby(&self, pod_name: &'static str) -> Operator {
-        let dir = self.dir.with_file_name(pod_name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(
-            self.dir.join("operator.kubeconfig"),
-            dir.join("operator.kubeconfig"),
-        )
-        .unwrap();
-        let resolution = self.resolution.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let (webhook_port, probe_port) = (free_port(), free_port());
-        let log = dir.join("operator.log");
-        let child = spawn_operator(webhook_port, probe_port, &dir, &log, &resolution, pod_name);
-        reap_with_this_process(child.id());
-        Operator {
-            log,
-            probe_port,
-            pod_name,
-            webhook_port,
-            dir,
-            process: Mutex::new(child),
-            resolution: Mutex::new(resolution),
-        }
-    }
-
-    /// Waits until the operator answers `/readyz` with 200 (webhook serving, caches filled);
-    /// false if it does not within 60 s.
-    pub fn wait_until_ready(&self) -> bool {
-        use std::io::{Read, Write};
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let ready = std::net::TcpStream::connect(("127.0.0.1", self.probe_port))
-                .and_then(|mut stream| {
-                    write!(stream, "GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-                    let mut response = String::new();
-                    stream.read_to_string(&mut response)?;
-                    Ok(response.starts_with("HTTP/1.1 200") || response.starts_with("HTTP/1.0 200"))
-                })
-                .unwrap_or(false);
-            if ready {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
 }
 
 impl Drop for Operator {
     fn drop(&mut self) {
-        self.kill();
+        let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = process.kill();
+        let _ = process.wait();
     }
 }
 
@@ -204,41 +85,59 @@ pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {
 }
 
 /// The one namespace where the operator fetches session job jars from `file://` URIs and
-/// loopback `http://` servers (the end-to-end tests serve the test job's jar that way);
+/// `http://` servers on private addresses (the end-to-end tests serve the test job's jar that way);
 /// everywhere else its defaults hold (https only, no restricted hosts).
 #[allow(dead_code)]
 pub const LOCAL_JARS_NAMESPACE: &str = "session-jobs-local-jars";
 
+/// What this test platform adds to the operator's default configuration, as a platform
+/// team would set it (in the chart's `operatorConfiguration`).
+pub fn test_platform_settings() -> Vec<(String, String)> {
+    let overlay = format!("kubernetes.operator.default-configuration.namespace.{LOCAL_JARS_NAMESPACE}");
+    vec![
+        // What a platform team on small nodes would set for every cluster: C1 only and the
+        // serial collector start JVMs with less CPU and memory, which matters more on this
+        // 2-core machine than peak throughput. A Flink key of the operator's configuration
+        // is a default of every cluster (as in the Apache operator); a spec's own
+        // env.java.opts.all replaces it, while the Java 17 module options, in
+        // env.java.default-opts.all, stay.
+        (
+            "env.java.opts.all".to_owned(),
+            "-XX:+UseSerialGC -XX:TieredStopAtLevel=1".to_owned(),
+        ),
+        (
+            format!("{overlay}.kubernetes.operator.user.artifacts.allowed-schemes"),
+            "https,http,file".to_owned(),
+        ),
+        (
+            format!("{overlay}.kubernetes.operator.user.artifacts.disallow-restricted-hosts"),
+            "false".to_owned(),
+        ),
+        // The resources of the operator the end-to-end tests install in the cluster with the
+        // chart are that operator's alone, as two teams' operators share namespaces.
+        (
+            "kubernetes.operator.label.selector".to_owned(),
+            format!("!{IN_CLUSTER_LABEL}"),
+        ),
+    ]
+}
+
 /// The operator's configuration: the operator's default configuration as the chart and
-/// `scripts/dev-up` give it (the chart's `conf/operator-defaults.yaml`), then what this
-/// test platform adds.
+/// `scripts/dev-up` give it (the chart's `conf/operator-defaults.yaml`), leader election as
+/// the chart sets it, then [`test_platform_settings`].
 pub fn operator_config_text() -> String {
     let defaults = Path::new(ROOT).join("charts/flink-operator/conf/operator-defaults.yaml");
     let mut text = std::fs::read_to_string(&defaults).unwrap();
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    // What a platform team on small nodes would set for every cluster: C1 only and the
-    // serial collector start JVMs with less CPU and memory, which matters more on this
-    // 2-core machine than peak throughput. A Flink key of the operator's configuration is a
-    // default of every cluster (as in the Apache operator); a spec's own env.java.opts.all
-    // replaces it, while the Java 17 module options, in env.java.default-opts.all, stay.
-    text.push_str("\nenv.java.opts.all: -XX:+UseSerialGC -XX:TieredStopAtLevel=1\n");
-    let overlay = format!("kubernetes.operator.default-configuration.namespace.{LOCAL_JARS_NAMESPACE}");
-    text.push_str(&format!(
-        "{overlay}.kubernetes.operator.user.artifacts.allowed-schemes: \"https,http,file\"\n\
-         {overlay}.kubernetes.operator.user.artifacts.disallow-restricted-hosts: \"false\"\n"
-    ));
-    // As the chart sets it: leader election on, one Lease per operator.
     text.push_str(&format!(
         "kubernetes.operator.leader-election.enabled: true\n\
          kubernetes.operator.leader-election.lease-name: {OPERATOR_LEASE}\n"
     ));
-    // The resources of the operator the end-to-end tests install in the cluster with the
-    // chart are that operator's alone, as two teams' operators share namespaces.
-    text.push_str(&format!(
-        "kubernetes.operator.label.selector: \"!{IN_CLUSTER_LABEL}\"\n"
-    ));
+    for (key, value) in test_platform_settings() {
+        text.push_str(&format!("{key}: {}\n", serde_json::Value::String(value)));
+    }
     text
 }
 
@@ -259,40 +158,14 @@ fn operator_config(dir: &Path) -> PathBuf {
     path
 }
 
-fn spawn_operator(
-    webhook_port: u16,
-    probe_port: u16,
-    dir: &Path,
-    log: &Path,
-    resolution: &RestResolution,
-    pod_name: &str,
-) -> Child {
+fn spawn_operator(webhook_port: u16, probe_port: u16, dir: &Path, log: &Path) -> Child {
     let config = operator_config(dir);
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .unwrap();
-    let mut command = match resolution {
-        RestResolution::EndpointSlices => Command::new(operator_binary()),
-        RestResolution::ServiceNames { hosts } => {
-            // unshare and sh exec in turn: the process id stays the operator's. A private
-            // mount namespace keeps the bind mount from the host's.
-            let mut command = Command::new("unshare");
-            command
-                .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
-                .arg(r#"mount --bind "$1" /etc/hosts && shift && exec "$@""#)
-                .arg("sh")
-                .arg(hosts)
-                .arg(operator_binary());
-            command
-        }
-    };
-    let mode = match resolution {
-        // The operator runs outside the cluster: it reaches JobManagers at their pods.
-        RestResolution::EndpointSlices => "endpoint-slice",
-        RestResolution::ServiceNames { .. } => "service",
-    };
+    let mut command = Command::new(operator_binary());
     command
         .args([
             "run",
@@ -301,8 +174,9 @@ fn spawn_operator(
             "--bind-address",
             "127.0.0.1",
             "--manage-webhook-certs",
+            // Outside the cluster, JobManagers are reached at their pods.
             "--flink-rest-endpoint",
-            mode,
+            "endpoint-slice",
         ])
         .args([
             "--webhook-port",
@@ -323,7 +197,7 @@ fn spawn_operator(
         .arg(dir.join("operator.kubeconfig"))
         .arg("--config")
         .arg(config)
-        .env("POD_NAME", pod_name)
+        .env("POD_NAME", OPERATOR_POD_NAME)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -514,23 +388,12 @@ pub async fn operator(client: &Client) -> &'static Operator {
     std::fs::create_dir_all(&dir).unwrap();
     crate::chart_rbac::install(client, &control_plane().kubeconfig, &dir).await;
     let log = dir.join("operator.log");
-    let child = spawn_operator(
-        webhook_port,
-        probe_port,
-        &dir,
-        &log,
-        &RestResolution::EndpointSlices,
-        OPERATOR_POD_NAME,
-    );
+    let child = spawn_operator(webhook_port, probe_port, &dir, &log);
     reap_with_this_process(child.id());
     let operator = Operator {
         log,
         probe_port,
-        pod_name: OPERATOR_POD_NAME,
-        webhook_port,
-        dir,
         process: Mutex::new(child),
-        resolution: Mutex::new(RestResolution::EndpointSlices),
     };
 
     // The operator writes the caBundle; until then the API server cannot call it.

@@ -372,7 +372,7 @@ impl std::fmt::Display for HandOver {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().last().unwrap().clone();
@@ -419,7 +419,7 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
             "{reason} missing: {reasons:?}"
         );
     }
-    let metrics = cluster_harness::probe_get("/metrics");
+    let metrics = crate::operator::probe_get("/metrics");
     let active_green = format!(
         r#"flink_operator_resources{{kind="FlinkBlueGreenDeployment",namespace="{}",lifecycle_state="ACTIVE_GREEN"}} 1"#,
         bg.ns.name
@@ -468,7 +468,7 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborted() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().first().unwrap().clone();
@@ -586,7 +586,7 @@ async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborte
             .any(|r| r == "BlueGreenTransitionAborted"),
         "no abort Event"
     );
-    let metrics = cluster_harness::probe_get("/metrics");
+    let metrics = crate::operator::probe_get("/metrics");
     let aborts = metrics
         .lines()
         .find_map(|l| l.strip_prefix("flink_operator_bluegreen_aborts_total "))

@@ -1,11 +1,13 @@
-//! Chaos: two replicas of the operator, as the chart runs them, and the leader killed
-//! (SIGKILL) at a random point of each of several savepoint upgrades in a row. The other
+//! Chaos: two replicas of the operator installed by the chart, as it runs them by default,
+//! and the leader's pod deleted with no grace period (its process SIGKILLed, as when its
+//! node is lost) at a random point of each of several savepoint upgrades in a row. The other
 //! replica takes over within the lease duration and finishes the upgrade: each upgrade takes
-//! exactly one savepoint, the new job restores it, and the counts go on.
+//! exactly one savepoint, the new job restores it, and the counts go on. The Deployment
+//! replaces the lost pod, which then follows.
 
 use std::time::{Duration, Instant, SystemTime};
 
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Pod};
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams},
@@ -64,16 +66,12 @@ async fn holder(leases: &Api<Lease>) -> Option<String> {
 async fn a_leader_killed_at_random_points_of_savepoint_upgrades_is_replaced_and_each_upgrade_restores_its_one_savepoint()
  {
     let client = harness::client().await;
-    let operator = cluster_harness::operator(&client).await;
+    let operator = crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
-    let standby = operator.standby("flink-operator-1");
-    assert!(
-        standby.wait_until_ready(),
-        "the second replica did not become ready"
-    );
-    let replicas = [operator, &standby];
+    let _replicas = operator.scaled(2).await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
 
     let ns = TestNamespace::new(&client, "failover").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -104,29 +102,24 @@ async fn a_leader_killed_at_random_points_of_savepoint_upgrades_is_replaced_and_
         let delay = Duration::from_millis(random.below(LATEST_KILL.as_millis() as u64));
         tokio::time::sleep(delay).await;
 
-        let leader_name = holder(&leases).await.expect("the Lease names a leader");
-        let (leader, other) = if replicas[0].pod_name == leader_name {
-            (replicas[0], replicas[1])
-        } else {
-            (replicas[1], replicas[0])
-        };
-        assert_eq!(leader.pod_name, leader_name, "the Lease names neither replica");
+        let leader = holder(&leases).await.expect("the Lease names a leader");
         let killed = Instant::now();
-        leader.kill();
-        wait_for(
+        pods.delete(&leader, &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+        let other = wait_for(
             "the other replica to take the Lease",
             LEASE_DURATION + RETRY_PERIOD * 3,
-            || async { (holder(&leases).await.as_deref() == Some(other.pod_name)).then_some(()) },
+            || async { holder(&leases).await.filter(|h| *h != leader) },
         )
         .await;
         let takeover = killed.elapsed();
         eprintln!(
-            "upgrade {upgrade}: {} killed {delay:?} after the spec change; {} took over after {takeover:?}",
-            leader.pod_name, other.pod_name
+            "upgrade {upgrade}: {leader} killed {delay:?} after the spec change; {other} took over after {takeover:?}"
         );
         takeovers.push(takeover);
-        // Back as a follower, as a crashed pod's container restarts.
-        leader.start_again();
+        // The Deployment's new pod follows, as the next kill's other replica.
+        operator.wait_for_replicas(2).await;
 
         let upgraded = harness::running_job(&api, "counter", job.as_deref()).await;
         let since = SystemTime::now();
@@ -184,14 +177,5 @@ async fn a_leader_killed_at_random_points_of_savepoint_upgrades_is_replaced_and_
     wait_for("the FlinkDeployment gone", Duration::from_secs(120), || async {
         api.get_opt("counter").await.ok()?.is_none().then_some(())
     })
-    .await;
-    // The shared operator leads again for the tests after this one: a stopped standby
-    // releases the Lease, so the hand-back takes no lease duration.
-    standby.terminate();
-    wait_for(
-        "the shared operator to lead again",
-        LEASE_DURATION + RETRY_PERIOD * 3,
-        || async { (holder(&leases).await.as_deref() == Some(operator.pod_name)).then_some(()) },
-    )
     .await;
 }

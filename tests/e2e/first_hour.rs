@@ -129,7 +129,7 @@ fn condition(fd: &FlinkDeployment, type_: &str) -> (String, String) {
 
 /// The operator's counters of one resource (kind FlinkDeployment), by metric name.
 fn resource_counters(namespace: &str, name: &str) -> BTreeMap<&'static str, u64> {
-    let metrics = cluster_harness::probe_get("/metrics");
+    let metrics = crate::operator::probe_get("/metrics");
     let labels = format!(r#"{{kind="FlinkDeployment",namespace="{namespace}",name="{name}"}} "#);
     [
         "flink_operator_resource_reconciles_total",
@@ -151,7 +151,7 @@ fn resource_counters(namespace: &str, name: &str) -> BTreeMap<&'static str, u64>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_job_that_changes_nothing_costs_nothing() {
     let client = crate::harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     // No other test restarts the operator meanwhile (its counters would start again).
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
@@ -194,7 +194,7 @@ async fn a_running_job_that_changes_nothing_costs_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_savepoint_update_right_after_a_restart_waits_for_the_tasks_and_restores_the_savepoint() {
     let client = crate::harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _operator_log = OperatorLogOnFailure;
     let job = Job::create(&client, "update-after-restart", "savepoint", &[], &[]).await;
     let _logs = LogsOnFailure(job.ns.name.clone());
@@ -240,7 +240,7 @@ async fn a_savepoint_update_right_after_a_restart_waits_for_the_tasks_and_restor
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_savepoint_that_cannot_be_taken_ends_the_update_after_the_grace_period_with_the_reason() {
     let client = crate::harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _operator_log = OperatorLogOnFailure;
     // A savepoint directory nobody can create directories in; checkpoints work.
     let job = Job::create(
@@ -323,7 +323,7 @@ async fn a_savepoint_that_cannot_be_taken_ends_the_update_after_the_grace_period
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_that_fails_shows_flinks_exception_in_status_the_conditions_and_an_event() {
     let client = crate::harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _operator_log = OperatorLogOnFailure;
     // No restarts: the first failure fails the job.
     let job = Job::create(

@@ -13,7 +13,7 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
-    cluster_harness::{self, TestNamespace, wait_for},
+    cluster_harness::{TestNamespace, wait_for},
     harness::LogsOnFailure,
     objects,
     reconcile::OperatorLogOnFailure,
@@ -120,7 +120,7 @@ async fn check(client: &Client, mistake: &Mistake) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_first_time_mistake_is_one_line_with_its_reason() {
     let client = crate::harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _operator_log = OperatorLogOnFailure;
     let started = std::time::Instant::now();
     futures::future::join_all(MISTAKES.iter().map(|m| check(&client, m))).await;
@@ -135,7 +135,7 @@ async fn each_first_time_mistake_is_one_line_with_its_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_memory_size_flink_cannot_read_is_refused_naming_the_field() {
     let client = crate::harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let ns = TestNamespace::new(&client, "mistake-memory").await;
     let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
     let mut manifest = basic_example();

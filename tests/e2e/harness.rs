@@ -25,9 +25,8 @@ use crate::{
 pub struct Runtime {
     pub state_dir: PathBuf,
     pub log: PathBuf,
-    /// The runtime's hosts file for the host: the machine's /etc/hosts with every Service
-    /// of the control plane under its cluster DNS names, kept up to date.
-    pub hosts_file: PathBuf,
+    /// The node's address on the pod network (pods reach the host there).
+    pub host_ip: String,
     _process: Mutex<Child>,
 }
 
@@ -175,7 +174,7 @@ pub fn runtime() -> &'static Runtime {
         Runtime {
             state_dir: dir.join("runtime"),
             log,
-            hosts_file: PathBuf::from(ready["hostsFile"].as_str().unwrap()),
+            host_ip: ready["hostIP"].as_str().unwrap().to_owned(),
             _process: Mutex::new(child),
         }
     })
@@ -372,45 +371,6 @@ where
             .then_some(())
     })
     .await;
-}
-
-/// The shared operator restarted with `--flink-rest-endpoint service` (its default), reaching
-/// each JobManager at `http://<cluster>-rest.<namespace>:<port>` through the system resolver,
-/// which reads the runtime's hosts file as /etc/hosts (see
-/// [`cluster_harness::RestResolution::ServiceNames`]). Dropped, also when the test fails, it
-/// restarts the operator as the other tests run it. Hold it inside
-/// [`cluster_harness::exclusive_operator`]'s guard.
-pub struct OperatorResolvingServices(&'static cluster_harness::Operator);
-
-impl OperatorResolvingServices {
-    pub async fn start(client: &Client) -> Self {
-        let operator = cluster_harness::operator(client).await;
-        let hosts = tokio::task::spawn_blocking(|| runtime().hosts_file.clone())
-            .await
-            .unwrap();
-        tokio::task::spawn_blocking(move || {
-            operator.restart_with(cluster_harness::RestResolution::ServiceNames { hosts });
-            assert!(
-                operator.wait_until_ready(),
-                "the operator in service mode is not ready:\n{}",
-                cluster_harness::operator_log()
-            );
-        })
-        .await
-        .unwrap();
-        OperatorResolvingServices(operator)
-    }
-}
-
-impl Drop for OperatorResolvingServices {
-    fn drop(&mut self) {
-        self.0
-            .restart_with(cluster_harness::RestResolution::EndpointSlices);
-        // No panic here: this may run while a failing test unwinds.
-        if !self.0.wait_until_ready() {
-            eprintln!("the operator restarted in endpoint-slice mode is not ready after 60 s");
-        }
-    }
 }
 
 /// Waits until the resource `name` (a FlinkDeployment or a FlinkSessionJob) is STABLE with

@@ -149,7 +149,7 @@ fn has_module_options(jvm: &[String], version: &str, what: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spec_without_java_options_runs_on_java_17_with_the_operators_module_options() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let started = std::time::Instant::now();
@@ -182,7 +182,7 @@ async fn a_spec_without_java_options_runs_on_java_17_with_the_operators_module_o
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_specs_own_java_options_are_kept_and_added_after_the_module_options() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().first().unwrap().clone();

@@ -121,7 +121,7 @@ fn ready_reason(fd: &FlinkDeployment) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_cannot_start_is_rolled_back() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     // Flink 1.x here; the savepoint upgrade test runs the newest 2.x.
@@ -294,7 +294,7 @@ async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_can
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suspended_job_resumes_with_its_state_unless_the_state_is_too_old() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().last().unwrap().clone();

@@ -30,6 +30,7 @@ mod kubectl;
 mod kubectl_tool;
 mod lifecycle;
 mod objects;
+mod operator;
 mod reconcile;
 mod revisions;
 mod runtime;

@@ -25,7 +25,7 @@ fn condition(fd: &FlinkDeployment, type_: &str) -> Option<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes_it() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "reconcile-app").await;
@@ -141,22 +141,13 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
     .await;
 }
 
-/// Sends `signal` (as `kill` names it) to `pid`.
-fn signal(pid: u32, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill {signal} {pid}");
-}
-
 /// Prints the operator's log if the test fails.
 pub struct OperatorLogOnFailure;
 
 impl Drop for OperatorLogOnFailure {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            let log = cluster_harness::operator_log();
+            let log = crate::operator::operator_log();
             let lines: Vec<&str> = log.lines().collect();
             eprintln!(
                 "---- operator log ----\n{}",
@@ -316,7 +307,7 @@ enum Crash {
 /// FlinkStateSnapshot, and the new job restored from it.
 async fn savepoint_upgrade(crash: Crash) {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "reconcile-upgrade").await;
@@ -361,8 +352,8 @@ async fn savepoint_upgrade(crash: Crash) {
                 recorded_trigger,
             )
             .await;
-            let operator = cluster_harness::operator(&client).await;
-            operator.crash_and_restart();
+            let operator = crate::operator::shared(&client).await;
+            operator.crash_and_restart().await;
             eprintln!("operator killed with the stop triggered, and started again");
         }
         Crash::OnceFlinkCompletedTheStop => {
@@ -377,8 +368,8 @@ async fn savepoint_upgrade(crash: Crash) {
                 );
                 tokio::time::sleep(Duration::from_millis(5)).await;
             };
-            let operator = cluster_harness::operator(&client).await;
-            signal(operator.pid(), "-STOP");
+            let operator = crate::operator::shared(&client).await;
+            crate::operator::signal(crate::operator::operator_pid(), "-STOP");
             let job = flink_operator_controller::flink::JobId::from(first_job.as_deref().unwrap());
             let trigger = flink_operator_controller::flink::TriggerId::from(trigger.as_str());
             // The operator sends the stop right after it records the trigger id; if it was
@@ -412,7 +403,7 @@ async fn savepoint_upgrade(crash: Crash) {
                 Some(path.as_str()),
                 "the frozen operator recorded {path} already: the crash window was missed"
             );
-            operator.crash_and_restart();
+            operator.crash_and_restart().await;
             eprintln!("operator killed after Flink completed the stop ({path}), and started again");
         }
     }
@@ -497,7 +488,7 @@ async fn savepoint_upgrade(crash: Crash) {
     // ...and its counts go on from where the old job's were, not from 1.
     counts_went_on(&counts, &before, restarted_at, 0).await;
     // The savepoint's duration and the resource's state are in the operator's metrics.
-    let metrics = cluster_harness::probe_get("/metrics");
+    let metrics = crate::operator::probe_get("/metrics");
     let savepoints = metrics
         .lines()
         .find_map(|l| {

@@ -128,7 +128,7 @@ fn signal(pids: &[u32], signal: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobmanager_that_hangs_does_not_delay_the_other_resources() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "hang").await;
@@ -254,7 +254,7 @@ async fn delete_all(api: &Api<FlinkDeployment>) {
 }
 
 fn operator_rss_mib() -> f64 {
-    let pid = cluster_harness::operator_pid();
+    let pid = crate::operator::operator_pid();
     flink_harness::rss_bytes(pid).unwrap_or(0) as f64 / (1024.0 * 1024.0)
 }
 
@@ -297,7 +297,7 @@ fn per_minute(requests: Option<f64>, resources: usize) -> String {
 #[ignore = "benchmark: bench/operator.sh"]
 async fn bench_operator_memory_with_many_flinkdeployments() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let part = "memory";
 
@@ -306,7 +306,7 @@ async fn bench_operator_memory_with_many_flinkdeployments() {
         "the operator's caches synchronised",
         Duration::from_secs(60),
         || async {
-            cluster_harness::operator_log()
+            crate::operator::operator_log()
                 .contains("caches synchronised")
                 .then_some(())
         },
@@ -456,7 +456,7 @@ fn parse_timestamp(text: &str) -> Option<SystemTime> {
 /// The operator's `acting` log lines for resources of `namespace`: when and which action.
 fn operator_actions(namespace: &str) -> Vec<(SystemTime, String)> {
     let needle = format!("\"namespace\":\"{namespace}\"");
-    cluster_harness::operator_log()
+    crate::operator::operator_log()
         .lines()
         .filter(|line| line.contains(&needle))
         .filter_map(|line| {
@@ -527,7 +527,7 @@ fn optional(value: Option<f64>) -> String {
 #[ignore = "benchmark: bench/operator.sh"]
 async fn bench_operator_share_of_a_savepoint_upgrade() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "share").await;

@@ -84,9 +84,11 @@ impl Drop for LocalJarsNamespace {
     }
 }
 
-/// Serves `jar` to every GET on a loopback port; counts the requests.
-fn serve_jar(jar: PathBuf) -> (u16, Arc<AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+/// Serves `jar` to every GET on a port of the node's address on the pod network, where the
+/// operator in its pod reaches it (a private address: allowed in this namespace only);
+/// counts the requests.
+fn serve_jar(jar: PathBuf, host_ip: &str) -> (u16, Arc<AtomicUsize>) {
+    let listener = std::net::TcpListener::bind((host_ip, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
     let served = Arc::new(AtomicUsize::new(0));
     let counter = served.clone();
@@ -175,7 +177,7 @@ async fn delete_and_check_stopped(
 async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepoint_upgrade_and_stop_when_deleted()
  {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let _ns = LocalJarsNamespace::new(&client).await;
@@ -187,10 +189,13 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
 
     // A session job created before its cluster exists waits for it.
     let jobs: Api<FlinkSessionJob> = Api::namespaced(client.clone(), LOCAL_JARS_NAMESPACE);
-    let (port, served) = serve_jar(jar.clone());
+    let host_ip = tokio::task::spawn_blocking(|| harness::runtime().host_ip.clone())
+        .await
+        .unwrap();
+    let (port, served) = serve_jar(jar.clone(), &host_ip);
     let from_http = session_job(
         "from-http",
-        &format!("http://127.0.0.1:{port}/keyed-counter.jar"),
+        &format!("http://{host_ip}:{port}/keyed-counter.jar"),
         "/opt/flink/state/counts-http",
         1,
         "stateless",
@@ -304,7 +309,7 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
     assert_eq!(restored.external_path.as_deref(), Some(savepoint.as_str()));
     // ...and its counts go on from where the old job's were, not from 1.
     counts_went_on(&counts, &before, restarted_at, 0).await;
-    let metrics = cluster_harness::probe_get("/metrics");
+    let metrics = crate::operator::probe_get("/metrics");
     let completed = metrics
         .lines()
         .find_map(|l| {

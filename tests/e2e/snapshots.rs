@@ -204,7 +204,7 @@ async fn statuses_until_failed(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_resources_take_savepoints_and_checkpoints_retry_failures_and_dispose_of_savepoints() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "snapshots").await;

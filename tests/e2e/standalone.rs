@@ -148,18 +148,17 @@ fn job_id_of(job_status: Option<&flink_operator_api::common::JobStatus>) -> JobI
     JobId::from(job_status.and_then(|j| j.job_id.as_deref()).unwrap())
 }
 
-/// Also the test of `--flink-rest-endpoint service`, the operator's default: the operator
-/// reaches the JobManager at `http://counter-rest.<namespace>:8081`, resolved by the system
-/// resolver (the runtime's hosts file is its /etc/hosts), for every REST call of the
-/// deployment, the stop-with-savepoint and the observation of both jobs.
+/// Also the test of `--flink-rest-endpoint service`, the operator's default in its chart: the
+/// operator in its pod reaches the JobManager at `http://counter-rest.<namespace>:8081`,
+/// resolved by the system resolver (the runtime's hosts file is the pod's /etc/hosts, as
+/// cluster DNS answers in a cluster), for every REST call of the deployment, the
+/// stop-with-savepoint and the observation of both jobs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standalone_application_is_deployed_upgraded_from_a_savepoint_and_deleted_by_an_operator_resolving_service_names()
  {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    crate::operator::shared(&client).await;
     let _operator_log = OperatorLogOnFailure;
-    let _service_mode = harness::OperatorResolvingServices::start(&client).await;
     let ns = TestNamespace::new(&client, "standalone-app").await;
     let _logs = LogsOnFailure(ns.name.clone());
     objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
@@ -191,7 +190,7 @@ async fn a_standalone_application_is_deployed_upgraded_from_a_savepoint_and_dele
     let name = format!("counter-rest.{}", ns.name);
     let seen = std::fs::read_to_string(format!(
         "/proc/{}/root/etc/hosts",
-        cluster_harness::operator_pid()
+        crate::operator::operator_pid()
     ))
     .unwrap();
     assert!(
@@ -204,7 +203,7 @@ async fn a_standalone_application_is_deployed_upgraded_from_a_savepoint_and_dele
         "the machine's /etc/hosts was changed:\n{machine}"
     );
     assert!(
-        cluster_harness::operator_log().contains(r#""rest_endpoints":"service""#),
+        crate::operator::operator_log().contains(r#""rest_endpoints":"service""#),
         "the operator is not in service mode"
     );
     // Parallelism 2 on TaskManagers of 2 slots: one TaskManager.
@@ -256,7 +255,7 @@ async fn a_standalone_application_is_deployed_upgraded_from_a_savepoint_and_dele
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standalone_session_runs_a_session_job_through_a_savepoint_upgrade_and_both_are_deleted() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     // The namespace where the operator's configuration lets session jobs take file:// jars.

@@ -184,7 +184,7 @@ struct Sample {
 }
 
 fn sample(namespace: &str) -> Sample {
-    let text = cluster_harness::probe_get("/metrics");
+    let text = crate::operator::probe_get("/metrics");
     let ours = [("kind", KIND), ("namespace", namespace)];
     let kubernetes_requests = family_present(&text, "flink_operator_kubernetes_requests").then(|| {
         let mut by_method = BTreeMap::new();
@@ -284,7 +284,7 @@ fn series(text: &str, name: &str) -> Vec<(HashMap<String, String>, f64)> {
 
 /// The operator process's user + system CPU time.
 fn operator_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", cluster_harness::operator_pid())).ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", crate::operator::operator_pid())).ok()?;
     // pid (comm) state ppid ...: utime and stime are fields 14 and 15.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
@@ -300,7 +300,7 @@ fn operator_cpu_seconds() -> Option<f64> {
 /// The operator's Kubernetes API requests so far (every method), from its `/metrics`;
 /// `None` when the build has no such metric.
 pub(crate) fn operator_kubernetes_requests() -> Option<f64> {
-    let text = cluster_harness::probe_get("/metrics");
+    let text = crate::operator::probe_get("/metrics");
     family_present(&text, "flink_operator_kubernetes_requests").then(|| {
         series(&text, "flink_operator_kubernetes_requests_total")
             .into_iter()
@@ -319,7 +319,7 @@ pub(crate) fn summary(part: &str, figure: &str, value: &str, target: &str) {
 /// sets it, so that the log outlives the run's work directory).
 pub(crate) fn keep_operator_log() {
     if let Ok(path) = std::env::var("BENCH_OPERATOR_LOG") {
-        let _ = std::fs::write(path, cluster_harness::operator_log());
+        let _ = std::fs::write(path, crate::operator::operator_log());
     }
 }
 
@@ -335,7 +335,7 @@ fn rate(before: Option<f64>, after: Option<f64>, minutes: f64) -> String {
 #[ignore = "benchmark: bench/operator.sh"]
 async fn bench_operator_steady_state() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     // On failure, the namespace goes (best effort) and, with this process, the runtime stops

@@ -197,7 +197,7 @@ fn step(version: &str, mode: &str, name: &str, started: Instant) {
 async fn the_job_lifecycle_on_each_matrix_version_and_mode() {
     let (versions, modes) = matrix();
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let mut failed = Vec::new();

@@ -19,7 +19,7 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
-    cluster_harness::{self, TestNamespace, wait_for},
+    cluster_harness::{TestNamespace, wait_for},
     flink_harness,
     harness::{self, LogsOnFailure},
     objects,
@@ -360,7 +360,7 @@ async fn an_ephemeral_volume_gets_a_claim_of_its_own_that_goes_with_its_pod() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checkpoint_ha_example_keeps_its_ha_data_and_checkpoints_on_its_claim() {
     let client = harness::client().await;
-    cluster_harness::operator(&client).await;
+    crate::operator::shared(&client).await;
     let ns = TestNamespace::new(&client, "pvc-example").await;
     let _logs = LogsOnFailure(ns.name.clone());
     objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
