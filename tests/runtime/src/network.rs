@@ -23,6 +23,8 @@ use tokio::{net::TcpListener, task::JoinHandle};
 
 /// Names of what this runtime creates on the host; leftovers of a crashed run are found by them.
 pub const BRIDGE: &str = "flinkrt0";
+/// The bridge's MAC address: locally administered, fixed for the life of the bridge.
+const BRIDGE_ADDRESS: &str = "02:66:6c:6b:72:74";
 const NETNS_PREFIX: &str = "flinkrt-";
 const LOCK_FILE: &str = "/run/flink-local-runtime.lock";
 
@@ -133,7 +135,11 @@ impl Network {
         remove_leftovers().await;
 
         let gateway = format!("{}/{}", cidr.gateway(), cidr.prefix());
-        ip(&["link", "add", BRIDGE, "type", "bridge"]).await?;
+        // A bridge whose address is not set takes the lowest address of its ports, so it
+        // changes when that pod goes: every other pod's ARP entry for the gateway (the API
+        // server's forwarder, the probes, the host) then points nowhere until it goes stale,
+        // which cut pods off the host for 30-40 s. A fixed address stays.
+        ip(&["link", "add", BRIDGE, "address", BRIDGE_ADDRESS, "type", "bridge"]).await?;
         ip(&["addr", "add", &gateway, "dev", BRIDGE]).await?;
         ip(&["addr", "add", &format!("{service_ip}/32"), "dev", BRIDGE]).await?;
         ip(&["link", "set", BRIDGE, "up"]).await?;
