@@ -9,7 +9,7 @@ use std::{
 
 use serde_json::Value;
 
-use crate::chart_rbac::{OPERATOR_NAMESPACE, OUTSIDE_THE_CLUSTER_ROLE, SERVICE_ACCOUNT, chart_rbac};
+use crate::chart_rbac::{OPERATOR_NAMESPACE, SERVICE_ACCOUNT, chart_rbac};
 
 /// One kind of request: the verb on a resource (`resource/subresource`) of an API group.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -99,8 +99,9 @@ impl Grant {
     }
 }
 
-/// Every rule that the chart's bindings give the operator's ServiceAccount, plus the
-/// one grant the tests add for an operator outside the cluster.
+/// Every rule that the chart's bindings give the operator's ServiceAccount: all it has in
+/// the cluster (the grant the control-plane tests add for their operator outside the cluster
+/// is not the chart's, and an in-cluster operator that used it would be refused).
 pub fn operator_grants() -> Vec<Grant> {
     let objects = chart_rbac();
     let subject_is_operator = |binding: &Value| {
@@ -163,18 +164,6 @@ pub fn operator_grants() -> Vec<Grant> {
                 }
             }
         }
-    }
-    for verb in ["list", "watch"] {
-        grants.push(Grant {
-            role: OUTSIDE_THE_CLUSTER_ROLE.to_owned(),
-            namespace: None,
-            what: Use {
-                verb: verb.to_owned(),
-                group: "discovery.k8s.io".to_owned(),
-                resource: "endpointslices".to_owned(),
-            },
-            names: Vec::new(),
-        });
     }
     grants
 }

@@ -18,7 +18,7 @@ use kube::{
 use serde_json::json;
 
 use crate::{
-    chart_rbac::{helm_command, tool},
+    chart_rbac::{helm_command, helm_output, tool},
     harness::{apply_crds, client, install_crds},
 };
 
@@ -27,14 +27,8 @@ const RELEASE_NAMESPACE: &str = "flink-operator-chart";
 
 fn helm(args: &[&str]) -> String {
     let chart = Path::new(ROOT).join("charts/flink-operator");
-    let output = helm_command().args(args).arg(&chart).output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "helm {args:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
+    helm_output(helm_command().args(args).arg(&chart))
+        .unwrap_or_else(|e| panic!("helm {args:?} failed:\n{e}"))
 }
 
 fn scenarios() -> Vec<PathBuf> {

@@ -34,7 +34,7 @@ pub const SERVICE_ACCOUNT: &str = "flink-operator";
 /// What only an operator outside the cluster needs beyond the chart: with
 /// `--flink-rest-endpoint endpoint-slice` it reaches JobManagers at the addresses of their
 /// REST Services' EndpointSlices (inside the cluster it uses the Services' names).
-pub const OUTSIDE_THE_CLUSTER_ROLE: &str = "flink-operator-tests-outside-the-cluster";
+const OUTSIDE_THE_CLUSTER_ROLE: &str = "flink-operator-tests-outside-the-cluster";
 
 /// The path of a tool built (or taken from the cache) by its script under `tests/tools`.
 pub fn tool(script: &str) -> PathBuf {
@@ -58,21 +58,27 @@ pub fn helm_command() -> Command {
     command
 }
 
+/// Runs a helm command: what it printed to stdout, or, when it failed, all it printed.
+pub fn helm_output(command: &mut Command) -> Result<String, String> {
+    let output = command.output().map_err(|e| format!("helm did not start: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if output.status.success() {
+        Ok(stdout)
+    } else {
+        Err(format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr)))
+    }
+}
+
 /// The chart's objects, as `helm template` renders them with `args`.
 pub fn render_chart(args: &[&str]) -> Vec<Value> {
-    let output = helm_command()
-        .args(["template", RELEASE])
-        .arg(Path::new(ROOT).join("charts/flink-operator"))
-        .args(["--namespace", OPERATOR_NAMESPACE])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "helm template failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let text = String::from_utf8(output.stdout).unwrap();
+    let text = helm_output(
+        helm_command()
+            .args(["template", RELEASE])
+            .arg(Path::new(ROOT).join("charts/flink-operator"))
+            .args(["--namespace", OPERATOR_NAMESPACE])
+            .args(args),
+    )
+    .unwrap_or_else(|e| panic!("helm template failed:\n{e}"));
     serde_yaml::Deserializer::from_str(&text)
         .filter_map(|document| serde::Deserialize::deserialize(document).ok())
         .filter(|object: &Value| object.is_object())

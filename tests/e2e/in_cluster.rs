@@ -24,7 +24,7 @@ use serde_json::json;
 
 use crate::{
     audit::{operator_requests_of, refusals},
-    chart_rbac::helm_command,
+    chart_rbac::{helm_command, helm_output},
     cluster_harness::{self, IN_CLUSTER_LABEL, TestNamespace, control_plane, wait_for},
     flink_harness,
     harness::{self, LogsOnFailure},
@@ -39,19 +39,13 @@ const RELEASE_NAMESPACE: &str = "flink-operator-in-cluster";
 const LEASE_DURATION: Duration = Duration::from_secs(15);
 
 fn helm(args: &[&str]) -> String {
-    let output = helm_command()
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(&control_plane().kubeconfig)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "helm {args:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
+    helm_output(
+        helm_command()
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&control_plane().kubeconfig),
+    )
+    .unwrap_or_else(|e| panic!("helm {args:?} failed:\n{e}"))
 }
 
 /// The operator pods of the release, by name.

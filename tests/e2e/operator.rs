@@ -27,7 +27,7 @@ use kube::{
 use serde_json::json;
 
 use crate::{
-    chart_rbac::{RELEASE, helm_command},
+    chart_rbac::{RELEASE, helm_command, helm_output},
     cluster_harness::{
         self, OPERATOR_LEASE, OPERATOR_NAMESPACE, WEBHOOK_CONFIGURATION, control_plane, wait_for,
     },
@@ -103,22 +103,20 @@ pub async fn shared(client: &Client) -> &'static SharedOperator {
 
 fn helm_install(values: &Path) {
     let chart = Path::new(ROOT).join("charts/flink-operator");
-    let output = helm_command()
-        .args(["upgrade", "--install", RELEASE])
-        .arg(&chart)
-        .args(["--namespace", OPERATOR_NAMESPACE, "--values"])
-        .arg(values)
-        .args(["--wait", "--timeout", "4m", "--kubeconfig"])
-        .arg(&control_plane().kubeconfig)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "helm install of the operator failed:\n{}\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-        operator_log()
-    );
+    if let Err(printed) = helm_output(
+        helm_command()
+            .args(["upgrade", "--install", RELEASE])
+            .arg(&chart)
+            .args(["--namespace", OPERATOR_NAMESPACE, "--values"])
+            .arg(values)
+            .args(["--wait", "--timeout", "4m", "--kubeconfig"])
+            .arg(&control_plane().kubeconfig),
+    ) {
+        panic!(
+            "helm install of the operator failed:\n{printed}\n{}",
+            operator_log()
+        );
+    }
 }
 
 impl SharedOperator {
