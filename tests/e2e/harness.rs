@@ -377,24 +377,54 @@ where
 /// its job RUNNING under another job id than `previous`; returns it.
 pub async fn running_job<K>(api: &Api<K>, name: &str, previous: Option<&str>) -> K
 where
-    K: kube::Resource + kube::core::object::HasStatus + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource
+        + kube::core::object::HasStatus
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
     K::Status: flink_operator_api::common::CommonStatus,
 {
     use flink_operator_api::common::{CommonStatus, ResourceLifecycleState};
-    wait_for(
-        &format!("{name}: its job RUNNING and the resource STABLE"),
-        Duration::from_secs(240),
-        || async {
-            let resource = api.get(name).await.ok()?;
-            let status = resource.status()?;
-            let job = status.job_status()?;
-            let ok = job.state.as_deref() == Some("RUNNING")
-                && status.lifecycle_state() == Some(ResourceLifecycleState::Stable)
-                && job.job_id.as_deref() != previous;
-            ok.then_some(resource.clone())
-        },
-    )
-    .await
+    // What the status said at the last look, for the message of a timeout.
+    let last_seen = std::sync::Mutex::new(String::from("no status"));
+    let waited = tokio::time::timeout(Duration::from_secs(240), async {
+        loop {
+            if let Ok(resource) = api.get(name).await
+                && let Some(status) = resource.status()
+            {
+                let job = status.job_status();
+                let state = job.and_then(|j| j.state.as_deref());
+                let job_id = job.and_then(|j| j.job_id.as_deref());
+                if state == Some("RUNNING")
+                    && status.lifecycle_state() == Some(ResourceLifecycleState::Stable)
+                    && job_id != previous
+                {
+                    return resource.clone();
+                }
+                let seen = serde_json::to_value(&resource).unwrap_or_default();
+                let field = |pointer: &str| seen.pointer(pointer).cloned().unwrap_or_default();
+                *last_seen.lock().unwrap() = format!(
+                    "lifecycle {}, reconciliation {}, JobManager {}, job {} {}, error {}",
+                    field("/status/lifecycleState"),
+                    field("/status/reconciliationStatus/state"),
+                    field("/status/jobManagerDeploymentStatus"),
+                    field("/status/jobStatus/jobId"),
+                    field("/status/jobStatus/state"),
+                    field("/status/error"),
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    waited.unwrap_or_else(|_| {
+        panic!(
+            "timed out after 240 s waiting for {name}: its job RUNNING (not job {previous:?}) and the \
+             resource STABLE; last seen: {}",
+            last_seen.lock().unwrap()
+        )
+    })
 }
 
 /// The status and reason of the condition `type_` among `conditions`.

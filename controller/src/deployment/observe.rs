@@ -89,6 +89,10 @@ pub async fn observe(
             }
         }
         unanswered_before = ctx.unanswered_again(&fd.uid().unwrap_or_default(), rest_ready || ready == 0);
+        // The status shows the JobManager not ready; only the log can say why.
+        if unanswered_before && let Some(JobObservation::Unreachable(why)) = &job {
+            tracing::warn!(error = %why, "the JobManager's REST API did not answer twice in a row");
+        }
         job_manager = JobManagerObservation::Present {
             ready,
             replicas,
