@@ -83,6 +83,13 @@ impl HostsTable {
             .is_some()
     }
 
+    /// Keeps only the slices `listed` (namespace, name); returns whether any went.
+    pub fn retain_slices(&mut self, listed: &BTreeSet<(String, String)>) -> bool {
+        let before = self.slices.len();
+        self.slices.retain(|key, _| listed.contains(key));
+        self.slices.len() != before
+    }
+
     pub fn set_pod(&mut self, namespace: &str, hostname: &str, ip: Ipv4Addr) -> bool {
         self.pods.insert((namespace.to_owned(), hostname.to_owned()), ip) != Some(ip)
     }
@@ -287,6 +294,30 @@ mod tests {
         let b = table.render("team-b");
         assert!(!b.contains("basic-6d9f-abcde"), "{b}");
         assert!(b.contains("other.team-b other\n"), "{b}");
+    }
+
+    #[test]
+    fn a_relist_drops_the_slices_deleted_while_the_watch_was_down() {
+        let mut table = HostsTable::default();
+        let ready = |ip: &str| json!([{"addresses": [ip], "conditions": {"ready": true}}]);
+        table.apply_slice(&slice(
+            "team-a",
+            "basic-rest-old",
+            "basic-rest",
+            ready("10.244.0.5"),
+        ));
+        table.apply_slice(&slice(
+            "team-a",
+            "basic-rest-new",
+            "basic-rest",
+            ready("10.244.0.7"),
+        ));
+        let listed = [("team-a".to_owned(), "basic-rest-new".to_owned())].into();
+        assert!(table.retain_slices(&listed));
+        assert!(!table.retain_slices(&listed), "nothing more to drop");
+        let a = table.render("team-a");
+        assert!(a.contains("10.244.0.7\tbasic-rest."), "{a}");
+        assert!(!a.contains("10.244.0.5"), "{a}");
     }
 
     #[test]

@@ -251,15 +251,28 @@ pub async fn follow_endpoints(ctx: Arc<Context>) {
     let mut events = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
+    // The slices a relist has listed so far: a slice deleted while the watch was down is
+    // in none of them, and goes when the relist is done (else its Service would keep
+    // resolving to the addresses of pods that are gone).
+    let mut relisted: Option<std::collections::BTreeSet<(String, String)>> = None;
     loop {
         match events.try_next().await {
-            Ok(Some(Event::Apply(slice) | Event::InitApply(slice))) => {
+            Ok(Some(Event::Init)) => relisted = Some(Default::default()),
+            Ok(Some(Event::InitApply(slice))) => {
+                if let Some(listed) = relisted.as_mut() {
+                    listed.insert((slice.namespace().unwrap_or_default(), slice.name_any()));
+                }
                 ctx.hosts.update(|t| t.apply_slice(&slice))
             }
+            Ok(Some(Event::InitDone)) => {
+                if let Some(listed) = relisted.take() {
+                    ctx.hosts.update(|t| t.retain_slices(&listed))
+                }
+            }
+            Ok(Some(Event::Apply(slice))) => ctx.hosts.update(|t| t.apply_slice(&slice)),
             Ok(Some(Event::Delete(slice))) => ctx
                 .hosts
                 .update(|t| t.remove_slice(&slice.namespace().unwrap_or_default(), &slice.name_any())),
-            Ok(Some(_)) => {}
             Ok(None) => return,
             Err(e) => tracing::warn!(error = %e, "watching EndpointSlices"),
         }

@@ -112,7 +112,7 @@ pub struct PodNetwork {
 pub struct Network {
     cidr: Cidr,
     service_ip: Ipv4Addr,
-    used: Mutex<std::collections::BTreeSet<u32>>,
+    addresses: Mutex<Addresses>,
     forwarder: Mutex<Option<JoinHandle<()>>>,
     _lock: File,
 }
@@ -147,7 +147,7 @@ impl Network {
         let network = Arc::new(Network {
             cidr,
             service_ip,
-            used: Mutex::new(Default::default()),
+            addresses: Mutex::new(Addresses::default()),
             forwarder: Mutex::new(None),
             _lock: lock,
         });
@@ -171,14 +171,10 @@ impl Network {
     /// Creates a namespace with a fresh address, wired into the bridge.
     pub async fn add_pod(&self) -> Result<PodNetwork, NetworkError> {
         let host = {
-            let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-            let host = self
-                .cidr
-                .pod_hosts()
-                .find(|h| !used.contains(h))
-                .ok_or(NetworkError::Exhausted)?;
-            used.insert(host);
-            host
+            let mut addresses = self.addresses.lock().unwrap_or_else(|e| e.into_inner());
+            addresses
+                .take(self.cidr.pod_hosts())
+                .ok_or(NetworkError::Exhausted)?
         };
         let pod = PodNetwork {
             netns: format!("{NETNS_PREFIX}{host}"),
@@ -218,9 +214,10 @@ impl Network {
     pub async fn remove_pod(&self, pod: &PodNetwork) {
         let _ = ip(&["netns", "del", &pod.netns]).await;
         let _ = ip(&["link", "del", &format!("frt{}", pod.host)]).await;
-        self.used
+        self.addresses
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .used
             .remove(&pod.host);
     }
 
@@ -284,9 +281,47 @@ async fn forward(listener: TcpListener, apiserver: SocketAddr) {
     }
 }
 
+/// The pod addresses in use, handed out in turn as a CNI's host-local IPAM does: the next
+/// free one after the last given, wrapping around. A freed address is taken again only after
+/// the others, so that what still points at a deleted pod's address (a neighbour entry of
+/// the host or of a pod, an EndpointSlice not yet removed, a pooled connection) does not
+/// reach the next pod at once.
+#[derive(Debug, Default)]
+struct Addresses {
+    used: std::collections::BTreeSet<u32>,
+    last: Option<u32>,
+}
+
+impl Addresses {
+    /// Takes the next free host number of `range`, if any is free.
+    fn take(&mut self, range: std::ops::RangeInclusive<u32>) -> Option<u32> {
+        let after = self.last.map_or(*range.start(), |last| last.saturating_add(1));
+        let host = (after..=*range.end())
+            .chain(*range.start()..after.min(range.end().saturating_add(1)))
+            .find(|h| !self.used.contains(h))?;
+        self.used.insert(host);
+        self.last = Some(host);
+        Some(host)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_are_handed_out_in_turn_and_a_freed_one_comes_last() {
+        let mut addresses = Addresses::default();
+        let taken: Vec<u32> = (0..3).filter_map(|_| addresses.take(2..=5)).collect();
+        assert_eq!(taken, [2, 3, 4]);
+        // 2 freed: 5 comes first, then 2 again after wrapping.
+        addresses.used.remove(&2);
+        assert_eq!(addresses.take(2..=5), Some(5));
+        assert_eq!(addresses.take(2..=5), Some(2));
+        assert_eq!(addresses.take(2..=5), None, "all four in use");
+        addresses.used.remove(&4);
+        assert_eq!(addresses.take(2..=5), Some(4));
+    }
 
     #[test]
     fn cidrs_give_gateway_and_pod_addresses() {
