@@ -345,14 +345,34 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
+    wait_for_seeing(what, timeout, || {
+        let checked = check();
+        async move { checked.await.ok_or_else(String::new) }
+    })
+    .await
+}
+
+/// [`wait_for`] with a `check` that says what it saw when it yields no value: a timeout's
+/// message ends with what was seen last.
+pub async fn wait_for_seeing<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
     let deadline = Instant::now() + timeout;
     loop {
-        if let Some(value) = check().await {
-            return value;
-        }
+        let seen = match check().await {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
         assert!(
             Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
+            "timed out after {timeout:?} waiting for {what}{}",
+            if seen.is_empty() {
+                String::new()
+            } else {
+                format!("; last seen: {seen}")
+            }
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

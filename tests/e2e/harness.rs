@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client, api::ListParams};
 
 use crate::{
-    cluster_harness::{self, wait_for},
+    cluster_harness::{self, wait_for, wait_for_seeing},
     flink_harness,
 };
 
@@ -386,45 +386,34 @@ where
     K::Status: flink_operator_api::common::CommonStatus,
 {
     use flink_operator_api::common::{CommonStatus, ResourceLifecycleState};
-    // What the status said at the last look, for the message of a timeout.
-    let last_seen = std::sync::Mutex::new(String::from("no status"));
-    let waited = tokio::time::timeout(Duration::from_secs(240), async {
-        loop {
-            if let Ok(resource) = api.get(name).await
-                && let Some(status) = resource.status()
+    wait_for_seeing(
+        &format!("{name}: its job RUNNING (not job {previous:?}) and the resource STABLE"),
+        Duration::from_secs(240),
+        || async {
+            let resource = api.get(name).await.map_err(|e| e.to_string())?;
+            let status = resource.status().ok_or("no status")?;
+            let job = status.job_status();
+            let job_id = job.and_then(|j| j.job_id.as_deref());
+            if job.and_then(|j| j.state.as_deref()) == Some("RUNNING")
+                && status.lifecycle_state() == Some(ResourceLifecycleState::Stable)
+                && job_id != previous
             {
-                let job = status.job_status();
-                let state = job.and_then(|j| j.state.as_deref());
-                let job_id = job.and_then(|j| j.job_id.as_deref());
-                if state == Some("RUNNING")
-                    && status.lifecycle_state() == Some(ResourceLifecycleState::Stable)
-                    && job_id != previous
-                {
-                    return resource.clone();
-                }
-                let seen = serde_json::to_value(&resource).unwrap_or_default();
-                let field = |pointer: &str| seen.pointer(pointer).cloned().unwrap_or_default();
-                *last_seen.lock().unwrap() = format!(
-                    "lifecycle {}, reconciliation {}, JobManager {}, job {} {}, error {}",
-                    field("/status/lifecycleState"),
-                    field("/status/reconciliationStatus/state"),
-                    field("/status/jobManagerDeploymentStatus"),
-                    field("/status/jobStatus/jobId"),
-                    field("/status/jobStatus/state"),
-                    field("/status/error"),
-                );
+                return Ok(resource.clone());
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
-    .await;
-    waited.unwrap_or_else(|_| {
-        panic!(
-            "timed out after 240 s waiting for {name}: its job RUNNING (not job {previous:?}) and the \
-             resource STABLE; last seen: {}",
-            last_seen.lock().unwrap()
-        )
-    })
+            let seen = serde_json::to_value(&resource).unwrap_or_default();
+            let field = |pointer: &str| seen.pointer(pointer).cloned().unwrap_or_default();
+            Err(format!(
+                "lifecycle {}, reconciliation {}, JobManager {}, job {} {}, error {}",
+                field("/status/lifecycleState"),
+                field("/status/reconciliationStatus/state"),
+                field("/status/jobManagerDeploymentStatus"),
+                field("/status/jobStatus/jobId"),
+                field("/status/jobStatus/state"),
+                field("/status/error"),
+            ))
+        },
+    )
+    .await
 }
 
 /// The status and reason of the condition `type_` among `conditions`.

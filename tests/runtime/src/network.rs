@@ -217,8 +217,7 @@ impl Network {
         self.addresses
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .used
-            .remove(&pod.host);
+            .free(pod.host);
     }
 
     /// Removes the bridge and every pod namespace.
@@ -303,6 +302,10 @@ impl Addresses {
         self.last = Some(host);
         Some(host)
     }
+
+    fn free(&mut self, host: u32) {
+        self.used.remove(&host);
+    }
 }
 
 #[cfg(test)]
@@ -315,11 +318,11 @@ mod tests {
         let taken: Vec<u32> = (0..3).filter_map(|_| addresses.take(2..=5)).collect();
         assert_eq!(taken, [2, 3, 4]);
         // 2 freed: 5 comes first, then 2 again after wrapping.
-        addresses.used.remove(&2);
+        addresses.free(2);
         assert_eq!(addresses.take(2..=5), Some(5));
         assert_eq!(addresses.take(2..=5), Some(2));
         assert_eq!(addresses.take(2..=5), None, "all four in use");
-        addresses.used.remove(&4);
+        addresses.free(4);
         assert_eq!(addresses.take(2..=5), Some(4));
     }
 
