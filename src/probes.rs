@@ -4,7 +4,7 @@
 //! certificates, and kept out of the admission metrics so probes do not skew them.
 
 use std::sync::{
-    Arc,
+    Arc, OnceLock,
     atomic::{AtomicBool, Ordering},
 };
 
@@ -17,11 +17,13 @@ use axum::{
 };
 use prometheus_client::registry::Registry;
 
-/// What `/readyz` reports: every part that must be up before traffic is sent here.
+/// What `/readyz` reports: every part that must be up before traffic is sent here; and
+/// what `/healthz` reports: whether a part that must run for the life of the process ended.
 #[derive(Default)]
 pub struct Readiness {
     webhook: AtomicBool,
     caches: AtomicBool,
+    failed: OnceLock<String>,
 }
 
 impl Readiness {
@@ -30,6 +32,7 @@ impl Readiness {
         Self {
             webhook: AtomicBool::new(!webhook),
             caches: AtomicBool::new(!caches),
+            failed: OnceLock::new(),
         }
     }
 
@@ -41,6 +44,17 @@ impl Readiness {
     /// The controllers' caches have listed their resources.
     pub fn caches_ready(&self) {
         self.caches.store(true, Ordering::Release);
+    }
+
+    /// A part that must run as long as the process ended (the first reason is kept): the
+    /// process is unhealthy from now on, so that the kubelet restarts it even if its exit
+    /// is delayed.
+    pub fn failed(&self, reason: impl Into<String>) {
+        let _ = self.failed.set(reason.into());
+    }
+
+    fn failure(&self) -> Option<&str> {
+        self.failed.get().map(String::as_str)
     }
 
     fn missing(&self) -> Vec<&'static str> {
@@ -63,15 +77,24 @@ struct ProbeState {
 /// The probe routes.
 pub fn router(readiness: Arc<Readiness>, registry: Registry) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .with_state(Arc::new(ProbeState { readiness, registry }))
 }
 
+async fn healthz(State(state): State<Arc<ProbeState>>) -> impl IntoResponse {
+    match state.readiness.failure() {
+        None => (StatusCode::OK, "ok\n".to_owned()),
+        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("unhealthy: {reason}\n")),
+    }
+}
+
 async fn readyz(State(state): State<Arc<ProbeState>>) -> impl IntoResponse {
     let missing = state.readiness.missing();
-    if missing.is_empty() {
+    if let Some(reason) = state.readiness.failure() {
+        (StatusCode::SERVICE_UNAVAILABLE, format!("unhealthy: {reason}\n"))
+    } else if missing.is_empty() {
         (StatusCode::OK, "ok\n".to_owned())
     } else {
         (
@@ -97,5 +120,35 @@ async fn metrics(State(state): State<Arc<ProbeState>>) -> impl IntoResponse {
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
             format!("metrics could not be encoded: {error}\n"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use tower::ServiceExt;
+
+    async fn get(router: &Router, path: &str) -> (StatusCode, String) {
+        let request = axum::http::Request::get(path).body(axum::body::Body::empty()).unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn a_failed_part_makes_the_process_unhealthy_and_unready() {
+        let readiness = Arc::new(Readiness::new(false, false));
+        let router = router(readiness.clone(), Registry::default());
+        assert_eq!(get(&router, "/healthz").await, (StatusCode::OK, "ok\n".to_owned()));
+        assert_eq!(get(&router, "/readyz").await.0, StatusCode::OK);
+        readiness.failed("the flinkdeployments loop ended");
+        readiness.failed("a later reason");
+        let (status, body) = get(&router, "/healthz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "unhealthy: the flinkdeployments loop ended\n");
+        assert_eq!(get(&router, "/readyz").await.0, StatusCode::SERVICE_UNAVAILABLE);
     }
 }

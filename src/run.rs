@@ -27,6 +27,7 @@ use kube::{
     config::KubeConfigOptions,
     runtime::events::{Recorder, Reporter},
 };
+use futures::{FutureExt, future::BoxFuture};
 use prometheus_client::registry::Registry;
 use tokio::{net::TcpListener, sync::watch, task::JoinSet};
 use tracing::Instrument;
@@ -90,6 +91,44 @@ pub enum RunError {
     /// Signal handlers could not be installed.
     #[error("cannot install signal handlers: {0}")]
     Signals(#[source] std::io::Error),
+    /// A part that runs for the life of the process ended: the process exits, so that it
+    /// is restarted and (with leader election) another replica leads meanwhile.
+    #[error("{0}")]
+    Ended(#[from] LoopEnded),
+}
+
+/// A reconcile loop (or another part that must run as long as the process) ended.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the {name} loop ended{}; the operator stops so that it is restarted", .panic.as_ref().map(|p| format!(" (it panicked: {p})")).unwrap_or_default())]
+pub struct LoopEnded {
+    /// The loop's name.
+    pub name: &'static str,
+    /// The panic that ended it, if one did.
+    pub panic: Option<String>,
+}
+
+impl LoopEnded {
+    /// What ended, from a join of the controllers' set.
+    pub fn from_join(joined: Result<&'static str, tokio::task::JoinError>) -> Self {
+        match joined {
+            Ok(name) => Self { name, panic: None },
+            Err(error) => Self {
+                name: "a controller",
+                panic: Some(
+                    error
+                        .try_into_panic()
+                        .map(|payload| {
+                            payload
+                                .downcast_ref::<&str>()
+                                .map(|s| (*s).to_owned())
+                                .or_else(|| payload.downcast_ref::<String>().cloned())
+                                .unwrap_or_else(|| "a panic without a message".to_owned())
+                        })
+                        .unwrap_or_else(|error| error.to_string()),
+                ),
+            },
+        }
+    }
 }
 
 /// Runs until SIGTERM or SIGINT.
@@ -115,6 +154,8 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         args.components.controllers(),
     ));
     let (stop, stopping) = watch::channel(false);
+    // A part that must run as long as the process sends here when it ends.
+    let (ended_sender, mut ended) = tokio::sync::mpsc::channel::<LoopEnded>(1);
     let mut tasks = JoinSet::new();
     let admission_metrics = AdmissionMetrics::register(&mut registry);
     let certificate_expiry = https::certificate_expiry_gauge(&mut registry);
@@ -176,22 +217,29 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             };
             match &leader_election {
                 Some(election) => {
-                    tasks.spawn(
-                        leader::supervise(
-                            client.clone(),
-                            election.clone(),
-                            leader_metrics.clone(),
-                            stopping.clone(),
-                            start_controllers,
-                        )
-                        .instrument(tracing::info_span!("leader-election")),
-                    );
+                    let supervised = leader::supervise(
+                        client.clone(),
+                        election.clone(),
+                        leader_metrics.clone(),
+                        stopping.clone(),
+                        start_controllers,
+                    )
+                    .instrument(tracing::info_span!("leader-election"));
+                    let ended_sender = ended_sender.clone();
+                    tasks.spawn(async move {
+                        if let Err(ended) = supervised.await {
+                            let _ = ended_sender.send(ended).await;
+                        }
+                    });
                 }
                 None => {
                     leader_metrics.leading(true);
+                    let ended_sender = ended_sender.clone();
                     tasks.spawn(stop_on(stopping.clone(), async move {
                         let mut running = start_controllers();
-                        while running.join_next().await.is_some() {}
+                        if let Some(joined) = running.join_next().await {
+                            let _ = ended_sender.send(LoopEnded::from_join(joined)).await;
+                        }
                     }));
                 }
             }
@@ -244,12 +292,22 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         readiness.webhook_ready();
     }
 
-    wait_for_signal().await.map_err(RunError::Signals)?;
+    drop(ended_sender);
+    let outcome = tokio::select! {
+        signalled = wait_for_signal() => signalled.map_err(RunError::Signals),
+        Some(loop_ended) = ended.recv() => {
+            // Unhealthy at once: the kubelet restarts the process even if its shutdown
+            // hangs; the lease is released on the way out, so the other replica leads.
+            tracing::error!(error = %loop_ended, "a reconcile loop ended");
+            readiness.failed(loop_ended.to_string());
+            Err(RunError::Ended(loop_ended))
+        }
+    };
     tracing::info!("shutting down");
     let _ = stop.send(true);
     while tasks.join_next().await.is_some() {}
     tracing::info!("stopped");
-    Ok(())
+    outcome
 }
 
 /// Refuses a selector that the API server cannot parse: the watches would otherwise fail
@@ -276,34 +334,48 @@ async fn check_label_selector(client: &Client, scope: &WatchScope, selector: &st
 }
 
 /// Spawns the reconcile loops of every kind (and the snapshot census) over the shared caches;
-/// dropping or shutting down the set stops them all.
+/// dropping or shutting down the set stops them all. Each ends with its name: none ends
+/// before the process stops, so one that does is a failure of the process.
 fn controllers(
     context: &Arc<Context>,
     caches: &Caches,
     scope: &WatchScope,
     operator_config: &std::collections::BTreeMap<String, String>,
-) -> JoinSet<()> {
+) -> JoinSet<&'static str> {
     let mut loops = JoinSet::new();
-    loops.spawn(
-        runtime::run::<Deployments>(context.clone(), caches.clone(), scope.clone())
-            .instrument(tracing::info_span!("flinkdeployments")),
+    let mut spawn = |name: &'static str, work: BoxFuture<'static, ()>| {
+        let caches = caches.clone();
+        loops.spawn(
+            async move {
+                // A loop that started on half-listed caches would take objects not listed
+                // yet for missing ones (a JobManager Deployment, a revision) and act on it.
+                caches.wait_until_ready().await;
+                work.await;
+                name
+            }
+            .instrument(tracing::info_span!("loop", name)),
+        );
+    };
+    spawn(
+        "flinkdeployments",
+        runtime::run::<Deployments>(context.clone(), caches.clone(), scope.clone()).boxed(),
     );
-    loops.spawn(
-        runtime::run::<SessionJobs>(context.clone(), caches.clone(), scope.clone())
-            .instrument(tracing::info_span!("flinksessionjobs")),
+    spawn(
+        "flinksessionjobs",
+        runtime::run::<SessionJobs>(context.clone(), caches.clone(), scope.clone()).boxed(),
     );
-    loops.spawn(
-        runtime::run::<BlueGreenDeployments>(context.clone(), caches.clone(), scope.clone())
-            .instrument(tracing::info_span!("flinkbluegreendeployments")),
+    spawn(
+        "flinkbluegreendeployments",
+        runtime::run::<BlueGreenDeployments>(context.clone(), caches.clone(), scope.clone()).boxed(),
     );
     if snapshot::enabled(operator_config) {
-        loops.spawn(
-            runtime::run::<Snapshots>(context.clone(), caches.clone(), scope.clone())
-                .instrument(tracing::info_span!("flinkstatesnapshots")),
+        spawn(
+            "flinkstatesnapshots",
+            runtime::run::<Snapshots>(context.clone(), caches.clone(), scope.clone()).boxed(),
         );
-        loops.spawn(
-            snapshot::census(context.clone(), caches.clone())
-                .instrument(tracing::info_span!("snapshot-census")),
+        spawn(
+            "snapshot-census",
+            snapshot::census(context.clone(), caches.clone()).boxed(),
         );
     } else {
         tracing::info!(

@@ -121,6 +121,8 @@ reasons! {
     CleanupFailed,
     /// A step of the reconcile failed on the Kubernetes or Flink API (retried).
     ReconcileFailed,
+    /// The operator failed on this resource with an internal error (a bug; the note has its message): only this resource is affected, and it is retried with back-off.
+    ReconcilePanicked,
     /// A blue/green deployment started its first child, or a transition to the other child (the note says from which state).
     BlueGreenTransitionStarted,
     /// A child of a blue/green deployment is being created from the transition savepoint (the note names it).

@@ -33,6 +33,7 @@ use self::{
     decide::{Timing, TimingError},
     lease::Elector,
 };
+use crate::run::LoopEnded;
 
 /// Why the leader-election settings cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -183,14 +184,16 @@ impl LeaderMetrics {
 }
 
 /// Runs the controllers that `start` spawns while this replica leads, until `stopping`
-/// turns true; then stops them and releases the lease.
+/// turns true; then stops them and releases the lease. A controller that ends by itself
+/// (none should before the process stops) ends the supervision the same way, with the
+/// error: the lease is given up, so that another replica leads while this one restarts.
 pub async fn supervise(
     client: Client,
     election: LeaderElection,
     metrics: LeaderMetrics,
     mut stopping: watch::Receiver<bool>,
-    start: impl Fn() -> JoinSet<()> + Send,
-) {
+    start: impl Fn() -> JoinSet<&'static str> + Send,
+) -> Result<(), LoopEnded> {
     tracing::info!(
         lease = %election.lease,
         namespace = %election.namespace,
@@ -208,11 +211,18 @@ pub async fn supervise(
         metrics,
     };
     let mut elector = tokio::spawn(elector.run(leading_sender, released));
-    let mut controllers: Option<JoinSet<()>> = None;
+    let mut controllers: Option<JoinSet<&'static str>> = None;
+    let mut outcome = Ok(());
     loop {
         tokio::select! {
             biased;
             () = stopped(&mut stopping) => break,
+            joined = ended(&mut controllers) => {
+                let loop_ended = LoopEnded::from_join(joined);
+                tracing::error!(error = %loop_ended, "a controller ended while leading: giving up the Lease");
+                outcome = Err(loop_ended);
+                break;
+            }
             changed = leading.changed() => {
                 if changed.is_err() {
                     break;
@@ -245,6 +255,20 @@ pub async fn supervise(
     let _ = release.send(true);
     if !elector.is_finished() {
         let _ = elector.await;
+    }
+    outcome
+}
+
+/// The first of `controllers` to end; never, while there are none.
+async fn ended(
+    controllers: &mut Option<JoinSet<&'static str>>,
+) -> Result<&'static str, tokio::task::JoinError> {
+    match controllers.as_mut() {
+        Some(running) if !running.is_empty() => match running.join_next().await {
+            Some(joined) => joined,
+            None => std::future::pending().await,
+        },
+        _ => std::future::pending().await,
     }
 }
 

@@ -30,7 +30,11 @@ pub async fn observe(
 ) -> Result<Observation, kube::Error> {
     let namespace = fd.namespace().unwrap_or_default();
     let name = fd.name_any();
-    let jm = caches.cluster_deployments.get(&namespace, &name);
+    let jm = match caches.cluster_deployments.get(&namespace, &name) {
+        Some(jm) => Some(jm),
+        None if recorded_as_existing(fd) => confirmed_missing(ctx, &namespace, &name).await?,
+        None => None,
+    };
     let tm = caches
         .cluster_deployments
         .get(&namespace, &format!("{name}-taskmanager"));
@@ -169,6 +173,33 @@ pub async fn observe(
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
     })
+}
+
+/// Whether the status says the JobManager Deployment exists: then a cache that does not
+/// hold it may be behind (a watch that has not relisted yet), and that is no ground to
+/// recover anything.
+fn recorded_as_existing(fd: &FlinkDeployment) -> bool {
+    use flink_operator_api::JobManagerDeploymentStatus as Jm;
+    matches!(
+        fd.status.as_ref().and_then(|s| s.job_manager_deployment_status),
+        Some(Jm::Ready | Jm::DeployedNotReady | Jm::Deploying | Jm::Error)
+    )
+}
+
+/// The JobManager Deployment `name` as the API server has it now, for a cache miss of one
+/// the status says exists: recovery deletes and redeploys clusters, so "missing" must be
+/// true, not a cold or lagging cache. Costs one GET, only while the two disagree.
+async fn confirmed_missing(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<std::sync::Arc<Deployment>>, kube::Error> {
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), namespace);
+    let found = deployments.get_opt(name).await?;
+    if found.is_some() {
+        tracing::info!("the JobManager Deployment is not in the cache yet but exists: not treated as missing");
+    }
+    Ok(found.map(std::sync::Arc::new))
 }
 
 /// What one look through the REST API finds.

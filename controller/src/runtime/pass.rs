@@ -21,6 +21,9 @@ pub enum PassError<E: std::error::Error + 'static> {
     /// The status could not be written (a 409 means it changed since it was read).
     #[error("writing status: {}", reconcile::api_message(.0))]
     Status(#[source] kube::Error),
+    /// The reconcile panicked (a bug): caught, so that only this object fails.
+    #[error("internal error (a bug of the operator): {0}")]
+    Panicked(String),
 }
 
 impl<E: std::error::Error + 'static> PassError<E> {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::{
     Resource, ResourceExt,
     runtime::{
@@ -20,6 +20,7 @@ use super::{
 use crate::{
     caches::{Caches, WatchScope},
     context::Context,
+    events::Reason,
     reconcile,
 };
 
@@ -103,9 +104,28 @@ async fn reconcile<R: Reconciler>(
     let name = object.name_any();
     let span = tracing::info_span!("reconcile", kind = R::KIND, %namespace, %name);
     let started = std::time::Instant::now();
-    let result = pass::<R>(&shared.ctx, &shared.caches, &object)
-        .instrument(span)
-        .await;
+    let result = guarded(pass::<R>(&shared.ctx, &shared.caches, &object).instrument(span.clone())).await;
+    let result = match result {
+        Ok(result) => result,
+        Err(panic) => {
+            // One object's bug must not end the loop of every object of its kind: the
+            // panic is this object's failure, reported on it and retried with back-off.
+            tracing::error!(parent: &span, panic = %panic, "reconcile panicked; only this resource is affected");
+            let note = format!(
+                "the operator failed on this resource with an internal error (a bug, please report it): {panic}; \
+                 retrying with back-off, other resources are not affected"
+            );
+            reconcile::publish(
+                &shared.ctx,
+                &object.object_ref(&()),
+                true,
+                Reason::ReconcilePanicked,
+                note,
+            )
+            .await;
+            Err(PassError::Panicked(panic))
+        }
+    };
     let completed = matches!(result, Ok(ref passed) if passed.completed);
     shared
         .ctx
@@ -116,6 +136,26 @@ async fn reconcile<R: Reconciler>(
     Ok(passed
         .requeue
         .map_or_else(Requeue::await_change, Requeue::requeue))
+}
+
+/// Runs `work`, turning a panic inside it into its message.
+async fn guarded<T>(work: impl Future<Output = T>) -> Result<T, String> {
+    // Nothing `work` borrows outlives it in a broken state that another object could see:
+    // the shared maps recover from poisoning (`PoisonError::into_inner`) and the caches are
+    // written only by their watches.
+    std::panic::AssertUnwindSafe(work)
+        .catch_unwind()
+        .await
+        .map_err(|payload| panic_message(payload.as_ref()))
+}
+
+/// The message a panic was raised with.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 fn error_policy<R: Reconciler>(
@@ -159,6 +199,19 @@ mod tests {
     }
 
     fn now<F: Future<Output = bool>>(future: F) -> bool {
+        futures::executor::block_on(future)
+    }
+
+    #[test]
+    fn a_panic_is_caught_with_its_message() {
+        let caught = now_value(super::guarded(async { panic!("index out of bounds: {}", 3) }));
+        assert_eq!(caught, Err("index out of bounds: 3".to_owned()));
+        let caught = now_value(super::guarded(async { std::panic::panic_any(7_u8) }));
+        assert_eq!(caught, Err::<(), _>("a panic without a message".to_owned()));
+        assert_eq!(now_value(super::guarded(async { 1 })), Ok(1));
+    }
+
+    fn now_value<T, F: Future<Output = T>>(future: F) -> T {
         futures::executor::block_on(future)
     }
 
