@@ -3,6 +3,7 @@
 mod cli;
 mod config;
 mod docs;
+mod fenced_client;
 mod https;
 mod leader;
 mod managed_certs;

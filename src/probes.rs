@@ -131,7 +131,9 @@ mod tests {
     use tower::ServiceExt;
 
     async fn get(router: &Router, path: &str) -> (StatusCode, String) {
-        let request = axum::http::Request::get(path).body(axum::body::Body::empty()).unwrap();
+        let request = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
         let response = router.clone().oneshot(request).await.unwrap();
         let status = response.status();
         let body = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
@@ -142,7 +144,10 @@ mod tests {
     async fn a_failed_part_makes_the_process_unhealthy_and_unready() {
         let readiness = Arc::new(Readiness::new(false, false));
         let router = router(readiness.clone(), Registry::default());
-        assert_eq!(get(&router, "/healthz").await, (StatusCode::OK, "ok\n".to_owned()));
+        assert_eq!(
+            get(&router, "/healthz").await,
+            (StatusCode::OK, "ok\n".to_owned())
+        );
         assert_eq!(get(&router, "/readyz").await.0, StatusCode::OK);
         readiness.failed("the flinkdeployments loop ended");
         readiness.failed("a later reason");

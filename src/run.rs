@@ -13,7 +13,7 @@ use flink_operator_controller::{
     deployment::Deployments,
     flink::{ClientConfig, RestClients, RestEndpointMode, RestEndpoints},
     metrics::ReconcileMetrics,
-    runtime,
+    runtime::{self, fence::Fence},
     session_job::SessionJobs,
     snapshot::{self, Snapshots},
 };
@@ -22,12 +22,12 @@ use flink_operator_webhook::{
     lookup::{ApiDirectory, CachedDirectory, JobDirectory, UnavailableDirectory},
     metrics::AdmissionMetrics,
 };
+use futures::{FutureExt, future::BoxFuture};
 use kube::{
     Client,
     config::KubeConfigOptions,
     runtime::events::{Recorder, Reporter},
 };
-use futures::{FutureExt, future::BoxFuture};
 use prometheus_client::registry::Registry;
 use tokio::{net::TcpListener, sync::watch, task::JoinSet};
 use tracing::Instrument;
@@ -35,7 +35,7 @@ use tracing::Instrument;
 use crate::{
     cli::RunArgs,
     config::{self, ConfigError},
-    https,
+    fenced_client, https,
     leader::{self, LeaderElection, LeaderElectionError, LeaderMetrics},
     managed_certs::{self, ManagedCertsConfig, ManagedCertsError},
     probes::{self, Readiness},
@@ -142,7 +142,16 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     } else {
         None
     };
+    // Without leader election the one replica always acts; with it, only until the renew
+    // deadline of its last renewal, checked by every action and every write.
+    let fence = if leader_election.is_some() {
+        Fence::closed()
+    } else {
+        Fence::open()
+    };
     let client = kube_client(args.kubeconfig.as_deref(), Some(&reconcile_metrics)).await;
+    // The controllers' own client: its writes are checked against the fence when sent.
+    let controller_client = fenced_client(args.kubeconfig.as_deref(), &reconcile_metrics, &fence).await;
     if args.components.controllers()
         && let Err(reason) = &client
     {
@@ -195,7 +204,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             }
             let (caches, watch) = Caches::start(client.clone(), &scope, selector, endpoint_slices);
             let context = Arc::new(Context {
-                client: client.clone(),
+                client: controller_client.clone().unwrap_or_else(|_| client.clone()),
                 rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint)
                     .with_cache(caches.endpoint_slices.clone()),
                 rest_clients: RestClients::new(ClientConfig::default()).map_err(RunError::RestClient)?,
@@ -209,6 +218,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 ),
                 metrics: reconcile_metrics.clone(),
                 unanswered: Default::default(),
+                fence: fence.clone(),
             });
             let start_controllers = {
                 let (context, caches, scope) = (context.clone(), caches.clone(), scope.clone());
@@ -222,6 +232,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                         election.clone(),
                         leader_metrics.clone(),
                         stopping.clone(),
+                        fence.clone(),
                         start_controllers,
                     )
                     .instrument(tracing::info_span!("leader-election"));
@@ -464,6 +475,23 @@ pub async fn kube_client(
     kubeconfig: Option<&std::path::Path>,
     metrics: Option<&ReconcileMetrics>,
 ) -> Result<Client, String> {
+    client_with(kubeconfig, metrics, None).await
+}
+
+/// [`kube_client`] whose writes are refused once `fence` closes.
+async fn fenced_client(
+    kubeconfig: Option<&std::path::Path>,
+    metrics: &ReconcileMetrics,
+    fence: &Fence,
+) -> Result<Client, String> {
+    client_with(kubeconfig, Some(metrics), Some(fence)).await
+}
+
+async fn client_with(
+    kubeconfig: Option<&std::path::Path>,
+    metrics: Option<&ReconcileMetrics>,
+    fence: Option<&Fence>,
+) -> Result<Client, String> {
     let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -475,6 +503,9 @@ pub async fn kube_client(
         None => kube::Config::infer().await.map_err(|e| e.to_string())?,
     };
     let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
+    let builder = builder.with_layer(&tower::util::option_layer(
+        fence.map(|fence| fenced_client::FenceLayer(fence.clone())),
+    ));
     let Some(metrics) = metrics.cloned() else {
         return Ok(builder.build());
     };

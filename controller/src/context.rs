@@ -23,6 +23,8 @@ pub struct Context {
     /// Resources (by uid) whose ready JobManager did not answer its REST API at the last
     /// look: a second unanswered look in a row is reported, a single one is not.
     pub unanswered: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Whether this replica may act now (it leads, and its lease is renewed in time).
+    pub fence: crate::runtime::fence::Fence,
 }
 
 impl Context {

@@ -177,6 +177,10 @@ fn action(reason: Reason, note: &str) -> String {
 
 /// Publishes an Event about `object`; a failure to publish is logged, not fatal.
 pub async fn publish(ctx: &Context, object: &ObjectReference, warning: bool, reason: Reason, note: String) {
+    if let Err(fenced) = ctx.fence.check() {
+        tracing::debug!(%reason, %fenced, "an Event not published");
+        return;
+    }
     let event = Event {
         type_: if warning {
             EventType::Warning

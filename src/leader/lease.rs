@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use flink_operator_controller::runtime::fence::Fence;
 use futures::StreamExt;
 use k8s_openapi::{
     api::coordination::v1::{Lease, LeaseSpec},
@@ -37,6 +38,9 @@ pub struct Elector {
     pub timing: Timing,
     /// Where leadership is shown.
     pub metrics: LeaderMetrics,
+    /// What every action of the controllers checks: open until the renew deadline of the
+    /// last renewal that succeeded.
+    pub fence: Fence,
 }
 
 /// What a write did.
@@ -110,8 +114,13 @@ impl Elector {
                     let sent = Instant::now();
                     memory.attempted(sent);
                     // A leader's write may take until its deadline, no longer: past it, it
-                    // must stop acting whatever the answer would have been.
-                    let limit = self.timing.renew_deadline;
+                    // must stop acting whatever the answer would have been. The deadline
+                    // counts from the last renewal that succeeded, not from this attempt.
+                    let limit = match (decision, self.fence.remaining()) {
+                        (Decision::Renew, Some(left)) => left.min(self.timing.renew_deadline),
+                        _ => self.timing.renew_deadline,
+                    }
+                    .max(Duration::from_millis(1));
                     let written = match decision {
                         Decision::Create => self.create(limit).await,
                         Decision::Take => self.take(current.as_ref(), limit).await,
@@ -122,6 +131,7 @@ impl Elector {
                             current = Some(*lease);
                             memory.saw(record(current.as_ref()).as_ref(), Instant::now());
                             memory.renewed(sent);
+                            self.fence.hold_until(sent + self.timing.renew_deadline);
                             if !*leading.borrow() {
                                 tracing::info!(lease = %self.name, identity = %self.identity, "this replica leads now");
                                 self.metrics.leading(true);
@@ -137,6 +147,7 @@ impl Elector {
                     }
                 }
                 Decision::StepDown => {
+                    self.fence.close();
                     memory.stepped_down();
                     let holder = record(current.as_ref()).and_then(|r| r.holder().map(str::to_owned));
                     tracing::warn!(
@@ -149,6 +160,7 @@ impl Elector {
                 }
             }
         }
+        self.fence.close();
         if memory.leading() {
             self.metrics.leading(false);
             let _ = leading.send(false);

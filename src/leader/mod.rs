@@ -34,6 +34,7 @@ use self::{
     lease::Elector,
 };
 use crate::run::LoopEnded;
+use flink_operator_controller::runtime::fence::Fence;
 
 /// Why the leader-election settings cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -192,6 +193,7 @@ pub async fn supervise(
     election: LeaderElection,
     metrics: LeaderMetrics,
     mut stopping: watch::Receiver<bool>,
+    fence: Fence,
     start: impl Fn() -> JoinSet<&'static str> + Send,
 ) -> Result<(), LoopEnded> {
     tracing::info!(
@@ -209,6 +211,7 @@ pub async fn supervise(
         identity: election.identity.clone(),
         timing: election.timing,
         metrics,
+        fence,
     };
     let mut elector = tokio::spawn(elector.run(leading_sender, released));
     let mut controllers: Option<JoinSet<&'static str>> = None;

@@ -197,7 +197,9 @@ async fn confirmed_missing(
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), namespace);
     let found = deployments.get_opt(name).await?;
     if found.is_some() {
-        tracing::info!("the JobManager Deployment is not in the cache yet but exists: not treated as missing");
+        tracing::info!(
+            "the JobManager Deployment is not in the cache yet but exists: not treated as missing"
+        );
     }
     Ok(found.map(std::sync::Arc::new))
 }

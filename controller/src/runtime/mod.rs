@@ -9,10 +9,13 @@
 //! - [`pass`]: one reconcile, in a tracing span with kind, namespace and name: observe,
 //!   decide, write `status_before`, act, publish the plan's Events, write the status, count
 //!   the reconcile metrics, requeue when the plan says;
+//! - [`fence`]: whether this replica may still act (leader election), checked before every
+//!   action, status write and Event;
 //! - [`status`]: the one status writer (only what changed, guarded by resourceVersion,
 //!   nothing sent when nothing changed).
 
 pub mod backoff;
+pub mod fence;
 pub mod pass;
 pub mod status;
 pub mod wiring;

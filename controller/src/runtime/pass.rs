@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kube::{Api, Resource, ResourceExt};
 
-use super::{Acted, Plan, Reconciler, status::Stored};
+use super::{Acted, Plan, Reconciler, fence::Fenced, status::Stored};
 use crate::{
     caches::Caches,
     context::Context,
@@ -21,6 +21,10 @@ pub enum PassError<E: std::error::Error + 'static> {
     /// The status could not be written (a 409 means it changed since it was read).
     #[error("writing status: {}", reconcile::api_message(.0))]
     Status(#[source] kube::Error),
+    /// This replica may no longer act (its lease was not renewed in time): nothing more
+    /// of the plan was sent; the replica that leads next decides again.
+    #[error(transparent)]
+    Fenced(#[from] Fenced),
     /// The reconcile panicked (a bug): caught, so that only this object fails.
     #[error("internal error (a bug of the operator): {0}")]
     Panicked(String),
@@ -58,6 +62,7 @@ pub async fn pass<R: Reconciler>(
     let plan: Plan<R::Status, R::Action> = R::decide(object, &observed);
     let mut stored = Stored::of(object, R::status(object));
     let write = async |stored: &mut Stored, status: &R::Status| {
+        ctx.fence.check()?;
         let sent = stored
             .write(&api, &name, status)
             .await
@@ -73,6 +78,8 @@ pub async fn pass<R: Reconciler>(
     }
     let mut released = false;
     for action in &plan.actions {
+        // Checked per action: a replica that lost its lease mid-plan stops between steps.
+        ctx.fence.check()?;
         tracing::info!(?action, "acting");
         match R::act(ctx, object, &observed, action).await {
             Ok(Acted::Done) => tracing::debug!(elapsed_ms = millis(started), "acted"),

@@ -165,6 +165,12 @@ fn error_policy<R: Reconciler>(
 ) -> Requeue {
     let namespace = object.namespace().unwrap_or_default();
     let name = object.name_any();
+    if let PassError::Fenced(fenced) = error {
+        // Not this object's fault: the replica that leads next (or this one, once it
+        // renews) decides again.
+        tracing::info!(kind = R::KIND, %namespace, %name, %fenced, "reconcile stopped");
+        return Requeue::requeue(reconcile::AFTER_A_STEP);
+    }
     if error.is_conflict() {
         // Decided on a stale read: nothing was lost; look again at the fresh object soon.
         tracing::debug!(kind = R::KIND, %namespace, %name, "status changed since it was read; reconciling again");

@@ -58,9 +58,11 @@ them: granted cluster-wide, or in each of the watchNamespaces.
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["list", "watch", "create", "patch", "delete"]
+# JobManager and TaskManager Deployments: watched, applied, deleted; read by name when the
+# cache lacks one that the status says exists, before any recovery acts on its absence.
 - apiGroups: ["apps"]
   resources: ["deployments"]
-  verbs: ["list", "watch", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["apps"]
   resources: ["deployments/finalizers"]
   verbs: ["update"]
