@@ -76,7 +76,9 @@ if [[ -z "$fetched" ]]; then
     exit 1
 fi
 jar="$work/flink-examples-streaming.jar"
-if ! unzip -l "$jar" | grep -q "${main_class//.//}.class"; then
+# unzip's own member match, not `unzip -l | grep -q`: grep -q quits at the first match,
+# unzip then dies of SIGPIPE and pipefail reports a jar that has the class as one without.
+if ! unzip -l "$jar" "${main_class//.//}.class" >/dev/null 2>&1; then
     log "flink-examples-streaming-$fetched has no $main_class"
     exit 1
 fi
