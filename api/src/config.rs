@@ -75,6 +75,18 @@ impl FlinkConfiguration {
     }
 }
 
+/// The first pair of keys of which one is a section of the other (`a` beside `a.b`): such
+/// keys cannot both be written to Flink 2.x's nested `config.yaml`, where `a` would have to
+/// be a value and a section at once. The shorter key comes first.
+pub fn section_clash<'a>(keys: impl IntoIterator<Item = &'a str>) -> Option<(&'a str, &'a str)> {
+    let keys: std::collections::BTreeSet<&str> = keys.into_iter().collect();
+    keys.iter().find_map(|key| {
+        key.match_indices('.')
+            .find_map(|(dot, _)| keys.get(&key[..dot]))
+            .map(|short| (*short, *key))
+    })
+}
+
 fn flatten_into(value: &Value, key: String, out: &mut BTreeMap<String, String>) {
     match value {
         Value::Object(map) => {

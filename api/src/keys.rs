@@ -303,6 +303,8 @@ pub mod bluegreen {
 
 /// Flink configuration keys the operator reads or writes.
 pub mod flink {
+    /// Prefix of the autoscaler's keys; like the operator's, they are not written to Flink.
+    pub const AUTOSCALER_PREFIX: &str = "job.autoscaler.";
     /// Checkpoint directory (Flink 1.20+ name).
     pub const CHECKPOINTING_DIR: &str = "execution.checkpointing.dir";
     /// Checkpoint directory (deprecated name).
@@ -413,11 +415,107 @@ pub mod flink {
     pub const JOB_RESULT_STORE_STORAGE_PATH: &str = "job-result-store.storage-path";
     /// Job result store delete-on-commit.
     pub const JOB_RESULT_STORE_DELETE_ON_COMMIT: &str = "job-result-store.delete-on-commit";
+    /// JobManager RPC port.
+    pub const JOBMANAGER_RPC_PORT: &str = "jobmanager.rpc.port";
+    /// JobManager RPC address.
+    pub const JOBMANAGER_RPC_ADDRESS: &str = "jobmanager.rpc.address";
+    /// TaskManager RPC port.
+    pub const TASKMANAGER_RPC_PORT: &str = "taskmanager.rpc.port";
+    /// Blob server port.
+    pub const BLOB_SERVER_PORT: &str = "blob.server.port";
+    /// JobManager port with high availability.
+    pub const HIGH_AVAILABILITY_JOBMANAGER_PORT: &str = "high-availability.jobmanager.port";
+    /// Cluster mode of the native integration (internal).
+    pub const KUBERNETES_INTERNAL_CLUSTER_MODE: &str = "kubernetes.internal.cluster-mode";
+    /// TaskManager replicas of a standalone cluster (internal).
+    pub const KUBERNETES_INTERNAL_TASKMANAGER_REPLICAS: &str = "kubernetes.internal.taskmanager.replicas";
+    /// Entry point class of the native JobManager (internal).
+    pub const KUBERNETES_INTERNAL_JOBMANAGER_ENTRYPOINT_CLASS: &str =
+        "kubernetes.internal.jobmanager.entrypoint.class";
+    /// Execution mode of the cluster (internal).
+    pub const INTERNAL_CLUSTER_EXECUTION_MODE: &str = "internal.cluster.execution-mode";
+    /// JobManager memory limit factor.
+    pub const KUBERNETES_JOBMANAGER_MEMORY_LIMIT_FACTOR: &str = "kubernetes.jobmanager.memory.limit-factor";
+    /// TaskManager memory limit factor.
+    pub const KUBERNETES_TASKMANAGER_MEMORY_LIMIT_FACTOR: &str = "kubernetes.taskmanager.memory.limit-factor";
+    /// JobManager CPU limit factor.
+    pub const KUBERNETES_JOBMANAGER_CPU_LIMIT_FACTOR: &str = "kubernetes.jobmanager.cpu.limit-factor";
+    /// TaskManager CPU limit factor.
+    pub const KUBERNETES_TASKMANAGER_CPU_LIMIT_FACTOR: &str = "kubernetes.taskmanager.cpu.limit-factor";
+
+    /// Every key the operator may write into a Flink 2.x cluster's configuration beside the
+    /// user's: admission checks them with the user's keys for sections that the nested
+    /// `config.yaml` cannot hold (a test of the builder keeps the list complete). The JVM
+    /// option keys (before 1.19) and `kubernetes.container.image` (before 1.17) are written
+    /// only to the flat file of older versions.
+    pub const WRITTEN_BY_OPERATOR: &[&str] = &[
+        KUBERNETES_REST_SERVICE_EXPOSED_TYPE,
+        WEB_CANCEL_ENABLE,
+        INTERNAL_FLINK_VERSION,
+        KUBERNETES_CONTAINER_IMAGE_REF,
+        KUBERNETES_CONTAINER_IMAGE_PULL_POLICY,
+        KUBERNETES_SERVICE_ACCOUNT,
+        KUBERNETES_CLUSTER_ID,
+        KUBERNETES_NAMESPACE,
+        KUBERNETES_JOBMANAGER_REPLICAS,
+        KUBERNETES_JOBMANAGER_OWNER_REFERENCE,
+        KUBERNETES_POD_TEMPLATE_FILE_TASKMANAGER,
+        KUBERNETES_INTERNAL_CLUSTER_MODE,
+        KUBERNETES_INTERNAL_TASKMANAGER_REPLICAS,
+        KUBERNETES_INTERNAL_JOBMANAGER_ENTRYPOINT_CLASS,
+        KUBERNETES_JOBMANAGER_CPU_AMOUNT,
+        KUBERNETES_TASKMANAGER_CPU_AMOUNT,
+        KUBERNETES_JOBMANAGER_MEMORY_LIMIT_FACTOR,
+        KUBERNETES_TASKMANAGER_MEMORY_LIMIT_FACTOR,
+        KUBERNETES_JOBMANAGER_CPU_LIMIT_FACTOR,
+        KUBERNETES_TASKMANAGER_CPU_LIMIT_FACTOR,
+        JOBMANAGER_MEMORY_PROCESS_SIZE,
+        TASKMANAGER_MEMORY_PROCESS_SIZE,
+        TASKMANAGER_NUMBER_OF_TASK_SLOTS,
+        PARALLELISM_DEFAULT,
+        PIPELINE_NAME,
+        PIPELINE_JARS,
+        PIPELINE_CLASSPATHS,
+        EXECUTION_TARGET,
+        EXECUTION_SAVEPOINT_PATH,
+        EXECUTION_SAVEPOINT_IGNORE_UNCLAIMED_STATE,
+        EXECUTION_STATE_RECOVERY_PATH,
+        EXECUTION_SHUTDOWN_ON_APPLICATION_FINISH,
+        EXECUTION_SUBMIT_FAILED_JOB_ON_APPLICATION_ERROR,
+        INTERNAL_CLUSTER_EXECUTION_MODE,
+        INTERNAL_PIPELINE_JOB_ID,
+        INTERNAL_APPLICATION_MAIN,
+        INTERNAL_APPLICATION_PROGRAM_ARGS,
+        CHECKPOINTING_INTERVAL,
+        CHECKPOINTING_EXTERNALIZED_RETENTION,
+        HIGH_AVAILABILITY_STORAGE_DIR,
+        HIGH_AVAILABILITY_CLUSTER_ID,
+        HIGH_AVAILABILITY_JOBMANAGER_PORT,
+        JOB_RESULT_STORE_STORAGE_PATH,
+        JOB_RESULT_STORE_DELETE_ON_COMMIT,
+        JOBMANAGER_RPC_PORT,
+        JOBMANAGER_RPC_ADDRESS,
+        TASKMANAGER_RPC_PORT,
+        BLOB_SERVER_PORT,
+    ];
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_keys_the_operator_writes_fit_a_nested_config_yaml_together() {
+        assert_eq!(
+            crate::config::section_clash(flink::WRITTEN_BY_OPERATOR.iter().copied()),
+            None
+        );
+        assert_eq!(
+            crate::config::section_clash(["a", "a-x", "a.b", "c"]),
+            Some(("a", "a.b"))
+        );
+        assert_eq!(crate::config::section_clash(["a.b", "a.c", "ab"]), None);
+    }
 
     #[test]
     fn api_version_is_group_slash_version() {

@@ -10,12 +10,12 @@
 //!   hold six copies (three in FlinkDeployment, three in the blue/green template); with
 //!   descriptions the CRDs would pass the API server's object size limit. The schema is
 //!   therefore `type: object` + `x-kubernetes-preserve-unknown-fields: true`: the API server
-//!   keeps every field and Flink (or the controller, via [`PodTemplate::to_pod`]) reports
-//!   mistakes.
+//!   keeps every field, and admission ([`check`]) refuses a template that is not a
+//!   PodTemplateSpec, naming the field.
 
 use std::borrow::Cow;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
@@ -66,6 +66,57 @@ impl PodTemplate {
     }
 }
 
+/// Why a pod template cannot be used: where inside the template (`spec.containers[0].ports`)
+/// and what is wrong there.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct TemplateFault {
+    /// The path inside the template, `.` for the template itself.
+    pub path: String,
+    pub reason: String,
+}
+
+/// Checks a pod template as what Kubernetes makes of it, a PodTemplateSpec: `metadata` and
+/// `spec` typed (a wrong type is a fault naming its path; fields this version does not know
+/// are let through, as the API server keeps them). `apiVersion` and `kind`, which Apache
+/// templates carry, must be text and are not read further. Admission checks each template
+/// written; the cluster builder checks the merged ones, so that it only ever decorates a
+/// well-formed tree.
+pub fn check(template: &Value) -> Result<(), TemplateFault> {
+    let fault = |path: &str, reason: String| TemplateFault {
+        path: path.to_owned(),
+        reason,
+    };
+    let Value::Object(map) = template else {
+        return Err(fault(
+            ".",
+            format!("must be an object (a pod template), not {}", kind_of(template)),
+        ));
+    };
+    let mut body = map.clone();
+    for key in ["apiVersion", "kind"] {
+        match body.remove(key) {
+            None | Some(Value::String(_)) => {}
+            Some(other) => return Err(fault(key, format!("must be text, not {}", kind_of(&other)))),
+        }
+    }
+    serde_path_to_error::deserialize::<_, PodTemplateSpec>(Value::Object(body))
+        .map(drop)
+        .map_err(|e| fault(&e.path().to_string(), e.inner().to_string()))
+}
+
+/// The JSON kind of a value, for messages.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 impl JsonSchema for PodTemplate {
     fn schema_name() -> Cow<'static, str> {
         "PodTemplate".into()
@@ -96,6 +147,29 @@ mod tests {
         assert_eq!(serde_json::to_value(&t).expect("encodes"), raw);
         let spec = t.spec().expect("typed").expect("present");
         assert_eq!(spec.node_selector.expect("set")["disk"], "ssd");
+    }
+
+    #[test]
+    fn templates_are_checked_as_a_pod_template_spec() {
+        assert_eq!(check(&json!({})), Ok(()));
+        assert_eq!(
+            check(
+                &json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"image": "x"}],
+                          "futureField": 1}})
+            ),
+            Ok(())
+        );
+        let fault = |value: Value| check(&value).unwrap_err();
+        assert_eq!(fault(json!({"metadata": "x"})).path, "metadata");
+        assert_eq!(
+            fault(json!({"spec": {"nodeSelector": "ssd"}})).path,
+            "spec.nodeSelector"
+        );
+        let ports = fault(json!({"spec": {"containers": [{"name": "a", "ports": {"containerPort": 1}}]}}));
+        assert_eq!(ports.path, "spec.containers[0].ports");
+        assert!(ports.reason.contains("invalid type"), "{ports}");
+        assert_eq!(fault(json!({"kind": 3})).path, "kind");
+        assert_eq!(fault(json!("x")).path, ".");
     }
 
     #[test]

@@ -10,6 +10,13 @@
 //! quickly with a 4xx and a reason, or with an AdmissionReview whose denial says why and
 //! whose patch is a JSON Patch that applies to the object it was made for.
 //!
+//! What admission lets through must also be safe for the loops: every object both endpoints
+//! allow is patched as the API server would store it and handed to the cluster builders
+//! (the Flink configuration, its config file and every Kubernetes object of the cluster;
+//! for a blue/green deployment, of its child) and to the pure decide functions of its kind
+//! under a few observations. None may panic, and the builders must accept it: an object
+//! admission allows but the builders cannot make is an admission gap.
+//!
 //! `FUZZ_CASES` sets the number of cases (default [`DEFAULT_CASES`], about ten seconds in a
 //! debug build); `FUZZ_SEED` replays a run (each run prints its seed). The long run:
 //!
@@ -34,7 +41,11 @@ use std::{
 use axum::body::Body;
 use base64::Engine;
 use bytes::Bytes;
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob, validation::ValidationContext};
+use flink_operator_api::{
+    FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot,
+    validation::ValidationContext,
+};
+use flink_operator_controller::{bluegreen, deployment, job::JobObservation, session_job, snapshot};
 use flink_operator_webhook::{
     Admission,
     lookup::{ApiDirectory, CachedDirectory, JobDirectory, UnavailableDirectory},
@@ -508,6 +519,15 @@ const CONFIG_KEYS: &[&str] = &[
     "kubernetes.jobmanager.replicas",
     "kubernetes.operator.",
     "",
+    // Keys that are sections of others, which Flink 2.x's nested config.yaml cannot hold.
+    "a",
+    "a.b",
+    "a-x",
+    "high-availability",
+    "blob.server.port.range",
+    "kubernetes.container.image",
+    "env.java.opts",
+    "env.java.opts.all",
 ];
 
 /// Values that parsers of numbers, durations, sizes and enums meet badly.
@@ -846,6 +866,10 @@ struct Tally {
     allowed: [AtomicU64; KINDS.len()],
     denied: [AtomicU64; KINDS.len()],
     patched: AtomicU64,
+    /// Admitted objects the builders and decide functions took.
+    built: AtomicU64,
+    /// Admitted objects that break the schema, which the API server would not store.
+    unstorable: AtomicU64,
 }
 
 async fn post(router: &axum::Router, path: &str, body: Vec<u8>) -> (StatusCode, Bytes) {
@@ -866,7 +890,7 @@ fn check(
     object: Option<&Value>,
     kind: usize,
     tally: &Tally,
-) -> Result<(), TestCaseError> {
+) -> Result<Option<Value>, TestCaseError> {
     let text = String::from_utf8_lossy(body);
     if status.is_client_error() {
         prop_assert!(
@@ -874,7 +898,7 @@ fn check(
             "{path}: {status} without a one-line reason: {text:?}"
         );
         tally.refused.fetch_add(1, Ordering::Relaxed);
-        return Ok(());
+        return Ok(None);
     }
     prop_assert_eq!(
         status,
@@ -902,9 +926,10 @@ fn check(
             review
         );
         tally.denied[kind].fetch_add(1, Ordering::Relaxed);
-        return Ok(());
+        return Ok(None);
     }
     tally.allowed[kind].fetch_add(1, Ordering::Relaxed);
+    let mut stored = object.cloned();
     if let Some(encoded) = response.get("patch") {
         prop_assert_eq!(&response["patchType"], "JSONPatch");
         let bytes = base64::engine::general_purpose::STANDARD
@@ -918,9 +943,8 @@ fn check(
         })?;
         // The API server applies the patch to the object it sent; one that does not apply
         // fails the user's request with an internal error.
-        if let Some(object) = object {
-            let mut patched = object.clone();
-            json_patch::patch(&mut patched, &patch).map_err(|e| {
+        if let Some(patched) = stored.as_mut() {
+            json_patch::patch(patched, &patch).map_err(|e| {
                 TestCaseError::fail(format!(
                     "{path}: patch {patch:?} does not apply to the object: {e}"
                 ))
@@ -928,7 +952,149 @@ fn check(
         }
         tally.patched.fetch_add(1, Ordering::Relaxed);
     }
+    Ok(stored)
+}
+
+// === What the loops make of an admitted object ===
+
+/// Hands an admitted object, as stored, to the builders and decide functions of its kind;
+/// a panic or a builder error fails the case.
+fn loops_take(kind: usize, object: &Value, tally: &Tally) -> Result<(), TestCaseError> {
+    // What the API server adds when it stores an object.
+    let mut object = object.clone();
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.entry("uid")
+            .or_insert_with(|| json!("3d5bf9a8-0000-4000-8000-000000000001"));
+        meta.entry("generation").or_insert_with(|| json!(1));
+    }
+    let object = &object;
+    // An object that does not decode into its kind's types breaks the CRD's schema (which is
+    // generated from them) or ObjectMeta's: the API server would not store it, so no loop
+    // would see it.
+    let decodes = match KINDS[kind] {
+        "FlinkDeployment" => typed::<FlinkDeployment>(object).is_ok(),
+        "FlinkSessionJob" => typed::<FlinkSessionJob>(object).is_ok(),
+        "FlinkStateSnapshot" => typed::<FlinkStateSnapshot>(object).is_ok(),
+        _ => typed::<FlinkBlueGreenDeployment>(object).is_ok(),
+    };
+    if !decodes {
+        tally.unstorable.fetch_add(1, Ordering::Relaxed);
+        return Ok(());
+    }
+    let outcome = std::panic::catch_unwind(|| match KINDS[kind] {
+        "FlinkDeployment" => deployment_loop_takes(&typed::<FlinkDeployment>(object)?),
+        "FlinkSessionJob" => {
+            let job = typed::<FlinkSessionJob>(object)?;
+            for observation in session_job_observations() {
+                drop(session_job::decide::decide(&job, &observation));
+            }
+            Ok(())
+        }
+        "FlinkStateSnapshot" => {
+            let snapshot = typed::<FlinkStateSnapshot>(object)?;
+            drop(snapshot::decide::decide(&snapshot, &Default::default()));
+            Ok(())
+        }
+        _ => {
+            let resource = typed::<FlinkBlueGreenDeployment>(object)?;
+            drop(bluegreen::decide(&resource, &blue_green_observation(&resource)));
+            match resource.spec.template.as_ref().and_then(|t| t.spec.as_ref()) {
+                Some(spec) => {
+                    let child = bluegreen::act::child(&resource, bluegreen::Colour::Blue, spec)
+                        .map_err(|e| format!("the blue child: {e}"))?;
+                    deployment_loop_takes(&child)
+                }
+                None => Ok(()),
+            }
+        }
+    });
+    match outcome {
+        Ok(Ok(())) => {
+            tally.built.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        Ok(Err(reason)) => Err(TestCaseError::fail(format!(
+            "admitted, but the loop cannot take it: {reason}: {object}"
+        ))),
+        Err(panic) => Err(TestCaseError::fail(format!(
+            "admitted, and the loop panicked ({}): {object}",
+            panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message")
+        ))),
+    }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(object: &Value) -> Result<T, String> {
+    serde_json::from_value(object.clone()).map_err(|e| format!("it does not decode: {e}"))
+}
+
+/// The builders as a deploy calls them, then the decisions under a missing, a starting and
+/// a running cluster.
+fn deployment_loop_takes(fd: &FlinkDeployment) -> Result<(), String> {
+    use flink_operator_controller::resources::{cluster, flink_config};
+    let effective = ValidationContext::default().effective_config(
+        fd.metadata.namespace.as_deref().unwrap_or(NAMESPACE),
+        fd.spec.flink_version,
+        fd.spec.flink_configuration.as_ref(),
+    );
+    let deploy = flink_config::DeployParameters {
+        restore_path: Some("file:///flink-data/savepoints/savepoint-1".to_owned()),
+        job_id: Some("00000000000000000000000000000001".to_owned()),
+        owner_uid: Some("uid-1".to_owned()),
+    };
+    let config = flink_config::build(fd, &effective, &deploy).map_err(|e| e.to_string())?;
+    let options = cluster::BuildOptions::from_effective(&effective);
+    cluster::build(fd, &config, options, None).map_err(|e| e.to_string())?;
+    cluster::build(fd, &config, options, Some("jm-uid")).map_err(|e| e.to_string())?;
+    for observation in deployment_observations() {
+        drop(deployment::decide::decide(fd, &observation));
+    }
     Ok(())
+}
+
+fn deployment_observations() -> Vec<deployment::decide::Observation> {
+    use deployment::decide::{JobManagerObservation, Observation};
+    let present = |ready, rest_ready| JobManagerObservation::Present {
+        ready,
+        replicas: 1,
+        problem: None,
+        rest_ready,
+    };
+    vec![
+        Observation::default(),
+        Observation {
+            job_manager: present(0, false),
+            cluster_exists: true,
+            ..Observation::default()
+        },
+        Observation {
+            job_manager: present(1, true),
+            cluster_exists: true,
+            job: Some(JobObservation::found("RUNNING", Some(1))),
+            ..Observation::default()
+        },
+    ]
+}
+
+fn session_job_observations() -> Vec<session_job::decide::Observation> {
+    vec![session_job::decide::Observation::default()]
+}
+
+fn blue_green_observation(resource: &FlinkBlueGreenDeployment) -> bluegreen::Observation {
+    bluegreen::Observation {
+        blue: None,
+        green: None,
+        savepoint: None,
+        policy: bluegreen::BlueGreenPolicy::from_configuration(resource.spec.configuration.as_ref()),
+        now_ms: 1_700_000_000_000,
+        fresh_id: "a1b2c3".to_owned(),
+        foreign: Vec::new(),
+        gate: None,
+        hand_over: bluegreen::gate::HandOver::NotAsked,
+    }
 }
 
 fn cases() -> u32 {
@@ -1024,8 +1190,8 @@ fn mutated_reviews_get_a_4xx_or_a_verdict_with_a_reason() {
         }
         prop_assert!(took < CASE_LIMIT, "the case took {:?}", took);
         let ((status, answer), (patch_status, patch_answer)) = answers;
-        check("/validate", status, &answer, object.as_ref(), case.kind, &tally)?;
-        check(
+        let validated = check("/validate", status, &answer, object.as_ref(), case.kind, &tally)?;
+        let stored = check(
             "/mutate",
             patch_status,
             &patch_answer,
@@ -1033,6 +1199,9 @@ fn mutated_reviews_get_a_4xx_or_a_verdict_with_a_reason() {
             case.kind,
             &tally,
         )?;
+        if let (Some(_), Some(stored)) = (validated, stored) {
+            loops_take(case.kind, &stored, &tally)?;
+        }
         Ok(())
     });
     let elapsed = started.elapsed();
@@ -1050,9 +1219,11 @@ fn mutated_reviews_get_a_4xx_or_a_verdict_with_a_reason() {
         println!("fuzz: the slowest case: {case:?}");
     }
     println!(
-        "fuzz: {} answers were a 4xx, {} patches",
+        "fuzz: {} answers were a 4xx, {} patches, {} admitted objects built and decided ({} more break the schema)",
         tally.refused.load(Ordering::Relaxed),
-        tally.patched.load(Ordering::Relaxed)
+        tally.patched.load(Ordering::Relaxed),
+        tally.built.load(Ordering::Relaxed),
+        tally.unstorable.load(Ordering::Relaxed)
     );
     for (i, kind) in KINDS.iter().enumerate() {
         println!(

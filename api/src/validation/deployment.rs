@@ -11,6 +11,7 @@ use super::{
 };
 use crate::{
     FlinkDeployment, FlinkDeploymentSpec, IngressSpec, JobState, KubernetesDeploymentMode, UpgradeMode,
+    pod_template,
 };
 
 /// Log configuration files the operator mounts into Flink's conf directory.
@@ -73,6 +74,7 @@ pub(crate) fn spec_rules(
 
     flink_config::forbidden_keys(&own, out);
     flink_config::value_formats(&own, out);
+    flink_config::nested_sections(&config, spec.flink_version, out);
     let needs = spec.job.as_ref().map(|job| StateNeeds {
         upgrade_mode: job.upgrade_mode.unwrap_or_default(),
         savepoint_trigger_nonce: job.savepoint_trigger_nonce.is_some(),
@@ -83,6 +85,7 @@ pub(crate) fn spec_rules(
         ingress_template("spec.ingress.template", ingress, out);
     }
     log_configuration(spec.log_configuration.as_ref(), out);
+    pod_templates(spec, out);
 
     let task_manager_replicas = spec.task_manager.as_ref().and_then(|tm| tm.replicas);
     if let Some(job) = &spec.job {
@@ -258,6 +261,34 @@ fn substitute_case_insensitive(text: &str, pattern: &str, value: &str) -> String
     }
     result.push_str(&text[last..]);
     result
+}
+
+/// Each pod template must be a Kubernetes PodTemplateSpec: the builders merge and decorate
+/// them, and the API server would refuse the Deployment built from a wrong one.
+fn pod_templates(spec: &FlinkDeploymentSpec, out: &mut Vec<Violation>) {
+    let templates = [
+        ("spec.podTemplate", spec.pod_template.as_ref()),
+        (
+            "spec.jobManager.podTemplate",
+            spec.job_manager.as_ref().and_then(|j| j.pod_template.as_ref()),
+        ),
+        (
+            "spec.taskManager.podTemplate",
+            spec.task_manager.as_ref().and_then(|t| t.pod_template.as_ref()),
+        ),
+    ];
+    for (field, template) in templates {
+        if let Some(Err(fault)) = template.map(|t| pod_template::check(&t.to_value())) {
+            let field = match fault.path.as_str() {
+                "." => field.to_owned(),
+                path => format!("{field}.{path}"),
+            };
+            out.push(Violation::new(
+                field,
+                format!("is not valid in a Kubernetes pod template: {}", fault.reason),
+            ));
+        }
+    }
 }
 
 /// D10.

@@ -217,6 +217,40 @@ const BOOLEAN_KEYS: &[&str] = &[
     operator::SAVEPOINT_HISTORY_INCLUDE_MANUAL,
 ];
 
+/// Flink 2.x reads a nested `config.yaml`, in which a key cannot be both a value and a
+/// section (`a` beside `a.b`): such a configuration is refused here, with the keys the
+/// operator writes itself counted in, so that the cluster builder never meets one.
+pub(crate) fn nested_sections(
+    config: &BTreeMap<String, String>,
+    version: Option<FlinkVersion>,
+    out: &mut Vec<Violation>,
+) {
+    if !version.is_some_and(|v| v.is_at_least(FlinkVersion::V2_0)) {
+        return;
+    }
+    let written = config
+        .keys()
+        .map(String::as_str)
+        .filter(|key| !key.starts_with(operator::PREFIX) && !key.starts_with(flink::AUTOSCALER_PREFIX))
+        .chain(flink::WRITTEN_BY_OPERATOR.iter().copied());
+    if let Some((short, long)) = crate::config::section_clash(written) {
+        let user_key = if config.contains_key(long) { long } else { short };
+        let other = if user_key == long { short } else { long };
+        let whose = if config.contains_key(other) {
+            "the configuration also sets"
+        } else {
+            "the operator writes"
+        };
+        out.push(Violation::new(
+            config_path(user_key),
+            format!(
+                "cannot be written to Flink 2.x's config.yaml: {whose} {other:?}, and {short:?} cannot be both a \
+                 value and the section of {long:?}"
+            ),
+        ));
+    }
+}
+
 /// What the value of an operator key set on a resource must be, if [`value_formats`]
 /// checks it.
 pub(crate) fn value_format(key: &str) -> Option<&'static str> {

@@ -35,6 +35,9 @@ const CONF_DIR: &str = "/opt/flink/conf";
 const POD_TEMPLATE_DIR: &str = "/opt/flink/pod-template";
 const TM_POD_TEMPLATE_FILE: &str = "taskmanager-pod-template.yaml";
 const STANDALONE_TYPE: &str = "flink-standalone-kubernetes";
+/// How errors name the merged templates (`spec.podTemplate` under the role's).
+const JM_TEMPLATE_FIELD: &str = "spec.jobManager.podTemplate (merged over spec.podTemplate)";
+const TM_TEMPLATE_FIELD: &str = "spec.taskManager.podTemplate (merged over spec.podTemplate)";
 
 /// Log configuration used when the resource sets none: console and the file Flink's
 /// scripts name in `log.file`.
@@ -164,13 +167,15 @@ pub fn build(
         options.merge_arrays_by_name,
     );
     for (field, t) in [
-        ("spec.jobManager.podTemplate", &jm_template),
-        ("spec.taskManager.podTemplate", &tm_template),
+        (JM_TEMPLATE_FIELD, &jm_template),
+        (TM_TEMPLATE_FIELD, &tm_template),
     ] {
-        if !t.is_null() && !t.is_object() {
+        if !t.is_null()
+            && let Err(fault) = flink_operator_api::pod_template::check(t)
+        {
             return Err(ClusterError::PodTemplate {
                 field,
-                reason: "not an object".to_owned(),
+                reason: fault.to_string(),
             });
         }
     }
@@ -229,7 +234,7 @@ pub fn build(
     )?];
     if has_tm_template {
         let text = serde_yaml::to_string(&tm_template).map_err(|e| ClusterError::PodTemplate {
-            field: "spec.taskManager.podTemplate",
+            field: TM_TEMPLATE_FIELD,
             reason: e.to_string(),
         })?;
         config_maps.push(typed(
@@ -247,11 +252,11 @@ pub fn build(
         .and_then(|p| p.parse().ok())
         .unwrap_or(8081);
     let rpc_port: i64 = config
-        .get("jobmanager.rpc.port")
+        .get(k::JOBMANAGER_RPC_PORT)
         .and_then(|p| p.parse().ok())
         .unwrap_or(6123);
     let blob_port: i64 = config
-        .get("blob.server.port")
+        .get(k::BLOB_SERVER_PORT)
         .and_then(|p| p.parse().ok())
         .unwrap_or(6124);
     let jm_selector = with_component(keys::labels::COMPONENT_JOB_MANAGER);
@@ -337,13 +342,14 @@ pub fn build(
     let generation = deployment.metadata.generation.unwrap_or_default().to_string();
     let jm_pod = decorate_pod(
         &jm_template,
+        JM_TEMPLATE_FIELD,
         &jm_selector,
         json!({keys::annotations::DEPLOYMENT_GENERATION: generation}),
         service_account(&config, "jobmanager"),
         jm_container,
         jm_volumes,
         &config,
-    );
+    )?;
     let jm_replicas: i64 = config
         .get(k::KUBERNETES_JOBMANAGER_REPLICAS)
         .and_then(|r| r.parse().ok())
@@ -387,15 +393,16 @@ pub fn build(
         ];
         let tm_pod = decorate_pod(
             &tm_template,
+            TM_TEMPLATE_FIELD,
             &tm_selector,
             json!({}),
             service_account(&config, "taskmanager"),
             tm_container,
             tm_volumes,
             &config,
-        );
+        )?;
         let replicas: i64 = config
-            .get("kubernetes.internal.taskmanager.replicas")
+            .get(k::KUBERNETES_INTERNAL_TASKMANAGER_REPLICAS)
             .and_then(|r| r.parse().ok())
             .unwrap_or(1);
         Some(typed::<Deployment>(
@@ -514,112 +521,139 @@ fn memory_mib(value: &str) -> Option<u64> {
 
 /// The pod template of a role's Deployment: the merged user template, with Flink's
 /// decorations over it (labels and annotations merged, the main container's identity and
-/// resources set, ports, env, mounts and volumes added; sidecars kept before it).
+/// resources set, ports, env, mounts and volumes added; sidecars kept before it). Total: a
+/// part of the template that is not what Kubernetes has there is an error naming `field`,
+/// never a panic (admission refuses such templates, but a resource stored before that check
+/// must fail alone).
+#[allow(clippy::too_many_arguments)]
 fn decorate_pod(
     template: &Value,
+    field: &'static str,
     labels: &Value,
     annotations: Value,
     service_account: String,
     main: Value,
     volumes: Vec<Value>,
     config: &BTreeMap<String, String>,
-) -> Value {
+) -> Result<Value, ClusterError> {
     let mut pod = match template {
-        Value::Object(_) => template.clone(),
-        _ => json!({}),
+        Value::Null => json!({}),
+        other => other.clone(),
     };
-    let meta = pod
-        .as_object_mut()
-        .map(|o| o.entry("metadata").or_insert_with(|| json!({})).clone());
-    let mut meta = meta.unwrap_or_else(|| json!({}));
-    let mut merged_labels = meta.get("labels").cloned().unwrap_or_else(|| json!({}));
-    if let (Some(target), Some(source)) = (merged_labels.as_object_mut(), labels.as_object()) {
-        for (key, value) in source {
-            target.insert(key.clone(), value.clone());
+    let root = object(&mut pod, field, ".")?;
+    {
+        let meta = object(root.entry("metadata").or_insert(Value::Null), field, "metadata")?;
+        for (key, add) in [("labels", labels), ("annotations", &annotations)] {
+            let target = object(
+                meta.entry(key).or_insert(Value::Null),
+                field,
+                &format!("metadata.{key}"),
+            )?;
+            for (name, value) in add.as_object().into_iter().flatten() {
+                target.insert(name.clone(), value.clone());
+            }
         }
+        meta.remove("name");
+        meta.remove("namespace");
     }
-    meta["labels"] = merged_labels;
-    let mut merged_annotations = meta.get("annotations").cloned().unwrap_or_else(|| json!({}));
-    if let (Some(target), Some(source)) = (merged_annotations.as_object_mut(), annotations.as_object()) {
-        for (key, value) in source {
-            target.insert(key.clone(), value.clone());
-        }
-    }
-    meta["annotations"] = merged_annotations;
-    if let Some(object) = meta.as_object_mut() {
-        object.remove("name");
-        object.remove("namespace");
-    }
-    pod["metadata"] = meta;
-
-    let mut spec = pod.get("spec").cloned().unwrap_or_else(|| json!({}));
-    spec["serviceAccountName"] = json!(service_account);
-    spec["serviceAccount"] = json!(service_account);
-    let containers = spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let spec = object(root.entry("spec").or_insert(Value::Null), field, "spec")?;
+    spec.insert("serviceAccountName".to_owned(), json!(service_account));
+    spec.insert("serviceAccount".to_owned(), json!(service_account));
+    let containers = list(spec.get("containers"), field, "spec.containers")?;
     let (mut mains, mut sidecars): (Vec<Value>, Vec<Value>) = containers
         .into_iter()
         .partition(|c| c.get("name").and_then(Value::as_str) == Some(MAIN_CONTAINER));
     let mut container = mains.pop().unwrap_or_else(|| json!({}));
-    container["name"] = json!(MAIN_CONTAINER);
-    container["image"] = json!(
-        config
-            .get(k::KUBERNETES_CONTAINER_IMAGE_REF)
-            .cloned()
-            .unwrap_or_else(|| "flink:latest".to_owned())
+    let at = format!("spec.containers[{MAIN_CONTAINER}]");
+    let c = object(&mut container, field, &at)?;
+    c.insert("name".to_owned(), json!(MAIN_CONTAINER));
+    c.insert(
+        "image".to_owned(),
+        json!(
+            config
+                .get(k::KUBERNETES_CONTAINER_IMAGE_REF)
+                .map_or("flink:latest", String::as_str)
+        ),
     );
-    container["imagePullPolicy"] = json!(
-        config
-            .get(k::KUBERNETES_CONTAINER_IMAGE_PULL_POLICY)
-            .cloned()
-            .unwrap_or_else(|| "IfNotPresent".to_owned())
+    c.insert(
+        "imagePullPolicy".to_owned(),
+        json!(
+            config
+                .get(k::KUBERNETES_CONTAINER_IMAGE_PULL_POLICY)
+                .map_or("IfNotPresent", String::as_str)
+        ),
     );
     for key in ["command", "args"] {
-        container[key] = main[key].clone();
+        c.insert(key.to_owned(), main[key].clone());
     }
-    let mut resources = container.get("resources").cloned().unwrap_or_else(|| json!({}));
+    let resources = object(
+        c.entry("resources").or_insert(Value::Null),
+        field,
+        &format!("{at}.resources"),
+    )?;
     for kind in ["requests", "limits"] {
-        let mut merged = resources.get(kind).cloned().unwrap_or_else(|| json!({}));
+        let merged = object(
+            resources.entry(kind).or_insert(Value::Null),
+            field,
+            &format!("{at}.resources.{kind}"),
+        )?;
         for name in ["memory", "cpu"] {
-            merged[name] = main["resources"][kind][name].clone();
+            merged.insert(name.to_owned(), main["resources"][kind][name].clone());
         }
-        resources[kind] = merged;
     }
-    container["resources"] = resources;
     for (key, by) in [("ports", "name"), ("env", "name"), ("volumeMounts", "mountPath")] {
-        let mut list = container
-            .get(key)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let mut items = list(c.get(key), field, &format!("{at}.{key}"))?;
         for item in main.get(key).and_then(Value::as_array).into_iter().flatten() {
-            list.retain(|existing| existing.get(by) != item.get(by));
-            list.push(item.clone());
+            items.retain(|existing| existing.get(by) != item.get(by));
+            items.push(item.clone());
         }
-        container[key] = Value::Array(list);
+        c.insert(key.to_owned(), Value::Array(items));
     }
     if let Some(probe) = main.get("startupProbe")
-        && container.get("startupProbe").is_none()
+        && c.get("startupProbe").is_none_or(Value::is_null)
     {
-        container["startupProbe"] = probe.clone();
+        c.insert("startupProbe".to_owned(), probe.clone());
     }
     sidecars.push(container);
-    spec["containers"] = Value::Array(sidecars);
-    let mut all_volumes = spec
-        .get("volumes")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    spec.insert("containers".to_owned(), Value::Array(sidecars));
+    let mut all_volumes = list(spec.get("volumes"), field, "spec.volumes")?;
     for volume in volumes {
         all_volumes.retain(|existing| existing.get("name") != volume.get("name"));
         all_volumes.push(volume);
     }
-    spec["volumes"] = Value::Array(all_volumes);
-    pod["spec"] = spec;
-    pod
+    spec.insert("volumes".to_owned(), Value::Array(all_volumes));
+    Ok(pod)
+}
+
+/// The object at `path` of a template; an absent (null) one becomes empty.
+fn object<'a>(
+    value: &'a mut Value,
+    field: &'static str,
+    path: &str,
+) -> Result<&'a mut serde_json::Map<String, Value>, ClusterError> {
+    if value.is_null() {
+        *value = json!({});
+    }
+    let kind = flink_operator_api::pod_template::kind_of(value);
+    value.as_object_mut().ok_or_else(|| ClusterError::PodTemplate {
+        field,
+        reason: format!("{path} must be an object, not {kind}"),
+    })
+}
+
+/// The list at `path` of a template; absent or null is empty.
+fn list(value: Option<&Value>, field: &'static str, path: &str) -> Result<Vec<Value>, ClusterError> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items.clone()),
+        Some(other) => Err(ClusterError::PodTemplate {
+            field,
+            reason: format!(
+                "{path} must be a list, not {}",
+                flink_operator_api::pod_template::kind_of(other)
+            ),
+        }),
+    }
 }
 
 fn typed<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, ClusterError> {
@@ -801,5 +835,157 @@ mod tests {
         );
         let names: Vec<String> = o.services.iter().map(|s| s.name_any()).collect();
         assert_eq!(names, ["basic-rest"]);
+    }
+
+    #[test]
+    fn a_template_of_the_wrong_shape_is_an_error_naming_the_field() {
+        let d = |template: Value| {
+            deployment(json!({"image": "flink:2.3", "flinkVersion": "v2_3", "podTemplate": template}))
+        };
+        for template in [
+            json!({"metadata": "x"}),
+            json!({"metadata": {"labels": ["a"]}}),
+            json!({"spec": 1}),
+            json!({"spec": {"containers": {"name": "x"}}}),
+            json!({"spec": {"containers": ["x"]}}),
+            json!({"spec": {"containers": [{"name": MAIN_CONTAINER, "resources": {"limits": 2}}]}}),
+            json!({"spec": {"volumes": "x"}}),
+        ] {
+            let deployment = d(template.clone());
+            let config = build_config(&deployment, &BTreeMap::new(), &DeployParameters::default()).unwrap();
+            let error = build(&deployment, &config, BuildOptions::default(), None).unwrap_err();
+            match &error {
+                ClusterError::PodTemplate { field, .. } => {
+                    assert_eq!(*field, JM_TEMPLATE_FIELD, "{template}")
+                }
+                other => panic!("{template}: {other}"),
+            }
+        }
+    }
+
+    #[test]
+    fn decorating_is_total_even_for_templates_no_check_has_seen() {
+        let decorate = |template: Value| {
+            decorate_pod(
+                &template,
+                JM_TEMPLATE_FIELD,
+                &json!({"app": "x"}),
+                json!({}),
+                "flink".to_owned(),
+                json!({"resources": {"requests": {"cpu": "1"}}, "ports": [{"name": "rest"}]}),
+                vec![json!({"name": "v"})],
+                &BTreeMap::new(),
+            )
+        };
+        for (template, reason) in [
+            (json!("x"), ". must be an object, not text"),
+            (json!({"metadata": "x"}), "metadata must be an object, not text"),
+            (
+                json!({"metadata": {"annotations": 1}}),
+                "metadata.annotations must be an object, not a number",
+            ),
+            (json!({"spec": []}), "spec must be an object, not a list"),
+            (
+                json!({"spec": {"containers": 1}}),
+                "spec.containers must be a list, not a number",
+            ),
+            (
+                json!({"spec": {"containers": [{"name": MAIN_CONTAINER, "ports": {}}]}}),
+                "spec.containers[flink-main-container].ports must be a list, not an object",
+            ),
+            (
+                json!({"spec": {"containers": [{"name": MAIN_CONTAINER, "resources": {"requests": "1"}}]}}),
+                "spec.containers[flink-main-container].resources.requests must be an object, not text",
+            ),
+        ] {
+            assert_eq!(
+                decorate(template.clone()),
+                Err(ClusterError::PodTemplate {
+                    field: JM_TEMPLATE_FIELD,
+                    reason: reason.to_owned()
+                }),
+                "{template}"
+            );
+        }
+        // Nulls are absent parts.
+        let pod = decorate(json!({"metadata": null, "spec": {"containers": null, "volumes": null}})).unwrap();
+        assert_eq!(pod["spec"]["containers"][0]["name"], MAIN_CONTAINER);
+        assert_eq!(pod["metadata"]["labels"]["app"], "x");
+    }
+
+    /// Admission refuses configurations Flink 2.x's `config.yaml` cannot hold, counting the
+    /// keys the operator writes: every key the builders add must be in that list.
+    #[test]
+    fn every_key_the_builders_write_is_known_to_admission() {
+        let specs = [
+            json!({"image": "flink:2.3", "flinkVersion": "v2_3", "serviceAccount": "flink",
+                   "imagePullPolicy": "Always",
+                   "jobManager": {"resource": {"memory": "2048m", "cpu": 1}, "replicas": 1},
+                   "taskManager": {"resource": {"memory": "2Gi", "cpu": 0.5},
+                                   "podTemplate": {"metadata": {"labels": {"a": "b"}}}},
+                   "job": {"jarURI": "local:///opt/flink/usrlib/job.jar", "parallelism": 2,
+                           "entryClass": "a.B", "args": ["--x"], "upgradeMode": "last-state",
+                           "allowNonRestoredState": true}}),
+            json!({"image": "flink:2.3", "flinkVersion": "v2_3", "mode": "standalone",
+                   "taskManager": {"replicas": 2},
+                   "job": {"jarURI": "local:///opt/flink/usrlib/job.jar", "parallelism": 2}}),
+            json!({"image": "flink:2.0", "flinkVersion": "v2_0", "mode": "standalone"}),
+            json!({"image": "flink:2.3", "flinkVersion": "v2_3"}),
+        ];
+        let effective: BTreeMap<String, String> = [
+            ("high-availability.type", "kubernetes"),
+            ("high-availability.storageDir", "file:///tmp/ha"),
+            ("execution.checkpointing.dir", "file:///tmp/cp"),
+            ("env.java.default-opts.all", "--add-opens=a"),
+            ("env.java.default-opts.jobmanager", "-Da=1"),
+            ("env.java.default-opts.taskmanager", "-Db=1"),
+            ("kubernetes.jobmanager.memory.limit-factor", "1.5"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let deploy = DeployParameters {
+            restore_path: Some("file:///tmp/sp".to_owned()),
+            job_id: Some("00000000000000000000000000000001".to_owned()),
+            owner_uid: Some("fd-uid".to_owned()),
+        };
+        for spec in specs {
+            let d = deployment(spec.clone());
+            let config = build_config(&d, &effective, &deploy).unwrap();
+            let objects = build(&d, &config, BuildOptions::default(), Some("jm-uid")).unwrap();
+            let file = objects.config_maps[0].data.as_ref().unwrap();
+            let text = &file["config.yaml"];
+            let written: BTreeMap<String, String> = flatten_yaml(text);
+            for key in written.keys() {
+                assert!(
+                    effective.contains_key(key) || k::WRITTEN_BY_OPERATOR.contains(&key.as_str()),
+                    "{key} is written for {spec} but missing from keys::flink::WRITTEN_BY_OPERATOR"
+                );
+            }
+        }
+    }
+
+    fn flatten_yaml(text: &str) -> BTreeMap<String, String> {
+        fn walk(value: &serde_yaml::Value, prefix: String, out: &mut BTreeMap<String, String>) {
+            match value {
+                serde_yaml::Value::Mapping(map) => {
+                    for (key, value) in map {
+                        let key = key.as_str().unwrap_or_default();
+                        let path = if prefix.is_empty() {
+                            key.to_owned()
+                        } else {
+                            format!("{prefix}.{key}")
+                        };
+                        walk(value, path, out);
+                    }
+                }
+                other => {
+                    out.insert(prefix, format!("{other:?}"));
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(&serde_yaml::from_str(text).unwrap(), String::new(), &mut out);
+        out
     }
 }

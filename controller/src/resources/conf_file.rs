@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use flink_operator_api::common::FlinkVersion;
+use flink_operator_api::{common::FlinkVersion, config::section_clash};
 use serde_yaml::{Mapping, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -13,6 +13,8 @@ pub enum ConfFileError {
         "configuration keys {short:?} and {long:?} overlap: {short:?} cannot be both a value and a section in config.yaml"
     )]
     OverlappingKeys { short: String, long: String },
+    #[error("the configuration cannot be written as YAML: {0}")]
+    Yaml(String),
 }
 
 /// The file name and content for `version`.
@@ -47,37 +49,39 @@ fn scalar(value: &str) -> String {
     }
 }
 
-/// Nested YAML: `a.b.c: v` becomes `a: {b: {c: v}}`. A key that is a prefix of another
-/// cannot be written (Flink's own writer refuses it too).
+/// Nested YAML: `a.b.c: v` becomes `a: {b: {c: v}}`. A key that is a section of another
+/// (`a` beside `a.b`) cannot be written (Flink's own writer refuses it too); admission
+/// refuses such configurations by the same rule, and the walk below reports one rather than
+/// assume it away.
 fn nested(config: &BTreeMap<String, String>) -> Result<String, ConfFileError> {
-    let keys: Vec<&String> = config.keys().collect();
-    for pair in keys.windows(2) {
-        if pair[1].starts_with(&format!("{}.", pair[0])) {
-            return Err(ConfFileError::OverlappingKeys {
-                short: pair[0].clone(),
-                long: pair[1].clone(),
-            });
-        }
+    let clash = |short: &str, long: &str| ConfFileError::OverlappingKeys {
+        short: short.to_owned(),
+        long: long.to_owned(),
+    };
+    if let Some((short, long)) = section_clash(config.keys().map(String::as_str)) {
+        return Err(clash(short, long));
     }
     let mut root = Mapping::new();
     for (key, value) in config {
         let parts: Vec<&str> = key.split('.').collect();
+        let (last, sections) = parts.split_last().unwrap_or((&"", &[]));
         let mut node = &mut root;
-        for part in &parts[..parts.len() - 1] {
+        for (depth, part) in sections.iter().enumerate() {
             let entry = node
                 .entry(Value::String((*part).to_owned()))
                 .or_insert_with(|| Value::Mapping(Mapping::new()));
             node = match entry {
                 Value::Mapping(m) => m,
-                _ => unreachable!("prefix keys were refused above"),
+                _ => return Err(clash(&parts[..=depth].join("."), key)),
             };
         }
-        node.insert(
-            Value::String(parts[parts.len() - 1].to_owned()),
-            Value::String(value.clone()),
-        );
+        let leaf = Value::String((*last).to_owned());
+        if node.contains_key(&leaf) {
+            return Err(clash(key, &format!("{key}.*")));
+        }
+        node.insert(leaf, Value::String(value.clone()));
     }
-    Ok(serde_yaml::to_string(&Value::Mapping(root)).unwrap_or_default())
+    serde_yaml::to_string(&Value::Mapping(root)).map_err(|e| ConfFileError::Yaml(e.to_string()))
 }
 
 #[cfg(test)]
@@ -135,6 +139,31 @@ mod tests {
             ConfFileError::OverlappingKeys {
                 short: "a".into(),
                 long: "a.b".into()
+            }
+        );
+        // Keys between the two in sorted order do not hide the overlap.
+        let error = render(
+            FlinkVersion::V2_0,
+            &config(&[("a", "1"), ("a-x", "2"), ("a.b", "3")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error,
+            ConfFileError::OverlappingKeys {
+                short: "a".into(),
+                long: "a.b".into()
+            }
+        );
+        let deep = render(
+            FlinkVersion::V2_0,
+            &config(&[("x.y", "1"), ("x.y-z", "2"), ("x.y.z", "3")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            deep,
+            ConfFileError::OverlappingKeys {
+                short: "x.y".into(),
+                long: "x.y.z".into()
             }
         );
         // Flat files have no such limit.

@@ -67,7 +67,9 @@ pub fn build(
     let version = spec.flink_version.ok_or(ConfigError::NoVersion)?;
     let standalone = spec.mode_or_default() == KubernetesDeploymentMode::Standalone;
     let mut c = effective.clone();
-    c.retain(|key, _| !key.starts_with("kubernetes.operator.") && !key.starts_with("job.autoscaler."));
+    c.retain(|key, _| {
+        !key.starts_with(flink_operator_api::keys::operator::PREFIX) && !key.starts_with(k::AUTOSCALER_PREFIX)
+    });
     let set = |c: &mut BTreeMap<String, String>, key: &str, value: String| {
         c.insert(key.to_owned(), value);
     };
@@ -129,7 +131,7 @@ pub fn build(
         } else {
             "SESSION"
         };
-        set(&mut c, "kubernetes.internal.cluster-mode", mode.to_owned());
+        set(&mut c, k::KUBERNETES_INTERNAL_CLUSTER_MODE, mode.to_owned());
         let replicas = tm_replicas.map(i64::from).unwrap_or_else(|| {
             // Enough TaskManagers for the job's parallelism.
             let parallelism = spec.job.as_ref().and_then(|j| j.parallelism).unwrap_or(1).max(1);
@@ -137,7 +139,7 @@ pub fn build(
         });
         set(
             &mut c,
-            "kubernetes.internal.taskmanager.replicas",
+            k::KUBERNETES_INTERNAL_TASKMANAGER_REPLICAS,
             replicas.max(1).to_string(),
         );
     }
@@ -179,7 +181,7 @@ pub fn build(
     }
 
     // What Flink's Kubernetes client adds before it writes the ConfigMap.
-    set(&mut c, "internal.cluster.execution-mode", "NORMAL".to_owned());
+    set(&mut c, k::INTERNAL_CLUSTER_EXECUTION_MODE, "NORMAL".to_owned());
     if !standalone {
         let entrypoint = if spec.job.is_some() {
             "org.apache.flink.kubernetes.entrypoint.KubernetesApplicationClusterEntrypoint"
@@ -188,24 +190,24 @@ pub fn build(
         };
         set(
             &mut c,
-            "kubernetes.internal.jobmanager.entrypoint.class",
+            k::KUBERNETES_INTERNAL_JOBMANAGER_ENTRYPOINT_CLASS,
             entrypoint.to_owned(),
         );
     }
-    for (key, port) in [("blob.server.port", "6124"), ("taskmanager.rpc.port", "6122")] {
+    for (key, port) in [(k::BLOB_SERVER_PORT, "6124"), (k::TASKMANAGER_RPC_PORT, "6122")] {
         if c.get(key).is_none_or(|p| p == "0") {
             set(&mut c, key, port.to_owned());
         }
     }
     if !ha || standalone {
-        set(&mut c, "jobmanager.rpc.address", format!("{name}.{namespace}"));
+        set(&mut c, k::JOBMANAGER_RPC_ADDRESS, format!("{name}.{namespace}"));
     }
     if ha {
         let port = c
-            .get("jobmanager.rpc.port")
+            .get(k::JOBMANAGER_RPC_PORT)
             .cloned()
             .unwrap_or_else(|| "6123".to_owned());
-        set(&mut c, "high-availability.jobmanager.port", port);
+        set(&mut c, k::HIGH_AVAILABILITY_JOBMANAGER_PORT, port);
     }
     for key in REMOVED_KEYS {
         c.remove(key);

@@ -460,6 +460,41 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "neither a duration",
         ),
         (
+            "pod template metadata not an object",
+            with(&[("spec/podTemplate", json!({"metadata": "x"}))]),
+            "spec.podTemplate.metadata",
+            "is not valid in a Kubernetes pod template: invalid type",
+        ),
+        (
+            "pod template field of the wrong type",
+            with(&[(
+                "spec/taskManager/podTemplate",
+                json!({"spec": {"containers": [{"name": "flink-main-container", "ports": {"containerPort": 1}}]}}),
+            )]),
+            "spec.taskManager.podTemplate.spec.containers[0].ports",
+            "invalid type: map, expected a sequence",
+        ),
+        (
+            "configuration key that is a section of another on Flink 2",
+            with(&[
+                ("spec/flinkVersion", json!("v2_0")),
+                ("spec/flinkConfiguration/a", json!("1")),
+                ("spec/flinkConfiguration/a-x", json!("2")),
+                ("spec/flinkConfiguration/a.b", json!("3")),
+            ]),
+            "spec.flinkConfiguration.a.b",
+            "the configuration also sets \"a\"",
+        ),
+        (
+            "configuration key that is a section of one the operator writes on Flink 2",
+            with(&[
+                ("spec/flinkVersion", json!("v2_0")),
+                ("spec/flinkConfiguration/blob.server.port.range", json!("1")),
+            ]),
+            "spec.flinkConfiguration.blob.server.port.range",
+            "the operator writes \"blob.server.port\"",
+        ),
+        (
             "D30 redeploy nonce without savepoint path",
             with(&[("spec/job/savepointRedeployNonce", json!(1))]),
             "spec.job.initialSavepointPath",
@@ -483,6 +518,22 @@ fn neighbours_of_the_rules_are_allowed() {
                 ("spec/job/upgradeMode", json!("stateless")),
                 ("spec/flinkConfiguration", json!({})),
             ]),
+        ),
+        (
+            "a value and a section of one key fit Flink 1's flat file",
+            with(&[
+                ("spec/flinkConfiguration/a", json!("1")),
+                ("spec/flinkConfiguration/a.b", json!("3")),
+            ]),
+        ),
+        (
+            "a typed pod template with fields this version does not know",
+            with(&[(
+                "spec/podTemplate",
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"a": "b"}},
+                       "spec": {"containers": [{"name": "flink-main-container", "resources": {"limits": {"cpu": 1}}}],
+                                "someFutureField": {"x": 1}}}),
+            )]),
         ),
         (
             "session cluster needs no job rules",
