@@ -16,6 +16,7 @@ mod crds;
 mod harness;
 mod label_selector;
 mod leader_election;
+mod panic_isolation;
 mod registration;
 #[path = "../work_dirs.rs"]
 mod work_dirs;

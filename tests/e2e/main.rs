@@ -31,6 +31,7 @@ mod kubectl_tool;
 mod lifecycle;
 mod objects;
 mod operator;
+mod poison;
 mod reconcile;
 mod revisions;
 mod runtime;
