@@ -108,26 +108,29 @@ pub struct LoopEnded {
 }
 
 impl LoopEnded {
-    /// What ended, from a join of the controllers' set.
+    /// What ended, from a join of the controllers' set (a panicked task's name is not known).
     pub fn from_join(joined: Result<&'static str, tokio::task::JoinError>) -> Self {
         match joined {
             Ok(name) => Self { name, panic: None },
-            Err(error) => Self {
-                name: "a controller",
-                panic: Some(
-                    error
-                        .try_into_panic()
-                        .map(|payload| {
-                            payload
-                                .downcast_ref::<&str>()
-                                .map(|s| (*s).to_owned())
-                                .or_else(|| payload.downcast_ref::<String>().cloned())
-                                .unwrap_or_else(|| "a panic without a message".to_owned())
-                        })
-                        .unwrap_or_else(|error| error.to_string()),
-                ),
-            },
+            Err(error) => Self::named("a controller", Err(error)),
         }
+    }
+
+    /// The part `name` ended, by itself or with a panic.
+    pub fn named(name: &'static str, joined: Result<(), tokio::task::JoinError>) -> Self {
+        let panic = joined.err().map(|error| {
+            error
+                .try_into_panic()
+                .map(|payload| {
+                    payload
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic without a message".to_owned())
+                })
+                .unwrap_or_else(|error| error.to_string())
+        });
+        Self { name, panic }
     }
 }
 
@@ -254,7 +257,13 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                     }));
                 }
             }
-            tasks.spawn(stop_on(stopping.clone(), watch).instrument(tracing::info_span!("caches")));
+            // Caches that stopped watching would hold a past world the loops act on.
+            tasks.spawn(must_run(
+                "caches",
+                watch.instrument(tracing::info_span!("caches")),
+                stopping.clone(),
+                ended_sender.clone(),
+            ));
             let ready = readiness.clone();
             let waiting = caches.clone();
             tasks.spawn(stop_on(stopping.clone(), async move {
@@ -397,6 +406,23 @@ fn controllers(
     loops
 }
 
+/// Runs `work`, which must run as long as the process, in a task of its own until the
+/// process stops; if it ends (or panics) before that, says so on `ended`.
+async fn must_run(
+    name: &'static str,
+    work: impl Future<Output = ()> + Send + 'static,
+    mut stopping: watch::Receiver<bool>,
+    ended: tokio::sync::mpsc::Sender<LoopEnded>,
+) {
+    let mut running = tokio::spawn(work);
+    tokio::select! {
+        joined = &mut running => {
+            let _ = ended.send(LoopEnded::named(name, joined)).await;
+        }
+        () = async { drop(stopping.wait_for(|stop| *stop).await) } => running.abort(),
+    }
+}
+
 /// Runs `work` until the process stops.
 async fn stop_on(mut stopping: watch::Receiver<bool>, work: impl Future<Output = ()>) {
     tokio::select! {
@@ -525,4 +551,38 @@ async fn wait_for_signal() -> std::io::Result<()> {
         _ = int.recv() => tracing::info!("SIGINT received"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_part_that_ends_or_panics_before_the_process_stops_is_reported_by_name() {
+        let (_stop, stopping) = watch::channel(false);
+        let (sender, mut ended) = tokio::sync::mpsc::channel(1);
+        must_run("caches", async {}, stopping.clone(), sender.clone()).await;
+        let reported = ended.recv().await.unwrap();
+        assert_eq!((reported.name, reported.panic), ("caches", None));
+
+        must_run("caches", async { panic!("a watch broke") }, stopping, sender).await;
+        let reported = ended.recv().await.unwrap();
+        assert_eq!(reported.panic.as_deref(), Some("a watch broke"));
+        assert_eq!(
+            reported.to_string(),
+            "the caches loop ended (it panicked: a watch broke); the operator stops so that it is restarted"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_part_stopped_with_the_process_is_not_reported() {
+        let (stop, stopping) = watch::channel(false);
+        let (sender, mut ended) = tokio::sync::mpsc::channel(1);
+        let running = tokio::spawn(must_run("caches", std::future::pending(), stopping, sender));
+        stop.send(true).unwrap();
+        running.await.unwrap();
+        assert!(ended.recv().await.is_none(), "nothing is reported and the sender is gone");
+    }
 }
