@@ -583,6 +583,9 @@ mod tests {
         let running = tokio::spawn(must_run("caches", std::future::pending(), stopping, sender));
         stop.send(true).unwrap();
         running.await.unwrap();
-        assert!(ended.recv().await.is_none(), "nothing is reported and the sender is gone");
+        assert!(
+            ended.recv().await.is_none(),
+            "nothing is reported and the sender is gone"
+        );
     }
 }

@@ -36,6 +36,16 @@ pub struct Replica {
 
 impl Replica {
     pub fn start(name: &'static str, namespace: &str, config: &Path) -> Self {
+        Self::start_with(
+            name,
+            namespace,
+            config,
+            &crate::harness::control_plane().kubeconfig,
+        )
+    }
+
+    /// [`Replica::start`] reaching the API server through `kubeconfig`.
+    pub fn start_with(name: &'static str, namespace: &str, config: &Path, kubeconfig: &Path) -> Self {
         let dir = work_dir().join(format!("leader-election-{name}"));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("operator.log");
@@ -53,7 +63,7 @@ impl Replica {
             .arg("--self-signed-certs")
             .arg(dir.join("certs"))
             .arg("--kubeconfig")
-            .arg(&crate::harness::control_plane().kubeconfig)
+            .arg(kubeconfig)
             .arg("--config")
             .arg(config)
             .env("POD_NAME", name)
@@ -93,7 +103,7 @@ impl Replica {
     }
 
     /// How many reconciles this replica has finished.
-    fn reconciles(&self) -> f64 {
+    pub fn reconciles(&self) -> f64 {
         self.get("/metrics")
             .and_then(|m| metric_sum(&m, "flink_operator_reconcile_duration_seconds_count"))
             .unwrap_or(0.0)

@@ -12,6 +12,7 @@ mod admission_load;
 mod cert_renewal;
 mod chart;
 mod chart_rbac;
+mod cold_caches;
 mod crds;
 mod harness;
 mod label_selector;

@@ -1,0 +1,242 @@
+//! Cold caches never look like missing clusters. An operator starts while the API server
+//! is slow to list Deployments (here: a proxy between them holds every Deployment LIST for
+//! [`LIST_DELAY`]), beside a deployed application and a deployed session cluster whose
+//! status says their JobManagers are READY. Its loops wait until every cache has listed:
+//! it writes no Deployment (no DELETE, no re-apply), records no recovery, and the
+//! JobManager Deployments keep their UIDs and generations.
+
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use axum::{body::Body, extract::State, http::Request, response::Response};
+use flink_operator_api::{
+    FlinkDeployment, FlinkDeploymentSpec, ReconciledSpec, validation::ValidationContext,
+};
+use flink_operator_controller::{events::Reason, resources::cluster, resources::flink_config};
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::Event};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{ListParams, Patch, PatchParams},
+};
+use serde_json::json;
+
+use crate::{
+    harness::{IN_CLUSTER_LABEL, TestNamespace, client, install_crds, operator_config_text, work_dir},
+    leader_election::Replica,
+};
+
+const MINE: &str = "cold-caches";
+/// Longer than a reconcile takes, so that loops started before the list would act first.
+const LIST_DELAY: Duration = Duration::from_secs(6);
+
+/// What went through the proxy: method, path and query.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+/// Forwards every request to the API server as the test's client (its credentials, its
+/// TLS), holding Deployment LISTs back.
+async fn forward(State((client, seen)): State<(Client, Seen)>, request: Request<Body>) -> Response {
+    let method = request.method().to_string();
+    let path_and_query = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
+    seen.lock()
+        .unwrap()
+        .push((method.clone(), path_and_query.clone()));
+    let path = path_and_query.split('?').next().unwrap_or_default();
+    let watch = path_and_query.contains("watch=true") || path_and_query.contains("watch=1");
+    if method == "GET" && path.starts_with("/apis/apps/v1/") && path.ends_with("/deployments") && !watch {
+        tokio::time::sleep(LIST_DELAY).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let mut upstream = http::Request::builder().method(parts.method).uri(path_and_query);
+    for (name, value) in &parts.headers {
+        if name != http::header::HOST && name != http::header::AUTHORIZATION {
+            upstream = upstream.header(name, value);
+        }
+    }
+    let upstream = upstream.body(kube::client::Body::from(bytes.to_vec())).unwrap();
+    match client.send(upstream).await {
+        Ok(response) => {
+            let (parts, body) = response.into_parts();
+            Response::from_parts(parts, Body::new(body))
+        }
+        Err(error) => Response::builder()
+            .status(502)
+            .body(Body::from(error.to_string()))
+            .unwrap(),
+    }
+}
+
+/// Starts the proxy; returns its address.
+async fn proxy(client: Client, seen: Seen) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let router = axum::Router::new().fallback(forward).with_state((client, seen));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    address
+}
+
+fn deployment(name: &str, namespace: &str, job: bool) -> FlinkDeployment {
+    let mut spec = json!({
+        "image": "flink:1.20", "flinkVersion": "v1_20", "serviceAccount": "flink",
+        "jobManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
+        "taskManager": {"resource": {"memory": "1024m", "cpu": 0.5}},
+    });
+    if job {
+        spec["job"] = json!({"jarURI": "local:///opt/flink/usrlib/job.jar", "parallelism": 1, "upgradeMode": "stateless"});
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": {IN_CLUSTER_LABEL: MINE}},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+/// Creates `fd` deployed as the operator would have left it: its JobManager Deployment
+/// built and applied, its status READY and STABLE with the spec recorded.
+async fn deployed(client: &Client, fd: &FlinkDeployment) -> Deployment {
+    let namespace = fd.namespace().unwrap();
+    let name = fd.name_any();
+    let params = PatchParams::apply("flink-operator-tests");
+    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &namespace);
+    let created = api.patch(&name, &params, &Patch::Apply(fd)).await.unwrap();
+    let effective = ValidationContext::default().effective_config(&namespace, fd.spec.flink_version, None);
+    let config =
+        flink_config::build(&created, &effective, &flink_config::DeployParameters::default()).unwrap();
+    let objects = cluster::build(
+        &created,
+        &config,
+        cluster::BuildOptions::from_effective(&effective),
+        None,
+    )
+    .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+    let jm = deployments
+        .patch(&name, &params, &Patch::Apply(&objects.job_manager))
+        .await
+        .unwrap();
+    let spec: &FlinkDeploymentSpec = &created.spec;
+    let recorded = ReconciledSpec::new(spec.clone(), false).encode().unwrap();
+    let mut status = json!({
+        "jobManagerDeploymentStatus": "READY",
+        "lifecycleState": "STABLE",
+        "observedGeneration": created.metadata.generation,
+        "reconciliationStatus": {
+            "state": "DEPLOYED",
+            "lastReconciledSpec": recorded,
+            "lastStableSpec": recorded,
+            "reconciliationTimestamp": 1_700_000_000_000_i64,
+        },
+    });
+    if spec.job.is_some() {
+        status["jobStatus"] = json!({"state": "RUNNING", "jobId": "0123456789abcdef0123456789abcdef",
+                                     "jobName": name, "startTime": "1700000000000"});
+    }
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": status})),
+    )
+    .await
+    .unwrap();
+    jm
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_starting_on_a_slow_deployment_list_leaves_deployed_clusters_alone() {
+    let client = client().await;
+    install_crds(&client).await;
+    let ns = TestNamespace::new(&client, "cold-caches").await;
+    let app = deployed(&client, &deployment("app", &ns.name, true)).await;
+    let session = deployed(&client, &deployment("session", &ns.name, false)).await;
+
+    let seen: Seen = Arc::default();
+    let address = proxy(client.clone(), seen.clone()).await;
+    let dir = work_dir().join("cold-caches");
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster:\n    server: http://{address}\n\
+             users:\n- name: proxy\n  user: {{}}\ncontexts:\n- name: proxy\n  context:\n    cluster: proxy\n    user: proxy\n\
+             current-context: proxy\n"
+        ),
+    )
+    .unwrap();
+    let config = dir.join("config.yaml");
+    let text = operator_config_text()
+        .replace(
+            "kubernetes.operator.leader-election.enabled: true",
+            "kubernetes.operator.leader-election.enabled: false",
+        )
+        .replace(
+            &format!("kubernetes.operator.label.selector: \"!{IN_CLUSTER_LABEL}\""),
+            &format!("kubernetes.operator.label.selector: {IN_CLUSTER_LABEL}={MINE}"),
+        );
+    assert!(text.contains(&format!("{IN_CLUSTER_LABEL}={MINE}")));
+    std::fs::write(&config, text).unwrap();
+    let started = Instant::now();
+    let replica = Replica::start_with("cold-caches", &ns.name, &config, &kubeconfig);
+
+    // Both resources reconciled a few times, the first after the delayed list.
+    let deadline = Instant::now() + LIST_DELAY + Duration::from_secs(40);
+    while replica.reconciles() < 4.0 {
+        assert!(Instant::now() < deadline, "not reconciled:\n{}", replica.log());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let reconciled_after = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let seen = seen.lock().unwrap().clone();
+    let listed = seen
+        .iter()
+        .any(|(method, path)| method == "GET" && path.contains("/deployments") && !path.contains("watch="));
+    assert!(listed, "no Deployment list went through the proxy: {seen:?}");
+    let writes: Vec<&(String, String)> = seen
+        .iter()
+        .filter(|(method, path)| {
+            method != "GET" && path.starts_with("/apis/apps/v1/") && path.contains("/deployments")
+        })
+        .collect();
+    assert!(
+        writes.is_empty(),
+        "Deployments written by an operator that saw them missing: {writes:?}\n{}",
+        replica.log()
+    );
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns.name);
+    for before in [&app, &session] {
+        let now = deployments.get(&before.name_any()).await.unwrap();
+        assert_eq!(now.uid(), before.uid(), "{} was replaced", before.name_any());
+        assert_eq!(
+            now.metadata.generation,
+            before.metadata.generation,
+            "{} was changed",
+            before.name_any()
+        );
+    }
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns.name);
+    let recoveries: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(Reason::RecoverDeployment.as_str()))
+        .filter_map(|e| e.message)
+        .collect();
+    assert!(recoveries.is_empty(), "recovered: {recoveries:?}");
+    eprintln!(
+        "MEASURED first reconciles {:.1} s after start with Deployment lists held {} s; {} requests through the proxy, none writing a Deployment",
+        reconciled_after.as_secs_f64(),
+        LIST_DELAY.as_secs(),
+        seen.len()
+    );
+}
