@@ -53,6 +53,7 @@ pub async fn observe(
     let mut job_manager = JobManagerObservation::Missing;
     let mut job = None;
     let mut savepoint = None;
+    let mut late_savepoint = None;
     let mut checkpoint = None;
     let mut latest_checkpoint = None;
     let mut health = None;
@@ -84,6 +85,7 @@ pub async fn observe(
                         health = look.health;
                         job = look.job;
                         savepoint = look.savepoint;
+                        late_savepoint = look.late_savepoint;
                         checkpoint = look.checkpoint;
                         latest_checkpoint = look.latest_checkpoint;
                     }
@@ -157,6 +159,7 @@ pub async fn observe(
         deployed_generation,
         rolled_back_generation,
         savepoint,
+        late_savepoint,
         checkpoint,
         latest_checkpoint,
         health,
@@ -211,6 +214,7 @@ struct Look {
     /// For application deployments.
     job: Option<JobObservation>,
     savepoint: Option<SavepointPoll>,
+    late_savepoint: Option<poll::LateSavepoint>,
     checkpoint: Option<SavepointPoll>,
     /// The job's latest completed checkpoint with a path, while it is known to Flink (for
     /// restores without a savepoint).
@@ -247,7 +251,15 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
     };
     let failure_known = job_status.state.as_deref() == Some(flink_job_state::FAILED)
         && status.is_some_and(|s| s.error.is_some());
-    let look = poll::look(rest, job_status, &JobId::from(job_id), failure_known, true).await;
+    let look = poll::look(
+        rest,
+        job_status,
+        &JobId::from(job_id),
+        failure_known,
+        true,
+        policy.savepoint_dir.as_deref(),
+    )
+    .await;
     let latest_checkpoint = match (&look.job, look.latest_checkpoint) {
         (
             JobObservation::Found { .. },
@@ -270,6 +282,7 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
         health,
         job: Some(look.job),
         savepoint: look.savepoint,
+        late_savepoint: look.late_savepoint,
         checkpoint: look.checkpoint,
         latest_checkpoint,
     }

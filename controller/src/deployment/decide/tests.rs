@@ -47,6 +47,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         deployed_generation: None,
         rolled_back_generation: None,
         savepoint: None,
+        late_savepoint: None,
         checkpoint: None,
         ha_checkpoint: None,
         latest_checkpoint: None,
