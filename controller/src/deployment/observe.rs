@@ -1,7 +1,7 @@
 //! Reading the world of one FlinkDeployment: its JobManager Deployment and pods, and its
 //! job through the Flink REST API.
 
-use flink_operator_api::common::{ResourceLifecycleState, flink_job_state};
+use flink_operator_api::common::flink_job_state;
 use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt};
@@ -115,14 +115,9 @@ pub async fn observe(
         &name,
         fd.metadata.creation_timestamp.as_ref(),
     );
-    // Only a rollback (of a resource that is not stable) or a recovery (of a missing
-    // JobManager) restores from it.
-    let stable = fd.status.as_ref().and_then(|s| s.lifecycle_state) == Some(ResourceLifecycleState::Stable);
-    // The health check restarts a stateful job from it: read from the cache, it costs no call.
-    let may_restore_from_ha = (policy.rollback_enabled && !stable)
-        || (policy.jm_recovery && jm.is_none())
-        || policy.health.is_some();
-    let ha_checkpoint = if policy.high_availability && fd.spec.job.is_some() && may_restore_from_ha {
+    // A rollback, a recovery, the health check's restart and a last-state change restore
+    // from it (a change may come with any look): read from the cache, it costs no call.
+    let ha_checkpoint = if policy.high_availability && fd.spec.job.is_some() {
         Some(ha_holds_a_checkpoint(caches, &namespace, &name))
     } else {
         None

@@ -359,7 +359,7 @@ mod tests {
     fn only_a_completed_savepoint_triggered_since_the_stop_is_the_stops() {
         let after = STOPPED_AT + 50;
         let before = STOPPED_AT - 60_000;
-        let cases: Vec<(&str, String, Option<(&str, i64)>)> = vec![
+        let cases = vec![
             (
                 "the stop's savepoint, the newest of the history",
                 format!(

@@ -189,7 +189,13 @@ impl Application {
             savepoint: look.savepoint.clone(),
             late_savepoint: look.late_savepoint.clone(),
             checkpoint: look.checkpoint.clone(),
-            policy: look.policy.clone(),
+            // A running application's HA metadata holds its checkpoints (what a last-state
+            // change keeps); the cluster's own tests cover metadata without one.
+            ha_checkpoint: Some(true),
+            policy: Policy {
+                high_availability: true,
+                ..look.policy.clone()
+            },
             snapshots: look.snapshots.clone(),
             revisions: look.revisions.clone(),
             violations: look.violations.clone(),

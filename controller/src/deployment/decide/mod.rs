@@ -79,8 +79,8 @@ pub struct Observation {
     /// The savepoint of a stop the JobManager no longer knows, looked for elsewhere.
     pub late_savepoint: Option<crate::lifecycle::poll::LateSavepoint>,
     /// Whether the cluster's HA metadata points at a checkpoint; looked at only with high
-    /// availability, when a rollback may be due (enabled, the resource not stable), the
-    /// JobManager Deployment is missing, or the health check is on.
+    /// availability, for an application (a rollback, a recovery, the health check's
+    /// restart and a last-state change restore from it).
     pub ha_checkpoint: Option<bool>,
     /// Whether the ready JobManager's REST API did not answer at the previous look either.
     pub unanswered_before: bool,
