@@ -57,6 +57,10 @@ pub struct Policy {
     pub jm_recovery: bool,
     /// Whether high availability is configured (`high-availability.type`).
     pub high_availability: bool,
+    /// Where Flink writes savepoints it is not given a directory for
+    /// (`execution.checkpointing.savepoint-dir`, formerly `state.savepoints.dir`): the
+    /// operator's stops-with-savepoint need it.
+    pub savepoint_dir: Option<String>,
     /// How soon a resource with nothing in progress is looked at again
     /// (`kubernetes.operator.reconcile.interval`, default 60 s as in the Apache operator).
     pub reconcile_interval_ms: i64,
@@ -100,6 +104,7 @@ impl Default for Policy {
             readiness_timeout_ms: option_defaults::DEPLOYMENT_READINESS_TIMEOUT_MS,
             jm_recovery: option_defaults::JM_DEPLOYMENT_RECOVERY_ENABLED,
             high_availability: false,
+            savepoint_dir: None,
             reconcile_interval_ms: option_defaults::RECONCILE_INTERVAL_MS,
             progress_check_ms: option_defaults::PROGRESS_CHECK_INTERVAL_MS,
             savepoint_grace_ms: option_defaults::SAVEPOINT_TRIGGER_GRACE_PERIOD_MS,
@@ -226,6 +231,10 @@ impl Policy {
                 .iter()
                 .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))
                 .is_some_and(|v| !v.eq_ignore_ascii_case("none")),
+            savepoint_dir: flink::SAVEPOINT_DIR_KEYS
+                .iter()
+                .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))
+                .map(str::to_owned),
             // A zero interval would be a busy loop: at least a second.
             reconcile_interval_ms: duration(operator::RECONCILE_INTERVAL)
                 .or_else(|| duration(operator::RECONCILE_INTERVAL_DEPRECATED))

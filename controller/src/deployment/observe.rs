@@ -1,7 +1,7 @@
 //! Reading the world of one FlinkDeployment: its JobManager Deployment and pods, and its
 //! job through the Flink REST API.
 
-use flink_operator_api::common::{ResourceLifecycleState, flink_job_state};
+use flink_operator_api::common::flink_job_state;
 use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt};
@@ -53,6 +53,7 @@ pub async fn observe(
     let mut job_manager = JobManagerObservation::Missing;
     let mut job = None;
     let mut savepoint = None;
+    let mut late_savepoint = None;
     let mut checkpoint = None;
     let mut latest_checkpoint = None;
     let mut health = None;
@@ -84,6 +85,7 @@ pub async fn observe(
                         health = look.health;
                         job = look.job;
                         savepoint = look.savepoint;
+                        late_savepoint = look.late_savepoint;
                         checkpoint = look.checkpoint;
                         latest_checkpoint = look.latest_checkpoint;
                     }
@@ -113,14 +115,9 @@ pub async fn observe(
         &name,
         fd.metadata.creation_timestamp.as_ref(),
     );
-    // Only a rollback (of a resource that is not stable) or a recovery (of a missing
-    // JobManager) restores from it.
-    let stable = fd.status.as_ref().and_then(|s| s.lifecycle_state) == Some(ResourceLifecycleState::Stable);
-    // The health check restarts a stateful job from it: read from the cache, it costs no call.
-    let may_restore_from_ha = (policy.rollback_enabled && !stable)
-        || (policy.jm_recovery && jm.is_none())
-        || policy.health.is_some();
-    let ha_checkpoint = if policy.high_availability && fd.spec.job.is_some() && may_restore_from_ha {
+    // A rollback, a recovery, the health check's restart and a last-state change restore
+    // from it (a change may come with any look): read from the cache, it costs no call.
+    let ha_checkpoint = if policy.high_availability && fd.spec.job.is_some() {
         Some(ha_holds_a_checkpoint(caches, &namespace, &name))
     } else {
         None
@@ -157,6 +154,7 @@ pub async fn observe(
         deployed_generation,
         rolled_back_generation,
         savepoint,
+        late_savepoint,
         checkpoint,
         latest_checkpoint,
         health,
@@ -211,6 +209,7 @@ struct Look {
     /// For application deployments.
     job: Option<JobObservation>,
     savepoint: Option<SavepointPoll>,
+    late_savepoint: Option<poll::LateSavepoint>,
     checkpoint: Option<SavepointPoll>,
     /// The job's latest completed checkpoint with a path, while it is known to Flink (for
     /// restores without a savepoint).
@@ -247,7 +246,15 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
     };
     let failure_known = job_status.state.as_deref() == Some(flink_job_state::FAILED)
         && status.is_some_and(|s| s.error.is_some());
-    let look = poll::look(rest, job_status, &JobId::from(job_id), failure_known, true).await;
+    let look = poll::look(
+        rest,
+        job_status,
+        &JobId::from(job_id),
+        failure_known,
+        true,
+        policy.savepoint_dir.as_deref(),
+    )
+    .await;
     let latest_checkpoint = match (&look.job, look.latest_checkpoint) {
         (
             JobObservation::Found { .. },
@@ -270,6 +277,7 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
         health,
         job: Some(look.job),
         savepoint: look.savepoint,
+        late_savepoint: look.late_savepoint,
         checkpoint: look.checkpoint,
         latest_checkpoint,
     }

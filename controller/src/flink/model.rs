@@ -193,6 +193,10 @@ pub struct CheckpointStatistics {
     /// The latest of each kind.
     #[serde(default)]
     pub latest: LatestCheckpoints,
+    /// The most recent checkpoints and savepoints, newest first (`web.checkpoints.history`
+    /// of them, 10 by default), whatever became of them.
+    #[serde(default)]
+    pub history: Vec<CheckpointEntry>,
 }
 
 /// Checkpoint counts.
@@ -242,6 +246,28 @@ pub struct CompletedCheckpoint {
     pub latest_ack_timestamp: Option<i64>,
     /// Size of the state in bytes (`state_size` in 1.x, `checkpointed_size` also in 2.x).
     pub state_size: Option<u64>,
+    /// Whether it has been discarded since.
+    #[serde(default)]
+    pub discarded: bool,
+}
+
+/// A checkpoint or savepoint of the history: in progress, completed or failed.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct CheckpointEntry {
+    /// Checkpoint id.
+    pub id: u64,
+    /// `IN_PROGRESS`, `COMPLETED` or `FAILED`.
+    #[serde(default)]
+    pub status: String,
+    /// Whether it is a savepoint.
+    #[serde(default)]
+    pub is_savepoint: bool,
+    /// Where it is stored (a completed one that is externalised).
+    pub external_path: Option<String>,
+    /// When it was triggered, epoch milliseconds.
+    pub trigger_timestamp: Option<i64>,
+    /// When the last task acknowledged it, epoch milliseconds.
+    pub latest_ack_timestamp: Option<i64>,
     /// Whether it has been discarded since.
     #[serde(default)]
     pub discarded: bool,
@@ -561,13 +587,24 @@ mod tests {
                           "state_size":1024,"discarded":false},
                          "savepoint":null,"failed":null,
                          "restored":{"id":3,"restore_timestamp":9,"is_savepoint":true,"external_path":"file:/sp/savepoint-1"}},
-               "history":[]}"#,
+               "history":[{"className":"completed","id":6,"status":"COMPLETED","is_savepoint":true,
+                           "savepointFormat":"CANONICAL","checkpoint_type":"SYNC_SAVEPOINT",
+                           "trigger_timestamp":20,"latest_ack_timestamp":21,"external_path":"file:/sp/savepoint-6","discarded":false},
+                          {"className":"failed","id":4,"status":"FAILED","is_savepoint":false,"trigger_timestamp":8,
+                           "failure_timestamp":9,"failure_message":"declined"}]}"#,
         )
         .unwrap();
         assert_eq!(
             stats.latest.completed.unwrap().external_path.as_deref(),
             Some("file:/cp/chk-5")
         );
+        assert_eq!(stats.history.len(), 2);
+        assert!(stats.history[0].is_savepoint && stats.history[0].status == "COMPLETED");
+        assert_eq!(
+            stats.history[0].external_path.as_deref(),
+            Some("file:/sp/savepoint-6")
+        );
+        assert_eq!(stats.history[1].external_path, None);
         assert!(stats.latest.restored.unwrap().is_savepoint);
     }
 

@@ -59,10 +59,16 @@ pub enum Ending {
 /// How a change ends a job of `mode` that is `now` as it is. `ends_with_its_cluster`: the
 /// job ends when its cluster is deleted (an application cluster), which keeps its
 /// checkpoints in the high-availability metadata for a last-state change; otherwise (a
-/// session job) it is cancelled.
+/// session job) it is cancelled. `last_state_held`: that metadata holds a completed
+/// checkpoint; without one, deleting the cluster would restart the job from nothing, so a
+/// running job is stopped with a savepoint instead when one can be taken (as the Apache
+/// operator does for a last-state change it cannot make), and the change is refused
+/// otherwise.
+#[allow(clippy::too_many_arguments)]
 pub fn ending(
     mode: UpgradeMode,
     ends_with_its_cluster: bool,
+    last_state_held: bool,
     suspending: bool,
     now: JobNow,
     job: &JobStatus,
@@ -79,7 +85,29 @@ pub fn ending(
         (UpgradeMode::LastState, JobNow::Ended) => Ending::Ended {
             with_savepoints: keeps_last_state,
         },
-        (UpgradeMode::LastState, _) if keeps_last_state => Ending::KeepingLastState,
+        (UpgradeMode::LastState, _) if keeps_last_state && last_state_held => Ending::KeepingLastState,
+        (UpgradeMode::LastState, JobNow::Live(state)) if keeps_last_state => {
+            match (
+                state == flink_job_state::RUNNING,
+                take_savepoint,
+                &policy.savepoint_dir,
+            ) {
+                (true, true, Some(_)) => Ending::Savepoint,
+                (running, take, _) => Ending::Refuse(format!(
+                    "the high-availability metadata holds no completed checkpoint of the job, so deleting its cluster \
+                     would restart it without state, and {}; change the spec again once the job has completed a checkpoint, \
+                     or use upgradeMode stateless to start it without state",
+                    if !running {
+                        "the job is not RUNNING, so no savepoint can be taken instead".to_owned()
+                    } else if !take {
+                        "kubernetes.operator.job.upgrade.take-savepoint is false, so no savepoint is taken instead".to_owned()
+                    } else {
+                        "no savepoint can be taken instead: execution.checkpointing.savepoint-dir is not set"
+                            .to_owned()
+                    }
+                )),
+            }
+        }
         (UpgradeMode::LastState, JobNow::Live(flink_job_state::CANCELLING)) => Ending::WaitForCancel,
         (UpgradeMode::LastState, JobNow::Live(_)) => Ending::CancelForNewest {
             with_savepoints: false,
@@ -383,7 +411,7 @@ mod tests {
         ];
         for (mode, keeps, now, policy, expected) in cases {
             assert_eq!(
-                ending(mode, keeps, false, now, &job, policy, NOW),
+                ending(mode, keeps, true, false, now, &job, policy, NOW),
                 expected,
                 "{mode:?} keeps={keeps} {now:?}"
             );
@@ -396,17 +424,114 @@ mod tests {
                 ..Policy::default()
             },
         ] {
-            let Refuse(note) = ending(SavepointMode, true, false, JobNow::Ended, &job, policy, NOW) else {
+            let Refuse(note) = ending(SavepointMode, true, true, false, JobNow::Ended, &job, policy, NOW)
+            else {
                 panic!("refused")
             };
             assert!(note.contains("savepoint.max-age"), "{note}");
             // A suspension keeps the newest state instead.
             assert_eq!(
-                ending(SavepointMode, true, true, JobNow::Ended, &job, policy, NOW),
+                ending(SavepointMode, true, true, true, JobNow::Ended, &job, policy, NOW),
                 Ended {
                     with_savepoints: true
                 }
             );
+        }
+    }
+
+    #[test]
+    fn a_last_state_change_deletes_the_cluster_only_when_its_ha_metadata_holds_a_checkpoint() {
+        use Ending::*;
+        use UpgradeMode::LastState;
+        let job = JobStatus::default();
+        let savepoint_dir = Policy {
+            savepoint_dir: Some("s3://b/sp".into()),
+            ..Policy::default()
+        };
+        let no_savepoint_dir = Policy::default();
+        let no_take = Policy {
+            take_savepoint: false,
+            ..savepoint_dir.clone()
+        };
+        // (HA holds a checkpoint, job now, policy) -> ending (None: refused, naming why)
+        let cases: Vec<(bool, JobNow, &Policy, Option<Ending>, &str)> = vec![
+            (
+                true,
+                JobNow::Live("RUNNING"),
+                &no_savepoint_dir,
+                Some(KeepingLastState),
+                "",
+            ),
+            (
+                true,
+                JobNow::Live("RESTARTING"),
+                &no_savepoint_dir,
+                Some(KeepingLastState),
+                "",
+            ),
+            (
+                false,
+                JobNow::Live("RUNNING"),
+                &savepoint_dir,
+                Some(Ending::Savepoint),
+                "",
+            ),
+            (
+                false,
+                JobNow::Live("RUNNING"),
+                &no_savepoint_dir,
+                None,
+                "execution.checkpointing.savepoint-dir is not set",
+            ),
+            (
+                false,
+                JobNow::Live("RUNNING"),
+                &no_take,
+                None,
+                "take-savepoint is false",
+            ),
+            (
+                false,
+                JobNow::Live("RESTARTING"),
+                &savepoint_dir,
+                None,
+                "the job is not RUNNING",
+            ),
+            (
+                false,
+                JobNow::Live("INITIALIZING"),
+                &no_savepoint_dir,
+                None,
+                "the job is not RUNNING",
+            ),
+            // An ended job restores its newest known state, as before.
+            (
+                false,
+                JobNow::Ended,
+                &savepoint_dir,
+                Some(Ended {
+                    with_savepoints: true,
+                }),
+                "",
+            ),
+        ];
+        for (held, now, policy, expected, why) in cases {
+            for suspending in [false, true] {
+                let ending = ending(LastState, true, held, suspending, now, &job, policy, NOW);
+                let case = format!("held={held} {now:?} suspending={suspending}");
+                match &expected {
+                    Some(expected) => assert_eq!(&ending, expected, "{case}"),
+                    None => {
+                        let Refuse(note) = &ending else {
+                            panic!("{case}: refused, not {ending:?}")
+                        };
+                        assert!(
+                            note.contains("holds no completed checkpoint") && note.contains(why),
+                            "{case}: {note}"
+                        );
+                    }
+                }
+            }
         }
     }
 

@@ -66,6 +66,16 @@ pub fn follow<A: From<JobAction>>(
     out: &mut Out<A>,
 ) -> DeletionSavepoint {
     let running = facts.running();
+    if let Some((path, _, place)) = stop::late_savepoint(facts).filter(|_| !running) {
+        stop::record_savepoint(status, path, facts, out);
+        out.event(EventNote::normal(
+            Reason::SavepointCompleted,
+            format!(
+                "Job {job_id} was stopped with a savepoint before deletion: {path} (found in {place}; the JobManager no longer keeps the stop's result)"
+            ),
+        ));
+        return DeletionSavepoint::Recorded(path.to_owned());
+    }
     match facts.savepoint {
         Some(SavepointPoll::Completed(path)) => {
             stop::record_savepoint(status, path, facts, out);

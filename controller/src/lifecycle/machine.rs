@@ -256,6 +256,11 @@ pub trait JobKind<'a> {
         false
     }
     fn latest_checkpoint(&self) -> Checkpoint;
+    /// Whether what the job ends with keeps a completed checkpoint of it for a last-state
+    /// change (an application cluster's high-availability metadata).
+    fn last_state_held(&self) -> bool {
+        false
+    }
     /// How the kind names a change in its messages.
     fn verb(&self, suspending: bool) -> &'static str;
     /// The condition message of a stop-with-savepoint sent.
@@ -578,6 +583,8 @@ fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
     match change::ending(
         mode,
         K::ENDS_WITH_ITS_CLUSTER,
+        // A rollback that restores its revision's state does not read the HA metadata.
+        k.last_state_held() || history::revision_state(k).is_some(),
         suspending,
         now,
         &job,

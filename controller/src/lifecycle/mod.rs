@@ -143,6 +143,9 @@ pub struct Facts<'a> {
     pub job: Option<&'a JobObservation>,
     /// The pending savepoint, polled by its recorded trigger id.
     pub savepoint: Option<&'a SavepointPoll>,
+    /// The savepoint of a recorded stop whose result the JobManager no longer keeps, looked
+    /// for elsewhere (see [`poll::LateSavepoint`]).
+    pub late_savepoint: Option<&'a poll::LateSavepoint>,
     /// The pending manual checkpoint, polled by its recorded trigger id.
     pub checkpoint: Option<&'a SavepointPoll>,
     pub policy: &'a Policy,

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::{
     JobAction, LifecycleStatus, Snapshot,
+    poll::LateSavepoint,
     snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
 };
 use crate::{
@@ -35,6 +36,8 @@ struct Look {
     /// When the job started, ms before now.
     started_ago: i64,
     savepoint: Option<SavepointPoll>,
+    /// The savepoint of a stop the JobManager forgot, looked for elsewhere.
+    late_savepoint: Option<LateSavepoint>,
     checkpoint: Option<SavepointPoll>,
     policy: Policy,
     trigger_id: &'static str,
@@ -184,8 +187,15 @@ impl Application {
             },
             job: observed(look),
             savepoint: look.savepoint.clone(),
+            late_savepoint: look.late_savepoint.clone(),
             checkpoint: look.checkpoint.clone(),
-            policy: look.policy.clone(),
+            // A running application's HA metadata holds its checkpoints (what a last-state
+            // change keeps); the cluster's own tests cover metadata without one.
+            ha_checkpoint: Some(true),
+            policy: Policy {
+                high_availability: true,
+                ..look.policy.clone()
+            },
             snapshots: look.snapshots.clone(),
             revisions: look.revisions.clone(),
             violations: look.violations.clone(),
@@ -271,6 +281,7 @@ impl SessionJob {
                 None => Some(JobObservation::Unreachable("timed out".into())),
             },
             savepoint: look.savepoint.clone(),
+            late_savepoint: look.late_savepoint.clone(),
             manual_checkpoint: look.checkpoint.clone(),
             checkpoint: Some(sj::CheckpointLookup::Found {
                 path: "file:/checkpoints/chk-7".into(),
@@ -889,6 +900,142 @@ fn an_invalid_spec_changes_nothing_that_runs() {
         // Reported once.
         let (outcome, _) = decide(&new, &json!({}), Some(&next), &at, false);
         assert!(outcome.events.is_empty(), "{kind}: {:?}", outcome.events);
+    });
+}
+
+/// A stop that completed while nobody looked: the JobManager keeps its result for
+/// `rest.async.store-duration` only (and forgets it when it restarts), then answers its
+/// trigger id as unknown, and the job has ended.
+fn forgotten(poll: SavepointPoll, late: Option<LateSavepoint>) -> Look {
+    Look {
+        savepoint: Some(poll),
+        late_savepoint: late,
+        ..changed("FINISHED")
+    }
+}
+
+fn found_late() -> Option<LateSavepoint> {
+    Some(LateSavepoint::Found {
+        path: "file:/sp/savepoint-late".into(),
+        completed_ms: NOW - 10 * 60_000,
+        place: "the checkpoint history of job job-1".into(),
+    })
+}
+
+#[test]
+fn a_stop_whose_result_flink_forgot_goes_on_from_its_savepoint_found_elsewhere() {
+    for poll in [
+        SavepointPoll::UnknownTrigger,
+        SavepointPoll::JobGone("Job job-1 not found".into()),
+    ] {
+        both(|kind, decide| {
+            let job = job_spec(UpgradeMode::Savepoint);
+            let stored = started(&job, &json!({}), kind);
+            let new = with(job.clone(), "parallelism", json!(4));
+            let (_, stopping) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
+            let case = format!("{kind} {poll:?}");
+            let (outcome, _) = decide(
+                &new,
+                &json!({}),
+                Some(&stopping),
+                &forgotten(poll.clone(), found_late()),
+                false,
+            );
+            assert!(
+                outcome.recorded_first,
+                "{case}: recorded before the new job starts"
+            );
+            assert_eq!(
+                outcome.job_status.upgrade_savepoint_path.as_deref(),
+                Some("file:/sp/savepoint-late"),
+                "{case}: {outcome:?}"
+            );
+            let completed = outcome
+                .events
+                .iter()
+                .find(|e| e.reason == Reason::SavepointCompleted)
+                .unwrap_or_else(|| panic!("{case}: {outcome:?}"));
+            assert!(
+                completed.note.contains("the checkpoint history of job job-1"),
+                "{case}: {}",
+                completed.note
+            );
+            assert_eq!(outcome.recorded["parallelism"], json!(4), "{case}");
+            assert_eq!(outcome.own, 1, "{case}: the new job starts from it");
+            assert_eq!(outcome.error, None, "{case}");
+        });
+    }
+}
+
+#[test]
+fn a_stop_whose_result_flink_forgot_and_whose_savepoint_is_nowhere_refuses_the_change() {
+    let looked = "the checkpoint history of job job-1 holds no savepoint taken since the stop; \
+                  the savepoint directory s3://b/sp is not a local file: path the operator can read";
+    for poll in [
+        SavepointPoll::UnknownTrigger,
+        SavepointPoll::JobGone("Job job-1 not found".into()),
+    ] {
+        both(|kind, decide| {
+            let job = job_spec(UpgradeMode::Savepoint);
+            let stored = started(&job, &json!({}), kind);
+            let new = with(job.clone(), "parallelism", json!(4));
+            let (_, stopping) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
+            let case = format!("{kind} {poll:?}");
+            let lost = forgotten(poll.clone(), Some(LateSavepoint::NotFound(looked.into())));
+            let (outcome, refused) = decide(&new, &json!({}), Some(&stopping), &lost, false);
+            assert_eq!(
+                outcome.own, 0,
+                "{case}: nothing started, from older state or none: {outcome:?}"
+            );
+            assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
+            assert_eq!(
+                outcome.recorded["parallelism"],
+                json!(2),
+                "{case}: the change is not committed"
+            );
+            let error = outcome.error.clone().unwrap_or_default();
+            assert!(error.contains(looked), "{case}: where it was looked for: {error}");
+            assert!(
+                outcome
+                    .events
+                    .iter()
+                    .any(|e| e.warning && e.note.contains(looked)),
+                "{case}: an Event says it: {outcome:?}"
+            );
+            // It stays refused: the next look starts nothing either.
+            let (outcome, _) = decide(&new, &json!({}), Some(&refused), &changed("FINISHED"), false);
+            assert_eq!(outcome.own, 0, "{case}: {outcome:?}");
+            assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
+            assert!(
+                outcome.error.as_deref().is_some_and(|e| e.contains(looked)),
+                "{case}: {outcome:?}"
+            );
+        });
+    }
+}
+
+#[test]
+fn a_deletion_whose_stop_flink_forgot_records_its_savepoint_found_elsewhere() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let (_, stopping) = decide(&job, &json!({}), Some(&stored), &look("RUNNING"), true);
+        let at = Look {
+            savepoint: Some(SavepointPoll::UnknownTrigger),
+            late_savepoint: found_late(),
+            ..look("FINISHED")
+        };
+        let (outcome, _) = decide(&job, &json!({}), Some(&stopping), &at, true);
+        assert!(
+            outcome.recorded_first,
+            "{kind}: the path is written before the teardown"
+        );
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/savepoint-late"),
+            "{kind}: {outcome:?}"
+        );
+        assert_eq!(outcome.reasons(), [Reason::SavepointCompleted], "{kind}");
     });
 }
 

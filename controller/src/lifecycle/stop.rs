@@ -7,6 +7,7 @@ use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTrig
 
 use super::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    poll::LateSavepoint,
     snapshot_resources::{self, NewSnapshot},
     snapshots::clear_trigger,
 };
@@ -175,6 +176,27 @@ pub fn follow<A: From<JobAction>>(
         Some(_) => facts.running(),
         None => status.job_status().is_some_and(|j| j.is_running()),
     };
+    if let Some((path, completed_ms, place)) = late_savepoint(facts).filter(|_| !running) {
+        record_savepoint(status, path, facts, out);
+        if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
+            info.upgrade_retry = None;
+        }
+        out.event(EventNote::normal(
+            Reason::SavepointCompleted,
+            format!(
+                "The savepoint of job {job_id} completed: {path} (found in {place}; the JobManager no longer keeps the stop's result)"
+            ),
+        ));
+        return Stopped::Completed(RestorableState {
+            kind: Kind::Savepoint,
+            path: path.to_owned(),
+            timestamp_ms: Some(completed_ms),
+        });
+    }
+    let not_found = match facts.late_savepoint {
+        Some(LateSavepoint::NotFound(looked)) => Some(looked.as_str()),
+        _ => None,
+    };
     match facts.savepoint {
         Some(SavepointPoll::Completed(path)) => {
             record_savepoint(status, path, facts, out);
@@ -202,9 +224,18 @@ pub fn follow<A: From<JobAction>>(
         }
         Some(SavepointPoll::UnknownTrigger) => {
             clear_trigger(status.job_status_mut(), Snapshot::Savepoint);
-            Stopped::Refused(format!(
-                "the JobManager lost the savepoint of job {job_id} and the job is not running; whether a savepoint was written is unknown"
-            ))
+            Stopped::Refused(match not_found {
+                // The stop may have written a savepoint no one can point at: starting the
+                // job from older state (or none) would drop what the stopped job wrote.
+                Some(looked) => format!(
+                    "the JobManager no longer knows the stop-with-savepoint of job {job_id} and the job is not running; \
+                     its savepoint was not found: {looked}. The job is not started from older state or without state: \
+                     to start it from its savepoint, set spec.job.initialSavepointPath to it and change spec.job.savepointRedeployNonce"
+                ),
+                None => format!(
+                    "the JobManager lost the savepoint of job {job_id} and the job is not running; whether a savepoint was written is unknown"
+                ),
+            })
         }
         Some(SavepointPoll::Failed(reason)) => {
             let info = status
@@ -248,15 +279,34 @@ pub fn follow<A: From<JobAction>>(
             if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
                 info.upgrade_retry = None;
             }
-            Stopped::Refused(format!(
-                "job {job_id} ended before its savepoint completed: {reason}"
-            ))
+            Stopped::Refused(match not_found {
+                Some(looked) => format!(
+                    "job {job_id} ended before its savepoint completed: {reason}; no savepoint of the stop was found: {looked}"
+                ),
+                None => format!("job {job_id} ended before its savepoint completed: {reason}"),
+            })
         }
         Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => {
             *status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
             show_retried_failure(status);
             Stopped::Pending
         }
+    }
+}
+
+/// The savepoint of the recorded stop found after the JobManager forgot the stop (its
+/// path, when it completed, where it was found), while the poll says it forgot it.
+pub fn late_savepoint<'a>(facts: &Facts<'a>) -> Option<(&'a str, i64, &'a str)> {
+    match (facts.savepoint, facts.late_savepoint) {
+        (
+            Some(SavepointPoll::UnknownTrigger | SavepointPoll::JobGone(_)),
+            Some(LateSavepoint::Found {
+                path,
+                completed_ms,
+                place,
+            }),
+        ) => Some((path.as_str(), *completed_ms, place.as_str())),
+        _ => None,
     }
 }
 

@@ -57,6 +57,8 @@ pub struct Observation {
     pub savepoint: Option<SavepointPoll>,
     /// The pending manual checkpoint, polled by its recorded trigger id.
     pub manual_checkpoint: Option<SavepointPoll>,
+    /// The savepoint of a stop the JobManager no longer knows, looked for elsewhere.
+    pub late_savepoint: Option<crate::lifecycle::poll::LateSavepoint>,
     /// The latest completed checkpoint of the recorded job, looked up when its upgrade mode
     /// is not stateless (while it runs too, so that the restore guard is checked before the
     /// job is ended for a restore).
@@ -148,6 +150,7 @@ impl Observation {
         Facts {
             job: self.job.as_ref(),
             savepoint: self.savepoint.as_ref(),
+            late_savepoint: self.late_savepoint.as_ref(),
             checkpoint: self.manual_checkpoint.as_ref(),
             policy: &self.policy,
             fresh_trigger_id: &self.fresh_trigger_id,

@@ -135,9 +135,19 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
             .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
         // The latest checkpoint is read while the job runs too: the restore guard is checked
         // before a job is ended for a restore, and a failed job is restarted from it.
-        let look = poll::look(&rest, job_status, &JobId::from(job_id), failure_known, stateful).await;
+        let savepoint_dir = observation.policy.savepoint_dir.clone();
+        let look = poll::look(
+            &rest,
+            job_status,
+            &JobId::from(job_id),
+            failure_known,
+            stateful,
+            savepoint_dir.as_deref(),
+        )
+        .await;
         observation.job = Some(look.job);
         observation.savepoint = look.savepoint;
+        observation.late_savepoint = look.late_savepoint;
         observation.manual_checkpoint = look.checkpoint;
         observation.checkpoint = look.latest_checkpoint;
     }

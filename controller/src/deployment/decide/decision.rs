@@ -420,6 +420,10 @@ impl<'a> JobKind<'a> for Decision<'a> {
         }
     }
 
+    fn last_state_held(&self) -> bool {
+        self.obs.policy.high_availability && self.obs.ha_checkpoint == Some(true)
+    }
+
     fn verb(&self, suspending: bool) -> &'static str {
         if suspending { "suspending" } else { "upgrading" }
     }

@@ -76,9 +76,11 @@ pub struct Observation {
     pub savepoint: Option<SavepointPoll>,
     /// The pending manual checkpoint, polled by its recorded trigger id.
     pub checkpoint: Option<SavepointPoll>,
+    /// The savepoint of a stop the JobManager no longer knows, looked for elsewhere.
+    pub late_savepoint: Option<crate::lifecycle::poll::LateSavepoint>,
     /// Whether the cluster's HA metadata points at a checkpoint; looked at only with high
-    /// availability, when a rollback may be due (enabled, the resource not stable), the
-    /// JobManager Deployment is missing, or the health check is on.
+    /// availability, for an application (a rollback, a recovery, the health check's
+    /// restart and a last-state change restore from it).
     pub ha_checkpoint: Option<bool>,
     /// Whether the ready JobManager's REST API did not answer at the previous look either.
     pub unanswered_before: bool,
@@ -120,6 +122,7 @@ impl Observation {
         Facts {
             job: self.job.as_ref(),
             savepoint: self.savepoint.as_ref(),
+            late_savepoint: self.late_savepoint.as_ref(),
             checkpoint: self.checkpoint.as_ref(),
             policy: &self.policy,
             fresh_trigger_id: &self.fresh_trigger_id,

@@ -47,6 +47,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         deployed_generation: None,
         rolled_back_generation: None,
         savepoint: None,
+        late_savepoint: None,
         checkpoint: None,
         ha_checkpoint: None,
         latest_checkpoint: None,
@@ -419,9 +420,9 @@ fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited
 #[test]
 fn a_last_state_upgrade_starts_the_next_cluster_only_once_the_old_jobmanager_has_exited() {
     let new = with_generation(fd(changed("last-state"), Some(running()), true, false), 2);
-    let committed = decide(&new, &obs(ready_jm(), running_job())).status;
+    let committed = decide(&new, &holding_a_checkpoint(obs(ready_jm(), running_job()))).status;
     assert_eq!(
-        decide(&new, &obs(ready_jm(), running_job())).actions,
+        decide(&new, &holding_a_checkpoint(obs(ready_jm(), running_job()))).actions,
         [Action::DeleteCluster { keep_ha: true }]
     );
     let new = with_generation(fd(changed("last-state"), Some(committed), true, false), 2);
@@ -847,6 +848,19 @@ fn at(spec: serde_json::Value, status: FlinkDeploymentStatus, generation: i64) -
     with_generation(fd(spec, Some(status), true, false), generation)
 }
 
+/// `observation` of a cluster with high availability whose HA metadata holds a completed
+/// checkpoint (what a last-state change restores).
+fn holding_a_checkpoint(observation: Observation) -> Observation {
+    Observation {
+        policy: Policy {
+            high_availability: true,
+            ..observation.policy
+        },
+        ha_checkpoint: Some(true),
+        ..observation
+    }
+}
+
 fn with_policy(observation: Observation, policy: Policy) -> Observation {
     Observation {
         policy,
@@ -894,10 +908,10 @@ fn a_last_state_upgrade_keeps_the_ha_metadata_and_the_job_id() {
     let job_id = running.job_status.as_ref().unwrap().job_id.clone();
     let plan = decide(
         &at(new.clone(), running, 2),
-        &Observation {
+        &holding_a_checkpoint(Observation {
             latest_checkpoint: checkpoint(MIN),
             ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
-        },
+        }),
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
     let committed = plan.status_before.unwrap();
@@ -929,6 +943,102 @@ fn a_last_state_upgrade_keeps_the_ha_metadata_and_the_job_id() {
         }]
     );
     assert_eq!(plan.status_before.unwrap().job_status.unwrap().job_id, job_id);
+}
+
+#[test]
+fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_checkpoint() {
+    let old = spec_with("last-state", &[]);
+    let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
+    let with_ha = Policy {
+        high_availability: true,
+        ..Policy::status_only()
+    };
+    let with_savepoint_dir = Policy {
+        savepoint_dir: Some("s3://b/sp".into()),
+        ..with_ha.clone()
+    };
+    let without_ha = Policy::status_only();
+    let stop = Action::Job(JobAction::StopWithSavepoint {
+        job_id: observed(&old, "RUNNING").job_status.unwrap().job_id.unwrap(),
+        trigger_id: "trigger".into(),
+        drain: false,
+    });
+    // (case, HA metadata holds a checkpoint, job state, policy) -> actions; a refusal's reason
+    let cases = vec![
+        (
+            "a checkpoint in HA: torn down, HA kept",
+            Some(true),
+            "RUNNING",
+            &with_ha,
+            vec![Action::DeleteCluster { keep_ha: true }],
+            None,
+        ),
+        (
+            "none in HA, running, a savepoint directory: stopped with a savepoint instead",
+            Some(false),
+            "RUNNING",
+            &with_savepoint_dir,
+            vec![stop],
+            None,
+        ),
+        (
+            "none in HA, running, no savepoint directory",
+            Some(false),
+            "RUNNING",
+            &with_ha,
+            vec![],
+            Some("execution.checkpointing.savepoint-dir is not set"),
+        ),
+        (
+            "none in HA, not running",
+            Some(false),
+            "RESTARTING",
+            &with_savepoint_dir,
+            vec![],
+            Some("the job is not RUNNING"),
+        ),
+        (
+            "no HA metadata read (high availability off)",
+            None,
+            "RUNNING",
+            &without_ha,
+            vec![],
+            Some("holds no completed checkpoint"),
+        ),
+    ];
+    for (case, ha_checkpoint, state, policy, actions, refused) in cases {
+        let plan = decide(
+            &at(new.clone(), observed(&old, state), 2),
+            &Observation {
+                ha_checkpoint,
+                latest_checkpoint: checkpoint(MIN),
+                ..with_policy(obs(ready_jm(), job_found(state, NOW - 60 * MIN)), policy.clone())
+            },
+        );
+        assert_eq!(plan.actions, actions, "{case}");
+        match refused {
+            Some(why) => {
+                let error = plan.status.error.clone().unwrap_or_default();
+                assert!(
+                    error.contains("holds no completed checkpoint") && error.contains(why),
+                    "{case}: {error}"
+                );
+                assert!(
+                    plan.events
+                        .iter()
+                        .any(|e| e.warning && e.reason == Reason::UpdateFailed && e.note == error),
+                    "{case}: {:?}",
+                    plan.events
+                );
+                assert_eq!(
+                    recorded_spec(&plan.status),
+                    serde_json::from_value::<FlinkDeploymentSpec>(old.clone()).unwrap(),
+                    "{case}: the change is not committed"
+                );
+            }
+            None => assert_eq!(plan.status.error, None, "{case}"),
+        }
+    }
 }
 
 #[test]
@@ -1734,7 +1844,7 @@ fn crashing_jm() -> JobManagerObservation {
 fn upgraded(old: &serde_json::Value, new: &serde_json::Value) -> FlinkDeploymentStatus {
     let committed = decide(
         &at(new.clone(), observed(old, "RUNNING"), 2),
-        &obs(ready_jm(), running_job()),
+        &holding_a_checkpoint(obs(ready_jm(), running_job())),
     );
     let committed = committed.status_before.unwrap_or(committed.status);
     assert_eq!(
@@ -2035,7 +2145,7 @@ fn a_rollback_deploys_the_last_stable_spec_from_the_ha_metadata_and_survives_a_c
     let third = spec_with("last-state", &[("job/parallelism", json!(3))]);
     let plan = decide(
         &at(third.clone(), rolled_back, 3),
-        &with_policy(obs(ready_jm(), running_job()), policy),
+        &holding_a_checkpoint(with_policy(obs(ready_jm(), running_job()), policy)),
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
     let committed = plan.status_before.unwrap();
