@@ -5,13 +5,8 @@
 //! it writes no Deployment (no DELETE, no re-apply), records no recovery, and the
 //! JobManager Deployments keep their UIDs and generations.
 
-use std::{
-    net::SocketAddr,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
-use axum::{body::Body, extract::State, http::Request, response::Response};
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec, ReconciledSpec, validation::ValidationContext,
 };
@@ -24,6 +19,7 @@ use kube::{
 use serde_json::json;
 
 use crate::{
+    api_proxy::{ApiProxy, Hold},
     harness::{IN_CLUSTER_LABEL, TestNamespace, client, install_crds, operator_config_text, work_dir},
     leader_election::Replica,
 };
@@ -31,56 +27,6 @@ use crate::{
 const MINE: &str = "cold-caches";
 /// Longer than a reconcile takes, so that loops started before the list would act first.
 const LIST_DELAY: Duration = Duration::from_secs(6);
-
-/// What went through the proxy: method, path and query.
-type Seen = Arc<Mutex<Vec<(String, String)>>>;
-
-/// Forwards every request to the API server as the test's client (its credentials, its
-/// TLS), holding Deployment LISTs back.
-async fn forward(State((client, seen)): State<(Client, Seen)>, request: Request<Body>) -> Response {
-    let method = request.method().to_string();
-    let path_and_query = request
-        .uri()
-        .path_and_query()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_default();
-    seen.lock()
-        .unwrap()
-        .push((method.clone(), path_and_query.clone()));
-    let path = path_and_query.split('?').next().unwrap_or_default();
-    let watch = path_and_query.contains("watch=true") || path_and_query.contains("watch=1");
-    if method == "GET" && path.starts_with("/apis/apps/v1/") && path.ends_with("/deployments") && !watch {
-        tokio::time::sleep(LIST_DELAY).await;
-    }
-    let (parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let mut upstream = http::Request::builder().method(parts.method).uri(path_and_query);
-    for (name, value) in &parts.headers {
-        if name != http::header::HOST && name != http::header::AUTHORIZATION {
-            upstream = upstream.header(name, value);
-        }
-    }
-    let upstream = upstream.body(kube::client::Body::from(bytes.to_vec())).unwrap();
-    match client.send(upstream).await {
-        Ok(response) => {
-            let (parts, body) = response.into_parts();
-            Response::from_parts(parts, Body::new(body))
-        }
-        Err(error) => Response::builder()
-            .status(502)
-            .body(Body::from(error.to_string()))
-            .unwrap(),
-    }
-}
-
-/// Starts the proxy; returns its address.
-async fn proxy(client: Client, seen: Seen) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let router = axum::Router::new().fallback(forward).with_state((client, seen));
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    address
-}
 
 fn deployment(name: &str, namespace: &str, job: bool) -> FlinkDeployment {
     let mut spec = json!({
@@ -157,20 +103,23 @@ async fn an_operator_starting_on_a_slow_deployment_list_leaves_deployed_clusters
     let app = deployed(&client, &deployment("app", &ns.name, true)).await;
     let session = deployed(&client, &deployment("session", &ns.name, false)).await;
 
-    let seen: Seen = Arc::default();
-    let address = proxy(client.clone(), seen.clone()).await;
+    // Deployment lists held back; their watches, and everything else, pass.
+    let proxy = ApiProxy::start(client.clone(), |method, path| {
+        let resource = path.split('?').next().unwrap_or_default();
+        let watch = path.contains("watch=true") || path.contains("watch=1");
+        if method == "GET"
+            && resource.starts_with("/apis/apps/v1/")
+            && resource.ends_with("/deployments")
+            && !watch
+        {
+            Hold::Delay(LIST_DELAY)
+        } else {
+            Hold::Pass
+        }
+    })
+    .await;
     let dir = work_dir().join("cold-caches");
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster:\n    server: http://{address}\n\
-             users:\n- name: proxy\n  user: {{}}\ncontexts:\n- name: proxy\n  context:\n    cluster: proxy\n    user: proxy\n\
-             current-context: proxy\n"
-        ),
-    )
-    .unwrap();
+    let kubeconfig = proxy.kubeconfig(&dir);
     let config = dir.join("config.yaml");
     let text = operator_config_text()
         .replace(
@@ -195,16 +144,17 @@ async fn an_operator_starting_on_a_slow_deployment_list_leaves_deployed_clusters
     let reconciled_after = started.elapsed();
     tokio::time::sleep(Duration::from_secs(3)).await;
 
-    let seen = seen.lock().unwrap().clone();
+    let seen = proxy.seen();
     let listed = seen
         .iter()
-        .any(|(method, path)| method == "GET" && path.contains("/deployments") && !path.contains("watch="));
+        .any(|s| s.method == "GET" && s.resource_path().ends_with("/deployments") && !s.is_watch());
     assert!(listed, "no Deployment list went through the proxy: {seen:?}");
-    let writes: Vec<&(String, String)> = seen
+    let writes: Vec<_> = seen
         .iter()
-        .filter(|(method, path)| {
-            method != "GET" && path.starts_with("/apis/apps/v1/") && path.contains("/deployments")
+        .filter(|s| {
+            s.is_write() && s.resource_path().starts_with("/apis/apps/v1/") && s.path.contains("/deployments")
         })
+        .map(|s| format!("{} {}", s.method, s.path))
         .collect();
     assert!(
         writes.is_empty(),

@@ -96,7 +96,7 @@ impl Replica {
     }
 
     /// `flink_operator_leader` as this replica reports it; `None` while it does not answer.
-    fn leads(&self) -> Option<bool> {
+    pub fn leads(&self) -> Option<bool> {
         let metrics = self.get("/metrics")?;
         let value = metric_sum(&metrics, "flink_operator_leader ")?;
         Some(value == 1.0)

@@ -9,11 +9,13 @@
 mod admission;
 #[path = "../admission_load.rs"]
 mod admission_load;
+mod api_proxy;
 mod cert_renewal;
 mod chart;
 mod chart_rbac;
 mod cold_caches;
 mod crds;
+mod fencing;
 mod harness;
 mod label_selector;
 mod leader_election;
