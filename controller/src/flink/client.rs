@@ -17,11 +17,33 @@ use super::{
     operation::{OperationStatus, classify},
 };
 
-/// The largest answer read from a JobManager. Flink's largest answers (a job's exception
-/// history, the details of a job with many vertices, a long configuration) stay within a
-/// few MiB; a peer that sends more is not an answer this client can use, and reading it
-/// whole would let one misbehaving JobManager hold the operator's memory.
-pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+/// The largest answer read from a JobManager. What the operator reads stays far below it:
+/// a job's details with a thousand vertices, a session cluster's overview of a thousand
+/// jobs and an exception history of Flink's default 16 entries with their stack traces are
+/// each well under 1 MiB, a JobManager's configuration and a savepoint's status a few KiB.
+/// Up to `kubernetes.operator.reconcile.parallelism` (50) reconciles read answers at once,
+/// so the limit is what each may cost, not what the process may.
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most JSON values (counted as the objects, arrays and separators outside strings) an
+/// answer may hold. Decoding turns each into a struct, a string or a map entry of up to
+/// ~150 bytes, so an answer of `[{},{},...]` within [`MAX_ANSWER_BYTES`] could otherwise
+/// cost fifty times its size; a job of a thousand vertices answers with about 40,000.
+pub const MAX_ANSWER_VALUES: usize = 100_000;
+
+/// Answers up to this size are read and decoded at once: nearly all are a few KiB.
+const SMALL_ANSWER_BYTES: usize = 256 * 1024;
+
+/// How many answers larger than [`SMALL_ANSWER_BYTES`] the process reads and decodes at
+/// once. Every reconcile may hold a small answer, but only these may grow to
+/// [`MAX_ANSWER_BYTES`], so the answers of hostile or huge JobManagers together cost at
+/// most this many times one large answer (its buffer and what it decodes into). A large
+/// answer waits for its turn within its call's timeout.
+pub const LARGE_ANSWERS_AT_ONCE: usize = 2;
+
+/// Process-wide rather than per client: the bound is on the process's memory, whichever
+/// clients read.
+static LARGE_ANSWERS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(LARGE_ANSWERS_AT_ONCE);
 
 /// Timeouts and retries of a client.
 #[derive(Clone, Debug)]
@@ -110,6 +132,8 @@ fn http_client(config: &ClientConfig) -> Result<reqwest::Client, FlinkError> {
 struct Answer {
     status: StatusCode,
     body: String,
+    /// Held for a large answer until it is decoded: decoding is where it costs most.
+    _large: Option<tokio::sync::SemaphorePermit<'static>>,
 }
 
 impl FlinkRestClient {
@@ -553,7 +577,7 @@ impl FlinkRestClient {
         let started = std::time::Instant::now();
         // reqwest's own timeout covers the body too; this one bounds the attempt whatever
         // the transport does, so that no answer, however slow, holds a reconcile longer.
-        let (status, body) = tokio::time::timeout(timeout, exchange(url, request, timeout))
+        let (status, body, large) = tokio::time::timeout(timeout, exchange(url, request, timeout))
             .await
             .map_err(|_| FlinkError::Timeout {
                 url: url.to_owned(),
@@ -563,46 +587,57 @@ impl FlinkRestClient {
         if status.is_server_error() {
             return Err(FlinkError::from_status(url, status, &body));
         }
-        Ok(Answer { status, body })
+        Ok(Answer {
+            status,
+            body,
+            _large: large,
+        })
     }
 
-    fn expect_success(&self, url: &str, answer: Answer) -> Result<String, FlinkError> {
+    fn expect_success(&self, url: &str, answer: Answer) -> Result<Answer, FlinkError> {
         if answer.status.is_success() {
-            Ok(answer.body)
+            Ok(answer)
         } else {
             Err(FlinkError::from_status(url, answer.status, &answer.body))
         }
     }
 
-    fn decode<T: DeserializeOwned>(&self, url: &str, body: String) -> Result<T, FlinkError> {
-        serde_json::from_str(&body).map_err(|e| FlinkError::Decode {
+    fn decode<T: DeserializeOwned>(&self, url: &str, answer: Answer) -> Result<T, FlinkError> {
+        serde_json::from_str(&answer.body).map_err(|e| FlinkError::Decode {
             url: url.to_owned(),
-            reason: format!("{e}: {}", first_chars(&body, 200)),
+            reason: format!("{e}: {}", first_chars(&answer.body, 200)),
         })
     }
 }
 
-/// Sends `request` and reads its answer, at most [`MAX_ANSWER_BYTES`] of it, chunk by chunk.
+/// Sends `request` and reads its answer chunk by chunk, at most [`MAX_ANSWER_BYTES`] and
+/// [`MAX_ANSWER_VALUES`] of it; an answer past [`SMALL_ANSWER_BYTES`] first waits for one
+/// of the [`LARGE_ANSWERS_AT_ONCE`] turns, returned with it.
 async fn exchange(
     url: &str,
     request: reqwest::RequestBuilder,
     timeout: Duration,
-) -> Result<(StatusCode, String), FlinkError> {
+) -> Result<(StatusCode, String, Option<tokio::sync::SemaphorePermit<'static>>), FlinkError> {
     let too_large = || FlinkError::TooLarge {
         url: url.to_owned(),
         limit: MAX_ANSWER_BYTES,
+    };
+    let large_turn = || async {
+        LARGE_ANSWERS.acquire().await.map_err(|_| {
+            FlinkError::Request("the turns for large JobManager answers are closed".to_owned())
+        })
     };
     let mut response = request
         .send()
         .await
         .map_err(|e| transport_error(url, timeout, &e))?;
     let status = response.status();
-    // A declared length over the limit is refused before any of it is read.
-    if response
-        .content_length()
-        .is_some_and(|length| length > MAX_ANSWER_BYTES as u64)
-    {
-        return Err(too_large());
+    let mut large = None;
+    match response.content_length() {
+        // A declared length over the limit is refused before any of it is read.
+        Some(length) if length > MAX_ANSWER_BYTES as u64 => return Err(too_large()),
+        Some(length) if length > SMALL_ANSWER_BYTES as u64 => large = Some(large_turn().await?),
+        _ => {}
     }
     let mut body = Vec::new();
     let broke_off = |error: reqwest::Error| match transport_error(url, timeout, &error) {
@@ -610,17 +645,56 @@ async fn exchange(
         other => other,
     };
     while let Some(chunk) = response.chunk().await.map_err(broke_off)? {
-        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+        let needed = body.len() + chunk.len();
+        if needed > MAX_ANSWER_BYTES {
             return Err(too_large());
         }
+        if needed > SMALL_ANSWER_BYTES && large.is_none() {
+            large = Some(large_turn().await?);
+        }
+        // Doubling, but never past the limit: a full answer costs the limit, not twice it.
+        if needed > body.capacity() {
+            let grown = (body.capacity() * 2).clamp(needed, MAX_ANSWER_BYTES);
+            body.reserve_exact(grown - body.len());
+        }
         body.extend_from_slice(&chunk);
+    }
+    if json_values(&body) > MAX_ANSWER_VALUES {
+        return Err(FlinkError::TooManyValues {
+            url: url.to_owned(),
+            limit: MAX_ANSWER_VALUES,
+        });
     }
     // Flink answers in UTF-8; anything else is shown as best it can be, in an error.
     let body = match String::from_utf8(body) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    Ok((status, body))
+    Ok((status, body, large))
+}
+
+/// The objects, arrays and separators of `body` outside strings: an upper bound of the
+/// values it decodes into, whatever its shape (counted on bytes, so text that is not JSON
+/// counts too).
+pub(super) fn json_values(body: &[u8]) -> usize {
+    let (mut count, mut in_string, mut escaped) = (0, false, false);
+    for &byte in body {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'{' | b'[' | b',' => count += 1,
+                _ => {}
+            }
+        }
+    }
+    count
 }
 
 fn transport_error(url: &str, timeout: Duration, error: &reqwest::Error) -> FlinkError {
