@@ -376,11 +376,11 @@ impl FlinkRestClient {
 
     // === Jars ===
 
-    /// `POST /jars/upload`: uploads the jar at `path` (session clusters only).
+    /// `POST /jars/upload`: uploads the jar at `path` (session clusters only), streamed from
+    /// the file: a jar may be hundreds of MiB.
     pub async fn upload_jar(&self, path: &Path) -> Result<JarId, FlinkError> {
-        let bytes = tokio::fs::read(path)
-            .await
-            .map_err(|e| FlinkError::Request(format!("reading jar {}: {e}", path.display())))?;
+        let unreadable = |e: std::io::Error| FlinkError::Request(format!("reading jar {}: {e}", path.display()));
+        let length = tokio::fs::metadata(path).await.map_err(unreadable)?.len();
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -389,12 +389,15 @@ impl FlinkRestClient {
         let url = self.url("/jars/upload");
         let answer = self
             .with_retries(&url, || {
-                let part = reqwest::multipart::Part::bytes(bytes.clone())
-                    .file_name(name.clone())
-                    .mime_str("application/java-archive");
+                let name = name.clone();
                 let url = url.clone();
                 async move {
-                    let part = part.map_err(|e| FlinkError::Request(e.to_string()))?;
+                    // Opened again for each attempt: a stream is read once.
+                    let file = tokio::fs::File::open(path).await.map_err(unreadable)?;
+                    let part = reqwest::multipart::Part::stream_with_length(file_body(file), length)
+                        .file_name(name)
+                        .mime_str("application/java-archive")
+                        .map_err(|e| FlinkError::Request(e.to_string()))?;
                     let form = reqwest::multipart::Form::new().part("jarfile", part);
                     let request = self
                         .http
@@ -697,6 +700,23 @@ pub(super) fn json_values(body: &[u8]) -> usize {
     count
 }
 
+/// How much of a jar is read from its file at a time while it is uploaded.
+const UPLOAD_CHUNK_BYTES: usize = 256 * 1024;
+
+/// The contents of `file` as a request body, read a chunk at a time as it is sent.
+fn file_body(file: tokio::fs::File) -> reqwest::Body {
+    use tokio::io::AsyncReadExt;
+    reqwest::Body::wrap_stream(futures::stream::try_unfold(file, |mut file| async move {
+        let mut chunk = vec![0; UPLOAD_CHUNK_BYTES];
+        let read = file.read(&mut chunk).await?;
+        if read == 0 {
+            return Ok::<_, std::io::Error>(None);
+        }
+        chunk.truncate(read);
+        Ok(Some((chunk, file)))
+    }))
+}
+
 fn transport_error(url: &str, timeout: Duration, error: &reqwest::Error) -> FlinkError {
     if error.is_timeout() {
         return FlinkError::Timeout {
@@ -928,6 +948,45 @@ mod tests {
             }
             other => panic!("expected not found, got {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_jar_is_uploaded_whole_from_its_file_with_its_length_declared() {
+        let seen = Arc::new(std::sync::Mutex::new(None::<(Option<u64>, Vec<u8>)>));
+        let record = seen.clone();
+        let app = Router::new().route(
+            "/jars/upload",
+            axum::routing::post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let length = headers
+                    .get("content-length")
+                    .and_then(|v| v.to_str().ok()?.parse().ok());
+                *record.lock().unwrap() = Some((length, body.to_vec()));
+                async { r#"{"filename":"/tmp/flink-web/upload/abc_job.jar","status":"success"}"# }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let dir = std::env::temp_dir().join(format!("upload-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jar = dir.join("job.jar");
+        // Several upload chunks and a part of one.
+        let contents: Vec<u8> = (0..UPLOAD_CHUNK_BYTES * 3 + 1234).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&jar, &contents).unwrap();
+        let client = FlinkRestClient::new(&url, fast(0)).unwrap();
+        assert_eq!(client.upload_jar(&jar).await.unwrap(), JarId("abc_job.jar".to_owned()));
+        let (length, body) = seen.lock().unwrap().take().unwrap();
+        assert_eq!(length, Some(body.len() as u64), "a declared length, not chunked");
+        let at = body
+            .windows(contents.len())
+            .position(|w| w == contents.as_slice())
+            .expect("the jar's bytes in the form");
+        let head = String::from_utf8_lossy(&body[..at]);
+        assert!(
+            head.contains(r#"name="jarfile"; filename="job.jar""#) && head.contains("application/java-archive"),
+            "{head}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
