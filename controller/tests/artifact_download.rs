@@ -50,11 +50,13 @@ async fn serve(mut stream: TcpStream, block: &[u8]) -> std::io::Result<()> {
     }
     let head = String::from_utf8_lossy(&head).into_owned();
     if head.starts_with("GET /small.jar ") {
-        let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {SMALL_JAR_BYTES}\r\nconnection: close\r\n\r\n");
+        let answer =
+            format!("HTTP/1.1 200 OK\r\ncontent-length: {SMALL_JAR_BYTES}\r\nconnection: close\r\n\r\n");
         stream.write_all(answer.as_bytes()).await?;
         stream.write_all(&block[..SMALL_JAR_BYTES]).await?;
     } else if head.starts_with("GET /declared.jar ") {
-        let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {SERVED_BYTES}\r\nconnection: close\r\n\r\n");
+        let answer =
+            format!("HTTP/1.1 200 OK\r\ncontent-length: {SERVED_BYTES}\r\nconnection: close\r\n\r\n");
         stream.write_all(answer.as_bytes()).await?;
         for _ in 0..SERVED_BYTES / block.len() {
             stream.write_all(block).await?;
@@ -64,7 +66,9 @@ async fn serve(mut stream: TcpStream, block: &[u8]) -> std::io::Result<()> {
             .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
             .await?;
         for _ in 0..SERVED_BYTES / block.len() {
-            stream.write_all(format!("{:x}\r\n", block.len()).as_bytes()).await?;
+            stream
+                .write_all(format!("{:x}\r\n", block.len()).as_bytes())
+                .await?;
             stream.write_all(block).await?;
             stream.write_all(b"\r\n").await?;
         }
@@ -116,14 +120,20 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
             Err(error @ ArtifactError::TooLarge { limit, .. }) if *limit == LIMIT => {
                 let text = error.to_string();
                 assert!(
-                    text.contains(&uri) && text.contains(&LIMIT.to_string()) && text.contains("spec.job.jarURI"),
+                    text.contains(&uri)
+                        && text.contains(&LIMIT.to_string())
+                        && text.contains("spec.job.jarURI"),
                     "{text}"
                 );
                 println!("artifact download: {name} of {SERVED_BYTES} bytes refused after {took:?}: {text}");
             }
             other => panic!("{name}: {other:?}"),
         }
-        assert_eq!(files_in(&dir), Vec::<std::path::PathBuf>::new(), "{name} left a file");
+        assert_eq!(
+            files_in(&dir),
+            Vec::<std::path::PathBuf>::new(),
+            "{name} left a file"
+        );
     }
     let growth = peak_memory().saturating_sub(before);
     println!(
@@ -132,7 +142,11 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
         SERVED_BYTES as f64 / MIB,
         LIMIT as f64 / MIB
     );
-    assert!(growth < LIMIT, "peak memory grew by {:.1} MiB", growth as f64 / MIB);
+    assert!(
+        growth < LIMIT,
+        "peak memory grew by {:.1} MiB",
+        growth as f64 / MIB
+    );
 
     // Only so many downloaded jars at once; the next waits for a turn, within its timeout.
     let small = format!("{url}/small.jar");
@@ -149,7 +163,10 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
     }
     held.pop();
     let next = fetch(Some(&small), &dir, false, waited, LIMIT).await.unwrap();
-    assert_eq!(std::fs::metadata(&next.path).unwrap().len(), SMALL_JAR_BYTES as u64);
+    assert_eq!(
+        std::fs::metadata(&next.path).unwrap().len(),
+        SMALL_JAR_BYTES as u64
+    );
     drop(next);
     drop(held);
     assert_eq!(files_in(&dir), Vec::<std::path::PathBuf>::new());

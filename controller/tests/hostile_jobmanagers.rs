@@ -67,7 +67,9 @@ async fn flood_once(stream: &mut TcpStream, flood: Flood, block: &[u8]) -> std::
     read_head(stream).await?;
     match flood {
         Flood::Declared => {
-            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {FLOOD_BYTES}\r\n\r\n");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {FLOOD_BYTES}\r\n\r\n"
+            );
             stream.write_all(head.as_bytes()).await?;
             for _ in 0..FLOOD_BYTES / block.len() {
                 stream.write_all(block).await?;
@@ -83,7 +85,9 @@ async fn flood_once(stream: &mut TcpStream, flood: Flood, block: &[u8]) -> std::
                 block
             };
             for _ in 0..FLOOD_BYTES / piece.len() {
-                stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes()).await?;
+                stream
+                    .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                    .await?;
                 stream.write_all(piece).await?;
                 stream.write_all(b"\r\n").await?;
                 if matches!(flood, Flood::Drip) {
@@ -143,7 +147,10 @@ async fn normal() -> String {
         .route("/jobs/{job}/checkpoints", get(move || async move { checkpoints }))
         .route("/jobs/{job}/exceptions", get(move || async move { exceptions }))
         .route("/jobmanager/config", get(move || async move { config }))
-        .route("/jobs/{job}/savepoints/{trigger}", get(move || async move { savepoint }));
+        .route(
+            "/jobs/{job}/savepoints/{trigger}",
+            get(move || async move { savepoint }),
+        );
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -285,7 +292,10 @@ async fn hostile_jobmanagers_fail_as_too_large_without_costing_memory_or_delayin
         MAX_ANSWER_BYTES as f64 / MIB,
     );
     assert_eq!(normal.len(), NORMAL_JOBMANAGERS * ROUNDS * 5);
-    assert!(too_large >= 10, "the floods were refused as too large: {too_large}");
+    assert!(
+        too_large >= 10,
+        "the floods were refused as too large: {too_large}"
+    );
     assert!(
         growth < GROWTH_BOUND_BYTES,
         "peak memory grew by {:.1} MiB",

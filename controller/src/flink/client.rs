@@ -379,7 +379,8 @@ impl FlinkRestClient {
     /// `POST /jars/upload`: uploads the jar at `path` (session clusters only), streamed from
     /// the file: a jar may be hundreds of MiB.
     pub async fn upload_jar(&self, path: &Path) -> Result<JarId, FlinkError> {
-        let unreadable = |e: std::io::Error| FlinkError::Request(format!("reading jar {}: {e}", path.display()));
+        let unreadable =
+            |e: std::io::Error| FlinkError::Request(format!("reading jar {}: {e}", path.display()));
         let length = tokio::fs::metadata(path).await.map_err(unreadable)?.len();
         let name = path
             .file_name()
@@ -626,9 +627,10 @@ async fn exchange(
         limit: MAX_ANSWER_BYTES,
     };
     let large_turn = || async {
-        LARGE_ANSWERS.acquire().await.map_err(|_| {
-            FlinkError::Request("the turns for large JobManager answers are closed".to_owned())
-        })
+        LARGE_ANSWERS
+            .acquire()
+            .await
+            .map_err(|_| FlinkError::Request("the turns for large JobManager answers are closed".to_owned()))
     };
     let mut response = request
         .send()
@@ -971,10 +973,15 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let jar = dir.join("job.jar");
         // Several upload chunks and a part of one.
-        let contents: Vec<u8> = (0..UPLOAD_CHUNK_BYTES * 3 + 1234).map(|i| (i % 253) as u8).collect();
+        let contents: Vec<u8> = (0..UPLOAD_CHUNK_BYTES * 3 + 1234)
+            .map(|i| (i % 253) as u8)
+            .collect();
         std::fs::write(&jar, &contents).unwrap();
         let client = FlinkRestClient::new(&url, fast(0)).unwrap();
-        assert_eq!(client.upload_jar(&jar).await.unwrap(), JarId("abc_job.jar".to_owned()));
+        assert_eq!(
+            client.upload_jar(&jar).await.unwrap(),
+            JarId("abc_job.jar".to_owned())
+        );
         let (length, body) = seen.lock().unwrap().take().unwrap();
         assert_eq!(length, Some(body.len() as u64), "a declared length, not chunked");
         let at = body
@@ -983,7 +990,8 @@ mod tests {
             .expect("the jar's bytes in the form");
         let head = String::from_utf8_lossy(&body[..at]);
         assert!(
-            head.contains(r#"name="jarfile"; filename="job.jar""#) && head.contains("application/java-archive"),
+            head.contains(r#"name="jarfile"; filename="job.jar""#)
+                && head.contains("application/java-archive"),
             "{head}"
         );
         std::fs::remove_dir_all(&dir).unwrap();

@@ -145,7 +145,10 @@ async fn serve(mut stream: TcpStream, misbehaviour: Misbehaviour, hits: &AtomicU
         Misbehaviour::Large => {
             let vertex = r#"{"id":"cbc357ccb763df2852fee8c4fc7d55f2","name":"Map","parallelism":2,"status":"RUNNING","tasks":{"RUNNING":2},"metrics":{"read-bytes":1,"write-bytes":2}}"#;
             let vertices = vec![vertex; 5_000].join(",");
-            let body = format!(r#"{{"jid":"{}","name":"big","state":"RUNNING","vertices":[{vertices}]}}"#, job());
+            let body = format!(
+                r#"{{"jid":"{}","name":"big","state":"RUNNING","vertices":[{vertices}]}}"#,
+                job()
+            );
             stream.write_all(head("200 OK", body.len()).as_bytes()).await?;
             stream.write_all(body.as_bytes()).await?;
         }

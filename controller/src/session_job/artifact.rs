@@ -407,9 +407,9 @@ mod tests {
             Duration::from_secs(5),
             MAX_ARTIFACT_BYTES,
         )
-            .await
-            .unwrap_err()
-            .to_string();
+        .await
+        .unwrap_err()
+        .to_string();
         assert!(error.contains("/nonexistent/job.jar"), "{error}");
         assert!(matches!(
             fetch(None, &dir, true, Duration::from_secs(5), MAX_ARTIFACT_BYTES).await,
