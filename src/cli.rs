@@ -126,6 +126,10 @@ pub struct RunArgs {
     /// Port of the HTTPS admission webhook (POST /validate, POST /mutate).
     #[arg(long, env = "FLINK_OPERATOR_WEBHOOK_PORT", default_value_t = 9443)]
     pub webhook_port: u16,
+    /// Most connections the webhook keeps open; when full, the oldest that has not sent a
+    /// request yet is closed for a new one (a full server of busy ones refuses it).
+    #[arg(long, env = "FLINK_OPERATOR_WEBHOOK_MAX_CONNECTIONS", default_value_t = crate::https::MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub webhook_max_connections: u32,
     /// Port of the plain-HTTP probes and metrics (/healthz, /readyz, /metrics).
     #[arg(long, env = "FLINK_OPERATOR_PROBE_PORT", default_value_t = 8080)]
     pub probe_port: u16,

@@ -306,8 +306,15 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         let router = flink_operator_webhook::router(Arc::new(admission));
         let grace = Duration::from_secs(args.shutdown_grace_secs);
         tasks.spawn(
-            https::serve(listener, tls, router, stopping.clone(), grace)
-                .instrument(tracing::info_span!("webhook")),
+            https::serve(
+                listener,
+                tls,
+                router,
+                stopping.clone(),
+                grace,
+                args.webhook_max_connections as usize,
+            )
+            .instrument(tracing::info_span!("webhook")),
         );
         readiness.webhook_ready();
     }

@@ -9,4 +9,5 @@
 mod admission_load;
 mod cert_rotation;
 mod harness;
+mod slow_clients;
 mod webhook_https;

@@ -17,11 +17,33 @@ use super::{
     operation::{OperationStatus, classify},
 };
 
-/// The largest answer read from a JobManager. Flink's largest answers (a job's exception
-/// history, the details of a job with many vertices, a long configuration) stay within a
-/// few MiB; a peer that sends more is not an answer this client can use, and reading it
-/// whole would let one misbehaving JobManager hold the operator's memory.
-pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+/// The largest answer read from a JobManager. What the operator reads stays far below it:
+/// a job's details with a thousand vertices, a session cluster's overview of a thousand
+/// jobs and an exception history of Flink's default 16 entries with their stack traces are
+/// each well under 1 MiB, a JobManager's configuration and a savepoint's status a few KiB.
+/// Up to `kubernetes.operator.reconcile.parallelism` (50) reconciles read answers at once,
+/// so the limit is what each may cost, not what the process may.
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most JSON values (counted as the objects, arrays and separators outside strings) an
+/// answer may hold. Decoding turns each into a struct, a string or a map entry of up to
+/// ~150 bytes, so an answer of `[{},{},...]` within [`MAX_ANSWER_BYTES`] could otherwise
+/// cost fifty times its size; a job of a thousand vertices answers with about 40,000.
+pub const MAX_ANSWER_VALUES: usize = 100_000;
+
+/// Answers up to this size are read and decoded at once: nearly all are a few KiB.
+const SMALL_ANSWER_BYTES: usize = 256 * 1024;
+
+/// How many answers larger than [`SMALL_ANSWER_BYTES`] the process reads and decodes at
+/// once. Every reconcile may hold a small answer, but only these may grow to
+/// [`MAX_ANSWER_BYTES`], so the answers of hostile or huge JobManagers together cost at
+/// most this many times one large answer (its buffer and what it decodes into). A large
+/// answer waits for its turn within its call's timeout.
+pub const LARGE_ANSWERS_AT_ONCE: usize = 2;
+
+/// Process-wide rather than per client: the bound is on the process's memory, whichever
+/// clients read.
+static LARGE_ANSWERS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(LARGE_ANSWERS_AT_ONCE);
 
 /// Timeouts and retries of a client.
 #[derive(Clone, Debug)]
@@ -110,6 +132,8 @@ fn http_client(config: &ClientConfig) -> Result<reqwest::Client, FlinkError> {
 struct Answer {
     status: StatusCode,
     body: String,
+    /// Held for a large answer until it is decoded: decoding is where it costs most.
+    _large: Option<tokio::sync::SemaphorePermit<'static>>,
 }
 
 impl FlinkRestClient {
@@ -352,11 +376,12 @@ impl FlinkRestClient {
 
     // === Jars ===
 
-    /// `POST /jars/upload`: uploads the jar at `path` (session clusters only).
+    /// `POST /jars/upload`: uploads the jar at `path` (session clusters only), streamed from
+    /// the file: a jar may be hundreds of MiB.
     pub async fn upload_jar(&self, path: &Path) -> Result<JarId, FlinkError> {
-        let bytes = tokio::fs::read(path)
-            .await
-            .map_err(|e| FlinkError::Request(format!("reading jar {}: {e}", path.display())))?;
+        let unreadable =
+            |e: std::io::Error| FlinkError::Request(format!("reading jar {}: {e}", path.display()));
+        let length = tokio::fs::metadata(path).await.map_err(unreadable)?.len();
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -365,12 +390,15 @@ impl FlinkRestClient {
         let url = self.url("/jars/upload");
         let answer = self
             .with_retries(&url, || {
-                let part = reqwest::multipart::Part::bytes(bytes.clone())
-                    .file_name(name.clone())
-                    .mime_str("application/java-archive");
+                let name = name.clone();
                 let url = url.clone();
                 async move {
-                    let part = part.map_err(|e| FlinkError::Request(e.to_string()))?;
+                    // Opened again for each attempt: a stream is read once.
+                    let file = tokio::fs::File::open(path).await.map_err(unreadable)?;
+                    let part = reqwest::multipart::Part::stream_with_length(file_body(file), length)
+                        .file_name(name)
+                        .mime_str("application/java-archive")
+                        .map_err(|e| FlinkError::Request(e.to_string()))?;
                     let form = reqwest::multipart::Form::new().part("jarfile", part);
                     let request = self
                         .http
@@ -553,7 +581,7 @@ impl FlinkRestClient {
         let started = std::time::Instant::now();
         // reqwest's own timeout covers the body too; this one bounds the attempt whatever
         // the transport does, so that no answer, however slow, holds a reconcile longer.
-        let (status, body) = tokio::time::timeout(timeout, exchange(url, request, timeout))
+        let (status, body, large) = tokio::time::timeout(timeout, exchange(url, request, timeout))
             .await
             .map_err(|_| FlinkError::Timeout {
                 url: url.to_owned(),
@@ -563,46 +591,58 @@ impl FlinkRestClient {
         if status.is_server_error() {
             return Err(FlinkError::from_status(url, status, &body));
         }
-        Ok(Answer { status, body })
+        Ok(Answer {
+            status,
+            body,
+            _large: large,
+        })
     }
 
-    fn expect_success(&self, url: &str, answer: Answer) -> Result<String, FlinkError> {
+    fn expect_success(&self, url: &str, answer: Answer) -> Result<Answer, FlinkError> {
         if answer.status.is_success() {
-            Ok(answer.body)
+            Ok(answer)
         } else {
             Err(FlinkError::from_status(url, answer.status, &answer.body))
         }
     }
 
-    fn decode<T: DeserializeOwned>(&self, url: &str, body: String) -> Result<T, FlinkError> {
-        serde_json::from_str(&body).map_err(|e| FlinkError::Decode {
+    fn decode<T: DeserializeOwned>(&self, url: &str, answer: Answer) -> Result<T, FlinkError> {
+        serde_json::from_str(&answer.body).map_err(|e| FlinkError::Decode {
             url: url.to_owned(),
-            reason: format!("{e}: {}", first_chars(&body, 200)),
+            reason: format!("{e}: {}", first_chars(&answer.body, 200)),
         })
     }
 }
 
-/// Sends `request` and reads its answer, at most [`MAX_ANSWER_BYTES`] of it, chunk by chunk.
+/// Sends `request` and reads its answer chunk by chunk, at most [`MAX_ANSWER_BYTES`] and
+/// [`MAX_ANSWER_VALUES`] of it; an answer past [`SMALL_ANSWER_BYTES`] first waits for one
+/// of the [`LARGE_ANSWERS_AT_ONCE`] turns, returned with it.
 async fn exchange(
     url: &str,
     request: reqwest::RequestBuilder,
     timeout: Duration,
-) -> Result<(StatusCode, String), FlinkError> {
+) -> Result<(StatusCode, String, Option<tokio::sync::SemaphorePermit<'static>>), FlinkError> {
     let too_large = || FlinkError::TooLarge {
         url: url.to_owned(),
         limit: MAX_ANSWER_BYTES,
+    };
+    let large_turn = || async {
+        LARGE_ANSWERS
+            .acquire()
+            .await
+            .map_err(|_| FlinkError::Request("the turns for large JobManager answers are closed".to_owned()))
     };
     let mut response = request
         .send()
         .await
         .map_err(|e| transport_error(url, timeout, &e))?;
     let status = response.status();
-    // A declared length over the limit is refused before any of it is read.
-    if response
-        .content_length()
-        .is_some_and(|length| length > MAX_ANSWER_BYTES as u64)
-    {
-        return Err(too_large());
+    let mut large = None;
+    match response.content_length() {
+        // A declared length over the limit is refused before any of it is read.
+        Some(length) if length > MAX_ANSWER_BYTES as u64 => return Err(too_large()),
+        Some(length) if length > SMALL_ANSWER_BYTES as u64 => large = Some(large_turn().await?),
+        _ => {}
     }
     let mut body = Vec::new();
     let broke_off = |error: reqwest::Error| match transport_error(url, timeout, &error) {
@@ -610,17 +650,73 @@ async fn exchange(
         other => other,
     };
     while let Some(chunk) = response.chunk().await.map_err(broke_off)? {
-        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+        let needed = body.len() + chunk.len();
+        if needed > MAX_ANSWER_BYTES {
             return Err(too_large());
         }
+        if needed > SMALL_ANSWER_BYTES && large.is_none() {
+            large = Some(large_turn().await?);
+        }
+        // Doubling, but never past the limit: a full answer costs the limit, not twice it.
+        if needed > body.capacity() {
+            let grown = (body.capacity() * 2).clamp(needed, MAX_ANSWER_BYTES);
+            body.reserve_exact(grown - body.len());
+        }
         body.extend_from_slice(&chunk);
+    }
+    if json_values(&body) > MAX_ANSWER_VALUES {
+        return Err(FlinkError::TooManyValues {
+            url: url.to_owned(),
+            limit: MAX_ANSWER_VALUES,
+        });
     }
     // Flink answers in UTF-8; anything else is shown as best it can be, in an error.
     let body = match String::from_utf8(body) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    Ok((status, body))
+    Ok((status, body, large))
+}
+
+/// The objects, arrays and separators of `body` outside strings: an upper bound of the
+/// values it decodes into, whatever its shape (counted on bytes, so text that is not JSON
+/// counts too).
+pub(super) fn json_values(body: &[u8]) -> usize {
+    let (mut count, mut in_string, mut escaped) = (0, false, false);
+    for &byte in body {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'{' | b'[' | b',' => count += 1,
+                _ => {}
+            }
+        }
+    }
+    count
+}
+
+/// How much of a jar is read from its file at a time while it is uploaded.
+const UPLOAD_CHUNK_BYTES: usize = 256 * 1024;
+
+/// The contents of `file` as a request body, read a chunk at a time as it is sent.
+fn file_body(file: tokio::fs::File) -> reqwest::Body {
+    use tokio::io::AsyncReadExt;
+    reqwest::Body::wrap_stream(futures::stream::try_unfold(file, |mut file| async move {
+        let mut chunk = vec![0; UPLOAD_CHUNK_BYTES];
+        let read = file.read(&mut chunk).await?;
+        if read == 0 {
+            return Ok::<_, std::io::Error>(None);
+        }
+        chunk.truncate(read);
+        Ok(Some((chunk, file)))
+    }))
 }
 
 fn transport_error(url: &str, timeout: Duration, error: &reqwest::Error) -> FlinkError {
@@ -854,6 +950,51 @@ mod tests {
             }
             other => panic!("expected not found, got {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_jar_is_uploaded_whole_from_its_file_with_its_length_declared() {
+        let seen = Arc::new(std::sync::Mutex::new(None::<(Option<u64>, Vec<u8>)>));
+        let record = seen.clone();
+        let app = Router::new().route(
+            "/jars/upload",
+            axum::routing::post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let length = headers
+                    .get("content-length")
+                    .and_then(|v| v.to_str().ok()?.parse().ok());
+                *record.lock().unwrap() = Some((length, body.to_vec()));
+                async { r#"{"filename":"/tmp/flink-web/upload/abc_job.jar","status":"success"}"# }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let dir = std::env::temp_dir().join(format!("upload-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jar = dir.join("job.jar");
+        // Several upload chunks and a part of one.
+        let contents: Vec<u8> = (0..UPLOAD_CHUNK_BYTES * 3 + 1234)
+            .map(|i| (i % 253) as u8)
+            .collect();
+        std::fs::write(&jar, &contents).unwrap();
+        let client = FlinkRestClient::new(&url, fast(0)).unwrap();
+        assert_eq!(
+            client.upload_jar(&jar).await.unwrap(),
+            JarId("abc_job.jar".to_owned())
+        );
+        let (length, body) = seen.lock().unwrap().take().unwrap();
+        assert_eq!(length, Some(body.len() as u64), "a declared length, not chunked");
+        let at = body
+            .windows(contents.len())
+            .position(|w| w == contents.as_slice())
+            .expect("the jar's bytes in the form");
+        let head = String::from_utf8_lossy(&body[..at]);
+        assert!(
+            head.contains(r#"name="jarfile"; filename="job.jar""#)
+                && head.contains("application/java-archive"),
+            "{head}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -81,6 +81,15 @@ pub enum FlinkError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// The answer holds more JSON values than
+    /// [`MAX_ANSWER_VALUES`](crate::flink::MAX_ANSWER_VALUES); not decoded.
+    #[error("the answer from {url} holds more than {limit} JSON values")]
+    TooManyValues {
+        /// The URL called.
+        url: String,
+        /// The limit, in values.
+        limit: usize,
+    },
     /// The request could not be built (a bad base URL, an unreadable jar).
     #[error("{0}")]
     Request(String),
@@ -105,7 +114,7 @@ impl FlinkError {
             Self::BadRequest { .. } => "bad_request",
             Self::Server { .. } => "server_error",
             Self::Decode { .. } => "decode",
-            Self::TooLarge { .. } => "too_large",
+            Self::TooLarge { .. } | Self::TooManyValues { .. } => "too_large",
             Self::Request(_) => "request",
         }
     }

@@ -52,6 +52,11 @@ enum Misbehaviour {
     TooLargeDeclared,
     /// A chunked body that goes on beyond the limit.
     TooLargeStreamed,
+    /// Within the byte limit, but a list of empty objects each of which decodes into a
+    /// struct many times its size.
+    TooManyValues,
+    /// A well-formed answer of a job with 5,000 vertices (about 1 MiB): large, not hostile.
+    Large,
 }
 
 /// Serves every connection with `misbehaviour`; the base URL and the number of requests.
@@ -130,6 +135,22 @@ async fn serve(mut stream: TcpStream, misbehaviour: Misbehaviour, hits: &AtomicU
                 .await?;
             stream.write_all(b"{\"jobs\":[").await?;
             tokio::time::sleep(Duration::from_secs(600)).await;
+        }
+        Misbehaviour::TooManyValues => {
+            let entries = vec!["{}"; MAX_ANSWER_VALUES].join(",");
+            let body = format!(r#"{{"jobs":[{entries}],"exceptionHistory":{{"entries":[{entries}]}}}}"#);
+            stream.write_all(head("200 OK", body.len()).as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
+        }
+        Misbehaviour::Large => {
+            let vertex = r#"{"id":"cbc357ccb763df2852fee8c4fc7d55f2","name":"Map","parallelism":2,"status":"RUNNING","tasks":{"RUNNING":2},"metrics":{"read-bytes":1,"write-bytes":2}}"#;
+            let vertices = vec![vertex; 5_000].join(",");
+            let body = format!(
+                r#"{{"jid":"{}","name":"big","state":"RUNNING","vertices":[{vertices}]}}"#,
+                job()
+            );
+            stream.write_all(head("200 OK", body.len()).as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
         }
         Misbehaviour::TooLargeStreamed => {
             stream
@@ -345,6 +366,45 @@ async fn an_answer_that_grows_past_the_limit_is_refused_there() {
         Err(error) => assert!(too_large(&error), "{error:?}"),
         Ok(jobs) => panic!("{} jobs from a flood", jobs.len()),
     }
+}
+
+#[tokio::test]
+async fn an_answer_of_too_many_values_is_refused_before_it_is_decoded() {
+    each_call_fails(Misbehaviour::TooManyValues, |e| {
+        matches!(e, FlinkError::TooManyValues { limit, .. } if *limit == MAX_ANSWER_VALUES)
+            && !e.retryable()
+            && e.kind() == "too_large"
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn large_answers_within_the_limits_are_read_a_few_at_a_time() {
+    let (url, hits) = jobmanager(Misbehaviour::Large).await;
+    // Each waits for its turn, within a timeout that covers several of them.
+    let client = FlinkRestClient::new(
+        &url,
+        ClientConfig {
+            timeout: Duration::from_secs(20),
+            ..config()
+        },
+    )
+    .unwrap();
+    let job = job();
+    let calls = (0..3 * LARGE_ANSWERS_AT_ONCE).map(|_| client.job_details(&job));
+    for details in futures::future::join_all(calls).await {
+        assert_eq!(details.unwrap().vertices.len(), 5_000);
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 3 * LARGE_ANSWERS_AT_ONCE);
+}
+
+#[test]
+fn values_are_counted_outside_strings_only() {
+    assert_eq!(super::client::json_values(br#"{"a":[1,2],"b":"x,[{"}"#), 4);
+    // An escaped backslash ends no string; an escaped quote does not end one.
+    assert_eq!(super::client::json_values(br#"["\\",",",{}]"#), 4);
+    assert_eq!(super::client::json_values(br#"["\",[{",1]"#), 2);
+    assert_eq!(super::client::json_values(b""), 0);
 }
 
 /// The reconcile steps over these calls: observing a job turns any failure into an

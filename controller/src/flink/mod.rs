@@ -1,7 +1,8 @@
 //! A typed client of the Flink REST API (v1), over rustls.
 //!
 //! Every attempt has a timeout that runs to the last byte of the answer, and an answer is
-//! read up to [`MAX_ANSWER_BYTES`], so a JobManager that stalls, drips or floods fails the
+//! read up to [`MAX_ANSWER_BYTES`] (only [`LARGE_ANSWERS_AT_ONCE`] answers past a few hundred
+//! KiB at once, process-wide), so a JobManager that stalls, drips or floods fails the
 //! call instead of holding a reconcile or the operator's memory. Connection errors and 5xx
 //! answers are retried with exponential backoff; a timeout is not (the caller looks again
 //! on its next reconcile), nor are 4xx answers (they are Flink's refusal, and come back as
@@ -21,7 +22,9 @@ mod operation;
 #[cfg(test)]
 mod misbehaving_tests;
 
-pub use client::{ClientConfig, FlinkRestClient, MAX_ANSWER_BYTES, RestClients};
+pub use client::{
+    ClientConfig, FlinkRestClient, LARGE_ANSWERS_AT_ONCE, MAX_ANSWER_BYTES, MAX_ANSWER_VALUES, RestClients,
+};
 pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints, SERVICE_NAME};
 pub use error::{FlinkError, flink_error_message};
 pub use ids::{JarId, JobId, TriggerId};

@@ -43,9 +43,6 @@ pub struct ClusterConfig {
     /// Flink revision and build date.
     #[serde(rename = "flink-revision")]
     pub flink_revision: Option<String>,
-    /// Web UI feature switches (e.g. `web-submit`, `web-cancel`).
-    #[serde(default)]
-    pub features: BTreeMap<String, serde_json::Value>,
 }
 
 /// One entry of `GET /jobmanager/config`.

@@ -114,6 +114,7 @@ async fn submit(
         &artifacts_dir(sj),
         submission.check_artifact_hosts,
         ctx.rest_clients.config().submission_timeout,
+        artifact::MAX_ARTIFACT_BYTES,
     )
     .await?;
     let jar_id = rest

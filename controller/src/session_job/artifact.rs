@@ -3,6 +3,10 @@
 //! `http` and `https` URIs are downloaded into a temporary file; `file://` URIs and plain
 //! absolute paths name a file on the operator's own file system, used in place. Any other
 //! scheme is refused with the URI and the scheme named.
+//!
+//! A download is streamed to its file, never held in memory, up to [`MAX_ARTIFACT_BYTES`],
+//! and only [`DOWNLOADS_AT_ONCE`] downloaded jars exist at once: the process that fetches
+//! them also answers admission for the whole cluster, and its disk is the pod's.
 
 use std::{
     net::IpAddr,
@@ -10,7 +14,26 @@ use std::{
     time::Duration,
 };
 
+use tokio::io::AsyncWriteExt;
+
 const FIELD: &str = "spec.job.jarURI";
+
+/// The largest jar downloaded. Job jars with their dependencies shaded in are tens to a
+/// couple of hundred MiB; Flink's own libraries, which the session cluster provides, are not
+/// part of them.
+pub const MAX_ARTIFACT_BYTES: u64 = 512 * 1024 * 1024;
+
+/// How many downloaded jars may exist at once, from the start of their download to the end
+/// of their upload: together at most this many times [`MAX_ARTIFACT_BYTES`] on disk, and as
+/// many reconciles moving jars instead of waiting on JobManagers.
+pub const DOWNLOADS_AT_ONCE: usize = 2;
+
+/// Process-wide: the bound is on the process's disk and network, whichever job downloads.
+static DOWNLOADS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(DOWNLOADS_AT_ONCE);
+
+/// How much of a download is gathered before it is written: a few large writes instead of
+/// one per network chunk.
+const WRITE_BUFFER_BYTES: usize = 256 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
@@ -39,6 +62,14 @@ pub enum ArtifactError {
     },
     #[error("downloading {FIELD} {uri:?}: {reason}")]
     Download { uri: String, reason: String },
+    #[error(
+        "{FIELD} {uri:?}: the jar is larger than the {limit} bytes the operator downloads; leave out of it what the session cluster provides (Flink's own libraries), or run the job as a FlinkDeployment with the jar in its image"
+    )]
+    TooLarge { uri: String, limit: u64 },
+    #[error(
+        "{FIELD} {uri:?}: {DOWNLOADS_AT_ONCE} other jars were being downloaded or uploaded for {waited:?}; tried again on a later reconcile"
+    )]
+    Busy { uri: String, waited: Duration },
     #[error("writing the download of {FIELD} {uri:?} to {path}: {source}")]
     Write {
         uri: String,
@@ -48,11 +79,13 @@ pub enum ArtifactError {
     },
 }
 
-/// A jar on the local file system; a downloaded one is removed when dropped.
+/// A jar on the local file system; a downloaded one is removed when dropped, and holds
+/// one of the [`DOWNLOADS_AT_ONCE`] turns until then.
 #[derive(Debug)]
 pub struct LocalJar {
     pub path: PathBuf,
     temporary: bool,
+    _turn: Option<tokio::sync::SemaphorePermit<'static>>,
 }
 
 impl Drop for LocalJar {
@@ -116,11 +149,14 @@ fn source(uri: &str) -> Result<Source<'_>, ArtifactError> {
 /// The jar of `uri` as a local file; downloads go into `dir`. With `check_hosts`, an http(s)
 /// host that resolves to a loopback, private, link-local, wildcard or multicast address is
 /// refused (admission checks literal addresses only; names are checked here, as resolved).
+/// A download larger than `max_bytes` ([`MAX_ARTIFACT_BYTES`] in the operator) is refused;
+/// waiting for a download's turn and the download each take at most `timeout`.
 pub async fn fetch(
     uri: Option<&str>,
     dir: &Path,
     check_hosts: bool,
     timeout: Duration,
+    max_bytes: u64,
 ) -> Result<LocalJar, ArtifactError> {
     let uri = uri
         .filter(|u| !u.trim().is_empty())
@@ -144,9 +180,10 @@ pub async fn fetch(
             Ok(LocalJar {
                 path: PathBuf::from(path),
                 temporary: false,
+                _turn: None,
             })
         }
-        Source::Http => download(uri, dir, check_hosts, timeout).await,
+        Source::Http => download(uri, dir, check_hosts, timeout, max_bytes).await,
     }
 }
 
@@ -155,6 +192,7 @@ async fn download(
     dir: &Path,
     check_hosts: bool,
     timeout: Duration,
+    max_bytes: u64,
 ) -> Result<LocalJar, ArtifactError> {
     let url = reqwest::Url::parse(uri).map_err(|e| ArtifactError::Invalid {
         uri: uri.to_owned(),
@@ -163,9 +201,23 @@ async fn download(
     if check_hosts {
         check_host(uri, &url).await?;
     }
+    let turn = tokio::time::timeout(timeout, DOWNLOADS.acquire())
+        .await
+        .map_err(|_| ArtifactError::Busy {
+            uri: uri.to_owned(),
+            waited: timeout,
+        })?
+        .map_err(|_| ArtifactError::Download {
+            uri: uri.to_owned(),
+            reason: "the operator is shutting down its downloads".to_owned(),
+        })?;
     let download_error = |reason: String| ArtifactError::Download {
         uri: uri.to_owned(),
         reason,
+    };
+    let too_large = || ArtifactError::TooLarge {
+        uri: uri.to_owned(),
+        limit: max_bytes,
     };
     // reqwest takes rustls's process-wide provider; ring is the only one in the tree.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -187,6 +239,10 @@ async fn download(
     if !response.status().is_success() {
         return Err(download_error(format!("HTTP {}", response.status())));
     }
+    // A declared length over the limit is refused before anything is written.
+    if response.content_length().is_some_and(|length| length > max_bytes) {
+        return Err(too_large());
+    }
     let name = url
         .path_segments()
         .and_then(|mut s| s.next_back())
@@ -200,25 +256,32 @@ async fn download(
             path: dir.display().to_string(),
             source,
         })?;
+    // Made before the file, so that any error from here on removes what was written.
     let jar = LocalJar {
         path: dir.join(format!("{}-{name}", crate::flink::TriggerId::random())),
         temporary: true,
+        _turn: Some(turn),
     };
     let write_error = |source| ArtifactError::Write {
         uri: uri.to_owned(),
         path: jar.path.display().to_string(),
         source,
     };
-    // Whole in memory: the upload reads the file whole too.
-    let mut bytes = Vec::new();
+    let file = tokio::fs::File::create(&jar.path).await.map_err(write_error)?;
+    let mut file = tokio::io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, file);
+    let mut written: u64 = 0;
     while let Some(chunk) = response
         .chunk()
         .await
         .map_err(|e| download_error(e.to_string()))?
     {
-        bytes.extend_from_slice(&chunk);
+        written += chunk.len() as u64;
+        if written > max_bytes {
+            return Err(too_large());
+        }
+        file.write_all(&chunk).await.map_err(write_error)?;
     }
-    tokio::fs::write(&jar.path, &bytes).await.map_err(write_error)?;
+    file.flush().await.map_err(write_error)?;
     Ok(jar)
 }
 
@@ -331,19 +394,25 @@ mod tests {
         let jar = dir.join("job.jar");
         std::fs::write(&jar, b"PK").unwrap();
         let uri = format!("file://{}", jar.display());
-        let local = fetch(Some(&uri), &dir, true, Duration::from_secs(5))
+        let local = fetch(Some(&uri), &dir, true, Duration::from_secs(5), MAX_ARTIFACT_BYTES)
             .await
             .unwrap();
         assert_eq!(local.path, jar);
         drop(local);
         assert!(jar.exists(), "a local jar is not the operator's to delete");
-        let error = fetch(Some("/nonexistent/job.jar"), &dir, true, Duration::from_secs(5))
-            .await
-            .unwrap_err()
-            .to_string();
+        let error = fetch(
+            Some("/nonexistent/job.jar"),
+            &dir,
+            true,
+            Duration::from_secs(5),
+            MAX_ARTIFACT_BYTES,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
         assert!(error.contains("/nonexistent/job.jar"), "{error}");
         assert!(matches!(
-            fetch(None, &dir, true, Duration::from_secs(5)).await,
+            fetch(None, &dir, true, Duration::from_secs(5), MAX_ARTIFACT_BYTES).await,
             Err(ArtifactError::Missing)
         ));
         let refused = fetch(
@@ -351,6 +420,7 @@ mod tests {
             &dir,
             true,
             Duration::from_secs(5),
+            MAX_ARTIFACT_BYTES,
         )
         .await;
         assert!(
