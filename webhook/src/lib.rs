@@ -42,15 +42,41 @@ pub fn router(admission: Arc<Admission>) -> Router {
 }
 
 async fn validate(State(admission): State<Arc<Admission>>, request: Request) -> Response {
-    answer(&admission, Endpoint::Validate, request.into_body()).await
+    answer(&admission, Endpoint::Validate, request).await
 }
 
 async fn mutate(State(admission): State<Arc<Admission>>, request: Request) -> Response {
-    answer(&admission, Endpoint::Mutate, request.into_body()).await
+    answer(&admission, Endpoint::Mutate, request).await
 }
 
-async fn answer(admission: &Admission, endpoint: Endpoint, body: Body) -> Response {
-    let bytes = match read_body(body).await {
+/// A body longer than this (or of no declared length) is read and judged only while it
+/// holds one of [`LARGE_BODIES_AT_ONCE`] places: what one large review costs (its bytes and
+/// what they decode into, a few tens of MiB at the limits) times the connections the server
+/// takes would be more than the process that also runs every reconcile loop may spend.
+/// Reviews of ordinary resources are a few KiB and never wait.
+pub const LARGE_BODY_BYTES: u64 = 256 * 1024;
+/// How many large bodies are read and judged at once.
+pub const LARGE_BODIES_AT_ONCE: usize = 4;
+static LARGE_BODIES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(LARGE_BODIES_AT_ONCE);
+
+async fn answer(admission: &Admission, endpoint: Endpoint, request: Request) -> Response {
+    let declared = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > review::MAX_BODY_BYTES as u64) {
+        return ReviewError::TooLarge.into_response();
+    }
+    let _place = if declared.is_none_or(|length| length > LARGE_BODY_BYTES) {
+        match tokio::time::timeout(review::BODY_READ_TIMEOUT, LARGE_BODIES.acquire()).await {
+            Ok(Ok(place)) => Some(place),
+            _ => return ReviewError::Busy.into_response(),
+        }
+    } else {
+        None
+    };
+    let bytes = match read_body(request.into_body()).await {
         Ok(bytes) => bytes,
         Err(error) => return error.into_response(),
     };

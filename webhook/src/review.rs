@@ -19,6 +19,11 @@ use serde_json::value::RawValue;
 /// UPDATE review carries two of them, so 3 MiB admits every legitimate review.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
+/// The most values a body may decode into: a review at the size limit made of `[{},{},...]`
+/// decodes into hundreds of times its size. A FlinkDeployment with a large pod template and
+/// status has a few thousand; an UPDATE review carries two objects.
+pub const MAX_BODY_VALUES: usize = 200_000;
+
 /// How long a client may take to send its body. The API server sends a review in one go;
 /// a peer that trickles bytes must not hold a connection task forever.
 pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -32,6 +37,13 @@ pub enum ReviewError {
     /// The body exceeds [`MAX_BODY_BYTES`].
     #[error("request body exceeds the limit of {MAX_BODY_BYTES} bytes")]
     TooLarge,
+    /// The body would decode into more than [`MAX_BODY_VALUES`] values.
+    #[error("request body has more than {MAX_BODY_VALUES} JSON values")]
+    TooManyValues,
+    /// The server is reading as many large bodies as it may at once, for longer than
+    /// [`BODY_READ_TIMEOUT`].
+    #[error("too many large requests at once; try again")]
+    Busy,
     /// The body did not arrive within [`BODY_READ_TIMEOUT`].
     #[error("request body did not arrive within {BODY_READ_TIMEOUT:?}")]
     Timeout,
@@ -56,7 +68,8 @@ impl ReviewError {
     /// The HTTP status answered for this error.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TooLarge | Self::TooManyValues => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Busy => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout => StatusCode::REQUEST_TIMEOUT,
             _ => StatusCode::BAD_REQUEST,
         }
@@ -127,6 +140,9 @@ struct Review<'a> {
 pub fn decode(body: &[u8]) -> Result<ReviewRequest<'_>, ReviewError> {
     if body.len() > MAX_BODY_BYTES {
         return Err(ReviewError::TooLarge);
+    }
+    if flink_operator_api::json_size::json_values(body) > MAX_BODY_VALUES {
+        return Err(ReviewError::TooManyValues);
     }
     // One pass for a good review; anything else is read again, envelope first, so that the
     // error names the first thing that is wrong with it.

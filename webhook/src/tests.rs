@@ -431,6 +431,16 @@ async fn malformed_requests_get_a_4xx_with_a_one_line_reason() {
             StatusCode::PAYLOAD_TOO_LARGE,
             "request body exceeds the limit",
         ),
+        (
+            "too many values",
+            format!(
+                r#"{{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{{"object":{{"x":[{}{{}}]}}}}}}"#,
+                "{},".repeat(crate::review::MAX_BODY_VALUES)
+            )
+            .into_bytes(),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body has more than 200000 JSON values",
+        ),
     ];
     for (case, body, expected, reason) in cases {
         for path in ["/validate", "/mutate"] {
@@ -623,4 +633,31 @@ async fn a_malformed_rollback_request_is_refused_naming_the_annotation_even_with
     )
     .await;
     assert_eq!(answer["allowed"], true, "{answer}");
+}
+
+/// Large reviews take turns ([`crate::LARGE_BODIES_AT_ONCE`] at once) and each is answered;
+/// a declared length past the limit is refused before the body is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_reviews_take_turns_and_each_is_answered() {
+    let router = router(StaticDirectory::with(&["FlinkDeployment/team-a/orders"]));
+    let mut object = snapshot(json!({"kind": "FlinkDeployment", "name": "orders"}));
+    object["metadata"]["annotations"] = json!({"padding": "x".repeat(crate::LARGE_BODY_BYTES as usize)});
+    let body = review("CREATE", "FlinkStateSnapshot", object, None);
+    let reviews = (0..3 * crate::LARGE_BODIES_AT_ONCE).map(|_| answer(&router, "/validate", body.clone()));
+    for response in futures::future::join_all(reviews).await {
+        assert_eq!(response["allowed"], true, "{response}");
+    }
+
+    let request = Request::post("/validate")
+        .header("content-type", "application/json")
+        .header("content-length", (crate::review::MAX_BODY_BYTES + 1).to_string())
+        .body(Body::from_stream(futures::stream::pending::<
+            Result<bytes::Bytes, std::io::Error>,
+        >()))
+        .expect("request");
+    let response = tokio::time::timeout(std::time::Duration::from_secs(1), router.clone().oneshot(request))
+        .await
+        .expect("answered without reading the body")
+        .expect("infallible");
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }

@@ -868,7 +868,8 @@ struct Tally {
     patched: AtomicU64,
     /// Admitted objects the builders and decide functions took.
     built: AtomicU64,
-    /// Admitted objects that break the schema, which the API server would not store.
+    /// Admitted objects that break the schema or have no name, which the API server would
+    /// not store.
     unstorable: AtomicU64,
 }
 
@@ -960,9 +961,16 @@ fn check(
 /// Hands an admitted object, as stored, to the builders and decide functions of its kind;
 /// a panic or a builder error fails the case.
 fn loops_take(kind: usize, object: &Value, tally: &Tally) -> Result<(), TestCaseError> {
-    // What the API server adds when it stores an object.
+    // The API server stores only named objects, and adds the namespace of the request, a
+    // uid and a generation.
     let mut object = object.clone();
+    let named = object["metadata"]["name"].as_str().is_some_and(|n| !n.is_empty());
+    if !named {
+        tally.unstorable.fetch_add(1, Ordering::Relaxed);
+        return Ok(());
+    }
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.entry("namespace").or_insert_with(|| json!(NAMESPACE));
         meta.entry("uid")
             .or_insert_with(|| json!("3d5bf9a8-0000-4000-8000-000000000001"));
         meta.entry("generation").or_insert_with(|| json!(1));
@@ -1219,7 +1227,7 @@ fn mutated_reviews_get_a_4xx_or_a_verdict_with_a_reason() {
         println!("fuzz: the slowest case: {case:?}");
     }
     println!(
-        "fuzz: {} answers were a 4xx, {} patches, {} admitted objects built and decided ({} more break the schema)",
+        "fuzz: {} answers were a 4xx, {} patches, {} admitted objects built and decided ({} more break the schema or have no name)",
         tally.refused.load(Ordering::Relaxed),
         tally.patched.load(Ordering::Relaxed),
         tally.built.load(Ordering::Relaxed),

@@ -664,7 +664,7 @@ async fn exchange(
         }
         body.extend_from_slice(&chunk);
     }
-    if json_values(&body) > MAX_ANSWER_VALUES {
+    if flink_operator_api::json_size::json_values(&body) > MAX_ANSWER_VALUES {
         return Err(FlinkError::TooManyValues {
             url: url.to_owned(),
             limit: MAX_ANSWER_VALUES,
@@ -676,30 +676,6 @@ async fn exchange(
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
     Ok((status, body, large))
-}
-
-/// The objects, arrays and separators of `body` outside strings: an upper bound of the
-/// values it decodes into, whatever its shape (counted on bytes, so text that is not JSON
-/// counts too).
-pub(super) fn json_values(body: &[u8]) -> usize {
-    let (mut count, mut in_string, mut escaped) = (0, false, false);
-    for &byte in body {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match byte {
-                b'"' => in_string = true,
-                b'{' | b'[' | b',' => count += 1,
-                _ => {}
-            }
-        }
-    }
-    count
 }
 
 /// How much of a jar is read from its file at a time while it is uploaded.

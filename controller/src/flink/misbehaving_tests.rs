@@ -398,15 +398,6 @@ async fn large_answers_within_the_limits_are_read_a_few_at_a_time() {
     assert_eq!(hits.load(Ordering::SeqCst), 3 * LARGE_ANSWERS_AT_ONCE);
 }
 
-#[test]
-fn values_are_counted_outside_strings_only() {
-    assert_eq!(super::client::json_values(br#"{"a":[1,2],"b":"x,[{"}"#), 4);
-    // An escaped backslash ends no string; an escaped quote does not end one.
-    assert_eq!(super::client::json_values(br#"["\\",",",{}]"#), 4);
-    assert_eq!(super::client::json_values(br#"["\",[{",1]"#), 2);
-    assert_eq!(super::client::json_values(b""), 0);
-}
-
 /// The reconcile steps over these calls: observing a job turns any failure into an
 /// observation the decision reads (the JobManager is unreachable), polling a savepoint
 /// likewise, and a snapshot trigger that fails is an error of the action, which ends the
