@@ -6,12 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use kube::{
-    Api,
-    api::{Patch, PatchParams},
-    core::DynamicObject,
-    discovery::ApiResource,
-};
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 use crate::{
@@ -40,17 +35,7 @@ async fn a_leader_that_cannot_renew_writes_nothing_after_its_renew_deadline() {
     install_crds(&client).await;
     ensure_operator_namespace(&client).await;
     let ns = TestNamespace::new(&client, "fencing").await;
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        &ns.name,
-        &ApiResource {
-            group: "flink.apache.org".into(),
-            version: "v1beta1".into(),
-            api_version: "flink.apache.org/v1beta1".into(),
-            kind: "FlinkDeployment".into(),
-            plural: "flinkdeployments".into(),
-        },
-    );
+    let api = crate::label_selector::flink_deployments(&client, &ns.name);
     let create = |name: String| {
         let api = api.clone();
         async move {

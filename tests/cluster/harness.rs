@@ -352,6 +352,31 @@ where
     .await
 }
 
+/// Waits up to `timeout` for an Event in `namespace` that `matches`, and returns it.
+pub async fn wait_for_event(
+    client: &Client,
+    namespace: &str,
+    what: &str,
+    timeout: Duration,
+    matches: impl Fn(&k8s_openapi::api::core::v1::Event) -> bool,
+) -> k8s_openapi::api::core::v1::Event {
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), namespace);
+    let matches = &matches;
+    wait_for(what, timeout, || {
+        let events = events.clone();
+        async move {
+            events
+                .list(&kube::api::ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(matches)
+        }
+    })
+    .await
+}
+
 /// [`wait_for`] with a `check` that says what it saw when it yields no value: a timeout's
 /// message ends with what was seen last.
 pub async fn wait_for_seeing<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T

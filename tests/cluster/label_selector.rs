@@ -22,7 +22,7 @@ use crate::{
 
 const KEY: &str = "kubernetes.operator.label.selector";
 
-fn flink_deployments(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
+pub fn flink_deployments(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(
         client.clone(),
         namespace,

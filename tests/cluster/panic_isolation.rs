@@ -23,10 +23,9 @@ use flink_operator_controller::{
     reconcile::Next,
     runtime::{self, Acted, Plan, Reconciler, fence::Fence},
 };
-use k8s_openapi::api::core::v1::Event;
 use kube::{
     Api, ResourceExt,
-    api::{ListParams, Patch, PatchParams},
+    api::{Patch, PatchParams},
     runtime::events::{Recorder, Reporter},
 };
 use serde_json::json;
@@ -142,22 +141,15 @@ async fn a_panic_in_one_reconcile_fails_that_resource_alone() {
     });
     let running = tokio::spawn(runtime::run::<Buggy>(ctx, caches, scope));
 
-    let events: Api<Event> = Api::namespaced(client.clone(), &ns.name);
-    let panicked = crate::harness::wait_for(
+    let panicked = crate::harness::wait_for_event(
+        &client,
+        &ns.name,
         "a ReconcilePanicked Warning Event on the poison",
         Duration::from_secs(30),
-        || async {
-            events
-                .list(&ListParams::default())
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .find(|e| {
-                    e.involved_object.name.as_deref() == Some("poison")
-                        && e.reason.as_deref() == Some(Reason::ReconcilePanicked.as_str())
-                        && e.type_.as_deref() == Some("Warning")
-                })
+        |e| {
+            e.involved_object.name.as_deref() == Some("poison")
+                && e.reason.as_deref() == Some(Reason::ReconcilePanicked.as_str())
+                && e.type_.as_deref() == Some("Warning")
         },
     )
     .await;

@@ -5,11 +5,7 @@
 use std::time::Duration;
 
 use flink_operator_api::FlinkDeployment;
-use k8s_openapi::api::core::v1::Event;
-use kube::{
-    Api, Client,
-    api::{ListParams, PostParams},
-};
+use kube::{Api, Client, api::PostParams};
 use serde_json::{Value, json};
 
 use crate::{
@@ -93,23 +89,15 @@ async fn check(client: &Client, mistake: &Mistake) -> String {
     let (fd, error) = seen;
     assert!(!error.contains('\n'), "not one line: {error}");
     assert_eq!(condition(&fd, "Ready"), error, "{}", mistake.what);
-    let events: Api<Event> = Api::namespaced(client.clone(), &ns.name);
-    wait_for(
+    crate::cluster_harness::wait_for_event(
+        client,
+        &ns.name,
         &format!("a Warning Event about the {} mistake", mistake.what),
         Duration::from_secs(60),
-        || async {
-            events
-                .list(&ListParams::default())
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .any(|e| {
-                    e.type_.as_deref() == Some("Warning")
-                        && e.involved_object.name.as_deref() == Some("basic-example")
-                        && e.message.as_deref().is_some_and(|m| m.contains(mistake.shows[0]))
-                })
-                .then_some(())
+        |e| {
+            e.type_.as_deref() == Some("Warning")
+                && e.involved_object.name.as_deref() == Some("basic-example")
+                && e.message.as_deref().is_some_and(|m| m.contains(mistake.shows[0]))
         },
     )
     .await;

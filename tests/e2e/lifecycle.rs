@@ -368,16 +368,13 @@ async fn a_suspended_job_resumes_with_its_state_unless_the_state_is_too_old() {
         "{error}"
     );
     assert_eq!(counter.pods().await, 0, "nothing was started");
-    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), &counter.ns.name);
-    let refusal = wait_for("the UpdateFailed Event", Duration::from_secs(30), || async {
-        events
-            .list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some("UpdateFailed"))
-    })
+    let refusal = cluster_harness::wait_for_event(
+        &client,
+        &counter.ns.name,
+        "the UpdateFailed Event",
+        Duration::from_secs(30),
+        |e| e.reason.as_deref() == Some("UpdateFailed"),
+    )
     .await;
     assert!(refusal.message.unwrap_or_default().contains(" old, older than"));
 

@@ -9,13 +9,12 @@
 use std::time::Duration;
 
 use flink_operator_api::FlinkDeployment;
-use k8s_openapi::api::{
-    admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration},
-    core::v1::Event,
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use kube::{
     Api, Client,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
 
@@ -162,7 +161,6 @@ async fn a_poison_resource_fails_alone_and_another_tenants_deployment_runs() {
     neighbour.create(&PostParams::default(), &fd).await.unwrap();
 
     // Each poison gets its error in status and a Warning Event naming the field.
-    let events: Api<Event> = Api::namespaced(client.clone(), &tenant.name);
     for poison in &POISONS {
         let error = wait_for(
             &format!("{} to show an error naming {}", poison.name, poison.field),
@@ -175,22 +173,15 @@ async fn a_poison_resource_fails_alone_and_another_tenants_deployment_runs() {
         )
         .await;
         eprintln!("STATUS {}: {error}", poison.name);
-        wait_for(
+        crate::cluster_harness::wait_for_event(
+            &client,
+            &tenant.name,
             &format!("a Warning Event on {} naming {}", poison.name, poison.field),
             Duration::from_secs(60),
-            || async {
-                events
-                    .list(&ListParams::default())
-                    .await
-                    .ok()?
-                    .items
-                    .into_iter()
-                    .any(|e| {
-                        e.type_.as_deref() == Some("Warning")
-                            && e.involved_object.name.as_deref() == Some(poison.name)
-                            && e.message.as_deref().is_some_and(|m| m.contains(poison.field))
-                    })
-                    .then_some(())
+            |e| {
+                e.type_.as_deref() == Some("Warning")
+                    && e.involved_object.name.as_deref() == Some(poison.name)
+                    && e.message.as_deref().is_some_and(|m| m.contains(poison.field))
             },
         )
         .await;
