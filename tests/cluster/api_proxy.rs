@@ -47,6 +47,8 @@ impl Seen {
 }
 
 type Rule = dyn Fn(&str, &str) -> Hold + Send + Sync;
+/// What every forwarded request shares: the upstream client, the record, the rule.
+type Shared = (Client, Arc<Mutex<Vec<Seen>>>, Arc<Mutex<Arc<Rule>>>);
 
 pub struct ApiProxy {
     pub address: SocketAddr,
@@ -96,10 +98,7 @@ impl ApiProxy {
     }
 }
 
-async fn forward(
-    State((client, seen, rule)): State<(Client, Arc<Mutex<Vec<Seen>>>, Arc<Mutex<Arc<Rule>>>)>,
-    request: Request<Body>,
-) -> Response {
+async fn forward(State((client, seen, rule)): State<Shared>, request: Request<Body>) -> Response {
     let method = request.method().to_string();
     let path = request
         .uri()
