@@ -517,6 +517,9 @@ const CONFIG_KEYS: &[&str] = &[
     "state.checkpoints.dir",
     "execution.checkpointing.interval",
     "kubernetes.jobmanager.replicas",
+    "rest.port",
+    "jobmanager.rpc.port",
+    "blob.server.port",
     "kubernetes.operator.",
     "",
     // Keys that are sections of others, which Flink 2.x's nested config.yaml cannot hold.

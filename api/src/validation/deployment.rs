@@ -75,6 +75,7 @@ pub(crate) fn spec_rules(
     flink_config::forbidden_keys(&own, out);
     flink_config::value_formats(&own, out);
     flink_config::nested_sections(&config, spec.flink_version, out);
+    flink_config::cluster_numbers(&config, out);
     let needs = spec.job.as_ref().map(|job| StateNeeds {
         upgrade_mode: job.upgrade_mode.unwrap_or_default(),
         savepoint_trigger_nonce: job.savepoint_trigger_nonce.is_some(),

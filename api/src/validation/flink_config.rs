@@ -217,6 +217,30 @@ const BOOLEAN_KEYS: &[&str] = &[
     operator::SAVEPOINT_HISTORY_INCLUDE_MANUAL,
 ];
 
+/// The Flink keys whose numbers the cluster's Kubernetes objects carry (the Services' and
+/// containers' ports, the JobManager Deployment's replicas) must be numbers those objects
+/// can hold; the builder would otherwise fail on them, or the API server refuse the objects.
+pub(crate) fn cluster_numbers(config: &BTreeMap<String, String>, out: &mut Vec<Violation>) {
+    for key in [flink::REST_PORT, flink::JOBMANAGER_RPC_PORT] {
+        if let Some(value) = config.get(key)
+            && !value.trim().parse::<u16>().is_ok_and(|port| port > 0)
+        {
+            out.push(Violation::new(
+                config_path(key),
+                format!("{value:?} is not a port number (1 to 65535)"),
+            ));
+        }
+    }
+    if let Some(value) = config.get(flink::KUBERNETES_JOBMANAGER_REPLICAS)
+        && !value.trim().parse::<i32>().is_ok_and(|replicas| replicas > 0)
+    {
+        out.push(Violation::new(
+            config_path(flink::KUBERNETES_JOBMANAGER_REPLICAS),
+            format!("{value:?} is not a whole number of replicas, 1 or more"),
+        ));
+    }
+}
+
 /// Flink 2.x reads a nested `config.yaml`, in which a key cannot be both a value and a
 /// section (`a` beside `a.b`): such a configuration is refused here, with the keys the
 /// operator writes itself counted in, so that the cluster builder never meets one.

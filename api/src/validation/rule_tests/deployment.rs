@@ -495,6 +495,21 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "the operator writes \"blob.server.port\"",
         ),
         (
+            "JobManager replicas in the configuration past what a Deployment holds",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.jobmanager.replicas",
+                json!("2147483648"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.jobmanager.replicas",
+            "is not a whole number of replicas",
+        ),
+        (
+            "REST port out of range",
+            with(&[("spec/flinkConfiguration/rest.port", json!("65536"))]),
+            "spec.flinkConfiguration.rest.port",
+            "is not a port number",
+        ),
+        (
             "D30 redeploy nonce without savepoint path",
             with(&[("spec/job/savepointRedeployNonce", json!(1))]),
             "spec.job.initialSavepointPath",
