@@ -135,7 +135,12 @@ pub fn build(
         let replicas = tm_replicas.map(i64::from).unwrap_or_else(|| {
             // Enough TaskManagers for the job's parallelism.
             let parallelism = spec.job.as_ref().and_then(|j| j.parallelism).unwrap_or(1).max(1);
-            (i64::from(parallelism) + slots - 1) / slots.max(1)
+            let slots = u64::try_from(slots).unwrap_or(1).max(1);
+            u64::try_from(parallelism)
+                .unwrap_or(1)
+                .div_ceil(slots)
+                .try_into()
+                .unwrap_or(i64::MAX)
         });
         set(
             &mut c,
@@ -588,6 +593,25 @@ mod tests {
         assert_eq!(c.get("parallelism.default").map(String::as_str), Some("6"));
         assert!(!c.contains_key("pipeline.jars"));
         assert!(!c.contains_key("execution.savepoint.path"));
+    }
+
+    #[test]
+    fn standalone_taskmanagers_cover_the_parallelism_whatever_the_slots() {
+        let replicas = |parallelism: i64, slots: &str| {
+            let c = built(
+                json!({"flinkVersion": "v1_20", "mode": "standalone",
+                       "job": {"jarURI": "local:///opt/flink/usrlib/job.jar", "parallelism": parallelism}}),
+                &[("taskmanager.numberOfTaskSlots", slots)],
+                DeployParameters::default(),
+            );
+            c["kubernetes.internal.taskmanager.replicas"].clone()
+        };
+        assert_eq!(replicas(7, "3"), "3");
+        assert_eq!(replicas(6, "3"), "2");
+        assert_eq!(replicas(7, "0"), "7");
+        assert_eq!(replicas(7, "-2"), "7");
+        // Slots past any parallelism: one TaskManager, not an overflow.
+        assert_eq!(replicas(i64::from(i32::MAX), &i64::MAX.to_string()), "1");
     }
 
     /// What the operator's default configuration sets for every cluster of `version` (the
