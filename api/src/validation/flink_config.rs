@@ -221,13 +221,20 @@ const BOOLEAN_KEYS: &[&str] = &[
 /// containers' ports, the JobManager Deployment's replicas) must be numbers those objects
 /// can hold; the builder would otherwise fail on them, or the API server refuse the objects.
 pub(crate) fn cluster_numbers(config: &BTreeMap<String, String>, out: &mut Vec<Violation>) {
-    for key in [flink::REST_PORT, flink::JOBMANAGER_RPC_PORT] {
+    // Flink on Kubernetes needs these fixed too (its own parameters refuse 0 and ranges):
+    // the Services and containers name them.
+    for key in [
+        flink::REST_PORT,
+        flink::JOBMANAGER_RPC_PORT,
+        flink::BLOB_SERVER_PORT,
+        flink::TASKMANAGER_RPC_PORT,
+    ] {
         if let Some(value) = config.get(key)
             && !value.trim().parse::<u16>().is_ok_and(|port| port > 0)
         {
             out.push(Violation::new(
                 config_path(key),
-                format!("{value:?} is not a port number (1 to 65535)"),
+                format!("{value:?} is not a fixed port number (1 to 65535; on Kubernetes not 0 or a range)"),
             ));
         }
     }

@@ -507,7 +507,13 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "REST port out of range",
             with(&[("spec/flinkConfiguration/rest.port", json!("65536"))]),
             "spec.flinkConfiguration.rest.port",
-            "is not a port number",
+            "is not a fixed port number",
+        ),
+        (
+            "blob server port as a range",
+            with(&[("spec/flinkConfiguration/blob.server.port", json!("6124-6130"))]),
+            "spec.flinkConfiguration.blob.server.port",
+            "on Kubernetes not 0 or a range",
         ),
         (
             "D30 redeploy nonce without savepoint path",
