@@ -1,5 +1,5 @@
 //! What both kinds read of a job through its JobManager's REST API: its state (see
-//! [`crate::job::observe`]), the savepoint and the manual checkpoint pending under the
+//! [`job::observe`]), the savepoint and the manual checkpoint pending under the
 //! trigger ids recorded in status, and the latest completed checkpoint to restore from.
 //!
 //! A stop-with-savepoint whose result the JobManager no longer keeps (Flink keeps an
@@ -18,9 +18,9 @@ use std::{
 
 use flink_operator_api::common::{JobStatus, SnapshotTriggerType, flink_job_state};
 
+use super::job::{self, JobObservation};
 use crate::{
     flink::{CheckpointStatistics, FlinkError, FlinkRestClient, JobId, OperationStatus, TriggerId},
-    job::JobObservation,
     reconcile::SavepointPoll,
 };
 
@@ -89,7 +89,7 @@ pub async fn look(
         }
     };
     let (observed, savepoint, checkpoint, latest_checkpoint) = tokio::join!(
-        crate::job::observe(rest, job_id, failure_known),
+        job::observe(rest, job_id, failure_known),
         savepoint(rest, Some(job)),
         checkpoint(rest, Some(job)),
         latest_checkpoint,

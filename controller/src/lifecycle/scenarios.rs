@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 
 use super::{
     JobAction, LifecycleStatus, Snapshot,
+    job::JobObservation,
     poll::LateSavepoint,
     snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
 };
 use crate::{
     deployment::decide as fd,
     events::Reason,
-    job::JobObservation,
     policy::Policy,
     reconcile::{EventNote, Next, SavepointPoll},
     session_job::decide as sj,

@@ -114,7 +114,7 @@ pub enum JobManagerObservation {
     },
 }
 
-pub use crate::job::JobObservation;
+pub use crate::lifecycle::job::JobObservation;
 
 impl Observation {
     /// What the shared lifecycle steps decide from.

@@ -22,10 +22,10 @@ use crate::{
     lifecycle::{
         FAST, Facts, JobAction, SLOW, WAIT,
         machine::{Cancel, Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
+        restore::{self, Kind, RestorableState},
         spec,
     },
     reconcile::Next,
-    restore::{self, Kind, RestorableState},
 };
 
 /// The decision under construction: the resource, the observation, and what accumulates.

@@ -88,7 +88,7 @@ pub enum SessionObservation {
     Ready,
 }
 
-pub use crate::job::JobObservation;
+pub use crate::lifecycle::job::JobObservation;
 
 pub use crate::lifecycle::poll::CheckpointLookup;
 

@@ -18,8 +18,12 @@ use super::{
 use crate::{
     conditions::set_conditions,
     events::Reason,
-    lifecycle::{FAST, LifecycleStatus, SLOW, machine::JobKind, spec},
-    restore::{self, RestorableState},
+    lifecycle::{
+        FAST, LifecycleStatus, SLOW,
+        machine::JobKind,
+        restore::{self, RestorableState},
+        spec,
+    },
 };
 
 fn submission(

@@ -1,9 +1,11 @@
 use super::*;
 use crate::{
     events::Reason,
-    lifecycle::{FAST, LifecycleStatus, SLOW, WAIT},
+    lifecycle::{
+        FAST, LifecycleStatus, SLOW, WAIT,
+        restore::{self, Kind, RestorableState},
+    },
     reconcile::Next,
-    restore::{self, Kind, RestorableState},
 };
 use flink_operator_api::common::Condition;
 use flink_operator_api::common::{Checkpoint, Savepoint, SnapshotTriggerType};
