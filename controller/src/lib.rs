@@ -45,7 +45,6 @@ pub mod flink;
 pub mod lifecycle;
 pub mod metrics;
 pub mod policy;
-pub mod reconcile;
 pub mod resources;
 pub mod runtime;
 pub mod session_job;

@@ -14,10 +14,9 @@ use crate::{
     caches::Caches,
     context::Context,
     flink::{FlinkRestClient, JobId, TriggerId},
-    lifecycle::poll::{self, CheckpointLookup},
+    lifecycle::poll::{self, CheckpointLookup, SavepointPoll},
     lifecycle::snapshot_resources,
     policy::Policy,
-    reconcile::SavepointPoll,
 };
 
 /// Kubernetes objects are read from the shared caches: their changes wake the resource

@@ -31,7 +31,7 @@ use super::{
 use crate::{
     conditions::phase,
     events::Reason,
-    reconcile::{EventNote, Next},
+    runtime::{EventNote, Next},
 };
 
 /// What the next job starts from; committed with its spec before anything is started.

@@ -67,10 +67,11 @@ use flink_operator_api::{
 };
 
 use job::JobObservation;
+use poll::SavepointPoll;
 
 use crate::{
     policy::Policy,
-    reconcile::{EventNote, Next, SavepointPoll},
+    runtime::{EventNote, Next},
 };
 
 pub use crate::runtime::Plan;

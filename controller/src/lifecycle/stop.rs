@@ -7,17 +7,14 @@ use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTrig
 
 use super::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
-    poll::LateSavepoint,
+    poll::{LateSavepoint, SavepointPoll},
     restore::{Kind, RestorableState},
     savepoint_history,
     savepoint_retry::{self, Attempt, Failure},
     snapshot_resources::{self, NewSnapshot},
     snapshots::clear_trigger,
 };
-use crate::{
-    events::Reason,
-    reconcile::{EventNote, SavepointPoll},
-};
+use crate::{events::Reason, runtime::EventNote};
 
 /// The trigger id of an upgrade (or deletion) savepoint that was started and not settled.
 pub fn pending_trigger(status: &impl LifecycleStatus) -> Option<String> {

@@ -18,9 +18,8 @@ use crate::{
     caches::Caches,
     context::Context,
     flink::{FlinkError, FlinkRestClient, JobId, TriggerId},
-    lifecycle::poll,
+    lifecycle::poll::{self, SavepointPoll},
     policy::Policy,
-    reconcile::SavepointPoll,
 };
 
 /// The observation, and the REST address of the job's cluster when it was asked (for act).

@@ -25,7 +25,7 @@ use crate::{
         restore::{self, Kind, RestorableState},
         spec,
     },
-    reconcile::Next,
+    runtime::Next,
 };
 
 /// The decision under construction: the resource, the observation, and what accumulates.

@@ -154,7 +154,7 @@ impl Observation {
 }
 
 pub use crate::conditions::phase;
-pub use crate::reconcile::{EventNote, SavepointPoll};
+pub use crate::{lifecycle::poll::SavepointPoll, runtime::EventNote};
 
 /// The Flink state a job is in right after its id is recorded and before Flink reports it.
 const RECONCILING: &str = flink_job_state::RECONCILING;

@@ -5,7 +5,7 @@ use crate::{
         FAST, LifecycleStatus, SLOW, WAIT,
         restore::{self, Kind, RestorableState},
     },
-    reconcile::Next,
+    runtime::Next,
 };
 use flink_operator_api::common::Condition;
 use flink_operator_api::common::{Checkpoint, Savepoint, SnapshotTriggerType};
