@@ -18,7 +18,7 @@ use flink_operator_api::{
     RollbackPhase, RollbackStatus, keys::annotations,
 };
 use flink_operator_controller::{
-    conditions::rfc3339,
+    conditions::{condition_type, rfc3339},
     lifecycle::revisions::{self, Revision},
 };
 use futures::StreamExt;
@@ -432,7 +432,7 @@ impl JobView {
         let conditions = status.conditions.unwrap_or_default();
         let condition = conditions
             .iter()
-            .find(|c| c.type_.as_deref() == Some("Ready"))
+            .find(|c| c.type_.as_deref() == Some(condition_type::READY))
             .or(conditions.first())
             .cloned();
         JobView {

@@ -1,7 +1,25 @@
 //! The Ready, Progressing and Degraded conditions, derived from a phase that is also their
-//! reason. Shared by the loops so that every kind reports its phases the same way.
+//! reason. Shared by the loops so that every kind reports its phases the same way: one
+//! vocabulary of condition types ([`condition_type`]), statuses ([`condition_status`]) and
+//! phases ([`phase`]).
 
 use flink_operator_api::common::Condition;
+
+/// The condition types every kind writes.
+pub mod condition_type {
+    /// The resource does what its spec asks (its job runs, or has succeeded).
+    pub const READY: &str = "Ready";
+    /// Something the operator started is under way (a deployment, an update, a deletion).
+    pub const PROGRESSING: &str = "Progressing";
+    /// Something failed, or a rollback replaced the spec.
+    pub const DEGRADED: &str = "Degraded";
+}
+
+/// A condition's status, as Kubernetes spells it.
+pub mod condition_status {
+    pub const TRUE: &str = "True";
+    pub const FALSE: &str = "False";
+}
 
 /// Phases, written as the conditions' reason.
 pub mod phase {
@@ -47,7 +65,11 @@ pub fn set_conditions(
     let previous = conditions.take().unwrap_or_default();
     let now = rfc3339(now_ms);
     let condition = |type_: &str, value: bool| {
-        let value = if value { "True" } else { "False" };
+        let value = if value {
+            condition_status::TRUE
+        } else {
+            condition_status::FALSE
+        };
         let kept = previous
             .iter()
             .find(|c| c.type_.as_deref() == Some(type_) && c.status.as_deref() == Some(value))
@@ -62,9 +84,9 @@ pub fn set_conditions(
         }
     };
     *conditions = Some(vec![
-        condition("Ready", ready),
-        condition("Progressing", progressing),
-        condition("Degraded", degraded),
+        condition(condition_type::READY, ready),
+        condition(condition_type::PROGRESSING, progressing),
+        condition(condition_type::DEGRADED, degraded),
     ]);
 }
 

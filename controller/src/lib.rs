@@ -28,8 +28,8 @@
 //! - [`caches`]: one trimmed reflector per kind the operator reconciles or reads, shared by
 //!   the loops (their triggers and observe) and the admission webhook's lookups.
 //! - [`conditions`]: the Ready, Progressing and Degraded conditions of a phase.
-//! - [`policy`]: the operator settings that steer a job's lifecycle; [`restore`]: which
-//!   state a job restores from, and the guard on its age.
+//! - [`policy`]: the operator settings that steer a job's lifecycle; which state a job
+//!   restores from, and the guard on its age, is [`lifecycle::restore`].
 //!
 //! - [`bluegreen`]: the FlinkBlueGreenDeployment loop: BASIC and ADVANCED transitions between
 //!   two child FlinkDeployments (ADVANCED with the record gate of `gate/` in both jobs); the
@@ -42,15 +42,10 @@ pub mod context;
 pub mod deployment;
 pub mod events;
 pub mod flink;
-pub mod job;
 pub mod lifecycle;
 pub mod metrics;
 pub mod policy;
-pub mod reconcile;
 pub mod resources;
-pub mod restore;
 pub mod runtime;
-pub mod savepoint_history;
-pub mod savepoint_retry;
 pub mod session_job;
 pub mod snapshot;

@@ -20,8 +20,7 @@ use flink_operator_controller::{
     flink::{ClientConfig, RestClients, RestEndpointMode, RestEndpoints},
     metrics::ReconcileMetrics,
     policy::Policy,
-    reconcile::Next,
-    runtime::{self, Acted, Plan, Reconciler, fence::Fence},
+    runtime::{self, Acted, Next, Plan, Reconciler, fence::Fence},
 };
 use kube::{
     Api, ResourceExt,

@@ -45,7 +45,9 @@ use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot,
     validation::ValidationContext,
 };
-use flink_operator_controller::{bluegreen, deployment, job::JobObservation, session_job, snapshot};
+use flink_operator_controller::{
+    bluegreen, deployment, lifecycle::job::JobObservation, session_job, snapshot,
+};
 use flink_operator_webhook::{
     Admission,
     lookup::{ApiDirectory, CachedDirectory, JobDirectory, UnavailableDirectory},

@@ -27,7 +27,7 @@ use super::{
 };
 use crate::{
     lifecycle::{Snapshot, act::new_snapshot, snapshot_resources::NewSnapshot},
-    reconcile::api_message,
+    runtime::api_error::{api_message, is_conflict},
 };
 
 /// What an action was doing to which object when the API server refused it.
@@ -258,7 +258,7 @@ impl ActError {
     /// turn, or the cache behind the last write): nothing is wrong, the next look reads it
     /// again.
     pub fn is_stale_gate_map(&self) -> bool {
-        matches!(self, Self::GateMap { source, .. } if crate::reconcile::is_conflict(source))
+        matches!(self, Self::GateMap { source, .. } if is_conflict(source))
     }
 }
 

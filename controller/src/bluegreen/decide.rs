@@ -39,8 +39,7 @@ use super::{
 use crate::{
     events::Reason,
     lifecycle::spec::{is_suspended, upgrade_mode},
-    reconcile::{EventNote, Next},
-    runtime::Plan,
+    runtime::{EventNote, Next, Plan},
 };
 
 /// A blue/green plan.

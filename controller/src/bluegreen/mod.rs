@@ -293,7 +293,7 @@ mod wiring_tests {
             actions: Vec::new(),
             status: FlinkBlueGreenDeploymentStatus::default(),
             events: Vec::new(),
-            requeue: crate::reconcile::Next::Steady,
+            requeue: crate::runtime::Next::Steady,
         };
         let refused = |code: u16| {
             kube::Error::Api(

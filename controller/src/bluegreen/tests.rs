@@ -18,7 +18,7 @@ use super::{
     observation::SnapshotState,
     savepoint_name,
 };
-use crate::{events::Reason, reconcile::Next};
+use crate::{events::Reason, runtime::Next};
 
 #[path = "advanced_tests.rs"]
 mod advanced;

@@ -25,7 +25,7 @@ const MANAGER: &str = "flink-operator";
 pub enum ActError {
     #[error("building the cluster of {name}: {source}")]
     Build { name: String, source: ClusterError },
-    #[error("{what}: {}", crate::reconcile::api_message(source))]
+    #[error("{what}: {}", crate::runtime::api_error::api_message(source))]
     Api { what: String, source: kube::Error },
     #[error("{0}")]
     Flink(String),
@@ -41,7 +41,7 @@ fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ActError {
 /// Adds or removes our finalizer; the resource's new resourceVersion when it was patched.
 pub async fn finalizer(ctx: &Context, fd: &FlinkDeployment, add: bool) -> Result<Option<String>, ActError> {
     let api: Api<FlinkDeployment> = Api::namespaced(ctx.client.clone(), &fd.namespace().unwrap_or_default());
-    crate::reconcile::set_finalizer(&api, fd, keys::finalizers::FLINK_DEPLOYMENT, add)
+    crate::runtime::finalizer::set_finalizer(&api, fd, keys::finalizers::FLINK_DEPLOYMENT, add)
         .await
         .map_err(api_error("updating the finalizer"))
 }

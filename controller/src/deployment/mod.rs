@@ -18,8 +18,8 @@ use kube::{
 use crate::{
     caches::{Cache, Caches},
     context::Context,
+    lifecycle::poll::record_savepoint,
     policy::Policy,
-    reconcile,
     runtime::{Acted, Plan, Reconciler},
 };
 
@@ -60,7 +60,7 @@ impl Reconciler for Deployments {
         let observation = observe::observe(ctx, caches, fd)
             .await
             .map_err(ReconcileError::Observe)?;
-        reconcile::record_savepoint(
+        record_savepoint(
             ctx,
             KIND,
             fd.status.as_ref().and_then(|s| s.job_status.as_ref()),

@@ -12,12 +12,12 @@ use super::{
 };
 use crate::{
     caches::Caches,
+    conditions::condition_status,
     context::Context,
     flink::{FlinkRestClient, JobId, TriggerId},
-    lifecycle::poll::{self, CheckpointLookup},
+    lifecycle::poll::{self, CheckpointLookup, SavepointPoll},
     lifecycle::snapshot_resources,
     policy::Policy,
-    reconcile::SavepointPoll,
 };
 
 /// Kubernetes objects are read from the shared caches: their changes wake the resource
@@ -412,9 +412,9 @@ fn cause_in_log(log: &str) -> Option<String> {
 /// (e.g. a service account that does not exist).
 fn replica_failure(jm: &Deployment) -> Option<String> {
     let conditions = jm.status.as_ref()?.conditions.as_ref()?;
-    let failure = conditions
-        .iter()
-        .find(|c| c.type_.as_deref() == Some("ReplicaFailure") && c.status.as_deref() == Some("True"))?;
+    let failure = conditions.iter().find(|c| {
+        c.type_.as_deref() == Some("ReplicaFailure") && c.status.as_deref() == Some(condition_status::TRUE)
+    })?;
     Some(
         format!(
             "JobManager Deployment {}: {} {}",

@@ -406,8 +406,10 @@ async fn large_answers_within_the_limits_are_read_a_few_at_a_time() {
 #[tokio::test]
 async fn reconcile_steps_end_with_an_observation_or_an_error_instead_of_waiting() {
     use crate::{
-        job::{JobObservation, observe},
-        reconcile::SavepointPoll,
+        lifecycle::{
+            job::{JobObservation, observe},
+            poll::SavepointPoll,
+        },
         snapshot::{
             act::{ActError, trigger as send_trigger},
             decide::{Trigger, TriggerKind},

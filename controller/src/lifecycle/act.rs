@@ -40,21 +40,24 @@ pub enum JobActError {
     /// A kind's act routes each action by [`JobAction::on_resources`].
     #[error("{0} was routed to the wrong carrier")]
     NotRest(String),
-    #[error("{what} FlinkStateSnapshot {name}: {}", crate::reconcile::api_message(source))]
+    #[error(
+        "{what} FlinkStateSnapshot {name}: {}",
+        crate::runtime::api_error::api_message(source)
+    )]
     Snapshot {
         what: &'static str,
         name: String,
         #[source]
         source: kube::Error,
     },
-    #[error("{what} revision {name}: {}", crate::reconcile::api_message(source))]
+    #[error("{what} revision {name}: {}", crate::runtime::api_error::api_message(source))]
     Revision {
         what: &'static str,
         name: String,
         #[source]
         source: kube::Error,
     },
-    #[error("{what}: {}", crate::reconcile::api_message(source))]
+    #[error("{what}: {}", crate::runtime::api_error::api_message(source))]
     Resource {
         what: &'static str,
         #[source]

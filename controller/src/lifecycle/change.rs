@@ -4,10 +4,8 @@
 
 use flink_operator_api::common::{JobStatus, UpgradeMode, flink_job_state};
 
-use crate::{
-    policy::Policy,
-    restore::{self, RestorableState},
-};
+use super::restore::{self, RestorableState};
+use crate::policy::Policy;
 
 /// What is known of the job that a change ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,12 +10,10 @@
 
 use flink_operator_api::common::JobSpec;
 
-use super::{Facts, JobAction, LifecycleStatus, Out, Snapshot, snapshots::clear_trigger, stop};
-use crate::{
-    events::Reason,
-    policy::Policy,
-    reconcile::{EventNote, SavepointPoll},
+use super::{
+    Facts, JobAction, LifecycleStatus, Out, Snapshot, poll::SavepointPoll, snapshots::clear_trigger, stop,
 };
+use crate::{events::Reason, policy::Policy, runtime::EventNote};
 
 /// Whether deleting a resource with this job stops it with a savepoint.
 pub fn wants_savepoint(job: Option<&JobSpec>, policy: &Policy) -> bool {

@@ -34,16 +34,12 @@ use serde_json::Value;
 use super::{
     FAST, JobAction, LifecycleStatus, Plan,
     machine::JobKind,
+    restore::{Kind, RestorableState},
     revisions::{self, Revision, RevisionStep, RollbackDecision},
     spec::{self, JobSpecOf},
     stop,
 };
-use crate::{
-    conditions::phase,
-    events::Reason,
-    reconcile::EventNote,
-    restore::{Kind, RestorableState},
-};
+use crate::{conditions::phase, events::Reason, runtime::EventNote};
 
 /// What the job's revision history needs written: the revision recorded (None: it is
 /// already the newest), the revisions pruned, and the current number shown on the resource.

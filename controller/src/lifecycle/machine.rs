@@ -22,16 +22,16 @@ use super::{
     FAST, Facts, JobAction, LifecycleStatus, Out, Plan, SLOW,
     change::{self, Ending, JobNow, Resume},
     deletion::{self, DeletionSavepoint},
-    history, snapshot_resources, snapshots,
+    history,
+    restore::{self, RestorableState},
+    savepoint_history, snapshot_resources, snapshots,
     spec::{self, JobSpecOf},
     stop::{self, Stopped, Stopping},
 };
 use crate::{
     conditions::phase,
     events::Reason,
-    reconcile::{EventNote, Next},
-    restore::{self, RestorableState},
-    savepoint_history,
+    runtime::{EventNote, Next},
 };
 
 /// What the next job starts from; committed with its spec before anything is started.

@@ -13,17 +13,18 @@
 //! 1. **first start**: the spec and the job id are recorded (UPGRADING), then the job is
 //!    started: a cluster deployed with the job, or a jar submitted to a session cluster;
 //! 2. **observe**: Flink's job state into `status.jobStatus` with an Event per change, the
-//!    failure cause of a FAILED job ([`observe`]);
+//!    failure cause of a FAILED job ([`observe`]), from what the JobManager's REST API says
+//!    of the job ([`job`]);
 //! 3. **snapshots** of the running job: savepoints and checkpoints asked for by a nonce,
-//!    periodic savepoints, the savepoint history and its cleanup ([`snapshots`]);
+//!    periodic savepoints, the savepoint history and its cleanup ([`snapshots`],
+//!    [`savepoint_history`]);
 //! 4. **a change of the spec** ends the job as its upgrade mode says, then records the new
 //!    spec with the state it starts from before anything is started: a stop-with-savepoint
 //!    whose trigger id is recorded first and which is retried within a grace period
-//!    ([`stop`]), a cancellation, or (FlinkDeployments) the cluster deleted with or
-//!    without its high-availability metadata;
+//!    ([`stop`], [`savepoint_retry`]), a cancellation, or (FlinkDeployments) the cluster
+//!    deleted with or without its high-availability metadata;
 //! 5. **restores** of a checkpoint or savepoint that was not taken for them (last-state,
-//!    resume, restart of a failed job) are bounded by the restore-age guard
-//!    ([`crate::restore`]);
+//!    resume, restart of a failed job) are bounded by the restore-age guard ([`restore`]);
 //! 6. **deletion**: with `kubernetes.operator.job.savepoint-on-deletion` (unset: in
 //!    savepoint mode) a running job is stopped with a savepoint, drained when
 //!    `kubernetes.operator.job.drain-on-savepoint-deletion` says so, and its path is
@@ -44,10 +45,14 @@ pub mod act;
 pub mod change;
 pub mod deletion;
 pub mod history;
+pub mod job;
 pub mod machine;
 pub mod observe;
 pub mod poll;
+pub mod restore;
 pub mod revisions;
+pub mod savepoint_history;
+pub mod savepoint_retry;
 pub mod snapshot_resources;
 pub mod snapshots;
 pub mod spec;
@@ -61,10 +66,12 @@ use flink_operator_api::{
     common::{Condition, JobStatus, ReconciliationStatus, ResourceLifecycleState},
 };
 
+use job::JobObservation;
+use poll::SavepointPoll;
+
 use crate::{
-    job::JobObservation,
     policy::Policy,
-    reconcile::{EventNote, Next, SavepointPoll},
+    runtime::{EventNote, Next},
 };
 
 pub use crate::runtime::Plan;

@@ -4,7 +4,7 @@
 use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state};
 
 use super::{LifecycleStatus, Out, spec::JobSpecOf};
-use crate::{events::Reason, reconcile::EventNote};
+use crate::{events::Reason, runtime::EventNote};
 
 /// The observed `state` and `start_time` into `job`, with a JobStatusChanged Event (a
 /// warning for FAILED) when the state changed. `updateTime` says when the state last

@@ -1,6 +1,7 @@
 //! What both kinds read of a job through its JobManager's REST API: its state (see
-//! [`crate::job::observe`]), the savepoint and the manual checkpoint pending under the
-//! trigger ids recorded in status, and the latest completed checkpoint to restore from.
+//! [`job::observe`]), the savepoint and the manual checkpoint pending under the
+//! trigger ids recorded in status ([`SavepointPoll`], counted in the savepoint metrics by
+//! [`record_savepoint`]), and the latest completed checkpoint to restore from.
 //!
 //! A stop-with-savepoint whose result the JobManager no longer keeps (Flink keeps an
 //! asynchronous operation's result for `rest.async.store-duration`, 5 min by default, and
@@ -18,11 +19,38 @@ use std::{
 
 use flink_operator_api::common::{JobStatus, SnapshotTriggerType, flink_job_state};
 
+use super::job::{self, JobObservation};
 use crate::{
+    context::Context,
     flink::{CheckpointStatistics, FlinkError, FlinkRestClient, JobId, OperationStatus, TriggerId},
-    job::JobObservation,
-    reconcile::SavepointPoll,
 };
+
+/// The outcome of a savepoint or checkpoint operation, by its trigger id.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SavepointPoll {
+    InProgress,
+    /// The savepoint's path (for checkpoints: the checkpoint id).
+    Completed(String),
+    Failed(String),
+    /// The JobManager does not know the trigger (never reached it, or it restarted).
+    UnknownTrigger,
+    /// The job is gone: no savepoint will come.
+    JobGone(String),
+    Unreachable(String),
+}
+
+impl SavepointPoll {
+    pub fn from_status(result: Result<OperationStatus<String>, FlinkError>) -> Self {
+        match result {
+            Ok(OperationStatus::InProgress) => SavepointPoll::InProgress,
+            Ok(OperationStatus::Completed(path)) => SavepointPoll::Completed(path),
+            Ok(OperationStatus::Failed(failure)) => SavepointPoll::Failed(failure.message),
+            Ok(OperationStatus::JobNotFound(reason)) => SavepointPoll::JobGone(reason),
+            Ok(OperationStatus::UnknownTrigger(_)) => SavepointPoll::UnknownTrigger,
+            Err(e) => SavepointPoll::Unreachable(e.to_string()),
+        }
+    }
+}
 
 /// The latest completed checkpoint of a job, as its JobManager reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,7 +117,7 @@ pub async fn look(
         }
     };
     let (observed, savepoint, checkpoint, latest_checkpoint) = tokio::join!(
-        crate::job::observe(rest, job_id, failure_known),
+        job::observe(rest, job_id, failure_known),
         savepoint(rest, Some(job)),
         checkpoint(rest, Some(job)),
         latest_checkpoint,
@@ -342,6 +370,32 @@ async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> Checkpoint
             None => CheckpointLookup::None,
         },
         Err(e) => CheckpointLookup::Unavailable(e.to_string()),
+    }
+}
+
+/// Counts a savepoint that this observation found ended: its duration since it was
+/// triggered, or a failure.
+pub fn record_savepoint(
+    ctx: &Context,
+    kind: &'static str,
+    job: Option<&JobStatus>,
+    poll: Option<&SavepointPoll>,
+    now_ms: i64,
+) {
+    let triggered = job
+        .and_then(|j| j.savepoint_info.as_ref())
+        .filter(|i| i.trigger_id.is_some())
+        .and_then(|i| i.trigger_timestamp);
+    match (poll, triggered) {
+        (Some(SavepointPoll::Completed(_)), Some(at)) => {
+            let elapsed = u64::try_from(now_ms - at).unwrap_or(0);
+            ctx.metrics
+                .savepoint_completed(kind, Duration::from_millis(elapsed));
+        }
+        (Some(SavepointPoll::Failed(_) | SavepointPoll::JobGone(_)), Some(_)) => {
+            ctx.metrics.savepoint_failed(kind);
+        }
+        _ => {}
     }
 }
 

@@ -103,7 +103,7 @@ pub fn normalised(spec: &Value) -> Value {
     if let Some(config) = fields.remove("flinkConfiguration") {
         match serde_json::from_value::<FlinkConfiguration>(config.clone()) {
             Ok(parsed) => {
-                if let Some(kept) = crate::reconcile::without_operator_keys(Some(parsed)) {
+                if let Some(kept) = super::spec::without_operator_keys(Some(parsed)) {
                     fields.insert("flinkConfiguration".to_owned(), json!(kept));
                 }
             }

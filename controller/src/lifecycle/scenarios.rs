@@ -12,15 +12,16 @@ use serde_json::{Value, json};
 
 use super::{
     JobAction, LifecycleStatus, Snapshot,
+    job::JobObservation,
     poll::LateSavepoint,
+    poll::SavepointPoll,
     snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
 };
 use crate::{
     deployment::decide as fd,
     events::Reason,
-    job::JobObservation,
     policy::Policy,
-    reconcile::{EventNote, Next, SavepointPoll},
+    runtime::{EventNote, Next},
     session_job::decide as sj,
 };
 

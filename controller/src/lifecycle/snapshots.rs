@@ -10,14 +10,12 @@ use flink_operator_api::common::{Checkpoint, JobSpec, JobStatus, Savepoint, Snap
 
 use super::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    poll::SavepointPoll,
+    savepoint_history,
     snapshot_resources::{self, NewSnapshot},
     spec::JobSpecOf,
 };
-use crate::{
-    events::Reason,
-    reconcile::{EventNote, SavepointPoll},
-    savepoint_history,
-};
+use crate::{events::Reason, runtime::EventNote};
 
 /// A pending savepoint (manual or periodic, not an upgrade's) or manual checkpoint: its
 /// trigger id, its type and when it was triggered.

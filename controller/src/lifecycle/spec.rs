@@ -65,8 +65,21 @@ pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
         job.upgrade_mode = None;
     }
     let config = spec.flink_configuration_mut();
-    *config = crate::reconcile::without_operator_keys(config.take());
+    *config = without_operator_keys(config.take());
     spec
+}
+
+/// `config` without the operator's own keys (`kubernetes.operator.*`), `None` when nothing
+/// else is left: those keys are read on every reconcile and never sent to Flink, so a change
+/// of them alone does not end a job.
+pub fn without_operator_keys(
+    config: Option<flink_operator_api::FlinkConfiguration>,
+) -> Option<flink_operator_api::FlinkConfiguration> {
+    let mut config = config?;
+    config
+        .0
+        .retain(|k, _| !k.starts_with(flink_operator_api::keys::operator::PREFIX));
+    (!config.is_empty()).then_some(config)
 }
 
 /// Whether `spec` differs from `recorded` in a way that ends the job.

@@ -1,23 +1,20 @@
 //! Ending a running job with a savepoint, for an upgrade or a suspension (and, through
 //! [`super::deletion`], a deletion): the trigger id is recorded before the stop is sent;
 //! a failed savepoint is retried within `kubernetes.operator.job.upgrade.savepoint.grace-period`
-//! (see [`crate::savepoint_retry`]), and the job keeps running when it cannot be taken.
+//! (see [`super::savepoint_retry`]), and the job keeps running when it cannot be taken.
 
 use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTriggerType};
 
 use super::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
-    poll::LateSavepoint,
-    snapshot_resources::{self, NewSnapshot},
-    snapshots::clear_trigger,
-};
-use crate::{
-    events::Reason,
-    reconcile::{EventNote, SavepointPoll},
+    poll::{LateSavepoint, SavepointPoll},
     restore::{Kind, RestorableState},
     savepoint_history,
     savepoint_retry::{self, Attempt, Failure},
+    snapshot_resources::{self, NewSnapshot},
+    snapshots::clear_trigger,
 };
+use crate::{events::Reason, runtime::EventNote};
 
 /// The trigger id of an upgrade (or deletion) savepoint that was started and not settled.
 pub fn pending_trigger(status: &impl LifecycleStatus) -> Option<String> {

@@ -12,10 +12,21 @@
 //! - [`fence`]: whether this replica may still act (leader election), checked before every
 //!   action, status write and Event;
 //! - [`status`]: the one status writer (only what changed, guarded by resourceVersion,
-//!   nothing sent when nothing changed).
+//!   nothing sent when nothing changed);
+//! - [`next`]: when a plan wants its resource looked at again ([`Next`]), and the delay that
+//!   becomes;
+//! - [`events`]: the Events a plan asks for ([`EventNote`]), published with a key that
+//!   tells a new note from a repeated one;
+//! - [`finalizer`]: our finalizer added and removed with a JSON Patch that leaves other
+//!   writers' entries alone;
+//! - [`api_error`]: a refused API request: a conflict, or its message in one line.
 
+pub mod api_error;
 pub mod backoff;
+pub mod events;
 pub mod fence;
+pub mod finalizer;
+pub mod next;
 pub mod pass;
 pub mod status;
 pub mod wiring;
@@ -29,9 +40,10 @@ use crate::{
     caches::{Cache, Caches},
     context::Context,
     policy::Policy,
-    reconcile::{EventNote, Next},
 };
 
+pub use events::EventNote;
+pub use next::Next;
 pub use wiring::run;
 
 /// What a kind's decide asks for, in the order the runtime carries it out: `status_before`

@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use kube::{Api, Resource, ResourceExt};
 
-use super::{Acted, Plan, Reconciler, fence::Fenced, status::Stored};
-use crate::{
-    caches::Caches,
-    context::Context,
-    reconcile::{self, EventNote, Reason},
+use super::{
+    Acted, EventNote, Plan, Reconciler, api_error, events::publish as publish_one, fence::Fenced,
+    next::next_look, status::Stored,
 };
+use crate::{caches::Caches, context::Context, events::Reason};
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -19,7 +18,7 @@ pub enum PassError<E: std::error::Error + 'static> {
     #[error(transparent)]
     Kind(E),
     /// The status could not be written (a 409 means it changed since it was read).
-    #[error("writing status: {}", reconcile::api_message(.0))]
+    #[error("writing status: {}", api_error::api_message(.0))]
     Status(#[source] kube::Error),
     /// This replica may no longer act (its lease was not renewed in time): nothing more
     /// of the plan was sent; the replica that leads next decides again.
@@ -34,7 +33,7 @@ impl<E: std::error::Error + 'static> PassError<E> {
     /// Whether the object changed since it was read: nothing is lost, the next reconcile
     /// decides again from the fresh object.
     pub fn is_conflict(&self) -> bool {
-        matches!(self, PassError::Status(e) if reconcile::is_conflict(e))
+        matches!(self, PassError::Status(e) if api_error::is_conflict(e))
     }
 }
 
@@ -117,7 +116,7 @@ pub async fn pass<R: Reconciler>(
     }
     let stepped = plan.status_before.is_some() || !plan.actions.is_empty();
     Ok(Passed {
-        requeue: reconcile::next_look(plan.requeue, stepped, R::policy(&observed)),
+        requeue: next_look(plan.requeue, stepped, R::policy(&observed)),
         completed: true,
     })
 }
@@ -132,6 +131,6 @@ async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, event
     }
     let reference = object.object_ref(&());
     for event in events {
-        reconcile::publish(ctx, &reference, event.warning, event.reason, event.note.clone()).await;
+        publish_one(ctx, &reference, event.warning, event.reason, event.note.clone()).await;
     }
 }

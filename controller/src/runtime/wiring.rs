@@ -1,6 +1,9 @@
 //! The Controller of a kind over the shared caches, and what it does with failures.
 
-use std::sync::Arc;
+use std::{
+    hash::{DefaultHasher, Hash, Hasher},
+    sync::Arc,
+};
 
 use futures::{FutureExt, StreamExt};
 use kube::{
@@ -15,13 +18,14 @@ use tracing::Instrument;
 use super::{
     Reconciler,
     backoff::Backoff,
+    events::publish,
+    next::AFTER_A_STEP,
     pass::{PassError, pass},
 };
 use crate::{
     caches::{Caches, WatchScope},
     context::Context,
     events::Reason,
-    reconcile,
 };
 
 /// What every reconcile of one kind shares.
@@ -61,7 +65,7 @@ pub async fn run<R: Reconciler>(ctx: Arc<Context>, caches: Caches, scope: WatchS
     futures::future::join_all(loops).await;
 }
 
-/// Passes an object on when a user changed it ([`reconcile::user_change`]) since it was
+/// Passes an object on when a user changed it ([`user_change`]) since it was
 /// last passed on, or when it is seen for the first time: status writes, ours above all,
 /// do not trigger a reconcile.
 fn user_change_filter<K: Resource + Send + Sync + 'static>()
@@ -69,7 +73,7 @@ fn user_change_filter<K: Resource + Send + Sync + 'static>()
     let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     move |object| {
         let key = key(&**object);
-        let changed = reconcile::user_change(&**object);
+        let changed = user_change(&**object);
         // A deleted object (no finalizer) will not be seen again.
         if object.meta().deletion_timestamp.is_some()
             && object.meta().finalizers.as_ref().is_none_or(Vec::is_empty)
@@ -86,6 +90,28 @@ fn user_change_filter<K: Resource + Send + Sync + 'static>()
             (_, None) => true,
         })
     }
+}
+
+/// What triggers a reconcile of a resource of the loop's own kind: a change a user made (the
+/// spec, i.e. the generation, which the API server also raises when a deletion starts; a
+/// rollback request, which is an annotation) or its deletion. Status writes and the
+/// operator's own annotations change none of these, so a steady resource is not reconciled
+/// by its own writes; the cache still holds the latest object.
+pub fn user_change<K: kube::Resource>(object: &K) -> Option<u64> {
+    let meta = object.meta();
+    let mut hasher = DefaultHasher::new();
+    meta.generation.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    for key in [
+        flink_operator_api::keys::annotations::ROLLBACK_TO_REVISION,
+        flink_operator_api::keys::annotations::ROLLBACK_RESTORE,
+    ] {
+        meta.annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .hash(&mut hasher);
+    }
+    Some(hasher.finish())
 }
 
 fn key<K: Resource>(object: &K) -> String {
@@ -115,7 +141,7 @@ async fn reconcile<R: Reconciler>(
                 "the operator failed on this resource with an internal error (a bug, please report it): {panic}; \
                  retrying with back-off, other resources are not affected"
             );
-            reconcile::publish(
+            publish(
                 &shared.ctx,
                 &object.object_ref(&()),
                 true,
@@ -169,12 +195,12 @@ fn error_policy<R: Reconciler>(
         // Not this object's fault: the replica that leads next (or this one, once it
         // renews) decides again.
         tracing::info!(kind = R::KIND, %namespace, %name, %fenced, "reconcile stopped");
-        return Requeue::requeue(reconcile::AFTER_A_STEP);
+        return Requeue::requeue(AFTER_A_STEP);
     }
     if error.is_conflict() {
         // Decided on a stale read: nothing was lost; look again at the fresh object soon.
         tracing::debug!(kind = R::KIND, %namespace, %name, "status changed since it was read; reconciling again");
-        return Requeue::requeue(reconcile::AFTER_A_STEP);
+        return Requeue::requeue(AFTER_A_STEP);
     }
     let delay = shared.backoff.failed(&key(&*object));
     tracing::warn!(kind = R::KIND, %namespace, %name, %error, retry_in = ?delay, "reconcile failed; retrying");

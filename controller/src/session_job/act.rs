@@ -18,7 +18,7 @@ use crate::{
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActError {
-    #[error("{what}: {}", crate::reconcile::api_message(source))]
+    #[error("{what}: {}", crate::runtime::api_error::api_message(source))]
     Api {
         what: &'static str,
         #[source]
@@ -82,7 +82,7 @@ pub async fn act(
 /// Adds or removes our finalizer; the resource's new resourceVersion when it was patched.
 pub async fn finalizer(ctx: &Context, sj: &FlinkSessionJob, add: bool) -> Result<Option<String>, ActError> {
     let api: Api<FlinkSessionJob> = Api::namespaced(ctx.client.clone(), &sj.namespace().unwrap_or_default());
-    crate::reconcile::set_finalizer(&api, sj, keys::finalizers::FLINK_SESSION_JOB, add)
+    crate::runtime::finalizer::set_finalizer(&api, sj, keys::finalizers::FLINK_SESSION_JOB, add)
         .await
         .map_err(|source| ActError::Api {
             what: "updating the finalizer",

@@ -21,9 +21,10 @@ use kube::{
 use crate::{
     caches::{Cache, Caches},
     context::Context,
+    events::Reason,
+    lifecycle::poll::record_savepoint,
     policy::Policy,
-    reconcile::{self, EventNote, Reason},
-    runtime::{Acted, Plan, Reconciler, Recovery},
+    runtime::{Acted, EventNote, Next, Plan, Reconciler, Recovery, next::requeue_after},
 };
 
 const KIND: &str = flink_operator_api::keys::kinds::FLINK_SESSION_JOB;
@@ -63,7 +64,7 @@ impl Reconciler for SessionJobs {
         let observed = observe::observe(ctx, caches, sj)
             .await
             .map_err(ReconcileError::Observe)?;
-        reconcile::record_savepoint(
+        record_savepoint(
             ctx,
             KIND,
             sj.status.as_ref().and_then(|s| s.job_status.as_ref()),
@@ -142,7 +143,7 @@ impl Reconciler for SessionJobs {
         let base = plan.status_before.clone().unwrap_or_else(|| plan.status.clone());
         let observation = &observed.observation;
         let status = decide::submission_failed(base, sj.metadata.generation, &message, observation.now_ms);
-        let retry = reconcile::requeue_after(reconcile::Next::Steady, false, &observation.policy);
+        let retry = requeue_after(Next::Steady, false, &observation.policy);
         Some(Recovery {
             status,
             events,

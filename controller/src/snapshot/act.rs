@@ -19,7 +19,7 @@ use crate::{
     context::Context,
     flink::{CheckpointKind, FlinkError, FlinkRestClient, JobId, TriggerId},
     lifecycle::act::JobActError,
-    reconcile::api_message,
+    runtime::api_error::api_message,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +72,7 @@ pub async fn finalizer(
     snapshot: &FlinkStateSnapshot,
     add: bool,
 ) -> Result<Option<String>, ActError> {
-    crate::reconcile::set_finalizer(
+    crate::runtime::finalizer::set_finalizer(
         &api(ctx, snapshot),
         snapshot,
         keys::finalizers::FLINK_STATE_SNAPSHOT,

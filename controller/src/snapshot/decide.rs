@@ -43,9 +43,9 @@ use kube::ResourceExt;
 use crate::{
     events::Reason,
     flink::SavepointFormat,
+    lifecycle::poll::SavepointPoll,
     policy::Policy,
-    reconcile::{EventNote, Next, SavepointPoll},
-    runtime::Plan,
+    runtime::{EventNote, Next, Plan},
 };
 
 type Status = FlinkStateSnapshotStatus;

@@ -38,8 +38,7 @@ use crate::{
     context::Context,
     metrics::SnapshotCount,
     policy::Policy,
-    reconcile,
-    runtime::{Acted, Plan, Reconciler, Recovery},
+    runtime::{Acted, Plan, Reconciler, Recovery, next::requeue_after},
 };
 
 const KIND: &str = flink_operator_api::keys::kinds::FLINK_STATE_SNAPSHOT;
@@ -161,7 +160,7 @@ impl Reconciler for Snapshots {
         Some(Recovery {
             status,
             events: vec![event],
-            requeue: reconcile::requeue_after(next, false, &observation.policy),
+            requeue: requeue_after(next, false, &observation.policy),
         })
     }
 

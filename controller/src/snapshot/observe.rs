@@ -18,9 +18,8 @@ use crate::{
     caches::Caches,
     context::Context,
     flink::{FlinkError, FlinkRestClient, JobId, TriggerId},
-    lifecycle::poll,
+    lifecycle::poll::{self, SavepointPoll},
     policy::Policy,
-    reconcile::SavepointPoll,
 };
 
 /// The observation, and the REST address of the job's cluster when it was asked (for act).
@@ -106,8 +105,8 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
     };
     let mut answered = true;
     if let (true, Some(job_id)) = (triggering, &job_id) {
-        let job = crate::job::observe(&rest, job_id, true).await;
-        answered &= !matches!(job, crate::job::JobObservation::Unreachable(_));
+        let job = crate::lifecycle::job::observe(&rest, job_id, true).await;
+        answered &= !matches!(job, crate::lifecycle::job::JobObservation::Unreachable(_));
         observation.tasks_running = Some(job.ready_for_savepoint());
     }
     if let (Some(trigger), Some(job_id)) = (&follow, &job_id) {

@@ -13,8 +13,8 @@ use super::decide::{
 use crate::{
     events::Reason,
     flink::SavepointFormat,
-    reconcile::{Next, SavepointPoll},
-    runtime::Plan,
+    lifecycle::poll::SavepointPoll,
+    runtime::{Next, Plan},
 };
 
 const NOW: i64 = 1_800_000_000_000;

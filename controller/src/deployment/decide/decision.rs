@@ -17,6 +17,7 @@ use super::{
     status, upgrade_relevant,
 };
 use crate::{
+    conditions::condition_type,
     events::Reason,
     lifecycle::{
         Facts, Out,
@@ -346,7 +347,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
     fn refused_change(&mut self) -> Option<Plan> {
         let generation = self.fd.metadata.generation;
         let failed_for_this_generation = self.status.conditions.iter().flatten().any(|c| {
-            c.type_.as_deref() == Some("Degraded")
+            c.type_.as_deref() == Some(condition_type::DEGRADED)
                 && c.reason.as_deref() == Some(phase::UPDATE_FAILED)
                 && c.observed_generation == generation
         });

@@ -36,7 +36,11 @@ use flink_operator_api::{FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentSt
 
 pub use status::set_conditions;
 
-pub use crate::reconcile::{EventNote, Next, Reason, SavepointPoll};
+pub use crate::{
+    events::Reason,
+    lifecycle::poll::SavepointPoll,
+    runtime::{EventNote, Next},
+};
 
 pub use crate::lifecycle::JobAction;
 use crate::{
@@ -114,7 +118,7 @@ pub enum JobManagerObservation {
     },
 }
 
-pub use crate::job::JobObservation;
+pub use crate::lifecycle::job::JobObservation;
 
 impl Observation {
     /// What the shared lifecycle steps decide from.

@@ -22,7 +22,7 @@ use flink_operator_api::{
 };
 
 use super::{Decision, EventNote, FAST, Plan, is_suspended, phase, start::capitalised, upgrade_relevant};
-use crate::restore::human;
+use crate::lifecycle::restore::human;
 
 /// The spec a rollback deploys (while `ROLLING_BACK`) or deployed (once `ROLLED_BACK`):
 /// the last stable spec, in `last-state` mode unless it is stateless.

@@ -1,9 +1,10 @@
 //! Which state a job restores from, and the guard on its age (the shared rules are in
-//! [`crate::restore`]; what is read from a FlinkDeployment's status and observation is here).
+//! [`crate::lifecycle::restore`]; what is read from a FlinkDeployment's status and
+//! observation is here).
 
 use flink_operator_api::FlinkDeploymentStatus;
 
-pub(super) use crate::restore::{Kind, RestorableState, age_note, record};
+pub(super) use crate::lifecycle::restore::{Kind, RestorableState, age_note, record};
 
 use super::Observation;
 
@@ -16,5 +17,5 @@ pub(super) fn newest(status: &FlinkDeploymentStatus, obs: &Observation) -> Optio
         path: c.path.clone(),
         timestamp_ms: Some(c.timestamp_ms),
     });
-    crate::restore::newest(&job, checkpoint)
+    crate::lifecycle::restore::newest(&job, checkpoint)
 }

@@ -9,7 +9,7 @@
 
 use flink_operator_api::common::{JobStatus, Savepoint};
 
-use crate::{policy::Policy, reconcile::Next};
+use crate::{policy::Policy, runtime::Next};
 
 /// Records a completed savepoint as the last one and at the end of the history; a periodic
 /// one moves the periodic schedule to when it was triggered.

@@ -1,0 +1,97 @@
+//! Deleting a FlinkSessionJob: a job that nothing runs is let go at once; otherwise, once
+//! the shared lifecycle has stopped it with a savepoint where the settings say so, it is
+//! cancelled, and the finalizer goes once it has ended.
+
+use flink_operator_api::{FlinkSessionJobSpec, common::flink_job_state};
+
+use super::{
+    Action, Decision, JobObservation, Plan, SessionObservation, has_finalizer, phase, recorded_job_id,
+};
+use crate::{
+    events::Reason,
+    lifecycle::{FAST, JobAction, SLOW, WAIT, deletion, machine::JobKind, spec},
+};
+
+/// Lets go at once of a job that nothing runs (its session cluster is gone, or it runs no
+/// job of this resource); waits for a session cluster that cannot act yet.
+pub(super) fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
+    if !has_finalizer(d.sj) {
+        d.set_conditions(phase::DELETING, "deleted");
+        return Some(d.done(SLOW));
+    }
+    let name = d.session_name().to_owned();
+    match &d.obs.session {
+        SessionObservation::Missing | SessionObservation::NotSession | SessionObservation::Deleting => {
+            return Some(release(
+                d,
+                format!("session cluster {name} is gone; nothing runs the job"),
+            ));
+        }
+        SessionObservation::NotReady(why) => {
+            let message = format!("waiting for session cluster {name} to stop the job: {why}");
+            d.set_conditions(phase::DELETING, &message);
+            return Some(d.done(WAIT));
+        }
+        SessionObservation::Ready => {}
+    }
+    // An unreadable record is treated as "something may run": the job is still looked up
+    // by its recorded id.
+    let recorded = d
+        .status
+        .reconciliation_status
+        .clone()
+        .unwrap_or_default()
+        .last_reconciled_spec::<FlinkSessionJobSpec>()
+        .unwrap_or_else(|_| Some(d.sj.spec.clone()));
+    match (recorded, recorded_job_id(&d.status)) {
+        (Some(r), Some(_)) if !spec::is_suspended(&r) => None,
+        _ => Some(release(d, "no job runs".to_owned())),
+    }
+}
+
+/// The finalizer goes: nothing of the job is left to stop.
+fn release(d: &mut Decision<'_>, why: String) -> Plan {
+    d.set_conditions(phase::DELETING, &why);
+    d.actions.push(Action::RemoveFinalizer);
+    d.event(false, Reason::Deleted, why);
+    d.done(SLOW)
+}
+
+/// The job was not stopped with a savepoint for the deletion: it is cancelled, and the
+/// finalizer goes once it has ended.
+pub(super) fn tear_down(d: &mut Decision<'_>) -> Plan {
+    let job_id = d.job_id();
+    let name = d.session_name().to_owned();
+    let obs = d.obs;
+    match &obs.job {
+        Some(JobObservation::NotFound) => release(d, format!("job {job_id} is gone")),
+        Some(JobObservation::Found { state, .. }) if flink_job_state::is_globally_terminal(state) => {
+            release(d, format!("job {job_id} ended ({state})"))
+        }
+        Some(JobObservation::Found { state, .. }) if state == flink_job_state::CANCELLING => {
+            d.set_conditions(
+                phase::DELETING,
+                &format!("waiting for job {job_id} to be cancelled"),
+            );
+            d.done(FAST)
+        }
+        Some(JobObservation::Found { state, .. }) => {
+            let note = if deletion::wants_savepoint(d.sj.spec.job.as_ref(), &obs.policy) {
+                format!("Cancelling job {job_id} without a savepoint: it is {state}, not RUNNING")
+            } else {
+                format!("Cancelling job {job_id}")
+            };
+            d.set_conditions(phase::DELETING, &note);
+            d.actions.push(Action::Job(JobAction::Cancel { job_id }));
+            d.event(false, Reason::Deleting, note);
+            d.record_then(FAST)
+        }
+        Some(JobObservation::Unreachable(_)) | None => {
+            d.set_conditions(
+                phase::DELETING,
+                &format!("waiting for session cluster {name} to answer"),
+            );
+            d.done(WAIT)
+        }
+    }
+}

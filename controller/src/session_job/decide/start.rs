@@ -1,0 +1,277 @@
+//! Starting a FlinkSessionJob's job: the spec, the state it restores and the job id are
+//! recorded first ([`commit`], [`first_deployment`]), then the jar is submitted under that
+//! id; a submission interrupted by a crash is continued under the recorded id
+//! ([`continue_submit`]).
+
+use std::collections::BTreeMap;
+
+use flink_operator_api::{
+    FlinkSessionJobSpec, FlinkSessionJobStatus,
+    common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode},
+    keys,
+};
+
+use super::{
+    Action, Decision, JobObservation, Observation, Plan, RECONCILING, Submission, phase, recorded_job_id,
+    status::observe_into,
+};
+use crate::{
+    conditions::set_conditions,
+    events::Reason,
+    lifecycle::{
+        FAST, LifecycleStatus, SLOW,
+        machine::JobKind,
+        restore::{self, RestorableState},
+        spec,
+    },
+};
+
+fn submission(
+    spec: &FlinkSessionJobSpec,
+    job_id: String,
+    restore_path: Option<String>,
+    obs: &Observation,
+) -> Submission {
+    let job = spec.job.clone().unwrap_or_default();
+    let mut configuration: BTreeMap<String, String> = spec
+        .flink_configuration
+        .as_ref()
+        .map(|c| c.flattened())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with(keys::operator::PREFIX))
+        .collect();
+    if job.upgrade_mode_or_default() == UpgradeMode::LastState
+        || (job.upgrade_mode_or_default() == UpgradeMode::Savepoint && !obs.policy.take_savepoint)
+    {
+        // A last-state upgrade (or a savepoint-mode one without a savepoint) cancels the job
+        // and restores its latest checkpoint, which must outlive the cancellation.
+        configuration
+            .entry(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION.to_owned())
+            .or_insert_with(|| "RETAIN_ON_CANCELLATION".to_owned());
+    }
+    Submission {
+        job_id,
+        jar_uri: job.jar_uri.clone(),
+        entry_class: job.entry_class.clone(),
+        args: job.args_or_default().to_vec(),
+        parallelism: job
+            .parallelism
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|p| *p > 0),
+        restore_path,
+        allow_non_restored_state: job.allow_non_restored_state,
+        configuration,
+        check_artifact_hosts: obs.restricted_artifact_hosts,
+    }
+}
+
+pub(super) fn first_deployment(d: &mut Decision<'_>) -> Plan {
+    let spec = &d.sj.spec;
+    let name = d.session_name().to_owned();
+    d.status.error = None;
+    if spec::is_suspended(spec) {
+        d.status.lifecycle_state = Some(ResourceLifecycleState::Created);
+        d.set_conditions(phase::SUSPENDED, "the job is suspended: nothing is submitted");
+        return d.done(SLOW);
+    }
+    let restore_path = spec.job.as_ref().and_then(|j| j.initial_savepoint_path.clone());
+    let job_id = d.obs.fresh_job_id.clone();
+    d.status.reconciliation_status = Some(ReconciliationStatus {
+        reconciliation_timestamp: Some(d.obs.now_ms),
+        last_reconciled_spec: spec::encode(spec.clone(), true),
+        last_stable_spec: None,
+        state: Some(ReconciliationState::Upgrading),
+    });
+    d.status.observed_generation = d.generation();
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    d.status.job_status = Some(JobStatus {
+        job_name: d.sj.metadata.name.clone(),
+        job_id: Some(job_id.clone()),
+        state: Some(RECONCILING.to_owned()),
+        upgrade_savepoint_path: restore_path.clone(),
+        ..Default::default()
+    });
+    let message = format!("submitting the job to session cluster {name}");
+    submit(
+        d,
+        Submit {
+            spec,
+            job_id,
+            restore_path,
+            session: &name,
+        },
+        phase::DEPLOYING,
+        &message,
+    )
+}
+
+/// What is submitted, where.
+struct Submit<'a> {
+    spec: &'a FlinkSessionJobSpec,
+    job_id: String,
+    restore_path: Option<String>,
+    session: &'a str,
+}
+
+/// Submits under a job id and a restore path already in status, which is written first
+/// with `phase` and `message`.
+fn submit(d: &mut Decision<'_>, what: Submit<'_>, phase: &str, message: &str) -> Plan {
+    d.set_conditions(phase, message);
+    let after = submitted(d, d.status.clone());
+    let note = submit_note(&what.job_id, what.session, what.restore_path.as_deref());
+    d.actions.push(Action::Submit(submission(
+        what.spec,
+        what.job_id,
+        what.restore_path,
+        d.obs,
+    )));
+    d.event(false, Reason::Submit, note);
+    d.stepped(after, FAST)
+}
+
+fn submit_note(job_id: &str, session: &str, restore_path: Option<&str>) -> String {
+    match restore_path {
+        Some(path) => format!("Submitting job {job_id} to session cluster {session}, restoring from {path}"),
+        None => format!("Submitting job {job_id} to session cluster {session} without state"),
+    }
+}
+
+/// The status once a submission succeeded.
+fn submitted(d: &Decision<'_>, mut status: FlinkSessionJobStatus) -> FlinkSessionJobStatus {
+    if let Some(rs) = status.reconciliation_status.as_mut() {
+        rs.state = Some(ReconciliationState::Deployed);
+    }
+    status.lifecycle_state = Some(ResourceLifecycleState::Deployed);
+    set_conditions(
+        &mut status.conditions,
+        d.generation(),
+        phase::DEPLOYING,
+        "the job is submitted",
+        d.obs.now_ms,
+    );
+    status
+}
+
+/// UPGRADING: the recorded spec is to run under the recorded job id.
+pub(super) fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec) -> Plan {
+    let name = d.session_name().to_owned();
+    let Some(job_id) = recorded_job_id(&d.status) else {
+        // A job id is always recorded with UPGRADING; without one, record a new one first.
+        let job = d.status.job_status_mut();
+        job.job_id = Some(d.obs.fresh_job_id.clone());
+        job.state = Some(RECONCILING.to_owned());
+        d.set_conditions(phase::DEPLOYING, "recording the job id to submit under");
+        return d.record_then(FAST);
+    };
+    match &d.obs.job {
+        Some(JobObservation::Found { .. }) => {
+            // Submitted before a crash kept the status from saying so.
+            d.status = submitted(d, d.status.clone());
+            observe_into(d, recorded);
+            d.done(FAST)
+        }
+        Some(JobObservation::NotFound) => {
+            let spec = d.sj.spec.clone();
+            if let Some(rs) = d.status.reconciliation_status.as_mut() {
+                rs.reconciliation_timestamp = Some(d.obs.now_ms);
+                // A spec changed again before the job was submitted is the one submitted.
+                if &spec != recorded {
+                    rs.last_reconciled_spec = spec::encode(spec.clone(), false);
+                    d.status.observed_generation = d.sj.metadata.generation;
+                }
+            }
+            if spec::is_suspended(&spec) {
+                if let Some(rs) = d.status.reconciliation_status.as_mut() {
+                    rs.state = Some(ReconciliationState::Deployed);
+                }
+                d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+                d.set_conditions(phase::SUSPENDED, "the job is suspended");
+                d.event(
+                    false,
+                    Reason::Suspended,
+                    "The job is suspended before it was submitted",
+                );
+                return d.done(SLOW);
+            }
+            let restore_path = d
+                .status
+                .job_status
+                .as_ref()
+                .and_then(|j| j.upgrade_savepoint_path.clone());
+            d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+            submit(
+                d,
+                Submit {
+                    spec: &spec,
+                    job_id,
+                    restore_path,
+                    session: &name,
+                },
+                phase::DEPLOYING,
+                &format!("submitting the job to session cluster {name}"),
+            )
+        }
+        Some(JobObservation::Unreachable(_)) | None => {
+            d.set_conditions(
+                phase::DEPLOYING,
+                &format!("waiting for session cluster {name} to answer before submitting"),
+            );
+            d.done(FAST)
+        }
+    }
+}
+
+/// The previous job has ended: record the new spec with the state to restore (and, for a
+/// running spec, the job id to submit under) before anything is submitted.
+pub(super) fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> Plan {
+    let restore_path = restore.as_ref().map(|s| s.path.clone());
+    let spec = d.sj.spec.clone();
+    let name = d.session_name().to_owned();
+    let rs = d
+        .status
+        .reconciliation_status
+        .get_or_insert_with(Default::default);
+    rs.last_reconciled_spec = spec::encode(spec.clone(), false);
+    rs.reconciliation_timestamp = Some(d.obs.now_ms);
+    d.status.observed_generation = d.sj.metadata.generation;
+    d.status.error = None;
+    restore::record(d.status.job_status_mut(), restore.as_ref());
+    if spec::is_suspended(&spec) {
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
+            rs.state = Some(ReconciliationState::Deployed);
+        }
+        d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+        let message = match &restore_path {
+            Some(path) => format!("the job is suspended; it resumes from {path}"),
+            None => "the job is suspended without state".to_owned(),
+        };
+        d.set_conditions(phase::SUSPENDED, &message);
+        d.event(false, Reason::Suspended, message);
+        return d.done(SLOW);
+    }
+    let job_id = d.obs.fresh_job_id.clone();
+    if let Some(rs) = d.status.reconciliation_status.as_mut() {
+        rs.state = Some(ReconciliationState::Upgrading);
+    }
+    let now = d.obs.now_ms;
+    let job_name = d.sj.metadata.name.clone();
+    let job = d.status.job_status_mut();
+    job.job_id = Some(job_id.clone());
+    job.state = Some(RECONCILING.to_owned());
+    job.start_time = None;
+    job.update_time = Some(now.to_string());
+    job.job_name = job_name;
+    d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
+    submit(
+        d,
+        Submit {
+            spec: &spec,
+            job_id,
+            restore_path,
+            session: &name,
+        },
+        phase::UPDATING,
+        &format!("submitting the new spec to session cluster {name}"),
+    )
+}

@@ -1,0 +1,150 @@
+//! What was observed, written into status; the phase and the conditions; waiting for the
+//! session cluster; refusals.
+
+use flink_operator_api::{
+    FlinkSessionJobSpec, FlinkSessionJobStatus,
+    common::{ResourceLifecycleState, flink_job_state},
+};
+
+use super::{Decision, JobObservation, Plan, RECONCILING, SessionObservation, phase, refused_generation};
+use crate::{
+    events::Reason,
+    lifecycle::{SLOW, WAIT, machine::JobKind, observe, spec},
+};
+
+pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan {
+    let name = d.session_name().to_owned();
+    let why = match &d.obs.session {
+        SessionObservation::Missing => format!("FlinkDeployment {name} does not exist"),
+        SessionObservation::NotSession => {
+            format!(
+                "FlinkDeployment {name} is an application cluster (it has spec.job), not a session cluster"
+            )
+        }
+        SessionObservation::Deleting => format!("FlinkDeployment {name} is being deleted"),
+        SessionObservation::NotReady(why) => why.clone(),
+        SessionObservation::Ready => String::new(),
+    };
+    let message = format!("waiting for session cluster {name}: {why}");
+    // A refused update keeps its reason: it is what the user has to act on.
+    let refused = refused_generation(d.sj).is_some();
+    if !refused && d.status.error.as_deref() != Some(message.as_str()) {
+        d.event(false, Reason::SessionClusterNotReady, message.clone());
+        d.status.error = Some(message.clone());
+    }
+    let reason = match recorded {
+        None => {
+            d.status.lifecycle_state = Some(ResourceLifecycleState::Created);
+            phase::DEPLOYING
+        }
+        Some(r) if spec::is_suspended(r) => phase::SUSPENDED,
+        Some(_) => phase::RESTARTING,
+    };
+    d.set_conditions(reason, &message);
+    d.done(WAIT)
+}
+
+/// The recorded job's state into status, with an Event per change.
+pub(super) fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec) {
+    let name = d.session_name().to_owned();
+    let mut job = d.status.job_status.clone().unwrap_or_default();
+    let id = job.job_id.clone().unwrap_or_default();
+    let obs = d.obs;
+    match &obs.job {
+        Some(JobObservation::Found {
+            state,
+            start_time,
+            failure,
+            ..
+        }) => {
+            let (status, mut out) = d.parts();
+            let previous_error = status.error.take();
+            observe::job_state_into(&mut job, state, *start_time, obs.now_ms, &mut out);
+            if state == flink_job_state::FAILED {
+                // Flink's root cause, read once when the job is first seen FAILED; kept after.
+                status.error = Some(observe::failure(&id, failure.as_ref(), previous_error, &mut out));
+            }
+        }
+        Some(JobObservation::NotFound) => {
+            let error = format!("job {id} is not known to session cluster {name}");
+            if d.status.error.as_deref() != Some(error.as_str()) {
+                d.event(true, Reason::Missing, error.clone());
+            }
+            job.state = Some(RECONCILING.to_owned());
+            d.status.error = Some(error);
+        }
+        Some(JobObservation::Unreachable(_)) | None => {}
+    }
+    let state = job.state.clone().unwrap_or_default();
+    d.status.job_status = Some(job);
+    let not_found = matches!(obs.job, Some(JobObservation::NotFound));
+    let failed = state == flink_job_state::FAILED;
+    let stable = state == flink_job_state::RUNNING && !not_found;
+    observe::lifecycle_into(&mut d.status, failed, stable, false, recorded, &d.sj.spec);
+}
+
+/// The phase (condition reason) and a message for a job whose recorded spec is applied.
+pub(super) fn current_phase(
+    status: &FlinkSessionJobStatus,
+    recorded: &FlinkSessionJobSpec,
+) -> (&'static str, String) {
+    if spec::is_suspended(recorded) {
+        let path = status
+            .job_status
+            .as_ref()
+            .and_then(|j| j.upgrade_savepoint_path.clone());
+        return (
+            phase::SUSPENDED,
+            match path {
+                Some(path) => format!("the job is suspended; it resumes from {path}"),
+                None => "the job is suspended".to_owned(),
+            },
+        );
+    }
+    if let Some(error) = &status.error
+        && status.lifecycle_state != Some(ResourceLifecycleState::Failed)
+    {
+        return (phase::DEPLOY_FAILED, error.clone());
+    }
+    let state = status
+        .job_status
+        .as_ref()
+        .and_then(|j| j.state.clone())
+        .unwrap_or_default();
+    let reason = match state.as_str() {
+        flink_job_state::RUNNING => phase::RUNNING,
+        flink_job_state::FAILED => phase::FAILED,
+        flink_job_state::FINISHED => phase::SUCCEEDED,
+        flink_job_state::CANCELED | flink_job_state::CANCELLING => phase::CANCELLED,
+        flink_job_state::RESTARTING | flink_job_state::FAILING => phase::RESTARTING,
+        _ => phase::DEPLOYING,
+    };
+    (reason, format!("the job is {state}"))
+}
+
+/// A restart the restore guard refused: the job stays FAILED with the reason in status, and
+/// one Event per new reason (observing the job rewrites `status.error`, so the stored one
+/// is compared).
+pub(super) fn refuse_restart(d: &mut Decision<'_>, error: String) -> Plan {
+    let stored = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
+    if stored != Some(error.as_str()) {
+        d.event(true, Reason::RestoreRefused, error.clone());
+    }
+    d.status.error = Some(error.clone());
+    d.set_conditions(phase::FAILED, &error);
+    d.done(SLOW)
+}
+
+/// Refuses the current generation's change: the job stays as it is until the spec changes.
+pub(super) fn refuse(d: &mut Decision<'_>, error: String) -> Plan {
+    // Compared with what was said (stored): observing the job has cleared the error being
+    // built.
+    let said = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
+    if said != Some(error.as_str()) {
+        d.event(true, Reason::UpdateFailed, error.clone());
+    }
+    d.status.error = Some(error.clone());
+    d.status.observed_generation = d.generation();
+    d.set_conditions(phase::UPDATE_FAILED, &error);
+    d.done(SLOW)
+}

@@ -1,0 +1,2199 @@
+use super::*;
+use crate::{
+    events::Reason,
+    lifecycle::{
+        FAST, LifecycleStatus, SLOW, WAIT,
+        restore::{self, Kind, RestorableState},
+    },
+    runtime::Next,
+};
+use flink_operator_api::common::Condition;
+use flink_operator_api::common::{Checkpoint, Savepoint, SnapshotTriggerType};
+use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, UpgradeMode};
+use serde_json::{Value, json};
+
+const NOW: i64 = 1_800_000_000_000;
+
+fn resource(
+    spec: Value,
+    status: Option<FlinkSessionJobStatus>,
+    finalizer: bool,
+    deleting: bool,
+    generation: i64,
+) -> FlinkSessionJob {
+    let mut value = json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
+        "metadata": {"name": "counter", "namespace": "ns", "uid": "u", "generation": generation},
+        "spec": spec,
+    });
+    if finalizer {
+        value["metadata"]["finalizers"] = json!([keys::finalizers::FLINK_SESSION_JOB]);
+    }
+    if deleting {
+        value["metadata"]["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+    }
+    let mut sj: FlinkSessionJob = serde_json::from_value(value).unwrap();
+    sj.status = status;
+    sj
+}
+
+fn spec(mode: &str) -> Value {
+    json!({"deploymentName": "session",
+           "flinkConfiguration": {"pipeline.max-parallelism": "8", "kubernetes.operator.job.savepoint-on-deletion": "true"},
+           "job": {"jarURI": "file:///jobs/job.jar", "entryClass": "jobs.Counter", "args": ["--keys", "4"],
+                   "parallelism": 2, "upgradeMode": mode}})
+}
+
+/// The spec of `mode` with a changed parallelism and, optionally, a desired job state.
+fn changed(mode: &str, state: Option<&str>) -> Value {
+    let mut spec = spec(mode);
+    spec["job"]["parallelism"] = json!(1);
+    if let Some(state) = state {
+        spec["job"]["state"] = json!(state);
+    }
+    spec
+}
+
+fn obs(session: SessionObservation, job: Option<JobObservation>) -> Observation {
+    Observation {
+        session,
+        job,
+        restricted_artifact_hosts: true,
+        fresh_trigger_id: "trigger".into(),
+        fresh_job_id: "new-job".into(),
+        now_ms: NOW,
+        policy: Policy::status_only(),
+        ..Default::default()
+    }
+}
+
+fn ready(job: Option<JobObservation>) -> Observation {
+    obs(SessionObservation::Ready, job)
+}
+
+fn found(state: &str) -> Option<JobObservation> {
+    Some(JobObservation::found(state, Some(NOW - 1000)))
+}
+
+fn not_found() -> Option<JobObservation> {
+    Some(JobObservation::NotFound)
+}
+
+fn condition<'a>(status: &'a FlinkSessionJobStatus, type_: &str) -> &'a Condition {
+    status
+        .conditions
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|c| c.type_.as_deref() == Some(type_))
+        .unwrap()
+}
+
+fn reason(status: &FlinkSessionJobStatus) -> &str {
+    condition(status, "Ready").reason.as_deref().unwrap()
+}
+
+fn submission(plan: &Plan) -> &Submission {
+    plan.actions
+        .iter()
+        .find_map(|a| match a {
+            Action::Submit(s) => Some(s),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no submission in {:?}", plan.actions))
+}
+
+fn recorded_spec(status: &FlinkSessionJobStatus) -> FlinkSessionJobSpec {
+    status
+        .reconciliation_status
+        .as_ref()
+        .unwrap()
+        .last_reconciled_spec()
+        .unwrap()
+        .unwrap()
+}
+
+fn reconciliation_state(status: &FlinkSessionJobStatus) -> Option<ReconciliationState> {
+    status.reconciliation_status.as_ref().unwrap().state
+}
+
+fn job(status: &FlinkSessionJobStatus) -> &JobStatus {
+    status.job_status.as_ref().unwrap()
+}
+
+/// The stored status of a job that runs `spec(mode)` as job `old-job`.
+fn running(mode: &str) -> FlinkSessionJobStatus {
+    let first = decide(
+        &resource(spec(mode), None, true, false, 1),
+        &Observation {
+            fresh_job_id: "old-job".into(),
+            ..ready(None)
+        },
+    );
+    let submitted = first.status;
+    decide(
+        &resource(spec(mode), Some(submitted), true, false, 1),
+        &ready(found("RUNNING")),
+    )
+    .status
+}
+
+#[test]
+fn a_job_waits_for_its_session_cluster_with_one_message_and_one_event() {
+    let cases = [
+        (
+            SessionObservation::Missing,
+            "FlinkDeployment session does not exist",
+        ),
+        (SessionObservation::NotSession, "is an application cluster"),
+        (SessionObservation::Deleting, "is being deleted"),
+        (
+            SessionObservation::NotReady("its JobManager is DEPLOYING".into()),
+            "its JobManager is DEPLOYING",
+        ),
+    ];
+    for (session, why) in cases {
+        let plan = decide(
+            &resource(spec("stateless"), None, false, false, 1),
+            &obs(session.clone(), None),
+        );
+        assert_eq!(plan.actions, [Action::AddFinalizer], "{session:?}");
+        let error = plan.status.error.clone().unwrap();
+        assert!(
+            error.starts_with("waiting for session cluster session: "),
+            "{error}"
+        );
+        assert!(error.contains(why), "{error}");
+        assert_eq!(plan.status.lifecycle_state, Some(ResourceLifecycleState::Created));
+        assert_eq!(reason(&plan.status), phase::DEPLOYING);
+        assert_eq!(plan.requeue, WAIT);
+        assert_eq!(plan.events.len(), 1);
+        // The next reconcile finds the same message stored: no second Event.
+        let again = decide(
+            &resource(spec("stateless"), Some(plan.status), true, false, 1),
+            &obs(session, None),
+        );
+        assert!(again.events.is_empty(), "{:?}", again.events);
+        assert!(again.actions.is_empty());
+    }
+}
+
+#[test]
+fn the_first_submission_is_recorded_with_its_job_id_before_it_is_sent() {
+    let mut with_savepoint = spec("savepoint");
+    with_savepoint["job"]["initialSavepointPath"] = json!("file:/sp/initial");
+    with_savepoint["job"]["allowNonRestoredState"] = json!(true);
+    let plan = decide(
+        &resource(with_savepoint.clone(), None, false, false, 1),
+        &ready(None),
+    );
+    let expected = Submission {
+        job_id: "new-job".into(),
+        jar_uri: Some("file:///jobs/job.jar".into()),
+        entry_class: Some("jobs.Counter".into()),
+        args: vec!["--keys".into(), "4".into()],
+        parallelism: Some(2),
+        restore_path: Some("file:/sp/initial".into()),
+        allow_non_restored_state: Some(true),
+        configuration: [("pipeline.max-parallelism".to_owned(), "8".to_owned())].into(),
+        check_artifact_hosts: true,
+    };
+    assert_eq!(plan.actions, [Action::AddFinalizer, Action::Submit(expected)]);
+    let before = plan.status_before.unwrap();
+    assert_eq!(
+        reconciliation_state(&before),
+        Some(ReconciliationState::Upgrading)
+    );
+    assert_eq!(job(&before).job_id.as_deref(), Some("new-job"));
+    assert_eq!(
+        job(&before).upgrade_savepoint_path.as_deref(),
+        Some("file:/sp/initial")
+    );
+    assert_eq!(
+        recorded_spec(&before),
+        resource(with_savepoint, None, true, false, 1).spec
+    );
+    assert_eq!(
+        reconciliation_state(&plan.status),
+        Some(ReconciliationState::Deployed)
+    );
+    assert_eq!(
+        plan.status.lifecycle_state,
+        Some(ResourceLifecycleState::Deployed)
+    );
+    assert_eq!(plan.events[0].reason, Reason::Submit);
+}
+
+#[test]
+fn a_crash_between_recording_and_submitting_submits_under_the_recorded_id_once() {
+    let first = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None));
+    let recorded = first.status_before.unwrap();
+    let sj = resource(spec("stateless"), Some(recorded), true, false, 1);
+    // The job never reached Flink: submitted again, same id, not the fresh one.
+    let plan = decide(
+        &sj,
+        &Observation {
+            fresh_job_id: "another".into(),
+            ..ready(not_found())
+        },
+    );
+    assert_eq!(submission(&plan).job_id, "new-job");
+    // It did reach Flink: nothing is submitted, the status catches up.
+    let plan = decide(&sj, &ready(found("RUNNING")));
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(
+        reconciliation_state(&plan.status),
+        Some(ReconciliationState::Deployed)
+    );
+    assert_eq!(job(&plan.status).state.as_deref(), Some("RUNNING"));
+    // Flink does not answer: wait, never submit blind.
+    let plan = decide(&sj, &ready(Some(JobObservation::Unreachable("timeout".into()))));
+    assert!(plan.actions.is_empty());
+}
+
+#[test]
+fn observed_job_states_become_status_conditions_and_events() {
+    use ResourceLifecycleState as L;
+    let cases = [
+        (found("RUNNING"), L::Stable, phase::RUNNING, "True", false),
+        (found("FAILED"), L::Failed, phase::FAILED, "False", true),
+        (found("FINISHED"), L::Deployed, phase::SUCCEEDED, "True", false),
+        (found("CANCELED"), L::Deployed, phase::CANCELLED, "False", false),
+        (
+            found("RESTARTING"),
+            L::Deployed,
+            phase::RESTARTING,
+            "False",
+            false,
+        ),
+        (
+            found("INITIALIZING"),
+            L::Deployed,
+            phase::DEPLOYING,
+            "False",
+            false,
+        ),
+        (not_found(), L::Deployed, phase::DEPLOY_FAILED, "False", true),
+    ];
+    let submitted = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None)).status;
+    for (observed, lifecycle, phase_, ready_status, warning) in cases {
+        let plan = decide(
+            &resource(spec("stateless"), Some(submitted.clone()), true, false, 1),
+            &ready(observed.clone()),
+        );
+        assert!(plan.actions.is_empty(), "{observed:?}");
+        assert_eq!(plan.status.lifecycle_state, Some(lifecycle), "{observed:?}");
+        assert_eq!(reason(&plan.status), phase_, "{observed:?}");
+        assert_eq!(
+            condition(&plan.status, "Ready").status.as_deref(),
+            Some(ready_status),
+            "{observed:?}"
+        );
+        assert_eq!(plan.events.len(), 1, "{observed:?}");
+        assert_eq!(plan.events[0].warning, warning, "{observed:?}");
+    }
+    // No Event while the state stays the same; a running job records its stable spec.
+    let stable = running("stateless");
+    assert!(
+        stable
+            .reconciliation_status
+            .as_ref()
+            .unwrap()
+            .last_stable_spec
+            .is_some()
+    );
+    let plan = decide(
+        &resource(spec("stateless"), Some(stable), true, false, 1),
+        &ready(found("RUNNING")),
+    );
+    assert!(plan.events.is_empty());
+    assert_eq!(plan.requeue, SLOW);
+}
+
+#[test]
+fn a_stateless_change_cancels_then_records_the_new_spec_and_job_id_then_submits() {
+    let sj =
+        |status: FlinkSessionJobStatus| resource(changed("stateless", None), Some(status), true, false, 2);
+    // 1. Cancel the running job; the old spec stays recorded until it has ended.
+    let plan = decide(&sj(running("stateless")), &ready(found("RUNNING")));
+    assert_eq!(
+        plan.actions,
+        [Action::Job(JobAction::Cancel {
+            job_id: "old-job".into()
+        })]
+    );
+    let cancelling = plan.status_before.unwrap();
+    assert_eq!(recorded_spec(&cancelling).job.unwrap().parallelism, Some(2));
+    assert_eq!(reason(&cancelling), phase::UPDATING);
+    assert_eq!(
+        cancelling.lifecycle_state,
+        Some(ResourceLifecycleState::Upgrading)
+    );
+    // A crash before the cancel reached Flink: cancelled again.
+    let plan = decide(&sj(cancelling.clone()), &ready(found("RUNNING")));
+    assert_eq!(
+        plan.actions,
+        [Action::Job(JobAction::Cancel {
+            job_id: "old-job".into()
+        })]
+    );
+    // 2. Cancelling: wait.
+    let plan = decide(&sj(cancelling.clone()), &ready(found("CANCELLING")));
+    assert!(plan.actions.is_empty());
+    // 3. Cancelled: the new spec and job id are recorded before the submission.
+    let plan = decide(&sj(cancelling.clone()), &ready(found("CANCELED")));
+    let committed = plan.status_before.clone().unwrap();
+    assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, Some(1));
+    assert_eq!(
+        reconciliation_state(&committed),
+        Some(ReconciliationState::Upgrading)
+    );
+    assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"));
+    assert_eq!(job(&committed).upgrade_savepoint_path, None);
+    assert_eq!(submission(&plan).restore_path, None);
+    assert_eq!(submission(&plan).parallelism, Some(1));
+    // 4. A crash before the submission: the recorded id is submitted, not a fresh one.
+    let plan = decide(
+        &sj(committed),
+        &Observation {
+            fresh_job_id: "yet-another".into(),
+            ..ready(not_found())
+        },
+    );
+    assert_eq!(submission(&plan).job_id, "new-job");
+}
+
+#[test]
+fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
+    let sj =
+        |status: FlinkSessionJobStatus| resource(changed("savepoint", None), Some(status), true, false, 2);
+    let stop = Action::Job(JobAction::StopWithSavepoint {
+        job_id: "old-job".into(),
+        trigger_id: "trigger".into(),
+        drain: false,
+    });
+    // 1. The trigger id is recorded before the stop is sent.
+    let plan = decide(&sj(running("savepoint")), &ready(found("RUNNING")));
+    assert_eq!(plan.actions, std::slice::from_ref(&stop));
+    let triggered = plan.status_before.unwrap();
+    let info = job(&triggered).savepoint_info.clone().unwrap();
+    assert_eq!(info.trigger_id.as_deref(), Some("trigger"));
+    assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Upgrade));
+    assert_eq!(recorded_spec(&triggered).job.unwrap().parallelism, Some(2));
+
+    let with = |poll: SavepointPoll, job: Option<JobObservation>| Observation {
+        savepoint: Some(poll),
+        fresh_trigger_id: "other-trigger".into(),
+        ..ready(job)
+    };
+    // Crash before the stop reached Flink: the same stop, same trigger id, again.
+    let plan = decide(
+        &sj(triggered.clone()),
+        &with(SavepointPoll::UnknownTrigger, found("RUNNING")),
+    );
+    assert_eq!(plan.actions, [stop]);
+    // 2. In progress (or the JobManager silent): wait, never block.
+    for poll in [
+        SavepointPoll::InProgress,
+        SavepointPoll::Unreachable("timeout".into()),
+    ] {
+        let plan = decide(&sj(triggered.clone()), &with(poll, found("RUNNING")));
+        assert!(plan.actions.is_empty());
+        assert_eq!(reason(&plan.status), phase::UPDATING);
+    }
+    // 3. Completed: the path, the new spec and the new job id are recorded in one write
+    // before the new job is submitted restoring from it.
+    let plan = decide(
+        &sj(triggered.clone()),
+        &with(
+            SavepointPoll::Completed("file:/sp/sp-1".into()),
+            found("FINISHED"),
+        ),
+    );
+    let committed = plan.status_before.clone().unwrap();
+    let recorded_job = job(&committed);
+    assert_eq!(
+        recorded_job.upgrade_savepoint_path.as_deref(),
+        Some("file:/sp/sp-1")
+    );
+    let info = recorded_job.savepoint_info.as_ref().unwrap();
+    assert_eq!(info.trigger_id, None);
+    assert_eq!(
+        info.last_savepoint.as_ref().unwrap().location.as_deref(),
+        Some("file:/sp/sp-1")
+    );
+    assert_eq!(recorded_job.job_id.as_deref(), Some("new-job"));
+    assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, Some(1));
+    assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-1"));
+    assert!(plan.events.iter().any(|e| e.reason == Reason::SavepointCompleted));
+    // 4. A crash before the submission: the recorded job id and savepoint are used.
+    let plan = decide(
+        &sj(committed.clone()),
+        &Observation {
+            fresh_job_id: "another".into(),
+            ..ready(not_found())
+        },
+    );
+    assert_eq!(submission(&plan).job_id, "new-job");
+    assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-1"));
+    // 5. The job runs: upgraded.
+    let deployed = plan.status;
+    let plan = decide(&sj(deployed), &ready(found("RUNNING")));
+    assert!(plan.actions.is_empty());
+    assert_eq!(plan.status.lifecycle_state, Some(ResourceLifecycleState::Stable));
+    assert_eq!(reason(&plan.status), phase::RUNNING);
+}
+
+#[test]
+fn a_stop_that_completes_after_the_spec_was_reverted_still_restores_the_job() {
+    let triggered = decide(
+        &resource(
+            changed("savepoint", None),
+            Some(running("savepoint")),
+            true,
+            false,
+            2,
+        ),
+        &ready(found("RUNNING")),
+    )
+    .status_before
+    .unwrap();
+    let reverted = resource(spec("savepoint"), Some(triggered), true, false, 3);
+    let plan = decide(
+        &reverted,
+        &Observation {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/sp-2".into())),
+            ..ready(found("FINISHED"))
+        },
+    );
+    assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-2"));
+    assert_eq!(submission(&plan).parallelism, Some(2));
+}
+
+#[test]
+fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_running_until_the_spec_changes_again()
+ {
+    let triggered = decide(
+        &resource(
+            changed("savepoint", None),
+            Some(running("savepoint")),
+            true,
+            false,
+            2,
+        ),
+        &ready(found("RUNNING")),
+    )
+    .status_before
+    .unwrap();
+    let failed_poll = |ms: i64| Observation {
+        savepoint: Some(SavepointPoll::Failed("disk full".into())),
+        now_ms: NOW + ms,
+        ..ready(found("RUNNING"))
+    };
+    // Within the grace period: retried after a back-off, the reason said meanwhile.
+    let plan = decide(
+        &resource(changed("savepoint", None), Some(triggered), true, false, 2),
+        &failed_poll(1_000),
+    );
+    assert!(plan.actions.is_empty());
+    assert!(plan.status.error.as_deref().unwrap().contains("disk full"));
+    assert_eq!(reason(&plan.status), phase::UPDATING);
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == Reason::SavepointFailed && e.warning)
+    );
+    assert_eq!(plan.requeue, Next::Within(2));
+    let retrying = plan.status;
+    let plan = decide(
+        &resource(changed("savepoint", None), Some(retrying.clone()), true, false, 2),
+        &Observation {
+            now_ms: NOW + 2_000,
+            ..ready(found("RUNNING"))
+        },
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    let plan = decide(
+        &resource(changed("savepoint", None), Some(retrying), true, false, 2),
+        &Observation {
+            now_ms: NOW + 3_500,
+            ..ready(found("RUNNING"))
+        },
+    );
+    assert!(
+        matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        ),
+        "{:?}",
+        plan.actions
+    );
+    // A failure whose back-off would end after the grace period is tried again when
+    // the period ends...
+    let retried = plan.status_before.unwrap();
+    let plan = decide(
+        &resource(changed("savepoint", None), Some(retried.clone()), true, false, 2),
+        &failed_poll(58_000),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(plan.requeue, Next::Within(2));
+    assert_eq!(reason(&plan.status), phase::UPDATING);
+    // ...and one past it ends the update.
+    let plan = decide(
+        &resource(changed("savepoint", None), Some(retried), true, false, 2),
+        &failed_poll(61_000),
+    );
+    assert!(plan.actions.is_empty());
+    assert!(plan.status.error.as_deref().unwrap().contains("disk full"));
+    assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+    assert_eq!(
+        condition(&plan.status, "Degraded").status.as_deref(),
+        Some("True")
+    );
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == Reason::UpdateFailed && e.warning)
+    );
+    assert_eq!(recorded_spec(&plan.status).job.unwrap().parallelism, Some(2));
+    let failed = plan.status;
+    // The same generation is not retried, and keeps its reason...
+    let plan = decide(
+        &resource(changed("savepoint", None), Some(failed.clone()), true, false, 2),
+        &ready(found("RUNNING")),
+    );
+    assert!(plan.actions.is_empty());
+    assert!(plan.events.is_empty());
+    assert!(plan.status.error.as_deref().unwrap().contains("disk full"));
+    assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+    // ...a new one is.
+    let plan = decide(
+        &resource(changed("savepoint", None), Some(failed), true, false, 3),
+        &ready(found("RUNNING")),
+    );
+    assert!(
+        matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        ),
+        "{:?}",
+        plan.actions
+    );
+}
+
+#[test]
+fn savepoint_changes_of_jobs_that_are_not_running_wait_or_are_refused() {
+    for (state, waits) in [
+        ("RESTARTING", true),
+        ("INITIALIZING", true),
+        ("FAILED", false),
+        ("FINISHED", false),
+    ] {
+        let plan = decide(
+            &resource(
+                changed("savepoint", None),
+                Some(running("savepoint")),
+                true,
+                false,
+                2,
+            ),
+            &ready(found(state)),
+        );
+        assert!(plan.actions.is_empty(), "{state}");
+        let expected = if waits {
+            phase::UPDATING
+        } else {
+            phase::UPDATE_FAILED
+        };
+        assert_eq!(reason(&plan.status), expected, "{state}");
+    }
+    // The JobManager knows nothing of the trigger and the job is gone.
+    let triggered = decide(
+        &resource(
+            changed("savepoint", None),
+            Some(running("savepoint")),
+            true,
+            false,
+            2,
+        ),
+        &ready(found("RUNNING")),
+    )
+    .status_before
+    .unwrap();
+    for poll in [
+        SavepointPoll::UnknownTrigger,
+        SavepointPoll::JobGone("no job".into()),
+    ] {
+        let plan = decide(
+            &resource(
+                changed("savepoint", None),
+                Some(triggered.clone()),
+                true,
+                false,
+                2,
+            ),
+            &Observation {
+                savepoint: Some(poll.clone()),
+                ..ready(not_found())
+            },
+        );
+        assert!(plan.actions.is_empty(), "{poll:?}");
+        assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{poll:?}");
+        assert_eq!(
+            job(&plan.status).savepoint_info.as_ref().unwrap().trigger_id,
+            None
+        );
+    }
+}
+
+/// A savepoint change of a job that has ended restores its last savepoint only while it
+/// is younger than `savepoint.max-age`; a running job is stopped with a new one anyway.
+#[test]
+fn an_ended_job_is_upgraded_from_its_last_savepoint_only_while_it_is_young_enough() {
+    let mut before = running("savepoint");
+    before
+        .job_status
+        .as_mut()
+        .unwrap()
+        .savepoint_info
+        .get_or_insert_with(Default::default)
+        .last_savepoint = Some(Savepoint {
+        time_stamp: Some(NOW - 20 * MIN),
+        location: Some("file:///sp/last".into()),
+        ..Default::default()
+    });
+    for (state, max_age_min, restores) in [
+        ("FAILED", Some(30), true),
+        ("FINISHED", Some(30), true),
+        ("CANCELED", Some(30), true),
+        ("FAILED", Some(10), false),
+        ("FAILED", None, false),
+    ] {
+        let policy = Policy {
+            savepoint_max_age_ms: max_age_min.map(|m| m * MIN),
+            ..Policy::status_only()
+        };
+        let sj = resource(changed("savepoint", None), Some(before.clone()), true, false, 2);
+        let plan = decide(&sj, &with_policy(ready(found(state)), policy.clone()));
+        let case = format!("{state}, max-age {max_age_min:?} min");
+        if restores {
+            assert_eq!(
+                submission(&plan).restore_path.as_deref(),
+                Some("file:///sp/last"),
+                "{case}"
+            );
+            assert_eq!(
+                job(&plan.status).upgrade_savepoint_path.as_deref(),
+                Some("file:///sp/last"),
+                "{case}: recorded before the submission"
+            );
+            let event = plan
+                .events
+                .iter()
+                .find(|e| e.reason == Reason::StateFound)
+                .unwrap();
+            assert!(event.note.contains("20 min old"), "{case}: {}", event.note);
+        } else {
+            assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
+            assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{case}");
+            assert!(
+                plan.status
+                    .error
+                    .as_deref()
+                    .unwrap()
+                    .contains("savepoint.max-age"),
+                "{case}: the refusal names the setting that would allow it"
+            );
+        }
+        // A running job is stopped with a new savepoint, however young the last one is.
+        let plan = decide(&sj, &with_policy(ready(found("RUNNING")), policy));
+        assert!(
+            matches!(
+                plan.actions.as_slice(),
+                [Action::Job(JobAction::StopWithSavepoint { .. })]
+            ),
+            "{case}: {:?}",
+            plan.actions
+        );
+    }
+}
+
+#[test]
+fn a_last_state_change_cancels_then_restores_the_latest_checkpoint_recorded_first() {
+    let sj =
+        |status: FlinkSessionJobStatus| resource(changed("last-state", None), Some(status), true, false, 2);
+    let plan = decide(&sj(running("last-state")), &ready(found("RUNNING")));
+    assert_eq!(
+        plan.actions,
+        [Action::Job(JobAction::Cancel {
+            job_id: "old-job".into()
+        })]
+    );
+    let cancelling = plan.status_before.unwrap();
+    let with = |job: Option<JobObservation>, checkpoint: Option<CheckpointLookup>| Observation {
+        checkpoint,
+        ..ready(job)
+    };
+    // Cancelled: the checkpoint's path is recorded with the new spec, then submitted.
+    let plan = decide(
+        &sj(cancelling.clone()),
+        &with(
+            found("CANCELED"),
+            Some(CheckpointLookup::Found {
+                path: "file:/cp/chk-7".into(),
+                timestamp_ms: Some(NOW - 60_000),
+            }),
+        ),
+    );
+    let committed = plan.status_before.clone().unwrap();
+    assert_eq!(
+        job(&committed).upgrade_savepoint_path.as_deref(),
+        Some("file:/cp/chk-7")
+    );
+    assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"));
+    let submitted = submission(&plan);
+    assert_eq!(submitted.restore_path.as_deref(), Some("file:/cp/chk-7"));
+    assert_eq!(
+        submitted
+            .configuration
+            .get(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION)
+            .map(String::as_str),
+        Some("RETAIN_ON_CANCELLATION")
+    );
+    // A crash before the submission restores the recorded checkpoint.
+    let plan = decide(&sj(committed), &ready(not_found()));
+    assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/cp/chk-7"));
+    // Statistics not read yet: wait. No checkpoint, or the job gone with it: refused.
+    let plan = decide(
+        &sj(cancelling.clone()),
+        &with(
+            found("CANCELED"),
+            Some(CheckpointLookup::Unavailable("timeout".into())),
+        ),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(reason(&plan.status), phase::UPDATING);
+    for (job_observation, lookup) in [
+        (found("CANCELED"), CheckpointLookup::None),
+        (not_found(), CheckpointLookup::Unavailable("job not found".into())),
+    ] {
+        let plan = decide(&sj(cancelling.clone()), &with(job_observation, Some(lookup)));
+        assert!(plan.actions.is_empty());
+        assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+    }
+}
+
+#[test]
+fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
+    // Savepoint mode: stop with a savepoint, record it, no new job.
+    let suspend = |status| {
+        resource(
+            changed("savepoint", Some("suspended")),
+            Some(status),
+            true,
+            false,
+            2,
+        )
+    };
+    let plan = decide(&suspend(running("savepoint")), &ready(found("RUNNING")));
+    assert!(matches!(
+        plan.actions[..],
+        [Action::Job(JobAction::StopWithSavepoint { .. })]
+    ));
+    let triggered = plan.status_before.unwrap();
+    let plan = decide(
+        &suspend(triggered),
+        &Observation {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/suspend".into())),
+            ..ready(found("FINISHED"))
+        },
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    let suspended = plan.status.clone();
+    assert_eq!(suspended.lifecycle_state, Some(ResourceLifecycleState::Suspended));
+    assert_eq!(reason(&plan.status), phase::SUSPENDED);
+    assert_eq!(
+        job(&suspended).upgrade_savepoint_path.as_deref(),
+        Some("file:/sp/suspend")
+    );
+    assert_eq!(
+        reconciliation_state(&suspended),
+        Some(ReconciliationState::Deployed)
+    );
+    assert!(plan.events.iter().any(|e| e.reason == Reason::Suspended));
+    // Stays suspended without looking at the job.
+    let plan = decide(&suspend(suspended.clone()), &ready(not_found()));
+    assert!(plan.actions.is_empty());
+    assert_eq!(
+        plan.status.lifecycle_state,
+        Some(ResourceLifecycleState::Suspended)
+    );
+    // Resume: restore from the recorded savepoint under a recorded new job id.
+    let plan = decide(
+        &resource(
+            changed("savepoint", Some("running")),
+            Some(suspended.clone()),
+            true,
+            false,
+            3,
+        ),
+        &ready(found("FINISHED")),
+    );
+    assert_eq!(
+        submission(&plan).restore_path.as_deref(),
+        Some("file:/sp/suspend")
+    );
+    assert_eq!(
+        job(&plan.status_before.unwrap()).job_id.as_deref(),
+        Some("new-job")
+    );
+    // Resuming in stateless mode starts from nothing.
+    let plan = decide(
+        &resource(
+            changed("stateless", Some("running")),
+            Some(suspended),
+            true,
+            false,
+            3,
+        ),
+        &ready(found("FINISHED")),
+    );
+    assert_eq!(submission(&plan).restore_path, None);
+
+    // Stateless mode: cancel, then suspended without state.
+    let suspend = |status| {
+        resource(
+            changed("stateless", Some("suspended")),
+            Some(status),
+            true,
+            false,
+            2,
+        )
+    };
+    let plan = decide(&suspend(running("stateless")), &ready(found("RUNNING")));
+    assert_eq!(
+        plan.actions,
+        [Action::Job(JobAction::Cancel {
+            job_id: "old-job".into()
+        })]
+    );
+    let plan = decide(&suspend(plan.status_before.unwrap()), &ready(found("CANCELED")));
+    assert!(plan.actions.is_empty());
+    assert_eq!(
+        plan.status.lifecycle_state,
+        Some(ResourceLifecycleState::Suspended)
+    );
+    assert_eq!(job(&plan.status).upgrade_savepoint_path, None);
+    // A suspended first spec submits nothing.
+    let plan = decide(
+        &resource(changed("stateless", Some("suspended")), None, true, false, 1),
+        &ready(None),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(reason(&plan.status), phase::SUSPENDED);
+}
+
+#[test]
+fn a_spec_changed_again_before_the_submission_is_the_one_submitted() {
+    let first = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None));
+    let recorded = first.status_before.unwrap();
+    let plan = decide(
+        &resource(changed("stateless", None), Some(recorded.clone()), true, false, 2),
+        &ready(not_found()),
+    );
+    assert_eq!(submission(&plan).parallelism, Some(1));
+    assert_eq!(submission(&plan).job_id, "new-job");
+    assert_eq!(
+        recorded_spec(&plan.status_before.unwrap())
+            .job
+            .unwrap()
+            .parallelism,
+        Some(1)
+    );
+    // Suspended before it was submitted: nothing is submitted.
+    let plan = decide(
+        &resource(
+            changed("stateless", Some("suspended")),
+            Some(recorded),
+            true,
+            false,
+            2,
+        ),
+        &ready(not_found()),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(
+        plan.status.lifecycle_state,
+        Some(ResourceLifecycleState::Suspended)
+    );
+}
+
+#[test]
+fn deletion_stops_the_job_records_its_savepoint_then_releases_the_finalizer() {
+    let deleting = |spec: Value, status: Option<FlinkSessionJobStatus>, finalizer| {
+        resource(spec, status, finalizer, true, 1)
+    };
+    let cancel_only = {
+        let mut s = spec("stateless");
+        s["flinkConfiguration"] = json!({});
+        s
+    };
+    let release = [Action::RemoveFinalizer];
+    // The session cluster is gone, or nothing was ever submitted: released at once.
+    for session in [
+        SessionObservation::Missing,
+        SessionObservation::Deleting,
+        SessionObservation::NotSession,
+    ] {
+        let plan = decide(
+            &deleting(cancel_only.clone(), Some(running("stateless")), true),
+            &obs(session, None),
+        );
+        assert_eq!(plan.actions, release);
+        assert_eq!(
+            plan.status.lifecycle_state,
+            Some(ResourceLifecycleState::Deleting)
+        );
+        assert_eq!(reason(&plan.status), phase::DELETING);
+    }
+    let plan = decide(&deleting(cancel_only.clone(), None, true), &ready(None));
+    assert_eq!(plan.actions, release);
+    // No finalizer: nothing to do.
+    let plan = decide(&deleting(cancel_only.clone(), None, false), &ready(None));
+    assert!(plan.actions.is_empty());
+    // The cluster is not ready: wait.
+    let plan = decide(
+        &deleting(cancel_only.clone(), Some(running("stateless")), true),
+        &obs(
+            SessionObservation::NotReady("its JobManager is DEPLOYING".into()),
+            None,
+        ),
+    );
+    assert!(plan.actions.is_empty());
+    // Cancel, wait, release.
+    let plan = decide(
+        &deleting(cancel_only.clone(), Some(running("stateless")), true),
+        &ready(found("RUNNING")),
+    );
+    assert_eq!(
+        plan.actions,
+        [Action::Job(JobAction::Cancel {
+            job_id: "old-job".into()
+        })]
+    );
+    for (job_observation, actions) in [
+        (found("CANCELLING"), vec![]),
+        (found("CANCELED"), release.to_vec()),
+        (not_found(), release.to_vec()),
+    ] {
+        let plan = decide(
+            &deleting(cancel_only.clone(), Some(running("stateless")), true),
+            &ready(job_observation.clone()),
+        );
+        assert_eq!(plan.actions, actions, "{job_observation:?}");
+    }
+    // With savepoint-on-deletion: stop with a savepoint under a recorded trigger id.
+    let sp = spec("savepoint");
+    let observation = Observation {
+        ..ready(found("RUNNING"))
+    };
+    let plan = decide(
+        &deleting(sp.clone(), Some(running("savepoint")), true),
+        &observation,
+    );
+    assert_eq!(
+        plan.actions,
+        [Action::Job(JobAction::StopWithSavepoint {
+            job_id: "old-job".into(),
+            trigger_id: "trigger".into(),
+            drain: false
+        })]
+    );
+    let triggered = plan.status_before.unwrap();
+    // The path is written before the finalizer goes.
+    let plan = decide(
+        &deleting(sp.clone(), Some(triggered.clone()), true),
+        &Observation {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/last".into())),
+            ..ready(found("FINISHED"))
+        },
+    );
+    assert_eq!(plan.actions, release);
+    assert_eq!(
+        job(&plan.status_before.unwrap())
+            .upgrade_savepoint_path
+            .as_deref(),
+        Some("file:/sp/last")
+    );
+    // A failed savepoint is reported and tried again, never skipped.
+    let plan = decide(
+        &deleting(sp.clone(), Some(triggered.clone()), true),
+        &Observation {
+            savepoint: Some(SavepointPoll::Failed("disk full".into())),
+            ..ready(found("RUNNING"))
+        },
+    );
+    assert!(plan.actions.is_empty());
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.warning && e.note.contains("disk full"))
+    );
+    let failed = plan.status_before.unwrap();
+    let plan = decide(&deleting(sp, Some(failed), true), &observation);
+    assert!(matches!(
+        plan.actions[..],
+        [Action::Job(JobAction::StopWithSavepoint { .. })]
+    ));
+}
+
+#[test]
+fn invalid_specs_and_unreadable_records_are_reported_not_acted_on() {
+    let plan = decide(
+        &resource(spec("stateless"), None, true, false, 1),
+        &Observation {
+            violations: vec!["spec.job.jarURI: scheme \"ftp\" is not in the allowlist".into()],
+            ..ready(None)
+        },
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(reason(&plan.status), phase::DEPLOY_FAILED);
+    assert!(plan.events.iter().any(|e| e.reason == Reason::ValidationError));
+    let mut broken = running("stateless");
+    broken
+        .reconciliation_status
+        .as_mut()
+        .unwrap()
+        .last_reconciled_spec = Some("{not json".into());
+    let plan = decide(
+        &resource(spec("stateless"), Some(broken), true, false, 1),
+        &ready(not_found()),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert!(
+        plan.status
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("lastReconciledSpec")
+    );
+}
+
+#[test]
+fn a_failed_submission_keeps_the_recorded_step_and_says_why() {
+    let first = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None));
+    let status = submission_failed(
+        first.status_before.unwrap(),
+        Some(1),
+        "spec.job.jarURI \"s3://b/j.jar\": scheme \"s3\" is not supported",
+        NOW,
+    );
+    assert_eq!(reason(&status), phase::DEPLOY_FAILED);
+    assert_eq!(
+        reconciliation_state(&status),
+        Some(ReconciliationState::Upgrading)
+    );
+    assert_eq!(job(&status).job_id.as_deref(), Some("new-job"));
+    assert!(status.error.as_deref().unwrap().contains("s3"));
+}
+
+#[test]
+fn conditions_read_back_keep_their_transition_time_while_their_status_holds() {
+    let at = |now_ms: i64, job| Observation { now_ms, ..ready(job) };
+    let submitted = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None)).status;
+    let running = decide(
+        &resource(spec("stateless"), Some(submitted), true, false, 1),
+        &at(NOW, found("RUNNING")),
+    )
+    .status;
+    // Stored and read back: the conditions are part of the status type.
+    let value = serde_json::to_value(&running).unwrap();
+    assert!(value["conditions"].is_array());
+    let stored: FlinkSessionJobStatus = serde_json::from_value(value).unwrap();
+    assert_eq!(stored, running);
+
+    let later = decide(
+        &resource(spec("stateless"), Some(stored), true, false, 1),
+        &at(NOW + 60_000, found("RUNNING")),
+    )
+    .status;
+    for type_ in ["Ready", "Progressing", "Degraded"] {
+        assert_eq!(
+            condition(&later, type_).last_transition_time.as_deref(),
+            Some("2027-01-15T08:00:00Z"),
+            "{type_}"
+        );
+    }
+    let failed = decide(
+        &resource(spec("stateless"), Some(later), true, false, 1),
+        &at(NOW + 120_000, found("FAILED")),
+    )
+    .status;
+    assert_eq!(condition(&failed, "Degraded").status.as_deref(), Some("True"));
+    assert_eq!(
+        condition(&failed, "Degraded").last_transition_time.as_deref(),
+        Some("2027-01-15T08:02:00Z")
+    );
+    assert_eq!(
+        condition(&failed, "Ready").last_transition_time.as_deref(),
+        Some("2027-01-15T08:02:00Z")
+    );
+    // Progressing was False before and still is.
+    assert_eq!(
+        condition(&failed, "Progressing").last_transition_time.as_deref(),
+        Some("2027-01-15T08:00:00Z")
+    );
+}
+
+const MIN: i64 = 60_000;
+
+/// `observation` with the given operator settings.
+fn with_policy(observation: Observation, policy: Policy) -> Observation {
+    Observation {
+        policy,
+        ..observation
+    }
+}
+
+fn max_age(minutes: i64) -> Policy {
+    Policy {
+        restore_max_state_age_ms: Some(minutes * MIN),
+        ..Policy::status_only()
+    }
+}
+
+fn checkpoint_at(path: &str, at: i64) -> Option<CheckpointLookup> {
+    Some(CheckpointLookup::Found {
+        path: path.into(),
+        timestamp_ms: Some(at),
+    })
+}
+
+#[test]
+fn a_resume_is_refused_when_the_state_the_suspension_left_is_too_old() {
+    let suspend = |status| {
+        resource(
+            changed("savepoint", Some("suspended")),
+            Some(status),
+            true,
+            false,
+            2,
+        )
+    };
+    let then = NOW - 120 * MIN;
+    let triggered = decide(
+        &suspend(running("savepoint")),
+        &Observation {
+            now_ms: then,
+            ..ready(found("RUNNING"))
+        },
+    )
+    .status_before
+    .unwrap();
+    let suspended = decide(
+        &suspend(triggered),
+        &Observation {
+            now_ms: then,
+            savepoint: Some(SavepointPoll::Completed("file:/sp/suspend".into())),
+            ..ready(found("FINISHED"))
+        },
+    )
+    .status;
+    let resume = |status| {
+        resource(
+            changed("savepoint", Some("running")),
+            Some(status),
+            true,
+            false,
+            3,
+        )
+    };
+    // Two hours old, one allowed: not started, UpdateFailed, the state and its age named.
+    let plan = decide(
+        &resume(suspended.clone()),
+        &with_policy(ready(not_found()), max_age(60)),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert!(plan.status_before.is_none());
+    assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+    let error = plan.status.error.clone().unwrap();
+    assert!(
+        error.contains("savepoint file:/sp/suspend") && error.contains("2 h 0 min old"),
+        "{error}"
+    );
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.warning && e.reason == Reason::UpdateFailed && e.note == error)
+    );
+    assert_eq!(
+        plan.status.lifecycle_state,
+        Some(ResourceLifecycleState::Suspended)
+    );
+    // The refusal holds for this generation, without a second Event.
+    let again = decide(
+        &resume(plan.status),
+        &with_policy(ready(not_found()), max_age(60)),
+    );
+    assert!(again.actions.is_empty());
+    assert!(again.events.is_empty());
+    assert_eq!(reason(&again.status), phase::UPDATE_FAILED);
+    // Young enough: resumed from it.
+    let plan = decide(&resume(suspended), &with_policy(ready(not_found()), max_age(180)));
+    assert_eq!(
+        submission(&plan).restore_path.as_deref(),
+        Some("file:/sp/suspend")
+    );
+}
+
+#[test]
+fn restores_of_a_cancelled_job_pass_the_restore_age_guard() {
+    // (name, mode, take-savepoint, last savepoint's age, checkpoint found, allowed age,
+    //  Ok(restored path) or Err(part of the refusal))
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        bool,
+        Option<i64>,
+        Option<CheckpointLookup>,
+        i64,
+        Result<&'a str, &'a str>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "last-state, young checkpoint",
+            "last-state",
+            true,
+            None,
+            checkpoint_at("file:/cp/chk-7", NOW - MIN),
+            60,
+            Ok("file:/cp/chk-7"),
+        ),
+        (
+            "last-state, old checkpoint",
+            "last-state",
+            true,
+            None,
+            checkpoint_at("file:/cp/chk-7", NOW - 120 * MIN),
+            60,
+            Err("checkpoint file:/cp/chk-7, is 2 h 0 min old"),
+        ),
+        (
+            "last-state, checkpoint of unknown age",
+            "last-state",
+            true,
+            None,
+            Some(CheckpointLookup::Found {
+                path: "file:/cp/chk-7".into(),
+                timestamp_ms: None,
+            }),
+            60,
+            Err("the age of checkpoint file:/cp/chk-7 is unknown"),
+        ),
+        (
+            "no savepoint: the newer checkpoint",
+            "savepoint",
+            false,
+            Some(30 * MIN),
+            checkpoint_at("file:/cp/chk-9", NOW - MIN),
+            60,
+            Ok("file:/cp/chk-9"),
+        ),
+        (
+            "no savepoint: the savepoint when no checkpoint completed",
+            "savepoint",
+            false,
+            Some(30 * MIN),
+            Some(CheckpointLookup::None),
+            60,
+            Ok("file:/sp/manual"),
+        ),
+        (
+            "no savepoint: nothing to restore",
+            "savepoint",
+            false,
+            None,
+            Some(CheckpointLookup::None),
+            60,
+            Err("no checkpoint or savepoint of the job is known to restore from"),
+        ),
+    ];
+    for (name, mode, take_savepoint, savepoint_age, lookup, allowed, expected) in cases {
+        let policy = Policy {
+            take_savepoint,
+            ..max_age(allowed)
+        };
+        let sj = |status: FlinkSessionJobStatus| resource(changed(mode, None), Some(status), true, false, 2);
+        let mut status = running(mode);
+        if let Some(age) = savepoint_age {
+            status
+                .job_status_mut()
+                .savepoint_info
+                .get_or_insert_with(Default::default)
+                .last_savepoint = Some(Savepoint {
+                time_stamp: Some(NOW - age),
+                location: Some("file:/sp/manual".into()),
+                trigger_type: Some(SnapshotTriggerType::Manual),
+                ..Default::default()
+            });
+        }
+        // 1. The running job is cancelled (no savepoint), recorded first.
+        let plan = decide(&sj(status), &with_policy(ready(found("RUNNING")), policy.clone()));
+        assert_eq!(
+            plan.actions,
+            [Action::Job(JobAction::Cancel {
+                job_id: "old-job".into()
+            })],
+            "{name}"
+        );
+        let cancelling = plan.status_before.unwrap();
+        // A crash before the cancel reached Flink: cancelled again.
+        let plan = decide(
+            &sj(cancelling.clone()),
+            &with_policy(ready(found("RUNNING")), policy.clone()),
+        );
+        assert!(
+            matches!(plan.actions[..], [Action::Job(JobAction::Cancel { .. })]),
+            "{name}"
+        );
+        // 2. Cancelled: the state is guarded, then recorded with the new spec.
+        let plan = decide(
+            &sj(cancelling),
+            &with_policy(
+                Observation {
+                    checkpoint: lookup,
+                    ..ready(found("CANCELED"))
+                },
+                policy.clone(),
+            ),
+        );
+        match expected {
+            Ok(path) => {
+                assert_eq!(submission(&plan).restore_path.as_deref(), Some(path), "{name}");
+                assert_eq!(
+                    submission(&plan)
+                        .configuration
+                        .get(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION)
+                        .map(String::as_str),
+                    Some("RETAIN_ON_CANCELLATION"),
+                    "{name}"
+                );
+                let committed = plan.status_before.unwrap();
+                assert_eq!(
+                    job(&committed).upgrade_savepoint_path.as_deref(),
+                    Some(path),
+                    "{name}"
+                );
+                // 3. A crash before the submission: the recorded state, not a new look.
+                let plan = decide(&sj(committed), &with_policy(ready(not_found()), policy));
+                assert_eq!(submission(&plan).restore_path.as_deref(), Some(path), "{name}");
+                assert_eq!(submission(&plan).job_id, "new-job", "{name}");
+            }
+            Err(part) => {
+                assert!(plan.actions.is_empty(), "{name}: {:?}", plan.actions);
+                assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{name}");
+                let error = plan.status.error.clone().unwrap();
+                assert!(error.contains(part), "{name}: {error}");
+                assert!(plan.events.iter().any(|e| e.warning && e.note == error), "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_running_job_whose_newest_state_is_too_old_is_not_cancelled_for_a_restore() {
+    for (mode, take_savepoint) in [("last-state", true), ("savepoint", false)] {
+        let plan = decide(
+            &resource(changed(mode, None), Some(running(mode)), true, false, 2),
+            &with_policy(
+                Observation {
+                    checkpoint: checkpoint_at("file:/cp/chk-3", NOW - 90 * MIN),
+                    ..ready(found("RUNNING"))
+                },
+                Policy {
+                    take_savepoint,
+                    ..max_age(60)
+                },
+            ),
+        );
+        assert!(plan.actions.is_empty(), "{mode}: {:?}", plan.actions);
+        assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{mode}");
+        let error = plan.status.error.unwrap();
+        assert!(
+            error.contains("checkpoint file:/cp/chk-3, is 90 min old") && error.contains("keeps running"),
+            "{error}"
+        );
+    }
+    // Without a savepoint and without any state to restore: not cancelled either.
+    let plan = decide(
+        &resource(
+            changed("savepoint", None),
+            Some(running("savepoint")),
+            true,
+            false,
+            2,
+        ),
+        &with_policy(
+            Observation {
+                checkpoint: Some(CheckpointLookup::None),
+                ..ready(found("RUNNING"))
+            },
+            Policy {
+                take_savepoint: false,
+                ..Policy::status_only()
+            },
+        ),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert!(plan.status.error.unwrap().contains("no checkpoint or savepoint"));
+}
+
+#[test]
+fn a_last_state_suspension_records_the_checkpoint_age_for_the_resume_guard() {
+    let suspend = |status| {
+        resource(
+            changed("last-state", Some("suspended")),
+            Some(status),
+            true,
+            false,
+            2,
+        )
+    };
+    let cancelling = decide(&suspend(running("last-state")), &ready(found("RUNNING")))
+        .status_before
+        .unwrap();
+    // Suspending is not guarded: the state is kept for the resume.
+    let suspended = decide(
+        &suspend(cancelling),
+        &with_policy(
+            Observation {
+                checkpoint: checkpoint_at("file:/cp/chk-4", NOW - 90 * MIN),
+                ..ready(found("CANCELED"))
+            },
+            max_age(60),
+        ),
+    )
+    .status;
+    assert_eq!(reason(&suspended), phase::SUSPENDED);
+    assert_eq!(
+        job(&suspended)
+            .checkpoint_info
+            .as_ref()
+            .unwrap()
+            .last_checkpoint
+            .as_ref()
+            .unwrap()
+            .time_stamp,
+        Some(NOW - 90 * MIN)
+    );
+    let plan = decide(
+        &resource(
+            changed("last-state", Some("running")),
+            Some(suspended),
+            true,
+            false,
+            3,
+        ),
+        &with_policy(ready(not_found()), max_age(60)),
+    );
+    assert!(plan.actions.is_empty());
+    assert!(
+        plan.status
+            .error
+            .unwrap()
+            .contains("resuming: the newest state, checkpoint file:/cp/chk-4, is 90 min old")
+    );
+}
+
+#[test]
+fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_ending_the_job() {
+    let edit = |base: &str, change: &dyn Fn(&mut Value)| {
+        let mut s = spec(base);
+        change(&mut s);
+        s
+    };
+    // (name, the stored status's mode, the new spec)
+    let cases: Vec<(&str, &str, Value)> = vec![
+        (
+            "upgrade mode",
+            "stateless",
+            edit("stateless", &|s: &mut Value| {
+                s["job"]["upgradeMode"] = json!("savepoint")
+            }),
+        ),
+        (
+            "operator key added",
+            "stateless",
+            edit("stateless", &|s: &mut Value| {
+                s["flinkConfiguration"]["kubernetes.operator.job.restart.failed"] = json!("true")
+            }),
+        ),
+        (
+            "operator keys removed",
+            "savepoint",
+            edit("savepoint", &|s: &mut Value| {
+                s["flinkConfiguration"] = json!({"pipeline.max-parallelism": "8"})
+            }),
+        ),
+        (
+            "upgrade mode and operator key",
+            "last-state",
+            edit("last-state", &|s: &mut Value| {
+                s["job"]["upgradeMode"] = json!("stateless");
+                s["flinkConfiguration"]["kubernetes.operator.job.restore.max-state-age"] = json!("1 h");
+            }),
+        ),
+    ];
+    for (name, mode, new_spec) in cases {
+        let sj = resource(new_spec.clone(), Some(running(mode)), true, false, 2);
+        let plan = decide(&sj, &ready(found("RUNNING")));
+        assert!(plan.actions.is_empty(), "{name}: {:?}", plan.actions);
+        assert!(plan.status_before.is_none(), "{name}");
+        assert_eq!(recorded_spec(&plan.status), sj.spec, "{name}");
+        assert_eq!(plan.status.observed_generation, Some(2), "{name}");
+        assert_eq!(reason(&plan.status), phase::RUNNING, "{name}");
+        assert_eq!(job(&plan.status).job_id.as_deref(), Some("old-job"), "{name}");
+        // Recorded in the one write after the (no) actions: a crash before it decides the
+        // same again, and once written nothing more happens.
+        assert_eq!(decide(&sj, &ready(found("RUNNING"))), plan, "{name}");
+        let again = decide(
+            &resource(new_spec, Some(plan.status), true, false, 2),
+            &ready(found("RUNNING")),
+        );
+        assert!(again.actions.is_empty(), "{name}");
+        assert!(again.events.is_empty(), "{name}");
+    }
+    // The recorded mode is the one the next change uses.
+    let mode_changed = decide(
+        &resource(
+            edit("stateless", &|s: &mut Value| {
+                s["job"]["upgradeMode"] = json!("savepoint")
+            }),
+            Some(running("stateless")),
+            true,
+            false,
+            2,
+        ),
+        &ready(found("RUNNING")),
+    )
+    .status;
+    let plan = decide(
+        &resource(changed("savepoint", None), Some(mode_changed), true, false, 3),
+        &ready(found("RUNNING")),
+    );
+    assert!(
+        matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        ),
+        "{:?}",
+        plan.actions
+    );
+    // A mode change with another change ends the job as the new mode says.
+    let plan = decide(
+        &resource(
+            changed("last-state", None),
+            Some(running("stateless")),
+            true,
+            false,
+            2,
+        ),
+        &ready(found("RUNNING")),
+    );
+    assert_eq!(
+        plan.actions,
+        [Action::Job(JobAction::Cancel {
+            job_id: "old-job".into()
+        })]
+    );
+    // While suspended, a mode change is recorded and nothing is submitted.
+    let suspended = decide(
+        &resource(
+            changed("stateless", Some("suspended")),
+            Some(
+                decide(
+                    &resource(
+                        changed("stateless", Some("suspended")),
+                        Some(running("stateless")),
+                        true,
+                        false,
+                        2,
+                    ),
+                    &ready(found("RUNNING")),
+                )
+                .status_before
+                .unwrap(),
+            ),
+            true,
+            false,
+            2,
+        ),
+        &ready(found("CANCELED")),
+    )
+    .status;
+    let plan = decide(
+        &resource(
+            changed("last-state", Some("suspended")),
+            Some(suspended),
+            true,
+            false,
+            3,
+        ),
+        &ready(not_found()),
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(reason(&plan.status), phase::SUSPENDED);
+    assert_eq!(
+        recorded_spec(&plan.status).job.unwrap().upgrade_mode,
+        Some(UpgradeMode::LastState)
+    );
+}
+
+/// `spec(mode)` with `spec.job.<field>` set to `nonce`.
+fn with_nonce(mode: &str, field: &str, nonce: i64) -> Value {
+    let mut s = spec(mode);
+    s["job"][field] = json!(nonce);
+    s
+}
+
+#[test]
+fn snapshot_nonces_take_a_snapshot_of_the_running_job_step_by_step() {
+    // (nonce field, trigger action, completed result)
+    let cases = [
+        (
+            "savepointTriggerNonce",
+            Action::Job(JobAction::TriggerSavepoint {
+                job_id: "old-job".into(),
+                trigger_id: "trigger".into(),
+            }),
+            "file:/sp/manual-1",
+        ),
+        (
+            "checkpointTriggerNonce",
+            Action::Job(JobAction::TriggerCheckpoint {
+                job_id: "old-job".into(),
+                trigger_id: "trigger".into(),
+            }),
+            "17",
+        ),
+    ];
+    for (field, trigger, result) in cases {
+        let savepoint = field == "savepointTriggerNonce";
+        let sj = |status: FlinkSessionJobStatus, nonce: i64, generation: i64| {
+            resource(
+                with_nonce("savepoint", field, nonce),
+                Some(status),
+                true,
+                false,
+                generation,
+            )
+        };
+        let poll = |poll: SavepointPoll, job: Option<JobObservation>| {
+            let mut observation = Observation {
+                fresh_trigger_id: "other-trigger".into(),
+                ..ready(job)
+            };
+            if savepoint {
+                observation.savepoint = Some(poll);
+            } else {
+                observation.manual_checkpoint = Some(poll);
+            }
+            observation
+        };
+        // 1. The nonce and the trigger id are recorded before the trigger; the job runs on.
+        let plan = decide(&sj(running("savepoint"), 1, 2), &ready(found("RUNNING")));
+        assert_eq!(plan.actions, std::slice::from_ref(&trigger), "{field}");
+        let triggered = plan.status_before.clone().unwrap();
+        assert_eq!(plan.status, triggered, "{field}");
+        assert_eq!(reason(&triggered), phase::RUNNING, "{field}");
+        let recorded_job = recorded_spec(&triggered).job.unwrap();
+        let (recorded_nonce, trigger_id) = if savepoint {
+            let info = job(&triggered).savepoint_info.clone().unwrap();
+            assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Manual));
+            (recorded_job.savepoint_trigger_nonce, info.trigger_id)
+        } else {
+            let info = job(&triggered).checkpoint_info.clone().unwrap();
+            assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Manual));
+            (recorded_job.checkpoint_trigger_nonce, info.trigger_id)
+        };
+        assert_eq!(recorded_nonce, Some(1), "{field}");
+        assert_eq!(trigger_id.as_deref(), Some("trigger"), "{field}");
+        assert!(
+            plan.events
+                .iter()
+                .any(|e| e.reason.as_str().ends_with("Triggered"))
+        );
+        // Crash before the trigger reached Flink: sent again under the recorded id.
+        let plan = decide(
+            &sj(triggered.clone(), 1, 2),
+            &poll(SavepointPoll::UnknownTrigger, found("RUNNING")),
+        );
+        assert_eq!(plan.actions, std::slice::from_ref(&trigger), "{field}");
+        // 2. In progress, or the JobManager silent: looked at again soon, nothing sent.
+        for pending in [
+            SavepointPoll::InProgress,
+            SavepointPoll::Unreachable("timeout".into()),
+        ] {
+            let plan = decide(&sj(triggered.clone(), 1, 2), &poll(pending, found("RUNNING")));
+            assert!(plan.actions.is_empty(), "{field}");
+            assert_eq!(plan.requeue, FAST, "{field}");
+        }
+        // 3. Completed: recorded with its nonce, the trigger cleared.
+        let plan = decide(
+            &sj(triggered.clone(), 1, 2),
+            &poll(SavepointPoll::Completed(result.into()), found("RUNNING")),
+        );
+        assert!(plan.actions.is_empty(), "{field}");
+        let done = plan.status.clone();
+        let job_done = job(&done);
+        if savepoint {
+            let info = job_done.savepoint_info.clone().unwrap();
+            assert_eq!(info.trigger_id, None);
+            let last = info.last_savepoint.clone().unwrap();
+            assert_eq!(last.location.as_deref(), Some(result));
+            assert_eq!(last.trigger_nonce, Some(1));
+            assert_eq!(last.trigger_type, Some(SnapshotTriggerType::Manual));
+            assert_eq!(info.savepoint_history, Some(vec![last]));
+            assert!(plan.events.iter().any(|e| e.reason == Reason::SavepointCompleted));
+        } else {
+            let info = job_done.checkpoint_info.clone().unwrap();
+            assert_eq!(info.trigger_id, None);
+            let last = info.last_checkpoint.unwrap();
+            assert_eq!(last.trigger_nonce, Some(1));
+            assert_eq!(last.time_stamp, Some(NOW));
+            assert!(
+                plan.events
+                    .iter()
+                    .any(|e| e.reason == Reason::CheckpointCompleted)
+            );
+        }
+        // The same nonce asks for nothing more; a new one for another snapshot.
+        let plan = decide(&sj(done.clone(), 1, 2), &ready(found("RUNNING")));
+        assert!(plan.actions.is_empty(), "{field}");
+        let plan = decide(&sj(done, 2, 3), &ready(found("RUNNING")));
+        assert_eq!(plan.actions.len(), 1, "{field}");
+        // Failed: reported, cleared, not tried again for the same nonce.
+        let plan = decide(
+            &sj(triggered.clone(), 1, 2),
+            &poll(SavepointPoll::Failed("disk full".into()), found("RUNNING")),
+        );
+        assert!(plan.actions.is_empty(), "{field}");
+        assert!(
+            plan.events
+                .iter()
+                .any(|e| e.warning && e.note.contains("disk full")),
+            "{field}"
+        );
+        let plan = decide(&sj(plan.status, 1, 2), &ready(found("RUNNING")));
+        assert!(plan.actions.is_empty(), "{field}");
+        // A job that is not running: the nonce waits, unrecorded.
+        let plan = decide(&sj(running("savepoint"), 1, 2), &ready(found("RESTARTING")));
+        assert!(plan.actions.is_empty(), "{field}");
+        assert!(plan.status_before.is_none(), "{field}");
+    }
+}
+
+/// Periodic savepoints: the first an interval after the job started, recorded before it
+/// is triggered, into the history when it completes; a failure waits a whole interval.
+#[test]
+fn periodic_savepoints_are_taken_an_interval_apart_and_recorded_in_the_history() {
+    let every_10_min = |job: Option<JobObservation>, poll: Option<SavepointPoll>| Observation {
+        savepoint: poll,
+        ..with_policy(
+            ready(job),
+            Policy {
+                periodic_savepoint_ms: Some(10 * MIN),
+                ..Policy::status_only()
+            },
+        )
+    };
+    let started = |minutes_ago: i64| Some(JobObservation::found("RUNNING", Some(NOW - minutes_ago * MIN)));
+    let sj = |status: FlinkSessionJobStatus| resource(spec("savepoint"), Some(status), true, false, 1);
+    // Not at the start, nor before an interval has passed.
+    for minutes in [0, 9] {
+        let plan = decide(&sj(running("savepoint")), &every_10_min(started(minutes), None));
+        assert!(plan.actions.is_empty(), "{minutes} min: {:?}", plan.actions);
+    }
+    // Due: the trigger is recorded first, with no nonce recorded.
+    let plan = decide(&sj(running("savepoint")), &every_10_min(started(10), None));
+    assert_eq!(
+        plan.actions,
+        [Action::Job(JobAction::TriggerSavepoint {
+            job_id: "old-job".into(),
+            trigger_id: "trigger".into(),
+        })]
+    );
+    let triggered = plan.status_before.unwrap();
+    let info = job(&triggered).savepoint_info.clone().unwrap();
+    assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Periodic));
+    assert_eq!(info.trigger_timestamp, Some(NOW));
+    assert_eq!(recorded_spec(&triggered), recorded_spec(&running("savepoint")));
+    // Completed: the last savepoint and in the history; the schedule moves to the trigger.
+    let done = decide(
+        &sj(triggered.clone()),
+        &every_10_min(
+            started(10),
+            Some(SavepointPoll::Completed("file:/sp/periodic-1".into())),
+        ),
+    );
+    let info = job(&done.status).savepoint_info.clone().unwrap();
+    assert_eq!(info.trigger_id, None);
+    let last = info.last_savepoint.unwrap();
+    assert_eq!(last.location.as_deref(), Some("file:/sp/periodic-1"));
+    assert_eq!(last.trigger_type, Some(SnapshotTriggerType::Periodic));
+    assert_eq!(last.trigger_nonce, None);
+    assert_eq!(info.savepoint_history.unwrap(), [last]);
+    assert_eq!(info.last_periodic_savepoint_timestamp, Some(NOW));
+    let next = decide(&sj(done.status), &every_10_min(started(15), None));
+    assert!(next.actions.is_empty(), "{:?}", next.actions);
+    // Failed: nothing recorded, and the next attempt waits a whole interval.
+    let failed = decide(
+        &sj(triggered),
+        &every_10_min(started(10), Some(SavepointPoll::Failed("disk full".into()))),
+    );
+    let info = job(&failed.status).savepoint_info.clone().unwrap();
+    assert_eq!((info.trigger_id, info.last_savepoint), (None, None));
+    assert_eq!(info.last_periodic_savepoint_timestamp, Some(NOW));
+    let event = failed
+        .events
+        .iter()
+        .find(|e| e.reason == Reason::SavepointFailed)
+        .unwrap();
+    assert!(
+        event.warning && event.note.contains("periodic savepoint"),
+        "{}",
+        event.note
+    );
+}
+
+/// Savepoints beyond the history's count leave it: disposed of through the session
+/// cluster when cleanup is on, only dropped from status when it is off.
+#[test]
+fn savepoints_beyond_the_history_are_disposed_of_or_only_dropped_from_status() {
+    let mut status = running("savepoint");
+    let history: Vec<Savepoint> = (1..=3)
+        .map(|n| Savepoint {
+            time_stamp: Some(NOW - (4 - n) * MIN),
+            location: Some(format!("file:/sp/{n}")),
+            ..Default::default()
+        })
+        .collect();
+    let info = status
+        .job_status
+        .as_mut()
+        .unwrap()
+        .savepoint_info
+        .get_or_insert_with(Default::default);
+    info.last_savepoint = history.last().cloned();
+    info.savepoint_history = Some(history);
+    let sj = resource(spec("savepoint"), Some(status), true, false, 1);
+    for cleanup in [true, false] {
+        let policy = Policy {
+            history_max_count: 1,
+            history_cleanup: cleanup,
+            ..Policy::status_only()
+        };
+        let plan = decide(&sj, &with_policy(ready(found("RUNNING")), policy));
+        let kept = job(&plan.status)
+            .savepoint_info
+            .clone()
+            .unwrap()
+            .savepoint_history
+            .unwrap();
+        assert_eq!(kept.len(), 1, "cleanup {cleanup}");
+        assert_eq!(
+            kept[0].location.as_deref(),
+            Some("file:/sp/3"),
+            "cleanup {cleanup}"
+        );
+        let disposed: Vec<Action> = ["file:/sp/1", "file:/sp/2"]
+            .into_iter()
+            .map(|path| Action::Job(JobAction::DisposeSavepoint { path: path.into() }))
+            .collect();
+        if cleanup {
+            assert_eq!(plan.actions, disposed);
+            // Written after the disposals: a failed disposal keeps them in the history.
+            assert_eq!(plan.status_before, None);
+        } else {
+            assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        }
+        assert!(plan.events.iter().any(|e| e.note.contains("file:/sp/1")));
+    }
+    // A job that is not running keeps its history for now.
+    let plan = decide(
+        &sj,
+        &with_policy(
+            ready(found("RESTARTING")),
+            Policy {
+                history_max_count: 1,
+                ..Policy::status_only()
+            },
+        ),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+}
+
+#[test]
+fn a_spec_change_waits_for_a_pending_manual_savepoint() {
+    let triggered = decide(
+        &resource(
+            with_nonce("savepoint", "savepointTriggerNonce", 1),
+            Some(running("savepoint")),
+            true,
+            false,
+            2,
+        ),
+        &ready(found("RUNNING")),
+    )
+    .status_before
+    .unwrap();
+    let mut new_spec = changed("savepoint", None);
+    new_spec["job"]["savepointTriggerNonce"] = json!(1);
+    let sj = resource(new_spec, Some(triggered), true, false, 3);
+    let plan = decide(
+        &sj,
+        &Observation {
+            savepoint: Some(SavepointPoll::InProgress),
+            ..ready(found("RUNNING"))
+        },
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(reason(&plan.status), phase::UPDATING);
+    // Once it completed, the change goes ahead in the same reconcile.
+    let plan = decide(
+        &sj,
+        &Observation {
+            savepoint: Some(SavepointPoll::Completed("file:/sp/manual".into())),
+            ..ready(found("RUNNING"))
+        },
+    );
+    assert_eq!(
+        plan.actions,
+        [Action::Job(JobAction::StopWithSavepoint {
+            job_id: "old-job".into(),
+            trigger_id: "trigger".into(),
+            drain: false
+        })]
+    );
+    let before = plan.status_before.unwrap();
+    let info = job(&before).savepoint_info.clone().unwrap();
+    assert_eq!(
+        info.last_savepoint.unwrap().location.as_deref(),
+        Some("file:/sp/manual")
+    );
+    assert_eq!(info.trigger_type, Some(SnapshotTriggerType::Upgrade));
+}
+
+#[test]
+fn a_savepoint_redeploy_nonce_cancels_and_restores_the_initial_savepoint_path() {
+    let redeploy = |status: FlinkSessionJobStatus, path: Option<&str>| {
+        let mut s = with_nonce("savepoint", "savepointRedeployNonce", 1);
+        if let Some(path) = path {
+            s["job"]["initialSavepointPath"] = json!(path);
+        }
+        resource(s, Some(status), true, false, 2)
+    };
+    let chosen = Some("file:/sp/chosen");
+    let cancel = [Action::Job(JobAction::Cancel {
+        job_id: "old-job".into(),
+    })];
+    // 1. Cancelled, not stopped with a savepoint; recorded first.
+    let plan = decide(&redeploy(running("savepoint"), chosen), &ready(found("RUNNING")));
+    assert_eq!(plan.actions, cancel);
+    assert!(plan.events.iter().any(|e| e.reason == Reason::SavepointRedeploy));
+    let cancelling = plan.status_before.unwrap();
+    assert_eq!(reason(&cancelling), phase::UPDATING);
+    // A crash before the cancel reached Flink: cancelled again.
+    let plan = decide(&redeploy(cancelling.clone(), chosen), &ready(found("RUNNING")));
+    assert_eq!(plan.actions, cancel);
+    // 2. Cancelling: wait.
+    let plan = decide(&redeploy(cancelling.clone(), chosen), &ready(found("CANCELLING")));
+    assert!(plan.actions.is_empty());
+    // 3. Ended: the path, the spec (with its nonce) and a new job id are recorded, then
+    // the job is submitted restoring the path.
+    let plan = decide(&redeploy(cancelling, chosen), &ready(found("CANCELED")));
+    let committed = plan.status_before.clone().unwrap();
+    assert_eq!(
+        job(&committed).upgrade_savepoint_path.as_deref(),
+        Some("file:/sp/chosen")
+    );
+    assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"));
+    assert_eq!(
+        recorded_spec(&committed).job.unwrap().savepoint_redeploy_nonce,
+        Some(1)
+    );
+    assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/chosen"));
+    // 4. A crash before the submission: the recorded job id and path.
+    let plan = decide(
+        &redeploy(committed, chosen),
+        &Observation {
+            fresh_job_id: "another".into(),
+            ..ready(not_found())
+        },
+    );
+    assert_eq!(submission(&plan).job_id, "new-job");
+    assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/chosen"));
+    // Without a path there is nothing to redeploy from: refused, the job runs on.
+    let plan = decide(&redeploy(running("savepoint"), None), &ready(found("RUNNING")));
+    assert!(plan.actions.is_empty());
+    assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+    assert!(
+        plan.status
+            .error
+            .unwrap()
+            .contains("spec.job.initialSavepointPath is empty")
+    );
+}
+
+#[test]
+fn a_failed_job_is_restarted_from_its_newest_state_when_restart_failed_is_set() {
+    let restart = |minutes: i64| Policy {
+        restart_failed: true,
+        ..max_age(minutes)
+    };
+    // (name, mode, checkpoint found, Ok(restored path) or Err(part of the refusal))
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        Option<CheckpointLookup>,
+        Result<Option<&'a str>, &'a str>,
+    );
+    let cases: Vec<Case> = vec![
+        ("stateless: from nothing", "stateless", None, Ok(None)),
+        (
+            "a young checkpoint",
+            "last-state",
+            checkpoint_at("file:/cp/chk-5", NOW - MIN),
+            Ok(Some("file:/cp/chk-5")),
+        ),
+        (
+            "an old checkpoint",
+            "savepoint",
+            checkpoint_at("file:/cp/chk-5", NOW - 120 * MIN),
+            Err(
+                "restarting the failed job old-job: the newest state, checkpoint file:/cp/chk-5, is 2 h 0 min old",
+            ),
+        ),
+        (
+            "no state at all",
+            "last-state",
+            Some(CheckpointLookup::None),
+            Err("no checkpoint or savepoint of the job is known to restore from"),
+        ),
+    ];
+    for (name, mode, checkpoint, expected) in cases {
+        let sj = |status: FlinkSessionJobStatus| resource(spec(mode), Some(status), true, false, 1);
+        let observation = with_policy(
+            Observation {
+                checkpoint,
+                ..ready(found("FAILED"))
+            },
+            restart(60),
+        );
+        let plan = decide(&sj(running(mode)), &observation);
+        match expected {
+            Ok(path) => {
+                // 1. The new job id and the state are recorded, then it is submitted.
+                let committed = plan.status_before.clone().unwrap();
+                assert_eq!(job(&committed).job_id.as_deref(), Some("new-job"), "{name}");
+                assert_eq!(job(&committed).upgrade_savepoint_path.as_deref(), path, "{name}");
+                assert_eq!(
+                    reconciliation_state(&committed),
+                    Some(ReconciliationState::Upgrading),
+                    "{name}"
+                );
+                assert_eq!(submission(&plan).restore_path.as_deref(), path, "{name}");
+                assert!(
+                    plan.events.iter().any(|e| e.reason == Reason::RestartFailedJob),
+                    "{name}"
+                );
+                // 2. A crash before the submission: the recorded id and state, once.
+                let plan = decide(
+                    &sj(committed),
+                    &with_policy(
+                        Observation {
+                            fresh_job_id: "another".into(),
+                            ..ready(not_found())
+                        },
+                        restart(60),
+                    ),
+                );
+                assert_eq!(submission(&plan).job_id, "new-job", "{name}");
+                assert_eq!(submission(&plan).restore_path.as_deref(), path, "{name}");
+            }
+            Err(part) => {
+                assert!(plan.actions.is_empty(), "{name}: {:?}", plan.actions);
+                assert_eq!(reason(&plan.status), phase::FAILED, "{name}");
+                let error = plan.status.error.clone().unwrap();
+                assert!(error.contains(part), "{name}: {error}");
+                assert!(
+                    plan.events
+                        .iter()
+                        .any(|e| e.warning && e.reason == Reason::RestoreRefused && e.note == error),
+                    "{name}"
+                );
+                // Refused again on the next reconcile, without a second Event.
+                let again = decide(&sj(plan.status), &observation);
+                assert!(again.actions.is_empty(), "{name}");
+                assert!(again.events.is_empty(), "{name}: {:?}", again.events);
+            }
+        }
+    }
+    // Without the setting the job stays FAILED.
+    let plan = decide(
+        &resource(spec("last-state"), Some(running("last-state")), true, false, 1),
+        &Observation {
+            checkpoint: checkpoint_at("file:/cp/chk-5", NOW - MIN),
+            ..ready(found("FAILED"))
+        },
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(reason(&plan.status), phase::FAILED);
+    // The checkpoint not read yet: wait rather than restore older state.
+    let plan = decide(
+        &resource(spec("last-state"), Some(running("last-state")), true, false, 1),
+        &with_policy(
+            Observation {
+                checkpoint: Some(CheckpointLookup::Unavailable("timeout".into())),
+                ..ready(found("FAILED"))
+            },
+            restart(60),
+        ),
+    );
+    assert!(plan.actions.is_empty());
+}
+
+#[test]
+fn a_manual_checkpoint_does_not_make_the_checkpoint_a_job_started_from_look_young() {
+    // The job started from checkpoint chk-2 (two hours old), then took a manual
+    // checkpoint; it failed, and Flink's latest checkpoint is the manual one.
+    let mut status = running("last-state");
+    let started = status.job_status_mut();
+    restore::record(
+        started,
+        Some(&RestorableState {
+            kind: Kind::Checkpoint,
+            path: "file:/cp/chk-2".into(),
+            timestamp_ms: Some(NOW - 120 * MIN),
+        }),
+    );
+    started.checkpoint_info.as_mut().unwrap().last_checkpoint = Some(Checkpoint {
+        time_stamp: Some(NOW - MIN),
+        trigger_type: Some(SnapshotTriggerType::Manual),
+        ..Default::default()
+    });
+    let plan = decide(
+        &resource(spec("last-state"), Some(status), true, false, 1),
+        &with_policy(
+            Observation {
+                checkpoint: checkpoint_at("file:/cp/chk-9", NOW - 2 * MIN),
+                ..ready(found("FAILED"))
+            },
+            Policy {
+                restart_failed: true,
+                ..max_age(60)
+            },
+        ),
+    );
+    assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/cp/chk-9"));
+}
