@@ -65,9 +65,6 @@ async fn answer(admission: &Admission, endpoint: Endpoint, request: Request) -> 
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > review::MAX_BODY_BYTES as u64) {
-        return ReviewError::TooLarge.into_response();
-    }
     let _place = if declared.is_none_or(|length| length > LARGE_BODY_BYTES) {
         match tokio::time::timeout(review::BODY_READ_TIMEOUT, LARGE_BODIES.acquire()).await {
             Ok(Ok(place)) => Some(place),
