@@ -56,6 +56,7 @@ pub mod savepoint_retry;
 pub mod snapshot_resources;
 pub mod snapshots;
 pub mod spec;
+pub mod step;
 pub mod stop;
 
 #[cfg(test)]
