@@ -84,6 +84,16 @@ fn stable_at_parallelism_3(s: &mut Shared) {
     s.rs.as_mut().expect("recorded").last_stable_spec = Some(stable);
 }
 
+/// A savepoint of `trigger_type` triggered a second ago, its trigger id recorded.
+fn savepoint_triggered(s: &mut Shared, trigger_type: SnapshotTriggerType) {
+    s.job.savepoint_info = Some(SavepointInfo {
+        trigger_id: Some("trigger-0".into()),
+        trigger_type: Some(trigger_type),
+        trigger_timestamp: Some(NOW - 1_000),
+        ..SavepointInfo::default()
+    });
+}
+
 fn rows() -> Vec<Row> {
     use Step::*;
     vec![
@@ -103,14 +113,7 @@ fn rows() -> Vec<Row> {
             ..row(UntilReady)
         },
         Row {
-            edit: |s| {
-                s.job.savepoint_info = Some(SavepointInfo {
-                    trigger_id: Some("trigger-0".into()),
-                    trigger_type: Some(SnapshotTriggerType::Upgrade),
-                    trigger_timestamp: Some(NOW - 1_000),
-                    ..SavepointInfo::default()
-                });
-            },
+            edit: |s| savepoint_triggered(s, SnapshotTriggerType::Upgrade),
             look: Look {
                 savepoint: Some(SavepointPoll::InProgress),
                 ..look("RUNNING")
@@ -151,14 +154,7 @@ fn rows() -> Vec<Row> {
         },
         Row {
             job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
-            edit: |s| {
-                s.job.savepoint_info = Some(SavepointInfo {
-                    trigger_id: Some("trigger-0".into()),
-                    trigger_type: Some(SnapshotTriggerType::Manual),
-                    trigger_timestamp: Some(NOW - 1_000),
-                    ..SavepointInfo::default()
-                });
-            },
+            edit: |s| savepoint_triggered(s, SnapshotTriggerType::Manual),
             look: Look {
                 savepoint: Some(SavepointPoll::InProgress),
                 ..changed("RUNNING")
@@ -228,31 +224,51 @@ fn rows() -> Vec<Row> {
     ]
 }
 
-fn application(row: &Row) -> Step {
-    let config = json!({});
-    let stored = (row.stored.as_ref()).map(|job| edited(Application::running(job, &config), row.edit));
-    let resource = Application::resource(&row.job, &config, stored, row.deleting, row.look.generation);
-    let mut observation = Application::observation(&row.look);
-    (row.application)(&mut observation);
-    fd::step(&resource, &observation)
+/// How a kind derives a row's step: its resource, its observation (with the row's edit of
+/// it), and its decision's step.
+struct Deriving<K: Kind, R, O>(
+    fn(&Value, &Value, Option<K::Status>, bool, i64) -> R,
+    fn(&Look) -> O,
+    fn(&Row) -> fn(&mut O),
+    fn(&R, &O) -> Step,
+);
+
+impl<K: Kind, R, O> Deriving<K, R, O> {
+    fn step(&self, row: &Row) -> Step {
+        let Deriving(resource, observation, edit, step) = self;
+        let config = json!({});
+        let stored = (row.stored.as_ref()).map(|job| edited(K::running(job, &config), row.edit));
+        let resource = resource(&row.job, &config, stored, row.deleting, row.look.generation);
+        let mut observation = observation(&row.look);
+        edit(row)(&mut observation);
+        step(&resource, &observation)
+    }
 }
 
-fn session_job(row: &Row) -> Step {
-    let config = json!({});
-    let stored = (row.stored.as_ref()).map(|job| edited(SessionJob::running(job, &config), row.edit));
-    let resource = SessionJob::resource(&row.job, &config, stored, row.deleting, row.look.generation);
-    let mut observation = SessionJob::observation(&row.look);
-    (row.session)(&mut observation);
-    sj::step(&resource, &observation)
-}
+const APPLICATION: Deriving<Application, FlinkDeployment, fd::Observation> = Deriving(
+    Application::resource,
+    Application::observation,
+    |row| row.application,
+    fd::step,
+);
+const SESSION_JOB: Deriving<SessionJob, FlinkSessionJob, sj::Observation> = Deriving(
+    SessionJob::resource,
+    SessionJob::observation,
+    |row| row.session,
+    sj::step,
+);
 
 #[test]
 fn each_kind_derives_the_step_of_the_table_from_its_stored_status_and_observation() {
     let rows = rows();
     for (i, row) in rows.iter().enumerate() {
         let (application_step, session_step) = row.steps;
-        assert_eq!(application(row), application_step, "row {i}: FlinkDeployment");
-        assert_eq!(session_job(row), session_step, "row {i}: FlinkSessionJob");
+        assert_eq!(
+            APPLICATION.step(row),
+            application_step,
+            "row {i}: FlinkDeployment"
+        );
+        assert_eq!(SESSION_JOB.step(row), session_step, "row {i}: FlinkSessionJob");
     }
     // One row per step, in the order the steps are tried.
     let named: Vec<Step> = rows.iter().map(|r| r.step).collect();
