@@ -160,16 +160,17 @@ pub use crate::{lifecycle::poll::SavepointPoll, runtime::EventNote};
 const RECONCILING: &str = flink_job_state::RECONCILING;
 
 pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
-    machine::decide(&mut decision(sj, obs))
+    machine::decide(&mut under_way(sj, obs))
 }
 
 /// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
 #[cfg(test)]
 pub(crate) fn step(sj: &FlinkSessionJob, obs: &Observation) -> crate::lifecycle::step::Step {
-    crate::lifecycle::step::derive(&mut decision(sj, obs)).0
+    crate::lifecycle::step::derive(&mut under_way(sj, obs)).0
 }
 
-fn decision<'a>(sj: &'a FlinkSessionJob, obs: &'a Observation) -> Decision<'a> {
+/// The decision about `sj` before anything is decided.
+fn under_way<'a>(sj: &'a FlinkSessionJob, obs: &'a Observation) -> Decision<'a> {
     // Conditions come back with the rest, so their transition times carry over.
     Decision {
         sj,
