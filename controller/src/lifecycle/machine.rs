@@ -410,6 +410,26 @@ fn next_step<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
 
 /// Does what `step` says (the table of [`super::step`]).
 fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> PlanOf<'a, K> {
+    // The steps after the first start are derived only with a recorded spec, and those after
+    // the start only once the job was observed; were one not, it is this resource's error,
+    // not a panic of the loop.
+    macro_rules! or_report {
+        ($found:expr, $what:literal) => {
+            match $found {
+                Some(found) => found,
+                None => {
+                    return invalid(
+                        k,
+                        phase::UPDATE_FAILED,
+                        format!(
+                            "the operator derived the {step:?} step without {} (a bug, please report it)",
+                            $what
+                        ),
+                    );
+                }
+            }
+        };
+    }
     match step {
         Step::Deleting => delete(k),
         Step::Unreadable => invalid(
@@ -419,8 +439,8 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
         ),
         Step::UntilReady => k.until_ready(found.recorded()),
         Step::FollowingStop => {
-            let trigger_id = stop::pending_trigger(k.status()).unwrap_or_default();
-            let running = k.running_spec(found.spec());
+            let trigger_id = or_report!(stop::pending_trigger(k.status()), "a pending stop");
+            let running = k.running_spec(or_report!(found.spec(), "a recorded spec"));
             k.observe_while_stopping(&running);
             follow_stop(k, &trigger_id)
         }
@@ -433,28 +453,34 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
             invalid(k, reason, k.violations().join("; "))
         }
         Step::FirstStart => k.first_start(),
-        Step::Starting => k.start_in_progress(found.spec()),
-        Step::RollingBack => k.continue_rollback(found.spec()),
-        Step::ChangedBack => k.changed_back(&found.observed().recorded),
+        Step::Starting => k.start_in_progress(or_report!(found.spec(), "a recorded spec")),
+        Step::RollingBack => k.continue_rollback(or_report!(found.spec(), "a recorded spec")),
+        Step::ChangedBack => k.changed_back(&or_report!(found.observed(), "observing the job").recorded),
         Step::WaitingForSnapshot => k.wait(Wait::ForSnapshot),
-        Step::Change => change(k, &found.observed().recorded),
+        Step::Change => change(k, &or_report!(found.observed(), "observing the job").recorded),
         Step::Suspended => {
-            let observed = found.observed();
+            let observed = or_report!(found.observed(), "observing the job");
             k.rest_suspended()
                 .unwrap_or_else(|| steady(k, &observed.recorded, observed.pending))
         }
-        Step::Recovering => k.recover(&found.observed().recorded).unwrap_or_else(|| {
-            let next = Step::after(k, found.observed(), Some(Step::Recovering));
-            take(k, next, found)
-        }),
+        Step::Recovering => {
+            let observed = or_report!(found.observed(), "observing the job");
+            k.recover(&observed.recorded).unwrap_or_else(|| {
+                let next = Step::after(k, observed, Some(Step::Recovering));
+                take(k, next, found)
+            })
+        }
         Step::RestartingFailed => restart_failed(k),
-        Step::RollbackDue => k.roll_back(&found.observed().recorded).unwrap_or_else(|| {
-            let next = Step::after(k, found.observed(), Some(Step::RollbackDue));
-            take(k, next, found)
-        }),
-        Step::SnapshotsDue => snapshots_of_running_job(k, found.observed()),
+        Step::RollbackDue => {
+            let observed = or_report!(found.observed(), "observing the job");
+            k.roll_back(&observed.recorded).unwrap_or_else(|| {
+                let next = Step::after(k, observed, Some(Step::RollbackDue));
+                take(k, next, found)
+            })
+        }
+        Step::SnapshotsDue => snapshots_of_running_job(k, or_report!(found.observed(), "observing the job")),
         Step::Steady => {
-            let observed = found.observed();
+            let observed = or_report!(found.observed(), "observing the job");
             steady(k, &observed.recorded, observed.pending)
         }
     }

@@ -189,15 +189,15 @@ impl<S> Found<S> {
         self.read.as_ref().ok().and_then(Option::as_ref)
     }
 
-    /// The recorded spec of a step after [`Step::FirstStart`].
-    pub fn spec(&self) -> &S {
+    /// The recorded spec of a step after [`Step::FirstStart`] (always there: the step is
+    /// derived only when it is; `None` would be a bug, reported on the resource).
+    pub fn spec(&self) -> Option<&S> {
         self.recorded()
-            .expect("every step after the first start has a recorded spec")
     }
 
-    /// What a step after [`Step::RollingBack`] was derived from.
-    pub fn observed(&self) -> &Observed<S> {
-        (self.observed.as_ref()).expect("every step after the start is derived once observed")
+    /// What a step after [`Step::RollingBack`] was derived from (always there, as above).
+    pub fn observed(&self) -> Option<&Observed<S>> {
+        self.observed.as_ref()
     }
 }
 
