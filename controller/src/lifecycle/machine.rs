@@ -1,13 +1,14 @@
 //! The job lifecycle as one state machine: for each recorded step and each observation,
 //! the next step, the same for every job kind.
 //!
-//! [`decide`] is the dispatch order, read top to bottom: deletion (its savepoint, then the
-//! kind's teardown), a stop-with-savepoint in
-//! flight, an invalid spec, the first start, a start in progress, a spec change, a
-//! suspended job, a restart of a failed job, snapshots, steady. The pure tables
-//! ([`change::ending`], [`change::resume`], [`stop::follow`], the restore guards) say what
-//! the job's state allows; the functions below map each of their outcomes to the next step,
-//! once for every kind.
+//! [`decide`] derives the job's [`Step`] from its recorded status and what was observed
+//! (see [`super::step`], with its table), then does what that step says in one `match`:
+//! deletion (its savepoint, then the kind's teardown), a stop-with-savepoint in flight, an
+//! invalid spec, the first start, a start or rollback in progress, a spec change, a
+//! suspended job, the kind's recovery, a restart of a failed job, the kind's rollback,
+//! snapshots, steady. The pure tables ([`change::ending`], [`change::resume`],
+//! [`stop::follow`], the restore guards) say what the job's state allows; the functions
+//! below map each of their outcomes to the next step, once for every kind.
 //!
 //! What differs per kind is behind [`JobKind`]: how a job is started (an application cluster
 //! deployed with it, or a jar submitted to a session cluster) and ended for a change (the
@@ -26,6 +27,7 @@ use super::{
     restore::{self, RestorableState},
     savepoint_history, snapshot_resources, snapshots,
     spec::{self, JobSpecOf},
+    step::{Found, Observed, Step, derive},
     stop::{self, Stopped, Stopping},
 };
 use crate::{
@@ -157,6 +159,9 @@ pub trait JobKind<'a> {
     /// and its high-availability metadata keeps the latest checkpoint for a last-state
     /// change; a session job is cancelled instead.
     const ENDS_WITH_ITS_CLUSTER: bool;
+    /// Whether the kind rolls back a spec that did not become stable (an application
+    /// cluster): a recorded ROLLING_BACK is its [`Step::RollingBack`].
+    const ROLLS_BACK: bool = false;
 
     // What the machine reads and writes.
 
@@ -194,7 +199,8 @@ pub trait JobKind<'a> {
         plan
     }
 
-    // The steps, in the order of [`decide`].
+    // The steps, in the order of [`Step`]: what each does, and what only the kind can say
+    // of whether it is the step (read without side effects).
 
     fn deleting(&self) -> bool;
     /// What the kind does about a deletion before its job is stopped (a session job whose
@@ -214,17 +220,27 @@ pub trait JobKind<'a> {
     fn admit(&mut self);
     /// The recorded spec; an unreadable one is an error to show (or, `Ok(None)`, a first start).
     fn recorded(&self) -> Result<Option<Self::Spec>, String>;
-    /// Nothing can be done until what runs the job can act (a session job's cluster).
-    fn until_ready(&mut self, _recorded: Option<&Self::Spec>) -> Option<Plan<Self::Status, Self::Action>> {
-        None
+    /// Whether what runs the job can act (a session job's cluster); else [`Step::UntilReady`].
+    fn ready(&self) -> bool {
+        true
+    }
+    /// Nothing can be done until what runs the job can act (never, for a kind that is
+    /// always ready: it would only write the status).
+    fn until_ready(&mut self, _recorded: Option<&Self::Spec>) -> Plan<Self::Status, Self::Action> {
+        self.done(super::WAIT)
     }
     fn violations(&self) -> &[String];
     /// `status.error` as stored (observing may have rewritten it in the status being built).
     fn stored_error(&self) -> Option<&'a str>;
     /// The spec's job (or cluster) is started for the first time.
     fn first_start(&mut self) -> Plan<Self::Status, Self::Action>;
-    /// A recorded start (or the kind's own recorded step) goes on.
-    fn start_in_progress(&mut self, recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>>;
+    /// A recorded start (UPGRADING) goes on.
+    fn start_in_progress(&mut self, recorded: &Self::Spec) -> Plan<Self::Status, Self::Action>;
+    /// A recorded rollback (ROLLING_BACK) goes on (never, for a kind that does not roll
+    /// back: it would only write the status).
+    fn continue_rollback(&mut self, _recorded: &Self::Spec) -> Plan<Self::Status, Self::Action> {
+        self.done(SLOW)
+    }
     /// The spec that runs (after an application cluster's rollback: the last stable one).
     fn running_spec(&self, recorded: &Self::Spec) -> Self::Spec {
         recorded.clone()
@@ -233,14 +249,15 @@ pub trait JobKind<'a> {
     fn observe(&mut self, running: &Self::Spec);
     /// What the kind records of its job while a stop-with-savepoint is followed.
     fn observe_while_stopping(&mut self, _running: &Self::Spec) {}
-    /// A change that needs no new job (an application cluster's spec changed back to the one
-    /// its rollback runs).
-    fn changed_back(
-        &mut self,
-        _recorded: &Self::Spec,
-        _running: &Self::Spec,
-    ) -> Option<Plan<Self::Status, Self::Action>> {
-        None
+    /// Whether the changed spec is what runs already (an application cluster's spec changed
+    /// back to the one its rollback runs): a change that needs no new job.
+    fn runs_changed_back(&self, _running: &Self::Spec) -> bool {
+        false
+    }
+    /// The spec changed back to what runs is recorded (never, for a kind whose spec cannot
+    /// change back: it would only write the status).
+    fn changed_back(&mut self, _recorded: &Self::Spec) -> Plan<Self::Status, Self::Action> {
+        self.done(SLOW)
     }
     /// This generation's change was already refused: it stays refused until the spec changes.
     fn refused_change(&mut self) -> Option<Plan<Self::Status, Self::Action>>;
@@ -272,15 +289,26 @@ pub trait JobKind<'a> {
     fn wait(&mut self, what: Wait) -> Plan<Self::Status, Self::Action>;
     fn refuse(&mut self, refusal: Refusal) -> Plan<Self::Status, Self::Action>;
 
-    /// A suspended job that needs nothing done.
+    /// A suspended job that needs nothing done (None: it is said as a steady one is).
     fn rest_suspended(&mut self) -> Option<Plan<Self::Status, Self::Action>>;
-    /// The kind's own step before a restart (an application cluster's lost JobManager).
+    /// Whether the kind's own step before a restart is due (an application cluster's lost
+    /// JobManager, or its unhealthy job).
+    fn recovery_due(&self, _recorded: &Self::Spec) -> bool {
+        false
+    }
+    /// The kind's own step before a restart, once [`JobKind::recovery_due`]; None: declined
+    /// (why is noted in status), the next step is derived.
     fn recover(&mut self, _recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>> {
         None
     }
     /// Whether a FAILED job is restarted now.
     fn restart_due(&self, pending: bool) -> bool;
-    /// The kind's own step after a restart (an application cluster's rollback).
+    /// Whether the kind's own step after a restart is due (an application cluster's rollback).
+    fn rollback_due(&self, _recorded: &Self::Spec) -> bool {
+        false
+    }
+    /// The kind's own step after a restart, once [`JobKind::rollback_due`]; None: declined
+    /// (why is noted in status), the next step is derived.
     fn roll_back(&mut self, _recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>> {
         None
     }
@@ -374,81 +402,88 @@ fn seal_new_snapshots<S: LifecycleStatus, A: AsJobAction>(plan: &mut Plan<S, A>)
     }
 }
 
+/// The step ([`Step`]) derived, then dispatched.
 fn next_step<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
-    if k.deleting() {
-        return delete(k);
-    }
-    k.admit();
-    let recorded = match k.recorded() {
-        Ok(recorded) => recorded,
-        Err(error) => return invalid(k, phase::DEPLOY_FAILED, error),
-    };
-    if let Some(plan) = k.until_ready(recorded.as_ref()) {
-        return plan;
-    }
-    // A stop-with-savepoint in flight is followed to its end whatever the spec says now
-    // (changed back, or invalid): the job stops either way, and its savepoint must be
-    // recorded while the JobManager still knows it.
-    if let (Some(trigger_id), Some(recorded)) = (stop::pending_trigger(k.status()), recorded.as_ref()) {
-        let running = k.running_spec(recorded);
-        k.observe_while_stopping(&running);
-        return follow_stop(k, &trigger_id);
-    }
-    if !k.violations().is_empty() {
-        let error = k.violations().join("; ");
-        let reason = if recorded.is_none() {
-            phase::DEPLOY_FAILED
-        } else {
-            phase::UPDATE_FAILED
+    let (step, found) = derive(k);
+    take(k, step, &found)
+}
+
+/// Does what `step` says (the table of [`super::step`]).
+fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> PlanOf<'a, K> {
+    // The steps after the first start are derived only with a recorded spec, and those after
+    // the start only once the job was observed; were one not, it is this resource's error,
+    // not a panic of the loop.
+    macro_rules! or_report {
+        ($found:expr, $what:literal) => {
+            match $found {
+                Some(found) => found,
+                None => {
+                    return invalid(
+                        k,
+                        phase::UPDATE_FAILED,
+                        format!(
+                            "the operator derived the {step:?} step without {} (a bug, please report it)",
+                            $what
+                        ),
+                    );
+                }
+            }
         };
-        return invalid(k, reason, error);
     }
-    let Some(recorded) = recorded else {
-        return k.first_start();
-    };
-    if let Some(plan) = k.start_in_progress(&recorded) {
-        return plan;
-    }
-    let running = k.running_spec(&recorded);
-    let changed = spec::changed(&recorded, k.spec());
-    let recorded = if !changed && &recorded != k.spec() {
-        record_ignored_changes(k, &recorded)
-    } else {
-        recorded
-    };
-    let suspended = spec::is_suspended(&recorded);
-    k.observe(&running);
-    // A suspended job has nothing to poll: a trigger left from before is not waited for.
-    let pending = !suspended && settle(k, &recorded);
-    if changed {
-        if let Some(plan) = k.changed_back(&recorded, &running) {
-            return plan;
+    match step {
+        Step::Deleting => delete(k),
+        Step::Unreadable => invalid(
+            k,
+            phase::DEPLOY_FAILED,
+            found.read.as_ref().err().cloned().unwrap_or_default(),
+        ),
+        Step::UntilReady => k.until_ready(found.recorded()),
+        Step::FollowingStop => {
+            let trigger_id = or_report!(stop::pending_trigger(k.status()), "a pending stop");
+            let running = k.running_spec(or_report!(found.spec(), "a recorded spec"));
+            k.observe_while_stopping(&running);
+            follow_stop(k, &trigger_id)
         }
-        if pending {
-            return k.wait(Wait::ForSnapshot);
+        Step::Invalid => {
+            let reason = if found.recorded().is_none() {
+                phase::DEPLOY_FAILED
+            } else {
+                phase::UPDATE_FAILED
+            };
+            invalid(k, reason, k.violations().join("; "))
         }
-        return change(k, &recorded);
+        Step::FirstStart => k.first_start(),
+        Step::Starting => k.start_in_progress(or_report!(found.spec(), "a recorded spec")),
+        Step::RollingBack => k.continue_rollback(or_report!(found.spec(), "a recorded spec")),
+        Step::ChangedBack => k.changed_back(&or_report!(found.observed(), "observing the job").recorded),
+        Step::WaitingForSnapshot => k.wait(Wait::ForSnapshot),
+        Step::Change => change(k, &or_report!(found.observed(), "observing the job").recorded),
+        Step::Suspended => {
+            let observed = or_report!(found.observed(), "observing the job");
+            k.rest_suspended()
+                .unwrap_or_else(|| steady(k, &observed.recorded, observed.pending))
+        }
+        Step::Recovering => {
+            let observed = or_report!(found.observed(), "observing the job");
+            k.recover(&observed.recorded).unwrap_or_else(|| {
+                let next = Step::after(k, observed, Some(Step::Recovering));
+                take(k, next, found)
+            })
+        }
+        Step::RestartingFailed => restart_failed(k),
+        Step::RollbackDue => {
+            let observed = or_report!(found.observed(), "observing the job");
+            k.roll_back(&observed.recorded).unwrap_or_else(|| {
+                let next = Step::after(k, observed, Some(Step::RollbackDue));
+                take(k, next, found)
+            })
+        }
+        Step::SnapshotsDue => snapshots_of_running_job(k, or_report!(found.observed(), "observing the job")),
+        Step::Steady => {
+            let observed = or_report!(found.observed(), "observing the job");
+            steady(k, &observed.recorded, observed.pending)
+        }
     }
-    if suspended && let Some(plan) = k.rest_suspended() {
-        return plan;
-    }
-    if let Some(plan) = k.recover(&recorded) {
-        return plan;
-    }
-    if !suspended && k.restart_due(pending) {
-        return restart_failed(k);
-    }
-    if let Some(plan) = k.roll_back(&recorded) {
-        return plan;
-    }
-    if !suspended
-        && !pending
-        && k.job_running()
-        && let Some(plan) = snapshots_of_running_job(k, &recorded)
-    {
-        return plan;
-    }
-    steady(k, &recorded, pending)
 }
 
 /// Deletion behind the finalizer, one rule for both kinds (see [`super::deletion`]): a
@@ -508,26 +543,6 @@ fn invalid<'a, K: JobKind<'a>>(k: &mut K, reason: &str, error: String) -> PlanOf
     k.done(SLOW)
 }
 
-/// Records a spec whose changes end no job, and returns it as the recorded one; the
-/// recorded snapshot nonces stay until their snapshots are triggered.
-fn record_ignored_changes<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> K::Spec {
-    let spec = spec::with_recorded_nonces(k.spec(), recorded);
-    let generation = k.facts().generation;
-    let (status, _) = k.parts();
-    if let Some(rs) = status.reconciliation_mut().as_mut() {
-        spec::record(rs, spec.clone());
-    }
-    *status.observed_generation_mut() = generation;
-    spec
-}
-
-/// Follows the pending manual or periodic snapshots into status; whether one is pending.
-fn settle<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> bool {
-    let facts = k.facts();
-    let (status, mut out) = k.parts();
-    snapshots::settle(status, &facts, recorded.job(), &mut out)
-}
-
 fn recorded_job_id(status: &impl LifecycleStatus) -> String {
     status
         .job_status()
@@ -541,7 +556,7 @@ fn job_status(status: &impl LifecycleStatus) -> JobStatus {
 
 /// The job's status as restores and the periodic schedule see it: with its snapshot
 /// resources (see [`snapshot_resources::view`]).
-fn job_view<'a, K: JobKind<'a>>(k: &K) -> JobStatus {
+pub(super) fn job_view<'a, K: JobKind<'a>>(k: &K) -> JobStatus {
     snapshot_resources::view(&job_status(k.status()), k.facts().snapshots)
 }
 
@@ -823,19 +838,18 @@ fn restart_failed<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
 }
 
 /// With nothing pending: a manual snapshot asked for by a new nonce or a periodic
-/// savepoint that is due (its trigger id recorded before it is sent), a schedule this
-/// version cannot follow, or savepoints that leave the history.
-fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> Option<PlanOf<'a, K>> {
+/// savepoint that is due, its trigger id recorded before it is sent (none due: steady).
+fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
     let facts = k.facts();
     let spec = k.spec();
-    let job = job_view(k);
-    if let Some(wanted) = snapshots::due(spec, recorded, &job, &facts) {
-        let (status, mut out) = k.parts();
-        snapshots::trigger(status, spec, recorded, wanted, &facts, &mut out);
-        k.phase(recorded);
-        return Some(k.record_then(FAST));
-    }
-    None
+    let recorded = &observed.recorded;
+    let Some(wanted) = snapshots::due(spec, recorded, &job_view(k), &facts) else {
+        return steady(k, recorded, observed.pending);
+    };
+    let (status, mut out) = k.parts();
+    snapshots::trigger(status, spec, recorded, wanted, &facts, &mut out);
+    k.phase(recorded);
+    k.record_then(FAST)
 }
 
 /// Nothing to do but to say where the job stands, and when to look again.

@@ -2,11 +2,11 @@
 //! share, decided once for both (pure: no I/O; the clock, fresh ids and the operator
 //! settings are inputs).
 //!
-//! [`machine`] is the lifecycle as one state machine: its `decide` is the dispatch order
-//! (deletion, a stop-with-savepoint in flight, an invalid spec, the first start, a start in
-//! progress, a spec change, a suspended job, a restart of a failed job, snapshots, steady),
-//! and its functions map each outcome of the pure tables below to the next step. A kind
-//! plugs into it through [`machine::JobKind`].
+//! [`machine`] is the lifecycle as one state machine: its `decide` derives the job's
+//! [`step::Step`] from the recorded status and the observation ([`step`] tables every step:
+//! when it is taken, what it does, what comes next), then dispatches it in one `match`, and
+//! its functions map each outcome of the pure tables below to the next step. A kind plugs
+//! into it through [`machine::JobKind`].
 //!
 //! A job goes through the same steps whatever runs it:
 //!
@@ -56,6 +56,7 @@ pub mod savepoint_retry;
 pub mod snapshot_resources;
 pub mod snapshots;
 pub mod spec;
+pub mod step;
 pub mod stop;
 
 #[cfg(test)]

@@ -1422,3 +1422,6 @@ fn with_snapshot_resources_the_history_retention_deletes_resources_beyond_the_co
 
 #[path = "scenarios/revisions.rs"]
 mod revisions;
+
+#[path = "scenarios/steps.rs"]
+mod steps;

@@ -217,6 +217,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
     // Deleting an application cluster ends its job, and its high-availability metadata can
     // keep the latest checkpoint for the next cluster.
     const ENDS_WITH_ITS_CLUSTER: bool = true;
+    const ROLLS_BACK: bool = true;
 
     fn metadata(&self) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.fd.metadata
@@ -292,18 +293,17 @@ impl<'a> JobKind<'a> for Decision<'a> {
         start::first_deployment(self.take())
     }
 
-    fn start_in_progress(&mut self, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
-        let state = self.status.reconciliation_status.as_ref()?.state;
-        match state {
-            Some(ReconciliationState::Upgrading) => Some(start::continue_upgrade(self.take(), recorded, false)),
-            Some(ReconciliationState::RollingBack) => Some(match self.rolled_back.clone() {
-                Some(stable) => start::continue_upgrade(self.take(), &stable, true),
-                None => self.take().refuse(
-                    phase::UPDATE_FAILED,
-                    "rolling back: status.reconciliationStatus.lastStableSpec cannot be read; nothing is done until the spec changes".to_owned(),
-                ),
-            }),
-            _ => None,
+    fn start_in_progress(&mut self, recorded: &FlinkDeploymentSpec) -> Plan {
+        start::continue_upgrade(self.take(), recorded, false)
+    }
+
+    fn continue_rollback(&mut self, _recorded: &FlinkDeploymentSpec) -> Plan {
+        match self.rolled_back.clone() {
+            Some(stable) => start::continue_upgrade(self.take(), &stable, true),
+            None => self.take().refuse(
+                phase::UPDATE_FAILED,
+                "rolling back: status.reconciliationStatus.lastStableSpec cannot be read; nothing is done until the spec changes".to_owned(),
+            ),
         }
     }
 
@@ -326,14 +326,11 @@ impl<'a> JobKind<'a> for Decision<'a> {
         self.observe(running);
     }
 
-    fn changed_back(
-        &mut self,
-        recorded: &FlinkDeploymentSpec,
-        running: &FlinkDeploymentSpec,
-    ) -> Option<Plan> {
-        if !self.rolled_back() || upgrade_relevant(running) != upgrade_relevant(&self.fd.spec) {
-            return None;
-        }
+    fn runs_changed_back(&self, running: &FlinkDeploymentSpec) -> bool {
+        self.rolled_back() && upgrade_relevant(running) == upgrade_relevant(&self.fd.spec)
+    }
+
+    fn changed_back(&mut self, recorded: &FlinkDeploymentSpec) -> Plan {
         // Changed back to what runs since the rollback: recorded, nothing redeployed.
         let spec = spec::with_recorded_nonces(&self.fd.spec, recorded);
         if let Some(rs) = self.status.reconciliation_status.as_mut() {
@@ -341,7 +338,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
             rs.state = Some(ReconciliationState::Deployed);
         }
         self.observed_phase();
-        Some(self.take().done(FAST))
+        self.take().done(FAST)
     }
 
     fn refused_change(&mut self) -> Option<Plan> {
@@ -602,6 +599,11 @@ impl<'a> JobKind<'a> for Decision<'a> {
         Some(self.take().done(SLOW))
     }
 
+    fn recovery_due(&self, recorded: &FlinkDeploymentSpec) -> bool {
+        !self.rolled_back()
+            && (recovery::missing(self, recorded) || health::unhealthy(self, recorded).is_some())
+    }
+
     fn recover(&mut self, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
         if self.rolled_back() {
             return None;
@@ -617,6 +619,10 @@ impl<'a> JobKind<'a> for Decision<'a> {
             && self.fd.spec.job.is_some()
             && self.obs.policy.restart_failed
             && self.job_status().state() == Some(flink_job_state::FAILED)
+    }
+
+    fn rollback_due(&self, recorded: &FlinkDeploymentSpec) -> bool {
+        !self.rolled_back() && rollback::due_now(self, recorded)
     }
 
     fn roll_back(&mut self, recorded: &FlinkDeploymentSpec) -> Option<Plan> {

@@ -34,21 +34,27 @@ pub(super) fn observe_into(d: &mut Decision) {
     }
 }
 
-/// Restarts the job of `recorded` if the history judged it unhealthy and its upgrade mode
-/// allows a restart that keeps its state.
-pub(super) fn restart_if_unhealthy(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+/// Why the job of `recorded` is unhealthy, if the history judged it so and it has not ended
+/// (it is restarted, or said why not).
+pub(super) fn unhealthy(d: &Decision, recorded: &FlinkDeploymentSpec) -> Option<String> {
     d.obs.policy.health?;
-    let job = recorded.job.as_ref()?;
+    recorded.job.as_ref()?;
     let history = HealthHistory::read(d.status.cluster_info.as_ref())?;
     let Verdict::Unhealthy(why) = history.verdict() else {
         return None;
     };
-    if d.job_status()
+    let ended = d
+        .job_status()
         .state()
-        .is_some_and(flink_job_state::is_globally_terminal)
-    {
-        return None;
-    }
+        .is_some_and(flink_job_state::is_globally_terminal);
+    (!ended).then_some(why)
+}
+
+/// Restarts the job of `recorded` if it is [`unhealthy`] and its upgrade mode allows a
+/// restart that keeps its state.
+pub(super) fn restart_if_unhealthy(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+    let why = unhealthy(d, recorded)?;
+    let job = recorded.job.as_ref()?;
     let stateless = job.upgrade_mode_or_default() == UpgradeMode::Stateless;
     let last_state = !stateless;
     if last_state && !(d.obs.policy.high_availability && d.obs.ha_checkpoint == Some(true)) {

@@ -197,6 +197,12 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
     machine::decide(&mut Decision::new(fd, obs))
 }
 
+/// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
+#[cfg(test)]
+pub(crate) fn step(fd: &FlinkDeployment, obs: &Observation) -> crate::lifecycle::step::Step {
+    crate::lifecycle::step::derive(&mut Decision::new(fd, obs)).0
+}
+
 fn is_suspended(spec: &FlinkDeploymentSpec) -> bool {
     spec::is_suspended(spec)
 }

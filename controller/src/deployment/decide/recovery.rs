@@ -16,28 +16,28 @@ use flink_operator_api::{
 
 use super::{Decision, EventNote, JobManagerObservation, Plan, start};
 
-/// Redeploys `recorded` if its JobManager Deployment is missing and recovery is enabled.
-pub(super) fn recover_if_missing(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+/// Whether the JobManager Deployment of `recorded` is missing, recovery is enabled, and
+/// there is something to recover (redeployed, or said why not).
+pub(super) fn missing(d: &Decision, recorded: &FlinkDeploymentSpec) -> bool {
     if !d.obs.policy.jm_recovery || d.obs.job_manager != JobManagerObservation::Missing {
-        return None;
+        return false;
     }
-    let rs = d.status.reconciliation_status.as_ref()?;
-    if rs.state != Some(ReconciliationState::Deployed) {
-        return None;
-    }
+    let deployed = (d.status.reconciliation_status.as_ref())
+        .is_some_and(|rs| rs.state == Some(ReconciliationState::Deployed));
     // Just deployed and not seen yet: that is not a loss.
     let seen_before = d.fd.status.as_ref().and_then(|s| s.job_manager_deployment_status);
-    if matches!(seen_before, None | Some(JobManagerDeploymentStatus::Deploying)) {
-        return None;
-    }
     // A job that ended (or was never seen to start) leaves nothing to recover.
-    let job = d.job_status();
-    if recorded.job.is_some()
+    let ended = recorded.job.is_some()
         && matches!(
-            job.state(),
+            d.job_status().state(),
             Some(flink_job_state::FINISHED | flink_job_state::FAILED | flink_job_state::CANCELED)
-        )
-    {
+        );
+    deployed && !matches!(seen_before, None | Some(JobManagerDeploymentStatus::Deploying)) && !ended
+}
+
+/// Redeploys `recorded` if its JobManager Deployment is [`missing`].
+pub(super) fn recover_if_missing(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+    if !missing(d, recorded) {
         return None;
     }
     let stateless = recorded

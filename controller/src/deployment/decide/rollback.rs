@@ -43,7 +43,6 @@ pub(super) fn deployed_spec(status: &FlinkDeploymentStatus) -> Option<FlinkDeplo
     Some(spec)
 }
 
-/// Starts a rollback if the deployed spec (`recorded`) is due for one.
 /// When a rollback of `recorded` becomes due (epoch ms): rollback enabled, the spec
 /// deployed and not stable, a different stable spec to go back to. `None` when none can be.
 pub(super) fn due_at(d: &Decision, recorded: &FlinkDeploymentSpec) -> Option<i64> {
@@ -75,9 +74,14 @@ pub(super) fn due_at(d: &Decision, recorded: &FlinkDeploymentSpec) -> Option<i64
     )
 }
 
+/// Whether a rollback of `recorded` is due now (it is started, or said why not).
+pub(super) fn due_now(d: &Decision, recorded: &FlinkDeploymentSpec) -> bool {
+    due_at(d, recorded).is_some_and(|due| d.obs.now_ms >= due)
+}
+
+/// Starts a rollback if the deployed spec (`recorded`) is [`due_now`] for one.
 pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
-    let due = due_at(d, recorded)?;
-    if d.obs.now_ms < due {
+    if !due_now(d, recorded) {
         return None;
     }
     let rs = d.status.reconciliation_status.clone()?;

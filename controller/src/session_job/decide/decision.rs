@@ -6,7 +6,7 @@
 
 use flink_operator_api::{
     FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus,
-    common::{ReconciliationState, ResourceLifecycleState, flink_job_state},
+    common::{ResourceLifecycleState, flink_job_state},
 };
 
 use super::{
@@ -156,8 +156,12 @@ impl<'a> JobKind<'a> for Decision<'a> {
             })
     }
 
-    fn until_ready(&mut self, recorded: Option<&FlinkSessionJobSpec>) -> Option<Plan> {
-        (self.obs.session != SessionObservation::Ready).then(|| wait_for_session(self, recorded))
+    fn ready(&self) -> bool {
+        self.obs.session == SessionObservation::Ready
+    }
+
+    fn until_ready(&mut self, recorded: Option<&FlinkSessionJobSpec>) -> Plan {
+        wait_for_session(self, recorded)
     }
 
     fn violations(&self) -> &[String] {
@@ -172,10 +176,8 @@ impl<'a> JobKind<'a> for Decision<'a> {
         first_deployment(self)
     }
 
-    fn start_in_progress(&mut self, recorded: &FlinkSessionJobSpec) -> Option<Plan> {
-        let upgrading =
-            self.status.reconciliation_status.as_ref()?.state == Some(ReconciliationState::Upgrading);
-        upgrading.then(|| continue_submit(self, recorded))
+    fn start_in_progress(&mut self, recorded: &FlinkSessionJobSpec) -> Plan {
+        continue_submit(self, recorded)
     }
 
     fn observe(&mut self, running: &FlinkSessionJobSpec) {

@@ -160,15 +160,25 @@ pub use crate::{lifecycle::poll::SavepointPoll, runtime::EventNote};
 const RECONCILING: &str = flink_job_state::RECONCILING;
 
 pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
+    machine::decide(&mut under_way(sj, obs))
+}
+
+/// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
+#[cfg(test)]
+pub(crate) fn step(sj: &FlinkSessionJob, obs: &Observation) -> crate::lifecycle::step::Step {
+    crate::lifecycle::step::derive(&mut under_way(sj, obs)).0
+}
+
+/// The decision about `sj` before anything is decided.
+fn under_way<'a>(sj: &'a FlinkSessionJob, obs: &'a Observation) -> Decision<'a> {
     // Conditions come back with the rest, so their transition times carry over.
-    let mut d = Decision {
+    Decision {
         sj,
         obs,
         status: sj.status.clone().unwrap_or_default(),
         actions: Vec::new(),
         events: Vec::new(),
-    };
-    machine::decide(&mut d)
+    }
 }
 
 fn has_finalizer(sj: &FlinkSessionJob) -> bool {

@@ -1,0 +1,262 @@
+//! The step a job is at, named: derived from its recorded status and what was observed,
+//! without side effects, then dispatched by one `match` in [`machine`](super::machine)
+//! (its `next_step`). The variants are declared in the order they are tried: the first
+//! whose condition holds is the step.
+//!
+//! | step | when (status + observation) | does | next |
+//! |---|---|---|---|
+//! | `Deleting` | `metadata.deletionTimestamp` is set | follows the deletion's stop-with-savepoint, or stops a running job with one (`savepoint-on-deletion`), records its path, then the kind tears down what runs the job and lets the resource go | `Deleting`, until the finalizer is gone |
+//! | `Unreadable` | `lastReconciledSpec` cannot be read (a session job: a wrong guess would submit a second job; an application cluster reads it as not recorded) | the reason in `status.error`, DeployFailed, one Event per new reason | `Unreadable`, until it is repaired |
+//! | `UntilReady` | what runs the job cannot act yet (a session job's session cluster is not READY) | says what it waits for | the step derived once it is ready |
+//! | `FollowingStop` | a stop-with-savepoint's trigger id is recorded, and a spec | the kind observes its job; the stop is followed whatever the spec says now: completed, the new spec is committed with the savepoint; lost, resent or retried; refused | `Starting`, `FollowingStop`, or the job keeps running refused |
+//! | `Invalid` | the spec violates the rules (the webhook may have been bypassed) | the violations in `status.error`: DeployFailed (nothing recorded) or UpdateFailed; nothing that runs changes | `Invalid`, until the spec is fixed |
+//! | `FirstStart` | nothing is recorded | the spec and the job id recorded (UPGRADING), then the job started: a cluster deployed with it, or its jar submitted (an application created suspended: SUSPENDED, nothing deployed) | `Starting` |
+//! | `Starting` | recorded UPGRADING | the kind's start goes on (the cluster deployed, the jar submitted), DEPLOYED once it is | `Steady` |
+//! | `RollingBack` | recorded ROLLING_BACK, of a kind that rolls back (an application cluster) | the last stable spec is deployed (unreadable: refused until the spec changes) | `Steady` (ROLLED_BACK) |
+//! | `ChangedBack` | the spec changed, back to what runs since a rollback | the spec recorded as DEPLOYED, nothing redeployed | `Steady` |
+//! | `WaitingForSnapshot` | the spec changed while a manual or periodic snapshot is pending | waits for it: ending the job would lose it | `Change` |
+//! | `Change` | the spec changed in a way that ends the job | refused again if this generation was refused; a suspended spec recorded or resumed; a session cluster redeployed; then the job ended as its upgrade mode says (stop-with-savepoint, cancel, last-state, a fresh savepoint, a redeploy from `initialSavepointPath`) and the new spec committed with the state it starts from, or a wait, or a refusal | `FollowingStop`, `Starting`, `Change` (waiting for the job or its cancellation), or refused |
+//! | `Suspended` | the spec is unchanged and the recorded one is suspended | nothing (a kind without a rest of its own, a session job: what `Steady` does) | `Suspended` |
+//! | `Recovering` | the kind's recovery is due (an application cluster's JobManager Deployment went missing, or its job was judged unhealthy) | the recorded spec deployed again, from the checkpoint in the high-availability metadata or, stateless, without state; when that metadata holds none it declines, noting why | `Starting`, or (declined) the step derived after `Recovering` |
+//! | `RestartingFailed` | the job is FAILED and `kubernetes.operator.job.restart.failed` is true (not after a rollback) | started again: stateless without state, else from its newest state under the restore-age guard, once the latest checkpoint is known | `Starting`, or refused |
+//! | `RollbackDue` | the deployed spec did not become stable within the readiness timeout and a different stable spec can be gone back to | ROLLING_BACK recorded, with a warning; when the high-availability metadata holds no checkpoint it declines, noting why | `RollingBack`, or (declined) the step derived after `RollbackDue` |
+//! | `SnapshotsDue` | the job runs, nothing is pending, and a nonce asks for a snapshot or a periodic savepoint is due | the trigger id recorded before the snapshot is triggered | `Steady` (the snapshot settled into status) |
+//! | `Steady` | none of the above | an unsupported periodic schedule reported, the savepoint history and snapshot resources trimmed, the phase said, the next look scheduled | `Steady` |
+//!
+//! The step is derived in two phases, around what observing writes into the status being
+//! built. [`Step::before_observing`] reads the stored status and the observation only. The
+//! kind's admission (its finalizer and `observedGeneration`) is written once the step is
+//! known and is not `Deleting`: every other step writes its status with it, and no
+//! condition reads it. Then, if no step was found, three effects come before the rest of
+//! the step can be known, and the conditions after them read what they wrote:
+//!
+//! 1. a spec whose changes end no job is recorded as it is (the recorded spec the later
+//!    steps compare with and act on);
+//! 2. the kind observes its job into status (the job's state, which `RestartingFailed`,
+//!    `RollbackDue` and `SnapshotsDue` read; an application cluster's health history, which
+//!    `Recovering` reads);
+//! 3. the pending manual and periodic snapshots are settled into status (whether one is
+//!    pending, which `WaitingForSnapshot`, `RestartingFailed` of a session job, `SnapshotsDue`
+//!    and `Steady` read).
+//!
+//! [`Step::after_observing`] derives the rest from that. Two steps of an application
+//! cluster, `Recovering` and `RollbackDue`, decide and act in one and may decline when the
+//! state they would restore is not in the high-availability metadata: the kind then notes
+//! why in status (with a warning), and the step after it is derived ([`Step::after`]) from
+//! the status with that note, and dispatched.
+
+use flink_operator_api::common::ReconciliationState;
+
+use super::{
+    LifecycleStatus,
+    machine::JobKind,
+    snapshots,
+    spec::{self, JobSpecOf},
+    stop,
+};
+
+/// Where a job is in its lifecycle (see the module's table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Step {
+    Deleting,
+    Unreadable,
+    UntilReady,
+    FollowingStop,
+    Invalid,
+    FirstStart,
+    Starting,
+    RollingBack,
+    ChangedBack,
+    WaitingForSnapshot,
+    Change,
+    Suspended,
+    Recovering,
+    RestartingFailed,
+    RollbackDue,
+    SnapshotsDue,
+    Steady,
+}
+
+/// The step before observing, or the recorded spec of a job to be observed first.
+#[derive(Debug)]
+pub enum Before<'r, S> {
+    Step(Step),
+    Observe(&'r S),
+}
+
+/// What the steps after observing are derived from and act on.
+#[derive(Debug, Clone)]
+pub struct Observed<S> {
+    /// The recorded spec, with the changes that end no job recorded.
+    pub recorded: S,
+    /// The spec that runs (after an application cluster's rollback: the last stable one).
+    pub running: S,
+    /// The spec differs from the recorded one in a way that ends the job.
+    pub changed: bool,
+    /// The recorded spec is suspended.
+    pub suspended: bool,
+    /// A manual or periodic snapshot is pending.
+    pub pending: bool,
+}
+
+impl Step {
+    /// The step that the stored status and the observation say, before anything is
+    /// observed into status, or the recorded spec for the job to be observed first.
+    pub fn before_observing<'r, 'a, K: JobKind<'a>>(
+        k: &K,
+        recorded: &'r Result<Option<K::Spec>, String>,
+    ) -> Before<'r, K::Spec> {
+        if k.deleting() {
+            return Before::Step(Self::Deleting);
+        }
+        let Ok(recorded) = recorded else {
+            return Before::Step(Self::Unreadable);
+        };
+        if !k.ready() {
+            return Before::Step(Self::UntilReady);
+        }
+        // A stop-with-savepoint in flight is followed to its end whatever the spec says now
+        // (changed back, or invalid): the job stops either way, and its savepoint must be
+        // recorded while the JobManager still knows it.
+        if recorded.is_some() && stop::pending_trigger(k.status()).is_some() {
+            return Before::Step(Self::FollowingStop);
+        }
+        if !k.violations().is_empty() {
+            return Before::Step(Self::Invalid);
+        }
+        let Some(recorded) = recorded else {
+            return Before::Step(Self::FirstStart);
+        };
+        match k.status().reconciliation().and_then(|rs| rs.state) {
+            Some(ReconciliationState::Upgrading) => Before::Step(Self::Starting),
+            Some(ReconciliationState::RollingBack) if K::ROLLS_BACK => Before::Step(Self::RollingBack),
+            _ => Before::Observe(recorded),
+        }
+    }
+
+    /// The step once the job is observed (see the module doc for what was written first).
+    pub fn after_observing<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>) -> Self {
+        if observed.changed {
+            if k.runs_changed_back(&observed.running) {
+                return Self::ChangedBack;
+            }
+            if observed.pending {
+                return Self::WaitingForSnapshot;
+            }
+            return Self::Change;
+        }
+        if observed.suspended {
+            return Self::Suspended;
+        }
+        Self::after(k, observed, None)
+    }
+
+    /// The first step of a running (or ended) job, of those after `past` (None: all of
+    /// them): after a declined `Recovering` or `RollbackDue`, the one derived next.
+    pub fn after<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>, past: Option<Self>) -> Self {
+        let open = |step: Self| past.is_none_or(|past| step > past);
+        let recorded = &observed.recorded;
+        if open(Self::Recovering) && k.recovery_due(recorded) {
+            return Self::Recovering;
+        }
+        if open(Self::RestartingFailed) && k.restart_due(observed.pending) {
+            return Self::RestartingFailed;
+        }
+        if open(Self::RollbackDue) && k.rollback_due(recorded) {
+            return Self::RollbackDue;
+        }
+        let facts = k.facts();
+        if !observed.pending
+            && k.job_running()
+            && snapshots::due(k.spec(), recorded, &super::machine::job_view(k), &facts).is_some()
+        {
+            return Self::SnapshotsDue;
+        }
+        Self::Steady
+    }
+}
+
+/// What the steps act on, as deriving the step found it.
+pub struct Found<S> {
+    /// The recorded spec as read.
+    pub read: Result<Option<S>, String>,
+    /// What observing found, once the step needed it.
+    pub observed: Option<Observed<S>>,
+}
+
+impl<S> Found<S> {
+    pub fn recorded(&self) -> Option<&S> {
+        self.read.as_ref().ok().and_then(Option::as_ref)
+    }
+
+    /// The recorded spec of a step after [`Step::FirstStart`] (always there: the step is
+    /// derived only when it is; `None` would be a bug, reported on the resource).
+    pub fn spec(&self) -> Option<&S> {
+        self.recorded()
+    }
+
+    /// What a step after [`Step::RollingBack`] was derived from (always there, as above).
+    pub fn observed(&self) -> Option<&Observed<S>> {
+        self.observed.as_ref()
+    }
+}
+
+/// The step in two phases around what observing writes (see the module doc for why).
+pub fn derive<'a, K: JobKind<'a>>(k: &mut K) -> (Step, Found<K::Spec>) {
+    let read = k.recorded();
+    let before = Step::before_observing(k, &read);
+    if !matches!(before, Before::Step(Step::Deleting)) {
+        k.admit();
+    }
+    let (step, observed) = match before {
+        Before::Step(step) => (step, None),
+        Before::Observe(recorded) => {
+            let observed = observe_job(k, recorded.clone());
+            (Step::after_observing(k, &observed), Some(observed))
+        }
+    };
+    (step, Found { read, observed })
+}
+
+/// What is written into status before the steps after the start can be known: a spec whose
+/// changes end no job is recorded, the job is observed, the pending snapshots are settled.
+fn observe_job<'a, K: JobKind<'a>>(k: &mut K, recorded: K::Spec) -> Observed<K::Spec> {
+    let running = k.running_spec(&recorded);
+    let changed = spec::changed(&recorded, k.spec());
+    let recorded = if !changed && &recorded != k.spec() {
+        record_ignored_changes(k, &recorded)
+    } else {
+        recorded
+    };
+    let suspended = spec::is_suspended(&recorded);
+    k.observe(&running);
+    // A suspended job has nothing to poll: a trigger left from before is not waited for.
+    let pending = !suspended && settle(k, &recorded);
+    Observed {
+        recorded,
+        running,
+        changed,
+        suspended,
+        pending,
+    }
+}
+
+/// Records a spec whose changes end no job, and returns it as the recorded one; the
+/// recorded snapshot nonces stay until their snapshots are triggered.
+fn record_ignored_changes<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> K::Spec {
+    let spec = spec::with_recorded_nonces(k.spec(), recorded);
+    let generation = k.facts().generation;
+    let (status, _) = k.parts();
+    if let Some(rs) = status.reconciliation_mut().as_mut() {
+        spec::record(rs, spec.clone());
+    }
+    *status.observed_generation_mut() = generation;
+    spec
+}
+
+/// Follows the pending manual or periodic snapshots into status; whether one is pending.
+fn settle<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> bool {
+    let facts = k.facts();
+    let (status, mut out) = k.parts();
+    snapshots::settle(status, &facts, recorded.job(), &mut out)
+}
