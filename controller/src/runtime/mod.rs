@@ -59,6 +59,19 @@ pub struct Plan<S, A> {
     pub requeue: Next,
 }
 
+impl<S, A> Plan<S, A> {
+    /// A plan with nothing to write before its actions.
+    pub fn without_before(actions: Vec<A>, status: S, events: Vec<EventNote>, requeue: Next) -> Self {
+        Plan {
+            status_before: None,
+            actions,
+            status,
+            events,
+            requeue,
+        }
+    }
+}
+
 /// What an action did beyond its effect, as far as the runtime must know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acted {

@@ -27,22 +27,6 @@ use crate::{
 };
 
 impl Plan {
-    /// A plan with nothing to write before its actions.
-    pub(super) fn without_before(
-        actions: Vec<Action>,
-        status: FlinkDeploymentStatus,
-        events: Vec<EventNote>,
-        requeue: Next,
-    ) -> Self {
-        Plan {
-            status_before: None,
-            actions,
-            status,
-            events,
-            requeue,
-        }
-    }
-
     /// A plan whose status is written before its actions (and stays as written).
     pub(super) fn recorded_first(
         actions: Vec<Action>,

@@ -42,6 +42,16 @@ use crate::{
     runtime::{EventNote, Next, Plan},
 };
 
+mod hand_over;
+mod parts;
+
+use hand_over::{abort_hand_over, advanced_refusal, handing_over};
+use parts::{
+    clear_markers, deletion_events, failed, job_state, mirrored, plan, refused, started, updated_spec,
+    with_initial_savepoint,
+};
+pub use parts::{instant, millis_of};
+
 /// A blue/green plan.
 pub type BlueGreenPlan = Plan<Status, Action>;
 
@@ -595,126 +605,6 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
     deploying(input, status, from, new)
 }
 
-/// ADVANCED, the new child `to` started next to the old one (`old`, `new`): once it is
-/// stable the gates hand over (stage TRANSITIONING, bounded by the gate timeout); once every
-/// gate subtask of the old job handed over, the old job is stopped with a savepoint (so that
-/// its sinks commit what it wrote) and then deleted.
-fn handing_over(
-    input: &Input,
-    mut status: Status,
-    to: Colour,
-    (old, new): (Option<&Child>, &Child),
-    ready_at: Option<i64>,
-) -> BlueGreenPlan {
-    let from = to.other();
-    let transition = input.transition_of(new);
-    let incoming = Named {
-        colour: to,
-        transition_id: transition.clone(),
-    };
-    let Some(old) = old else {
-        // The first child: alone, it writes everything once it runs.
-        if new.is_ready() {
-            let actions = vec![];
-            return finished(input, status, to, new, actions, None);
-        }
-        return deploying(input, status, from, new);
-    };
-    let standby = Named {
-        colour: from,
-        transition_id: input.transition_of(old),
-    };
-    if ready_at.is_none() {
-        if !new.is_ready() {
-            return deploying(input, status, from, new);
-        }
-        status.deployment_ready_timestamp = Some(instant(input.now()));
-        status.abort_timestamp = Some(instant(input.now() + input.policy.gate_timeout_ms()));
-        status.job_status = Some(job_state(flink_job_state::RECONCILING));
-        let map = input.gate_map(&transition, GateStage::Transitioning, incoming, Some(standby));
-        let note = format!(
-            "{} is running and stable: the gates of both jobs hand over at a toggle in event time, set by \
-             the gate of {}",
-            input.child_name(to),
-            input.child_name(from)
-        );
-        return plan(
-            status,
-            input.gate_write(map).into_iter().collect(),
-            vec![EventNote::normal(Reason::BlueGreenHandOverStarted, note)],
-            input.poll(),
-        );
-    }
-    if is_suspended(&old.spec) {
-        // The old job is being stopped with a savepoint (this loop suspended it once its
-        // gates handed over): it is deleted once it stopped.
-        let stopped = old.lifecycle == Some(ResourceLifecycleState::Suspended)
-            || old
-                .job_state()
-                .is_some_and(|s| s == flink_job_state::SUSPENDED || flink_job_state::is_globally_terminal(s));
-        if stopped {
-            return finished(
-                input,
-                status,
-                to,
-                new,
-                vec![Action::DeleteChild { colour: from }],
-                None,
-            );
-        }
-        return plan(status, Vec::new(), Vec::new(), input.poll());
-    }
-    let toggle = input.toggle();
-    let waiting = match &input.obs.hand_over {
-        HandOver::Done => {
-            let mut spec = old.spec.clone();
-            if let Some(job) = spec.job.as_mut() {
-                job.state = Some(JobState::Suspended);
-                job.upgrade_mode = Some(UpgradeMode::Savepoint);
-            }
-            let at = toggle.map_or_else(String::new, |t| format!(" at toggle {}", instant(t)));
-            let note = format!(
-                "Every gate subtask of {} handed over{at}: stopping it with a savepoint so that its sinks \
-                 commit what it wrote",
-                input.child_name(from)
-            );
-            status.error = None;
-            return plan(
-                status,
-                vec![Action::UpdateChild { colour: from, spec }],
-                vec![EventNote::normal(Reason::BlueGreenHandedOver, note)],
-                input.poll(),
-            );
-        }
-        HandOver::NoGate => Some(format!(
-            "the job of {} reports no record gate (gauge {}): add the blue/green gate in front of its sink",
-            input.child_name(from),
-            gate::HAND_OVER_GAUGE
-        )),
-        HandOver::Unknown(why) => Some(format!(
-            "the gates of {} could not be asked: {why}",
-            input.child_name(from)
-        )),
-        HandOver::Pending(minima) => Some(format!(
-            "not every gate subtask of {} handed over (minimum per gate: {minima:?}; toggle {})",
-            input.child_name(from),
-            toggle.map_or_else(|| "not set yet".to_owned(), instant)
-        )),
-        HandOver::NotAsked => None,
-    };
-    if input.past_abort_deadline() {
-        let why = format!(
-            "{} within {} ({})",
-            "the hand-over did not complete",
-            duration_text(input.policy.gate_timeout_ms()),
-            waiting.unwrap_or_else(|| "the old job was not asked".to_owned())
-        );
-        return aborted(input, from, Some((to, new)), why);
-    }
-    status.job_status = Some(job_state(flink_job_state::RECONCILING));
-    plan(status, Vec::new(), Vec::new(), input.poll())
-}
-
 /// A new child that is not running and stable yet: aborted past the deadline, else awaited.
 fn deploying(input: &Input, mut status: Status, from: Colour, new: &Child) -> BlueGreenPlan {
     let to = from.other();
@@ -729,29 +619,6 @@ fn deploying(input: &Input, mut status: Status, from: Colour, new: &Child) -> Bl
     status.job_status = Some(job_state(flink_job_state::RECONCILING));
     plan(status, Vec::new(), Vec::new(), input.poll())
 }
-
-/// Why an ADVANCED resource cannot be deployed, if it cannot.
-fn advanced_refusal(template: &FlinkDeploymentSpec, policy: &BlueGreenPolicy) -> Option<String> {
-    if upgrade_mode(template) == UpgradeMode::Stateless {
-        return Some(
-            "spec.template.spec.job.upgradeMode: stateless cannot hand over record by record (transitionMode \
-             ADVANCED): the new job must start from the old one's savepoint; use savepoint or last-state"
-                .to_owned(),
-        );
-    }
-    (policy.gate_timeout_ms() <= policy.deletion_delay_ms).then(|| {
-        format!(
-            "spec.configuration.{}: {} must be longer than {} ({}): the toggle lies that far after the old \
-             job's watermark",
-            keys::bluegreen::GATE_TIMEOUT,
-            duration_text(policy.gate_timeout_ms()),
-            keys::bluegreen::DEPLOYMENT_DELETION_DELAY,
-            duration_text(policy.deletion_delay_ms)
-        )
-    })
-}
-
-// === Steps shared by the stages ===
 
 /// Creates the child `colour` with `spec`: the transition (or first deployment) has started,
 /// so the spec is recorded as applied now, with the deadline of the new child.
@@ -905,59 +772,6 @@ fn aborted(input: &Input, from: Colour, started: Option<(Colour, &Child)>, why: 
     plan(status, actions, events, Next::Steady)
 }
 
-/// ADVANCED: what an abort does besides the new child: the map names the survivor alone
-/// (the aborted job's gate, no longer named, drops everything at once), and if the gates had
-/// agreed on a toggle (the survivor dropped what came after it, which the aborted job may
-/// never have committed), the survivor starts again from the transition savepoint. Returns
-/// the actions and, when it redeploys, what the survivor does.
-fn abort_hand_over(
-    input: &Input,
-    from: Colour,
-    old: &Child,
-    new: Option<&Child>,
-) -> (Vec<Action>, Option<String>) {
-    let current = input
-        .obs
-        .gate
-        .as_ref()
-        .and_then(|g| g.map.as_ref())
-        .map_or_else(|| input.generation.clone(), |m| m.transition_id.clone());
-    let survivor = Named {
-        colour: from,
-        transition_id: input.transition_of(old),
-    };
-    let mut actions: Vec<Action> = input
-        .gate_write_with(input.gate_map(&current, GateStage::Running, survivor, None), true)
-        .into_iter()
-        .collect();
-    let Some(toggle) = input.toggle() else {
-        return (actions, None);
-    };
-    let savepoint = new.and_then(|n| n.spec.job.as_ref()?.initial_savepoint_path.clone());
-    let Some(path) = savepoint else {
-        let note = format!(
-            "{} keeps running; no transition savepoint is known, so records after the cutover ({}) that the \
-             aborted job did not commit are lost",
-            input.child_name(from),
-            instant(toggle)
-        );
-        return (actions, Some(note));
-    };
-    let mut spec = old.spec.clone();
-    if let Some(job) = spec.job.as_mut() {
-        job.initial_savepoint_path = Some(path.clone());
-        job.savepoint_redeploy_nonce = Some(job.savepoint_redeploy_nonce.unwrap_or(0) + 1);
-    }
-    actions.push(Action::UpdateChild { colour: from, spec });
-    let note = format!(
-        "the gates had handed over at {}, so {} starts again from the transition savepoint {path}: records \
-         since that savepoint may be written twice, none is lost",
-        instant(toggle),
-        input.child_name(from)
-    );
-    (actions, Some(note))
-}
-
 /// A leftover child of `colour` (suspended by an earlier abort, say) is deleted before a
 /// new one of that colour is created: a suspended FlinkDeployment resumes from its own
 /// state, not from the one it is given. One that already has `intended` was created by this
@@ -977,129 +791,4 @@ fn clear_leftover(
         let events = deletion_events(input, &actions, "a new one of its colour is started");
         plan(status.clone(), actions, events, input.poll())
     })
-}
-
-fn started(note: String) -> EventNote {
-    EventNote::normal(Reason::BlueGreenTransitionStarted, note)
-}
-
-/// An Event for each child that `actions` delete, saying `why`.
-fn deletion_events(input: &Input, actions: &[Action], why: &str) -> Vec<EventNote> {
-    actions
-        .iter()
-        .filter_map(|action| match action {
-            Action::DeleteChild { colour } => Some(EventNote::normal(
-                Reason::BlueGreenChildDeleted,
-                format!("Deleting {}: {why}", input.child_name(*colour)),
-            )),
-            _ => None,
-        })
-        .collect()
-}
-
-/// A status with `message` as its error, and an Event when the error is new.
-fn failed(
-    before: &Status,
-    mut status: Status,
-    reason: Reason,
-    message: String,
-    requeue: Next,
-) -> BlueGreenPlan {
-    let events = if before.error.as_deref() == Some(message.as_str()) {
-        Vec::new()
-    } else {
-        vec![EventNote::warning(reason, message.clone())]
-    };
-    status.error = Some(message);
-    plan(status, Vec::new(), events, requeue)
-}
-
-/// Nothing can be decided: the reason is reported and nothing else changes.
-fn refused(before: &Status, message: String) -> BlueGreenPlan {
-    failed(
-        before,
-        before.clone(),
-        Reason::ValidationError,
-        message,
-        Next::Steady,
-    )
-}
-
-fn plan(status: Status, actions: Vec<Action>, events: Vec<EventNote>, requeue: Next) -> BlueGreenPlan {
-    Plan {
-        status_before: None,
-        actions,
-        status,
-        events,
-        requeue,
-    }
-}
-
-// === Specs and status fields ===
-
-/// The template for a child that already runs: it keeps the state it was started from
-/// (changing that would be a change of its own), except on a savepoint redeploy.
-fn updated_spec(template: &FlinkDeploymentSpec, child: &Child, diff: SpecDiff) -> FlinkDeploymentSpec {
-    if diff == SpecDiff::SavepointRedeploy {
-        return template.clone();
-    }
-    let job = child.spec.job.as_ref();
-    let started_from = job.and_then(|j| j.initial_savepoint_path.clone());
-    let mut spec = with_initial_savepoint(template, started_from);
-    // A redeploy nonce the child was given (an abort's redeploy of the survivor) stays: set
-    // back, the child would take it for a new redeploy.
-    if let (Some(own), Some(updated)) = (job.and_then(|j| j.savepoint_redeploy_nonce), spec.job.as_mut()) {
-        updated.savepoint_redeploy_nonce = Some(own.max(updated.savepoint_redeploy_nonce.unwrap_or(own)));
-    }
-    spec
-}
-
-fn with_initial_savepoint(template: &FlinkDeploymentSpec, path: Option<String>) -> FlinkDeploymentSpec {
-    let mut spec = template.clone();
-    if let Some(job) = spec.job.as_mut() {
-        job.initial_savepoint_path = path;
-    }
-    spec
-}
-
-fn clear_markers(status: &mut Status) {
-    status.savepoint_trigger_id = None;
-    status.deployment_ready_timestamp = None;
-    status.abort_timestamp = None;
-}
-
-fn job_state(state: &str) -> JobStatus {
-    JobStatus {
-        state: Some(state.to_owned()),
-        ..Default::default()
-    }
-}
-
-/// The active child's job, as the blue/green status shows it (without its snapshots).
-fn mirrored(child: &Child) -> Option<JobStatus> {
-    child.job_status.as_ref().map(|job| JobStatus {
-        job_name: job.job_name.clone(),
-        job_id: job.job_id.clone(),
-        state: job.state.clone(),
-        start_time: job.start_time.clone(),
-        update_time: job.update_time.clone(),
-        ..Default::default()
-    })
-}
-
-/// Epoch milliseconds as an ISO-8601 instant, as the Apache operator writes them.
-pub fn instant(ms: i64) -> String {
-    Timestamp::from_millisecond(ms)
-        .map(|t| t.to_string())
-        .unwrap_or_default()
-}
-
-/// The epoch milliseconds of an instant; `None` when unset, unreadable or the epoch (which
-/// the Apache operator writes for "unset").
-pub fn millis_of(instant: Option<&str>) -> Option<i64> {
-    instant?
-        .parse::<Timestamp>()
-        .ok()
-        .map(|t| t.as_millisecond())
-        .filter(|ms| *ms > 0)
 }
