@@ -395,7 +395,7 @@ fn controllers(
         "flinkbluegreendeployments",
         runtime::run::<BlueGreenDeployments>(context.clone(), caches.clone(), scope.clone()).boxed(),
     );
-    if snapshot::enabled(operator_config) {
+    if flink_operator_controller::policy::snapshot_loop_enabled(operator_config) {
         spawn(
             "flinkstatesnapshots",
             runtime::run::<Snapshots>(context.clone(), caches.clone(), scope.clone()).boxed(),

@@ -173,6 +173,11 @@ string_enum! {
 }
 
 impl FlinkStateSnapshotState {
+    /// The state a snapshot's status says it is in (a fresh one: TRIGGER_PENDING).
+    pub fn of(status: Option<&FlinkStateSnapshotStatus>) -> Self {
+        status.and_then(|s| s.state).unwrap_or_default()
+    }
+
     /// States after which the snapshot never changes.
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::Abandoned)

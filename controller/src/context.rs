@@ -50,6 +50,25 @@ impl Context {
         )
     }
 
+    /// A session job's configuration: the operator's (with its namespace and version
+    /// overlays), the session cluster's, then the job's own. Not for the artifact policy,
+    /// which a manifest must not widen (see the session job's `ArtifactPolicy`).
+    pub fn session_job_config(
+        &self,
+        sj: &flink_operator_api::FlinkSessionJob,
+        session: Option<&FlinkDeployment>,
+    ) -> BTreeMap<String, String> {
+        let mut config = ValidationContext::new(self.operator_config.clone()).effective_config(
+            &sj.namespace().unwrap_or_default(),
+            session.and_then(|s| s.spec.flink_version),
+            session.and_then(|s| s.spec.flink_configuration.as_ref()),
+        );
+        if let Some(own) = &sj.spec.flink_configuration {
+            config.extend(own.flattened());
+        }
+        config
+    }
+
     /// How many resources of one kind are reconciled at once
     /// (`kubernetes.operator.reconcile.parallelism`, default 50 as in the Apache operator;
     /// -1 lifts the bound). The bound also caps the operator's connections to the API

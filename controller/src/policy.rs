@@ -254,6 +254,22 @@ impl Policy {
 
 // Test-only, and after every function that reads a key: the reference's check of the keys
 // read stops at the first test-only item.
+/// Whether the FlinkStateSnapshot loop runs: unless the operator configuration sets
+/// `kubernetes.operator.snapshot.resource.enabled` to `false`. The job kinds' policies hold
+/// it ([`Policy::with_snapshot_loop`]): the operator's own savepoints become resources only
+/// while the loop runs.
+pub fn snapshot_loop_enabled(operator_config: &BTreeMap<String, String>) -> bool {
+    match operator_config
+        .get(flink_operator_api::keys::operator::SNAPSHOT_RESOURCE_ENABLED)
+        .map(|v| v.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("false") => false,
+        Some("true") => true,
+        _ => flink_operator_api::options::defaults::SNAPSHOT_RESOURCE_ENABLED,
+    }
+}
+
 #[cfg(test)]
 impl Policy {
     /// The defaults with the job's snapshots kept in its status only

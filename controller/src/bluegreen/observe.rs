@@ -181,7 +181,7 @@ pub fn transition_savepoint(snapshot: &FlinkStateSnapshot) -> TransitionSavepoin
     let status = snapshot.status.as_ref();
     TransitionSavepoint {
         name: snapshot.name_any(),
-        state: crate::snapshot::decide::state(status),
+        state: flink_operator_api::FlinkStateSnapshotState::of(status),
         path: status.and_then(|s| s.path.clone()),
         error: status.and_then(|s| s.error.clone()),
     }

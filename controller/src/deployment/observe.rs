@@ -48,7 +48,7 @@ pub async fn observe(
     let ha_metadata = !caches.ha_config_maps_of(&namespace, &name).is_empty();
 
     let policy = Policy::from_config(&ctx.effective_config(fd))
-        .with_snapshot_loop(crate::snapshot::enabled(&ctx.operator_config));
+        .with_snapshot_loop(crate::policy::snapshot_loop_enabled(&ctx.operator_config));
 
     let mut job_manager = JobManagerObservation::Missing;
     let mut job = None;

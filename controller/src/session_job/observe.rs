@@ -1,10 +1,8 @@
 //! Reading the world of one FlinkSessionJob: its session FlinkDeployment, and its job,
 //! savepoint and checkpoints through that cluster's REST API.
 
-use std::collections::BTreeMap;
-
 use flink_operator_api::{
-    FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode,
+    FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode,
     common::flink_job_state,
     validation::{
         ValidationContext,
@@ -39,14 +37,14 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
     } else {
         caches.deployments.get(&namespace, &session_name)
     };
-    let config = effective_config(ctx, sj, session.as_deref());
+    let config = ctx.session_job_config(sj, session.as_deref());
     let validation = ValidationContext::new(ctx.operator_config.clone());
     let violations = session_job::validate(sj, None, session.as_deref(), &validation)
         .into_iter()
         .map(|v| v.to_string())
         .collect();
-    let policy =
-        Policy::from_config(&config).with_snapshot_loop(crate::snapshot::enabled(&ctx.operator_config));
+    let policy = Policy::from_config(&config)
+        .with_snapshot_loop(crate::policy::snapshot_loop_enabled(&ctx.operator_config));
     let snapshots = snapshot_resources::of_job(
         caches,
         &policy,
@@ -155,23 +153,4 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         observation,
         rest_url: Some(url),
     })
-}
-
-/// The job's configuration: the operator's (with its namespace and version overlays), the
-/// session cluster's, then the job's own. Not for the artifact policy, which a manifest
-/// must not widen (see [`ArtifactPolicy`]).
-pub(crate) fn effective_config(
-    ctx: &Context,
-    sj: &FlinkSessionJob,
-    session: Option<&FlinkDeployment>,
-) -> BTreeMap<String, String> {
-    let mut config = ValidationContext::new(ctx.operator_config.clone()).effective_config(
-        &sj.namespace().unwrap_or_default(),
-        session.and_then(|s| s.spec.flink_version),
-        session.and_then(|s| s.spec.flink_configuration.as_ref()),
-    );
-    if let Some(own) = &sj.spec.flink_configuration {
-        config.extend(own.flattened());
-    }
-    config
 }

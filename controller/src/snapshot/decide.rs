@@ -158,11 +158,6 @@ pub enum TriggerKind {
     Checkpoint,
 }
 
-/// The state the snapshot is in (a fresh one: TRIGGER_PENDING).
-pub fn state(status: Option<&Status>) -> State {
-    status.and_then(|s| s.state).unwrap_or_default()
-}
-
 /// Whether deleting the snapshot disposes of its savepoint (and so needs our finalizer).
 pub fn disposes(spec: &FlinkStateSnapshotSpec) -> bool {
     spec.snapshot_type() == Some(SnapshotType::Savepoint)
@@ -228,7 +223,7 @@ pub fn decide(snapshot: &FlinkStateSnapshot, observation: &Observation) -> Plan<
         // A fresh snapshot shows its state at once, as the Apache operator's do.
         d.status.state.get_or_insert(State::TriggerPending);
         d.status.failures.get_or_insert(0);
-        match state(Some(&d.status)) {
+        match State::of(Some(&d.status)) {
             State::TriggerPending => pending(snapshot, observation, &mut d),
             State::InProgress => in_progress(snapshot, observation, &mut d),
             State::Completed | State::Abandoned | State::Failed => d.requeue = Next::Idle,
@@ -261,7 +256,10 @@ pub fn labels(snapshot: &FlinkStateSnapshot, status: &Status) -> BTreeMap<String
         .cloned()
         .unwrap_or_else(|| SnapshotTriggerType::Manual.as_str().to_owned());
     labels.insert(SNAPSHOT_TRIGGER_TYPE.to_owned(), trigger_type);
-    labels.insert(SNAPSHOT_STATE.to_owned(), state(Some(status)).as_str().to_owned());
+    labels.insert(
+        SNAPSHOT_STATE.to_owned(),
+        State::of(Some(status)).as_str().to_owned(),
+    );
     if let Some(reference) = &snapshot.spec.job_reference {
         if let Some(kind) = reference.kind {
             labels.insert(JOB_REFERENCE_KIND.to_owned(), kind.as_str().to_owned());
@@ -603,7 +601,7 @@ fn deletion(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision) {
         d.actions.push(Action::Release);
         return;
     }
-    match state(snapshot.status.as_ref()) {
+    match State::of(snapshot.status.as_ref()) {
         State::InProgress => settle_before_disposal(o, d),
         State::Completed => match d.status.path.clone().filter(|p| !p.is_empty()) {
             Some(path) => dispose(o, d, path),

@@ -26,7 +26,7 @@ use std::{
 
 use flink_operator_api::{
     FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, FlinkStateSnapshotState as State,
-    FlinkStateSnapshotStatus, JobKind, keys::operator,
+    FlinkStateSnapshotStatus, JobKind,
 };
 use kube::{
     ResourceExt,
@@ -46,20 +46,6 @@ const KIND: &str = flink_operator_api::keys::kinds::FLINK_STATE_SNAPSHOT;
 /// The annotation that holds the trigger id of the disposal of a deleted snapshot's
 /// savepoint, once started: Flink chooses it, so it is recorded to be polled on later looks.
 pub const DISPOSAL_TRIGGER_ID: &str = "flinkstatesnapshots.flink.apache.org/disposal-trigger-id";
-
-/// Whether the FlinkStateSnapshot loop runs: unless the operator configuration sets
-/// `kubernetes.operator.snapshot.resource.enabled` to `false`.
-pub fn enabled(operator_config: &BTreeMap<String, String>) -> bool {
-    match operator_config
-        .get(operator::SNAPSHOT_RESOURCE_ENABLED)
-        .map(|v| v.trim().to_ascii_lowercase())
-        .as_deref()
-    {
-        Some("false") => false,
-        Some("true") => true,
-        _ => flink_operator_api::options::defaults::SNAPSHOT_RESOURCE_ENABLED,
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
@@ -133,7 +119,7 @@ impl Reconciler for Snapshots {
     }
 
     fn lifecycle_state(status: &FlinkStateSnapshotStatus) -> Option<&'static str> {
-        Some(decide::state(Some(status)).as_str())
+        Some(flink_operator_api::FlinkStateSnapshotState::of(Some(status)).as_str())
     }
 
     /// Flink refused the trigger (a checkpoint of a Flink without manual checkpoints, a job
@@ -218,8 +204,8 @@ impl Reconciler for Snapshots {
         if new.failures.unwrap_or(0) > old.and_then(|s| s.failures).unwrap_or(0) {
             ctx.metrics.snapshot_failed(kind.as_str());
         }
-        let completed_now =
-            decide::state(Some(new)) == State::Completed && decide::state(old) != State::Completed;
+        let completed_now = flink_operator_api::FlinkStateSnapshotState::of(Some(new)) == State::Completed
+            && flink_operator_api::FlinkStateSnapshotState::of(old) != State::Completed;
         // A recorded savepoint (`alreadyExists`) was never triggered: nothing to time.
         if completed_now
             && new.trigger_id.is_some()
@@ -241,7 +227,7 @@ fn waits_on(snapshot: &FlinkStateSnapshot, kind: JobKind, name: &str) -> bool {
     reference.and_then(|r| r.kind) == Some(kind)
         && reference.and_then(|r| r.name.as_deref()) == Some(name)
         && matches!(
-            decide::state(snapshot.status.as_ref()),
+            flink_operator_api::FlinkStateSnapshotState::of(snapshot.status.as_ref()),
             State::TriggerPending | State::InProgress
         )
 }
@@ -266,7 +252,7 @@ pub async fn census(ctx: Arc<Context>, caches: Caches) {
                 let count = SnapshotCount {
                     namespace: namespace.clone(),
                     snapshot_type: kind.as_str(),
-                    state: decide::state(snapshot.status.as_ref()).as_str(),
+                    state: flink_operator_api::FlinkStateSnapshotState::of(snapshot.status.as_ref()).as_str(),
                 };
                 *counts.entry(count).or_default() += 1;
             }

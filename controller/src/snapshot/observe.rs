@@ -31,7 +31,7 @@ pub struct Observed {
 pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapshot) -> Observed {
     let namespace = snapshot.namespace().unwrap_or_default();
     let status = snapshot.status.as_ref();
-    let state = decide::state(status);
+    let state = flink_operator_api::FlinkStateSnapshotState::of(status);
     let (target, config, cluster) = target(ctx, caches, snapshot, &namespace);
     // Whether the job exists is decided from the cache (gone: abandoned), not by the rule
     // that refuses a new snapshot of a missing job.
@@ -207,7 +207,7 @@ fn target(
                     "the session cluster FlinkDeployment {namespace}/{session_name} of FlinkSessionJob {name} was not found"
                 ));
             };
-            let config = crate::session_job::observe::effective_config(ctx, &sj, Some(&*session));
+            let config = ctx.session_job_config(&sj, Some(&*session));
             let job = job(
                 format!("FlinkSessionJob {name}"),
                 sj.status.as_ref().and_then(|s| s.job_status.as_ref()),

@@ -1165,9 +1165,10 @@ fn the_loop_runs_unless_switched_off() {
             })
             .unwrap_or_default()
     };
-    assert!(super::enabled(&config(None)));
-    assert!(super::enabled(&config(Some("true"))));
-    assert!(!super::enabled(&config(Some(" False "))));
+    let enabled = crate::policy::snapshot_loop_enabled;
+    assert!(enabled(&config(None)));
+    assert!(enabled(&config(Some("true"))));
+    assert!(!enabled(&config(Some(" False "))));
 }
 
 #[test]
