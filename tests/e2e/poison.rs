@@ -63,23 +63,44 @@ const POISONS: [Poison; 2] = [
     },
 ];
 
-/// While it lives, the webhooks skip objects labelled [`BYPASS_LABEL`] (other tests'
-/// objects are judged as before); dropped, they judge everything again.
+/// While it lives, the webhooks also skip objects labelled [`BYPASS_LABEL`] (other tests'
+/// objects are judged as before); ended, they have the selector the chart gave them again.
 struct Bypass {
     client: Client,
+    /// The selector the chart gave the webhooks, put back by [`Bypass::end`].
+    before: Value,
 }
 
 impl Bypass {
     async fn new(client: &Client) -> Self {
-        let selector = json!({"matchExpressions": [{"key": BYPASS_LABEL, "operator": "DoesNotExist"}]});
+        let installed = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+            .get(WEBHOOK_CONFIGURATION)
+            .await
+            .unwrap();
+        let before = installed
+            .webhooks
+            .and_then(|w| w.into_iter().next())
+            .and_then(|w| w.object_selector)
+            .map_or_else(|| json!({}), |s| serde_json::to_value(s).unwrap());
+        let mut selector = before.clone();
+        let expressions = selector
+            .as_object_mut()
+            .unwrap()
+            .entry("matchExpressions")
+            .or_insert_with(|| json!([]));
+        expressions
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"key": BYPASS_LABEL, "operator": "DoesNotExist"}));
         set_object_selector(client, selector).await;
         Self {
             client: client.clone(),
+            before,
         }
     }
 
     async fn end(self) {
-        set_object_selector(&self.client, json!({})).await;
+        set_object_selector(&self.client, self.before).await;
     }
 }
 
