@@ -29,6 +29,9 @@ pub mod labels {
     pub const TARGET_SESSION: &str = "target.session";
     /// On blue/green child FlinkDeployments: `BLUE` or `GREEN`.
     pub const BLUE_GREEN_DEPLOYMENT_TYPE: &str = "flink/blue-green-deployment-type";
+    /// Our addition. On a blue/green hand-over's coordination ConfigMap (ADVANCED mode): the
+    /// FlinkBlueGreenDeployment's name.
+    pub const BLUE_GREEN_GATE: &str = "flink.apache.org/blue-green-gate";
     /// On canary resources used by the health check: `"true"`.
     pub const CANARY: &str = "flink.apache.org/canary";
     /// On FlinkStateSnapshots: `SAVEPOINT` or `CHECKPOINT`.

@@ -2,6 +2,8 @@
 //! resource's effective configuration (operator defaults, overlays, its own keys) so that
 //! `decide` stays pure.
 
+mod health;
+
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
@@ -9,6 +11,8 @@ use flink_operator_api::{
     options::defaults as option_defaults,
     validation::values::parse_duration,
 };
+
+pub use health::HealthSettings;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -76,7 +80,7 @@ pub struct Policy {
     pub revision_history_limit: usize,
     /// `kubernetes.operator.cluster.health-check.*` of an application deployment; None
     /// when the check is off (and nothing of it is read from the job).
-    pub health: Option<crate::deployment::health::HealthSettings>,
+    pub health: Option<HealthSettings>,
 }
 
 impl Default for Policy {
@@ -247,7 +251,7 @@ impl Policy {
                 .or_else(|| duration(operator::SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED))
                 .unwrap_or(defaults.savepoint_grace_ms),
             revision_history_limit,
-            health: crate::deployment::health::HealthSettings::from_config(config),
+            health: HealthSettings::from_config(config),
         }
     }
 }

@@ -218,7 +218,7 @@ pub fn gate_config_map(resource: &FlinkBlueGreenDeployment, map: &GateMap) -> Re
         metadata: ObjectMeta {
             name: Some(gate::configmap_name(&resource.name_any())),
             namespace: resource.namespace(),
-            labels: Some([(gate::LABEL.to_owned(), resource.name_any())].into()),
+            labels: Some([(keys::labels::BLUE_GREEN_GATE.to_owned(), resource.name_any())].into()),
             owner_references: Some(vec![owner_reference(resource)?]),
             ..Default::default()
         },
@@ -381,7 +381,7 @@ mod tests {
         let config_map = gate_config_map(&resource(), &map).expect("built");
         assert_eq!(config_map.name_any(), "bg-configmap");
         assert_eq!(config_map.namespace().as_deref(), Some("ns"));
-        assert_eq!(config_map.labels()[gate::LABEL], "bg");
+        assert_eq!(config_map.labels()[keys::labels::BLUE_GREEN_GATE], "bg");
         assert_eq!(config_map.owner_references()[0].uid, "u1");
         assert_eq!(config_map.data, Some(map.data()));
     }

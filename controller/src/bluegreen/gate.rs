@@ -50,9 +50,6 @@ pub mod data {
     pub const TOGGLE: &str = "watermark-toggle-value";
 }
 
-/// The label that marks a coordination ConfigMap, with the blue/green resource's name.
-pub const LABEL: &str = "flink.apache.org/blue-green-gate";
-
 /// The name of the coordination ConfigMap of the resource `name`.
 pub fn configmap_name(name: &str) -> String {
     format!("{name}-configmap")

@@ -19,16 +19,10 @@
 
 use std::collections::BTreeMap;
 
-use flink_operator_api::{
-    keys::{flink, operator},
-    options::defaults,
-};
+use flink_operator_api::keys::operator;
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    flink::MetricValue,
-    policy::{config_duration_ms, config_flag},
-};
+use crate::{flink::MetricValue, policy::HealthSettings};
 
 /// The key of the history in `status.clusterInfo` (the Apache operator's).
 pub const CLUSTER_INFO_KEY: &str = "ClusterHealthInfo";
@@ -40,11 +34,6 @@ pub const FULL_RESTARTS: &str = "fullRestarts";
 pub const COMPLETED_CHECKPOINTS: &str = "numberOfCompletedCheckpoints";
 /// The job metrics a look reads, in one call.
 pub const METRICS: [&str; 3] = [NUM_RESTARTS, FULL_RESTARTS, COMPLETED_CHECKPOINTS];
-
-/// Flink's defaults when the checkpoint keys are not set.
-const DEFAULT_CHECKPOINT_TIMEOUT_MS: i64 = 10 * 60 * 1000;
-const CHECKPOINTING_TIMEOUT: &str = "execution.checkpointing.timeout";
-const TOLERABLE_FAILED_CHECKPOINTS: &str = "execution.checkpointing.tolerable-failed-checkpoints";
 
 /// The health history kept in status; all times are epoch milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -126,74 +115,6 @@ impl HealthHistory {
 pub struct HealthSample {
     pub num_restarts: i64,
     pub num_completed_checkpoints: i64,
-}
-
-/// The health check's settings for one resource (present only when it is enabled).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HealthSettings {
-    /// `kubernetes.operator.cluster.health-check.restarts.window`.
-    pub restarts_window_ms: i64,
-    /// `kubernetes.operator.cluster.health-check.restarts.threshold`.
-    pub restarts_threshold: i64,
-    /// The checkpoint progress window; None when that check is off or nothing checkpoints.
-    pub checkpoint_window_ms: Option<i64>,
-}
-
-impl HealthSettings {
-    /// The settings of an effective configuration; None when the check is off. Values that
-    /// do not parse keep their defaults (the webhook reports them).
-    pub fn from_config(config: &BTreeMap<String, String>) -> Option<Self> {
-        let flag = |key: &str, default: bool| config_flag(config, key, default);
-        if !flag(
-            operator::CLUSTER_HEALTH_CHECK_ENABLED,
-            defaults::CLUSTER_HEALTH_CHECK_ENABLED,
-        ) {
-            return None;
-        }
-        let duration = |key: &str| config_duration_ms(config, key);
-        let restarts_threshold = config
-            .get(operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD)
-            .and_then(|v| v.trim().parse::<i64>().ok())
-            .unwrap_or(defaults::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD);
-        let checkpoint_window_ms = checkpoint_window_ms(
-            flag(
-                operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
-                defaults::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
-            ),
-            duration(operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_WINDOW),
-            duration(flink::CHECKPOINTING_INTERVAL).filter(|ms| *ms > 0),
-            duration(CHECKPOINTING_TIMEOUT).unwrap_or(DEFAULT_CHECKPOINT_TIMEOUT_MS),
-            config
-                .get(TOLERABLE_FAILED_CHECKPOINTS)
-                .and_then(|v| v.trim().parse::<i64>().ok())
-                .unwrap_or(0),
-        );
-        Some(HealthSettings {
-            restarts_window_ms: duration(operator::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW)
-                .unwrap_or(defaults::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW_MS),
-            restarts_threshold,
-            checkpoint_window_ms,
-        })
-    }
-}
-
-/// The checkpoint progress window: off when the check is, or when no window is set and
-/// the configuration enables no checkpointing (a job that enables it in code needs a
-/// window set). A window shorter than the checkpoints can take to complete, with the
-/// failures tolerated, would call a job that is only slow unhealthy: it is raised to that.
-pub fn checkpoint_window_ms(
-    enabled: bool,
-    window_ms: Option<i64>,
-    interval_ms: Option<i64>,
-    timeout_ms: i64,
-    tolerable_failures: i64,
-) -> Option<i64> {
-    if !enabled || (window_ms.is_none() && interval_ms.is_none()) {
-        return None;
-    }
-    let attempts = tolerable_failures.max(0).saturating_add(2);
-    let least = interval_ms.unwrap_or(0).max(timeout_ms).saturating_mul(attempts);
-    Some(window_ms.filter(|w| *w >= least).unwrap_or(least))
 }
 
 impl HealthSample {

@@ -31,7 +31,7 @@ use super::{
     stop::{self, Stopped, Stopping},
 };
 use crate::{
-    conditions::phase,
+    conditions::{condition_type, phase},
     events::Reason,
     runtime::{EventNote, Next},
 };
@@ -152,7 +152,7 @@ impl Checkpoint {
 /// resource, its observation, and the status, actions and Events it accumulates).
 pub trait JobKind<'a> {
     type Spec: JobSpecOf + 'a;
-    type Status: LifecycleStatus;
+    type Status: LifecycleStatus + 'a;
     type Action: From<JobAction> + AsJobAction;
 
     /// Whether the job ends with what runs it: deleting an application cluster ends its job,
@@ -230,8 +230,8 @@ pub trait JobKind<'a> {
         self.done(super::WAIT)
     }
     fn violations(&self) -> &[String];
-    /// `status.error` as stored (observing may have rewritten it in the status being built).
-    fn stored_error(&self) -> Option<&'a str>;
+    /// The status as stored (observing may have rewritten the one being built).
+    fn stored(&self) -> Option<&'a Self::Status>;
     /// The spec's job (or cluster) is started for the first time.
     fn first_start(&mut self) -> Plan<Self::Status, Self::Action>;
     /// A recorded start (UPGRADING) goes on.
@@ -259,8 +259,6 @@ pub trait JobKind<'a> {
     fn changed_back(&mut self, _recorded: &Self::Spec) -> Plan<Self::Status, Self::Action> {
         self.done(SLOW)
     }
-    /// This generation's change was already refused: it stays refused until the spec changes.
-    fn refused_change(&mut self) -> Option<Plan<Self::Status, Self::Action>>;
     /// A suspended spec changed while suspended.
     fn changed_while_suspended(&mut self) -> Plan<Self::Status, Self::Action>;
     /// What the kind does about a change before the job is ended for it (a session
@@ -563,7 +561,7 @@ pub(super) fn job_view<'a, K: JobKind<'a>>(k: &K) -> JobStatus {
 /// The spec differs from the recorded one in a way that ends the job: end it as its
 /// upgrade mode says, then commit the new spec with the state it starts from.
 fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
-    if let Some(plan) = k.refused_change() {
+    if let Some(plan) = refused_again(k) {
         return plan;
     }
     let spec = k.spec();
@@ -623,6 +621,35 @@ fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
         Ending::WaitForCancel => k.wait(Wait::ForCancel),
         Ending::Refuse(why) => k.refuse(Refusal::Ending(why)),
     }
+}
+
+/// The note of this generation's change if it was already refused (the stored Degraded
+/// condition says UpdateFailed for this generation; one rule for every kind): it stays
+/// refused, as it was said, until the spec changes. Read from the stored status, as observing
+/// the running job has cleared the error from the one being built.
+pub fn already_refused<S: LifecycleStatus>(stored: Option<&S>, generation: Option<i64>) -> Option<String> {
+    let stored = stored?;
+    let refused = stored.conditions().into_iter().flatten().find(|c| {
+        c.type_.as_deref() == Some(condition_type::DEGRADED)
+            && c.reason.as_deref() == Some(phase::UPDATE_FAILED)
+            && c.observed_generation == generation
+    })?;
+    Some(
+        stored
+            .error()
+            .map(str::to_owned)
+            .or_else(|| refused.message.clone().filter(|m| !m.is_empty()))
+            .unwrap_or_else(|| "the update failed; change the spec to try again".to_owned()),
+    )
+}
+
+/// A change [`already_refused`] stays refused.
+fn refused_again<'a, K: JobKind<'a>>(k: &mut K) -> Option<PlanOf<'a, K>> {
+    let note = already_refused(k.stored(), k.facts().generation)?;
+    let (status, _) = k.parts();
+    *status.error_mut() = Some(note.clone());
+    k.conditions(phase::UPDATE_FAILED, &note);
+    Some(k.done(SLOW))
 }
 
 /// Commits the spec of a change with the state the job's upgrade mode chose, or, for a
@@ -857,7 +884,7 @@ fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> P
     let facts = k.facts();
     let running = !pending && !spec::is_suspended(recorded) && k.job_running();
     if running {
-        let stored = k.stored_error();
+        let stored = k.stored().and_then(LifecycleStatus::error);
         let (status, mut out) = k.parts();
         snapshots::report_unsupported_schedule(status, stored, &facts, &mut out);
         let (status, mut out) = k.parts();

@@ -94,6 +94,7 @@ pub trait LifecycleStatus: Clone + Default {
     fn revision(&self) -> Option<&RevisionStatus>;
     fn revision_mut(&mut self) -> &mut RevisionStatus;
     fn conditions(&self) -> Option<&Vec<Condition>>;
+    fn error(&self) -> Option<&str>;
     fn error_mut(&mut self) -> &mut Option<String>;
     fn lifecycle_state_mut(&mut self) -> &mut Option<ResourceLifecycleState>;
     fn conditions_mut(&mut self) -> &mut Option<Vec<Condition>>;
@@ -123,6 +124,9 @@ macro_rules! lifecycle_status {
             }
             fn conditions(&self) -> Option<&Vec<Condition>> {
                 self.conditions.as_ref()
+            }
+            fn error(&self) -> Option<&str> {
+                self.error.as_deref()
             }
             fn error_mut(&mut self) -> &mut Option<String> {
                 &mut self.error

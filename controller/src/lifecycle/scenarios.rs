@@ -1016,6 +1016,49 @@ fn a_stop_whose_result_flink_forgot_and_whose_savepoint_is_nowhere_refuses_the_c
 }
 
 #[test]
+fn a_refused_change_stays_refused_for_its_generation_said_once_and_is_tried_again_when_the_spec_changes() {
+    let looked = "the savepoint directory is not known";
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
+        let lost = forgotten(
+            SavepointPoll::UnknownTrigger,
+            Some(LateSavepoint::NotFound(looked.into())),
+        );
+        let (first, refused) = decide(&new, &json!({}), Some(&stopping), &lost, false);
+        assert!(
+            first.reasons().contains(&Reason::UpdateFailed),
+            "{kind}: {first:?}"
+        );
+        // The same generation, looked at again: still refused, and not said again.
+        let (again, refused) = decide(&new, &json!({}), Some(&refused), &changed("FINISHED"), false);
+        assert!(again.job.is_empty() && again.own == 0, "{kind}: {again:?}");
+        assert!(
+            !again.reasons().contains(&Reason::UpdateFailed),
+            "{kind}: said once: {again:?}"
+        );
+        assert_eq!(again.error, first.error, "{kind}");
+        assert_eq!(
+            again.reason.as_deref(),
+            Some(crate::conditions::phase::UPDATE_FAILED)
+        );
+        // The user changes the spec again: the change is tried again.
+        let newer = with(job.clone(), "parallelism", json!(6));
+        let look = Look {
+            generation: 3,
+            ..changed("RUNNING")
+        };
+        let (retried, _) = decide(&newer, &json!({}), Some(&refused), &look, false);
+        assert!(
+            matches!(retried.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
+            "{kind}: a new stop-with-savepoint: {retried:?}"
+        );
+    });
+}
+
+#[test]
 fn a_deletion_whose_stop_flink_forgot_records_its_savepoint_found_elsewhere() {
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);

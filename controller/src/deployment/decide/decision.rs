@@ -17,7 +17,6 @@ use super::{
     status, upgrade_relevant,
 };
 use crate::{
-    conditions::condition_type,
     events::Reason,
     lifecycle::{
         Facts, Out,
@@ -264,8 +263,8 @@ impl<'a> JobKind<'a> for Decision<'a> {
         &self.obs.violations
     }
 
-    fn stored_error(&self) -> Option<&'a str> {
-        self.fd.status.as_ref().and_then(|s| s.error.as_deref())
+    fn stored(&self) -> Option<&'a FlinkDeploymentStatus> {
+        self.fd.status.as_ref()
     }
 
     fn first_start(&mut self) -> Plan {
@@ -323,30 +322,6 @@ impl<'a> JobKind<'a> for Decision<'a> {
         }
         self.observed_phase();
         self.take().done(FAST)
-    }
-
-    fn refused_change(&mut self) -> Option<Plan> {
-        let generation = self.fd.metadata.generation;
-        let failed_for_this_generation = self.status.conditions.iter().flatten().any(|c| {
-            c.type_.as_deref() == Some(condition_type::DEGRADED)
-                && c.reason.as_deref() == Some(phase::UPDATE_FAILED)
-                && c.observed_generation == generation
-        });
-        if !failed_for_this_generation {
-            return None;
-        }
-        // The reason as stored: observing the running job has cleared it from the status
-        // being built.
-        let stored = self.fd.status.as_ref();
-        let note = stored
-            .and_then(|s| s.error.clone())
-            .or_else(|| {
-                stored
-                    .and_then(|s| s.conditions.as_ref())
-                    .and_then(|c| c.iter().find_map(|c| c.message.clone().filter(|m| !m.is_empty())))
-            })
-            .unwrap_or_else(|| "the update failed; change the spec to try again".to_owned());
-        Some(self.take().refuse(phase::UPDATE_FAILED, note))
     }
 
     fn changed_while_suspended(&mut self) -> Plan {

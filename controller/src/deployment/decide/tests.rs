@@ -2477,7 +2477,10 @@ fn a_jobmanager_that_does_not_answer_once_is_looked_at_again_and_reported_the_se
 
 mod health_check {
     use super::*;
-    use crate::deployment::health::{CLUSTER_INFO_KEY, HealthHistory, HealthSample, HealthSettings};
+    use crate::{
+        deployment::health::{CLUSTER_INFO_KEY, HealthHistory, HealthSample},
+        policy::HealthSettings,
+    };
 
     const SETTINGS: HealthSettings = HealthSettings {
         restarts_window_ms: 2 * MIN,

@@ -227,11 +227,6 @@ fn a_disabled_check_reads_nothing_and_drops_its_history() {
         (None, Verdict::Unknown)
     );
     assert_eq!(evaluate(None, None, T0, None), (None, Verdict::Unknown));
-    let config = BTreeMap::from([(
-        operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD.to_owned(),
-        "1".to_owned(),
-    )]);
-    assert_eq!(HealthSettings::from_config(&config), None, "off unless enabled");
 }
 
 #[test]
@@ -289,74 +284,6 @@ fn a_look_that_changes_nothing_changes_no_time() {
         next.as_ref(),
         Some(&stored),
         "no status write for a look that saw nothing new"
-    );
-}
-
-#[test]
-fn the_checkpoint_window_defaults_to_what_checkpoints_may_take() {
-    let s = 1000;
-    // (enabled, window set, interval, timeout, tolerable failures, window)
-    let cases = [
-        (false, Some(60 * s), Some(10 * s), 600 * s, 0, None),
-        (true, None, None, 600 * s, 0, None),
-        (true, None, Some(10 * s), 600 * s, 0, Some(1200 * s)),
-        (true, None, Some(600 * s), 60 * s, 1, Some(1800 * s)),
-        (true, Some(60 * s), Some(10 * s), 20 * s, 0, Some(60 * s)),
-        (true, Some(10 * s), Some(10 * s), 20 * s, 0, Some(40 * s)),
-        // A window set with no checkpointing configured: the job may enable it in code.
-        (true, Some(30 * MIN), None, 600 * s, 0, Some(30 * MIN)),
-        (true, Some(MIN), None, 600 * s, 0, Some(1200 * s)),
-    ];
-    for (enabled, window, interval, timeout, tolerable, want) in cases {
-        assert_eq!(
-            checkpoint_window_ms(enabled, window, interval, timeout, tolerable),
-            want,
-            "{enabled} {window:?} {interval:?} {timeout} {tolerable}"
-        );
-    }
-}
-
-#[test]
-fn settings_come_from_the_configuration() {
-    let config = |pairs: &[(&str, &str)]| {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect::<BTreeMap<_, _>>()
-    };
-    assert_eq!(
-        HealthSettings::from_config(&config(&[(operator::CLUSTER_HEALTH_CHECK_ENABLED, "true")])),
-        Some(HealthSettings {
-            restarts_window_ms: defaults::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW_MS,
-            restarts_threshold: defaults::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD,
-            checkpoint_window_ms: None,
-        })
-    );
-    assert_eq!(
-        HealthSettings::from_config(&config(&[
-            (operator::CLUSTER_HEALTH_CHECK_ENABLED, "true"),
-            (operator::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW, "30 s"),
-            (operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD, "2"),
-            (flink::CHECKPOINTING_INTERVAL, "5s"),
-            (CHECKPOINTING_TIMEOUT, "20s"),
-        ])),
-        Some(HealthSettings {
-            restarts_window_ms: 30_000,
-            restarts_threshold: 2,
-            checkpoint_window_ms: Some(40_000),
-        })
-    );
-    assert_eq!(
-        HealthSettings::from_config(&config(&[
-            (operator::CLUSTER_HEALTH_CHECK_ENABLED, "true"),
-            (
-                operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
-                "false"
-            ),
-            (flink::CHECKPOINTING_INTERVAL, "5s"),
-        ]))
-        .and_then(|s| s.checkpoint_window_ms),
-        None
     );
 }
 

@@ -12,7 +12,7 @@ use flink_operator_api::{
 use super::{
     Action, CheckpointLookup, EventNote, JobObservation, Observation, Plan, SessionObservation,
     deletion::{before_deletion_stop, tear_down},
-    has_finalizer, phase, recorded_job_id, refused_generation,
+    has_finalizer, phase, recorded_job_id,
     start::{commit, continue_submit, first_deployment},
     status::{current_phase, observe_into, refuse, refuse_restart, wait_for_session},
 };
@@ -168,8 +168,8 @@ impl<'a> JobKind<'a> for Decision<'a> {
         &self.obs.violations
     }
 
-    fn stored_error(&self) -> Option<&'a str> {
-        self.sj.status.as_ref().and_then(|s| s.error.as_deref())
+    fn stored(&self) -> Option<&'a FlinkSessionJobStatus> {
+        self.sj.status.as_ref()
     }
 
     fn first_start(&mut self) -> Plan {
@@ -185,13 +185,6 @@ impl<'a> JobKind<'a> for Decision<'a> {
         if !spec::is_suspended(running) {
             observe_into(self, running);
         }
-    }
-
-    fn refused_change(&mut self) -> Option<Plan> {
-        let error = refused_generation(self.sj)?;
-        self.status.error = Some(error.clone());
-        self.set_conditions(phase::UPDATE_FAILED, &error);
-        Some(self.done(SLOW))
     }
 
     fn changed_while_suspended(&mut self) -> Plan {

@@ -33,7 +33,7 @@ use flink_operator_api::{
 
 use crate::{
     conditions::set_conditions,
-    lifecycle::{Facts, JobAction, machine, spec},
+    lifecycle::{Facts, JobAction, machine},
     policy::Policy,
 };
 use decision::Decision;
@@ -187,22 +187,6 @@ fn has_finalizer(sj: &FlinkSessionJob) -> bool {
         .iter()
         .flatten()
         .any(|f| f == keys::finalizers::FLINK_SESSION_JOB)
-}
-
-/// The error of an update this generation already refused (a failed upgrade savepoint), so
-/// that it is not retried until the spec changes again.
-fn refused_generation(sj: &FlinkSessionJob) -> Option<String> {
-    let status = sj.status.as_ref()?;
-    let recorded = status
-        .reconciliation_status
-        .as_ref()
-        .and_then(|rs| rs.last_reconciled_spec::<FlinkSessionJobSpec>().ok().flatten());
-    // observedGeneration is written only when a spec is committed or refused, so equal to
-    // the current generation with the spec not committed means refused.
-    let refused = recorded.is_some_and(|r| spec::changed(&r, &sj.spec))
-        && status.observed_generation.is_some()
-        && status.observed_generation == sj.metadata.generation;
-    status.error.clone().filter(|_| refused)
 }
 
 fn recorded_job_id(status: &FlinkSessionJobStatus) -> Option<String> {

@@ -6,10 +6,14 @@ use flink_operator_api::{
     common::{ResourceLifecycleState, flink_job_state},
 };
 
-use super::{Decision, JobObservation, Plan, RECONCILING, SessionObservation, phase, refused_generation};
+use super::{Decision, JobObservation, Plan, RECONCILING, SessionObservation, phase};
 use crate::{
     events::Reason,
-    lifecycle::{SLOW, WAIT, machine::JobKind, observe, spec},
+    lifecycle::{
+        SLOW, WAIT,
+        machine::{JobKind, already_refused},
+        observe, spec,
+    },
 };
 
 pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan {
@@ -26,9 +30,13 @@ pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSess
         SessionObservation::Ready => String::new(),
     };
     let message = format!("waiting for session cluster {name}: {why}");
-    // A refused update keeps its reason: it is what the user has to act on.
-    let refused = refused_generation(d.sj).is_some();
-    if !refused && d.status.error.as_deref() != Some(message.as_str()) {
+    // A refused update keeps its reason and its conditions: it is what the user has to act
+    // on, and it stays refused once the session cluster is back.
+    let refused = already_refused(d.sj.status.as_ref(), d.generation()).is_some();
+    if refused {
+        return d.done(WAIT);
+    }
+    if d.status.error.as_deref() != Some(message.as_str()) {
         d.event(false, Reason::SessionClusterNotReady, message.clone());
         d.status.error = Some(message.clone());
     }
