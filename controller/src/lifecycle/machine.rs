@@ -283,7 +283,6 @@ pub trait JobKind<'a> {
 
     /// Records the spec to run and what it starts from, then starts it (or suspends).
     fn commit(&mut self, restore: Restore, cause: Cause) -> Plan<Self::Status, Self::Action>;
-    fn cancel(&mut self, why: Cancel) -> Plan<Self::Status, Self::Action>;
     fn wait(&mut self, what: Wait) -> Plan<Self::Status, Self::Action>;
     fn refuse(&mut self, refusal: Refusal) -> Plan<Self::Status, Self::Action>;
 
@@ -607,7 +606,7 @@ fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
         Ending::WithoutState if K::ENDS_WITH_ITS_CLUSTER || ended => {
             commit_change(k, Restore::Nothing, Cause::WithoutState)
         }
-        Ending::WithoutState => k.cancel(Cancel::ForChange),
+        Ending::WithoutState => cancel(k, Cancel::ForChange),
         Ending::KeepingLastState => commit_change(k, Restore::LastState, Cause::KeepingLastState),
         Ending::Savepoint => stop_with_savepoint(k, &job_id, verb, suspending),
         Ending::CancelForNewest { with_savepoints } => {
@@ -710,7 +709,7 @@ fn redeploy<'a, K: JobKind<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> 
             return k.wait(Wait::ForCancel);
         }
         if !ended {
-            return k.cancel(Cancel::ForRedeploy(path));
+            return cancel(k, Cancel::ForRedeploy(path));
         }
     }
     let savepoint = RestorableState {
@@ -719,6 +718,60 @@ fn redeploy<'a, K: JobKind<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> 
         timestamp_ms: None,
     };
     k.commit(Restore::State(savepoint), Cause::Redeploy(path))
+}
+
+/// Cancels the running job for a change, the same for every kind: UPGRADING with the reason
+/// recorded before the cancellation is sent, and one `Cancelling` Event.
+fn cancel<'a, K: JobKind<'a>>(k: &mut K, why: Cancel) -> PlanOf<'a, K> {
+    let job_id = recorded_job_id(k.status());
+    let change = if spec::is_suspended(k.spec()) {
+        "suspension"
+    } else {
+        "upgrade"
+    };
+    let now_ms = k.facts().now_ms;
+    let (message, newest) = match why {
+        Cancel::ForChange => (format!("cancelling job {job_id} for the {change}"), None),
+        Cancel::ForNewest {
+            with_savepoints: false,
+            newest,
+        } => (
+            format!("cancelling job {job_id} for the {change}; it restores its latest checkpoint"),
+            Some(newest),
+        ),
+        Cancel::ForNewest {
+            with_savepoints: true,
+            newest,
+        } => (
+            format!(
+                "cancelling job {job_id} for the {change} without a savepoint (kubernetes.operator.job.upgrade.take-savepoint is false); it restores its newest state"
+            ),
+            Some(newest),
+        ),
+        Cancel::ForRedeploy(path) => (
+            format!(
+                "cancelling job {job_id} without a savepoint to redeploy from spec.job.initialSavepointPath {path}"
+            ),
+            None,
+        ),
+    };
+    let note = match newest {
+        Some(newest) => format!(
+            "{}: {}",
+            super::capitalised(&message),
+            newest.map_or_else(
+                || "none is known yet".to_owned(),
+                |s| restore::age_note(&s, now_ms)
+            )
+        ),
+        None => super::capitalised(&message),
+    };
+    *k.parts().0.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
+    k.conditions(phase::UPDATING, &message);
+    let (_, mut out) = k.parts();
+    out.act(JobAction::Cancel { job_id });
+    out.event(EventNote::normal(Reason::Cancelling, note));
+    k.record_then(FAST)
 }
 
 /// The user opted out of the upgrade savepoint: the job is cancelled (its checkpoints are
@@ -747,10 +800,13 @@ fn cancel_for_newest_state<'a, K: JobKind<'a>>(
             return k.refuse(Refusal::NotCancelled(Some(why)));
         }
     }
-    k.cancel(Cancel::ForNewest {
-        with_savepoints,
-        newest,
-    })
+    cancel(
+        k,
+        Cancel::ForNewest {
+            with_savepoints,
+            newest,
+        },
+    )
 }
 
 /// The job has ended (or was cancelled) without a savepoint for the change: the next job

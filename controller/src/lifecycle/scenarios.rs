@@ -52,6 +52,9 @@ struct Look {
     revisions: Option<Vec<super::revisions::Revision>>,
     /// The resource's annotations.
     annotations: std::collections::BTreeMap<String, String>,
+    /// An application's latest completed checkpoint is read (a session job's always is:
+    /// `file:/checkpoints/chk-7`, 5 s old).
+    latest_checkpoint: bool,
 }
 
 fn look(state: &'static str) -> Look {
@@ -190,6 +193,10 @@ impl Application {
             savepoint: look.savepoint.clone(),
             late_savepoint: look.late_savepoint.clone(),
             checkpoint: look.checkpoint.clone(),
+            latest_checkpoint: look.latest_checkpoint.then(|| fd::StateObservation {
+                path: "file:/checkpoints/chk-7".into(),
+                timestamp_ms: NOW - 5_000,
+            }),
             // A running application's HA metadata holds its checkpoints (what a last-state
             // change keeps); the cluster's own tests cover metadata without one.
             ha_checkpoint: Some(true),
@@ -1056,6 +1063,69 @@ fn a_refused_change_stays_refused_for_its_generation_said_once_and_is_tried_agai
             "{kind}: a new stop-with-savepoint: {retried:?}"
         );
     });
+}
+
+#[test]
+fn without_the_upgrade_savepoint_the_job_is_cancelled_recorded_first_with_the_same_reasons_then_restores_its_checkpoint()
+ {
+    let reasons = std::cell::RefCell::new(Vec::new());
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let config = json!({ "kubernetes.operator.job.upgrade.take-savepoint": "false" });
+        let stored = started(&job, &config, kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let look = |state| Look {
+            policy: Policy {
+                take_savepoint: false,
+                ..Policy::status_only()
+            },
+            latest_checkpoint: true,
+            ..changed(state)
+        };
+        let (cancelling, status) = decide(&new, &config, Some(&stored), &look("RUNNING"), false);
+        assert_eq!(
+            cancelling.job,
+            vec![JobAction::Cancel {
+                job_id: JOB_ID.into()
+            }],
+            "{kind}: cancelled, not stopped with a savepoint: {cancelling:?}"
+        );
+        assert!(
+            cancelling.recorded_first,
+            "{kind}: why is recorded before the cancel is sent"
+        );
+        assert_eq!(
+            cancelling.reason.as_deref(),
+            Some(crate::conditions::phase::UPDATING)
+        );
+        let note = &cancelling.events.last().expect("an Event").note;
+        assert!(
+            note.contains("take-savepoint is false") && note.contains("chk-7"),
+            "{kind}: the Event says why and what it restores: {note}"
+        );
+        assert_eq!(
+            cancelling.recorded["parallelism"],
+            json!(2),
+            "{kind}: not committed yet"
+        );
+        // Cancelled: the new spec is committed with the latest checkpoint.
+        let (committed, _) = decide(&new, &config, Some(&status), &look("CANCELED"), false);
+        assert_eq!(
+            committed.recorded["parallelism"],
+            json!(4),
+            "{kind}: {committed:?}"
+        );
+        reasons.borrow_mut().push((kind.to_owned(), cancelling.reasons()));
+    });
+    let reasons = reasons.into_inner();
+    let [(_, application), (_, session)] = &reasons[..] else {
+        panic!("both kinds ran: {reasons:?}")
+    };
+    assert_eq!(
+        application, session,
+        "the same reasons in the same order: {reasons:?}"
+    );
+    assert_eq!(application.last(), Some(&Reason::Cancelling));
 }
 
 #[test]

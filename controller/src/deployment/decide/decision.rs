@@ -11,8 +11,8 @@ use flink_operator_api::{
 };
 
 use super::{
-    Action, EventNote, FAST, JobAction, Next, Observation, Plan, SLOW, WAIT, deletion, health, is_suspended,
-    phase, recovery, rollback, set_conditions, start,
+    Action, EventNote, FAST, Next, Observation, Plan, SLOW, WAIT, deletion, health, is_suspended, phase,
+    recovery, rollback, set_conditions, start,
     state::{self, Kind, RestorableState},
     status, upgrade_relevant,
 };
@@ -20,7 +20,7 @@ use crate::{
     events::Reason,
     lifecycle::{
         Facts, Out,
-        machine::{Cancel, Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
+        machine::{Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
         spec,
     },
 };
@@ -469,33 +469,6 @@ impl<'a> JobKind<'a> for Decision<'a> {
             self.fd.spec.clone()
         };
         start::commit(self.take(), spec, restore, reason, &note)
-    }
-
-    fn cancel(&mut self, why: Cancel) -> Plan {
-        let verb = self.verb(self.suspending());
-        let (message, note) = match why {
-            Cancel::ForNewest { newest, .. } => (
-                "cancelling the job without a savepoint; it restores its newest checkpoint".to_owned(),
-                format!(
-                    "Cancelling the job for {verb} without a savepoint; the newest state is {}",
-                    newest.map_or_else(|| "unknown".to_owned(), |s| self.age_note(&s))
-                ),
-            ),
-            Cancel::ForChange => (
-                "cancelling the job".to_owned(),
-                format!("Cancelling the job for {verb}"),
-            ),
-            Cancel::ForRedeploy(path) => (
-                format!("cancelling the job to redeploy from spec.job.initialSavepointPath {path}"),
-                format!("Cancelling the job to redeploy from spec.job.initialSavepointPath {path}"),
-            ),
-        };
-        let job_id = self.job_status().job_id.unwrap_or_default();
-        self.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-        self.conditions(phase::UPDATING, &message);
-        self.events.push(EventNote::normal(Reason::Cancelling, note));
-        self.actions.push(Action::Job(JobAction::Cancel { job_id }));
-        self.take().done(FAST)
     }
 
     fn wait(&mut self, what: Wait) -> Plan {

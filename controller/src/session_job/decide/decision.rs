@@ -20,8 +20,8 @@ use crate::{
     conditions::set_conditions,
     events::Reason,
     lifecycle::{
-        FAST, Facts, JobAction, SLOW, WAIT,
-        machine::{Cancel, Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
+        FAST, Facts, SLOW, WAIT,
+        machine::{Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
         restore::{self, Kind, RestorableState},
         spec,
     },
@@ -274,41 +274,6 @@ impl<'a> JobKind<'a> for Decision<'a> {
             _ => {}
         }
         commit(self, restore)
-    }
-
-    fn cancel(&mut self, why: Cancel) -> Plan {
-        let job_id = self.job_id();
-        let verb = self.verb(spec::is_suspended(&self.sj.spec));
-        let (reason, message) = match why {
-            Cancel::ForChange
-            | Cancel::ForNewest {
-                with_savepoints: false,
-                ..
-            } => (
-                Reason::SpecChanged,
-                format!("cancelling job {job_id} for the {verb}"),
-            ),
-            Cancel::ForNewest {
-                with_savepoints: true,
-                ..
-            } => (
-                Reason::SpecChanged,
-                format!(
-                    "cancelling job {job_id} for the {verb} without a savepoint (kubernetes.operator.job.upgrade.take-savepoint is false)"
-                ),
-            ),
-            Cancel::ForRedeploy(path) => (
-                Reason::SavepointRedeploy,
-                format!(
-                    "Cancelling job {job_id} without a savepoint to redeploy from spec.job.initialSavepointPath {path}"
-                ),
-            ),
-        };
-        self.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-        self.set_conditions(phase::UPDATING, &message);
-        self.actions.push(Action::Job(JobAction::Cancel { job_id }));
-        self.event(false, reason, crate::lifecycle::capitalised(&message));
-        self.record_then(FAST)
     }
 
     fn wait(&mut self, what: Wait) -> Plan {

@@ -2000,7 +2000,11 @@ fn a_savepoint_redeploy_nonce_cancels_and_restores_the_initial_savepoint_path() 
     // 1. Cancelled, not stopped with a savepoint; recorded first.
     let plan = decide(&redeploy(running("savepoint"), chosen), &ready(found("RUNNING")));
     assert_eq!(plan.actions, cancel);
-    assert!(plan.events.iter().any(|e| e.reason == Reason::SavepointRedeploy));
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == Reason::Cancelling && e.note.contains("initialSavepointPath"))
+    );
     let cancelling = plan.status_before.unwrap();
     assert_eq!(reason(&cancelling), phase::UPDATING);
     // A crash before the cancel reached Flink: cancelled again.
