@@ -16,6 +16,12 @@
 //! cancelled), what "ready to act" means, where the last state lives, the kind's own steps
 //! (an application cluster's rollback and JobManager recovery; a session job's wait for its
 //! session cluster), and how a kind words its status (its tests pin the wording).
+//!
+//! Not done yet: [`JobKind`] still has 42 methods where a handful of effect hooks
+//! (start, end for a change, tear down, ready, latest checkpoint) should do. The accessors
+//! belong in one generic ledger of the resource, its facts, the status, actions and Events,
+//! and the kinds' messages for starts, waits and refusals in one wording table with the
+//! kind's noun; until then each kind still words those itself.
 
 use flink_operator_api::common::{JobStatus, ResourceLifecycleState, UpgradeMode, flink_job_state};
 
@@ -236,11 +242,6 @@ pub trait JobKind<'a> {
     fn first_start(&mut self) -> Plan<Self::Status, Self::Action>;
     /// A recorded start (UPGRADING) goes on.
     fn start_in_progress(&mut self, recorded: &Self::Spec) -> Plan<Self::Status, Self::Action>;
-    /// A recorded rollback (ROLLING_BACK) goes on (never, for a kind that does not roll
-    /// back: it would only write the status).
-    fn continue_rollback(&mut self, _recorded: &Self::Spec) -> Plan<Self::Status, Self::Action> {
-        self.done(SLOW)
-    }
     /// The spec that runs (after an application cluster's rollback: the last stable one).
     fn running_spec(&self, recorded: &Self::Spec) -> Self::Spec {
         recorded.clone()
@@ -249,16 +250,6 @@ pub trait JobKind<'a> {
     fn observe(&mut self, running: &Self::Spec);
     /// What the kind records of its job while a stop-with-savepoint is followed.
     fn observe_while_stopping(&mut self, _running: &Self::Spec) {}
-    /// Whether the changed spec is what runs already (an application cluster's spec changed
-    /// back to the one its rollback runs): a change that needs no new job.
-    fn runs_changed_back(&self, _running: &Self::Spec) -> bool {
-        false
-    }
-    /// The spec changed back to what runs is recorded (never, for a kind whose spec cannot
-    /// change back: it would only write the status).
-    fn changed_back(&mut self, _recorded: &Self::Spec) -> Plan<Self::Status, Self::Action> {
-        self.done(SLOW)
-    }
     /// A suspended spec changed while suspended.
     fn changed_while_suspended(&mut self) -> Plan<Self::Status, Self::Action>;
     /// What the kind does about a change before the job is ended for it (a session
@@ -286,29 +277,24 @@ pub trait JobKind<'a> {
     fn wait(&mut self, what: Wait) -> Plan<Self::Status, Self::Action>;
     fn refuse(&mut self, refusal: Refusal) -> Plan<Self::Status, Self::Action>;
 
-    /// A suspended job that needs nothing done (None: it is said as a steady one is).
-    fn rest_suspended(&mut self) -> Option<Plan<Self::Status, Self::Action>>;
-    /// Whether the kind's own step before a restart is due (an application cluster's lost
-    /// JobManager, or its unhealthy job).
-    fn recovery_due(&self, _recorded: &Self::Spec) -> bool {
+    /// Whether the kind's own step `step` is due ([`Step::ChangedBack`]: the changed spec is
+    /// what runs already, since an application cluster's rollback; [`Step::Recovering`]:
+    /// before a restart, an application cluster's lost JobManager or unhealthy job;
+    /// [`Step::RollbackDue`]: after a restart, an application cluster's rollback). `spec`:
+    /// the spec that runs for `ChangedBack`, else the recorded one. Read without side effects.
+    fn own_step_due(&self, _step: Step, _spec: &Self::Spec) -> bool {
         false
     }
-    /// The kind's own step before a restart, once [`JobKind::recovery_due`]; None: declined
-    /// (why is noted in status), the next step is derived.
-    fn recover(&mut self, _recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>> {
+    /// The kind's part of a step it has its own of: `RollingBack` (the recorded rollback goes
+    /// on), `ChangedBack` (the spec changed back to what runs is recorded), `Suspended` (a
+    /// suspended job needs nothing done), and, once [`JobKind::own_step_due`], `Recovering`
+    /// and `RollbackDue`. None: the kind has no part in it, or declined (why is noted in
+    /// status); the machine goes on as that step says.
+    fn own_step(&mut self, _step: Step, _recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>> {
         None
     }
     /// Whether a FAILED job is restarted now.
     fn restart_due(&self, pending: bool) -> bool;
-    /// Whether the kind's own step after a restart is due (an application cluster's rollback).
-    fn rollback_due(&self, _recorded: &Self::Spec) -> bool {
-        false
-    }
-    /// The kind's own step after a restart, once [`JobKind::rollback_due`]; None: declined
-    /// (why is noted in status), the next step is derived.
-    fn roll_back(&mut self, _recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>> {
-        None
-    }
     /// Whether the job runs, so that snapshots can be taken of it.
     fn job_running(&self) -> bool;
     /// Conditions for the phase the status shows.
@@ -451,18 +437,25 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
         }
         Step::FirstStart => k.first_start(),
         Step::Starting => k.start_in_progress(or_report!(found.spec(), "a recorded spec")),
-        Step::RollingBack => k.continue_rollback(or_report!(found.spec(), "a recorded spec")),
-        Step::ChangedBack => k.changed_back(&or_report!(found.observed(), "observing the job").recorded),
+        // Only a kind that rolls back records ROLLING_BACK, or finds its spec changed back.
+        Step::RollingBack => {
+            let recorded = or_report!(found.spec(), "a recorded spec");
+            k.own_step(step, recorded).unwrap_or_else(|| k.done(SLOW))
+        }
+        Step::ChangedBack => {
+            let recorded = &or_report!(found.observed(), "observing the job").recorded;
+            k.own_step(step, recorded).unwrap_or_else(|| k.done(SLOW))
+        }
         Step::WaitingForSnapshot => k.wait(Wait::ForSnapshot),
         Step::Change => change(k, &or_report!(found.observed(), "observing the job").recorded),
         Step::Suspended => {
             let observed = or_report!(found.observed(), "observing the job");
-            k.rest_suspended()
+            k.own_step(step, &observed.recorded)
                 .unwrap_or_else(|| steady(k, &observed.recorded, observed.pending))
         }
         Step::Recovering => {
             let observed = or_report!(found.observed(), "observing the job");
-            k.recover(&observed.recorded).unwrap_or_else(|| {
+            k.own_step(step, &observed.recorded).unwrap_or_else(|| {
                 let next = Step::after(k, observed, Some(Step::Recovering));
                 take(k, next, found)
             })
@@ -470,7 +463,7 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
         Step::RestartingFailed => restart_failed(k),
         Step::RollbackDue => {
             let observed = or_report!(found.observed(), "observing the job");
-            k.roll_back(&observed.recorded).unwrap_or_else(|| {
+            k.own_step(step, &observed.recorded).unwrap_or_else(|| {
                 let next = Step::after(k, observed, Some(Step::RollbackDue));
                 take(k, next, found)
             })

@@ -137,7 +137,7 @@ impl Step {
     /// The step once the job is observed (see the module doc for what was written first).
     pub fn after_observing<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>) -> Self {
         if observed.changed {
-            if k.runs_changed_back(&observed.running) {
+            if k.own_step_due(Self::ChangedBack, &observed.running) {
                 return Self::ChangedBack;
             }
             if observed.pending {
@@ -156,13 +156,13 @@ impl Step {
     pub fn after<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>, past: Option<Self>) -> Self {
         let open = |step: Self| past.is_none_or(|past| step > past);
         let recorded = &observed.recorded;
-        if open(Self::Recovering) && k.recovery_due(recorded) {
+        if open(Self::Recovering) && k.own_step_due(Self::Recovering, recorded) {
             return Self::Recovering;
         }
         if open(Self::RestartingFailed) && k.restart_due(observed.pending) {
             return Self::RestartingFailed;
         }
-        if open(Self::RollbackDue) && k.rollback_due(recorded) {
+        if open(Self::RollbackDue) && k.own_step_due(Self::RollbackDue, recorded) {
             return Self::RollbackDue;
         }
         let facts = k.facts();

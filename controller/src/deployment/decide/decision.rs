@@ -22,6 +22,7 @@ use crate::{
         Facts, Out,
         machine::{Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
         spec,
+        step::Step,
     },
 };
 
@@ -280,16 +281,6 @@ impl<'a> JobKind<'a> for Decision<'a> {
         start::continue_upgrade(self.take(), recorded, false)
     }
 
-    fn continue_rollback(&mut self, _recorded: &FlinkDeploymentSpec) -> Plan {
-        match self.rolled_back.clone() {
-            Some(stable) => start::continue_upgrade(self.take(), &stable, true),
-            None => self.take().refuse(
-                phase::UPDATE_FAILED,
-                "rolling back: status.reconciliationStatus.lastStableSpec cannot be read; nothing is done until the spec changes".to_owned(),
-            ),
-        }
-    }
-
     fn running_spec(&self, recorded: &FlinkDeploymentSpec) -> FlinkDeploymentSpec {
         // What runs: the last stable spec after a rollback (the spec that failed stays
         // recorded, so that it is not deployed again), else the recorded spec.
@@ -307,21 +298,6 @@ impl<'a> JobKind<'a> for Decision<'a> {
 
     fn observe_while_stopping(&mut self, running: &FlinkDeploymentSpec) {
         self.observe(running);
-    }
-
-    fn runs_changed_back(&self, running: &FlinkDeploymentSpec) -> bool {
-        self.rolled_back() && upgrade_relevant(running) == upgrade_relevant(&self.fd.spec)
-    }
-
-    fn changed_back(&mut self, recorded: &FlinkDeploymentSpec) -> Plan {
-        // Changed back to what runs since the rollback: recorded, nothing redeployed.
-        let spec = spec::with_recorded_nonces(&self.fd.spec, recorded);
-        if let Some(rs) = self.status.reconciliation_status.as_mut() {
-            spec::record(rs, spec);
-            rs.state = Some(ReconciliationState::Deployed);
-        }
-        self.observed_phase();
-        self.take().done(FAST)
     }
 
     fn changed_while_suspended(&mut self) -> Plan {
@@ -527,23 +503,45 @@ impl<'a> JobKind<'a> for Decision<'a> {
         self.take().refuse(phase, note)
     }
 
-    fn rest_suspended(&mut self) -> Option<Plan> {
-        Some(self.take().done(SLOW))
+    fn own_step_due(&self, step: Step, spec: &FlinkDeploymentSpec) -> bool {
+        match step {
+            Step::ChangedBack => {
+                self.rolled_back() && upgrade_relevant(spec) == upgrade_relevant(&self.fd.spec)
+            }
+            Step::Recovering => {
+                !self.rolled_back()
+                    && (recovery::missing(self, spec) || health::unhealthy(self, spec).is_some())
+            }
+            Step::RollbackDue => !self.rolled_back() && rollback::due_now(self, spec),
+            _ => false,
+        }
     }
 
-    fn recovery_due(&self, recorded: &FlinkDeploymentSpec) -> bool {
-        !self.rolled_back()
-            && (recovery::missing(self, recorded) || health::unhealthy(self, recorded).is_some())
-    }
-
-    fn recover(&mut self, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
-        if self.rolled_back() {
-            return None;
+    fn own_step(&mut self, step: Step, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
+        match step {
+            Step::RollingBack => Some(match self.rolled_back.clone() {
+                Some(stable) => start::continue_upgrade(self.take(), &stable, true),
+                None => self.take().refuse(
+                    phase::UPDATE_FAILED,
+                    "rolling back: status.reconciliationStatus.lastStableSpec cannot be read; nothing is done until the spec changes".to_owned(),
+                ),
+            }),
+            Step::ChangedBack => {
+                // Changed back to what runs since the rollback: recorded, nothing redeployed.
+                let spec = spec::with_recorded_nonces(&self.fd.spec, recorded);
+                if let Some(rs) = self.status.reconciliation_status.as_mut() {
+                    spec::record(rs, spec);
+                    rs.state = Some(ReconciliationState::Deployed);
+                }
+                self.observed_phase();
+                Some(self.take().done(FAST))
+            }
+            Step::Suspended => Some(self.take().done(SLOW)),
+            Step::Recovering if !self.rolled_back() => recovery::recover_if_missing(self, recorded)
+                .or_else(|| health::restart_if_unhealthy(self, recorded)),
+            Step::RollbackDue if !self.rolled_back() => rollback::start_if_due(self, recorded),
+            _ => None,
         }
-        if let Some(plan) = recovery::recover_if_missing(self, recorded) {
-            return Some(plan);
-        }
-        health::restart_if_unhealthy(self, recorded)
     }
 
     fn restart_due(&self, _pending: bool) -> bool {
@@ -551,17 +549,6 @@ impl<'a> JobKind<'a> for Decision<'a> {
             && self.fd.spec.job.is_some()
             && self.obs.policy.restart_failed
             && self.job_status().state() == Some(flink_job_state::FAILED)
-    }
-
-    fn rollback_due(&self, recorded: &FlinkDeploymentSpec) -> bool {
-        !self.rolled_back() && rollback::due_now(self, recorded)
-    }
-
-    fn roll_back(&mut self, recorded: &FlinkDeploymentSpec) -> Option<Plan> {
-        if self.rolled_back() {
-            return None;
-        }
-        rollback::start_if_due(self, recorded)
     }
 
     fn job_running(&self) -> bool {

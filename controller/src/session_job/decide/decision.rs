@@ -344,10 +344,6 @@ impl<'a> JobKind<'a> for Decision<'a> {
         refuse(self, error)
     }
 
-    fn rest_suspended(&mut self) -> Option<Plan> {
-        None
-    }
-
     fn restart_due(&self, pending: bool) -> bool {
         !pending
             && self.obs.policy.restart_failed
