@@ -256,7 +256,7 @@ impl Caches {
         ));
         let ha = watcher::Config::default().labels(&ha::selector(None));
         let revisions = watcher::Config::default().labels(keys::labels::REVISION_OWNER_KIND);
-        let gates = watcher::Config::default().labels(flink_operator_api::keys::labels::BLUE_GREEN_GATE);
+        let gates = watcher::Config::default().labels(keys::labels::BLUE_GREEN_GATE);
         let caches = Self {
             deployments: cache(&client, scope, &resources, trim::common, &mut watches),
             session_jobs: cache(&client, scope, &resources, trim::common, &mut watches),

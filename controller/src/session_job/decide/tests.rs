@@ -566,6 +566,23 @@ fn a_failed_savepoint_is_retried_within_the_grace_period_then_the_job_keeps_runn
     assert!(plan.events.is_empty());
     assert!(plan.status.error.as_deref().unwrap().contains("disk full"));
     assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+    // ...also over a time its session cluster is not ready: the refusal is what the user
+    // has to act on, so the wait neither replaces it nor ends it...
+    let waiting = decide(
+        &resource(changed("savepoint", None), Some(failed.clone()), true, false, 2),
+        &obs(
+            SessionObservation::NotReady("its JobManager is DEPLOYING".into()),
+            None,
+        ),
+    );
+    assert!(waiting.actions.is_empty() && waiting.events.is_empty());
+    assert!(waiting.status.error.as_deref().unwrap().contains("disk full"));
+    assert_eq!(reason(&waiting.status), phase::UPDATE_FAILED);
+    let plan = decide(
+        &resource(changed("savepoint", None), Some(waiting.status), true, false, 2),
+        &ready(found("RUNNING")),
+    );
+    assert!(plan.actions.is_empty(), "still refused once it is back: {plan:?}");
     // ...a new one is.
     let plan = decide(
         &resource(changed("savepoint", None), Some(failed), true, false, 3),
