@@ -79,12 +79,12 @@ pub fn of_job(
 /// its Event, status and the request's removal to what the step decides; a request that
 /// waits changes nothing.
 pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status, K::Action>> {
-    let facts = k.facts();
+    let facts = k.facts;
     let kept = facts.revisions?;
     if k.deleting() {
         return None;
     }
-    let annotations = k.metadata().annotations.as_ref()?;
+    let annotations = k.meta.annotations.as_ref()?;
     let value = annotations.get(annotations::ROLLBACK_TO_REVISION)?.clone();
     let request = match revisions::rollback_request(annotations) {
         Ok(Some(request)) => request,
@@ -94,7 +94,7 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
             return None;
         }
     };
-    let in_flight = rollback(k.status()).filter(|r| r.phase == Some(RollbackPhase::RollingBack));
+    let in_flight = rollback(&k.status).filter(|r| r.phase == Some(RollbackPhase::RollingBack));
     // A rollback recorded whose spec was not written yet (its write failed, or the operator
     // stopped in between) is written again.
     let unwritten = in_flight
@@ -103,7 +103,7 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
             kept.iter()
                 .find(|rev| Some(&rev.name) == r.revision_name.as_ref())
         })
-        .is_some_and(|target| !runs_version(k.spec(), target));
+        .is_some_and(|target| !runs_version(k.spec, target));
     if in_flight.is_some() && !unwritten {
         return None;
     }
@@ -121,7 +121,7 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
             from,
             to,
         } => {
-            let current = serde_json::to_value(k.spec()).unwrap_or(Value::Null);
+            let current = serde_json::to_value(k.spec).unwrap_or(Value::Null);
             let written = revisions::rollback_spec(&spec, &current);
             let name = kept.iter().find(|r| r.number == to).map(|r| r.name.clone());
             let restore_path = state.filter(|_| restore_from_revision_state);
@@ -162,7 +162,7 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
 /// Whether an update is in progress: a spec not applied yet, a stop-with-savepoint in
 /// flight, or a start (or a FlinkDeployment's automatic rollback) not finished.
 fn update_in_progress<'a, K: JobKind<'a>>(k: &K) -> bool {
-    let status = k.status();
+    let status = &k.status;
     let recorded = k.recorded().ok().flatten();
     let state = status.reconciliation().and_then(|rs| rs.state);
     stop::pending_trigger(status).is_some()
@@ -170,12 +170,12 @@ fn update_in_progress<'a, K: JobKind<'a>>(k: &K) -> bool {
             state,
             Some(ReconciliationState::Upgrading | ReconciliationState::RollingBack)
         )
-        || recorded.is_some_and(|r| spec::changed(&r, k.spec()))
+        || recorded.is_some_and(|r| spec::changed(&r, k.spec))
 }
 
 fn refuse<'a, K: JobKind<'a>>(k: &mut K, to: Option<i64>, why: String, value: &str) {
-    let now = k.facts().now_ms;
-    let from = k.status().revision().and_then(|r| r.current);
+    let now = k.facts.now_ms;
+    let from = k.status.revision().and_then(|r| r.current);
     let (status, mut out) = k.parts();
     out.event(EventNote::warning(Reason::RollbackRefused, why.clone()));
     set_rollback(
@@ -197,7 +197,7 @@ fn refuse<'a, K: JobKind<'a>>(k: &mut K, to: Option<i64>, why: String, value: &s
 /// Records the revision the plan's status applies, prunes the history, and follows a
 /// rollback in flight (see the module's documentation).
 pub fn follow<'a, K: JobKind<'a>>(k: &K, plan: &mut Plan<K::Status, K::Action>) {
-    let facts = k.facts();
+    let facts = k.facts;
     let Some(kept) = facts.revisions else {
         return;
     };
@@ -212,7 +212,7 @@ pub fn follow<'a, K: JobKind<'a>>(k: &K, plan: &mut Plan<K::Status, K::Action>) 
         .status
         .job_status()
         .and_then(|j| j.upgrade_savepoint_path.clone());
-    let name = k.metadata().name.clone().unwrap_or_default();
+    let name = k.meta.name.clone().unwrap_or_default();
     let step = revisions::record(&name, kept, &applied, started_from.as_deref(), facts.now_ms);
     let current = step.current().clone();
     let after = after_step(kept, &step);
@@ -237,7 +237,7 @@ pub fn follow<'a, K: JobKind<'a>>(k: &K, plan: &mut Plan<K::Status, K::Action>) 
         in_flight,
     );
     let shown = k
-        .metadata()
+        .meta
         .annotations
         .as_ref()
         .and_then(|a| a.get(annotations::REVISION))
@@ -315,12 +315,12 @@ fn follow_rollback<'a, K: JobKind<'a>>(
     let from = rollback.from.unwrap_or_default();
     let to = rollback.to.unwrap_or_default();
     let requested = k
-        .metadata()
+        .meta
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key(annotations::ROLLBACK_TO_REVISION));
     let reason = condition_reason(&plan.status);
-    let outcome = if !runs_version(k.spec(), target) && !requested {
+    let outcome = if !runs_version(k.spec, target) && !requested {
         Some((
             RollbackPhase::Failed,
             format!(
@@ -376,23 +376,23 @@ fn follow_rollback<'a, K: JobKind<'a>>(
 /// state the revision was started from, with its time where a snapshot resource or the
 /// savepoint history knows it (the restore-age guard needs it).
 pub fn revision_state<'a, K: JobKind<'a>>(k: &K) -> Option<RestorableState> {
-    let rollback = rollback(k.status()).filter(|r| r.phase == Some(RollbackPhase::RollingBack))?;
+    let rollback = rollback(&k.status).filter(|r| r.phase == Some(RollbackPhase::RollingBack))?;
     let path = rollback.restore_path.clone()?;
     let target = k
-        .facts()
+        .facts
         .revisions?
         .iter()
         .find(|r| Some(&r.name) == rollback.revision_name.as_ref())?;
-    if !runs_version(k.spec(), target) {
+    if !runs_version(k.spec, target) {
         return None;
     }
     let snapshot = k
-        .facts()
+        .facts
         .snapshots
         .iter()
         .find(|s| s.path.as_deref() == Some(path.as_str()));
     let savepoint = k
-        .status()
+        .status
         .job_status()
         .and_then(|j| j.savepoint_info.as_ref())
         .into_iter()

@@ -24,17 +24,21 @@
 //! and the kinds' messages for starts, waits and refusals in one wording table with the
 //! kind's noun; until then each kind still words those itself.
 
+use std::ops::DerefMut;
+
 use flink_operator_api::common::{JobStatus, ResourceLifecycleState, UpgradeMode};
 
 use super::{
-    FAST, Facts, JobAction, LifecycleStatus, Out, Plan, SLOW, change,
+    FAST, JobAction, LifecycleStatus, Plan, SLOW, WAIT, capitalised, change,
     deletion::{self, DeletionSavepoint},
     history,
-    restore::RestorableState,
+    ledger::Ledger,
+    restore::{self, RestorableState},
     savepoint_history, snapshot_resources, snapshots,
     spec::{self, JobSpecOf},
     step::{Found, Observed, Step, derive},
     stop::{self, Stopped, Stopping},
+    wording::{self, Change, Refused},
 };
 use crate::{
     conditions::phase,
@@ -44,7 +48,7 @@ use crate::{
 
 mod change_step;
 
-pub use change_step::already_refused;
+pub use super::ledger::already_refused;
 use change_step::{change, commit_change};
 
 /// What the next job starts from; committed with its spec before anything is started.
@@ -66,6 +70,11 @@ impl Restore {
 /// Why a spec is committed (the kind words it in its status and Events).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cause {
+    /// The spec's job (or cluster) is started for the first time (from
+    /// `spec.job.initialSavepointPath`, if set).
+    FirstStart,
+    /// A suspended spec changed while suspended: recorded, applied when it resumes.
+    WhileSuspended,
     /// A change of a job that ends without state.
     WithoutState,
     /// A last-state change of a job that ends with its cluster, which keeps its
@@ -159,9 +168,50 @@ impl Checkpoint {
     }
 }
 
-/// A job kind's part in the lifecycle, implemented by its decision under construction (the
-/// resource, its observation, and the status, actions and Events it accumulates).
-pub trait JobKind<'a> {
+/// Where a job stands, as only its kind can say (read without side effects, from the
+/// observation and the status being built).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standing {
+    /// What runs the job can act (a session job's session cluster is READY); else the step
+    /// is [`Step::UntilReady`].
+    pub ready: bool,
+    /// The job's state as the kind knows it (None: gone or unknown).
+    pub state: Option<String>,
+    /// The job has ended (or is gone).
+    pub ended: bool,
+    /// The job runs, so that snapshots can be taken of it.
+    pub running: bool,
+    /// The job is FAILED and the kind restarts it (`kubernetes.operator.job.restart.failed`;
+    /// an application cluster: not after a rollback).
+    pub failed_to_restart: bool,
+    /// What ran the job never ran it since it started from its recorded state.
+    pub never_ran: bool,
+    pub latest_checkpoint: Checkpoint,
+    /// What the job ends with keeps a completed checkpoint of it for a last-state change
+    /// (an application cluster's high-availability metadata).
+    pub last_state_held: bool,
+    /// What runs the job can still stop it with a savepoint for its deletion.
+    pub can_stop_for_deletion: bool,
+}
+
+/// The decision under construction of a kind: its [`Ledger`].
+pub type LedgerOf<'a, K> =
+    Ledger<'a, <K as JobKind<'a>>::Spec, <K as JobKind<'a>>::Status, <K as JobKind<'a>>::Action>;
+
+/// A job kind's part in the lifecycle: its effects. It is implemented by the kind's decision
+/// under construction, which is a [`Ledger`] (the resource, the facts, the status being
+/// built, the actions and the Events, read and written by the machine) with the kind's own
+/// observation beside it.
+pub trait JobKind<'a>:
+    DerefMut<
+        Target = Ledger<
+            'a,
+            <Self as JobKind<'a>>::Spec,
+            <Self as JobKind<'a>>::Status,
+            <Self as JobKind<'a>>::Action,
+        >,
+    >
+{
     type Spec: JobSpecOf + 'a;
     type Status: LifecycleStatus + 'a;
     type Action: From<JobAction> + AsJobAction;
@@ -174,114 +224,33 @@ pub trait JobKind<'a> {
     /// cluster): a recorded ROLLING_BACK is its [`Step::RollingBack`].
     const ROLLS_BACK: bool = false;
 
-    // What the machine reads and writes.
-
-    fn spec(&self) -> &'a Self::Spec;
-    /// The resource's metadata (its name, the annotations of a rollback request).
-    fn metadata(&self) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    fn status(&self) -> &Self::Status;
-    /// What the decision accumulates: the status being built, the actions, the Events.
-    fn ledger(&mut self) -> (&mut Self::Status, &mut Vec<Self::Action>, &mut Vec<EventNote>);
-    fn facts(&self) -> Facts<'a>;
-    fn conditions(&mut self, phase: &str, message: &str);
-
-    /// The status and where the shared steps put their actions and Events.
-    fn parts(&mut self) -> (&mut Self::Status, Out<'_, Self::Action>) {
-        let (status, actions, events) = self.ledger();
-        (status, Out { actions, events })
-    }
-
-    /// A plan that writes the status after its actions; the decision is finished.
-    fn done(&mut self, requeue: Next) -> Plan<Self::Status, Self::Action> {
-        let (status, actions, events) = self.ledger();
-        Plan {
-            status_before: None,
-            actions: std::mem::take(actions),
-            status: std::mem::take(status),
-            events: std::mem::take(events),
-            requeue,
-        }
-    }
-
-    /// A plan that writes the status before its actions (and keeps it).
-    fn record_then(&mut self, requeue: Next) -> Plan<Self::Status, Self::Action> {
-        let mut plan = self.done(requeue);
-        plan.status_before = Some(plan.status.clone());
-        plan
-    }
-
-    // The steps, in the order of [`Step`]: what each does, and what only the kind can say
-    // of whether it is the step (read without side effects).
-
-    fn deleting(&self) -> bool;
-    /// What the kind does about a deletion before its job is stopped (a session job whose
-    /// session cluster is gone, or runs no job of it, lets go at once).
-    fn before_deletion_stop(&mut self) -> Option<Plan<Self::Status, Self::Action>> {
-        None
-    }
-    /// Whether what runs the job can still stop it with a savepoint.
-    fn can_stop_for_deletion(&self) -> bool {
-        true
-    }
-    /// The savepoint of the deletion is recorded: tear down what it was taken for.
-    fn deletion_savepoint_recorded(&mut self, path: &str) -> Plan<Self::Status, Self::Action>;
-    /// Tears down what runs the job (or cancels it) and lets the resource go.
-    fn tear_down(&mut self) -> Plan<Self::Status, Self::Action>;
-    /// The finalizer, and what every other step writes.
-    fn admit(&mut self);
-    /// The recorded spec; an unreadable one is an error to show (or, `Ok(None)`, a first start).
+    /// Where the job stands (see [`Standing`]).
+    fn standing(&self) -> Standing;
+    /// The recorded spec; an unreadable one is an error to show (or, `Ok(None)`, a first
+    /// start).
     fn recorded(&self) -> Result<Option<Self::Spec>, String>;
-    /// Whether what runs the job can act (a session job's cluster); else [`Step::UntilReady`].
-    fn ready(&self) -> bool {
-        true
-    }
-    /// Nothing can be done until what runs the job can act (never, for a kind that is
-    /// always ready: it would only write the status).
-    fn until_ready(&mut self, _recorded: Option<&Self::Spec>) -> Plan<Self::Status, Self::Action> {
-        self.done(super::WAIT)
-    }
-    fn violations(&self) -> &[String];
-    /// The status as stored (observing may have rewritten the one being built).
-    fn stored(&self) -> Option<&'a Self::Status>;
-    /// The spec's job (or cluster) is started for the first time.
-    fn first_start(&mut self) -> Plan<Self::Status, Self::Action>;
-    /// A recorded start (UPGRADING) goes on.
-    fn start_in_progress(&mut self, recorded: &Self::Spec) -> Plan<Self::Status, Self::Action>;
-    /// The spec that runs (after an application cluster's rollback: the last stable one).
-    fn running_spec(&self, recorded: &Self::Spec) -> Self::Spec {
-        recorded.clone()
-    }
-    /// What was observed of the job (and what runs it) into status.
-    fn observe(&mut self, running: &Self::Spec);
-    /// What the kind records of its job while a stop-with-savepoint is followed.
-    fn observe_while_stopping(&mut self, _running: &Self::Spec) {}
-    /// A suspended spec changed while suspended.
-    fn changed_while_suspended(&mut self) -> Plan<Self::Status, Self::Action>;
-    /// What the kind does about a change before the job is ended for it (a session
-    /// cluster's redeploy; a session job's JobManager that does not answer).
-    fn before_ending(&mut self) -> Option<Plan<Self::Status, Self::Action>>;
-    /// The job's state as the kind knows it (None: gone or unknown), and whether it ended.
-    fn job_state(&self) -> (Option<String>, bool);
-    /// What ran the job never ran it since it started from its recorded state.
-    fn never_ran(&self) -> bool {
-        false
-    }
-    fn latest_checkpoint(&self) -> Checkpoint;
-    /// Whether what the job ends with keeps a completed checkpoint of it for a last-state
-    /// change (an application cluster's high-availability metadata).
-    fn last_state_held(&self) -> bool {
-        false
-    }
-    /// How the kind names a change in its messages.
-    fn verb(&self, suspending: bool) -> &'static str;
-    /// The condition message of a stop-with-savepoint sent.
-    fn stopping(&self, job_id: &str, verb: &str) -> String;
-
-    /// Records the spec to run and what it starts from, then starts it (or suspends).
-    fn commit(&mut self, restore: Restore, cause: Cause) -> Plan<Self::Status, Self::Action>;
-    fn wait(&mut self, what: Wait) -> Plan<Self::Status, Self::Action>;
-    fn refuse(&mut self, refusal: Refusal) -> Plan<Self::Status, Self::Action>;
-
+    /// The finalizer, and what every step but [`Step::Deleting`] writes.
+    fn admit(&mut self);
+    /// What was observed of the job (and what runs it) into status; `stopping`: while a
+    /// stop-with-savepoint is followed. Returns the spec that runs (after an application
+    /// cluster's rollback: the last stable one; else `recorded`).
+    fn observe(&mut self, recorded: &Self::Spec, stopping: bool) -> Self::Spec;
+    /// Records the spec to run and what it starts from, then starts it (or suspends);
+    /// `message`: what the lifecycle said of it (its Event is published).
+    fn commit(
+        &mut self,
+        restore: Restore,
+        cause: Cause,
+        message: Option<String>,
+    ) -> Plan<Self::Status, Self::Action>;
+    /// A recorded start (UPGRADING) goes on: the cluster deployed, the jar submitted.
+    fn continue_start(&mut self, recorded: &Self::Spec) -> Plan<Self::Status, Self::Action>;
+    /// Tears down what runs the job (or cancels it) and lets the resource go; `savepoint`:
+    /// the path of the deletion's savepoint, recorded.
+    fn tear_down(&mut self, savepoint: Option<&str>) -> Plan<Self::Status, Self::Action>;
+    /// Conditions for the phase the status shows, and how soon a job that needs nothing
+    /// done is looked at again.
+    fn phase(&mut self, recorded: &Self::Spec, pending: bool) -> Next;
     /// Whether the kind's own step `step` is due ([`Step::ChangedBack`]: the changed spec is
     /// what runs already, since an application cluster's rollback; [`Step::Recovering`]:
     /// before a restart, an application cluster's lost JobManager or unhealthy job;
@@ -290,22 +259,22 @@ pub trait JobKind<'a> {
     fn own_step_due(&self, _step: Step, _spec: &Self::Spec) -> bool {
         false
     }
-    /// The kind's part of a step it has its own of: `RollingBack` (the recorded rollback goes
-    /// on), `ChangedBack` (the spec changed back to what runs is recorded), `Suspended` (a
-    /// suspended job needs nothing done), and, once [`JobKind::own_step_due`], `Recovering`
-    /// and `RollbackDue`. None: the kind has no part in it, or declined (why is noted in
-    /// status); the machine goes on as that step says.
-    fn own_step(&mut self, _step: Step, _recorded: &Self::Spec) -> Option<Plan<Self::Status, Self::Action>> {
+    /// The kind's part of `step`, before the machine's (the step table says which kind has
+    /// one): `Deleting` (before the job is stopped: a session job whose session cluster is
+    /// gone lets go at once), `UntilReady` (what it waits for), `RollingBack` (the recorded
+    /// rollback goes on), `ChangedBack` (the spec changed back to what runs is recorded),
+    /// `Change` (before the job is ended: a session cluster's redeploy; a session job's
+    /// JobManager that does not answer), `Suspended` (a suspended job needs nothing done),
+    /// and, once [`JobKind::own_step_due`], `Recovering` and `RollbackDue`. None: the kind
+    /// has no part in it, or declined (why is noted in status); the machine goes on as that
+    /// step says.
+    fn own_step(
+        &mut self,
+        _step: Step,
+        _recorded: Option<&Self::Spec>,
+    ) -> Option<Plan<Self::Status, Self::Action>> {
         None
     }
-    /// Whether a FAILED job is restarted now.
-    fn restart_due(&self, pending: bool) -> bool;
-    /// Whether the job runs, so that snapshots can be taken of it.
-    fn job_running(&self) -> bool;
-    /// Conditions for the phase the status shows.
-    fn phase(&mut self, recorded: &Self::Spec);
-    /// How soon a job that needs nothing done is looked at again.
-    fn steady_requeue(&self, recorded: &Self::Spec, pending: bool) -> Next;
 }
 
 type PlanOf<'a, K> = Plan<<K as JobKind<'a>>::Status, <K as JobKind<'a>>::Action>;
@@ -317,7 +286,7 @@ pub trait AsJobAction {
 
 /// The next step of a job, from its spec, its recorded status and what was observed.
 pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
-    let resources = k.facts().policy.snapshot_resources;
+    let resources = k.facts.policy.snapshot_resources;
     if resources {
         create_recorded_snapshots(k);
     }
@@ -335,7 +304,7 @@ pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
 /// Snapshot resources recorded as to be created by an earlier pass that did not get to
 /// create them (the operator stopped in between): created now, under the recorded name.
 fn create_recorded_snapshots<'a, K: JobKind<'a>>(k: &mut K) {
-    let dispose = k.facts().policy.dispose_on_delete;
+    let dispose = k.facts.policy.dispose_on_delete;
     let (status, mut out) = k.parts();
     let Some(job) = status.job_status() else {
         return;
@@ -419,17 +388,23 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
         };
     }
     match step {
-        Step::Deleting => delete(k),
+        Step::Deleting => {
+            *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Deleting);
+            match k.own_step(step, found.recorded()) {
+                Some(plan) => plan,
+                None => delete(k),
+            }
+        }
         Step::Unreadable => invalid(
             k,
             phase::DEPLOY_FAILED,
             found.read.as_ref().err().cloned().unwrap_or_default(),
         ),
-        Step::UntilReady => k.until_ready(found.recorded()),
+        Step::UntilReady => k.own_step(step, found.recorded()).unwrap_or_else(|| k.done(WAIT)),
         Step::FollowingStop => {
-            let trigger_id = or_report!(stop::pending_trigger(k.status()), "a pending stop");
-            let running = k.running_spec(or_report!(found.spec(), "a recorded spec"));
-            k.observe_while_stopping(&running);
+            let trigger_id = or_report!(stop::pending_trigger(&k.status), "a pending stop");
+            let recorded = or_report!(found.spec(), "a recorded spec");
+            k.observe(recorded, true);
             follow_stop(k, &trigger_id)
         }
         Step::Invalid => {
@@ -438,41 +413,45 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
             } else {
                 phase::UPDATE_FAILED
             };
-            invalid(k, reason, k.violations().join("; "))
+            let violations = k.violations.join("; ");
+            invalid(k, reason, violations)
         }
-        Step::FirstStart => k.first_start(),
-        Step::Starting => k.start_in_progress(or_report!(found.spec(), "a recorded spec")),
+        Step::FirstStart => {
+            let initial = (k.spec.job())
+                .and_then(|j| j.initial_savepoint_path.clone())
+                .filter(|p| !p.trim().is_empty())
+                .map(|path| RestorableState {
+                    kind: restore::Kind::Savepoint,
+                    path,
+                    timestamp_ms: None,
+                });
+            commit(k, Restore::from(initial), Cause::FirstStart)
+        }
+        Step::Starting => k.continue_start(or_report!(found.spec(), "a recorded spec")),
         // Only a kind that rolls back records ROLLING_BACK, or finds its spec changed back.
         Step::RollingBack => {
             let recorded = or_report!(found.spec(), "a recorded spec");
-            k.own_step(step, recorded).unwrap_or_else(|| k.done(SLOW))
+            k.own_step(step, Some(recorded)).unwrap_or_else(|| k.done(SLOW))
         }
         Step::ChangedBack => {
             let recorded = &or_report!(found.observed(), "observing the job").recorded;
-            k.own_step(step, recorded).unwrap_or_else(|| k.done(SLOW))
+            k.own_step(step, Some(recorded)).unwrap_or_else(|| k.done(SLOW))
         }
-        Step::WaitingForSnapshot => k.wait(Wait::ForSnapshot),
+        Step::WaitingForSnapshot => wait(k, Wait::ForSnapshot),
         Step::Change => change(k, &or_report!(found.observed(), "observing the job").recorded),
         Step::Suspended => {
             let observed = or_report!(found.observed(), "observing the job");
-            k.own_step(step, &observed.recorded)
+            k.own_step(step, Some(&observed.recorded))
                 .unwrap_or_else(|| steady(k, &observed.recorded, observed.pending))
         }
-        Step::Recovering => {
+        Step::Recovering | Step::RollbackDue => {
             let observed = or_report!(found.observed(), "observing the job");
-            k.own_step(step, &observed.recorded).unwrap_or_else(|| {
-                let next = Step::after(k, observed, Some(Step::Recovering));
+            k.own_step(step, Some(&observed.recorded)).unwrap_or_else(|| {
+                let next = Step::after(k, observed, Some(step));
                 take(k, next, found)
             })
         }
         Step::RestartingFailed => restart_failed(k),
-        Step::RollbackDue => {
-            let observed = or_report!(found.observed(), "observing the job");
-            k.own_step(step, &observed.recorded).unwrap_or_else(|| {
-                let next = Step::after(k, observed, Some(Step::RollbackDue));
-                take(k, next, found)
-            })
-        }
         Step::SnapshotsDue => snapshots_of_running_job(k, or_report!(found.observed(), "observing the job")),
         Step::Steady => {
             let observed = or_report!(found.observed(), "observing the job");
@@ -485,16 +464,12 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
 /// running job is stopped with a savepoint when the settings say so, and its path is
 /// recorded before anything that could lose it is torn down.
 fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
-    *k.parts().0.lifecycle_state_mut() = Some(ResourceLifecycleState::Deleting);
-    if let Some(plan) = k.before_deletion_stop() {
-        return plan;
-    }
-    let job_id = recorded_job_id(k.status());
-    let facts = k.facts();
-    if let Some(trigger_id) = stop::pending_trigger(k.status()) {
+    let job_id = recorded_job_id(&k.status);
+    let facts = k.facts;
+    if let Some(trigger_id) = stop::pending_trigger(&k.status) {
         let (status, mut out) = k.parts();
         match deletion::follow(status, &job_id, &trigger_id, &facts, &mut out) {
-            DeletionSavepoint::Recorded(path) => return k.deletion_savepoint_recorded(&path),
+            DeletionSavepoint::Recorded(path) => return k.tear_down(Some(&path)),
             DeletionSavepoint::Resent => {
                 k.conditions(
                     phase::DELETING,
@@ -514,7 +489,9 @@ fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
             DeletionSavepoint::Abandoned => {}
         }
     }
-    if deletion::wants_savepoint(k.spec().job(), facts.policy) && facts.running() && k.can_stop_for_deletion()
+    if deletion::wants_savepoint(k.spec.job(), facts.policy)
+        && facts.running()
+        && k.standing().can_stop_for_deletion
     {
         k.conditions(
             phase::DELETING,
@@ -524,7 +501,7 @@ fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
         deletion::stop_with_savepoint(status, &job_id, &facts, &mut out);
         return k.record_then(FAST);
     }
-    k.tear_down()
+    k.tear_down(None)
 }
 
 /// The spec cannot be acted on: the reason in status, with one Event per new reason.
@@ -552,44 +529,89 @@ fn job_status(status: &impl LifecycleStatus) -> JobStatus {
 /// The job's status as restores and the periodic schedule see it: with its snapshot
 /// resources (see [`snapshot_resources::view`]).
 pub(super) fn job_view<'a, K: JobKind<'a>>(k: &K) -> JobStatus {
-    snapshot_resources::view(&job_status(k.status()), k.facts().snapshots)
+    snapshot_resources::view(&job_status(&k.status), k.facts.snapshots)
+}
+
+/// What the change of the spec is.
+fn change_of<'a, K: JobKind<'a>>(k: &K) -> Change {
+    Change::of(spec::is_suspended(k.spec))
+}
+
+/// The job's state for messages.
+fn state_note(standing: &Standing) -> String {
+    standing.state.clone().unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// Records the spec to run and what it starts from, with the lifecycle's Event for why
+/// ([`wording::committed`]), then the kind starts it.
+fn commit<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cause: Cause) -> PlanOf<'a, K> {
+    let said = wording::committed(&cause, &restore, change_of(k), k.facts.now_ms);
+    let message = said.map(|(reason, message)| {
+        k.event(EventNote::normal(reason, capitalised(&message)));
+        message
+    });
+    k.commit(restore, cause, message)
+}
+
+/// A change (or a restart) waits: said, and looked at again soon.
+fn wait<'a, K: JobKind<'a>>(k: &mut K, what: Wait) -> PlanOf<'a, K> {
+    let job_id = recorded_job_id(&k.status);
+    let (phase, message, under_way) = wording::wait(what, &job_id, &state_note(&k.standing()));
+    if under_way {
+        *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
+    }
+    k.conditions(phase, &message);
+    k.done(if what == Wait::ForRunning { WAIT } else { FAST })
+}
+
+/// A change or a restore is refused, worded for every kind ([`wording::refusal`]); the job
+/// stays as it is until the spec changes.
+fn refused<'a, K: JobKind<'a>>(k: &mut K, refusal: Refusal) -> PlanOf<'a, K> {
+    let standing = k.standing();
+    let job_id = recorded_job_id(&k.status);
+    let state = state_note(&standing);
+    let of = Refused {
+        change: change_of(k),
+        job_id: &job_id,
+        state: &state,
+        newest: restore::newest(&job_view(k), standing.latest_checkpoint.found()),
+        now_ms: k.facts.now_ms,
+    };
+    let (phase, note) = wording::refusal(refusal, &of);
+    k.refuse(phase, note)
 }
 
 /// Stops the running job with a savepoint for a change (see [`stop::stop_with_savepoint`]);
 /// a suspension drains it when `kubernetes.operator.job.drain-on-savepoint-deletion` says so.
-fn stop_with_savepoint<'a, K: JobKind<'a>>(
-    k: &mut K,
-    job_id: &str,
-    verb: &'static str,
-    suspending: bool,
-) -> PlanOf<'a, K> {
-    let facts = k.facts();
+fn stop_with_savepoint<'a, K: JobKind<'a>>(k: &mut K, job_id: &str, suspending: bool) -> PlanOf<'a, K> {
+    let facts = k.facts;
     let drain = facts.policy.drain && suspending;
+    let change = Change::of(suspending);
     let (status, mut out) = k.parts();
-    match stop::stop_with_savepoint(status, job_id, drain, verb, &facts, &mut out) {
+    match stop::stop_with_savepoint(status, job_id, drain, change.doing(), &facts, &mut out) {
         Stopping::Sent => {
-            let message = stop::under_way(k.status(), &k.stopping(job_id, verb));
+            let message = stop::under_way(&k.status, &wording::stopping(job_id, change));
             k.conditions(phase::UPDATING, &message);
             k.record_then(Next::Stopping { for_ms: 0 })
         }
         Stopping::Wait { seconds, note } => {
-            k.conditions(phase::UPDATING, &format!("{verb}: {note}"));
+            k.conditions(phase::UPDATING, &format!("{}: {note}", change.doing()));
             k.done(Next::Within(seconds))
         }
-        Stopping::GiveUp(why) => k.refuse(Refusal::StopGaveUp(why)),
+        Stopping::GiveUp(why) => refused(k, Refusal::StopGaveUp(why)),
     }
 }
 
 /// Follows the recorded stop-with-savepoint of a change (see [`stop::follow`]).
 fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K> {
-    let job_id = recorded_job_id(k.status());
-    let facts = k.facts();
-    let drain = facts.policy.drain && spec::is_suspended(k.spec());
+    let job_id = recorded_job_id(&k.status);
+    let facts = k.facts;
+    let drain = facts.policy.drain && spec::is_suspended(k.spec);
     let (status, mut out) = k.parts();
     match stop::follow(status, &job_id, trigger_id, drain, &facts, &mut out) {
         Stopped::Completed(state) => commit_change(k, Restore::State(state), Cause::Savepoint),
         Stopped::Resent => {
-            let message = stop::under_way(k.status(), "stopping the job with a savepoint");
+            let message = stop::under_way(&k.status, "stopping the job with a savepoint");
             k.conditions(phase::UPDATING, &message);
             k.done(FAST)
         }
@@ -597,13 +619,12 @@ fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K>
             k.conditions(phase::UPDATING, &format!("{note}; trying again"));
             k.done(Next::Within(seconds))
         }
-        Stopped::Refused(why) => k.refuse(Refusal::Said(why)),
+        Stopped::Refused(why) => refused(k, Refusal::Said(why)),
         Stopped::Pending => {
             // The message of the stop sent: a status write per poll would delay the next.
-            let verb = k.verb(spec::is_suspended(k.spec()));
-            let message = stop::under_way(k.status(), &k.stopping(&job_id, verb));
+            let message = stop::under_way(&k.status, &wording::stopping(&job_id, change_of(k)));
             k.conditions(phase::UPDATING, &message);
-            let triggered = (k.status().job_status().and_then(|j| j.savepoint_info.as_ref()))
+            let triggered = (k.status.job_status().and_then(|j| j.savepoint_info.as_ref()))
                 .and_then(|s| s.trigger_timestamp);
             let for_ms = triggered.map_or(0, |at| u64::try_from(facts.now_ms - at).unwrap_or(0));
             k.done(Next::Stopping { for_ms })
@@ -615,58 +636,57 @@ fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K>
 /// without state in stateless mode, else from its newest checkpoint or savepoint if the
 /// restore guard allows.
 fn restart_failed<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
-    if spec::upgrade_mode(k.spec()) == UpgradeMode::Stateless {
-        return k.commit(Restore::Nothing, Cause::Restart);
+    if spec::upgrade_mode(k.spec) == UpgradeMode::Stateless {
+        return commit(k, Restore::Nothing, Cause::Restart);
     }
-    let checkpoint = match k.latest_checkpoint() {
+    let checkpoint = match k.standing().latest_checkpoint {
         Checkpoint::Found(found) => Some(found),
         Checkpoint::None => None,
         // Restarting from an older state than the latest checkpoint would lose progress.
-        Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return k.wait(Wait::ForCheckpointToRestart),
+        Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return wait(k, Wait::ForCheckpointToRestart),
     };
-    let facts = k.facts();
+    let facts = k.facts;
     match change::newest_allowed(&job_view(k), checkpoint, true, facts.policy, facts.now_ms) {
-        Ok(newest) => k.commit(Restore::State(newest), Cause::Restart),
-        Err(why) => k.refuse(Refusal::Restart(why)),
+        Ok(newest) => commit(k, Restore::State(newest), Cause::Restart),
+        Err(why) => refused(k, Refusal::Restart(why)),
     }
 }
 
 /// With nothing pending: a manual snapshot asked for by a new nonce or a periodic
 /// savepoint that is due, its trigger id recorded before it is sent (none due: steady).
 fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
-    let facts = k.facts();
-    let spec = k.spec();
+    let facts = k.facts;
+    let spec = k.spec;
     let recorded = &observed.recorded;
     let Some(wanted) = snapshots::due(spec, recorded, &job_view(k), &facts) else {
         return steady(k, recorded, observed.pending);
     };
     let (status, mut out) = k.parts();
     snapshots::trigger(status, spec, recorded, wanted, &facts, &mut out);
-    k.phase(recorded);
+    k.phase(recorded, observed.pending);
     k.record_then(FAST)
 }
 
 /// Nothing to do but to say where the job stands, and when to look again.
 fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> PlanOf<'a, K> {
-    let facts = k.facts();
-    let running = !pending && !spec::is_suspended(recorded) && k.job_running();
+    let facts = k.facts;
+    let running = !pending && !spec::is_suspended(recorded) && k.standing().running;
     if running {
-        let stored = k.stored().and_then(LifecycleStatus::error);
+        let stored = k.stored.and_then(LifecycleStatus::error);
         let (status, mut out) = k.parts();
         snapshots::report_unsupported_schedule(status, stored, &facts, &mut out);
         let (status, mut out) = k.parts();
         if snapshots::trim_history(status, &facts, &mut out) {
-            k.phase(recorded);
+            k.phase(recorded, pending);
             return k.done(FAST);
         }
         let (status, mut out) = k.parts();
         if snapshots::trim_resources(&*status, &facts, &mut out) {
-            k.phase(recorded);
+            k.phase(recorded, pending);
             return k.done(FAST);
         }
     }
-    k.phase(recorded);
-    let next = k.steady_requeue(recorded, pending);
+    let next = k.phase(recorded, pending);
     let requeue = savepoint_history::requeue_for_periodic(
         &job_view(k),
         facts.policy.periodic_savepoint_ms,

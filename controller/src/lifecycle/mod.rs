@@ -46,6 +46,7 @@ pub mod change;
 pub mod deletion;
 pub mod history;
 pub mod job;
+pub mod ledger;
 pub mod machine;
 pub mod observe;
 pub mod poll;
@@ -58,6 +59,7 @@ pub mod snapshots;
 pub mod spec;
 pub mod step;
 pub mod stop;
+pub mod wording;
 
 #[cfg(test)]
 mod scenarios;

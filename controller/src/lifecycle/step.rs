@@ -112,22 +112,22 @@ impl Step {
         let Ok(recorded) = recorded else {
             return Before::Step(Self::Unreadable);
         };
-        if !k.ready() {
+        if !k.standing().ready {
             return Before::Step(Self::UntilReady);
         }
         // A stop-with-savepoint in flight is followed to its end whatever the spec says now
         // (changed back, or invalid): the job stops either way, and its savepoint must be
         // recorded while the JobManager still knows it.
-        if recorded.is_some() && stop::pending_trigger(k.status()).is_some() {
+        if recorded.is_some() && stop::pending_trigger(&k.status).is_some() {
             return Before::Step(Self::FollowingStop);
         }
-        if !k.violations().is_empty() {
+        if !k.violations.is_empty() {
             return Before::Step(Self::Invalid);
         }
         let Some(recorded) = recorded else {
             return Before::Step(Self::FirstStart);
         };
-        match k.status().reconciliation().and_then(|rs| rs.state) {
+        match k.status.reconciliation().and_then(|rs| rs.state) {
             Some(ReconciliationState::Upgrading) => Before::Step(Self::Starting),
             Some(ReconciliationState::RollingBack) if K::ROLLS_BACK => Before::Step(Self::RollingBack),
             _ => Before::Observe(recorded),
@@ -159,16 +159,16 @@ impl Step {
         if open(Self::Recovering) && k.own_step_due(Self::Recovering, recorded) {
             return Self::Recovering;
         }
-        if open(Self::RestartingFailed) && k.restart_due(observed.pending) {
+        let standing = k.standing();
+        if open(Self::RestartingFailed) && !observed.pending && standing.failed_to_restart {
             return Self::RestartingFailed;
         }
         if open(Self::RollbackDue) && k.own_step_due(Self::RollbackDue, recorded) {
             return Self::RollbackDue;
         }
-        let facts = k.facts();
         if !observed.pending
-            && k.job_running()
-            && snapshots::due(k.spec(), recorded, &super::machine::job_view(k), &facts).is_some()
+            && standing.running
+            && snapshots::due(k.spec, recorded, &super::machine::job_view(k), &k.facts).is_some()
         {
             return Self::SnapshotsDue;
         }
@@ -221,15 +221,15 @@ pub fn derive<'a, K: JobKind<'a>>(k: &mut K) -> (Step, Found<K::Spec>) {
 /// What is written into status before the steps after the start can be known: a spec whose
 /// changes end no job is recorded, the job is observed, the pending snapshots are settled.
 fn observe_job<'a, K: JobKind<'a>>(k: &mut K, recorded: K::Spec) -> Observed<K::Spec> {
-    let running = k.running_spec(&recorded);
-    let changed = spec::changed(&recorded, k.spec());
-    let recorded = if !changed && &recorded != k.spec() {
+    let changed = spec::changed(&recorded, k.spec);
+    let as_recorded = if !changed && &recorded != k.spec {
         record_ignored_changes(k, &recorded)
     } else {
-        recorded
+        recorded.clone()
     };
+    let running = k.observe(&recorded, false);
+    let recorded = as_recorded;
     let suspended = spec::is_suspended(&recorded);
-    k.observe(&running);
     // A suspended job has nothing to poll: a trigger left from before is not waited for.
     let pending = !suspended && settle(k, &recorded);
     Observed {
@@ -244,8 +244,8 @@ fn observe_job<'a, K: JobKind<'a>>(k: &mut K, recorded: K::Spec) -> Observed<K::
 /// Records a spec whose changes end no job, and returns it as the recorded one; the
 /// recorded snapshot nonces stay until their snapshots are triggered.
 fn record_ignored_changes<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> K::Spec {
-    let spec = spec::with_recorded_nonces(k.spec(), recorded);
-    let generation = k.facts().generation;
+    let spec = spec::with_recorded_nonces(k.spec, recorded);
+    let generation = k.facts.generation;
     let (status, _) = k.parts();
     if let Some(rs) = status.reconciliation_mut().as_mut() {
         spec::record(rs, spec.clone());
@@ -256,7 +256,7 @@ fn record_ignored_changes<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> 
 
 /// Follows the pending manual or periodic snapshots into status; whether one is pending.
 fn settle<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> bool {
-    let facts = k.facts();
+    let facts = k.facts;
     let (status, mut out) = k.parts();
     snapshots::settle(status, &facts, recorded.job(), &mut out)
 }

@@ -13,7 +13,7 @@ pub(super) fn savepoint_recorded(mut d: Decision, path: &str) -> Plan {
         phase::DELETING,
         &format!("the savepoint {path} is recorded; deleting the Flink cluster"),
     );
-    d.record_then(vec![Action::DeleteCluster { keep_ha: false }])
+    d.record_then_acting(vec![Action::DeleteCluster { keep_ha: false }])
 }
 
 pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {

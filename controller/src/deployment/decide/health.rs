@@ -107,6 +107,6 @@ pub(super) fn restart_if_unhealthy(d: &mut Decision, recorded: &FlinkDeploymentS
         recorded.clone(),
         restore,
         &note,
-        event,
+        Some(event),
     ))
 }

@@ -203,17 +203,17 @@ pub(super) fn commit(
     message: &str,
 ) -> Plan {
     let event = EventNote::normal(reason, capitalised(message));
-    commit_noting(d, spec, restore, message, event)
+    commit_noting(d, spec, restore, message, Some(event))
 }
 
 /// [`commit`] with the Event it publishes given (a Warning, for a start the user did not ask
-/// for and should look into).
+/// for and should look into; None: the lifecycle published its own).
 pub(super) fn commit_noting(
     mut d: Decision,
     mut spec: FlinkDeploymentSpec,
     restore: Restore,
     message: &str,
-    event: EventNote,
+    event: Option<EventNote>,
 ) -> Plan {
     let last_state = restore == Restore::LastState;
     if last_state && let Some(job) = spec.job.as_mut() {
@@ -251,17 +251,21 @@ pub(super) fn commit_noting(
     d.status.error = None;
     d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     d.conditions(phase::UPDATING, message);
-    d.events.push(event);
-    d.record_then(vec![Action::DeleteCluster { keep_ha: last_state }])
+    d.events.extend(event);
+    d.record_then_acting(vec![Action::DeleteCluster { keep_ha: last_state }])
 }
 
 pub(super) use crate::lifecycle::capitalised;
 
-/// The first spec: recorded (UPGRADING, with the job id) before the cluster is created.
-pub(super) fn first_deployment(mut d: Decision) -> Plan {
+/// The first spec: recorded (UPGRADING, with the job id) before the cluster is created, to
+/// start from `restore` (`spec.job.initialSavepointPath`).
+pub(super) fn first_deployment(mut d: Decision, restore: Restore) -> Plan {
     let job = d.fd.spec.job.as_ref();
     let job_id = job.map(|_| d.obs.fresh_job_id.clone());
-    let restore_path = job.and_then(|j| j.initial_savepoint_path.clone());
+    let restore_path = match restore {
+        Restore::State(state) if job.is_some() => Some(state.path),
+        _ => None,
+    };
     let encoded = ReconciledSpec::new(d.fd.spec.clone(), true).encode().ok();
     d.status.reconciliation_status = Some(ReconciliationStatus {
         reconciliation_timestamp: Some(d.obs.now_ms),
@@ -303,7 +307,7 @@ fn deploy(mut d: Decision, rolling_back: bool) -> Plan {
     // The health history judged the previous job; the new one starts its own.
     HealthHistory::store(&mut d.status.cluster_info, None);
     let before = d.status.clone();
-    let mut after = d.status;
+    let mut after = d.status.clone();
     if let Some(rs) = after.reconciliation_status.as_mut() {
         rs.state = Some(if rolling_back {
             ReconciliationState::RolledBack
@@ -318,9 +322,9 @@ fn deploy(mut d: Decision, rolling_back: bool) -> Plan {
     });
     Plan {
         status_before: Some(before),
-        actions: d.actions,
+        actions: std::mem::take(&mut d.actions),
         status: after,
-        events: d.events,
+        events: std::mem::take(&mut d.events),
         requeue: FAST,
     }
 }

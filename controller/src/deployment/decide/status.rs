@@ -46,12 +46,9 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
         _ => None,
     };
     if jm != previous_jm.unwrap_or_default()
-        && let Some(error) = &d.status.error
+        && let Some(error) = d.status.error.clone()
     {
-        d.events.push(EventNote::warning(
-            Reason::JobManagerDeploymentError,
-            error.clone(),
-        ));
+        d.events.push(EventNote::warning(Reason::JobManagerDeploymentError, error));
     }
 
     let mut failed_job = None;

@@ -7,18 +7,19 @@
 use flink_operator_api::common::{JobStatus, ResourceLifecycleState, flink_job_state};
 
 use super::{
-    Cancel, Cause, Checkpoint, JobKind, PlanOf, Refusal, Restore, Wait, job_view, recorded_job_id,
-    stop_with_savepoint,
+    Cancel, Cause, Checkpoint, JobKind, PlanOf, Refusal, Restore, Wait, commit, job_status, job_view,
+    recorded_job_id, refused, stop_with_savepoint, wait,
 };
 use crate::{
-    conditions::{condition_type, phase},
+    conditions::phase,
     events::Reason,
     lifecycle::{
-        FAST, JobAction, LifecycleStatus, SLOW,
+        FAST, JobAction, LifecycleStatus, SLOW, capitalised,
         change::{self, Ending, JobNow, Resume},
         history,
         restore::{self, RestorableState},
         spec::{self, JobSpecOf},
+        step::Step,
     },
     runtime::EventNote,
 };
@@ -29,40 +30,42 @@ pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanO
     if let Some(plan) = refused_again(k) {
         return plan;
     }
-    let spec = k.spec();
+    let spec = k.spec;
     let suspending = spec::is_suspended(spec);
     if spec::is_suspended(recorded) {
         if suspending {
-            return k.changed_while_suspended();
+            // The state the suspension left stays the one to resume from.
+            let left = restore::recorded(&job_status(&k.status));
+            return commit(k, Restore::from(left), Cause::WhileSuspended);
         }
         return resume(k, recorded);
     }
-    if let Some(plan) = k.before_ending() {
+    if let Some(plan) = k.own_step(Step::Change, Some(recorded)) {
         return plan;
     }
-    let (state, ended) = k.job_state();
+    let standing = k.standing();
+    let (state, ended) = (standing.state.as_deref(), standing.ended);
     if spec::redeploy_nonce_changed(spec, recorded) {
-        return redeploy(k, state.as_deref(), ended);
+        return redeploy(k, state, ended);
     }
-    if k.never_ran() {
+    if standing.never_ran {
         let recorded_state = restore::recorded(&job_view(k));
         return commit_change(k, Restore::from(recorded_state), Cause::NeverRan);
     }
     let job = job_view(k);
-    let job_id = recorded_job_id(k.status());
-    let verb = k.verb(suspending);
+    let job_id = recorded_job_id(&k.status);
     let now = if ended {
         JobNow::Ended
     } else {
-        JobNow::Live(state.as_deref().unwrap_or(flink_job_state::RECONCILING))
+        JobNow::Live(state.unwrap_or(flink_job_state::RECONCILING))
     };
-    let facts = k.facts();
+    let facts = k.facts;
     let mode = spec::upgrade_mode(spec);
     match change::ending(
         mode,
         K::ENDS_WITH_ITS_CLUSTER,
         // A rollback that restores its revision's state does not read the HA metadata.
-        k.last_state_held() || history::revision_state(k).is_some(),
+        standing.last_state_held || history::revision_state(k).is_some(),
         suspending,
         now,
         &job,
@@ -74,7 +77,7 @@ pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanO
         }
         Ending::WithoutState => cancel(k, Cancel::ForChange),
         Ending::KeepingLastState => commit_change(k, Restore::LastState, Cause::KeepingLastState),
-        Ending::Savepoint => stop_with_savepoint(k, &job_id, verb, suspending),
+        Ending::Savepoint => stop_with_savepoint(k, &job_id, suspending),
         Ending::CancelForNewest { with_savepoints } => {
             cancel_for_newest_state(k, &job, with_savepoints, suspending)
         }
@@ -82,37 +85,16 @@ pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanO
         Ending::FreshSavepoint(savepoint) => {
             commit_change(k, Restore::State(savepoint), Cause::FreshSavepoint)
         }
-        Ending::WaitForRunning => k.wait(Wait::ForRunning),
-        Ending::WaitForCancel => k.wait(Wait::ForCancel),
-        Ending::Refuse(why) => k.refuse(Refusal::Ending(why)),
+        Ending::WaitForRunning => wait(k, Wait::ForRunning),
+        Ending::WaitForCancel => wait(k, Wait::ForCancel),
+        Ending::Refuse(why) => refused(k, Refusal::Ending(why)),
     }
 }
 
-/// The note of this generation's change if it was already refused (the stored Degraded
-/// condition says UpdateFailed for this generation; one rule for every kind): it stays
-/// refused, as it was said, until the spec changes. Read from the stored status, as observing
-/// the running job has cleared the error from the one being built.
-pub fn already_refused<S: LifecycleStatus>(stored: Option<&S>, generation: Option<i64>) -> Option<String> {
-    let stored = stored?;
-    let refused = stored.conditions().into_iter().flatten().find(|c| {
-        c.type_.as_deref() == Some(condition_type::DEGRADED)
-            && c.reason.as_deref() == Some(phase::UPDATE_FAILED)
-            && c.observed_generation == generation
-    })?;
-    Some(
-        stored
-            .error()
-            .map(str::to_owned)
-            .or_else(|| refused.message.clone().filter(|m| !m.is_empty()))
-            .unwrap_or_else(|| "the update failed; change the spec to try again".to_owned()),
-    )
-}
-
-/// A change [`already_refused`] stays refused.
+/// A change [`already_refused`](crate::lifecycle::ledger::already_refused) stays refused.
 fn refused_again<'a, K: JobKind<'a>>(k: &mut K) -> Option<PlanOf<'a, K>> {
-    let note = already_refused(k.stored(), k.facts().generation)?;
-    let (status, _) = k.parts();
-    *status.error_mut() = Some(note.clone());
+    let note = k.already_refused()?;
+    *k.status.error_mut() = Some(note.clone());
     k.conditions(phase::UPDATE_FAILED, &note);
     Some(k.done(SLOW))
 }
@@ -124,11 +106,11 @@ fn refused_again<'a, K: JobKind<'a>>(k: &mut K) -> Option<PlanOf<'a, K>> {
 /// kept too).
 pub(super) fn commit_change<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cause: Cause) -> PlanOf<'a, K> {
     let Some(state) = history::revision_state(k) else {
-        return k.commit(restore, cause);
+        return commit(k, restore, cause);
     };
-    let facts = k.facts();
+    let facts = k.facts;
     if let Err(why) = restore::guard(&state, facts.policy.restore_max_state_age_ms, facts.now_ms) {
-        return k.refuse(Refusal::Said(format!("rolling back: {why}")));
+        return refused(k, Refusal::Said(format!("rolling back: {why}")));
     }
     // A last-state change keeps the cluster's HA metadata for the latest checkpoint; the
     // revision's state replaces that, so the change is said (and done) as one that restores it.
@@ -136,24 +118,24 @@ pub(super) fn commit_change<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cau
         Cause::KeepingLastState => Cause::Ended,
         other => other,
     };
-    k.commit(Restore::State(state), cause)
+    commit(k, Restore::State(state), cause)
 }
 
 /// Suspended, and now to run again (see [`change::resume`]).
 fn resume<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
-    let facts = k.facts();
+    let facts = k.facts;
     match change::resume(
         spec::upgrade_mode(recorded),
-        spec::upgrade_mode(k.spec()),
+        spec::upgrade_mode(k.spec),
         &job_view(k),
         K::ENDS_WITH_ITS_CLUSTER,
         facts.policy,
         facts.now_ms,
     ) {
-        Resume::WithoutState => k.commit(Restore::Nothing, Cause::Resume),
-        Resume::From(state) => k.commit(Restore::State(state), Cause::Resume),
-        Resume::LastState => k.commit(Restore::LastState, Cause::Resume),
-        Resume::Refuse(why) => k.refuse(Refusal::Said(format!("resuming: {why}"))),
+        Resume::WithoutState => commit(k, Restore::Nothing, Cause::Resume),
+        Resume::From(state) => commit(k, Restore::State(state), Cause::Resume),
+        Resume::LastState => commit(k, Restore::LastState, Cause::Resume),
+        Resume::Refuse(why) => refused(k, Refusal::Said(format!("resuming: {why}"))),
     }
 }
 
@@ -161,18 +143,18 @@ fn resume<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
 /// from `spec.job.initialSavepointPath` (the user's choice of state, so no age guard).
 fn redeploy<'a, K: JobKind<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> PlanOf<'a, K> {
     let Some(path) = k
-        .spec()
+        .spec
         .job()
         .and_then(|j| j.initial_savepoint_path.clone())
         .filter(|p| !p.trim().is_empty())
     else {
-        return k.refuse(Refusal::Said(
+        return refused(k, Refusal::Said(
             "spec.job.savepointRedeployNonce changed, but spec.job.initialSavepointPath is empty: there is no savepoint to redeploy from".to_owned(),
         ));
     };
     if !K::ENDS_WITH_ITS_CLUSTER {
         if state == Some(flink_job_state::CANCELLING) {
-            return k.wait(Wait::ForCancel);
+            return wait(k, Wait::ForCancel);
         }
         if !ended {
             return cancel(k, Cancel::ForRedeploy(path));
@@ -183,19 +165,19 @@ fn redeploy<'a, K: JobKind<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> 
         path: path.clone(),
         timestamp_ms: None,
     };
-    k.commit(Restore::State(savepoint), Cause::Redeploy(path))
+    commit(k, Restore::State(savepoint), Cause::Redeploy(path))
 }
 
 /// Cancels the running job for a change, the same for every kind: UPGRADING with the reason
 /// recorded before the cancellation is sent, and one `Cancelling` Event.
 fn cancel<'a, K: JobKind<'a>>(k: &mut K, why: Cancel) -> PlanOf<'a, K> {
-    let job_id = recorded_job_id(k.status());
-    let change = if spec::is_suspended(k.spec()) {
+    let job_id = recorded_job_id(&k.status);
+    let change = if spec::is_suspended(k.spec) {
         "suspension"
     } else {
         "upgrade"
     };
-    let now_ms = k.facts().now_ms;
+    let now_ms = k.facts.now_ms;
     let (message, newest) = match why {
         Cancel::ForChange => (format!("cancelling job {job_id} for the {change}"), None),
         Cancel::ForNewest {
@@ -224,15 +206,15 @@ fn cancel<'a, K: JobKind<'a>>(k: &mut K, why: Cancel) -> PlanOf<'a, K> {
     let note = match newest {
         Some(newest) => format!(
             "{}: {}",
-            crate::lifecycle::capitalised(&message),
+            capitalised(&message),
             newest.map_or_else(
                 || "none is known yet".to_owned(),
                 |s| restore::age_note(&s, now_ms)
             )
         ),
-        None => crate::lifecycle::capitalised(&message),
+        None => capitalised(&message),
     };
-    *k.parts().0.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
+    *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
     k.conditions(phase::UPDATING, &message);
     let (_, mut out) = k.parts();
     out.act(JobAction::Cancel { job_id });
@@ -250,7 +232,7 @@ fn cancel_for_newest_state<'a, K: JobKind<'a>>(
     with_savepoints: bool,
     suspending: bool,
 ) -> PlanOf<'a, K> {
-    let checkpoint = k.latest_checkpoint();
+    let checkpoint = k.standing().latest_checkpoint;
     let found = checkpoint.found();
     let newest = if with_savepoints {
         restore::newest(job, found.clone())
@@ -259,11 +241,11 @@ fn cancel_for_newest_state<'a, K: JobKind<'a>>(
     };
     if !suspending {
         if with_savepoints && newest.is_none() && checkpoint == Checkpoint::None {
-            return k.refuse(Refusal::NotCancelled(None));
+            return refused(k, Refusal::NotCancelled(None));
         }
-        let facts = k.facts();
+        let facts = k.facts;
         if let Err(why) = change::before_cancel(job, found, with_savepoints, facts.policy, facts.now_ms) {
-            return k.refuse(Refusal::NotCancelled(Some(why)));
+            return refused(k, Refusal::NotCancelled(Some(why)));
         }
     }
     cancel(
@@ -283,20 +265,21 @@ fn after_end<'a, K: JobKind<'a>>(
     with_savepoints: bool,
     suspending: bool,
 ) -> PlanOf<'a, K> {
-    let (state, _) = k.job_state();
-    let checkpoint = match k.latest_checkpoint() {
+    let standing = k.standing();
+    let state = standing.state;
+    let checkpoint = match standing.latest_checkpoint {
         Checkpoint::Found(found) => Some(found),
         Checkpoint::None => None,
         // Gone with its JobManager's memory of it: its savepoints may still do.
         Checkpoint::Unavailable(reason) if state.is_none() => {
             if !with_savepoints {
-                return k.refuse(Refusal::GoneWithoutCheckpoint(reason));
+                return refused(k, Refusal::GoneWithoutCheckpoint(reason));
             }
             None
         }
-        Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return k.wait(Wait::ForCheckpoint),
+        Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return wait(k, Wait::ForCheckpoint),
     };
-    let facts = k.facts();
+    let facts = k.facts;
     match change::after_end(
         job,
         checkpoint,
@@ -306,6 +289,6 @@ fn after_end<'a, K: JobKind<'a>>(
         facts.now_ms,
     ) {
         Ok(newest) => commit_change(k, Restore::from(newest), Cause::Ended),
-        Err(why) => k.refuse(Refusal::Ended(why)),
+        Err(why) => refused(k, Refusal::Ended(why)),
     }
 }

@@ -4,37 +4,66 @@
 //! checkpoints; it is started by submitting its jar, and "ready" is a session cluster whose
 //! JobManager is READY.
 
-use flink_operator_api::{
-    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus,
-    common::{ResourceLifecycleState, flink_job_state},
-};
+use std::ops::{Deref, DerefMut};
+
+use flink_operator_api::{FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, common::flink_job_state, keys};
 
 use super::{
     Action, CheckpointLookup, EventNote, JobObservation, Observation, Plan, SessionObservation,
     deletion::{before_deletion_stop, tear_down},
-    has_finalizer, phase, recorded_job_id,
+    phase, recorded_job_id,
     start::{commit, continue_submit, first_deployment},
-    status::{current_phase, observe_into, refuse, refuse_restart, wait_for_session},
+    status::{current_phase, observe_into, wait_for_session},
 };
 use crate::{
-    conditions::set_conditions,
     events::Reason,
     lifecycle::{
-        FAST, Facts, SLOW, WAIT,
-        machine::{Cause, Checkpoint, JobKind, Refusal, Restore, Wait},
-        restore::{self, Kind, RestorableState},
+        FAST, SLOW,
+        ledger::Ledger,
+        machine::{Cause, Checkpoint, JobKind, Restore, Standing},
+        restore::{Kind, RestorableState},
         spec,
+        step::Step,
     },
     runtime::Next,
 };
 
-/// The decision under construction: the resource, the observation, and what accumulates.
+/// The decision about one FlinkSessionJob: the shared [`Ledger`] and the session job's own
+/// observation.
 pub(super) struct Decision<'a> {
     pub(super) sj: &'a FlinkSessionJob,
     pub(super) obs: &'a Observation,
-    pub(super) status: FlinkSessionJobStatus,
-    pub(super) actions: Vec<Action>,
-    pub(super) events: Vec<EventNote>,
+    ledger: Ledger<'a, FlinkSessionJobSpec, FlinkSessionJobStatus, Action>,
+}
+
+impl<'a> Deref for Decision<'a> {
+    type Target = Ledger<'a, FlinkSessionJobSpec, FlinkSessionJobStatus, Action>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.ledger
+    }
+}
+
+impl DerefMut for Decision<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.ledger
+    }
+}
+
+impl<'a> Decision<'a> {
+    pub(super) fn new(sj: &'a FlinkSessionJob, obs: &'a Observation) -> Self {
+        Decision {
+            sj,
+            obs,
+            ledger: Ledger::new(
+                &sj.metadata,
+                &sj.spec,
+                sj.status.as_ref(),
+                obs.facts(sj.metadata.generation),
+                &obs.violations,
+            ),
+        }
+    }
 }
 
 impl Decision<'_> {
@@ -46,10 +75,6 @@ impl Decision<'_> {
         });
     }
 
-    pub(super) fn generation(&self) -> Option<i64> {
-        self.sj.metadata.generation
-    }
-
     pub(super) fn session_name(&self) -> &str {
         self.sj.spec.deployment_name.as_deref().unwrap_or_default()
     }
@@ -58,26 +83,11 @@ impl Decision<'_> {
         recorded_job_id(&self.status).unwrap_or_default()
     }
 
-    /// The job's state as Flink reported it now, for messages.
-    pub(super) fn state_note(&self) -> String {
-        self.obs.facts(None).observed_state().unwrap_or("gone").to_owned()
-    }
-
-    pub(super) fn set_conditions(&mut self, reason: &str, message: &str) {
-        set_conditions(
-            &mut self.status.conditions,
-            self.sj.metadata.generation,
-            reason,
-            message,
-            self.obs.now_ms,
-        );
-    }
-
-    /// A plan that writes the status as it is first, runs its actions, then writes `after`.
-    pub(super) fn stepped(&mut self, after: FlinkSessionJobStatus, requeue: Next) -> Plan {
-        let mut plan = self.done(requeue);
-        plan.status_before = Some(std::mem::replace(&mut plan.status, after));
-        plan
+    fn observed_state(&self) -> Option<&str> {
+        match &self.obs.job {
+            Some(JobObservation::Found { state, .. }) => Some(state.as_str()),
+            _ => None,
+        }
     }
 }
 
@@ -90,55 +100,28 @@ impl<'a> JobKind<'a> for Decision<'a> {
     // retained checkpoints keep its last state.
     const ENDS_WITH_ITS_CLUSTER: bool = false;
 
-    fn facts(&self) -> Facts<'a> {
-        self.obs.facts(self.sj.metadata.generation)
-    }
-
-    fn conditions(&mut self, phase: &str, message: &str) {
-        self.set_conditions(phase, message);
-    }
-
-    fn metadata(&self) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-        &self.sj.metadata
-    }
-
-    fn spec(&self) -> &'a FlinkSessionJobSpec {
-        &self.sj.spec
-    }
-
-    fn status(&self) -> &FlinkSessionJobStatus {
-        &self.status
-    }
-
-    fn ledger(&mut self) -> (&mut FlinkSessionJobStatus, &mut Vec<Action>, &mut Vec<EventNote>) {
-        (&mut self.status, &mut self.actions, &mut self.events)
-    }
-
-    fn deleting(&self) -> bool {
-        self.sj.metadata.deletion_timestamp.is_some()
-    }
-
-    fn before_deletion_stop(&mut self) -> Option<Plan> {
-        before_deletion_stop(self)
-    }
-
-    fn deletion_savepoint_recorded(&mut self, path: &str) -> Plan {
-        let job_id = self.job_id();
-        self.set_conditions(
-            phase::DELETING,
-            &format!("job {job_id} stopped with savepoint {path}"),
-        );
-        self.actions.push(Action::RemoveFinalizer);
-        self.record_then(SLOW)
-    }
-
-    fn tear_down(&mut self) -> Plan {
-        tear_down(self)
-    }
-
-    fn admit(&mut self) {
-        if !has_finalizer(self.sj) {
-            self.actions.push(Action::AddFinalizer);
+    fn standing(&self) -> Standing {
+        let state = self.observed_state();
+        Standing {
+            ready: self.obs.session == SessionObservation::Ready,
+            state: state.map(str::to_owned),
+            // Gone (or not found) is ended.
+            ended: state.is_none_or(flink_job_state::is_globally_terminal),
+            running: state == Some(flink_job_state::RUNNING),
+            failed_to_restart: self.obs.policy.restart_failed && state == Some(flink_job_state::FAILED),
+            never_ran: false,
+            latest_checkpoint: match &self.obs.checkpoint {
+                Some(CheckpointLookup::Found { path, timestamp_ms }) => Checkpoint::Found(RestorableState {
+                    kind: Kind::Checkpoint,
+                    path: path.clone(),
+                    timestamp_ms: *timestamp_ms,
+                }),
+                Some(CheckpointLookup::None) => Checkpoint::None,
+                Some(CheckpointLookup::Unavailable(reason)) => Checkpoint::Unavailable(reason.clone()),
+                None => Checkpoint::NotLooked,
+            },
+            last_state_held: false,
+            can_stop_for_deletion: true,
         }
     }
 
@@ -156,210 +139,52 @@ impl<'a> JobKind<'a> for Decision<'a> {
             })
     }
 
-    fn ready(&self) -> bool {
-        self.obs.session == SessionObservation::Ready
-    }
-
-    fn until_ready(&mut self, recorded: Option<&FlinkSessionJobSpec>) -> Plan {
-        wait_for_session(self, recorded)
-    }
-
-    fn violations(&self) -> &[String] {
-        &self.obs.violations
-    }
-
-    fn stored(&self) -> Option<&'a FlinkSessionJobStatus> {
-        self.sj.status.as_ref()
-    }
-
-    fn first_start(&mut self) -> Plan {
-        first_deployment(self)
-    }
-
-    fn start_in_progress(&mut self, recorded: &FlinkSessionJobSpec) -> Plan {
-        continue_submit(self, recorded)
-    }
-
-    fn observe(&mut self, running: &FlinkSessionJobSpec) {
-        // A suspended job is not looked at.
-        if !spec::is_suspended(running) {
-            observe_into(self, running);
+    fn admit(&mut self) {
+        if !self.has_finalizer(keys::finalizers::FLINK_SESSION_JOB) {
+            self.actions.push(Action::AddFinalizer);
         }
     }
 
-    fn changed_while_suspended(&mut self) -> Plan {
-        // The state the suspension left stays the one to resume from.
-        let left = restore::recorded(&self.status.job_status.clone().unwrap_or_default());
-        commit(self, left)
-    }
-
-    fn before_ending(&mut self) -> Option<Plan> {
-        if recorded_job_id(&self.status).is_none() {
-            return Some(commit(self, None));
+    fn observe(&mut self, recorded: &FlinkSessionJobSpec, stopping: bool) -> FlinkSessionJobSpec {
+        // A suspended job is not looked at; one being stopped is followed by its stop.
+        if !stopping && !spec::is_suspended(recorded) {
+            observe_into(self, recorded);
         }
-        if matches!(self.obs.job, Some(JobObservation::Unreachable(_)) | None) {
-            self.set_conditions(
-                phase::UPDATING,
-                "waiting for the JobManager to answer before changing the job",
-            );
-            return Some(self.done(FAST));
-        }
-        None
+        recorded.clone()
     }
 
-    fn job_state(&self) -> (Option<String>, bool) {
-        match &self.obs.job {
-            Some(JobObservation::Found { state, .. }) => {
-                (Some(state.clone()), flink_job_state::is_globally_terminal(state))
-            }
-            _ => (None, true),
-        }
-    }
-
-    fn latest_checkpoint(&self) -> Checkpoint {
-        match &self.obs.checkpoint {
-            Some(CheckpointLookup::Found { path, timestamp_ms }) => Checkpoint::Found(RestorableState {
-                kind: Kind::Checkpoint,
-                path: path.clone(),
-                timestamp_ms: *timestamp_ms,
-            }),
-            Some(CheckpointLookup::None) => Checkpoint::None,
-            Some(CheckpointLookup::Unavailable(reason)) => Checkpoint::Unavailable(reason.clone()),
-            None => Checkpoint::NotLooked,
-        }
-    }
-
-    fn verb(&self, suspending: bool) -> &'static str {
-        if suspending { "suspend" } else { "upgrade" }
-    }
-
-    fn stopping(&self, job_id: &str, verb: &str) -> String {
-        format!("stopping job {job_id} with a savepoint for the {verb}")
-    }
-
-    fn commit(&mut self, restore: Restore, cause: Cause) -> Plan {
-        let job_id = self.job_id();
-        let verb = self.verb(spec::is_suspended(&self.sj.spec));
+    fn commit(&mut self, restore: Restore, cause: Cause, _message: Option<String>) -> Plan {
         let restore = match restore {
             Restore::State(state) => Some(state),
             // A session job keeps no high-availability metadata of its own.
             Restore::Nothing | Restore::LastState => None,
         };
-        let age = restore.as_ref().map(|s| restore::age_note(s, self.obs.now_ms));
-        match (cause, age) {
-            (Cause::FreshSavepoint, Some(age)) => {
-                let state = self.state_note();
-                self.event(
-                    false,
-                    Reason::StateFound,
-                    format!(
-                        "Job {job_id} is {state}; the {verb} restores {age}, younger than kubernetes.operator.job.upgrade.savepoint.max-age"
-                    ),
-                );
-            }
-            (Cause::Ended, Some(age)) => self.event(false, Reason::StateFound, format!("Restoring {age}")),
-            (Cause::Redeploy(path), _) => self.event(
-                false,
-                Reason::SavepointRedeploy,
-                format!("Redeploying from spec.job.initialSavepointPath {path}"),
-            ),
-            (Cause::Restart, age) => self.event(
-                false,
-                Reason::RestartFailedJob,
-                match age {
-                    Some(age) => format!("Job {job_id} FAILED; resubmitting it restoring {age}"),
-                    None => format!("Job {job_id} FAILED; resubmitting it without state"),
-                },
-            ),
-            _ => {}
+        match cause {
+            Cause::FirstStart => first_deployment(self, restore),
+            _ => commit(self, restore),
         }
-        commit(self, restore)
     }
 
-    fn wait(&mut self, what: Wait) -> Plan {
-        let job_id = self.job_id();
-        let (reason, message, requeue) = match what {
-            Wait::ForSnapshot => (
-                phase::UPDATING,
-                "waiting for the pending manual savepoint or checkpoint before changing the job".to_owned(),
-                FAST,
-            ),
-            Wait::ForRunning => {
-                self.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-                (
-                    phase::UPDATING,
-                    format!(
-                        "waiting for job {job_id} to be RUNNING to take the savepoint (it is {})",
-                        self.state_note()
-                    ),
-                    WAIT,
-                )
-            }
-            Wait::ForCancel => {
-                self.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-                (
-                    phase::UPDATING,
-                    format!("waiting for job {job_id} to be cancelled"),
-                    FAST,
-                )
-            }
-            Wait::ForCheckpoint => (
-                phase::UPDATING,
-                format!("reading the last checkpoint of job {job_id}"),
-                FAST,
-            ),
-            Wait::ForCheckpointToRestart => (
-                phase::FAILED,
-                format!("job {job_id} FAILED; reading its last checkpoint to restart it"),
-                WAIT,
-            ),
+    fn continue_start(&mut self, recorded: &FlinkSessionJobSpec) -> Plan {
+        continue_submit(self, recorded)
+    }
+
+    fn tear_down(&mut self, savepoint: Option<&str>) -> Plan {
+        let Some(path) = savepoint else {
+            return tear_down(self);
         };
-        self.set_conditions(reason, &message);
-        self.done(requeue)
-    }
-
-    fn refuse(&mut self, refusal: Refusal) -> Plan {
         let job_id = self.job_id();
-        let verb = self.verb(spec::is_suspended(&self.sj.spec));
-        let state = self.state_note();
-        let error = match refusal {
-            Refusal::Said(note) => note,
-            Refusal::StopGaveUp(why) => {
-                format!("{verb}: {why}; job {job_id} keeps running with the previous spec")
-            }
-            Refusal::Ending(why) => format!("the {verb} of job {job_id} ({state}): {why}"),
-            Refusal::NotCancelled(why) => format!(
-                "{verb}: {}; job {job_id} keeps running",
-                why.as_deref()
-                    .unwrap_or("no checkpoint or savepoint of the job is known to restore from")
-            ),
-            Refusal::Ended(why) => format!("{verb}: job {job_id} ended ({state}): {why}"),
-            Refusal::GoneWithoutCheckpoint(reason) => format!(
-                "job {job_id} is gone and its last checkpoint is unknown ({reason}); manual restore required"
-            ),
-            Refusal::Restart(why) => {
-                return refuse_restart(self, format!("restarting the failed job {job_id}: {why}"));
-            }
-        };
-        refuse(self, error)
+        self.conditions(
+            phase::DELETING,
+            &format!("job {job_id} stopped with savepoint {path}"),
+        );
+        self.actions.push(Action::RemoveFinalizer);
+        self.record_then(SLOW)
     }
 
-    fn restart_due(&self, pending: bool) -> bool {
-        !pending
-            && self.obs.policy.restart_failed
-            && self.obs.facts(None).observed_state() == Some(flink_job_state::FAILED)
-    }
-
-    fn job_running(&self) -> bool {
-        self.obs.facts(None).running()
-    }
-
-    fn phase(&mut self, recorded: &FlinkSessionJobSpec) {
+    fn phase(&mut self, recorded: &FlinkSessionJobSpec, pending: bool) -> Next {
         let (reason, message) = current_phase(&self.status, recorded);
-        self.set_conditions(reason, &message);
-    }
-
-    fn steady_requeue(&self, _recorded: &FlinkSessionJobSpec, pending: bool) -> Next {
+        self.conditions(reason, &message);
         // Nothing will change by itself once the job runs or has ended.
         let ended = self
             .status
@@ -367,10 +192,28 @@ impl<'a> JobKind<'a> for Decision<'a> {
             .as_ref()
             .and_then(|j| j.state.as_deref())
             .is_some_and(flink_job_state::is_globally_terminal);
-        if (self.status.lifecycle_state == Some(ResourceLifecycleState::Stable) || ended) && !pending {
-            SLOW
-        } else {
-            FAST
+        let stable = self.status.lifecycle_state == Some(flink_operator_api::common::ResourceLifecycleState::Stable);
+        if (stable || ended) && !pending { SLOW } else { FAST }
+    }
+
+    fn own_step(&mut self, step: Step, recorded: Option<&FlinkSessionJobSpec>) -> Option<Plan> {
+        match step {
+            Step::Deleting => before_deletion_stop(self),
+            Step::UntilReady => Some(wait_for_session(self, recorded)),
+            Step::Change => {
+                if recorded_job_id(&self.status).is_none() {
+                    return Some(commit(self, None));
+                }
+                if matches!(self.obs.job, Some(JobObservation::Unreachable(_)) | None) {
+                    self.conditions(
+                        phase::UPDATING,
+                        "waiting for the JobManager to answer before changing the job",
+                    );
+                    return Some(self.done(FAST));
+                }
+                None
+            }
+            _ => None,
         }
     }
 }

@@ -2,21 +2,21 @@
 //! the shared lifecycle has stopped it with a savepoint where the settings say so, it is
 //! cancelled, and the finalizer goes once it has ended.
 
-use flink_operator_api::{FlinkSessionJobSpec, common::flink_job_state};
+use flink_operator_api::{FlinkSessionJobSpec, common::flink_job_state, keys};
 
 use super::{
-    Action, Decision, JobObservation, Plan, SessionObservation, has_finalizer, phase, recorded_job_id,
+    Action, Decision, JobObservation, Plan, SessionObservation, phase, recorded_job_id,
 };
 use crate::{
     events::Reason,
-    lifecycle::{FAST, JobAction, SLOW, WAIT, deletion, machine::JobKind, spec},
+    lifecycle::{FAST, JobAction, SLOW, WAIT, deletion, spec},
 };
 
 /// Lets go at once of a job that nothing runs (its session cluster is gone, or it runs no
 /// job of this resource); waits for a session cluster that cannot act yet.
 pub(super) fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
-    if !has_finalizer(d.sj) {
-        d.set_conditions(phase::DELETING, "deleted");
+    if !d.has_finalizer(keys::finalizers::FLINK_SESSION_JOB) {
+        d.conditions(phase::DELETING, "deleted");
         return Some(d.done(SLOW));
     }
     let name = d.session_name().to_owned();
@@ -29,7 +29,7 @@ pub(super) fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
         }
         SessionObservation::NotReady(why) => {
             let message = format!("waiting for session cluster {name} to stop the job: {why}");
-            d.set_conditions(phase::DELETING, &message);
+            d.conditions(phase::DELETING, &message);
             return Some(d.done(WAIT));
         }
         SessionObservation::Ready => {}
@@ -51,7 +51,7 @@ pub(super) fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
 
 /// The finalizer goes: nothing of the job is left to stop.
 fn release(d: &mut Decision<'_>, why: String) -> Plan {
-    d.set_conditions(phase::DELETING, &why);
+    d.conditions(phase::DELETING, &why);
     d.actions.push(Action::RemoveFinalizer);
     d.event(false, Reason::Deleted, why);
     d.done(SLOW)
@@ -69,7 +69,7 @@ pub(super) fn tear_down(d: &mut Decision<'_>) -> Plan {
             release(d, format!("job {job_id} ended ({state})"))
         }
         Some(JobObservation::Found { state, .. }) if state == flink_job_state::CANCELLING => {
-            d.set_conditions(
+            d.conditions(
                 phase::DELETING,
                 &format!("waiting for job {job_id} to be cancelled"),
             );
@@ -81,13 +81,13 @@ pub(super) fn tear_down(d: &mut Decision<'_>) -> Plan {
             } else {
                 format!("Cancelling job {job_id}")
             };
-            d.set_conditions(phase::DELETING, &note);
+            d.conditions(phase::DELETING, &note);
             d.actions.push(Action::Job(JobAction::Cancel { job_id }));
             d.event(false, Reason::Deleting, note);
             d.record_then(FAST)
         }
         Some(JobObservation::Unreachable(_)) | None => {
-            d.set_conditions(
+            d.conditions(
                 phase::DELETING,
                 &format!("waiting for session cluster {name} to answer"),
             );

@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
-    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, common::flink_job_state, keys,
+    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, common::flink_job_state,
 };
 
 use crate::{
@@ -172,21 +172,7 @@ pub(crate) fn step(sj: &FlinkSessionJob, obs: &Observation) -> crate::lifecycle:
 /// The decision about `sj` before anything is decided.
 fn under_way<'a>(sj: &'a FlinkSessionJob, obs: &'a Observation) -> Decision<'a> {
     // Conditions come back with the rest, so their transition times carry over.
-    Decision {
-        sj,
-        obs,
-        status: sj.status.clone().unwrap_or_default(),
-        actions: Vec::new(),
-        events: Vec::new(),
-    }
-}
-
-fn has_finalizer(sj: &FlinkSessionJob) -> bool {
-    sj.metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == keys::finalizers::FLINK_SESSION_JOB)
+    Decision::new(sj, obs)
 }
 
 fn recorded_job_id(status: &FlinkSessionJobStatus) -> Option<String> {

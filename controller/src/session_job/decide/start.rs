@@ -20,7 +20,6 @@ use crate::{
     events::Reason,
     lifecycle::{
         FAST, LifecycleStatus, SLOW,
-        machine::JobKind,
         restore::{self, RestorableState},
         spec,
     },
@@ -66,16 +65,18 @@ fn submission(
     }
 }
 
-pub(super) fn first_deployment(d: &mut Decision<'_>) -> Plan {
+/// The first spec: recorded (UPGRADING, with the job id) before its jar is submitted, to
+/// start from `restore` (`spec.job.initialSavepointPath`).
+pub(super) fn first_deployment(d: &mut Decision<'_>, restore: Option<RestorableState>) -> Plan {
     let spec = &d.sj.spec;
     let name = d.session_name().to_owned();
     d.status.error = None;
     if spec::is_suspended(spec) {
         d.status.lifecycle_state = Some(ResourceLifecycleState::Created);
-        d.set_conditions(phase::SUSPENDED, "the job is suspended: nothing is submitted");
+        d.conditions(phase::SUSPENDED, "the job is suspended: nothing is submitted");
         return d.done(SLOW);
     }
-    let restore_path = spec.job.as_ref().and_then(|j| j.initial_savepoint_path.clone());
+    let restore_path = restore.map(|s| s.path);
     let job_id = d.obs.fresh_job_id.clone();
     d.status.reconciliation_status = Some(ReconciliationStatus {
         reconciliation_timestamp: Some(d.obs.now_ms),
@@ -117,15 +118,11 @@ struct Submit<'a> {
 /// Submits under a job id and a restore path already in status, which is written first
 /// with `phase` and `message`.
 fn submit(d: &mut Decision<'_>, what: Submit<'_>, phase: &str, message: &str) -> Plan {
-    d.set_conditions(phase, message);
+    d.conditions(phase, message);
     let after = submitted(d, d.status.clone());
     let note = submit_note(&what.job_id, what.session, what.restore_path.as_deref());
-    d.actions.push(Action::Submit(submission(
-        what.spec,
-        what.job_id,
-        what.restore_path,
-        d.obs,
-    )));
+    let submission = submission(what.spec, what.job_id, what.restore_path, d.obs);
+    d.actions.push(Action::Submit(submission));
     d.event(false, Reason::Submit, note);
     d.stepped(after, FAST)
 }
@@ -158,10 +155,11 @@ pub(super) fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSp
     let name = d.session_name().to_owned();
     let Some(job_id) = recorded_job_id(&d.status) else {
         // A job id is always recorded with UPGRADING; without one, record a new one first.
+        let job_id = d.obs.fresh_job_id.clone();
         let job = d.status.job_status_mut();
-        job.job_id = Some(d.obs.fresh_job_id.clone());
+        job.job_id = Some(job_id);
         job.state = Some(RECONCILING.to_owned());
-        d.set_conditions(phase::DEPLOYING, "recording the job id to submit under");
+        d.conditions(phase::DEPLOYING, "recording the job id to submit under");
         return d.record_then(FAST);
     };
     match &d.obs.job {
@@ -173,12 +171,14 @@ pub(super) fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSp
         }
         Some(JobObservation::NotFound) => {
             let spec = d.sj.spec.clone();
+            let now = d.obs.now_ms;
+            let generation = d.sj.metadata.generation;
             if let Some(rs) = d.status.reconciliation_status.as_mut() {
-                rs.reconciliation_timestamp = Some(d.obs.now_ms);
+                rs.reconciliation_timestamp = Some(now);
                 // A spec changed again before the job was submitted is the one submitted.
                 if &spec != recorded {
                     rs.last_reconciled_spec = spec::encode(spec.clone(), false);
-                    d.status.observed_generation = d.sj.metadata.generation;
+                    d.status.observed_generation = generation;
                 }
             }
             if spec::is_suspended(&spec) {
@@ -186,7 +186,7 @@ pub(super) fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSp
                     rs.state = Some(ReconciliationState::Deployed);
                 }
                 d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
-                d.set_conditions(phase::SUSPENDED, "the job is suspended");
+                d.conditions(phase::SUSPENDED, "the job is suspended");
                 d.event(
                     false,
                     Reason::Suspended,
@@ -213,7 +213,7 @@ pub(super) fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSp
             )
         }
         Some(JobObservation::Unreachable(_)) | None => {
-            d.set_conditions(
+            d.conditions(
                 phase::DEPLOYING,
                 &format!("waiting for session cluster {name} to answer before submitting"),
             );
@@ -228,12 +228,13 @@ pub(super) fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> 
     let restore_path = restore.as_ref().map(|s| s.path.clone());
     let spec = d.sj.spec.clone();
     let name = d.session_name().to_owned();
+    let now = d.obs.now_ms;
     let rs = d
         .status
         .reconciliation_status
         .get_or_insert_with(Default::default);
     rs.last_reconciled_spec = spec::encode(spec.clone(), false);
-    rs.reconciliation_timestamp = Some(d.obs.now_ms);
+    rs.reconciliation_timestamp = Some(now);
     d.status.observed_generation = d.sj.metadata.generation;
     d.status.error = None;
     restore::record(d.status.job_status_mut(), restore.as_ref());
@@ -246,7 +247,7 @@ pub(super) fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> 
             Some(path) => format!("the job is suspended; it resumes from {path}"),
             None => "the job is suspended without state".to_owned(),
         };
-        d.set_conditions(phase::SUSPENDED, &message);
+        d.conditions(phase::SUSPENDED, &message);
         d.event(false, Reason::Suspended, message);
         return d.done(SLOW);
     }

@@ -10,9 +10,7 @@ use super::{Decision, JobObservation, Plan, RECONCILING, SessionObservation, pha
 use crate::{
     events::Reason,
     lifecycle::{
-        SLOW, WAIT,
-        machine::{JobKind, already_refused},
-        observe, spec,
+        WAIT, observe, spec,
     },
 };
 
@@ -32,7 +30,7 @@ pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSess
     let message = format!("waiting for session cluster {name}: {why}");
     // A refused update keeps its reason and its conditions: it is what the user has to act
     // on, and it stays refused once the session cluster is back.
-    let refused = already_refused(d.sj.status.as_ref(), d.generation()).is_some();
+    let refused = d.already_refused().is_some();
     if refused {
         return d.done(WAIT);
     }
@@ -48,7 +46,7 @@ pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSess
         Some(r) if spec::is_suspended(r) => phase::SUSPENDED,
         Some(_) => phase::RESTARTING,
     };
-    d.set_conditions(reason, &message);
+    d.conditions(reason, &message);
     d.done(WAIT)
 }
 
@@ -88,7 +86,8 @@ pub(super) fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec)
     let not_found = matches!(obs.job, Some(JobObservation::NotFound));
     let failed = state == flink_job_state::FAILED;
     let stable = state == flink_job_state::RUNNING && !not_found;
-    observe::lifecycle_into(&mut d.status, failed, stable, false, recorded, &d.sj.spec);
+    let spec = &d.sj.spec;
+    observe::lifecycle_into(&mut d.status, failed, stable, false, recorded, spec);
 }
 
 /// The phase (condition reason) and a message for a job whose recorded spec is applied.
@@ -128,31 +127,4 @@ pub(super) fn current_phase(
         _ => phase::DEPLOYING,
     };
     (reason, format!("the job is {state}"))
-}
-
-/// A restart the restore guard refused: the job stays FAILED with the reason in status, and
-/// one Event per new reason (observing the job rewrites `status.error`, so the stored one
-/// is compared).
-pub(super) fn refuse_restart(d: &mut Decision<'_>, error: String) -> Plan {
-    let stored = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
-    if stored != Some(error.as_str()) {
-        d.event(true, Reason::RestoreRefused, error.clone());
-    }
-    d.status.error = Some(error.clone());
-    d.set_conditions(phase::FAILED, &error);
-    d.done(SLOW)
-}
-
-/// Refuses the current generation's change: the job stays as it is until the spec changes.
-pub(super) fn refuse(d: &mut Decision<'_>, error: String) -> Plan {
-    // Compared with what was said (stored): observing the job has cleared the error being
-    // built.
-    let said = d.sj.status.as_ref().and_then(|s| s.error.as_deref());
-    if said != Some(error.as_str()) {
-        d.event(true, Reason::UpdateFailed, error.clone());
-    }
-    d.status.error = Some(error.clone());
-    d.status.observed_generation = d.generation();
-    d.set_conditions(phase::UPDATE_FAILED, &error);
-    d.done(SLOW)
 }

@@ -7,7 +7,7 @@ use crate::{
     },
     runtime::Next,
 };
-use flink_operator_api::common::Condition;
+use flink_operator_api::{common::Condition, keys};
 use flink_operator_api::common::{Checkpoint, Savepoint, SnapshotTriggerType};
 use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, UpgradeMode};
 use serde_json::{Value, json};
