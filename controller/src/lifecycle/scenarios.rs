@@ -1115,10 +1115,23 @@ fn without_the_upgrade_savepoint_the_job_is_cancelled_recorded_first_with_the_sa
             json!(4),
             "{kind}: {committed:?}"
         );
-        reasons.borrow_mut().push((kind.to_owned(), cancelling.reasons()));
+        // After what was observed, the lifecycle says why the spec is committed, the same for
+        // both kinds, before the kind's own Events of its start.
+        let said = (committed.events.iter())
+            .find(|e| e.reason != Reason::JobStatusChanged)
+            .expect("the commit's Event");
+        assert_eq!(said.reason, Reason::StateFound, "{kind}: {committed:?}");
+        assert!(
+            said.note.contains("chk-7"),
+            "{kind}: the Event names the state restored: {}",
+            said.note
+        );
+        reasons
+            .borrow_mut()
+            .push((kind.to_owned(), cancelling.reasons(), said.note.clone()));
     });
     let reasons = reasons.into_inner();
-    let [(_, application), (_, session)] = &reasons[..] else {
+    let [(_, application, application_said), (_, session, session_said)] = &reasons[..] else {
         panic!("both kinds ran: {reasons:?}")
     };
     assert_eq!(
@@ -1126,6 +1139,7 @@ fn without_the_upgrade_savepoint_the_job_is_cancelled_recorded_first_with_the_sa
         "the same reasons in the same order: {reasons:?}"
     );
     assert_eq!(application.last(), Some(&Reason::Cancelling));
+    assert_eq!(application_said, session_said, "worded once for both kinds");
 }
 
 #[test]
