@@ -11,18 +11,15 @@
 //! below map each of their outcomes to the next step, once for every kind; those of the
 //! `Change` step are in [`change_step`].
 //!
-//! What differs per kind is behind [`JobKind`]: how a job is started (an application cluster
-//! deployed with it, or a jar submitted to a session cluster) and ended for a change (the
-//! cluster deleted, keeping its high-availability metadata for last-state, or the job
-//! cancelled), what "ready to act" means, where the last state lives, the kind's own steps
-//! (an application cluster's rollback and JobManager recovery; a session job's wait for its
-//! session cluster), and how a kind words its status (its tests pin the wording).
-//!
-//! Not done yet: [`JobKind`] still has 42 methods where a handful of effect hooks
-//! (start, end for a change, tear down, ready, latest checkpoint) should do. The accessors
-//! belong in one generic ledger of the resource, its facts, the status, actions and Events,
-//! and the kinds' messages for starts, waits and refusals in one wording table with the
-//! kind's noun; until then each kind still words those itself.
+//! What differs per kind is behind [`JobKind`], ten effect hooks on the kind's decision,
+//! which is a [`Ledger`] (the resource, the facts, the status being built, the actions and
+//! the Events) with the kind's observation beside it: how a job is started (an application
+//! cluster deployed with it, or a jar submitted to a session cluster) and torn down, where
+//! it stands ([`Standing`]: whether what runs it is ready, its state, its latest checkpoint,
+//! whether what it ends with keeps its last state), how it is observed, its phase, and the
+//! kind's own steps (an application cluster's rollback and JobManager recovery; a session
+//! job's wait for its session cluster). What the machine says of stops, waits, refusals
+//! and commits is worded once ([`super::wording`]).
 
 use std::ops::DerefMut;
 
@@ -134,7 +131,7 @@ pub enum Refusal {
     Said(String),
     /// No savepoint could be taken within the grace period.
     StopGaveUp(String),
-    /// [`Ending::Refuse`]: a savepoint is needed and none can be taken or used.
+    /// [`change::Ending::Refuse`]: a savepoint is needed and none can be taken or used.
     Ending(String),
     /// The job is not cancelled without a savepoint: the state it would restore is too
     /// old, or (None) none is known.
@@ -204,13 +201,13 @@ pub type LedgerOf<'a, K> =
 /// observation beside it.
 pub trait JobKind<'a>:
     DerefMut<
-        Target = Ledger<
-            'a,
-            <Self as JobKind<'a>>::Spec,
-            <Self as JobKind<'a>>::Status,
-            <Self as JobKind<'a>>::Action,
-        >,
-    >
+    Target = Ledger<
+        'a,
+        <Self as JobKind<'a>>::Spec,
+        <Self as JobKind<'a>>::Status,
+        <Self as JobKind<'a>>::Action,
+    >,
+>
 {
     type Spec: JobSpecOf + 'a;
     type Status: LifecycleStatus + 'a;

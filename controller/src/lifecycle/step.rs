@@ -5,7 +5,7 @@
 //!
 //! | step | when (status + observation) | does | next |
 //! |---|---|---|---|
-//! | `Deleting` | `metadata.deletionTimestamp` is set | follows the deletion's stop-with-savepoint, or stops a running job with one (`savepoint-on-deletion`), records its path, then the kind tears down what runs the job and lets the resource go | `Deleting`, until the finalizer is gone |
+//! | `Deleting` | `metadata.deletionTimestamp` is set | the kind's part first (a session job that nothing runs is let go at once); then follows the deletion's stop-with-savepoint, or stops a running job with one (`savepoint-on-deletion`), records its path, then the kind tears down what runs the job and lets the resource go | `Deleting`, until the finalizer is gone |
 //! | `Unreadable` | `lastReconciledSpec` cannot be read (a session job: a wrong guess would submit a second job; an application cluster reads it as not recorded) | the reason in `status.error`, DeployFailed, one Event per new reason | `Unreadable`, until it is repaired |
 //! | `UntilReady` | what runs the job cannot act yet (a session job's session cluster is not READY) | says what it waits for | the step derived once it is ready |
 //! | `FollowingStop` | a stop-with-savepoint's trigger id is recorded, and a spec | the kind observes its job; the stop is followed whatever the spec says now: completed, the new spec is committed with the savepoint; lost, resent or retried; refused | `Starting`, `FollowingStop`, or the job keeps running refused |
@@ -22,6 +22,10 @@
 //! | `RollbackDue` | the deployed spec did not become stable within the readiness timeout and a different stable spec can be gone back to | ROLLING_BACK recorded, with a warning; when the high-availability metadata holds no checkpoint it declines, noting why | `RollingBack`, or (declined) the step derived after `RollbackDue` |
 //! | `SnapshotsDue` | the job runs, nothing is pending, and a nonce asks for a snapshot or a periodic savepoint is due | the trigger id recorded before the snapshot is triggered | `Steady` (the snapshot settled into status) |
 //! | `Steady` | none of the above | an unsupported periodic schedule reported, the savepoint history and snapshot resources trimmed, the phase said, the next look scheduled | `Steady` |
+//!
+//! A kind takes part in a step through [`JobKind::own_step`](super::machine::JobKind::own_step)
+//! before the machine does (`Deleting`, `UntilReady`, `RollingBack`, `ChangedBack`, `Change`,
+//! `Suspended`, `Recovering`, `RollbackDue`); the rest of each row is the machine's.
 //!
 //! The step is derived in two phases, around what observing writes into the status being
 //! built. [`Step::before_observing`] reads the stored status and the observation only. The

@@ -1,6 +1,7 @@
 //! What the lifecycle says, once for every kind: the messages and Event reasons of its
-//! stops, waits, refusals and commits. The kind is the parameter where the words differ:
-//! what the job ends with ([`Ends`]), and the job's id.
+//! stops, waits, refusals and commits. What differs between jobs is a parameter: the job's
+//! id (how a message names it) and what the change is ([`Change`]: an upgrade or a
+//! suspension). What only a kind does (a cluster deployed, a jar submitted) it words itself.
 
 use super::{
     machine::{Cause, Refusal, Restore, Wait},
@@ -74,7 +75,11 @@ pub fn wait(what: Wait, job_id: &str, state: &str) -> (&'static str, String, boo
             format!("waiting for {job} to be RUNNING to take its savepoint (it is {state})"),
             true,
         ),
-        Wait::ForCancel => (phase::UPDATING, format!("waiting for {job} to be cancelled"), true),
+        Wait::ForCancel => (
+            phase::UPDATING,
+            format!("waiting for {job} to be cancelled"),
+            true,
+        ),
         Wait::ForCheckpoint => (
             phase::UPDATING,
             format!("reading the latest checkpoint of {job}"),

@@ -4,17 +4,17 @@
 //! by deploying a cluster with it, "ready" is a JobManager whose REST API answers, and its
 //! own steps are the session cluster without a job, rollback and JobManager recovery.
 
+use std::ops::{Deref, DerefMut};
+
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
     common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state},
     keys,
 };
 
-use std::ops::{Deref, DerefMut};
-
 use super::{
-    Action, FAST, Next, Observation, Plan, SLOW, deletion, health, is_suspended, phase, recovery,
-    rollback, start,
+    Action, FAST, Next, Observation, Plan, SLOW, deletion, health, is_suspended, phase, recovery, rollback,
+    start,
     state::{Kind, RestorableState},
     status, upgrade_relevant,
 };

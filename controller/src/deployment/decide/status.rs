@@ -48,7 +48,8 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
     if jm != previous_jm.unwrap_or_default()
         && let Some(error) = d.status.error.clone()
     {
-        d.events.push(EventNote::warning(Reason::JobManagerDeploymentError, error));
+        d.events
+            .push(EventNote::warning(Reason::JobManagerDeploymentError, error));
     }
 
     let mut failed_job = None;

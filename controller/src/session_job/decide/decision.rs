@@ -6,7 +6,9 @@
 
 use std::ops::{Deref, DerefMut};
 
-use flink_operator_api::{FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, common::flink_job_state, keys};
+use flink_operator_api::{
+    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, common::flink_job_state, keys,
+};
 
 use super::{
     Action, CheckpointLookup, EventNote, JobObservation, Observation, Plan, SessionObservation,
@@ -192,7 +194,8 @@ impl<'a> JobKind<'a> for Decision<'a> {
             .as_ref()
             .and_then(|j| j.state.as_deref())
             .is_some_and(flink_job_state::is_globally_terminal);
-        let stable = self.status.lifecycle_state == Some(flink_operator_api::common::ResourceLifecycleState::Stable);
+        let stable =
+            self.status.lifecycle_state == Some(flink_operator_api::common::ResourceLifecycleState::Stable);
         if (stable || ended) && !pending { SLOW } else { FAST }
     }
 

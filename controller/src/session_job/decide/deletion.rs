@@ -4,9 +4,7 @@
 
 use flink_operator_api::{FlinkSessionJobSpec, common::flink_job_state, keys};
 
-use super::{
-    Action, Decision, JobObservation, Plan, SessionObservation, phase, recorded_job_id,
-};
+use super::{Action, Decision, JobObservation, Plan, SessionObservation, phase, recorded_job_id};
 use crate::{
     events::Reason,
     lifecycle::{FAST, JobAction, SLOW, WAIT, deletion, spec},

@@ -9,9 +9,7 @@ use flink_operator_api::{
 use super::{Decision, JobObservation, Plan, RECONCILING, SessionObservation, phase};
 use crate::{
     events::Reason,
-    lifecycle::{
-        WAIT, observe, spec,
-    },
+    lifecycle::{WAIT, observe, spec},
 };
 
 pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan {

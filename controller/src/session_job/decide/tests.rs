@@ -7,9 +7,9 @@ use crate::{
     },
     runtime::Next,
 };
-use flink_operator_api::{common::Condition, keys};
 use flink_operator_api::common::{Checkpoint, Savepoint, SnapshotTriggerType};
 use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, UpgradeMode};
+use flink_operator_api::{common::Condition, keys};
 use serde_json::{Value, json};
 
 const NOW: i64 = 1_800_000_000_000;
