@@ -55,6 +55,8 @@ struct Look {
     /// An application's latest completed checkpoint is read (a session job's always is:
     /// `file:/checkpoints/chk-7`, 5 s old).
     latest_checkpoint: bool,
+    /// How long after [`NOW`] the look is.
+    later_ms: i64,
 }
 
 fn look(state: &'static str) -> Look {
@@ -209,7 +211,7 @@ impl Application {
             violations: look.violations.clone(),
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
-            now_ms: NOW,
+            now_ms: NOW + look.later_ms,
             ..Default::default()
         }
     }
@@ -302,7 +304,7 @@ impl SessionJob {
             restricted_artifact_hosts: true,
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
-            now_ms: NOW,
+            now_ms: NOW + look.later_ms,
         }
     }
 }
@@ -1020,6 +1022,60 @@ fn a_stop_whose_result_flink_forgot_and_whose_savepoint_is_nowhere_refuses_the_c
             );
         });
     }
+}
+
+#[test]
+fn a_failed_upgrade_savepoint_is_retried_after_its_back_off_within_the_grace_period_then_the_change_is_refused()
+ {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(job.clone(), "parallelism", json!(4));
+        let at = |later_ms: i64, savepoint: Option<SavepointPoll>| Look {
+            later_ms,
+            savepoint,
+            ..changed("RUNNING")
+        };
+        let failed = |later_ms| at(later_ms, Some(SavepointPoll::Failed("disk full".into())));
+        let (_, triggered) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
+        // Within the grace period (default 1 min): the reason said, a retry after a back-off.
+        let (outcome, retrying) = decide(&new, &json!({}), Some(&triggered), &failed(1_000), false);
+        assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
+        assert_eq!(outcome.requeue, Next::Within(2), "{kind}");
+        assert_eq!(outcome.reasons(), [Reason::SavepointFailed], "{kind}");
+        assert_eq!(outcome.reason.as_deref(), Some(crate::conditions::phase::UPDATING));
+        // Within the back-off nothing is sent; after it, the stop is sent again.
+        let (outcome, _) = decide(&new, &json!({}), Some(&retrying), &at(2_000, None), false);
+        assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
+        let (outcome, retried) = decide(&new, &json!({}), Some(&retrying), &at(3_500, None), false);
+        assert!(
+            matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
+            "{kind}: {outcome:?}"
+        );
+        // A failure whose back-off would end after the grace period is tried again when the
+        // period ends...
+        let (outcome, _) = decide(&new, &json!({}), Some(&retried), &failed(58_000), false);
+        assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
+        assert_eq!(outcome.requeue, Next::Within(2), "{kind}");
+        assert_eq!(outcome.reason.as_deref(), Some(crate::conditions::phase::UPDATING));
+        // ...and one once it is over ends the change: refused, the job keeps running with the
+        // previous spec, the same words for both kinds.
+        let (outcome, _) = decide(&new, &json!({}), Some(&retried), &failed(61_000), false);
+        assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
+        assert!(outcome.reasons().contains(&Reason::UpdateFailed), "{kind}: {outcome:?}");
+        assert_eq!(
+            outcome.reason.as_deref(),
+            Some(crate::conditions::phase::UPDATE_FAILED)
+        );
+        assert_eq!(
+            outcome.error.as_deref(),
+            Some(
+                "the savepoint failed 2 times, the last time: disk full within kubernetes.operator.savepoint.trigger.grace-period (1 min); job job-1 keeps running with the previous spec"
+            ),
+            "{kind}"
+        );
+        assert_eq!(outcome.recorded["parallelism"], json!(2), "{kind}");
+    });
 }
 
 #[test]
