@@ -101,7 +101,7 @@ pub fn rfc3339(ms: i64) -> String {
 mod tests {
     use super::*;
 
-    const NOW: i64 = 1_800_000_000_000;
+    use crate::fixtures::NOW;
 
     fn condition<'a>(conditions: &'a Option<Vec<Condition>>, type_: &str) -> &'a Condition {
         conditions

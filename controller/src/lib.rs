@@ -41,6 +41,8 @@ pub mod conditions;
 pub mod context;
 pub mod deployment;
 pub mod events;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod flink;
 pub mod lifecycle;
 pub mod metrics;

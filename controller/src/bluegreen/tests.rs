@@ -23,7 +23,7 @@ use crate::{events::Reason, runtime::Next};
 #[path = "advanced_tests.rs"]
 mod advanced;
 
-const NOW: i64 = 1_800_000_000_000;
+use crate::fixtures::NOW;
 const SECOND: i64 = 1000;
 const GRACE: i64 = 600 * SECOND;
 const NAME: &str = "bg";

@@ -273,7 +273,7 @@ mod tests {
 
     use super::*;
 
-    const NOW: i64 = 1_800_000_000_000;
+    use crate::fixtures::NOW;
 
     fn with_savepoint(age_ms: i64) -> JobStatus {
         JobStatus {

@@ -147,7 +147,7 @@ mod tests {
 
     use super::*;
 
-    const NOW: i64 = 1_800_000_000_000;
+    use crate::fixtures::NOW;
     const MIN: i64 = 60_000;
 
     fn savepoint(name: &str, minutes_ago: i64) -> Savepoint {

@@ -25,7 +25,7 @@ use crate::{
     session_job::decide as sj,
 };
 
-const NOW: i64 = 1_800_000_000_000;
+use crate::fixtures::NOW;
 const JOB_ID: &str = "job-1";
 const HOUR: i64 = 3_600_000;
 
@@ -1043,7 +1043,10 @@ fn a_failed_upgrade_savepoint_is_retried_after_its_back_off_within_the_grace_per
         assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
         assert_eq!(outcome.requeue, Next::Within(2), "{kind}");
         assert_eq!(outcome.reasons(), [Reason::SavepointFailed], "{kind}");
-        assert_eq!(outcome.reason.as_deref(), Some(crate::conditions::phase::UPDATING));
+        assert_eq!(
+            outcome.reason.as_deref(),
+            Some(crate::conditions::phase::UPDATING)
+        );
         // Within the back-off nothing is sent; after it, the stop is sent again.
         let (outcome, _) = decide(&new, &json!({}), Some(&retrying), &at(2_000, None), false);
         assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
@@ -1057,12 +1060,18 @@ fn a_failed_upgrade_savepoint_is_retried_after_its_back_off_within_the_grace_per
         let (outcome, _) = decide(&new, &json!({}), Some(&retried), &failed(58_000), false);
         assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
         assert_eq!(outcome.requeue, Next::Within(2), "{kind}");
-        assert_eq!(outcome.reason.as_deref(), Some(crate::conditions::phase::UPDATING));
+        assert_eq!(
+            outcome.reason.as_deref(),
+            Some(crate::conditions::phase::UPDATING)
+        );
         // ...and one once it is over ends the change: refused, the job keeps running with the
         // previous spec, the same words for both kinds.
         let (outcome, _) = decide(&new, &json!({}), Some(&retried), &failed(61_000), false);
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
-        assert!(outcome.reasons().contains(&Reason::UpdateFailed), "{kind}: {outcome:?}");
+        assert!(
+            outcome.reasons().contains(&Reason::UpdateFailed),
+            "{kind}: {outcome:?}"
+        );
         assert_eq!(
             outcome.reason.as_deref(),
             Some(crate::conditions::phase::UPDATE_FAILED)

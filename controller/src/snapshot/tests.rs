@@ -17,7 +17,7 @@ use crate::{
     runtime::{Next, Plan},
 };
 
-const NOW: i64 = 1_800_000_000_000;
+use crate::fixtures::NOW;
 const JOB: &str = "e3bc32a1e3bc32a1e3bc32a1e3bc32a1";
 const FRESH: &str = "0123456789abcdef0123456789abcdef";
 const RECORDED: &str = "fedcba9876543210fedcba9876543210";

@@ -6,7 +6,7 @@ use flink_operator_api::{
 };
 use serde_json::json;
 
-const NOW: i64 = 1_800_000_000_000;
+use crate::fixtures::{NOW, condition};
 
 fn fd(
     spec: serde_json::Value,
@@ -70,16 +70,6 @@ fn ready_jm() -> JobManagerObservation {
         problem: None,
         rest_ready: true,
     }
-}
-
-fn condition<'a>(status: &'a FlinkDeploymentStatus, type_: &str) -> &'a Condition {
-    status
-        .conditions
-        .as_ref()
-        .unwrap()
-        .iter()
-        .find(|c| c.type_.as_deref() == Some(type_))
-        .unwrap()
 }
 
 /// The status after a first deployment, and then after it was acted on.
@@ -776,7 +766,7 @@ fn recorded_spec(status: &FlinkDeploymentStatus) -> FlinkDeploymentSpec {
     reconciliation(status).last_reconciled_spec().unwrap().unwrap()
 }
 
-use flink_operator_api::common::{Condition, Savepoint, SnapshotTriggerType, UpgradeMode};
+use flink_operator_api::common::{Savepoint, SnapshotTriggerType, UpgradeMode};
 
 #[test]
 fn a_last_state_upgrade_keeps_the_ha_metadata_and_the_job_id() {

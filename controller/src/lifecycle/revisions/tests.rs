@@ -2,7 +2,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
 
-const NOW: i64 = 1_800_000_000_000;
+use crate::fixtures::NOW;
 const MIN: i64 = 60_000;
 const RESOURCE: &str = "orders";
 

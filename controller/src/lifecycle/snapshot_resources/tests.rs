@@ -2,7 +2,7 @@ use flink_operator_api::common::{SavepointInfo, SnapshotTriggerType as Trigger};
 
 use super::*;
 
-const NOW: i64 = 1_800_000_000_000;
+use crate::fixtures::NOW;
 const MIN: i64 = 60_000;
 
 fn snapshot(name: &str, trigger: Trigger, state: SnapshotState, minutes_ago: i64) -> JobSnapshot {

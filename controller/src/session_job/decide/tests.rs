@@ -8,10 +8,10 @@ use crate::{
 };
 use flink_operator_api::common::{Checkpoint, Savepoint, SnapshotTriggerType};
 use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, UpgradeMode};
-use flink_operator_api::{common::Condition, keys};
+use flink_operator_api::keys;
 use serde_json::{Value, json};
 
-const NOW: i64 = 1_800_000_000_000;
+use crate::fixtures::{NOW, condition};
 
 fn resource(
     spec: Value,
@@ -76,16 +76,6 @@ fn found(state: &str) -> Option<JobObservation> {
 
 fn not_found() -> Option<JobObservation> {
     Some(JobObservation::NotFound)
-}
-
-fn condition<'a>(status: &'a FlinkSessionJobStatus, type_: &str) -> &'a Condition {
-    status
-        .conditions
-        .as_ref()
-        .unwrap()
-        .iter()
-        .find(|c| c.type_.as_deref() == Some(type_))
-        .unwrap()
 }
 
 fn reason(status: &FlinkSessionJobStatus) -> &str {
