@@ -313,7 +313,12 @@ fn metrics() -> String {
     reconcile.reconciled(kind, "ns", "name", Duration::from_millis(1), false);
     reconcile.status_written(kind, "ns", "name");
     reconcile.flink_requests(kind, "ns", "name").inc();
-    reconcile.kubernetes_requests("GET").inc();
+    reconcile
+        .kubernetes_requests(
+            flink_operator_controller::metrics::KubernetesClient::Operator,
+            "GET",
+        )
+        .inc();
     reconcile.savepoint_completed(kind, Duration::from_secs(1));
     reconcile.savepoint_failed(kind);
     reconcile.snapshot_census(

@@ -12,7 +12,7 @@ use flink_operator_controller::{
     context::Context,
     deployment::Deployments,
     flink::{ClientConfig, RestClients, RestEndpointMode, RestEndpoints},
-    metrics::ReconcileMetrics,
+    metrics::{KubernetesClient, ReconcileMetrics},
     runtime::{self, fence::Fence},
     session_job::SessionJobs,
     snapshot::{self, Snapshots},
@@ -230,8 +230,17 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             };
             match &leader_election {
                 Some(election) => {
+                    // Leader election's own client, so that its Lease renewals (a cost of
+                    // the process, not of any resource) are counted apart.
+                    let lease_client = counted_client(
+                        args.kubeconfig.as_deref(),
+                        &reconcile_metrics,
+                        KubernetesClient::LeaderElection,
+                    )
+                    .await
+                    .map_err(RunError::NoCluster)?;
                     let supervised = leader::supervise(
-                        client.clone(),
+                        lease_client,
                         election.clone(),
                         leader_metrics.clone(),
                         stopping.clone(),
@@ -508,7 +517,17 @@ pub async fn kube_client(
     kubeconfig: Option<&std::path::Path>,
     metrics: Option<&ReconcileMetrics>,
 ) -> Result<Client, String> {
+    let metrics = metrics.map(|metrics| (metrics, KubernetesClient::Operator));
     client_with(kubeconfig, metrics, None).await
+}
+
+/// [`kube_client`] counting its requests as `client`'s.
+async fn counted_client(
+    kubeconfig: Option<&std::path::Path>,
+    metrics: &ReconcileMetrics,
+    client: KubernetesClient,
+) -> Result<Client, String> {
+    client_with(kubeconfig, Some((metrics, client)), None).await
 }
 
 /// [`kube_client`] whose writes are refused once `fence` closes.
@@ -517,12 +536,17 @@ async fn fenced_client(
     metrics: &ReconcileMetrics,
     fence: &Fence,
 ) -> Result<Client, String> {
-    client_with(kubeconfig, Some(metrics), Some(fence)).await
+    client_with(
+        kubeconfig,
+        Some((metrics, KubernetesClient::Operator)),
+        Some(fence),
+    )
+    .await
 }
 
 async fn client_with(
     kubeconfig: Option<&std::path::Path>,
-    metrics: Option<&ReconcileMetrics>,
+    metrics: Option<(&ReconcileMetrics, KubernetesClient)>,
     fence: Option<&Fence>,
 ) -> Result<Client, String> {
     let config = match kubeconfig {
@@ -539,11 +563,14 @@ async fn client_with(
     let builder = builder.with_layer(&tower::util::option_layer(
         fence.map(|fence| fenced_client::FenceLayer(fence.clone())),
     ));
-    let Some(metrics) = metrics.cloned() else {
+    let Some((metrics, client)) = metrics else {
         return Ok(builder.build());
     };
+    let metrics = metrics.clone();
     let counted = tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
-        metrics.kubernetes_requests(request.method().as_str()).inc();
+        metrics
+            .kubernetes_requests(client, request.method().as_str())
+            .inc();
         request
     });
     Ok(builder.with_layer(&counted).build())

@@ -74,7 +74,30 @@ struct EventLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabels {
+    /// Which of the operator's clients sent the request.
+    client: &'static str,
     method: String,
+}
+
+/// Which of the operator's Kubernetes clients sent a request: the Lease renewals of leader
+/// election are a fixed cost of the process, whatever the number of resources, and are
+/// counted apart from the requests the controllers, caches and webhook make for resources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KubernetesClient {
+    /// The controllers, the caches and the webhook.
+    Operator,
+    /// Leader election's Lease reads and renewals.
+    LeaderElection,
+}
+
+impl KubernetesClient {
+    /// The value of the `client` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Operator => "operator",
+            Self::LeaderElection => "leader-election",
+        }
+    }
 }
 
 type Histograms = Family<KindLabels, Histogram, fn() -> Histogram>;
@@ -186,7 +209,8 @@ impl ReconcileMetrics {
         );
         sub.register(
             "kubernetes_requests",
-            "Requests of the operator to the Kubernetes API server, by HTTP method (watches count once)",
+            "Requests of the operator to the Kubernetes API server, by client (operator, \
+             leader-election) and HTTP method (watches count once)",
             metrics.kubernetes_requests.clone(),
         );
         sub.register(
@@ -300,10 +324,11 @@ impl ReconcileMetrics {
             .clone()
     }
 
-    /// The counter of Kubernetes API requests with `method`.
-    pub fn kubernetes_requests(&self, method: &str) -> Counter {
+    /// The counter of Kubernetes API requests with `method` sent by `client`.
+    pub fn kubernetes_requests(&self, client: KubernetesClient, method: &str) -> Counter {
         self.kubernetes_requests
             .get_or_create(&MethodLabels {
+                client: client.label(),
                 method: method.to_owned(),
             })
             .clone()
@@ -383,7 +408,9 @@ mod tests {
         metrics.reconciled("FlinkDeployment", "ns", "a", Duration::from_millis(3), false);
         metrics.status_written("FlinkDeployment", "ns", "a");
         metrics.flink_requests("FlinkDeployment", "ns", "a").inc();
-        metrics.kubernetes_requests("GET").inc();
+        metrics
+            .kubernetes_requests(KubernetesClient::Operator, "GET")
+            .inc();
         metrics.reconciled("FlinkDeployment", "ns", "b", Duration::from_millis(3), true);
         metrics.lifecycle("FlinkDeployment", "ns", "b", None);
         metrics.savepoint_completed("FlinkDeployment", Duration::from_secs(1));
@@ -412,7 +439,7 @@ mod tests {
             r#"flink_operator_resource_reconciles_total{kind="FlinkDeployment",namespace="ns",name="a"} 1"#,
             r#"flink_operator_status_writes_total{kind="FlinkDeployment",namespace="ns",name="a"} 1"#,
             r#"flink_operator_flink_requests_total{kind="FlinkDeployment",namespace="ns",name="a"} 1"#,
-            r#"flink_operator_kubernetes_requests_total{method="GET"} 1"#,
+            r#"flink_operator_kubernetes_requests_total{client="operator",method="GET"} 1"#,
         ] {
             assert!(out.contains(line), "{line} missing from:\n{out}");
         }
