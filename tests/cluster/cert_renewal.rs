@@ -38,7 +38,9 @@ use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
 
 use crate::admission_load::{self, Endpoint, Load, Trust};
-use crate::harness::{BIN, TestNamespace, client, control_plane, install_crds, wait_for, webhook_changes};
+use crate::harness::{
+    TestNamespace, client, control_plane, install_crds, operator_binary, wait_for, webhook_changes,
+};
 
 /// The rate the debug build reaches on a busy 2-core machine, with the control plane, the
 /// load generator and other tests on the same cores (`RENEWAL_LOAD_MIN_RATE` overrides it).
@@ -65,7 +67,7 @@ impl Replica {
         let probe_port = crate::harness::free_port();
         std::fs::create_dir_all(dir).unwrap();
         let log = dir.join("operator.log");
-        let binary = std::env::var("FLINK_OPERATOR_BIN").unwrap_or_else(|_| BIN.to_owned());
+        let binary = operator_binary();
         let child = Command::new(binary)
             .args(["run", "--components", "webhook", "--bind-address", "127.0.0.1"])
             .args(["--webhook-port", &port.to_string()])

@@ -7,19 +7,15 @@
 #![allow(clippy::unwrap_used)]
 
 mod admission;
-#[path = "../admission_load.rs"]
-mod admission_load;
 mod api_proxy;
 mod cert_renewal;
 mod chart;
-mod chart_rbac;
 mod cold_caches;
 mod crds;
 mod fencing;
-mod harness;
 mod label_selector;
 mod leader_election;
 mod panic_isolation;
 mod registration;
-#[path = "../work_dirs.rs"]
-mod work_dirs;
+
+use flink_operator_test_support::{admission_load, chart_rbac, cluster_harness as harness};

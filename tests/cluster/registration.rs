@@ -16,13 +16,15 @@ use kube::{
 };
 use serde_json::json;
 
-use crate::harness::{BIN, TestNamespace, client, control_plane, operator, wait_for, webhook_changes};
+use flink_operator_test_support::built_operator;
+
+use crate::harness::{TestNamespace, client, control_plane, operator, wait_for, webhook_changes};
 
 #[tokio::test]
 async fn crd_apply_installs_the_crds_idempotently() {
     let plane = control_plane();
     for _ in 0..2 {
-        let output = Command::new(BIN)
+        let output = Command::new(built_operator())
             .args(["crd", "--apply", "--kubeconfig"])
             .arg(&plane.kubeconfig)
             .output()
@@ -52,7 +54,7 @@ async fn an_operator_outside_the_cluster_registers_its_webhook_by_url() {
         .local_addr()
         .unwrap()
         .port();
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(built_operator())
         .args([
             "run",
             "--components",

@@ -12,7 +12,7 @@
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
 
-mod kubectl_tool;
+use flink_operator_test_support::kubectl_tool;
 
 use std::{
     fs::File,

@@ -170,7 +170,7 @@ async fn a_spec_without_java_options_runs_on_java_17_with_the_operators_module_o
             ("TaskManager", &jvm.task_manager),
         ] {
             has_module_options(args, version, what);
-            // The test platform's default env.java.opts.all (tests/cluster/harness.rs).
+            // The test platform's default env.java.opts.all (tests/support/src/cluster_harness.rs).
             assert!(
                 args.iter().any(|a| a == "-XX:+UseSerialGC"),
                 "{version}: the {what} JVM lacks the platform's options: {args:?}"

@@ -7,27 +7,18 @@
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../cluster/audit.rs"]
 mod audit;
 mod bluegreen;
 mod bluegreen_advanced;
 mod built_clusters;
-#[path = "../cluster/chart_rbac.rs"]
-mod chart_rbac;
-#[path = "../cluster/harness.rs"]
-#[allow(dead_code)]
-mod cluster_harness;
 mod failover;
 mod first_hour;
 mod first_mistakes;
-#[path = "../flink/harness.rs"]
-mod flink_harness;
 mod harness;
 mod health;
 mod in_cluster;
 mod java_defaults;
 mod kubectl;
-mod kubectl_tool;
 mod lifecycle;
 mod objects;
 mod operator;
@@ -42,6 +33,6 @@ mod standalone;
 mod steady_state;
 mod versions;
 mod volumes;
-#[path = "../work_dirs.rs"]
-mod work_dirs;
 mod zz_rbac;
+
+use flink_operator_test_support::{chart_rbac, cluster_harness, flink_harness, kubectl_tool, work_dirs};

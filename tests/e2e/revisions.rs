@@ -25,7 +25,7 @@ use crate::{
 async fn cli(args: Vec<String>) -> (bool, String) {
     let kubeconfig = cluster_harness::control_plane().kubeconfig.clone();
     tokio::task::spawn_blocking(move || {
-        let output = std::process::Command::new(cluster_harness::BIN)
+        let output = std::process::Command::new(flink_operator_test_support::built_operator())
             .args(&args)
             .arg("--kubeconfig")
             .arg(kubeconfig)

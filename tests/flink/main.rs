@@ -5,13 +5,11 @@
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
 
-mod harness;
 mod rest;
-#[path = "../work_dirs.rs"]
-mod work_dirs;
 
 use std::time::{Duration, Instant};
 
+use flink_operator_test_support::flink_harness as harness;
 use harness::{ApplicationCluster, JOB_CLASS, SLOTS, SessionCluster};
 
 /// A session cluster of each version starts, registers one TaskManager with its slots, loses

@@ -5,9 +5,9 @@
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../admission_load.rs"]
-mod admission_load;
 mod cert_rotation;
 mod harness;
 mod slow_clients;
 mod webhook_https;
+
+use flink_operator_test_support::admission_load;

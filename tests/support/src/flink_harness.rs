@@ -15,9 +15,6 @@
 //! The blocking parts (install, build, JVM stop) are short on a warm cache; the async
 //! functions move anything longer to `spawn_blocking`.
 
-// Not every test module uses every helper.
-#![allow(dead_code)]
-
 use std::{
     collections::{BTreeMap, HashMap},
     fmt::Write as _,
@@ -97,7 +94,7 @@ logger.zookeeper.level = WARN
 // Distribution, job jar, versions
 
 fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(crate::ROOT)
 }
 
 /// The Flink versions the tests run against, from `tests/flink/versions` (oldest first).
@@ -653,7 +650,7 @@ fn is_memory_key(key: &str) -> bool {
 }
 
 fn render_config(entries: &[(String, String)]) -> String {
-    let mut text = String::from("# Written by tests/flink/harness.rs\n");
+    let mut text = String::from("# Written by tests/support/src/flink_harness.rs\n");
     for (key, value) in entries {
         let _ = writeln!(text, "{key}: {}", yaml_scalar(value));
     }

@@ -26,13 +26,12 @@ use kube::{
 };
 use serde_json::json;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-pub const BIN: &str = env!("CARGO_BIN_EXE_flink-operator");
+use crate::ROOT;
 
-/// The operator binary the tests run: [`BIN`], or the one `FLINK_OPERATOR_BIN` names (the
-/// benchmarks measure the release build, as users run it).
+/// The operator binary the tests run: [`crate::built_operator`], or the one
+/// `FLINK_OPERATOR_BIN` names (the benchmarks measure the release build, as users run it).
 pub fn operator_binary() -> String {
-    std::env::var("FLINK_OPERATOR_BIN").unwrap_or_else(|_| BIN.to_owned())
+    std::env::var("FLINK_OPERATOR_BIN").unwrap_or_else(|_| crate::built_operator().display().to_string())
 }
 
 /// Name of the webhook configurations the tests register and the operator keeps: the
@@ -71,14 +70,12 @@ impl Drop for Operator {
 /// Serialises a test that registers a webhook for every namespace and then takes it away
 /// (requests the API server is sending meanwhile fail calling it) with the tests that count
 /// failed requests through the API server.
-#[allow(dead_code)]
 pub async fn webhook_changes() -> tokio::sync::MutexGuard<'static, ()> {
     static CHANGES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     CHANGES.lock().await
 }
 
 /// Serialises the tests that need the operator to themselves (one crashes it on purpose).
-#[allow(dead_code)]
 pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {
     static EXCLUSIVE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     EXCLUSIVE.lock().await
@@ -87,7 +84,6 @@ pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {
 /// The one namespace where the operator fetches session job jars from `file://` URIs and
 /// `http://` servers on private addresses (the end-to-end tests serve the test job's jar that way);
 /// everywhere else its defaults hold (https only, no restricted hosts).
-#[allow(dead_code)]
 pub const LOCAL_JARS_NAMESPACE: &str = "session-jobs-local-jars";
 
 /// What this test platform adds to the operator's default configuration, as a platform
@@ -277,7 +273,6 @@ pub fn control_plane() -> &'static ControlPlane {
 
 /// A client of the control plane (one per test: a client belongs to its test's runtime).
 /// The control plane's audit log: every request made with a service account's token.
-#[allow(dead_code)]
 pub fn audit_log() -> PathBuf {
     control_plane();
     work_dir().join("testplane").join("logs").join("audit.log")
@@ -568,13 +563,11 @@ static NAMESPACES_CREATED: std::sync::atomic::AtomicU32 = std::sync::atomic::Ato
 static NAMESPACES_IN_USE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// How many test namespaces are in use: tests still running (nearly every test holds one).
-#[allow(dead_code)]
 pub fn namespaces_in_use() -> u32 {
     NAMESPACES_IN_USE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// How many test namespaces this process created so far: how much of the suite ran.
-#[allow(dead_code)]
 pub fn namespaces_created() -> u32 {
     NAMESPACES_CREATED.load(std::sync::atomic::Ordering::Relaxed)
 }
@@ -610,7 +603,6 @@ impl Drop for TestNamespace {
 
 /// A FlinkDeployment `name` of the smallest valid spec (its cluster never starts without a
 /// kubelet, but every controller and webhook path over it runs).
-#[allow(dead_code)]
 pub fn small_deployment(name: &str, labels: serde_json::Value) -> serde_json::Value {
     json!({
         "apiVersion": "flink.apache.org/v1beta1",
@@ -639,7 +631,6 @@ pub fn probe_get(path: &str) -> String {
 }
 
 /// The operator's process id.
-#[allow(dead_code)]
 pub fn operator_pid() -> u32 {
     OPERATOR.get().expect("operator started").pid()
 }

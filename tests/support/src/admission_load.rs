@@ -6,12 +6,6 @@
 //! Every request that does not come back as an allowed review is a failure: a handshake the
 //! client refuses, a connection error, a status other than 200, or a denial.
 
-// Test code (also built alone, as every file in tests/ is): a panic is a failing test
-// with its reason.
-#![allow(clippy::unwrap_used)]
-// Each test binary uses a part of it.
-#![allow(dead_code)]
-
 use std::{
     net::SocketAddr,
     sync::{

@@ -23,7 +23,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use crate::ROOT;
 /// The namespace the chart is rendered for: the operator's.
 pub const OPERATOR_NAMESPACE: &str = "flink-operator-system";
 

@@ -14,7 +14,7 @@ pub fn kubectl_binary() -> &'static Path {
         if let Ok(path) = std::env::var("KUBECTL") {
             return PathBuf::from(path);
         }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/build-kubectl.sh");
+        let script = Path::new(crate::ROOT).join("tests/tools/build-kubectl.sh");
         let output = Command::new(script)
             .stderr(Stdio::inherit())
             .output()
