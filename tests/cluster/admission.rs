@@ -1,7 +1,7 @@
 //! Every admission rule, through the API server: requests from a kube client, the API
 //! server calling our webhook over HTTPS with the caBundle the operator wrote.
 
-use std::path::Path;
+use std::{path::Path, time::Duration};
 
 use flink_operator_api::{FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot};
 use kube::{
@@ -12,7 +12,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use crate::harness::{TestNamespace, client, operator, operator_log, probe_get};
+use crate::harness::{TestNamespace, client, operator, operator_log, probe_get, wait_for_seeing};
 
 async fn setup(prefix: &str) -> (Client, TestNamespace) {
     let client = client().await;
@@ -373,8 +373,19 @@ async fn the_operator_counts_the_reviews_the_api_server_sent() {
             .unwrap_or(0.0)
     };
     assert!(count("validate") >= 1.0 && count("mutate") >= 1.0, "{metrics}");
-    assert!(
-        probe_get("/readyz").starts_with("HTTP/1.0 200"),
-        "ready once caches synced"
-    );
+    // The webhook answers before the controllers' caches have listed everything; a loaded
+    // machine (the first list of every kind) can take seconds more to be ready.
+    wait_for_seeing(
+        "the operator ready once its caches synced",
+        Duration::from_secs(60),
+        || async {
+            let answer = probe_get("/readyz");
+            if answer.starts_with("HTTP/1.0 200") {
+                Ok(())
+            } else {
+                Err(answer)
+            }
+        },
+    )
+    .await;
 }
