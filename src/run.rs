@@ -15,7 +15,7 @@ use flink_operator_controller::{
     metrics::{KubernetesClient, ReconcileMetrics},
     runtime::{self, fence::Fence},
     session_job::SessionJobs,
-    snapshot::{self, Snapshots},
+    state_snapshot::{self, Snapshots},
 };
 use flink_operator_webhook::{
     Admission,
@@ -411,7 +411,7 @@ fn controllers(
         );
         spawn(
             "snapshot-census",
-            snapshot::census(context.clone(), caches.clone()).boxed(),
+            state_snapshot::census(context.clone(), caches.clone()).boxed(),
         );
     } else {
         tracing::info!(

@@ -19,7 +19,7 @@
 //! - [`session_job`]: the FlinkSessionJob's own part: waiting for its session cluster, the
 //!   jar fetched and submitted under a recorded job id, a refused submission retried,
 //!   cancellation for a change and for deletion.
-//! - [`snapshot`]: the FlinkStateSnapshot loop: a savepoint or checkpoint of a job as a
+//! - [`state_snapshot`]: the FlinkStateSnapshot loop: a savepoint or checkpoint of a job as a
 //!   resource, triggered and followed through the job's cluster, retried with back-off, and
 //!   its savepoint disposed of on deletion (or released with the path named, never held).
 //! - [`events`]: the Event reasons, one enum for every kind.
@@ -50,4 +50,4 @@ pub mod policy;
 pub mod resources;
 pub mod runtime;
 pub mod session_job;
-pub mod snapshot;
+pub mod state_snapshot;

@@ -46,7 +46,7 @@ use flink_operator_api::{
     validation::ValidationContext,
 };
 use flink_operator_controller::{
-    bluegreen, deployment, lifecycle::job::JobObservation, session_job, snapshot,
+    bluegreen, deployment, lifecycle::job::JobObservation, session_job, state_snapshot,
 };
 use flink_operator_webhook::{
     Admission,
@@ -1005,7 +1005,7 @@ fn loops_take(kind: usize, object: &Value, tally: &Tally) -> Result<(), TestCase
         }
         "FlinkStateSnapshot" => {
             let snapshot = typed::<FlinkStateSnapshot>(object)?;
-            drop(snapshot::decide::decide(&snapshot, &Default::default()));
+            drop(state_snapshot::decide::decide(&snapshot, &Default::default()));
             Ok(())
         }
         _ => {

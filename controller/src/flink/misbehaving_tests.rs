@@ -410,7 +410,7 @@ async fn reconcile_steps_end_with_an_observation_or_an_error_instead_of_waiting(
             job::{JobObservation, observe},
             poll::SavepointPoll,
         },
-        snapshot::{
+        state_snapshot::{
             act::{ActError, trigger as send_trigger},
             decide::{Trigger, TriggerKind},
         },

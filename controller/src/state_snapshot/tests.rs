@@ -777,7 +777,7 @@ fn a_trigger_flink_refuses_counts_as_a_failed_attempt_and_an_unreachable_one_doe
         flink::FlinkError,
         lifecycle::act::JobActError,
         runtime::Reconciler,
-        snapshot::{ReconcileError, Snapshots, act::ActError, observe::Observed},
+        state_snapshot::{ReconcileError, Snapshots, act::ActError, observe::Observed},
     };
     let snapshot = snapshot(checkpoint_spec(), None, false);
     let observed = Observed {
