@@ -3,7 +3,13 @@
 
 use std::{collections::BTreeMap, path::Path};
 
-use flink_operator_api::FlinkConfiguration;
+use flink_operator_api::{
+    FlinkConfiguration,
+    options::{
+        self,
+        effect::{self, Place},
+    },
+};
 
 /// Why the configuration file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +32,31 @@ pub enum ConfigError {
         #[source]
         source: serde_yaml::Error,
     },
+    /// A key's value is not of the key's type.
+    #[error("operator configuration: {key}: {reason}")]
+    Value {
+        /// The key, as the file sets it (an overlay's included).
+        key: String,
+        /// Why the value does not do.
+        reason: String,
+    },
+}
+
+/// Checks each key of a loaded configuration against the table of options: a value not of
+/// its key's type is refused (the operator would otherwise act on a default the file does not
+/// say), and each key that has no effect is returned as a warning to log.
+pub fn check(config: &BTreeMap<String, String>) -> Result<Vec<String>, ConfigError> {
+    for (key, value) in config {
+        if let Some(ty) = options::value_type(effect::overlaid_key(key))
+            && let Err(reason) = ty.check(value)
+        {
+            return Err(ConfigError::Value {
+                key: key.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(effect::warnings("", Place::OperatorFile, config.keys()).collect())
 }
 
 /// Loads the flattened operator configuration of several files, each over the ones before
@@ -89,5 +120,34 @@ mod tests {
         );
         assert_eq!(config.len(), 2);
         assert!(load_layered::<&Path>(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn values_not_of_their_type_are_refused_and_keys_without_effect_are_said() {
+        let config = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let refused = check(&config(&[(
+            "kubernetes.operator.default-configuration.namespace.team-a.kubernetes.operator.job.restart.failed",
+            "yes",
+        )]))
+        .unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("team-a.kubernetes.operator.job.restart.failed"),
+            "{refused}"
+        );
+        let warnings = check(&config(&[
+            ("kubernetes.operator.job.restart.failed", "TRUE"),
+            ("kubernetes.operator.job.submission.timeout", "5 min"),
+            ("parallelism.default", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].starts_with("kubernetes.operator.job.submission.timeout: has no effect"));
     }
 }

@@ -11,11 +11,8 @@ use std::{fmt::Write as _, path::Path, time::Duration};
 use clap::CommandFactory;
 use flink_operator_api::{
     keys::{kinds, operator},
-    options::{IGNORED_OPTIONS, OPTIONS},
-    validation::{
-        self,
-        rule_tests::{self, RuleCase},
-    },
+    options::{IGNORED_OPTIONS, OPTIONS, OptionType},
+    validation::rule_tests::{self, RuleCase},
 };
 use flink_operator_webhook::{FlinkKind, patch};
 use serde_json::{Value, json};
@@ -99,10 +96,11 @@ fn configuration() -> String {
         for old in option.deprecated {
             let _ = write!(meaning, " Also read under its deprecated name `{old}`.");
         }
-        if let Some(format) = validation::value_format(option.key) {
+        if option.ty != OptionType::Text {
             let _ = write!(
                 meaning,
-                " On a resource, the webhook refuses a value that is not {format}."
+                " A value that is not {} is refused (by the webhook, or when the operator starts).",
+                option.ty.describe_values()
             );
         }
         let _ = writeln!(
@@ -120,19 +118,27 @@ fn configuration() -> String {
         "\n## Accepted, not acted on\n\n\
          These keys of the Apache operator are accepted (a manifest or configuration file that \
          sets them is not refused for it, though some values must have the right form) but the \
-         operator does not act on them: setting them changes nothing, except where the note says.\n"
+         operator does not act on them: setting them changes nothing, except where the note says. \
+         Nothing of it is silent: the webhook answers a manifest that sets one with a warning \
+         naming the field (kubectl prints it as `Warning: ...`), and the operator logs a warning \
+         for each one its configuration file sets. The same goes for the autoscaler's keys \
+         (`job.autoscaler.*`: the autoscaler is not implemented), for a `kubernetes.operator.*` \
+         key in neither table (a misspelling), for a key set where it is not read (an operator-file \
+         key in `spec.flinkConfiguration`, a blue/green key outside a FlinkBlueGreenDeployment's \
+         `spec.configuration`), and for `spec.ingress` (no Ingress is created).\n"
     );
     let _ = writeln!(out, "| Key | Note |");
     let _ = writeln!(out, "|---|---|");
     for ignored in IGNORED_OPTIONS {
         let mut note = cell(ignored.note);
-        if let Some(format) = validation::value_format(ignored.key) {
+        if ignored.ty != OptionType::Text {
             if !note.is_empty() {
                 note.push_str("; ");
             }
             let _ = write!(
                 note,
-                "on a resource, the webhook refuses a value that is not {format}"
+                "a value that is not {} is refused (by the webhook, or when the operator starts)",
+                ignored.ty.describe_values()
             );
         }
         let _ = writeln!(out, "| `{}` | {} |", ignored.key, note);

@@ -137,6 +137,9 @@ impl LoopEnded {
 /// Runs until SIGTERM or SIGINT.
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let operator_config = config::load_layered(&args.config)?;
+    for warning in config::check(&operator_config)? {
+        tracing::warn!("operator configuration: {warning}");
+    }
     let mut registry = Registry::default();
     let reconcile_metrics = ReconcileMetrics::register(&mut registry);
     let leader_metrics = LeaderMetrics::register(&mut registry);

@@ -110,6 +110,8 @@ pub mod finalizers {
 pub mod operator {
     /// Prefix of every operator key; these keys are removed before submitting to Flink.
     pub const PREFIX: &str = "kubernetes.operator.";
+    /// Prefix of the operator file's overlays (namespace and Flink version).
+    pub const DEFAULT_CONFIGURATION_PREFIX: &str = "kubernetes.operator.default-configuration.";
     /// Prefix of namespace overlays: `<prefix><namespace>.<key>`.
     pub const DEFAULT_CONFIGURATION_NAMESPACE_PREFIX: &str =
         "kubernetes.operator.default-configuration.namespace.";

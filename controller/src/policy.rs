@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use flink_operator_api::{
     keys::{flink, operator},
-    options::defaults as option_defaults,
+    options::{defaults as option_defaults, parse_bool, read},
     validation::values::parse_duration,
 };
 
@@ -118,26 +118,6 @@ impl Default for Policy {
     }
 }
 
-/// The boolean `key` of an effective configuration; unset or not `true`/`false` (the webhook
-/// reports that) means `default`.
-pub fn config_flag(config: &BTreeMap<String, String>, key: &str, default: bool) -> bool {
-    match config.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-        Some(v) if v == "true" => true,
-        Some(v) if v == "false" => false,
-        _ => default,
-    }
-}
-
-/// The duration `key` of an effective configuration in milliseconds; None when unset, empty
-/// or not a duration (the webhook reports that).
-pub fn config_duration_ms(config: &BTreeMap<String, String>, key: &str) -> Option<i64> {
-    config
-        .get(key)
-        .filter(|v| !v.trim().is_empty())
-        .and_then(|v| parse_duration(v).ok())
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 impl Policy {
     /// Whether deleting a job of `mode` stops it with a savepoint first: as configured, else
     /// in `savepoint` mode (the user chose to carry state in savepoints; deleting the
@@ -158,8 +138,8 @@ impl Policy {
     /// as violations, and a violation stops the reconcile before any policy is applied.
     pub fn from_config(config: &BTreeMap<String, String>) -> Self {
         let defaults = Policy::default();
-        let flag = |key: &str, default: bool| config_flag(config, key, default);
-        let duration = |key: &str| config_duration_ms(config, key);
+        let flag = |key: &str, default: bool| read::flag(config, key, default);
+        let duration = |key: &str| read::millis(config, key);
         let (periodic_savepoint_ms, unsupported_schedule) = match config
             .get(operator::PERIODIC_SAVEPOINT_INTERVAL)
             .map(|v| v.trim())
@@ -172,19 +152,14 @@ impl Policy {
                 Err(_) => (None, Some(value.to_owned())),
             },
         };
-        let threshold_count = config
-            .get(operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD)
-            .and_then(|v| v.trim().parse::<usize>().ok());
-        let history_max_count = config
-            .get(operator::SAVEPOINT_HISTORY_MAX_COUNT)
-            .and_then(|v| v.trim().parse::<usize>().ok())
+        let count = |key: &str| read::count(config, key).map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let threshold_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD);
+        let history_max_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT)
             .unwrap_or(defaults.history_max_count)
             .min(threshold_count.unwrap_or(usize::MAX))
             .max(1);
         // A limit below 1 counts as 1: the current revision is always kept.
-        let revision_history_limit = config
-            .get(operator::JOB_REVISION_HISTORY_LIMIT)
-            .and_then(|v| v.trim().parse::<i64>().ok())
+        let revision_history_limit = read::integer(config, operator::JOB_REVISION_HISTORY_LIMIT)
             .map_or(defaults.revision_history_limit, |n| {
                 usize::try_from(n.max(1)).unwrap_or(usize::MAX)
             });
@@ -196,15 +171,9 @@ impl Policy {
             savepoint_max_age_ms: duration(operator::JOB_UPGRADE_SAVEPOINT_MAX_AGE),
             restore_max_state_age_ms: duration(operator::JOB_RESTORE_MAX_STATE_AGE),
             restart_failed: flag(operator::JOB_RESTART_FAILED, defaults.restart_failed),
-            savepoint_on_deletion_set: match config
+            savepoint_on_deletion_set: config
                 .get(operator::JOB_SAVEPOINT_ON_DELETION)
-                .map(|v| v.trim().to_ascii_lowercase())
-                .as_deref()
-            {
-                Some("true") => Some(true),
-                Some("false") => Some(false),
-                _ => None,
-            },
+                .and_then(|v| parse_bool(v).ok()),
             drain: flag(operator::JOB_DRAIN_ON_SAVEPOINT_DELETION, defaults.drain),
             periodic_savepoint_ms,
             unsupported_schedule,
@@ -263,15 +232,11 @@ impl Policy {
 /// it ([`Policy::with_snapshot_loop`]): the operator's own savepoints become resources only
 /// while the loop runs.
 pub fn snapshot_loop_enabled(operator_config: &BTreeMap<String, String>) -> bool {
-    match operator_config
-        .get(flink_operator_api::keys::operator::SNAPSHOT_RESOURCE_ENABLED)
-        .map(|v| v.trim().to_ascii_lowercase())
-        .as_deref()
-    {
-        Some("false") => false,
-        Some("true") => true,
-        _ => flink_operator_api::options::defaults::SNAPSHOT_RESOURCE_ENABLED,
-    }
+    read::flag(
+        operator_config,
+        flink_operator_api::keys::operator::SNAPSHOT_RESOURCE_ENABLED,
+        flink_operator_api::options::defaults::SNAPSHOT_RESOURCE_ENABLED,
+    )
 }
 
 #[cfg(test)]

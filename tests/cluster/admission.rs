@@ -389,3 +389,46 @@ async fn the_operator_counts_the_reviews_the_api_server_sent() {
     )
     .await;
 }
+
+/// `kubectl apply` of a manifest that sets keys the operator does not act on prints a warning
+/// for each, naming the field, and applies it; a key the operator acts on gets none.
+#[tokio::test]
+async fn kubectl_apply_prints_a_warning_for_each_setting_without_effect() {
+    let (_client, ns) = setup("warnings").await;
+    let mut manifest = deployment("warned");
+    let config = &mut manifest["spec"]["flinkConfiguration"];
+    config["kubernetes.operator.savepoint.format.type"] = json!("NATIVE");
+    config["job.autoscaler.enabled"] = json!("true");
+    config["kubernetes.operator.job.restart.failed"] = json!("TRUE");
+    let mut kubectl = std::process::Command::new(crate::kubectl_tool::kubectl_binary())
+        .arg("--kubeconfig")
+        .arg(&crate::harness::control_plane().kubeconfig)
+        .args(["apply", "--namespace", &ns.name, "--filename", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut kubectl.stdin.take().unwrap(),
+        &serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
+    let output = kubectl.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("Warning: ")).collect();
+    assert_eq!(warnings.len(), 2, "{stderr}");
+    assert!(
+        warnings.iter().any(|w| w.starts_with(
+            "Warning: spec.flinkConfiguration.kubernetes.operator.savepoint.format.type: has no effect"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.starts_with(
+            "Warning: spec.flinkConfiguration.job.autoscaler.enabled: has no effect: the job autoscaler is not implemented"
+        )),
+        "{stderr}"
+    );
+}

@@ -18,4 +18,4 @@ mod leader_election;
 mod panic_isolation;
 mod registration;
 
-use flink_operator_test_support::{admission_load, chart_rbac, cluster_harness as harness};
+use flink_operator_test_support::{admission_load, chart_rbac, cluster_harness as harness, kubectl_tool};

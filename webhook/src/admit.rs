@@ -138,34 +138,45 @@ impl Admission {
             FlinkKind::Deployment | FlinkKind::SessionJob => rollback_request_violations(request),
             _ => Vec::new(),
         };
-        let mut violations = match kind {
+        // Warnings only where the rules run: a spec that did not change was warned about
+        // when it did.
+        let (mut violations, warnings) = match kind {
             FlinkKind::Deployment => match judged::<FlinkDeployment>(request) {
-                Judged::Rules(new, old) => {
-                    validation::deployment::validate(&new, old.as_ref(), &self.context)
-                }
+                Judged::Rules(new, old) => (
+                    validation::deployment::validate(&new, old.as_ref(), &self.context),
+                    validation::warnings::deployment(&new),
+                ),
                 other => return other.verdict(&requested),
             },
             FlinkKind::SessionJob => match judged::<FlinkSessionJob>(request) {
-                Judged::Rules(new, old) => self.validate_session_job(request, &new, old.as_ref()).await,
+                Judged::Rules(new, old) => (
+                    self.validate_session_job(request, &new, old.as_ref()).await,
+                    validation::warnings::session_job(&new),
+                ),
                 other => return other.verdict(&requested),
             },
             FlinkKind::StateSnapshot => match judged::<FlinkStateSnapshot>(request) {
-                Judged::Rules(new, old) => self.validate_snapshot(request, &new, old.as_ref()).await,
+                Judged::Rules(new, old) => (
+                    self.validate_snapshot(request, &new, old.as_ref()).await,
+                    Vec::new(),
+                ),
                 other => return other.verdict(&requested),
             },
             FlinkKind::BlueGreenDeployment => match judged::<FlinkBlueGreenDeployment>(request) {
-                Judged::Rules(new, old) => {
-                    validation::blue_green::validate(&new, old.as_ref(), &self.context)
-                }
+                Judged::Rules(new, old) => (
+                    validation::blue_green::validate(&new, old.as_ref(), &self.context),
+                    validation::warnings::blue_green(&new),
+                ),
                 other => return other.verdict(&requested),
             },
         };
         violations.extend(requested);
-        if violations.is_empty() {
+        let verdict = if violations.is_empty() {
             Verdict::allow()
         } else {
             Verdict::deny(join(&violations))
-        }
+        };
+        verdict.warning(warnings)
     }
 
     async fn validate_session_job(

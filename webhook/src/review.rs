@@ -184,6 +184,9 @@ pub struct Verdict {
     pub message: String,
     /// JSON Patch to apply (mutation only).
     pub patch: Option<json_patch::Patch>,
+    /// Said to the client whatever the verdict (kubectl prints each as `Warning: ...`): what
+    /// was admitted but will have no effect.
+    pub warnings: Vec<String>,
 }
 
 impl Verdict {
@@ -193,6 +196,7 @@ impl Verdict {
             allowed: true,
             message: String::new(),
             patch: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -202,6 +206,7 @@ impl Verdict {
             allowed: false,
             message: message.into(),
             patch: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -211,7 +216,14 @@ impl Verdict {
             allowed: true,
             message: String::new(),
             patch: Some(patch),
+            warnings: Vec::new(),
         }
+    }
+
+    /// The same verdict, with `warnings` said to the client.
+    pub fn warning(mut self, warnings: impl IntoIterator<Item = String>) -> Self {
+        self.warnings.extend(warnings);
+        self
     }
 }
 
@@ -235,6 +247,8 @@ struct ResponseOut<'a> {
     /// Base64 of the JSON Patch, as the API server expects for a `[]byte` field.
     #[serde(skip_serializing_if = "Option::is_none")]
     patch: Option<String>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -266,6 +280,7 @@ pub fn encode(uid: &str, verdict: &Verdict) -> Response {
             }),
             patch_type: patch.as_ref().map(|_| "JSONPatch"),
             patch,
+            warnings: &verdict.warnings,
         },
     };
     match serde_json::to_vec(&review) {

@@ -647,3 +647,63 @@ async fn large_reviews_take_turns_and_each_is_answered() {
         assert_eq!(response["allowed"], true, "{response}");
     }
 }
+
+/// A key accepted for compatibility but not acted on is admitted with a warning naming its
+/// field, which the API server passes on to the client (kubectl prints it); a spec that does
+/// not change is not warned about again, and a key the operator acts on is never.
+#[tokio::test]
+async fn settings_without_effect_are_admitted_with_a_warning_naming_the_field() {
+    let router = router(StaticDirectory::default());
+    let mut bg = blue_green("BASIC");
+    bg["spec"]["template"]["spec"]["flinkConfiguration"] = json!({
+        "kubernetes.operator.savepoint.format.type": "NATIVE",
+        "kubernetes.operator.job.restart.failed": "TRUE"
+    });
+    let created = answer(
+        &router,
+        "/validate",
+        review("CREATE", "FlinkBlueGreenDeployment", bg.clone(), None),
+    )
+    .await;
+    assert_eq!(created["allowed"], true, "{created}");
+    let warnings = created["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].as_str().unwrap().starts_with(
+            "spec.template.spec.flinkConfiguration.kubernetes.operator.savepoint.format.type: has no effect"
+        ),
+        "{warnings:?}"
+    );
+    let mut relabelled = bg.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "a"});
+    let unchanged = answer(
+        &router,
+        "/validate",
+        review("UPDATE", "FlinkBlueGreenDeployment", relabelled, Some(bg)),
+    )
+    .await;
+    assert!(unchanged.get("warnings").is_none(), "{unchanged}");
+}
+
+/// A boolean the operator reads is read in any letter case, as admission admits it; a value
+/// of no boolean is refused, naming the key (it was once admitted and read as false).
+#[tokio::test]
+async fn operator_keys_are_judged_by_their_type_in_the_table() {
+    let router = router(StaticDirectory::default());
+    let mut bg = blue_green("BASIC");
+    bg["spec"]["template"]["spec"]["flinkConfiguration"] =
+        json!({"kubernetes.operator.jm-deployment.startup.probe.enabled": "ture"});
+    let refused = answer(
+        &router,
+        "/validate",
+        review("CREATE", "FlinkBlueGreenDeployment", bg, None),
+    )
+    .await;
+    assert_eq!(refused["allowed"], false, "{refused}");
+    assert!(
+        message(&refused).contains("kubernetes.operator.jm-deployment.startup.probe.enabled")
+            && message(&refused).contains("not a boolean"),
+        "{}",
+        message(&refused)
+    );
+}

@@ -7,19 +7,6 @@ use crate::{FlinkBlueGreenDeployment, TransitionMode, UpgradeMode, keys::bluegre
 /// The longest suffix a child gets (`-green`); the child name must stay a valid cluster name.
 const LONGEST_CHILD_SUFFIX: &str = "-green";
 
-/// Keys of `spec.configuration` whose value must be a duration.
-const DURATION_KEYS: [&str; 4] = [
-    bluegreen::ABORT_GRACE_PERIOD,
-    bluegreen::RECONCILIATION_RESCHEDULE_INTERVAL,
-    bluegreen::DEPLOYMENT_DELETION_DELAY,
-    bluegreen::GATE_TIMEOUT,
-];
-
-/// What the value of a key of `spec.configuration` must be, if it is checked.
-pub(crate) fn value_format(key: &str) -> Option<&'static str> {
-    DURATION_KEYS.contains(&key).then_some("a duration")
-}
-
 /// ADVANCED: the gate timeout must be longer than the deletion delay (the toggle lies that
 /// far after the old job's watermark). Unset, the timeout is the abort grace period.
 fn gate_timeout_rule(new: &FlinkBlueGreenDeployment, out: &mut Vec<Violation>) {
@@ -98,9 +85,9 @@ pub fn validate(
         }
     }
 
-    for key in DURATION_KEYS {
-        if let Some(value) = new.spec.configuration.as_ref().and_then(|c| c.get(key))
-            && let Err(reason) = parse_duration(value)
+    for (key, value) in new.spec.configuration.iter().flatten() {
+        if let Some(ty) = crate::options::value_type(key)
+            && let Err(reason) = ty.check(value)
         {
             out.push(Violation::new(format!("spec.configuration.{key}"), reason));
         }

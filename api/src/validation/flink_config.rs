@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Violation, values::parse_duration};
+use super::Violation;
 use crate::{
     FlinkVersion, UpgradeMode,
     keys::{flink, operator},
@@ -187,36 +187,6 @@ pub(crate) fn state_rules(
     }
 }
 
-/// Operator keys whose value is a Flink duration.
-const DURATION_KEYS: &[&str] = &[
-    operator::JOB_UPGRADE_SAVEPOINT_MAX_AGE,
-    operator::JOB_RESTORE_MAX_STATE_AGE,
-    operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
-    operator::DEPLOYMENT_READINESS_TIMEOUT,
-    operator::SAVEPOINT_HISTORY_MAX_AGE,
-    operator::SAVEPOINT_TRIGGER_GRACE_PERIOD,
-    operator::CHECKPOINT_TRIGGER_GRACE_PERIOD,
-    operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
-    operator::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW,
-    operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_WINDOW,
-];
-
-/// Boolean operator keys: a typo such as `ture` would otherwise silently mean false.
-const BOOLEAN_KEYS: &[&str] = &[
-    operator::JOB_UPGRADE_TAKE_SAVEPOINT,
-    operator::DEPLOYMENT_ROLLBACK_ENABLED,
-    operator::JOB_RESTART_FAILED,
-    operator::JOB_SAVEPOINT_ON_DELETION,
-    operator::JOB_DRAIN_ON_SAVEPOINT_DELETION,
-    operator::JM_DEPLOYMENT_RECOVERY_ENABLED,
-    operator::CLUSTER_HEALTH_CHECK_ENABLED,
-    operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
-    operator::SAVEPOINT_CLEANUP_ENABLED,
-    operator::SNAPSHOT_RESOURCE_ENABLED,
-    operator::SAVEPOINT_DISPOSE_ON_DELETE,
-    operator::SAVEPOINT_HISTORY_INCLUDE_MANUAL,
-];
-
 /// The Flink keys whose numbers the cluster's Kubernetes objects carry (the Services' and
 /// containers' ports, the JobManager Deployment's replicas) must be numbers those objects
 /// can hold; the builder would otherwise fail on them, or the API server refuse the objects.
@@ -282,82 +252,16 @@ pub(crate) fn nested_sections(
     }
 }
 
-/// What the value of an operator key set on a resource must be, if [`value_formats`]
-/// checks it.
-pub(crate) fn value_format(key: &str) -> Option<&'static str> {
-    if DURATION_KEYS.contains(&key) {
-        Some("a duration")
-    } else if BOOLEAN_KEYS.contains(&key) {
-        Some("`true` or `false`")
-    } else if key == operator::SAVEPOINT_HISTORY_MAX_COUNT {
-        Some("a positive whole number")
-    } else if key == operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD {
-        Some("a whole number, 0 or more")
-    } else if key == operator::PERIODIC_SAVEPOINT_INTERVAL || key == operator::PERIODIC_CHECKPOINT_INTERVAL {
-        Some("empty, a duration or a Quartz cron expression")
-    } else {
-        None
-    }
-}
-
-/// Values of operator keys a user set on the resource must parse; only the resource's own
-/// keys are checked (the operator's file is checked when the operator starts).
+/// Values of operator keys a user set on the resource must be of their type in the table of
+/// options (`TRUE` is admitted and read as `true`; `ture` is refused, where it would otherwise
+/// read as unset); only the resource's own keys are checked (the operator's file is checked
+/// when the operator starts).
 pub(crate) fn value_formats(own: &BTreeMap<String, String>, out: &mut Vec<Violation>) {
-    for key in DURATION_KEYS {
-        if let Some(value) = own.get(*key)
-            && let Err(reason) = parse_duration(value)
+    for (key, value) in own {
+        if let Some(ty) = crate::options::value_type(key)
+            && let Err(reason) = ty.check(value)
         {
             out.push(Violation::new(config_path(key), reason));
         }
-    }
-    for key in BOOLEAN_KEYS {
-        if let Some(value) = own.get(*key)
-            && !matches!(value.trim().to_ascii_lowercase().as_str(), "true" | "false")
-        {
-            out.push(Violation::new(
-                config_path(key),
-                format!("{value:?} is not a boolean (true or false)"),
-            ));
-        }
-    }
-    if let Some(value) = own.get(operator::SAVEPOINT_HISTORY_MAX_COUNT)
-        && value.trim().parse::<u32>().map_or(true, |n| n == 0)
-    {
-        out.push(Violation::new(
-            config_path(operator::SAVEPOINT_HISTORY_MAX_COUNT),
-            format!("{value:?} is not a positive whole number"),
-        ));
-    }
-    if let Some(value) = own.get(operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD)
-        && value.trim().parse::<u32>().is_err()
-    {
-        out.push(Violation::new(
-            config_path(operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD),
-            format!("{value:?} is not a whole number, 0 or more"),
-        ));
-    }
-    if let Some(value) = own.get(operator::PERIODIC_SAVEPOINT_INTERVAL) {
-        periodic_interval(operator::PERIODIC_SAVEPOINT_INTERVAL, value, out);
-    }
-    if let Some(value) = own.get(operator::PERIODIC_CHECKPOINT_INTERVAL) {
-        periodic_interval(operator::PERIODIC_CHECKPOINT_INTERVAL, value, out);
-    }
-}
-
-/// A periodic interval is empty (off), a duration, or a Quartz cron expression (6 or 7
-/// fields). Cron fields are not checked further here.
-fn periodic_interval(key: &str, value: &str, out: &mut Vec<Violation>) {
-    let value = value.trim();
-    if value.is_empty() || parse_duration(value).is_ok() {
-        return;
-    }
-    let fields = value.split_whitespace().count();
-    if !(6..=7).contains(&fields) {
-        out.push(Violation::new(
-            config_path(key),
-            format!(
-                "{value:?} is neither a duration (e.g. 1 h) nor a Quartz cron expression (6 or 7 fields)"
-            ),
-        ));
     }
 }

@@ -14,6 +14,7 @@ pub mod rollback;
 pub mod session_job;
 pub mod snapshot;
 pub mod values;
+pub mod warnings;
 
 mod autoscaler;
 mod flink_config;
@@ -56,8 +57,7 @@ pub struct ValidationContext {
     operator_config: BTreeMap<String, String>,
 }
 
-/// Prefix of per-namespace and per-version default configuration overlays.
-const DEFAULT_CONFIGURATION_PREFIX: &str = "kubernetes.operator.default-configuration.";
+use crate::keys::operator::DEFAULT_CONFIGURATION_PREFIX;
 
 impl ValidationContext {
     /// A context with the operator's flattened configuration.
@@ -127,13 +127,6 @@ impl ValidationContext {
     pub fn operator_settings(&self, namespace: &str) -> BTreeMap<String, String> {
         self.effective_config(namespace, None, None)
     }
-}
-
-/// What the admission rules require of the value of an operator key set on a resource (in
-/// `spec.flinkConfiguration`, or a FlinkBlueGreenDeployment's `spec.configuration`), if
-/// they check it: e.g. `a duration`.
-pub fn value_format(key: &str) -> Option<&'static str> {
-    flink_config::value_format(key).or_else(|| blue_green::value_format(key))
 }
 
 /// What the lookup of a snapshot's job found.

@@ -5,10 +5,8 @@ use std::collections::BTreeMap;
 
 use flink_operator_api::{
     keys::{flink, operator},
-    options::defaults,
+    options::{defaults, read},
 };
-
-use super::{config_duration_ms, config_flag};
 
 /// Flink's defaults when the checkpoint keys are not set.
 const DEFAULT_CHECKPOINT_TIMEOUT_MS: i64 = 10 * 60 * 1000;
@@ -30,17 +28,15 @@ impl HealthSettings {
     /// The settings of an effective configuration; None when the check is off. Values that
     /// do not parse keep their defaults (the webhook reports them).
     pub fn from_config(config: &BTreeMap<String, String>) -> Option<Self> {
-        let flag = |key: &str, default: bool| config_flag(config, key, default);
+        let flag = |key: &str, default: bool| read::flag(config, key, default);
         if !flag(
             operator::CLUSTER_HEALTH_CHECK_ENABLED,
             defaults::CLUSTER_HEALTH_CHECK_ENABLED,
         ) {
             return None;
         }
-        let duration = |key: &str| config_duration_ms(config, key);
-        let restarts_threshold = config
-            .get(operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD)
-            .and_then(|v| v.trim().parse::<i64>().ok())
+        let duration = |key: &str| read::millis(config, key);
+        let restarts_threshold = read::integer(config, operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD)
             .unwrap_or(defaults::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD);
         let checkpoint_window_ms = checkpoint_window_ms(
             flag(
@@ -50,10 +46,7 @@ impl HealthSettings {
             duration(operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_WINDOW),
             duration(flink::CHECKPOINTING_INTERVAL).filter(|ms| *ms > 0),
             duration(CHECKPOINTING_TIMEOUT).unwrap_or(DEFAULT_CHECKPOINT_TIMEOUT_MS),
-            config
-                .get(TOLERABLE_FAILED_CHECKPOINTS)
-                .and_then(|v| v.trim().parse::<i64>().ok())
-                .unwrap_or(0),
+            read::integer(config, TOLERABLE_FAILED_CHECKPOINTS).unwrap_or(0),
         );
         Some(HealthSettings {
             restarts_window_ms: duration(operator::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW)

@@ -15,7 +15,7 @@ use flink_operator_api::{
     FlinkDeployment,
     common::KubernetesDeploymentMode,
     keys::{self, flink as k},
-    options::defaults,
+    options::{defaults, read},
 };
 use k8s_openapi::api::{
     apps::v1::Deployment,
@@ -105,7 +105,7 @@ pub struct BuildOptions {
 impl BuildOptions {
     /// The options of a resource's effective configuration, defaults where unset.
     pub fn from_effective(effective: &BTreeMap<String, String>) -> Self {
-        let flag = |key: &str, default: bool| effective.get(key).map_or(default, |v| v.trim() == "true");
+        let flag = |key: &str, default: bool| read::flag(effective, key, default);
         BuildOptions {
             merge_arrays_by_name: flag(
                 keys::operator::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME,
@@ -708,6 +708,15 @@ mod tests {
         assert_eq!(probe(&[])["httpGet"]["path"], "/config");
         assert_eq!(
             probe(&[("kubernetes.operator.jm-deployment.startup.probe.enabled", "false")]),
+            Value::Null
+        );
+        // Read in any letter case, as admission admits it (`TRUE` once turned the probe off).
+        assert_eq!(
+            probe(&[("kubernetes.operator.jm-deployment.startup.probe.enabled", "TRUE")])["httpGet"]["path"],
+            "/config"
+        );
+        assert_eq!(
+            probe(&[("kubernetes.operator.jm-deployment.startup.probe.enabled", "False")]),
             Value::Null
         );
     }

@@ -12,6 +12,11 @@
 
 use crate::keys::{bluegreen, kinds, operator};
 
+pub mod effect;
+mod value;
+
+pub use value::{OptionType, parse_bool, parse_count, parse_integer, parse_millis, read};
+
 /// The defaults the code applies when a key is not set.
 pub mod defaults {
     const SECOND_MS: i64 = 1000;
@@ -167,6 +172,8 @@ pub struct OptionDoc {
     pub key: &'static str,
     /// Older names of the key, also read (the current name wins).
     pub deprecated: &'static [&'static str],
+    /// What its value must be: admission refuses another, every reader parses it so.
+    pub ty: OptionType,
     /// The default the code applies.
     pub default: DefaultValue,
     /// The kinds whose handling it changes (`operator` for the process as a whole).
@@ -183,6 +190,8 @@ pub struct OptionDoc {
 pub struct IgnoredOption {
     /// The key.
     pub key: &'static str,
+    /// What its value must be (admission refuses another, as Flink's own parser would).
+    pub ty: OptionType,
     /// What becomes of it, when more than nothing (checked by the webhook, etc.).
     pub note: &'static str,
 }
@@ -202,6 +211,7 @@ const SNAPSHOT_AND_JOBS: &[&str] = &[
 pub const OPTIONS: &[OptionDoc] = &[
     OptionDoc {
         key: operator::RECONCILE_INTERVAL,
+        ty: OptionType::Duration,
         deprecated: &[operator::RECONCILE_INTERVAL_DEPRECATED],
         default: DefaultValue::Millis(defaults::RECONCILE_INTERVAL_MS),
         applies_to: JOBS,
@@ -212,6 +222,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::PROGRESS_CHECK_INTERVAL,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::PROGRESS_CHECK_INTERVAL_MS),
         applies_to: JOBS,
@@ -222,6 +233,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::RECONCILE_PARALLELISM,
+        ty: OptionType::Integer,
         deprecated: &[],
         default: DefaultValue::Number(defaults::RECONCILE_PARALLELISM as i64),
         applies_to: PROCESS,
@@ -231,6 +243,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::WATCHED_NAMESPACES,
+        ty: OptionType::Text,
         deprecated: &[],
         default: DefaultValue::Unset("all namespaces"),
         applies_to: PROCESS,
@@ -241,6 +254,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::LABEL_SELECTOR,
+        ty: OptionType::Text,
         deprecated: &[],
         default: DefaultValue::Unset("every resource"),
         applies_to: PROCESS,
@@ -252,6 +266,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::LEADER_ELECTION_ENABLED,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(false),
         applies_to: PROCESS,
@@ -262,6 +277,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::LEADER_ELECTION_LEASE_NAME,
+        ty: OptionType::Text,
         deprecated: &[],
         default: DefaultValue::Unset("required when leader election is on"),
         applies_to: PROCESS,
@@ -271,6 +287,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::LEADER_ELECTION_LEASE_DURATION,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::LEADER_ELECTION_LEASE_DURATION_MS),
         applies_to: PROCESS,
@@ -281,6 +298,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::LEADER_ELECTION_RENEW_DEADLINE,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::LEADER_ELECTION_RENEW_DEADLINE_MS),
         applies_to: PROCESS,
@@ -291,6 +309,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::LEADER_ELECTION_RETRY_PERIOD,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::LEADER_ELECTION_RETRY_PERIOD_MS),
         applies_to: PROCESS,
@@ -300,6 +319,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SNAPSHOT_RESOURCE_ENABLED,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::SNAPSHOT_RESOURCE_ENABLED),
         applies_to: SNAPSHOT_AND_JOBS,
@@ -314,6 +334,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SAVEPOINT_DISPOSE_ON_DELETE,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::SAVEPOINT_DISPOSE_ON_DELETE),
         applies_to: JOBS,
@@ -324,6 +345,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SAVEPOINT_HISTORY_INCLUDE_MANUAL,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::SAVEPOINT_HISTORY_INCLUDE_MANUAL),
         applies_to: JOBS,
@@ -334,6 +356,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::JOB_UPGRADE_TAKE_SAVEPOINT,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::JOB_UPGRADE_TAKE_SAVEPOINT),
         applies_to: JOBS,
@@ -344,6 +367,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::JOB_UPGRADE_SAVEPOINT_MAX_AGE,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Unset("no savepoint stands in"),
         applies_to: JOBS,
@@ -354,6 +378,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::JOB_RESTORE_MAX_STATE_AGE,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Unset("no bound"),
         applies_to: JOBS,
@@ -363,6 +388,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::JOB_REVISION_HISTORY_LIMIT,
+        ty: OptionType::Integer,
         deprecated: &[],
         default: DefaultValue::Number(defaults::JOB_REVISION_HISTORY_LIMIT as i64),
         applies_to: JOBS,
@@ -374,6 +400,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::JOB_RESTART_FAILED,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::JOB_RESTART_FAILED),
         applies_to: JOBS,
@@ -383,6 +410,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::JOB_SAVEPOINT_ON_DELETION,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Unset("`true` for `upgradeMode: savepoint`, `false` otherwise"),
         applies_to: JOBS,
@@ -391,6 +419,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::JOB_DRAIN_ON_SAVEPOINT_DELETION,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::JOB_DRAIN_ON_SAVEPOINT_DELETION),
         applies_to: JOBS,
@@ -400,6 +429,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::PERIODIC_SAVEPOINT_INTERVAL,
+        ty: OptionType::Schedule,
         deprecated: &[],
         default: DefaultValue::Unset("off"),
         applies_to: JOBS,
@@ -411,6 +441,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SAVEPOINT_TRIGGER_GRACE_PERIOD,
+        ty: OptionType::Duration,
         deprecated: &[operator::SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED],
         default: DefaultValue::Millis(defaults::SAVEPOINT_TRIGGER_GRACE_PERIOD_MS),
         applies_to: JOBS,
@@ -420,6 +451,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SAVEPOINT_HISTORY_MAX_COUNT,
+        ty: OptionType::Count { min: 1 },
         deprecated: &[],
         default: DefaultValue::Number(defaults::SAVEPOINT_HISTORY_MAX_COUNT as i64),
         applies_to: JOBS,
@@ -429,6 +461,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SAVEPOINT_HISTORY_MAX_AGE,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::SAVEPOINT_HISTORY_MAX_AGE_MS),
         applies_to: JOBS,
@@ -439,6 +472,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD,
+        ty: OptionType::Count { min: 0 },
         deprecated: &[],
         default: DefaultValue::Unset("no cap"),
         applies_to: JOBS,
@@ -447,6 +481,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Unset("no cap"),
         applies_to: JOBS,
@@ -455,6 +490,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SAVEPOINT_CLEANUP_ENABLED,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::SAVEPOINT_CLEANUP_ENABLED),
         applies_to: JOBS,
@@ -464,6 +500,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::DEPLOYMENT_ROLLBACK_ENABLED,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::DEPLOYMENT_ROLLBACK_ENABLED),
         applies_to: DEPLOYMENT,
@@ -474,6 +511,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::DEPLOYMENT_READINESS_TIMEOUT,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::DEPLOYMENT_READINESS_TIMEOUT_MS),
         applies_to: DEPLOYMENT,
@@ -483,6 +521,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::JM_DEPLOYMENT_RECOVERY_ENABLED,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::JM_DEPLOYMENT_RECOVERY_ENABLED),
         applies_to: DEPLOYMENT,
@@ -493,6 +532,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::CLUSTER_HEALTH_CHECK_ENABLED,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::CLUSTER_HEALTH_CHECK_ENABLED),
         applies_to: DEPLOYMENT,
@@ -506,6 +546,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::CLUSTER_HEALTH_CHECK_RESTARTS_WINDOW_MS),
         applies_to: DEPLOYMENT,
@@ -514,6 +555,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD,
+        ty: OptionType::Count { min: 0 },
         deprecated: &[],
         default: DefaultValue::Number(defaults::CLUSTER_HEALTH_CHECK_RESTARTS_THRESHOLD),
         applies_to: DEPLOYMENT,
@@ -522,6 +564,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_ENABLED),
         applies_to: DEPLOYMENT,
@@ -532,6 +575,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::CLUSTER_HEALTH_CHECK_CHECKPOINT_PROGRESS_WINDOW,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Unset(
             "`max(checkpoint interval, checkpoint timeout) × (tolerable failed checkpoints + 2)`",
@@ -543,6 +587,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::SESSION_DELETION_BLOCK_ON_SESSION_JOBS),
         applies_to: DEPLOYMENT,
@@ -551,6 +596,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME),
         applies_to: DEPLOYMENT,
@@ -560,6 +606,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED),
         applies_to: DEPLOYMENT,
@@ -570,6 +617,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::USER_ARTIFACTS_ALLOWED_SCHEMES,
+        ty: OptionType::Text,
         deprecated: &[],
         default: DefaultValue::Text(defaults::USER_ARTIFACTS_ALLOWED_SCHEMES),
         applies_to: SESSION_JOB,
@@ -579,6 +627,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS,
+        ty: OptionType::Bool,
         deprecated: &[],
         default: DefaultValue::Bool(defaults::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS),
         applies_to: SESSION_JOB,
@@ -589,6 +638,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: bluegreen::ABORT_GRACE_PERIOD,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::BLUEGREEN_ABORT_GRACE_PERIOD_MS),
         applies_to: BLUE_GREEN,
@@ -599,6 +649,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: bluegreen::RECONCILIATION_RESCHEDULE_INTERVAL,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::BLUEGREEN_RESCHEDULE_INTERVAL_MS),
         applies_to: BLUE_GREEN,
@@ -608,6 +659,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: bluegreen::DEPLOYMENT_DELETION_DELAY,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Millis(defaults::BLUEGREEN_DEPLOYMENT_DELETION_DELAY_MS),
         applies_to: BLUE_GREEN,
@@ -618,6 +670,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         key: bluegreen::GATE_TIMEOUT,
+        ty: OptionType::Duration,
         deprecated: &[],
         default: DefaultValue::Unset("the abort grace period"),
         applies_to: BLUE_GREEN,
@@ -632,141 +685,185 @@ pub const OPTIONS: &[OptionDoc] = &[
 pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::REST_READY_DELAY,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::FLINK_CLIENT_TIMEOUT,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::FLINK_CLIENT_CANCEL_TIMEOUT,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::RESOURCE_CLEANUP_TIMEOUT,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::RESOURCE_DELETION_PROPAGATION,
+        ty: OptionType::Choice(&["Foreground", "Background", "Orphan"]),
         note: "",
     },
     IgnoredOption {
         key: operator::JOB_SUBMISSION_TIMEOUT,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::RATE_LIMITER_LIMIT,
+        ty: OptionType::Integer,
         note: "",
     },
     IgnoredOption {
         key: operator::RATE_LIMITER_REFRESH_PERIOD,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::RETRY_INITIAL_INTERVAL,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::RETRY_INTERVAL_MULTIPLIER,
+        ty: OptionType::Text,
         note: "",
     },
     IgnoredOption {
         key: operator::RETRY_MAX_ATTEMPTS,
+        ty: OptionType::Integer,
         note: "",
     },
     IgnoredOption {
         key: operator::RETRY_MAX_INTERVAL,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::TERMINATION_TIMEOUT,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::STARTUP_STOP_ON_INFORMER_ERROR,
+        ty: OptionType::Bool,
         note: "",
     },
     IgnoredOption {
         key: operator::DYNAMIC_NAMESPACES_ENABLED,
+        ty: OptionType::Bool,
         note: "",
     },
     IgnoredOption {
         key: operator::DYNAMIC_CONFIG_ENABLED,
+        ty: OptionType::Bool,
         note: "the configuration file is read once, at start",
     },
     IgnoredOption {
         key: operator::DYNAMIC_CONFIG_CHECK_INTERVAL,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT,
+        ty: OptionType::Bool,
         note: "",
     },
     IgnoredOption {
         key: operator::JOB_UPGRADE_INPLACE_SCALING_ENABLED,
+        ty: OptionType::Bool,
         note: "",
     },
     IgnoredOption {
         key: operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
+        ty: OptionType::Bool,
         note: "",
     },
     IgnoredOption {
         key: operator::JOB_UPGRADE_LAST_STATE_JOB_CANCEL_ENABLED,
+        ty: OptionType::Bool,
         note: "",
     },
     IgnoredOption {
         key: operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
+        ty: OptionType::Duration,
         note: "the webhook requires a savepoint directory when it is set",
     },
     IgnoredOption {
         key: operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::CHECKPOINT_TRIGGER_GRACE_PERIOD,
+        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {
         key: operator::SAVEPOINT_FORMAT_TYPE,
+        ty: OptionType::Choice(&["CANONICAL", "NATIVE"]),
         note: "operator savepoints are always CANONICAL",
     },
     IgnoredOption {
         key: operator::CHECKPOINT_TYPE,
+        ty: OptionType::Choice(&["FULL", "INCREMENTAL"]),
         note: "",
     },
     IgnoredOption {
         key: operator::PERIODIC_CHECKPOINT_INTERVAL,
+        ty: OptionType::Schedule,
         note: "no periodic checkpoints are triggered",
     },
     IgnoredOption {
         key: operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
+        ty: OptionType::Bool,
         note: "",
     },
     IgnoredOption {
         key: operator::USER_ARTIFACTS_BASE_DIR,
+        ty: OptionType::Text,
         note: "",
     },
     IgnoredOption {
         key: operator::USER_ARTIFACTS_HTTP_HEADER,
+        ty: OptionType::Text,
         note: "",
     },
     IgnoredOption {
         key: operator::INGRESS_MANAGE,
+        ty: OptionType::Bool,
         note: "no Ingress is created for `spec.ingress`",
     },
     IgnoredOption {
         key: operator::HEALTH_PROBE_ENABLED,
+        ty: OptionType::Bool,
         note: "probes are served on the `--probe-port` (`/healthz`, `/readyz`)",
     },
     IgnoredOption {
         key: operator::HEALTH_PROBE_PORT,
+        ty: OptionType::Integer,
         note: "see `--probe-port`",
     },
     IgnoredOption {
         key: operator::HEALTH_CANARY_RESOURCE_TIMEOUT,
+        ty: OptionType::Duration,
         note: "",
     },
 ];
+
+/// What the value of `key` must be, if either table knows the key.
+pub fn value_type(key: &str) -> Option<OptionType> {
+    option(key).map(|o| o.ty).or_else(|| ignored(key).map(|o| o.ty))
+}
+
+/// The entry of `key` in [`IGNORED_OPTIONS`].
+pub fn ignored(key: &str) -> Option<&'static IgnoredOption> {
+    IGNORED_OPTIONS.iter().find(|o| o.key == key)
+}
 
 /// The entry of `key` in [`OPTIONS`], by its name or a deprecated one.
 pub fn option(key: &str) -> Option<&'static OptionDoc> {

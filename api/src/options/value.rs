@@ -1,0 +1,237 @@
+//! The value types of the configuration keys: one parser per type, used by the admission
+//! rules that refuse a malformed value and by every reader in the operator, so that a value
+//! the webhook admits is read as the webhook read it (`TRUE` is `true` in both places).
+
+use std::collections::BTreeMap;
+
+use crate::validation::values::parse_duration;
+
+/// What a key's value must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionType {
+    /// `true` or `false`, in any letter case.
+    Bool,
+    /// A Flink duration (`30 s`, `5 min`; a bare number is milliseconds).
+    Duration,
+    /// A whole number, `min` or more.
+    Count {
+        /// The smallest value admitted.
+        min: u64,
+    },
+    /// A whole number, negative ones included.
+    Integer,
+    /// Empty (off), a duration, or a Quartz cron expression (6 or 7 fields).
+    Schedule,
+    /// One of these names, in any letter case (as Flink reads an enumeration).
+    Choice(&'static [&'static str]),
+    /// Free text: names, selectors, lists; any value is admitted.
+    Text,
+}
+
+impl OptionType {
+    /// What a value must be, as admission errors and the reference say it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OptionType::Bool => "`true` or `false`",
+            OptionType::Duration => "a duration",
+            OptionType::Count { min: 0 } => "a whole number, 0 or more",
+            OptionType::Count { min: 1 } => "a positive whole number",
+            OptionType::Count { .. } => "a whole number at least its minimum",
+            OptionType::Integer => "a whole number",
+            OptionType::Schedule => "empty, a duration or a Quartz cron expression",
+            OptionType::Choice(_) => "one of its names",
+            OptionType::Text => "text",
+        }
+    }
+
+    /// What a value must be, with the names of a choice spelled out.
+    pub fn describe_values(self) -> String {
+        match self {
+            OptionType::Choice(names) => format!("one of {}", names.join(", ")),
+            other => other.describe().to_owned(),
+        }
+    }
+
+    /// Why `value` is not of this type, if it is not.
+    pub fn check(self, value: &str) -> Result<(), String> {
+        match self {
+            OptionType::Bool => parse_bool(value).map(drop),
+            OptionType::Duration => parse_millis(value).map(drop),
+            OptionType::Count { min } => match parse_count(value) {
+                Ok(n) if n >= min => Ok(()),
+                Ok(_) if min == 1 => Err(format!("{value:?} is not a positive whole number")),
+                Ok(_) => Err(format!("{value:?} is below the minimum {min}")),
+                Err(reason) => Err(reason),
+            },
+            OptionType::Integer => parse_integer(value).map(drop),
+            OptionType::Schedule => check_schedule(value),
+            OptionType::Choice(names) => parse_choice(value, names).map(drop),
+            OptionType::Text => Ok(()),
+        }
+    }
+}
+
+/// A boolean, in any letter case (as Flink reads one).
+pub fn parse_bool(value: &str) -> Result<bool, String> {
+    let value = value.trim();
+    if value.eq_ignore_ascii_case("true") {
+        Ok(true)
+    } else if value.eq_ignore_ascii_case("false") {
+        Ok(false)
+    } else {
+        Err(format!("{value:?} is not a boolean (true or false)"))
+    }
+}
+
+/// A duration in milliseconds (a duration too long for them is the longest one).
+pub fn parse_millis(value: &str) -> Result<i64, String> {
+    parse_duration(value).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The name of `names` that `value` spells, in any letter case.
+pub fn parse_choice(value: &str, names: &[&'static str]) -> Result<&'static str, String> {
+    let value = value.trim();
+    names
+        .iter()
+        .find(|name| name.eq_ignore_ascii_case(value))
+        .copied()
+        .ok_or_else(|| format!("{value:?} is not one of {}", names.join(", ")))
+}
+
+/// A whole number, 0 or more.
+pub fn parse_count(value: &str) -> Result<u64, String> {
+    value
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| format!("{value:?} is not a whole number, 0 or more"))
+}
+
+/// A whole number.
+pub fn parse_integer(value: &str) -> Result<i64, String> {
+    value
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| format!("{value:?} is not a whole number"))
+}
+
+/// A periodic schedule: empty (off), a duration, or a Quartz cron expression. Only the
+/// number of a cron expression's fields is checked.
+fn check_schedule(value: &str) -> Result<(), String> {
+    let value = value.trim();
+    if value.is_empty() || parse_duration(value).is_ok() {
+        return Ok(());
+    }
+    let fields = value.split_whitespace().count();
+    if (6..=7).contains(&fields) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{value:?} is neither a duration (e.g. 1 h) nor a Quartz cron expression (6 or 7 fields)"
+        ))
+    }
+}
+
+/// The readers of a configuration: each reads a key with its type's parser. A value that
+/// does not parse reads as unset: admission refuses it on a resource, and the operator
+/// refuses its own configuration file when it starts, so that only a value stored before a
+/// rule existed can meet this.
+pub mod read {
+    use super::*;
+
+    /// The boolean `key`, or `default` when unset or malformed.
+    pub fn flag(config: &BTreeMap<String, String>, key: &str, default: bool) -> bool {
+        config
+            .get(key)
+            .and_then(|v| parse_bool(v).ok())
+            .unwrap_or(default)
+    }
+
+    /// The duration `key` in milliseconds; None when unset, blank or malformed.
+    pub fn millis(config: &BTreeMap<String, String>, key: &str) -> Option<i64> {
+        config
+            .get(key)
+            .filter(|v| !v.trim().is_empty())
+            .and_then(|v| parse_millis(v).ok())
+    }
+
+    /// The whole number, 0 or more, `key`; None when unset or malformed.
+    pub fn count(config: &BTreeMap<String, String>, key: &str) -> Option<u64> {
+        config.get(key).and_then(|v| parse_count(v).ok())
+    }
+
+    /// The name of `names` that `key` spells; None when unset or not one of them.
+    pub fn choice(
+        config: &BTreeMap<String, String>,
+        key: &str,
+        names: &[&'static str],
+    ) -> Option<&'static str> {
+        config.get(key).and_then(|v| parse_choice(v, names).ok())
+    }
+
+    /// The whole number `key`; None when unset or malformed.
+    pub fn integer(config: &BTreeMap<String, String>, key: &str) -> Option<i64> {
+        config.get(key).and_then(|v| parse_integer(v).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_type_admits_its_values_and_says_why_not_others() {
+        let cases: &[(OptionType, &str, bool)] = &[
+            (OptionType::Bool, "true", true),
+            (OptionType::Bool, " TRUE ", true),
+            (OptionType::Bool, "False", true),
+            (OptionType::Bool, "ture", false),
+            (OptionType::Bool, "1", false),
+            (OptionType::Duration, "30 s", true),
+            (OptionType::Duration, "1500", true),
+            (OptionType::Duration, "5 fortnights", false),
+            (OptionType::Count { min: 1 }, "3", true),
+            (OptionType::Count { min: 1 }, "0", false),
+            (OptionType::Count { min: 0 }, "0", true),
+            (OptionType::Count { min: 0 }, "-1", false),
+            (OptionType::Integer, "-1", true),
+            (OptionType::Integer, "many", false),
+            (OptionType::Schedule, "", true),
+            (OptionType::Schedule, "1 h", true),
+            (OptionType::Schedule, "0 0 * * * ?", true),
+            (OptionType::Schedule, "every hour", false),
+            (OptionType::Choice(&["CANONICAL", "NATIVE"]), "native", true),
+            (OptionType::Choice(&["CANONICAL", "NATIVE"]), "NATIVELY", false),
+            (OptionType::Text, "anything at all", true),
+        ];
+        for (kind, value, admitted) in cases {
+            let checked = kind.check(value);
+            assert_eq!(checked.is_ok(), *admitted, "{kind:?} {value:?}: {checked:?}");
+            if let Err(reason) = checked {
+                assert!(reason.contains(value.trim()), "{reason}");
+            }
+        }
+    }
+
+    #[test]
+    fn readers_read_what_the_check_admits_and_unset_for_the_rest() {
+        let config: BTreeMap<String, String> = [
+            ("upper", "TRUE"),
+            ("typo", "ture"),
+            ("wait", "2 min"),
+            ("blank", " "),
+            ("n", " 7 "),
+            ("negative", "-3"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert!(read::flag(&config, "upper", false));
+        assert!(!read::flag(&config, "typo", false));
+        assert!(read::flag(&config, "missing", true));
+        assert_eq!(read::millis(&config, "wait"), Some(120_000));
+        assert_eq!(read::millis(&config, "blank"), None);
+        assert_eq!(read::count(&config, "n"), Some(7));
+        assert_eq!(read::count(&config, "negative"), None);
+        assert_eq!(read::integer(&config, "negative"), Some(-3));
+    }
+}
