@@ -143,11 +143,11 @@ mod tests {
         );
         let warnings = check(&config(&[
             ("kubernetes.operator.job.restart.failed", "TRUE"),
-            ("kubernetes.operator.job.submission.timeout", "5 min"),
+            ("kubernetes.operator.retry.max.attempts", "5"),
             ("parallelism.default", "2"),
         ]))
         .unwrap();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(warnings[0].starts_with("kubernetes.operator.job.submission.timeout: has no effect"));
+        assert!(warnings[0].starts_with("kubernetes.operator.retry.max.attempts: has no effect"));
     }
 }

@@ -213,7 +213,8 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 client: controller_client.clone().unwrap_or_else(|_| client.clone()),
                 rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint)
                     .with_cache(caches.endpoint_slices.clone()),
-                rest_clients: RestClients::new(ClientConfig::default()).map_err(RunError::RestClient)?,
+                rest_clients: RestClients::new(ClientConfig::from_operator_config(&operator_config))
+                    .map_err(RunError::RestClient)?,
                 operator_config: operator_config.clone(),
                 recorder: Recorder::new(
                     client.clone(),

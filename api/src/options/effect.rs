@@ -114,7 +114,7 @@ mod tests {
                 Some("CANONICAL"),
             ),
             (
-                operator::JOB_SUBMISSION_TIMEOUT,
+                operator::RETRY_MAX_ATTEMPTS,
                 Place::OperatorFile,
                 Some("does not act on it"),
             ),
@@ -208,9 +208,9 @@ mod tests {
         let ignored = format!(
             "{}team-a.{}",
             operator::DEFAULT_CONFIGURATION_NAMESPACE_PREFIX,
-            operator::JOB_SUBMISSION_TIMEOUT
+            operator::RETRY_MAX_ATTEMPTS
         );
-        assert_eq!(overlaid_key(&ignored), operator::JOB_SUBMISSION_TIMEOUT);
+        assert_eq!(overlaid_key(&ignored), operator::RETRY_MAX_ATTEMPTS);
         assert!(warnings("file", Place::OperatorFile, [&ignored]).next().is_some());
         let versioned = format!(
             "{}v1_20+.{}",

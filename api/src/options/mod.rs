@@ -86,6 +86,10 @@ pub mod defaults {
     pub const LEADER_ELECTION_RENEW_DEADLINE_MS: i64 = 10 * SECOND_MS;
     /// `kubernetes.operator.leader-election.retry-period`.
     pub const LEADER_ELECTION_RETRY_PERIOD_MS: i64 = 2 * SECOND_MS;
+    /// `kubernetes.operator.flink.client.timeout`.
+    pub const FLINK_CLIENT_TIMEOUT_MS: i64 = 10 * SECOND_MS;
+    /// `kubernetes.operator.job.submission.timeout`.
+    pub const JOB_SUBMISSION_TIMEOUT_MS: i64 = 2 * MINUTE_MS;
     /// `kubernetes.operator.bluegreen.reconciliation.reschedule-interval`.
     pub const BLUEGREEN_RESCHEDULE_INTERVAL_MS: i64 = 15 * SECOND_MS;
     /// `kubernetes.operator.bluegreen.deployment-deletion.delay`.
@@ -200,6 +204,7 @@ const DEPLOYMENT: &[&str] = &[kinds::FLINK_DEPLOYMENT];
 const JOBS: &[&str] = &[kinds::FLINK_DEPLOYMENT, kinds::FLINK_SESSION_JOB];
 const SESSION_JOB: &[&str] = &[kinds::FLINK_SESSION_JOB];
 const PROCESS: &[&str] = &["operator"];
+
 const BLUE_GREEN: &[&str] = &[kinds::FLINK_BLUE_GREEN_DEPLOYMENT];
 const SNAPSHOT_AND_JOBS: &[&str] = &[
     kinds::FLINK_DEPLOYMENT,
@@ -316,6 +321,29 @@ pub const OPTIONS: &[OptionDoc] = &[
         set_in: SetIn::OperatorFile,
         meaning: "How often the leader renews its Lease; shorter than the renew deadline. The \
                   other replicas watch the Lease and take a released one at once.",
+    },
+    OptionDoc {
+        key: operator::FLINK_CLIENT_TIMEOUT,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::FLINK_CLIENT_TIMEOUT_MS),
+        applies_to: SNAPSHOT_AND_JOBS,
+        set_in: SetIn::OperatorFile,
+        meaning: "How long one request to a JobManager's REST API may take, from connecting to \
+                  the last byte of its answer; one that times out is not retried within the \
+                  reconcile, and the next look asks again.",
+    },
+    OptionDoc {
+        key: operator::JOB_SUBMISSION_TIMEOUT,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::JOB_SUBMISSION_TIMEOUT_MS),
+        applies_to: SESSION_JOB,
+        set_in: SetIn::OperatorFile,
+        meaning: "How long a session job's jar upload, and then its run (which waits for the \
+                  job's main method to build its graph), may each take. The Apache operator's \
+                  default is 10 min; a submission holds one of the loop's workers while it \
+                  runs, so ours is shorter.",
     },
     OptionDoc {
         key: operator::SNAPSHOT_RESOURCE_ENABLED,
@@ -689,11 +717,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
         note: "",
     },
     IgnoredOption {
-        key: operator::FLINK_CLIENT_TIMEOUT,
-        ty: OptionType::Duration,
-        note: "",
-    },
-    IgnoredOption {
         key: operator::FLINK_CLIENT_CANCEL_TIMEOUT,
         ty: OptionType::Duration,
         note: "",
@@ -706,11 +729,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::RESOURCE_DELETION_PROPAGATION,
         ty: OptionType::Choice(&["Foreground", "Background", "Orphan"]),
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::JOB_SUBMISSION_TIMEOUT,
-        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {

@@ -7,6 +7,10 @@ use std::{
 };
 
 use backon::{ExponentialBuilder, Retryable};
+use flink_operator_api::{
+    keys::operator,
+    options::{defaults, read},
+};
 use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -49,10 +53,10 @@ static LARGE_ANSWERS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
     /// Per attempt, from connecting to the last byte of the answer;
-    /// `kubernetes.operator.flink.client.timeout` (default 10 s).
+    /// `kubernetes.operator.flink.client.timeout`.
     pub timeout: Duration,
     /// For jar uploads and runs, which wait for the job's main method to build the graph;
-    /// `kubernetes.operator.job.submission.timeout` would be the upper bound (default 10 min).
+    /// `kubernetes.operator.job.submission.timeout`.
     pub submission_timeout: Duration,
     /// Further attempts after a connection error, an answer that broke off or a 5xx (never
     /// after a 4xx or a timeout).
@@ -65,9 +69,24 @@ pub struct ClientConfig {
 
 impl Default for ClientConfig {
     fn default() -> Self {
+        Self::from_operator_config(&std::collections::BTreeMap::new())
+    }
+}
+
+impl ClientConfig {
+    /// The timeouts of the operator configuration, defaults where unset.
+    pub fn from_operator_config(config: &std::collections::BTreeMap<String, String>) -> Self {
+        let millis = |key: &str, default: i64| {
+            let ms = read::millis(config, key).unwrap_or(default);
+            // A zero timeout would fail every request before it is sent.
+            Duration::from_millis(u64::try_from(ms).unwrap_or(0).max(1))
+        };
         Self {
-            timeout: Duration::from_secs(10),
-            submission_timeout: Duration::from_secs(120),
+            timeout: millis(operator::FLINK_CLIENT_TIMEOUT, defaults::FLINK_CLIENT_TIMEOUT_MS),
+            submission_timeout: millis(
+                operator::JOB_SUBMISSION_TIMEOUT,
+                defaults::JOB_SUBMISSION_TIMEOUT_MS,
+            ),
             retries: 3,
             min_backoff: Duration::from_millis(200),
             max_backoff: Duration::from_secs(2),
@@ -980,5 +999,22 @@ mod tests {
             error.to_string().contains("must start with http:// or https://"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn the_timeouts_come_from_the_operator_configuration() {
+        let defaults = ClientConfig::default();
+        assert_eq!(defaults.timeout, Duration::from_secs(10));
+        assert_eq!(defaults.submission_timeout, Duration::from_secs(120));
+        let config: std::collections::BTreeMap<String, String> = [
+            ("kubernetes.operator.flink.client.timeout", "30 s"),
+            ("kubernetes.operator.job.submission.timeout", "10 min"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let configured = ClientConfig::from_operator_config(&config);
+        assert_eq!(configured.timeout, Duration::from_secs(30));
+        assert_eq!(configured.submission_timeout, Duration::from_secs(600));
     }
 }
