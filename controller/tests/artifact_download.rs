@@ -10,7 +10,9 @@
 
 use std::{sync::Arc, time::Duration};
 
-use flink_operator_controller::session_job::artifact::{ArtifactError, DOWNLOADS_AT_ONCE, fetch};
+use flink_operator_controller::session_job::artifact::{
+    ArtifactError, ArtifactHeaders, DOWNLOADS_AT_ONCE, fetch,
+};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
@@ -22,7 +24,8 @@ const SMALL_JAR_BYTES: usize = 1024 * 1024;
 const TIMEOUT: Duration = Duration::from_secs(30);
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// Serves `/declared.jar` and `/chunked.jar` (each [`SERVED_BYTES`]) and `/small.jar`.
+/// Serves `/declared.jar` and `/chunked.jar` (each [`SERVED_BYTES`]), `/small.jar`, and
+/// `/private.jar` to a request with `Authorization: Bearer repo-token` only.
 async fn repository(block: Arc<Vec<u8>>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -49,7 +52,17 @@ async fn serve(mut stream: TcpStream, block: &[u8]) -> std::io::Result<()> {
         head.extend_from_slice(&buffer[..n]);
     }
     let head = String::from_utf8_lossy(&head).into_owned();
-    if head.starts_with("GET /small.jar ") {
+    if head.starts_with("GET /private.jar ") {
+        let allowed = head
+            .to_ascii_lowercase()
+            .contains("\r\nauthorization: bearer repo-token\r\n");
+        let answer = if allowed {
+            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nPK"
+        } else {
+            "HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        };
+        stream.write_all(answer.as_bytes()).await?;
+    } else if head.starts_with("GET /small.jar ") {
         let answer =
             format!("HTTP/1.1 200 OK\r\ncontent-length: {SMALL_JAR_BYTES}\r\nconnection: close\r\n\r\n");
         stream.write_all(answer.as_bytes()).await?;
@@ -102,9 +115,16 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
     let _ = std::fs::remove_dir_all(&dir);
 
     // Warm up the client's first use (TLS provider, resolver) with a jar within the limit.
-    let small = fetch(Some(&format!("{url}/small.jar")), &dir, false, TIMEOUT, LIMIT)
-        .await
-        .unwrap();
+    let small = fetch(
+        Some(&format!("{url}/small.jar")),
+        &dir,
+        false,
+        TIMEOUT,
+        LIMIT,
+        &ArtifactHeaders::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(std::fs::read(&small.path).unwrap(), block[..SMALL_JAR_BYTES]);
     let small_path = small.path.clone();
     drop(small);
@@ -114,7 +134,15 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
     for name in ["declared.jar", "chunked.jar"] {
         let uri = format!("{url}/{name}");
         let started = std::time::Instant::now();
-        let refused = fetch(Some(&uri), &dir, false, TIMEOUT, LIMIT).await;
+        let refused = fetch(
+            Some(&uri),
+            &dir,
+            false,
+            TIMEOUT,
+            LIMIT,
+            &ArtifactHeaders::default(),
+        )
+        .await;
         let took = started.elapsed();
         match &refused {
             Err(error @ ArtifactError::TooLarge { limit, .. }) if *limit == LIMIT => {
@@ -152,17 +180,46 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
     let small = format!("{url}/small.jar");
     let mut held = Vec::new();
     for _ in 0..DOWNLOADS_AT_ONCE {
-        held.push(fetch(Some(&small), &dir, false, TIMEOUT, LIMIT).await.unwrap());
+        held.push(
+            fetch(
+                Some(&small),
+                &dir,
+                false,
+                TIMEOUT,
+                LIMIT,
+                &ArtifactHeaders::default(),
+            )
+            .await
+            .unwrap(),
+        );
     }
     let waited = Duration::from_millis(300);
-    match fetch(Some(&small), &dir, false, waited, LIMIT).await {
+    match fetch(
+        Some(&small),
+        &dir,
+        false,
+        waited,
+        LIMIT,
+        &ArtifactHeaders::default(),
+    )
+    .await
+    {
         Err(error @ ArtifactError::Busy { .. }) => {
             assert!(error.to_string().contains(&small), "{error}")
         }
         other => panic!("a download beyond the turns: {other:?}"),
     }
     held.pop();
-    let next = fetch(Some(&small), &dir, false, waited, LIMIT).await.unwrap();
+    let next = fetch(
+        Some(&small),
+        &dir,
+        false,
+        waited,
+        LIMIT,
+        &ArtifactHeaders::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         std::fs::metadata(&next.path).unwrap().len(),
         SMALL_JAR_BYTES as u64
@@ -170,5 +227,31 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
     drop(next);
     drop(held);
     assert_eq!(files_in(&dir), Vec::<std::path::PathBuf>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_download_sends_the_configured_headers() {
+    let url = repository(Arc::new(vec![0u8; SMALL_JAR_BYTES])).await;
+    let dir = std::env::temp_dir().join(format!("artifact-header-test-{}", std::process::id()));
+    let uri = format!("{url}/private.jar");
+    let refused = fetch(
+        Some(&uri),
+        &dir,
+        false,
+        TIMEOUT,
+        LIMIT,
+        &ArtifactHeaders::default(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(refused.contains("401"), "{refused}");
+    let headers = ArtifactHeaders(vec![("Authorization".into(), "Bearer repo-token".into())]);
+    let jar = fetch(Some(&uri), &dir, false, TIMEOUT, LIMIT, &headers)
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(&jar.path).unwrap(), b"PK");
+    drop(jar);
     let _ = std::fs::remove_dir_all(&dir);
 }

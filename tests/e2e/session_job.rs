@@ -86,7 +86,10 @@ impl Drop for LocalJarsNamespace {
 
 /// Serves `jar` to every GET on a port of the node's address on the pod network, where the
 /// operator in its pod reaches it (a private address: allowed in this namespace only);
-/// counts the requests.
+/// counts the jars served.
+/// What the jar server wants in an `Authorization: Bearer` header.
+const JAR_TOKEN: &str = "jar-token";
+
 fn serve_jar(jar: PathBuf, host_ip: &str) -> (u16, Arc<AtomicUsize>) {
     let listener = std::net::TcpListener::bind((host_ip, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -102,6 +105,15 @@ fn serve_jar(jar: PathBuf, host_ip: &str) -> (u16, Arc<AtomicUsize>) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => request.extend_from_slice(&buffer[..n]),
                 }
+            }
+            // The jar is served only to a download that sends the header its session job's
+            // configuration names, as behind a repository that wants credentials.
+            let head_text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+            if !head_text.contains(&format!("authorization: bearer {JAR_TOKEN}")) {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+                continue;
             }
             let body = std::fs::read(&jar).unwrap();
             let head = format!(
@@ -193,12 +205,18 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
         .await
         .unwrap();
     let (port, served) = serve_jar(jar.clone(), &host_ip);
-    let from_http = session_job(
+    let mut from_http = session_job(
         "from-http",
         &format!("http://{host_ip}:{port}/keyed-counter.jar"),
         "/opt/flink/state/counts-http",
         1,
         "stateless",
+    );
+    from_http.spec.flink_configuration = Some(
+        serde_json::from_value(json!({
+            "kubernetes.operator.user.artifacts.http.header": format!("Authorization:Bearer {JAR_TOKEN}")
+        }))
+        .unwrap(),
     );
     jobs.create(&PostParams::default(), &from_http).await.unwrap();
     wait_for(

@@ -15,7 +15,7 @@ use crate::keys::{bluegreen, kinds, operator};
 pub mod effect;
 mod value;
 
-pub use value::{OptionType, parse_bool, parse_count, parse_integer, parse_millis, read};
+pub use value::{OptionType, parse_bool, parse_count, parse_integer, parse_map, parse_millis, read};
 
 /// The defaults the code applies when a key is not set.
 pub mod defaults {
@@ -665,6 +665,17 @@ pub const OPTIONS: &[OptionDoc] = &[
                   `false` lifts it.",
     },
     OptionDoc {
+        key: operator::USER_ARTIFACTS_HTTP_HEADER,
+        ty: OptionType::Map,
+        deprecated: &[],
+        default: DefaultValue::Unset("no headers"),
+        applies_to: SESSION_JOB,
+        set_in: SetIn::Resource,
+        meaning: "HTTP headers sent with the download of a session job's http(s) jar, as \
+                  `name:value` pairs separated by commas (`Authorization:Bearer <token>`). \
+                  Logs and Events name the headers, never their values.",
+    },
+    OptionDoc {
         key: bluegreen::ABORT_GRACE_PERIOD,
         ty: OptionType::Duration,
         deprecated: &[],
@@ -843,11 +854,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     },
     IgnoredOption {
         key: operator::USER_ARTIFACTS_BASE_DIR,
-        ty: OptionType::Text,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::USER_ARTIFACTS_HTTP_HEADER,
         ty: OptionType::Text,
         note: "",
     },

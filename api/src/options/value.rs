@@ -24,6 +24,8 @@ pub enum OptionType {
     Schedule,
     /// One of these names, in any letter case (as Flink reads an enumeration).
     Choice(&'static [&'static str]),
+    /// Flink's map: `key1:value1,key2:value2`.
+    Map,
     /// Free text: names, selectors, lists; any value is admitted.
     Text,
 }
@@ -40,6 +42,7 @@ impl OptionType {
             OptionType::Integer => "a whole number",
             OptionType::Schedule => "empty, a duration or a Quartz cron expression",
             OptionType::Choice(_) => "one of its names",
+            OptionType::Map => "a list of `key:value` pairs separated by commas",
             OptionType::Text => "text",
         }
     }
@@ -66,6 +69,7 @@ impl OptionType {
             OptionType::Integer => parse_integer(value).map(drop),
             OptionType::Schedule => check_schedule(value),
             OptionType::Choice(names) => parse_choice(value, names).map(drop),
+            OptionType::Map => parse_map(value).map(drop),
             OptionType::Text => Ok(()),
         }
     }
@@ -96,6 +100,22 @@ pub fn parse_choice(value: &str, names: &[&'static str]) -> Result<&'static str,
         .find(|name| name.eq_ignore_ascii_case(value))
         .copied()
         .ok_or_else(|| format!("{value:?} is not one of {}", names.join(", ")))
+}
+
+/// Flink's map (`key1:value1,key2:value2`), each key and value trimmed; a value may hold `:`
+/// (only the first one separates it from its key). Empty is no pairs.
+pub fn parse_map(value: &str) -> Result<Vec<(String, String)>, String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| match pair.split_once(':') {
+            Some((key, value)) if !key.trim().is_empty() => {
+                Ok((key.trim().to_owned(), value.trim().to_owned()))
+            }
+            _ => Err(format!("{pair:?} is not a `key:value` pair")),
+        })
+        .collect()
 }
 
 /// A whole number, 0 or more.
@@ -168,6 +188,14 @@ pub mod read {
         config.get(key).and_then(|v| parse_choice(v, names).ok())
     }
 
+    /// The `key:value` pairs of `key`; none when unset or malformed.
+    pub fn map(config: &BTreeMap<String, String>, key: &str) -> Vec<(String, String)> {
+        config
+            .get(key)
+            .and_then(|v| parse_map(v).ok())
+            .unwrap_or_default()
+    }
+
     /// The whole number `key`; None when unset or malformed.
     pub fn integer(config: &BTreeMap<String, String>, key: &str) -> Option<i64> {
         config.get(key).and_then(|v| parse_integer(v).ok())
@@ -201,6 +229,9 @@ mod tests {
             (OptionType::Schedule, "every hour", false),
             (OptionType::Choice(&["CANONICAL", "NATIVE"]), "native", true),
             (OptionType::Choice(&["CANONICAL", "NATIVE"]), "NATIVELY", false),
+            (OptionType::Map, "Authorization: Bearer a:b, X-Team:a", true),
+            (OptionType::Map, "", true),
+            (OptionType::Map, "Authorization", false),
             (OptionType::Text, "anything at all", true),
         ];
         for (kind, value, admitted) in cases {
@@ -233,5 +264,12 @@ mod tests {
         assert_eq!(read::count(&config, "n"), Some(7));
         assert_eq!(read::count(&config, "negative"), None);
         assert_eq!(read::integer(&config, "negative"), Some(-3));
+        assert_eq!(
+            parse_map("Authorization: Bearer a:b, X-Team:a").unwrap(),
+            [
+                ("Authorization".to_owned(), "Bearer a:b".to_owned()),
+                ("X-Team".to_owned(), "a".to_owned())
+            ]
+        );
     }
 }

@@ -302,6 +302,7 @@ impl SessionJob {
             revisions: look.revisions.clone(),
             violations: look.violations.clone(),
             restricted_artifact_hosts: true,
+            artifact_headers: Default::default(),
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: JOB_ID.into(),
             now_ms: NOW + look.later_ms,

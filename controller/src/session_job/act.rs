@@ -115,6 +115,7 @@ async fn submit(
         submission.check_artifact_hosts,
         ctx.rest_clients.config().submission_timeout,
         artifact::MAX_ARTIFACT_BYTES,
+        &submission.artifact_headers,
     )
     .await?;
     let jar_id = rest

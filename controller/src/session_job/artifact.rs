@@ -146,17 +146,54 @@ fn source(uri: &str) -> Result<Source<'_>, ArtifactError> {
     }
 }
 
+/// The HTTP headers of a jar's download (`kubernetes.operator.user.artifacts.http.header`).
+/// Their values are often credentials: shown, they name the headers only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ArtifactHeaders(pub Vec<(String, String)>);
+
+impl std::fmt::Debug for ArtifactHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+impl ArtifactHeaders {
+    fn to_header_map(&self, uri: &str) -> Result<reqwest::header::HeaderMap, ArtifactError> {
+        self.0
+            .iter()
+            .map(|(name, value)| {
+                let invalid = |what: &str| ArtifactError::Invalid {
+                    uri: uri.to_owned(),
+                    reason: format!(
+                        "the download header {name:?} of kubernetes.operator.user.artifacts.http.header has {what}"
+                    ),
+                };
+                Ok((
+                    reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| invalid("no valid HTTP header name"))?,
+                    reqwest::header::HeaderValue::from_str(value)
+                        .map_err(|_| invalid("no valid HTTP header value"))?,
+                ))
+            })
+            .collect()
+    }
+}
+
 /// The jar of `uri` as a local file; downloads go into `dir`. With `check_hosts`, an http(s)
 /// host that resolves to a loopback, private, link-local, wildcard or multicast address is
 /// refused (admission checks literal addresses only; names are checked here, as resolved).
 /// A download larger than `max_bytes` ([`MAX_ARTIFACT_BYTES`] in the operator) is refused;
-/// waiting for a download's turn and the download each take at most `timeout`.
+/// waiting for a download's turn and the download each take at most `timeout`. A download
+/// sends `headers`.
 pub async fn fetch(
     uri: Option<&str>,
     dir: &Path,
     check_hosts: bool,
     timeout: Duration,
     max_bytes: u64,
+    headers: &ArtifactHeaders,
 ) -> Result<LocalJar, ArtifactError> {
     let uri = uri
         .filter(|u| !u.trim().is_empty())
@@ -183,7 +220,7 @@ pub async fn fetch(
                 _turn: None,
             })
         }
-        Source::Http => download(uri, dir, check_hosts, timeout, max_bytes).await,
+        Source::Http => download(uri, dir, check_hosts, timeout, max_bytes, headers).await,
     }
 }
 
@@ -193,7 +230,9 @@ async fn download(
     check_hosts: bool,
     timeout: Duration,
     max_bytes: u64,
+    headers: &ArtifactHeaders,
 ) -> Result<LocalJar, ArtifactError> {
+    let headers = headers.to_header_map(uri)?;
     let url = reqwest::Url::parse(uri).map_err(|e| ArtifactError::Invalid {
         uri: uri.to_owned(),
         reason: e.to_string(),
@@ -233,6 +272,7 @@ async fn download(
         .map_err(|e| download_error(e.to_string()))?;
     let mut response = client
         .get(url.clone())
+        .headers(headers)
         .send()
         .await
         .map_err(|e| download_error(e.to_string()))?;
@@ -394,9 +434,16 @@ mod tests {
         let jar = dir.join("job.jar");
         std::fs::write(&jar, b"PK").unwrap();
         let uri = format!("file://{}", jar.display());
-        let local = fetch(Some(&uri), &dir, true, Duration::from_secs(5), MAX_ARTIFACT_BYTES)
-            .await
-            .unwrap();
+        let local = fetch(
+            Some(&uri),
+            &dir,
+            true,
+            Duration::from_secs(5),
+            MAX_ARTIFACT_BYTES,
+            &ArtifactHeaders::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!(local.path, jar);
         drop(local);
         assert!(jar.exists(), "a local jar is not the operator's to delete");
@@ -406,13 +453,22 @@ mod tests {
             true,
             Duration::from_secs(5),
             MAX_ARTIFACT_BYTES,
+            &ArtifactHeaders::default(),
         )
         .await
         .unwrap_err()
         .to_string();
         assert!(error.contains("/nonexistent/job.jar"), "{error}");
         assert!(matches!(
-            fetch(None, &dir, true, Duration::from_secs(5), MAX_ARTIFACT_BYTES).await,
+            fetch(
+                None,
+                &dir,
+                true,
+                Duration::from_secs(5),
+                MAX_ARTIFACT_BYTES,
+                &ArtifactHeaders::default()
+            )
+            .await,
             Err(ArtifactError::Missing)
         ));
         let refused = fetch(
@@ -421,6 +477,7 @@ mod tests {
             true,
             Duration::from_secs(5),
             MAX_ARTIFACT_BYTES,
+            &ArtifactHeaders::default(),
         )
         .await;
         assert!(
@@ -428,5 +485,22 @@ mod tests {
             "{refused:?}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn download_headers_are_checked_and_shown_without_their_values() {
+        let headers = ArtifactHeaders(vec![("Authorization".into(), "Bearer secret".into())]);
+        assert_eq!(format!("{headers:?}"), r#"["Authorization"]"#);
+        let map = headers.to_header_map("https://repo/a.jar").unwrap();
+        assert_eq!(map["authorization"], "Bearer secret");
+        let invalid = ArtifactHeaders(vec![("Bad Name".into(), "x".into())])
+            .to_header_map("https://repo/a.jar")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            invalid.contains("\"Bad Name\"") && invalid.contains("header name"),
+            "{invalid}"
+        );
+        assert!(!invalid.contains("secret"));
     }
 }

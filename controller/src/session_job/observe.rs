@@ -4,6 +4,8 @@
 use flink_operator_api::{
     FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode,
     common::flink_job_state,
+    keys::operator,
+    options::read,
     validation::{
         ValidationContext,
         session_job::{self, ArtifactPolicy},
@@ -11,7 +13,10 @@ use flink_operator_api::{
 };
 use kube::ResourceExt;
 
-use super::decide::{Observation, SessionObservation};
+use super::{
+    artifact::ArtifactHeaders,
+    decide::{Observation, SessionObservation},
+};
 use crate::{
     caches::Caches,
     context::Context,
@@ -63,6 +68,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
             &sj.metadata,
         )),
         restricted_artifact_hosts: ArtifactPolicy::new(&validation, &namespace).disallow_restricted_hosts,
+        artifact_headers: ArtifactHeaders(read::map(&config, operator::USER_ARTIFACTS_HTTP_HEADER)),
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),

@@ -62,6 +62,7 @@ fn submission(
         allow_non_restored_state: job.allow_non_restored_state,
         configuration,
         check_artifact_hosts: obs.restricted_artifact_hosts,
+        artifact_headers: obs.artifact_headers.clone(),
     }
 }
 

@@ -186,6 +186,7 @@ fn the_first_submission_is_recorded_with_its_job_id_before_it_is_sent() {
         allow_non_restored_state: Some(true),
         configuration: [("pipeline.max-parallelism".to_owned(), "8".to_owned())].into(),
         check_artifact_hosts: true,
+        artifact_headers: Default::default(),
     };
     assert_eq!(plan.actions, [Action::AddFinalizer, Action::Submit(expected)]);
     let before = plan.status_before.unwrap();
