@@ -13,6 +13,7 @@
 use crate::keys::{bluegreen, kinds, operator};
 
 pub mod effect;
+pub mod schedule;
 mod value;
 
 pub use value::{OptionType, parse_bool, parse_count, parse_integer, parse_map, parse_millis, read};

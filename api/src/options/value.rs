@@ -134,21 +134,9 @@ pub fn parse_integer(value: &str) -> Result<i64, String> {
         .map_err(|_| format!("{value:?} is not a whole number"))
 }
 
-/// A periodic schedule: empty (off), a duration, or a Quartz cron expression. Only the
-/// number of a cron expression's fields is checked.
+/// A periodic schedule: empty (off), a duration, or a Quartz cron expression.
 fn check_schedule(value: &str) -> Result<(), String> {
-    let value = value.trim();
-    if value.is_empty() || parse_duration(value).is_ok() {
-        return Ok(());
-    }
-    let fields = value.split_whitespace().count();
-    if (6..=7).contains(&fields) {
-        Ok(())
-    } else {
-        Err(format!(
-            "{value:?} is neither a duration (e.g. 1 h) nor a Quartz cron expression (6 or 7 fields)"
-        ))
-    }
+    super::schedule::Schedule::parse(value).map(drop)
 }
 
 /// The readers of a configuration: each reads a key with its type's parser. A value that
