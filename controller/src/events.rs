@@ -69,8 +69,6 @@ reasons! {
     SavepointsDisposed,
     /// Savepoints beyond the history's count or age left it; their files are kept.
     SavepointHistoryTrimmed,
-    /// A periodic savepoint was not taken (the job was not running).
-    PeriodicSavepointSkipped,
     /// A checkpoint was triggered.
     CheckpointTriggered,
     /// A checkpoint completed.

@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 
 use flink_operator_api::{
     keys::{flink, operator},
-    options::{defaults as option_defaults, parse_bool, read},
-    validation::values::parse_duration,
+    options::{defaults as option_defaults, parse_bool, read, schedule::Schedule},
 };
 
 pub use health::HealthSettings;
@@ -29,10 +28,8 @@ pub struct Policy {
     pub savepoint_on_deletion_set: Option<bool>,
     /// Drain when stopping with a savepoint.
     pub drain: bool,
-    /// Periodic savepoint interval; `None` when off.
-    pub periodic_savepoint_ms: Option<i64>,
-    /// A periodic schedule that is set but not understood by this version (cron).
-    pub unsupported_schedule: Option<String>,
+    /// When periodic savepoints fall due; `None` when off.
+    pub periodic_savepoint: Option<Schedule>,
     pub history_cleanup: bool,
     /// `kubernetes.operator.snapshot.resource.enabled`, in the job's configuration and the
     /// operator's (see [`Policy::with_snapshot_loop`]): the job's savepoints and checkpoints
@@ -94,8 +91,7 @@ impl Default for Policy {
             restart_failed: option_defaults::JOB_RESTART_FAILED,
             savepoint_on_deletion_set: None,
             drain: option_defaults::JOB_DRAIN_ON_SAVEPOINT_DELETION,
-            periodic_savepoint_ms: None,
-            unsupported_schedule: None,
+            periodic_savepoint: None,
             history_cleanup: option_defaults::SAVEPOINT_CLEANUP_ENABLED,
             snapshot_resources: option_defaults::SNAPSHOT_RESOURCE_ENABLED,
             dispose_on_delete: option_defaults::SAVEPOINT_DISPOSE_ON_DELETE,
@@ -140,18 +136,9 @@ impl Policy {
         let defaults = Policy::default();
         let flag = |key: &str, default: bool| read::flag(config, key, default);
         let duration = |key: &str| read::millis(config, key);
-        let (periodic_savepoint_ms, unsupported_schedule) = match config
+        let periodic_savepoint = config
             .get(operator::PERIODIC_SAVEPOINT_INTERVAL)
-            .map(|v| v.trim())
-            .filter(|v| !v.is_empty())
-        {
-            None => (None, None),
-            Some(value) => match parse_duration(value) {
-                Ok(d) if d.is_zero() => (None, None),
-                Ok(d) => (Some(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)), None),
-                Err(_) => (None, Some(value.to_owned())),
-            },
-        };
+            .and_then(|v| Schedule::parse(v).ok().flatten());
         let count = |key: &str| read::count(config, key).map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let threshold_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD);
         let history_max_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT)
@@ -175,8 +162,7 @@ impl Policy {
                 .get(operator::JOB_SAVEPOINT_ON_DELETION)
                 .and_then(|v| parse_bool(v).ok()),
             drain: flag(operator::JOB_DRAIN_ON_SAVEPOINT_DELETION, defaults.drain),
-            periodic_savepoint_ms,
-            unsupported_schedule,
+            periodic_savepoint,
             history_cleanup: flag(operator::SAVEPOINT_CLEANUP_ENABLED, defaults.history_cleanup),
             snapshot_resources: flag(operator::SNAPSHOT_RESOURCE_ENABLED, defaults.snapshot_resources),
             dispose_on_delete: flag(operator::SAVEPOINT_DISPOSE_ON_DELETE, defaults.dispose_on_delete),
@@ -296,7 +282,7 @@ mod tests {
                     (operator::SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD, "12 h"),
                 ]),
                 Policy {
-                    periodic_savepoint_ms: Some(3_600_000),
+                    periodic_savepoint: Some(Schedule::Every(3_600_000)),
                     history_max_count: 5,
                     history_max_age_ms: 12 * 3_600_000,
                     ..Policy::default()
@@ -314,10 +300,10 @@ mod tests {
                 },
             ),
             (
-                "cron schedules are named as unsupported",
+                "a Quartz cron schedule",
                 config(&[(operator::PERIODIC_SAVEPOINT_INTERVAL, "0 0 * * * ?")]),
                 Policy {
-                    unsupported_schedule: Some("0 0 * * * ?".to_owned()),
+                    periodic_savepoint: Schedule::parse("0 0 * * * ?").unwrap(),
                     ..Policy::default()
                 },
             ),

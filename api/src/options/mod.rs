@@ -463,10 +463,9 @@ pub const OPTIONS: &[OptionDoc] = &[
         default: DefaultValue::Unset("off"),
         applies_to: JOBS,
         set_in: SetIn::Resource,
-        meaning: "Take a savepoint of the running job this often (a duration; empty or 0 is \
-                  off). A Quartz cron expression is accepted by the webhook but not \
-                  supported: it is reported in `status.error` and a Warning Event, and no savepoint \
-                  is taken.",
+        meaning: "Take a savepoint of the running job on this schedule: a duration (empty or 0 \
+                  is off), or a Quartz cron expression (seconds first, optional year last), \
+                  evaluated in UTC.",
     },
     OptionDoc {
         key: operator::SAVEPOINT_TRIGGER_GRACE_PERIOD,

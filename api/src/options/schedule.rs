@@ -63,7 +63,9 @@ impl Schedule {
         match self {
             Schedule::Every(every) => Some(after_ms.saturating_add(*every)),
             Schedule::Cron(cron) => {
-                let after = Timestamp::from_millisecond(after_ms).ok()?.to_zoned(TimeZone::UTC);
+                let after = Timestamp::from_millisecond(after_ms)
+                    .ok()?
+                    .to_zoned(TimeZone::UTC);
                 cron.find_next_occurrence(&after, false)
                     .ok()
                     .map(|next| next.timestamp().as_millisecond())
@@ -87,7 +89,11 @@ mod tests {
             // Every hour on the hour (Quartz: seconds first, `?` for the day of week).
             ("0 0 * * * ?", "2026-12-05T10:20:00Z", "2026-12-05T11:00:00Z"),
             // 02:30 on weekdays; Saturday the 5th goes on to Monday the 7th.
-            ("0 30 2 ? * MON-FRI", "2026-12-05T10:20:00Z", "2026-12-07T02:30:00Z"),
+            (
+                "0 30 2 ? * MON-FRI",
+                "2026-12-05T10:20:00Z",
+                "2026-12-07T02:30:00Z",
+            ),
             // Quartz numbers days of the week from Sunday = 1: 2 is Monday.
             ("0 0 12 ? * 2", "2026-12-05T10:20:00Z", "2026-12-07T12:00:00Z"),
             // Every 15 minutes from the hour, in Quartz's `0/15`.

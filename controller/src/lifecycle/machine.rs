@@ -669,9 +669,6 @@ fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> P
     let facts = k.facts;
     let running = !pending && !spec::is_suspended(recorded) && k.standing().running;
     if running {
-        let stored = k.stored.and_then(LifecycleStatus::error);
-        let (status, mut out) = k.parts();
-        snapshots::report_unsupported_schedule(status, stored, &facts, &mut out);
         let (status, mut out) = k.parts();
         if snapshots::trim_history(status, &facts, &mut out) {
             k.phase(recorded, pending);
@@ -686,7 +683,7 @@ fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> P
     let next = k.phase(recorded, pending);
     let requeue = savepoint_history::requeue_for_periodic(
         &job_view(k),
-        facts.policy.periodic_savepoint_ms,
+        facts.policy.periodic_savepoint.as_ref(),
         facts.now_ms,
         next,
     );

@@ -7,7 +7,10 @@
 //! `savepoint.cleanup.enabled` is true (the default), and are otherwise left where they are.
 //! The newest savepoint, the last one, and the one the job was started from never leave.
 
-use flink_operator_api::common::{JobStatus, Savepoint};
+use flink_operator_api::{
+    common::{JobStatus, Savepoint},
+    options::schedule::Schedule,
+};
 
 use crate::{policy::Policy, runtime::Next};
 
@@ -24,11 +27,11 @@ pub fn record(job: &mut JobStatus, savepoint: Savepoint, periodic_trigger: Optio
     }
 }
 
-/// When the next periodic savepoint of the running job is due (epoch ms): an interval
-/// after the last one was triggered, and the first an interval after the job started (not
-/// at its start). `None` when periodic savepoints are off.
-fn next_periodic_at(job: &JobStatus, interval_ms: Option<i64>, now_ms: i64) -> Option<i64> {
-    let interval = interval_ms?;
+/// When the next periodic savepoint of the running job is due (epoch ms): the schedule's
+/// next time after the last one was triggered, and the first its next time after the job
+/// started (not at its start). `None` when periodic savepoints are off.
+fn next_periodic_at(job: &JobStatus, schedule: Option<&Schedule>, now_ms: i64) -> Option<i64> {
+    let schedule = schedule?;
     let last = job
         .savepoint_info
         .as_ref()
@@ -39,19 +42,19 @@ fn next_periodic_at(job: &JobStatus, interval_ms: Option<i64>, now_ms: i64) -> O
         .as_deref()
         .and_then(|t| t.parse::<i64>().ok())
         .unwrap_or(now_ms);
-    Some(last.max(started).saturating_add(interval))
+    schedule.next_after(last.max(started))
 }
 
 /// Whether a periodic savepoint of the running job is due.
-pub fn periodic_due(job: &JobStatus, interval_ms: Option<i64>, now_ms: i64) -> bool {
-    next_periodic_at(job, interval_ms, now_ms).is_some_and(|at| now_ms >= at)
+pub fn periodic_due(job: &JobStatus, schedule: Option<&Schedule>, now_ms: i64) -> bool {
+    next_periodic_at(job, schedule, now_ms).is_some_and(|at| now_ms >= at)
 }
 
 /// `next`, or sooner when the next periodic savepoint is due before a steady resource would
 /// be looked at again, so that a short interval is kept even while the resource is
 /// otherwise looked at seldom.
-pub fn requeue_for_periodic(job: &JobStatus, interval_ms: Option<i64>, now_ms: i64, next: Next) -> Next {
-    let Some(at) = next_periodic_at(job, interval_ms, now_ms) else {
+pub fn requeue_for_periodic(job: &JobStatus, schedule: Option<&Schedule>, now_ms: i64, next: Next) -> Next {
+    let Some(at) = next_periodic_at(job, schedule, now_ms) else {
         return next;
     };
     let due_in_ms = u64::try_from(at - now_ms).unwrap_or(0);
@@ -296,7 +299,7 @@ mod tests {
             (JobStatus::default(), Some(10), false),
         ] {
             assert_eq!(
-                periodic_due(&job, interval_min.map(|m| m * MIN), NOW),
+                periodic_due(&job, interval_min.map(|m| Schedule::Every(m * MIN)).as_ref(), NOW),
                 due,
                 "{job:?}, every {interval_min:?} min"
             );
@@ -319,7 +322,7 @@ mod tests {
             (Some(5 * MIN + 7_500), Next::Within(3), Next::Within(3)),
         ] {
             assert_eq!(
-                requeue_for_periodic(&job, interval_ms, NOW, requeue),
+                requeue_for_periodic(&job, interval_ms.map(Schedule::Every).as_ref(), NOW, requeue),
                 expected,
                 "every {interval_ms:?} ms"
             );

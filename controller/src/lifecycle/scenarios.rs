@@ -17,6 +17,8 @@ use super::{
     poll::SavepointPoll,
     snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
 };
+use flink_operator_api::options::schedule::Schedule;
+
 use crate::{
     deployment::decide as fd,
     events::Reason,
@@ -571,7 +573,7 @@ fn a_periodic_savepoint_falls_due_an_interval_after_the_job_started() {
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
         let policy = Policy {
-            periodic_savepoint_ms: Some(HOUR),
+            periodic_savepoint: Some(Schedule::Every(HOUR)),
             ..Policy::status_only()
         };
         let stored = started(&job, &json!({}), kind);
@@ -604,23 +606,46 @@ fn a_periodic_savepoint_falls_due_an_interval_after_the_job_started() {
     });
 }
 
+/// A Quartz cron schedule falls due at its next time after the job started (or after the
+/// last periodic savepoint), and a steady job is looked at again by then.
 #[test]
-fn an_unsupported_periodic_schedule_is_reported_once() {
+fn a_cron_schedule_falls_due_at_its_next_time_and_the_job_is_looked_at_by_then() {
+    const MIN: i64 = 60_000;
+    assert_eq!(NOW.rem_euclid(HOUR), 0, "the times below count from a full hour");
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
+        // At 20 past every hour.
+        let policy = Policy {
+            periodic_savepoint: Schedule::parse("0 20 * * * ?").unwrap(),
+            ..Policy::status_only()
+        };
         let stored = started(&job, &json!({}), kind);
-        let at = Look {
-            policy: Policy {
-                unsupported_schedule: Some("0 0 * * *".into()),
-                ..Policy::status_only()
-            },
+        let started_at_ten_to = Look {
+            policy: policy.clone(),
+            started_ago: 10 * MIN,
             ..look("RUNNING")
         };
-        let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
-        assert_eq!(outcome.reasons(), [Reason::PeriodicSavepointSkipped], "{kind}");
-        assert!(outcome.error.is_some_and(|e| e.contains("cron")), "{kind}");
-        let (outcome, _) = decide(&job, &json!({}), Some(&next), &at, false);
-        assert!(outcome.events.is_empty(), "{kind}: once");
+        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &started_at_ten_to, false);
+        assert!(outcome.job.is_empty(), "{kind}: not before 20 past");
+        assert_eq!(
+            outcome.requeue,
+            Next::Within(20 * 60),
+            "{kind}: looked at again at 20 past"
+        );
+        let started_at_ten_past = Look {
+            policy,
+            started_ago: 50 * MIN,
+            ..look("RUNNING")
+        };
+        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &started_at_ten_past, false);
+        assert_eq!(
+            outcome.job,
+            [JobAction::TriggerSavepoint {
+                job_id: JOB_ID.into(),
+                trigger_id: "trigger-1".into()
+            }],
+            "{kind}: due since 20 past the previous hour"
+        );
     });
 }
 
@@ -1333,7 +1358,7 @@ fn job_status_of(status: &Status) -> JobStatus {
 #[test]
 fn with_snapshot_resources_a_nonce_or_a_due_period_creates_a_resource_recorded_first_and_created_once() {
     let periodic = Policy {
-        periodic_savepoint_ms: Some(HOUR),
+        periodic_savepoint: Some(Schedule::Every(HOUR)),
         ..Policy::default()
     };
     for (case, field, policy, expected) in [

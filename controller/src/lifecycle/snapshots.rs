@@ -212,7 +212,7 @@ pub fn due<S: JobSpecOf>(
     if let Some(kind) = super::spec::new_nonce(spec, recorded) {
         return Some((kind, SnapshotTriggerType::Manual));
     }
-    savepoint_history::periodic_due(job, facts.policy.periodic_savepoint_ms, facts.now_ms)
+    savepoint_history::periodic_due(job, facts.policy.periodic_savepoint.as_ref(), facts.now_ms)
         .then_some((Snapshot::Savepoint, SnapshotTriggerType::Periodic))
 }
 
@@ -277,29 +277,6 @@ pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
         format!("Triggering a {name} of job {job_id}"),
     ));
     out.act(trigger_action(kind, job_id, trigger_id));
-}
-
-/// A periodic schedule this version does not understand (cron) is reported in
-/// `status.error` with one Event per new message (`stored` is the error as stored).
-pub fn report_unsupported_schedule<A>(
-    status: &mut impl LifecycleStatus,
-    stored: Option<&str>,
-    facts: &Facts,
-    out: &mut Out<A>,
-) {
-    let Some(schedule) = &facts.policy.unsupported_schedule else {
-        return;
-    };
-    let error = format!(
-        "kubernetes.operator.periodic.savepoint.interval {schedule:?}: cron schedules are not supported by this operator version; use a duration such as 1 h"
-    );
-    if stored != Some(error.as_str()) && status.error_mut().as_deref() != Some(error.as_str()) {
-        out.event(EventNote::warning(
-            Reason::PeriodicSavepointSkipped,
-            error.clone(),
-        ));
-    }
-    *status.error_mut() = Some(error);
 }
 
 /// Savepoints beyond the history's count or age leave it, and are disposed of when the

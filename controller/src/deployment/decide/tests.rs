@@ -1,4 +1,5 @@
 use super::*;
+use flink_operator_api::options::schedule::Schedule;
 use flink_operator_api::{
     JobManagerDeploymentStatus, ReconciledSpec,
     common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState},
@@ -1314,7 +1315,7 @@ fn nonces_and_ignored_fields() {
 fn periodic_savepoints_start_an_interval_after_the_job_and_join_the_history() {
     let spec = spec_with("savepoint", &[]);
     let hourly = Policy {
-        periodic_savepoint_ms: Some(60 * MIN),
+        periodic_savepoint: Some(Schedule::Every(60 * MIN)),
         ..Policy::status_only()
     };
     let running_since = |started: i64| {

@@ -9,6 +9,7 @@ use crate::{
 use flink_operator_api::common::{Checkpoint, Savepoint, SnapshotTriggerType};
 use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, UpgradeMode};
 use flink_operator_api::keys;
+use flink_operator_api::options::schedule::Schedule;
 use serde_json::{Value, json};
 
 use crate::fixtures::{NOW, condition};
@@ -1726,7 +1727,7 @@ fn periodic_savepoints_are_taken_an_interval_apart_and_recorded_in_the_history()
         ..with_policy(
             ready(job),
             Policy {
-                periodic_savepoint_ms: Some(10 * MIN),
+                periodic_savepoint: Some(Schedule::Every(10 * MIN)),
                 ..Policy::status_only()
             },
         )
