@@ -30,6 +30,8 @@ pub struct Policy {
     pub drain: bool,
     /// When periodic savepoints fall due; `None` when off.
     pub periodic_savepoint: Option<Schedule>,
+    /// When periodic checkpoints fall due; `None` when off.
+    pub periodic_checkpoint: Option<Schedule>,
     pub history_cleanup: bool,
     /// `kubernetes.operator.snapshot.resource.enabled`, in the job's configuration and the
     /// operator's (see [`Policy::with_snapshot_loop`]): the job's savepoints and checkpoints
@@ -92,6 +94,7 @@ impl Default for Policy {
             savepoint_on_deletion_set: None,
             drain: option_defaults::JOB_DRAIN_ON_SAVEPOINT_DELETION,
             periodic_savepoint: None,
+            periodic_checkpoint: None,
             history_cleanup: option_defaults::SAVEPOINT_CLEANUP_ENABLED,
             snapshot_resources: option_defaults::SNAPSHOT_RESOURCE_ENABLED,
             dispose_on_delete: option_defaults::SAVEPOINT_DISPOSE_ON_DELETE,
@@ -136,9 +139,7 @@ impl Policy {
         let defaults = Policy::default();
         let flag = |key: &str, default: bool| read::flag(config, key, default);
         let duration = |key: &str| read::millis(config, key);
-        let periodic_savepoint = config
-            .get(operator::PERIODIC_SAVEPOINT_INTERVAL)
-            .and_then(|v| Schedule::parse(v).ok().flatten());
+        let schedule = |key: &str| config.get(key).and_then(|v| Schedule::parse(v).ok().flatten());
         let count = |key: &str| read::count(config, key).map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let threshold_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD);
         let history_max_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT)
@@ -162,7 +163,8 @@ impl Policy {
                 .get(operator::JOB_SAVEPOINT_ON_DELETION)
                 .and_then(|v| parse_bool(v).ok()),
             drain: flag(operator::JOB_DRAIN_ON_SAVEPOINT_DELETION, defaults.drain),
-            periodic_savepoint,
+            periodic_savepoint: schedule(operator::PERIODIC_SAVEPOINT_INTERVAL),
+            periodic_checkpoint: schedule(operator::PERIODIC_CHECKPOINT_INTERVAL),
             history_cleanup: flag(operator::SAVEPOINT_CLEANUP_ENABLED, defaults.history_cleanup),
             snapshot_resources: flag(operator::SNAPSHOT_RESOURCE_ENABLED, defaults.snapshot_resources),
             dispose_on_delete: flag(operator::SAVEPOINT_DISPOSE_ON_DELETE, defaults.dispose_on_delete),

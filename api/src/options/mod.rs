@@ -468,6 +468,21 @@ pub const OPTIONS: &[OptionDoc] = &[
                   evaluated in UTC.",
     },
     OptionDoc {
+        key: operator::PERIODIC_CHECKPOINT_INTERVAL,
+        ty: OptionType::Schedule,
+        deprecated: &[],
+        default: DefaultValue::Unset("off"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "Take a checkpoint of the running job on this schedule (as \
+                  `kubernetes.operator.periodic.savepoint.interval`): a PERIODIC checkpoint \
+                  FlinkStateSnapshot resource, trimmed beyond \
+                  `execution.checkpointing.num-retained` like the job's other checkpoint \
+                  resources (without snapshot resources, triggered through the JobManager and \
+                  recorded in `status.jobStatus.checkpointInfo`). Its schedule moves when one is \
+                  asked for, so a failed one is not asked for again before its next time.",
+    },
+    OptionDoc {
         key: operator::SAVEPOINT_TRIGGER_GRACE_PERIOD,
         ty: OptionType::Duration,
         deprecated: &[operator::SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED],
@@ -841,11 +856,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
         key: operator::CHECKPOINT_TYPE,
         ty: OptionType::Choice(&["FULL", "INCREMENTAL"]),
         note: "",
-    },
-    IgnoredOption {
-        key: operator::PERIODIC_CHECKPOINT_INTERVAL,
-        ty: OptionType::Schedule,
-        note: "no periodic checkpoints are triggered",
     },
     IgnoredOption {
         key: operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,

@@ -26,7 +26,7 @@ use std::ops::DerefMut;
 use flink_operator_api::common::{JobStatus, ResourceLifecycleState, UpgradeMode};
 
 use super::{
-    FAST, JobAction, LifecycleStatus, Plan, SLOW, WAIT, capitalised, change,
+    FAST, JobAction, LifecycleStatus, Plan, SLOW, Snapshot, WAIT, capitalised, change,
     deletion::{self, DeletionSavepoint},
     history,
     ledger::Ledger,
@@ -681,11 +681,14 @@ fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> P
         }
     }
     let next = k.phase(recorded, pending);
-    let requeue = savepoint_history::requeue_for_periodic(
-        &job_view(k),
-        facts.policy.periodic_savepoint.as_ref(),
-        facts.now_ms,
-        next,
-    );
+    let job = job_view(k);
+    let requeue = [
+        (Snapshot::Savepoint, facts.policy.periodic_savepoint.as_ref()),
+        (Snapshot::Checkpoint, facts.policy.periodic_checkpoint.as_ref()),
+    ]
+    .into_iter()
+    .fold(next, |next, (kind, schedule)| {
+        savepoint_history::requeue_for_periodic(&job, kind, schedule, facts.now_ms, next)
+    });
     k.done(requeue)
 }

@@ -12,6 +12,7 @@ use flink_operator_api::{
     options::schedule::Schedule,
 };
 
+use super::Snapshot;
 use crate::{policy::Policy, runtime::Next};
 
 /// Records a completed savepoint as the last one and at the end of the history; a periodic
@@ -27,16 +28,27 @@ pub fn record(job: &mut JobStatus, savepoint: Savepoint, periodic_trigger: Optio
     }
 }
 
-/// When the next periodic savepoint of the running job is due (epoch ms): the schedule's
-/// next time after the last one was triggered, and the first its next time after the job
-/// started (not at its start). `None` when periodic savepoints are off.
-fn next_periodic_at(job: &JobStatus, schedule: Option<&Schedule>, now_ms: i64) -> Option<i64> {
+/// When the next periodic snapshot of `kind` of the running job is due (epoch ms): the
+/// schedule's next time after the last periodic one of that kind was triggered, and the first
+/// its next time after the job started (not at its start). `None` when they are off.
+fn next_periodic_at(
+    job: &JobStatus,
+    kind: Snapshot,
+    schedule: Option<&Schedule>,
+    now_ms: i64,
+) -> Option<i64> {
     let schedule = schedule?;
-    let last = job
-        .savepoint_info
-        .as_ref()
-        .and_then(|i| i.last_periodic_savepoint_timestamp)
-        .unwrap_or(0);
+    let last = match kind {
+        Snapshot::Savepoint => job
+            .savepoint_info
+            .as_ref()
+            .and_then(|i| i.last_periodic_savepoint_timestamp),
+        Snapshot::Checkpoint => job
+            .checkpoint_info
+            .as_ref()
+            .and_then(|i| i.last_periodic_checkpoint_timestamp),
+    }
+    .unwrap_or(0);
     let started = job
         .start_time
         .as_deref()
@@ -45,16 +57,22 @@ fn next_periodic_at(job: &JobStatus, schedule: Option<&Schedule>, now_ms: i64) -
     schedule.next_after(last.max(started))
 }
 
-/// Whether a periodic savepoint of the running job is due.
-pub fn periodic_due(job: &JobStatus, schedule: Option<&Schedule>, now_ms: i64) -> bool {
-    next_periodic_at(job, schedule, now_ms).is_some_and(|at| now_ms >= at)
+/// Whether a periodic snapshot of `kind` of the running job is due.
+pub fn periodic_due(job: &JobStatus, kind: Snapshot, schedule: Option<&Schedule>, now_ms: i64) -> bool {
+    next_periodic_at(job, kind, schedule, now_ms).is_some_and(|at| now_ms >= at)
 }
 
-/// `next`, or sooner when the next periodic savepoint is due before a steady resource would
-/// be looked at again, so that a short interval is kept even while the resource is
-/// otherwise looked at seldom.
-pub fn requeue_for_periodic(job: &JobStatus, schedule: Option<&Schedule>, now_ms: i64, next: Next) -> Next {
-    let Some(at) = next_periodic_at(job, schedule, now_ms) else {
+/// `next`, or sooner when the next periodic snapshot of `kind` is due before a steady
+/// resource would be looked at again, so that a short interval is kept even while the
+/// resource is otherwise looked at seldom.
+pub fn requeue_for_periodic(
+    job: &JobStatus,
+    kind: Snapshot,
+    schedule: Option<&Schedule>,
+    now_ms: i64,
+    next: Next,
+) -> Next {
+    let Some(at) = next_periodic_at(job, kind, schedule, now_ms) else {
         return next;
     };
     let due_in_ms = u64::try_from(at - now_ms).unwrap_or(0);
@@ -299,7 +317,12 @@ mod tests {
             (JobStatus::default(), Some(10), false),
         ] {
             assert_eq!(
-                periodic_due(&job, interval_min.map(|m| Schedule::Every(m * MIN)).as_ref(), NOW),
+                periodic_due(
+                    &job,
+                    Snapshot::Savepoint,
+                    interval_min.map(|m| Schedule::Every(m * MIN)).as_ref(),
+                    NOW
+                ),
                 due,
                 "{job:?}, every {interval_min:?} min"
             );
@@ -322,7 +345,13 @@ mod tests {
             (Some(5 * MIN + 7_500), Next::Within(3), Next::Within(3)),
         ] {
             assert_eq!(
-                requeue_for_periodic(&job, interval_ms.map(Schedule::Every).as_ref(), NOW, requeue),
+                requeue_for_periodic(
+                    &job,
+                    Snapshot::Savepoint,
+                    interval_ms.map(Schedule::Every).as_ref(),
+                    NOW,
+                    requeue
+                ),
                 expected,
                 "every {interval_ms:?} ms"
             );

@@ -649,6 +649,63 @@ fn a_cron_schedule_falls_due_at_its_next_time_and_the_job_is_looked_at_by_then()
     });
 }
 
+/// Without snapshot resources a periodic checkpoint is triggered through the JobManager, and
+/// its schedule moves when it is asked for: the next look before its next time asks nothing.
+#[test]
+fn a_periodic_checkpoint_is_triggered_on_its_schedule_and_not_again_before_its_next_time() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let at = Look {
+            policy: Policy {
+                periodic_checkpoint: Some(Schedule::Every(HOUR)),
+                ..Policy::status_only()
+            },
+            started_ago: 2 * HOUR,
+            ..look("RUNNING")
+        };
+        let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
+        assert_eq!(
+            outcome.job,
+            [JobAction::TriggerCheckpoint {
+                job_id: JOB_ID.into(),
+                trigger_id: "trigger-1".into()
+            }],
+            "{kind}"
+        );
+        assert_eq!(
+            outcome
+                .job_status
+                .checkpoint_info
+                .as_ref()
+                .and_then(|i| i.last_periodic_checkpoint_timestamp),
+            Some(NOW),
+            "{kind}"
+        );
+        let settled = Look {
+            checkpoint: Some(SavepointPoll::Completed("8".into())),
+            later_ms: 60_000,
+            ..at.clone()
+        };
+        let (outcome, next) = decide(&job, &json!({}), Some(&next), &settled, false);
+        assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
+        let (outcome, _) = decide(
+            &job,
+            &json!({}),
+            Some(&next),
+            &Look {
+                checkpoint: None,
+                ..settled
+            },
+            false,
+        );
+        assert!(
+            outcome.job.is_empty(),
+            "{kind}: not again within the hour: {outcome:?}"
+        );
+    });
+}
+
 #[test]
 fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new_spec_from_it() {
     both(|kind, decide| {
@@ -1379,6 +1436,15 @@ fn with_snapshot_resources_a_nonce_or_a_due_period_creates_a_resource_recorded_f
             None,
             periodic,
             (Snapshot::Savepoint, SnapshotTriggerType::Periodic),
+        ),
+        (
+            "periodic checkpoint",
+            None,
+            Policy {
+                periodic_checkpoint: Some(Schedule::Every(HOUR)),
+                ..Policy::default()
+            },
+            (Snapshot::Checkpoint, SnapshotTriggerType::Periodic),
         ),
     ] {
         both(|kind, decide| {

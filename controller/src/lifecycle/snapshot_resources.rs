@@ -169,10 +169,22 @@ pub fn under_way(snapshots: &[JobSnapshot]) -> bool {
 /// `job` as restores and the periodic schedule see it: its newest COMPLETED savepoint
 /// resource as its last savepoint when that is newer than the status's, every COMPLETED
 /// savepoint resource in its history (so that the time of the state it was started from is
-/// known), and the periodic clock from the newest COMPLETED PERIODIC resource. Never written
-/// back.
+/// known), the periodic savepoint clock from the newest COMPLETED PERIODIC savepoint resource,
+/// and the periodic checkpoint clock from the newest PERIODIC checkpoint resource. Never
+/// written back.
 pub fn view(job: &JobStatus, snapshots: &[JobSnapshot]) -> JobStatus {
     let mut job = job.clone();
+    // A periodic checkpoint's clock moves when it is asked for, completed or not.
+    let periodic_checkpoint = snapshots
+        .iter()
+        .filter(|s| s.kind == Snapshot::Checkpoint && s.trigger_type == SnapshotTriggerType::Periodic)
+        .map(|s| s.created_ms)
+        .max();
+    if let Some(created) = periodic_checkpoint {
+        let info = job.checkpoint_info.get_or_insert_with(Default::default);
+        let clock = info.last_periodic_checkpoint_timestamp.unwrap_or(0).max(created);
+        info.last_periodic_checkpoint_timestamp = Some(clock);
+    }
     let completed: Vec<(&JobSnapshot, &str)> = snapshots
         .iter()
         .filter(|s| s.kind == Snapshot::Savepoint && !s.deleting)

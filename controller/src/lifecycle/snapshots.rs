@@ -202,7 +202,7 @@ fn settle_one<A: From<JobAction>>(
 }
 
 /// The snapshot the running job is due for, if any: one a new nonce asks for (a savepoint
-/// first, then a checkpoint), else a periodic savepoint.
+/// first, then a checkpoint), else a periodic savepoint, else a periodic checkpoint.
 pub fn due<S: JobSpecOf>(
     spec: &S,
     recorded: &S,
@@ -212,8 +212,13 @@ pub fn due<S: JobSpecOf>(
     if let Some(kind) = super::spec::new_nonce(spec, recorded) {
         return Some((kind, SnapshotTriggerType::Manual));
     }
-    savepoint_history::periodic_due(job, facts.policy.periodic_savepoint.as_ref(), facts.now_ms)
-        .then_some((Snapshot::Savepoint, SnapshotTriggerType::Periodic))
+    [
+        (Snapshot::Savepoint, facts.policy.periodic_savepoint.as_ref()),
+        (Snapshot::Checkpoint, facts.policy.periodic_checkpoint.as_ref()),
+    ]
+    .into_iter()
+    .find(|(kind, schedule)| savepoint_history::periodic_due(job, *kind, *schedule, facts.now_ms))
+    .map(|(kind, _)| (kind, SnapshotTriggerType::Periodic))
 }
 
 /// Records a trigger id for a snapshot of the running job (and, for a manual one, the nonce
@@ -246,6 +251,13 @@ pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
         Snapshot::Savepoint => Reason::SavepointTriggered,
         Snapshot::Checkpoint => Reason::CheckpointTriggered,
     };
+    // A periodic checkpoint's schedule moves when it is asked for, whatever becomes of it (a
+    // failed one is not asked for again before its next time).
+    if trigger_type == SnapshotTriggerType::Periodic && kind == Snapshot::Checkpoint {
+        job.checkpoint_info
+            .get_or_insert_with(Default::default)
+            .last_periodic_checkpoint_timestamp = Some(facts.now_ms);
+    }
     if facts.policy.snapshot_resources {
         // Taken by the FlinkStateSnapshot loop; the schedule moves now, as with a trigger.
         let new = NewSnapshot {
@@ -255,7 +267,7 @@ pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
             existing_path: None,
             dispose_on_delete: kind == Snapshot::Savepoint && facts.policy.dispose_on_delete,
         };
-        if trigger_type == SnapshotTriggerType::Periodic {
+        if trigger_type == SnapshotTriggerType::Periodic && kind == Snapshot::Savepoint {
             job.savepoint_info
                 .get_or_insert_with(Default::default)
                 .last_periodic_savepoint_timestamp = Some(facts.now_ms);
