@@ -5,7 +5,7 @@
 
 use flink_operator_api::{
     FlinkDeployment, FlinkSessionJob,
-    common::{JobStatus, SnapshotTriggerType, UpgradeMode},
+    common::{JobStatus, ReconciliationState, ResourceLifecycleState, SnapshotTriggerType, UpgradeMode},
     keys,
 };
 use serde_json::{Value, json};
@@ -27,6 +27,9 @@ use crate::{
 
 use crate::fixtures::NOW;
 const JOB_ID: &str = "job-1";
+/// The id a job started during a scenario is given.
+const NEW_JOB_ID: &str = "job-2";
+const CHECKPOINT: &str = "file:/checkpoints/chk-7";
 const HOUR: i64 = 3_600_000;
 
 /// What a scenario observes of the world at one look.
@@ -52,9 +55,12 @@ struct Look {
     revisions: Option<Vec<super::revisions::Revision>>,
     /// The resource's annotations.
     annotations: std::collections::BTreeMap<String, String>,
-    /// An application's latest completed checkpoint is read (a session job's always is:
-    /// `file:/checkpoints/chk-7`, 5 s old).
-    latest_checkpoint: bool,
+    /// Flink's latest completed checkpoint, [`CHECKPOINT`], completed this many ms before
+    /// [`NOW`] (None: the job has none).
+    latest_checkpoint: Option<i64>,
+    /// The job is not there: its session cluster does not know it, its application's
+    /// cluster is gone (as once suspended).
+    gone: bool,
     /// How long after [`NOW`] the look is.
     later_ms: i64,
 }
@@ -67,6 +73,15 @@ fn look(state: &'static str) -> Look {
         generation: 1,
         policy: Policy::status_only(),
         ..Look::default()
+    }
+}
+
+/// A look once the job is not there (see [`Look::gone`]).
+fn gone() -> Look {
+    Look {
+        state: None,
+        gone: true,
+        ..look("RUNNING")
     }
 }
 
@@ -94,6 +109,9 @@ struct Outcome {
     recorded: Value,
     /// The conditions' reason, as written first.
     reason: Option<String>,
+    /// The resource's lifecycle state and the reconciliation's, as written first.
+    lifecycle: Option<ResourceLifecycleState>,
+    reconciliation: Option<ReconciliationState>,
     requeue: Next,
 }
 
@@ -153,6 +171,8 @@ fn outcome<S: LifecycleStatus, A>(
             .conditions()
             .and_then(|c| c.first())
             .and_then(|c| c.reason.clone()),
+        lifecycle: *written.lifecycle_state_mut(),
+        reconciliation: written.reconciliation_mut().as_ref().and_then(|rs| rs.state),
         requeue: plan.requeue,
     };
     (outcome, plan.status)
@@ -184,20 +204,23 @@ impl Application {
 
     fn observation(look: &Look) -> fd::Observation {
         fd::Observation {
-            cluster_exists: true,
-            job_manager: fd::JobManagerObservation::Present {
-                ready: 1,
-                replicas: 1,
-                problem: None,
-                rest_ready: look.state.is_some(),
+            cluster_exists: !look.gone,
+            job_manager: match look.gone {
+                true => fd::JobManagerObservation::Missing,
+                false => fd::JobManagerObservation::Present {
+                    ready: 1,
+                    replicas: 1,
+                    problem: None,
+                    rest_ready: look.state.is_some(),
+                },
             },
             job: observed(look),
             savepoint: look.savepoint.clone(),
             late_savepoint: look.late_savepoint.clone(),
             checkpoint: look.checkpoint.clone(),
-            latest_checkpoint: look.latest_checkpoint.then(|| fd::StateObservation {
-                path: "file:/checkpoints/chk-7".into(),
-                timestamp_ms: NOW - 5_000,
+            latest_checkpoint: look.latest_checkpoint.map(|ago| fd::StateObservation {
+                path: CHECKPOINT.into(),
+                timestamp_ms: NOW - ago,
             }),
             // A running application's HA metadata holds its checkpoints (what a last-state
             // change keeps); the cluster's own tests cover metadata without one.
@@ -210,7 +233,7 @@ impl Application {
             revisions: look.revisions.clone(),
             violations: look.violations.clone(),
             fresh_trigger_id: look.trigger_id.into(),
-            fresh_job_id: JOB_ID.into(),
+            fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
             ..Default::default()
         }
@@ -288,14 +311,18 @@ impl SessionJob {
             session: sj::SessionObservation::Ready,
             job: match look.state {
                 Some(_) => observed(look),
+                None if look.gone => Some(JobObservation::NotFound),
                 None => Some(JobObservation::Unreachable("timed out".into())),
             },
             savepoint: look.savepoint.clone(),
             late_savepoint: look.late_savepoint.clone(),
             manual_checkpoint: look.checkpoint.clone(),
-            checkpoint: Some(sj::CheckpointLookup::Found {
-                path: "file:/checkpoints/chk-7".into(),
-                timestamp_ms: Some(NOW - 5_000),
+            checkpoint: Some(match look.latest_checkpoint {
+                Some(ago) => sj::CheckpointLookup::Found {
+                    path: CHECKPOINT.into(),
+                    timestamp_ms: Some(NOW - ago),
+                },
+                None => sj::CheckpointLookup::None,
             }),
             policy: look.policy.clone(),
             snapshots: look.snapshots.clone(),
@@ -303,7 +330,7 @@ impl SessionJob {
             violations: look.violations.clone(),
             restricted_artifact_hosts: true,
             fresh_trigger_id: look.trigger_id.into(),
-            fresh_job_id: JOB_ID.into(),
+            fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
         }
     }
@@ -361,8 +388,12 @@ fn with(mut job: Value, field: &str, value: Value) -> Value {
     job
 }
 
+/// A kind's decision at one look: of `spec.job` and the configuration, over the stored status
+/// (None: the job as started), deleting or not.
+type Decide = dyn Fn(&Value, &Value, Option<&Status>, &Look, bool) -> (Outcome, Status);
+
 /// Runs `scenario` against both kinds.
-fn both(scenario: impl Fn(&str, &dyn Fn(&Value, &Value, Option<&Status>, &Look, bool) -> (Outcome, Status))) {
+fn both(scenario: impl Fn(&str, &Decide)) {
     scenario(Application::NAME, &|job, config, status, look, deleting| {
         let stored = match status {
             Some(Status::Application(s)) => s.clone(),
@@ -389,23 +420,26 @@ enum Status {
 }
 
 impl Status {
+    /// The stored status with its job's part edited.
+    fn with_job(&self, edit: impl FnOnce(&mut JobStatus)) -> Status {
+        let mut next = self.clone();
+        match &mut next {
+            Status::Application(s) => edit(s.job_status_mut()),
+            Status::SessionJob(s) => edit(s.job_status_mut()),
+        }
+        next
+    }
+
     /// The stored status with the back-off of its failed upgrade savepoint over.
     fn with_retry_due(&self) -> Status {
-        fn due(status: &mut impl LifecycleStatus) {
-            let retry = status
-                .job_status_mut()
+        self.with_job(|job| {
+            let retry = job
                 .savepoint_info
                 .as_mut()
                 .and_then(|i| i.upgrade_retry.as_mut())
                 .expect("a failed attempt is recorded");
             retry.next_attempt_timestamp = Some(NOW - 1);
-        }
-        let mut next = self.clone();
-        match &mut next {
-            Status::Application(s) => due(s),
-            Status::SessionJob(s) => due(s),
-        }
-        next
+        })
     }
 }
 
@@ -746,7 +780,9 @@ fn deletion_keeps_the_state_of_a_savepoint_job_and_records_it_before_anything_go
         (UpgradeMode::Savepoint, None, false, Some(false)),
         (UpgradeMode::Savepoint, None, true, Some(true)),
         (UpgradeMode::Savepoint, Some(false), false, None),
+        (UpgradeMode::LastState, None, false, None),
         (UpgradeMode::Stateless, None, false, None),
+        (UpgradeMode::Stateless, Some(true), false, Some(false)),
         (UpgradeMode::LastState, Some(true), true, Some(true)),
     ];
     for (mode, set, drain, expected) in cases {
@@ -1144,7 +1180,7 @@ fn without_the_upgrade_savepoint_the_job_is_cancelled_recorded_first_with_the_sa
                 take_savepoint: false,
                 ..Policy::status_only()
             },
-            latest_checkpoint: true,
+            latest_checkpoint: Some(5_000),
             ..changed(state)
         };
         let (cancelling, status) = decide(&new, &config, Some(&stored), &look("RUNNING"), false);
@@ -1617,3 +1653,6 @@ mod revisions;
 
 #[path = "scenarios/steps.rs"]
 mod steps;
+
+#[path = "scenarios/restores.rs"]
+mod restores;
