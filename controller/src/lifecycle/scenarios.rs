@@ -112,6 +112,8 @@ struct Outcome {
     /// The resource's lifecycle state and the reconciliation's, as written first.
     lifecycle: Option<ResourceLifecycleState>,
     reconciliation: Option<ReconciliationState>,
+    /// The status written after acting is not the one written before it (a second write).
+    written_twice: bool,
     requeue: Next,
 }
 
@@ -153,7 +155,7 @@ fn recorded_job(status: &mut impl LifecycleStatus) -> Value {
 
 /// A kind's plan in the lifecycle's vocabulary: `job` picks its requests to Flink, `own`
 /// its own actions (start, tear down); and the status stored after it.
-fn outcome<S: LifecycleStatus, A>(
+fn outcome<S: LifecycleStatus + PartialEq, A>(
     plan: super::Plan<S, A>,
     job: impl Fn(&A) -> Option<JobAction>,
     own: impl Fn(&A) -> bool,
@@ -173,6 +175,10 @@ fn outcome<S: LifecycleStatus, A>(
             .and_then(|c| c.reason.clone()),
         lifecycle: *written.lifecycle_state_mut(),
         reconciliation: written.reconciliation_mut().as_ref().and_then(|rs| rs.state),
+        written_twice: plan
+            .status_before
+            .as_ref()
+            .is_some_and(|before| *before != plan.status),
         requeue: plan.requeue,
     };
     (outcome, plan.status)
@@ -471,89 +477,6 @@ fn a_steady_running_job_is_left_alone() {
 }
 
 #[test]
-fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_settled_into_status() {
-    for (field, kind_of, trigger, completed, reason) in [
-        (
-            "savepointTriggerNonce",
-            "savepoint",
-            JobAction::TriggerSavepoint {
-                job_id: JOB_ID.into(),
-                trigger_id: "trigger-1".into(),
-            },
-            Reason::SavepointCompleted,
-            Reason::SavepointTriggered,
-        ),
-        (
-            "checkpointTriggerNonce",
-            "checkpoint",
-            JobAction::TriggerCheckpoint {
-                job_id: JOB_ID.into(),
-                trigger_id: "trigger-1".into(),
-            },
-            Reason::CheckpointCompleted,
-            Reason::CheckpointTriggered,
-        ),
-    ] {
-        both(|kind, decide| {
-            let job = job_spec(UpgradeMode::Savepoint);
-            let stored = started(&job, &json!({}), kind);
-            let asked = with(job.clone(), field, json!(7));
-            let (outcome, triggered) = decide(&asked, &json!({}), Some(&stored), &look("RUNNING"), false);
-            assert_eq!(outcome.job, std::slice::from_ref(&trigger), "{kind} {kind_of}");
-            assert_eq!(outcome.own, 0, "{kind} {kind_of}");
-            assert!(
-                outcome.recorded_first,
-                "{kind} {kind_of}: the trigger id is recorded first"
-            );
-            assert_eq!(outcome.reasons(), [reason], "{kind} {kind_of}");
-            assert_eq!(
-                outcome.recorded[field],
-                json!(7),
-                "{kind} {kind_of}: the nonce is recorded"
-            );
-
-            // The same look again (the trigger sent): nothing is sent twice.
-            let pending = Look {
-                savepoint: (kind_of == "savepoint").then_some(SavepointPoll::InProgress),
-                checkpoint: (kind_of == "checkpoint").then_some(SavepointPoll::InProgress),
-                ..look("RUNNING")
-            };
-            let (outcome, _) = decide(&asked, &json!({}), Some(&triggered), &pending, false);
-            assert!(
-                outcome.job.is_empty() && outcome.events.is_empty(),
-                "{kind} {kind_of}: {outcome:?}"
-            );
-
-            let done = Look {
-                savepoint: (kind_of == "savepoint").then(|| SavepointPoll::Completed("file:/sp/7".into())),
-                checkpoint: (kind_of == "checkpoint").then(|| SavepointPoll::Completed("42".into())),
-                ..look("RUNNING")
-            };
-            let (outcome, _) = decide(&asked, &json!({}), Some(&triggered), &done, false);
-            assert!(outcome.job.is_empty(), "{kind} {kind_of}");
-            assert_eq!(outcome.reasons(), [completed], "{kind} {kind_of}");
-            let job_status = outcome.job_status;
-            if kind_of == "savepoint" {
-                let info = job_status.savepoint_info.expect("savepoint info");
-                assert_eq!(info.trigger_id, None, "{kind}");
-                let last = info.last_savepoint.expect("the last savepoint");
-                assert_eq!(last.location.as_deref(), Some("file:/sp/7"), "{kind}");
-                assert_eq!(last.trigger_nonce, Some(7), "{kind}");
-                assert_eq!(info.savepoint_history.map(|h| h.len()), Some(1), "{kind}");
-            } else {
-                let info = job_status.checkpoint_info.expect("checkpoint info");
-                assert_eq!(info.trigger_id, None, "{kind}");
-                assert_eq!(
-                    info.last_checkpoint.and_then(|c| c.trigger_nonce),
-                    Some(7),
-                    "{kind}"
-                );
-            }
-        });
-    }
-}
-
-#[test]
 fn snapshots_that_fail_or_are_lost_are_reported_and_resent_only_to_a_running_job() {
     both(|kind, decide| {
         let job = with(
@@ -596,44 +519,6 @@ fn snapshots_that_fail_or_are_lost_are_reported_and_resent_only_to_a_running_job
             assert_eq!(outcome.job, actions, "{kind} {poll:?} {state}");
             assert_eq!(outcome.reasons(), reasons, "{kind} {poll:?} {state}");
         }
-    });
-}
-
-#[test]
-fn a_periodic_savepoint_falls_due_an_interval_after_the_job_started() {
-    both(|kind, decide| {
-        let job = job_spec(UpgradeMode::Savepoint);
-        let policy = Policy {
-            periodic_savepoint_ms: Some(HOUR),
-            ..Policy::status_only()
-        };
-        let stored = started(&job, &json!({}), kind);
-        let early = Look {
-            policy: policy.clone(),
-            started_ago: HOUR / 2,
-            ..look("RUNNING")
-        };
-        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &early, false);
-        assert!(outcome.job.is_empty(), "{kind}: not before an interval");
-        let due = Look {
-            policy,
-            started_ago: 2 * HOUR,
-            ..look("RUNNING")
-        };
-        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &due, false);
-        assert_eq!(
-            outcome.job,
-            [JobAction::TriggerSavepoint {
-                job_id: JOB_ID.into(),
-                trigger_id: "trigger-1".into()
-            }],
-            "{kind}"
-        );
-        assert_eq!(
-            outcome.job_status.savepoint_info.and_then(|i| i.trigger_type),
-            Some(SnapshotTriggerType::Periodic),
-            "{kind}"
-        );
     });
 }
 
@@ -1656,3 +1541,6 @@ mod steps;
 
 #[path = "scenarios/restores.rs"]
 mod restores;
+
+#[path = "scenarios/snapshots.rs"]
+mod snapshots;
