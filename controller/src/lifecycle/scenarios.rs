@@ -30,7 +30,8 @@ const JOB_ID: &str = "job-1";
 /// The id a job started during a scenario is given.
 const NEW_JOB_ID: &str = "job-2";
 const CHECKPOINT: &str = "file:/checkpoints/chk-7";
-const HOUR: i64 = 3_600_000;
+const MIN: i64 = 60_000;
+const HOUR: i64 = 60 * MIN;
 
 /// What a scenario observes of the world at one look.
 #[derive(Clone, Default)]
@@ -1177,34 +1178,6 @@ fn a_deletion_during_an_upgrade_records_the_savepoint_of_the_stop_in_flight() {
             "{kind}"
         );
     });
-}
-
-#[test]
-fn a_failed_stateless_job_is_restarted_when_configured_and_left_failed_otherwise() {
-    for restart in [false, true] {
-        both(|kind, decide| {
-            let job = job_spec(UpgradeMode::Stateless);
-            let stored = started(&job, &json!({}), kind);
-            let at = Look {
-                policy: Policy {
-                    restart_failed: restart,
-                    ..Policy::status_only()
-                },
-                ..look("FAILED")
-            };
-            let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
-            let case = format!("{kind} restart={restart}");
-            assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
-            assert_eq!(
-                outcome.reasons().contains(&Reason::RestartFailedJob),
-                restart,
-                "{case}: {:?}",
-                outcome.events
-            );
-            assert_eq!(outcome.own, usize::from(restart), "{case}: started again");
-            assert_eq!(outcome.recorded_first, restart, "{case}");
-        });
-    }
 }
 
 // === Snapshot resources (`kubernetes.operator.snapshot.resource.enabled`, the default) ===

@@ -8,8 +8,6 @@ use flink_operator_api::common::{Checkpoint, CheckpointInfo, Savepoint};
 use super::*;
 use crate::conditions::phase;
 
-const MIN: i64 = 60_000;
-
 /// `status` with a last savepoint at `path`, taken `ago` ms before [`NOW`].
 fn with_last_savepoint(status: &Status, path: &str, ago: i64) -> Status {
     status.with_job(|job| {

@@ -6,8 +6,6 @@ use flink_operator_api::common::Savepoint;
 use super::*;
 use crate::{conditions::phase, lifecycle::FAST};
 
-const MIN: i64 = 60_000;
-
 #[test]
 fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_settled_into_status() {
     for (field, kind_of, trigger, completed, reason) in [

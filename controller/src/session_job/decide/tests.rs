@@ -1017,25 +1017,42 @@ fn checkpoint_at(path: &str, at: i64) -> Option<CheckpointLookup> {
     })
 }
 
-/// A last-state change of a session job cancels it and restores its latest checkpoint (an
-/// application keeps its high-availability metadata instead), under the restore-age guard.
-/// The guard of a change without a savepoint is the lifecycle's (its scenarios).
+/// A last-state change of a session job (or a savepoint-mode one without a savepoint)
+/// cancels it and submits the new job from its latest checkpoint, which must outlive the
+/// cancellation; an application keeps its high-availability metadata instead. The guard is
+/// the lifecycle's (its scenarios) but for a checkpoint of unknown age, which only a
+/// session job's observation tells from none.
 #[test]
-fn a_last_state_restore_of_a_cancelled_job_passes_the_restore_age_guard() {
-    // (name, checkpoint found, Ok(restored path) or Err(part of the refusal))
-    let cases: Vec<(&str, Option<CheckpointLookup>, Result<&str, &str>)> = vec![
+fn a_cancelled_job_is_submitted_from_its_checkpoint_retained_on_cancellation_under_the_restore_age_guard() {
+    // (name, mode, checkpoint found, Ok(restored path) or Err(part of the refusal))
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        Option<CheckpointLookup>,
+        Result<&'a str, &'a str>,
+    );
+    let cases: Vec<Case> = vec![
         (
             "young checkpoint",
+            "last-state",
             checkpoint_at("file:/cp/chk-7", NOW - MIN),
             Ok("file:/cp/chk-7"),
         ),
         (
+            "savepoint mode without a savepoint",
+            "savepoint",
+            checkpoint_at("file:/cp/chk-9", NOW - MIN),
+            Ok("file:/cp/chk-9"),
+        ),
+        (
             "old checkpoint",
+            "last-state",
             checkpoint_at("file:/cp/chk-7", NOW - 120 * MIN),
             Err("checkpoint file:/cp/chk-7, is 2 h 0 min old"),
         ),
         (
             "checkpoint of unknown age",
+            "last-state",
             Some(CheckpointLookup::Found {
                 path: "file:/cp/chk-7".into(),
                 timestamp_ms: None,
@@ -1043,14 +1060,15 @@ fn a_last_state_restore_of_a_cancelled_job_passes_the_restore_age_guard() {
             Err("the age of checkpoint file:/cp/chk-7 is unknown"),
         ),
     ];
-    for (name, lookup, expected) in cases {
-        let policy = max_age(60);
-        let sj = |status: FlinkSessionJobStatus| {
-            resource(changed("last-state", None), Some(status), true, false, 2)
+    for (name, mode, lookup, expected) in cases {
+        let policy = Policy {
+            take_savepoint: mode == "last-state",
+            ..max_age(60)
         };
+        let sj = |status: FlinkSessionJobStatus| resource(changed(mode, None), Some(status), true, false, 2);
         // 1. The running job is cancelled (no savepoint), recorded first.
         let plan = decide(
-            &sj(running("last-state")),
+            &sj(running(mode)),
             &with_policy(ready(found("RUNNING")), policy.clone()),
         );
         assert_eq!(
