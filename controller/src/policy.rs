@@ -13,6 +13,17 @@ use flink_operator_api::{
 
 pub use health::HealthSettings;
 
+use crate::flink::{CheckpointKind, SavepointFormat};
+
+/// How a cluster's Deployments are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeletionPropagation {
+    /// The Deployments go at once; the garbage collector removes what they own after them.
+    Background,
+    /// Each Deployment goes once what it owns is gone.
+    Foreground,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     /// Stop a running job with a savepoint for an upgrade (`job.upgrade.take-savepoint`).
@@ -32,6 +43,12 @@ pub struct Policy {
     pub periodic_savepoint: Option<Schedule>,
     /// When periodic checkpoints fall due; `None` when off.
     pub periodic_checkpoint: Option<Schedule>,
+    /// The format of the savepoints the operator takes (`savepoint.format.type`).
+    pub savepoint_format: SavepointFormat,
+    /// The type of the checkpoints the operator asks for (`checkpoint.type`).
+    pub checkpoint_type: CheckpointKind,
+    /// How a cluster's Deployments are deleted (`resource.deletion.propagation`).
+    pub deletion_propagation: DeletionPropagation,
     pub history_cleanup: bool,
     /// `kubernetes.operator.snapshot.resource.enabled`, in the job's configuration and the
     /// operator's (see [`Policy::with_snapshot_loop`]): the job's savepoints and checkpoints
@@ -95,6 +112,9 @@ impl Default for Policy {
             drain: option_defaults::JOB_DRAIN_ON_SAVEPOINT_DELETION,
             periodic_savepoint: None,
             periodic_checkpoint: None,
+            savepoint_format: SavepointFormat::Canonical,
+            checkpoint_type: CheckpointKind::Full,
+            deletion_propagation: DeletionPropagation::Background,
             history_cleanup: option_defaults::SAVEPOINT_CLEANUP_ENABLED,
             snapshot_resources: option_defaults::SNAPSHOT_RESOURCE_ENABLED,
             dispose_on_delete: option_defaults::SAVEPOINT_DISPOSE_ON_DELETE,
@@ -140,6 +160,7 @@ impl Policy {
         let flag = |key: &str, default: bool| read::flag(config, key, default);
         let duration = |key: &str| read::millis(config, key);
         let schedule = |key: &str| config.get(key).and_then(|v| Schedule::parse(v).ok().flatten());
+        let choice = |key: &str, names: &[&'static str]| read::choice(config, key, names);
         let count = |key: &str| read::count(config, key).map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let threshold_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD);
         let history_max_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT)
@@ -165,6 +186,21 @@ impl Policy {
             drain: flag(operator::JOB_DRAIN_ON_SAVEPOINT_DELETION, defaults.drain),
             periodic_savepoint: schedule(operator::PERIODIC_SAVEPOINT_INTERVAL),
             periodic_checkpoint: schedule(operator::PERIODIC_CHECKPOINT_INTERVAL),
+            savepoint_format: match choice(operator::SAVEPOINT_FORMAT_TYPE, &["CANONICAL", "NATIVE"]) {
+                Some("NATIVE") => SavepointFormat::Native,
+                _ => defaults.savepoint_format,
+            },
+            checkpoint_type: match choice(operator::CHECKPOINT_TYPE, &["FULL", "INCREMENTAL"]) {
+                Some("INCREMENTAL") => CheckpointKind::Incremental,
+                _ => defaults.checkpoint_type,
+            },
+            deletion_propagation: match choice(
+                operator::RESOURCE_DELETION_PROPAGATION,
+                &["Foreground", "Background"],
+            ) {
+                Some("Foreground") => DeletionPropagation::Foreground,
+                _ => defaults.deletion_propagation,
+            },
             history_cleanup: flag(operator::SAVEPOINT_CLEANUP_ENABLED, defaults.history_cleanup),
             snapshot_resources: flag(operator::SNAPSHOT_RESOURCE_ENABLED, defaults.snapshot_resources),
             dispose_on_delete: flag(operator::SAVEPOINT_DISPOSE_ON_DELETE, defaults.dispose_on_delete),
@@ -298,6 +334,22 @@ mod tests {
                 ]),
                 Policy {
                     history_max_count: 1,
+                    ..Policy::default()
+                },
+            ),
+            (
+                "snapshot formats and deletion propagation, in any letter case",
+                config(&[
+                    (operator::SAVEPOINT_FORMAT_TYPE, "native"),
+                    (operator::CHECKPOINT_TYPE, "INCREMENTAL"),
+                    (operator::RESOURCE_DELETION_PROPAGATION, "foreground"),
+                    (operator::PERIODIC_CHECKPOINT_INTERVAL, "10 min"),
+                ]),
+                Policy {
+                    savepoint_format: SavepointFormat::Native,
+                    checkpoint_type: CheckpointKind::Incremental,
+                    deletion_propagation: DeletionPropagation::Foreground,
+                    periodic_checkpoint: Some(Schedule::Every(600_000)),
                     ..Policy::default()
                 },
             ),

@@ -483,6 +483,49 @@ pub const OPTIONS: &[OptionDoc] = &[
                   asked for, so a failed one is not asked for again before its next time.",
     },
     OptionDoc {
+        key: operator::SAVEPOINT_FORMAT_TYPE,
+        ty: OptionType::Choice(&["CANONICAL", "NATIVE"]),
+        deprecated: &[],
+        default: DefaultValue::Text("CANONICAL"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "The format of every savepoint the operator takes of a job: for an upgrade, a \
+                  suspension, a deletion, periodically, for a trigger nonce, and a blue/green \
+                  transition's (the savepoint FlinkStateSnapshot resources it creates carry it \
+                  as `spec.savepoint.formatType`). NATIVE is the state backend's own format, \
+                  faster to take and restore for large state, and the only one a Flink 2.x job \
+                  on asynchronous state can take; it restores only into the same state backend, \
+                  so while a job's savepoints are NATIVE the webhook refuses a change of its \
+                  `state.backend.type`.",
+    },
+    OptionDoc {
+        key: operator::CHECKPOINT_TYPE,
+        ty: OptionType::Choice(&["FULL", "INCREMENTAL"]),
+        deprecated: &[],
+        default: DefaultValue::Text("FULL"),
+        applies_to: SNAPSHOT_AND_JOBS,
+        set_in: SetIn::Resource,
+        meaning: "The type of the checkpoints the operator asks a job for (a trigger nonce, a \
+                  periodic checkpoint, a checkpoint FlinkStateSnapshot), Flink 1.19 and newer. \
+                  A FULL checkpoint stands alone; an INCREMENTAL one shares files with the \
+                  job's other checkpoints, so it is only as durable as they are.",
+    },
+    OptionDoc {
+        key: operator::RESOURCE_DELETION_PROPAGATION,
+        ty: OptionType::Choice(&["Foreground", "Background"]),
+        deprecated: &[],
+        default: DefaultValue::Text("Background"),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "How the operator deletes a cluster's JobManager and TaskManager Deployments: \
+                  Background (the Deployments go at once and the garbage collector removes their \
+                  pods after them) or Foreground (each Deployment goes only once its pods are \
+                  gone). Either way, a new cluster of the same name starts only once the old \
+                  JobManager pods are gone. Orphan, which the Apache operator also takes, is \
+                  refused: a JobManager left running would act on the new cluster's \
+                  high-availability metadata.",
+    },
+    OptionDoc {
         key: operator::SAVEPOINT_TRIGGER_GRACE_PERIOD,
         ty: OptionType::Duration,
         deprecated: &[operator::SAVEPOINT_TRIGGER_GRACE_PERIOD_DEPRECATED],
@@ -753,11 +796,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
         note: "",
     },
     IgnoredOption {
-        key: operator::RESOURCE_DELETION_PROPAGATION,
-        ty: OptionType::Choice(&["Foreground", "Background", "Orphan"]),
-        note: "",
-    },
-    IgnoredOption {
         key: operator::RATE_LIMITER_LIMIT,
         ty: OptionType::Integer,
         note: "",
@@ -845,16 +883,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::CHECKPOINT_TRIGGER_GRACE_PERIOD,
         ty: OptionType::Duration,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::SAVEPOINT_FORMAT_TYPE,
-        ty: OptionType::Choice(&["CANONICAL", "NATIVE"]),
-        note: "operator savepoints are always CANONICAL",
-    },
-    IgnoredOption {
-        key: operator::CHECKPOINT_TYPE,
-        ty: OptionType::Choice(&["FULL", "INCREMENTAL"]),
         note: "",
     },
     IgnoredOption {

@@ -69,7 +69,7 @@ mod tests {
             "spec": {
                 "flinkVersion": "v1_20",
                 "flinkConfiguration": {
-                    "kubernetes.operator.savepoint.format.type": "NATIVE",
+                    "kubernetes.operator.jm-deployment.shutdown-ttl": "1 d",
                     "kubernetes.operator.job.restart.failed": "true",
                     "job.autoscaler.enabled": "true",
                     "taskmanager.numberOfTaskSlots": "2"
@@ -81,11 +81,9 @@ mod tests {
         let warnings = deployment(&fd);
         assert_eq!(warnings.len(), 3, "{warnings:#?}");
         assert!(warnings[0].starts_with("spec.flinkConfiguration.job.autoscaler.enabled: "));
-        assert!(
-            warnings[1].starts_with(
-                "spec.flinkConfiguration.kubernetes.operator.savepoint.format.type: has no effect"
-            )
-        );
+        assert!(warnings[1].starts_with(
+            "spec.flinkConfiguration.kubernetes.operator.jm-deployment.shutdown-ttl: has no effect"
+        ));
         assert!(warnings[2].starts_with("spec.ingress: has no effect"));
     }
 

@@ -140,7 +140,8 @@ impl Reconciler for BlueGreenDeployments {
             Action::DeleteChild { colour } => act::delete_child(client, resource, *colour).await?,
             Action::CreateSavepoint { name, colour } => {
                 let now_ms = observed.observation.now_ms;
-                act::create_savepoint(client, resource, name, *colour, now_ms).await?;
+                let format = observed.savepoint_format;
+                act::create_savepoint(client, resource, name, *colour, now_ms, format).await?;
             }
             Action::WriteGateMap {
                 map,
@@ -287,6 +288,7 @@ mod wiring_tests {
                 hand_over: gate::HandOver::NotAsked,
             },
             policy: Policy::default(),
+            savepoint_format: Default::default(),
         };
         let plan = Plan {
             status_before: None,
