@@ -49,6 +49,12 @@ pub struct Policy {
     pub checkpoint_type: CheckpointKind,
     /// How a cluster's Deployments are deleted (`resource.deletion.propagation`).
     pub deletion_propagation: DeletionPropagation,
+    /// A savepoint change of a job that is not running keeps its last state when its cluster
+    /// holds a checkpoint (`job.upgrade.last-state-fallback.enabled`).
+    pub last_state_fallback: bool,
+    /// A last-state change of a running job whose latest checkpoint is older than this takes
+    /// a savepoint instead (`job.upgrade.last-state.max.allowed.checkpoint.age`).
+    pub last_state_max_checkpoint_age_ms: Option<i64>,
     pub history_cleanup: bool,
     /// `kubernetes.operator.snapshot.resource.enabled`, in the job's configuration and the
     /// operator's (see [`Policy::with_snapshot_loop`]): the job's savepoints and checkpoints
@@ -115,6 +121,8 @@ impl Default for Policy {
             savepoint_format: SavepointFormat::Canonical,
             checkpoint_type: CheckpointKind::Full,
             deletion_propagation: DeletionPropagation::Background,
+            last_state_fallback: option_defaults::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
+            last_state_max_checkpoint_age_ms: None,
             history_cleanup: option_defaults::SAVEPOINT_CLEANUP_ENABLED,
             snapshot_resources: option_defaults::SNAPSHOT_RESOURCE_ENABLED,
             dispose_on_delete: option_defaults::SAVEPOINT_DISPOSE_ON_DELETE,
@@ -194,6 +202,13 @@ impl Policy {
                 Some("INCREMENTAL") => CheckpointKind::Incremental,
                 _ => defaults.checkpoint_type,
             },
+            last_state_fallback: flag(
+                operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
+                defaults.last_state_fallback,
+            ),
+            last_state_max_checkpoint_age_ms: duration(
+                operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
+            ),
             deletion_propagation: match choice(
                 operator::RESOURCE_DELETION_PROPAGATION,
                 &["Foreground", "Background"],

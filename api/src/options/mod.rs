@@ -87,6 +87,8 @@ pub mod defaults {
     pub const LEADER_ELECTION_RENEW_DEADLINE_MS: i64 = 10 * SECOND_MS;
     /// `kubernetes.operator.leader-election.retry-period`.
     pub const LEADER_ELECTION_RETRY_PERIOD_MS: i64 = 2 * SECOND_MS;
+    /// `kubernetes.operator.job.upgrade.last-state-fallback.enabled`.
+    pub const JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED: bool = true;
     /// `kubernetes.operator.flink.client.timeout`.
     pub const FLINK_CLIENT_TIMEOUT_MS: i64 = 10 * SECOND_MS;
     /// `kubernetes.operator.job.submission.timeout`.
@@ -404,6 +406,31 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "Our addition. When a job to be upgraded in `savepoint` mode is no longer \
                   running, its last savepoint may be restored instead of a new one if it is \
                   younger than this.",
+    },
+    OptionDoc {
+        key: operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "A change of a `savepoint` job that is not running (restarting, failing, or \
+                  ended), so that no savepoint can be taken, ends with its cluster keeping its \
+                  last state when the cluster's high-availability metadata holds a completed \
+                  checkpoint (a savepoint younger than `job.upgrade.savepoint.max-age` is \
+                  still preferred), instead of waiting for the job to run or being refused.",
+    },
+    OptionDoc {
+        key: operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Unset("no bound"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "A `last-state` change of a running job whose latest checkpoint is older than \
+                  this (or not known) stops it with a savepoint instead, so that the next job \
+                  does not go back further; the webhook requires a savepoint directory when it \
+                  is set.",
     },
     OptionDoc {
         key: operator::JOB_RESTORE_MAX_STATE_AGE,
@@ -861,19 +888,9 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
         note: "",
     },
     IgnoredOption {
-        key: operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
-        ty: OptionType::Bool,
-        note: "",
-    },
-    IgnoredOption {
         key: operator::JOB_UPGRADE_LAST_STATE_JOB_CANCEL_ENABLED,
         ty: OptionType::Bool,
         note: "",
-    },
-    IgnoredOption {
-        key: operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
-        ty: OptionType::Duration,
-        note: "the webhook requires a savepoint directory when it is set",
     },
     IgnoredOption {
         key: operator::JM_DEPLOYMENT_SHUTDOWN_TTL,

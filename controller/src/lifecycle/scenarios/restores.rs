@@ -388,6 +388,9 @@ fn an_ended_job_is_upgraded_from_its_last_savepoint_only_while_it_is_young_enoug
             let at = |state| Look {
                 policy: Policy {
                     savepoint_max_age_ms: max_age,
+                    // What a job that has no savepoint to give does otherwise is the next
+                    // scenario's.
+                    last_state_fallback: false,
                     ..Policy::status_only()
                 },
                 ..changed(state)
@@ -563,4 +566,72 @@ fn a_last_state_suspension_records_its_checkpoints_age_for_the_resume_guard() {
             "{kind}: {error}"
         );
     });
+}
+
+/// A savepoint job that is not running has no savepoint to give a change: an application,
+/// whose high-availability metadata holds a checkpoint, keeps that last state
+/// (`kubernetes.operator.job.upgrade.last-state-fallback.enabled`, on by default); a session
+/// job, whose session cluster keeps nothing of it, waits for it to run. Without the fallback
+/// both wait.
+#[test]
+fn a_savepoint_job_that_is_not_running_falls_back_to_the_last_state_its_cluster_keeps() {
+    for fallback in [true, false] {
+        both(|kind, decide| {
+            let case = format!("{kind}, fallback {fallback}");
+            let job = job_spec(UpgradeMode::Savepoint);
+            let stored = started(&job, &json!({}), kind);
+            let new = with(job.clone(), "parallelism", json!(4));
+            let at = Look {
+                policy: Policy {
+                    last_state_fallback: fallback,
+                    ..Policy::status_only()
+                },
+                latest_checkpoint: Some(MIN),
+                ..changed("RESTARTING")
+            };
+            let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at, false);
+            if fallback && kind == Application::NAME {
+                assert!(outcome.recorded_first && outcome.own == 1, "{case}: {outcome:?}");
+                assert!(
+                    outcome.job.is_empty(),
+                    "{case}: no savepoint asked for: {outcome:?}"
+                );
+                assert!(
+                    (outcome.events.iter()).any(|e| e.note.contains("high-availability metadata")),
+                    "{case}: {outcome:?}"
+                );
+            } else {
+                assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
+                assert_eq!(outcome.reason.as_deref(), Some(phase::UPDATING), "{case}");
+            }
+        });
+    }
+}
+
+/// A last-state change of a running job whose latest checkpoint is older than
+/// `kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age` stops it with a
+/// savepoint instead, so that the next job does not go back that far; with a younger
+/// checkpoint the change is the last-state one it always was.
+#[test]
+fn a_last_state_change_takes_a_savepoint_when_the_latest_checkpoint_is_too_old() {
+    for (checkpoint_age, savepoint) in [(10 * MIN, true), (MIN, false)] {
+        both(|kind, decide| {
+            let case = format!("{kind}, a checkpoint {} min old", checkpoint_age / MIN);
+            let job = job_spec(UpgradeMode::LastState);
+            let stored = started(&job, &json!({}), kind);
+            let new = with(job.clone(), "parallelism", json!(4));
+            let at = Look {
+                policy: Policy {
+                    last_state_max_checkpoint_age_ms: Some(5 * MIN),
+                    savepoint_dir: Some("file:/savepoints".into()),
+                    ..Policy::status_only()
+                },
+                latest_checkpoint: Some(checkpoint_age),
+                ..changed("RUNNING")
+            };
+            let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at, false);
+            let stopped = matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]);
+            assert_eq!(stopped, savepoint, "{case}: {outcome:?}");
+        });
+    }
 }
