@@ -73,6 +73,8 @@ pub struct Policy {
     pub history_max_age_ms: i64,
     /// A session cluster is not deleted while FlinkSessionJobs still use it.
     pub block_on_session_jobs: bool,
+    /// A session cluster is kept while it runs jobs no FlinkSessionJob manages.
+    pub block_on_unmanaged_jobs: bool,
     /// `kubernetes.operator.deployment.rollback.enabled`: a deployed spec that does not become
     /// stable within `readiness_timeout_ms` is rolled back to the last stable one.
     pub rollback_enabled: bool,
@@ -131,6 +133,7 @@ impl Default for Policy {
             history_max_count: option_defaults::SAVEPOINT_HISTORY_MAX_COUNT,
             history_max_age_ms: option_defaults::SAVEPOINT_HISTORY_MAX_AGE_MS,
             block_on_session_jobs: option_defaults::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
+            block_on_unmanaged_jobs: option_defaults::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
             rollback_enabled: option_defaults::DEPLOYMENT_ROLLBACK_ENABLED,
             readiness_timeout_ms: option_defaults::DEPLOYMENT_READINESS_TIMEOUT_MS,
             jm_recovery: option_defaults::JM_DEPLOYMENT_RECOVERY_ENABLED,
@@ -231,6 +234,10 @@ impl Policy {
                 .max(1),
             history_max_count,
             history_max_age_ms,
+            block_on_unmanaged_jobs: flag(
+                operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
+                defaults.block_on_unmanaged_jobs,
+            ),
             block_on_session_jobs: flag(
                 operator::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
                 defaults.block_on_session_jobs,

@@ -89,6 +89,8 @@ pub mod defaults {
     pub const LEADER_ELECTION_RETRY_PERIOD_MS: i64 = 2 * SECOND_MS;
     /// `kubernetes.operator.job.upgrade.last-state-fallback.enabled`.
     pub const JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED: bool = true;
+    /// `kubernetes.operator.session.deletion.block-on-unmanaged-jobs`.
+    pub const SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS: bool = true;
     /// `kubernetes.operator.flink.client.timeout`.
     pub const FLINK_CLIENT_TIMEOUT_MS: i64 = 10 * SECOND_MS;
     /// `kubernetes.operator.job.submission.timeout`.
@@ -708,6 +710,18 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "A session cluster is not deleted while FlinkSessionJobs still use it.",
     },
     OptionDoc {
+        key: operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "A session cluster is not deleted while it runs jobs that no \
+                  FlinkSessionJob manages (submitted through its REST API or CLI): the \
+                  deletion waits, naming them, until they end. A JobManager that does not \
+                  answer does not hold the deletion.",
+    },
+    OptionDoc {
         key: operator::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME,
         ty: OptionType::Bool,
         deprecated: &[],
@@ -900,11 +914,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::CHECKPOINT_TRIGGER_GRACE_PERIOD,
         ty: OptionType::Duration,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
-        ty: OptionType::Bool,
         note: "",
     },
     IgnoredOption {

@@ -57,6 +57,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         revisions: None,
         snapshots: vec![],
         session_jobs: vec![],
+        unmanaged_jobs: vec![],
         fresh_trigger_id: "trigger".into(),
         fresh_job_id: "fresh".into(),
         now_ms: NOW,
@@ -1338,6 +1339,39 @@ fn a_session_cluster_is_kept_while_session_jobs_use_it() {
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
     let plan = decide(&deleting, &obs(ready_jm(), None));
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+}
+
+/// A session cluster that still runs a job no FlinkSessionJob manages (submitted by hand, or
+/// left behind) is kept, the job named, while
+/// `kubernetes.operator.session.deletion.block-on-unmanaged-jobs` is on (the default).
+#[test]
+fn a_session_cluster_is_kept_while_it_runs_unmanaged_jobs() {
+    let spec = json!({"image": "flink:2.3", "flinkVersion": "v2_3"});
+    let deleting = fd(spec, Some(deployed()), true, true);
+    let with_unmanaged = Observation {
+        unmanaged_jobs: vec!["adhoc (a1b2)".into()],
+        ..obs(ready_jm(), None)
+    };
+    let plan = decide(&deleting, &with_unmanaged);
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert!(
+        plan.events.iter().any(|e| e.reason == Reason::CleanupFailed
+            && e.note.contains("adhoc (a1b2)")
+            && e.note.contains("block-on-unmanaged-jobs")),
+        "{:?}",
+        plan.events
+    );
+    let plan = decide(
+        &deleting,
+        &with_policy(
+            with_unmanaged,
+            Policy {
+                block_on_unmanaged_jobs: false,
+                ..Policy::status_only()
+            },
+        ),
+    );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
 }
 
