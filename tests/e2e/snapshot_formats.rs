@@ -101,15 +101,23 @@ async fn periodic_checkpoints_follow_a_cron_schedule_and_native_savepoints_carry
         savepoint.name_any()
     );
     let path = savepoint.status.unwrap().path.unwrap();
-    let statistics = rest
-        .checkpoint_statistics(&JobId::from(first_job.as_str()))
-        .await
-        .unwrap();
-    let taken = statistics
-        .history
-        .iter()
-        .find(|c| c.is_savepoint && c.external_path.as_deref() == Some(path.as_str()))
-        .unwrap_or_else(|| panic!("{path} not in Flink's history: {:?}", statistics.history));
+    // The JobManager caches its checkpoint statistics for a few seconds
+    // (`rest.cache.checkpoint-statistics.timeout`): the savepoint shows once they are renewed.
+    let taken = wait_for(
+        "the savepoint in Flink's checkpoint history",
+        Duration::from_secs(30),
+        || async {
+            let statistics = rest
+                .checkpoint_statistics(&JobId::from(first_job.as_str()))
+                .await
+                .ok()?;
+            statistics
+                .history
+                .into_iter()
+                .find(|c| c.is_savepoint && c.external_path.as_deref() == Some(path.as_str()))
+        },
+    )
+    .await;
     assert_eq!(taken.savepoint_format.as_deref(), Some("NATIVE"), "{taken:?}");
     eprintln!("NATIVE savepoint {path}");
 
@@ -186,13 +194,12 @@ async fn periodic_checkpoints_follow_a_cron_schedule_and_native_savepoints_carry
     // The new JobManager is another pod, at another address.
     let rest = harness::rest_client(&harness::rest_address(&client, &ns.name, "counter").await);
     harness::wait_for_running_job(&rest, &new_job).await;
-    let restored = rest
-        .checkpoint_statistics(&new_job)
-        .await
-        .unwrap()
-        .latest
-        .restored
-        .expect("the new job restored a snapshot");
+    let restored = wait_for(
+        "the restored snapshot in Flink's checkpoint statistics",
+        Duration::from_secs(30),
+        || async { rest.checkpoint_statistics(&new_job).await.ok()?.latest.restored },
+    )
+    .await;
     assert!(restored.is_savepoint, "{restored:?}");
     assert_eq!(restored.external_path.as_deref(), Some(upgrade_path.as_str()));
     counts_went_on(&counts, &before, restarted_at, 0).await;
