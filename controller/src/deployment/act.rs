@@ -19,7 +19,7 @@ use crate::{
     },
 };
 
-const MANAGER: &str = "flink-operator";
+const MANAGER: &str = crate::resources::FIELD_MANAGER;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActError {
