@@ -44,6 +44,7 @@ pub mod events;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod flink;
+pub mod ingresses;
 pub mod lifecycle;
 pub mod metrics;
 pub mod policy;

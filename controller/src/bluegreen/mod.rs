@@ -42,6 +42,7 @@ pub mod act;
 pub mod decide;
 pub mod diff;
 pub mod gate;
+pub mod ingress;
 pub mod observation;
 pub mod observe;
 pub mod outcome;
@@ -147,6 +148,15 @@ impl Reconciler for BlueGreenDeployments {
                 patch,
                 resource_version,
             } => act::write_gate_map(client, resource, map, patch, resource_version.as_deref()).await?,
+            Action::Ingress(change) => {
+                let namespace = resource.namespace().unwrap_or_default();
+                crate::ingresses::write(client, &namespace, change)
+                    .await
+                    .map_err(|source| act::ActError::Ingress {
+                        what: crate::ingresses::describe(&namespace, change),
+                        source,
+                    })?
+            }
             Action::RevertSpec { spec } => {
                 let version = act::revert_spec(client, resource, spec).await?;
                 return Ok(Acted::Patched(version));
@@ -218,6 +228,11 @@ impl Reconciler for BlueGreenDeployments {
             observe::colour_label(&fd).and_then(|_| owner(&*fd))
         };
         let of_snapshot = |snapshot: Arc<FlinkStateSnapshot>| owner(&*snapshot);
+        let controller = match &caches.ingresses {
+            // Its Ingress changed or deleted by someone else is put back.
+            Some(ingresses) => controller.owns_shared_stream(ingresses.changes(namespace)),
+            None => controller,
+        };
         controller
             .watches_shared_stream(caches.deployments.changes(namespace), of_child)
             .watches_shared_stream(caches.snapshots.changes(namespace), of_snapshot)
@@ -285,6 +300,7 @@ mod wiring_tests {
                 foreign: Vec::new(),
                 gate: None,
                 hand_over: gate::HandOver::NotAsked,
+                ingress: Default::default(),
             },
             policy: Policy::default(),
         };

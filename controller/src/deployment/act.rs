@@ -2,7 +2,7 @@
 
 use flink_operator_api::{FlinkDeployment, keys};
 use futures::FutureExt;
-use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap, networking::v1::Ingress};
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
 use kube::{
     Api, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
@@ -16,7 +16,6 @@ use crate::{
     resources::{
         cluster::{self, ClusterError},
         flink_config::{self, DeployParameters},
-        ingress::IngressChange,
     },
 };
 
@@ -87,22 +86,12 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
         Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action)
             .await
             .map_err(ActError::Job),
-        Action::Ingress(change) => ingress(ctx, &fd.namespace().unwrap_or_default(), change).await,
-    }
-}
-
-/// Applies or deletes a resource's Ingress (a deletion that finds none is done).
-pub async fn ingress(ctx: &Context, namespace: &str, change: &IngressChange) -> Result<(), ActError> {
-    let ingresses: Api<Ingress> = Api::namespaced(ctx.client.clone(), namespace);
-    match change {
-        IngressChange::Apply(ingress) => {
-            apply(&ingresses, ingress, &PatchParams::apply(MANAGER).force()).await
+        Action::Ingress(change) => {
+            let namespace = fd.namespace().unwrap_or_default();
+            crate::ingresses::write(&ctx.client, &namespace, change)
+                .await
+                .map_err(api_error(crate::ingresses::describe(&namespace, change)))
         }
-        IngressChange::Delete { name } => match ingresses.delete(name, &DeleteParams::default()).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-            Err(e) => Err(api_error(format!("deleting Ingress {namespace}/{name}"))(e)),
-        },
     }
 }
 
