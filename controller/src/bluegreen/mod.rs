@@ -36,7 +36,8 @@
 //! Proven end to end in `tests/e2e/bluegreen.rs` (hand-overs in savepoint, last-state and
 //! stateless mode, an abort, suspend and resume, deletion). Not done: the ADVANCED
 //! transition mode (a resource asking for it is refused, with the reason in `status.error`,
-//! rather than run as BASIC) and switching `spec.ingress` to the active child.
+//! rather than run as BASIC). The resource's `spec.ingress` routes to the active child
+//! ([`ingress`]), switched in the pass that finishes a hand-over.
 
 pub mod act;
 pub mod decide;
