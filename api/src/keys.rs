@@ -310,6 +310,10 @@ pub mod bluegreen {
 pub mod flink {
     /// Prefix of the autoscaler's keys; like the operator's, they are not written to Flink.
     pub const AUTOSCALER_PREFIX: &str = "job.autoscaler.";
+    /// The state backend (`hashmap`, `rocksdb`, `forst`, or a factory class).
+    pub const STATE_BACKEND_TYPE: &str = "state.backend.type";
+    /// The legacy name of [`STATE_BACKEND_TYPE`], still read by Flink.
+    pub const STATE_BACKEND_LEGACY: &str = "state.backend";
     /// Checkpoint directory (Flink 1.20+ name).
     pub const CHECKPOINTING_DIR: &str = "execution.checkpointing.dir";
     /// Checkpoint directory (deprecated name).

@@ -13,6 +13,17 @@ use flink_operator_api::{
 
 pub use health::HealthSettings;
 
+use crate::flink::{CheckpointKind, SavepointFormat};
+
+/// How a cluster's Deployments are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeletionPropagation {
+    /// The Deployments go at once; the garbage collector removes what they own after them.
+    Background,
+    /// Each Deployment goes once what it owns is gone.
+    Foreground,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     /// Stop a running job with a savepoint for an upgrade (`job.upgrade.take-savepoint`).
@@ -32,6 +43,18 @@ pub struct Policy {
     pub periodic_savepoint: Option<Schedule>,
     /// When periodic checkpoints fall due; `None` when off.
     pub periodic_checkpoint: Option<Schedule>,
+    /// The format of the savepoints the operator takes (`savepoint.format.type`).
+    pub savepoint_format: SavepointFormat,
+    /// The type of the checkpoints the operator asks for (`checkpoint.type`).
+    pub checkpoint_type: CheckpointKind,
+    /// How a cluster's Deployments are deleted (`resource.deletion.propagation`).
+    pub deletion_propagation: DeletionPropagation,
+    /// A savepoint change of a job that is not running keeps its last state when its cluster
+    /// holds a checkpoint (`job.upgrade.last-state-fallback.enabled`).
+    pub last_state_fallback: bool,
+    /// A last-state change of a running job whose latest checkpoint is older than this takes
+    /// a savepoint instead (`job.upgrade.last-state.max.allowed.checkpoint.age`).
+    pub last_state_max_checkpoint_age_ms: Option<i64>,
     pub history_cleanup: bool,
     /// `kubernetes.operator.snapshot.resource.enabled`, in the job's configuration and the
     /// operator's (see [`Policy::with_snapshot_loop`]): the job's savepoints and checkpoints
@@ -50,6 +73,8 @@ pub struct Policy {
     pub history_max_age_ms: i64,
     /// A session cluster is not deleted while FlinkSessionJobs still use it.
     pub block_on_session_jobs: bool,
+    /// A session cluster is kept while it runs jobs no FlinkSessionJob manages.
+    pub block_on_unmanaged_jobs: bool,
     /// `kubernetes.operator.deployment.rollback.enabled`: a deployed spec that does not become
     /// stable within `readiness_timeout_ms` is rolled back to the last stable one.
     pub rollback_enabled: bool,
@@ -95,6 +120,11 @@ impl Default for Policy {
             drain: option_defaults::JOB_DRAIN_ON_SAVEPOINT_DELETION,
             periodic_savepoint: None,
             periodic_checkpoint: None,
+            savepoint_format: SavepointFormat::Canonical,
+            checkpoint_type: CheckpointKind::Full,
+            deletion_propagation: DeletionPropagation::Background,
+            last_state_fallback: option_defaults::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
+            last_state_max_checkpoint_age_ms: None,
             history_cleanup: option_defaults::SAVEPOINT_CLEANUP_ENABLED,
             snapshot_resources: option_defaults::SNAPSHOT_RESOURCE_ENABLED,
             dispose_on_delete: option_defaults::SAVEPOINT_DISPOSE_ON_DELETE,
@@ -103,6 +133,7 @@ impl Default for Policy {
             history_max_count: option_defaults::SAVEPOINT_HISTORY_MAX_COUNT,
             history_max_age_ms: option_defaults::SAVEPOINT_HISTORY_MAX_AGE_MS,
             block_on_session_jobs: option_defaults::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
+            block_on_unmanaged_jobs: option_defaults::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
             rollback_enabled: option_defaults::DEPLOYMENT_ROLLBACK_ENABLED,
             readiness_timeout_ms: option_defaults::DEPLOYMENT_READINESS_TIMEOUT_MS,
             jm_recovery: option_defaults::JM_DEPLOYMENT_RECOVERY_ENABLED,
@@ -140,6 +171,7 @@ impl Policy {
         let flag = |key: &str, default: bool| read::flag(config, key, default);
         let duration = |key: &str| read::millis(config, key);
         let schedule = |key: &str| config.get(key).and_then(|v| Schedule::parse(v).ok().flatten());
+        let choice = |key: &str, names: &[&'static str]| read::choice(config, key, names);
         let count = |key: &str| read::count(config, key).map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let threshold_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD);
         let history_max_count = count(operator::SAVEPOINT_HISTORY_MAX_COUNT)
@@ -165,6 +197,28 @@ impl Policy {
             drain: flag(operator::JOB_DRAIN_ON_SAVEPOINT_DELETION, defaults.drain),
             periodic_savepoint: schedule(operator::PERIODIC_SAVEPOINT_INTERVAL),
             periodic_checkpoint: schedule(operator::PERIODIC_CHECKPOINT_INTERVAL),
+            savepoint_format: match choice(operator::SAVEPOINT_FORMAT_TYPE, &["CANONICAL", "NATIVE"]) {
+                Some("NATIVE") => SavepointFormat::Native,
+                _ => defaults.savepoint_format,
+            },
+            checkpoint_type: match choice(operator::CHECKPOINT_TYPE, &["FULL", "INCREMENTAL"]) {
+                Some("INCREMENTAL") => CheckpointKind::Incremental,
+                _ => defaults.checkpoint_type,
+            },
+            last_state_fallback: flag(
+                operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
+                defaults.last_state_fallback,
+            ),
+            last_state_max_checkpoint_age_ms: duration(
+                operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
+            ),
+            deletion_propagation: match choice(
+                operator::RESOURCE_DELETION_PROPAGATION,
+                &["Foreground", "Background"],
+            ) {
+                Some("Foreground") => DeletionPropagation::Foreground,
+                _ => defaults.deletion_propagation,
+            },
             history_cleanup: flag(operator::SAVEPOINT_CLEANUP_ENABLED, defaults.history_cleanup),
             snapshot_resources: flag(operator::SNAPSHOT_RESOURCE_ENABLED, defaults.snapshot_resources),
             dispose_on_delete: flag(operator::SAVEPOINT_DISPOSE_ON_DELETE, defaults.dispose_on_delete),
@@ -180,6 +234,10 @@ impl Policy {
                 .max(1),
             history_max_count,
             history_max_age_ms,
+            block_on_unmanaged_jobs: flag(
+                operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
+                defaults.block_on_unmanaged_jobs,
+            ),
             block_on_session_jobs: flag(
                 operator::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
                 defaults.block_on_session_jobs,
@@ -309,6 +367,22 @@ mod tests {
                 ]),
                 Policy {
                     history_max_count: 1,
+                    ..Policy::default()
+                },
+            ),
+            (
+                "snapshot formats and deletion propagation, in any letter case",
+                config(&[
+                    (operator::SAVEPOINT_FORMAT_TYPE, "native"),
+                    (operator::CHECKPOINT_TYPE, "INCREMENTAL"),
+                    (operator::RESOURCE_DELETION_PROPAGATION, "foreground"),
+                    (operator::PERIODIC_CHECKPOINT_INTERVAL, "10 min"),
+                ]),
+                Policy {
+                    savepoint_format: SavepointFormat::Native,
+                    checkpoint_type: CheckpointKind::Incremental,
+                    deletion_propagation: DeletionPropagation::Foreground,
+                    periodic_checkpoint: Some(Schedule::Every(600_000)),
                     ..Policy::default()
                 },
             ),

@@ -28,6 +28,7 @@ mod revisions;
 mod runtime;
 mod scale;
 mod session_job;
+mod snapshot_formats;
 mod snapshots;
 mod standalone;
 mod steady_state;

@@ -109,10 +109,11 @@ mod tests {
             (operator::JOB_RESTART_FAILED, Place::OperatorFile, None),
             ("parallelism.default", Place::Resource, None),
             (
-                operator::SAVEPOINT_FORMAT_TYPE,
+                operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
                 Place::Resource,
-                Some("CANONICAL"),
+                Some("does not act on it"),
             ),
+            (operator::SAVEPOINT_FORMAT_TYPE, Place::Resource, None),
             (
                 operator::RETRY_MAX_ATTEMPTS,
                 Place::OperatorFile,

@@ -89,6 +89,10 @@ pub mod defaults {
     pub const LEADER_ELECTION_RENEW_DEADLINE_MS: i64 = 10 * SECOND_MS;
     /// `kubernetes.operator.leader-election.retry-period`.
     pub const LEADER_ELECTION_RETRY_PERIOD_MS: i64 = 2 * SECOND_MS;
+    /// `kubernetes.operator.job.upgrade.last-state-fallback.enabled`.
+    pub const JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED: bool = true;
+    /// `kubernetes.operator.session.deletion.block-on-unmanaged-jobs`.
+    pub const SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS: bool = true;
     /// `kubernetes.operator.flink.client.timeout`.
     pub const FLINK_CLIENT_TIMEOUT_MS: i64 = 10 * SECOND_MS;
     /// `kubernetes.operator.job.submission.timeout`.
@@ -422,6 +426,31 @@ pub const OPTIONS: &[OptionDoc] = &[
                   younger than this.",
     },
     OptionDoc {
+        key: operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "A change of a `savepoint` job that is not running (restarting, failing, or \
+                  ended), so that no savepoint can be taken, ends with its cluster keeping its \
+                  last state when the cluster's high-availability metadata holds a completed \
+                  checkpoint (a savepoint younger than `job.upgrade.savepoint.max-age` is \
+                  still preferred), instead of waiting for the job to run or being refused.",
+    },
+    OptionDoc {
+        key: operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Unset("no bound"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "A `last-state` change of a running job whose latest checkpoint is older than \
+                  this (or not known) stops it with a savepoint instead, so that the next job \
+                  does not go back further; the webhook requires a savepoint directory when it \
+                  is set.",
+    },
+    OptionDoc {
         key: operator::JOB_RESTORE_MAX_STATE_AGE,
         ty: OptionType::Duration,
         deprecated: &[],
@@ -497,6 +526,49 @@ pub const OPTIONS: &[OptionDoc] = &[
                   resources (without snapshot resources, triggered through the JobManager and \
                   recorded in `status.jobStatus.checkpointInfo`). Its schedule moves when one is \
                   asked for, so a failed one is not asked for again before its next time.",
+    },
+    OptionDoc {
+        key: operator::SAVEPOINT_FORMAT_TYPE,
+        ty: OptionType::Choice(&["CANONICAL", "NATIVE"]),
+        deprecated: &[],
+        default: DefaultValue::Text("CANONICAL"),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "The format of every savepoint the operator takes of a job: for an upgrade, a \
+                  suspension, a deletion, periodically, for a trigger nonce, and a blue/green \
+                  transition's (the savepoint FlinkStateSnapshot resources it creates carry it \
+                  as `spec.savepoint.formatType`). NATIVE is the state backend's own format, \
+                  faster to take and restore for large state, and the only one a Flink 2.x job \
+                  on asynchronous state can take; it restores only into the same state backend, \
+                  so while a job's savepoints are NATIVE the webhook refuses a change of its \
+                  `state.backend.type`.",
+    },
+    OptionDoc {
+        key: operator::CHECKPOINT_TYPE,
+        ty: OptionType::Choice(&["FULL", "INCREMENTAL"]),
+        deprecated: &[],
+        default: DefaultValue::Text("FULL"),
+        applies_to: SNAPSHOT_AND_JOBS,
+        set_in: SetIn::Resource,
+        meaning: "The type of the checkpoints the operator asks a job for (a trigger nonce, a \
+                  periodic checkpoint, a checkpoint FlinkStateSnapshot), Flink 1.19 and newer. \
+                  A FULL checkpoint stands alone; an INCREMENTAL one shares files with the \
+                  job's other checkpoints, so it is only as durable as they are.",
+    },
+    OptionDoc {
+        key: operator::RESOURCE_DELETION_PROPAGATION,
+        ty: OptionType::Choice(&["Foreground", "Background"]),
+        deprecated: &[],
+        default: DefaultValue::Text("Background"),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "How the operator deletes a cluster's JobManager and TaskManager Deployments: \
+                  Background (the Deployments go at once and the garbage collector removes their \
+                  pods after them) or Foreground (each Deployment goes only once its pods are \
+                  gone). Either way, a new cluster of the same name starts only once the old \
+                  JobManager pods are gone. Orphan, which the Apache operator also takes, is \
+                  refused: a JobManager left running would act on the new cluster's \
+                  high-availability metadata.",
     },
     OptionDoc {
         key: operator::SAVEPOINT_TRIGGER_GRACE_PERIOD,
@@ -654,6 +726,18 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "A session cluster is not deleted while FlinkSessionJobs still use it.",
     },
     OptionDoc {
+        key: operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "A session cluster is not deleted while it runs jobs that no \
+                  FlinkSessionJob manages (submitted through its REST API or CLI): the \
+                  deletion waits, naming them, until they end. A JobManager that does not \
+                  answer does not hold the deletion.",
+    },
+    OptionDoc {
         key: operator::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME,
         ty: OptionType::Bool,
         deprecated: &[],
@@ -769,11 +853,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
         note: "",
     },
     IgnoredOption {
-        key: operator::RESOURCE_DELETION_PROPAGATION,
-        ty: OptionType::Choice(&["Foreground", "Background", "Orphan"]),
-        note: "",
-    },
-    IgnoredOption {
         key: operator::RATE_LIMITER_LIMIT,
         ty: OptionType::Integer,
         note: "",
@@ -839,19 +918,9 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
         note: "",
     },
     IgnoredOption {
-        key: operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
-        ty: OptionType::Bool,
-        note: "",
-    },
-    IgnoredOption {
         key: operator::JOB_UPGRADE_LAST_STATE_JOB_CANCEL_ENABLED,
         ty: OptionType::Bool,
         note: "",
-    },
-    IgnoredOption {
-        key: operator::JOB_UPGRADE_LAST_STATE_MAX_ALLOWED_CHECKPOINT_AGE,
-        ty: OptionType::Duration,
-        note: "the webhook requires a savepoint directory when it is set",
     },
     IgnoredOption {
         key: operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
@@ -861,21 +930,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::CHECKPOINT_TRIGGER_GRACE_PERIOD,
         ty: OptionType::Duration,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::SAVEPOINT_FORMAT_TYPE,
-        ty: OptionType::Choice(&["CANONICAL", "NATIVE"]),
-        note: "operator savepoints are always CANONICAL",
-    },
-    IgnoredOption {
-        key: operator::CHECKPOINT_TYPE,
-        ty: OptionType::Choice(&["FULL", "INCREMENTAL"]),
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
-        ty: OptionType::Bool,
         note: "",
     },
     IgnoredOption {

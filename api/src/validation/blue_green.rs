@@ -1,7 +1,7 @@
 //! Rules of FlinkBlueGreenDeployment. The Apache operator has none; ours guard the
 //! transition mode and judge the template as the FlinkDeployment it becomes.
 
-use super::{ValidationContext, Violation, deployment, values::parse_duration};
+use super::{ValidationContext, Violation, deployment, flink_config, values::parse_duration};
 use crate::{FlinkBlueGreenDeployment, TransitionMode, UpgradeMode, keys::bluegreen};
 
 /// The longest suffix a child gets (`-green`); the child name must stay a valid cluster name.
@@ -130,6 +130,21 @@ pub fn validate(
     let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
     let mut template_violations = Vec::new();
     deployment::spec_rules(template, namespace, None, ctx, &mut template_violations);
+    // The running child was made from the stored template: its savepoint seeds the next one.
+    if let Some(running) = old
+        .and_then(|o| o.spec.template.as_ref())
+        .and_then(|t| t.spec.as_ref())
+    {
+        let config = |spec: &crate::FlinkDeploymentSpec| {
+            ctx.effective_config(namespace, spec.flink_version, spec.flink_configuration.as_ref())
+        };
+        let (running, next) = (config(running), config(template));
+        flink_config::native_savepoint_keeps_its_backend(
+            &flink_config::Config { map: &running },
+            &flink_config::Config { map: &next },
+            &mut template_violations,
+        );
+    }
     out.extend(template_violations.into_iter().map(|v| Violation {
         field: match v.field.strip_prefix("spec.") {
             Some(rest) => format!("spec.template.spec.{rest}"),

@@ -82,6 +82,14 @@ pub(crate) fn spec_rules(
         last_state_needs_ha: true,
     });
     flink_config::state_rules(&cfg, spec.flink_version, needs.as_ref(), out);
+    if let Some(running) = reconciled.filter(|r| r.job.is_some()) {
+        let running = ctx.effective_config(
+            namespace,
+            running.flink_version,
+            running.flink_configuration.as_ref(),
+        );
+        flink_config::native_savepoint_keeps_its_backend(&Config { map: &running }, &cfg, out);
+    }
     if let Some(ingress) = &spec.ingress {
         ingress_template("spec.ingress.template", ingress, out);
     }

@@ -265,3 +265,41 @@ pub(crate) fn value_formats(own: &BTreeMap<String, String>, out: &mut Vec<Violat
         }
     }
 }
+
+/// The state backend a configuration names, as one name: `state.backend.type` (or the
+/// legacy `state.backend`) lowercased, with the heap backend's other names (unset,
+/// `filesystem`, `jobmanager`) as `hashmap`.
+fn state_backend(config: &Config<'_>) -> String {
+    let named = config
+        .first_non_blank(&[flink::STATE_BACKEND_TYPE, flink::STATE_BACKEND_LEGACY])
+        .map(|v| v.trim().to_ascii_lowercase());
+    match named.as_deref() {
+        None | Some("hashmap" | "filesystem" | "jobmanager") => "hashmap".to_owned(),
+        Some(other) => other.to_owned(),
+    }
+}
+
+/// A NATIVE savepoint restores only into the state backend that wrote it: while the upgrade
+/// savepoint of a change would be NATIVE, the change may not move the job to another state
+/// backend (its savepoint would not restore, and the job would be stuck between the two).
+pub(crate) fn native_savepoint_keeps_its_backend(
+    running: &Config<'_>,
+    next: &Config<'_>,
+    out: &mut Vec<Violation>,
+) {
+    let native = next
+        .get(operator::SAVEPOINT_FORMAT_TYPE)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("native"));
+    let (from, to) = (state_backend(running), state_backend(next));
+    if native && from != to {
+        out.push(Violation::new(
+            config_path(flink::STATE_BACKEND_TYPE),
+            format!(
+                "the state backend cannot change from {from} to {to} while {} is NATIVE: a native \
+                 savepoint restores only into the backend that wrote it; take this change with \
+                 CANONICAL savepoints, then switch back",
+                operator::SAVEPOINT_FORMAT_TYPE
+            ),
+        ));
+    }
+}

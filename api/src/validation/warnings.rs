@@ -54,7 +54,7 @@ mod tests {
             "spec": {
                 "flinkVersion": "v1_20",
                 "flinkConfiguration": {
-                    "kubernetes.operator.savepoint.format.type": "NATIVE",
+                    "kubernetes.operator.jm-deployment.shutdown-ttl": "1 d",
                     "kubernetes.operator.job.restart.failed": "true",
                     "job.autoscaler.enabled": "true",
                     "taskmanager.numberOfTaskSlots": "2"
@@ -66,11 +66,9 @@ mod tests {
         let warnings = deployment(&fd);
         assert_eq!(warnings.len(), 2, "{warnings:#?}");
         assert!(warnings[0].starts_with("spec.flinkConfiguration.job.autoscaler.enabled: "));
-        assert!(
-            warnings[1].starts_with(
-                "spec.flinkConfiguration.kubernetes.operator.savepoint.format.type: has no effect"
-            )
-        );
+        assert!(warnings[1].starts_with(
+            "spec.flinkConfiguration.kubernetes.operator.jm-deployment.shutdown-ttl: has no effect"
+        ));
     }
 
     #[test]

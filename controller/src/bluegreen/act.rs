@@ -26,6 +26,7 @@ use super::{
     gate::{self, GateMap},
 };
 use crate::{
+    flink::SavepointFormat,
     lifecycle::{Snapshot, act::new_snapshot, snapshot_resources::NewSnapshot},
     runtime::api_error::{api_message, is_conflict},
 };
@@ -165,9 +166,10 @@ pub async fn create_savepoint(
     name: &str,
     colour: Colour,
     now_ms: i64,
+    format: SavepointFormat,
 ) -> Result<(), ActError> {
     let child = child_name(&resource.name_any(), colour);
-    let snapshot = transition_savepoint(resource, name, &child, now_ms)?;
+    let snapshot = transition_savepoint(resource, name, &child, now_ms, format)?;
     match api::<FlinkStateSnapshot>(client, resource)
         .create(&PostParams::default(), &snapshot)
         .await
@@ -307,13 +309,15 @@ pub fn child(
     Ok(fd)
 }
 
-/// The transition savepoint `name` of the FlinkDeployment `child`. It is never disposed of
-/// with the resource: the new child starts from it, and may need it again to restart.
+/// The transition savepoint `name` of the FlinkDeployment `child`, in `format` (the
+/// template's `savepoint.format.type`). It is never disposed of with the resource: the new
+/// child starts from it, and may need it again to restart.
 pub fn transition_savepoint(
     resource: &FlinkBlueGreenDeployment,
     name: &str,
     child: &str,
     now_ms: i64,
+    format: SavepointFormat,
 ) -> Result<FlinkStateSnapshot, ActError> {
     let new = NewSnapshot {
         kind: Snapshot::Savepoint,
@@ -322,7 +326,7 @@ pub fn transition_savepoint(
         existing_path: None,
         dispose_on_delete: false,
     };
-    let mut snapshot = new_snapshot(&new, name, JobKind::FlinkDeployment, child);
+    let mut snapshot = new_snapshot(&new, name, JobKind::FlinkDeployment, child, format);
     snapshot.metadata.namespace = resource.namespace();
     snapshot.metadata.owner_references = Some(vec![owner_reference(resource)?]);
     Ok(snapshot)
@@ -404,8 +408,14 @@ mod tests {
 
     #[test]
     fn the_transition_savepoint_refers_to_the_active_child_and_is_kept_on_deletion() {
-        let snapshot =
-            transition_savepoint(&resource(), "bg-blue-transition-1", "bg-blue", 5).expect("built");
+        let snapshot = transition_savepoint(
+            &resource(),
+            "bg-blue-transition-1",
+            "bg-blue",
+            5,
+            SavepointFormat::Native,
+        )
+        .expect("built");
         assert_eq!(snapshot.name_any(), "bg-blue-transition-1");
         let reference = snapshot.spec.job_reference.as_ref().expect("reference");
         assert_eq!(reference.kind, Some(JobKind::FlinkDeployment));

@@ -142,7 +142,8 @@ impl Reconciler for BlueGreenDeployments {
             Action::DeleteChild { colour } => act::delete_child(client, resource, *colour).await?,
             Action::CreateSavepoint { name, colour } => {
                 let now_ms = observed.observation.now_ms;
-                act::create_savepoint(client, resource, name, *colour, now_ms).await?;
+                let format = observed.savepoint_format;
+                act::create_savepoint(client, resource, name, *colour, now_ms, format).await?;
             }
             Action::WriteGateMap {
                 map,
@@ -304,6 +305,7 @@ mod wiring_tests {
                 ingress: Default::default(),
             },
             policy: Policy::default(),
+            savepoint_format: Default::default(),
         };
         let plan = Plan {
             status_before: None,

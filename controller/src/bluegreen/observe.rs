@@ -18,7 +18,7 @@ use super::{
 use crate::{
     caches::Caches,
     context::Context,
-    flink::{Aggregation, JobId, TriggerId},
+    flink::{Aggregation, JobId, SavepointFormat, TriggerId},
     lifecycle::spec::is_suspended,
     policy::Policy,
 };
@@ -31,6 +31,9 @@ const FRESH_ID_LEN: usize = 12;
 pub struct Observed {
     pub observation: Observation,
     pub policy: Policy,
+    /// The format of a transition savepoint: the template's `savepoint.format.type`, over
+    /// the operator's.
+    pub savepoint_format: SavepointFormat,
 }
 
 /// What the decision needs of `resource`'s world, read from the shared caches.
@@ -92,9 +95,19 @@ pub fn observe(ctx: &Context, caches: &Caches, resource: &FlinkBlueGreenDeployme
             green_port: port(Colour::Green),
         },
     };
+    let template = resource.spec.template.as_ref().and_then(|t| t.spec.as_ref());
+    let savepoint_format = Policy::from_config(
+        &ValidationContext::new(ctx.operator_config.clone()).effective_config(
+            &namespace,
+            template.and_then(|spec| spec.flink_version),
+            template.and_then(|spec| spec.flink_configuration.as_ref()),
+        ),
+    )
+    .savepoint_format;
     Observed {
         observation,
         policy: Policy::from_config(&settings),
+        savepoint_format,
     }
 }
 

@@ -13,6 +13,7 @@ use super::decide::Action;
 use crate::{
     context::Context,
     flink::FlinkRestClient,
+    policy::{DeletionPropagation, Policy},
     resources::{
         cluster::{self, ClusterError},
         flink_config::{self, DeployParameters},
@@ -46,7 +47,12 @@ pub async fn finalizer(ctx: &Context, fd: &FlinkDeployment, add: bool) -> Result
         .map_err(api_error("updating the finalizer"))
 }
 
-pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result<(), ActError> {
+pub async fn act(
+    ctx: &Context,
+    fd: &FlinkDeployment,
+    policy: &Policy,
+    action: &Action,
+) -> Result<(), ActError> {
     match action {
         Action::AddFinalizer | Action::RemoveFinalizer => {
             finalizer(ctx, fd, *action == Action::AddFinalizer).await?;
@@ -81,9 +87,9 @@ pub async fn act(ctx: &Context, fd: &FlinkDeployment, action: &Action) -> Result
             }
         }
         // Whether the HA metadata stays is decided later (`Action::DeleteHaMetadata`).
-        Action::DeleteCluster { .. } => delete_cluster(ctx, fd).await,
+        Action::DeleteCluster { .. } => delete_cluster(ctx, fd, policy.deletion_propagation).await,
         Action::DeleteHaMetadata => delete_ha_metadata(ctx, fd).await,
-        Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action)
+        Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action, policy)
             .await
             .map_err(ActError::Job),
         Action::Ingress(change) => {
@@ -219,21 +225,29 @@ where
         .map_err(api_error(format!("applying {} {namespace}/{name}", K::kind(&()))))
 }
 
-/// Deletes the JobManager and TaskManager Deployments, both at once. What they own (their
-/// ReplicaSets, the pods, a native cluster's TaskManager pods) goes in the background: the
-/// Deployments are gone at once, and the decision waits for the JobManager pods themselves
+/// Deletes the JobManager and TaskManager Deployments, both at once. By default what they own
+/// (their ReplicaSets, the pods, a native cluster's TaskManager pods) goes in the background:
+/// the Deployments are gone at once, and the decision waits for the JobManager pods themselves
 /// (see `decide::cleanup`), not for the garbage collector to remove the chain of owners
-/// after them, which a foreground deletion would.
-async fn delete_cluster(ctx: &Context, fd: &FlinkDeployment) -> Result<(), ActError> {
+/// after them, which a foreground deletion (`resource.deletion.propagation: Foreground`)
+/// would.
+async fn delete_cluster(
+    ctx: &Context,
+    fd: &FlinkDeployment,
+    propagation: DeletionPropagation,
+) -> Result<(), ActError> {
+    let params = match propagation {
+        DeletionPropagation::Background => DeleteParams::background(),
+        DeletionPropagation::Foreground => DeleteParams::foreground(),
+    };
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    let delete =
-        async |deployment: String| match deployments.delete(&deployment, &DeleteParams::background()).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-            Err(e) => Err(api_error(format!("deleting Deployment {namespace}/{deployment}"))(e)),
-        };
+    let delete = async |deployment: String| match deployments.delete(&deployment, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(api_error(format!("deleting Deployment {namespace}/{deployment}"))(e)),
+    };
     let (job_manager, task_manager) =
         tokio::join!(delete(name.clone()), delete(format!("{name}-taskmanager")));
     job_manager.and(task_manager)

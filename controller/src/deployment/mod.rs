@@ -80,7 +80,7 @@ impl Reconciler for Deployments {
     async fn act(
         ctx: &Context,
         fd: &FlinkDeployment,
-        _observation: &decide::Observation,
+        observation: &decide::Observation,
         action: &decide::Action,
     ) -> Result<Acted, ReconcileError> {
         Ok(match action {
@@ -96,12 +96,13 @@ impl Reconciler for Deployments {
                     fd,
                     flink_operator_api::JobKind::FlinkDeployment,
                     job,
+                    &observation.policy,
                 )
                 .await
                 .map_err(act::ActError::Job)?,
             ),
             _ => {
-                act::act(ctx, fd, action).await?;
+                act::act(ctx, fd, &observation.policy, action).await?;
                 Acted::Done
             }
         })

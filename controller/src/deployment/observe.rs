@@ -58,6 +58,7 @@ pub async fn observe(
     let mut latest_checkpoint = None;
     let mut health = None;
     let mut unanswered_before = false;
+    let mut session_overview: Option<Vec<crate::flink::JobOverview>> = None;
     let annotation = |key: &str| {
         jm.as_ref()
             .and_then(|d| d.metadata.annotations.as_ref())
@@ -76,6 +77,7 @@ pub async fn observe(
             None => replica_failure(jm),
         };
         let mut rest_ready = false;
+        let deleting_session = fd.metadata.deletion_timestamp.is_some() && fd.spec.job.is_none();
         if ready > 0 {
             match ctx.rest_url(fd).await {
                 Ok(url) => match ctx.rest_client(&url, super::KIND, &namespace, &name) {
@@ -88,6 +90,11 @@ pub async fn observe(
                         late_savepoint = look.late_savepoint;
                         checkpoint = look.checkpoint;
                         latest_checkpoint = look.latest_checkpoint;
+                        if deleting_session && policy.block_on_unmanaged_jobs {
+                            // A JobManager that does not answer holds nothing back: what it
+                            // would run cannot be asked for, nor saved.
+                            session_overview = rest.jobs_overview().await.ok();
+                        }
                     }
                     Err(e) => job = Some(JobObservation::Unreachable(e.to_string())),
                 },
@@ -132,18 +139,27 @@ pub async fn observe(
     .map(|v| v.to_string())
     .collect();
     let mut session_jobs = Vec::new();
+    let mut unmanaged_jobs = Vec::new();
     if fd.metadata.deletion_timestamp.is_some() && fd.spec.job.is_none() {
-        session_jobs = caches
-            .session_jobs
-            .list(&namespace, |sj| {
-                sj.spec.deployment_name.as_deref() == Some(name.as_str())
-            })
+        let users = caches.session_jobs.list(&namespace, |sj| {
+            sj.spec.deployment_name.as_deref() == Some(name.as_str())
+        });
+        session_jobs = users.iter().map(|sj| sj.name_any()).collect();
+        let managed: std::collections::BTreeSet<&str> = users
             .iter()
-            .map(|sj| sj.name_any())
+            .filter_map(|sj| sj.status.as_ref()?.job_status.as_ref()?.job_id.as_deref())
+            .collect();
+        unmanaged_jobs = session_overview
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|j| !flink_job_state::is_globally_terminal(&j.state))
+            .filter(|j| !managed.contains(j.jid.as_str()))
+            .map(|j| format!("{} ({})", j.name, j.jid))
             .collect();
     }
     Ok(Observation {
         session_jobs,
+        unmanaged_jobs,
         job_manager,
         cluster_exists,
         cluster_deleting,

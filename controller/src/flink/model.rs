@@ -259,6 +259,9 @@ pub struct CheckpointEntry {
     /// Whether it is a savepoint.
     #[serde(default)]
     pub is_savepoint: bool,
+    /// A savepoint's format: `CANONICAL` or `NATIVE`.
+    #[serde(rename = "savepointFormat")]
+    pub savepoint_format: Option<String>,
     /// Where it is stored (a completed one that is externalised).
     pub external_path: Option<String>,
     /// When it was triggered, epoch milliseconds.
@@ -602,6 +605,7 @@ mod tests {
             Some("file:/sp/savepoint-6")
         );
         assert_eq!(stats.history[1].external_path, None);
+        assert_eq!(stats.history[0].savepoint_format.as_deref(), Some("CANONICAL"));
         assert!(stats.latest.restored.unwrap().is_savepoint);
     }
 

@@ -20,7 +20,10 @@ use super::{
     revisions::{self, RevisionStep},
     snapshot_resources::NewSnapshot,
 };
-use crate::flink::{CheckpointKind, FlinkError, FlinkRestClient, JobId, SavepointFormat, TriggerId};
+use crate::{
+    flink::{FlinkError, FlinkRestClient, JobId, SavepointFormat, TriggerId},
+    policy::Policy,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum JobActError {
@@ -103,6 +106,7 @@ pub async fn on_resources<K>(
     owner: &K,
     kind: JobKind,
     action: &JobAction,
+    policy: &Policy,
 ) -> Result<Option<String>, JobActError>
 where
     K: JobResource,
@@ -112,7 +116,7 @@ where
     match action {
         JobAction::CreateSnapshot(new) => {
             let name = new.name(&owner_name);
-            let snapshot = new_snapshot(new, &name, kind, &owner_name);
+            let snapshot = new_snapshot(new, &name, kind, &owner_name, policy.savepoint_format);
             match api.create(&PostParams::default(), &snapshot).await {
                 Ok(_) => Ok(None),
                 Err(kube::Error::Api(e)) if e.code == 409 => Ok(None),
@@ -292,10 +296,19 @@ where
 }
 
 /// The FlinkStateSnapshot `name` for `new`, of the job resource `kind` `owner`.
-pub fn new_snapshot(new: &NewSnapshot, name: &str, kind: JobKind, owner: &str) -> FlinkStateSnapshot {
+pub fn new_snapshot(
+    new: &NewSnapshot,
+    name: &str,
+    kind: JobKind,
+    owner: &str,
+    format: SavepointFormat,
+) -> FlinkStateSnapshot {
     let savepoint = (new.kind == Snapshot::Savepoint).then(|| SavepointSpec {
         path: new.existing_path.clone(),
-        format_type: Some(SavepointFormatType::Canonical),
+        format_type: Some(match format {
+            SavepointFormat::Canonical => SavepointFormatType::Canonical,
+            SavepointFormat::Native => SavepointFormatType::Native,
+        }),
         dispose_on_delete: Some(new.dispose_on_delete),
         already_exists: Some(new.existing_path.is_some()),
     });
@@ -322,7 +335,9 @@ pub fn new_snapshot(new: &NewSnapshot, name: &str, kind: JobKind, owner: &str) -
     snapshot
 }
 
-pub async fn run(rest: &FlinkRestClient, action: &JobAction) -> Result<(), JobActError> {
+/// Carries out `action` through the job's JobManager, in the savepoint format and checkpoint
+/// type of the job's `policy`.
+pub async fn run(rest: &FlinkRestClient, action: &JobAction, policy: &Policy) -> Result<(), JobActError> {
     let flink = |what: &'static str, job_id: &str| {
         let job_id = job_id.to_owned();
         move |source| JobActError::Flink { what, job_id, source }
@@ -338,7 +353,7 @@ pub async fn run(rest: &FlinkRestClient, action: &JobAction) -> Result<(), JobAc
                 &TriggerId::from(trigger_id.as_str()),
                 None,
                 *drain,
-                SavepointFormat::Canonical,
+                policy.savepoint_format,
             )
             .await
             .map(drop)
@@ -352,7 +367,7 @@ pub async fn run(rest: &FlinkRestClient, action: &JobAction) -> Result<(), JobAc
                 &JobId::from(job_id.as_str()),
                 &TriggerId::from(trigger_id.as_str()),
                 None,
-                SavepointFormat::Canonical,
+                policy.savepoint_format,
             )
             .await
             .map(drop)
@@ -361,7 +376,7 @@ pub async fn run(rest: &FlinkRestClient, action: &JobAction) -> Result<(), JobAc
             .trigger_checkpoint_as(
                 &JobId::from(job_id.as_str()),
                 &TriggerId::from(trigger_id.as_str()),
-                CheckpointKind::Full,
+                policy.checkpoint_type,
             )
             .await
             .map(drop)

@@ -61,7 +61,14 @@ pub enum Ending {
 /// checkpoint; without one, deleting the cluster would restart the job from nothing, so a
 /// running job is stopped with a savepoint instead when one can be taken (as the Apache
 /// operator does for a last-state change it cannot make), and the change is refused
-/// otherwise.
+/// otherwise. `latest_checkpoint_ms`: when the job's latest checkpoint completed, if known.
+///
+/// Two settings move a change between the modes, as the Apache operator's do: a running
+/// last-state job whose latest checkpoint is older than
+/// `job.upgrade.last-state.max.allowed.checkpoint.age` (or not known) is stopped with a
+/// savepoint instead, when one can be taken; and a savepoint job that is not running, whose
+/// high-availability metadata holds a checkpoint, ends keeping that last state
+/// (`job.upgrade.last-state-fallback.enabled`) rather than wait to run or be refused.
 #[allow(clippy::too_many_arguments)]
 pub fn ending(
     mode: UpgradeMode,
@@ -69,13 +76,24 @@ pub fn ending(
     last_state_held: bool,
     suspending: bool,
     now: JobNow,
+    latest_checkpoint_ms: Option<i64>,
     job: &JobStatus,
     policy: &Policy,
     now_ms: i64,
 ) -> Ending {
     let take_savepoint = policy.take_savepoint;
     let keeps_last_state = ends_with_its_cluster;
+    let checkpoint_too_old = policy
+        .last_state_max_checkpoint_age_ms
+        .is_some_and(|max| latest_checkpoint_ms.is_none_or(|at| now_ms.saturating_sub(at) > max));
+    let can_take_savepoint = take_savepoint && policy.savepoint_dir.is_some();
+    let falls_back_to_last_state = policy.last_state_fallback && keeps_last_state && last_state_held;
     match (mode, now) {
+        (UpgradeMode::LastState, JobNow::Live(flink_job_state::RUNNING))
+            if checkpoint_too_old && can_take_savepoint =>
+        {
+            Ending::Savepoint
+        }
         (UpgradeMode::Stateless, JobNow::Live(flink_job_state::CANCELLING)) if !ends_with_its_cluster => {
             Ending::WaitForCancel
         }
@@ -119,6 +137,8 @@ pub fn ending(
         (UpgradeMode::Savepoint, JobNow::Live(_)) if !take_savepoint => Ending::CancelForNewest {
             with_savepoints: true,
         },
+        (UpgradeMode::Savepoint, JobNow::Live(flink_job_state::CANCELLING)) => Ending::WaitForRunning,
+        (UpgradeMode::Savepoint, JobNow::Live(_)) if falls_back_to_last_state => Ending::KeepingLastState,
         (UpgradeMode::Savepoint, JobNow::Live(_)) => Ending::WaitForRunning,
         // An ended job has no savepoint to take: a suspension keeps its newest state as it is.
         (UpgradeMode::Savepoint, JobNow::Ended) if !take_savepoint || suspending => Ending::Ended {
@@ -127,6 +147,7 @@ pub fn ending(
         (UpgradeMode::Savepoint, JobNow::Ended) => {
             match restore::fresh_savepoint(job, policy.savepoint_max_age_ms, now_ms) {
                 Some(savepoint) => Ending::FreshSavepoint(savepoint),
+                None if falls_back_to_last_state => Ending::KeepingLastState,
                 None => Ending::Refuse(
                     "a savepoint needs a running job; allow its last savepoint with \
                      kubernetes.operator.job.upgrade.savepoint.max-age, use upgradeMode stateless or last-state, \
@@ -302,6 +323,10 @@ mod tests {
             savepoint_max_age_ms: Some(60_000),
             ..Policy::default()
         };
+        let no_fallback = Policy {
+            last_state_fallback: false,
+            ..Policy::default()
+        };
         let job = with_savepoint(30_000);
         let fresh = restore::fresh_savepoint(&job, Some(60_000), NOW).expect("fresh");
         // (mode, keeps last state, job now, policy) -> ending
@@ -367,12 +392,36 @@ mod tests {
                 &take,
                 WaitForRunning,
             ),
+            // Not running, its cluster holding a checkpoint: it keeps that last state
+            // (`last-state-fallback.enabled`), or waits to run without the fallback.
             (
                 SavepointMode,
                 true,
                 JobNow::Live("RESTARTING"),
                 &take,
+                KeepingLastState,
+            ),
+            (
+                SavepointMode,
+                true,
+                JobNow::Live("RESTARTING"),
+                &no_fallback,
                 WaitForRunning,
+            ),
+            (
+                SavepointMode,
+                true,
+                JobNow::Live("CANCELLING"),
+                &take,
+                WaitForRunning,
+            ),
+            (SavepointMode, true, JobNow::Ended, &take, KeepingLastState),
+            (
+                SavepointMode,
+                true,
+                JobNow::Ended,
+                &max_age,
+                FreshSavepoint(fresh.clone()),
             ),
             (
                 SavepointMode,
@@ -409,7 +458,7 @@ mod tests {
         ];
         for (mode, keeps, now, policy, expected) in cases {
             assert_eq!(
-                ending(mode, keeps, true, false, now, &job, policy, NOW),
+                ending(mode, keeps, true, false, now, Some(NOW), &job, policy, NOW),
                 expected,
                 "{mode:?} keeps={keeps} {now:?}"
             );
@@ -422,14 +471,33 @@ mod tests {
                 ..Policy::default()
             },
         ] {
-            let Refuse(note) = ending(SavepointMode, true, true, false, JobNow::Ended, &job, policy, NOW)
-            else {
+            let Refuse(note) = ending(
+                SavepointMode,
+                true,
+                false,
+                false,
+                JobNow::Ended,
+                None,
+                &job,
+                policy,
+                NOW,
+            ) else {
                 panic!("refused")
             };
             assert!(note.contains("savepoint.max-age"), "{note}");
             // A suspension keeps the newest state instead.
             assert_eq!(
-                ending(SavepointMode, true, true, true, JobNow::Ended, &job, policy, NOW),
+                ending(
+                    SavepointMode,
+                    true,
+                    true,
+                    true,
+                    JobNow::Ended,
+                    None,
+                    &job,
+                    policy,
+                    NOW
+                ),
                 Ended {
                     with_savepoints: true
                 }
@@ -515,7 +583,17 @@ mod tests {
         ];
         for (held, now, policy, expected, why) in cases {
             for suspending in [false, true] {
-                let ending = ending(LastState, true, held, suspending, now, &job, policy, NOW);
+                let ending = ending(
+                    LastState,
+                    true,
+                    held,
+                    suspending,
+                    now,
+                    Some(NOW),
+                    &job,
+                    policy,
+                    NOW,
+                );
                 let case = format!("held={held} {now:?} suspending={suspending}");
                 match &expected {
                     Some(expected) => assert_eq!(&ending, expected, "{case}"),

@@ -5,7 +5,7 @@
 
 use flink_operator_api::{
     FlinkDeployment, FlinkSessionJob,
-    common::{JobStatus, SnapshotTriggerType, UpgradeMode},
+    common::{JobStatus, ReconciliationState, ResourceLifecycleState, SnapshotTriggerType, UpgradeMode},
     keys,
 };
 use serde_json::{Value, json};
@@ -29,7 +29,11 @@ use crate::{
 
 use crate::fixtures::NOW;
 const JOB_ID: &str = "job-1";
-const HOUR: i64 = 3_600_000;
+/// The id a job started during a scenario is given.
+const NEW_JOB_ID: &str = "job-2";
+const CHECKPOINT: &str = "file:/checkpoints/chk-7";
+const MIN: i64 = 60_000;
+const HOUR: i64 = 60 * MIN;
 
 /// What a scenario observes of the world at one look.
 #[derive(Clone, Default)]
@@ -54,9 +58,12 @@ struct Look {
     revisions: Option<Vec<super::revisions::Revision>>,
     /// The resource's annotations.
     annotations: std::collections::BTreeMap<String, String>,
-    /// An application's latest completed checkpoint is read (a session job's always is:
-    /// `file:/checkpoints/chk-7`, 5 s old).
-    latest_checkpoint: bool,
+    /// Flink's latest completed checkpoint, [`CHECKPOINT`], completed this many ms before
+    /// [`NOW`] (None: the job has none).
+    latest_checkpoint: Option<i64>,
+    /// The job is not there: its session cluster does not know it, its application's
+    /// cluster is gone (as once suspended).
+    gone: bool,
     /// How long after [`NOW`] the look is.
     later_ms: i64,
 }
@@ -69,6 +76,15 @@ fn look(state: &'static str) -> Look {
         generation: 1,
         policy: Policy::status_only(),
         ..Look::default()
+    }
+}
+
+/// A look once the job is not there (see [`Look::gone`]).
+fn gone() -> Look {
+    Look {
+        state: None,
+        gone: true,
+        ..look("RUNNING")
     }
 }
 
@@ -96,6 +112,11 @@ struct Outcome {
     recorded: Value,
     /// The conditions' reason, as written first.
     reason: Option<String>,
+    /// The resource's lifecycle state and the reconciliation's, as written first.
+    lifecycle: Option<ResourceLifecycleState>,
+    reconciliation: Option<ReconciliationState>,
+    /// The status written after acting is not the one written before it (a second write).
+    written_twice: bool,
     requeue: Next,
 }
 
@@ -137,7 +158,7 @@ fn recorded_job(status: &mut impl LifecycleStatus) -> Value {
 
 /// A kind's plan in the lifecycle's vocabulary: `job` picks its requests to Flink, `own`
 /// its own actions (start, tear down); and the status stored after it.
-fn outcome<S: LifecycleStatus, A>(
+fn outcome<S: LifecycleStatus + PartialEq, A>(
     plan: super::Plan<S, A>,
     job: impl Fn(&A) -> Option<JobAction>,
     own: impl Fn(&A) -> bool,
@@ -155,6 +176,12 @@ fn outcome<S: LifecycleStatus, A>(
             .conditions()
             .and_then(|c| c.first())
             .and_then(|c| c.reason.clone()),
+        lifecycle: *written.lifecycle_state_mut(),
+        reconciliation: written.reconciliation_mut().as_ref().and_then(|rs| rs.state),
+        written_twice: plan
+            .status_before
+            .as_ref()
+            .is_some_and(|before| *before != plan.status),
         requeue: plan.requeue,
     };
     (outcome, plan.status)
@@ -186,20 +213,23 @@ impl Application {
 
     fn observation(look: &Look) -> fd::Observation {
         fd::Observation {
-            cluster_exists: true,
-            job_manager: fd::JobManagerObservation::Present {
-                ready: 1,
-                replicas: 1,
-                problem: None,
-                rest_ready: look.state.is_some(),
+            cluster_exists: !look.gone,
+            job_manager: match look.gone {
+                true => fd::JobManagerObservation::Missing,
+                false => fd::JobManagerObservation::Present {
+                    ready: 1,
+                    replicas: 1,
+                    problem: None,
+                    rest_ready: look.state.is_some(),
+                },
             },
             job: observed(look),
             savepoint: look.savepoint.clone(),
             late_savepoint: look.late_savepoint.clone(),
             checkpoint: look.checkpoint.clone(),
-            latest_checkpoint: look.latest_checkpoint.then(|| fd::StateObservation {
-                path: "file:/checkpoints/chk-7".into(),
-                timestamp_ms: NOW - 5_000,
+            latest_checkpoint: look.latest_checkpoint.map(|ago| fd::StateObservation {
+                path: CHECKPOINT.into(),
+                timestamp_ms: NOW - ago,
             }),
             // A running application's HA metadata holds its checkpoints (what a last-state
             // change keeps); the cluster's own tests cover metadata without one.
@@ -212,7 +242,7 @@ impl Application {
             revisions: look.revisions.clone(),
             violations: look.violations.clone(),
             fresh_trigger_id: look.trigger_id.into(),
-            fresh_job_id: JOB_ID.into(),
+            fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
             ..Default::default()
         }
@@ -290,14 +320,18 @@ impl SessionJob {
             session: sj::SessionObservation::Ready,
             job: match look.state {
                 Some(_) => observed(look),
+                None if look.gone => Some(JobObservation::NotFound),
                 None => Some(JobObservation::Unreachable("timed out".into())),
             },
             savepoint: look.savepoint.clone(),
             late_savepoint: look.late_savepoint.clone(),
             manual_checkpoint: look.checkpoint.clone(),
-            checkpoint: Some(sj::CheckpointLookup::Found {
-                path: "file:/checkpoints/chk-7".into(),
-                timestamp_ms: Some(NOW - 5_000),
+            checkpoint: Some(match look.latest_checkpoint {
+                Some(ago) => sj::CheckpointLookup::Found {
+                    path: CHECKPOINT.into(),
+                    timestamp_ms: Some(NOW - ago),
+                },
+                None => sj::CheckpointLookup::None,
             }),
             policy: look.policy.clone(),
             snapshots: look.snapshots.clone(),
@@ -306,7 +340,7 @@ impl SessionJob {
             restricted_artifact_hosts: true,
             artifact_headers: Default::default(),
             fresh_trigger_id: look.trigger_id.into(),
-            fresh_job_id: JOB_ID.into(),
+            fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
         }
     }
@@ -364,8 +398,12 @@ fn with(mut job: Value, field: &str, value: Value) -> Value {
     job
 }
 
+/// A kind's decision at one look: of `spec.job` and the configuration, over the stored status
+/// (None: the job as started), deleting or not.
+type Decide = dyn Fn(&Value, &Value, Option<&Status>, &Look, bool) -> (Outcome, Status);
+
 /// Runs `scenario` against both kinds.
-fn both(scenario: impl Fn(&str, &dyn Fn(&Value, &Value, Option<&Status>, &Look, bool) -> (Outcome, Status))) {
+fn both(scenario: impl Fn(&str, &Decide)) {
     scenario(Application::NAME, &|job, config, status, look, deleting| {
         let stored = match status {
             Some(Status::Application(s)) => s.clone(),
@@ -392,23 +430,26 @@ enum Status {
 }
 
 impl Status {
+    /// The stored status with its job's part edited.
+    fn with_job(&self, edit: impl FnOnce(&mut JobStatus)) -> Status {
+        let mut next = self.clone();
+        match &mut next {
+            Status::Application(s) => edit(s.job_status_mut()),
+            Status::SessionJob(s) => edit(s.job_status_mut()),
+        }
+        next
+    }
+
     /// The stored status with the back-off of its failed upgrade savepoint over.
     fn with_retry_due(&self) -> Status {
-        fn due(status: &mut impl LifecycleStatus) {
-            let retry = status
-                .job_status_mut()
+        self.with_job(|job| {
+            let retry = job
                 .savepoint_info
                 .as_mut()
                 .and_then(|i| i.upgrade_retry.as_mut())
                 .expect("a failed attempt is recorded");
             retry.next_attempt_timestamp = Some(NOW - 1);
-        }
-        let mut next = self.clone();
-        match &mut next {
-            Status::Application(s) => due(s),
-            Status::SessionJob(s) => due(s),
-        }
-        next
+        })
     }
 }
 
@@ -437,89 +478,6 @@ fn a_steady_running_job_is_left_alone() {
             _ => unreachable!(),
         }
     });
-}
-
-#[test]
-fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_settled_into_status() {
-    for (field, kind_of, trigger, completed, reason) in [
-        (
-            "savepointTriggerNonce",
-            "savepoint",
-            JobAction::TriggerSavepoint {
-                job_id: JOB_ID.into(),
-                trigger_id: "trigger-1".into(),
-            },
-            Reason::SavepointCompleted,
-            Reason::SavepointTriggered,
-        ),
-        (
-            "checkpointTriggerNonce",
-            "checkpoint",
-            JobAction::TriggerCheckpoint {
-                job_id: JOB_ID.into(),
-                trigger_id: "trigger-1".into(),
-            },
-            Reason::CheckpointCompleted,
-            Reason::CheckpointTriggered,
-        ),
-    ] {
-        both(|kind, decide| {
-            let job = job_spec(UpgradeMode::Savepoint);
-            let stored = started(&job, &json!({}), kind);
-            let asked = with(job.clone(), field, json!(7));
-            let (outcome, triggered) = decide(&asked, &json!({}), Some(&stored), &look("RUNNING"), false);
-            assert_eq!(outcome.job, std::slice::from_ref(&trigger), "{kind} {kind_of}");
-            assert_eq!(outcome.own, 0, "{kind} {kind_of}");
-            assert!(
-                outcome.recorded_first,
-                "{kind} {kind_of}: the trigger id is recorded first"
-            );
-            assert_eq!(outcome.reasons(), [reason], "{kind} {kind_of}");
-            assert_eq!(
-                outcome.recorded[field],
-                json!(7),
-                "{kind} {kind_of}: the nonce is recorded"
-            );
-
-            // The same look again (the trigger sent): nothing is sent twice.
-            let pending = Look {
-                savepoint: (kind_of == "savepoint").then_some(SavepointPoll::InProgress),
-                checkpoint: (kind_of == "checkpoint").then_some(SavepointPoll::InProgress),
-                ..look("RUNNING")
-            };
-            let (outcome, _) = decide(&asked, &json!({}), Some(&triggered), &pending, false);
-            assert!(
-                outcome.job.is_empty() && outcome.events.is_empty(),
-                "{kind} {kind_of}: {outcome:?}"
-            );
-
-            let done = Look {
-                savepoint: (kind_of == "savepoint").then(|| SavepointPoll::Completed("file:/sp/7".into())),
-                checkpoint: (kind_of == "checkpoint").then(|| SavepointPoll::Completed("42".into())),
-                ..look("RUNNING")
-            };
-            let (outcome, _) = decide(&asked, &json!({}), Some(&triggered), &done, false);
-            assert!(outcome.job.is_empty(), "{kind} {kind_of}");
-            assert_eq!(outcome.reasons(), [completed], "{kind} {kind_of}");
-            let job_status = outcome.job_status;
-            if kind_of == "savepoint" {
-                let info = job_status.savepoint_info.expect("savepoint info");
-                assert_eq!(info.trigger_id, None, "{kind}");
-                let last = info.last_savepoint.expect("the last savepoint");
-                assert_eq!(last.location.as_deref(), Some("file:/sp/7"), "{kind}");
-                assert_eq!(last.trigger_nonce, Some(7), "{kind}");
-                assert_eq!(info.savepoint_history.map(|h| h.len()), Some(1), "{kind}");
-            } else {
-                let info = job_status.checkpoint_info.expect("checkpoint info");
-                assert_eq!(info.trigger_id, None, "{kind}");
-                assert_eq!(
-                    info.last_checkpoint.and_then(|c| c.trigger_nonce),
-                    Some(7),
-                    "{kind}"
-                );
-            }
-        });
-    }
 }
 
 #[test]
@@ -568,49 +526,10 @@ fn snapshots_that_fail_or_are_lost_are_reported_and_resent_only_to_a_running_job
     });
 }
 
-#[test]
-fn a_periodic_savepoint_falls_due_an_interval_after_the_job_started() {
-    both(|kind, decide| {
-        let job = job_spec(UpgradeMode::Savepoint);
-        let policy = Policy {
-            periodic_savepoint: Some(Schedule::Every(HOUR)),
-            ..Policy::status_only()
-        };
-        let stored = started(&job, &json!({}), kind);
-        let early = Look {
-            policy: policy.clone(),
-            started_ago: HOUR / 2,
-            ..look("RUNNING")
-        };
-        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &early, false);
-        assert!(outcome.job.is_empty(), "{kind}: not before an interval");
-        let due = Look {
-            policy,
-            started_ago: 2 * HOUR,
-            ..look("RUNNING")
-        };
-        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &due, false);
-        assert_eq!(
-            outcome.job,
-            [JobAction::TriggerSavepoint {
-                job_id: JOB_ID.into(),
-                trigger_id: "trigger-1".into()
-            }],
-            "{kind}"
-        );
-        assert_eq!(
-            outcome.job_status.savepoint_info.and_then(|i| i.trigger_type),
-            Some(SnapshotTriggerType::Periodic),
-            "{kind}"
-        );
-    });
-}
-
 /// A Quartz cron schedule falls due at its next time after the job started (or after the
 /// last periodic savepoint), and a steady job is looked at again by then.
 #[test]
 fn a_cron_schedule_falls_due_at_its_next_time_and_the_job_is_looked_at_by_then() {
-    const MIN: i64 = 60_000;
     assert_eq!(NOW.rem_euclid(HOUR), 0, "the times below count from a full hour");
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
@@ -829,7 +748,9 @@ fn deletion_keeps_the_state_of_a_savepoint_job_and_records_it_before_anything_go
         (UpgradeMode::Savepoint, None, false, Some(false)),
         (UpgradeMode::Savepoint, None, true, Some(true)),
         (UpgradeMode::Savepoint, Some(false), false, None),
+        (UpgradeMode::LastState, None, false, None),
         (UpgradeMode::Stateless, None, false, None),
+        (UpgradeMode::Stateless, Some(true), false, Some(false)),
         (UpgradeMode::LastState, Some(true), true, Some(true)),
     ];
     for (mode, set, drain, expected) in cases {
@@ -1227,7 +1148,7 @@ fn without_the_upgrade_savepoint_the_job_is_cancelled_recorded_first_with_the_sa
                 take_savepoint: false,
                 ..Policy::status_only()
             },
-            latest_checkpoint: true,
+            latest_checkpoint: Some(5_000),
             ..changed(state)
         };
         let (cancelling, status) = decide(&new, &config, Some(&stored), &look("RUNNING"), false);
@@ -1339,34 +1260,6 @@ fn a_deletion_during_an_upgrade_records_the_savepoint_of_the_stop_in_flight() {
             "{kind}"
         );
     });
-}
-
-#[test]
-fn a_failed_stateless_job_is_restarted_when_configured_and_left_failed_otherwise() {
-    for restart in [false, true] {
-        both(|kind, decide| {
-            let job = job_spec(UpgradeMode::Stateless);
-            let stored = started(&job, &json!({}), kind);
-            let at = Look {
-                policy: Policy {
-                    restart_failed: restart,
-                    ..Policy::status_only()
-                },
-                ..look("FAILED")
-            };
-            let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
-            let case = format!("{kind} restart={restart}");
-            assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
-            assert_eq!(
-                outcome.reasons().contains(&Reason::RestartFailedJob),
-                restart,
-                "{case}: {:?}",
-                outcome.events
-            );
-            assert_eq!(outcome.own, usize::from(restart), "{case}: started again");
-            assert_eq!(outcome.recorded_first, restart, "{case}");
-        });
-    }
 }
 
 // === Snapshot resources (`kubernetes.operator.snapshot.resource.enabled`, the default) ===
@@ -1709,3 +1602,9 @@ mod revisions;
 
 #[path = "scenarios/steps.rs"]
 mod steps;
+
+#[path = "scenarios/restores.rs"]
+mod restores;
+
+#[path = "scenarios/snapshots.rs"]
+mod snapshots;

@@ -21,7 +21,7 @@
 //! | `RestartingFailed` | the job is FAILED and `kubernetes.operator.job.restart.failed` is true (not after a rollback) | started again: stateless without state, else from its newest state under the restore-age guard, once the latest checkpoint is known | `Starting`, or refused |
 //! | `RollbackDue` | the deployed spec did not become stable within the readiness timeout and a different stable spec can be gone back to | ROLLING_BACK recorded, with a warning; when the high-availability metadata holds no checkpoint it declines, noting why | `RollingBack`, or (declined) the step derived after `RollbackDue` |
 //! | `SnapshotsDue` | the job runs, nothing is pending, and a nonce asks for a snapshot or a periodic savepoint is due | the trigger id recorded before the snapshot is triggered | `Steady` (the snapshot settled into status) |
-//! | `Steady` | none of the above | an unsupported periodic schedule reported, the savepoint history and snapshot resources trimmed, the phase said, the next look scheduled | `Steady` |
+//! | `Steady` | none of the above | the savepoint history and snapshot resources trimmed, the phase said, the next look scheduled | `Steady` |
 //!
 //! A kind takes part in a step through [`JobKind::own_step`](super::machine::JobKind::own_step)
 //! before the machine does (`Deleting`, `UntilReady`, `RollingBack`, `ChangedBack`, `Change`,

@@ -14,6 +14,7 @@ use super::{
 use crate::{
     context::Context,
     flink::{FlinkError, FlinkRestClient, JobId, RunJar},
+    policy::Policy,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +58,7 @@ pub async fn act(
     ctx: &Context,
     sj: &FlinkSessionJob,
     rest_url: Option<&str>,
+    policy: &Policy,
     action: &Action,
 ) -> Result<(), ActError> {
     let rest = || -> Result<FlinkRestClient, ActError> {
@@ -73,7 +75,7 @@ pub async fn act(
         Action::AddFinalizer => finalizer(ctx, sj, true).await.map(|_| ()),
         Action::RemoveFinalizer => finalizer(ctx, sj, false).await.map(|_| ()),
         Action::Submit(submission) => submit(ctx, sj, &rest()?, submission).await,
-        Action::Job(action) => crate::lifecycle::act::run(&rest()?, action)
+        Action::Job(action) => crate::lifecycle::act::run(&rest()?, action, policy)
             .await
             .map_err(ActError::Job),
     }

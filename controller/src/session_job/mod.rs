@@ -100,12 +100,20 @@ impl Reconciler for SessionJobs {
                     sj,
                     flink_operator_api::JobKind::FlinkSessionJob,
                     job,
+                    &observed.observation.policy,
                 )
                 .await
                 .map_err(act::ActError::Job)?,
             ),
             _ => {
-                act::act(ctx, sj, observed.rest_url.as_deref(), action).await?;
+                act::act(
+                    ctx,
+                    sj,
+                    observed.rest_url.as_deref(),
+                    &observed.observation.policy,
+                    action,
+                )
+                .await?;
                 Acted::Done
             }
         })

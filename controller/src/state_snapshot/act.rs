@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     context::Context,
-    flink::{CheckpointKind, FlinkError, FlinkRestClient, JobId, TriggerId},
+    flink::{FlinkError, FlinkRestClient, JobId, TriggerId},
     lifecycle::act::JobActError,
     runtime::api_error::api_message,
 };
@@ -124,9 +124,9 @@ pub async fn trigger(rest: &FlinkRestClient, trigger: &Trigger) -> Result<(), Ac
             rest.trigger_savepoint_as(&job, &id, Some(dir.as_str()), *format)
                 .await,
         ),
-        TriggerKind::Checkpoint => (
+        TriggerKind::Checkpoint(kind) => (
             "triggering a checkpoint",
-            rest.trigger_checkpoint_as(&job, &id, CheckpointKind::Full).await,
+            rest.trigger_checkpoint_as(&job, &id, *kind).await,
         ),
     };
     sent.map(drop).map_err(|source| {

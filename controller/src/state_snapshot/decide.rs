@@ -42,7 +42,7 @@ use kube::ResourceExt;
 
 use crate::{
     events::Reason,
-    flink::SavepointFormat,
+    flink::{CheckpointKind, SavepointFormat},
     lifecycle::poll::SavepointPoll,
     policy::Policy,
     runtime::{EventNote, Next, Plan},
@@ -154,8 +154,9 @@ pub enum TriggerKind {
         dir: String,
         format: SavepointFormat,
     },
-    /// Always a full checkpoint: it stands alone, as a snapshot resource must.
-    Checkpoint,
+    /// Of the job's `checkpoint.type`: FULL (the default) stands alone; an INCREMENTAL one
+    /// shares files with the job's other checkpoints, as its user chose.
+    Checkpoint(CheckpointKind),
 }
 
 /// Whether deleting the snapshot disposes of its savepoint (and so needs our finalizer).
@@ -394,7 +395,7 @@ fn retry_due_ms(status: &Status) -> Option<i64> {
 
 /// Sends the trigger: under the recorded trigger id, else under a fresh one recorded first.
 fn trigger(spec: &FlinkStateSnapshotSpec, o: &Observation, job_id: &str, job: &Job, d: &mut Decision) {
-    let kind = match trigger_kind(spec, job) {
+    let kind = match trigger_kind(spec, job, o.policy.checkpoint_type) {
         Ok(kind) => kind,
         Err(why) => return fail(spec, d, why, o.now_ms),
     };
@@ -406,7 +407,7 @@ fn trigger(spec: &FlinkStateSnapshotSpec, o: &Observation, job_id: &str, job: &J
             d.status_before = Some(d.status.clone());
             let (reason, into) = match &kind {
                 TriggerKind::Savepoint { dir, .. } => (Reason::SavepointTriggered, format!(" into {dir}")),
-                TriggerKind::Checkpoint => (Reason::CheckpointTriggered, String::new()),
+                TriggerKind::Checkpoint(_) => (Reason::CheckpointTriggered, String::new()),
             };
             d.events.push(EventNote::normal(
                 reason,
@@ -429,10 +430,14 @@ fn trigger(spec: &FlinkStateSnapshotSpec, o: &Observation, job_id: &str, job: &J
 }
 
 /// What to take: a savepoint into the spec's path, else into the job's savepoint directory,
-/// in the spec's format; or a full checkpoint.
-fn trigger_kind(spec: &FlinkStateSnapshotSpec, job: &Job) -> Result<TriggerKind, String> {
+/// in the spec's format; or a checkpoint of the job's `checkpoint.type`.
+fn trigger_kind(
+    spec: &FlinkStateSnapshotSpec,
+    job: &Job,
+    checkpoint: CheckpointKind,
+) -> Result<TriggerKind, String> {
     let Some(savepoint) = &spec.savepoint else {
-        return Ok(TriggerKind::Checkpoint);
+        return Ok(TriggerKind::Checkpoint(checkpoint));
     };
     let format = match savepoint.format_type.unwrap_or_default() {
         SavepointFormatType::Canonical => SavepointFormat::Canonical,

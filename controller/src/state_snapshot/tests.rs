@@ -12,7 +12,7 @@ use super::decide::{
 };
 use crate::{
     events::Reason,
-    flink::SavepointFormat,
+    flink::{CheckpointKind, SavepointFormat},
     lifecycle::poll::SavepointPoll,
     runtime::{Next, Plan},
 };
@@ -251,7 +251,27 @@ fn every_state_moves_as_its_observation_says() {
             observation(running()),
             expect(
                 State::InProgress,
-                vec![trigger(FRESH, TriggerKind::Checkpoint)],
+                vec![trigger(FRESH, TriggerKind::Checkpoint(CheckpointKind::Full))],
+                vec![note(CheckpointTriggered)],
+                Next::Progress,
+            ),
+        ),
+        (
+            "a new checkpoint is of the job's checkpoint.type",
+            snapshot(checkpoint_spec(), None, false),
+            Observation {
+                policy: crate::policy::Policy {
+                    checkpoint_type: CheckpointKind::Incremental,
+                    ..Default::default()
+                },
+                ..observation(running())
+            },
+            expect(
+                State::InProgress,
+                vec![trigger(
+                    FRESH,
+                    TriggerKind::Checkpoint(CheckpointKind::Incremental),
+                )],
                 vec![note(CheckpointTriggered)],
                 Next::Progress,
             ),
@@ -269,7 +289,7 @@ fn every_state_moves_as_its_observation_says() {
             observation(running()),
             expect(
                 State::InProgress,
-                vec![trigger(RECORDED, TriggerKind::Checkpoint)],
+                vec![trigger(RECORDED, TriggerKind::Checkpoint(CheckpointKind::Full))],
                 vec![],
                 Next::Progress,
             ),
@@ -458,7 +478,7 @@ fn every_state_moves_as_its_observation_says() {
             observation(running()),
             expect(
                 State::InProgress,
-                vec![trigger(FRESH, TriggerKind::Checkpoint)],
+                vec![trigger(FRESH, TriggerKind::Checkpoint(CheckpointKind::Full))],
                 vec![note(CheckpointTriggered)],
                 Next::Progress,
             ),
@@ -666,7 +686,10 @@ fn an_invalid_snapshot_is_reported_once_and_never_triggered() {
         &observation(running()),
     );
     assert_eq!(fixed.status.error, None);
-    assert_eq!(acts(&fixed), vec![trigger(FRESH, TriggerKind::Checkpoint)]);
+    assert_eq!(
+        acts(&fixed),
+        vec![trigger(FRESH, TriggerKind::Checkpoint(CheckpointKind::Full))]
+    );
 }
 
 // === Retries ===
@@ -711,7 +734,7 @@ fn a_failed_snapshot_waits_for_its_back_off_from_the_failure() {
             None => {
                 assert_eq!(
                     acts(&plan),
-                    vec![trigger(FRESH, TriggerKind::Checkpoint)],
+                    vec![trigger(FRESH, TriggerKind::Checkpoint(CheckpointKind::Full))],
                     "{ago} ms after failure {failures}"
                 );
                 // The failure count and error stay until the snapshot completes.

@@ -754,6 +754,39 @@ fn deployed_shape_cannot_change() {
     );
 }
 
+/// A NATIVE savepoint restores only into the state backend that wrote it: a change of the
+/// backend is refused while the upgrade savepoint would be NATIVE, and goes through with
+/// CANONICAL ones; the heap backend's names are one backend.
+#[test]
+fn the_state_backend_cannot_change_while_savepoints_are_native() {
+    let reconciled = base()["spec"].clone();
+    let native = "spec/flinkConfiguration/kubernetes.operator.savepoint.format.type";
+    let backend = "spec/flinkConfiguration/state.backend.type";
+    assert_single(
+        "native, hashmap to rocksdb",
+        &check(&deployed(
+            with(&[(native, json!("NATIVE")), (backend, json!("rocksdb"))]),
+            reconciled.clone(),
+        )),
+        "spec.flinkConfiguration.state.backend.type",
+        "cannot change from hashmap to rocksdb",
+    );
+    for (case, changes) in [
+        ("canonical, hashmap to rocksdb", vec![(backend, json!("rocksdb"))]),
+        (
+            "native, unset to hashmap",
+            vec![(native, json!("native")), (backend, json!("HashMap"))],
+        ),
+        ("native, no change", vec![(native, json!("NATIVE"))]),
+    ] {
+        assert_eq!(
+            check(&deployed(with(&changes), reconciled.clone())),
+            vec![],
+            "{case}"
+        );
+    }
+}
+
 #[test]
 fn flink_version_is_frozen_after_a_last_state_suspend() {
     let mut reconciled = base()["spec"].clone();

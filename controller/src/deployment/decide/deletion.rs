@@ -17,11 +17,21 @@ pub(super) fn savepoint_recorded(mut d: Decision, path: &str) -> Plan {
 }
 
 pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
-    if d.fd.spec.job.is_none() && d.obs.policy.block_on_session_jobs && !d.obs.session_jobs.is_empty() {
-        let note = format!(
+    let session = d.fd.spec.job.is_none();
+    let kept_for = if session && d.obs.policy.block_on_session_jobs && !d.obs.session_jobs.is_empty() {
+        Some(format!(
             "the session jobs [{}] should be deleted first; the session cluster is kept until they are gone (or set kubernetes.operator.session.deletion.block-on-session-jobs to false)",
             d.obs.session_jobs.join(", ")
-        );
+        ))
+    } else if session && d.obs.policy.block_on_unmanaged_jobs && !d.obs.unmanaged_jobs.is_empty() {
+        Some(format!(
+            "the session cluster runs jobs no FlinkSessionJob manages [{}]; it is kept until they end (cancel them through its REST API, or set kubernetes.operator.session.deletion.block-on-unmanaged-jobs to false)",
+            d.obs.unmanaged_jobs.join(", ")
+        ))
+    } else {
+        None
+    };
+    if let Some(note) = kept_for {
         if d.status.error.as_deref() != Some(note.as_str()) {
             d.events
                 .push(EventNote::warning(Reason::CleanupFailed, note.clone()));

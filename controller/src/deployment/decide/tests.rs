@@ -1,5 +1,4 @@
 use super::*;
-use flink_operator_api::options::schedule::Schedule;
 use flink_operator_api::{
     JobManagerDeploymentStatus, ReconciledSpec,
     common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState},
@@ -58,6 +57,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         revisions: None,
         snapshots: vec![],
         session_jobs: vec![],
+        unmanaged_jobs: vec![],
         fresh_trigger_id: "trigger".into(),
         fresh_job_id: "fresh".into(),
         now_ms: NOW,
@@ -1050,140 +1050,6 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
             spec: None,
         }]
     );
-    // Resuming an hour later with a 10 min restore bound is refused and says how old.
-    let plan = decide(
-        &at(running_spec, suspended, 3),
-        &with_policy(
-            Observation {
-                now_ms: NOW + 60 * MIN,
-                ..obs(JobManagerObservation::Missing, None)
-            },
-            Policy {
-                restore_max_state_age_ms: Some(10 * MIN),
-                ..Policy::status_only()
-            },
-        ),
-    );
-    assert!(plan.actions.is_empty());
-    assert_eq!(phase_of(&plan), phase::UPDATE_FAILED);
-    let error = plan.status.error.unwrap();
-    assert!(error.contains("60 min old"), "{error}");
-    assert!(
-        plan.events
-            .iter()
-            .any(|e| e.warning && e.note.contains("60 min old"))
-    );
-}
-
-#[test]
-fn upgrades_without_a_savepoint_restore_the_newest_state_only_if_young_enough() {
-    let old = spec_with("savepoint", &[]);
-    let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
-    let opted_out = Policy {
-        take_savepoint: false,
-        restore_max_state_age_ms: Some(5 * MIN),
-        ..Policy::status_only()
-    };
-    // Young enough: cancelled first (nothing recorded yet), restored once CANCELED.
-    let plan = decide(
-        &at(new.clone(), observed(&old, "RUNNING"), 2),
-        &with_policy(
-            Observation {
-                latest_checkpoint: checkpoint(MIN),
-                ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
-            },
-            opted_out.clone(),
-        ),
-    );
-    assert!(
-        matches!(plan.actions[..], [Action::Job(JobAction::Cancel { .. })]),
-        "{:?}",
-        plan.actions
-    );
-    let plan = decide(
-        &at(new.clone(), observed(&old, "CANCELED"), 2),
-        &with_policy(
-            Observation {
-                latest_checkpoint: checkpoint(MIN),
-                ..obs(ready_jm(), job_found("CANCELED", NOW - 60 * MIN))
-            },
-            opted_out.clone(),
-        ),
-    );
-    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
-    assert_eq!(
-        plan.status_before
-            .unwrap()
-            .job_status
-            .unwrap()
-            .upgrade_savepoint_path
-            .as_deref(),
-        Some("file:/cp/chk-7")
-    );
-    // Too old: refused, the job keeps running, the Event names the age.
-    let plan = decide(
-        &at(new, observed(&old, "RUNNING"), 2),
-        &with_policy(
-            Observation {
-                latest_checkpoint: checkpoint(10 * MIN),
-                ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
-            },
-            opted_out,
-        ),
-    );
-    assert!(plan.actions.is_empty());
-    assert_eq!(phase_of(&plan), phase::UPDATE_FAILED);
-    assert!(
-        plan.events
-            .iter()
-            .any(|e| e.reason == Reason::UpdateFailed && e.note.contains("10 min old"))
-    );
-}
-
-#[test]
-fn a_stopped_job_is_upgraded_from_a_recent_savepoint_or_refused() {
-    let old = spec_with("savepoint", &[]);
-    let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
-    let max_age = Policy {
-        savepoint_max_age_ms: Some(5 * MIN),
-        ..Policy::status_only()
-    };
-    let cases = [
-        ("recent savepoint, FAILED", "FAILED", MIN, true),
-        ("old savepoint, FAILED", "FAILED", 30 * MIN, false),
-        ("recent savepoint, FINISHED", "FINISHED", MIN, true),
-    ];
-    for (name, state, age, upgraded) in cases {
-        let status = with_savepoint(observed(&old, state), "file:/sp/recent", age);
-        let plan = decide(
-            &at(new.clone(), status, 2),
-            &with_policy(obs(ready_jm(), job_found(state, NOW - 60 * MIN)), max_age.clone()),
-        );
-        if upgraded {
-            assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }], "{name}");
-            let job = plan.status_before.unwrap().job_status.unwrap();
-            assert_eq!(
-                job.upgrade_savepoint_path.as_deref(),
-                Some("file:/sp/recent"),
-                "{name}"
-            );
-        } else {
-            assert!(plan.actions.is_empty(), "{name}");
-            assert_eq!(phase_of(&plan), phase::UPDATE_FAILED, "{name}");
-            let error = plan.status.error.unwrap();
-            assert!(
-                error.contains("needs a running job") && error.contains("30 min old"),
-                "{name}: {error}"
-            );
-        }
-    }
-    // A job that is restarting is waited for, not refused.
-    let plan = decide(
-        &at(new, observed(&old, "RESTARTING"), 2),
-        &obs(ready_jm(), job_found("RESTARTING", NOW - 60 * MIN)),
-    );
-    assert!(plan.actions.is_empty());
-    assert_eq!(phase_of(&plan), phase::UPDATING);
 }
 
 #[test]
@@ -1217,66 +1083,82 @@ fn a_broken_deployment_is_replaced_from_the_state_it_was_started_from() {
     );
 }
 
+/// A job started again from a state the lifecycle restores (its newest checkpoint for a
+/// change without a savepoint, a failed job's restart, an ended job's last savepoint) gets a
+/// new cluster without the old one's high-availability metadata, which would restore its
+/// own latest checkpoint instead. Which state is restored is the lifecycle's (its
+/// scenarios).
 #[test]
-fn failed_jobs_are_restarted_when_enabled_and_the_state_is_young_enough() {
-    let spec = spec_with("savepoint", &[]);
-    let restart = |max_age: Option<i64>| Policy {
-        restart_failed: true,
-        restore_max_state_age_ms: max_age,
+fn a_job_started_again_from_a_restored_state_gets_a_cluster_without_the_ha_metadata() {
+    let old = spec_with("savepoint", &[]);
+    let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
+    let stateless = spec_with("stateless", &[]);
+    let without_savepoint = Policy {
+        take_savepoint: false,
         ..Policy::status_only()
     };
-    let failed = || observed(&spec, "FAILED");
-    let failed_obs = |age| Observation {
-        latest_checkpoint: checkpoint(age),
-        ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
+    let restart = Policy {
+        restart_failed: true,
+        ..Policy::status_only()
     };
-    // Off: nothing.
-    let plan = decide(&at(spec.clone(), failed(), 1), &failed_obs(MIN));
-    assert!(plan.actions.is_empty());
-    assert_eq!(phase_of(&plan), phase::FAILED);
-    // On: restarted from the newest checkpoint.
-    let plan = decide(
-        &at(spec.clone(), failed(), 1),
-        &with_policy(failed_obs(MIN), restart(Some(5 * MIN))),
-    );
-    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
-    assert!(plan.events.iter().any(|e| e.reason == Reason::RestartFailedJob));
-    assert_eq!(
-        plan.status_before
-            .unwrap()
-            .job_status
-            .unwrap()
-            .upgrade_savepoint_path
-            .as_deref(),
-        Some("file:/cp/chk-7")
-    );
-    // Too old: not restarted, the phase stays Failed and says why.
-    let plan = decide(
-        &at(spec.clone(), failed(), 1),
-        &with_policy(failed_obs(30 * MIN), restart(Some(5 * MIN))),
-    );
-    assert!(plan.actions.is_empty());
-    assert_eq!(phase_of(&plan), phase::FAILED);
-    assert!(
-        plan.events
-            .iter()
-            .any(|e| e.reason == Reason::RestoreRefused && e.note.contains("30 min old"))
-    );
-    // Stateless jobs restart from nothing.
-    let stateless = spec_with("stateless", &[]);
-    let plan = decide(
-        &at(stateless.clone(), observed(&stateless, "FAILED"), 1),
-        &with_policy(failed_obs(MIN), restart(None)),
-    );
-    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
-    assert_eq!(
-        plan.status_before
-            .unwrap()
-            .job_status
-            .unwrap()
-            .upgrade_savepoint_path,
-        None
-    );
+    let savepoint_max_age = Policy {
+        savepoint_max_age_ms: Some(5 * MIN),
+        ..Policy::status_only()
+    };
+    // (case, the resource, the state observed, the settings, the state restored)
+    let cases = [
+        (
+            "cancelled without a savepoint",
+            at(new.clone(), observed(&old, "CANCELED"), 2),
+            "CANCELED",
+            without_savepoint,
+            Some("file:/cp/chk-7"),
+        ),
+        (
+            "a failed job restarted",
+            at(old.clone(), observed(&old, "FAILED"), 1),
+            "FAILED",
+            restart.clone(),
+            Some("file:/cp/chk-7"),
+        ),
+        (
+            "a failed stateless job restarted",
+            at(stateless.clone(), observed(&stateless, "FAILED"), 1),
+            "FAILED",
+            restart,
+            None,
+        ),
+        (
+            "an ended job upgraded from its last savepoint",
+            at(
+                new,
+                with_savepoint(observed(&old, "FINISHED"), "file:/sp/recent", MIN),
+                2,
+            ),
+            "FINISHED",
+            savepoint_max_age,
+            Some("file:/sp/recent"),
+        ),
+    ];
+    for (case, resource, state, policy, restored) in cases {
+        let plan = decide(
+            &resource,
+            &with_policy(
+                Observation {
+                    latest_checkpoint: checkpoint(MIN),
+                    ..obs(ready_jm(), job_found(state, NOW - 60 * MIN))
+                },
+                policy,
+            ),
+        );
+        assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }], "{case}");
+        let before = plan.status_before.expect("recorded before the cluster goes");
+        assert_eq!(
+            before.job_status.unwrap().upgrade_savepoint_path.as_deref(),
+            restored,
+            "{case}"
+        );
+    }
 }
 
 #[test]
@@ -1383,132 +1265,6 @@ fn nonces_and_ignored_fields() {
         let plan = decide(&at(new, running(), 2), &running_obs());
         eprintln!("case: {name}");
         check(&plan);
-    }
-}
-
-#[test]
-fn periodic_savepoints_start_an_interval_after_the_job_and_join_the_history() {
-    let spec = spec_with("savepoint", &[]);
-    let hourly = Policy {
-        periodic_savepoint: Some(Schedule::Every(60 * MIN)),
-        ..Policy::status_only()
-    };
-    let running_since = |started: i64| {
-        with_policy(
-            obs(ready_jm(), job_found("RUNNING", NOW - started)),
-            hourly.clone(),
-        )
-    };
-    // Started 30 min ago: not yet (not at start either).
-    let plan = decide(
-        &at(spec.clone(), observed(&spec, "RUNNING"), 1),
-        &running_since(30 * MIN),
-    );
-    assert!(plan.actions.is_empty());
-    // Started 61 min ago: due.
-    let plan = decide(
-        &at(spec.clone(), observed(&spec, "RUNNING"), 1),
-        &running_since(61 * MIN),
-    );
-    assert!(matches!(
-        plan.actions[..],
-        [Action::Job(JobAction::TriggerSavepoint { .. })]
-    ));
-    let triggered = plan.status_before.unwrap();
-    // In progress: nothing new.
-    let plan = decide(
-        &at(spec.clone(), triggered.clone(), 1),
-        &Observation {
-            savepoint: Some(SavepointPoll::InProgress),
-            ..running_since(61 * MIN)
-        },
-    );
-    assert!(plan.actions.is_empty());
-    // Completed: last savepoint, history, and the schedule moves to the trigger time.
-    let plan = decide(
-        &at(spec.clone(), triggered, 1),
-        &Observation {
-            savepoint: Some(SavepointPoll::Completed("file:/sp/p1".into())),
-            ..running_since(61 * MIN)
-        },
-    );
-    assert!(plan.actions.is_empty());
-    let info = plan.status.job_status.clone().unwrap().savepoint_info.unwrap();
-    assert_eq!(info.trigger_id, None);
-    assert_eq!(
-        info.last_savepoint.unwrap().location.as_deref(),
-        Some("file:/sp/p1")
-    );
-    assert_eq!(info.savepoint_history.unwrap().len(), 1);
-    assert_eq!(info.last_periodic_savepoint_timestamp, Some(NOW));
-    // Ten minutes later: not due again.
-    let plan = decide(
-        &at(spec, plan.status, 1),
-        &Observation {
-            now_ms: NOW + 10 * MIN,
-            ..running_since(71 * MIN)
-        },
-    );
-    assert!(plan.actions.is_empty());
-}
-
-#[test]
-fn the_savepoint_history_is_cleaned_up_by_count_and_age_keeping_the_newest() {
-    let spec = spec_with("savepoint", &[]);
-    let mut status = observed(&spec, "RUNNING");
-    let history: Vec<Savepoint> = [(5, 300), (4, 200), (3, 100), (2, 10), (1, 1)]
-        .iter()
-        .map(|(n, age_min)| Savepoint {
-            time_stamp: Some(NOW - age_min * MIN),
-            location: Some(format!("file:/sp/{n}")),
-            ..Default::default()
-        })
-        .collect();
-    let info = status
-        .job_status
-        .as_mut()
-        .unwrap()
-        .savepoint_info
-        .get_or_insert_with(Default::default);
-    info.last_savepoint = history.last().cloned();
-    info.savepoint_history = Some(history);
-    let cases = [
-        ("count 3", 3, 24 * 60 * MIN, vec!["file:/sp/5", "file:/sp/4"]),
-        ("age 150 min", 10, 150 * MIN, vec!["file:/sp/5", "file:/sp/4"]),
-        (
-            "age 1 s keeps the newest",
-            10,
-            1000,
-            vec!["file:/sp/5", "file:/sp/4", "file:/sp/3", "file:/sp/2"],
-        ),
-        ("within limits", 10, 24 * 60 * MIN, vec![]),
-    ];
-    for (name, count, age, disposed) in cases {
-        let plan = decide(
-            &at(spec.clone(), status.clone(), 1),
-            &with_policy(
-                obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN)),
-                Policy {
-                    history_max_count: count,
-                    history_max_age_ms: age,
-                    ..Policy::status_only()
-                },
-            ),
-        );
-        let expected: Vec<Action> = disposed
-            .iter()
-            .map(|p| Action::Job(JobAction::DisposeSavepoint { path: p.to_string() }))
-            .collect();
-        assert_eq!(plan.actions, expected, "{name}");
-        let kept = plan
-            .status
-            .job_status
-            .unwrap()
-            .savepoint_info
-            .unwrap()
-            .savepoint_history
-            .unwrap();
-        assert_eq!(kept.len(), 5 - disposed.len(), "{name}");
     }
 }
 
@@ -1661,6 +1417,39 @@ fn a_session_cluster_is_kept_while_session_jobs_use_it() {
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
 }
 
+/// A session cluster that still runs a job no FlinkSessionJob manages (submitted by hand, or
+/// left behind) is kept, the job named, while
+/// `kubernetes.operator.session.deletion.block-on-unmanaged-jobs` is on (the default).
+#[test]
+fn a_session_cluster_is_kept_while_it_runs_unmanaged_jobs() {
+    let spec = json!({"image": "flink:2.3", "flinkVersion": "v2_3"});
+    let deleting = fd(spec, Some(deployed()), true, true);
+    let with_unmanaged = Observation {
+        unmanaged_jobs: vec!["adhoc (a1b2)".into()],
+        ..obs(ready_jm(), None)
+    };
+    let plan = decide(&deleting, &with_unmanaged);
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert!(
+        plan.events.iter().any(|e| e.reason == Reason::CleanupFailed
+            && e.note.contains("adhoc (a1b2)")
+            && e.note.contains("block-on-unmanaged-jobs")),
+        "{:?}",
+        plan.events
+    );
+    let plan = decide(
+        &deleting,
+        &with_policy(
+            with_unmanaged,
+            Policy {
+                block_on_unmanaged_jobs: false,
+                ..Policy::status_only()
+            },
+        ),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+}
+
 #[test]
 fn steady_resources_are_looked_at_as_often_as_something_can_change() {
     use JobManagerDeploymentStatus as Jm;
@@ -1695,76 +1484,6 @@ fn steady_resources_are_looked_at_as_often_as_something_can_change() {
             "{lifecycle:?} {jm:?} {job_state:?} pending={pending}"
         );
     }
-}
-
-#[test]
-fn deletion_takes_a_savepoint_by_default_only_in_savepoint_mode() {
-    let cases = [
-        ("savepoint", None, true),
-        ("savepoint", Some(false), false),
-        ("last-state", None, false),
-        ("stateless", None, false),
-        ("stateless", Some(true), true),
-    ];
-    for (mode, set, stops) in cases {
-        let spec = spec_with(mode, &[]);
-        let plan = decide(
-            &fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true),
-            &with_policy(
-                obs(ready_jm(), job_found("RUNNING", NOW - MIN)),
-                Policy {
-                    savepoint_on_deletion_set: set,
-                    ..Policy::status_only()
-                },
-            ),
-        );
-        let stopped = matches!(
-            plan.actions[..],
-            [Action::Job(JobAction::StopWithSavepoint { .. })]
-        );
-        assert_eq!(stopped, stops, "{mode} {set:?}: {:?}", plan.actions);
-    }
-}
-
-#[test]
-fn a_manual_checkpoint_does_not_lend_its_time_to_the_checkpoint_a_job_started_from() {
-    let spec = spec_with("savepoint", &[]);
-    let mut status = observed(&spec, "RUNNING");
-    let job = status.job_status.as_mut().unwrap();
-    // Started from an hour-old checkpoint; a manual checkpoint completed a minute ago.
-    job.upgrade_savepoint_path = Some("file:/cp/old".into());
-    job.checkpoint_info = Some(flink_operator_api::common::CheckpointInfo {
-        last_checkpoint: Some(flink_operator_api::common::Checkpoint {
-            time_stamp: Some(NOW - MIN),
-            trigger_type: Some(SnapshotTriggerType::Manual),
-            ..Default::default()
-        }),
-        ..Default::default()
-    });
-    let plan = decide(
-        &at(spec.clone(), status, 1),
-        &with_policy(
-            Observation {
-                latest_checkpoint: checkpoint(5 * MIN),
-                ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
-            },
-            Policy {
-                restart_failed: true,
-                ..Policy::status_only()
-            },
-        ),
-    );
-    let restored = plan
-        .status_before
-        .unwrap()
-        .job_status
-        .unwrap()
-        .upgrade_savepoint_path;
-    assert_eq!(
-        restored.as_deref(),
-        Some("file:/cp/chk-7"),
-        "the newer latest checkpoint wins"
-    );
 }
 
 fn rollback_policy() -> Policy {

@@ -68,6 +68,7 @@ pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanO
         standing.last_state_held || history::revision_state(k).is_some(),
         suspending,
         now,
+        standing.latest_checkpoint.found().and_then(|c| c.timestamp_ms),
         &job,
         facts.policy,
         facts.now_ms,
