@@ -125,7 +125,7 @@ fn configuration() -> String {
          (`job.autoscaler.*`: the autoscaler is not implemented), for a `kubernetes.operator.*` \
          key in neither table (a misspelling), for a key set where it is not read (an operator-file \
          key in `spec.flinkConfiguration`, a blue/green key outside a FlinkBlueGreenDeployment's \
-         `spec.configuration`), and for `spec.ingress` (no Ingress is created).\n"
+         `spec.configuration`).\n"
     );
     let _ = writeln!(out, "| Key | Note |");
     let _ = writeln!(out, "|---|---|");

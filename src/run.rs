@@ -208,7 +208,8 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 check_label_selector(client, &scope, selector).await?;
                 tracing::info!(%selector, "managing only the Flink resources this label selector selects");
             }
-            let (caches, watch) = Caches::start(client.clone(), &scope, selector, endpoint_slices);
+            let ingresses = flink_operator_controller::policy::ingress_managed(&operator_config);
+            let (caches, watch) = Caches::start(client.clone(), &scope, selector, endpoint_slices, ingresses);
             let context = Arc::new(Context {
                 client: controller_client.clone().unwrap_or_else(|_| client.clone()),
                 rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint)

@@ -29,6 +29,7 @@ pub mod config;
 pub mod crd;
 pub mod defaults;
 pub mod deployment;
+pub mod ingress;
 pub mod json_size;
 pub mod keys;
 pub mod options;

@@ -13,6 +13,7 @@
 //! | `job_manager_pods` | JobManager pods (`app`, `component=jobmanager`) | FlinkDeployment observe |
 //! | `ha_config_maps` | ConfigMaps labelled as Flink's (`app`, `type=flink-native-kubernetes`), read through [`Caches::ha_config_maps_of`] (HA ones by name) | last-state restores |
 //! | `gate_config_maps` | the ADVANCED blue/green coordination ConfigMaps (`flink.apache.org/blue-green-gate`) | blue/green observe |
+//! | `ingresses` | Ingresses of `spec.ingress` (`app`, `component=ingress`), with `kubernetes.operator.ingress.manage` only | FlinkDeployment and blue/green observe and trigger |
 //! | `endpoint_slices` | EndpointSlices of Flink's Services (`app`), with `--flink-rest-endpoint endpoint-slice` only | REST addresses |
 //!
 //! Cached objects are trimmed as they arrive ([`trim`]): managed fields, the last-applied
@@ -38,6 +39,7 @@ use k8s_openapi::api::{
     apps::v1::{ControllerRevision, Deployment},
     core::v1::{ConfigMap, Pod},
     discovery::v1::EndpointSlice,
+    networking::v1::Ingress,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -223,16 +225,19 @@ pub struct Caches {
     pub gate_config_maps: Cache<ConfigMap>,
     /// The EndpointSlices of Flink's Services, when JobManagers are reached at their pods.
     pub endpoint_slices: Option<Cache<EndpointSlice>>,
+    /// The Ingresses of `spec.ingress`, when the operator manages them.
+    pub ingresses: Option<Cache<Ingress>>,
 }
 
 impl Caches {
-    /// Starts watching `scope` with `client` (EndpointSlices too with `endpoint_slices`);
-    /// the caches fill while the returned future runs.
+    /// Starts watching `scope` with `client` (EndpointSlices too with `endpoint_slices`,
+    /// Ingresses with `ingresses`); the caches fill while the returned future runs.
     pub fn start(
         client: Client,
         scope: &WatchScope,
         resource_selector: Option<&str>,
         endpoint_slices: bool,
+        ingresses: bool,
     ) -> (Self, impl Future<Output = ()> + Send + 'static) {
         let mut watches: Vec<BoxFuture<'static, ()>> = Vec::new();
         // The four kinds only: what the operator builds for a resource carries the
@@ -276,11 +281,38 @@ impl Caches {
                 ));
                 cache(&client, scope, &flink, trim::common, &mut watches)
             }),
+            ingresses: ingresses.then(|| {
+                let ours = watcher::Config::default().labels(&format!(
+                    "{},{}={}",
+                    keys::labels::APP,
+                    keys::labels::COMPONENT,
+                    keys::labels::COMPONENT_INGRESS
+                ));
+                cache(
+                    &client,
+                    scope,
+                    &ours,
+                    crate::resources::ingress::trim,
+                    &mut watches,
+                )
+            }),
         };
         let run = async move {
             futures::future::join_all(watches).await;
         };
         (caches, run)
+    }
+
+    /// What the operator sees of the Ingress `namespace/name`.
+    pub fn ingress(&self, namespace: &str, name: &str) -> crate::resources::ingress::Observed {
+        crate::resources::ingress::Observed {
+            managed: self.ingresses.is_some(),
+            existing: self
+                .ingresses
+                .as_ref()
+                .and_then(|cache| cache.get(namespace, name))
+                .map(|ingress| (*ingress).clone()),
+        }
     }
 
     /// The Kubernetes HA ConfigMaps of the Flink cluster `name`.
@@ -307,6 +339,11 @@ impl Caches {
             async {
                 if let Some(slices) = &self.endpoint_slices {
                     slices.wait_until_ready().await;
+                }
+            },
+            async {
+                if let Some(ingresses) = &self.ingresses {
+                    ingresses.wait_until_ready().await;
                 }
             },
         );

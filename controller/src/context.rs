@@ -114,7 +114,7 @@ impl Context {
         self.rest_endpoints
             .base_url(
                 &fd.namespace().unwrap_or_default(),
-                &format!("{}-rest", fd.name_any()),
+                &crate::resources::cluster::rest_service_name(&fd.name_any()),
                 self.rest_port(fd),
             )
             .await

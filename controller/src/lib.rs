@@ -32,8 +32,9 @@
 //!   restores from, and the guard on its age, is [`lifecycle::restore`].
 //!
 //! - [`bluegreen`]: the FlinkBlueGreenDeployment loop: BASIC and ADVANCED transitions between
-//!   two child FlinkDeployments (ADVANCED with the record gate of `gate/` in both jobs); the
-//!   switching of `spec.ingress` is not done.
+//!   two child FlinkDeployments (ADVANCED with the record gate of `gate/` in both jobs), and
+//!   the resource's Ingress routed to the active child.
+//! - [`ingresses`]: writing the Ingress of `spec.ingress` (built in [`resources::ingress`]).
 
 pub mod bluegreen;
 pub mod caches;
@@ -44,6 +45,7 @@ pub mod events;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod flink;
+pub mod ingresses;
 pub mod lifecycle;
 pub mod metrics;
 pub mod policy;

@@ -285,6 +285,17 @@ pub fn snapshot_loop_enabled(operator_config: &BTreeMap<String, String>) -> bool
     )
 }
 
+/// Whether the operator writes the Ingresses of `spec.ingress`: unless the operator
+/// configuration sets `kubernetes.operator.ingress.manage` to `false`, as in the Apache
+/// operator (which then does not watch them either).
+pub fn ingress_managed(operator_config: &BTreeMap<String, String>) -> bool {
+    read::flag(
+        operator_config,
+        flink_operator_api::keys::operator::INGRESS_MANAGE,
+        flink_operator_api::options::defaults::INGRESS_MANAGE,
+    )
+}
+
 #[cfg(test)]
 impl Policy {
     /// The defaults with the job's snapshots kept in its status only

@@ -119,6 +119,7 @@ async fn a_panic_in_one_reconcile_fails_that_resource_alone() {
         &scope,
         Some(&format!("{IN_CLUSTER_LABEL}={MINE}")),
         false,
+        false,
     );
     let watching = tokio::spawn(watching);
     caches.wait_until_ready().await;

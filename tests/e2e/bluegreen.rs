@@ -2,7 +2,8 @@
 //! handed over to green from blue's savepoint (Flink 2.x, savepoint mode; Flink 1.20,
 //! last-state mode), a stateless hand-over that starts from nothing, a hand-over to a
 //! template that cannot run (aborted, the old child untouched), suspend and resume of the
-//! active child, and the deletion of the resource with its children.
+//! active child, the resource's Ingress following the active child, and the deletion of the
+//! resource with its children.
 
 use std::{
     collections::BTreeMap,
@@ -11,7 +12,10 @@ use std::{
 };
 
 use flink_operator_api::{FlinkBlueGreenDeployment, FlinkDeployment, FlinkStateSnapshot};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::{
+    core::v1::{Event, Pod},
+    networking::v1::Ingress,
+};
 use kube::{
     Api, Client,
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
@@ -395,9 +399,24 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
         ("FlinkBlueGreenDeployment", NAME)
     );
     assert!(bg.child("green").await.is_none());
+    // The resource's Ingress, asked for once blue is active: no change of the children, routed
+    // to blue now and to green by the hand-over.
+    bg.patch(json!({"spec": {"ingress": {
+        "template": "{{name}}.{{namespace}}.flink.example.com",
+        "className": "nginx",
+    }}}))
+    .await;
+    let ingresses: Api<Ingress> = Api::namespaced(client.clone(), &bg.ns.name);
+    let ingress = ingress_routes_to(&ingresses, "counter-blue-rest").await;
+    assert_eq!(
+        ingress.spec.as_ref().unwrap().rules.as_ref().unwrap()[0].host.as_deref(),
+        Some(format!("counter.{}.flink.example.com", bg.ns.name).as_str())
+    );
+    assert_eq!(ingress.metadata.owner_references.unwrap()[0].name, NAME);
     let before = counted_to(&counts, 30).await;
 
     let hand_over = stateful_hand_over(&bg, "blue", "green", json!({"job": {"parallelism": 1}})).await;
+    ingress_routes_to(&ingresses, "counter-green-rest").await;
     eprintln!("savepoint hand-over on Flink {version}: {hand_over}");
     assert!(
         hand_over.savepoint.contains("/opt/flink/state/savepoints/"),
@@ -458,7 +477,37 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     counts_went_on(&counts, &before, resumed_at, 0).await;
     assert_eq!(state_of(&bg.get().await).as_deref(), Some("ACTIVE_GREEN"));
 
+    // The Ingress deleted by someone else comes back; spec.ingress removed, it goes.
+    let uid = ingresses.get(NAME).await.unwrap().metadata.uid;
+    ingresses.delete(NAME, &DeleteParams::default()).await.unwrap();
+    wait_for("the Ingress recreated", Duration::from_secs(60), || async {
+        let again = ingresses.get(NAME).await.ok()?;
+        (again.metadata.uid != uid).then_some(())
+    })
+    .await;
+    ingress_routes_to(&ingresses, "counter-green-rest").await;
+    bg.patch(json!({"spec": {"ingress": null}})).await;
+    wait_for("the Ingress deleted", Duration::from_secs(60), || async {
+        ingresses.get_opt(NAME).await.ok()?.is_none().then_some(())
+    })
+    .await;
+
     bg.delete().await;
+}
+
+/// Waits until the Ingress `counter` routes to `service`; returns it.
+async fn ingress_routes_to(ingresses: &Api<Ingress>, service: &str) -> Ingress {
+    wait_for(
+        &format!("the Ingress routing to {service}"),
+        Duration::from_secs(60),
+        || async {
+            let ingress = ingresses.get(NAME).await.ok()?;
+            let rule = ingress.spec.as_ref()?.rules.as_ref()?.first()?.clone();
+            let backend = rule.http?.paths.first()?.backend.service.clone()?;
+            (backend.name == service).then_some(ingress)
+        },
+    )
+    .await
 }
 
 /// Flink 1.20, last-state mode (with HA, as last-state needs): a hand-over to green from a

@@ -494,9 +494,15 @@ fn every_example_runs_locally_as_its_comment_says() {
             assert_eq!(state, "RUNNING", "{j}");
         }
     }
-    // The ingress example: validated, no Ingress created (no controller here either).
-    let ingresses = env.ok(&["get", "ingress", "-o", "name"]);
-    assert_eq!(ingresses.trim(), "", "{ingresses}");
+    // The ingress example: its Ingress kept by the operator (no ingress controller here
+    // serves it), routing the template's host and path to the REST Service.
+    let ingress = "ingress/basic-ingress-example";
+    assert_eq!(env.jsonpath(ingress, "{.spec.rules[0].host}"), "flink.example.com");
+    assert_eq!(
+        env.jsonpath(ingress, "{.spec.rules[0].http.paths[0].backend.service.name}"),
+        "basic-ingress-example-rest"
+    );
+    assert_eq!(env.jsonpath(ingress, "{.metadata.labels.team}"), "streaming");
 
     // Busybox containers do not run here: the JobManager pod waits for its image, and the
     // FlinkDeployment says so.

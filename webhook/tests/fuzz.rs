@@ -1087,9 +1087,19 @@ fn deployment_observations() -> Vec<deployment::decide::Observation> {
             job_manager: present(1, true),
             cluster_exists: true,
             job: Some(JobObservation::found("RUNNING", Some(1))),
+            // The Ingress builder meets every admitted spec.ingress too.
+            ingress: managed_ingress(),
+            rest_port: 8081,
             ..Observation::default()
         },
     ]
+}
+
+fn managed_ingress() -> flink_operator_controller::resources::ingress::Observed {
+    flink_operator_controller::resources::ingress::Observed {
+        managed: true,
+        existing: None,
+    }
 }
 
 fn session_job_observations() -> Vec<session_job::decide::Observation> {
@@ -1107,6 +1117,11 @@ fn blue_green_observation(resource: &FlinkBlueGreenDeployment) -> bluegreen::Obs
         foreign: Vec::new(),
         gate: None,
         hand_over: bluegreen::gate::HandOver::NotAsked,
+        ingress: bluegreen::ingress::IngressObservation {
+            cached: managed_ingress(),
+            blue_port: 8081,
+            green_port: 8081,
+        },
     }
 }
 

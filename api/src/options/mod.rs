@@ -73,6 +73,8 @@ pub mod defaults {
     pub const POD_TEMPLATE_MERGE_ARRAYS_BY_NAME: bool = false;
     /// `kubernetes.operator.snapshot.resource.enabled`.
     pub const SNAPSHOT_RESOURCE_ENABLED: bool = true;
+    /// `kubernetes.operator.ingress.manage`.
+    pub const INGRESS_MANAGE: bool = true;
     /// `kubernetes.operator.savepoint.dispose-on-delete`.
     pub const SAVEPOINT_DISPOSE_ON_DELETE: bool = false;
     /// `kubernetes.operator.savepoint.history.include-manual`.
@@ -211,6 +213,7 @@ const SESSION_JOB: &[&str] = &[kinds::FLINK_SESSION_JOB];
 const PROCESS: &[&str] = &["operator"];
 
 const BLUE_GREEN: &[&str] = &[kinds::FLINK_BLUE_GREEN_DEPLOYMENT];
+const DEPLOYMENT_AND_BLUE_GREEN: &[&str] = &[kinds::FLINK_DEPLOYMENT, kinds::FLINK_BLUE_GREEN_DEPLOYMENT];
 const SNAPSHOT_AND_JOBS: &[&str] = &[
     kinds::FLINK_DEPLOYMENT,
     kinds::FLINK_SESSION_JOB,
@@ -349,6 +352,19 @@ pub const OPTIONS: &[OptionDoc] = &[
                   job's main method to build its graph), may each take. The Apache operator's \
                   default is 10 min; a submission holds one of the loop's workers while it \
                   runs, so ours is shorter.",
+    },
+    OptionDoc {
+        key: operator::INGRESS_MANAGE,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::INGRESS_MANAGE),
+        applies_to: DEPLOYMENT_AND_BLUE_GREEN,
+        set_in: SetIn::OperatorFile,
+        meaning: "Whether the operator creates, updates and removes the Ingress of a \
+                  FlinkDeployment's or FlinkBlueGreenDeployment's `spec.ingress` (named like \
+                  the resource, routing to the `<name>-rest` Service; a blue/green deployment's \
+                  to its active child's). `false` leaves Ingresses alone: none is watched, \
+                  written or deleted.",
     },
     OptionDoc {
         key: operator::SNAPSHOT_RESOURCE_ENABLED,
@@ -920,11 +936,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
         key: operator::USER_ARTIFACTS_BASE_DIR,
         ty: OptionType::Text,
         note: "",
-    },
-    IgnoredOption {
-        key: operator::INGRESS_MANAGE,
-        ty: OptionType::Bool,
-        note: "no Ingress is created for `spec.ingress`",
     },
     IgnoredOption {
         key: operator::HEALTH_PROBE_ENABLED,

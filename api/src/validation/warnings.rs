@@ -8,17 +8,9 @@ use crate::{
     options::effect::{self, Place},
 };
 
-/// Why a FlinkDeployment's `spec.ingress` has no effect.
-const INGRESS: &str = "spec.ingress: has no effect: this operator creates no Ingress (reach the \
-                       JobManager through its `<name>-rest` Service)";
-
 /// The warnings of a FlinkDeployment.
 pub fn deployment(fd: &FlinkDeployment) -> Vec<String> {
-    let mut out = configuration("spec.flinkConfiguration", fd.spec.flink_configuration.as_ref());
-    if fd.spec.ingress.is_some() {
-        out.push(INGRESS.to_owned());
-    }
-    out
+    configuration("spec.flinkConfiguration", fd.spec.flink_configuration.as_ref())
 }
 
 /// The warnings of a FlinkSessionJob.
@@ -37,13 +29,6 @@ pub fn blue_green(bg: &FlinkBlueGreenDeployment) -> Vec<String> {
         "spec.template.spec.flinkConfiguration",
         template.and_then(|spec| spec.flink_configuration.as_ref()),
     ));
-    if bg.spec.ingress.is_some() || template.is_some_and(|spec| spec.ingress.is_some()) {
-        out.push(
-            "spec.ingress: has no effect: this operator creates no Ingress, and a hand-over \
-             switches none"
-                .to_owned(),
-        );
-    }
     out
 }
 
@@ -79,12 +64,11 @@ mod tests {
         }))
         .unwrap();
         let warnings = deployment(&fd);
-        assert_eq!(warnings.len(), 3, "{warnings:#?}");
+        assert_eq!(warnings.len(), 2, "{warnings:#?}");
         assert!(warnings[0].starts_with("spec.flinkConfiguration.job.autoscaler.enabled: "));
         assert!(warnings[1].starts_with(
             "spec.flinkConfiguration.kubernetes.operator.jm-deployment.shutdown-ttl: has no effect"
         ));
-        assert!(warnings[2].starts_with("spec.ingress: has no effect"));
     }
 
     #[test]

@@ -36,12 +36,14 @@
 //! Proven end to end in `tests/e2e/bluegreen.rs` (hand-overs in savepoint, last-state and
 //! stateless mode, an abort, suspend and resume, deletion). Not done: the ADVANCED
 //! transition mode (a resource asking for it is refused, with the reason in `status.error`,
-//! rather than run as BASIC) and switching `spec.ingress` to the active child.
+//! rather than run as BASIC). The resource's `spec.ingress` routes to the active child
+//! ([`ingress`]), switched in the pass that finishes a hand-over.
 
 pub mod act;
 pub mod decide;
 pub mod diff;
 pub mod gate;
+pub mod ingress;
 pub mod observation;
 pub mod observe;
 pub mod outcome;
@@ -148,6 +150,15 @@ impl Reconciler for BlueGreenDeployments {
                 patch,
                 resource_version,
             } => act::write_gate_map(client, resource, map, patch, resource_version.as_deref()).await?,
+            Action::Ingress(change) => {
+                let namespace = resource.namespace().unwrap_or_default();
+                crate::ingresses::write(client, &namespace, change)
+                    .await
+                    .map_err(|source| act::ActError::Ingress {
+                        what: crate::ingresses::describe(&namespace, change),
+                        source,
+                    })?
+            }
             Action::RevertSpec { spec } => {
                 let version = act::revert_spec(client, resource, spec).await?;
                 return Ok(Acted::Patched(version));
@@ -219,6 +230,11 @@ impl Reconciler for BlueGreenDeployments {
             observe::colour_label(&fd).and_then(|_| owner(&*fd))
         };
         let of_snapshot = |snapshot: Arc<FlinkStateSnapshot>| owner(&*snapshot);
+        let controller = match &caches.ingresses {
+            // Its Ingress changed or deleted by someone else is put back.
+            Some(ingresses) => controller.owns_shared_stream(ingresses.changes(namespace)),
+            None => controller,
+        };
         controller
             .watches_shared_stream(caches.deployments.changes(namespace), of_child)
             .watches_shared_stream(caches.snapshots.changes(namespace), of_snapshot)
@@ -286,6 +302,7 @@ mod wiring_tests {
                 foreign: Vec::new(),
                 gate: None,
                 hand_over: gate::HandOver::NotAsked,
+                ingress: Default::default(),
             },
             policy: Policy::default(),
             savepoint_format: Default::default(),

@@ -76,6 +76,8 @@ pub struct Observation {
     pub gate: Option<ObservedMap>,
     /// ADVANCED, during the gate phase: what the old job's gates report.
     pub hand_over: HandOver,
+    /// The resource's Ingress (`spec.ingress`) and the children's REST ports.
+    pub ingress: super::ingress::IngressObservation,
 }
 
 impl Observation {

@@ -62,6 +62,13 @@ pub fn observe(ctx: &Context, caches: &Caches, resource: &FlinkBlueGreenDeployme
         .and_then(|n| caches.snapshots.get(&namespace, n))
         .map(|s| transition_savepoint(&s));
     let settings = ValidationContext::new(ctx.operator_config.clone()).operator_settings(&namespace);
+    let port = |colour: Colour| {
+        caches
+            .deployments
+            .get(&namespace, &child_name(&name, colour))
+            .map(|fd| ctx.rest_port(&fd))
+            .unwrap_or_default()
+    };
     let observation = Observation {
         blue,
         green,
@@ -82,6 +89,11 @@ pub fn observe(ctx: &Context, caches: &Caches, resource: &FlinkBlueGreenDeployme
                 ObservedMap::of(&data, cm.resource_version().unwrap_or_default())
             }),
         hand_over: HandOver::NotAsked,
+        ingress: super::ingress::IngressObservation {
+            cached: caches.ingress(&namespace, &name),
+            blue_port: port(Colour::Blue),
+            green_port: port(Colour::Green),
+        },
     };
     let template = resource.spec.template.as_ref().and_then(|t| t.spec.as_ref());
     let savepoint_format = Policy::from_config(

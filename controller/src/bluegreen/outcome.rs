@@ -85,6 +85,7 @@ mod tests {
             foreign: Vec::new(),
             gate: None,
             hand_over: HandOver::NotAsked,
+            ingress: Default::default(),
         }
     }
 

@@ -92,6 +92,7 @@ mod tests {
             foreign: Vec::new(),
             gate: None,
             hand_over: HandOver::NotAsked,
+            ingress: Default::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use flink_operator_api::{
 };
 use serde_json::{Value, json};
 
+use super::ingress::{self as bg_ingress, IngressObservation};
 use super::{
     Action, BlueGreenPolicy, Child, Colour, Observation, TransitionSavepoint, decide,
     decide::{BlueGreenPlan, instant, millis_of},
@@ -18,7 +19,13 @@ use super::{
     observation::SnapshotState,
     savepoint_name,
 };
-use crate::{events::Reason, runtime::Next};
+use crate::{
+    events::Reason,
+    resources::ingress::{self, IngressChange},
+    runtime::Next,
+};
+use flink_operator_api::IngressSpec;
+use k8s_openapi::api::networking::v1::Ingress;
 
 #[path = "advanced_tests.rs"]
 mod advanced;
@@ -147,6 +154,7 @@ fn observe(blue: Option<Child>, green: Option<Child>) -> Observation {
         foreign: Vec::new(),
         gate: None,
         hand_over: HandOver::NotAsked,
+        ingress: Default::default(),
     }
 }
 
@@ -197,6 +205,7 @@ enum Step {
     Savepoint(Colour),
     GateMap(GateStage),
     Revert,
+    Ingress(String),
 }
 
 fn steps(plan: &BlueGreenPlan) -> Vec<Step> {
@@ -210,6 +219,7 @@ fn steps(plan: &BlueGreenPlan) -> Vec<Step> {
             Action::CreateSavepoint { colour, .. } => Step::Savepoint(*colour),
             Action::WriteGateMap { map, .. } => Step::GateMap(map.stage),
             Action::RevertSpec { .. } => Step::Revert,
+            Action::Ingress(change) => Step::Ingress(routed_service(change)),
         })
         .collect()
 }
@@ -1262,4 +1272,166 @@ fn the_conditions_show_the_phase_of_each_stage() {
     );
     assert_eq!(reasons(&waiting), vec![Reason::BlueGreenTransitionWaiting]);
     assert_eq!(condition(&waiting, "Progressing"), t("True", "Updating"));
+}
+
+// === The Ingress ===
+
+/// The Service an Ingress write routes to (`deleted` for a deletion).
+fn routed_service(change: &IngressChange) -> String {
+    match change {
+        IngressChange::Apply(ingress) => {
+            let rules = ingress
+                .spec
+                .as_ref()
+                .and_then(|s| s.rules.as_ref())
+                .expect("a rule");
+            let http = rules[0].http.as_ref().expect("a path");
+            let service = http.paths[0].backend.service.as_ref().expect("a Service");
+            service.name.clone()
+        }
+        IngressChange::Delete { .. } => "deleted".to_owned(),
+    }
+}
+
+fn with_ingress(template: &Value, status: Option<Status>) -> FlinkBlueGreenDeployment {
+    let mut resource = resource(template, status);
+    resource.spec.ingress = Some(IngressSpec {
+        template: Some("{{name}}.example.com".into()),
+        ..IngressSpec::default()
+    });
+    resource
+}
+
+fn managed(observation: Observation, existing: Option<Ingress>) -> Observation {
+    Observation {
+        ingress: IngressObservation {
+            cached: ingress::Observed {
+                managed: true,
+                existing,
+            },
+            blue_port: 8081,
+            green_port: 8081,
+        },
+        ..observation
+    }
+}
+
+/// The Ingress the resource has once routed to its active `colour`.
+fn routed_to_active(colour: Colour, observation: &Observation) -> Ingress {
+    let state = match colour {
+        Colour::Blue => State::ActiveBlue,
+        Colour::Green => State::ActiveGreen,
+    };
+    let resource = with_ingress(&v1(), None);
+    match bg_ingress::change(&resource, &status(state, &v1()), observation) {
+        Some(IngressChange::Apply(ingress)) => *ingress,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_ingress_routes_to_the_active_child_and_switches_when_a_hand_over_finishes() {
+    use Colour::{Blue, Green};
+    let both = managed(observe(Some(stable(&v1())), Some(stable(&v2()))), None);
+    let blue = Some(routed_to_active(Blue, &both));
+    let green = Some(routed_to_active(Green, &both));
+    let cases: Vec<(&str, Status, Observation, Vec<Step>)> = vec![
+        (
+            "active blue, none yet: created, to blue",
+            status(State::ActiveBlue, &v2()),
+            managed(observe(Some(stable(&v2())), None), None),
+            vec![Step::Ingress("bg-blue-rest".into())],
+        ),
+        (
+            "active blue, routed to it: nothing",
+            status(State::ActiveBlue, &v2()),
+            managed(observe(Some(stable(&v2())), None), blue.clone()),
+            vec![],
+        ),
+        (
+            "savepointing blue: still blue",
+            savepointing(&v2()),
+            Observation {
+                savepoint: Some(savepoint(SnapshotState::InProgress)),
+                ..managed(observe(Some(stable(&v1())), None), blue.clone())
+            },
+            vec![],
+        ),
+        (
+            "green starting beside blue: still blue",
+            transitioning(&v2(), 10 * SECOND),
+            managed(
+                observe(Some(stable(&v1())), Some(starting(&v2(), None))),
+                blue.clone(),
+            ),
+            vec![],
+        ),
+        (
+            "green stable: blue deleted and the Ingress switched to green in the same pass",
+            transitioning(&v2(), 10 * SECOND),
+            managed(observe(Some(stable(&v1())), Some(stable(&v2()))), blue.clone()),
+            vec![Step::Delete(Blue), Step::Ingress("bg-green-rest".into())],
+        ),
+        (
+            "active green, routed to it: nothing",
+            status(State::ActiveGreen, &v2()),
+            managed(observe(None, Some(stable(&v2()))), green.clone()),
+            vec![],
+        ),
+        (
+            "the first child starting: no Ingress yet",
+            Status {
+                abort_timestamp: Some(instant(NOW + GRACE)),
+                ..status(State::TransitioningToBlue, &v2())
+            },
+            managed(observe(Some(starting(&v2(), None)), None), None),
+            vec![],
+        ),
+    ];
+    for (name, status, observation, expected) in cases {
+        let plan = decide(&with_ingress(&v2(), Some(status)), &observation);
+        assert_eq!(steps(&plan), expected, "{name}");
+    }
+
+    // spec.ingress removed: deleted; not managed: left alone.
+    let removed = decide(
+        &resource(&v2(), Some(status(State::ActiveGreen, &v2()))),
+        &managed(observe(None, Some(stable(&v2()))), green.clone()),
+    );
+    assert_eq!(steps(&removed), vec![Step::Ingress("deleted".into())]);
+    let unmanaged = decide(
+        &with_ingress(&v2(), Some(status(State::ActiveGreen, &v2()))),
+        &observe(None, Some(stable(&v2()))),
+    );
+    assert_eq!(steps(&unmanaged), vec![]);
+}
+
+#[test]
+fn a_childs_ingress_template_carries_its_colour_and_is_no_change_of_the_template() {
+    let template = with(v1(), &["ingress"], json!({"template": "{{name}}.example.com"}));
+    let plan = decide(&resource(&template, None), &observe(None, None));
+    let Some(Action::CreateChild { spec, .. }) = plan.actions.last() else {
+        panic!("{:?}", plan.actions)
+    };
+    assert_eq!(
+        spec.ingress.as_ref().and_then(|i| i.template.as_deref()),
+        Some("blue-{{name}}.example.com")
+    );
+
+    // Blue runs the template with its prefix: the template unchanged is no change, and a
+    // change that ends no job is made in place, not by a transition.
+    let running = stable(&with(
+        v1(),
+        &["ingress"],
+        json!({"template": "blue-{{name}}.example.com"}),
+    ));
+    let active = Some(status(State::ActiveBlue, &template));
+    let plan = decide(
+        &resource(&template, active.clone()),
+        &observe(Some(running.clone()), None),
+    );
+    assert_eq!(steps(&plan), vec![]);
+    let suspended = suspended(template.clone());
+    let plan = decide(&resource(&suspended, active), &observe(Some(running), None));
+    assert_eq!(steps(&plan), vec![Step::Update(Colour::Blue)]);
 }

@@ -20,7 +20,7 @@ use crate::{
     },
 };
 
-const MANAGER: &str = "flink-operator";
+const MANAGER: &str = crate::resources::FIELD_MANAGER;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActError {
@@ -92,6 +92,12 @@ pub async fn act(
         Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action, policy)
             .await
             .map_err(ActError::Job),
+        Action::Ingress(change) => {
+            let namespace = fd.namespace().unwrap_or_default();
+            crate::ingresses::write(&ctx.client, &namespace, change)
+                .await
+                .map_err(api_error(crate::ingresses::describe(&namespace, change)))
+        }
     }
 }
 

@@ -118,7 +118,7 @@ impl Reconciler for Deployments {
 
     /// Its JobManager Deployment changing (becoming ready, failing, deleted) wakes it, and so
     /// does a JobManager pod of it going away (what the step after a cluster's deletion
-    /// waits for).
+    /// waits for), and its Ingress changing.
     fn triggers(
         controller: Controller<FlinkDeployment>,
         caches: &Caches,
@@ -134,6 +134,11 @@ impl Reconciler for Deployments {
             .job_manager_pods
             .changes(namespace)
             .filter(|pod| std::future::ready(pod.metadata.deletion_timestamp.is_some()));
+        let controller = match &caches.ingresses {
+            // Its Ingress changed or deleted by someone else is put back.
+            Some(ingresses) => controller.owns_shared_stream(ingresses.changes(namespace)),
+            None => controller,
+        };
         controller
             .owns_shared_stream(job_managers)
             .watches_shared_stream(leaving_pods, |pod| {

@@ -186,6 +186,8 @@ pub async fn observe(
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
+        ingress: caches.ingress(&namespace, &name),
+        rest_port: ctx.rest_port(fd),
     })
 }
 

@@ -81,6 +81,11 @@ pub enum ClusterError {
     Invalid { what: String, reason: String },
 }
 
+/// The Service of the cluster `id`'s REST API (and web UI), which Ingresses route to.
+pub fn rest_service_name(id: &str) -> String {
+    format!("{id}-rest")
+}
+
 /// Everything a cluster is made of.
 #[derive(Debug, Clone)]
 pub struct ClusterObjects {
@@ -264,7 +269,7 @@ pub fn build(
         "Service",
         json!({
             "apiVersion": "v1", "kind": "Service",
-            "metadata": metadata(&format!("{id}-rest"), &common, &job_manager_owner),
+            "metadata": metadata(&rest_service_name(&id), &common, &job_manager_owner),
             "spec": {
                 "type": config.get(k::KUBERNETES_REST_SERVICE_EXPOSED_TYPE).map(String::as_str)
                     .filter(|t| *t != "Headless_ClusterIP").unwrap_or("ClusterIP"),

@@ -70,6 +70,12 @@ them: granted cluster-wide, or in each of the watchNamespaces.
 - apiGroups: ["apps"]
   resources: ["controllerrevisions"]
   verbs: ["list", "watch", "create", "patch", "delete"]
+# The Ingresses of spec.ingress (unless kubernetes.operator.ingress.manage is false): watched,
+# applied (an apply that creates one is authorized as a create too), deleted when
+# spec.ingress is removed.
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingresses"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 # Events that explain what happened.
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

@@ -39,6 +39,7 @@ use super::{
 use crate::{
     events::Reason,
     lifecycle::spec::{is_suspended, upgrade_mode},
+    resources::ingress::IngressChange,
     runtime::{EventNote, Next, Plan},
 };
 
@@ -86,6 +87,8 @@ pub enum Action {
         patch: BTreeMap<String, Option<String>>,
         resource_version: Option<String>,
     },
+    /// Bring the resource's Ingress to the active child.
+    Ingress(IngressChange),
     /// Put the applied spec back into the resource: it changed `spec.transitionMode`, which
     /// cannot change once deployed (a cluster without the webhook lets that through).
     RevertSpec { spec: Box<FlinkBlueGreenDeploymentSpec> },
@@ -116,6 +119,9 @@ pub fn decide(resource: &FlinkBlueGreenDeployment, observation: &Observation) ->
         let pending = recorded.as_ref() != Some(&resource.spec);
         phase::set_conditions(status, observation, generation, pending);
     }
+    // After the step: a hand-over that finishes in this pass switches the Ingress with it.
+    plan.actions
+        .extend(super::ingress::change(resource, &plan.status, observation).map(Action::Ingress));
     plan
 }
 
@@ -256,6 +262,7 @@ impl Input<'_> {
     /// `spec` as the child of `colour` created by `transition` runs it: in ADVANCED mode,
     /// with the keys its gate reads.
     fn child_spec(&self, spec: FlinkDeploymentSpec, colour: Colour, transition: &str) -> FlinkDeploymentSpec {
+        let spec = super::ingress::for_child(spec, colour);
         if self.advanced {
             gate::inject(&spec, &self.name, colour, transition)
         } else {
@@ -379,7 +386,7 @@ fn active_step(input: &Input, colour: Colour) -> BlueGreenPlan {
             // An error stays while the active child does not run the recorded spec (an
             // aborted transition); one about a change that was then reverted goes.
             let recorded = input.recorded.as_ref().and_then(|r| r.deployment_spec());
-            if recorded.is_some_and(|recorded| !ends_job(&gate::strip(&active.spec), recorded)) {
+            if recorded.is_some_and(|recorded| !ends_job(&template_of(active, colour), recorded)) {
                 status.error = None;
             }
             plan(status, Vec::new(), Vec::new(), Next::Steady)
@@ -388,7 +395,7 @@ fn active_step(input: &Input, colour: Colour) -> BlueGreenPlan {
         // The active child's own spec decides: after an aborted transition the recorded spec
         // is not the one it runs, and a change that ends no job of it is made in place.
         SpecDiff::PatchChild | SpecDiff::Transition
-            if is_suspended(input.template) || !ends_job(&gate::strip(&active.spec), input.template) =>
+            if is_suspended(input.template) || !ends_job(&template_of(active, colour), input.template) =>
         {
             update_in_place(input, status, colour, active, diff)
         }
@@ -408,6 +415,12 @@ fn active_step(input: &Input, colour: Colour) -> BlueGreenPlan {
             start(input, status, incoming, spec, vec![started(note)])
         }
     }
+}
+
+/// The child of `colour` as the template it was made from: without what the operator put in
+/// (the gate's keys, the colour of its ingress template).
+fn template_of(child: &Child, colour: Colour) -> FlinkDeploymentSpec {
+    super::ingress::as_template(gate::strip(&child.spec), colour)
 }
 
 fn start_transition(input: &Input, mut status: Status, from: Colour, active: &Child) -> BlueGreenPlan {

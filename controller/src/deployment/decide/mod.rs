@@ -46,6 +46,7 @@ pub use crate::lifecycle::JobAction;
 use crate::{
     lifecycle::{FAST, Facts, SLOW, WAIT, machine, spec},
     policy::Policy,
+    resources::ingress::{self, IngressChange},
 };
 use decision::Decision;
 
@@ -105,6 +106,11 @@ pub struct Observation {
     pub fresh_job_id: String,
     /// Now, epoch milliseconds.
     pub now_ms: i64,
+    /// The resource's Ingress (`spec.ingress`), as the cache holds it.
+    pub ingress: crate::resources::ingress::Observed,
+    /// The JobManager's REST port (`rest.port` of its effective configuration), which the
+    /// Ingress routes to.
+    pub rest_port: u16,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -172,6 +178,8 @@ pub enum Action {
     DeleteHaMetadata,
     /// Something asked of the running job over its JobManager's REST API.
     Job(JobAction),
+    /// Bring the Ingress of `spec.ingress` to what the spec asks for.
+    Ingress(IngressChange),
     RemoveFinalizer,
 }
 
@@ -197,7 +205,35 @@ pub type Plan = crate::lifecycle::Plan<FlinkDeploymentStatus, Action>;
 pub use crate::conditions::phase;
 
 pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
-    machine::decide(&mut Decision::new(fd, obs))
+    let mut plan = machine::decide(&mut Decision::new(fd, obs));
+    // Beside the job's lifecycle: the Ingress routes to whatever cluster runs under the name.
+    plan.actions.extend(ingress(fd, obs).map(Action::Ingress));
+    plan
+}
+
+/// The write that keeps the resource's Ingress as `spec.ingress` asks (none while it is being
+/// deleted: the Ingress goes with it). A template that cannot be built (admission refuses it;
+/// the spec's violations say why) leaves an existing Ingress as it is.
+fn ingress(fd: &FlinkDeployment, obs: &Observation) -> Option<IngressChange> {
+    use kube::{Resource, ResourceExt};
+    if fd.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let name = fd.name_any();
+    let desired = match &fd.spec.ingress {
+        None => None,
+        Some(spec) => {
+            let target = ingress::Target {
+                name: &name,
+                namespace: &fd.namespace().unwrap_or_default(),
+                owner: fd.controller_owner_ref(&())?,
+                service: crate::resources::cluster::rest_service_name(&name),
+                port: obs.rest_port,
+            };
+            Some(ingress::build(spec, target).ok()?)
+        }
+    };
+    ingress::change(desired, &obs.ingress, fd.metadata.uid.as_deref())
 }
 
 /// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).

@@ -61,6 +61,8 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         fresh_trigger_id: "trigger".into(),
         fresh_job_id: "fresh".into(),
         now_ms: NOW,
+        ingress: Default::default(),
+        rest_port: 8081,
     }
 }
 
@@ -675,6 +677,79 @@ fn deletion_removes_the_cluster_then_the_finalizer() {
         &obs(JobManagerObservation::Missing, None),
     );
     assert!(plan.actions.is_empty());
+}
+
+#[test]
+fn the_ingress_follows_spec_ingress_beside_the_lifecycle_and_is_left_alone_when_not_managed() {
+    let with_ingress = || {
+        let mut spec = app_spec();
+        spec["ingress"] = json!({"template": "{{name}}.{{namespace}}.example.com", "className": "nginx"});
+        spec
+    };
+    let managed = |existing: Option<k8s_openapi::api::networking::v1::Ingress>| {
+        let mut observation = obs(ready_jm(), running_job());
+        observation.ingress = crate::resources::ingress::Observed {
+            managed: true,
+            existing,
+        };
+        observation
+    };
+    let ingress_actions = |plan: &Plan| -> Vec<IngressChange> {
+        plan.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Ingress(change) => Some(change.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let running_fd = |spec| fd(spec, Some(running()), true, false);
+
+    // Missing: applied, routed to the REST Service on the REST port.
+    let plan = decide(&running_fd(with_ingress()), &managed(None));
+    let applied: [IngressChange; 1] = ingress_actions(&plan).try_into().unwrap();
+    let [IngressChange::Apply(ingress)] = applied else {
+        panic!("{:?}", plan.actions)
+    };
+    let rule = &ingress.spec.as_ref().unwrap().rules.as_ref().unwrap()[0];
+    assert_eq!(rule.host.as_deref(), Some("basic.ns.example.com"));
+    let backend = rule.http.as_ref().unwrap().paths[0]
+        .backend
+        .service
+        .clone()
+        .unwrap();
+    assert_eq!(
+        (backend.name.as_str(), backend.port.unwrap().number),
+        ("basic-rest", Some(8081))
+    );
+    assert_eq!(ingress.metadata.owner_references.as_ref().unwrap()[0].uid, "u");
+
+    // Cached as applied: nothing, so a steady resource costs no request.
+    let mut cached = (*ingress).clone();
+    cached.metadata.resource_version = Some("3".into());
+    assert!(
+        ingress_actions(&decide(
+            &running_fd(with_ingress()),
+            &managed(Some(cached.clone()))
+        ))
+        .is_empty()
+    );
+
+    // spec.ingress removed: deleted; not managed: left alone; being deleted: goes with it.
+    assert_eq!(
+        ingress_actions(&decide(&running_fd(app_spec()), &managed(Some(cached.clone())))),
+        [IngressChange::Delete { name: "basic".into() }]
+    );
+    assert!(ingress_actions(&decide(&running_fd(app_spec()), &obs(ready_jm(), running_job()))).is_empty());
+    assert!(
+        ingress_actions(&decide(
+            &running_fd(with_ingress()),
+            &obs(ready_jm(), running_job())
+        ))
+        .is_empty()
+    );
+    let deleting = fd(with_ingress(), Some(running()), true, true);
+    assert!(ingress_actions(&decide(&deleting, &managed(None))).is_empty());
 }
 
 // === Upgrade modes, guards, suspend/resume, nonces, snapshots, deletion ===

@@ -1,0 +1,438 @@
+//! The Ingress of a resource's `spec.ingress`, as the Apache operator builds it: named like
+//! the resource, in its namespace, one rule whose host and path come from the template
+//! ([`flink_operator_api::ingress::address`], the reading admission checks), routing to a
+//! REST Service on its port, with pathType `ImplementationSpecific` (a path template may be a
+//! regular expression with capture groups, which only the Ingress controller interprets).
+//! Labelled `app: <name>`, `component: ingress` (besides the spec's labels), so that the
+//! operator's cache selects it, and owned by the resource, so that it goes with it.
+//!
+//! Whether to write it is decided by [`change`] against the cached Ingress: a steady
+//! resource's Ingress costs no request.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::FIELD_MANAGER;
+use flink_operator_api::{
+    IngressSpec,
+    ingress::{self, TemplateError},
+    keys,
+};
+use k8s_openapi::{
+    api::networking::v1::{
+        HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule, IngressServiceBackend,
+        IngressSpec as KubeIngressSpec, ServiceBackendPort,
+    },
+    apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference},
+};
+
+/// Every rule's path type, as the Apache operator sets it.
+const PATH_TYPE: &str = "ImplementationSpecific";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IngressError {
+    #[error("spec.ingress.template: {0}")]
+    Template(#[from] TemplateError),
+}
+
+/// What an Ingress routes to, and for which resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target<'a> {
+    /// The resource: the Ingress's name, and what `{{name}}` stands for.
+    pub name: &'a str,
+    pub namespace: &'a str,
+    /// The resource, as the Ingress's owner.
+    pub owner: OwnerReference,
+    /// The Service routed to (a cluster's `<name>-rest`).
+    pub service: String,
+    /// Its port (the cluster's `rest.port`).
+    pub port: u16,
+}
+
+/// The Ingress `spec` asks for, routing to `target`.
+pub fn build(spec: &IngressSpec, target: Target) -> Result<Ingress, IngressError> {
+    let address = ingress::address(spec.template.as_deref(), target.name, target.namespace)?;
+    let mut labels = spec.labels.clone().unwrap_or_default();
+    // Ours win: the cache finds the Ingress by them.
+    labels.insert(keys::labels::APP.to_owned(), target.name.to_owned());
+    labels.insert(
+        keys::labels::COMPONENT.to_owned(),
+        keys::labels::COMPONENT_INGRESS.to_owned(),
+    );
+    let path = HTTPIngressPath {
+        path: address.path,
+        path_type: PATH_TYPE.to_owned(),
+        backend: IngressBackend {
+            service: Some(IngressServiceBackend {
+                name: target.service,
+                port: Some(ServiceBackendPort {
+                    number: Some(i32::from(target.port)),
+                    name: None,
+                }),
+            }),
+            resource: None,
+        },
+    };
+    Ok(Ingress {
+        metadata: ObjectMeta {
+            name: Some(target.name.to_owned()),
+            namespace: Some(target.namespace.to_owned()),
+            labels: Some(labels),
+            annotations: spec.annotations.clone().filter(|a| !a.is_empty()),
+            owner_references: Some(vec![target.owner]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(KubeIngressSpec {
+            ingress_class_name: spec.class_name.clone(),
+            tls: spec.tls.clone().filter(|tls| !tls.is_empty()),
+            rules: Some(vec![IngressRule {
+                host: address.host,
+                http: Some(HTTPIngressRuleValue { paths: vec![path] }),
+            }]),
+            default_backend: None,
+        }),
+        status: None,
+    })
+}
+
+/// What the operator sees of a resource's Ingress.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Observed {
+    /// `kubernetes.operator.ingress.manage`: false leaves Ingresses alone.
+    pub managed: bool,
+    /// The cached Ingress named like the resource and labelled as an operator's, with the
+    /// operator's own managed-fields entry (see [`owned_keys`]).
+    pub existing: Option<Ingress>,
+}
+
+/// A write of an Ingress.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IngressChange {
+    /// Apply it (server-side, creating it if needed).
+    Apply(Box<Ingress>),
+    /// Delete the Ingress `name`: `spec.ingress` was removed.
+    Delete { name: String },
+}
+
+/// The write that brings the observed Ingress to `desired` (None: the resource has no
+/// `spec.ingress`); none when it is there already, or when Ingresses are not managed. An
+/// Ingress is deleted only when `owner_uid` owns it: one the operator did not make is never
+/// removed.
+pub fn change(
+    desired: Option<Ingress>,
+    observed: &Observed,
+    owner_uid: Option<&str>,
+) -> Option<IngressChange> {
+    if !observed.managed {
+        return None;
+    }
+    match (desired, &observed.existing) {
+        (Some(desired), Some(existing)) if !differs(&desired, existing) => None,
+        (Some(desired), _) => Some(IngressChange::Apply(Box::new(desired))),
+        (None, Some(existing)) if owner_uid.is_some_and(|uid| owned_by(existing, uid)) => {
+            Some(IngressChange::Delete {
+                name: existing.metadata.name.clone().unwrap_or_default(),
+            })
+        }
+        (None, _) => None,
+    }
+}
+
+/// Whether `existing` lacks something of `desired`: its rule, class or TLS, a label or
+/// annotation, the owner, or holds a label or annotation the operator applied before and no
+/// longer asks for. What others added (an Ingress controller's annotations) is no
+/// difference, so that it is not fought over on every look.
+pub fn differs(desired: &Ingress, existing: &Ingress) -> bool {
+    let spec = |i: &Ingress| {
+        let s = i.spec.clone().unwrap_or_default();
+        (s.rules, s.tls, s.ingress_class_name, s.default_backend)
+    };
+    let contains = |want: &Option<BTreeMap<String, String>>, have: &Option<BTreeMap<String, String>>| {
+        let have = have.as_ref();
+        want.iter()
+            .flatten()
+            .all(|(k, v)| have.and_then(|h| h.get(k)) == Some(v))
+    };
+    let keys_of = |map: &Option<BTreeMap<String, String>>| {
+        map.iter()
+            .flatten()
+            .map(|(k, _)| k.clone())
+            .collect::<BTreeSet<_>>()
+    };
+    let owner_missing = desired
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| !owned_by(existing, &o.uid));
+    let (owned_labels, owned_annotations) = owned_keys(existing);
+    spec(desired) != spec(existing)
+        || !contains(&desired.metadata.labels, &existing.metadata.labels)
+        || !contains(&desired.metadata.annotations, &existing.metadata.annotations)
+        || owner_missing
+        || !owned_labels.is_subset(&keys_of(&desired.metadata.labels))
+        || !owned_annotations.is_subset(&keys_of(&desired.metadata.annotations))
+}
+
+fn owned_by(ingress: &Ingress, uid: &str) -> bool {
+    ingress
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.uid == uid)
+}
+
+/// The label and annotation keys the operator's last apply set, from its managed-fields
+/// entry: those it no longer asks for are removed by the next apply.
+pub fn owned_keys(ingress: &Ingress) -> (BTreeSet<String>, BTreeSet<String>) {
+    let ours = ingress
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|entry| entry.manager.as_deref() == Some(FIELD_MANAGER))
+        .filter_map(|entry| entry.fields_v1.as_ref());
+    let mut labels = BTreeSet::new();
+    let mut annotations = BTreeSet::new();
+    for fields in ours {
+        let metadata = &fields.0["f:metadata"];
+        for (field, into) in [("f:labels", &mut labels), ("f:annotations", &mut annotations)] {
+            let keys = metadata[field].as_object().into_iter().flat_map(|m| m.keys());
+            into.extend(keys.filter_map(|k| k.strip_prefix("f:")).map(str::to_owned));
+        }
+    }
+    (labels, annotations)
+}
+
+/// The cache's trim of an Ingress: only the operator's own managed-fields entry is kept
+/// (read by [`owned_keys`]).
+pub fn trim(ingress: &mut Ingress) {
+    let ours = ingress.metadata.managed_fields.take().map(|entries| {
+        entries
+            .into_iter()
+            .filter(|entry| entry.manager.as_deref() == Some(FIELD_MANAGER))
+            .collect::<Vec<_>>()
+    });
+    crate::caches::trim::common(ingress);
+    ingress.metadata.managed_fields = ours.filter(|entries| !entries.is_empty());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::{
+        api::networking::v1::IngressTLS,
+        apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry},
+    };
+    use serde_json::json;
+
+    fn owner() -> OwnerReference {
+        OwnerReference {
+            api_version: "flink.apache.org/v1beta1".into(),
+            kind: "FlinkDeployment".into(),
+            name: "basic".into(),
+            uid: "uid-1".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    fn target() -> Target<'static> {
+        Target {
+            name: "basic",
+            namespace: "team-a",
+            owner: owner(),
+            service: "basic-rest".into(),
+            port: 8081,
+        }
+    }
+
+    fn spec(template: &str) -> IngressSpec {
+        IngressSpec {
+            template: Some(template.into()),
+            ..IngressSpec::default()
+        }
+    }
+
+    fn rule(ingress: &Ingress) -> serde_json::Value {
+        serde_json::to_value(&ingress.spec.as_ref().unwrap().rules.as_ref().unwrap()[0]).unwrap()
+    }
+
+    #[test]
+    fn the_template_gives_the_rule_host_and_path_routed_to_the_rest_service() {
+        let backend = json!({"service": {"name": "basic-rest", "port": {"number": 8081}}});
+        let cases = [
+            (
+                "{{name}}.{{namespace}}.flink.k8s.io",
+                json!({"host": "basic.team-a.flink.k8s.io", "http": {"paths": [
+                    {"pathType": "ImplementationSpecific", "backend": backend}]}}),
+            ),
+            (
+                "/{{namespace}}/{{name}}(/|$)(.*)",
+                json!({"http": {"paths": [
+                    {"path": "/team-a/basic(/|$)(.*)", "pathType": "ImplementationSpecific", "backend": backend}]}}),
+            ),
+            (
+                "https://flink.example.com/{{NAME}}",
+                json!({"host": "flink.example.com", "http": {"paths": [
+                    {"path": "/basic", "pathType": "ImplementationSpecific", "backend": backend}]}}),
+            ),
+        ];
+        for (template, expected) in cases {
+            let ingress = build(&spec(template), target()).unwrap();
+            assert_eq!(rule(&ingress), expected, "{template}");
+        }
+    }
+
+    #[test]
+    fn the_ingress_is_named_labelled_owned_and_carries_class_annotations_and_tls() {
+        let spec = IngressSpec {
+            template: Some("{{name}}.example.com".into()),
+            class_name: Some("nginx".into()),
+            annotations: Some([("nginx.ingress.kubernetes.io/rewrite-target".into(), "/$2".into())].into()),
+            labels: Some([("team".into(), "a".into()), ("component".into(), "mine".into())].into()),
+            tls: Some(vec![IngressTLS {
+                hosts: Some(vec!["basic.example.com".into()]),
+                secret_name: Some("tls".into()),
+            }]),
+        };
+        let ingress = build(&spec, target()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&ingress.metadata).unwrap(),
+            json!({
+                "name": "basic", "namespace": "team-a",
+                "labels": {"app": "basic", "component": "ingress", "team": "a"},
+                "annotations": {"nginx.ingress.kubernetes.io/rewrite-target": "/$2"},
+                "ownerReferences": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                    "name": "basic", "uid": "uid-1", "controller": true, "blockOwnerDeletion": true}],
+            })
+        );
+        let kube = ingress.spec.unwrap();
+        assert_eq!(kube.ingress_class_name.as_deref(), Some("nginx"));
+        assert_eq!(kube.tls.unwrap()[0].secret_name.as_deref(), Some("tls"));
+    }
+
+    #[test]
+    fn a_template_admission_refuses_builds_nothing() {
+        assert_eq!(
+            build(&IngressSpec::default(), target()),
+            Err(IngressError::Template(TemplateError::Missing))
+        );
+        assert!(build(&spec("ftp://{{name}}"), target()).is_err());
+    }
+
+    /// The cached Ingress as the API server returns `desired` after the operator applied it
+    /// (with its managed-fields entry), plus what others add.
+    fn stored(desired: &Ingress) -> Ingress {
+        let mut stored = desired.clone();
+        let keys = |map: &Option<BTreeMap<String, String>>| {
+            map.iter()
+                .flatten()
+                .map(|(k, _)| (format!("f:{k}"), json!({})))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        stored.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some(FIELD_MANAGER.into()),
+            fields_v1: Some(FieldsV1(json!({"f:metadata": {
+                "f:labels": keys(&desired.metadata.labels),
+                "f:annotations": keys(&desired.metadata.annotations),
+            }}))),
+            ..ManagedFieldsEntry::default()
+        }]);
+        stored
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert("controller.example.com/seen".into(), "yes".into());
+        stored.metadata.resource_version = Some("7".into());
+        stored
+    }
+
+    #[test]
+    fn a_write_only_when_the_cached_ingress_differs_and_ingresses_are_managed() {
+        let desired = build(&spec("{{name}}.example.com"), target()).unwrap();
+        let managed = |existing: Option<Ingress>| Observed {
+            managed: true,
+            existing,
+        };
+        let apply = Some(IngressChange::Apply(Box::new(desired.clone())));
+        let moved = build(&spec("{{name}}.example.org"), target()).unwrap();
+        let mut annotated_spec = spec("{{name}}.example.com");
+        annotated_spec.annotations = Some([("a".into(), "1".into())].into());
+        let annotated = build(&annotated_spec, target()).unwrap();
+        let mut foreign = stored(&desired);
+        foreign.metadata.owner_references = None;
+        let delete = Some(IngressChange::Delete { name: "basic".into() });
+        let cases: Vec<(&str, Option<Ingress>, Observed, Option<IngressChange>)> = vec![
+            (
+                "missing: created",
+                Some(desired.clone()),
+                managed(None),
+                apply.clone(),
+            ),
+            (
+                "as applied: nothing",
+                Some(desired.clone()),
+                managed(Some(stored(&desired))),
+                None,
+            ),
+            (
+                "another host: applied",
+                Some(desired.clone()),
+                managed(Some(stored(&moved))),
+                apply.clone(),
+            ),
+            (
+                "an annotation no longer asked for: applied",
+                Some(desired.clone()),
+                managed(Some(stored(&annotated))),
+                apply.clone(),
+            ),
+            (
+                "not ours: taken over",
+                Some(desired.clone()),
+                managed(Some(foreign.clone())),
+                apply,
+            ),
+            (
+                "spec.ingress removed: deleted",
+                None,
+                managed(Some(stored(&desired))),
+                delete,
+            ),
+            ("removed, none there: nothing", None, managed(None), None),
+            ("removed, not ours: kept", None, managed(Some(foreign)), None),
+            (
+                "not managed: nothing",
+                Some(desired.clone()),
+                Observed::default(),
+                None,
+            ),
+        ];
+        for (case, desired, observed, expected) in cases {
+            assert_eq!(change(desired, &observed, Some("uid-1")), expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn the_cache_keeps_only_the_operators_managed_fields() {
+        let desired = build(&spec("{{name}}.example.com"), target()).unwrap();
+        let mut cached = stored(&desired);
+        cached
+            .metadata
+            .managed_fields
+            .as_mut()
+            .unwrap()
+            .push(ManagedFieldsEntry {
+                manager: Some("kubectl".into()),
+                ..ManagedFieldsEntry::default()
+            });
+        trim(&mut cached);
+        assert_eq!(cached.metadata.managed_fields.as_ref().map(Vec::len), Some(1));
+        assert_eq!(
+            owned_keys(&cached).0,
+            BTreeSet::from(["app".to_owned(), "component".to_owned()])
+        );
+        assert!(!differs(&desired, &cached));
+    }
+}
