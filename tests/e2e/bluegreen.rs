@@ -409,7 +409,9 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     let ingresses: Api<Ingress> = Api::namespaced(client.clone(), &bg.ns.name);
     let ingress = ingress_routes_to(&ingresses, "counter-blue-rest").await;
     assert_eq!(
-        ingress.spec.as_ref().unwrap().rules.as_ref().unwrap()[0].host.as_deref(),
+        ingress.spec.as_ref().unwrap().rules.as_ref().unwrap()[0]
+            .host
+            .as_deref(),
         Some(format!("counter.{}.flink.example.com", bg.ns.name).as_str())
     );
     assert_eq!(ingress.metadata.owner_references.unwrap()[0].name, NAME);

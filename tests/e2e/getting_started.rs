@@ -497,7 +497,10 @@ fn every_example_runs_locally_as_its_comment_says() {
     // The ingress example: its Ingress kept by the operator (no ingress controller here
     // serves it), routing the template's host and path to the REST Service.
     let ingress = "ingress/basic-ingress-example";
-    assert_eq!(env.jsonpath(ingress, "{.spec.rules[0].host}"), "flink.example.com");
+    assert_eq!(
+        env.jsonpath(ingress, "{.spec.rules[0].host}"),
+        "flink.example.com"
+    );
     assert_eq!(
         env.jsonpath(ingress, "{.spec.rules[0].http.paths[0].backend.service.name}"),
         "basic-ingress-example-rest"
