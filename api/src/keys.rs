@@ -310,6 +310,8 @@ pub mod bluegreen {
 pub mod flink {
     /// Prefix of the autoscaler's keys; like the operator's, they are not written to Flink.
     pub const AUTOSCALER_PREFIX: &str = "job.autoscaler.";
+    /// REST over SSL, current name first, then the older switch Flink still falls back to.
+    pub const SSL_REST_ENABLED_KEYS: [&str; 2] = ["security.ssl.rest.enabled", "security.ssl.enabled"];
     /// The state backend (`hashmap`, `rocksdb`, `forst`, or a factory class).
     pub const STATE_BACKEND_TYPE: &str = "state.backend.type";
     /// The legacy name of [`STATE_BACKEND_TYPE`], still read by Flink.

@@ -95,6 +95,8 @@ reasons! {
     RecoverDeployment,
     /// A missing JobManager Deployment could not be recovered.
     RecoverDeploymentFailed,
+    /// The JobManager of a job that ended (FINISHED, FAILED and not restarted, CANCELED) was shut down after `kubernetes.operator.jm-deployment.shutdown-ttl`; its high-availability metadata is kept.
+    JobManagerShutDown,
     /// The cluster health check found the job unhealthy (too many restarts within the window, or no checkpoint progress; the note says which): its cluster is deployed again, the job restored as its upgrade mode allows.
     RestartUnhealthyJob,
     /// The cluster health check found the job unhealthy, but it cannot be restarted without losing its state (the note says why).

@@ -83,6 +83,12 @@ pub struct Policy {
     /// `kubernetes.operator.jm-deployment-recovery.enabled` (default true): a JobManager
     /// Deployment that went missing is deployed again.
     pub jm_recovery: bool,
+    /// `kubernetes.operator.jm-deployment.shutdown-ttl` (default 1 day): how long the
+    /// JobManager of a job that ended keeps running.
+    pub shutdown_ttl_ms: i64,
+    /// `kubernetes.operator.job.upgrade.ignore-pending-savepoint` (default false): a change
+    /// of the spec does not wait for a pending manual or periodic snapshot.
+    pub ignore_pending_savepoint: bool,
     /// Whether high availability is configured (`high-availability.type`).
     pub high_availability: bool,
     /// Where Flink writes savepoints it is not given a directory for
@@ -137,6 +143,8 @@ impl Default for Policy {
             rollback_enabled: option_defaults::DEPLOYMENT_ROLLBACK_ENABLED,
             readiness_timeout_ms: option_defaults::DEPLOYMENT_READINESS_TIMEOUT_MS,
             jm_recovery: option_defaults::JM_DEPLOYMENT_RECOVERY_ENABLED,
+            shutdown_ttl_ms: option_defaults::JM_DEPLOYMENT_SHUTDOWN_TTL_MS,
+            ignore_pending_savepoint: option_defaults::JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT,
             high_availability: false,
             savepoint_dir: None,
             reconcile_interval_ms: option_defaults::RECONCILE_INTERVAL_MS,
@@ -246,6 +254,12 @@ impl Policy {
             readiness_timeout_ms: duration(operator::DEPLOYMENT_READINESS_TIMEOUT)
                 .unwrap_or(defaults.readiness_timeout_ms),
             jm_recovery: flag(operator::JM_DEPLOYMENT_RECOVERY_ENABLED, defaults.jm_recovery),
+            shutdown_ttl_ms: duration(operator::JM_DEPLOYMENT_SHUTDOWN_TTL)
+                .unwrap_or(defaults.shutdown_ttl_ms),
+            ignore_pending_savepoint: flag(
+                operator::JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT,
+                defaults.ignore_pending_savepoint,
+            ),
             high_availability: flink::HIGH_AVAILABILITY_KEYS
                 .iter()
                 .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))

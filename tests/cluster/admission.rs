@@ -397,7 +397,7 @@ async fn kubectl_apply_prints_a_warning_for_each_setting_without_effect() {
     let (_client, ns) = setup("warnings").await;
     let mut manifest = deployment("warned");
     let config = &mut manifest["spec"]["flinkConfiguration"];
-    config["kubernetes.operator.jm-deployment.shutdown-ttl"] = json!("1 d");
+    config["kubernetes.operator.checkpoint.trigger.grace-period"] = json!("1 min");
     config["job.autoscaler.enabled"] = json!("true");
     config["kubernetes.operator.job.restart.failed"] = json!("TRUE");
     let mut kubectl = std::process::Command::new(crate::kubectl_tool::kubectl_binary())
@@ -421,7 +421,7 @@ async fn kubectl_apply_prints_a_warning_for_each_setting_without_effect() {
     assert_eq!(warnings.len(), 2, "{stderr}");
     assert!(
         warnings.iter().any(|w| w.starts_with(
-            "Warning: spec.flinkConfiguration.kubernetes.operator.jm-deployment.shutdown-ttl: has no effect"
+            "Warning: spec.flinkConfiguration.kubernetes.operator.checkpoint.trigger.grace-period: has no effect"
         )),
         "{stderr}"
     );

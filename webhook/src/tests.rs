@@ -656,7 +656,7 @@ async fn settings_without_effect_are_admitted_with_a_warning_naming_the_field() 
     let router = router(StaticDirectory::default());
     let mut bg = blue_green("BASIC");
     bg["spec"]["template"]["spec"]["flinkConfiguration"] = json!({
-        "kubernetes.operator.jm-deployment.shutdown-ttl": "1 d",
+        "kubernetes.operator.checkpoint.trigger.grace-period": "1 min",
         "kubernetes.operator.job.restart.failed": "TRUE"
     });
     let created = answer(
@@ -670,7 +670,7 @@ async fn settings_without_effect_are_admitted_with_a_warning_naming_the_field() 
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
         warnings[0].as_str().unwrap().starts_with(
-            "spec.template.spec.flinkConfiguration.kubernetes.operator.jm-deployment.shutdown-ttl: has no effect"
+            "spec.template.spec.flinkConfiguration.kubernetes.operator.checkpoint.trigger.grace-period: has no effect"
         ),
         "{warnings:?}"
     );

@@ -109,7 +109,7 @@ mod tests {
             (operator::JOB_RESTART_FAILED, Place::OperatorFile, None),
             ("parallelism.default", Place::Resource, None),
             (
-                operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
+                operator::CHECKPOINT_TRIGGER_GRACE_PERIOD,
                 Place::Resource,
                 Some("does not act on it"),
             ),

@@ -91,6 +91,10 @@ pub mod defaults {
     pub const LEADER_ELECTION_RETRY_PERIOD_MS: i64 = 2 * SECOND_MS;
     /// `kubernetes.operator.job.upgrade.last-state-fallback.enabled`.
     pub const JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED: bool = true;
+    /// `kubernetes.operator.jm-deployment.shutdown-ttl`.
+    pub const JM_DEPLOYMENT_SHUTDOWN_TTL_MS: i64 = 24 * 60 * MINUTE_MS;
+    /// `kubernetes.operator.job.upgrade.ignore-pending-savepoint`.
+    pub const JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT: bool = false;
     /// `kubernetes.operator.session.deletion.block-on-unmanaged-jobs`.
     pub const SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS: bool = true;
     /// `kubernetes.operator.flink.client.timeout`.
@@ -426,6 +430,17 @@ pub const OPTIONS: &[OptionDoc] = &[
                   younger than this.",
     },
     OptionDoc {
+        key: operator::JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "A change of the spec ends the job at once even while a manual or periodic \
+                  savepoint or checkpoint it asked for is pending (that snapshot may then \
+                  fail); by default the change waits for it.",
+    },
+    OptionDoc {
         key: operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
         ty: OptionType::Bool,
         deprecated: &[],
@@ -660,6 +675,18 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "Deploy a JobManager Deployment that went missing again (a job in \
                   `last-state` or `savepoint` mode only from a checkpoint in its \
                   high-availability metadata).",
+    },
+    OptionDoc {
+        key: operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::JM_DEPLOYMENT_SHUTDOWN_TTL_MS),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Resource,
+        meaning: "How long the JobManager of an application whose job ended (FINISHED, FAILED \
+                  and not restarted, CANCELED) keeps running after the job's last state change: \
+                  then its cluster is deleted and its high-availability metadata kept (Event \
+                  `JobManagerShutDown`); the job stays as it ended in status.",
     },
     OptionDoc {
         key: operator::CLUSTER_HEALTH_CHECK_ENABLED,
@@ -908,11 +935,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
         note: "",
     },
     IgnoredOption {
-        key: operator::JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT,
-        ty: OptionType::Bool,
-        note: "",
-    },
-    IgnoredOption {
         key: operator::JOB_UPGRADE_INPLACE_SCALING_ENABLED,
         ty: OptionType::Bool,
         note: "",
@@ -920,11 +942,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::JOB_UPGRADE_LAST_STATE_JOB_CANCEL_ENABLED,
         ty: OptionType::Bool,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::JM_DEPLOYMENT_SHUTDOWN_TTL,
-        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {

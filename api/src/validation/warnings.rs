@@ -5,7 +5,11 @@
 
 use crate::{
     FlinkBlueGreenDeployment, FlinkConfiguration, FlinkDeployment, FlinkSessionJob,
-    options::effect::{self, Place},
+    keys::flink,
+    options::{
+        effect::{self, Place},
+        read,
+    },
 };
 
 /// The warnings of a FlinkDeployment.
@@ -37,7 +41,18 @@ fn configuration(path: &str, config: Option<&FlinkConfiguration>) -> Vec<String>
         return Vec::new();
     };
     let flat = config.flattened();
-    effect::warnings(path, Place::Resource, flat.keys()).collect()
+    let mut out: Vec<String> = effect::warnings(path, Place::Resource, flat.keys()).collect();
+    // Not a setting without effect: Flink acts on it, and the operator then cannot reach the job.
+    if let Some(key) = flink::SSL_REST_ENABLED_KEYS
+        .iter()
+        .find(|key| read::flag(&flat, key, false))
+    {
+        out.push(format!(
+            "{path}.{key}: the operator calls the JobManager's REST API over http only (REST over \
+             SSL is not implemented): it will not observe, snapshot or upgrade this job"
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -54,20 +69,25 @@ mod tests {
             "spec": {
                 "flinkVersion": "v1_20",
                 "flinkConfiguration": {
-                    "kubernetes.operator.jm-deployment.shutdown-ttl": "1 d",
+                    "kubernetes.operator.checkpoint.trigger.grace-period": "1 min",
                     "kubernetes.operator.job.restart.failed": "true",
                     "job.autoscaler.enabled": "true",
-                    "taskmanager.numberOfTaskSlots": "2"
+                    "taskmanager.numberOfTaskSlots": "2",
+                    "security.ssl.rest.enabled": "TRUE"
                 },
                 "ingress": {"template": "{{name}}.example.com"}
             }
         }))
         .unwrap();
         let warnings = deployment(&fd);
-        assert_eq!(warnings.len(), 2, "{warnings:#?}");
+        assert_eq!(warnings.len(), 3, "{warnings:#?}");
+        assert!(
+            warnings[2].starts_with("spec.flinkConfiguration.security.ssl.rest.enabled: the operator calls"),
+            "{warnings:#?}"
+        );
         assert!(warnings[0].starts_with("spec.flinkConfiguration.job.autoscaler.enabled: "));
         assert!(warnings[1].starts_with(
-            "spec.flinkConfiguration.kubernetes.operator.jm-deployment.shutdown-ttl: has no effect"
+            "spec.flinkConfiguration.kubernetes.operator.checkpoint.trigger.grace-period: has no effect"
         ));
     }
 
@@ -84,7 +104,7 @@ mod tests {
                 },
                 "template": {"spec": {
                     "flinkVersion": "v1_20",
-                    "flinkConfiguration": {"kubernetes.operator.jm-deployment.shutdown-ttl": "1 d"}
+                    "flinkConfiguration": {"kubernetes.operator.checkpoint.trigger.grace-period": "1 min"}
                 }}
             }
         }))
@@ -98,7 +118,7 @@ mod tests {
         );
         assert!(
             warnings[1].starts_with(
-                "spec.template.spec.flinkConfiguration.kubernetes.operator.jm-deployment.shutdown-ttl"
+                "spec.template.spec.flinkConfiguration.kubernetes.operator.checkpoint.trigger.grace-period"
             ),
             "{}",
             warnings[1]

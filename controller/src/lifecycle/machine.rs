@@ -441,7 +441,7 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
             k.own_step(step, Some(&observed.recorded))
                 .unwrap_or_else(|| steady(k, &observed.recorded, observed.pending))
         }
-        Step::Recovering | Step::RollbackDue => {
+        Step::Recovering | Step::RollbackDue | Step::ShuttingDown => {
             let observed = or_report!(found.observed(), "observing the job");
             k.own_step(step, Some(&observed.recorded)).unwrap_or_else(|| {
                 let next = Step::after(k, observed, Some(step));

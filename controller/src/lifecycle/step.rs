@@ -14,18 +14,19 @@
 //! | `Starting` | recorded UPGRADING | the kind's start goes on (the cluster deployed, the jar submitted), DEPLOYED once it is | `Steady` |
 //! | `RollingBack` | recorded ROLLING_BACK, of a kind that rolls back (an application cluster) | the last stable spec is deployed (unreadable: refused until the spec changes) | `Steady` (ROLLED_BACK) |
 //! | `ChangedBack` | the spec changed, back to what runs since a rollback | the spec recorded as DEPLOYED, nothing redeployed | `Steady` |
-//! | `WaitingForSnapshot` | the spec changed while a manual or periodic snapshot is pending | waits for it: ending the job would lose it | `Change` |
+//! | `WaitingForSnapshot` | the spec changed while a manual or periodic snapshot is pending, and `kubernetes.operator.job.upgrade.ignore-pending-savepoint` is false (the default) | waits for it: ending the job would lose it | `Change` |
 //! | `Change` | the spec changed in a way that ends the job | refused again if this generation was refused; a suspended spec recorded or resumed; a session cluster redeployed; then the job ended as its upgrade mode says (stop-with-savepoint, cancel, last-state, a fresh savepoint, a redeploy from `initialSavepointPath`) and the new spec committed with the state it starts from, or a wait, or a refusal | `FollowingStop`, `Starting`, `Change` (waiting for the job or its cancellation), or refused |
 //! | `Suspended` | the spec is unchanged and the recorded one is suspended | nothing (a kind without a rest of its own, a session job: what `Steady` does) | `Suspended` |
 //! | `Recovering` | the kind's recovery is due (an application cluster's JobManager Deployment went missing, or its job was judged unhealthy) | the recorded spec deployed again, from the checkpoint in the high-availability metadata or, stateless, without state; when that metadata holds none it declines, noting why | `Starting`, or (declined) the step derived after `Recovering` |
 //! | `RestartingFailed` | the job is FAILED and `kubernetes.operator.job.restart.failed` is true (not after a rollback) | started again: stateless without state, else from its newest state under the restore-age guard, once the latest checkpoint is known | `Starting`, or refused |
 //! | `RollbackDue` | the deployed spec did not become stable within the readiness timeout and a different stable spec can be gone back to | ROLLING_BACK recorded, with a warning; when the high-availability metadata holds no checkpoint it declines, noting why | `RollingBack`, or (declined) the step derived after `RollbackDue` |
+//! | `ShuttingDown` | the job ended (FINISHED, FAILED and not restarted, CANCELED) and its JobManager still runs `kubernetes.operator.jm-deployment.shutdown-ttl` after the job's last state change (an application cluster) | the cluster deleted, its high-availability metadata kept; the job stays as it ended | `Steady` |
 //! | `SnapshotsDue` | the job runs, nothing is pending, and a nonce asks for a snapshot or a periodic savepoint is due | the trigger id recorded before the snapshot is triggered | `Steady` (the snapshot settled into status) |
 //! | `Steady` | none of the above | the savepoint history and snapshot resources trimmed, the phase said, the next look scheduled | `Steady` |
 //!
 //! A kind takes part in a step through [`JobKind::own_step`](super::machine::JobKind::own_step)
 //! before the machine does (`Deleting`, `UntilReady`, `RollingBack`, `ChangedBack`, `Change`,
-//! `Suspended`, `Recovering`, `RollbackDue`); the rest of each row is the machine's.
+//! `Suspended`, `Recovering`, `RollbackDue`, `ShuttingDown`); the rest of each row is the machine's.
 //!
 //! The step is derived in two phases, around what observing writes into the status being
 //! built. [`Step::before_observing`] reads the stored status and the observation only. The
@@ -77,6 +78,7 @@ pub enum Step {
     Recovering,
     RestartingFailed,
     RollbackDue,
+    ShuttingDown,
     SnapshotsDue,
     Steady,
 }
@@ -144,7 +146,7 @@ impl Step {
             if k.own_step_due(Self::ChangedBack, &observed.running) {
                 return Self::ChangedBack;
             }
-            if observed.pending {
+            if observed.pending && !k.facts.policy.ignore_pending_savepoint {
                 return Self::WaitingForSnapshot;
             }
             return Self::Change;
@@ -169,6 +171,9 @@ impl Step {
         }
         if open(Self::RollbackDue) && k.own_step_due(Self::RollbackDue, recorded) {
             return Self::RollbackDue;
+        }
+        if open(Self::ShuttingDown) && k.own_step_due(Self::ShuttingDown, recorded) {
+            return Self::ShuttingDown;
         }
         if !observed.pending
             && standing.running

@@ -2,7 +2,7 @@
 //! lifecycle ([`crate::lifecycle::machine`]): its job ends with its cluster (the
 //! high-availability metadata keeps the last state of a last-state change), it is started
 //! by deploying a cluster with it, "ready" is a JobManager whose REST API answers, and its
-//! own steps are the session cluster without a job, rollback and JobManager recovery.
+//! own steps are the session cluster without a job, rollback, JobManager recovery and the shutdown of an ended job's JobManager.
 
 use std::ops::{Deref, DerefMut};
 
@@ -14,7 +14,7 @@ use flink_operator_api::{
 
 use super::{
     Action, FAST, Next, Observation, Plan, SLOW, deletion, health, is_suspended, phase, recovery, rollback,
-    start,
+    shutdown, start,
     state::{Kind, RestorableState},
     status, upgrade_relevant,
 };
@@ -269,6 +269,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
                     && (recovery::missing(self, spec) || health::unhealthy(self, spec).is_some())
             }
             Step::RollbackDue => !self.rolled_back() && rollback::due_now(self, spec),
+            Step::ShuttingDown => shutdown::due(self),
             _ => false,
         }
     }
@@ -304,6 +305,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
             (Step::Recovering, Some(recorded)) => recovery::recover_if_missing(self, recorded)
                 .or_else(|| health::restart_if_unhealthy(self, recorded)),
             (Step::RollbackDue, Some(recorded)) => rollback::start_if_due(self, recorded),
+            (Step::ShuttingDown, _) => Some(shutdown::shut_down(self)),
             _ => None,
         }
     }

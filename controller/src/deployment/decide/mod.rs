@@ -12,6 +12,8 @@
 //!   and Degraded conditions ([`status`]);
 //! - rolling back a deployed spec that did not become stable, when enabled ([`rollback`]);
 //! - deploying a JobManager Deployment that went missing again ([`recovery`]);
+//! - shutting down the JobManager of a job that ended, after `jm-deployment.shutdown-ttl`
+//!   ([`shutdown`]);
 //! - the cluster health check: each look judged into a history in status, and a job found
 //!   unhealthy restarted as its upgrade mode allows ([`health`]);
 //! - deletion behind a finalizer: once the machine has recorded the savepoint the settings
@@ -28,6 +30,7 @@ mod deletion;
 mod health;
 mod recovery;
 mod rollback;
+mod shutdown;
 mod start;
 mod state;
 mod status;

@@ -11,7 +11,7 @@
 use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeploymentSpec, JobManagerDeploymentStatus,
-    common::{ReconciliationState, UpgradeMode, flink_job_state},
+    common::{ReconciliationState, UpgradeMode},
 };
 
 use super::{Decision, EventNote, JobManagerObservation, Plan, start};
@@ -27,11 +27,7 @@ pub(super) fn missing(d: &Decision, recorded: &FlinkDeploymentSpec) -> bool {
     // Just deployed and not seen yet: that is not a loss.
     let seen_before = d.fd.status.as_ref().and_then(|s| s.job_manager_deployment_status);
     // A job that ended (or was never seen to start) leaves nothing to recover.
-    let ended = recorded.job.is_some()
-        && matches!(
-            d.job_status().state(),
-            Some(flink_job_state::FINISHED | flink_job_state::FAILED | flink_job_state::CANCELED)
-        );
+    let ended = recorded.job.is_some() && super::shutdown::job_ended(d);
     deployed && !matches!(seen_before, None | Some(JobManagerDeploymentStatus::Deploying)) && !ended
 }
 

@@ -37,16 +37,26 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
     let previous_jm = d.status.job_manager_deployment_status;
     let jm = job_manager_status(&obs.job_manager);
     d.status.job_manager_deployment_status = Some(jm);
-    d.status.error = match &obs.job_manager {
+    // An ended job needs no JobManager (one shut down after its TTL, or gone otherwise): that
+    // is no error, and a failed job's cause stays.
+    let ended_without = obs.job_manager == JobManagerObservation::Missing && super::shutdown::job_ended(d);
+    let jm_error = match &obs.job_manager {
         JobManagerObservation::Present {
             problem: Some(problem),
             ..
         } => Some(problem.clone()),
-        JobManagerObservation::Missing => Some("the JobManager Deployment is missing".to_owned()),
+        JobManagerObservation::Missing if !ended_without => {
+            Some("the JobManager Deployment is missing".to_owned())
+        }
         _ => None,
     };
+    d.status.error = if ended_without {
+        previous_error.clone()
+    } else {
+        jm_error.clone()
+    };
     if jm != previous_jm.unwrap_or_default()
-        && let Some(error) = d.status.error.clone()
+        && let Some(error) = jm_error
     {
         d.events
             .push(EventNote::warning(Reason::JobManagerDeploymentError, error));
@@ -161,10 +171,11 @@ pub(super) fn suspended_message(status: &FlinkDeploymentStatus) -> String {
 pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
     let status = &d.status;
     let jm = status.job_manager_deployment_status.unwrap_or_default();
-    if jm == JobManagerDeploymentStatus::Error || jm == JobManagerDeploymentStatus::Missing {
+    let shut_down = jm == JobManagerDeploymentStatus::Missing && super::shutdown::job_ended(d);
+    if jm == JobManagerDeploymentStatus::Error || (jm == JobManagerDeploymentStatus::Missing && !shut_down) {
         return (phase::DEPLOY_FAILED, status.error.clone().unwrap_or_default());
     }
-    if jm != JobManagerDeploymentStatus::Ready {
+    if jm != JobManagerDeploymentStatus::Ready && !shut_down {
         return (phase::DEPLOYING, format!("the JobManager is {}", jm.as_str()));
     }
     if d.fd.spec.job.is_none() {
@@ -195,6 +206,9 @@ pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
         flink_job_state::RESTARTING | flink_job_state::FAILING => phase::RESTARTING,
         _ => phase::DEPLOYING,
     };
+    if shut_down {
+        return (reason, format!("the job is {state}; its JobManager is shut down"));
+    }
     (reason, format!("the job is {state}"))
 }
 

@@ -1886,6 +1886,79 @@ fn a_job_that_never_ran_rolls_back_to_the_state_it_was_to_start_from() {
 }
 
 #[test]
+fn the_jobmanager_of_an_ended_job_is_shut_down_after_its_ttl_keeping_its_ha_metadata() {
+    let spec = spec_with("savepoint", &[]);
+    let ttl = 10 * MIN;
+    let policy = Policy {
+        shutdown_ttl_ms: ttl,
+        high_availability: true,
+        ..Policy::status_only()
+    };
+    for (state, ended_phase) in [
+        ("FINISHED", phase::SUCCEEDED),
+        ("FAILED", phase::FAILED),
+        ("CANCELED", phase::CANCELLED),
+    ] {
+        // Ended at NOW: its state's updateTime.
+        let ended = observed(&spec, state);
+        let look = |now_ms: i64, job_manager: JobManagerObservation| {
+            let job = (job_manager != JobManagerObservation::Missing)
+                .then(|| JobObservation::found(state, Some(NOW - 60 * MIN)));
+            with_policy(
+                Observation {
+                    now_ms,
+                    ha_checkpoint: Some(true),
+                    ..obs(job_manager, job)
+                },
+                policy.clone(),
+            )
+        };
+        let within = decide(
+            &fd(spec.clone(), Some(ended.clone()), true, false),
+            &look(NOW + ttl - 1_000, ready_jm()),
+        );
+        assert!(within.actions.is_empty(), "{state}: {:?}", within.actions);
+        let due = decide(
+            &fd(spec.clone(), Some(ended.clone()), true, false),
+            &look(NOW + ttl, ready_jm()),
+        );
+        assert_eq!(due.actions, [Action::DeleteCluster { keep_ha: true }], "{state}");
+        let said: Vec<_> = due.events.iter().map(|e| e.reason).collect();
+        assert_eq!(said, [Reason::JobManagerShutDown], "{state}");
+        // Gone: the job stays as it ended, no error of its own, nothing recovered.
+        let gone = decide(
+            &fd(spec.clone(), Some(due.status), true, false),
+            &look(NOW + ttl + 5_000, JobManagerObservation::Missing),
+        );
+        assert!(gone.actions.is_empty(), "{state}: {:?}", gone.actions);
+        assert!(gone.events.is_empty(), "{state}: {:?}", gone.events);
+        assert_eq!(gone.status.error, ended.error, "{state}");
+        assert_eq!(
+            gone.status.job_status.as_ref().unwrap().state.as_deref(),
+            Some(state)
+        );
+        assert_eq!(
+            gone.status.job_manager_deployment_status,
+            Some(JobManagerDeploymentStatus::Missing)
+        );
+        assert_eq!(phase_of(&gone), ended_phase, "{state}");
+    }
+    // A running job's JobManager is never shut down, however long ago its state changed.
+    let running = observed(&spec, "RUNNING");
+    let plan = decide(
+        &fd(spec.clone(), Some(running), true, false),
+        &with_policy(
+            Observation {
+                now_ms: NOW + 100 * ttl,
+                ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+            },
+            policy,
+        ),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+}
+
+#[test]
 fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported() {
     let ha = Policy {
         high_availability: true,
@@ -1997,14 +2070,6 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
                 jm_recovery: false,
                 ..Policy::status_only()
             },
-            None,
-            false,
-        ),
-        (
-            "the job had finished",
-            &stateless,
-            observed(&stateless, "FINISHED"),
-            Policy::status_only(),
             None,
             false,
         ),

@@ -166,6 +166,20 @@ fn rows() -> Vec<Row> {
             look: changed("RUNNING"),
             ..row(Change)
         },
+        // With ignore-pending-savepoint, the change does not wait for the pending one.
+        Row {
+            job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
+            edit: |s| savepoint_triggered(s, SnapshotTriggerType::Manual),
+            look: Look {
+                savepoint: Some(SavepointPoll::InProgress),
+                policy: Policy {
+                    ignore_pending_savepoint: true,
+                    ..Policy::status_only()
+                },
+                ..changed("RUNNING")
+            },
+            ..row(Change)
+        },
         Row {
             job: with(job_spec(UpgradeMode::Savepoint), "state", json!("suspended")),
             // Suspended once it ran (an application created suspended records nothing).
@@ -211,6 +225,15 @@ fn rows() -> Vec<Row> {
             },
             steps: (RollbackDue, Steady),
             ..row(RollbackDue)
+        },
+        Row {
+            edit: |s| {
+                s.job.state = Some("FINISHED".to_owned());
+                s.job.update_time = Some((NOW - 25 * HOUR).to_string());
+            },
+            look: look("FINISHED"),
+            steps: (ShuttingDown, Steady),
+            ..row(ShuttingDown)
         },
         Row {
             job: with(
@@ -276,5 +299,5 @@ fn each_kind_derives_the_step_of_the_table_from_its_stored_status_and_observatio
     every.sort();
     assert_eq!(named, every, "rows in the order of the steps");
     every.dedup();
-    assert_eq!(every.len(), 17, "every step has its row: {every:?}");
+    assert_eq!(every.len(), 18, "every step has its row: {every:?}");
 }
