@@ -11,7 +11,7 @@ use flink_operator_controller::{
     caches::{Caches, WatchScope},
     context::Context,
     deployment::Deployments,
-    flink::{ClientConfig, RestClients, RestEndpointMode, RestEndpoints},
+    flink::{ClientConfig, RestClients, RestEndpointMode, RestEndpoints, RestTls},
     metrics::{KubernetesClient, ReconcileMetrics},
     runtime::{self, fence::Fence},
     session_job::SessionJobs,
@@ -75,6 +75,9 @@ pub enum RunError {
     /// The HTTP client of JobManager REST APIs could not be built (its TLS configuration).
     #[error("Flink REST client: {0}")]
     RestClient(#[source] flink_operator_controller::flink::FlinkError),
+    /// The files of REST SSL (`OPERATOR_TRUSTSTORE_PATH`, `OPERATOR_KEYSTORE_PATH`) are unusable.
+    #[error("Flink REST over SSL: {0}")]
+    RestTls(#[from] flink_operator_controller::flink::TlsError),
     /// The leader-election settings are unusable.
     #[error(transparent)]
     LeaderElection(#[from] LeaderElectionError),
@@ -208,14 +211,23 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 check_label_selector(client, &scope, selector).await?;
                 tracing::info!(%selector, "managing only the Flink resources this label selector selects");
             }
+            let rest_tls = RestTls::from_env()?;
+            if let Some(tls) = &rest_tls {
+                tracing::info!(
+                    files = tls.source(),
+                    "JobManagers with REST SSL are called over HTTPS"
+                );
+            }
             let ingresses = flink_operator_controller::policy::ingress_managed(&operator_config);
             let (caches, watch) = Caches::start(client.clone(), &scope, selector, endpoint_slices, ingresses);
             let context = Arc::new(Context {
                 client: controller_client.clone().unwrap_or_else(|_| client.clone()),
                 rest_endpoints: RestEndpoints::new(client.clone(), args.flink_rest_endpoint)
                     .with_cache(caches.endpoint_slices.clone()),
-                rest_clients: RestClients::new(ClientConfig::from_operator_config(&operator_config))
-                    .map_err(RunError::RestClient)?,
+                rest_clients: RestClients::new(
+                    ClientConfig::from_operator_config(&operator_config).with_tls(rest_tls),
+                )
+                .map_err(RunError::RestClient)?,
                 operator_config: operator_config.clone(),
                 recorder: Recorder::new(
                     client.clone(),

@@ -6,7 +6,7 @@ use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use kube::{Client, ResourceExt, runtime::events::Recorder};
 
 use crate::{
-    flink::{EndpointError, FlinkError, FlinkRestClient, RestClients, RestEndpoints},
+    flink::{EndpointError, FlinkError, FlinkRestClient, RestClients, RestEndpoints, Scheme},
     metrics::ReconcileMetrics,
 };
 
@@ -111,20 +111,26 @@ impl Context {
     /// Where `fd`'s JobManager REST API is reached: its `<name>-rest` Service, or a ready
     /// endpoint of it (`--flink-rest-endpoint`), on its REST port.
     pub async fn rest_url(&self, fd: &FlinkDeployment) -> Result<String, EndpointError> {
+        let config = self.effective_config(fd);
         self.rest_endpoints
             .base_url(
                 &fd.namespace().unwrap_or_default(),
                 &crate::resources::cluster::rest_service_name(&fd.name_any()),
-                self.rest_port(fd),
+                rest_port(&config),
+                Scheme::of(&config),
             )
             .await
     }
 
     /// The REST port of `fd`'s JobManager (`rest.port`, default 8081).
     pub fn rest_port(&self, fd: &FlinkDeployment) -> u16 {
-        self.effective_config(fd)
-            .get("rest.port")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(8081)
+        rest_port(&self.effective_config(fd))
     }
+}
+
+fn rest_port(config: &BTreeMap<String, String>) -> u16 {
+    config
+        .get("rest.port")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(8081)
 }

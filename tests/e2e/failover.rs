@@ -153,7 +153,15 @@ async fn a_leader_killed_at_random_points_of_savepoint_upgrades_is_replaced_and_
             client.clone(),
             flink_operator_controller::flink::RestEndpointMode::EndpointSlice,
         );
-        let url = endpoints.base_url(&ns.name, "counter-rest", 8081).await.unwrap();
+        let url = endpoints
+            .base_url(
+                &ns.name,
+                "counter-rest",
+                8081,
+                flink_operator_controller::flink::Scheme::Http,
+            )
+            .await
+            .unwrap();
         let rest = flink_operator_controller::flink::FlinkRestClient::new(&url, Default::default()).unwrap();
         let id = flink_operator_controller::flink::JobId::from(job_status.job_id.as_deref().unwrap());
         let restored = wait_for(

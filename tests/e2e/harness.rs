@@ -12,7 +12,7 @@ use std::{
 };
 
 use flink_operator_controller::flink::{
-    ClientConfig, FlinkRestClient, JobId, RestEndpointMode, RestEndpoints,
+    ClientConfig, FlinkRestClient, JobId, RestEndpointMode, RestEndpoints, Scheme,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client, api::ListParams};
@@ -332,7 +332,7 @@ pub async fn rest_address(client: &Client, namespace: &str, id: &str) -> String 
             let endpoints = endpoints.clone();
             async move {
                 endpoints
-                    .base_url(namespace, &format!("{id}-rest"), 8081)
+                    .base_url(namespace, &format!("{id}-rest"), 8081, Scheme::Http)
                     .await
                     .ok()
             }

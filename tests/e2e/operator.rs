@@ -6,7 +6,8 @@
 //! reached at their Services' names (`--flink-rest-endpoint service`, the in-cluster default).
 //!
 //! The values are what a platform team on small nodes writes (see
-//! [`cluster_harness::test_platform_settings`]) and one replica: the tests read one
+//! [`cluster_harness::test_platform_settings`]), the authority of JobManagers with REST SSL
+//! it trusts (see [`crate::rest_ssl`]), and one replica: the tests read one
 //! process's metrics, CPU time and log. The failover test adds the second replica the chart
 //! runs by default.
 
@@ -61,6 +62,7 @@ pub async fn shared(client: &Client) -> &'static SharedOperator {
     tokio::task::spawn_blocking(harness::runtime).await.unwrap();
     cluster_harness::install_crds(client).await;
     cluster_harness::ensure_operator_namespace(client).await;
+    crate::rest_ssl::create_ca_secret(client).await;
     let dir = cluster_harness::work_dir().join("operator");
     std::fs::create_dir_all(&dir).unwrap();
     let values = dir.join("values.yaml");
@@ -68,11 +70,12 @@ pub async fn shared(client: &Client) -> &'static SharedOperator {
         .into_iter()
         .map(|(key, value)| (key, json!(value)))
         .collect();
-    std::fs::write(
-        &values,
-        serde_yaml::to_string(&json!({"replicas": 1, "operatorConfiguration": configuration})).unwrap(),
-    )
-    .unwrap();
+    let mut chart_values = json!({"replicas": 1, "operatorConfiguration": configuration});
+    // Trusting the authority of the JobManagers with REST SSL, as a platform team does.
+    for (key, value) in crate::rest_ssl::operator_values().as_object().unwrap() {
+        chart_values[key] = value.clone();
+    }
+    std::fs::write(&values, serde_yaml::to_string(&chart_values).unwrap()).unwrap();
     let installed = Instant::now();
     tokio::task::spawn_blocking(move || helm_install(&values))
         .await

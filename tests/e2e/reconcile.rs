@@ -326,7 +326,15 @@ async fn savepoint_upgrade(crash: Crash) {
         client.clone(),
         flink_operator_controller::flink::RestEndpointMode::EndpointSlice,
     );
-    let url = endpoints.base_url(&ns.name, "counter-rest", 8081).await.unwrap();
+    let url = endpoints
+        .base_url(
+            &ns.name,
+            "counter-rest",
+            8081,
+            flink_operator_controller::flink::Scheme::Http,
+        )
+        .await
+        .unwrap();
     let rest = flink_operator_controller::flink::FlinkRestClient::new(&url, Default::default()).unwrap();
 
     // Enough state that a job started from nothing could not be mistaken for a restored one.
@@ -472,7 +480,15 @@ async fn savepoint_upgrade(crash: Crash) {
     assert_eq!(recorded.job.unwrap().parallelism, Some(1));
 
     // The new job restored the savepoint the operator recorded...
-    let url = endpoints.base_url(&ns.name, "counter-rest", 8081).await.unwrap();
+    let url = endpoints
+        .base_url(
+            &ns.name,
+            "counter-rest",
+            8081,
+            flink_operator_controller::flink::Scheme::Http,
+        )
+        .await
+        .unwrap();
     let rest = flink_operator_controller::flink::FlinkRestClient::new(&url, Default::default()).unwrap();
     let job_id = flink_operator_controller::flink::JobId::from(
         status.job_status.as_ref().unwrap().job_id.as_deref().unwrap(),

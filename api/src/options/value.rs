@@ -146,6 +146,15 @@ fn check_schedule(value: &str) -> Result<(), String> {
 pub mod read {
     use super::*;
 
+    /// The boolean of the first of `keys` that is set (a key and the older names Flink falls
+    /// back to, current first), `default` when none is or it does not parse.
+    pub fn first_flag(config: &BTreeMap<String, String>, keys: &[&str], default: bool) -> bool {
+        keys.iter()
+            .find_map(|key| config.get(*key))
+            .and_then(|v| parse_bool(v).ok())
+            .unwrap_or(default)
+    }
+
     /// The boolean `key`, or `default` when unset or malformed.
     pub fn flag(config: &BTreeMap<String, String>, key: &str, default: bool) -> bool {
         config

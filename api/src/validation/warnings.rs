@@ -5,11 +5,7 @@
 
 use crate::{
     FlinkBlueGreenDeployment, FlinkConfiguration, FlinkDeployment, FlinkSessionJob,
-    keys::flink,
-    options::{
-        effect::{self, Place},
-        read,
-    },
+    options::effect::{self, Place},
 };
 
 /// The warnings of a FlinkDeployment.
@@ -41,18 +37,7 @@ fn configuration(path: &str, config: Option<&FlinkConfiguration>) -> Vec<String>
         return Vec::new();
     };
     let flat = config.flattened();
-    let mut out: Vec<String> = effect::warnings(path, Place::Resource, flat.keys()).collect();
-    // Not a setting without effect: Flink acts on it, and the operator then cannot reach the job.
-    if let Some(key) = flink::SSL_REST_ENABLED_KEYS
-        .iter()
-        .find(|key| read::flag(&flat, key, false))
-    {
-        out.push(format!(
-            "{path}.{key}: the operator calls the JobManager's REST API over http only (REST over \
-             SSL is not implemented): it will not observe, snapshot or upgrade this job"
-        ));
-    }
-    out
+    effect::warnings(path, Place::Resource, flat.keys()).collect()
 }
 
 #[cfg(test)]
@@ -72,19 +57,14 @@ mod tests {
                     "kubernetes.operator.checkpoint.trigger.grace-period": "1 min",
                     "kubernetes.operator.job.restart.failed": "true",
                     "job.autoscaler.enabled": "true",
-                    "taskmanager.numberOfTaskSlots": "2",
-                    "security.ssl.rest.enabled": "TRUE"
+                    "taskmanager.numberOfTaskSlots": "2"
                 },
                 "ingress": {"template": "{{name}}.example.com"}
             }
         }))
         .unwrap();
         let warnings = deployment(&fd);
-        assert_eq!(warnings.len(), 3, "{warnings:#?}");
-        assert!(
-            warnings[2].starts_with("spec.flinkConfiguration.security.ssl.rest.enabled: the operator calls"),
-            "{warnings:#?}"
-        );
+        assert_eq!(warnings.len(), 2, "{warnings:#?}");
         assert!(warnings[0].starts_with("spec.flinkConfiguration.job.autoscaler.enabled: "));
         assert!(warnings[1].starts_with(
             "spec.flinkConfiguration.kubernetes.operator.checkpoint.trigger.grace-period: has no effect"

@@ -15,6 +15,7 @@ use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
+    RestTls,
     error::{FlinkError, first_chars},
     ids::{JarId, JobId, TriggerId},
     model::*,
@@ -65,6 +66,9 @@ pub struct ClientConfig {
     pub min_backoff: Duration,
     /// Largest backoff.
     pub max_backoff: Duration,
+    /// What HTTPS trusts and presents, when the operator was given files for it (see
+    /// [`RestTls`]); the same client speaks http to JobManagers without REST SSL.
+    pub tls: Option<RestTls>,
 }
 
 impl Default for ClientConfig {
@@ -90,7 +94,13 @@ impl ClientConfig {
             retries: 3,
             min_backoff: Duration::from_millis(200),
             max_backoff: Duration::from_secs(2),
+            tls: None,
         }
+    }
+
+    /// This configuration with `tls` for HTTPS.
+    pub fn with_tls(self, tls: Option<RestTls>) -> Self {
+        Self { tls, ..self }
     }
 }
 
@@ -140,9 +150,14 @@ fn http_client(config: &ClientConfig) -> Result<reqwest::Client, FlinkError> {
     // installing it here too (a no-op when one is set) keeps the client usable from tests
     // and tools, and ring is the only provider in our dependency tree.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .connect_timeout(config.timeout.min(Duration::from_secs(5)))
-        .pool_idle_timeout(Duration::from_secs(30))
+        .pool_idle_timeout(Duration::from_secs(30));
+    let builder = match &config.tls {
+        Some(tls) => tls.apply(builder),
+        None => builder,
+    };
+    builder
         .build()
         .map_err(|e| FlinkError::Request(format!("HTTP client: {e}")))
 }

@@ -4,9 +4,12 @@
 //! (`http://<cluster-id>-rest.<namespace>:<rest.port>`). An operator running outside the
 //! cluster (on a developer's machine, or in the end-to-end tests) cannot resolve that name;
 //! it goes to the Service's ready endpoints instead, read from its EndpointSlices, as a
-//! client outside a cluster with routable pod addresses would.
+//! client outside a cluster with routable pod addresses would. A JobManager whose REST API
+//! serves SSL is called over https ([`Scheme`]).
 
-use std::str::FromStr;
+use std::{collections::BTreeMap, str::FromStr};
+
+use flink_operator_api::{keys::flink, options::read};
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::{Api, Client, ResourceExt, api::ListParams};
@@ -43,6 +46,33 @@ impl std::fmt::Display for RestEndpointMode {
             RestEndpointMode::Service => "service",
             RestEndpointMode::EndpointSlice => "endpoint-slice",
         })
+    }
+}
+
+/// How a JobManager's REST API is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    /// Its REST API serves SSL: `security.ssl.rest.enabled` (or the older
+    /// `security.ssl.enabled`, which Flink falls back to) in its configuration.
+    Https,
+}
+
+impl Scheme {
+    /// The scheme of the cluster whose Flink configuration is `config`.
+    pub fn of(config: &BTreeMap<String, String>) -> Self {
+        if read::first_flag(config, &flink::SSL_REST_ENABLED_KEYS, false) {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
     }
 }
 
@@ -93,14 +123,20 @@ impl RestEndpoints {
 
     /// The base URL of the REST API behind `service` (e.g. `basic-example-rest`), whose
     /// Service port is `port` (Flink's `rest.port`).
-    pub async fn base_url(&self, namespace: &str, service: &str, port: u16) -> Result<String, EndpointError> {
+    pub async fn base_url(
+        &self,
+        namespace: &str,
+        service: &str,
+        port: u16,
+        scheme: Scheme,
+    ) -> Result<String, EndpointError> {
         match self.mode {
-            RestEndpointMode::Service => Ok(service_url(namespace, service, port)),
+            RestEndpointMode::Service => Ok(service_url(scheme, namespace, service, port)),
             RestEndpointMode::EndpointSlice if let Some(cache) = &self.slices => {
                 let slices = cache.list(namespace, |slice| {
                     slice.labels().get(SERVICE_NAME).map(String::as_str) == Some(service)
                 });
-                ready_endpoint(slices.iter().map(|s| &**s), port).ok_or_else(|| {
+                ready_endpoint(slices.iter().map(|s| &**s), port, scheme).ok_or_else(|| {
                     EndpointError::NoReadyEndpoint {
                         namespace: namespace.to_owned(),
                         service: service.to_owned(),
@@ -118,7 +154,7 @@ impl RestEndpoints {
                     service: service.to_owned(),
                     source,
                 })?;
-                ready_endpoint(&slices.items, port).ok_or_else(|| EndpointError::NoReadyEndpoint {
+                ready_endpoint(&slices.items, port, scheme).ok_or_else(|| EndpointError::NoReadyEndpoint {
                     namespace: namespace.to_owned(),
                     service: service.to_owned(),
                     port,
@@ -131,14 +167,18 @@ impl RestEndpoints {
 /// The label naming an EndpointSlice's Service.
 pub const SERVICE_NAME: &str = "kubernetes.io/service-name";
 
-fn service_url(namespace: &str, service: &str, port: u16) -> String {
-    format!("http://{service}.{namespace}:{port}")
+fn service_url(scheme: Scheme, namespace: &str, service: &str, port: u16) -> String {
+    format!("{}://{service}.{namespace}:{port}", scheme.as_str())
 }
 
 /// The first ready address behind the Service port `port`, as a base URL. EndpointSlices
 /// carry target ports; a slice whose single port is named `rest` (Flink's REST Service) or
 /// equals `port` qualifies.
-fn ready_endpoint<'a>(slices: impl IntoIterator<Item = &'a EndpointSlice>, port: u16) -> Option<String> {
+fn ready_endpoint<'a>(
+    slices: impl IntoIterator<Item = &'a EndpointSlice>,
+    port: u16,
+    scheme: Scheme,
+) -> Option<String> {
     let mut candidates: Vec<String> = Vec::new();
     for slice in slices {
         let target = slice.ports.iter().flatten().find_map(|p| {
@@ -161,7 +201,7 @@ fn ready_endpoint<'a>(slices: impl IntoIterator<Item = &'a EndpointSlice>, port:
                 } else {
                     address.clone()
                 };
-                candidates.push(format!("http://{host}:{target}"));
+                candidates.push(format!("{}://{host}:{target}", scheme.as_str()));
             }
         }
     }
@@ -194,9 +234,40 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_with_rest_ssl_is_called_over_https() {
+        let config = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        for (pairs, scheme) in [
+            (&[][..], Scheme::Http),
+            (&[("security.ssl.rest.enabled", "true")][..], Scheme::Https),
+            (&[("security.ssl.rest.enabled", "TRUE")][..], Scheme::Https),
+            (&[("security.ssl.enabled", "true")][..], Scheme::Https),
+            // The current key wins over the older one Flink falls back to.
+            (
+                &[
+                    ("security.ssl.rest.enabled", "false"),
+                    ("security.ssl.enabled", "true"),
+                ][..],
+                Scheme::Http,
+            ),
+            (&[("security.ssl.internal.enabled", "true")][..], Scheme::Http),
+        ] {
+            assert_eq!(Scheme::of(&config(pairs)), scheme, "{pairs:?}");
+        }
+        assert_eq!(
+            service_url(Scheme::Https, "team-a", "basic-example-rest", 8081),
+            "https://basic-example-rest.team-a:8081"
+        );
+    }
+
+    #[test]
     fn the_service_address_is_the_in_cluster_name() {
         assert_eq!(
-            service_url("team-a", "basic-example-rest", 8081),
+            service_url(Scheme::Http, "team-a", "basic-example-rest", 8081),
             "http://basic-example-rest.team-a:8081"
         );
     }
@@ -220,7 +291,7 @@ mod tests {
             })),
         ];
         assert_eq!(
-            ready_endpoint(&slices, 8081).as_deref(),
+            ready_endpoint(&slices, 8081, Scheme::Http).as_deref(),
             Some("http://10.244.0.5:18081")
         );
         let unnamed = [slice(json!({
@@ -229,10 +300,10 @@ mod tests {
             "endpoints": [{"addresses": ["fd00::5"]}]
         }))];
         assert_eq!(
-            ready_endpoint(&unnamed, 8081).as_deref(),
+            ready_endpoint(&unnamed, 8081, Scheme::Http).as_deref(),
             Some("http://[fd00::5]:8081")
         );
-        assert_eq!(ready_endpoint(&slices[1..], 8081), None);
-        assert_eq!(ready_endpoint(&[] as &[EndpointSlice], 8081), None);
+        assert_eq!(ready_endpoint(&slices[1..], 8081, Scheme::Http), None);
+        assert_eq!(ready_endpoint(&[] as &[EndpointSlice], 8081, Scheme::Http), None);
     }
 }

@@ -203,6 +203,7 @@ fn config() -> ClientConfig {
         retries: RETRIES,
         min_backoff: Duration::from_millis(10),
         max_backoff: Duration::from_millis(20),
+        tls: None,
     }
 }
 

@@ -18,6 +18,7 @@ mod error;
 mod ids;
 mod model;
 mod operation;
+mod tls;
 
 #[cfg(test)]
 mod misbehaving_tests;
@@ -25,7 +26,7 @@ mod misbehaving_tests;
 pub use client::{
     ClientConfig, FlinkRestClient, LARGE_ANSWERS_AT_ONCE, MAX_ANSWER_BYTES, MAX_ANSWER_VALUES, RestClients,
 };
-pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints, SERVICE_NAME};
+pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints, SERVICE_NAME, Scheme};
 pub use error::{FlinkError, flink_error_message};
 pub use ids::{JarId, JobId, TriggerId};
 pub use model::{
@@ -35,3 +36,4 @@ pub use model::{
     MetricValue, RestoredCheckpoint, RunJar, SavepointFormat,
 };
 pub use operation::{OperationFailure, OperationStatus};
+pub use tls::{KEYSTORE_ENV, RestTls, TRUSTSTORE_ENV, TlsError};

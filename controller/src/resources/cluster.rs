@@ -29,6 +29,7 @@ use super::{
     flink_config::{self, ha_enabled},
     pod_template,
 };
+use crate::flink::Scheme;
 
 pub const MAIN_CONTAINER: &str = "flink-main-container";
 const CONF_DIR: &str = "/opt/flink/conf";
@@ -340,8 +341,13 @@ pub fn build(
         "volumeMounts": jm_mounts,
     });
     if options.startup_probe {
+        let mut get = json!({"path": "/config", "port": "rest"});
+        // The kubelet checks no certificate of an HTTPS probe.
+        if Scheme::of(&config) == Scheme::Https {
+            get["scheme"] = json!("HTTPS");
+        }
         jm_container["startupProbe"] = json!({
-            "httpGet": {"path": "/config", "port": "rest"}, "periodSeconds": 1, "failureThreshold": 2147483647,
+            "httpGet": get, "periodSeconds": 1, "failureThreshold": 2147483647,
         });
     }
     let generation = deployment.metadata.generation.unwrap_or_default().to_string();
@@ -724,6 +730,13 @@ mod tests {
             probe(&[("kubernetes.operator.jm-deployment.startup.probe.enabled", "False")]),
             Value::Null
         );
+        // Over HTTPS when the REST API serves SSL; unchanged otherwise.
+        assert_eq!(probe(&[])["httpGet"]["scheme"], Value::Null);
+        let mut ssl = spec.clone();
+        ssl["flinkConfiguration"] = json!({"security.ssl.rest.enabled": "true"});
+        let jm = json_of(&objects(ssl, &[]).job_manager);
+        let probe = &jm["spec"]["template"]["spec"]["containers"][0]["startupProbe"];
+        assert_eq!(probe["httpGet"]["scheme"], "HTTPS", "{probe}");
     }
 
     #[test]
