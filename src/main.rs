@@ -2,6 +2,7 @@
 
 mod cli;
 mod config;
+mod config_reload;
 mod docs;
 mod fenced_client;
 mod https;

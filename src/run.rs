@@ -4,7 +4,7 @@
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use flink_operator_api::keys;
-use flink_operator_api::validation::ValidationContext;
+use flink_operator_api::operator_config::OperatorConfig;
 use flink_operator_certs::ReloadingCertResolver;
 use flink_operator_controller::{
     bluegreen::BlueGreenDeployments,
@@ -35,7 +35,7 @@ use tracing::Instrument;
 use crate::{
     cli::RunArgs,
     config::{self, ConfigError},
-    fenced_client, https,
+    config_reload, fenced_client, https,
     leader::{self, LeaderElection, LeaderElectionError, LeaderMetrics},
     managed_certs::{self, ManagedCertsConfig, ManagedCertsError},
     probes::{self, Readiness},
@@ -143,6 +143,8 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     for warning in config::check(&operator_config)? {
         tracing::warn!("operator configuration: {warning}");
     }
+    // The version every admission and reconcile reads; replaced when the files change.
+    let live_config = OperatorConfig::new(operator_config.clone());
     let mut registry = Registry::default();
     let reconcile_metrics = ReconcileMetrics::register(&mut registry);
     let leader_metrics = LeaderMetrics::register(&mut registry);
@@ -194,6 +196,15 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         }
     });
 
+    if let Some(every) = config_reload::interval(&operator_config) {
+        tasks.spawn(config_reload::run(
+            args.config.clone(),
+            live_config.clone(),
+            every,
+            stopping.clone(),
+        ));
+    }
+
     let directory: Arc<dyn JobDirectory> = match &client {
         Ok(client) if args.components.controllers() => {
             // WATCH_NAMESPACES wins over the configuration file, as in the Apache operator.
@@ -228,7 +239,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                     ClientConfig::from_operator_config(&operator_config).with_tls(rest_tls),
                 )
                 .map_err(RunError::RestClient)?,
-                operator_config: operator_config.clone(),
+                operator_config: live_config.clone(),
                 recorder: Recorder::new(
                     client.clone(),
                     Reporter {
@@ -321,11 +332,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             certificate_expiry,
         )
         .await?;
-        let admission = Admission::new(
-            ValidationContext::new(operator_config),
-            directory,
-            admission_metrics,
-        );
+        let admission = Admission::live(live_config.clone(), directory, admission_metrics);
         let address = SocketAddr::new(args.bind_address, args.webhook_port);
         let listener = bind(address).await?;
         tracing::info!(address = %listener.local_addr().unwrap_or(address), "webhook listening (HTTPS)");

@@ -32,6 +32,7 @@ pub mod deployment;
 pub mod ingress;
 pub mod json_size;
 pub mod keys;
+pub mod operator_config;
 pub mod options;
 pub mod pod_template;
 pub mod reconciled_spec;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
+use flink_operator_api::{FlinkDeployment, operator_config::OperatorConfig, validation::ValidationContext};
 use kube::{Client, ResourceExt, runtime::events::Recorder};
 
 use crate::{
@@ -16,8 +16,9 @@ pub struct Context {
     pub rest_endpoints: RestEndpoints,
     /// Clients of JobManager REST APIs, sharing one connection pool.
     pub rest_clients: RestClients,
-    /// The operator's configuration, flattened Apache-style keys.
-    pub operator_config: BTreeMap<String, String>,
+    /// The operator's configuration, flattened Apache-style keys: its current version (see
+    /// [`OperatorConfig`]).
+    pub operator_config: OperatorConfig,
     pub recorder: Recorder,
     pub metrics: ReconcileMetrics,
     /// Resources (by uid) whose ready JobManager did not answer its REST API at the last
@@ -28,6 +29,11 @@ pub struct Context {
 }
 
 impl Context {
+    /// The rules' view of the operator's current configuration.
+    pub fn validation(&self) -> ValidationContext {
+        ValidationContext::shared(self.operator_config.current())
+    }
+
     /// Records whether the JobManager of the resource `uid` answered now; returns whether it
     /// also did not answer at the previous look.
     pub fn unanswered_again(&self, uid: &str, answered: bool) -> bool {
@@ -43,7 +49,7 @@ impl Context {
     /// The configuration `fd` runs with before its spec fields are applied: operator
     /// defaults, their namespace and version overlays, then its `flinkConfiguration`.
     pub fn effective_config(&self, fd: &FlinkDeployment) -> BTreeMap<String, String> {
-        ValidationContext::new(self.operator_config.clone()).effective_config(
+        self.validation().effective_config(
             &fd.namespace().unwrap_or_default(),
             fd.spec.flink_version,
             fd.spec.flink_configuration.as_ref(),
@@ -58,7 +64,7 @@ impl Context {
         sj: &flink_operator_api::FlinkSessionJob,
         session: Option<&FlinkDeployment>,
     ) -> BTreeMap<String, String> {
-        let mut config = ValidationContext::new(self.operator_config.clone()).effective_config(
+        let mut config = self.validation().effective_config(
             &sj.namespace().unwrap_or_default(),
             session.and_then(|s| s.spec.flink_version),
             session.and_then(|s| s.spec.flink_configuration.as_ref()),
@@ -76,6 +82,7 @@ impl Context {
     pub fn reconcile_parallelism(&self) -> u16 {
         match self
             .operator_config
+            .current()
             .get(flink_operator_api::keys::operator::RECONCILE_PARALLELISM)
             .and_then(|v| v.trim().parse::<i64>().ok())
         {

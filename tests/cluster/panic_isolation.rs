@@ -127,7 +127,7 @@ async fn a_panic_in_one_reconcile_fails_that_resource_alone() {
         client: client.clone(),
         rest_endpoints: RestEndpoints::new(client.clone(), RestEndpointMode::Service),
         rest_clients: RestClients::new(ClientConfig::default()).unwrap(),
-        operator_config: BTreeMap::new(),
+        operator_config: BTreeMap::new().into(),
         recorder: Recorder::new(
             client.clone(),
             Reporter {

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod cert_rotation;
+mod config_reload;
 mod harness;
 mod slow_clients;
 mod webhook_https;

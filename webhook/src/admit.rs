@@ -6,6 +6,7 @@ use std::{sync::Arc, time::Instant};
 use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, JobKind,
     keys::annotations,
+    operator_config::OperatorConfig,
     validation::{self, SnapshotTarget, ValidationContext, Violation},
 };
 use kube::core::admission::Operation;
@@ -83,23 +84,38 @@ impl Endpoint {
 /// Everything a decision needs besides the request: the operator's configuration and a
 /// way to look up other objects.
 pub struct Admission {
-    context: ValidationContext,
+    /// The operator's configuration, whose current version judges each request.
+    config: OperatorConfig,
     directory: Arc<dyn JobDirectory>,
     metrics: AdmissionMetrics,
 }
 
 impl Admission {
-    /// An admission handler with the operator's defaults and a directory for lookups.
+    /// An admission handler with fixed operator defaults and a directory for lookups.
     pub fn new(
         context: ValidationContext,
         directory: Arc<dyn JobDirectory>,
         metrics: AdmissionMetrics,
     ) -> Self {
+        Self::live(
+            OperatorConfig::from_shared(context.operator_config().clone()),
+            directory,
+            metrics,
+        )
+    }
+
+    /// An admission handler that judges each request by the operator configuration's
+    /// version at that moment (it may be reloaded while the process runs).
+    pub fn live(config: OperatorConfig, directory: Arc<dyn JobDirectory>, metrics: AdmissionMetrics) -> Self {
         Self {
-            context,
+            config,
             directory,
             metrics,
         }
+    }
+
+    fn context(&self) -> ValidationContext {
+        ValidationContext::shared(self.config.current())
     }
 
     /// Answers one admission request on `endpoint`.
@@ -143,7 +159,7 @@ impl Admission {
         let (mut violations, warnings) = match kind {
             FlinkKind::Deployment => match judged::<FlinkDeployment>(request) {
                 Judged::Rules(new, old) => (
-                    validation::deployment::validate(&new, old.as_ref(), &self.context),
+                    validation::deployment::validate(&new, old.as_ref(), &self.context()),
                     validation::warnings::deployment(&new),
                 ),
                 other => return other.verdict(&requested),
@@ -164,7 +180,7 @@ impl Admission {
             },
             FlinkKind::BlueGreenDeployment => match judged::<FlinkBlueGreenDeployment>(request) {
                 Judged::Rules(new, old) => (
-                    validation::blue_green::validate(&new, old.as_ref(), &self.context),
+                    validation::blue_green::validate(&new, old.as_ref(), &self.context()),
                     validation::warnings::blue_green(&new),
                 ),
                 other => return other.verdict(&requested),
@@ -205,7 +221,7 @@ impl Admission {
             }
             _ => None,
         };
-        validation::session_job::validate(new, old, session.as_deref(), &self.context)
+        validation::session_job::validate(new, old, session.as_deref(), &self.context())
     }
 
     async fn validate_snapshot(

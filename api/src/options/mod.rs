@@ -91,6 +91,10 @@ pub mod defaults {
     pub const LEADER_ELECTION_RETRY_PERIOD_MS: i64 = 2 * SECOND_MS;
     /// `kubernetes.operator.job.upgrade.last-state-fallback.enabled`.
     pub const JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED: bool = true;
+    /// `kubernetes.operator.dynamic.config.enabled`.
+    pub const DYNAMIC_CONFIG_ENABLED: bool = true;
+    /// `kubernetes.operator.dynamic.config.check.interval`.
+    pub const DYNAMIC_CONFIG_CHECK_INTERVAL_MS: i64 = 5 * MINUTE_MS;
     /// `kubernetes.operator.jm-deployment.shutdown-ttl`.
     pub const JM_DEPLOYMENT_SHUTDOWN_TTL_MS: i64 = 24 * 60 * MINUTE_MS;
     /// `kubernetes.operator.job.upgrade.ignore-pending-savepoint`.
@@ -257,6 +261,29 @@ pub const OPTIONS: &[OptionDoc] = &[
         set_in: SetIn::OperatorFile,
         meaning: "How many resources of one kind are reconciled at once; a negative value \
                   lifts the bound.",
+    },
+    OptionDoc {
+        key: operator::DYNAMIC_CONFIG_ENABLED,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::DYNAMIC_CONFIG_ENABLED),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "Read the configuration files again while the operator runs: a changed version \
+                  that passes the checks is used by every later reconcile and admission, one \
+                  that does not is logged and the previous version stays; keys read at start \
+                  only (watched namespaces, label selector, leader election, REST client \
+                  timeouts, reconcile parallelism, snapshot resources, Ingress management, \
+                  these two) are logged as waiting for a restart.",
+    },
+    OptionDoc {
+        key: operator::DYNAMIC_CONFIG_CHECK_INTERVAL,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::DYNAMIC_CONFIG_CHECK_INTERVAL_MS),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "How often the configuration files are read again (at least every second).",
     },
     OptionDoc {
         key: operator::WATCHED_NAMESPACES,
@@ -922,16 +949,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     IgnoredOption {
         key: operator::DYNAMIC_NAMESPACES_ENABLED,
         ty: OptionType::Bool,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::DYNAMIC_CONFIG_ENABLED,
-        ty: OptionType::Bool,
-        note: "the configuration file is read once, at start",
-    },
-    IgnoredOption {
-        key: operator::DYNAMIC_CONFIG_CHECK_INTERVAL,
-        ty: OptionType::Duration,
         note: "",
     },
     IgnoredOption {

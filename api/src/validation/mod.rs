@@ -21,7 +21,7 @@ mod flink_config;
 mod job;
 mod resources;
 
-use std::{collections::BTreeMap, fmt};
+use std::{collections::BTreeMap, fmt, sync::Arc};
 
 use crate::{FlinkConfiguration, FlinkVersion};
 
@@ -54,7 +54,7 @@ impl fmt::Display for Violation {
 /// keys), which supplies defaults that a resource's `flinkConfiguration` overrides.
 #[derive(Clone, Debug, Default)]
 pub struct ValidationContext {
-    operator_config: BTreeMap<String, String>,
+    operator_config: Arc<BTreeMap<String, String>>,
 }
 
 use crate::keys::operator::DEFAULT_CONFIGURATION_PREFIX;
@@ -62,7 +62,17 @@ use crate::keys::operator::DEFAULT_CONFIGURATION_PREFIX;
 impl ValidationContext {
     /// A context with the operator's flattened configuration.
     pub fn new(operator_config: BTreeMap<String, String>) -> Self {
+        Self::shared(Arc::new(operator_config))
+    }
+
+    /// A context with one version of the operator's configuration (see [`OperatorConfig`]).
+    pub fn shared(operator_config: Arc<BTreeMap<String, String>>) -> Self {
         Self { operator_config }
+    }
+
+    /// The operator's configuration it holds.
+    pub fn operator_config(&self) -> &Arc<BTreeMap<String, String>> {
+        &self.operator_config
     }
 
     /// The configuration a resource effectively runs with: the operator's configuration,
@@ -84,7 +94,7 @@ impl ValidationContext {
         if let Some(version) = version {
             let mut overlays: Vec<(FlinkVersion, bool, &str, &str)> = Vec::new();
             let version_prefix = format!("{DEFAULT_CONFIGURATION_PREFIX}flink-version.");
-            for (key, value) in &self.operator_config {
+            for (key, value) in self.operator_config.iter() {
                 let Some(rest) = key.strip_prefix(&version_prefix) else {
                     continue;
                 };
@@ -109,7 +119,7 @@ impl ValidationContext {
             }
         }
         let namespace_prefix = format!("{DEFAULT_CONFIGURATION_PREFIX}namespace.{namespace}.");
-        for (key, value) in &self.operator_config {
+        for (key, value) in self.operator_config.iter() {
             if let Some(option) = key.strip_prefix(&namespace_prefix) {
                 config.insert(option.to_owned(), value.clone());
             }

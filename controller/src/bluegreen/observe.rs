@@ -6,7 +6,6 @@
 
 use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkDeployment, FlinkStateSnapshot, TransitionMode, keys,
-    validation::ValidationContext,
 };
 use kube::{Resource, ResourceExt};
 
@@ -61,7 +60,7 @@ pub fn observe(ctx: &Context, caches: &Caches, resource: &FlinkBlueGreenDeployme
         .filter(|n| !n.is_empty())
         .and_then(|n| caches.snapshots.get(&namespace, n))
         .map(|s| transition_savepoint(&s));
-    let settings = ValidationContext::new(ctx.operator_config.clone()).operator_settings(&namespace);
+    let settings = ctx.validation().operator_settings(&namespace);
     let port = |colour: Colour| {
         caches
             .deployments
@@ -96,13 +95,11 @@ pub fn observe(ctx: &Context, caches: &Caches, resource: &FlinkBlueGreenDeployme
         },
     };
     let template = resource.spec.template.as_ref().and_then(|t| t.spec.as_ref());
-    let savepoint_format = Policy::from_config(
-        &ValidationContext::new(ctx.operator_config.clone()).effective_config(
-            &namespace,
-            template.and_then(|spec| spec.flink_version),
-            template.and_then(|spec| spec.flink_configuration.as_ref()),
-        ),
-    )
+    let savepoint_format = Policy::from_config(&ctx.validation().effective_config(
+        &namespace,
+        template.and_then(|spec| spec.flink_version),
+        template.and_then(|spec| spec.flink_configuration.as_ref()),
+    ))
     .savepoint_format;
     Observed {
         observation,

@@ -1,8 +1,8 @@
 //! Reading the world of one FlinkDeployment: its JobManager Deployment and pods, and its
 //! job through the Flink REST API.
 
+use flink_operator_api::FlinkDeployment;
 use flink_operator_api::common::flink_job_state;
-use flink_operator_api::{FlinkDeployment, validation::ValidationContext};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt};
 
@@ -47,8 +47,9 @@ pub async fn observe(
     let job_manager_pods = caches.job_manager_pods.of_cluster(&namespace, &name);
     let ha_metadata = !caches.ha_config_maps_of(&namespace, &name).is_empty();
 
-    let policy = Policy::from_config(&ctx.effective_config(fd))
-        .with_snapshot_loop(crate::policy::snapshot_loop_enabled(&ctx.operator_config));
+    let policy = Policy::from_config(&ctx.effective_config(fd)).with_snapshot_loop(
+        crate::policy::snapshot_loop_enabled(&ctx.operator_config.current()),
+    );
 
     let mut job_manager = JobManagerObservation::Missing;
     let mut job = None;
@@ -130,14 +131,10 @@ pub async fn observe(
         None
     };
 
-    let violations = flink_operator_api::validation::deployment::validate(
-        fd,
-        None,
-        &ValidationContext::new(ctx.operator_config.clone()),
-    )
-    .into_iter()
-    .map(|v| v.to_string())
-    .collect();
+    let violations = flink_operator_api::validation::deployment::validate(fd, None, &ctx.validation())
+        .into_iter()
+        .map(|v| v.to_string())
+        .collect();
     let mut session_jobs = Vec::new();
     let mut unmanaged_jobs = Vec::new();
     if fd.metadata.deletion_timestamp.is_some() && fd.spec.job.is_none() {

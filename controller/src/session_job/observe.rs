@@ -6,10 +6,7 @@ use flink_operator_api::{
     common::flink_job_state,
     keys::operator,
     options::read,
-    validation::{
-        ValidationContext,
-        session_job::{self, ArtifactPolicy},
-    },
+    validation::session_job::{self, ArtifactPolicy},
 };
 use kube::ResourceExt;
 
@@ -43,13 +40,14 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         caches.deployments.get(&namespace, &session_name)
     };
     let config = ctx.session_job_config(sj, session.as_deref());
-    let validation = ValidationContext::new(ctx.operator_config.clone());
+    let validation = ctx.validation();
     let violations = session_job::validate(sj, None, session.as_deref(), &validation)
         .into_iter()
         .map(|v| v.to_string())
         .collect();
-    let policy = Policy::from_config(&config)
-        .with_snapshot_loop(crate::policy::snapshot_loop_enabled(&ctx.operator_config));
+    let policy = Policy::from_config(&config).with_snapshot_loop(crate::policy::snapshot_loop_enabled(
+        &ctx.operator_config.current(),
+    ));
     let snapshots = snapshot_resources::of_job(
         caches,
         &policy,

@@ -9,7 +9,7 @@ use flink_operator_api::{
     FlinkDeployment, FlinkStateSnapshot, FlinkStateSnapshotState as State, JobKind,
     JobManagerDeploymentStatus, JobStatus, SnapshotType,
     keys::{self, flink::SAVEPOINT_DIR_KEYS},
-    validation::{SnapshotTarget, ValidationContext, snapshot as rules},
+    validation::{SnapshotTarget, snapshot as rules},
 };
 use kube::ResourceExt;
 
@@ -169,7 +169,7 @@ fn target(
     snapshot: &FlinkStateSnapshot,
     namespace: &str,
 ) -> (Target, BTreeMap<String, String>, Option<Arc<FlinkDeployment>>) {
-    let operator = || ValidationContext::new(ctx.operator_config.clone()).operator_settings(namespace);
+    let operator = || ctx.validation().operator_settings(namespace);
     let reference = snapshot.spec.job_reference.as_ref();
     let (Some(kind), Some(name)) = (
         reference.and_then(|r| r.kind),
