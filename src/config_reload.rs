@@ -7,7 +7,8 @@
 //! configuration holds, and the webhook's rules); one that does not is logged as an error
 //! and the current version stays. The keys read once at start ([`READ_AT_START`]: what
 //! is watched, leader election, the REST client's timeouts, which loops run) are logged as
-//! waiting for a restart.
+//! waiting for a restart; with `kubernetes.operator.dynamic.namespaces.enabled`, a change of
+//! the watched namespaces restarts the process, whose caches and loops watch one scope.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -20,7 +21,7 @@ use flink_operator_api::{
     operator_config::OperatorConfig,
     options::{defaults, effect, read},
 };
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::config::{self, ConfigError};
 
@@ -107,12 +108,23 @@ pub fn look(paths: &[PathBuf], live: &OperatorConfig) -> Look {
 }
 
 /// Looks at `paths` every `every` until the process stops, logging what each look found.
-pub async fn run(
-    paths: Vec<PathBuf>,
-    live: OperatorConfig,
-    every: Duration,
-    mut stopping: watch::Receiver<bool>,
-) {
+/// What [`run`] reads, how often, and where it asks for a restart.
+pub struct Reload {
+    pub paths: Vec<PathBuf>,
+    pub live: OperatorConfig,
+    pub every: Duration,
+    /// With `kubernetes.operator.dynamic.namespaces.enabled`: where a change of the watched
+    /// namespaces asks the process to restart (the caches and loops watch one scope).
+    pub restart_for_namespaces: Option<mpsc::Sender<String>>,
+}
+
+pub async fn run(reload: Reload, mut stopping: watch::Receiver<bool>) {
+    let Reload {
+        paths,
+        live,
+        every,
+        restart_for_namespaces,
+    } = reload;
     tracing::info!(
         ?paths,
         every_s = every.as_secs(),
@@ -140,6 +152,13 @@ pub async fn run(
                     ?changed,
                     "operator configuration reloaded: later reconciles and admissions use it"
                 );
+                let namespaces = at_start.iter().any(|key| key == operator::WATCHED_NAMESPACES);
+                if namespaces && let Some(restart) = &restart_for_namespaces {
+                    let _ = restart
+                        .send(format!("{} changed", operator::WATCHED_NAMESPACES))
+                        .await;
+                    return;
+                }
                 if !at_start.is_empty() {
                     tracing::warn!(keys = ?at_start, "operator configuration: read at start only, these take effect when the operator restarts");
                 }

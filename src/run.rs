@@ -5,6 +5,7 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use flink_operator_api::keys;
 use flink_operator_api::operator_config::OperatorConfig;
+use flink_operator_api::options::{defaults as option_defaults, read};
 use flink_operator_certs::ReloadingCertResolver;
 use flink_operator_controller::{
     bluegreen::BlueGreenDeployments,
@@ -196,14 +197,29 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         }
     });
 
+    // A change of the watched namespaces is applied by a restart, when asked for: the caches
+    // and loops are built for one scope.
+    let (restart_sender, mut restart) = tokio::sync::mpsc::channel::<String>(1);
     if let Some(every) = config_reload::interval(&operator_config) {
+        let namespaces = (args.components.controllers()
+            && std::env::var_os("WATCH_NAMESPACES").is_none()
+            && read::flag(
+                &operator_config,
+                keys::operator::DYNAMIC_NAMESPACES_ENABLED,
+                option_defaults::DYNAMIC_NAMESPACES_ENABLED,
+            ))
+        .then(|| restart_sender.clone());
         tasks.spawn(config_reload::run(
-            args.config.clone(),
-            live_config.clone(),
-            every,
+            config_reload::Reload {
+                paths: args.config.clone(),
+                live: live_config.clone(),
+                every,
+                restart_for_namespaces: namespaces,
+            },
             stopping.clone(),
         ));
     }
+    drop(restart_sender);
 
     let directory: Arc<dyn JobDirectory> = match &client {
         Ok(client) if args.components.controllers() => {
@@ -355,6 +371,10 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     drop(ended_sender);
     let outcome = tokio::select! {
         signalled = wait_for_signal() => signalled.map_err(RunError::Signals),
+        Some(reason) = restart.recv() => {
+            tracing::info!(%reason, "restarting to apply the configuration: the kubelet starts the process again");
+            Ok(())
+        }
         Some(loop_ended) = ended.recv() => {
             // Unhealthy at once: the kubelet restarts the process even if its shutdown
             // hangs; the lease is released on the way out, so the other replica leads.

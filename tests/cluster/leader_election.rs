@@ -46,6 +46,20 @@ impl Replica {
 
     /// [`Replica::start`] reaching the API server through `kubeconfig`.
     pub fn start_with(name: &'static str, namespace: &str, config: &Path, kubeconfig: &Path) -> Self {
+        Self::spawn(name, Some(namespace), config, kubeconfig)
+    }
+
+    /// A replica that watches the namespaces its configuration file names.
+    pub fn start_watching_as_configured(name: &'static str, config: &Path) -> Self {
+        Self::spawn(name, None, config, &crate::harness::control_plane().kubeconfig)
+    }
+
+    /// How the process ended, once it has.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.process.try_wait().unwrap()
+    }
+
+    fn spawn(name: &'static str, namespace: Option<&str>, config: &Path, kubeconfig: &Path) -> Self {
         let dir = work_dir().join(format!("leader-election-{name}"));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("operator.log");
@@ -55,7 +69,8 @@ impl Replica {
             .append(true)
             .open(&log)
             .unwrap();
-        let process = Command::new(operator_binary())
+        let mut command = Command::new(operator_binary());
+        command
             .args(["run", "--components", "all", "--bind-address", "127.0.0.1"])
             .args(["--webhook-port", &free_port().to_string()])
             .args(["--probe-port", &probe_port.to_string()])
@@ -67,16 +82,17 @@ impl Replica {
             .arg("--config")
             .arg(config)
             .env("POD_NAME", name)
-            // Only this test's namespace: the shared operator of this binary owns the rest.
-            .env("WATCH_NAMESPACES", namespace)
             .env(
                 "RUST_LOG",
                 "info,flink_operator=debug,flink_operator_controller::caches=debug",
             )
             .stdout(Stdio::null())
-            .stderr(output)
-            .spawn()
-            .unwrap();
+            .stderr(output);
+        // Only this test's namespace: the shared operator of this binary owns the rest.
+        if let Some(namespace) = namespace {
+            command.env("WATCH_NAMESPACES", namespace);
+        }
+        let process = command.spawn().unwrap();
         reap_with_this_process(process.id());
         Self {
             name,

@@ -12,6 +12,7 @@ mod cert_renewal;
 mod chart;
 mod cold_caches;
 mod crds;
+mod dynamic_namespaces;
 mod fencing;
 mod label_selector;
 mod leader_election;

@@ -1,5 +1,5 @@
 //! FlinkBlueGreenDeployments, BASIC transitions: the counting job as blue, a template change
-//! handed over to green from blue's savepoint (Flink 2.x, savepoint mode; Flink 1.20,
+//! handed over to green from blue's NATIVE savepoint (Flink 2.x, savepoint mode; Flink 1.20,
 //! last-state mode), a stateless hand-over that starts from nothing, a hand-over to a
 //! template that cannot run (aborted, the old child untouched), suspend and resume of the
 //! active child, the resource's Ingress following the active child, and the deletion of the
@@ -234,6 +234,8 @@ struct HandOver {
     whole: Duration,
     /// The transition savepoint's path.
     savepoint: String,
+    /// The format its FlinkStateSnapshot asked Flink for.
+    format: Option<flink_operator_api::SavepointFormatType>,
 }
 
 /// A stateful hand-over from `from` to `to` by `change` of the template: the savepoint of
@@ -280,6 +282,7 @@ async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value)
         Some(name.as_str())
     );
     let taken = snapshots.get(&name).await.unwrap();
+    let format = taken.spec.savepoint.as_ref().and_then(|s| s.format_type);
     let savepoint = taken.status.unwrap().path.unwrap();
     let ours: Vec<_> = snapshots
         .list(&ListParams::default())
@@ -354,6 +357,7 @@ async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value)
         to_old_child_deleted,
         whole,
         savepoint,
+        format,
     }
 }
 
@@ -380,7 +384,15 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     let _exclusive = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().last().unwrap().clone();
-    let bg = BlueGreen::create(&client, "bluegreen-savepoint", &version, "savepoint", &[]).await;
+    // NATIVE savepoints, as a large-state job takes them: the transition's too.
+    let bg = BlueGreen::create(
+        &client,
+        "bluegreen-savepoint",
+        &version,
+        "savepoint",
+        &[("kubernetes.operator.savepoint.format.type", "NATIVE")],
+    )
+    .await;
     let _logs = LogsOnFailure(bg.ns.name.clone());
     let counts = bg.counts("counts");
 
@@ -422,6 +434,11 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     eprintln!("savepoint hand-over on Flink {version}: {hand_over}");
     assert!(
         hand_over.savepoint.contains("/opt/flink/state/savepoints/"),
+        "{hand_over}"
+    );
+    assert_eq!(
+        hand_over.format,
+        Some(flink_operator_api::SavepointFormatType::Native),
         "{hand_over}"
     );
     // Green's counts go on from blue's: nothing was lost.

@@ -93,6 +93,8 @@ pub mod defaults {
     pub const JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED: bool = true;
     /// `kubernetes.operator.dynamic.config.enabled`.
     pub const DYNAMIC_CONFIG_ENABLED: bool = true;
+    /// `kubernetes.operator.dynamic.namespaces.enabled`.
+    pub const DYNAMIC_NAMESPACES_ENABLED: bool = false;
     /// `kubernetes.operator.dynamic.config.check.interval`.
     pub const DYNAMIC_CONFIG_CHECK_INTERVAL_MS: i64 = 5 * MINUTE_MS;
     /// `kubernetes.operator.jm-deployment.shutdown-ttl`.
@@ -275,6 +277,19 @@ pub const OPTIONS: &[OptionDoc] = &[
                   only (watched namespaces, label selector, leader election, REST client \
                   timeouts, reconcile parallelism, snapshot resources, Ingress management, \
                   these two) are logged as waiting for a restart.",
+    },
+    OptionDoc {
+        key: operator::DYNAMIC_NAMESPACES_ENABLED,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::DYNAMIC_NAMESPACES_ENABLED),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "A change of `kubernetes.operator.watched.namespaces` found by the dynamic \
+                  configuration is applied by a restart: the process stops as on SIGTERM \
+                  (leadership released) and exits with 0, and the kubelet starts it again \
+                  watching the new namespaces. Off, the change waits for the next start. \
+                  `WATCH_NAMESPACES`, when set, wins over the file either way.",
     },
     OptionDoc {
         key: operator::DYNAMIC_CONFIG_CHECK_INTERVAL,
@@ -943,11 +958,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     },
     IgnoredOption {
         key: operator::STARTUP_STOP_ON_INFORMER_ERROR,
-        ty: OptionType::Bool,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::DYNAMIC_NAMESPACES_ENABLED,
         ty: OptionType::Bool,
         note: "",
     },
