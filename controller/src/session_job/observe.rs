@@ -2,7 +2,7 @@
 //! savepoint and checkpoints through that cluster's REST API.
 
 use flink_operator_api::{
-    FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode,
+    FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode,
     common::flink_job_state,
     keys::operator,
     options::read,
@@ -27,6 +27,27 @@ use crate::{
 pub struct Observed {
     pub observation: Observation,
     pub rest_url: Option<String>,
+}
+
+/// What the session cluster can do for its jobs. One that is being deleted but still runs
+/// (it waits for its session jobs to go) is ready: a job deleted with it is stopped or
+/// cancelled as its settings say, not left running in a cluster that then waits for it.
+fn session_state(session: &FlinkDeployment) -> SessionObservation {
+    if session.spec.job.is_some() {
+        return SessionObservation::NotSession;
+    }
+    let jm = session
+        .status
+        .as_ref()
+        .and_then(|s| s.job_manager_deployment_status)
+        .unwrap_or_default();
+    if jm == JobManagerDeploymentStatus::Ready {
+        SessionObservation::Ready
+    } else if session.metadata.deletion_timestamp.is_some() {
+        SessionObservation::Deleting
+    } else {
+        SessionObservation::NotReady(format!("its JobManager is {}", jm.as_str()))
+    }
 }
 
 pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Result<Observed, kube::Error> {
@@ -78,22 +99,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
             rest_url: None,
         });
     };
-    observation.session = if session.metadata.deletion_timestamp.is_some() {
-        SessionObservation::Deleting
-    } else if session.spec.job.is_some() {
-        SessionObservation::NotSession
-    } else {
-        let jm = session
-            .status
-            .as_ref()
-            .and_then(|s| s.job_manager_deployment_status)
-            .unwrap_or_default();
-        if jm == JobManagerDeploymentStatus::Ready {
-            SessionObservation::Ready
-        } else {
-            SessionObservation::NotReady(format!("its JobManager is {}", jm.as_str()))
-        }
-    };
+    observation.session = session_state(&session);
     if observation.session != SessionObservation::Ready {
         return Ok(Observed {
             observation,
@@ -157,4 +163,50 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         observation,
         rest_url: Some(url),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_session_cluster_being_deleted_is_ready_while_its_jobmanager_runs() {
+        let cluster = |job: bool, deleting: bool, jm: &str| -> FlinkDeployment {
+            let mut value = json!({
+                "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                "metadata": {"name": "session", "namespace": "ns"},
+                "spec": {"image": "flink:2.3", "flinkVersion": "v2_3"},
+                "status": {"jobManagerDeploymentStatus": jm},
+            });
+            if job {
+                value["spec"]["job"] = json!({"jarURI": "local:///opt/flink/job.jar"});
+            }
+            if deleting {
+                value["metadata"]["deletionTimestamp"] = json!("2026-12-05T10:00:00Z");
+            }
+            serde_json::from_value(value).unwrap()
+        };
+        assert_eq!(
+            session_state(&cluster(false, false, "READY")),
+            SessionObservation::Ready
+        );
+        // Deleted with its jobs: it waits for them, so they are stopped through it.
+        assert_eq!(
+            session_state(&cluster(false, true, "READY")),
+            SessionObservation::Ready
+        );
+        assert_eq!(
+            session_state(&cluster(false, true, "MISSING")),
+            SessionObservation::Deleting
+        );
+        assert!(matches!(
+            session_state(&cluster(false, false, "DEPLOYING")),
+            SessionObservation::NotReady(_)
+        ));
+        assert_eq!(
+            session_state(&cluster(true, false, "READY")),
+            SessionObservation::NotSession
+        );
+    }
 }
