@@ -512,7 +512,12 @@ async fn savepoint_upgrade(crash: Crash) {
         })
         .and_then(|n| n.trim().parse::<u64>().ok())
         .unwrap_or(0);
-    assert!(savepoints >= 1, "{metrics}");
+    // Killed once the trigger is recorded, the process may or may not have seen the
+    // completion first (a savepoint of this job takes ~150 ms): the one running now counted
+    // the savepoint only if it was the one that saw it complete.
+    if crash != Crash::OnceTheTriggerIsRecorded {
+        assert!(savepoints >= 1, "{crash:?}: {metrics}");
+    }
     let stable = format!(
         r#"flink_operator_resources{{kind="FlinkDeployment",namespace="{}",lifecycle_state="STABLE"}} 1"#,
         ns.name
