@@ -732,11 +732,9 @@ mod tests {
         );
         // Over HTTPS when the REST API serves SSL; unchanged otherwise.
         assert_eq!(probe(&[])["httpGet"]["scheme"], Value::Null);
-        let mut ssl = spec.clone();
-        ssl["flinkConfiguration"] = json!({"security.ssl.rest.enabled": "true"});
-        let jm = json_of(&objects(ssl, &[]).job_manager);
-        let probe = &jm["spec"]["template"]["spec"]["containers"][0]["startupProbe"];
-        assert_eq!(probe["httpGet"]["scheme"], "HTTPS", "{probe}");
+        // (The effective configuration holds the resource's flinkConfiguration.)
+        let ssl = probe(&[("security.ssl.rest.enabled", "true")]);
+        assert_eq!(ssl["httpGet"]["scheme"], "HTTPS", "{ssl}");
     }
 
     #[test]
