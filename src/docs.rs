@@ -83,8 +83,9 @@ fn configuration() -> String {
          per resource in `spec.flinkConfiguration`, which wins over all of these; a \
          FlinkSessionJob takes its session cluster's `spec.flinkConfiguration`, then its own. \
          The column *Set in* says where each key is read from. The `kubernetes.operator.*` keys \
-         are removed from the configuration given to Flink. The configuration is read once, \
-         when the operator starts.\n",
+         are removed from the configuration given to Flink. The file is read again while the \
+         operator runs (`kubernetes.operator.dynamic.config.enabled`, below); the keys read at \
+         start only wait for a restart.\n",
         ns = operator::DEFAULT_CONFIGURATION_NAMESPACE_PREFIX,
         ver = operator::DEFAULT_CONFIGURATION_FLINK_VERSION_PREFIX,
     );
