@@ -12,18 +12,18 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use flink_operator_api::{FlinkStateSnapshot, FlinkStateSnapshotState as State, keys};
+use flink_operator_api::FlinkStateSnapshot;
 use flink_operator_certs::GeneratedCerts;
 use flink_operator_controller::flink::{ClientConfig, FlinkRestClient, RestTls};
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{
     Api, Client,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
 
 use crate::{
-    cluster_harness::{self, OPERATOR_NAMESPACE, TestNamespace, wait_for},
+    cluster_harness::{self, OPERATOR_NAMESPACE, TestNamespace},
     flink_harness,
     harness::{self, LogsOnFailure},
     objects,
@@ -228,29 +228,8 @@ async fn a_job_whose_rest_api_serves_only_https_is_observed_snapshotted_and_upgr
     );
 
     // A savepoint asked for by a nonce: triggered and followed over HTTPS.
-    api.patch(
-        "counter",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"job": {"savepointTriggerNonce": 1}}})),
-    )
-    .await
-    .unwrap();
     let snapshots: Api<FlinkStateSnapshot> = Api::namespaced(client.clone(), &ns.name);
-    let manual = ListParams::default().labels(&format!("{}=MANUAL", keys::labels::SNAPSHOT_TRIGGER_TYPE));
-    wait_for(
-        "the nonce's savepoint COMPLETED",
-        Duration::from_secs(120),
-        || async {
-            snapshots
-                .list(&manual)
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .find(|s| s.status.as_ref().and_then(|s| s.state) == Some(State::Completed))
-        },
-    )
-    .await;
+    crate::snapshot_formats::nonce_savepoint(&api, &snapshots).await;
 
     // A savepoint upgrade: stopped with a savepoint over HTTPS, the counts going on.
     let counts = state.join("counts");

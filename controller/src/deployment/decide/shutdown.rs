@@ -15,9 +15,10 @@ use super::{Action, Decision, EventNote, FAST, JobManagerObservation, Plan, Reas
 
 /// Whether the job of this application ended: nothing runs that needs its JobManager.
 pub(super) fn job_ended(d: &Decision) -> bool {
+    // Read in place: this is asked on every look at every application.
     d.fd.spec.job.is_some()
         && matches!(
-            d.job_status().state(),
+            d.status.job_status.as_ref().and_then(|j| j.state()),
             Some(flink_job_state::FINISHED | flink_job_state::FAILED | flink_job_state::CANCELED)
         )
 }
@@ -25,9 +26,8 @@ pub(super) fn job_ended(d: &Decision) -> bool {
 /// Whether the JobManager of an ended job is due to be shut down now.
 pub(super) fn due(d: &Decision) -> bool {
     let present = matches!(d.obs.job_manager, JobManagerObservation::Present { .. });
-    let ended_at = d
-        .job_status()
-        .update_time
+    let ended_at = (d.status.job_status.as_ref())
+        .and_then(|j| j.update_time.as_deref())
         .and_then(|t| t.trim().parse::<i64>().ok());
     present
         && !d.obs.cluster_deleting
