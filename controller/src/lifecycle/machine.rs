@@ -688,7 +688,13 @@ fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> P
     ]
     .into_iter()
     .fold(next, |next, (kind, schedule)| {
-        savepoint_history::requeue_for_periodic(&job, kind, schedule, facts.now_ms, next)
+        savepoint_history::requeue_for_periodic(
+            &job,
+            kind,
+            schedule,
+            (facts.now_ms, facts.policy.progress_check_ms),
+            next,
+        )
     });
     k.done(requeue)
 }

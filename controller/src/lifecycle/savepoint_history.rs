@@ -62,14 +62,15 @@ pub fn periodic_due(job: &JobStatus, kind: Snapshot, schedule: Option<&Schedule>
     next_periodic_at(job, kind, schedule, now_ms).is_some_and(|at| now_ms >= at)
 }
 
-/// `next`, or sooner when the next periodic snapshot of `kind` is due before a steady
-/// resource would be looked at again, so that a short interval is kept even while the
-/// resource is otherwise looked at seldom.
+/// `next`, or sooner when the next periodic snapshot of `kind` is due before the resource
+/// would be looked at again, so that a short interval is kept even while the resource is
+/// otherwise looked at seldom, or at the progress-check interval (`progress_ms`; a JobManager
+/// that did not answer once is looked at again then, which must not make a snapshot late).
 pub fn requeue_for_periodic(
     job: &JobStatus,
     kind: Snapshot,
     schedule: Option<&Schedule>,
-    now_ms: i64,
+    (now_ms, progress_ms): (i64, i64),
     next: Next,
 ) -> Next {
     let Some(at) = next_periodic_at(job, kind, schedule, now_ms) else {
@@ -80,6 +81,7 @@ pub fn requeue_for_periodic(
     match next {
         Next::Steady | Next::Idle => Next::Within(due_in_seconds),
         Next::Within(seconds) => Next::Within(seconds.min(due_in_seconds)),
+        Next::Progress if at - now_ms < progress_ms => Next::Within(due_in_seconds),
         Next::Progress => Next::Progress,
         under_way @ (Next::Stopping { .. } | Next::Awaiting { .. }) => under_way,
     }
@@ -341,7 +343,9 @@ mod tests {
             (Some(5 * MIN + 7_500), Next::Steady, Next::Within(8)),
             (Some(5 * MIN), Next::Steady, Next::Within(1)),
             (Some(MIN), Next::Steady, Next::Within(1)),
-            (Some(5 * MIN + 7_500), Next::Progress, Next::Progress),
+            // The progress check (10 s here) comes first, or the periodic savepoint does.
+            (Some(5 * MIN + 12_500), Next::Progress, Next::Progress),
+            (Some(5 * MIN + 7_500), Next::Progress, Next::Within(8)),
             (Some(5 * MIN + 7_500), Next::Within(3), Next::Within(3)),
         ] {
             assert_eq!(
@@ -349,7 +353,7 @@ mod tests {
                     &job,
                     Snapshot::Savepoint,
                     interval_ms.map(Schedule::Every).as_ref(),
-                    NOW,
+                    (NOW, 10_000),
                     requeue
                 ),
                 expected,
