@@ -367,6 +367,10 @@ pub mod flink {
     pub const PARALLELISM_DEFAULT: &str = "parallelism.default";
     /// Scheduler mode (`REACTIVE` for reactive mode).
     pub const SCHEDULER_MODE: &str = "scheduler-mode";
+    /// The JobManager's scheduler (`Default`, `Adaptive`, `AdaptiveBatch`).
+    pub const JOBMANAGER_SCHEDULER: &str = "jobmanager.scheduler";
+    /// Per job vertex parallelism (`<vertex id>:<parallelism>,...`).
+    pub const PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES: &str = "pipeline.jobvertex-parallelism-overrides";
     /// Restore path (deprecated name, still read by Flink 2.x).
     pub const EXECUTION_SAVEPOINT_PATH: &str = "execution.savepoint.path";
     /// Restore path (Flink 2.x name).

@@ -40,6 +40,8 @@ pub mod phase {
     /// The job runs the last stable spec after the spec that replaced it was rolled back:
     /// ready, and degraded.
     pub const ROLLED_BACK: &str = "RolledBack";
+    /// Flink refused a change of parallelism in place: the change goes on as an upgrade.
+    pub const SCALING_FAILED: &str = "ScalingFailed";
 }
 
 /// Ready, Progressing and Degraded, with `reason` as the phase, replacing `conditions`.
@@ -56,7 +58,12 @@ pub fn set_conditions(
     let ready = matches!(reason, phase::RUNNING | phase::SUCCEEDED | phase::ROLLED_BACK);
     let progressing = matches!(
         reason,
-        phase::DEPLOYING | phase::UPDATING | phase::ROLLING_BACK | phase::RESTARTING | phase::DELETING
+        phase::DEPLOYING
+            | phase::UPDATING
+            | phase::ROLLING_BACK
+            | phase::RESTARTING
+            | phase::DELETING
+            | phase::SCALING_FAILED
     );
     let degraded = matches!(
         reason,

@@ -43,6 +43,11 @@ reasons! {
     SpecChanged,
     /// A change of the spec was refused (the job keeps running as it was).
     UpdateFailed,
+    /// A change of parallelism is applied in place: the job keeps running, rescaled by its
+    /// scheduler, without a savepoint or a new job.
+    Scaling,
+    /// Flink refused a change of parallelism in place; the change is applied by an upgrade.
+    ScalingFailed,
     /// A restore was refused: no state young enough to restore from.
     RestoreRefused,
     /// The job was suspended.

@@ -24,6 +24,34 @@ pub enum DeletionPropagation {
     Foreground,
 }
 
+/// How a cluster's scheduler rescales a running job without a new job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rescaler {
+    /// The adaptive scheduler (`jobmanager.scheduler: adaptive`): the job's resource
+    /// requirements are changed through the REST API (Flink 1.18 or later).
+    Adaptive,
+    /// Reactive mode (`scheduler-mode: reactive`, standalone): the job uses every slot there
+    /// is, so the TaskManagers' replicas are its parallelism.
+    Reactive,
+}
+
+impl Rescaler {
+    fn of(config: &BTreeMap<String, String>) -> Option<Self> {
+        let is = |key: &str, value: &str| {
+            config
+                .get(key)
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
+        };
+        if is(flink::SCHEDULER_MODE, "reactive") {
+            Some(Rescaler::Reactive)
+        } else if is(flink::JOBMANAGER_SCHEDULER, "adaptive") {
+            Some(Rescaler::Adaptive)
+        } else {
+            None
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     /// Stop a running job with a savepoint for an upgrade (`job.upgrade.take-savepoint`).
@@ -89,6 +117,13 @@ pub struct Policy {
     /// `kubernetes.operator.job.upgrade.ignore-pending-savepoint` (default false): a change
     /// of the spec does not wait for a pending manual or periodic snapshot.
     pub ignore_pending_savepoint: bool,
+    /// `kubernetes.operator.job.upgrade.inplace-scaling.enabled` (default true): a change of
+    /// parallelism alone is applied in place where Flink can (see [`Rescaler`]).
+    pub in_place_scaling: bool,
+    /// How the cluster's scheduler rescales a running job, if it can.
+    pub rescaler: Option<Rescaler>,
+    /// `taskmanager.numberOfTaskSlots` (default 1).
+    pub task_slots: i64,
     /// Whether high availability is configured (`high-availability.type`).
     pub high_availability: bool,
     /// Where Flink writes savepoints it is not given a directory for
@@ -145,6 +180,9 @@ impl Default for Policy {
             jm_recovery: option_defaults::JM_DEPLOYMENT_RECOVERY_ENABLED,
             shutdown_ttl_ms: option_defaults::JM_DEPLOYMENT_SHUTDOWN_TTL_MS,
             ignore_pending_savepoint: option_defaults::JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT,
+            in_place_scaling: option_defaults::JOB_UPGRADE_INPLACE_SCALING_ENABLED,
+            rescaler: None,
+            task_slots: 1,
             high_availability: false,
             savepoint_dir: None,
             reconcile_interval_ms: option_defaults::RECONCILE_INTERVAL_MS,
@@ -167,6 +205,17 @@ impl Policy {
 
     /// Snapshot resources only where the FlinkStateSnapshot loop runs (the operator's
     /// configuration may switch it off): a resource nothing reconciles would never be taken.
+    /// The policy of a cluster of Flink `version`: the adaptive scheduler takes new resource
+    /// requirements from Flink 1.18 on.
+    pub fn with_flink_version(mut self, version: Option<flink_operator_api::common::FlinkVersion>) -> Self {
+        let adaptive_rescales =
+            version.is_some_and(|v| v.is_at_least(flink_operator_api::common::FlinkVersion::V1_18));
+        if self.rescaler == Some(Rescaler::Adaptive) && !adaptive_rescales {
+            self.rescaler = None;
+        }
+        self
+    }
+
     pub fn with_snapshot_loop(mut self, snapshot_loop: bool) -> Self {
         self.snapshot_resources &= snapshot_loop;
         self
@@ -260,6 +309,16 @@ impl Policy {
                 operator::JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT,
                 defaults.ignore_pending_savepoint,
             ),
+            in_place_scaling: flag(
+                operator::JOB_UPGRADE_INPLACE_SCALING_ENABLED,
+                defaults.in_place_scaling,
+            ),
+            rescaler: Rescaler::of(config),
+            task_slots: config
+                .get(flink::TASKMANAGER_NUMBER_OF_TASK_SLOTS)
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(defaults.task_slots),
             high_availability: flink::HIGH_AVAILABILITY_KEYS
                 .iter()
                 .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))

@@ -101,6 +101,8 @@ pub mod defaults {
     pub const JM_DEPLOYMENT_SHUTDOWN_TTL_MS: i64 = 24 * 60 * MINUTE_MS;
     /// `kubernetes.operator.job.upgrade.ignore-pending-savepoint`.
     pub const JOB_UPGRADE_IGNORE_PENDING_SAVEPOINT: bool = false;
+    /// `kubernetes.operator.job.upgrade.inplace-scaling.enabled`.
+    pub const JOB_UPGRADE_INPLACE_SCALING_ENABLED: bool = true;
     /// `kubernetes.operator.session.deletion.block-on-unmanaged-jobs`.
     pub const SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS: bool = true;
     /// `kubernetes.operator.flink.client.timeout`.
@@ -481,6 +483,20 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "A change of the spec ends the job at once even while a manual or periodic \
                   savepoint or checkpoint it asked for is pending (that snapshot may then \
                   fail); by default the change waits for it.",
+    },
+    OptionDoc {
+        key: operator::JOB_UPGRADE_INPLACE_SCALING_ENABLED,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::JOB_UPGRADE_INPLACE_SCALING_ENABLED),
+        applies_to: JOBS,
+        set_in: SetIn::Resource,
+        meaning: "A change of parallelism alone (`job.parallelism`, \
+                  `pipeline.jobvertex-parallelism-overrides`, an application cluster's \
+                  `taskManager.replicas`) of a running job is applied in place where Flink \
+                  can: with the adaptive scheduler (Flink 1.18 or later) through the job's \
+                  resource requirements, in standalone reactive mode by the TaskManagers' \
+                  replicas. Same job, no savepoint; otherwise (or false) an upgrade.",
     },
     OptionDoc {
         key: operator::JOB_UPGRADE_LAST_STATE_FALLBACK_ENABLED,
@@ -958,11 +974,6 @@ pub const IGNORED_OPTIONS: &[IgnoredOption] = &[
     },
     IgnoredOption {
         key: operator::STARTUP_STOP_ON_INFORMER_ERROR,
-        ty: OptionType::Bool,
-        note: "",
-    },
-    IgnoredOption {
-        key: operator::JOB_UPGRADE_INPLACE_SCALING_ENABLED,
         ty: OptionType::Bool,
         note: "",
     },

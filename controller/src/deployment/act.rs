@@ -32,6 +32,22 @@ pub enum ActError {
     Flink(String),
     #[error("{0}")]
     Job(#[from] crate::lifecycle::act::JobActError),
+    #[error(
+        "scaling TaskManager Deployment {name}: {}",
+        crate::runtime::api_error::api_message(source)
+    )]
+    ScaleTaskManagers { name: String, source: kube::Error },
+}
+
+impl ActError {
+    /// Why an in-place rescale failed, if this is its failure.
+    pub fn rescale_failure(&self) -> Option<String> {
+        match self {
+            ActError::ScaleTaskManagers { .. }
+            | ActError::Job(crate::lifecycle::act::JobActError::Rescale { .. }) => Some(self.to_string()),
+            _ => None,
+        }
+    }
 }
 
 fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ActError {
@@ -89,6 +105,7 @@ pub async fn act(
         // Whether the HA metadata stays is decided later (`Action::DeleteHaMetadata`).
         Action::DeleteCluster { .. } => delete_cluster(ctx, fd, policy.deletion_propagation).await,
         Action::DeleteHaMetadata => delete_ha_metadata(ctx, fd).await,
+        Action::ScaleTaskManagers { replicas } => scale_task_managers(ctx, fd, *replicas).await,
         Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action, policy)
             .await
             .map_err(ActError::Job),
@@ -251,6 +268,22 @@ async fn delete_cluster(
     let (job_manager, task_manager) =
         tokio::join!(delete(name.clone()), delete(format!("{name}-taskmanager")));
     job_manager.and(task_manager)
+}
+
+/// Sets the replicas of the standalone cluster's TaskManager Deployment (reactive mode).
+async fn scale_task_managers(ctx: &Context, fd: &FlinkDeployment, replicas: i64) -> Result<(), ActError> {
+    let name = format!("{}-taskmanager", fd.name_any());
+    let deployments: Api<Deployment> =
+        Api::namespaced(ctx.client.clone(), &fd.namespace().unwrap_or_default());
+    deployments
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .map(drop)
+        .map_err(|source| ActError::ScaleTaskManagers { name, source })
 }
 
 /// Deletes the cluster's high-availability ConfigMaps (the autoscaler's are kept); decided

@@ -112,6 +112,26 @@ impl Reconciler for Deployments {
         &observation.policy
     }
 
+    /// Flink refused (or did not answer) an in-place rescale: said in status for the next
+    /// look to apply the change by an upgrade.
+    fn recover(
+        fd: &FlinkDeployment,
+        observation: &decide::Observation,
+        plan: &crate::runtime::Plan<FlinkDeploymentStatus, decide::Action>,
+        error: &ReconcileError,
+    ) -> Option<crate::runtime::Recovery<FlinkDeploymentStatus>> {
+        let ReconcileError::Act(error) = error else {
+            return None;
+        };
+        let why = error.rescale_failure()?;
+        Some(crate::lifecycle::rescale::recovery(
+            plan,
+            fd.metadata.generation,
+            observation.now_ms,
+            &why,
+        ))
+    }
+
     fn lifecycle_state(status: &FlinkDeploymentStatus) -> Option<&'static str> {
         status.lifecycle_state.map(|s| s.as_str())
     }

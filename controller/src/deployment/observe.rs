@@ -47,9 +47,11 @@ pub async fn observe(
     let job_manager_pods = caches.job_manager_pods.of_cluster(&namespace, &name);
     let ha_metadata = !caches.ha_config_maps_of(&namespace, &name).is_empty();
 
-    let policy = Policy::from_config(&ctx.effective_config(fd)).with_snapshot_loop(
-        crate::policy::snapshot_loop_enabled(&ctx.operator_config.current()),
-    );
+    let policy = Policy::from_config(&ctx.effective_config(fd))
+        .with_flink_version(fd.spec.flink_version)
+        .with_snapshot_loop(crate::policy::snapshot_loop_enabled(
+            &ctx.operator_config.current(),
+        ));
 
     let mut job_manager = JobManagerObservation::Missing;
     let mut job = None;

@@ -250,6 +250,26 @@ impl FlinkRestClient {
         self.expect_success(&path, answer).map(|_| ())
     }
 
+    /// `GET /jobs/:jobid/resource-requirements`: each vertex's parallelism bounds (the
+    /// adaptive scheduler, Flink 1.18 and later).
+    pub async fn resource_requirements(&self, job: &JobId) -> Result<ResourceRequirements, FlinkError> {
+        self.get_json(&format!("/jobs/{job}/resource-requirements")).await
+    }
+
+    /// `PUT /jobs/:jobid/resource-requirements`: the adaptive scheduler rescales the running
+    /// job to them (it restarts from its latest checkpoint under the same job id).
+    pub async fn set_resource_requirements(
+        &self,
+        job: &JobId,
+        requirements: &ResourceRequirements,
+    ) -> Result<(), FlinkError> {
+        let path = format!("/jobs/{job}/resource-requirements");
+        let answer = self
+            .call(Method::PUT, &path, Some(requirements), self.config.timeout)
+            .await?;
+        self.expect_success(&self.url(&path), answer).map(|_| ())
+    }
+
     // === Savepoints and checkpoints ===
 
     /// `GET /jobs/:jobid/checkpoints`: counts and the latest completed, savepoint and restored.

@@ -33,7 +33,8 @@ pub use model::{
     AggregatedMetric, Aggregation, CheckpointConfig, CheckpointCounts, CheckpointKind, CheckpointStatistics,
     ClaimMode, ClusterConfig, ClusterOverview, CompletedCheckpoint, ConfigEntry, ExceptionEntry,
     ExceptionHistory, Externalization, JobDetails, JobExceptions, JobOverview, JobVertex, LatestCheckpoints,
-    MetricValue, RestoredCheckpoint, RunJar, SavepointFormat,
+    MetricValue, ParallelismBounds, ResourceRequirements, RestoredCheckpoint, RunJar, SavepointFormat,
+    VertexRequirements,
 };
 pub use operation::{OperationFailure, OperationStatus};
 pub use tls::{KEYSTORE_ENV, RestTls, TRUSTSTORE_ENV, TlsError};

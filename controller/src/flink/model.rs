@@ -141,6 +141,24 @@ pub struct JobVertex {
     pub status: String,
 }
 
+/// `GET`/`PUT /jobs/:jobid/resource-requirements`: per vertex id, its parallelism bounds.
+pub type ResourceRequirements = BTreeMap<String, VertexRequirements>;
+
+/// One vertex's resource requirements.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VertexRequirements {
+    pub parallelism: ParallelismBounds,
+}
+
+/// The parallelism the adaptive scheduler runs a vertex with: as high as the slots allow up
+/// to `upperBound`, and not below `lowerBound`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParallelismBounds {
+    pub lower_bound: i64,
+    pub upper_bound: i64,
+}
+
 /// `GET /jobs/:jobid/exceptions`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct JobExceptions {

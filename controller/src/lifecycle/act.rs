@@ -34,6 +34,14 @@ pub enum JobActError {
         #[source]
         source: FlinkError,
     },
+    /// Flink refused, or did not answer, new resource requirements: the change is applied
+    /// by an upgrade instead.
+    #[error("rescaling job {job_id} in place: {source}")]
+    Rescale {
+        job_id: String,
+        #[source]
+        source: FlinkError,
+    },
     #[error("disposing of savepoint {path}: {source}")]
     Dispose {
         path: String,
@@ -335,6 +343,18 @@ pub fn new_snapshot(
     snapshot
 }
 
+/// Reads the job's resource requirements and sends those that apply `change`, unless they
+/// are so already (a repeat after a crash).
+async fn rescale(rest: &FlinkRestClient, change: &super::rescale::Rescale) -> Result<(), FlinkError> {
+    let job = JobId::from(change.job_id.as_str());
+    let current = rest.resource_requirements(&job).await?;
+    let wanted = super::rescale::requirements(&current, change);
+    if wanted == current {
+        return Ok(());
+    }
+    rest.set_resource_requirements(&job, &wanted).await
+}
+
 /// Carries out `action` through the job's JobManager, in the savepoint format and checkpoint
 /// type of the job's `policy`.
 pub async fn run(rest: &FlinkRestClient, action: &JobAction, policy: &Policy) -> Result<(), JobActError> {
@@ -386,6 +406,12 @@ pub async fn run(rest: &FlinkRestClient, action: &JobAction, policy: &Policy) ->
         | JobAction::RecordRevision(_)
         | JobAction::RollBack { .. }
         | JobAction::DropRollbackRequest { .. } => Err(JobActError::NotRest(format!("{action:?}"))),
+        JobAction::Rescale(change) => rescale(rest, change)
+            .await
+            .map_err(|source| JobActError::Rescale {
+                job_id: change.job_id.clone(),
+                source,
+            }),
         JobAction::DisposeSavepoint { path } => {
             rest.dispose_savepoint(path)
                 .await

@@ -23,13 +23,16 @@
 
 use std::ops::DerefMut;
 
-use flink_operator_api::common::{JobStatus, ResourceLifecycleState, UpgradeMode};
+use flink_operator_api::common::{
+    JobStatus, ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state,
+};
 
 use super::{
     FAST, JobAction, LifecycleStatus, Plan, SLOW, Snapshot, WAIT, capitalised, change,
     deletion::{self, DeletionSavepoint},
     history,
     ledger::Ledger,
+    rescale::{self, Rescale},
     restore::{self, RestorableState},
     savepoint_history, snapshot_resources, snapshots,
     spec::{self, JobSpecOf},
@@ -40,6 +43,7 @@ use super::{
 use crate::{
     conditions::phase,
     events::Reason,
+    policy::Rescaler,
     runtime::{EventNote, Next},
 };
 
@@ -256,6 +260,13 @@ pub trait JobKind<'a>:
     fn own_step_due(&self, _step: Step, _spec: &Self::Spec) -> bool {
         false
     }
+    /// The action that rescales the running job in place for `change`, if what runs it can
+    /// (see [`rescale`](super::rescale)); None: the change is an upgrade. By default, the
+    /// adaptive scheduler's new resource requirements.
+    fn rescaling(&self, change: &Rescale) -> Option<Self::Action> {
+        (self.facts.policy.rescaler == Some(Rescaler::Adaptive))
+            .then(|| JobAction::Rescale(change.clone()).into())
+    }
     /// The kind's part of `step`, before the machine's (the step table says which kind has
     /// one): `Deleting` (before the job is stopped: a session job whose session cluster is
     /// gone lets go at once), `UntilReady` (what it waits for), `RollingBack` (the recorded
@@ -435,6 +446,7 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
             k.own_step(step, Some(recorded)).unwrap_or_else(|| k.done(SLOW))
         }
         Step::WaitingForSnapshot => wait(k, Wait::ForSnapshot),
+        Step::Rescaling => rescale_in_place(k, or_report!(found.observed(), "observing the job")),
         Step::Change => change(k, &or_report!(found.observed(), "observing the job").recorded),
         Step::Suspended => {
             let observed = or_report!(found.observed(), "observing the job");
@@ -627,6 +639,43 @@ fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K>
             k.done(Next::Stopping { for_ms })
         }
     }
+}
+
+/// The change of parallelism alone that the running job can take in place, with the kind's
+/// action for it (see [`rescale`](super::rescale)); None: it is an upgrade.
+pub(super) fn in_place<'a, K: JobKind<'a>>(k: &K, recorded: &K::Spec) -> Option<(Rescale, K::Action)> {
+    let policy = k.facts.policy;
+    if !policy.in_place_scaling || rescale::in_place_failed(k.stored, k.meta.generation) {
+        return None;
+    }
+    if k.standing().state.as_deref() != Some(flink_job_state::RUNNING) {
+        return None;
+    }
+    let job = job_status(&k.status);
+    let change = Rescale::between(recorded, k.spec, job.job_id.as_deref(), policy.task_slots)?;
+    let action = k.rescaling(&change)?;
+    Some((change, action))
+}
+
+/// A change of parallelism alone, applied in place: the status as observed is written, then
+/// the job is rescaled, then the spec is recorded as DEPLOYED (a refusal leaves it
+/// unrecorded, and the kind's recovery says so for the next look to upgrade instead).
+fn rescale_in_place<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
+    let Some((rescale, action)) = in_place(k, &observed.recorded) else {
+        return change(k, &observed.recorded);
+    };
+    k.phase(&observed.recorded, observed.pending);
+    let mut after = k.status.clone();
+    let spec = spec::with_recorded_nonces(k.spec, &observed.recorded);
+    if let Some(rs) = after.reconciliation_mut().as_mut() {
+        spec::record(rs, spec);
+        rs.state = Some(ReconciliationState::Deployed);
+    }
+    *after.observed_generation_mut() = k.facts.generation;
+    *after.lifecycle_state_mut() = Some(ResourceLifecycleState::Deployed);
+    k.event(EventNote::normal(Reason::Scaling, wording::rescaling(&rescale)));
+    k.actions.push(action);
+    k.stepped(after, FAST)
 }
 
 /// A FAILED job is started again when `kubernetes.operator.job.restart.failed` is true:

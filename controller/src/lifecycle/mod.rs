@@ -50,6 +50,7 @@ pub mod ledger;
 pub mod machine;
 pub mod observe;
 pub mod poll;
+pub mod rescale;
 pub mod restore;
 pub mod revisions;
 pub mod savepoint_history;
@@ -227,6 +228,9 @@ pub enum JobAction {
     TriggerCheckpoint { job_id: String, trigger_id: String },
     /// Delete a savepoint's files through Flink (it already left the status).
     DisposeSavepoint { path: String },
+    /// Give the running job new resource requirements (the adaptive scheduler rescales it in
+    /// place); requirements that are already so are done.
+    Rescale(rescale::Rescale),
     /// Create a FlinkStateSnapshot of the job (see [`snapshot_resources`]); one that exists
     /// already is done.
     CreateSnapshot(snapshot_resources::NewSnapshot),

@@ -1608,3 +1608,6 @@ mod restores;
 
 #[path = "scenarios/snapshots.rs"]
 mod snapshots;
+
+#[path = "scenarios/rescale.rs"]
+mod rescale;

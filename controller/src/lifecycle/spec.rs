@@ -13,6 +13,13 @@ pub trait JobSpecOf: Clone + PartialEq + Serialize + DeserializeOwned {
     fn job(&self) -> Option<&JobSpec>;
     fn job_mut(&mut self) -> Option<&mut JobSpec>;
     fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration>;
+    fn flink_configuration(&self) -> Option<&FlinkConfiguration>;
+    /// An application cluster's `taskManager.replicas` (the scale subresource's replicas).
+    fn task_manager_replicas(&self) -> Option<i32> {
+        None
+    }
+    /// Clears `taskManager.replicas` (an empty `taskManager` goes with it).
+    fn clear_task_manager_replicas(&mut self) {}
 }
 
 impl JobSpecOf for FlinkDeploymentSpec {
@@ -25,6 +32,20 @@ impl JobSpecOf for FlinkDeploymentSpec {
     fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration> {
         &mut self.flink_configuration
     }
+    fn flink_configuration(&self) -> Option<&FlinkConfiguration> {
+        self.flink_configuration.as_ref()
+    }
+    fn task_manager_replicas(&self) -> Option<i32> {
+        self.task_manager.as_ref().and_then(|tm| tm.replicas)
+    }
+    fn clear_task_manager_replicas(&mut self) {
+        if let Some(tm) = self.task_manager.as_mut() {
+            tm.replicas = None;
+            if *tm == Default::default() {
+                self.task_manager = None;
+            }
+        }
+    }
 }
 
 impl JobSpecOf for FlinkSessionJobSpec {
@@ -36,6 +57,9 @@ impl JobSpecOf for FlinkSessionJobSpec {
     }
     fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration> {
         &mut self.flink_configuration
+    }
+    fn flink_configuration(&self) -> Option<&FlinkConfiguration> {
+        self.flink_configuration.as_ref()
     }
 }
 
@@ -53,9 +77,9 @@ pub fn upgrade_mode(spec: &impl JobSpecOf) -> UpgradeMode {
 }
 
 /// The spec without the fields whose change does not end the job: the snapshot nonces
-/// (they trigger snapshots of the running job), the upgrade mode (it says how the next
-/// change is applied) and the operator's own configuration keys (read on every reconcile,
-/// never sent to Flink).
+/// (they trigger snapshots of the running job), the upgrade mode and `allowNonRestoredState`
+/// (they say how the next start is made) and the operator's and the autoscaler's own
+/// configuration keys (read on every reconcile, never sent to Flink).
 pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
     let mut spec = spec.clone();
     if let Some(job) = spec.job_mut() {
@@ -63,9 +87,15 @@ pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
         job.checkpoint_trigger_nonce = None;
         job.autoscaler_reset_nonce = None;
         job.upgrade_mode = None;
+        job.allow_non_restored_state = None;
     }
     let config = spec.flink_configuration_mut();
-    *config = without_operator_keys(config.take());
+    *config = without_operator_keys(config.take()).and_then(|mut config| {
+        config
+            .0
+            .retain(|k, _| !k.starts_with(flink_operator_api::keys::flink::AUTOSCALER_PREFIX));
+        (!config.is_empty()).then_some(config)
+    });
     spec
 }
 

@@ -15,6 +15,7 @@
 //! | `RollingBack` | recorded ROLLING_BACK, of a kind that rolls back (an application cluster) | the last stable spec is deployed (unreadable: refused until the spec changes) | `Steady` (ROLLED_BACK) |
 //! | `ChangedBack` | the spec changed, back to what runs since a rollback | the spec recorded as DEPLOYED, nothing redeployed | `Steady` |
 //! | `WaitingForSnapshot` | the spec changed while a manual or periodic snapshot is pending, and `kubernetes.operator.job.upgrade.ignore-pending-savepoint` is false (the default) | waits for it: ending the job would lose it | `Change` |
+//! | `Rescaling` | the spec changed in parallelism alone (`job.parallelism`, `pipeline.jobvertex-parallelism-overrides`, an application cluster's `taskManager.replicas`), the job is RUNNING, `kubernetes.operator.job.upgrade.inplace-scaling.enabled` holds, the cluster's scheduler can rescale it (adaptive on Flink 1.18+, or a standalone cluster's reactive mode), and no in-place rescale of this generation failed | the status written as observed, then the job given its new resource requirements (or the TaskManagers their replicas), then the spec recorded as DEPLOYED, Event `Scaling`; Flink refusing: `ScalingFailed` with the reason in status | `Steady` (the same job, STABLE once it runs again), or `Change` after a refusal |
 //! | `Change` | the spec changed in a way that ends the job | refused again if this generation was refused; a suspended spec recorded or resumed; a session cluster redeployed; then the job ended as its upgrade mode says (stop-with-savepoint, cancel, last-state, a fresh savepoint, a redeploy from `initialSavepointPath`) and the new spec committed with the state it starts from, or a wait, or a refusal | `FollowingStop`, `Starting`, `Change` (waiting for the job or its cancellation), or refused |
 //! | `Suspended` | the spec is unchanged and the recorded one is suspended | nothing (a kind without a rest of its own, a session job: what `Steady` does) | `Suspended` |
 //! | `Recovering` | the kind's recovery is due (an application cluster's JobManager Deployment went missing, or its job was judged unhealthy) | the recorded spec deployed again, from the checkpoint in the high-availability metadata or, stateless, without state; when that metadata holds none it declines, noting why | `Starting`, or (declined) the step derived after `Recovering` |
@@ -73,6 +74,7 @@ pub enum Step {
     RollingBack,
     ChangedBack,
     WaitingForSnapshot,
+    Rescaling,
     Change,
     Suspended,
     Recovering,
@@ -148,6 +150,9 @@ impl Step {
             }
             if observed.pending && !k.facts.policy.ignore_pending_savepoint {
                 return Self::WaitingForSnapshot;
+            }
+            if super::machine::in_place(k, &observed.recorded).is_some() {
+                return Self::Rescaling;
             }
             return Self::Change;
         }

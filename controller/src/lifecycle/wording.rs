@@ -51,6 +51,16 @@ pub fn job(job_id: &str) -> String {
     }
 }
 
+/// The Event of a change of parallelism applied in place.
+pub fn rescaling(change: &super::rescale::Rescale) -> String {
+    format!(
+        "Rescaling {} in place from {} to {}: it goes on from its latest checkpoint under the same id, without a savepoint",
+        job(&change.job_id),
+        change.from.describe(),
+        change.to.describe()
+    )
+}
+
 /// The condition message of a stop-with-savepoint sent for a change.
 pub fn stopping(job_id: &str, change: Change) -> String {
     format!(

@@ -132,20 +132,11 @@ pub fn build(
             "SESSION"
         };
         set(&mut c, k::KUBERNETES_INTERNAL_CLUSTER_MODE, mode.to_owned());
-        let replicas = tm_replicas.map(i64::from).unwrap_or_else(|| {
-            // Enough TaskManagers for the job's parallelism.
-            let parallelism = spec.job.as_ref().and_then(|j| j.parallelism).unwrap_or(1).max(1);
-            let slots = u64::try_from(slots).unwrap_or(1).max(1);
-            u64::try_from(parallelism)
-                .unwrap_or(1)
-                .div_ceil(slots)
-                .try_into()
-                .unwrap_or(i64::MAX)
-        });
+        let replicas = task_manager_replicas(spec, slots);
         set(
             &mut c,
             k::KUBERNETES_INTERNAL_TASKMANAGER_REPLICAS,
-            replicas.max(1).to_string(),
+            replicas.to_string(),
         );
     }
 
@@ -266,6 +257,29 @@ fn fold_default_java_opts(c: &mut BTreeMap<String, String>, version: FlinkVersio
             c.insert(key.to_owned(), folded);
         }
     }
+}
+
+/// How many TaskManagers a standalone cluster of `spec` runs, with `slots` each:
+/// `taskManager.replicas`, else enough for the job's parallelism; at least one.
+pub fn task_manager_replicas(spec: &flink_operator_api::FlinkDeploymentSpec, slots: i64) -> i64 {
+    let replicas = spec
+        .task_manager
+        .as_ref()
+        .and_then(|tm| tm.replicas)
+        .filter(|r| *r > 0);
+    replicas
+        .map(i64::from)
+        .unwrap_or_else(|| {
+            // Enough TaskManagers for the job's parallelism.
+            let parallelism = spec.job.as_ref().and_then(|j| j.parallelism).unwrap_or(1).max(1);
+            let slots = u64::try_from(slots).unwrap_or(1).max(1);
+            u64::try_from(parallelism)
+                .unwrap_or(1)
+                .div_ceil(slots)
+                .try_into()
+                .unwrap_or(i64::MAX)
+        })
+        .max(1)
 }
 
 fn apply_job(

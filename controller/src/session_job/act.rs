@@ -52,6 +52,15 @@ impl ActError {
             _ => false,
         }
     }
+
+    /// Why an in-place rescale failed, if this is its failure.
+    pub fn rescale_failure(&self) -> Option<String> {
+        matches!(
+            self,
+            ActError::Job(crate::lifecycle::act::JobActError::Rescale { .. })
+        )
+        .then(|| self.to_string())
+    }
 }
 
 pub async fn act(

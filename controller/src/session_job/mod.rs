@@ -138,6 +138,14 @@ impl Reconciler for SessionJobs {
         let ReconcileError::Act(error) = error else {
             return None;
         };
+        if let Some(why) = error.rescale_failure() {
+            return Some(crate::lifecycle::rescale::recovery(
+                plan,
+                sj.metadata.generation,
+                observed.observation.now_ms,
+                &why,
+            ));
+        }
         if !error.is_submission_failure() {
             return None;
         }

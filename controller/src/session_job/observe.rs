@@ -66,9 +66,11 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         .into_iter()
         .map(|v| v.to_string())
         .collect();
-    let policy = Policy::from_config(&config).with_snapshot_loop(crate::policy::snapshot_loop_enabled(
-        &ctx.operator_config.current(),
-    ));
+    let policy = Policy::from_config(&config)
+        .with_flink_version(session.as_ref().and_then(|s| s.spec.flink_version))
+        .with_snapshot_loop(crate::policy::snapshot_loop_enabled(
+            &ctx.operator_config.current(),
+        ));
     let snapshots = snapshot_resources::of_job(
         caches,
         &policy,

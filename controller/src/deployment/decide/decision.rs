@@ -7,7 +7,8 @@
 use std::ops::{Deref, DerefMut};
 
 use flink_operator_api::{
-    FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus, ReconciledSpec,
+    FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus,
+    KubernetesDeploymentMode, ReconciledSpec,
     common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state},
     keys,
 };
@@ -21,11 +22,15 @@ use super::{
 use crate::{
     events::Reason,
     lifecycle::{
+        JobAction,
         ledger::Ledger,
         machine::{Cause, Checkpoint, JobKind, Restore, Standing},
+        rescale::Rescale,
         spec,
         step::Step,
     },
+    policy::Rescaler,
+    resources::flink_config,
 };
 
 /// The decision about one FlinkDeployment: the shared [`Ledger`] and the deployment's own
@@ -271,6 +276,20 @@ impl<'a> JobKind<'a> for Decision<'a> {
             Step::RollbackDue => !self.rolled_back() && rollback::due_now(self, spec),
             Step::ShuttingDown => shutdown::due(self),
             _ => false,
+        }
+    }
+
+    /// Native: the adaptive scheduler's new requirements (its active resource manager starts
+    /// the TaskManagers they need). Standalone: only reactive mode rescales by itself, to the
+    /// TaskManagers there are; the adaptive scheduler alone would wait for slots nobody adds.
+    fn rescaling(&self, change: &Rescale) -> Option<Action> {
+        let standalone = self.fd.spec.mode_or_default() == KubernetesDeploymentMode::Standalone;
+        match (self.facts.policy.rescaler?, standalone) {
+            (Rescaler::Adaptive, false) => Some(Action::Job(JobAction::Rescale(change.clone()))),
+            (Rescaler::Reactive, true) => Some(Action::ScaleTaskManagers {
+                replicas: flink_config::task_manager_replicas(self.spec, self.facts.policy.task_slots),
+            }),
+            _ => None,
         }
     }
 

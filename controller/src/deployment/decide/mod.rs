@@ -181,6 +181,11 @@ pub enum Action {
     DeleteHaMetadata,
     /// Something asked of the running job over its JobManager's REST API.
     Job(JobAction),
+    /// Set the replicas of a standalone cluster's TaskManager Deployment (reactive mode
+    /// rescales its job to them).
+    ScaleTaskManagers {
+        replicas: i64,
+    },
     /// Bring the Ingress of `spec.ingress` to what the spec asks for.
     Ingress(IngressChange),
     RemoveFinalizer,

@@ -2,9 +2,12 @@
 
 use crate::events::Reason;
 use flink_operator_api::{
-    FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus,
+    FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus,
+    KubernetesDeploymentMode, TaskManagerInfo,
     common::{ReconciliationState, ResourceLifecycleState, flink_job_state},
+    keys,
 };
+use kube::ResourceExt;
 
 use super::{Decision, EventNote, FAST, JobManagerObservation, JobObservation, Next, SLOW, WAIT, phase};
 use crate::lifecycle::observe;
@@ -28,10 +31,44 @@ pub(super) fn unanswered_once(d: &Decision) -> bool {
         && d.status.job_manager_deployment_status == Some(JobManagerDeploymentStatus::Ready)
 }
 
+/// What the scale subresource reads (`status.taskManager`): the TaskManagers the running
+/// spec asks for (an application's: enough for its parallelism; a native session cluster's
+/// without `taskManager.replicas`: none of its own, Flink starts them for its jobs), and the
+/// selector of their pods.
+pub(super) fn task_manager_info(
+    fd: &FlinkDeployment,
+    running: &FlinkDeploymentSpec,
+    slots: i64,
+) -> TaskManagerInfo {
+    let standalone = running.mode_or_default() == KubernetesDeploymentMode::Standalone;
+    let asks = running.job.is_some()
+        || standalone
+        || running
+            .task_manager
+            .as_ref()
+            .is_some_and(|tm| tm.replicas.is_some());
+    let replicas = if asks {
+        crate::resources::flink_config::task_manager_replicas(running, slots)
+    } else {
+        0
+    };
+    TaskManagerInfo {
+        label_selector: Some(format!(
+            "{}={},{}={}",
+            keys::labels::COMPONENT,
+            keys::labels::COMPONENT_TASK_MANAGER,
+            keys::labels::APP,
+            fd.name_any()
+        )),
+        replicas: Some(i32::try_from(replicas).unwrap_or(i32::MAX)),
+    }
+}
+
 pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
     if unanswered_once(d) {
         return;
     }
+    d.status.task_manager = Some(task_manager_info(d.fd, recorded, d.obs.policy.task_slots));
     let obs = d.obs;
     let previous_error = d.status.error.clone();
     let previous_jm = d.status.job_manager_deployment_status;

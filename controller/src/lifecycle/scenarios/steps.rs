@@ -94,6 +94,14 @@ fn savepoint_triggered(s: &mut Shared, trigger_type: SnapshotTriggerType) {
     });
 }
 
+/// The policy of a cluster whose adaptive scheduler rescales jobs in place.
+fn adaptive() -> Policy {
+    Policy {
+        rescaler: Some(crate::policy::Rescaler::Adaptive),
+        ..Policy::status_only()
+    }
+}
+
 fn rows() -> Vec<Row> {
     use Step::*;
     vec![
@@ -161,9 +169,50 @@ fn rows() -> Vec<Row> {
             },
             ..row(WaitingForSnapshot)
         },
+        // Parallelism alone, and a scheduler that rescales the running job in place.
+        Row {
+            job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
+            look: Look {
+                policy: adaptive(),
+                ..changed("RUNNING")
+            },
+            ..row(Rescaling)
+        },
         Row {
             job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
             look: changed("RUNNING"),
+            ..row(Change)
+        },
+        // Not in place: switched off, a job not RUNNING, or another field changed too.
+        Row {
+            job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
+            look: Look {
+                policy: Policy {
+                    in_place_scaling: false,
+                    ..adaptive()
+                },
+                ..changed("RUNNING")
+            },
+            ..row(Change)
+        },
+        Row {
+            job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
+            look: Look {
+                policy: adaptive(),
+                ..changed("RESTARTING")
+            },
+            ..row(Change)
+        },
+        Row {
+            job: with(
+                with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
+                "entryClass",
+                json!("Other"),
+            ),
+            look: Look {
+                policy: adaptive(),
+                ..changed("RUNNING")
+            },
             ..row(Change)
         },
         // With ignore-pending-savepoint, the change does not wait for the pending one.
@@ -299,5 +348,5 @@ fn each_kind_derives_the_step_of_the_table_from_its_stored_status_and_observatio
     every.sort();
     assert_eq!(named, every, "rows in the order of the steps");
     every.dedup();
-    assert_eq!(every.len(), 18, "every step has its row: {every:?}");
+    assert_eq!(every.len(), 19, "every step has its row: {every:?}");
 }

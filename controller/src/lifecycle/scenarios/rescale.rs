@@ -1,0 +1,89 @@
+//! A change of parallelism alone, against both kinds: applied in place where the scheduler
+//! can (the same requests, Events and status for both), else an upgrade.
+
+use super::*;
+use crate::{
+    conditions::phase,
+    lifecycle::rescale::{Parallelism, Rescale},
+    policy::Rescaler,
+};
+
+fn adaptive() -> Policy {
+    Policy {
+        rescaler: Some(Rescaler::Adaptive),
+        ..Policy::status_only()
+    }
+}
+
+fn parallelism(default: i64) -> Parallelism {
+    Parallelism {
+        default: Some(default),
+        overrides: Default::default(),
+    }
+}
+
+#[test]
+fn a_change_of_parallelism_alone_rescales_the_running_job_in_place_and_is_recorded_after() {
+    both(|kind, decide| {
+        let running = job_spec(UpgradeMode::Savepoint);
+        let wanted = with(running.clone(), "parallelism", json!(3));
+        let stored = started(&running, &json!({}), kind);
+        let at = Look {
+            policy: adaptive(),
+            ..changed("RUNNING")
+        };
+        let (outcome, next) = decide(&wanted, &json!({}), Some(&stored), &at, false);
+        assert_eq!(
+            outcome.job,
+            [JobAction::Rescale(Rescale {
+                job_id: JOB_ID.into(),
+                from: parallelism(2),
+                to: parallelism(3),
+            })],
+            "{kind}"
+        );
+        assert_eq!(
+            outcome.own, 0,
+            "{kind}: nothing is deployed, submitted or stopped"
+        );
+        assert_eq!(outcome.reasons(), [Reason::Scaling], "{kind}");
+        // The spec is recorded only once the scheduler took the requirements.
+        assert_eq!(outcome.recorded, running, "{kind}: written before acting");
+        assert!(outcome.written_twice, "{kind}");
+        let mut after = next.clone();
+        let recorded = match &mut after {
+            Status::Application(s) => recorded_job(s),
+            Status::SessionJob(s) => recorded_job(s),
+        };
+        assert_eq!(recorded, wanted, "{kind}: written after acting");
+
+        // The next look finds nothing changed: the same job goes on, STABLE once it runs.
+        let (steady, _) = decide(&wanted, &json!({}), Some(&next), &at, false);
+        assert!(steady.job.is_empty() && steady.own == 0, "{kind}: {steady:?}");
+    });
+}
+
+#[test]
+fn a_rescale_flink_refused_is_applied_by_an_upgrade() {
+    both(|kind, decide| {
+        let running = job_spec(UpgradeMode::Savepoint);
+        let wanted = with(running.clone(), "parallelism", json!(3));
+        let mut stored = started(&running, &json!({}), kind);
+        let set = |conditions: &mut Option<Vec<flink_operator_api::common::Condition>>| {
+            crate::conditions::set_conditions(conditions, Some(2), phase::SCALING_FAILED, "refused", NOW)
+        };
+        match &mut stored {
+            Status::Application(s) => set(&mut s.conditions),
+            Status::SessionJob(s) => set(&mut s.conditions),
+        }
+        let at = Look {
+            policy: adaptive(),
+            ..changed("RUNNING")
+        };
+        let (outcome, _) = decide(&wanted, &json!({}), Some(&stored), &at, false);
+        assert!(
+            matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
+            "{kind}: {outcome:?}"
+        );
+    });
+}
