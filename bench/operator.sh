@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the operator itself (needs root, like the end-to-end tests), with one command:
 #
-#   bench/operator.sh [all|upgrade|memory|steady]      (default: all)
+#   bench/operator.sh [all|upgrade|memory|steady|rescale]      (default: all)
 #
 #   - upgrade: its share of a savepoint upgrade of a real job (3 upgrades): from the spec
 #     change being stored to Flink triggering the stop-with-savepoint (Flink's own trigger
@@ -20,7 +20,11 @@
 #     resource per minute its status writes (resourceVersion changes seen by a watch, and
 #     the operator's own count), its reconciles and the operator's Kubernetes API requests
 #     (all of them / 10), per job per minute the REST calls to its JobManager, and the
-#     operator's CPU time (the counts come from the operator's /metrics).
+#     operator's CPU time (the counts come from the operator's /metrics);
+#   - rescale: the counting job (Flink 1.20, adaptive scheduler) changed 2 -> 3 -> 2 -> 3
+#     in parallelism, from the change being stored to the job running at its new parallelism
+#     with all tasks running: in place, then with in-place scaling switched off (a savepoint
+#     upgrade each time); median and max of the three.
 #
 # It prints the MEASURED lines as they come, then one table of every figure (with the
 # targets of the issue that asked for them). The whole test output is kept in a file under
@@ -43,12 +47,13 @@ cd "${BENCH_CHECKOUT:-$(dirname "${BASH_SOURCE[0]}")/..}"
 case "${1:-all}" in
 all)
     tests=(bench_operator_share_of_a_savepoint_upgrade bench_operator_memory_with_many_flinkdeployments
-        bench_operator_steady_state) ;;
+        bench_operator_steady_state bench_rescale_in_place_and_by_upgrade) ;;
 upgrade) tests=(bench_operator_share_of_a_savepoint_upgrade) ;;
 memory) tests=(bench_operator_memory_with_many_flinkdeployments) ;;
 steady) tests=(bench_operator_steady_state) ;;
+rescale) tests=(bench_rescale_in_place_and_by_upgrade) ;;
 *)
-    echo "usage: $0 [all|upgrade|memory|steady]" >&2
+    echo "usage: $0 [all|upgrade|memory|steady|rescale]" >&2
     exit 2
     ;;
 esac
@@ -70,7 +75,7 @@ cargo test --quiet --test e2e -- --ignored --test-threads=1 --nocapture "${tests
 echo
 echo "| part | figure | value | target |"
 echo "|---|---|---|---|"
-for part in steady memory upgrade; do
+for part in steady memory upgrade rescale; do
     { grep -o 'SUMMARY|.*' "$log" || true; } | awk -F'|' -v part="$part" \
         'index($2, part) == 1 { printf "| %s | %s | %s | %s |\n", $2, $3, $4, $5 }'
 done

@@ -160,6 +160,9 @@ pub fn history(args: HistoryArgs) -> Result<(), RevisionCliError> {
             .and_then(|spec| revisions::matching(&kept, spec))
             .map(|r| r.number);
         print!("{}", render_table(&history_rows(&kept, view.current, stable)));
+        if let Some(line) = view.running_spec.as_ref().and_then(parallelism_line) {
+            println!("{line}");
+        }
         Ok(())
     })
 }
@@ -400,6 +403,8 @@ struct SharedStatus {
 #[derive(Debug, Default)]
 struct JobView {
     current: Option<i64>,
+    /// The spec last reconciled: what runs, rescaled in place or not.
+    running_spec: Option<Value>,
     stable_spec: Option<Value>,
     rollback: Option<RollbackStatus>,
     condition: Option<Condition>,
@@ -422,6 +427,16 @@ impl JobView {
             .and_then(|a| a.get(annotations::REVISION))
             .and_then(|n| n.trim().parse().ok());
         let revision = status.revision.unwrap_or_default();
+        let spec_of = |text: Option<String>| {
+            text.and_then(|s| serde_json::from_str::<Value>(&s).ok())
+                .and_then(|v| v.get("spec").cloned())
+        };
+        let running_spec = spec_of(
+            status
+                .reconciliation_status
+                .as_ref()
+                .and_then(|rs| rs.last_reconciled_spec.clone()),
+        );
         let stable_spec = status
             .reconciliation_status
             .and_then(|rs| rs.last_stable_spec)
@@ -437,6 +452,7 @@ impl JobView {
             .cloned();
         JobView {
             current: revision.current.or(annotated),
+            running_spec,
             stable_spec,
             rollback: revision.rollback,
             condition,
@@ -457,6 +473,26 @@ impl JobView {
 pub fn previous_revision(kept: &[i64], current: Option<i64>) -> Option<i64> {
     let current = current.or_else(|| kept.iter().copied().max())?;
     kept.iter().copied().filter(|&n| n < current).max()
+}
+
+/// The parallelism the job runs with, as its last reconciled spec says (a change of
+/// parallelism applied in place moves it without a new job).
+pub fn parallelism_line(spec: &Value) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(p) = spec.pointer("/job/parallelism").and_then(Value::as_i64) {
+        parts.push(format!("parallelism {p}"));
+    }
+    if let Some(r) = spec.pointer("/taskManager/replicas").and_then(Value::as_i64) {
+        parts.push(format!("taskManager.replicas {r}"));
+    }
+    if let Some(o) = spec
+        .pointer("/flinkConfiguration")
+        .and_then(|c| c.get("pipeline.jobvertex-parallelism-overrides"))
+        .and_then(Value::as_str)
+    {
+        parts.push(format!("vertex overrides {o}"));
+    }
+    (!parts.is_empty()).then(|| format!("Running with {}.", parts.join(", ")))
 }
 
 /// One line of the history table.
@@ -759,6 +795,25 @@ impl Follower {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_history_says_the_parallelism_the_job_runs_with() {
+        use serde_json::json;
+        for (spec, line) in [
+            (
+                json!({"job": {"parallelism": 3}}),
+                Some("Running with parallelism 3."),
+            ),
+            (
+                json!({"job": {"parallelism": 2}, "taskManager": {"replicas": 2},
+                       "flinkConfiguration": {"pipeline.jobvertex-parallelism-overrides": "a:4"}}),
+                Some("Running with parallelism 2, taskManager.replicas 2, vertex overrides a:4."),
+            ),
+            (json!({"job": {}}), None),
+        ] {
+            assert_eq!(parallelism_line(&spec).as_deref(), line, "{spec}");
+        }
+    }
 
     #[test]
     fn job_refs_are_parsed() {

@@ -33,7 +33,7 @@ fn kubectl(namespace: &str) -> Command {
 }
 
 /// Runs kubectl to its end (at most `timeout`: it is killed then, and the test fails).
-async fn run(namespace: &str, args: &[&str], stdin: Option<&str>) -> Output {
+pub(crate) async fn run(namespace: &str, args: &[&str], stdin: Option<&str>) -> Output {
     let mut command = kubectl(namespace);
     command.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
     if stdin.is_some() {

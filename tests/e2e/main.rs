@@ -24,6 +24,7 @@ mod objects;
 mod operator;
 mod poison;
 mod reconcile;
+mod rescale;
 mod rest_ssl;
 mod revisions;
 mod runtime;

@@ -1,0 +1,307 @@
+//! Changes of parallelism applied in place, on real Flink: with the adaptive scheduler a
+//! change of `job.parallelism` rescales the running job (the same job id, no savepoint, the
+//! counts go on), on every tested version; on a standalone cluster in reactive mode
+//! `kubectl scale` (the scale subresource) adds a TaskManager and the job takes its slots.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use flink_operator_api::{FlinkDeployment, FlinkStateSnapshot, keys};
+use flink_operator_controller::flink::{FlinkRestClient, JobId};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{
+    Api,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+use crate::{
+    cluster_harness::{self, TestNamespace, wait_for},
+    flink_harness,
+    harness::{self, LogsOnFailure},
+    kubectl, objects,
+    reconcile::{OperatorLogOnFailure, counted_to, counter_spec_with, counts_went_on, create_counter},
+};
+
+/// Waits until every vertex of `job` that ran at `from` runs at `to`, with all its tasks
+/// running; returns when that was seen.
+async fn runs_at(rest: &FlinkRestClient, job: &JobId, from: u32, to: u32) -> Instant {
+    wait_for(
+        &format!("job {job} rescaled from {from} to {to}, all tasks running"),
+        Duration::from_secs(180),
+        || async {
+            let details = rest.job_details(job).await.ok()?;
+            let rescaled = details.vertices.iter().any(|v| v.parallelism == to)
+                && !details.vertices.iter().any(|v| v.parallelism == from);
+            (rescaled && details.all_tasks_running()).then(Instant::now)
+        },
+    )
+    .await
+}
+
+/// No UPGRADE snapshot was taken for the change: the job was not stopped.
+async fn no_upgrade_savepoint(client: &kube::Client, namespace: &str) {
+    let snapshots: Api<FlinkStateSnapshot> = Api::namespaced(client.clone(), namespace);
+    let upgrade = ListParams::default().labels(&format!("{}=UPGRADE", keys::labels::SNAPSHOT_TRIGGER_TYPE));
+    let taken = snapshots.list(&upgrade).await.unwrap().items;
+    assert!(
+        taken.is_empty(),
+        "a savepoint was taken for the rescale: {taken:?}"
+    );
+}
+
+/// The job `counter` in `namespace` with the adaptive scheduler, from parallelism 2 to 3:
+/// in place, with a `Scaling` Event; returns the seconds from the change to the new
+/// parallelism running.
+async fn rescaled_in_place(client: &kube::Client, namespace: &str, version: &str) -> f64 {
+    let (api, state) = create_counter(
+        client,
+        namespace,
+        version,
+        "savepoint",
+        &[("jobmanager.scheduler", "adaptive")],
+    )
+    .await;
+    let counts = state.join("counts");
+    let running = harness::running_job(&api, "counter", None).await;
+    let job_id = running.status.unwrap().job_status.unwrap().job_id.unwrap();
+    let job = JobId::from(job_id.as_str());
+    let rest = harness::rest_client(&harness::rest_address(client, namespace, "counter").await);
+    harness::wait_for_running_job(&rest, &job).await;
+    let before = counted_to(&counts, 30).await;
+
+    let asked = Instant::now();
+    let since = SystemTime::now();
+    api.patch(
+        "counter",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"job": {"parallelism": 3}}})),
+    )
+    .await
+    .unwrap();
+    let done = runs_at(&rest, &job, 2, 3).await;
+    let seconds = done.duration_since(asked).as_secs_f64();
+
+    // The same job, recorded with its new parallelism, STABLE again; nothing stopped it.
+    let fd = harness::running_job(&api, "counter", None).await;
+    let status = fd.status.clone().unwrap();
+    assert_eq!(
+        status.job_status.unwrap().job_id.as_deref(),
+        Some(job_id.as_str())
+    );
+    let recorded: serde_json::Value = serde_json::from_str(
+        status
+            .reconciliation_status
+            .unwrap()
+            .last_reconciled_spec
+            .as_deref()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(recorded["spec"]["job"]["parallelism"], json!(3), "{recorded}");
+    cluster_harness::wait_for_event(
+        client,
+        namespace,
+        "the Scaling Event",
+        Duration::from_secs(30),
+        |e| e.reason.as_deref() == Some("Scaling"),
+    )
+    .await;
+    no_upgrade_savepoint(client, namespace).await;
+    // The scheduler restarted the tasks from their latest checkpoint: the counts go on.
+    counts_went_on(&counts, &before, since, 50).await;
+    seconds
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parallelism_change_of_a_running_job_is_applied_in_place_by_the_adaptive_scheduler() {
+    let client = harness::client().await;
+    crate::operator::shared(&client).await;
+    let _operator_log = OperatorLogOnFailure;
+    for version in flink_harness::versions() {
+        let ns = TestNamespace::new(&client, &format!("rescale-{}", version.replace('.', "-"))).await;
+        let _logs = LogsOnFailure(ns.name.clone());
+        objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
+        let seconds = rescaled_in_place(&client, &ns.name, &version).await;
+        eprintln!("MEASURED flink {version}: parallelism 2 -> 3 in place, running after {seconds:.1} s");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_scale_on_a_reactive_standalone_cluster_adds_task_managers_whose_slots_the_job_takes() {
+    let client = harness::client().await;
+    crate::operator::shared(&client).await;
+    let _operator_log = OperatorLogOnFailure;
+    let ns = TestNamespace::new(&client, "reactive").await;
+    let _logs = LogsOnFailure(ns.name.clone());
+    objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
+    let version = flink_harness::versions().last().unwrap().clone();
+    let state = harness::state_dir(&ns.name);
+    let counts = state.join("counts");
+    let mut spec = counter_spec_with(&version, &state, "savepoint", &[("scheduler-mode", "reactive")]).await;
+    spec["mode"] = json!("standalone");
+    spec["taskManager"]["replicas"] = json!(1);
+    let fd: FlinkDeployment = serde_json::from_value(json!({
+        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+        "metadata": {"name": "counter", "namespace": ns.name},
+        "spec": spec,
+    }))
+    .unwrap();
+    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
+    api.create(&PostParams::default(), &fd).await.unwrap();
+    let running = harness::running_job(&api, "counter", None).await;
+    let status = running.status.unwrap();
+    let task_managers = status.task_manager.clone().unwrap();
+    assert_eq!(task_managers.replicas, Some(1));
+    assert_eq!(
+        task_managers.label_selector.as_deref(),
+        Some("component=taskmanager,app=counter")
+    );
+    let job_id = status.job_status.unwrap().job_id.unwrap();
+    let job = JobId::from(job_id.as_str());
+    let rest = harness::rest_client(&harness::rest_address(&client, &ns.name, "counter").await);
+    harness::wait_for_running_job(&rest, &job).await;
+    let before = counted_to(&counts, 30).await;
+
+    // What a user or a HorizontalPodAutoscaler does: the scale subresource.
+    let since = SystemTime::now();
+    let scaled = kubectl::run(
+        &ns.name,
+        &["scale", "flinkdeployment/counter", "--replicas=2"],
+        None,
+    )
+    .await;
+    assert!(
+        scaled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&scaled.stderr)
+    );
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns.name);
+    wait_for("two TaskManagers", Duration::from_secs(60), || async {
+        let tm = deployments.get("counter-taskmanager").await.ok()?;
+        (tm.spec.replicas == Some(2)).then_some(())
+    })
+    .await;
+    // Two TaskManagers of two slots: reactive mode runs the job at 4 where it ran at 2.
+    runs_at(
+        &rest,
+        &job,
+        flink_harness::SLOTS as u32,
+        2 * flink_harness::SLOTS as u32,
+    )
+    .await;
+    let fd = wait_for(
+        "status.taskManager.replicas 2",
+        Duration::from_secs(60),
+        || async {
+            let fd = api.get("counter").await.ok()?;
+            (fd.status.as_ref()?.task_manager.as_ref()?.replicas == Some(2)).then_some(fd)
+        },
+    )
+    .await;
+    assert_eq!(
+        fd.status.unwrap().job_status.unwrap().job_id.as_deref(),
+        Some(job_id.as_str()),
+        "the same job"
+    );
+    no_upgrade_savepoint(&client, &ns.name).await;
+    counts_went_on(&counts, &before, since, 50).await;
+}
+
+/// Seconds from each parallelism change (2 -> 3, 3 -> 2, 2 -> 3) being stored to the job
+/// running at its new parallelism with all tasks running: in place when `in_place`, else by
+/// a savepoint upgrade (a new job).
+async fn rescale_times(client: &kube::Client, namespace: &str, version: &str, in_place: bool) -> Vec<f64> {
+    let enabled = if in_place { "true" } else { "false" };
+    let (api, _state) = create_counter(
+        client,
+        namespace,
+        version,
+        "savepoint",
+        &[
+            ("jobmanager.scheduler", "adaptive"),
+            ("kubernetes.operator.job.upgrade.inplace-scaling.enabled", enabled),
+        ],
+    )
+    .await;
+    let mut job_id = harness::running_job(&api, "counter", None)
+        .await
+        .status
+        .unwrap()
+        .job_status
+        .unwrap()
+        .job_id
+        .unwrap();
+    let mut times = Vec::new();
+    for (from, to) in [(2, 3), (3, 2), (2, 3)] {
+        let rest = harness::rest_client(&harness::rest_address(client, namespace, "counter").await);
+        harness::wait_for_running_job(&rest, &JobId::from(job_id.as_str())).await;
+        let asked = Instant::now();
+        api.patch(
+            "counter",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"job": {"parallelism": to}}})),
+        )
+        .await
+        .unwrap();
+        let previous = (!in_place).then_some(job_id.as_str());
+        let fd = wait_for("the change recorded", Duration::from_secs(240), || async {
+            let fd = api.get("counter").await.ok()?;
+            let status = fd.status.as_ref()?;
+            let recorded: serde_json::Value = serde_json::from_str(
+                status
+                    .reconciliation_status
+                    .as_ref()?
+                    .last_reconciled_spec
+                    .as_deref()?,
+            )
+            .ok()?;
+            let id = status.job_status.as_ref()?.job_id.as_deref()?;
+            (recorded["spec"]["job"]["parallelism"] == json!(to) && Some(id) != previous).then_some(fd)
+        })
+        .await;
+        job_id = fd.status.unwrap().job_status.unwrap().job_id.unwrap();
+        // A new cluster after an upgrade: another JobManager.
+        let rest = harness::rest_client(&harness::rest_address(client, namespace, "counter").await);
+        let done = runs_at(&rest, &JobId::from(job_id.as_str()), from, to).await;
+        times.push(done.duration_since(asked).as_secs_f64());
+    }
+    times
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: bench/operator.sh rescale"]
+async fn bench_rescale_in_place_and_by_upgrade() {
+    let client = harness::client().await;
+    crate::operator::shared(&client).await;
+    let version = flink_harness::versions().first().unwrap().clone();
+    let mut medians = Vec::new();
+    for (in_place, how) in [(true, "in place"), (false, "by a savepoint upgrade")] {
+        let ns = TestNamespace::new(
+            &client,
+            if in_place {
+                "bench-in-place"
+            } else {
+                "bench-upgrade"
+            },
+        )
+        .await;
+        objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
+        let mut times = rescale_times(&client, &ns.name, &version, in_place).await;
+        eprintln!(
+            "MEASURED flink {version}: parallelism changes {how}, change to new parallelism running: {times:.1?} s"
+        );
+        times.sort_by(f64::total_cmp);
+        let (median, max) = (times[times.len() / 2], times[times.len() - 1]);
+        crate::steady_state::summary(
+            "rescale",
+            &format!("change to new parallelism running, {how} (median / max of 3)"),
+            &format!("{median:.1} s / {max:.1} s"),
+            "",
+        );
+        medians.push(median);
+    }
+    eprintln!(
+        "MEASURED in place {:.1} s vs upgrade {:.1} s (median)",
+        medians[0], medians[1]
+    );
+}
