@@ -306,6 +306,26 @@ pub mod bluegreen {
     pub const GATE_TIMEOUT: &str = "kubernetes.operator.bluegreen.gate.timeout";
 }
 
+/// The job autoscaler's keys (`job.autoscaler.*`, as the Apache operator names them) that
+/// the operator reads.
+pub mod autoscaler {
+    pub const ENABLED: &str = "job.autoscaler.enabled";
+    pub const SCALING_ENABLED: &str = "job.autoscaler.scaling.enabled";
+    pub const METRICS_WINDOW: &str = "job.autoscaler.metrics.window";
+    pub const STABILIZATION_INTERVAL: &str = "job.autoscaler.stabilization.interval";
+    pub const UTILIZATION_TARGET: &str = "job.autoscaler.utilization.target";
+    pub const UTILIZATION_BOUNDARY: &str = "job.autoscaler.target.utilization.boundary";
+    pub const UTILIZATION_MAX: &str = "job.autoscaler.utilization.max";
+    pub const UTILIZATION_MIN: &str = "job.autoscaler.utilization.min";
+    pub const SCALE_DOWN_INTERVAL: &str = "job.autoscaler.scale-down.interval";
+    pub const VERTEX_MIN_PARALLELISM: &str = "job.autoscaler.vertex.min-parallelism";
+    pub const VERTEX_MAX_PARALLELISM: &str = "job.autoscaler.vertex.max-parallelism";
+    pub const SCALE_DOWN_MAX_FACTOR: &str = "job.autoscaler.scale-down.max-factor";
+    pub const SCALE_UP_MAX_FACTOR: &str = "job.autoscaler.scale-up.max-factor";
+    pub const CATCH_UP_DURATION: &str = "job.autoscaler.catch-up.duration";
+    pub const VERTEX_EXCLUDE_IDS: &str = "job.autoscaler.vertex.exclude.ids";
+}
+
 /// Flink configuration keys the operator reads or writes.
 pub mod flink {
     /// Prefix of the autoscaler's keys; like the operator's, they are not written to Flink.

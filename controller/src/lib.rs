@@ -36,6 +36,7 @@
 //!   the resource's Ingress routed to the active child.
 //! - [`ingresses`]: writing the Ingress of `spec.ingress` (built in [`resources::ingress`]).
 
+pub mod autoscaler;
 pub mod bluegreen;
 pub mod caches;
 pub mod conditions;

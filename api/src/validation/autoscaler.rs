@@ -8,10 +8,7 @@ use super::{
 };
 use crate::{keys::operator, options::defaults};
 
-const ENABLED: &str = "job.autoscaler.enabled";
-const UTILIZATION_TARGET: &str = "job.autoscaler.utilization.target";
-const UTILIZATION_BOUNDARY: &str = "job.autoscaler.target.utilization.boundary";
-const METRICS_WINDOW: &str = "job.autoscaler.metrics.window";
+use crate::keys::autoscaler::{ENABLED, METRICS_WINDOW, UTILIZATION_BOUNDARY, UTILIZATION_TARGET};
 
 /// Defaults of the Apache autoscaler, used where a bound depends on an unset option.
 const DEFAULT_TARGET: f64 = 0.7;
@@ -44,16 +41,16 @@ pub(crate) fn rules(config: &Config<'_>, out: &mut Vec<Violation>) {
             ));
         }
     };
-    in_range("job.autoscaler.scale-down.max-factor", 0.0, f64::MAX, out);
-    in_range("job.autoscaler.scale-up.max-factor", 0.0, f64::MAX, out);
+    in_range(crate::keys::autoscaler::SCALE_DOWN_MAX_FACTOR, 0.0, f64::MAX, out);
+    in_range(crate::keys::autoscaler::SCALE_UP_MAX_FACTOR, 0.0, f64::MAX, out);
     in_range(UTILIZATION_TARGET, 0.0, 1.0, out);
     in_range(UTILIZATION_BOUNDARY, 0.0, f64::MAX, out);
     let target = config
         .get(UTILIZATION_TARGET)
         .and_then(|t| t.trim().parse::<f64>().ok())
         .unwrap_or(DEFAULT_TARGET);
-    in_range("job.autoscaler.utilization.max", target, 1.0, out);
-    in_range("job.autoscaler.utilization.min", 0.0, target, out);
+    in_range(crate::keys::autoscaler::UTILIZATION_MAX, target, 1.0, out);
+    in_range(crate::keys::autoscaler::UTILIZATION_MIN, 0.0, target, out);
     in_range("job.autoscaler.memory.gc-pressure.threshold", 0.0, 1.0, out);
     in_range("job.autoscaler.memory.heap-usage.threshold", 0.0, 1.0, out);
     if config.is_true("job.autoscaler.observed-scalability.enabled") {

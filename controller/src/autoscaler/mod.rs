@@ -1,0 +1,26 @@
+//! The job autoscaler's judgement, pure: from per-vertex metrics of a running job over a
+//! window, the parallelism each vertex needs (the algorithm of FLIP-271, written here), bounded
+//! as the `job.autoscaler.*` options say, with the reason for each change.
+//!
+//! - [`options`]: the options read, with the Apache operator's defaults.
+//! - [`evaluate`]: one sample per look (busy time, rates, a source's backlog, the job graph's
+//!   edges), averaged over the metric window into each vertex's true processing rate (what it
+//!   would process fully busy) and target rate (what flows into it, plus a source's backlog
+//!   to catch up within `catch-up.duration`).
+//! - [`decide`]: a vertex whose expected utilisation at its target rate leaves
+//!   `[utilization.min, utilization.max]` is given the parallelism that brings it to
+//!   `utilization.target`, within the scale-up and scale-down factors, the vertex bounds and
+//!   its max parallelism (aligned to a divisor of it, so that key groups spread evenly); a
+//!   scale-down only once it was wanted for `scale-down.interval`.
+//!
+//! Not done yet, and said so in the docs: collecting the samples from the JobManager, keeping
+//! them and the scaling history, and applying a decision (through the in-place rescale of
+//! [`crate::lifecycle::rescale`]); until then `job.autoscaler.*` keys are warned about at
+//! admission as having no effect.
+
+pub mod decide;
+pub mod evaluate;
+pub mod options;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+//! The autoscaler's options (`job.autoscaler.*`), read from a job's effective configuration
+//! with the Apache operator's defaults. Values that do not parse keep their defaults: the
+//! webhook refuses them when the autoscaler is enabled.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use flink_operator_api::{keys::autoscaler as key, options::read};
+
+const MINUTE_MS: i64 = 60_000;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoscalerOptions {
+    pub enabled: bool,
+    /// False: advisory, decisions are reported and not applied.
+    pub scaling_enabled: bool,
+    pub metrics_window_ms: i64,
+    /// After a (re)start, how long metrics are not collected.
+    pub stabilization_ms: i64,
+    pub target_utilization: f64,
+    pub max_utilization: f64,
+    pub min_utilization: f64,
+    /// How long a scale-down must be wanted before it is made.
+    pub scale_down_interval_ms: i64,
+    pub vertex_min_parallelism: i64,
+    pub vertex_max_parallelism: i64,
+    /// A vertex comes down to no less than `1 - scale_down_max_factor` of its parallelism.
+    pub scale_down_max_factor: f64,
+    /// A vertex goes up to no more than `1 + scale_up_max_factor` of its parallelism.
+    pub scale_up_max_factor: f64,
+    /// How soon a source's backlog should be caught up.
+    pub catch_up_ms: i64,
+    /// Vertices never rescaled.
+    pub excluded_vertices: BTreeSet<String>,
+}
+
+impl Default for AutoscalerOptions {
+    fn default() -> Self {
+        AutoscalerOptions {
+            enabled: false,
+            scaling_enabled: true,
+            metrics_window_ms: 15 * MINUTE_MS,
+            stabilization_ms: 5 * MINUTE_MS,
+            target_utilization: 0.7,
+            max_utilization: 1.0,
+            min_utilization: 0.4,
+            scale_down_interval_ms: 60 * MINUTE_MS,
+            vertex_min_parallelism: 1,
+            vertex_max_parallelism: 200,
+            scale_down_max_factor: 0.6,
+            scale_up_max_factor: 100_000.0,
+            catch_up_ms: 30 * MINUTE_MS,
+            excluded_vertices: BTreeSet::new(),
+        }
+    }
+}
+
+impl AutoscalerOptions {
+    pub fn from_config(config: &BTreeMap<String, String>) -> Self {
+        let d = AutoscalerOptions::default();
+        let number = |k: &str| {
+            config
+                .get(k)
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+        };
+        let millis = |k: &str, default: i64| read::millis(config, k).unwrap_or(default);
+        let whole = |k: &str, default: i64| read::integer(config, k).unwrap_or(default);
+        let target = number(key::UTILIZATION_TARGET).unwrap_or(d.target_utilization);
+        // The band around the target: `utilization.max`/`min` when set, else the target plus
+        // and minus `target.utilization.boundary` (0.3), within [0, 1].
+        let boundary = number(key::UTILIZATION_BOUNDARY).unwrap_or(0.3);
+        AutoscalerOptions {
+            enabled: read::flag(config, key::ENABLED, d.enabled),
+            scaling_enabled: read::flag(config, key::SCALING_ENABLED, d.scaling_enabled),
+            metrics_window_ms: millis(key::METRICS_WINDOW, d.metrics_window_ms),
+            stabilization_ms: millis(key::STABILIZATION_INTERVAL, d.stabilization_ms),
+            target_utilization: target,
+            max_utilization: number(key::UTILIZATION_MAX).unwrap_or((target + boundary).min(1.0)),
+            min_utilization: number(key::UTILIZATION_MIN).unwrap_or((target - boundary).max(0.0)),
+            scale_down_interval_ms: millis(key::SCALE_DOWN_INTERVAL, d.scale_down_interval_ms),
+            vertex_min_parallelism: whole(key::VERTEX_MIN_PARALLELISM, d.vertex_min_parallelism).max(1),
+            vertex_max_parallelism: whole(key::VERTEX_MAX_PARALLELISM, d.vertex_max_parallelism).max(1),
+            scale_down_max_factor: number(key::SCALE_DOWN_MAX_FACTOR).unwrap_or(d.scale_down_max_factor),
+            scale_up_max_factor: number(key::SCALE_UP_MAX_FACTOR).unwrap_or(d.scale_up_max_factor),
+            catch_up_ms: millis(key::CATCH_UP_DURATION, d.catch_up_ms),
+            excluded_vertices: config
+                .get(key::VERTEX_EXCLUDE_IDS)
+                .map(|v| {
+                    v.split([',', ';'])
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+}

@@ -1,0 +1,246 @@
+use std::collections::BTreeMap;
+
+use super::{
+    decide::{Why, decide},
+    evaluate::{Evaluated, Sample, VertexSample, evaluate},
+    options::AutoscalerOptions,
+};
+
+const MIN: i64 = 60_000;
+
+fn vertex(parallelism: i64, busy: f64, rate_in: f64, rate_out: f64, inputs: &[&str]) -> VertexSample {
+    VertexSample {
+        parallelism,
+        max_parallelism: 128,
+        busy_ms_per_s: busy,
+        records_in_per_s: rate_in,
+        records_out_per_s: rate_out,
+        pending_records: None,
+        inputs: inputs.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+fn sample(at_ms: i64, vertices: &[(&str, VertexSample)]) -> Sample {
+    Sample {
+        at_ms,
+        vertices: vertices
+            .iter()
+            .map(|(id, v)| ((*id).to_owned(), v.clone()))
+            .collect(),
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+#[test]
+fn rates_follow_the_job_graph_from_its_sources() {
+    // source (reads 100/s, sends each record twice) -> map (takes 200/s, sends half) -> sink
+    let samples = [
+        sample(
+            0,
+            &[
+                ("source", vertex(1, 250.0, 100.0, 200.0, &[])),
+                ("map", vertex(2, 800.0, 200.0, 100.0, &["source"])),
+                ("sink", vertex(1, 0.0, 0.0, 0.0, &["map"])),
+            ],
+        ),
+        sample(
+            MIN,
+            &[
+                ("source", vertex(1, 250.0, 100.0, 200.0, &[])),
+                ("map", vertex(2, 600.0, 200.0, 100.0, &["source"])),
+                ("sink", vertex(1, 0.0, 0.0, 0.0, &["map"])),
+            ],
+        ),
+    ];
+    let e = evaluate(&samples, 30 * MIN).unwrap();
+    assert!(close(e["source"].target_rate, 100.0));
+    assert!(close(e["source"].true_processing_rate.unwrap(), 400.0));
+    assert!(close(e["map"].target_rate, 200.0), "{:?}", e["map"]);
+    // Averaged busy 700 ms/s: fully busy it would take 200 / 0.7 per second.
+    assert!(close(e["map"].true_processing_rate.unwrap(), 200.0 / 0.7));
+    assert!(close(e["sink"].target_rate, 100.0));
+    assert_eq!(e["sink"].true_processing_rate, None, "idle: nothing to judge by");
+}
+
+#[test]
+fn a_sources_backlog_is_to_be_caught_up_within_the_catch_up_duration() {
+    let mut source = vertex(2, 500.0, 100.0, 100.0, &[]);
+    source.pending_records = Some(180_000.0);
+    let e = evaluate(&[sample(0, &[("source", source)])], 30 * MIN).unwrap();
+    // 100/s coming in, plus 180,000 over 1,800 s.
+    assert!(close(e["source"].target_rate, 200.0));
+}
+
+#[test]
+fn an_unknown_input_or_a_cycle_is_not_evaluated() {
+    assert_eq!(
+        evaluate(&[sample(0, &[("a", vertex(1, 1.0, 1.0, 1.0, &["x"]))])], MIN),
+        None
+    );
+    assert_eq!(
+        evaluate(
+            &[sample(
+                0,
+                &[
+                    ("a", vertex(1, 1.0, 1.0, 1.0, &["b"])),
+                    ("b", vertex(1, 1.0, 1.0, 1.0, &["a"]))
+                ]
+            )],
+            MIN
+        ),
+        None
+    );
+    assert_eq!(evaluate(&[], MIN), None);
+}
+
+fn evaluated(parallelism: i64, target_rate: f64, true_rate: Option<f64>) -> Evaluated {
+    Evaluated {
+        parallelism,
+        max_parallelism: 128,
+        true_processing_rate: true_rate,
+        target_rate,
+    }
+}
+
+#[test]
+fn each_vertex_is_brought_to_the_target_utilization_within_its_bounds() {
+    let options = AutoscalerOptions {
+        enabled: true,
+        ..AutoscalerOptions::default()
+    };
+    let now = 10 * 60 * MIN;
+    let long_ago = BTreeMap::from([("v".to_owned(), now - 2 * 60 * MIN)]);
+    for (case, e, since, to, why) in [
+        // 2 subtasks at 150% of what they can: 2 * 1.5 / 0.7 = 4.3 -> 5, aligned to 8.
+        (
+            "overloaded",
+            evaluated(2, 150.0, Some(100.0)),
+            BTreeMap::new(),
+            8,
+            "Overloaded",
+        ),
+        (
+            "within the band",
+            evaluated(2, 70.0, Some(100.0)),
+            BTreeMap::new(),
+            2,
+            "Balanced",
+        ),
+        ("idle", evaluated(2, 70.0, None), BTreeMap::new(), 2, "Idle"),
+        // 8 at 10%: 8 * 0.1 / 0.7 -> 2, but no lower than 40% of 8 -> 4 (divides 128).
+        (
+            "underused, wanted long enough",
+            evaluated(8, 10.0, Some(100.0)),
+            long_ago.clone(),
+            4,
+            "Underused",
+        ),
+        (
+            "underused, just now",
+            evaluated(8, 10.0, Some(100.0)),
+            BTreeMap::new(),
+            8,
+            "ScaleDownHeld",
+        ),
+        (
+            "at its max parallelism",
+            Evaluated {
+                max_parallelism: 2,
+                ..evaluated(2, 150.0, Some(100.0))
+            },
+            BTreeMap::new(),
+            2,
+            "AtItsBound",
+        ),
+    ] {
+        let d = decide(&BTreeMap::from([("v".to_owned(), e)]), &options, &since, now);
+        let v = d.vertices["v"];
+        assert_eq!(v.to, to, "{case}: {v:?}");
+        assert!(format!("{:?}", v.why).starts_with(why), "{case}: {v:?}");
+    }
+}
+
+#[test]
+fn limits_and_exclusions_are_kept() {
+    let e = BTreeMap::from([("v".to_owned(), evaluated(2, 1_000.0, Some(100.0)))]);
+    let options = |f: fn(&mut AutoscalerOptions)| {
+        let mut o = AutoscalerOptions::default();
+        f(&mut o);
+        o
+    };
+    // At most twice (1 + 1.0) its parallelism, then aligned to a divisor of 128 within it.
+    let up = decide(&e, &options(|o| o.scale_up_max_factor = 1.0), &BTreeMap::new(), 0);
+    assert_eq!(up.vertices["v"].to, 4);
+    let capped = decide(
+        &e,
+        &options(|o| o.vertex_max_parallelism = 6),
+        &BTreeMap::new(),
+        0,
+    );
+    assert_eq!(
+        capped.vertices["v"].to, 6,
+        "no divisor of 128 within 6 above 4... {capped:?}"
+    );
+    let excluded = decide(
+        &e,
+        &options(|o| o.excluded_vertices.insert("v".to_owned()).then_some(()).unwrap()),
+        &BTreeMap::new(),
+        0,
+    );
+    assert_eq!(excluded.vertices["v"].why, Why::Excluded);
+    assert!(excluded.changes().is_empty());
+}
+
+#[test]
+fn a_held_scale_down_is_remembered_and_forgotten_when_no_longer_wanted() {
+    let options = AutoscalerOptions::default();
+    let low = BTreeMap::from([("v".to_owned(), evaluated(8, 10.0, Some(100.0)))]);
+    let first = decide(&low, &options, &BTreeMap::new(), 1_000);
+    assert_eq!(first.scale_down_wanted_since["v"], 1_000);
+    let later = decide(
+        &low,
+        &options,
+        &first.scale_down_wanted_since,
+        1_000 + options.scale_down_interval_ms,
+    );
+    assert_eq!(later.changes(), BTreeMap::from([("v".to_owned(), 4)]));
+    let balanced = BTreeMap::from([("v".to_owned(), evaluated(8, 70.0, Some(100.0)))]);
+    let back = decide(&balanced, &options, &first.scale_down_wanted_since, 2_000);
+    assert!(back.scale_down_wanted_since.is_empty());
+    assert!(
+        back.report()
+            .contains("vertex v: parallelism 8 -> 8 (expected utilization 0.70 within bounds"),
+        "{}",
+        back.report()
+    );
+}
+
+#[test]
+fn options_take_the_apache_defaults_and_the_band_from_the_boundary() {
+    let o = AutoscalerOptions::from_config(&BTreeMap::new());
+    let d = AutoscalerOptions::default();
+    assert!(close(o.max_utilization, 1.0) && close(o.min_utilization, 0.4));
+    assert_eq!(
+        AutoscalerOptions {
+            min_utilization: d.min_utilization,
+            ..o
+        },
+        d
+    );
+    let o = AutoscalerOptions::from_config(&BTreeMap::from([
+        ("job.autoscaler.enabled".to_owned(), "true".to_owned()),
+        ("job.autoscaler.utilization.target".to_owned(), "0.5".to_owned()),
+        (
+            "job.autoscaler.target.utilization.boundary".to_owned(),
+            "0.1".to_owned(),
+        ),
+        ("job.autoscaler.metrics.window".to_owned(), "2 min".to_owned()),
+        ("job.autoscaler.vertex.exclude.ids".to_owned(), "a,b".to_owned()),
+    ]));
+    assert!(o.enabled && close(o.max_utilization, 0.6) && close(o.min_utilization, 0.4));
+    assert_eq!(o.metrics_window_ms, 2 * MIN);
+    assert_eq!(o.excluded_vertices.len(), 2);
+}
