@@ -207,6 +207,9 @@ async fn kubectl_scale_on_a_reactive_standalone_cluster_adds_task_managers_whose
     counts_went_on(&counts, &before, since, 50).await;
 }
 
+/// How long a job runs at one parallelism before the benchmark changes it again.
+const SPACING: Duration = Duration::from_secs(40);
+
 /// Seconds from each parallelism change (2 -> 3, 3 -> 2, 2 -> 3) being stored to the job
 /// running at its new parallelism with all tasks running: in place when `in_place`, else by
 /// a savepoint upgrade (a new job).
@@ -234,7 +237,20 @@ async fn rescale_times(client: &kube::Client, namespace: &str, version: &str, in
     let mut times = Vec::new();
     for (from, to) in [(2, 3), (3, 2), (2, 3)] {
         let rest = harness::rest_client(&harness::rest_address(client, namespace, "counter").await);
-        harness::wait_for_running_job(&rest, &JobId::from(job_id.as_str())).await;
+        let job = JobId::from(job_id.as_str());
+        // Every vertex RUNNING: at parallelism 3 one subtask of the test job's source has no
+        // split of its sequence and finishes, so the overview never counts all tasks running.
+        wait_for("every task running", Duration::from_secs(240), || async {
+            rest.job_details(&job)
+                .await
+                .ok()?
+                .all_tasks_running()
+                .then_some(())
+        })
+        .await;
+        // Changes minutes apart, as a user or an autoscaler makes them: the adaptive
+        // scheduler rescales a job at most once per `scaling-interval.min` (30 s).
+        tokio::time::sleep(SPACING).await;
         let asked = Instant::now();
         api.patch(
             "counter",
@@ -264,6 +280,10 @@ async fn rescale_times(client: &kube::Client, namespace: &str, version: &str, in
         let rest = harness::rest_client(&harness::rest_address(client, namespace, "counter").await);
         let done = runs_at(&rest, &JobId::from(job_id.as_str()), from, to).await;
         times.push(done.duration_since(asked).as_secs_f64());
+        eprintln!(
+            "{from} -> {to}: {:.1} s",
+            done.duration_since(asked).as_secs_f64()
+        );
     }
     times
 }

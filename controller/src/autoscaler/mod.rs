@@ -13,11 +13,14 @@
 //!   its max parallelism (aligned to a divisor of it, so that key groups spread evenly); a
 //!   scale-down only once it was wanted for `scale-down.interval`.
 //!
-//! Not done yet, and said so in the docs: collecting the samples from the JobManager, keeping
+//! - [`collect`]: a sample from the JobManager's REST API.
+//!
+//! Not done yet, and said so in the docs: taking the samples on the loops' looks, keeping
 //! them and the scaling history, and applying a decision (through the in-place rescale of
 //! [`crate::lifecycle::rescale`]); until then `job.autoscaler.*` keys are warned about at
 //! admission as having no effect.
 
+pub mod collect;
 pub mod decide;
 pub mod evaluate;
 pub mod options;

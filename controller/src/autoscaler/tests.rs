@@ -244,3 +244,63 @@ fn options_take_the_apache_defaults_and_the_band_from_the_boundary() {
     assert_eq!(o.metrics_window_ms, 2 * MIN);
     assert_eq!(o.excluded_vertices.len(), 2);
 }
+
+/// `GET /jobs/:jobid` and the vertices' aggregated metrics of the test job on Flink 1.20
+/// (trimmed to the fields read), as the JobManager answered them.
+#[test]
+fn a_sample_is_read_from_what_the_job_manager_answers() {
+    let details: crate::flink::JobDetails = serde_json::from_str(
+        r#"{"jid": "8e0d115a29a7213bf21df315bfd9fd01", "name": "keyed-counter", "state": "RUNNING",
+            "start-time": 1796535776824, "end-time": -1,
+            "vertices": [
+              {"id": "f421c7059e6771b9a595acc02e87aaef", "name": "Source: sequence-source",
+               "maxParallelism": 128, "parallelism": 3, "status": "RUNNING"},
+              {"id": "ed63c6d066f83fc9a893ba13a9fb615d",
+               "name": "keyed-counter -> count-files -> print-sink: Writer",
+               "maxParallelism": 128, "parallelism": 3, "status": "RUNNING"}],
+            "plan": {"nodes": [
+              {"id": "f421c7059e6771b9a595acc02e87aaef", "parallelism": 3},
+              {"id": "ed63c6d066f83fc9a893ba13a9fb615d", "parallelism": 3,
+               "inputs": [{"num": 0, "id": "f421c7059e6771b9a595acc02e87aaef", "ship_strategy": "HASH",
+                           "exchange": "pipelined_bounded"}]}]}}"#,
+    )
+    .unwrap();
+    let metrics: BTreeMap<String, Vec<crate::flink::AggregatedMetric>> = BTreeMap::from([
+        (
+            "f421c7059e6771b9a595acc02e87aaef".to_owned(),
+            serde_json::from_str(
+                r#"[{"id":"busyTimeMsPerSecond","max":0.0,"sum":0.0},{"id":"numRecordsInPerSecond","max":0.0,"sum":0.0},
+                    {"id":"numRecordsOutPerSecond","max":2.716666666666667,"sum":5.383333333333333}]"#,
+            )
+            .unwrap(),
+        ),
+        (
+            "ed63c6d066f83fc9a893ba13a9fb615d".to_owned(),
+            serde_json::from_str(
+                r#"[{"id":"busyTimeMsPerSecond","max":12.0,"sum":20.0},{"id":"numRecordsInPerSecond","max":5.4,"sum":5.4},
+                    {"id":"numRecordsOutPerSecond","max":0.0,"sum":0.0}]"#,
+            )
+            .unwrap(),
+        ),
+    ]);
+    let sample = super::collect::of(&details, &metrics, 7);
+    let source = &sample.vertices["f421c7059e6771b9a595acc02e87aaef"];
+    assert!(source.inputs.is_empty());
+    assert!(
+        close(source.records_in_per_s, 5.383333333333333),
+        "a source's input is what it sends"
+    );
+    assert_eq!((source.parallelism, source.max_parallelism), (3, 128));
+    let counter = &sample.vertices["ed63c6d066f83fc9a893ba13a9fb615d"];
+    assert_eq!(counter.inputs, ["f421c7059e6771b9a595acc02e87aaef"]);
+    assert!(close(counter.busy_ms_per_s, 12.0), "the busiest subtask");
+    assert!(close(counter.records_in_per_s, 5.4));
+    // What the source reads flows on to the counter, which was busy 1.2 % of the time.
+    let evaluated = evaluate(&[sample], 30 * MIN).unwrap();
+    let counter = evaluated["ed63c6d066f83fc9a893ba13a9fb615d"];
+    assert!(close(counter.target_rate, 5.383333333333333), "{evaluated:?}");
+    assert!(
+        close(counter.true_processing_rate.unwrap(), 450.0),
+        "{evaluated:?}"
+    );
+}

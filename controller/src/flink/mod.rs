@@ -32,9 +32,9 @@ pub use ids::{JarId, JobId, TriggerId};
 pub use model::{
     AggregatedMetric, Aggregation, CheckpointConfig, CheckpointCounts, CheckpointKind, CheckpointStatistics,
     ClaimMode, ClusterConfig, ClusterOverview, CompletedCheckpoint, ConfigEntry, ExceptionEntry,
-    ExceptionHistory, Externalization, JobDetails, JobExceptions, JobOverview, JobVertex, LatestCheckpoints,
-    MetricValue, ParallelismBounds, ResourceRequirements, RestoredCheckpoint, RunJar, SavepointFormat,
-    VertexRequirements,
+    ExceptionHistory, Externalization, JobDetails, JobExceptions, JobOverview, JobPlan, JobVertex,
+    LatestCheckpoints, MetricValue, ParallelismBounds, ResourceRequirements, RestoredCheckpoint, RunJar,
+    SavepointFormat, VertexRequirements,
 };
 pub use operation::{OperationFailure, OperationStatus};
 pub use tls::{KEYSTORE_ENV, RestTls, TRUSTSTORE_ENV, TlsError};

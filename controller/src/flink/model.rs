@@ -113,6 +113,30 @@ pub struct JobDetails {
     /// The job's vertices.
     #[serde(default)]
     pub vertices: Vec<JobVertex>,
+    /// The job graph: which vertex sends to which.
+    #[serde(default)]
+    pub plan: Option<JobPlan>,
+}
+
+/// The `plan` of `GET /jobs/:jobid`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct JobPlan {
+    #[serde(default)]
+    pub nodes: Vec<PlanNode>,
+}
+
+/// A vertex of the plan, with the vertices it takes input from.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct PlanNode {
+    pub id: String,
+    #[serde(default)]
+    pub inputs: Vec<PlanInput>,
+}
+
+/// An edge into a plan node.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct PlanInput {
+    pub id: String,
 }
 
 impl JobDetails {
@@ -136,6 +160,9 @@ pub struct JobVertex {
     /// Parallelism.
     #[serde(default)]
     pub parallelism: u32,
+    /// Max parallelism (the number of key groups).
+    #[serde(rename = "maxParallelism", default)]
+    pub max_parallelism: Option<i64>,
     /// Execution state of the vertex.
     #[serde(default)]
     pub status: String,

@@ -283,6 +283,11 @@ impl<'a> JobKind<'a> for Decision<'a> {
     /// the TaskManagers they need). Standalone: only reactive mode rescales by itself, to the
     /// TaskManagers there are; the adaptive scheduler alone would wait for slots nobody adds.
     fn rescaling(&self, change: &Rescale) -> Option<Action> {
+        // After a rollback the job runs the last stable spec, not the recorded one that the
+        // change is measured against.
+        if self.rolled_back() {
+            return None;
+        }
         let standalone = self.fd.spec.mode_or_default() == KubernetesDeploymentMode::Standalone;
         match (self.facts.policy.rescaler?, standalone) {
             (Rescaler::Adaptive, false) => Some(Action::Job(JobAction::Rescale(change.clone()))),

@@ -183,7 +183,8 @@ fn rows() -> Vec<Row> {
             look: changed("RUNNING"),
             ..row(Change)
         },
-        // Not in place: switched off, a job not RUNNING, or another field changed too.
+        // Not in place: switched off, a job not RUNNING, another field changed too, or (an
+        // application cluster) a job that runs the last stable spec since a rollback.
         Row {
             job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
             look: Look {
@@ -201,6 +202,20 @@ fn rows() -> Vec<Row> {
                 policy: adaptive(),
                 ..changed("RESTARTING")
             },
+            ..row(Change)
+        },
+        Row {
+            job: stateless(4),
+            stored: Some(stateless(2)),
+            edit: |s| {
+                stable_at_parallelism_3(s);
+                s.rs.as_mut().expect("recorded").state = Some(ReconciliationState::RolledBack);
+            },
+            look: Look {
+                policy: adaptive(),
+                ..changed("RUNNING")
+            },
+            steps: (Change, Rescaling),
             ..row(Change)
         },
         Row {

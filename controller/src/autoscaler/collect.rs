@@ -1,0 +1,76 @@
+//! One [`Sample`] of a running job from its JobManager's REST API: the job's vertices and
+//! graph (`GET /jobs/:jobid`), then each vertex's busy time and rates aggregated over its
+//! subtasks (`GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics`): 1 + (vertices) calls.
+//!
+//! A source's input rate is what its task sends on (`numRecordsOutPerSecond`: a source task
+//! reports no records in); its backlog is not read yet.
+
+use std::collections::BTreeMap;
+
+use super::evaluate::{Sample, VertexSample};
+use crate::flink::{AggregatedMetric, Aggregation, FlinkError, FlinkRestClient, JobDetails, JobId};
+
+const BUSY: &str = "busyTimeMsPerSecond";
+const RECORDS_IN: &str = "numRecordsInPerSecond";
+const RECORDS_OUT: &str = "numRecordsOutPerSecond";
+
+/// A sample of `job` now (`at_ms`).
+pub async fn sample(rest: &FlinkRestClient, job: &JobId, at_ms: i64) -> Result<Sample, FlinkError> {
+    let details = rest.job_details(job).await?;
+    let mut metrics = BTreeMap::new();
+    for vertex in &details.vertices {
+        let values = rest
+            .subtask_metrics(
+                job,
+                &vertex.id,
+                &[BUSY, RECORDS_IN, RECORDS_OUT],
+                &[Aggregation::Max, Aggregation::Sum],
+            )
+            .await?;
+        metrics.insert(vertex.id.clone(), values);
+    }
+    Ok(of(&details, &metrics, at_ms))
+}
+
+/// The sample that the job's details and its vertices' aggregated metrics make.
+pub fn of(details: &JobDetails, metrics: &BTreeMap<String, Vec<AggregatedMetric>>, at_ms: i64) -> Sample {
+    let inputs: BTreeMap<&str, Vec<String>> = details
+        .plan
+        .iter()
+        .flat_map(|p| &p.nodes)
+        .map(|n| (n.id.as_str(), n.inputs.iter().map(|i| i.id.clone()).collect()))
+        .collect();
+    let vertices = details
+        .vertices
+        .iter()
+        .map(|v| {
+            let values = metrics.get(&v.id).map(Vec::as_slice).unwrap_or_default();
+            let get = |id: &str, pick: fn(&AggregatedMetric) -> Option<f64>| {
+                values
+                    .iter()
+                    .find(|m| m.id == id)
+                    .and_then(pick)
+                    .filter(|x| x.is_finite())
+                    .unwrap_or(0.0)
+            };
+            let inputs = inputs.get(v.id.as_str()).cloned().unwrap_or_default();
+            let records_out = get(RECORDS_OUT, |m| m.sum);
+            let records_in = if inputs.is_empty() {
+                records_out
+            } else {
+                get(RECORDS_IN, |m| m.sum)
+            };
+            let sample = VertexSample {
+                parallelism: i64::from(v.parallelism),
+                max_parallelism: v.max_parallelism.unwrap_or(i64::from(v.parallelism)),
+                busy_ms_per_s: get(BUSY, |m| m.max),
+                records_in_per_s: records_in,
+                records_out_per_s: records_out,
+                pending_records: None,
+                inputs,
+            };
+            (v.id.clone(), sample)
+        })
+        .collect();
+    Sample { at_ms, vertices }
+}
