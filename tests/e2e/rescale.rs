@@ -22,8 +22,8 @@ use crate::{
     reconcile::{OperatorLogOnFailure, counted_to, counter_spec_with, counts_went_on, create_counter},
 };
 
-/// Waits until every vertex of `job` that ran at `from` runs at `to`, with all its tasks
-/// running; returns when that was seen.
+/// Waits until every vertex of `job` that ran at `from` runs at `to`, each of its subtasks
+/// running (counted per execution state); returns when that was seen.
 async fn runs_at(rest: &FlinkRestClient, job: &JobId, from: u32, to: u32) -> Instant {
     wait_for(
         &format!("job {job} rescaled from {from} to {to}, all tasks running"),
@@ -32,7 +32,9 @@ async fn runs_at(rest: &FlinkRestClient, job: &JobId, from: u32, to: u32) -> Ins
             let details = rest.job_details(job).await.ok()?;
             let rescaled = details.vertices.iter().any(|v| v.parallelism == to)
                 && !details.vertices.iter().any(|v| v.parallelism == from);
-            (rescaled && details.all_tasks_running()).then(Instant::now)
+            let running =
+                details.state == "RUNNING" && details.vertices.iter().all(|v| v.all_subtasks_running());
+            (rescaled && running).then(Instant::now)
         },
     )
     .await

@@ -166,6 +166,19 @@ pub struct JobVertex {
     /// Execution state of the vertex.
     #[serde(default)]
     pub status: String,
+    /// How many of its subtasks are in each execution state (`RUNNING`, `FINISHED`, ...).
+    #[serde(default)]
+    pub tasks: BTreeMap<String, u32>,
+}
+
+impl JobVertex {
+    /// Every subtask runs (or, a source's without a split, has finished).
+    pub fn all_subtasks_running(&self) -> bool {
+        let count = |state: &str| self.tasks.get(state).copied().unwrap_or(0);
+        self.status == "RUNNING"
+            && count("RUNNING") + count("FINISHED") == self.parallelism
+            && count("RUNNING") > 0
+    }
 }
 
 /// `GET`/`PUT /jobs/:jobid/resource-requirements`: per vertex id, its parallelism bounds.
