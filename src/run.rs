@@ -266,6 +266,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 metrics: reconcile_metrics.clone(),
                 unanswered: Default::default(),
                 fence: fence.clone(),
+                autoscaler: Default::default(),
             });
             let start_controllers = {
                 let (context, caches, scope) = (context.clone(), caches.clone(), scope.clone());

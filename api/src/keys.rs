@@ -324,6 +324,23 @@ pub mod autoscaler {
     pub const SCALE_UP_MAX_FACTOR: &str = "job.autoscaler.scale-up.max-factor";
     pub const CATCH_UP_DURATION: &str = "job.autoscaler.catch-up.duration";
     pub const VERTEX_EXCLUDE_IDS: &str = "job.autoscaler.vertex.exclude.ids";
+    /// The keys the autoscaler's (advisory) judgement reads.
+    pub const READ: &[&str] = &[
+        ENABLED,
+        METRICS_WINDOW,
+        STABILIZATION_INTERVAL,
+        UTILIZATION_TARGET,
+        UTILIZATION_BOUNDARY,
+        UTILIZATION_MAX,
+        UTILIZATION_MIN,
+        SCALE_DOWN_INTERVAL,
+        VERTEX_MIN_PARALLELISM,
+        VERTEX_MAX_PARALLELISM,
+        SCALE_DOWN_MAX_FACTOR,
+        SCALE_UP_MAX_FACTOR,
+        CATCH_UP_DURATION,
+        VERTEX_EXCLUDE_IDS,
+    ];
 }
 
 /// Flink configuration keys the operator reads or writes.

@@ -26,6 +26,8 @@ pub struct Context {
     pub unanswered: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Whether this replica may act now (it leads, and its lease is renewed in time).
     pub fence: crate::runtime::fence::Fence,
+    /// The autoscaler's metric windows of the jobs it judges.
+    pub autoscaler: crate::autoscaler::memory::Windows,
 }
 
 impl Context {
@@ -113,6 +115,7 @@ impl Context {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(uid);
+        self.autoscaler.forget(uid);
     }
 
     /// Where `fd`'s JobManager REST API is reached: its `<name>-rest` Service, or a ready

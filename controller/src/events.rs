@@ -48,6 +48,9 @@ reasons! {
     Scaling,
     /// Flink refused a change of parallelism in place; the change is applied by an upgrade.
     ScalingFailed,
+    /// The autoscaler's judgement of a running job: the parallelism each vertex needs, with
+    /// its rates and utilization (advisory: not applied).
+    ScalingReport,
     /// A restore was refused: no state young enough to restore from.
     RestoreRefused,
     /// The job was suspended.

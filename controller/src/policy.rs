@@ -124,6 +124,8 @@ pub struct Policy {
     pub rescaler: Option<Rescaler>,
     /// `taskmanager.numberOfTaskSlots` (default 1).
     pub task_slots: i64,
+    /// The job autoscaler's options (`job.autoscaler.*`).
+    pub autoscaler: crate::autoscaler::options::AutoscalerOptions,
     /// Whether high availability is configured (`high-availability.type`).
     pub high_availability: bool,
     /// Where Flink writes savepoints it is not given a directory for
@@ -183,6 +185,7 @@ impl Default for Policy {
             in_place_scaling: option_defaults::JOB_UPGRADE_INPLACE_SCALING_ENABLED,
             rescaler: None,
             task_slots: 1,
+            autoscaler: Default::default(),
             high_availability: false,
             savepoint_dir: None,
             reconcile_interval_ms: option_defaults::RECONCILE_INTERVAL_MS,
@@ -319,6 +322,7 @@ impl Policy {
                 .and_then(|v| v.trim().parse::<i64>().ok())
                 .filter(|n| *n > 0)
                 .unwrap_or(defaults.task_slots),
+            autoscaler: crate::autoscaler::options::AutoscalerOptions::from_config(config),
             high_availability: flink::HIGH_AVAILABILITY_KEYS
                 .iter()
                 .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))

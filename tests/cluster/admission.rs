@@ -427,7 +427,7 @@ async fn kubectl_apply_prints_a_warning_for_each_setting_without_effect() {
     );
     assert!(
         warnings.iter().any(|w| w.starts_with(
-            "Warning: spec.flinkConfiguration.job.autoscaler.enabled: has no effect: the job autoscaler is not implemented"
+            "Warning: spec.flinkConfiguration.job.autoscaler.enabled: is advisory only: the job autoscaler judges the job"
         )),
         "{stderr}"
     );

@@ -138,6 +138,7 @@ async fn a_panic_in_one_reconcile_fails_that_resource_alone() {
         metrics: ReconcileMetrics::default(),
         unanswered: Default::default(),
         fence: Fence::open(),
+        autoscaler: Default::default(),
     });
     let running = tokio::spawn(runtime::run::<Buggy>(ctx, caches, scope));
 

@@ -24,10 +24,18 @@ const AUTOSCALER_LEGACY_PREFIX: &str = "kubernetes.operator.job.autoscaler.";
 /// Why `key`, set in `place`, has no effect; None when the operator acts on it there, or when
 /// it is not the operator's key (Flink's own keys go to Flink).
 pub fn no_effect(key: &str, place: Place) -> Option<String> {
+    if crate::keys::autoscaler::READ.contains(&key) {
+        return Some(
+            "is advisory only: the job autoscaler judges the job and publishes ScalingReport \
+             Events, but does not rescale it (applying its decisions is not implemented)"
+                .to_owned(),
+        );
+    }
     if key.starts_with(flink::AUTOSCALER_PREFIX) || key.starts_with(AUTOSCALER_LEGACY_PREFIX) {
         return Some(
-            "has no effect: the job autoscaler is not implemented by this operator (its keys are \
-             checked, not acted on)"
+            "has no effect: this key of the job autoscaler is not read (its keys are checked; \
+             the autoscaler's judgement is advisory and reads only the job.autoscaler keys of its \
+             window, utilization and bounds)"
                 .to_owned(),
         );
     }
@@ -122,12 +130,17 @@ mod tests {
             (
                 "job.autoscaler.enabled",
                 Place::Resource,
-                Some("autoscaler is not implemented"),
+                Some("is advisory only"),
+            ),
+            (
+                "job.autoscaler.memory.tuning.enabled",
+                Place::Resource,
+                Some("has no effect: this key of the job autoscaler is not read"),
             ),
             (
                 "kubernetes.operator.job.autoscaler.enabled",
                 Place::OperatorFile,
-                Some("autoscaler is not implemented"),
+                Some("has no effect"),
             ),
             (
                 "kubernetes.operator.job.restart.faild",

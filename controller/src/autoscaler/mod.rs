@@ -23,6 +23,7 @@
 pub mod collect;
 pub mod decide;
 pub mod evaluate;
+pub mod memory;
 pub mod options;
 
 #[cfg(test)]

@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use flink_operator_api::{keys::autoscaler as key, options::read};
 
 const MINUTE_MS: i64 = 60_000;
+const TARGET: f64 = 0.7;
+/// `target.utilization.boundary`: the band around the target when its ends are not set.
+const BOUNDARY: f64 = 0.3;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AutoscalerOptions {
@@ -40,9 +43,9 @@ impl Default for AutoscalerOptions {
             scaling_enabled: true,
             metrics_window_ms: 15 * MINUTE_MS,
             stabilization_ms: 5 * MINUTE_MS,
-            target_utilization: 0.7,
-            max_utilization: 1.0,
-            min_utilization: 0.4,
+            target_utilization: TARGET,
+            max_utilization: (TARGET + BOUNDARY).min(1.0),
+            min_utilization: (TARGET - BOUNDARY).max(0.0),
             scale_down_interval_ms: 60 * MINUTE_MS,
             vertex_min_parallelism: 1,
             vertex_max_parallelism: 200,
@@ -68,7 +71,7 @@ impl AutoscalerOptions {
         let target = number(key::UTILIZATION_TARGET).unwrap_or(d.target_utilization);
         // The band around the target: `utilization.max`/`min` when set, else the target plus
         // and minus `target.utilization.boundary` (0.3), within [0, 1].
-        let boundary = number(key::UTILIZATION_BOUNDARY).unwrap_or(0.3);
+        let boundary = number(key::UTILIZATION_BOUNDARY).unwrap_or(BOUNDARY);
         AutoscalerOptions {
             enabled: read::flag(config, key::ENABLED, d.enabled),
             scaling_enabled: read::flag(config, key::SCALING_ENABLED, d.scaling_enabled),

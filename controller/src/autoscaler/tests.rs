@@ -304,3 +304,57 @@ fn a_sample_is_read_from_what_the_job_manager_answers() {
         "{evaluated:?}"
     );
 }
+
+#[test]
+fn a_job_is_judged_once_its_window_is_full_and_each_report_is_published_once() {
+    use super::memory::{JobWindow, judge};
+    let options = AutoscalerOptions {
+        enabled: true,
+        metrics_window_ms: 3 * MIN,
+        target_utilization: 0.5,
+        max_utilization: 0.7,
+        min_utilization: 0.3,
+        ..AutoscalerOptions::default()
+    };
+    // A source feeding a vertex of 2 busy 90 % of the time: over the maximum of 0.7.
+    let overloaded = |at: i64, p: i64| {
+        sample(
+            at,
+            &[
+                ("source", vertex(1, 100.0, 100.0, 100.0, &[])),
+                ("work", vertex(p, 900.0, 100.0, 0.0, &["source"])),
+            ],
+        )
+    };
+    let mut window = JobWindow::default();
+    let mut reports = Vec::new();
+    for minute in 0..=5 {
+        let at = minute * MIN;
+        reports.push((minute, judge(&mut window, "j1", overloaded(at, 2), &options, at)));
+    }
+    let published: Vec<i64> = reports
+        .iter()
+        .filter(|(_, r)| r.is_some())
+        .map(|(m, _)| *m)
+        .collect();
+    assert_eq!(
+        published,
+        [3],
+        "once the window is full, then not again: {reports:?}"
+    );
+    let report = reports[3].1.clone().unwrap();
+    assert!(
+        report.starts_with("vertex work: parallelism 2 -> 4 (expected utilization 0.90"),
+        "{report}"
+    );
+    // Another parallelism (the job was rescaled) starts the window again.
+    assert_eq!(
+        judge(&mut window, "j1", overloaded(6 * MIN, 4), &options, 6 * MIN),
+        None
+    );
+    assert_eq!(
+        judge(&mut window, "j1", overloaded(8 * MIN, 4), &options, 8 * MIN),
+        None
+    );
+    assert!(judge(&mut window, "j1", overloaded(9 * MIN, 4), &options, 9 * MIN).is_some());
+}

@@ -62,6 +62,7 @@ pub async fn observe(
     let mut health = None;
     let mut unanswered_before = false;
     let mut session_overview: Option<Vec<crate::flink::JobOverview>> = None;
+    let mut scaling_report = None;
     let annotation = |key: &str| {
         jm.as_ref()
             .and_then(|d| d.metadata.annotations.as_ref())
@@ -93,6 +94,15 @@ pub async fn observe(
                         late_savepoint = look.late_savepoint;
                         checkpoint = look.checkpoint;
                         latest_checkpoint = look.latest_checkpoint;
+                        scaling_report = crate::autoscaler::memory::look_at_job(
+                            &ctx.autoscaler,
+                            &fd.uid().unwrap_or_default(),
+                            &policy.autoscaler,
+                            &rest,
+                            fd.status.as_ref().and_then(|s| s.job_status.as_ref()),
+                            job.as_ref(),
+                        )
+                        .await;
                         if deleting_session && policy.block_on_unmanaged_jobs {
                             // A JobManager that does not answer holds nothing back: what it
                             // would run cannot be asked for, nor saved.
@@ -187,6 +197,7 @@ pub async fn observe(
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
         ingress: caches.ingress(&namespace, &name),
         rest_port: ctx.rest_port(fd),
+        scaling_report,
     })
 }
 

@@ -301,9 +301,15 @@ pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
     if let Some(plan) = history::rollback_request(k) {
         return plan;
     }
+    let report = k.facts.scaling_report;
     let mut plan = next_step(k);
     if resources {
         seal_new_snapshots(&mut plan);
+    }
+    // The autoscaler's judgement of the running job, whatever the step (advisory).
+    if let Some(report) = report {
+        plan.events
+            .push(EventNote::normal(Reason::ScalingReport, report.to_owned()));
     }
     history::follow(k, &mut plan);
     plan

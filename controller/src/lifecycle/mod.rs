@@ -175,6 +175,8 @@ pub struct Facts<'a> {
     /// The job's kept revisions (None: its history is not followed, as in the tests of
     /// what does not concern it).
     pub revisions: Option<&'a [revisions::Revision]>,
+    /// The autoscaler's ScalingReport due at this look (see [`crate::autoscaler`]).
+    pub scaling_report: Option<&'a str>,
 }
 
 impl Facts<'_> {

@@ -66,6 +66,8 @@ struct Look {
     gone: bool,
     /// How long after [`NOW`] the look is.
     later_ms: i64,
+    /// The autoscaler's report due at this look.
+    scaling_report: Option<String>,
 }
 
 fn look(state: &'static str) -> Look {
@@ -244,6 +246,7 @@ impl Application {
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
+            scaling_report: look.scaling_report.clone(),
             ..Default::default()
         }
     }
@@ -342,6 +345,7 @@ impl SessionJob {
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
+            scaling_report: look.scaling_report.clone(),
         }
     }
 }

@@ -160,6 +160,15 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         observation.late_savepoint = look.late_savepoint;
         observation.manual_checkpoint = look.checkpoint;
         observation.checkpoint = look.latest_checkpoint;
+        observation.scaling_report = crate::autoscaler::memory::look_at_job(
+            &ctx.autoscaler,
+            &sj.uid().unwrap_or_default(),
+            &observation.policy.autoscaler,
+            &rest,
+            Some(job_status),
+            observation.job.as_ref(),
+        )
+        .await;
     }
     Ok(Observed {
         observation,

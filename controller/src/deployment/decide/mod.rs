@@ -109,6 +109,8 @@ pub struct Observation {
     pub fresh_job_id: String,
     /// Now, epoch milliseconds.
     pub now_ms: i64,
+    /// The autoscaler's ScalingReport to publish at this look (advisory).
+    pub scaling_report: Option<String>,
     /// The resource's Ingress (`spec.ingress`), as the cache holds it.
     pub ingress: crate::resources::ingress::Observed,
     /// The JobManager's REST port (`rest.port` of its effective configuration), which the
@@ -146,6 +148,7 @@ impl Observation {
             now_ms: self.now_ms,
             snapshots: &self.snapshots,
             revisions: self.revisions.as_deref(),
+            scaling_report: self.scaling_report.as_deref(),
         }
     }
 }

@@ -87,3 +87,22 @@ fn a_rescale_flink_refused_is_applied_by_an_upgrade() {
         );
     });
 }
+
+#[test]
+fn the_autoscalers_report_is_published_for_both_kinds_and_changes_nothing() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let at = Look {
+            scaling_report: Some("vertex v: parallelism 2 -> 4".into()),
+            ..look("RUNNING")
+        };
+        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
+        assert_eq!(outcome.reasons(), [Reason::ScalingReport], "{kind}");
+        assert_eq!(outcome.events[0].note, "vertex v: parallelism 2 -> 4", "{kind}");
+        assert!(
+            outcome.job.is_empty() && outcome.own == 0,
+            "{kind}: advisory, nothing acted on"
+        );
+    });
+}

@@ -74,6 +74,8 @@ pub struct Observation {
     pub fresh_job_id: String,
     /// Now, epoch milliseconds.
     pub now_ms: i64,
+    /// The autoscaler's ScalingReport to publish at this look (advisory).
+    pub scaling_report: Option<String>,
 }
 
 /// The session FlinkDeployment named by `spec.deploymentName`.
@@ -154,6 +156,7 @@ impl Observation {
             now_ms: self.now_ms,
             snapshots: &self.snapshots,
             revisions: self.revisions.as_deref(),
+            scaling_report: self.scaling_report.as_deref(),
         }
     }
 }

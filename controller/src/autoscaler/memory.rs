@@ -1,0 +1,159 @@
+//! What the autoscaler keeps of each job between looks, in this process: the samples of the
+//! current metric window, since when each vertex wants a scale-down, and the last report.
+//! It is not persisted: after a restart (or a change of leader) the window starts again, so a
+//! judgement comes one `metrics.window` later.
+
+use std::{
+    collections::{BTreeMap, HashMap, VecDeque},
+    sync::Mutex,
+};
+
+use super::{
+    collect,
+    decide::{self, Decision},
+    evaluate::{self, Sample},
+    options::AutoscalerOptions,
+};
+use crate::flink::{FlinkRestClient, JobId};
+
+/// A ScalingReport is published again for the same judgement after this long (the Apache
+/// autoscaler's `scaling.event.interval` default).
+const REPORT_AGAIN_MS: i64 = 30 * 60_000;
+
+/// One job's window.
+#[derive(Debug, Default, Clone)]
+pub struct JobWindow {
+    job_id: String,
+    /// The vertices' parallelism the samples were taken at.
+    parallelism: BTreeMap<String, i64>,
+    started_ms: i64,
+    samples: VecDeque<Sample>,
+    wanted_since: BTreeMap<String, i64>,
+    reported: Option<(BTreeMap<String, i64>, i64)>,
+}
+
+/// The windows of every job, by the uid of its resource.
+#[derive(Debug, Default)]
+pub struct Windows(Mutex<HashMap<String, JobWindow>>);
+
+impl Windows {
+    pub fn forget(&self, uid: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(uid);
+    }
+
+    /// Samples the RUNNING job `job_id` (started at `started_ms`) of the resource `uid` and
+    /// judges it once its window is full; the ScalingReport to publish, when one is due.
+    /// Nothing when the autoscaler is off, within the stabilization interval after the start,
+    /// or when the JobManager does not answer (the window keeps what it had).
+    pub async fn look(
+        &self,
+        uid: &str,
+        options: &AutoscalerOptions,
+        rest: &FlinkRestClient,
+        job_id: &str,
+        started_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Option<String> {
+        if !options.enabled {
+            self.forget(uid);
+            return None;
+        }
+        if started_ms.is_some_and(|s| now_ms - s < options.stabilization_ms) {
+            return None;
+        }
+        let sample = match collect::sample(rest, &JobId::from(job_id), now_ms).await {
+            Ok(sample) => sample,
+            Err(error) => {
+                tracing::debug!(%error, "no autoscaler sample at this look");
+                return None;
+            }
+        };
+        let mut windows = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let window = windows.entry(uid.to_owned()).or_default();
+        judge(window, job_id, sample, options, now_ms)
+    }
+}
+
+/// [`Windows::look`] for a job whose recorded status is `recorded` and which was observed as
+/// `observed`: only a RUNNING job with all its tasks running is sampled.
+pub async fn look_at_job(
+    windows: &Windows,
+    uid: &str,
+    options: &AutoscalerOptions,
+    rest: &FlinkRestClient,
+    recorded: Option<&flink_operator_api::common::JobStatus>,
+    observed: Option<&crate::lifecycle::job::JobObservation>,
+) -> Option<String> {
+    use crate::lifecycle::job::JobObservation;
+    let job_id = recorded?.job_id.as_deref()?;
+    let Some(JobObservation::Found {
+        state,
+        start_time,
+        all_tasks_running: true,
+        ..
+    }) = observed
+    else {
+        return None;
+    };
+    if state != flink_operator_api::common::flink_job_state::RUNNING {
+        return None;
+    }
+    let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+    windows
+        .look(uid, options, rest, job_id, *start_time, now_ms)
+        .await
+}
+
+/// Adds `sample` to the window (starting it again for another job or another parallelism),
+/// drops samples older than the metric window, and once the window is full judges the job:
+/// the report, when its changes differ from the last one reported or that one is old.
+pub fn judge(
+    window: &mut JobWindow,
+    job_id: &str,
+    sample: Sample,
+    options: &AutoscalerOptions,
+    now_ms: i64,
+) -> Option<String> {
+    let parallelism: BTreeMap<String, i64> = sample
+        .vertices
+        .iter()
+        .map(|(id, v)| (id.clone(), v.parallelism))
+        .collect();
+    if window.job_id != job_id || window.parallelism != parallelism {
+        *window = JobWindow {
+            job_id: job_id.to_owned(),
+            parallelism,
+            started_ms: now_ms,
+            ..JobWindow::default()
+        };
+    }
+    window.samples.push_back(sample);
+    while window
+        .samples
+        .front()
+        .is_some_and(|s| now_ms - s.at_ms > options.metrics_window_ms)
+    {
+        window.samples.pop_front();
+    }
+    if now_ms - window.started_ms < options.metrics_window_ms {
+        return None;
+    }
+    let samples: Vec<Sample> = window.samples.iter().cloned().collect();
+    let evaluated = evaluate::evaluate(&samples, options.catch_up_ms)?;
+    let decision: Decision = decide::decide(&evaluated, options, &window.wanted_since, now_ms);
+    window.wanted_since = decision.scale_down_wanted_since.clone();
+    let changes = decision.changes();
+    if changes.is_empty() {
+        window.reported = None;
+        return None;
+    }
+    let again = match &window.reported {
+        Some((reported, at)) => *reported != changes || now_ms - at >= REPORT_AGAIN_MS,
+        None => true,
+    };
+    if !again {
+        return None;
+    }
+    window.reported = Some((changes, now_ms));
+    Some(decision.report())
+}
