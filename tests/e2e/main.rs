@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod audit;
+mod autoscaler;
 mod bluegreen;
 mod bluegreen_advanced;
 mod built_clusters;

@@ -41,7 +41,8 @@ import org.apache.flink.util.Collector;
  * <p>Arguments (all optional): {@code --rate R} elements per second over all keys (default 20),
  * {@code --keys K} (default 4), {@code --out DIR}, {@code --fail-at N} (throw when a key's count
  * reaches N, a deterministic crash loop; default never), {@code --name NAME} (the job name,
- * default {@code keyed-counter}). Checkpointing and parallelism come from the cluster config or
+ * default {@code keyed-counter}), {@code --work-ms M} (each element costs the counter M ms, so
+ * that its busy time follows the rate, as a real job's does; default 0). Checkpointing and parallelism come from the cluster config or
  * the submission.
  *
  * <p>The source compiles unchanged against every Flink version from 1.18 to 2.x. So it overrides no
@@ -61,6 +62,7 @@ public final class KeyedCounterJob {
         String out = null;
         long failAt = -1;
         String name = "keyed-counter";
+        long workMs = 0;
         for (int i = 0; i < args.length; i++) {
             String flag = args[i];
             if (i + 1 >= args.length) {
@@ -83,6 +85,9 @@ public final class KeyedCounterJob {
                 case "--name":
                     name = value;
                     break;
+                case "--work-ms":
+                    workMs = Long.parseLong(value);
+                    break;
                 default:
                     throw new IllegalArgumentException("unknown argument " + flag);
             }
@@ -98,7 +103,7 @@ public final class KeyedCounterJob {
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "sequence-source")
                 .uid("sequence-source")
                 .keyBy(new ModKey(keys), Types.INT)
-                .process(new Counter(failAt), Types.TUPLE(Types.INT, Types.LONG))
+                .process(new Counter(failAt, workMs), Types.TUPLE(Types.INT, Types.LONG))
                 .name("keyed-counter")
                 .uid("keyed-counter")
                 .map(new CountFiles(out), Types.STRING)
@@ -153,10 +158,12 @@ public final class KeyedCounterJob {
     static final class Counter extends KeyedProcessFunction<Integer, Long, Tuple2<Integer, Long>> {
         private static final long serialVersionUID = 1L;
         private final long failAt;
+        private final long workMs;
         private transient ValueState<Long> count;
 
-        Counter(long failAt) {
+        Counter(long failAt, long workMs) {
             this.failAt = failAt;
+            this.workMs = workMs;
         }
 
         @Override
@@ -164,6 +171,11 @@ public final class KeyedCounterJob {
                 throws Exception {
             if (count == null) {
                 count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
+            }
+            if (workMs > 0) {
+                // Busy as a real job's work keeps a task busy, without taking a core from the
+                // machine's other clusters.
+                Thread.sleep(workMs);
             }
             Long previous = count.value();
             long next = previous == null ? 1 : previous + 1;
