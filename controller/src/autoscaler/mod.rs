@@ -12,13 +12,13 @@
 //!   `utilization.target`, within the scale-up and scale-down factors, the vertex bounds and
 //!   its max parallelism (aligned to a divisor of it, so that key groups spread evenly); a
 //!   scale-down only once it was wanted for `scale-down.interval`.
-//!
 //! - [`collect`]: a sample from the JobManager's REST API.
+//! - [`memory`]: each job's window, kept in this process between the loops' looks, and when a
+//!   ScalingReport is due.
 //!
-//! Not done yet, and said so in the docs: taking the samples on the loops' looks, keeping
-//! them and the scaling history, and applying a decision (through the in-place rescale of
-//! [`crate::lifecycle::rescale`]); until then `job.autoscaler.*` keys are warned about at
-//! admission as having no effect.
+//! Advisory only: the FlinkDeployment and FlinkSessionJob loops sample a RUNNING job at their
+//! looks and publish the ScalingReport; a decision is not applied yet (it would go through
+//! [`crate::lifecycle::rescale`]), and the webhook says so for each `job.autoscaler.*` key.
 
 pub mod collect;
 pub mod decide;

@@ -283,7 +283,8 @@ fn a_sample_is_read_from_what_the_job_manager_answers() {
             .unwrap(),
         ),
     ]);
-    let sample = super::collect::of(&details, &metrics, 7);
+    let pending = BTreeMap::from([("f421c7059e6771b9a595acc02e87aaef".to_owned(), 600.0)]);
+    let sample = super::collect::of(&details, &metrics, &pending, 7);
     let source = &sample.vertices["f421c7059e6771b9a595acc02e87aaef"];
     assert!(source.inputs.is_empty());
     assert!(
@@ -291,14 +292,19 @@ fn a_sample_is_read_from_what_the_job_manager_answers() {
         "a source's input is what it sends"
     );
     assert_eq!((source.parallelism, source.max_parallelism), (3, 128));
+    assert_eq!(source.pending_records, Some(600.0));
     let counter = &sample.vertices["ed63c6d066f83fc9a893ba13a9fb615d"];
     assert_eq!(counter.inputs, ["f421c7059e6771b9a595acc02e87aaef"]);
     assert!(close(counter.busy_ms_per_s, 12.0), "the busiest subtask");
     assert!(close(counter.records_in_per_s, 5.4));
     // What the source reads flows on to the counter, which was busy 1.2 % of the time.
+    // ... with the source's backlog of 600 worked off within 30 min: 1/3 record a second more.
     let evaluated = evaluate(&[sample], 30 * MIN).unwrap();
     let counter = evaluated["ed63c6d066f83fc9a893ba13a9fb615d"];
-    assert!(close(counter.target_rate, 5.383333333333333), "{evaluated:?}");
+    assert!(
+        close(counter.target_rate, 5.383333333333333 + 600.0 / 1800.0),
+        "{evaluated:?}"
+    );
     assert!(
         close(counter.true_processing_rate.unwrap(), 450.0),
         "{evaluated:?}"
