@@ -11,13 +11,13 @@
 //! below map each of their outcomes to the next step, once for every kind; those of the
 //! `Change` step are in [`change_step`].
 //!
-//! What differs per kind is behind [`JobKind`], ten effect hooks on the kind's decision,
+//! What differs per kind is behind [`JobKind`], eleven effect hooks on the kind's decision,
 //! which is a [`Ledger`] (the resource, the facts, the status being built, the actions and
 //! the Events) with the kind's observation beside it: how a job is started (an application
 //! cluster deployed with it, or a jar submitted to a session cluster) and torn down, where
 //! it stands ([`Standing`]: whether what runs it is ready, its state, its latest checkpoint,
-//! whether what it ends with keeps its last state), how it is observed, its phase, and the
-//! kind's own steps (an application cluster's rollback and JobManager recovery; a session
+//! whether what it ends with keeps its last state), how it is observed, its phase, how it
+//! is rescaled in place (if it can be), and the kind's own steps (an application cluster's rollback and JobManager recovery; a session
 //! job's wait for its session cluster). What the machine says of stops, waits, refusals
 //! and commits is worded once ([`super::wording`]).
 
