@@ -24,7 +24,9 @@
 #   - rescale: the counting job (Flink 1.20, adaptive scheduler) changed 2 -> 3 -> 2 -> 3
 #     in parallelism, from the change being stored to the job running at its new parallelism
 #     with all tasks running: in place, then with in-place scaling switched off (a savepoint
-#     upgrade each time); median and max of the three.
+#     upgrade each time); median and max of the three; and the REST calls per minute to
+#     the JobManager of one RUNNING counting job over 3 minutes, with the autoscaler off and
+#     on (`job.autoscaler.enabled`, default reconcile interval).
 #
 # It prints the MEASURED lines as they come, then one table of every figure (with the
 # targets of the issue that asked for them). The whole test output is kept in a file under
@@ -47,11 +49,11 @@ cd "${BENCH_CHECKOUT:-$(dirname "${BASH_SOURCE[0]}")/..}"
 case "${1:-all}" in
 all)
     tests=(bench_operator_share_of_a_savepoint_upgrade bench_operator_memory_with_many_flinkdeployments
-        bench_operator_steady_state bench_rescale_in_place_and_by_upgrade) ;;
+        bench_operator_steady_state bench_rescale_in_place_and_by_upgrade bench_autoscaler_rest_calls_per_job) ;;
 upgrade) tests=(bench_operator_share_of_a_savepoint_upgrade) ;;
 memory) tests=(bench_operator_memory_with_many_flinkdeployments) ;;
 steady) tests=(bench_operator_steady_state) ;;
-rescale) tests=(bench_rescale_in_place_and_by_upgrade) ;;
+rescale) tests=(bench_rescale_in_place_and_by_upgrade bench_autoscaler_rest_calls_per_job) ;;
 *)
     echo "usage: $0 [all|upgrade|memory|steady|rescale]" >&2
     exit 2

@@ -327,3 +327,70 @@ async fn bench_rescale_in_place_and_by_upgrade() {
         medians[0], medians[1]
     );
 }
+
+/// The operator's REST calls to the JobManagers of FlinkDeployments in `namespace` so far.
+fn rest_calls(namespace: &str) -> f64 {
+    let text = crate::operator::probe_get("/metrics");
+    crate::steady_state::sum(
+        &text,
+        "flink_operator_flink_requests",
+        "_total",
+        &[("kind", "FlinkDeployment"), ("namespace", namespace)],
+    )
+    .unwrap_or(0.0)
+}
+
+/// REST calls per minute to the JobManager of a RUNNING counting job over `MEASURED_FOR`,
+/// with the autoscaler on or off (both at the default reconcile interval of 60 s).
+async fn rest_calls_per_minute(
+    client: &kube::Client,
+    namespace: &str,
+    version: &str,
+    autoscaler: bool,
+) -> f64 {
+    const SETTLE: Duration = Duration::from_secs(60);
+    const MEASURED_FOR: Duration = Duration::from_secs(180);
+    let enabled = if autoscaler { "true" } else { "false" };
+    let (api, _state) = create_counter(
+        client,
+        namespace,
+        version,
+        "savepoint",
+        &[
+            ("job.autoscaler.enabled", enabled),
+            ("job.autoscaler.stabilization.interval", "30 s"),
+            ("job.autoscaler.metrics.window", "2 min"),
+        ],
+    )
+    .await;
+    harness::running_job(&api, "counter", None).await;
+    tokio::time::sleep(SETTLE).await;
+    let before = rest_calls(namespace);
+    tokio::time::sleep(MEASURED_FOR).await;
+    (rest_calls(namespace) - before) / MEASURED_FOR.as_secs_f64() * 60.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: bench/operator.sh rescale"]
+async fn bench_autoscaler_rest_calls_per_job() {
+    let client = harness::client().await;
+    crate::operator::shared(&client).await;
+    let version = flink_harness::versions().first().unwrap().clone();
+    let mut rates = Vec::new();
+    for (autoscaler, name) in [(false, "bench-autoscaler-off"), (true, "bench-autoscaler-on")] {
+        let ns = TestNamespace::new(&client, name).await;
+        objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
+        let rate = rest_calls_per_minute(&client, &ns.name, &version, autoscaler).await;
+        eprintln!(
+            "MEASURED REST calls per job per minute, autoscaler {}: {rate:.2}",
+            if autoscaler { "on" } else { "off" }
+        );
+        rates.push(rate);
+    }
+    crate::steady_state::summary(
+        "rescale",
+        "REST calls per job per minute: autoscaler off / on (the test job, 2 vertices, default reconcile interval)",
+        &format!("{:.2} / {:.2}", rates[0], rates[1]),
+        "",
+    );
+}

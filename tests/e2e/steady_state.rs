@@ -247,7 +247,7 @@ fn family_present(text: &str, family: &str) -> bool {
 }
 
 /// The sum of `family` + `suffix` over the series whose labels include `wanted`.
-fn sum(text: &str, family: &str, suffix: &str, wanted: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn sum(text: &str, family: &str, suffix: &str, wanted: &[(&str, &str)]) -> Option<f64> {
     family_present(text, family).then(|| {
         series(text, &format!("{family}{suffix}"))
             .into_iter()
