@@ -364,3 +364,66 @@ fn a_job_is_judged_once_its_window_is_full_and_each_report_is_published_once() {
     );
     assert!(judge(&mut window, "j1", overloaded(9 * MIN, 4), &options, 9 * MIN).is_some());
 }
+
+/// A JobManager on loopback that answers the autoscaler's reads of the test job (two
+/// vertices) as Flink 1.20 does, and keeps the paths it was asked for.
+async fn scripted_job_manager() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let Ok(n) = stream.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                }
+                let text = String::from_utf8_lossy(&request);
+                let path = text.split_whitespace().nth(1).unwrap_or("").to_owned();
+                seen.lock().unwrap().push(path.clone());
+                let body = if path.ends_with("/subtasks/metrics") {
+                    r#"[{"id":"busyTimeMsPerSecond"},{"id":"Source__sequence-source.numRecordsOutPerSecond"}]"#.to_owned()
+                } else if path.contains("/subtasks/metrics?") {
+                    r#"[{"id":"busyTimeMsPerSecond","max":100.0,"sum":150.0},{"id":"numRecordsInPerSecond","max":5.0,"sum":10.0},{"id":"numRecordsOutPerSecond","max":5.0,"sum":10.0}]"#.to_owned()
+                } else {
+                    r#"{"jid":"e3bc32a1e3bc32a1e3bc32a1e3bc32a1","name":"keyed-counter","state":"RUNNING",
+                        "vertices":[{"id":"src","parallelism":2,"maxParallelism":128,"status":"RUNNING"},
+                                    {"id":"cnt","parallelism":2,"maxParallelism":128,"status":"RUNNING"}],
+                        "plan":{"nodes":[{"id":"src"},{"id":"cnt","inputs":[{"id":"src"}]}]}}"#
+                        .to_owned()
+                };
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (url, asked)
+}
+
+#[tokio::test]
+async fn a_sample_costs_one_call_for_the_job_one_per_vertex_and_one_per_source_without_a_backlog() {
+    let (url, asked) = scripted_job_manager().await;
+    let rest = crate::flink::FlinkRestClient::new(&url, crate::flink::ClientConfig::default()).unwrap();
+    let job = crate::flink::JobId::from("e3bc32a1e3bc32a1e3bc32a1e3bc32a1");
+    let sample = super::collect::sample(&rest, &job, 7).await.unwrap();
+    assert_eq!(sample.vertices["cnt"].inputs, ["src"]);
+    assert_eq!(
+        sample.vertices["src"].pending_records, None,
+        "no pendingRecords reported"
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 4, "{asked:?}");
+}
