@@ -427,16 +427,10 @@ impl JobView {
             .and_then(|a| a.get(annotations::REVISION))
             .and_then(|n| n.trim().parse().ok());
         let revision = status.revision.unwrap_or_default();
-        let spec_of = |text: Option<String>| {
-            text.and_then(|s| serde_json::from_str::<Value>(&s).ok())
-                .and_then(|v| v.get("spec").cloned())
-        };
-        let running_spec = spec_of(
-            status
-                .reconciliation_status
-                .as_ref()
-                .and_then(|rs| rs.last_reconciled_spec.clone()),
-        );
+        let running_spec = status
+            .reconciliation_status
+            .as_ref()
+            .and_then(|rs| rs.last_reconciled_spec::<Value>().ok().flatten());
         let stable_spec = status
             .reconciliation_status
             .and_then(|rs| rs.last_stable_spec)

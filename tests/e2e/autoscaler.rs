@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use flink_operator_api::FlinkDeployment;
-use kube::{Api, api::PostParams};
+use kube::Api;
 use serde_json::json;
 
 use crate::{
@@ -13,7 +12,7 @@ use crate::{
     flink_harness,
     harness::{self, LogsOnFailure},
     objects,
-    reconcile::{OperatorLogOnFailure, counter_spec_with},
+    reconcile::{OperatorLogOnFailure, counter_spec_with, create_counter_of, recorded_parallelism},
 };
 
 /// `vertex <id>: parallelism <from> -> <to> (...)` entries of a ScalingReport.
@@ -58,14 +57,7 @@ async fn the_autoscaler_reports_that_a_busy_vertex_needs_more_parallelism_and_re
         .as_array_mut()
         .unwrap()
         .extend([json!("--work-ms"), json!("60")]);
-    let fd: FlinkDeployment = serde_json::from_value(json!({
-        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-        "metadata": {"name": "counter", "namespace": ns.name},
-        "spec": spec,
-    }))
-    .unwrap();
-    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
-    api.create(&PostParams::default(), &fd).await.unwrap();
+    let api = create_counter_of(&client, &ns.name, spec).await;
     let running = harness::running_job(&api, "counter", None).await;
     let job_id = running.status.unwrap().job_status.unwrap().job_id.unwrap();
 
@@ -88,21 +80,11 @@ async fn the_autoscaler_reports_that_a_busy_vertex_needs_more_parallelism_and_re
 
     // Advisory: the same job, at the parallelism of its spec, and no rescale asked for.
     let fd = api.get("counter").await.unwrap();
-    let status = fd.status.unwrap();
+    assert_eq!(recorded_parallelism(&fd), Some(2));
     assert_eq!(
-        status.job_status.unwrap().job_id.as_deref(),
+        fd.status.unwrap().job_status.unwrap().job_id.as_deref(),
         Some(job_id.as_str())
     );
-    let recorded: serde_json::Value = serde_json::from_str(
-        status
-            .reconciliation_status
-            .unwrap()
-            .last_reconciled_spec
-            .as_deref()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(recorded["spec"]["job"]["parallelism"], json!(2));
     let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), &ns.name);
     let scaling = events
         .list(&Default::default())

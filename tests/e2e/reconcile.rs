@@ -202,6 +202,15 @@ pub async fn create_counter(
 ) -> (Api<FlinkDeployment>, std::path::PathBuf) {
     let state = harness::state_dir(namespace);
     let spec = counter_spec_with(version, &state, upgrade_mode, config).await;
+    (create_counter_of(client, namespace, spec).await, state)
+}
+
+/// Creates the FlinkDeployment `counter` of `spec` in `namespace`; returns its API.
+pub async fn create_counter_of(
+    client: &kube::Client,
+    namespace: &str,
+    spec: serde_json::Value,
+) -> Api<FlinkDeployment> {
     let fd: FlinkDeployment = serde_json::from_value(json!({
         "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
         "metadata": {"name": "counter", "namespace": namespace},
@@ -210,7 +219,17 @@ pub async fn create_counter(
     .unwrap();
     let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), namespace);
     api.create(&PostParams::default(), &fd).await.unwrap();
-    (api, state)
+    api
+}
+
+/// The parallelism of the spec `fd` records as reconciled.
+pub fn recorded_parallelism(fd: &FlinkDeployment) -> Option<i32> {
+    let rs = fd.status.as_ref()?.reconciliation_status.as_ref()?;
+    rs.last_reconciled_spec::<flink_operator_api::FlinkDeploymentSpec>()
+        .ok()
+        .flatten()?
+        .job?
+        .parallelism
 }
 
 /// Waits until every key of the test job was counted to `at_least`; returns the counts.

@@ -5,12 +5,12 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use flink_operator_api::{FlinkDeployment, FlinkStateSnapshot, keys};
+use flink_operator_api::{FlinkStateSnapshot, keys};
 use flink_operator_controller::flink::{FlinkRestClient, JobId};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{
     Api,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{ListParams, Patch, PatchParams},
 };
 use serde_json::json;
 
@@ -19,7 +19,10 @@ use crate::{
     flink_harness,
     harness::{self, LogsOnFailure},
     kubectl, objects,
-    reconcile::{OperatorLogOnFailure, counted_to, counter_spec_with, counts_went_on, create_counter},
+    reconcile::{
+        OperatorLogOnFailure, counted_to, counter_spec_with, counts_went_on, create_counter,
+        create_counter_of, recorded_parallelism,
+    },
 };
 
 /// Waits until every vertex of `job` that ran at `from` runs at `to`, each of its subtasks
@@ -85,21 +88,12 @@ async fn rescaled_in_place(client: &kube::Client, namespace: &str, version: &str
 
     // The same job, recorded with its new parallelism, STABLE again; nothing stopped it.
     let fd = harness::running_job(&api, "counter", None).await;
+    assert_eq!(recorded_parallelism(&fd), Some(3));
     let status = fd.status.clone().unwrap();
     assert_eq!(
         status.job_status.unwrap().job_id.as_deref(),
         Some(job_id.as_str())
     );
-    let recorded: serde_json::Value = serde_json::from_str(
-        status
-            .reconciliation_status
-            .unwrap()
-            .last_reconciled_spec
-            .as_deref()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(recorded["spec"]["job"]["parallelism"], json!(3), "{recorded}");
     cluster_harness::wait_for_event(
         client,
         namespace,
@@ -142,14 +136,7 @@ async fn kubectl_scale_on_a_reactive_standalone_cluster_adds_task_managers_whose
     let mut spec = counter_spec_with(&version, &state, "savepoint", &[("scheduler-mode", "reactive")]).await;
     spec["mode"] = json!("standalone");
     spec["taskManager"]["replicas"] = json!(1);
-    let fd: FlinkDeployment = serde_json::from_value(json!({
-        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-        "metadata": {"name": "counter", "namespace": ns.name},
-        "spec": spec,
-    }))
-    .unwrap();
-    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
-    api.create(&PostParams::default(), &fd).await.unwrap();
+    let api = create_counter_of(&client, &ns.name, spec).await;
     let running = harness::running_job(&api, "counter", None).await;
     let status = running.status.unwrap();
     let task_managers = status.task_manager.clone().unwrap();
@@ -237,7 +224,7 @@ async fn rescale_times(client: &kube::Client, namespace: &str, version: &str, in
         .job_id
         .unwrap();
     let mut times = Vec::new();
-    for (from, to) in [(2, 3), (3, 2), (2, 3)] {
+    for (from, to) in [(2_u32, 3_u32), (3, 2), (2, 3)] {
         let rest = harness::rest_client(&harness::rest_address(client, namespace, "counter").await);
         let job = JobId::from(job_id.as_str());
         // Every vertex RUNNING: at parallelism 3 one subtask of the test job's source has no
@@ -264,17 +251,9 @@ async fn rescale_times(client: &kube::Client, namespace: &str, version: &str, in
         let previous = (!in_place).then_some(job_id.as_str());
         let fd = wait_for("the change recorded", Duration::from_secs(240), || async {
             let fd = api.get("counter").await.ok()?;
-            let status = fd.status.as_ref()?;
-            let recorded: serde_json::Value = serde_json::from_str(
-                status
-                    .reconciliation_status
-                    .as_ref()?
-                    .last_reconciled_spec
-                    .as_deref()?,
-            )
-            .ok()?;
-            let id = status.job_status.as_ref()?.job_id.as_deref()?;
-            (recorded["spec"]["job"]["parallelism"] == json!(to) && Some(id) != previous).then_some(fd)
+            let id = fd.status.as_ref()?.job_status.as_ref()?.job_id.as_deref()?;
+            (recorded_parallelism(&fd) == i32::try_from(to).ok() && Some(id) != previous)
+                .then_some(fd.clone())
         })
         .await;
         job_id = fd.status.unwrap().job_status.unwrap().job_id.unwrap();

@@ -164,17 +164,28 @@ impl<Spec, Status, Action: From<JobAction>> Ledger<'_, Spec, Status, Action> {
     }
 }
 
+/// The stored condition of `type_` if it says `reason` for `generation`: what a look of the
+/// same generation remembers of the one before it.
+pub fn said_for<'s, S: LifecycleStatus>(
+    stored: &'s S,
+    type_: &str,
+    reason: &str,
+    generation: Option<i64>,
+) -> Option<&'s flink_operator_api::common::Condition> {
+    stored.conditions().into_iter().flatten().find(|c| {
+        c.type_.as_deref() == Some(type_)
+            && c.reason.as_deref() == Some(reason)
+            && c.observed_generation == generation
+    })
+}
+
 /// The note of this generation's change if it was already refused (the stored Degraded
 /// condition says UpdateFailed for this generation; one rule for every kind): it stays
 /// refused, as it was said, until the spec changes. Read from the stored status, as observing
 /// the running job has cleared the error from the one being built.
 pub fn already_refused<S: LifecycleStatus>(stored: Option<&S>, generation: Option<i64>) -> Option<String> {
     let stored = stored?;
-    let refused = stored.conditions().into_iter().flatten().find(|c| {
-        c.type_.as_deref() == Some(condition_type::DEGRADED)
-            && c.reason.as_deref() == Some(phase::UPDATE_FAILED)
-            && c.observed_generation == generation
-    })?;
+    let refused = said_for(stored, condition_type::DEGRADED, phase::UPDATE_FAILED, generation)?;
     Some(
         stored
             .error()

@@ -166,15 +166,9 @@ pub fn requirements(current: &ResourceRequirements, change: &Rescale) -> Resourc
 /// Whether an in-place rescale of this generation's change failed (the stored Progressing
 /// condition says ScalingFailed for it): the change is then applied by an upgrade.
 pub fn in_place_failed<S: LifecycleStatus>(stored: Option<&S>, generation: Option<i64>) -> bool {
-    stored
-        .and_then(|s| s.conditions())
-        .into_iter()
-        .flatten()
-        .any(|c| {
-            c.type_.as_deref() == Some(condition_type::PROGRESSING)
-                && c.reason.as_deref() == Some(phase::SCALING_FAILED)
-                && c.observed_generation == generation
-        })
+    stored.is_some_and(|s| {
+        super::ledger::said_for(s, condition_type::PROGRESSING, phase::SCALING_FAILED, generation).is_some()
+    })
 }
 
 /// What a kind's recovery writes after its in-place rescale failed: the status as it was
