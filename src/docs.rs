@@ -123,8 +123,8 @@ fn configuration() -> String {
          Nothing of it is silent: the webhook answers a manifest that sets one with a warning \
          naming the field (kubectl prints it as `Warning: ...`), and the operator logs a warning \
          for each one its configuration file sets. The same goes for the autoscaler's keys \
-         (`job.autoscaler.*`: the autoscaler's judgement is advisory, published as ScalingReport \
-         Events and not applied, and reads only the keys of its window, utilization and bounds), for a `kubernetes.operator.*` \
+         it does not read (`job.autoscaler.*`: it reads only the keys of its window, utilization, \
+         bounds, scale-down interval, catch-up and restart time, excluded periods and vertices), for a `kubernetes.operator.*` \
          key in neither table (a misspelling), for a key set where it is not read (an operator-file \
          key in `spec.flinkConfiguration`, a blue/green key outside a FlinkBlueGreenDeployment's \
          `spec.configuration`).\n"

@@ -119,6 +119,12 @@ pub mod operator {
     pub const DEFAULT_CONFIGURATION_FLINK_VERSION_PREFIX: &str =
         "kubernetes.operator.default-configuration.flink-version.";
 
+    /// The parallelism the job autoscaler gave the job's vertices (`<vertex id>:<parallelism>,...`):
+    /// written by the operator into the spec it records (`status.reconciliationStatus
+    /// .lastReconciledSpec`), over `pipeline.jobvertex-parallelism-overrides`, never by a user.
+    /// An operator key, so that a revision (the user's spec) does not hold it.
+    pub const AUTOSCALER_PARALLELISM_OVERRIDES: &str = "kubernetes.operator.autoscaler.parallelism-overrides";
+
     /// Steady-state requeue interval (default 60 s).
     pub const RECONCILE_INTERVAL: &str = "kubernetes.operator.reconcile.interval";
     /// The deprecated name of [`RECONCILE_INTERVAL`], still read.
@@ -324,9 +330,14 @@ pub mod autoscaler {
     pub const SCALE_UP_MAX_FACTOR: &str = "job.autoscaler.scale-up.max-factor";
     pub const CATCH_UP_DURATION: &str = "job.autoscaler.catch-up.duration";
     pub const VERTEX_EXCLUDE_IDS: &str = "job.autoscaler.vertex.exclude.ids";
-    /// The keys the autoscaler's (advisory) judgement reads.
+    pub const EXCLUDED_PERIODS: &str = "job.autoscaler.excluded.periods";
+    pub const RESTART_TIME: &str = "job.autoscaler.restart.time";
+    /// The keys the autoscaler reads.
     pub const READ: &[&str] = &[
         ENABLED,
+        SCALING_ENABLED,
+        EXCLUDED_PERIODS,
+        RESTART_TIME,
         METRICS_WINDOW,
         STABILIZATION_INTERVAL,
         UTILIZATION_TARGET,

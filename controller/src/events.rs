@@ -49,7 +49,8 @@ reasons! {
     /// Flink refused a change of parallelism in place; the change is applied by an upgrade.
     ScalingFailed,
     /// The autoscaler's judgement of a running job: the parallelism each vertex needs, with
-    /// its rates and utilization (advisory: not applied).
+    /// its rates and utilization, and why it is not applied when it is not (advisory mode, an
+    /// excluded period).
     ScalingReport,
     /// A restore was refused: no state young enough to restore from.
     RestoreRefused,

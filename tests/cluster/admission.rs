@@ -398,7 +398,7 @@ async fn kubectl_apply_prints_a_warning_for_each_setting_without_effect() {
     let mut manifest = deployment("warned");
     let config = &mut manifest["spec"]["flinkConfiguration"];
     config["kubernetes.operator.checkpoint.trigger.grace-period"] = json!("1 min");
-    config["job.autoscaler.enabled"] = json!("true");
+    config["job.autoscaler.memory.tuning.enabled"] = json!("true");
     config["kubernetes.operator.job.restart.failed"] = json!("TRUE");
     let mut kubectl = std::process::Command::new(crate::kubectl_tool::kubectl_binary())
         .arg("--kubeconfig")
@@ -427,7 +427,7 @@ async fn kubectl_apply_prints_a_warning_for_each_setting_without_effect() {
     );
     assert!(
         warnings.iter().any(|w| w.starts_with(
-            "Warning: spec.flinkConfiguration.job.autoscaler.enabled: is advisory only: the job autoscaler judges the job"
+            "Warning: spec.flinkConfiguration.job.autoscaler.memory.tuning.enabled: has no effect: this key of the job autoscaler is not read"
         )),
         "{stderr}"
     );

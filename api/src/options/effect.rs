@@ -25,17 +25,13 @@ const AUTOSCALER_LEGACY_PREFIX: &str = "kubernetes.operator.job.autoscaler.";
 /// it is not the operator's key (Flink's own keys go to Flink).
 pub fn no_effect(key: &str, place: Place) -> Option<String> {
     if crate::keys::autoscaler::READ.contains(&key) {
-        return Some(
-            "is advisory only: the job autoscaler judges the job and publishes ScalingReport \
-             Events, but does not rescale it (applying its decisions is not implemented)"
-                .to_owned(),
-        );
+        return None;
     }
     if key.starts_with(flink::AUTOSCALER_PREFIX) || key.starts_with(AUTOSCALER_LEGACY_PREFIX) {
         return Some(
-            "has no effect: this key of the job autoscaler is not read (its keys are checked; \
-             the autoscaler's judgement is advisory and reads only the job.autoscaler keys of its \
-             window, utilization and bounds)"
+            "has no effect: this key of the job autoscaler is not read (its keys are checked; the \
+             autoscaler reads only the job.autoscaler keys of its window, utilization, bounds, \
+             scale-down interval, catch-up and restart time, excluded periods and vertices)"
                 .to_owned(),
         );
     }
@@ -127,11 +123,7 @@ mod tests {
                 Place::OperatorFile,
                 Some("does not act on it"),
             ),
-            (
-                "job.autoscaler.enabled",
-                Place::Resource,
-                Some("is advisory only"),
-            ),
+            ("job.autoscaler.enabled", Place::Resource, None),
             (
                 "job.autoscaler.memory.tuning.enabled",
                 Place::Resource,

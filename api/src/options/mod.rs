@@ -13,6 +13,7 @@
 use crate::keys::{bluegreen, kinds, operator};
 
 pub mod effect;
+pub mod periods;
 pub mod schedule;
 mod value;
 

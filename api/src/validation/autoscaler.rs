@@ -68,6 +68,15 @@ pub(crate) fn rules(config: &Config<'_>, out: &mut Vec<Violation>) {
         in_range("job.autoscaler.memory.tuning.overhead", 0.0, 1.0, out);
     }
 
+    if let Some(periods) = config.get(crate::keys::autoscaler::EXCLUDED_PERIODS)
+        && let Err(why) = crate::options::periods::ExcludedPeriods::parse(periods)
+    {
+        out.push(Violation::new(
+            config_path(crate::keys::autoscaler::EXCLUDED_PERIODS),
+            format!("invalid value in the autoscaler config: {why}"),
+        ));
+    }
+
     // The autoscaler evaluates metrics once per reconcile; a window shorter than the
     // interval would never hold a full set of samples (D33).
     let window = match config.get(METRICS_WINDOW).map(parse_duration) {

@@ -73,6 +73,7 @@ pub(crate) fn spec_rules(
     let cfg = Config { map: &config };
 
     flink_config::forbidden_keys(&own, out);
+    flink_config::operator_written_keys(&own, out);
     flink_config::value_formats(&own, out);
     flink_config::nested_sections(&config, spec.flink_version, out);
     flink_config::cluster_numbers(&config, out);

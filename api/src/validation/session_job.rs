@@ -118,6 +118,7 @@ pub fn validate(
     config.extend(own.clone());
     let cfg = Config { map: &config };
     flink_config::value_formats(&own, &mut out);
+    flink_config::operator_written_keys(&own, &mut out);
     for key in ARTIFACT_POLICY_KEYS {
         if own.contains_key(key) {
             out.push(Violation::new(

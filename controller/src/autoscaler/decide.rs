@@ -148,7 +148,14 @@ pub fn decide(
 /// them (so that its key groups spread evenly over its subtasks).
 fn required_parallelism(e: &Evaluated, utilization: f64, o: &AutoscalerOptions) -> i64 {
     let current = e.parallelism.max(1) as f64;
-    let wanted = (current * utilization / o.target_utilization.max(f64::EPSILON)).ceil();
+    let mut wanted = current * utilization / o.target_utilization.max(f64::EPSILON);
+    if utilization > o.target_utilization && o.catch_up_ms > 0 {
+        // A scale-up restarts the job: what piles up while it does is caught up within
+        // `catch-up.duration` too (not at the target utilisation: that is what the
+        // headroom is for).
+        wanted += current * utilization * o.restart_ms as f64 / o.catch_up_ms as f64;
+    }
+    let wanted = wanted.ceil();
     let up = (current * (1.0 + o.scale_up_max_factor)).ceil();
     let down = (current * (1.0 - o.scale_down_max_factor.min(1.0)))
         .ceil()

@@ -32,6 +32,16 @@ pub struct JobWindow {
     reported: Option<(BTreeMap<String, i64>, i64)>,
 }
 
+/// What the autoscaler makes of a job at one look.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Judgement {
+    /// The ScalingReport to publish, when one is due.
+    pub report: Option<String>,
+    /// The new parallelism of the vertices to rescale now (none when nothing is to change,
+    /// in advisory mode, or within an excluded period).
+    pub changes: BTreeMap<String, i64>,
+}
+
 /// The windows of every job, by the uid of its resource.
 #[derive(Debug, Default)]
 pub struct Windows(Mutex<HashMap<String, JobWindow>>);
@@ -42,9 +52,9 @@ impl Windows {
     }
 
     /// Samples the RUNNING job `job_id` (started at `started_ms`) of the resource `uid` and
-    /// judges it once its window is full; the ScalingReport to publish, when one is due.
-    /// Nothing when the autoscaler is off, within the stabilization interval after the start,
-    /// or when the JobManager does not answer (the window keeps what it had).
+    /// judges it once its window is full. Nothing when the autoscaler is off, within the
+    /// stabilization interval after the start, or when the JobManager does not answer (the
+    /// window keeps what it had).
     pub async fn look(
         &self,
         uid: &str,
@@ -53,19 +63,19 @@ impl Windows {
         job_id: &str,
         started_ms: Option<i64>,
         now_ms: i64,
-    ) -> Option<String> {
+    ) -> Judgement {
         if !options.enabled {
             self.forget(uid);
-            return None;
+            return Judgement::default();
         }
         if started_ms.is_some_and(|s| now_ms - s < options.stabilization_ms) {
-            return None;
+            return Judgement::default();
         }
         let sample = match collect::sample(rest, &JobId::from(job_id), now_ms).await {
             Ok(sample) => sample,
             Err(error) => {
                 tracing::debug!(%error, "no autoscaler sample at this look");
-                return None;
+                return Judgement::default();
             }
         };
         let mut windows = self.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -83,9 +93,11 @@ pub async fn look_at_job(
     rest: &FlinkRestClient,
     recorded: Option<&flink_operator_api::common::JobStatus>,
     observed: Option<&crate::lifecycle::job::JobObservation>,
-) -> Option<String> {
+) -> Judgement {
     use crate::lifecycle::job::JobObservation;
-    let job_id = recorded?.job_id.as_deref()?;
+    let Some(job_id) = recorded.and_then(|r| r.job_id.as_deref()) else {
+        return Judgement::default();
+    };
     let Some(JobObservation::Found {
         state,
         start_time,
@@ -93,10 +105,10 @@ pub async fn look_at_job(
         ..
     }) = observed
     else {
-        return None;
+        return Judgement::default();
     };
     if state != flink_operator_api::common::flink_job_state::RUNNING {
-        return None;
+        return Judgement::default();
     }
     let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
     windows
@@ -104,28 +116,35 @@ pub async fn look_at_job(
         .await
 }
 
-/// Adds `sample` to the window (starting it again for another job or another parallelism),
-/// drops samples older than the metric window, and once the window is full judges the job:
-/// the report, when its changes differ from the last one reported or that one is old.
+/// Adds `sample` to the window (starting it again for another job, or after a rescale once
+/// the stabilization interval is over), drops samples older than the metric window, and once
+/// the window is full judges the job: the changes to make, and the report when its changes
+/// differ from the last one reported or that one is old.
 pub fn judge(
     window: &mut JobWindow,
     job_id: &str,
     sample: Sample,
     options: &AutoscalerOptions,
     now_ms: i64,
-) -> Option<String> {
+) -> Judgement {
     let parallelism: BTreeMap<String, i64> = sample
         .vertices
         .iter()
         .map(|(id, v)| (id.clone(), v.parallelism))
         .collect();
     if window.job_id != job_id || window.parallelism != parallelism {
+        // The same job rescaled in place restarts its tasks: what they do while they catch
+        // up is not their steady state (a new job's start is waited for by its start time).
+        let rescaled = window.job_id == job_id;
         *window = JobWindow {
             job_id: job_id.to_owned(),
             parallelism,
-            started_ms: now_ms,
+            started_ms: now_ms + if rescaled { options.stabilization_ms } else { 0 },
             ..JobWindow::default()
         };
+    }
+    if now_ms < window.started_ms {
+        return Judgement::default();
     }
     window.samples.push_back(sample);
     while window
@@ -136,24 +155,33 @@ pub fn judge(
         window.samples.pop_front();
     }
     if now_ms - window.started_ms < options.metrics_window_ms {
-        return None;
+        return Judgement::default();
     }
     let samples: Vec<Sample> = window.samples.iter().cloned().collect();
-    let evaluated = evaluate::evaluate(&samples, options.catch_up_ms)?;
+    let Some(evaluated) = evaluate::evaluate(&samples, options.catch_up_ms) else {
+        return Judgement::default();
+    };
     let decision: Decision = decide::decide(&evaluated, options, &window.wanted_since, now_ms);
     window.wanted_since = decision.scale_down_wanted_since.clone();
     let changes = decision.changes();
     if changes.is_empty() {
         window.reported = None;
-        return None;
+        return Judgement::default();
     }
+    let held = options.held_at(now_ms);
     let again = match &window.reported {
         Some((reported, at)) => *reported != changes || now_ms - at >= REPORT_AGAIN_MS,
         None => true,
     };
-    if !again {
-        return None;
+    let report = again.then(|| {
+        window.reported = Some((changes.clone(), now_ms));
+        match held {
+            Some(why) => format!("{}; not applied: {why}", decision.report()),
+            None => decision.report(),
+        }
+    });
+    Judgement {
+        report,
+        changes: if held.is_some() { BTreeMap::new() } else { changes },
     }
-    window.reported = Some((changes, now_ms));
-    Some(decision.report())
 }

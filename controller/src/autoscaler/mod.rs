@@ -1,4 +1,4 @@
-//! The job autoscaler's judgement, pure: from per-vertex metrics of a running job over a
+//! The job autoscaler: from per-vertex metrics of a running job over a
 //! window, the parallelism each vertex needs (the algorithm of FLIP-271, written here), bounded
 //! as the `job.autoscaler.*` options say, with the reason for each change.
 //!
@@ -13,13 +13,17 @@
 //!   its max parallelism (aligned to a divisor of it, so that key groups spread evenly); a
 //!   scale-down only once it was wanted for `scale-down.interval`.
 //! - [`collect`]: a sample from the JobManager's REST API.
-//! - [`memory`]: each job's window, kept in this process between the loops' looks, and when a
-//!   ScalingReport is due.
+//! - [`memory`]: each job's window, kept in this process between the loops' looks, the changes
+//!   wanted at a look, and when a ScalingReport is due.
+//! - [`apply`]: the changes as parallelism overrides in the spec the lifecycle acts on (not the
+//!   resource's own), carried from look to look in the recorded spec; the lifecycle applies
+//!   them as any change of parallelism: in place where the scheduler can, else by an upgrade.
 //!
-//! Advisory only: the FlinkDeployment and FlinkSessionJob loops sample a RUNNING job at their
-//! looks and publish the ScalingReport; a decision is not applied yet (it would go through
-//! [`crate::lifecycle::rescale`]), and the webhook says so for each `job.autoscaler.*` key.
+//! The FlinkDeployment and FlinkSessionJob loops sample a RUNNING job at their looks, publish
+//! the ScalingReport, and act on its changes unless `scaling.enabled` is false (advisory) or
+//! the time is within `excluded.periods`.
 
+pub mod apply;
 pub mod collect;
 pub mod decide;
 pub mod evaluate;

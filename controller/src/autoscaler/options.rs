@@ -4,7 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use flink_operator_api::{keys::autoscaler as key, options::read};
+use flink_operator_api::{
+    keys::autoscaler as key,
+    options::{periods::ExcludedPeriods, read},
+};
 
 const MINUTE_MS: i64 = 60_000;
 const TARGET: f64 = 0.7;
@@ -34,6 +37,11 @@ pub struct AutoscalerOptions {
     pub catch_up_ms: i64,
     /// Vertices never rescaled.
     pub excluded_vertices: BTreeSet<String>,
+    /// When nothing is rescaled (`excluded.periods`).
+    pub excluded_periods: ExcludedPeriods,
+    /// How long a rescale stops the job (`restart.time`): a scale-up also catches up what
+    /// piles up meanwhile, within `catch-up.duration`.
+    pub restart_ms: i64,
 }
 
 impl Default for AutoscalerOptions {
@@ -53,6 +61,8 @@ impl Default for AutoscalerOptions {
             scale_up_max_factor: 100_000.0,
             catch_up_ms: 30 * MINUTE_MS,
             excluded_vertices: BTreeSet::new(),
+            excluded_periods: ExcludedPeriods::default(),
+            restart_ms: 5 * MINUTE_MS,
         }
     }
 }
@@ -96,6 +106,22 @@ impl AutoscalerOptions {
                         .collect()
                 })
                 .unwrap_or_default(),
+            excluded_periods: config
+                .get(key::EXCLUDED_PERIODS)
+                .and_then(|v| ExcludedPeriods::parse(v).ok())
+                .unwrap_or_default(),
+            restart_ms: millis(key::RESTART_TIME, d.restart_ms),
+        }
+    }
+
+    /// Why a decision made at `now_ms` is not applied: advisory mode, or an excluded period.
+    pub fn held_at(&self, now_ms: i64) -> Option<&'static str> {
+        if !self.scaling_enabled {
+            Some("job.autoscaler.scaling.enabled is false (advisory)")
+        } else if self.excluded_periods.contains(now_ms) {
+            Some("within an excluded period (job.autoscaler.excluded.periods)")
+        } else {
+            None
         }
     }
 }

@@ -313,56 +313,163 @@ fn a_sample_is_read_from_what_the_job_manager_answers() {
 
 #[test]
 fn a_job_is_judged_once_its_window_is_full_and_each_report_is_published_once() {
-    use super::memory::{JobWindow, judge};
+    use super::memory::{JobWindow, Judgement, judge};
     let options = AutoscalerOptions {
         enabled: true,
         metrics_window_ms: 3 * MIN,
+        stabilization_ms: MIN,
         target_utilization: 0.5,
         max_utilization: 0.7,
         min_utilization: 0.3,
+        restart_ms: 0,
         ..AutoscalerOptions::default()
     };
-    // A source feeding a vertex of 2 busy 90 % of the time: over the maximum of 0.7.
-    let overloaded = |at: i64, p: i64| {
-        sample(
-            at,
-            &[
-                ("source", vertex(1, 100.0, 100.0, 100.0, &[])),
-                ("work", vertex(p, 900.0, 100.0, 0.0, &["source"])),
-            ],
-        )
-    };
     let mut window = JobWindow::default();
-    let mut reports = Vec::new();
+    let mut judged = Vec::new();
     for minute in 0..=5 {
         let at = minute * MIN;
-        reports.push((minute, judge(&mut window, "j1", overloaded(at, 2), &options, at)));
+        judged.push((minute, judge(&mut window, "j1", overloaded(at, 2), &options, at)));
     }
-    let published: Vec<i64> = reports
+    let published: Vec<i64> = judged
         .iter()
-        .filter(|(_, r)| r.is_some())
+        .filter(|(_, j)| j.report.is_some())
         .map(|(m, _)| *m)
         .collect();
     assert_eq!(
         published,
         [3],
-        "once the window is full, then not again: {reports:?}"
+        "once the window is full, then not again: {judged:?}"
     );
-    let report = reports[3].1.clone().unwrap();
+    let report = judged[3].1.report.clone().unwrap();
     assert!(
         report.starts_with("vertex work: parallelism 2 -> 4 (expected utilization 0.90"),
         "{report}"
     );
-    // Another parallelism (the job was rescaled) starts the window again.
-    assert_eq!(
-        judge(&mut window, "j1", overloaded(6 * MIN, 4), &options, 6 * MIN),
-        None
+    // The change is wanted at every look until it is made, reported or not.
+    let wanted = BTreeMap::from([("work".to_owned(), 4)]);
+    for (minute, j) in &judged[3..] {
+        assert_eq!(j.changes, wanted, "minute {minute}");
+    }
+    // Another parallelism (the job was rescaled) starts the window again once the
+    // stabilization interval is over: from minute 7, full at 10.
+    for minute in [6, 7, 9] {
+        let at = minute * MIN;
+        assert_eq!(
+            judge(&mut window, "j1", overloaded(at, 4), &options, at),
+            Judgement::default(),
+            "minute {minute}"
+        );
+    }
+    let at = 10 * MIN;
+    assert!(
+        judge(&mut window, "j1", overloaded(at, 4), &options, at)
+            .report
+            .is_some()
     );
-    assert_eq!(
-        judge(&mut window, "j1", overloaded(8 * MIN, 4), &options, 8 * MIN),
-        None
+}
+
+/// A source feeding a vertex of `p` busy 90 % of the time: over a maximum of 0.7.
+fn overloaded(at: i64, p: i64) -> Sample {
+    sample(
+        at,
+        &[
+            ("source", vertex(1, 100.0, 100.0, 100.0, &[])),
+            ("work", vertex(p, 900.0, 100.0, 0.0, &["source"])),
+        ],
+    )
+}
+
+#[test]
+fn advisory_mode_and_an_excluded_period_report_a_decision_and_change_nothing() {
+    use super::memory::{JobWindow, judge};
+    use flink_operator_api::options::periods::ExcludedPeriods;
+    let base = AutoscalerOptions {
+        enabled: true,
+        metrics_window_ms: MIN,
+        target_utilization: 0.5,
+        max_utilization: 0.7,
+        min_utilization: 0.3,
+        restart_ms: 0,
+        ..AutoscalerOptions::default()
+    };
+    // 2026-12-07T09:30:00Z, a Monday.
+    let monday_morning = 1_796_635_800_000;
+    let cases = [
+        (
+            AutoscalerOptions {
+                scaling_enabled: false,
+                ..base.clone()
+            },
+            "not applied: job.autoscaler.scaling.enabled is false (advisory)",
+        ),
+        (
+            AutoscalerOptions {
+                excluded_periods: ExcludedPeriods::parse("9:00-10:00 && * * * ? * MON-FRI").unwrap(),
+                ..base.clone()
+            },
+            "not applied: within an excluded period (job.autoscaler.excluded.periods)",
+        ),
+    ];
+    for (options, said) in cases {
+        let mut window = JobWindow::default();
+        let first = monday_morning - MIN;
+        judge(&mut window, "j1", overloaded(first, 2), &options, first);
+        let j = judge(
+            &mut window,
+            "j1",
+            overloaded(monday_morning, 2),
+            &options,
+            monday_morning,
+        );
+        let report = j.report.unwrap_or_default();
+        assert!(
+            report.contains("parallelism 2 -> 4") && report.ends_with(said),
+            "{report}"
+        );
+        assert!(j.changes.is_empty(), "{said}");
+    }
+    // Outside the period, the same decision is made.
+    let options = AutoscalerOptions {
+        excluded_periods: ExcludedPeriods::parse("9:00-10:00").unwrap(),
+        ..base
+    };
+    let mut window = JobWindow::default();
+    let (first, then) = (
+        monday_morning + 2 * 3_600_000,
+        monday_morning + 2 * 3_600_000 + MIN,
     );
-    assert!(judge(&mut window, "j1", overloaded(9 * MIN, 4), &options, 9 * MIN).is_some());
+    judge(&mut window, "j1", overloaded(first, 2), &options, first);
+    let j = judge(&mut window, "j1", overloaded(then, 2), &options, then);
+    assert_eq!(j.changes, BTreeMap::from([("work".to_owned(), 4)]));
+}
+
+#[test]
+fn a_scale_up_also_catches_up_what_piles_up_while_the_job_restarts() {
+    let evaluated = BTreeMap::from([(
+        "work".to_owned(),
+        Evaluated {
+            parallelism: 4,
+            max_parallelism: 120,
+            true_processing_rate: Some(100.0),
+            target_rate: 90.0,
+        },
+    )]);
+    let options = |restart_ms| AutoscalerOptions {
+        enabled: true,
+        target_utilization: 0.5,
+        max_utilization: 0.7,
+        min_utilization: 0.3,
+        restart_ms,
+        catch_up_ms: 30 * MIN,
+        ..AutoscalerOptions::default()
+    };
+    let to = |restart_ms| decide(&evaluated, &options(restart_ms), &BTreeMap::new(), 0).vertices["work"].to;
+    // 90/s at 0.5 needs 180/s of the vertex's 25/s per subtask: 7.2, aligned to 8 (of 120).
+    assert_eq!(to(0), 8);
+    // 5 min of 90/s caught up within 30 min: 15/s more, 195/s: 7.8, still 8.
+    assert_eq!(to(5 * MIN), 8);
+    // 15 min: 45/s more, 225/s: 9, aligned to 10.
+    assert_eq!(to(15 * MIN), 10);
 }
 
 /// A JobManager on loopback that answers the autoscaler's reads of the test job (two

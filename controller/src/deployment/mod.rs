@@ -102,7 +102,8 @@ impl Reconciler for Deployments {
                 .map_err(act::ActError::Job)?,
             ),
             _ => {
-                act::act(ctx, fd, &observation.policy, action).await?;
+                let fd = decide::autoscaled(fd, observation);
+                act::act(ctx, &fd, &observation.policy, action).await?;
                 Acted::Done
             }
         })

@@ -62,7 +62,7 @@ pub async fn observe(
     let mut health = None;
     let mut unanswered_before = false;
     let mut session_overview: Option<Vec<crate::flink::JobOverview>> = None;
-    let mut scaling_report = None;
+    let mut judgement = Default::default();
     let annotation = |key: &str| {
         jm.as_ref()
             .and_then(|d| d.metadata.annotations.as_ref())
@@ -94,7 +94,7 @@ pub async fn observe(
                         late_savepoint = look.late_savepoint;
                         checkpoint = look.checkpoint;
                         latest_checkpoint = look.latest_checkpoint;
-                        scaling_report = crate::autoscaler::memory::look_at_job(
+                        judgement = crate::autoscaler::memory::look_at_job(
                             &ctx.autoscaler,
                             &fd.uid().unwrap_or_default(),
                             &policy.autoscaler,
@@ -127,6 +127,13 @@ pub async fn observe(
         };
     }
 
+    let (scaling_report, autoscaled) = crate::autoscaler::apply::after_look(
+        &fd.spec,
+        fd.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
+        &policy.autoscaler,
+        judgement,
+        policy.task_slots,
+    );
     let snapshots = snapshot_resources::of_job(
         caches,
         &policy,
@@ -198,6 +205,7 @@ pub async fn observe(
         ingress: caches.ingress(&namespace, &name),
         rest_port: ctx.rest_port(fd),
         scaling_report,
+        autoscaled,
     })
 }
 

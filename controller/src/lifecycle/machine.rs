@@ -306,7 +306,8 @@ pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
     if resources {
         seal_new_snapshots(&mut plan);
     }
-    // The autoscaler's judgement of the running job, whatever the step (advisory).
+    // The autoscaler's judgement of the running job, whatever the step (its changes, if
+    // applied, are in the spec the machine acts on).
     if let Some(report) = report {
         plan.events
             .push(EventNote::normal(Reason::ScalingReport, report.to_owned()));

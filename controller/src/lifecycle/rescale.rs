@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use flink_operator_api::keys::flink;
+use flink_operator_api::keys::{flink, operator};
 
 use super::{
     LifecycleStatus,
@@ -54,11 +54,17 @@ impl Parallelism {
                 .filter(|p| *p > 0)
                 .map(i64::from),
         };
-        let overrides = match overrides_of(spec) {
+        let mut overrides = match overrides_of(spec) {
             None => BTreeMap::new(),
             Some(text) => parse_overrides(&text)?,
         };
+        overrides.extend(autoscaled(spec));
         Some(Parallelism { default, overrides })
+    }
+
+    /// What `spec` asks for without the autoscaler's overrides: the user's own.
+    pub fn of_user<S: JobSpecOf>(spec: &S, slots: i64) -> Option<Self> {
+        Self::of(&with_autoscaled(spec, &BTreeMap::new()), slots)
     }
 
     /// As an Event says it: `parallelism 2`, `vertex 0a…: 3`.
@@ -79,6 +85,57 @@ impl Parallelism {
 fn overrides_of<S: JobSpecOf>(spec: &S) -> Option<String> {
     spec.flink_configuration()?
         .get(flink::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES)
+}
+
+/// The job autoscaler's overrides the spec holds (as the operator records them; see
+/// [`operator::AUTOSCALER_PARALLELISM_OVERRIDES`]), by vertex id.
+pub fn autoscaled<S: JobSpecOf>(spec: &S) -> BTreeMap<String, i64> {
+    spec.flink_configuration()
+        .and_then(|c| c.get(operator::AUTOSCALER_PARALLELISM_OVERRIDES))
+        .and_then(|text| parse_overrides(&text))
+        .unwrap_or_default()
+}
+
+/// `spec` holding the autoscaler's `overrides` (none: without them).
+pub fn with_autoscaled<S: JobSpecOf>(spec: &S, overrides: &BTreeMap<String, i64>) -> S {
+    let mut spec = spec.clone();
+    let config = spec.flink_configuration_mut();
+    if overrides.is_empty() {
+        if let Some(c) = config.as_mut() {
+            c.0.remove(operator::AUTOSCALER_PARALLELISM_OVERRIDES);
+            if c.is_empty() {
+                *config = None;
+            }
+        }
+    } else {
+        config.get_or_insert_with(Default::default).insert(
+            operator::AUTOSCALER_PARALLELISM_OVERRIDES,
+            format_overrides(overrides),
+        );
+    }
+    spec
+}
+
+/// `pipeline.jobvertex-parallelism-overrides` as Flink is to be given it from the flat
+/// configuration `config`: the user's overrides with the autoscaler's over them. None when
+/// there are no autoscaler overrides (the user's value goes to Flink as it is).
+pub fn merged_overrides(config: &BTreeMap<String, String>) -> Option<String> {
+    let autoscaled = parse_overrides(config.get(operator::AUTOSCALER_PARALLELISM_OVERRIDES)?)?;
+    let mut merged = config
+        .get(flink::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES)
+        .and_then(|text| parse_overrides(text))
+        .unwrap_or_default();
+    merged.extend(autoscaled);
+    Some(format_overrides(&merged))
+}
+
+/// Overrides as Flink reads them: `<vertex id>:<parallelism>,...`.
+pub fn format_overrides(overrides: &BTreeMap<String, i64>) -> String {
+    overrides
+        .iter()
+        .map(|(vertex, parallelism)| format!("{vertex}:{parallelism}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn parse_overrides(text: &str) -> Option<BTreeMap<String, i64>> {
@@ -103,6 +160,7 @@ fn without_parallelism<S: JobSpecOf>(spec: &S) -> S {
     let config = spec.flink_configuration_mut();
     if let Some(c) = config.as_mut() {
         c.0.remove(flink::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES);
+        c.0.remove(operator::AUTOSCALER_PARALLELISM_OVERRIDES);
         if c.is_empty() {
             *config = None;
         }

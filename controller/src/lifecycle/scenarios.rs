@@ -68,6 +68,8 @@ struct Look {
     later_ms: i64,
     /// The autoscaler's report due at this look.
     scaling_report: Option<String>,
+    /// The autoscaler's overrides the job is to run with at this look.
+    autoscaled: std::collections::BTreeMap<String, i64>,
 }
 
 fn look(state: &'static str) -> Look {
@@ -247,6 +249,7 @@ impl Application {
             fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
             scaling_report: look.scaling_report.clone(),
+            autoscaled: look.autoscaled.clone(),
             ..Default::default()
         }
     }
@@ -346,6 +349,7 @@ impl SessionJob {
             fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
             scaling_report: look.scaling_report.clone(),
+            autoscaled: look.autoscaled.clone(),
         }
     }
 }

@@ -79,7 +79,8 @@ pub fn upgrade_mode(spec: &impl JobSpecOf) -> UpgradeMode {
 /// The spec without the fields whose change does not end the job: the snapshot nonces
 /// (they trigger snapshots of the running job), the upgrade mode and `allowNonRestoredState`
 /// (they say how the next start is made) and the operator's and the autoscaler's own
-/// configuration keys (read on every reconcile, never sent to Flink).
+/// configuration keys (read on every reconcile, never sent to Flink), but for the
+/// autoscaler's parallelism overrides, which count as `pipeline.jobvertex-parallelism-overrides`.
 pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
     let mut spec = spec.clone();
     if let Some(job) = spec.job_mut() {
@@ -90,6 +91,16 @@ pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
         job.allow_non_restored_state = None;
     }
     let config = spec.flink_configuration_mut();
+    // The autoscaler's overrides (an operator key) change what Flink runs: they count as
+    // the overrides Flink is given.
+    if let Some(c) = config.as_mut()
+        && let Some(merged) = super::rescale::merged_overrides(&c.flattened())
+    {
+        c.insert(
+            flink_operator_api::keys::flink::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES,
+            merged,
+        );
+    }
     *config = without_operator_keys(config.take()).and_then(|mut config| {
         config
             .0

@@ -67,6 +67,9 @@ pub fn build(
     let version = spec.flink_version.ok_or(ConfigError::NoVersion)?;
     let standalone = spec.mode_or_default() == KubernetesDeploymentMode::Standalone;
     let mut c = effective.clone();
+    if let Some(overrides) = crate::lifecycle::rescale::merged_overrides(&c) {
+        c.insert(k::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES.to_owned(), overrides);
+    }
     c.retain(|key, _| {
         !key.starts_with(flink_operator_api::keys::operator::PREFIX) && !key.starts_with(k::AUTOSCALER_PREFIX)
     });

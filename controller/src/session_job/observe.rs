@@ -160,7 +160,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         observation.late_savepoint = look.late_savepoint;
         observation.manual_checkpoint = look.checkpoint;
         observation.checkpoint = look.latest_checkpoint;
-        observation.scaling_report = crate::autoscaler::memory::look_at_job(
+        let judgement = crate::autoscaler::memory::look_at_job(
             &ctx.autoscaler,
             &sj.uid().unwrap_or_default(),
             &observation.policy.autoscaler,
@@ -169,6 +169,13 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
             observation.job.as_ref(),
         )
         .await;
+        (observation.scaling_report, observation.autoscaled) = crate::autoscaler::apply::after_look(
+            &sj.spec,
+            sj.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
+            &observation.policy.autoscaler,
+            judgement,
+            observation.policy.task_slots,
+        );
     }
     Ok(Observed {
         observation,

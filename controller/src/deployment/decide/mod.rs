@@ -109,8 +109,11 @@ pub struct Observation {
     pub fresh_job_id: String,
     /// Now, epoch milliseconds.
     pub now_ms: i64,
-    /// The autoscaler's ScalingReport to publish at this look (advisory).
+    /// The autoscaler's ScalingReport to publish at this look.
     pub scaling_report: Option<String>,
+    /// The autoscaler's parallelism overrides the job is to run with (see
+    /// [`crate::autoscaler::apply`]).
+    pub autoscaled: std::collections::BTreeMap<String, i64>,
     /// The resource's Ingress (`spec.ingress`), as the cache holds it.
     pub ingress: crate::resources::ingress::Observed,
     /// The JobManager's REST port (`rest.port` of its effective configuration), which the
@@ -216,10 +219,16 @@ pub type Plan = crate::lifecycle::Plan<FlinkDeploymentStatus, Action>;
 pub use crate::conditions::phase;
 
 pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
+    let fd = &*autoscaled(fd, obs);
     let mut plan = machine::decide(&mut Decision::new(fd, obs));
     // Beside the job's lifecycle: the Ingress routes to whatever cluster runs under the name.
     plan.actions.extend(ingress(fd, obs).map(Action::Ingress));
     plan
+}
+
+/// The resource as the lifecycle acts on it: with the autoscaler's overrides in its spec.
+pub fn autoscaled<'a>(fd: &'a FlinkDeployment, obs: &Observation) -> std::borrow::Cow<'a, FlinkDeployment> {
+    crate::autoscaler::apply::effective(fd, &fd.spec, |fd, spec| fd.spec = spec, &obs.autoscaled)
 }
 
 /// The write that keeps the resource's Ingress as `spec.ingress` asks (none while it is being
@@ -250,7 +259,7 @@ fn ingress(fd: &FlinkDeployment, obs: &Observation) -> Option<IngressChange> {
 /// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
 #[cfg(test)]
 pub(crate) fn step(fd: &FlinkDeployment, obs: &Observation) -> crate::lifecycle::step::Step {
-    crate::lifecycle::step::derive(&mut Decision::new(fd, obs)).0
+    crate::lifecycle::step::derive(&mut Decision::new(&autoscaled(fd, obs), obs)).0
 }
 
 fn is_suspended(spec: &FlinkDeploymentSpec) -> bool {

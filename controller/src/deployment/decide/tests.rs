@@ -64,6 +64,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         ingress: Default::default(),
         rest_port: 8081,
         scaling_report: None,
+        autoscaled: Default::default(),
     }
 }
 

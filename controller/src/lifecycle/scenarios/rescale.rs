@@ -106,3 +106,79 @@ fn the_autoscalers_report_is_published_for_both_kinds_and_changes_nothing() {
         );
     });
 }
+
+/// The autoscaler's overrides in the spec the status records.
+fn recorded_autoscaled(status: &Status) -> Value {
+    let rs = match status {
+        Status::Application(s) => s.reconciliation_status.clone(),
+        Status::SessionJob(s) => s.reconciliation_status.clone(),
+    };
+    rs.and_then(|rs| rs.last_reconciled_spec::<Value>().ok().flatten())
+        .map(|spec| spec["flinkConfiguration"][AUTOSCALED].clone())
+        .unwrap_or(Value::Null)
+}
+
+const AUTOSCALED: &str = flink_operator_api::keys::operator::AUTOSCALER_PARALLELISM_OVERRIDES;
+
+#[test]
+fn the_autoscalers_overrides_rescale_the_running_job_in_place_recorded_apart_from_the_users_spec() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let wanted = std::collections::BTreeMap::from([("v".to_owned(), 4)]);
+        let at = Look {
+            policy: adaptive(),
+            autoscaled: wanted.clone(),
+            ..look("RUNNING")
+        };
+        let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
+        assert_eq!(
+            outcome.job,
+            [JobAction::Rescale(Rescale {
+                job_id: JOB_ID.into(),
+                from: parallelism(2),
+                to: Parallelism {
+                    default: Some(2),
+                    overrides: wanted.clone(),
+                },
+            })],
+            "{kind}"
+        );
+        assert_eq!(outcome.reasons(), [Reason::Scaling], "{kind}");
+        assert_eq!(recorded_autoscaled(&next), json!("v:4"), "{kind}");
+
+        // Kept at the next looks: nothing more to do.
+        let (steady, kept) = decide(&job, &json!({}), Some(&next), &at, false);
+        assert!(steady.job.is_empty() && steady.own == 0, "{kind}: {steady:?}");
+        assert_eq!(recorded_autoscaled(&kept), json!("v:4"), "{kind}");
+
+        // The autoscaler turned off: its override goes, which only an upgrade can undo (the
+        // vertex may have its parallelism from the job's code).
+        let off = Look {
+            policy: adaptive(),
+            ..look("RUNNING")
+        };
+        let (removed, _) = decide(&job, &json!({}), Some(&next), &off, false);
+        assert!(
+            matches!(removed.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
+            "{kind}: {removed:?}"
+        );
+    });
+}
+
+#[test]
+fn without_a_scheduler_that_rescales_in_place_the_autoscalers_overrides_are_an_upgrade() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let at = Look {
+            autoscaled: std::collections::BTreeMap::from([("v".to_owned(), 4)]),
+            ..look("RUNNING")
+        };
+        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
+        assert!(
+            matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
+            "{kind}: {outcome:?}"
+        );
+    });
+}

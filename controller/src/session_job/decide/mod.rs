@@ -74,8 +74,11 @@ pub struct Observation {
     pub fresh_job_id: String,
     /// Now, epoch milliseconds.
     pub now_ms: i64,
-    /// The autoscaler's ScalingReport to publish at this look (advisory).
+    /// The autoscaler's ScalingReport to publish at this look.
     pub scaling_report: Option<String>,
+    /// The autoscaler's parallelism overrides the job is to run with (see
+    /// [`crate::autoscaler::apply`]).
+    pub autoscaled: std::collections::BTreeMap<String, i64>,
 }
 
 /// The session FlinkDeployment named by `spec.deploymentName`.
@@ -168,13 +171,18 @@ pub use crate::{lifecycle::poll::SavepointPoll, runtime::EventNote};
 const RECONCILING: &str = flink_job_state::RECONCILING;
 
 pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
-    machine::decide(&mut under_way(sj, obs))
+    machine::decide(&mut under_way(&autoscaled(sj, obs), obs))
+}
+
+/// The resource as the lifecycle acts on it: with the autoscaler's overrides in its spec.
+fn autoscaled<'a>(sj: &'a FlinkSessionJob, obs: &Observation) -> std::borrow::Cow<'a, FlinkSessionJob> {
+    crate::autoscaler::apply::effective(sj, &sj.spec, |sj, spec| sj.spec = spec, &obs.autoscaled)
 }
 
 /// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
 #[cfg(test)]
 pub(crate) fn step(sj: &FlinkSessionJob, obs: &Observation) -> crate::lifecycle::step::Step {
-    crate::lifecycle::step::derive(&mut under_way(sj, obs)).0
+    crate::lifecycle::step::derive(&mut under_way(&autoscaled(sj, obs), obs)).0
 }
 
 /// The decision about `sj` before anything is decided.

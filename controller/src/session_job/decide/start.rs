@@ -32,14 +32,22 @@ fn submission(
     obs: &Observation,
 ) -> Submission {
     let job = spec.job.clone().unwrap_or_default();
-    let mut configuration: BTreeMap<String, String> = spec
+    let own = spec
         .flink_configuration
         .as_ref()
         .map(|c| c.flattened())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let autoscaled = crate::lifecycle::rescale::merged_overrides(&own);
+    let mut configuration: BTreeMap<String, String> = own
         .into_iter()
         .filter(|(k, _)| !k.starts_with(keys::operator::PREFIX))
         .collect();
+    if let Some(overrides) = autoscaled {
+        configuration.insert(
+            keys::flink::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES.to_owned(),
+            overrides,
+        );
+    }
     if job.upgrade_mode_or_default() == UpgradeMode::LastState
         || (job.upgrade_mode_or_default() == UpgradeMode::Savepoint && !obs.policy.take_savepoint)
     {
