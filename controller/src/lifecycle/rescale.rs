@@ -67,6 +67,31 @@ impl Parallelism {
         Self::of(&with_autoscaled(spec, &BTreeMap::new()), slots)
     }
 
+    /// What changed from `from`, as an Event says it: `parallelism 2 to 3`, `vertex 0a… to 4`.
+    pub fn describe_from(&self, from: &Parallelism) -> String {
+        let show = |p: Option<i64>| p.map_or_else(|| "the cluster's default".to_owned(), |p| p.to_string());
+        let mut parts = Vec::new();
+        if self.default != from.default {
+            parts.push(format!(
+                "parallelism {} to {}",
+                show(from.default),
+                show(self.default)
+            ));
+        }
+        for (vertex, to) in &self.overrides {
+            match from.overrides.get(vertex) {
+                Some(was) if was == to => {}
+                Some(was) => parts.push(format!("vertex {vertex} from {was} to {to}")),
+                None => parts.push(format!("vertex {vertex} to {to}")),
+            }
+        }
+        if parts.is_empty() {
+            self.describe()
+        } else {
+            parts.join(", ")
+        }
+    }
+
     /// As an Event says it: `parallelism 2`, `vertex 0a…: 3`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();

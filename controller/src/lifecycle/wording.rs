@@ -54,10 +54,9 @@ pub fn job(job_id: &str) -> String {
 /// The Event of a change of parallelism applied in place.
 pub fn rescaling(change: &super::rescale::Rescale) -> String {
     format!(
-        "Rescaling {} in place from {} to {}: it goes on from its latest checkpoint under the same id, without a savepoint",
+        "Rescaling {} in place ({}): it goes on from its latest checkpoint under the same id, without a savepoint",
         job(&change.job_id),
-        change.from.describe(),
-        change.to.describe()
+        change.to.describe_from(&change.from)
     )
 }
 

@@ -206,3 +206,28 @@ fn a_failed_in_place_rescale_is_remembered_for_its_generation_only() {
     assert_eq!(recovered.events[0].reason, Reason::ScalingFailed);
     assert!(recovered.status.error.unwrap().contains("Flink said no"));
 }
+
+#[test]
+fn an_event_says_what_changed() {
+    let p = |default: Option<i64>, overrides: &[(&str, i64)]| Parallelism {
+        default,
+        overrides: overrides.iter().map(|(v, p)| ((*v).to_owned(), *p)).collect(),
+    };
+    let cases = [
+        (p(Some(2), &[]), p(Some(3), &[]), "parallelism 2 to 3"),
+        (p(Some(2), &[]), p(Some(2), &[("a", 4)]), "vertex a to 4"),
+        (
+            p(Some(2), &[("a", 4)]),
+            p(Some(2), &[("a", 2), ("b", 3)]),
+            "vertex a from 4 to 2, vertex b to 3",
+        ),
+        (
+            p(None, &[]),
+            p(Some(2), &[]),
+            "parallelism the cluster's default to 2",
+        ),
+    ];
+    for (from, to, said) in cases {
+        assert_eq!(to.describe_from(&from), said);
+    }
+}

@@ -8,6 +8,10 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
@@ -42,8 +46,11 @@ import org.apache.flink.util.Collector;
  * {@code --keys K} (default 4), {@code --out DIR}, {@code --fail-at N} (throw when a key's count
  * reaches N, a deterministic crash loop; default never), {@code --name NAME} (the job name,
  * default {@code keyed-counter}), {@code --work-ms M} (each element costs the counter M ms, so
- * that its busy time follows the rate, as a real job's does; default 0). Checkpointing and parallelism come from the cluster config or
- * the submission.
+ * that its busy time follows the rate, as a real job's does; default 0), {@code --rate-file FILE}
+ * (the rate is read from FILE, a decimal number, at most once a second, so that the load on a
+ * running job can step up and down as a real source's does; {@code --rate} while FILE is missing
+ * or does not read). Checkpointing and parallelism come from the cluster config or the
+ * submission.
  *
  * <p>The source compiles unchanged against every Flink version from 1.18 to 2.x. So it overrides no
  * {@code open} (1.18 has only {@code open(Configuration)}, 2.x only {@code open(OpenContext)}; state
@@ -63,6 +70,7 @@ public final class KeyedCounterJob {
         long failAt = -1;
         String name = "keyed-counter";
         long workMs = 0;
+        String rateFile = null;
         for (int i = 0; i < args.length; i++) {
             String flag = args[i];
             if (i + 1 >= args.length) {
@@ -88,6 +96,9 @@ public final class KeyedCounterJob {
                 case "--work-ms":
                     workMs = Long.parseLong(value);
                     break;
+                case "--rate-file":
+                    rateFile = value;
+                    break;
                 default:
                     throw new IllegalArgumentException("unknown argument " + flag);
             }
@@ -98,7 +109,7 @@ public final class KeyedCounterJob {
 
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
 
-        RateLimitedSequence source = new RateLimitedSequence(rate);
+        RateLimitedSequence source = new RateLimitedSequence(rate, rateFile);
 
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "sequence-source")
                 .uid("sequence-source")
@@ -125,18 +136,93 @@ public final class KeyedCounterJob {
     static final class RateLimitedSequence extends NumberSequenceSource {
         private static final long serialVersionUID = 1L;
         private final double rate;
+        private final String rateFile;
 
         RateLimitedSequence(double rate) {
+            this(rate, null);
+        }
+
+        RateLimitedSequence(double rate, String rateFile) {
             super(0, Long.MAX_VALUE - 1);
             this.rate = rate;
+            this.rateFile = rateFile;
         }
 
         @Override
         @SuppressWarnings({"rawtypes", "unchecked"})
         public SourceReader<Long, NumberSequenceSplit> createReader(SourceReaderContext context) {
-            RateLimiterStrategy strategy = RateLimiterStrategy.perSecond(rate);
-            RateLimiter limiter = strategy.createRateLimiter(context.currentParallelism());
+            RateLimiter limiter;
+            if (rateFile == null) {
+                RateLimiterStrategy strategy = RateLimiterStrategy.perSecond(rate);
+                limiter = strategy.createRateLimiter(context.currentParallelism());
+            } else {
+                limiter = new FileRate(rate, rateFile, context.currentParallelism());
+            }
             return new RateLimitedSourceReader(super.createReader(context), limiter);
+        }
+    }
+
+    /**
+     * Paces one reader to its share of the rate in a file, read at most once a second. Raw and
+     * with both {@code acquire} methods: 1.x asks {@code acquire()}, 2.x {@code acquire(int)}.
+     */
+    @SuppressWarnings("rawtypes")
+    static final class FileRate implements RateLimiter {
+        private final double fallback;
+        private final Path file;
+        private final int parallelism;
+        private final ExecutorService pacer =
+                Executors.newSingleThreadExecutor(
+                        r -> {
+                            Thread t = new Thread(r, "rate-file-pacer");
+                            t.setDaemon(true);
+                            return t;
+                        });
+        private double rate;
+        private long readAtNanos = Long.MIN_VALUE;
+        private long nextNanos = System.nanoTime();
+
+        FileRate(double fallback, String file, int parallelism) {
+            this.fallback = fallback;
+            this.file = Paths.get(file);
+            this.parallelism = Math.max(1, parallelism);
+            this.rate = fallback;
+        }
+
+        public CompletionStage<Void> acquire() {
+            return acquire(1);
+        }
+
+        public CompletionStage<Void> acquire(int permits) {
+            return CompletableFuture.runAsync(() -> pace(permits), pacer);
+        }
+
+        private void pace(int permits) {
+            long now = System.nanoTime();
+            if (now - readAtNanos >= 1_000_000_000L || readAtNanos == Long.MIN_VALUE) {
+                readAtNanos = now;
+                rate = read();
+            }
+            double perReader = rate / parallelism;
+            long start = Math.max(now, nextNanos);
+            nextNanos = start + (long) (Math.max(1, permits) * 1e9 / perReader);
+            long waitNanos = start - now;
+            if (waitNanos > 0) {
+                try {
+                    Thread.sleep(waitNanos / 1_000_000L, (int) (waitNanos % 1_000_000L));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        private double read() {
+            try {
+                double read = Double.parseDouble(Files.readString(file).trim());
+                return read > 0 ? read : fallback;
+            } catch (IOException | NumberFormatException e) {
+                return fallback;
+            }
         }
     }
 
