@@ -97,7 +97,9 @@ fn configuration() -> String {
         for old in option.deprecated {
             let _ = write!(meaning, " Also read under its deprecated name `{old}`.");
         }
-        if option.ty != OptionType::Text {
+        if option.set_in == flink_operator_api::options::SetIn::ByTheOperator {
+            let _ = write!(meaning, " The webhook refuses it in a resource.");
+        } else if option.ty != OptionType::Text {
             let _ = write!(
                 meaning,
                 " A value that is not {} is refused (by the webhook, or when the operator starts).",
@@ -124,7 +126,8 @@ fn configuration() -> String {
          naming the field (kubectl prints it as `Warning: ...`), and the operator logs a warning \
          for each one its configuration file sets. The same goes for the autoscaler's keys \
          it does not read (`job.autoscaler.*`: it reads only the keys of its window, utilization, \
-         bounds, scale-down interval, catch-up and restart time, excluded periods and vertices), for a `kubernetes.operator.*` \
+         bounds, scale-down interval, catch-up and restart time, excluded periods and vertices, history and \
+         observed scalability), for a `kubernetes.operator.*` \
          key in neither table (a misspelling), for a key set where it is not read (an operator-file \
          key in `spec.flinkConfiguration`, a blue/green key outside a FlinkBlueGreenDeployment's \
          `spec.configuration`).\n"

@@ -163,8 +163,34 @@ pub fn history(args: HistoryArgs) -> Result<(), RevisionCliError> {
         if let Some(line) = view.running_spec.as_ref().and_then(parallelism_line) {
             println!("{line}");
         }
+        for line in scaling_history(&client, &namespace, &job).await {
+            println!("{line}");
+        }
         Ok(())
     })
+}
+
+/// The autoscaler's decisions for the job (none when it never rescaled it), as lines to print;
+/// a history that cannot be read is said, and the revisions are shown all the same.
+async fn scaling_history(client: &Client, namespace: &str, job: &JobRef) -> Vec<String> {
+    use flink_operator_controller::autoscaler::history;
+    let name = history::config_map_name(job.kind, &job.name);
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let config_map = match api.get_opt(&name).await {
+        Ok(config_map) => config_map,
+        Err(error) => {
+            return vec![format!(
+                "The autoscaler's decisions (ConfigMap {name}) cannot be read: {error}"
+            )];
+        }
+    };
+    let entries = history::read(config_map.as_ref());
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec!["Autoscaler decisions (newest last):".to_owned()];
+    lines.extend(entries.iter().map(|e| format!("  {}", e.line())));
+    lines
 }
 
 /// `flink-operator rollback`: asks the operator to roll the job back and follows it.
@@ -486,6 +512,13 @@ pub fn parallelism_line(spec: &Value) -> Option<String> {
     {
         parts.push(format!("vertex overrides {o}"));
     }
+    if let Some(o) = spec
+        .pointer("/flinkConfiguration")
+        .and_then(|c| c.get(flink_operator_api::keys::operator::AUTOSCALER_PARALLELISM_OVERRIDES))
+        .and_then(Value::as_str)
+    {
+        parts.push(format!("the autoscaler's vertex overrides {o}"));
+    }
     (!parts.is_empty()).then(|| format!("Running with {}.", parts.join(", ")))
 }
 
@@ -802,6 +835,11 @@ mod tests {
                 json!({"job": {"parallelism": 2}, "taskManager": {"replicas": 2},
                        "flinkConfiguration": {"pipeline.jobvertex-parallelism-overrides": "a:4"}}),
                 Some("Running with parallelism 2, taskManager.replicas 2, vertex overrides a:4."),
+            ),
+            (
+                json!({"job": {"parallelism": 2},
+                       "flinkConfiguration": {"kubernetes.operator.autoscaler.parallelism-overrides": "b:4"}}),
+                Some("Running with parallelism 2, the autoscaler's vertex overrides b:4."),
             ),
             (json!({"job": {}}), None),
         ] {

@@ -332,12 +332,24 @@ pub mod autoscaler {
     pub const VERTEX_EXCLUDE_IDS: &str = "job.autoscaler.vertex.exclude.ids";
     pub const EXCLUDED_PERIODS: &str = "job.autoscaler.excluded.periods";
     pub const RESTART_TIME: &str = "job.autoscaler.restart.time";
+    pub const HISTORY_MAX_COUNT: &str = "job.autoscaler.history.max.count";
+    pub const HISTORY_MAX_AGE: &str = "job.autoscaler.history.max.age";
+    pub const OBSERVED_SCALABILITY_ENABLED: &str = "job.autoscaler.observed-scalability.enabled";
+    pub const OBSERVED_SCALABILITY_MIN_OBSERVATIONS: &str =
+        "job.autoscaler.observed-scalability.min-observations";
+    pub const OBSERVED_SCALABILITY_COEFFICIENT_MIN: &str =
+        "job.autoscaler.observed-scalability.coefficient-min";
     /// The keys the autoscaler reads.
     pub const READ: &[&str] = &[
         ENABLED,
         SCALING_ENABLED,
         EXCLUDED_PERIODS,
         RESTART_TIME,
+        HISTORY_MAX_COUNT,
+        HISTORY_MAX_AGE,
+        OBSERVED_SCALABILITY_ENABLED,
+        OBSERVED_SCALABILITY_MIN_OBSERVATIONS,
+        OBSERVED_SCALABILITY_COEFFICIENT_MIN,
         METRICS_WINDOW,
         STABILIZATION_INTERVAL,
         UTILIZATION_TARGET,

@@ -2,7 +2,8 @@
 //! job reads its rate from a file, as a real source's load changes) is scaled up in place
 //! within its metric window, then down once the scale-down interval has passed, each with a
 //! ScalingReport and a Scaling Event. The job keeps its id and its state, the user's spec
-//! and its revision do not change, and nothing else is rescaled over five minutes.
+//! and its revision do not change, nothing else is rescaled over five minutes, and
+//! `flink-operator history` lists both decisions.
 
 use std::{
     collections::BTreeMap,
@@ -277,6 +278,27 @@ async fn the_autoscaler_scales_a_job_up_then_down_as_its_source_rate_steps_in_pl
         "{overrides:?}"
     );
     counter_runs_at(&rest, &job, 2).await;
+
+    // The scaling history: both decisions, as the user reads them beside the revisions.
+    let (ok, history) = crate::revisions::cli(vec![
+        "history".into(),
+        "flinkdeployment/counter".into(),
+        "-n".into(),
+        ns.name.clone(),
+    ])
+    .await;
+    assert!(ok, "{history}");
+    let decisions: Vec<&str> = history
+        .lines()
+        .skip_while(|l| !l.starts_with("Autoscaler decisions"))
+        .skip(1)
+        .collect();
+    assert_eq!(decisions.len(), 2, "{history}");
+    assert!(
+        decisions[0].contains(" 2 -> 4 (") && decisions[1].contains(" 4 -> 2 ("),
+        "{history}"
+    );
+    assert!(history.contains("the autoscaler's vertex overrides"), "{history}");
 }
 
 #[test]

@@ -22,7 +22,7 @@ use crate::{
 
 /// Runs the operator's command line against the test control plane; its output, and
 /// whether it succeeded.
-async fn cli(args: Vec<String>) -> (bool, String) {
+pub(crate) async fn cli(args: Vec<String>) -> (bool, String) {
     let kubeconfig = cluster_harness::control_plane().kubeconfig.clone();
     tokio::task::spawn_blocking(move || {
         let output = std::process::Command::new(flink_operator_test_support::built_operator())

@@ -31,7 +31,8 @@ pub fn no_effect(key: &str, place: Place) -> Option<String> {
         return Some(
             "has no effect: this key of the job autoscaler is not read (its keys are checked; the \
              autoscaler reads only the job.autoscaler keys of its window, utilization, bounds, \
-             scale-down interval, catch-up and restart time, excluded periods and vertices)"
+             scale-down interval, catch-up and restart time, excluded periods and vertices, \
+             history and observed scalability)"
                 .to_owned(),
         );
     }
@@ -57,9 +58,11 @@ pub fn no_effect(key: &str, place: Place) -> Option<String> {
         return Some("has no effect: it is not a key this operator knows (misspelt?)".to_owned());
     };
     let acts = match (known.set_in, place) {
-        (_, Place::OperatorFile) => known.set_in != SetIn::BlueGreenConfiguration,
+        (SetIn::BlueGreenConfiguration | SetIn::ByTheOperator, Place::OperatorFile) => false,
+        (_, Place::OperatorFile) => true,
         (SetIn::Resource, Place::Resource) => true,
         (SetIn::BlueGreenConfiguration, Place::BlueGreenConfiguration) => true,
+        (SetIn::ByTheOperator, _) => false,
         _ => false,
     };
     (!acts).then(|| {
@@ -204,6 +207,7 @@ mod tests {
                 SetIn::OperatorFile | SetIn::OperatorAndNamespace => [true, false, false],
                 SetIn::Resource => [true, true, false],
                 SetIn::BlueGreenConfiguration => [false, false, true],
+                SetIn::ByTheOperator => [false, false, false],
             };
             assert_eq!(places.map(acts_in), expected, "{}", known.key);
         }

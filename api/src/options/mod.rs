@@ -173,6 +173,9 @@ pub enum SetIn {
     Resource,
     /// A FlinkBlueGreenDeployment's `spec.configuration`.
     BlueGreenConfiguration,
+    /// Nowhere by a user: the operator writes it into the spec it records (admission refuses
+    /// it in a resource).
+    ByTheOperator,
 }
 
 impl SetIn {
@@ -185,6 +188,7 @@ impl SetIn {
                 "operator configuration file, namespace and Flink-version overlays, `spec.flinkConfiguration`"
             }
             SetIn::BlueGreenConfiguration => "FlinkBlueGreenDeployment `spec.configuration`",
+            SetIn::ByTheOperator => "the operator only, in `status.reconciliationStatus.lastReconciledSpec`",
         }
     }
 }
@@ -545,6 +549,17 @@ pub const OPTIONS: &[OptionDoc] = &[
                   to, kept as ControllerRevisions) are kept for a manual rollback; a value below \
                   1 counts as 1. The oldest go first, never the current one, the last stable one \
                   or one an update or rollback is in the middle of.",
+    },
+    OptionDoc {
+        key: operator::AUTOSCALER_PARALLELISM_OVERRIDES,
+        ty: OptionType::Map,
+        deprecated: &[],
+        default: DefaultValue::Unset("none"),
+        applies_to: JOBS,
+        set_in: SetIn::ByTheOperator,
+        meaning: "The parallelism the job autoscaler gave the job's vertices (`<vertex id>:<parallelism>,...`), \
+                  given to Flink over `pipeline.jobvertex-parallelism-overrides`; kept apart from the \
+                  user's spec, so it is no revision.",
     },
     OptionDoc {
         key: operator::JOB_RESTART_FAILED,

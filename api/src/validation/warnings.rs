@@ -57,6 +57,7 @@ mod tests {
                     "kubernetes.operator.checkpoint.trigger.grace-period": "1 min",
                     "kubernetes.operator.job.restart.failed": "true",
                     "job.autoscaler.enabled": "true",
+                    "job.autoscaler.memory.tuning.enabled": "true",
                     "taskmanager.numberOfTaskSlots": "2"
                 },
                 "ingress": {"template": "{{name}}.example.com"}
@@ -65,7 +66,9 @@ mod tests {
         .unwrap();
         let warnings = deployment(&fd);
         assert_eq!(warnings.len(), 2, "{warnings:#?}");
-        assert!(warnings[0].starts_with("spec.flinkConfiguration.job.autoscaler.enabled: "));
+        assert!(warnings[0].starts_with(
+            "spec.flinkConfiguration.job.autoscaler.memory.tuning.enabled: has no effect: this key of the job autoscaler is not read"
+        ));
         assert!(warnings[1].starts_with(
             "spec.flinkConfiguration.kubernetes.operator.checkpoint.trigger.grace-period: has no effect"
         ));

@@ -14,7 +14,11 @@ use std::{borrow::Cow, collections::BTreeMap};
 
 use flink_operator_api::common::ReconciliationStatus;
 
-use super::{memory::Judgement, options::AutoscalerOptions};
+use super::{
+    history::{Retention, ScalingEntry},
+    memory::Judgement,
+    options::AutoscalerOptions,
+};
 use crate::lifecycle::{
     rescale::{self, Parallelism},
     spec::JobSpecOf,
@@ -46,19 +50,35 @@ pub fn overrides<S: JobSpecOf>(
     overrides
 }
 
+/// What the autoscaler makes of a job at a look, for its loop to decide with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Looked {
+    /// The ScalingReport to publish.
+    pub report: Option<String>,
+    /// The overrides the job is to run with (see [`overrides`]).
+    pub overrides: BTreeMap<String, i64>,
+    /// A decision made at this look, for the scaling history.
+    pub decided: Option<ScalingEntry>,
+    /// How much of the scaling history is kept.
+    pub retention: Option<Retention>,
+}
+
 /// The autoscaler's part of a look at a job whose spec is `spec` and whose recorded status is
-/// `reconciliation`: the ScalingReport to publish, and the overrides the job is to run with
-/// (see [`overrides`]).
+/// `reconciliation`.
 pub fn after_look<S: JobSpecOf>(
     spec: &S,
     reconciliation: Option<&ReconciliationStatus>,
     options: &AutoscalerOptions,
     judgement: Judgement,
     slots: i64,
-) -> (Option<String>, BTreeMap<String, i64>) {
+) -> Looked {
     let recorded = reconciliation.and_then(|rs| rs.last_reconciled_spec::<S>().ok().flatten());
-    let overrides = overrides(spec, recorded.as_ref(), options, &judgement.changes, slots);
-    (judgement.report, overrides)
+    Looked {
+        overrides: overrides(spec, recorded.as_ref(), options, &judgement.changes, slots),
+        report: judgement.report,
+        decided: judgement.decided,
+        retention: Some(options.history),
+    }
 }
 
 /// `resource` as the lifecycle acts on it: its `spec`, given back by `set`, holding the

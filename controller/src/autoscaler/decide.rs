@@ -24,6 +24,23 @@ pub enum Why {
     Excluded,
 }
 
+impl Why {
+    /// As a ScalingReport says it.
+    pub fn said(&self) -> String {
+        match *self {
+            Why::Overloaded(u) => format!("expected utilization {u:.2} over the maximum"),
+            Why::Underused(u) => format!("expected utilization {u:.2} under the minimum"),
+            Why::ScaleDownHeld { utilization, .. } => format!(
+                "expected utilization {utilization:.2} under the minimum; scale-down held for the scale-down interval"
+            ),
+            Why::Balanced(u) => format!("expected utilization {u:.2} within bounds"),
+            Why::AtItsBound(u) => format!("expected utilization {u:.2}, at its parallelism bound"),
+            Why::Idle => "idle over the metric window".to_owned(),
+            Why::Excluded => "excluded (vertex.exclude.ids)".to_owned(),
+        }
+    }
+}
+
 /// One vertex's judgement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VertexDecision {
@@ -65,17 +82,7 @@ impl Decision {
                     ),
                     None => format!("target rate {:.1}/s", d.target_rate),
                 };
-                let why = match d.why {
-                    Why::Overloaded(u) => format!("expected utilization {u:.2} over the maximum"),
-                    Why::Underused(u) => format!("expected utilization {u:.2} under the minimum"),
-                    Why::ScaleDownHeld { utilization, .. } => format!(
-                        "expected utilization {utilization:.2} under the minimum; scale-down held for the scale-down interval"
-                    ),
-                    Why::Balanced(u) => format!("expected utilization {u:.2} within bounds"),
-                    Why::AtItsBound(u) => format!("expected utilization {u:.2}, at its parallelism bound"),
-                    Why::Idle => "idle over the metric window".to_owned(),
-                    Why::Excluded => "excluded (vertex.exclude.ids)".to_owned(),
-                };
+                let why = d.why.said();
                 (
                     d.to == d.from,
                     format!("vertex {id}: parallelism {} -> {} ({why}; {rates})", d.from, d.to),
@@ -155,7 +162,8 @@ fn required_parallelism(e: &Evaluated, utilization: f64, o: &AutoscalerOptions) 
         // headroom is for).
         wanted += current * utilization * o.restart_ms as f64 / o.catch_up_ms as f64;
     }
-    let wanted = wanted.ceil();
+    // A vertex that scales worse than linearly needs more subtasks for the same rate.
+    let wanted = (wanted / e.scalability.clamp(0.01, 1.0)).ceil();
     let up = (current * (1.0 + o.scale_up_max_factor)).ceil();
     let down = (current * (1.0 - o.scale_down_max_factor.min(1.0)))
         .ceil()

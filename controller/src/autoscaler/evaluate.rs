@@ -46,6 +46,9 @@ pub struct Evaluated {
     pub true_processing_rate: Option<f64>,
     /// Records per second it must process.
     pub target_rate: f64,
+    /// How its processing rate grows with its parallelism (1: linearly; see
+    /// [`super::scalability`]).
+    pub scalability: f64,
 }
 
 impl Evaluated {
@@ -97,6 +100,7 @@ pub fn evaluate(samples: &[Sample], catch_up_ms: i64) -> Option<BTreeMap<String,
                 max_parallelism: vertex.max_parallelism,
                 true_processing_rate,
                 target_rate,
+                scalability: 1.0,
             },
         );
     }

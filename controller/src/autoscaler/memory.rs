@@ -30,6 +30,9 @@ pub struct JobWindow {
     samples: VecDeque<Sample>,
     wanted_since: BTreeMap<String, i64>,
     reported: Option<(BTreeMap<String, i64>, i64)>,
+    /// Each vertex's true processing rate at each parallelism it was judged at (kept across
+    /// rescales and new jobs of the resource; see [`super::scalability`]).
+    observed: BTreeMap<String, super::scalability::Observed>,
 }
 
 /// What the autoscaler makes of a job at one look.
@@ -40,6 +43,9 @@ pub struct Judgement {
     /// The new parallelism of the vertices to rescale now (none when nothing is to change,
     /// in advisory mode, or within an excluded period).
     pub changes: BTreeMap<String, i64>,
+    /// The decision made at this look, for the scaling history (none when it was made at an
+    /// earlier look, or is not applied).
+    pub decided: Option<super::history::ScalingEntry>,
 }
 
 /// The windows of every job, by the uid of its resource.
@@ -140,6 +146,7 @@ pub fn judge(
             job_id: job_id.to_owned(),
             parallelism,
             started_ms: now_ms + if rescaled { options.stabilization_ms } else { 0 },
+            observed: std::mem::take(&mut window.observed),
             ..JobWindow::default()
         };
     }
@@ -158,9 +165,18 @@ pub fn judge(
         return Judgement::default();
     }
     let samples: Vec<Sample> = window.samples.iter().cloned().collect();
-    let Some(evaluated) = evaluate::evaluate(&samples, options.catch_up_ms) else {
+    let Some(mut evaluated) = evaluate::evaluate(&samples, options.catch_up_ms) else {
         return Judgement::default();
     };
+    for (id, e) in &mut evaluated {
+        let observed = window.observed.entry(id.clone()).or_default();
+        if let Some(rate) = e.true_processing_rate {
+            observed.insert(e.parallelism, rate);
+        }
+        if let Some((min_observations, coefficient_min)) = options.observed_scalability {
+            e.scalability = super::scalability::coefficient(observed, min_observations, coefficient_min);
+        }
+    }
     let decision: Decision = decide::decide(&evaluated, options, &window.wanted_since, now_ms);
     window.wanted_since = decision.scale_down_wanted_since.clone();
     let changes = decision.changes();
@@ -180,8 +196,11 @@ pub fn judge(
             None => decision.report(),
         }
     });
+    let applied = held.is_none();
     Judgement {
+        decided: (applied && report.is_some())
+            .then(|| super::history::ScalingEntry::of(&decision, job_id, now_ms)),
         report,
-        changes: if held.is_some() { BTreeMap::new() } else { changes },
+        changes: if applied { changes } else { BTreeMap::new() },
     }
 }

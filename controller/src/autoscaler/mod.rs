@@ -27,8 +27,10 @@ pub mod apply;
 pub mod collect;
 pub mod decide;
 pub mod evaluate;
+pub mod history;
 pub mod memory;
 pub mod options;
+pub mod scalability;
 
 #[cfg(test)]
 mod tests;

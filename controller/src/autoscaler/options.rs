@@ -42,6 +42,12 @@ pub struct AutoscalerOptions {
     /// How long a rescale stops the job (`restart.time`): a scale-up also catches up what
     /// piles up meanwhile, within `catch-up.duration`.
     pub restart_ms: i64,
+    /// Whether each vertex's parallelism is divided by its observed scalability
+    /// (`observed-scalability.enabled`), once it was judged at `min-observations`
+    /// parallelisms, by no less than `coefficient-min`.
+    pub observed_scalability: Option<(usize, f64)>,
+    /// How much of the scaling history is kept (`history.max.count`, `history.max.age`).
+    pub history: super::history::Retention,
 }
 
 impl Default for AutoscalerOptions {
@@ -63,6 +69,11 @@ impl Default for AutoscalerOptions {
             excluded_vertices: BTreeSet::new(),
             excluded_periods: ExcludedPeriods::default(),
             restart_ms: 5 * MINUTE_MS,
+            observed_scalability: None,
+            history: super::history::Retention {
+                max_count: 3,
+                max_age_ms: 24 * 60 * MINUTE_MS,
+            },
         }
     }
 }
@@ -111,6 +122,16 @@ impl AutoscalerOptions {
                 .and_then(|v| ExcludedPeriods::parse(v).ok())
                 .unwrap_or_default(),
             restart_ms: millis(key::RESTART_TIME, d.restart_ms),
+            observed_scalability: read::flag(config, key::OBSERVED_SCALABILITY_ENABLED, false).then(|| {
+                (
+                    usize::try_from(whole(key::OBSERVED_SCALABILITY_MIN_OBSERVATIONS, 3)).unwrap_or(3),
+                    number(key::OBSERVED_SCALABILITY_COEFFICIENT_MIN).unwrap_or(0.5),
+                )
+            }),
+            history: super::history::Retention {
+                max_count: usize::try_from(whole(key::HISTORY_MAX_COUNT, 3)).unwrap_or(3),
+                max_age_ms: millis(key::HISTORY_MAX_AGE, d.history.max_age_ms),
+            },
         }
     }
 

@@ -102,6 +102,7 @@ fn evaluated(parallelism: i64, target_rate: f64, true_rate: Option<f64>) -> Eval
         max_parallelism: 128,
         true_processing_rate: true_rate,
         target_rate,
+        scalability: 1.0,
     }
 }
 
@@ -452,6 +453,7 @@ fn a_scale_up_also_catches_up_what_piles_up_while_the_job_restarts() {
             max_parallelism: 120,
             true_processing_rate: Some(100.0),
             target_rate: 90.0,
+            scalability: 1.0,
         },
     )]);
     let options = |restart_ms| AutoscalerOptions {
@@ -533,4 +535,56 @@ async fn a_sample_costs_one_call_for_the_job_one_per_vertex_and_one_per_source_w
     );
     let asked = asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 4, "{asked:?}");
+}
+
+#[test]
+fn a_vertex_judged_at_several_parallelisms_is_given_more_when_it_scaled_worse_than_linearly() {
+    use super::memory::{JobWindow, judge};
+    let options = |observed| AutoscalerOptions {
+        enabled: true,
+        metrics_window_ms: MIN,
+        stabilization_ms: 0,
+        target_utilization: 0.5,
+        max_utilization: 0.7,
+        min_utilization: 0.3,
+        restart_ms: 0,
+        observed_scalability: observed,
+        ..AutoscalerOptions::default()
+    };
+    // A vertex that processes 125/s at 1 and 200/s at 2 (100/s in, busy 0.8 and 0.5), then
+    // 250/s at 4 (225/s in, busy 0.9: over the maximum).
+    let at = |p: i64, rate: f64, busy: f64, t: i64| {
+        sample(
+            t,
+            &[
+                ("source", vertex(1, 100.0, rate, rate, &[])),
+                ("work", vertex(p, busy, rate, 0.0, &["source"])),
+            ],
+        )
+    };
+    let run = |o: AutoscalerOptions| {
+        let mut window = JobWindow::default();
+        let mut t = 0;
+        let mut last = Default::default();
+        for (p, rate, busy) in [(1, 100.0, 800.0), (2, 100.0, 500.0), (4, 225.0, 900.0)] {
+            for _ in 0..2 {
+                last = judge(&mut window, "j1", at(p, rate, busy, t), &o, t);
+                t += MIN;
+            }
+        }
+        last
+    };
+    // Linear: 4 x 0.9 / 0.5 = 7.2 -> 8 (a divisor of 128).
+    assert_eq!(
+        run(options(None)).changes,
+        BTreeMap::from([("work".to_owned(), 8)])
+    );
+    // Observed: 1 x 125, 2 x 200, 4 x 250 fit 1525/21 = 72.6 a subtask, 0.58 of 125:
+    // 7.2 / 0.58 = 12.4 -> 16.
+    let observed = run(options(Some((3, 0.5))));
+    assert_eq!(
+        observed.changes,
+        BTreeMap::from([("work".to_owned(), 16)]),
+        "{observed:?}"
+    );
 }

@@ -127,7 +127,7 @@ pub async fn observe(
         };
     }
 
-    let (scaling_report, autoscaled) = crate::autoscaler::apply::after_look(
+    let autoscaler = crate::autoscaler::apply::after_look(
         &fd.spec,
         fd.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
         &policy.autoscaler,
@@ -204,8 +204,7 @@ pub async fn observe(
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
         ingress: caches.ingress(&namespace, &name),
         rest_port: ctx.rest_port(fd),
-        scaling_report,
-        autoscaled,
+        autoscaler,
     })
 }
 

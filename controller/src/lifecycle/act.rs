@@ -61,6 +61,16 @@ pub enum JobActError {
         #[source]
         source: kube::Error,
     },
+    #[error(
+        "{what} the scaling history in ConfigMap {name}: {}",
+        crate::runtime::api_error::api_message(source)
+    )]
+    ScalingHistory {
+        what: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
     #[error("{what} revision {name}: {}", crate::runtime::api_error::api_message(source))]
     Revision {
         what: &'static str,
@@ -154,6 +164,9 @@ where
             operations.extend(request_removal(*drop_restore));
             patch_if_requested(client, owner, request, operations, "writing the revision's spec").await
         }
+        JobAction::RecordScaling(entry, retention) => {
+            record_scaling(client, owner, kind, entry, *retention).await
+        }
         JobAction::DropRollbackRequest { request } => {
             let drop_restore = owner
                 .meta()
@@ -172,6 +185,57 @@ where
         }
         _ => Err(JobActError::NotRest(format!("{action:?}"))),
     }
+}
+
+/// Adds `entry` to the owner's scaling history (see [`crate::autoscaler::history`]): read,
+/// appended and trimmed, then applied with the owner as its owner.
+async fn record_scaling<K>(
+    client: &kube::Client,
+    owner: &K,
+    kind: JobKind,
+    entry: &crate::autoscaler::history::ScalingEntry,
+    retention: crate::autoscaler::history::Retention,
+) -> Result<Option<String>, JobActError>
+where
+    K: JobResource,
+{
+    use crate::autoscaler::history;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let (namespace, owner_name) = located(owner);
+    let name = history::config_map_name(kind, &owner_name);
+    let failed = |what: &'static str| {
+        let name = name.clone();
+        move |source| JobActError::ScalingHistory { what, name, source }
+    };
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    let kept = history::read(api.get_opt(&name).await.map_err(failed("reading"))?.as_ref());
+    let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+    let history = history::appended(kept, entry, retention, now_ms);
+    let config_map = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(namespace.clone()),
+            labels: Some(
+                [
+                    ("app".to_owned(), owner_name.clone()),
+                    ("component".to_owned(), history::COMPONENT.to_owned()),
+                ]
+                .into(),
+            ),
+            owner_references: owner.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        data: Some(history::data(&history)),
+        ..Default::default()
+    };
+    api.patch(
+        &name,
+        &PatchParams::apply(crate::resources::FIELD_MANAGER).force(),
+        &Patch::Apply(&config_map),
+    )
+    .await
+    .map_err(failed("writing"))?;
+    Ok(None)
 }
 
 /// Creates or moves the revision, deletes the pruned ones, and shows the current number in
@@ -405,7 +469,8 @@ pub async fn run(rest: &FlinkRestClient, action: &JobAction, policy: &Policy) ->
         | JobAction::DeleteSnapshot { .. }
         | JobAction::RecordRevision(_)
         | JobAction::RollBack { .. }
-        | JobAction::DropRollbackRequest { .. } => Err(JobActError::NotRest(format!("{action:?}"))),
+        | JobAction::DropRollbackRequest { .. }
+        | JobAction::RecordScaling(..) => Err(JobActError::NotRest(format!("{action:?}"))),
         JobAction::Rescale(change) => rescale(rest, change)
             .await
             .map_err(|source| JobActError::Rescale {

@@ -301,16 +301,20 @@ pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
     if let Some(plan) = history::rollback_request(k) {
         return plan;
     }
-    let report = k.facts.scaling_report;
+    let autoscaler = k.facts.autoscaler;
     let mut plan = next_step(k);
     if resources {
         seal_new_snapshots(&mut plan);
     }
     // The autoscaler's judgement of the running job, whatever the step (its changes, if
-    // applied, are in the spec the machine acts on).
-    if let Some(report) = report {
+    // applied, are in the spec the machine acts on), and its decision kept in its history.
+    if let Some(report) = &autoscaler.report {
         plan.events
-            .push(EventNote::normal(Reason::ScalingReport, report.to_owned()));
+            .push(EventNote::normal(Reason::ScalingReport, report.clone()));
+    }
+    if let (Some(entry), Some(retention)) = (&autoscaler.decided, autoscaler.retention) {
+        plan.actions
+            .push(JobAction::RecordScaling(entry.clone(), retention).into());
     }
     history::follow(k, &mut plan);
     plan

@@ -175,8 +175,9 @@ pub struct Facts<'a> {
     /// The job's kept revisions (None: its history is not followed, as in the tests of
     /// what does not concern it).
     pub revisions: Option<&'a [revisions::Revision]>,
-    /// The autoscaler's ScalingReport due at this look (see [`crate::autoscaler`]).
-    pub scaling_report: Option<&'a str>,
+    /// What the autoscaler made of the job at this look (see [`crate::autoscaler`]): its
+    /// ScalingReport and a decision for the scaling history (its overrides are in the spec).
+    pub autoscaler: &'a crate::autoscaler::apply::Looked,
 }
 
 impl Facts<'_> {
@@ -253,6 +254,12 @@ pub enum JobAction {
     },
     /// Remove a refused rollback request, only while it is still there.
     DropRollbackRequest { request: String },
+    /// Add an autoscaler decision to the job's scaling history (see
+    /// [`crate::autoscaler::history`]), kept as `Retention` says; one already there is done.
+    RecordScaling(
+        crate::autoscaler::history::ScalingEntry,
+        crate::autoscaler::history::Retention,
+    ),
 }
 
 impl JobAction {
@@ -265,6 +272,7 @@ impl JobAction {
                 | JobAction::RecordRevision(_)
                 | JobAction::RollBack { .. }
                 | JobAction::DropRollbackRequest { .. }
+                | JobAction::RecordScaling(..)
         )
     }
 }

@@ -66,10 +66,8 @@ struct Look {
     gone: bool,
     /// How long after [`NOW`] the look is.
     later_ms: i64,
-    /// The autoscaler's report due at this look.
-    scaling_report: Option<String>,
-    /// The autoscaler's overrides the job is to run with at this look.
-    autoscaled: std::collections::BTreeMap<String, i64>,
+    /// What the autoscaler made of the job at this look.
+    autoscaler: crate::autoscaler::apply::Looked,
 }
 
 fn look(state: &'static str) -> Look {
@@ -248,8 +246,7 @@ impl Application {
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
-            scaling_report: look.scaling_report.clone(),
-            autoscaled: look.autoscaled.clone(),
+            autoscaler: look.autoscaler.clone(),
             ..Default::default()
         }
     }
@@ -348,8 +345,7 @@ impl SessionJob {
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
-            scaling_report: look.scaling_report.clone(),
-            autoscaled: look.autoscaled.clone(),
+            autoscaler: look.autoscaler.clone(),
         }
     }
 }

@@ -169,7 +169,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
             observation.job.as_ref(),
         )
         .await;
-        (observation.scaling_report, observation.autoscaled) = crate::autoscaler::apply::after_look(
+        observation.autoscaler = crate::autoscaler::apply::after_look(
             &sj.spec,
             sj.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
             &observation.policy.autoscaler,

@@ -364,6 +364,27 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "not a number",
         ),
         (
+            "D32 autoscaler excluded period that does not read",
+            with(&[
+                ("spec/flinkConfiguration/job.autoscaler.enabled", json!("true")),
+                (
+                    "spec/flinkConfiguration/job.autoscaler.excluded.periods",
+                    json!("9:00-17:00;nights"),
+                ),
+            ]),
+            "spec.flinkConfiguration.job.autoscaler.excluded.periods",
+            "excluded period \"nights\"",
+        ),
+        (
+            "autoscaler overrides are the operator's",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.autoscaler.parallelism-overrides",
+                json!("a:4"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.autoscaler.parallelism-overrides",
+            "is written by the job autoscaler",
+        ),
+        (
             "D33 metrics window below reconcile interval",
             with(&[
                 ("spec/flinkConfiguration/job.autoscaler.enabled", json!("true")),

@@ -74,6 +74,15 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "lowercase letters",
         ),
         (
+            "autoscaler overrides are the operator's",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.autoscaler.parallelism-overrides",
+                json!("a:4"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.autoscaler.parallelism-overrides",
+            "is written by the job autoscaler",
+        ),
+        (
             "S2 no job",
             with(&[("spec/job", Value::Null)]),
             "spec.job",

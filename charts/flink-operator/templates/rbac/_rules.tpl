@@ -53,11 +53,12 @@ them: granted cluster-wide, or in each of the watchNamespaces.
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["create", "patch"]
-# ConfigMaps: a cluster's (Flink configuration, logging), its HA metadata (read, cleaned up)
-# and the coordination ConfigMap of an ADVANCED blue/green hand-over.
+# ConfigMaps: a cluster's (Flink configuration, logging), its HA metadata (read, cleaned up),
+# the coordination ConfigMap of an ADVANCED blue/green hand-over, and the job autoscaler's
+# scaling history (read by name before a decision is added to it).
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["list", "watch", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 # JobManager and TaskManager Deployments: watched, applied, deleted; read by name when the
 # cache lacks one that the status says exists, before any recovery acts on its absence.
 - apiGroups: ["apps"]

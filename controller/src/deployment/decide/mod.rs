@@ -109,11 +109,8 @@ pub struct Observation {
     pub fresh_job_id: String,
     /// Now, epoch milliseconds.
     pub now_ms: i64,
-    /// The autoscaler's ScalingReport to publish at this look.
-    pub scaling_report: Option<String>,
-    /// The autoscaler's parallelism overrides the job is to run with (see
-    /// [`crate::autoscaler::apply`]).
-    pub autoscaled: std::collections::BTreeMap<String, i64>,
+    /// What the autoscaler made of the job at this look (see [`crate::autoscaler::apply`]).
+    pub autoscaler: crate::autoscaler::apply::Looked,
     /// The resource's Ingress (`spec.ingress`), as the cache holds it.
     pub ingress: crate::resources::ingress::Observed,
     /// The JobManager's REST port (`rest.port` of its effective configuration), which the
@@ -151,7 +148,7 @@ impl Observation {
             now_ms: self.now_ms,
             snapshots: &self.snapshots,
             revisions: self.revisions.as_deref(),
-            scaling_report: self.scaling_report.as_deref(),
+            autoscaler: &self.autoscaler,
         }
     }
 }
@@ -228,7 +225,7 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
 
 /// The resource as the lifecycle acts on it: with the autoscaler's overrides in its spec.
 pub fn autoscaled<'a>(fd: &'a FlinkDeployment, obs: &Observation) -> std::borrow::Cow<'a, FlinkDeployment> {
-    crate::autoscaler::apply::effective(fd, &fd.spec, |fd, spec| fd.spec = spec, &obs.autoscaled)
+    crate::autoscaler::apply::effective(fd, &fd.spec, |fd, spec| fd.spec = spec, &obs.autoscaler.overrides)
 }
 
 /// The write that keeps the resource's Ingress as `spec.ingress` asks (none while it is being

@@ -63,8 +63,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         now_ms: NOW,
         ingress: Default::default(),
         rest_port: 8081,
-        scaling_report: None,
-        autoscaled: Default::default(),
+        autoscaler: Default::default(),
     }
 }
 

@@ -94,7 +94,10 @@ fn the_autoscalers_report_is_published_for_both_kinds_and_changes_nothing() {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let at = Look {
-            scaling_report: Some("vertex v: parallelism 2 -> 4".into()),
+            autoscaler: crate::autoscaler::apply::Looked {
+                report: Some("vertex v: parallelism 2 -> 4".into()),
+                ..Default::default()
+            },
             ..look("RUNNING")
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
@@ -128,7 +131,10 @@ fn the_autoscalers_overrides_rescale_the_running_job_in_place_recorded_apart_fro
         let wanted = std::collections::BTreeMap::from([("v".to_owned(), 4)]);
         let at = Look {
             policy: adaptive(),
-            autoscaled: wanted.clone(),
+            autoscaler: crate::autoscaler::apply::Looked {
+                overrides: wanted.clone(),
+                ..Default::default()
+            },
             ..look("RUNNING")
         };
         let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
@@ -172,7 +178,10 @@ fn without_a_scheduler_that_rescales_in_place_the_autoscalers_overrides_are_an_u
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let at = Look {
-            autoscaled: std::collections::BTreeMap::from([("v".to_owned(), 4)]),
+            autoscaler: crate::autoscaler::apply::Looked {
+                overrides: std::collections::BTreeMap::from([("v".to_owned(), 4)]),
+                ..Default::default()
+            },
             ..look("RUNNING")
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);

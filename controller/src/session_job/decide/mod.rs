@@ -74,11 +74,8 @@ pub struct Observation {
     pub fresh_job_id: String,
     /// Now, epoch milliseconds.
     pub now_ms: i64,
-    /// The autoscaler's ScalingReport to publish at this look.
-    pub scaling_report: Option<String>,
-    /// The autoscaler's parallelism overrides the job is to run with (see
-    /// [`crate::autoscaler::apply`]).
-    pub autoscaled: std::collections::BTreeMap<String, i64>,
+    /// What the autoscaler made of the job at this look (see [`crate::autoscaler::apply`]).
+    pub autoscaler: crate::autoscaler::apply::Looked,
 }
 
 /// The session FlinkDeployment named by `spec.deploymentName`.
@@ -159,7 +156,7 @@ impl Observation {
             now_ms: self.now_ms,
             snapshots: &self.snapshots,
             revisions: self.revisions.as_deref(),
-            scaling_report: self.scaling_report.as_deref(),
+            autoscaler: &self.autoscaler,
         }
     }
 }
@@ -176,7 +173,7 @@ pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
 
 /// The resource as the lifecycle acts on it: with the autoscaler's overrides in its spec.
 fn autoscaled<'a>(sj: &'a FlinkSessionJob, obs: &Observation) -> std::borrow::Cow<'a, FlinkSessionJob> {
-    crate::autoscaler::apply::effective(sj, &sj.spec, |sj, spec| sj.spec = spec, &obs.autoscaled)
+    crate::autoscaler::apply::effective(sj, &sj.spec, |sj, spec| sj.spec = spec, &obs.autoscaler.overrides)
 }
 
 /// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
