@@ -130,13 +130,14 @@ mod tests {
         let recorded = rescale::with_autoscaled(&spec(2, json!({})), &map(&[("a", 4)]));
         let changes = map(&[("b", 3)]);
         let off = AutoscalerOptions::default();
-        let cases: Vec<(
-            &str,
+        type Case<'a> = (
+            &'a str,
             FlinkDeploymentSpec,
-            Option<&FlinkDeploymentSpec>,
-            &AutoscalerOptions,
+            Option<&'a FlinkDeploymentSpec>,
+            &'a AutoscalerOptions,
             BTreeMap<String, i64>,
-        )> = vec![
+        );
+        let cases: Vec<Case> = vec![
             ("first start", spec(2, json!({})), None, &on, map(&[])),
             (
                 "carried, with this look's changes",
