@@ -291,9 +291,13 @@ impl<'a> JobKind<'a> for Decision<'a> {
         let standalone = self.fd.spec.mode_or_default() == KubernetesDeploymentMode::Standalone;
         match (self.facts.policy.rescaler?, standalone) {
             (Rescaler::Adaptive, false) => Some(Action::Job(JobAction::Rescale(change.clone()))),
-            (Rescaler::Reactive, true) => Some(Action::ScaleTaskManagers {
-                replicas: flink_config::task_manager_replicas(self.spec, self.facts.policy.task_slots),
-            }),
+            // Reactive mode gives every vertex all the slots: only their number can change in
+            // place, not a vertex's share (an override, the user's or the autoscaler's).
+            (Rescaler::Reactive, true) if change.from.overrides == change.to.overrides => {
+                Some(Action::ScaleTaskManagers {
+                    replicas: flink_config::task_manager_replicas(self.spec, self.facts.policy.task_slots),
+                })
+            }
             _ => None,
         }
     }

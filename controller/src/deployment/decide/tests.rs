@@ -2455,3 +2455,59 @@ mod health_check {
         assert_eq!(again.status.cluster_info, first.status.cluster_info);
     }
 }
+
+#[test]
+fn a_reactive_cluster_takes_new_replicas_in_place_and_a_vertex_override_by_an_upgrade() {
+    let base = spec_with(
+        "savepoint",
+        &[
+            ("mode", json!("standalone")),
+            ("taskManager", json!({"replicas": 1})),
+            ("job/parallelism", json!(2)),
+            (
+                "flinkConfiguration",
+                json!({"scheduler-mode": "reactive", "taskmanager.numberOfTaskSlots": "2"}),
+            ),
+        ],
+    );
+    let stored = observed(&base, "RUNNING");
+    let reactive = Policy {
+        rescaler: Some(crate::policy::Rescaler::Reactive),
+        task_slots: 2,
+        ..Policy::status_only()
+    };
+    let look = with_policy(obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN)), reactive);
+    let mut more_replicas = base.clone();
+    more_replicas["taskManager"]["replicas"] = json!(2);
+    let plan = decide(&at(more_replicas, stored.clone(), 2), &look);
+    assert!(
+        plan.actions.contains(&Action::ScaleTaskManagers { replicas: 2 }),
+        "{:?}",
+        plan.actions
+    );
+
+    // The autoscaler's override of a vertex: not something reactive mode can do in place.
+    let autoscaled = Observation {
+        autoscaler: crate::autoscaler::apply::Looked {
+            overrides: std::collections::BTreeMap::from([("v".to_owned(), 4)]),
+            ..Default::default()
+        },
+        ..look
+    };
+    let plan = decide(&at(base, stored, 1), &autoscaled);
+    assert!(
+        !plan
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::ScaleTaskManagers { .. })),
+        "{:?}",
+        plan.actions
+    );
+    assert!(
+        plan.actions
+            .iter()
+            .any(|a| matches!(a, Action::Job(JobAction::StopWithSavepoint { .. }))),
+        "an upgrade: {:?}",
+        plan.actions
+    );
+}
