@@ -133,8 +133,8 @@ pub struct RunArgs {
     /// Port of the plain-HTTP probes and metrics (/healthz, /readyz, /metrics).
     #[arg(long, env = "FLINK_OPERATOR_PROBE_PORT", default_value_t = 8080)]
     pub probe_port: u16,
-    /// Kubeconfig file; else the in-cluster service account, else the usual kubeconfig
-    /// ($KUBECONFIG, ~/.kube/config).
+    /// Kubeconfig file; else the usual kubeconfig ($KUBECONFIG, ~/.kube/config), else the
+    /// in-cluster service account.
     #[arg(long, env = "FLINK_OPERATOR_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
     /// Where JobManager REST APIs are reached: `service` (the REST Service's in-cluster
@@ -184,7 +184,7 @@ pub struct CrdArgs {
     /// Install (server-side apply) the CRDs into the cluster and wait until they are established.
     #[arg(long)]
     pub apply: bool,
-    /// Kubeconfig for --apply; else in-cluster or the usual kubeconfig.
+    /// Kubeconfig for --apply; else the usual kubeconfig, else the in-cluster service account.
     #[arg(long, env = "FLINK_OPERATOR_KUBECONFIG", requires = "apply")]
     pub kubeconfig: Option<PathBuf>,
 }

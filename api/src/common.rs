@@ -649,14 +649,15 @@ fn decode_optional<T: serde::de::DeserializeOwned>(
         .transpose()
 }
 
-/// A status condition (the Apache operator sets a single `Running` condition).
+/// A status condition: this operator keeps `Ready`, `Progressing` and `Degraded`, whose reason
+/// is the resource's phase (the Apache operator keeps a single `Running` condition instead).
 ///
 /// All fields are optional, unlike `k8s_openapi`'s `Condition`, so that a status written by
 /// another tool never fails to decode.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
-    /// Condition type, e.g. Running.
+    /// Condition type: Ready, Progressing or Degraded.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
     /// True, False or Unknown.

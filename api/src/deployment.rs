@@ -192,7 +192,7 @@ pub struct FlinkDeploymentStatus {
     /// TaskManager replicas and selector (scale subresource).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_manager: Option<TaskManagerInfo>,
-    /// Conditions; the operator maintains the Running condition.
+    /// Conditions; the operator maintains Ready, Progressing and Degraded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// Our addition: the job's revision history and the latest manual rollback.

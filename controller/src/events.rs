@@ -148,7 +148,7 @@ reasons! {
     BlueGreenTransitionCompleted,
     /// A blue/green transition was aborted (the note says why); the old child is untouched and the new one suspended or deleted.
     BlueGreenTransitionAborted,
-    /// A blue/green deployment is refused and nothing is deployed: it asks for what is not implemented (the ADVANCED mode), or a child's name is taken by a FlinkDeployment it does not own (the note says which).
+    /// A blue/green deployment is refused and nothing is deployed: one of its options or its template cannot be used, or a child's name is taken by a FlinkDeployment it does not own (the note says which).
     BlueGreenRefused,
 }
 

@@ -34,10 +34,11 @@
 //! Apache fields, and Ready / Progressing / Degraded conditions besides.
 //!
 //! Proven end to end in `tests/e2e/bluegreen.rs` (hand-overs in savepoint, last-state and
-//! stateless mode, an abort, suspend and resume, deletion). Not done: the ADVANCED
-//! transition mode (a resource asking for it is refused, with the reason in `status.error`,
-//! rather than run as BASIC). The resource's `spec.ingress` routes to the active child
-//! ([`ingress`]), switched in the pass that finishes a hand-over.
+//! stateless mode, an abort, suspend and resume, deletion) and `tests/e2e/bluegreen_advanced.rs`
+//! (the ADVANCED mode's record-exact hand-over through the record gate). Not done: injecting
+//! the record gate into a job automatically (the job bundles it). The resource's
+//! `spec.ingress` routes to the active child ([`ingress`]), switched in the pass that
+//! finishes a hand-over.
 
 pub mod act;
 pub mod decide;
