@@ -36,6 +36,17 @@ pub enum Command {
 }
 
 /// Which parts of the operator this process runs.
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable lines.
+    Text,
+    /// Text on a terminal, else JSON.
+    Auto,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Components {
     /// The webhook and the controllers.
@@ -133,6 +144,10 @@ pub struct RunArgs {
     /// Port of the plain-HTTP probes and metrics (/healthz, /readyz, /metrics).
     #[arg(long, env = "FLINK_OPERATOR_PROBE_PORT", default_value_t = 8080)]
     pub probe_port: u16,
+    /// Log format on stderr: `json` (one object per line), `text`, or `auto` (text on a
+    /// terminal, else JSON). The filter is `RUST_LOG`.
+    #[arg(long, value_enum, env = "FLINK_OPERATOR_LOG_FORMAT", default_value = "auto")]
+    pub log_format: LogFormat,
     /// Kubeconfig file; else the usual kubeconfig ($KUBECONFIG, ~/.kube/config), else the
     /// in-cluster service account.
     #[arg(long, env = "FLINK_OPERATOR_KUBECONFIG")]

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => {
-            telemetry::init();
+            telemetry::init(args.log_format);
             run_async(*args)
         }
         Command::Crd(args) => crd(args),

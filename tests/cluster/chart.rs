@@ -242,3 +242,47 @@ fn the_operator_configuration_holds_the_operators_defaults_and_a_users_value_win
     assert_eq!(config.get(v2), None);
     assert_eq!(config.get(v1), defaults.get(v1));
 }
+
+#[test]
+fn the_pods_extension_points_reach_the_deployment() {
+    let values = Path::new(ROOT).join("charts/flink-operator/ci/extension-points-values.yaml");
+    let rendered = helm(&[
+        "template",
+        "flink-operator",
+        "--namespace",
+        RELEASE_NAMESPACE,
+        "--show-only",
+        "templates/deployment.yaml",
+        "-f",
+        values.to_str().unwrap(),
+    ]);
+    let deployment: serde_json::Value = serde_yaml::from_str(&rendered).unwrap();
+    let pod = &deployment["spec"]["template"]["spec"];
+    let names = |list: &serde_json::Value| -> Vec<String> {
+        list.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(names(&pod["initContainers"]), ["fetch-jars"], "{rendered}");
+    assert_eq!(
+        names(&pod["containers"]),
+        ["operator", "log-shipper"],
+        "{rendered}"
+    );
+    let operator = &pod["containers"][0];
+    assert!(names(&operator["volumeMounts"]).contains(&"session-jars".to_owned()));
+    assert!(names(&pod["volumes"]).contains(&"session-jars".to_owned()));
+    assert_eq!(
+        operator["envFrom"][0]["configMapRef"]["name"],
+        "operator-extra-env"
+    );
+    let log_format = operator["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "FLINK_OPERATOR_LOG_FORMAT")
+        .map(|e| e["value"].clone());
+    assert_eq!(log_format, Some(serde_json::json!("text")));
+}
