@@ -48,10 +48,30 @@ fn scenarios() -> Vec<PathBuf> {
 /// Installs cert-manager's CRDs (from its Go module), so that Issuer and Certificate can
 /// be dry-run applied.
 async fn install_cert_manager_crds(client: &Client) {
-    let dir = tool("cert-manager-crds.sh");
+    install_module_crds(client, "cert-manager-crds.sh", |_| true).await;
+}
+
+/// Installs the Prometheus Operator's ServiceMonitor, PodMonitor and PrometheusRule CRDs
+/// (from its Go module), so that the chart's monitoring objects can be dry-run applied.
+async fn install_prometheus_operator_crds(client: &Client) {
+    install_module_crds(client, "prometheus-operator-crds.sh", |file| {
+        ["servicemonitors", "podmonitors", "prometheusrules"]
+            .iter()
+            .any(|kind| file.ends_with(&format!("_{kind}.yaml")))
+    })
+    .await;
+}
+
+/// Installs the CRDs of the files `wanted` of the directory that `script` prints.
+async fn install_module_crds(client: &Client, script: &str, wanted: impl Fn(&str) -> bool) {
+    let dir = tool(script);
     let mut crds = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let path = entry.unwrap().path();
+        if !wanted(&path.file_name().unwrap().to_string_lossy()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
         for document in serde_yaml::Deserializer::from_str(&text) {
             if let Ok(crd) = <CustomResourceDefinition as serde::Deserialize>::deserialize(document) {
                 crds.push(crd);
@@ -79,6 +99,7 @@ async fn the_chart_lints_renders_and_applies_with_server_side_dry_run_for_every_
     let client = client().await;
     install_crds(&client).await;
     install_cert_manager_crds(&client).await;
+    install_prometheus_operator_crds(&client).await;
     let discovery = Discovery::new(client.clone()).run().await.unwrap();
 
     for values in scenarios() {
@@ -159,6 +180,16 @@ async fn the_chart_lints_renders_and_applies_with_server_side_dry_run_for_every_
             "{}: webhook configurations {kinds:?}",
             values.display()
         );
+        if values
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .contains("monitoring")
+        {
+            for kind in ["ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"] {
+                assert!(kinds.contains(kind), "{kind}: {kinds:?}");
+            }
+        }
         if values
             .file_name()
             .unwrap()

@@ -21,6 +21,7 @@ mod in_cluster;
 mod java_defaults;
 mod kubectl;
 mod lifecycle;
+mod monitoring;
 mod objects;
 mod operator;
 mod poison;
