@@ -243,7 +243,42 @@ impl ReconcileMetrics {
             "Events published, by reason and type (e.g. RestartUnhealthyJob: jobs the cluster health check restarted)",
             metrics.events.clone(),
         );
+        metrics.start_at_zero();
         metrics
+    }
+
+    /// The series of every kind, snapshot type and transition, created at 0: an alert on
+    /// `increase(...) > 0` then sees the first failure too (a series that appears at 1 has
+    /// no increase), and `/metrics` lists every family from the start.
+    fn start_at_zero(&self) {
+        use flink_operator_api::{SnapshotType, keys::kinds};
+        for kind in [
+            kinds::FLINK_DEPLOYMENT,
+            kinds::FLINK_SESSION_JOB,
+            kinds::FLINK_STATE_SNAPSHOT,
+            kinds::FLINK_BLUE_GREEN_DEPLOYMENT,
+        ] {
+            drop(self.reconcile_errors.get_or_create(&KindLabels { kind }));
+        }
+        for kind in [kinds::FLINK_DEPLOYMENT, kinds::FLINK_SESSION_JOB] {
+            drop(self.savepoint_failures.get_or_create(&KindLabels { kind }));
+            drop(self.savepoint_duration.get_or_create(&KindLabels { kind }));
+        }
+        for snapshot_type in SnapshotType::ALL.iter().map(|t| t.as_str()) {
+            drop(
+                self.snapshot_failures
+                    .get_or_create(&SnapshotTypeLabels { snapshot_type }),
+            );
+            drop(
+                self.snapshot_duration
+                    .get_or_create(&SnapshotTypeLabels { snapshot_type }),
+            );
+        }
+        for transition in crate::bluegreen::outcome::Transition::ALL {
+            drop(self.bluegreen_transitions.get_or_create(&TransitionLabels {
+                transition: transition.as_str(),
+            }));
+        }
     }
 
     /// An Event of `reason` was published.

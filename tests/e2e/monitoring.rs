@@ -1,7 +1,12 @@
-//! The chart's monitoring kit against the real operator: every metric that its alerts
-//! (PrometheusRule) and its Grafana dashboard query is one that the running operator's
-//! `/metrics` serves, with the suffixes of its type, and every Event reason an alert names is
-//! one the operator publishes.
+//! The chart's monitoring kit against the real operator: every expression of its alerts
+//! (PrometheusRule) and its Grafana dashboard parses as PromQL, every metric they query is one
+//! the operator serves, with the suffixes of its type, and every Event reason an alert names
+//! is one the operator publishes.
+//!
+//! A family without a series yet (no resource of a kind, no admission review) is not in
+//! `/metrics` at all, so the families are those of the metrics reference (generated from the
+//! code), each checked against the running operator's `/metrics`: every family it serves is
+//! there, with the same type.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +23,20 @@ fn families(metrics: &str) -> BTreeMap<String, String> {
         .filter_map(|rest| {
             let (name, kind) = rest.split_once(' ')?;
             Some((name.to_owned(), kind.trim().to_owned()))
+        })
+        .collect()
+}
+
+/// `| \`<name>\` | <type> | ...` rows of the metrics reference.
+fn documented() -> BTreeMap<String, String> {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference/metrics.md")).unwrap();
+    text.lines()
+        .filter_map(|line| {
+            let mut cells = line.split('|').map(str::trim).skip(1);
+            let name = cells.next()?.strip_prefix('`')?.strip_suffix('`')?;
+            let kind = cells.next()?;
+            Some((name.to_owned(), kind.to_owned()))
         })
         .collect()
 }
@@ -100,8 +119,21 @@ async fn every_metric_the_alerts_and_the_dashboard_query_is_served_by_the_operat
     let answer = tokio::task::spawn_blocking(|| crate::operator::probe_get("/metrics"))
         .await
         .unwrap();
-    let families = families(&answer);
-    assert!(families.len() > 10, "{answer}");
+    let served_now = families(&answer);
+    let families = documented();
+    assert!(families.len() > 15, "{families:?}");
+    for (name, kind) in &served_now {
+        assert_eq!(
+            families.get(name),
+            Some(kind),
+            "{name} ({kind}) is served but not in docs/reference/metrics.md as such"
+        );
+    }
+    assert!(
+        served_now.contains_key("flink_operator_leader")
+            && served_now.contains_key("flink_operator_reconcile_errors"),
+        "{answer}"
+    );
 
     let expressions = tokio::task::spawn_blocking(expressions).await.unwrap();
     let alerts = expressions.iter().filter(|(w, _)| w.starts_with("alert")).count();
@@ -110,6 +142,15 @@ async fn every_metric_the_alerts_and_the_dashboard_query_is_served_by_the_operat
         alerts >= 10 && panels >= 15,
         "{alerts} alerts, {panels} panel queries"
     );
+    let unparsed: Vec<String> = expressions
+        .iter()
+        .filter_map(|(what, expr)| {
+            promql_parser::parser::parse(expr)
+                .err()
+                .map(|e| format!("{what}: {e}: {expr}"))
+        })
+        .collect();
+    assert!(unparsed.is_empty(), "not PromQL: {unparsed:#?}");
     let mut unknown = Vec::new();
     let mut queried = BTreeSet::new();
     for (what, expr) in &expressions {
@@ -125,10 +166,13 @@ async fn every_metric_the_alerts_and_the_dashboard_query_is_served_by_the_operat
             queried.insert(name);
         }
     }
-    assert!(unknown.is_empty(), "not served by /metrics: {unknown:#?}");
+    assert!(unknown.is_empty(), "not served by the operator: {unknown:#?}");
+    let now = queried.iter().filter(|n| served(n, &served_now)).count();
     eprintln!(
-        "MEASURED monitoring: {alerts} alerts and {panels} panel queries over {} metrics, all served",
-        queried.len()
+        "MEASURED monitoring: {alerts} alerts and {panels} panel queries over {} metrics, all served \
+         ({now} of them with series in /metrics at this moment; {} families served)",
+        queried.len(),
+        served_now.len()
     );
 
     // The reasons an alert names are Event reasons the operator publishes.
@@ -142,6 +186,17 @@ async fn every_metric_the_alerts_and_the_dashboard_query_is_served_by_the_operat
         for reason in list.split('|') {
             assert!(reasons.contains(reason), "{what}: {reason} is no Event reason");
         }
+    }
+}
+
+#[test]
+fn the_promql_parser_refuses_what_prometheus_would() {
+    assert!(
+        promql_parser::parser::parse("sum by (kind) (rate(flink_operator_reconcile_errors_total[5m])) > 0")
+            .is_ok()
+    );
+    for bad in ["sum by (kind (rate(x[5m]))", "rate(x)", "x > > 1"] {
+        assert!(promql_parser::parser::parse(bad).is_err(), "{bad}");
     }
 }
 

@@ -15,6 +15,8 @@ pub enum Transition {
 }
 
 impl Transition {
+    pub const ALL: [Transition; 3] = [Self::InitialDeployment, Self::BlueToGreen, Self::GreenToBlue];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::InitialDeployment => "InitialDeployment",
