@@ -35,7 +35,6 @@ pub enum Command {
     Docs(DocsArgs),
 }
 
-/// Which parts of the operator this process runs.
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -47,6 +46,7 @@ pub enum LogFormat {
     Auto,
 }
 
+/// Which parts of the operator this process runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Components {
     /// The webhook and the controllers.
@@ -221,6 +221,9 @@ pub struct ClusterArgs {
     /// Kubeconfig file; else $KUBECONFIG, ~/.kube/config or the in-cluster service account.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context; else the current one.
+    #[arg(long)]
+    pub context: Option<String>,
 }
 
 /// Arguments of `flink-operator history`.

@@ -6,6 +6,7 @@ mod config_reload;
 mod docs;
 mod fenced_client;
 mod https;
+mod kubectl_flink;
 mod leader;
 mod managed_certs;
 mod probes;
@@ -36,6 +37,9 @@ fn main() -> ExitCode {
     {
         eprintln!("error: a rustls crypto provider was already installed");
         return ExitCode::FAILURE;
+    }
+    if kubectl_flink::started_as_plugin(std::env::args().next().as_deref()) {
+        return kubectl_flink::main();
     }
     let cli = Cli::parse();
     let result = match cli.command {
@@ -74,7 +78,7 @@ fn run_async(args: cli::RunArgs) -> Result<(), String> {
 
 /// An error with its causes, `outer: inner: innermost`, so a message like "reading
 /// tls.crt" also says "No such file or directory".
-fn chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

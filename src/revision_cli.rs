@@ -9,7 +9,6 @@
 
 use std::{
     collections::BTreeSet,
-    path::PathBuf,
     time::{Duration, Instant},
 };
 
@@ -66,6 +65,9 @@ pub enum RevisionCliError {
         #[source]
         source: kube::Error,
     },
+    /// The resource has no job (a session cluster).
+    #[error("{0} has no spec.job: it is a session cluster, whose jobs are FlinkSessionJobs")]
+    NoJob(String),
     /// The resource does not exist.
     #[error("{0} not found")]
     NotFound(String),
@@ -145,7 +147,7 @@ pub fn parse_job_ref(text: &str) -> Result<JobRef, String> {
 /// `flink-operator history`: prints the job's revisions, oldest first.
 pub fn history(args: HistoryArgs) -> Result<(), RevisionCliError> {
     block_on(async move {
-        let (client, namespace) = connect(args.cluster.kubeconfig, args.cluster.namespace).await?;
+        let (client, namespace) = connect(&args.cluster).await?;
         let job = args.job;
         let object = read_job(&client, &namespace, &job).await?;
         let view = JobView::of(&object);
@@ -196,7 +198,7 @@ async fn scaling_history(client: &Client, namespace: &str, job: &JobRef) -> Vec<
 /// `flink-operator rollback`: asks the operator to roll the job back and follows it.
 pub fn rollback(args: RollbackArgs) -> Result<(), RevisionCliError> {
     block_on(async move {
-        let (client, namespace) = connect(args.cluster.kubeconfig, args.cluster.namespace).await?;
+        let (client, namespace) = connect(&args.cluster).await?;
         let job = args.job;
         let described = describe(&job, &namespace);
         let object = read_job(&client, &namespace, &job).await?;
@@ -256,7 +258,7 @@ pub fn rollback(args: RollbackArgs) -> Result<(), RevisionCliError> {
 }
 
 /// Runs `future` on a current-thread runtime: the commands make a few sequential calls.
-fn block_on<F>(future: F) -> Result<(), RevisionCliError>
+pub(crate) fn block_on<F>(future: F) -> Result<(), RevisionCliError>
 where
     F: std::future::Future<Output = Result<(), RevisionCliError>>,
 {
@@ -268,19 +270,39 @@ where
 }
 
 /// The client, and the namespace: the one given, else the kubeconfig context's (as kubectl).
-async fn connect(
-    kubeconfig: Option<PathBuf>,
-    namespace: Option<String>,
-) -> Result<(Client, String), RevisionCliError> {
-    let client = crate::run::kube_client(kubeconfig.as_deref(), None)
-        .await
-        .map_err(RevisionCliError::Client)?;
-    let namespace = namespace.unwrap_or_else(|| client.default_namespace().to_owned());
+/// A context names one of the kubeconfig's (the file given, else the usual one).
+pub(crate) async fn connect(cluster: &crate::cli::ClusterArgs) -> Result<(Client, String), RevisionCliError> {
+    let client = match &cluster.context {
+        None => crate::run::kube_client(cluster.kubeconfig.as_deref(), None)
+            .await
+            .map_err(RevisionCliError::Client)?,
+        Some(context) => {
+            let options = kube::config::KubeConfigOptions {
+                context: Some(context.clone()),
+                ..Default::default()
+            };
+            let config = match &cluster.kubeconfig {
+                Some(path) => {
+                    let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| {
+                        RevisionCliError::Client(format!("kubeconfig {}: {e}", path.display()))
+                    })?;
+                    kube::Config::from_custom_kubeconfig(kubeconfig, &options).await
+                }
+                None => kube::Config::from_kubeconfig(&options).await,
+            }
+            .map_err(|e| RevisionCliError::Client(format!("context {context}: {e}")))?;
+            Client::try_from(config).map_err(|e| RevisionCliError::Client(e.to_string()))?
+        }
+    };
+    let namespace = cluster
+        .namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_owned());
     Ok((client, namespace))
 }
 
 /// Both kinds through one untyped API: the commands read only the status fields they share.
-fn job_api(client: &Client, namespace: &str, kind: JobKind) -> Api<DynamicObject> {
+pub(crate) fn job_api(client: &Client, namespace: &str, kind: JobKind) -> Api<DynamicObject> {
     let resource = match kind {
         JobKind::FlinkDeployment => ApiResource::erase::<FlinkDeployment>(&()),
         JobKind::FlinkSessionJob => ApiResource::erase::<FlinkSessionJob>(&()),
@@ -288,7 +310,11 @@ fn job_api(client: &Client, namespace: &str, kind: JobKind) -> Api<DynamicObject
     Api::namespaced_with(client.clone(), namespace, &resource)
 }
 
-async fn read_job(client: &Client, namespace: &str, job: &JobRef) -> Result<DynamicObject, RevisionCliError> {
+pub(crate) async fn read_job(
+    client: &Client,
+    namespace: &str,
+    job: &JobRef,
+) -> Result<DynamicObject, RevisionCliError> {
     let described = describe(job, namespace);
     job_api(client, namespace, job.kind)
         .get_opt(&job.name)

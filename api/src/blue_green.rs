@@ -24,6 +24,7 @@ use crate::string_enum::string_enum;
     namespaced,
     status = "FlinkBlueGreenDeploymentStatus",
     shortname = "flinkbgdep",
+    category = "flink",
     derive = "PartialEq",
     derive = "Default",
     doc = "A Flink application upgraded by starting a second (blue or green) deployment and switching over.",
@@ -45,6 +46,12 @@ use crate::string_enum::string_enum;
         json_path = ".spec.transitionMode",
         description = "Transition mode, BASIC or ADVANCED.",
         priority = 1
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status",
+        description = "Whether the resource is ready: its job runs as its spec asks (the reason of its Ready condition says more)."
     ),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
 )]

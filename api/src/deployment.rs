@@ -25,6 +25,7 @@ use crate::string_enum::string_enum;
     namespaced,
     status = "FlinkDeploymentStatus",
     shortname = "flinkdep",
+    category = "flink",
     derive = "PartialEq",
     derive = "Default",
     doc = "A Flink cluster managed by the operator: application mode when spec.job is set, else a session cluster.",
@@ -57,6 +58,12 @@ use crate::string_enum::string_enum;
         json_path = ".status.jobManagerDeploymentStatus",
         description = "Status of the JobManager deployment.",
         priority = 1
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status",
+        description = "Whether the resource is ready: its job runs as its spec asks (the reason of its Ready condition says more)."
     ),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
 )]

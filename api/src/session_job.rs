@@ -21,6 +21,7 @@ use crate::config::FlinkConfiguration;
     namespaced,
     status = "FlinkSessionJobStatus",
     shortname = "sessionjob",
+    category = "flink",
     derive = "PartialEq",
     derive = "Default",
     doc = "A Flink job submitted to a session cluster (a FlinkDeployment without a job).",
@@ -41,6 +42,12 @@ use crate::config::FlinkConfiguration;
         type_ = "string",
         json_path = ".spec.deploymentName",
         description = "Session FlinkDeployment running the job."
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status",
+        description = "Whether the resource is ready: its job runs as its spec asks (the reason of its Ready condition says more)."
     ),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
 )]

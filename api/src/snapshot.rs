@@ -18,6 +18,7 @@ use crate::string_enum::string_enum;
     namespaced,
     status = "FlinkStateSnapshotStatus",
     shortname = "flinksnp",
+    category = "flink",
     derive = "PartialEq",
     derive = "Default",
     doc = "A savepoint or checkpoint of a FlinkDeployment or FlinkSessionJob job.",

@@ -26,6 +26,11 @@ async fn the_api_server_accepts_every_crd_schema_of_the_chart() {
             );
         }
         let accepted = status.accepted_names.unwrap();
+        assert_eq!(
+            accepted.categories.clone().unwrap_or_default(),
+            ["flink"],
+            "{name}: `kubectl get flink` lists it"
+        );
         assert!(
             accepted
                 .short_names
