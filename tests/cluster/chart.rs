@@ -317,3 +317,40 @@ fn the_pods_extension_points_reach_the_deployment() {
         .map(|e| e["value"].clone());
     assert_eq!(log_format, Some(serde_json::json!("text")));
 }
+
+#[test]
+fn a_values_file_of_the_apache_chart_is_refused_naming_each_key_and_its_replacement() {
+    let values = Path::new(ROOT).join("tests/cluster/fixtures/apache-chart-values.yaml");
+    let refused = helm_output(
+        helm_command()
+            .args(["template", "flink-operator"])
+            .arg(Path::new(ROOT).join("charts/flink-operator"))
+            .arg("-f")
+            .arg(&values),
+    )
+    .expect_err("an Apache values file is refused");
+    for (key, instead) in [
+        ("defaultConfiguration", "use operatorConfiguration"),
+        ("jvmArgs", "remove it: the operator is no JVM"),
+        ("metrics", "use service.metricsPort and monitoring.serviceMonitor"),
+        ("operatorPod", "use resources, podAnnotations"),
+        ("operatorServiceAccount", "use serviceAccount"),
+    ] {
+        assert!(refused.contains(&format!("{key}: {instead}")), "{key}: {refused}");
+    }
+    assert!(refused.contains("docs/migrating.md#helm-values"), "{refused}");
+
+    // A key of neither chart (a misspelling) is refused by the closed schema, by name.
+    let typo = std::env::temp_dir().join(format!("values-typo-{}.yaml", std::process::id()));
+    std::fs::write(&typo, "replica: 3\n").unwrap();
+    let refused = helm_output(
+        helm_command()
+            .args(["template", "flink-operator"])
+            .arg(Path::new(ROOT).join("charts/flink-operator"))
+            .arg("-f")
+            .arg(&typo),
+    )
+    .expect_err("an unknown key is refused");
+    let _ = std::fs::remove_file(&typo);
+    assert!(refused.contains("replica"), "{refused}");
+}
