@@ -317,6 +317,7 @@ fn metrics() -> String {
     let reconcile = flink_operator_controller::metrics::ReconcileMetrics::register(&mut registry);
     let admission = flink_operator_webhook::metrics::AdmissionMetrics::register(&mut registry);
     let _leader = crate::leader::LeaderMetrics::register(&mut registry);
+    crate::process_metrics::register(&mut registry);
     crate::https::certificate_expiry_gauge(&mut registry).set(1);
     // One sample of each, so that the encoder shows their labels.
     let kind = kinds::FLINK_DEPLOYMENT;

@@ -10,6 +10,7 @@ mod kubectl_flink;
 mod leader;
 mod managed_certs;
 mod probes;
+mod process_metrics;
 mod revision_cli;
 mod run;
 mod telemetry;

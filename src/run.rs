@@ -149,6 +149,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let mut registry = Registry::default();
     let reconcile_metrics = ReconcileMetrics::register(&mut registry);
     let leader_metrics = LeaderMetrics::register(&mut registry);
+    crate::process_metrics::register(&mut registry);
     let leader_election = if args.components.controllers() {
         LeaderElection::from_config(&operator_config, &args.operator_namespace)?
     } else {

@@ -41,19 +41,13 @@ fn documented() -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The operator's metric names in a PromQL expression.
+/// The operator's metric names in a PromQL expression (its own and its process's).
 fn metric_names(expr: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    let mut rest = expr;
-    while let Some(at) = rest.find("flink_operator_") {
-        let name: String = rest[at..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        rest = &rest[at + name.len()..];
-        names.insert(name);
-    }
-    names
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    expr.split(|c: char| !word(c))
+        .filter(|w| w.starts_with("flink_operator_") || w.starts_with("process_"))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Whether `name`, as an expression writes it, is a sample of one of `families`: a gauge by
