@@ -331,6 +331,12 @@ fn metrics() -> String {
             "GET",
         )
         .inc();
+    reconcile
+        .kubernetes_calls(flink_operator_controller::metrics::KubernetesClient::Operator)
+        .observe("GET", Some(200), Duration::from_millis(1));
+    reconcile
+        .flink_calls(kind)
+        .observe("GET", Some(200), Duration::from_millis(1));
     reconcile.savepoint_completed(kind, Duration::from_secs(1));
     reconcile.savepoint_failed(kind);
     reconcile.snapshot_census(

@@ -9,6 +9,7 @@ mod https;
 mod kubectl_flink;
 mod leader;
 mod managed_certs;
+mod observed_client;
 mod probes;
 mod process_metrics;
 mod revision_cli;

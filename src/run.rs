@@ -612,14 +612,9 @@ async fn client_with(
     let Some((metrics, client)) = metrics else {
         return Ok(builder.build());
     };
-    let metrics = metrics.clone();
-    let counted = tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
-        metrics
-            .kubernetes_requests(client, request.method().as_str())
-            .inc();
-        request
-    });
-    Ok(builder.with_layer(&counted).build())
+    Ok(builder
+        .with_layer(&crate::observed_client::ObservedLayer::new(metrics, client))
+        .build())
 }
 
 async fn wait_for_signal() -> std::io::Result<()> {

@@ -106,7 +106,8 @@ impl Context {
         Ok(self
             .rest_clients
             .client(url)?
-            .counted(self.metrics.flink_requests(kind, namespace, name)))
+            .counted(self.metrics.flink_requests(kind, namespace, name))
+            .timed(self.metrics.flink_calls(kind)))
     }
 
     /// Forgets what is kept in memory about the resource `uid`, which is gone.

@@ -126,10 +126,43 @@ pub struct ReconcileMetrics {
     states: Arc<Mutex<HashMap<ResourceKey, String>>>,
     /// The snapshot counts set by the last census, to drop those that fell to nothing.
     counted: Arc<Mutex<std::collections::BTreeSet<SnapshotCount>>>,
+    kubernetes_calls: Family<CallLabels, Histogram, fn() -> Histogram>,
+    flink_calls: Family<CallLabels, Histogram, fn() -> Histogram>,
+}
+
+/// One call's labels: who called (the Kubernetes client, or the kind whose JobManager was
+/// called), how, and the answer's HTTP status (`error`: no answer).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    caller: &'static str,
+    method: String,
+    code: String,
+}
+
+/// Times calls of one caller into a histogram family by method and answer.
+#[derive(Clone, Debug)]
+pub struct CallTimer {
+    family: Family<CallLabels, Histogram, fn() -> Histogram>,
+    caller: &'static str,
+}
+
+impl CallTimer {
+    /// A call by `method` answered with `status` (None: no answer, a transport error or a
+    /// timeout) after `elapsed`.
+    pub fn observe(&self, method: &str, status: Option<u16>, elapsed: Duration) {
+        self.family
+            .get_or_create(&CallLabels {
+                caller: self.caller,
+                method: method.to_owned(),
+                code: status.map_or_else(|| "error".to_owned(), |s| s.to_string()),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
 }
 
 fn reconcile_histogram() -> Histogram {
-    // 1 ms .. ~16 s: a reconcile reads a few objects and may call Flink once.
+    // 1 ms .. ~16 s: a reconcile reads a few objects and may call Flink once; a request to
+    // the API server or a JobManager answers within its client's timeout.
     Histogram::new(exponential_buckets(0.001, 2.0, 15))
 }
 
@@ -158,6 +191,8 @@ impl Default for ReconcileMetrics {
             events: Family::default(),
             states: Arc::default(),
             counted: Arc::default(),
+            kubernetes_calls: Family::new_with_constructor(reconcile_histogram),
+            flink_calls: Family::new_with_constructor(reconcile_histogram),
         }
     }
 }
@@ -242,6 +277,18 @@ impl ReconcileMetrics {
             "events",
             "Events published, by reason and type (e.g. RestartUnhealthyJob: jobs the cluster health check restarted)",
             metrics.events.clone(),
+        );
+        sub.register(
+            "kubernetes_request_duration_seconds",
+            "Requests to the Kubernetes API server answered, by client (caller), method and HTTP status \
+             (`error`: no answer); a watch counts until its first answer",
+            metrics.kubernetes_calls.clone(),
+        );
+        sub.register(
+            "flink_request_duration_seconds",
+            "Requests to the Flink REST API answered, by the kind whose JobManager was called (caller), \
+             method and HTTP status (`error`: no answer or a timeout); each retry counts",
+            metrics.flink_calls.clone(),
         );
         metrics.start_at_zero();
         metrics
@@ -329,6 +376,22 @@ impl ReconcileMetrics {
         self.snapshot_failures
             .get_or_create(&SnapshotTypeLabels { snapshot_type })
             .inc();
+    }
+
+    /// The timer of the Kubernetes requests of `client`.
+    pub fn kubernetes_calls(&self, client: KubernetesClient) -> CallTimer {
+        CallTimer {
+            family: self.kubernetes_calls.clone(),
+            caller: client.label(),
+        }
+    }
+
+    /// The timer of the Flink REST requests made for resources of `kind`.
+    pub fn flink_calls(&self, kind: &'static str) -> CallTimer {
+        CallTimer {
+            family: self.flink_calls.clone(),
+            caller: kind,
+        }
     }
 
     /// A reconcile of `namespace/name` that took `elapsed`.

@@ -116,6 +116,8 @@ pub struct FlinkRestClient {
     config: ClientConfig,
     /// Counts every request sent (each retry too).
     requests: Option<prometheus_client::metrics::counter::Counter>,
+    /// Times every request sent, by method and answer.
+    timer: Option<crate::metrics::CallTimer>,
 }
 
 /// Clients of any JobManager that share one HTTP client: building one (its TLS
@@ -192,12 +194,19 @@ impl FlinkRestClient {
             http,
             config,
             requests: None,
+            timer: None,
         })
     }
 
     /// The same client, counting each request it sends into `counter`.
     pub fn counted(mut self, counter: prometheus_client::metrics::counter::Counter) -> Self {
         self.requests = Some(counter);
+        self
+    }
+
+    /// The same client, timing each request it sends, by method and answer, with `timer`.
+    pub fn timed(mut self, timer: crate::metrics::CallTimer) -> Self {
+        self.timer = Some(timer);
         self
     }
 
@@ -633,14 +642,24 @@ impl FlinkRestClient {
             requests.inc();
         }
         let started = std::time::Instant::now();
+        let (http, built) = request.build_split();
+        let method = built.as_ref().map(|r| r.method().to_string()).unwrap_or_default();
+        let request =
+            reqwest::RequestBuilder::from_parts(http, built.map_err(|e| FlinkError::Request(e.to_string()))?);
         // reqwest's own timeout covers the body too; this one bounds the attempt whatever
         // the transport does, so that no answer, however slow, holds a reconcile longer.
-        let (status, body, large) = tokio::time::timeout(timeout, exchange(url, request, timeout))
+        let exchanged = tokio::time::timeout(timeout, exchange(url, request, timeout))
             .await
             .map_err(|_| FlinkError::Timeout {
                 url: url.to_owned(),
                 after: timeout,
-            })??;
+            })
+            .and_then(|answer| answer);
+        if let Some(timer) = &self.timer {
+            let status = exchanged.as_ref().ok().map(|(status, _, _)| status.as_u16());
+            timer.observe(&method, status, started.elapsed());
+        }
+        let (status, body, large) = exchanged?;
         tracing::debug!(%url, %status, elapsed_ms = started.elapsed().as_millis(), "Flink REST call");
         if status.is_server_error() {
             return Err(FlinkError::from_status(url, status, &body));
