@@ -321,6 +321,7 @@ fn metrics() -> String {
     crate::https::certificate_expiry_gauge(&mut registry).set(1);
     // One sample of each, so that the encoder shows their labels.
     let kind = kinds::FLINK_DEPLOYMENT;
+    reconcile.lifecycle(kind, "ns", "name", Some("DEPLOYED"));
     reconcile.lifecycle(kind, "ns", "name", Some("STABLE"));
     reconcile.reconciled(kind, "ns", "name", Duration::from_millis(1), false);
     reconcile.status_written(kind, "ns", "name");

@@ -122,12 +122,25 @@ pub struct ReconcileMetrics {
     bluegreen_transitions: Family<TransitionLabels, Histogram, fn() -> Histogram>,
     bluegreen_aborts: Counter,
     events: Family<EventLabels, Counter>,
-    /// (kind, namespace, name) -> lifecycle state, to move a resource between gauges.
-    states: Arc<Mutex<HashMap<ResourceKey, String>>>,
+    /// (kind, namespace, name) -> lifecycle state and since when this process saw it, to move
+    /// a resource between gauges and time its states.
+    states: Arc<Mutex<HashMap<ResourceKey, (String, std::time::Instant)>>>,
+    state_durations: Family<StateDurationLabels, Histogram, fn() -> Histogram>,
     /// The snapshot counts set by the last census, to drop those that fell to nothing.
     counted: Arc<Mutex<std::collections::BTreeSet<SnapshotCount>>>,
     kubernetes_calls: Family<CallLabels, Histogram, fn() -> Histogram>,
     flink_calls: Family<CallLabels, Histogram, fn() -> Histogram>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateDurationLabels {
+    kind: &'static str,
+    lifecycle_state: String,
+}
+
+fn state_histogram() -> Histogram {
+    // 1 s .. ~36 h: an upgrade takes seconds to minutes, a job stays STABLE for days.
+    Histogram::new(exponential_buckets(1.0, 2.0, 18))
 }
 
 /// One call's labels: who called (the Kubernetes client, or the kind whose JobManager was
@@ -190,6 +203,7 @@ impl Default for ReconcileMetrics {
             bluegreen_aborts: Counter::default(),
             events: Family::default(),
             states: Arc::default(),
+            state_durations: Family::new_with_constructor(state_histogram),
             counted: Arc::default(),
             kubernetes_calls: Family::new_with_constructor(reconcile_histogram),
             flink_calls: Family::new_with_constructor(reconcile_histogram),
@@ -277,6 +291,13 @@ impl ReconcileMetrics {
             "events",
             "Events published, by reason and type (e.g. RestartUnhealthyJob: jobs the cluster health check restarted)",
             metrics.events.clone(),
+        );
+        sub.register(
+            "lifecycle_state_seconds",
+            "Time resources spent in a lifecycle state, by kind and state, observed when they leave it \
+             (UPGRADING: an upgrade, DEPLOYED: the stabilization, ROLLING_BACK: a rollback); counted \
+             from when this process first saw the resource in it",
+            metrics.state_durations.clone(),
         );
         sub.register(
             "kubernetes_request_duration_seconds",
@@ -450,15 +471,24 @@ impl ReconcileMetrics {
                 lifecycle_state: lifecycle_state.to_owned(),
             })
         };
-        let previous = match state {
-            Some(state) => states.insert(key, state.to_owned()),
-            None => states.remove(&key),
-        };
-        if previous.as_deref() == state {
+        let now = std::time::Instant::now();
+        if let (Some(state), Some((recorded, _))) = (state, states.get(&key))
+            && recorded == state
+        {
             return;
         }
-        if let Some(previous) = previous {
+        let previous = match state {
+            Some(state) => states.insert(key, (state.to_owned(), now)),
+            None => states.remove(&key),
+        };
+        if let Some((previous, since)) = previous {
             gauge(&previous).dec();
+            self.state_durations
+                .get_or_create(&StateDurationLabels {
+                    kind,
+                    lifecycle_state: previous,
+                })
+                .observe(now.duration_since(since).as_secs_f64());
         }
         if let Some(state) = state {
             gauge(state).inc();
@@ -524,6 +554,8 @@ mod tests {
         metrics.snapshot_failed("SAVEPOINT");
         let out = text(&registry);
         for line in [
+            // a left DEPLOYED; b left DEPLOYED when it was deleted; a is still STABLE.
+            r#"flink_operator_lifecycle_state_seconds_count{kind="FlinkDeployment",lifecycle_state="DEPLOYED"} 2"#,
             r#"flink_operator_snapshots{namespace="ns",snapshot_type="SAVEPOINT",state="IN_PROGRESS"} 1"#,
             r#"flink_operator_snapshots{namespace="ns",snapshot_type="SAVEPOINT",state="COMPLETED"} 1"#,
             r#"flink_operator_snapshot_duration_seconds_count{snapshot_type="CHECKPOINT"} 1"#,
