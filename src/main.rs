@@ -6,6 +6,7 @@ mod config_reload;
 mod docs;
 mod fenced_client;
 mod https;
+mod kubectl_complete;
 mod kubectl_flink;
 mod leader;
 mod managed_certs;
@@ -40,8 +41,12 @@ fn main() -> ExitCode {
         eprintln!("error: a rustls crypto provider was already installed");
         return ExitCode::FAILURE;
     }
-    if kubectl_flink::started_as_plugin(std::env::args().next().as_deref()) {
+    let argv0 = std::env::args().next();
+    if kubectl_flink::started_as_plugin(argv0.as_deref()) {
         return kubectl_flink::main();
+    }
+    if kubectl_complete::started_as_completion(argv0.as_deref()) {
+        return kubectl_complete::main();
     }
     let cli = Cli::parse();
     let result = match cli.command {

@@ -23,9 +23,11 @@ use crate::{
 fn plugin_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kubectl-flink-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let link = dir.join("kubectl-flink");
-    if !link.exists() {
-        std::os::unix::fs::symlink(flink_operator_test_support::built_operator(), &link).unwrap();
+    for name in ["kubectl-flink", "kubectl_complete-flink"] {
+        let link = dir.join(name);
+        if !link.exists() {
+            std::os::unix::fs::symlink(flink_operator_test_support::built_operator(), &link).unwrap();
+        }
     }
     dir
 }
@@ -240,6 +242,24 @@ async fn kubectl_flink_suspends_resumes_savepoints_and_shows_the_status_with_its
     );
     let (code, _, err) = kubectl_flink(&["rollback", "flinkdep/basic", "-n", n]).await;
     assert_eq!(code, 4, "{err}");
+
+    // kubectl's own completion of a plugin's arguments, through kubectl_complete-flink.
+    let completed = tokio::task::spawn_blocking(|| {
+        let path = format!(
+            "{}:{}",
+            plugin_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let output = Command::new(kubectl_binary())
+            .args(["__complete", "flink", "sta"])
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(completed.lines().any(|l| l == "status"), "{completed}");
 
     for shell in ["bash", "zsh", "fish"] {
         let (code, out, _) = kubectl_flink(&["completion", shell]).await;
