@@ -351,6 +351,17 @@ fn metrics() -> String {
         )]
         .into(),
     );
+    reconcile.deployment_census(
+        &[(
+            flink_operator_controller::metrics::DeploymentCount {
+                namespace: "ns".into(),
+                flink_version: "v1_20".into(),
+                job_manager_status: "READY".into(),
+            },
+            1,
+        )]
+        .into(),
+    );
     reconcile.snapshot_completed("SAVEPOINT", Duration::from_secs(1));
     reconcile.snapshot_failed("SAVEPOINT");
     reconcile.bluegreen_transition_completed("BlueToGreen", 1.0);

@@ -443,6 +443,10 @@ fn controllers(
         runtime::run::<Deployments>(context.clone(), caches.clone(), scope.clone()).boxed(),
     );
     spawn(
+        "flinkdeployment-census",
+        flink_operator_controller::deployment::census(context.clone(), caches.clone()).boxed(),
+    );
+    spawn(
         "flinksessionjobs",
         runtime::run::<SessionJobs>(context.clone(), caches.clone(), scope.clone()).boxed(),
     );

@@ -126,10 +126,23 @@ pub struct ReconcileMetrics {
     /// a resource between gauges and time its states.
     states: Arc<Mutex<HashMap<ResourceKey, (String, std::time::Instant)>>>,
     state_durations: Family<StateDurationLabels, Histogram, fn() -> Histogram>,
+    deployments: Family<DeploymentCount, Gauge>,
+    /// The deployment counts set by the last census.
+    deployments_counted: Arc<Mutex<std::collections::BTreeSet<DeploymentCount>>>,
     /// The snapshot counts set by the last census, to drop those that fell to nothing.
     counted: Arc<Mutex<std::collections::BTreeSet<SnapshotCount>>>,
     kubernetes_calls: Family<CallLabels, Histogram, fn() -> Histogram>,
     flink_calls: Family<CallLabels, Histogram, fn() -> Histogram>,
+}
+
+/// FlinkDeployments of one namespace, Flink version and JobManager Deployment status.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct DeploymentCount {
+    pub namespace: String,
+    /// `spec.flinkVersion` (e.g. `v1_20`; `unknown` when unset).
+    pub flink_version: String,
+    /// `status.jobManagerDeploymentStatus` (`MISSING` until one is written).
+    pub job_manager_status: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -204,6 +217,8 @@ impl Default for ReconcileMetrics {
             events: Family::default(),
             states: Arc::default(),
             state_durations: Family::new_with_constructor(state_histogram),
+            deployments: Family::default(),
+            deployments_counted: Arc::default(),
             counted: Arc::default(),
             kubernetes_calls: Family::new_with_constructor(reconcile_histogram),
             flink_calls: Family::new_with_constructor(reconcile_histogram),
@@ -291,6 +306,12 @@ impl ReconcileMetrics {
             "events",
             "Events published, by reason and type (e.g. RestartUnhealthyJob: jobs the cluster health check restarted)",
             metrics.events.clone(),
+        );
+        sub.register(
+            "flink_deployments",
+            "FlinkDeployments by namespace, Flink version and JobManager Deployment status (counted from \
+             the cache every 15 s)",
+            metrics.deployments.clone(),
         );
         sub.register(
             "lifecycle_state_seconds",
@@ -381,6 +402,19 @@ impl ReconcileMetrics {
         }
         for (labels, count) in counts {
             self.snapshots.get_or_create(labels).set(*count);
+        }
+        *counted = counts.keys().cloned().collect();
+    }
+
+    /// The FlinkDeployments there are now, counted by namespace, Flink version and JobManager
+    /// Deployment status: counts not among them fall away.
+    pub fn deployment_census(&self, counts: &std::collections::BTreeMap<DeploymentCount, i64>) {
+        let mut counted = self.deployments_counted.lock().unwrap_or_else(|e| e.into_inner());
+        for gone in counted.iter().filter(|c| !counts.contains_key(*c)) {
+            self.deployments.remove(gone);
+        }
+        for (labels, count) in counts {
+            self.deployments.get_or_create(labels).set(*count);
         }
         *counted = counts.keys().cloned().collect();
     }

@@ -175,3 +175,82 @@ impl Reconciler for Deployments {
             })
     }
 }
+
+/// How often [`census`] counts.
+const CENSUS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Counts the FlinkDeployments in the cache by namespace, Flink version and JobManager
+/// Deployment status, until dropped (the Apache operator's FlinkVersion and
+/// JmDeploymentStatus counts).
+pub async fn census(ctx: std::sync::Arc<Context>, caches: Caches) {
+    let mut ticks = tokio::time::interval(CENSUS_INTERVAL);
+    loop {
+        ticks.tick().await;
+        ctx.metrics.deployment_census(&counts(&caches.deployments.all()));
+    }
+}
+
+/// The census of `deployments`.
+pub fn counts(
+    deployments: &[std::sync::Arc<FlinkDeployment>],
+) -> std::collections::BTreeMap<crate::metrics::DeploymentCount, i64> {
+    use kube::ResourceExt;
+    let mut counts = std::collections::BTreeMap::new();
+    for fd in deployments {
+        let count = crate::metrics::DeploymentCount {
+            namespace: fd.namespace().unwrap_or_default(),
+            flink_version: fd
+                .spec
+                .flink_version
+                .map_or_else(|| "unknown".to_owned(), |v| v.as_str().to_owned()),
+            job_manager_status: fd
+                .status
+                .as_ref()
+                .and_then(|s| s.job_manager_deployment_status)
+                .map_or("MISSING", |s| s.as_str())
+                .to_owned(),
+        };
+        *counts.entry(count).or_default() += 1;
+    }
+    counts
+}
+
+#[cfg(test)]
+mod census_tests {
+    use super::*;
+
+    #[test]
+    fn deployments_are_counted_by_namespace_version_and_job_manager_status() {
+        let fd = |namespace: &str, version: &str, jm: Option<&str>| {
+            let mut value = serde_json::json!({
+                "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                "metadata": {"name": "x", "namespace": namespace},
+                "spec": {"flinkVersion": version},
+            });
+            if let Some(jm) = jm {
+                value["status"] = serde_json::json!({"jobManagerDeploymentStatus": jm});
+            }
+            std::sync::Arc::new(serde_json::from_value::<FlinkDeployment>(value).unwrap())
+        };
+        let counted = counts(&[
+            fd("a", "v1_20", Some("READY")),
+            fd("a", "v1_20", Some("READY")),
+            fd("a", "v2_3", None),
+            fd("b", "v1_20", Some("DEPLOYING")),
+        ]);
+        let key = |namespace: &str, version: &str, jm: &str| crate::metrics::DeploymentCount {
+            namespace: namespace.into(),
+            flink_version: version.into(),
+            job_manager_status: jm.into(),
+        };
+        assert_eq!(
+            counted,
+            [
+                (key("a", "v1_20", "READY"), 2),
+                (key("a", "v2_3", "MISSING"), 1),
+                (key("b", "v1_20", "DEPLOYING"), 1),
+            ]
+            .into()
+        );
+    }
+}
