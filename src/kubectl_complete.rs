@@ -16,13 +16,6 @@ const NO_FILES: u32 = 4;
 /// The kinds a `KIND/NAME` argument starts with.
 const KINDS: [&str; 2] = ["flinkdeployment/", "flinksessionjob/"];
 
-/// Whether the process was started as the plugin's completion.
-pub fn started_as_completion(argv0: Option<&str>) -> bool {
-    argv0
-        .and_then(|arg| std::path::Path::new(arg).file_name())
-        .is_some_and(|name| name == COMPLETION_NAME)
-}
-
 /// Prints the candidates for the process's arguments (`__complete` and the words).
 pub fn main() -> std::process::ExitCode {
     let words: Vec<String> = std::env::args()
@@ -86,10 +79,12 @@ mod tests {
 
     #[test]
     fn subcommands_flags_kinds_and_formats_are_offered() {
-        assert!(started_as_completion(Some(
-            "/usr/local/bin/kubectl_complete-flink"
-        )));
-        assert!(!started_as_completion(Some("kubectl-flink")));
+        use crate::kubectl_flink::invoked_as;
+        assert!(invoked_as(
+            Some("/usr/local/bin/kubectl_complete-flink"),
+            COMPLETION_NAME
+        ));
+        assert!(!invoked_as(Some("kubectl-flink"), COMPLETION_NAME));
         assert_eq!(complete(&["sta"]), ["status"]);
         assert_eq!(complete(&["s"]), ["status", "suspend", "savepoint"]);
         assert_eq!(complete(&["status", "flinkd"]), ["flinkdeployment/"]);

@@ -131,11 +131,12 @@ pub enum PluginCommand {
     },
 }
 
-/// Whether the process was started as the plugin (under the name `kubectl-flink`).
-pub fn started_as_plugin(argv0: Option<&str>) -> bool {
+/// Whether the process was started under the name `name` (`argv0`: its first argument), as
+/// kubectl starts the plugin ([`PLUGIN_NAME`]) and its completion.
+pub fn invoked_as(argv0: Option<&str>, name: &str) -> bool {
     argv0
         .and_then(|arg| Path::new(arg).file_name())
-        .is_some_and(|name| name == PLUGIN_NAME)
+        .is_some_and(|file| file == name)
 }
 
 /// Runs the plugin with the process's arguments.
@@ -428,10 +429,10 @@ mod tests {
 
     #[test]
     fn the_plugin_is_known_by_its_name_and_parses_kubectls_flags() {
-        assert!(started_as_plugin(Some("/usr/local/bin/kubectl-flink")));
-        assert!(started_as_plugin(Some("kubectl-flink")));
-        assert!(!started_as_plugin(Some("/usr/bin/flink-operator")));
-        assert!(!started_as_plugin(None));
+        assert!(invoked_as(Some("/usr/local/bin/kubectl-flink"), PLUGIN_NAME));
+        assert!(invoked_as(Some("kubectl-flink"), PLUGIN_NAME));
+        assert!(!invoked_as(Some("/usr/bin/flink-operator"), PLUGIN_NAME));
+        assert!(!invoked_as(None, PLUGIN_NAME));
         let cli = PluginCli::try_parse_from([
             "kubectl-flink",
             "status",

@@ -42,10 +42,10 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let argv0 = std::env::args().next();
-    if kubectl_flink::started_as_plugin(argv0.as_deref()) {
+    if kubectl_flink::invoked_as(argv0.as_deref(), kubectl_flink::PLUGIN_NAME) {
         return kubectl_flink::main();
     }
-    if kubectl_complete::started_as_completion(argv0.as_deref()) {
+    if kubectl_flink::invoked_as(argv0.as_deref(), kubectl_complete::COMPLETION_NAME) {
         return kubectl_complete::main();
     }
     let cli = Cli::parse();

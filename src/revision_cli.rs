@@ -272,28 +272,10 @@ where
 /// The client, and the namespace: the one given, else the kubeconfig context's (as kubectl).
 /// A context names one of the kubeconfig's (the file given, else the usual one).
 pub(crate) async fn connect(cluster: &crate::cli::ClusterArgs) -> Result<(Client, String), RevisionCliError> {
-    let client = match &cluster.context {
-        None => crate::run::kube_client(cluster.kubeconfig.as_deref(), None)
-            .await
-            .map_err(RevisionCliError::Client)?,
-        Some(context) => {
-            let options = kube::config::KubeConfigOptions {
-                context: Some(context.clone()),
-                ..Default::default()
-            };
-            let config = match &cluster.kubeconfig {
-                Some(path) => {
-                    let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| {
-                        RevisionCliError::Client(format!("kubeconfig {}: {e}", path.display()))
-                    })?;
-                    kube::Config::from_custom_kubeconfig(kubeconfig, &options).await
-                }
-                None => kube::Config::from_kubeconfig(&options).await,
-            }
-            .map_err(|e| RevisionCliError::Client(format!("context {context}: {e}")))?;
-            Client::try_from(config).map_err(|e| RevisionCliError::Client(e.to_string()))?
-        }
-    };
+    let client = crate::run::kube_config(cluster.kubeconfig.as_deref(), cluster.context.as_deref())
+        .await
+        .and_then(|config| Client::try_from(config).map_err(|e| e.to_string()))
+        .map_err(RevisionCliError::Client)?;
     let namespace = cluster
         .namespace
         .clone()

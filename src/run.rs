@@ -594,21 +594,42 @@ async fn fenced_client(
     .await
 }
 
+/// The client configuration: from `kubeconfig` when given, else inferred as kubectl does
+/// (`$KUBECONFIG` or `~/.kube/config`, else in-cluster); `context` names one of the
+/// kubeconfig's contexts instead of its current one.
+pub async fn kube_config(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> Result<kube::Config, String> {
+    let options = KubeConfigOptions {
+        context: context.map(str::to_owned),
+        ..Default::default()
+    };
+    let described = |e: &dyn std::fmt::Display| match (kubeconfig, context) {
+        (Some(path), _) => format!("kubeconfig {}: {e}", path.display()),
+        (None, Some(context)) => format!("context {context}: {e}"),
+        (None, None) => e.to_string(),
+    };
+    match (kubeconfig, context) {
+        (Some(path), _) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| described(&e))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| described(&e))
+        }
+        (None, Some(_)) => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| described(&e)),
+        (None, None) => kube::Config::infer().await.map_err(|e| described(&e)),
+    }
+}
+
 async fn client_with(
     kubeconfig: Option<&std::path::Path>,
     metrics: Option<(&ReconcileMetrics, KubernetesClient)>,
     fence: Option<&Fence>,
 ) -> Result<Client, String> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
-        }
-        None => kube::Config::infer().await.map_err(|e| e.to_string())?,
-    };
+    let config = kube_config(kubeconfig, None).await?;
     let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
     let builder = builder.with_layer(&tower::util::option_layer(
         fence.map(|fence| fenced_client::FenceLayer(fence.clone())),

@@ -32,7 +32,8 @@ fn denial<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> String {
     }
 }
 
-fn deployment(name: &str) -> Value {
+/// A valid FlinkDeployment manifest named `name`.
+pub(crate) fn deployment(name: &str) -> Value {
     json!({
         "apiVersion": "flink.apache.org/v1beta1",
         "kind": "FlinkDeployment",

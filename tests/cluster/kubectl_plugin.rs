@@ -15,6 +15,7 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
+    admission::deployment,
     harness::{TestNamespace, client, control_plane, install_crds},
     kubectl_tool::kubectl_binary,
 };
@@ -56,31 +57,6 @@ async fn kubectl_flink(args: &[&str]) -> (i32, String, String) {
     })
     .await
     .unwrap()
-}
-
-fn deployment(name: &str) -> Value {
-    json!({
-        "apiVersion": "flink.apache.org/v1beta1",
-        "kind": "FlinkDeployment",
-        "metadata": {"name": name},
-        "spec": {
-            "image": "flink:1.20",
-            "flinkVersion": "v1_20",
-            "serviceAccount": "flink",
-            "flinkConfiguration": {
-                "taskmanager.numberOfTaskSlots": "2",
-                "execution.checkpointing.dir": "file:///flink-data/checkpoints",
-                "execution.checkpointing.savepoint-dir": "file:///flink-data/savepoints"
-            },
-            "jobManager": {"resource": {"memory": "2048m", "cpu": 1.0}},
-            "taskManager": {"resource": {"memory": "2048m", "cpu": 1.0}},
-            "job": {
-                "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
-                "parallelism": 2,
-                "upgradeMode": "savepoint"
-            }
-        }
-    })
 }
 
 #[tokio::test]

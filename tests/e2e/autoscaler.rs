@@ -176,16 +176,7 @@ async fn the_autoscaler_scales_a_job_up_then_down_as_its_source_rate_steps_in_pl
     let api = create_counter_of(&client, &ns.name, spec).await;
     let running = harness::running_job(&api, "counter", None).await;
     let first_ran = Instant::now();
-    let job_id = running
-        .status
-        .as_ref()
-        .unwrap()
-        .job_status
-        .as_ref()
-        .unwrap()
-        .job_id
-        .clone()
-        .unwrap();
+    let job_id = crate::first_hour::job_id(&running);
     let revision = current_revision(&running);
     let job = JobId::from(job_id.as_str());
     let rest = harness::rest_client(&harness::rest_address(&client, &ns.name, "counter").await);
@@ -266,11 +257,7 @@ async fn the_autoscaler_scales_a_job_up_then_down_as_its_source_rate_steps_in_pl
     let scalings = events_of(&client, &ns.name, "Scaling").await;
     assert_eq!(scalings.len(), 2, "one scale-up, one scale-down: {scalings:?}");
     let fd = api.get("counter").await.unwrap();
-    let status = fd.status.clone().unwrap();
-    assert_eq!(
-        status.job_status.unwrap().job_id.as_deref(),
-        Some(job_id.as_str())
-    );
+    assert_eq!(crate::first_hour::job_id(&fd), job_id);
     assert_eq!(current_revision(&fd), revision);
     let (overrides, _) = recorded(&fd);
     assert!(

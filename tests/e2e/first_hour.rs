@@ -105,7 +105,8 @@ impl Job {
     }
 }
 
-fn job_id(fd: &FlinkDeployment) -> String {
+/// The job id the status of `fd` records.
+pub(crate) fn job_id(fd: &FlinkDeployment) -> String {
     fd.status
         .as_ref()
         .unwrap()

@@ -4,10 +4,7 @@
 //! periodic schedules take it: the times it matches), or both joined by `&&` (both must hold),
 //! as the Apache autoscaler reads them.
 
-use croner::{
-    Cron,
-    parser::{CronParser, Seconds, Year},
-};
+use croner::Cron;
 use k8s_openapi::jiff::{Timestamp, tz::TimeZone};
 
 const DAY_S: i64 = 24 * 3600;
@@ -83,15 +80,7 @@ fn part_of(text: &str) -> Result<Part, String> {
             "{text:?} is neither a daily time range (e.g. 9:00-17:30) nor a Quartz cron expression (6 or 7 fields, seconds first)"
         ));
     }
-    CronParser::builder()
-        .seconds(Seconds::Required)
-        .year(Year::Optional)
-        .alternative_weekdays(true)
-        .sloppy_ranges(true)
-        .build()
-        .parse(text)
-        .map(|cron| Part::Cron(Box::new(cron)))
-        .map_err(|e| format!("{text:?} is not a Quartz cron expression: {e}"))
+    super::schedule::quartz(text).map(|cron| Part::Cron(Box::new(cron)))
 }
 
 /// `H:mm` or `H:mm:ss` as seconds of the day.

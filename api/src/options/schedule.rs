@@ -30,6 +30,19 @@ impl PartialEq for Schedule {
     }
 }
 
+/// A Quartz cron expression as the Apache operator takes it (seconds first, an optional year
+/// last, day-of-week 1-7 from Sunday); the error names the text.
+pub(crate) fn quartz(text: &str) -> Result<Cron, String> {
+    CronParser::builder()
+        .seconds(Seconds::Required)
+        .year(Year::Optional)
+        .alternative_weekdays(true)
+        .sloppy_ranges(true)
+        .build()
+        .parse(text)
+        .map_err(|e| format!("{text:?} is not a Quartz cron expression: {e}"))
+}
+
 impl Schedule {
     /// The schedule of `value`: None when it is off (empty, or a zero duration).
     pub fn parse(value: &str) -> Result<Option<Schedule>, String> {
@@ -46,15 +59,7 @@ impl Schedule {
                 "{value:?} is neither a duration (e.g. 1 h) nor a Quartz cron expression (6 or 7 fields, seconds first)"
             ));
         }
-        CronParser::builder()
-            .seconds(Seconds::Required)
-            .year(Year::Optional)
-            .alternative_weekdays(true)
-            .sloppy_ranges(true)
-            .build()
-            .parse(value)
-            .map(|cron| Some(Schedule::Cron(Box::new(cron))))
-            .map_err(|e| format!("{value:?} is not a Quartz cron expression: {e}"))
+        quartz(value).map(|cron| Some(Schedule::Cron(Box::new(cron))))
     }
 
     /// The first time the schedule falls due after `after_ms` (epoch ms); None when a cron

@@ -60,7 +60,7 @@ pub struct Looked {
     /// A decision made at this look, for the scaling history.
     pub decided: Option<ScalingEntry>,
     /// How much of the scaling history is kept.
-    pub retention: Option<Retention>,
+    pub retention: Retention,
 }
 
 /// The autoscaler's part of a look at a job whose spec is `spec` and whose recorded status is
@@ -72,12 +72,17 @@ pub fn after_look<S: JobSpecOf>(
     judgement: Judgement,
     slots: i64,
 ) -> Looked {
-    let recorded = reconciliation.and_then(|rs| rs.last_reconciled_spec::<S>().ok().flatten());
+    // The recorded spec is decoded only for a job the autoscaler looks after: every look at
+    // every resource comes here.
+    let recorded = options
+        .enabled
+        .then(|| reconciliation.and_then(|rs| rs.last_reconciled_spec::<S>().ok().flatten()))
+        .flatten();
     Looked {
         overrides: overrides(spec, recorded.as_ref(), options, &judgement.changes, slots),
         report: judgement.report,
         decided: judgement.decided,
-        retention: Some(options.history),
+        retention: options.history,
     }
 }
 

@@ -79,6 +79,16 @@ pub struct Retention {
     pub max_age_ms: i64,
 }
 
+impl Default for Retention {
+    /// The Apache autoscaler's `history.max.count` and `history.max.age`.
+    fn default() -> Self {
+        Retention {
+            max_count: 3,
+            max_age_ms: 24 * 3_600_000,
+        }
+    }
+}
+
 /// The name of the ConfigMap of the resource `name` of `kind`.
 pub fn config_map_name(kind: JobKind, name: &str) -> String {
     match kind {

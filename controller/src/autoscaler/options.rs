@@ -70,10 +70,7 @@ impl Default for AutoscalerOptions {
             excluded_periods: ExcludedPeriods::default(),
             restart_ms: 5 * MINUTE_MS,
             observed_scalability: None,
-            history: super::history::Retention {
-                max_count: 3,
-                max_age_ms: 24 * 60 * MINUTE_MS,
-            },
+            history: super::history::Retention::default(),
         }
     }
 }
@@ -129,7 +126,9 @@ impl AutoscalerOptions {
                 )
             }),
             history: super::history::Retention {
-                max_count: usize::try_from(whole(key::HISTORY_MAX_COUNT, 3)).unwrap_or(3),
+                max_count: whole(key::HISTORY_MAX_COUNT, -1)
+                    .try_into()
+                    .unwrap_or(d.history.max_count),
                 max_age_ms: millis(key::HISTORY_MAX_AGE, d.history.max_age_ms),
             },
         }

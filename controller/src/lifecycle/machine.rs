@@ -312,9 +312,9 @@ pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
         plan.events
             .push(EventNote::normal(Reason::ScalingReport, report.clone()));
     }
-    if let (Some(entry), Some(retention)) = (&autoscaler.decided, autoscaler.retention) {
+    if let Some(entry) = &autoscaler.decided {
         plan.actions
-            .push(JobAction::RecordScaling(entry.clone(), retention).into());
+            .push(JobAction::RecordScaling(entry.clone(), autoscaler.retention).into());
     }
     history::follow(k, &mut plan);
     plan

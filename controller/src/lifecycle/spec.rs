@@ -94,6 +94,7 @@ pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
     // The autoscaler's overrides (an operator key) change what Flink runs: they count as
     // the overrides Flink is given.
     if let Some(c) = config.as_mut()
+        && c.contains_key(flink_operator_api::keys::operator::AUTOSCALER_PARALLELISM_OVERRIDES)
         && let Some(merged) = super::rescale::merged_overrides(&c.flattened())
     {
         c.insert(

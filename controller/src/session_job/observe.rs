@@ -79,7 +79,17 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         &sj.name_any(),
         sj.metadata.creation_timestamp.as_ref(),
     );
+    // The recorded overrides hold whatever this look finds (a session cluster not ready, a
+    // job not sampled); a judgement of the job below adds its changes.
+    let autoscaler = crate::autoscaler::apply::after_look(
+        &sj.spec,
+        sj.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
+        &policy.autoscaler,
+        Default::default(),
+        policy.task_slots,
+    );
     let mut observation = Observation {
+        autoscaler,
         violations,
         policy,
         snapshots,
@@ -169,13 +179,15 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
             observation.job.as_ref(),
         )
         .await;
-        observation.autoscaler = crate::autoscaler::apply::after_look(
-            &sj.spec,
-            sj.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
-            &observation.policy.autoscaler,
-            judgement,
-            observation.policy.task_slots,
-        );
+        if judgement != Default::default() {
+            observation.autoscaler = crate::autoscaler::apply::after_look(
+                &sj.spec,
+                sj.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
+                &observation.policy.autoscaler,
+                judgement,
+                observation.policy.task_slots,
+            );
+        }
     }
     Ok(Observed {
         observation,
