@@ -12,7 +12,7 @@
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
 
-use flink_operator_test_support::kubectl_tool;
+use flink_operator_test_support::{kubectl_tool, runtime_harness};
 
 use std::{
     fs::File,
@@ -44,30 +44,6 @@ fn binaries_dir() -> PathBuf {
     dir
 }
 
-/// Waits until no local runtime holds the machine's lock (another test binary's runtime
-/// stops a moment after its process).
-fn wait_for_runtime_lock() {
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let free = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open("/run/flink-local-runtime.lock")
-            .map(|f| f.try_lock().is_ok())
-            .unwrap_or(true);
-        if free {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "another local runtime kept running for 10 minutes"
-        );
-        std::thread::sleep(Duration::from_secs(2));
-    }
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -92,7 +68,7 @@ impl DevUp {
         let kubectl = kubectl_tool::kubectl_binary().to_owned();
         let bin = binaries_dir();
         for _ in 0..5 {
-            wait_for_runtime_lock();
+            runtime_harness::wait_for_runtime_lock();
             if let Some(env) = Self::try_start(&kubectl, &bin) {
                 return env;
             }

@@ -15,7 +15,6 @@ mod built_clusters;
 mod failover;
 mod first_hour;
 mod first_mistakes;
-mod harness;
 mod health;
 mod in_cluster;
 mod java_defaults;
@@ -40,4 +39,6 @@ mod versions;
 mod volumes;
 mod zz_rbac;
 
-use flink_operator_test_support::{chart_rbac, cluster_harness, flink_harness, kubectl_tool, work_dirs};
+use flink_operator_test_support::{
+    chart_rbac, cluster_harness, flink_harness, kubectl_tool, runtime_harness as harness,
+};

@@ -157,6 +157,8 @@ impl Drop for OperatorLogOnFailure {
     }
 }
 
+pub use crate::harness::{counted_to, counts_since, counts_went_on};
+
 /// The spec of a test job whose counts and savepoints live in `state` on the host.
 pub fn counter_spec(version: &str, state: &std::path::Path, upgrade_mode: &str) -> serde_json::Value {
     let jar = flink_harness::job_jar(version);
@@ -230,64 +232,6 @@ pub fn recorded_parallelism(fd: &FlinkDeployment) -> Option<i32> {
         .flatten()?
         .job?
         .parallelism
-}
-
-/// Waits until every key of the test job was counted to `at_least`; returns the counts.
-pub async fn counted_to(counts: &std::path::Path, at_least: u64) -> std::collections::BTreeMap<u32, u64> {
-    wait_for(
-        &format!("every key counted to {at_least}"),
-        Duration::from_secs(120),
-        || async {
-            let c = flink_harness::read_counts(counts);
-            (c.len() == 4 && c.values().all(|v| *v >= at_least)).then_some(c)
-        },
-    )
-    .await
-}
-
-/// Waits until every key was counted again after `since` (by the job running now);
-/// returns the counts.
-pub async fn counts_since(
-    counts: &std::path::Path,
-    since: std::time::SystemTime,
-) -> std::collections::BTreeMap<u32, u64> {
-    wait_for(
-        "every key counted by the new job",
-        Duration::from_secs(120),
-        || async { counts_written_after(counts, since).then(|| flink_harness::read_counts(counts)) },
-    )
-    .await
-}
-
-/// Checks that every key went on from `before` after `since` rather than starting over.
-/// `lag` is how far back a restore may go: a savepoint taken at the stop holds every
-/// count, the latest checkpoint may be a few seconds older than the counts last written.
-pub async fn counts_went_on(
-    counts: &std::path::Path,
-    before: &std::collections::BTreeMap<u32, u64>,
-    since: std::time::SystemTime,
-    lag: u64,
-) {
-    let after = counts_since(counts, since).await;
-    for (key, count) in before {
-        assert!(
-            after[key] + lag > *count && after[key] > lag,
-            "key {key}: {count} before, {} after (restored state may lag by {lag})",
-            after[key]
-        );
-    }
-}
-
-/// The newest modification time among the count files.
-pub fn counts_written_after(dir: &std::path::Path, after: std::time::SystemTime) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    let times: Vec<std::time::SystemTime> = entries
-        .flatten()
-        .filter_map(|e| e.metadata().ok()?.modified().ok())
-        .collect();
-    times.len() == 4 && times.iter().all(|t| *t > after)
 }
 
 /// Then a rollback to a kept revision (see `revisions`): one job's history, from its first

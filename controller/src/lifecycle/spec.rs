@@ -20,6 +20,8 @@ pub trait JobSpecOf: Clone + PartialEq + Serialize + DeserializeOwned {
     }
     /// Clears `taskManager.replicas` (an empty `taskManager` goes with it).
     fn clear_task_manager_replicas(&mut self) {}
+    /// Unsets the kind's own fields that hold their default value (see [`without_defaults`]).
+    fn clear_defaults(&mut self) {}
 }
 
 impl JobSpecOf for FlinkDeploymentSpec {
@@ -43,6 +45,16 @@ impl JobSpecOf for FlinkDeploymentSpec {
             tm.replicas = None;
             if *tm == Default::default() {
                 self.task_manager = None;
+            }
+        }
+    }
+    fn clear_defaults(&mut self) {
+        if let Some(jm) = self.job_manager.as_mut()
+            && jm.replicas == Some(1)
+        {
+            jm.replicas = None;
+            if *jm == Default::default() {
+                self.job_manager = None;
             }
         }
     }
@@ -82,7 +94,7 @@ pub fn upgrade_mode(spec: &impl JobSpecOf) -> UpgradeMode {
 /// configuration keys (read on every reconcile, never sent to Flink), but for the
 /// autoscaler's parallelism overrides, which count as `pipeline.jobvertex-parallelism-overrides`.
 pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
-    let mut spec = spec.clone();
+    let mut spec = without_defaults(spec);
     if let Some(job) = spec.job_mut() {
         job.savepoint_trigger_nonce = None;
         job.checkpoint_trigger_nonce = None;
@@ -108,6 +120,24 @@ pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
             .retain(|k, _| !k.starts_with(flink_operator_api::keys::flink::AUTOSCALER_PREFIX));
         (!config.is_empty()).then_some(config)
     });
+    spec
+}
+
+/// `spec` with the fields that hold their default value unset: written out or left out, they
+/// ask for the same (`job.args: []`, `job.state: running`, `jobManager.replicas: 1`). The
+/// Apache operator records every such default in `lastReconciledSpec`; a user may write them
+/// or not.
+pub fn without_defaults<S: JobSpecOf>(spec: &S) -> S {
+    let mut spec = spec.clone();
+    if let Some(job) = spec.job_mut() {
+        if job.args.as_ref().is_some_and(Vec::is_empty) {
+            job.args = None;
+        }
+        if job.state == Some(JobState::Running) {
+            job.state = None;
+        }
+    }
+    spec.clear_defaults();
     spec
 }
 
@@ -178,4 +208,81 @@ pub fn new_nonce(spec: &impl JobSpecOf, recorded: &impl JobSpecOf) -> Option<sup
 pub fn redeploy_nonce_changed(spec: &impl JobSpecOf, recorded: &impl JobSpecOf) -> bool {
     let nonce = spec.job().and_then(|j| j.savepoint_redeploy_nonce);
     nonce.is_some() && nonce != recorded.job().and_then(|j| j.savepoint_redeploy_nonce)
+}
+
+#[cfg(test)]
+mod tests {
+    use flink_operator_api::{FlinkDeploymentSpec, ReconciliationStatus};
+    use serde_json::json;
+
+    use super::changed;
+
+    /// What the Apache operator 1.10 records after a first deployment of this spec: every
+    /// field of its Java classes, nulls and defaults included (`args: []`, `jobManager.replicas:
+    /// 1`, cpu as a double), and `upgradeMode: stateless` whatever the spec says.
+    #[test]
+    fn a_spec_recorded_by_the_apache_operator_is_no_change_of_the_same_spec() {
+        let spec: FlinkDeploymentSpec = serde_json::from_value(json!({
+            "image": "flink:1.20.5", "flinkVersion": "v1_20", "serviceAccount": "flink",
+            "flinkConfiguration": {"taskmanager.numberOfTaskSlots": "2"},
+            "jobManager": {"resource": {"memory": "1024m", "cpu": 1}},
+            "taskManager": {"resource": {"memory": "1024m", "cpu": 1}},
+            "job": {"jarURI": "local:///opt/flink/usrlib/job.jar", "parallelism": 2, "upgradeMode": "last-state"},
+        }))
+        .unwrap();
+        let recorded = r#"{"spec":{"job":{"jarURI":"local:///opt/flink/usrlib/job.jar","parallelism":2,"entryClass":null,"args":[],"state":"running","savepointTriggerNonce":null,"initialSavepointPath":null,"checkpointTriggerNonce":null,"upgradeMode":"stateless","allowNonRestoredState":null,"savepointRedeployNonce":null},"restartNonce":null,"flinkConfiguration":{"taskmanager.numberOfTaskSlots":"2"},"image":"flink:1.20.5","imagePullPolicy":null,"serviceAccount":"flink","flinkVersion":"v1_20","ingress":null,"podTemplate":null,"jobManager":{"resource":{"cpu":1.0,"memory":"1024m","ephemeralStorage":null},"replicas":1,"podTemplate":null},"taskManager":{"resource":{"cpu":1.0,"memory":"1024m","ephemeralStorage":null},"replicas":null,"podTemplate":null},"logConfiguration":null,"mode":null},"resource_metadata":{"apiVersion":"flink.apache.org/v1beta1","firstDeployment":true}}"#;
+        let status = ReconciliationStatus {
+            last_reconciled_spec: Some(recorded.to_owned()),
+            ..ReconciliationStatus::default()
+        };
+        let recorded: FlinkDeploymentSpec = status.last_reconciled().unwrap().unwrap().spec;
+        assert!(!changed(&recorded, &spec), "{recorded:#?}\n{spec:#?}");
+    }
+
+    #[test]
+    fn a_default_written_out_or_left_out_is_no_change_and_another_value_is() {
+        let spec = |job: serde_json::Value, jm: serde_json::Value| -> FlinkDeploymentSpec {
+            serde_json::from_value(json!({"job": job, "jobManager": jm})).unwrap()
+        };
+        let bare = spec(json!({"jarURI": "local:///j.jar"}), json!(null));
+        for (written, why) in [
+            (
+                spec(
+                    json!({"jarURI": "local:///j.jar", "state": "running"}),
+                    json!(null),
+                ),
+                "state: running",
+            ),
+            (
+                spec(json!({"jarURI": "local:///j.jar", "args": []}), json!(null)),
+                "args: []",
+            ),
+            (
+                spec(json!({"jarURI": "local:///j.jar"}), json!({"replicas": 1})),
+                "jobManager.replicas: 1",
+            ),
+        ] {
+            assert!(!changed(&bare, &written), "{why}");
+            assert!(!changed(&written, &bare), "{why}");
+        }
+        for (other, why) in [
+            (
+                spec(
+                    json!({"jarURI": "local:///j.jar", "state": "suspended"}),
+                    json!(null),
+                ),
+                "state: suspended",
+            ),
+            (
+                spec(json!({"jarURI": "local:///j.jar", "args": ["--x"]}), json!(null)),
+                "args: [--x]",
+            ),
+            (
+                spec(json!({"jarURI": "local:///j.jar"}), json!({"replicas": 2})),
+                "jobManager.replicas: 2",
+            ),
+        ] {
+            assert!(changed(&bare, &other), "{why}");
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! What the integration test binaries share: the control plane and operator harness, real
 //! Flink clusters on loopback, the chart's RBAC, the admission load generator, the kubectl
-//! the tests run and the clean-up of old work directories.
+//! the tests run, the local runtime and the clean-up of old work directories.
 
 // Test code: a panic is a failing test with its reason.
 #![allow(clippy::unwrap_used)]
@@ -10,6 +10,7 @@ pub mod chart_rbac;
 pub mod cluster_harness;
 pub mod flink_harness;
 pub mod kubectl_tool;
+pub mod runtime_harness;
 pub mod work_dirs;
 
 use std::path::PathBuf;

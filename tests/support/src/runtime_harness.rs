@@ -36,7 +36,7 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 /// older than its sources.
 fn runtime_binary() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(crate::ROOT);
     let status = Command::new(cargo)
         .args(["build", "--quiet", "-p", "flink-local-runtime"])
         .current_dir(root)
@@ -80,7 +80,7 @@ fn kubelet_api_binary() -> PathBuf {
     if let Ok(path) = std::env::var("FLINK_OPERATOR_KUBELET_API") {
         return PathBuf::from(path);
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(crate::ROOT);
     let output = Command::new(root.join("tests/runtime/kubelet-api/build.sh"))
         .stderr(Stdio::inherit())
         .output()
@@ -101,7 +101,7 @@ fn distribution(version: &str) -> (PathBuf, PathBuf) {
             flink_harness::job_jar(version),
         );
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(crate::ROOT);
     let path_of = |script: &str, arg: &std::ffi::OsStr| {
         let output = Command::new("bash")
             .arg(root.join(script))
@@ -118,10 +118,35 @@ fn distribution(version: &str) -> (PathBuf, PathBuf) {
     (home, jar)
 }
 
-/// The runtime, started on first use.
+/// Waits until no local runtime holds the machine's lock (another test binary's runtime
+/// stops a moment after its process).
+pub fn wait_for_runtime_lock() {
+    let deadline = std::time::Instant::now() + Duration::from_secs(600);
+    loop {
+        let free = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open("/run/flink-local-runtime.lock")
+            .map(|f| f.try_lock().is_ok())
+            .unwrap_or(true);
+        if free {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "another local runtime kept running for 10 minutes"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+/// The runtime, started on first use (once no other test binary's runtime runs).
 pub fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         let plane = cluster_harness::control_plane();
+        wait_for_runtime_lock();
         crate::work_dirs::remove_stale("flink-operator-e2e");
         let dir = std::env::temp_dir().join(format!("flink-operator-e2e-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -426,4 +451,62 @@ pub fn condition(
         .find(|c| c.type_.as_deref() == Some(type_))?
         .clone();
     Some((condition.status?, condition.reason?))
+}
+
+/// Waits until every key of the test job was counted to `at_least`; returns the counts.
+pub async fn counted_to(counts: &std::path::Path, at_least: u64) -> std::collections::BTreeMap<u32, u64> {
+    wait_for(
+        &format!("every key counted to {at_least}"),
+        Duration::from_secs(120),
+        || async {
+            let c = flink_harness::read_counts(counts);
+            (c.len() == 4 && c.values().all(|v| *v >= at_least)).then_some(c)
+        },
+    )
+    .await
+}
+
+/// Waits until every key was counted again after `since` (by the job running now);
+/// returns the counts.
+pub async fn counts_since(
+    counts: &std::path::Path,
+    since: std::time::SystemTime,
+) -> std::collections::BTreeMap<u32, u64> {
+    wait_for(
+        "every key counted by the new job",
+        Duration::from_secs(120),
+        || async { counts_written_after(counts, since).then(|| flink_harness::read_counts(counts)) },
+    )
+    .await
+}
+
+/// Checks that every key went on from `before` after `since` rather than starting over.
+/// `lag` is how far back a restore may go: a savepoint taken at the stop holds every
+/// count, the latest checkpoint may be a few seconds older than the counts last written.
+pub async fn counts_went_on(
+    counts: &std::path::Path,
+    before: &std::collections::BTreeMap<u32, u64>,
+    since: std::time::SystemTime,
+    lag: u64,
+) {
+    let after = counts_since(counts, since).await;
+    for (key, count) in before {
+        assert!(
+            after[key] + lag > *count && after[key] > lag,
+            "key {key}: {count} before, {} after (restored state may lag by {lag})",
+            after[key]
+        );
+    }
+}
+
+/// The newest modification time among the count files.
+pub fn counts_written_after(dir: &std::path::Path, after: std::time::SystemTime) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let times: Vec<std::time::SystemTime> = entries
+        .flatten()
+        .filter_map(|e| e.metadata().ok()?.modified().ok())
+        .collect();
+    times.len() == 4 && times.iter().all(|t| *t > after)
 }
