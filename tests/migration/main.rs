@@ -1,0 +1,334 @@
+//! Taking over from the Apache Flink Kubernetes Operator, as docs/migrating.md's runbook says:
+//! a cluster as the Apache operator 1.10 leaves it, its CRDs replaced with
+//! `flink-operator crd --apply`, this chart installed beside the kept `flink` ServiceAccount
+//! and the old webhook configurations, and the running job taken over without a restart,
+//! then upgraded by this operator from its high-availability metadata.
+//!
+//! A test binary of its own (`cargo test --test migration`): it needs a control plane whose
+//! CRDs are the Apache operator's, which the `e2e` binary's shared control plane cannot have,
+//! and one local runtime runs on a machine at a time (it starts once the `e2e` binary's has
+//! stopped).
+//!
+//! What the Apache operator would have done is done with the parts it uses: its CRDs from its
+//! release (`tests/tools/apache-operator-crds.sh`), its chart's objects as version 1.10.0
+//! renders them, and the Flink cluster deployed by Flink's own native Kubernetes client
+//! (`flink run-application --target kubernetes-application`, which is what the Apache
+//! operator calls) with the configuration the Apache operator computes for the spec; its
+//! status written as it writes it. The Apache operator itself does not run here: no build of
+//! it can be fetched.
+
+// Test code: a panic is a failing test with its reason.
+#![allow(clippy::unwrap_used)]
+
+mod apache;
+
+use std::{
+    collections::BTreeMap,
+    path::Path,
+    process::Command,
+    time::{Duration, Instant, SystemTime},
+};
+
+use flink_operator_api::FlinkDeployment;
+use flink_operator_controller::flink::JobId;
+use flink_operator_test_support::{
+    ROOT, built_operator,
+    chart_rbac::{helm_command, helm_output},
+    cluster_harness::{control_plane, wait_for, wait_for_seeing},
+    flink_harness,
+    runtime_harness::{self as harness, LogsOnFailure, counted_to, counts_went_on},
+};
+use k8s_openapi::api::{
+    admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration},
+    apps::v1::Deployment,
+    core::v1::{Event, Namespace, Pod, ServiceAccount},
+};
+use kube::{
+    Api,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+
+/// The namespace of the jobs, watched by the Apache operator and then by this one.
+const JOBS: &str = "flink-jobs";
+/// The Apache operator's release and namespace, as its docs install it.
+const APACHE_NAMESPACE: &str = "flink-kubernetes-operator";
+/// This operator's release and namespace.
+const RELEASE: &str = "flink-operator";
+const RELEASE_NAMESPACE: &str = "flink-operator";
+const NAME: &str = "counter";
+
+/// Event reasons of this operator that mean a job was started, stopped or redeployed.
+const RESTARTING: &[&str] = &[
+    "Submit",
+    "SpecChanged",
+    "Cancelling",
+    "Suspended",
+    "RecoverDeployment",
+    "Missing",
+    "Rollback",
+    "RestartFailedJob",
+    "RestartUnhealthyJob",
+];
+
+fn helm(args: &[&str]) -> String {
+    helm_output(
+        helm_command()
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&control_plane().kubeconfig),
+    )
+    .unwrap_or_else(|e| panic!("helm {args:?} failed:\n{e}"))
+}
+
+/// The pods of the job's cluster by name, with their uids.
+async fn cluster_pods(pods: &Api<Pod>) -> BTreeMap<String, String> {
+    pods.list(&ListParams::default().labels(&format!("app={NAME}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| (p.metadata.name.unwrap(), p.metadata.uid.unwrap()))
+        .collect()
+}
+
+/// The Events about the FlinkDeployment: `<reason>: <message>`.
+async fn event_reasons(events: &Api<Event>) -> Vec<String> {
+    events
+        .list(&ListParams::default().fields(&format!(
+            "involvedObject.name={NAME},involvedObject.kind=FlinkDeployment"
+        )))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|e| Some(format!("{}: {}", e.reason?, e.message.unwrap_or_default())))
+        .collect()
+}
+
+/// What the user wrote and the Apache operator stored, as JSON: the spec, labels,
+/// annotations and finalizers, and the status.
+fn stored(fd: &Value) -> Value {
+    json!({
+        "spec": fd["spec"],
+        "labels": fd["metadata"]["labels"],
+        "annotations": fd["metadata"]["annotations"],
+        "finalizers": fd["metadata"]["finalizers"],
+        "status": fd["status"],
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then_upgraded_from_its_state() {
+    let client = harness::client().await;
+    let _job_logs = LogsOnFailure(JOBS.to_owned());
+    let _operator_logs = LogsOnFailure(RELEASE_NAMESPACE.to_owned());
+    let version = flink_harness::versions()
+        .into_iter()
+        .find(|v| v.starts_with("1.20."))
+        .expect("a Flink 1.20 among tests/flink/versions: the Apache operator 1.10 runs up to 1.20");
+
+    // ---- The cluster as the Apache operator 1.10 left it, its operator scaled to zero.
+    apache::install_crds(&client).await;
+    for ns in [JOBS, APACHE_NAMESPACE, RELEASE_NAMESPACE] {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    apache::install_chart_objects(&client, APACHE_NAMESPACE, JOBS).await;
+    let state = harness::state_dir(JOBS);
+    let spec = apache::user_spec(&version, &state);
+    let fds: Api<FlinkDeployment> = Api::namespaced(client.clone(), JOBS);
+    let created = apache::deploy(&client, JOBS, NAME, &spec, &version).await;
+    let rest = harness::rest_client(&harness::rest_address(&client, JOBS, NAME).await);
+    let job_id = JobId::from(created.as_str());
+    harness::wait_for_running_job(&rest, &job_id).await;
+    apache::write_status(&client, JOBS, NAME, &spec, &created, &rest).await;
+    // The webhook configurations last: the API server refuses every change they cover from
+    // here on, as nothing answers behind them.
+    apache::install_webhook_configurations(&client, APACHE_NAMESPACE).await;
+    let counts = state.join("counts");
+    counted_to(&counts, 10).await;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), JOBS);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), JOBS);
+    let events: Api<Event> = Api::namespaced(client.clone(), JOBS);
+    let cluster = cluster_pods(&pods).await;
+    assert_eq!(cluster.len(), 2, "a JobManager and a TaskManager: {cluster:?}");
+    let jm_deployment = deployments.get(NAME).await.unwrap();
+    let raw: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        JOBS,
+        &kube::api::ApiResource::erase::<FlinkDeployment>(&()),
+    );
+    let before = stored(&serde_json::to_value(raw.get(NAME).await.unwrap()).unwrap());
+    let job_before = rest.job_details(&job_id).await.unwrap();
+
+    // ---- The runbook.
+    // 1. The CRDs replaced. Nothing stored is lost.
+    let started = Instant::now();
+    let output = Command::new(built_operator())
+        .args(["crd", "--apply", "--kubeconfig"])
+        .arg(&control_plane().kubeconfig)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "flink-operator crd --apply failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let after_crds = stored(&serde_json::to_value(raw.get(NAME).await.unwrap()).unwrap());
+    assert_eq!(
+        after_crds, before,
+        "the stored FlinkDeployment changed with the CRDs"
+    );
+    // It reads as this operator's kind.
+    fds.get(NAME).await.unwrap();
+
+    // 2. The chart, beside the Apache release: its `flink` ServiceAccount kept (not
+    //    created), its webhook configurations still there.
+    let values = std::env::temp_dir().join(format!("migration-values-{}.yaml", std::process::id()));
+    std::fs::write(
+        &values,
+        serde_yaml::to_string(&json!({
+            "watchNamespaces": [JOBS],
+            "jobServiceAccount": {"create": false},
+            "operatorConfiguration": {
+                // The platform's JVM settings for small nodes, as the Apache release had them
+                // in its default configuration.
+                "env.java.opts.all": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+            },
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let chart = Path::new(ROOT).join("charts/flink-operator");
+    helm(&[
+        "install",
+        RELEASE,
+        chart.to_str().unwrap(),
+        "--namespace",
+        RELEASE_NAMESPACE,
+        "--values",
+        values.to_str().unwrap(),
+        "--wait",
+        "--timeout",
+        "4m",
+    ]);
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), JOBS);
+    let kept = accounts.get("flink").await.unwrap();
+    assert_eq!(
+        kept.metadata.labels.as_ref().unwrap()["app.kubernetes.io/name"],
+        "flink-kubernetes-operator",
+        "the Apache release's ServiceAccount is the one kept"
+    );
+
+    // 3. The Apache webhook configurations removed (`helm uninstall` of the Apache release
+    //    does it; here they are deleted by name, the release kept).
+    let old = apache::webhook_configuration_name(APACHE_NAMESPACE);
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    validating.delete(&old, &Default::default()).await.unwrap();
+    mutating.delete(&old, &Default::default()).await.unwrap();
+
+    // ---- Taken over: Ready under this operator, nothing restarted.
+    let taken = wait_for_seeing(
+        "the FlinkDeployment Ready under this operator, with its revision",
+        Duration::from_secs(180),
+        || async {
+            let fd = fds.get(NAME).await.map_err(|e| e.to_string())?;
+            let status = fd.status.clone().ok_or("no status")?;
+            let ready = harness::condition(status.conditions.as_ref(), "Ready");
+            if ready.as_ref().map(|r| r.0.as_str()) == Some("True") && status.revision.is_some() {
+                Ok(fd)
+            } else {
+                Err(format!(
+                    "Ready {ready:?}, revision {:?}, error {:?}",
+                    status.revision, status.error
+                ))
+            }
+        },
+    )
+    .await;
+    eprintln!("taken over {:?} after the CRDs were replaced", started.elapsed());
+    let status = taken.status.unwrap();
+    let job = status.job_status.unwrap();
+    assert_eq!(job.job_id.as_deref(), Some(created.as_str()));
+    assert_eq!(job.state.as_deref(), Some("RUNNING"));
+    let job_after = rest.job_details(&job_id).await.unwrap();
+    assert_eq!(
+        job_after.start_time, job_before.start_time,
+        "the job was not restarted"
+    );
+    assert_eq!(
+        cluster_pods(&pods).await,
+        cluster,
+        "the cluster's pods are the same"
+    );
+    let jm_after = deployments.get(NAME).await.unwrap();
+    assert_eq!(jm_after.metadata.uid, jm_deployment.metadata.uid);
+    assert_eq!(jm_after.metadata.generation, jm_deployment.metadata.generation);
+    let reasons = event_reasons(&events).await;
+    eprintln!("Events at the takeover: {reasons:?}");
+    // Until the Apache webhook configurations are gone, and until this chart's webhook
+    // Service has its first endpoint, the API server refuses the operator's writes to the
+    // resource (its revision annotation); it retries.
+    for reason in reasons.iter().filter(|r| r.starts_with("ReconcileFailed:")) {
+        assert!(reason.contains("failed calling webhook"), "{reason}");
+    }
+    assert!(
+        !reasons
+            .iter()
+            .any(|r| RESTARTING.iter().any(|restart| r.starts_with(&format!("{restart}:")))),
+        "Events of a restart at the takeover: {reasons:?}"
+    );
+    let since = SystemTime::now();
+    let counted = flink_harness::read_counts(&counts);
+    counts_went_on(&counts, &counted, since, 0).await;
+
+    // ---- Upgraded by this operator: a last-state upgrade restores the job's state from the
+    // high-availability metadata the Apache-deployed cluster wrote.
+    // Counted past what a restore may lag by, so that a count that started over shows.
+    let before_upgrade = counted_to(&counts, 120).await;
+    fds.patch(
+        NAME,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"job": {"parallelism": 1}}})),
+    )
+    .await
+    .unwrap();
+    let upgraded = wait_for(
+        "the upgraded job RUNNING at parallelism 1 on a new cluster",
+        Duration::from_secs(240),
+        || async {
+            let fd = fds.get(NAME).await.ok()?;
+            let status = fd.status.as_ref()?;
+            let job = status.job_status.as_ref()?;
+            let jm = deployments.get(NAME).await.ok()?;
+            (job.state.as_deref() == Some("RUNNING")
+                && status.lifecycle_state == Some(flink_operator_api::common::ResourceLifecycleState::Stable)
+                && jm.metadata.uid != jm_deployment.metadata.uid
+                && status.observed_generation == fd.metadata.generation)
+                .then_some(fd)
+        },
+    )
+    .await;
+    let since = SystemTime::now();
+    counts_went_on(&counts, &before_upgrade, since, 50).await;
+    let job = upgraded.status.unwrap().job_status.unwrap();
+    assert_eq!(
+        job.job_id.as_deref(),
+        Some(created.as_str()),
+        "last-state keeps the job id"
+    );
+    eprintln!(
+        "upgraded from the Apache-deployed cluster's state; Events: {:?}",
+        event_reasons(&events).await
+    );
+}
