@@ -261,7 +261,28 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
     let job = status.job_status.unwrap();
     assert_eq!(job.job_id.as_deref(), Some(created.as_str()));
     assert_eq!(job.state.as_deref(), Some("RUNNING"));
-    let job_after = rest.job_details(&job_id).await.unwrap();
+    // Counting on: no restore went back.
+    let since = SystemTime::now();
+    let counted = flink_harness::read_counts(&counts);
+    counts_went_on(&counts, &counted, since, 0).await;
+    let reasons = event_reasons(&events).await;
+    eprintln!("Events at the takeover: {reasons:?}");
+    // Until the Apache webhook configurations are gone, and until this chart's webhook
+    // Service has its first endpoint, the API server refuses the operator's writes to the
+    // resource (its revision annotation); it retries.
+    for reason in reasons.iter().filter(|r| r.starts_with("ReconcileFailed:")) {
+        assert!(reason.contains("failed calling webhook"), "{reason}");
+    }
+    assert!(
+        !reasons.iter().any(|r| RESTARTING
+            .iter()
+            .any(|restart| r.starts_with(&format!("{restart}:")))),
+        "Events of a restart at the takeover: {reasons:?}"
+    );
+    let job_after = rest
+        .job_details(&job_id)
+        .await
+        .unwrap_or_else(|e| panic!("the job's JobManager does not answer: {e}"));
     assert_eq!(
         job_after.start_time, job_before.start_time,
         "the job was not restarted"
@@ -274,23 +295,6 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
     let jm_after = deployments.get(NAME).await.unwrap();
     assert_eq!(jm_after.metadata.uid, jm_deployment.metadata.uid);
     assert_eq!(jm_after.metadata.generation, jm_deployment.metadata.generation);
-    let reasons = event_reasons(&events).await;
-    eprintln!("Events at the takeover: {reasons:?}");
-    // Until the Apache webhook configurations are gone, and until this chart's webhook
-    // Service has its first endpoint, the API server refuses the operator's writes to the
-    // resource (its revision annotation); it retries.
-    for reason in reasons.iter().filter(|r| r.starts_with("ReconcileFailed:")) {
-        assert!(reason.contains("failed calling webhook"), "{reason}");
-    }
-    assert!(
-        !reasons
-            .iter()
-            .any(|r| RESTARTING.iter().any(|restart| r.starts_with(&format!("{restart}:")))),
-        "Events of a restart at the takeover: {reasons:?}"
-    );
-    let since = SystemTime::now();
-    let counted = flink_harness::read_counts(&counts);
-    counts_went_on(&counts, &counted, since, 0).await;
 
     // ---- Upgraded by this operator: a last-state upgrade restores the job's state from the
     // high-availability metadata the Apache-deployed cluster wrote.
