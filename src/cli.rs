@@ -166,6 +166,12 @@ pub struct RunArgs {
     /// an earlier one.
     #[arg(long, env = "FLINK_OPERATOR_CONFIG")]
     pub config: Vec<PathBuf>,
+    /// Flink log configuration file of the clusters whose resource sets no
+    /// `spec.logConfiguration`, named as Flink reads it: `log4j-console.properties` or
+    /// `logback-console.xml`. Repeatable (one file of each name). Without it, a built-in
+    /// `log4j-console.properties` (console and rolling file). Read at start.
+    #[arg(long = "flink-log-config", value_name = "FILE")]
+    pub flink_log_config: Vec<PathBuf>,
     /// How often the certificate files are checked for changes, in seconds.
     #[arg(long, default_value_t = 10)]
     pub cert_reload_interval_secs: u64,

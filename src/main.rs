@@ -5,6 +5,7 @@ mod config;
 mod config_reload;
 mod docs;
 mod fenced_client;
+mod flink_logging;
 mod https;
 mod kubectl_complete;
 mod kubectl_flink;

@@ -49,6 +49,9 @@ pub enum RunError {
     /// The configuration file is unusable.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A `--flink-log-config` file is unusable.
+    #[error(transparent)]
+    FlinkLogging(#[from] crate::flink_logging::FlinkLoggingError),
     /// No Kubernetes client could be configured, and the controllers need one.
     #[error("the controllers need a Kubernetes API: {0}")]
     NoCluster(String),
@@ -141,6 +144,7 @@ impl LoopEnded {
 /// Runs until SIGTERM or SIGINT.
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let operator_config = config::load_layered(&args.config)?;
+    let default_logging = crate::flink_logging::load(&args.flink_log_config)?;
     for warning in config::check(&operator_config)? {
         tracing::warn!("operator configuration: {warning}");
     }
@@ -268,6 +272,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 unanswered: Default::default(),
                 fence: fence.clone(),
                 autoscaler: Default::default(),
+                default_logging: default_logging.clone(),
             });
             let start_controllers = {
                 let (context, caches, scope) = (context.clone(), caches.clone(), scope.clone());

@@ -28,6 +28,8 @@ pub struct Context {
     pub fence: crate::runtime::fence::Fence,
     /// The autoscaler's metric windows of the jobs it judges.
     pub autoscaler: crate::autoscaler::memory::Windows,
+    /// The log configuration of clusters whose resource sets none (`--flink-log-config`).
+    pub default_logging: crate::resources::cluster::LogConfiguration,
 }
 
 impl Context {

@@ -59,7 +59,7 @@ async fn deployed(client: &Client, fd: &FlinkDeployment) -> Deployment {
     let objects = cluster::build(
         &created,
         &config,
-        cluster::BuildOptions::from_effective(&effective),
+        &cluster::BuildOptions::from_effective(&effective),
         None,
     )
     .unwrap();

@@ -55,14 +55,14 @@ async fn deploy(client: &Client, deployment: &FlinkDeployment, job_id: Option<&J
         ..DeployParameters::default()
     };
     let config = flink_config::build(deployment, &effective, &deploy).unwrap();
-    let built = cluster::build(deployment, &config, cluster::BuildOptions::default(), None).unwrap();
+    let built = cluster::build(deployment, &config, &cluster::BuildOptions::default(), None).unwrap();
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
     let pp = PostParams::default();
     let jm = deployments.create(&pp, &built.job_manager).await.unwrap();
     let owned = cluster::build(
         deployment,
         &config,
-        cluster::BuildOptions::default(),
+        &cluster::BuildOptions::default(),
         jm.metadata.uid.as_deref(),
     )
     .unwrap();

@@ -41,7 +41,7 @@ use flink_operator_test_support::{
 use k8s_openapi::api::{
     admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration},
     apps::v1::Deployment,
-    core::v1::{Event, Namespace, Pod, ServiceAccount},
+    core::v1::{ConfigMap, Event, Namespace, Pod, ServiceAccount},
 };
 use kube::{
     Api,
@@ -57,6 +57,16 @@ const APACHE_NAMESPACE: &str = "flink-kubernetes-operator";
 const RELEASE: &str = "flink-operator";
 const RELEASE_NAMESPACE: &str = "flink-operator";
 const NAME: &str = "counter";
+
+/// The platform's log configuration of every Flink cluster: console only, each line marked.
+const PLATFORM_LOG4J: &str = "\
+rootLogger.level = INFO
+rootLogger.appenderRef.console.ref = ConsoleAppender
+appender.console.name = ConsoleAppender
+appender.console.type = CONSOLE
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = platform-log %d{HH:mm:ss,SSS} %-5p %c - %m%n
+";
 
 /// Event reasons of this operator that mean a job was started, stopped or redeployed.
 const RESTARTING: &[&str] = &[
@@ -204,6 +214,8 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
                 // in its default configuration.
                 "env.java.opts.all": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
             },
+            // Its default `log4j-console.properties` for the clusters, moved over.
+            "flinkLogConfiguration": {"log4j-console.properties": PLATFORM_LOG4J},
         }))
         .unwrap(),
     )
@@ -331,6 +343,43 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
         Some(created.as_str()),
         "last-state keeps the job id"
     );
+    // The cluster this operator deployed logs as the chart's `flinkLogConfiguration` says.
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), JOBS);
+    let conf = config_maps.get(&format!("flink-config-{NAME}")).await.unwrap();
+    assert_eq!(
+        conf.data
+            .unwrap()
+            .get("log4j-console.properties")
+            .map(String::as_str),
+        Some(PLATFORM_LOG4J)
+    );
+    let job_manager = pods
+        .list(&ListParams::default().labels(&format!("app={NAME},component=jobmanager")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|p| p.metadata.deletion_timestamp.is_none())
+        .unwrap()
+        .metadata
+        .name
+        .unwrap();
+    let dir = harness::pod_dirs(JOBS)
+        .into_iter()
+        .find(|d| {
+            d.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{JOBS}_{job_manager}_"))
+        })
+        .unwrap();
+    let stdout = std::fs::read_to_string(dir.join("logs/flink-main-container/0.log")).unwrap();
+    assert!(
+        stdout.lines().any(|l| l.contains("platform-log ")),
+        "the JobManager's stdout has no line of the platform's pattern:\n{}",
+        &stdout[..stdout.len().min(2000)]
+    );
+
     eprintln!(
         "upgraded from the Apache-deployed cluster's state; Events: {:?}",
         event_reasons(&events).await

@@ -1060,8 +1060,8 @@ fn deployment_loop_takes(fd: &FlinkDeployment) -> Result<(), String> {
     };
     let config = flink_config::build(fd, &effective, &deploy).map_err(|e| e.to_string())?;
     let options = cluster::BuildOptions::from_effective(&effective);
-    cluster::build(fd, &config, options, None).map_err(|e| e.to_string())?;
-    cluster::build(fd, &config, options, Some("jm-uid")).map_err(|e| e.to_string())?;
+    cluster::build(fd, &config, &options, None).map_err(|e| e.to_string())?;
+    cluster::build(fd, &config, &options, Some("jm-uid")).map_err(|e| e.to_string())?;
     for observation in deployment_observations() {
         drop(deployment::decide::decide(fd, &observation));
     }

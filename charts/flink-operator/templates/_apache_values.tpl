@@ -11,7 +11,7 @@ than installed with settings silently dropped (the schema lets these keys throug
   "operatorVolumeMounts" "use extraVolumeMounts"
   "operatorSecurityContext" "use securityContext"
   "webhookSecurityContext" "use securityContext (one container serves the webhook and the controllers)"
-  "defaultConfiguration" "use operatorConfiguration for the flink-conf keys (flat or nested); there are no log4j files: logLevel and logFormat"
+  "defaultConfiguration" "use operatorConfiguration for the flink-conf.yaml keys (flat or nested), flinkLogConfiguration for log4j-console.properties (the clusters' logs), logLevel and logFormat for the operator's own logs (log4j-operator.properties)"
   "jvmArgs" "remove it: the operator is no JVM"
   "operatorHealth" "use startupProbe, livenessProbe, readinessProbe (/healthz and /readyz on containerPorts.probes)"
   "metrics" "use service.metricsPort and monitoring.serviceMonitor or monitoring.podMonitor (/metrics on the probes port)"

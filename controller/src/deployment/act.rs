@@ -184,7 +184,8 @@ async fn deploy(
     let name = fd.name_any();
     let namespace = fd.namespace().unwrap_or_default();
     let effective = ctx.effective_config(fd);
-    let options = cluster::BuildOptions::from_effective(&effective);
+    let options =
+        cluster::BuildOptions::from_effective(&effective).with_default_logging(ctx.default_logging.clone());
     let deploy = DeployParameters {
         restore_path,
         job_id,
@@ -197,12 +198,12 @@ async fn deploy(
     let config = flink_config::build(fd, &effective, &deploy).map_err(|e| build_error(e.into()))?;
     let params = PatchParams::apply(MANAGER).force();
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    let first = cluster::build(fd, &config, options, None).map_err(build_error)?;
+    let first = cluster::build(fd, &config, &options, None).map_err(build_error)?;
     let jm = deployments
         .patch(&name, &params, &Patch::Apply(&first.job_manager))
         .await
         .map_err(api_error(format!("applying Deployment {namespace}/{name}")))?;
-    let objects = cluster::build(fd, &config, options, jm.metadata.uid.as_deref()).map_err(build_error)?;
+    let objects = cluster::build(fd, &config, &options, jm.metadata.uid.as_deref()).map_err(build_error)?;
     // What the JobManager Deployment owns is applied all at once: its pod starts once its
     // ConfigMaps exist.
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);

@@ -40,9 +40,10 @@ const STANDALONE_TYPE: &str = "flink-standalone-kubernetes";
 const JM_TEMPLATE_FIELD: &str = "spec.jobManager.podTemplate (merged over spec.podTemplate)";
 const TM_TEMPLATE_FIELD: &str = "spec.taskManager.podTemplate (merged over spec.podTemplate)";
 
-/// Log configuration used when the resource sets none: console and the file Flink's
-/// scripts name in `log.file`.
-const DEFAULT_LOG4J_CONSOLE: &str = "\
+/// The Flink log configuration file of a cluster whose resource sets none and whose operator
+/// was given none (`--flink-log-config`): console and the file Flink's scripts name in
+/// `log.file`.
+pub const BUILT_IN_LOG4J_CONSOLE: &str = "\
 rootLogger.level = INFO
 rootLogger.appenderRef.console.ref = ConsoleAppender
 rootLogger.appenderRef.rolling.ref = RollingFileAppender
@@ -100,12 +101,37 @@ pub struct ClusterObjects {
 /// The operator settings that shape a cluster's objects. They are read from the resource's
 /// effective configuration, not from the cluster's Flink configuration, which holds no
 /// `kubernetes.operator.*` key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BuildOptions {
     /// `kubernetes.operator.pod-template.merge-arrays-by-name`.
     pub merge_arrays_by_name: bool,
     /// `kubernetes.operator.jm-deployment.startup.probe.enabled`.
     pub startup_probe: bool,
+    /// The log configuration files of a cluster whose `spec.logConfiguration` is unset.
+    pub default_logging: LogConfiguration,
+}
+
+/// Flink log configuration files by name (`log4j-console.properties`,
+/// `logback-console.xml`), shared by every build.
+pub type LogConfiguration = std::sync::Arc<BTreeMap<String, String>>;
+
+/// The file names a cluster's log configuration may have: those Flink's scripts read.
+pub const LOG_CONFIGURATION_FILES: [&str; 2] = ["log4j-console.properties", "logback-console.xml"];
+
+/// The log configuration of clusters when the operator was given none.
+pub fn built_in_logging() -> LogConfiguration {
+    static BUILT_IN: std::sync::OnceLock<LogConfiguration> = std::sync::OnceLock::new();
+    BUILT_IN
+        .get_or_init(|| {
+            std::sync::Arc::new(
+                [(
+                    LOG_CONFIGURATION_FILES[0].to_owned(),
+                    BUILT_IN_LOG4J_CONSOLE.to_owned(),
+                )]
+                .into(),
+            )
+        })
+        .clone()
 }
 
 impl BuildOptions {
@@ -121,7 +147,14 @@ impl BuildOptions {
                 keys::operator::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED,
                 defaults::JM_DEPLOYMENT_STARTUP_PROBE_ENABLED,
             ),
+            default_logging: built_in_logging(),
         }
+    }
+
+    /// With `logging` as the log configuration of clusters whose resource sets none.
+    pub fn with_default_logging(mut self, logging: LogConfiguration) -> Self {
+        self.default_logging = logging;
+        self
     }
 }
 
@@ -137,7 +170,7 @@ impl Default for BuildOptions {
 pub fn build(
     deployment: &FlinkDeployment,
     config: &BTreeMap<String, String>,
-    options: BuildOptions,
+    options: &BuildOptions,
     job_manager_uid: Option<&str>,
 ) -> Result<ClusterObjects, ClusterError> {
     let spec = &deployment.spec;
@@ -196,16 +229,14 @@ pub fn build(
         );
     }
     let (conf_name, conf_text) = conf_file::render(version, &config)?;
-    let logs = spec.log_configuration.clone().unwrap_or_else(|| {
-        [(
-            "log4j-console.properties".to_owned(),
-            DEFAULT_LOG4J_CONSOLE.to_owned(),
-        )]
-        .into()
-    });
+    let logs = spec
+        .log_configuration
+        .as_ref()
+        .unwrap_or(&options.default_logging);
     let mut conf_data: BTreeMap<String, String> = logs
-        .into_iter()
-        .filter(|(key, _)| key == "log4j-console.properties" || key == "logback-console.xml")
+        .iter()
+        .filter(|(key, _)| LOG_CONFIGURATION_FILES.contains(&key.as_str()))
+        .map(|(key, text)| (key.clone(), text.clone()))
         .collect();
     let mut items: Vec<Value> = conf_data
         .keys()
@@ -698,7 +729,7 @@ mod tests {
         build(
             &d,
             &config,
-            BuildOptions::from_effective(&effective),
+            &BuildOptions::from_effective(&effective),
             Some("jm-uid"),
         )
         .unwrap()
@@ -878,7 +909,7 @@ mod tests {
         ] {
             let deployment = d(template.clone());
             let config = build_config(&deployment, &BTreeMap::new(), &DeployParameters::default()).unwrap();
-            let error = build(&deployment, &config, BuildOptions::default(), None).unwrap_err();
+            let error = build(&deployment, &config, &BuildOptions::default(), None).unwrap_err();
             match &error {
                 ClusterError::PodTemplate { field, .. } => {
                     assert_eq!(*field, JM_TEMPLATE_FIELD, "{template}")
@@ -977,7 +1008,7 @@ mod tests {
         for spec in specs {
             let d = deployment(spec.clone());
             let config = build_config(&d, &effective, &deploy).unwrap();
-            let objects = build(&d, &config, BuildOptions::default(), Some("jm-uid")).unwrap();
+            let objects = build(&d, &config, &BuildOptions::default(), Some("jm-uid")).unwrap();
             let file = objects.config_maps[0].data.as_ref().unwrap();
             let text = &file["config.yaml"];
             let written: BTreeMap<String, String> = flatten_yaml(text);
