@@ -319,7 +319,7 @@ impl Drop for InFlight {
 pub fn certificate_expiry_gauge(registry: &mut Registry) -> Gauge<i64, AtomicI64> {
     let gauge = Gauge::<i64, AtomicI64>::default();
     registry.register(
-        "flink_operator_webhook_certificate_expiry_seconds",
+        "flink_operator_webhook_certificate_expiry_timestamp_seconds",
         "When the webhook's served certificate expires, in seconds since the Unix epoch (follows reloads and renewals)",
         gauge.clone(),
     );

@@ -212,7 +212,10 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
     for replica in &started.replicas {
         let probe_port = replica.probe_port;
         wait_for("both replicas to serve", Duration::from_secs(30), || async move {
-            metric(probe_port, "flink_operator_webhook_certificate_expiry_seconds")
+            metric(
+                probe_port,
+                "flink_operator_webhook_certificate_expiry_timestamp_seconds",
+            )
         })
         .await;
     }
@@ -443,12 +446,17 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
             "the expiry gauge to follow the renewal",
             Duration::from_secs(5),
             || async move {
-                let value = metric(probe_port, "flink_operator_webhook_certificate_expiry_seconds")?;
+                let value = metric(
+                    probe_port,
+                    "flink_operator_webhook_certificate_expiry_timestamp_seconds",
+                )?;
                 ((value - expires).abs() <= 2).then_some(value)
             },
         )
         .await;
-        eprintln!("flink_operator_webhook_certificate_expiry_seconds {gauge} (the Secret says {expires})");
+        eprintln!(
+            "flink_operator_webhook_certificate_expiry_timestamp_seconds {gauge} (the Secret says {expires})"
+        );
     }
     drop(started);
     let _ = std::fs::remove_dir_all(&dir);
