@@ -136,7 +136,9 @@ async fn every_metric_the_alerts_and_the_dashboard_query_is_served_by_the_operat
             && served_now.contains_key("flink_operator_reconcile_errors"),
         "{answer}"
     );
-    let body = answer.split_once("\r\n\r\n").map_or(answer.as_str(), |(_, body)| body);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or(answer.as_str(), |(_, body)| body);
     let text = as_prometheus_text(body);
     let linted = tokio::task::spawn_blocking(move || promtool(&["check", "metrics"], Some(&text)))
         .await
@@ -427,43 +429,52 @@ const ALERT_CASES: &[AlertCase] = &[
     },
 ];
 
-/// Alerts whose annotations quote `$value` are evaluated through their expression, counted
-/// by the labels they keep (`count by (...) (<expr>)`): the series that fire, each 1.
-const EXPRESSION_CASES: &[(&str, &[(&str, &str)], &str, &str, Option<&str>)] = &[
-    (
-        "FlinkOperatorReconcileErrors",
-        &[(
+/// An alert whose annotations quote `$value`, evaluated through its expression counted by
+/// the labels it keeps (`count by (<by>) (<expr>)`): the series that fire, each 1.
+struct ExpressionCase {
+    alert: &'static str,
+    series: &'static [(&'static str, &'static str)],
+    at: &'static str,
+    by: &'static str,
+    /// The labels of the one series expected, or None for none.
+    fires: Option<&'static str>,
+}
+
+const EXPRESSION_CASES: &[ExpressionCase] = &[
+    ExpressionCase {
+        alert: "FlinkOperatorReconcileErrors",
+        series: &[(
             "flink_operator_reconcile_errors_total{kind=\"FlinkDeployment\"}",
             "0+2x30",
         )],
-        "20m",
-        "kind",
-        Some("{kind=\"FlinkDeployment\"}"),
-    ),
-    (
-        "FlinkOperatorReconcileErrors",
-        &[(
+        at: "20m",
+        by: "kind",
+        fires: Some("{kind=\"FlinkDeployment\"}"),
+    },
+    ExpressionCase {
+        alert: "FlinkOperatorReconcileErrors",
+        series: &[(
             "flink_operator_reconcile_errors_total{kind=\"FlinkDeployment\"}",
             "0+1x5 5x30",
         )],
-        "20m",
-        "kind",
-        None,
-    ),
-    (
-        "FlinkOperatorLeaderChanges",
-        &[("flink_operator_leader_changes_total{pod=\"a\"}", "0+1x90")],
-        "80m",
-        "",
-        Some("{}"),
-    ),
-    (
-        "FlinkOperatorLeaderChanges",
-        &[("flink_operator_leader_changes_total{pod=\"a\"}", "0+1x3 3x90")],
-        "80m",
-        "",
-        None,
-    ),
+        at: "20m",
+        by: "kind",
+        fires: None,
+    },
+    ExpressionCase {
+        alert: "FlinkOperatorLeaderChanges",
+        series: &[("flink_operator_leader_changes_total{pod=\"a\"}", "0+1x90")],
+        at: "80m",
+        by: "",
+        fires: Some("{}"),
+    },
+    ExpressionCase {
+        alert: "FlinkOperatorLeaderChanges",
+        series: &[("flink_operator_leader_changes_total{pod=\"a\"}", "0+1x3 3x90")],
+        at: "80m",
+        by: "",
+        fires: None,
+    },
 ];
 
 /// `{{ $labels.<name> }}` of an annotation template replaced by `labels`' values.
@@ -556,8 +567,15 @@ fn promtool_checks_the_rules_and_the_dashboard_and_every_alert_fires_on_its_seri
             "alert_rule_test": [{"eval_time": case.at, "alertname": case.alert, "exp_alerts": expected}],
         }));
     }
-    for (alert, input, at, by, fires) in EXPRESSION_CASES {
-        covered.insert(alert);
+    for case in EXPRESSION_CASES {
+        let ExpressionCase {
+            alert,
+            series: input,
+            at,
+            by,
+            fires,
+        } = case;
+        covered.insert(*alert);
         let expr = rules[alert]["expr"].as_str().unwrap().trim();
         let samples: Vec<Value> = fires
             .iter()
