@@ -219,23 +219,36 @@ async fn kubectl_flink_suspends_resumes_savepoints_and_shows_the_status_with_its
     let (code, _, err) = kubectl_flink(&["rollback", "flinkdep/basic", "-n", n]).await;
     assert_eq!(code, 4, "{err}");
 
-    // kubectl's own completion of a plugin's arguments, through kubectl_complete-flink.
-    let completed = tokio::task::spawn_blocking(|| {
-        let path = format!(
-            "{}:{}",
-            plugin_dir().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let output = Command::new(kubectl_binary())
-            .args(["__complete", "flink", "sta"])
-            .env("PATH", path)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    })
+    // kubectl's own completion of a plugin's arguments, through kubectl_complete-flink: the
+    // subcommands, and the names of a kind in the namespace, from the kubeconfig's cluster.
+    let complete = |words: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            let path = format!(
+                "{}:{}",
+                plugin_dir().display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            let output = Command::new(kubectl_binary())
+                .args(["__complete", "flink"])
+                .args(&words)
+                .env("PATH", path)
+                .env("KUBECONFIG", &control_plane().kubeconfig)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        })
+    };
+    let completed = complete(vec!["sta".to_owned()]).await.unwrap();
+    assert!(completed.lines().any(|l| l == "status"), "{completed}");
+    let completed = complete(
+        ["status", "-n", n, "flinkdep/ba"]
+            .iter()
+            .map(|w| (*w).to_owned())
+            .collect(),
+    )
     .await
     .unwrap();
-    assert!(completed.lines().any(|l| l == "status"), "{completed}");
+    assert_eq!(completed.lines().next(), Some("flinkdep/basic"), "{completed}");
 
     for shell in ["bash", "zsh", "fish"] {
         let (code, out, _) = kubectl_flink(&["completion", shell]).await;
