@@ -10,8 +10,8 @@ use std::{
     time::Duration,
 };
 
-use flink_operator_api::FlinkDeployment;
-use flink_operator_controller::flink::{FlinkRestClient, JobId};
+use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
+use flink_operator_controller::flink::{FlinkRestClient, JobId, RunJar};
 use flink_operator_test_support::{
     ROOT,
     cluster_harness::{control_plane, wait_for},
@@ -220,6 +220,34 @@ pub fn user_spec(version: &str, state: &Path) -> Value {
     })
 }
 
+/// A session cluster's FlinkDeployment as a user of the Apache operator writes it.
+pub fn session_spec(version: &str) -> Value {
+    json!({
+        "image": format!("flink:{version}"),
+        "flinkVersion": "v1_20",
+        "serviceAccount": "flink",
+        "flinkConfiguration": {"taskmanager.numberOfTaskSlots": "2"},
+        "jobManager": {"resource": {"memory": "768m", "cpu": 0.5}},
+        "taskManager": {"resource": {"memory": "1g", "cpu": 0.5}},
+    })
+}
+
+/// A FlinkSessionJob on `deployment` as a user of the Apache operator writes it: its jar in
+/// an artifact repository, which the Apache operator fetched and uploaded to the cluster.
+pub fn session_job_spec(version: &str, deployment: &str) -> Value {
+    let jar = flink_harness::job_jar(version);
+    json!({
+        "deploymentName": deployment,
+        "job": {
+            "jarURI": format!("https://artifacts.example.com/flink/{}", jar.file_name().unwrap().to_string_lossy()),
+            "entryClass": flink_harness::JOB_CLASS,
+            "args": ["--rate", "10", "--keys", "2", "--out", "/tmp/counts"],
+            "parallelism": 1,
+            "upgradeMode": "stateless",
+        },
+    })
+}
+
 /// The Java options a platform team on the Apache operator sets for every cluster in its
 /// chart's `defaultConfiguration`: the Java 17 module options of the distribution's own
 /// configuration (the Apache operator's base configuration replaces that file), and quick JVM
@@ -232,46 +260,57 @@ fn platform_java_options(version: &str) -> String {
     format!("{modules} -XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 }
 
-/// The user's FlinkDeployment created (with the finalizer the Apache operator adds first),
-/// then its cluster deployed as the Apache operator deploys it: Flink's native client
-/// (`ApplicationClusterDeployer`, here `flink run-application`) given the configuration its
-/// `FlinkConfigBuilder` and `ApplicationReconciler` compute. Returns the job's id.
-pub async fn deploy(client: &Client, namespace: &str, name: &str, spec: &Value, version: &str) -> String {
+/// The user's resource of `kind` as it is stored once the Apache operator has seen it: with
+/// the finalizer it adds first and the `labels` its webhook adds. Returns its uid.
+pub async fn create_resource(
+    client: &Client,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    spec: &Value,
+    labels: Value,
+) -> String {
+    let plural = format!("{}s", kind.to_lowercase());
     create(
         client,
         json!({
-            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-            "metadata": {"name": name, "namespace": namespace,
-                         "finalizers": ["flinkdeployments.flink.apache.org/finalizer"]},
+            "apiVersion": "flink.apache.org/v1beta1", "kind": kind,
+            "metadata": {"name": name, "namespace": namespace, "labels": labels,
+                         "finalizers": [format!("{plural}.flink.apache.org/finalizer")]},
             "spec": spec,
         }),
     )
     .await;
-    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), namespace);
-    let uid = api.get(name).await.unwrap().metadata.uid.unwrap();
-    let job_id = JobId::random().0;
+    let types = kube::api::ApiResource {
+        group: "flink.apache.org".to_owned(),
+        version: "v1beta1".to_owned(),
+        api_version: "flink.apache.org/v1beta1".to_owned(),
+        kind: kind.to_owned(),
+        plural,
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &types);
+    api.get(name).await.unwrap().metadata.uid.unwrap()
+}
 
-    let dir = std::env::temp_dir().join(format!("apache-operator-deploy-{}", std::process::id()));
+/// Deploys the cluster of the FlinkDeployment `name` (of `uid`) as the Apache operator
+/// deploys it: Flink's native client given the configuration its `FlinkConfigBuilder` and
+/// reconcilers compute -- `flink run-application` (its `ApplicationClusterDeployer`) for an
+/// application, `kubernetes-session.sh` (its `deploySessionCluster`) for a session cluster.
+/// Returns the application's job id.
+pub async fn deploy_cluster(
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    spec: &Value,
+    version: &str,
+) -> Option<String> {
+    let dir = std::env::temp_dir().join(format!("apache-operator-deploy-{}-{name}", std::process::id()));
     let conf_dir = dir.join("conf");
     std::fs::create_dir_all(&conf_dir).unwrap();
     let home = flink_harness::flink_home(version);
     for file in ["log4j-console.properties", "log4j-cli.properties"] {
         std::fs::copy(home.join("conf").join(file), conf_dir.join(file)).unwrap();
     }
-    // The pod templates: the common one, and for the JobManager the startup probe the
-    // Apache operator adds (`kubernetes.operator.jm-deployment.startup.probe.enabled`).
-    let template = &spec["podTemplate"];
-    let mut jm_template = template.clone();
-    jm_template["spec"]["containers"][0]["startupProbe"] = json!({
-        "httpGet": {"path": "/config", "port": "rest"},
-        "periodSeconds": 1, "failureThreshold": 2147483647,
-    });
-    let jm_file = dir.join("jm-pod-template.yaml");
-    let tm_file = dir.join("tm-pod-template.yaml");
-    std::fs::write(&jm_file, serde_yaml::to_string(&jm_template).unwrap()).unwrap();
-    std::fs::write(&tm_file, serde_yaml::to_string(template).unwrap()).unwrap();
-
-    let job = &spec["job"];
     let mut conf: Vec<(String, String)> = vec![
         // The Apache chart's base configuration and the platform's default configuration.
         ("taskmanager.numberOfTaskSlots".into(), "1".into()),
@@ -281,151 +320,270 @@ pub async fn deploy(client: &Client, namespace: &str, name: &str, spec: &Value, 
     for (key, value) in spec["flinkConfiguration"].as_object().unwrap() {
         conf.push((key.clone(), value.as_str().unwrap().to_owned()));
     }
-    let args: Vec<&str> = job["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
-    let jar = job["jarURI"].as_str().unwrap();
+    let mut set = |key: &str, value: String| {
+        conf.retain(|(k, _)| k != key);
+        conf.push((key.to_owned(), value));
+    };
+    // The pod templates: the common one for the TaskManagers (when there is one), and for the
+    // JobManager with the startup probe the Apache operator adds
+    // (`kubernetes.operator.jm-deployment.startup.probe.enabled`).
+    let template = match &spec["podTemplate"] {
+        Value::Null => {
+            json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "flink-main-container"}]}})
+        }
+        template => {
+            let tm_file = dir.join("tm-pod-template.yaml");
+            std::fs::write(&tm_file, serde_yaml::to_string(template).unwrap()).unwrap();
+            set(
+                "kubernetes.pod-template-file.taskmanager",
+                tm_file.display().to_string(),
+            );
+            template.clone()
+        }
+    };
+    let mut jm_template = template;
+    jm_template["spec"]["containers"][0]["startupProbe"] = json!({
+        "httpGet": {"path": "/config", "port": "rest"},
+        "periodSeconds": 1, "failureThreshold": 2147483647,
+    });
+    let jm_file = dir.join("jm-pod-template.yaml");
+    std::fs::write(&jm_file, serde_yaml::to_string(&jm_template).unwrap()).unwrap();
+    set(
+        "kubernetes.pod-template-file.jobmanager",
+        jm_file.display().to_string(),
+    );
     for (key, value) in [
-        ("kubernetes.rest-service.exposed.type", "ClusterIP".to_owned()),
-        ("web.cancel.enable", "false".to_owned()),
-        ("$internal.flink.version", "v1_20".to_owned()),
-        (
-            "kubernetes.container.image.ref",
-            spec["image"].as_str().unwrap().to_owned(),
-        ),
-        ("kubernetes.service-account", "flink".to_owned()),
-        (
-            "kubernetes.pod-template-file.jobmanager",
-            jm_file.display().to_string(),
-        ),
-        (
-            "kubernetes.pod-template-file.taskmanager",
-            tm_file.display().to_string(),
-        ),
-        ("jobmanager.memory.process.size", "768 mb".to_owned()),
-        ("kubernetes.jobmanager.cpu.amount", "0.5".to_owned()),
-        ("kubernetes.jobmanager.replicas", "1".to_owned()),
-        ("taskmanager.memory.process.size", "1 gb".to_owned()),
-        ("kubernetes.taskmanager.cpu.amount", "0.5".to_owned()),
-        ("execution.target", "kubernetes-application".to_owned()),
-        ("pipeline.jars", jar.to_owned()),
-        ("parallelism.default", job["parallelism"].to_string()),
-        ("execution.shutdown-on-application-finish", "false".to_owned()),
-        (
-            "execution.submit-failed-job-on-application-error",
-            "true".to_owned(),
-        ),
-        ("pipeline.name", name.to_owned()),
-        (
-            "execution.checkpointing.externalized-checkpoint-retention",
-            "RETAIN_ON_CANCELLATION".to_owned(),
-        ),
-        ("kubernetes.namespace", namespace.to_owned()),
-        ("kubernetes.cluster-id", name.to_owned()),
-        ("high-availability.cluster-id", name.to_owned()),
+        ("kubernetes.rest-service.exposed.type", "ClusterIP"),
+        ("web.cancel.enable", "false"),
+        ("$internal.flink.version", "v1_20"),
+        ("kubernetes.container.image.ref", spec["image"].as_str().unwrap()),
+        ("kubernetes.service-account", "flink"),
+        ("jobmanager.memory.process.size", "768 mb"),
+        ("kubernetes.jobmanager.cpu.amount", "0.5"),
+        ("kubernetes.jobmanager.replicas", "1"),
+        ("taskmanager.memory.process.size", "1 gb"),
+        ("kubernetes.taskmanager.cpu.amount", "0.5"),
+        ("kubernetes.namespace", namespace),
+        ("kubernetes.cluster-id", name),
         (
             "kubernetes.jobmanager.annotations",
-            "flinkdeployment.flink.apache.org/generation:1".to_owned(),
+            "flinkdeployment.flink.apache.org/generation:1",
         ),
         (
-            "kubernetes.jobmanager.owner.reference",
-            format!(
-                "apiVersion:flink.apache.org/v1beta1,kind:FlinkDeployment,name:{name},uid:{uid},blockOwnerDeletion:true,controller:false"
-            ),
+            "kubernetes.config.file",
+            &control_plane().kubeconfig.display().to_string(),
         ),
-        ("$internal.pipeline.job-id", job_id.clone()),
-        (
+    ] {
+        set(key, value.to_owned());
+    }
+    set(
+        "kubernetes.jobmanager.owner.reference",
+        format!(
+            "apiVersion:flink.apache.org/v1beta1,kind:FlinkDeployment,name:{name},uid:{uid},blockOwnerDeletion:true,controller:false"
+        ),
+    );
+    if spec["flinkConfiguration"]["high-availability.type"].is_string() {
+        set("high-availability.cluster-id", name.to_owned());
+        set(
             "job-result-store.storage-path",
             format!(
                 "file:///opt/flink/state/ha/job-result-store/{name}/{}",
                 JobId::random().0
             ),
-        ),
-        ("job-result-store.delete-on-commit", "false".to_owned()),
-        (
-            "kubernetes.config.file",
-            control_plane().kubeconfig.display().to_string(),
-        ),
-    ] {
-        conf.retain(|(k, _)| k != key);
-        conf.push((key.to_owned(), value));
+        );
+        set("job-result-store.delete-on-commit", "false".to_owned());
+    }
+    let job = &spec["job"];
+    let job_id = (!job.is_null()).then(|| JobId::random().0);
+    let mut command = Command::new(home.join(if job.is_null() {
+        "bin/kubernetes-session.sh"
+    } else {
+        "bin/flink"
+    }));
+    command.env("FLINK_CONF_DIR", &conf_dir);
+    if let Some(job_id) = &job_id {
+        for (key, value) in [
+            ("execution.target", "kubernetes-application"),
+            ("pipeline.jars", job["jarURI"].as_str().unwrap()),
+            ("parallelism.default", &job["parallelism"].to_string()),
+            ("execution.shutdown-on-application-finish", "false"),
+            ("execution.submit-failed-job-on-application-error", "true"),
+            ("pipeline.name", name),
+            (
+                "execution.checkpointing.externalized-checkpoint-retention",
+                "RETAIN_ON_CANCELLATION",
+            ),
+            ("$internal.pipeline.job-id", job_id),
+        ] {
+            set(key, value.to_owned());
+        }
+        command.args([
+            "run-application",
+            "--target",
+            "kubernetes-application",
+            "-c",
+            job["entryClass"].as_str().unwrap(),
+            job["jarURI"].as_str().unwrap(),
+        ]);
+        command.args(
+            job["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap()),
+        );
+    } else {
+        set("execution.target", "kubernetes-session".to_owned());
+        command.arg("-Dexecution.attached=false");
     }
     let text: String = conf.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
     std::fs::write(conf_dir.join("flink-conf.yaml"), text).unwrap();
-
-    let output = tokio::task::spawn_blocking({
-        let (home, conf_dir, jar, class) = (
-            home.clone(),
-            conf_dir.clone(),
-            jar.to_owned(),
-            job["entryClass"].as_str().unwrap().to_owned(),
-        );
-        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-        move || {
-            Command::new(home.join("bin/flink"))
-                .env("FLINK_CONF_DIR", &conf_dir)
-                .args([
-                    "run-application",
-                    "--target",
-                    "kubernetes-application",
-                    "-c",
-                    &class,
-                    &jar,
-                ])
-                .args(&args)
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
     assert!(
         output.status.success(),
-        "flink run-application failed:\n{}\n{}",
+        "deploying {name} with Flink's native client failed:\n{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
     job_id
 }
 
-/// The spec as the Apache operator records it after a first deployment
-/// (`SpecUtils.writeSpecWithMeta`): every field of its Java classes, nulls and defaults
-/// included, `job.state: running`, and `upgradeMode: stateless` (it sets a first
-/// deployment without `initialSavepointPath` to stateless before recording it).
-fn recorded_spec(spec: &Value) -> String {
-    let job = &spec["job"];
-    let resource =
-        |r: &Value| json!({"cpu": r["cpu"].as_f64(), "memory": r["memory"], "ephemeralStorage": null});
-    let record = json!({
-        "spec": {
-            "job": {
-                "jarURI": job["jarURI"], "parallelism": job["parallelism"],
-                "entryClass": job["entryClass"], "args": job["args"], "state": "running",
-                "savepointTriggerNonce": null, "initialSavepointPath": null,
-                "checkpointTriggerNonce": null, "upgradeMode": "stateless",
-                "allowNonRestoredState": null, "savepointRedeployNonce": null,
-            },
-            "restartNonce": null,
-            "flinkConfiguration": spec["flinkConfiguration"],
-            "image": spec["image"], "imagePullPolicy": null,
-            "serviceAccount": spec["serviceAccount"], "flinkVersion": spec["flinkVersion"],
-            "ingress": null,
-            "podTemplate": spec["podTemplate"],
-            "jobManager": {"resource": resource(&spec["jobManager"]["resource"]), "replicas": 1, "podTemplate": null},
-            "taskManager": {"resource": resource(&spec["taskManager"]["resource"]), "replicas": null, "podTemplate": null},
-            "logConfiguration": null, "mode": null,
-        },
-        "resource_metadata": {"apiVersion": "flink.apache.org/v1beta1", "firstDeployment": true},
-    });
-    serde_json::to_string(&record).unwrap()
+/// Submits a session job to its session cluster as the Apache operator does: the jar it
+/// fetched uploaded, then run with the job id it chose. Returns the job id.
+pub async fn submit_session_job(rest: &FlinkRestClient, version: &str, job: &Value) -> String {
+    let jar = rest.upload_jar(&flink_harness::job_jar(version)).await.unwrap();
+    let run = RunJar {
+        entry_class: job["entryClass"].as_str().map(str::to_owned),
+        args: job["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_owned())
+            .collect(),
+        parallelism: job["parallelism"].as_u64().map(|p| p as u32),
+        job_id: Some(JobId::random()),
+        ..RunJar::default()
+    };
+    rest.run_jar(&jar, &run).await.unwrap().0
 }
 
-/// The status the Apache operator writes once the job runs and its spec is stable
-/// (`ReconciliationUtils`, its observers; nulls left out as fabric8 sends them).
-pub async fn write_status(
+/// A job spec as the Apache operator records it (`SpecUtils.writeSpecWithMeta`): every field
+/// of its Java class, nulls and defaults included, `state: running`, and `upgradeMode:
+/// stateless` (it sets a first deployment without `initialSavepointPath` to stateless before
+/// recording it).
+fn recorded_job(job: &Value) -> Value {
+    json!({
+        "jarURI": job["jarURI"], "parallelism": job["parallelism"],
+        "entryClass": job["entryClass"], "args": job["args"], "state": "running",
+        "savepointTriggerNonce": null, "initialSavepointPath": null,
+        "checkpointTriggerNonce": null, "upgradeMode": "stateless",
+        "allowNonRestoredState": null, "savepointRedeployNonce": null,
+    })
+}
+
+/// `spec` in the record's wrapper.
+fn recorded(spec: Value) -> String {
+    serde_json::to_string(&json!({
+        "spec": spec,
+        "resource_metadata": {"apiVersion": "flink.apache.org/v1beta1", "firstDeployment": true},
+    }))
+    .unwrap()
+}
+
+/// A FlinkDeployment's spec as the Apache operator records it.
+fn recorded_deployment(spec: &Value) -> String {
+    let resource =
+        |r: &Value| json!({"cpu": r["cpu"].as_f64(), "memory": r["memory"], "ephemeralStorage": null});
+    recorded(json!({
+        "job": if spec["job"].is_null() { Value::Null } else { recorded_job(&spec["job"]) },
+        "restartNonce": null,
+        "flinkConfiguration": spec["flinkConfiguration"],
+        "image": spec["image"], "imagePullPolicy": null,
+        "serviceAccount": spec["serviceAccount"], "flinkVersion": spec["flinkVersion"],
+        "ingress": null,
+        "podTemplate": spec["podTemplate"],
+        "jobManager": {"resource": resource(&spec["jobManager"]["resource"]), "replicas": 1, "podTemplate": null},
+        "taskManager": {"resource": resource(&spec["taskManager"]["resource"]), "replicas": null, "podTemplate": null},
+        "logConfiguration": null, "mode": null,
+    }))
+}
+
+/// Milliseconds since the epoch, as the Apache operator writes times.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// `jobStatus` of a RUNNING job as the Apache operator's observer writes it.
+async fn job_status(rest: &FlinkRestClient, job_id: &str) -> Value {
+    let job = rest.job_details(&JobId::from(job_id)).await.unwrap();
+    json!({
+        "jobName": job.name, "jobId": job_id, "state": "RUNNING",
+        "startTime": job.start_time.unwrap().to_string(), "updateTime": now_ms().to_string(),
+        "savepointInfo": {"savepointHistory": [], "lastPeriodicSavepointTimestamp": 0},
+        "checkpointInfo": {"lastPeriodicCheckpointTimestamp": 0},
+    })
+}
+
+/// `reconciliationStatus` of a spec deployed and stable.
+fn reconciliation(record: String) -> Value {
+    json!({
+        "reconciliationTimestamp": now_ms() - 60_000,
+        "lastReconciledSpec": record, "lastStableSpec": record, "state": "DEPLOYED",
+    })
+}
+
+/// The status the Apache operator writes for a FlinkDeployment once its cluster is ready and
+/// its job (if any) runs and its spec is stable (`ReconciliationUtils`, its observers; nulls
+/// left out as fabric8 sends them).
+pub async fn write_deployment_status(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    spec: &Value,
+    job_id: Option<&str>,
+    rest: &FlinkRestClient,
+) {
+    let config = rest.cluster_config().await.unwrap();
+    let task_managers = u64::from(job_id.is_some());
+    // 768m for the JobManager and 1g for each TaskManager; half a CPU each.
+    let memory = 768_u64 * 1024 * 1024 + task_managers * 1024 * 1024 * 1024;
+    let job_status = match job_id {
+        Some(job_id) => job_status(rest, job_id).await,
+        None => json!({
+            "savepointInfo": {"savepointHistory": [], "lastPeriodicSavepointTimestamp": 0},
+            "checkpointInfo": {"lastPeriodicCheckpointTimestamp": 0},
+        }),
+    };
+    let status = json!({
+        "jobStatus": job_status,
+        "observedGeneration": 1,
+        "lifecycleState": "STABLE",
+        "clusterInfo": {
+            "flink-version": config.flink_version, "flink-revision": config.flink_revision,
+            "total-cpu": format!("{:.1}", 0.5 * (1 + task_managers) as f64),
+            "total-memory": memory.to_string(),
+        },
+        "jobManagerDeploymentStatus": "READY",
+        "reconciliationStatus": reconciliation(recorded_deployment(spec)),
+        "taskManager": {"labelSelector": format!("component=taskmanager,app={name}"), "replicas": task_managers},
+    });
+    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), namespace);
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": status})),
+    )
+    .await
+    .unwrap();
+}
+
+/// The status the Apache operator writes for a FlinkSessionJob whose job runs.
+pub async fn write_session_job_status(
     client: &Client,
     namespace: &str,
     name: &str,
@@ -433,36 +591,19 @@ pub async fn write_status(
     job_id: &str,
     rest: &FlinkRestClient,
 ) {
-    let job = rest.job_details(&JobId::from(job_id)).await.unwrap();
-    let config = rest.cluster_config().await.unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    let recorded = recorded_spec(spec);
-    // 768m for the JobManager and 1g for the one TaskManager; half a CPU each.
-    let memory = 768_u64 * 1024 * 1024 + 1024 * 1024 * 1024;
+    let record = recorded(json!({
+        "job": recorded_job(&spec["job"]),
+        "restartNonce": null,
+        "flinkConfiguration": null,
+        "deploymentName": spec["deploymentName"],
+    }));
     let status = json!({
-        "jobStatus": {
-            "jobName": job.name, "jobId": job_id, "state": "RUNNING",
-            "startTime": job.start_time.unwrap().to_string(), "updateTime": now.to_string(),
-            "savepointInfo": {"savepointHistory": [], "lastPeriodicSavepointTimestamp": 0},
-            "checkpointInfo": {"lastPeriodicCheckpointTimestamp": 0},
-        },
+        "jobStatus": job_status(rest, job_id).await,
         "observedGeneration": 1,
         "lifecycleState": "STABLE",
-        "clusterInfo": {
-            "flink-version": config.flink_version, "flink-revision": config.flink_revision,
-            "total-cpu": "1.0", "total-memory": memory.to_string(),
-        },
-        "jobManagerDeploymentStatus": "READY",
-        "reconciliationStatus": {
-            "reconciliationTimestamp": now - 60_000,
-            "lastReconciledSpec": recorded, "lastStableSpec": recorded, "state": "DEPLOYED",
-        },
-        "taskManager": {"labelSelector": format!("component=taskmanager,app={name}"), "replicas": 1},
+        "reconciliationStatus": reconciliation(record),
     });
-    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), namespace);
+    let api: Api<FlinkSessionJob> = Api::namespaced(client.clone(), namespace);
     api.patch_status(
         name,
         &PatchParams::default(),

@@ -29,7 +29,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
 use flink_operator_controller::flink::JobId;
 use flink_operator_test_support::{
     ROOT, built_operator,
@@ -44,8 +44,8 @@ use k8s_openapi::api::{
     core::v1::{ConfigMap, Event, Namespace, Pod, ServiceAccount},
 };
 use kube::{
-    Api,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    Api, Client,
+    api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
 
@@ -57,6 +57,9 @@ const APACHE_NAMESPACE: &str = "flink-kubernetes-operator";
 const RELEASE: &str = "flink-operator";
 const RELEASE_NAMESPACE: &str = "flink-operator";
 const NAME: &str = "counter";
+/// The session cluster and the job on it.
+const SESSION: &str = "session";
+const SESSION_JOB: &str = "session-counter";
 
 /// The platform's log configuration of every Flink cluster: console only, each line marked.
 const PLATFORM_LOG4J: &str = "\
@@ -91,9 +94,9 @@ fn helm(args: &[&str]) -> String {
     .unwrap_or_else(|e| panic!("helm {args:?} failed:\n{e}"))
 }
 
-/// The pods of the job's cluster by name, with their uids.
-async fn cluster_pods(pods: &Api<Pod>) -> BTreeMap<String, String> {
-    pods.list(&ListParams::default().labels(&format!("app={NAME}")))
+/// The pods of cluster `name` by name, with their uids.
+async fn cluster_pods(pods: &Api<Pod>, name: &str) -> BTreeMap<String, String> {
+    pods.list(&ListParams::default().labels(&format!("app={name}")))
         .await
         .unwrap()
         .items
@@ -103,18 +106,51 @@ async fn cluster_pods(pods: &Api<Pod>) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The Events about the FlinkDeployment: `<reason>: <message>`.
-async fn event_reasons(events: &Api<Event>) -> Vec<String> {
+/// The Events about the resource `kind/name`: `<reason>: <message>`.
+async fn event_reasons(events: &Api<Event>, kind: &str, name: &str) -> Vec<String> {
     events
-        .list(&ListParams::default().fields(&format!(
-            "involvedObject.name={NAME},involvedObject.kind=FlinkDeployment"
-        )))
+        .list(
+            &ListParams::default().fields(&format!("involvedObject.name={name},involvedObject.kind={kind}")),
+        )
         .await
         .unwrap()
         .items
         .into_iter()
         .filter_map(|e| Some(format!("{}: {}", e.reason?, e.message.unwrap_or_default())))
         .collect()
+}
+
+/// The resources taken over, as stored: kind, name and their API.
+fn resources(client: &Client) -> Vec<(&'static str, &'static str, Api<DynamicObject>)> {
+    let api = |resource: ApiResource| Api::namespaced_with(client.clone(), JOBS, &resource);
+    vec![
+        (
+            "FlinkDeployment",
+            NAME,
+            api(ApiResource::erase::<FlinkDeployment>(&())),
+        ),
+        (
+            "FlinkDeployment",
+            SESSION,
+            api(ApiResource::erase::<FlinkDeployment>(&())),
+        ),
+        (
+            "FlinkSessionJob",
+            SESSION_JOB,
+            api(ApiResource::erase::<FlinkSessionJob>(&())),
+        ),
+    ]
+}
+
+/// What each resource holds as stored: spec, labels, annotations, finalizers and status.
+async fn stored_all(client: &Client) -> Vec<Value> {
+    let mut all = Vec::new();
+    for (_, name, api) in resources(client) {
+        all.push(stored(
+            &serde_json::to_value(api.get(name).await.unwrap()).unwrap(),
+        ));
+    }
+    all
 }
 
 /// What the user wrote and the Apache operator stored, as JSON: the spec, labels,
@@ -155,11 +191,50 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
     let state = harness::state_dir(JOBS);
     let spec = apache::user_spec(&version, &state);
     let fds: Api<FlinkDeployment> = Api::namespaced(client.clone(), JOBS);
-    let created = apache::deploy(&client, JOBS, NAME, &spec, &version).await;
+    let uid = apache::create_resource(&client, "FlinkDeployment", JOBS, NAME, &spec, json!({})).await;
+    let created = apache::deploy_cluster(JOBS, NAME, &uid, &spec, &version)
+        .await
+        .unwrap();
+    // A session cluster, and a job the Apache operator submitted to it.
+    let session_spec = apache::session_spec(&version);
+    let session_uid = apache::create_resource(
+        &client,
+        "FlinkDeployment",
+        JOBS,
+        SESSION,
+        &session_spec,
+        json!({}),
+    )
+    .await;
+    apache::deploy_cluster(JOBS, SESSION, &session_uid, &session_spec, &version).await;
     let rest = harness::rest_client(&harness::rest_address(&client, JOBS, NAME).await);
     let job_id = JobId::from(created.as_str());
     harness::wait_for_running_job(&rest, &job_id).await;
-    apache::write_status(&client, JOBS, NAME, &spec, &created, &rest).await;
+    apache::write_deployment_status(&client, JOBS, NAME, &spec, Some(&created), &rest).await;
+    let session_rest = harness::rest_client(&harness::rest_address(&client, JOBS, SESSION).await);
+    let session_job_spec = apache::session_job_spec(&version, SESSION);
+    apache::create_resource(
+        &client,
+        "FlinkSessionJob",
+        JOBS,
+        SESSION_JOB,
+        &session_job_spec,
+        json!({"target.session": SESSION}),
+    )
+    .await;
+    let session_job = apache::submit_session_job(&session_rest, &version, &session_job_spec["job"]).await;
+    let session_job_id = JobId::from(session_job.as_str());
+    harness::wait_for_running_job(&session_rest, &session_job_id).await;
+    apache::write_deployment_status(&client, JOBS, SESSION, &session_spec, None, &session_rest).await;
+    apache::write_session_job_status(
+        &client,
+        JOBS,
+        SESSION_JOB,
+        &session_job_spec,
+        &session_job,
+        &session_rest,
+    )
+    .await;
     // The webhook configurations last: the API server refuses every change they cover from
     // here on, as nothing answers behind them.
     apache::install_webhook_configurations(&client, APACHE_NAMESPACE).await;
@@ -169,16 +244,19 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
     let pods: Api<Pod> = Api::namespaced(client.clone(), JOBS);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), JOBS);
     let events: Api<Event> = Api::namespaced(client.clone(), JOBS);
-    let cluster = cluster_pods(&pods).await;
-    assert_eq!(cluster.len(), 2, "a JobManager and a TaskManager: {cluster:?}");
-    let jm_deployment = deployments.get(NAME).await.unwrap();
-    let raw: Api<kube::api::DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        JOBS,
-        &kube::api::ApiResource::erase::<FlinkDeployment>(&()),
-    );
-    let before = stored(&serde_json::to_value(raw.get(NAME).await.unwrap()).unwrap());
+    let mut clusters = BTreeMap::new();
+    for name in [NAME, SESSION] {
+        let pods = cluster_pods(&pods, name).await;
+        assert_eq!(pods.len(), 2, "{name}: a JobManager and a TaskManager: {pods:?}");
+        let deployment = deployments.get(name).await.unwrap();
+        clusters.insert(
+            name,
+            (pods, deployment.metadata.uid, deployment.metadata.generation),
+        );
+    }
+    let before = stored_all(&client).await;
     let job_before = rest.job_details(&job_id).await.unwrap();
+    let session_job_before = session_rest.job_details(&session_job_id).await.unwrap();
 
     // ---- The runbook.
     // 1. The CRDs replaced. Nothing stored is lost.
@@ -193,13 +271,16 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
         "flink-operator crd --apply failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let after_crds = stored(&serde_json::to_value(raw.get(NAME).await.unwrap()).unwrap());
     assert_eq!(
-        after_crds, before,
-        "the stored FlinkDeployment changed with the CRDs"
+        stored_all(&client).await,
+        before,
+        "the stored resources changed with the CRDs"
     );
-    // It reads as this operator's kind.
+    // They read as this operator's kinds.
     fds.get(NAME).await.unwrap();
+    fds.get(SESSION).await.unwrap();
+    let session_jobs: Api<FlinkSessionJob> = Api::namespaced(client.clone(), JOBS);
+    session_jobs.get(SESSION_JOB).await.unwrap();
 
     // 2. The chart, beside the Apache release: its `flink` ServiceAccount kept (not
     //    created), its webhook configurations still there.
@@ -249,64 +330,87 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
     validating.delete(&old, &Default::default()).await.unwrap();
     mutating.delete(&old, &Default::default()).await.unwrap();
 
-    // ---- Taken over: Ready under this operator, nothing restarted.
-    let taken = wait_for_seeing(
-        "the FlinkDeployment Ready under this operator, with its revision",
-        Duration::from_secs(180),
-        || async {
-            let fd = fds.get(NAME).await.map_err(|e| e.to_string())?;
-            let status = fd.status.clone().ok_or("no status")?;
-            let ready = harness::condition(status.conditions.as_ref(), "Ready");
-            if ready.as_ref().map(|r| r.0.as_str()) == Some("True") && status.revision.is_some() {
-                Ok(fd)
-            } else {
-                Err(format!(
-                    "Ready {ready:?}, revision {:?}, error {:?}",
-                    status.revision, status.error
-                ))
-            }
-        },
-    )
-    .await;
+    // ---- Taken over: each resource Ready under this operator, with its revision where it
+    // has a job; nothing restarted.
+    for (kind, name, api) in resources(&client) {
+        let with_job = name != SESSION;
+        wait_for_seeing(
+            &format!("{kind} {name} Ready under this operator"),
+            Duration::from_secs(180),
+            || async {
+                let object = api.get(name).await.map_err(|e| e.to_string())?;
+                let status = &object.data["status"];
+                let ready = status["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True");
+                let revision = !status["revision"].is_null() || !with_job;
+                if ready && revision {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "conditions {}, revision {}, error {}",
+                        status["conditions"], status["revision"], status["error"]
+                    ))
+                }
+            },
+        )
+        .await;
+    }
     eprintln!("taken over {:?} after the CRDs were replaced", started.elapsed());
-    let status = taken.status.unwrap();
+    let status = fds.get(NAME).await.unwrap().status.unwrap();
     let job = status.job_status.unwrap();
     assert_eq!(job.job_id.as_deref(), Some(created.as_str()));
+    assert_eq!(job.state.as_deref(), Some("RUNNING"));
+    let status = session_jobs.get(SESSION_JOB).await.unwrap().status.unwrap();
+    let job = status.job_status.unwrap();
+    assert_eq!(job.job_id.as_deref(), Some(session_job.as_str()));
     assert_eq!(job.state.as_deref(), Some("RUNNING"));
     // Counting on: no restore went back.
     let since = SystemTime::now();
     let counted = flink_harness::read_counts(&counts);
     counts_went_on(&counts, &counted, since, 0).await;
-    let reasons = event_reasons(&events).await;
-    eprintln!("Events at the takeover: {reasons:?}");
-    // Until the Apache webhook configurations are gone, and until this chart's webhook
-    // Service has its first endpoint, the API server refuses the operator's writes to the
-    // resource (its revision annotation); it retries.
-    for reason in reasons.iter().filter(|r| r.starts_with("ReconcileFailed:")) {
-        assert!(reason.contains("failed calling webhook"), "{reason}");
+    for (kind, name, _) in resources(&client) {
+        let reasons = event_reasons(&events, kind, name).await;
+        eprintln!("Events of {kind} {name} at the takeover: {reasons:?}");
+        // Until the Apache webhook configurations are gone, and until this chart's webhook
+        // Service has its first endpoint, the API server refuses the operator's writes to
+        // the resource (its revision annotation); it retries.
+        for reason in reasons.iter().filter(|r| r.starts_with("ReconcileFailed:")) {
+            assert!(reason.contains("failed calling webhook"), "{reason}");
+        }
+        assert!(
+            !reasons.iter().any(|r| RESTARTING
+                .iter()
+                .any(|restart| r.starts_with(&format!("{restart}:")))),
+            "Events of a restart of {kind} {name} at the takeover: {reasons:?}"
+        );
     }
-    assert!(
-        !reasons.iter().any(|r| RESTARTING
-            .iter()
-            .any(|restart| r.starts_with(&format!("{restart}:")))),
-        "Events of a restart at the takeover: {reasons:?}"
-    );
-    let job_after = rest
-        .job_details(&job_id)
-        .await
-        .unwrap_or_else(|e| panic!("the job's JobManager does not answer: {e}"));
-    assert_eq!(
-        job_after.start_time, job_before.start_time,
-        "the job was not restarted"
-    );
-    assert_eq!(
-        cluster_pods(&pods).await,
-        cluster,
-        "the cluster's pods are the same"
-    );
-    let jm_after = deployments.get(NAME).await.unwrap();
-    assert_eq!(jm_after.metadata.uid, jm_deployment.metadata.uid);
-    assert_eq!(jm_after.metadata.generation, jm_deployment.metadata.generation);
+    for (rest, job_id, before) in [
+        (&rest, &job_id, &job_before),
+        (&session_rest, &session_job_id, &session_job_before),
+    ] {
+        let after = rest
+            .job_details(job_id)
+            .await
+            .unwrap_or_else(|e| panic!("the JobManager of job {job_id} does not answer: {e}"));
+        assert_eq!(
+            after.start_time, before.start_time,
+            "job {job_id} was not restarted"
+        );
+    }
+    for (name, (pods_before, uid, generation)) in &clusters {
+        assert_eq!(
+            &cluster_pods(&pods, name).await,
+            pods_before,
+            "{name}: the cluster's pods are the same"
+        );
+        let deployment = deployments.get(name).await.unwrap();
+        assert_eq!(&deployment.metadata.uid, uid, "{name}");
+        assert_eq!(&deployment.metadata.generation, generation, "{name}");
+    }
+    let jm_deployment = deployments.get(NAME).await.unwrap();
 
     // ---- Upgraded by this operator: a last-state upgrade restores the job's state from the
     // high-availability metadata the Apache-deployed cluster wrote.
@@ -382,6 +486,6 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
 
     eprintln!(
         "upgraded from the Apache-deployed cluster's state; Events: {:?}",
-        event_reasons(&events).await
+        event_reasons(&events, "FlinkDeployment", NAME).await
     );
 }
