@@ -97,6 +97,12 @@ pub struct RunArgs {
     /// Service in front of the webhook; the managed certificate is issued for its DNS names.
     #[arg(long, default_value = "flink-operator-webhook")]
     pub webhook_service_name: String,
+    /// Before reconciling, wait (at most 60 s) until the webhook's Service
+    /// (--webhook-service-name in --operator-namespace) has a ready endpoint: the API server
+    /// sends the operator's own writes to Flink resources through the webhook. For an
+    /// operator in the cluster behind that Service (the chart sets it).
+    #[arg(long)]
+    pub await_webhook_endpoints: bool,
     /// Secret holding the managed certificate (ca.crt, tls.crt, tls.key).
     #[arg(long, default_value = "flink-operator-webhook-certs")]
     pub webhook_secret_name: String,

@@ -17,6 +17,7 @@ mod process_metrics;
 mod revision_cli;
 mod run;
 mod telemetry;
+mod webhook_endpoints;
 mod webhook_registration;
 
 use std::{io::Write, process::ExitCode};

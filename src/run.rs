@@ -279,6 +279,20 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 let operator_config = operator_config.clone();
                 move || controllers(&context, &caches, &scope, &operator_config)
             };
+            // The loops' writes go through the webhook's Service: at a fresh install, none of
+            // them before it has an endpoint (see `webhook_endpoints`).
+            let webhook_service = args.await_webhook_endpoints.then(|| {
+                (
+                    client.clone(),
+                    args.operator_namespace.clone(),
+                    args.webhook_service_name.clone(),
+                )
+            });
+            let await_webhook = move || async move {
+                if let Some((client, namespace, service)) = webhook_service {
+                    crate::webhook_endpoints::wait_until_ready(&client, &namespace, &service).await;
+                }
+            };
             match &leader_election {
                 Some(election) => {
                     // Leader election's own client, so that its Lease renewals (a cost of
@@ -300,16 +314,20 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                     )
                     .instrument(tracing::info_span!("leader-election"));
                     let ended_sender = ended_sender.clone();
+                    let waiting = stop_on(stopping.clone(), await_webhook());
                     tasks.spawn(async move {
+                        waiting.await;
                         if let Err(ended) = supervised.await {
                             let _ = ended_sender.send(ended).await;
                         }
                     });
                 }
                 None => {
-                    leader_metrics.leading(true);
                     let ended_sender = ended_sender.clone();
+                    let leader_metrics = leader_metrics.clone();
                     tasks.spawn(stop_on(stopping.clone(), async move {
+                        await_webhook().await;
+                        leader_metrics.leading(true);
                         let mut running = start_controllers();
                         if let Some(joined) = running.join_next().await {
                             let _ = ended_sender.send(LoopEnded::from_join(joined)).await;

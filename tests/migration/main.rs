@@ -374,11 +374,15 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
     for (kind, name, _) in resources(&client) {
         let reasons = event_reasons(&events, kind, name).await;
         eprintln!("Events of {kind} {name} at the takeover: {reasons:?}");
-        // Until the Apache webhook configurations are gone, and until this chart's webhook
-        // Service has its first endpoint, the API server refuses the operator's writes to
-        // the resource (its revision annotation); it retries.
+        // Until the Apache webhook configurations are gone, the API server refuses the
+        // operator's writes to the resource (its revision annotation); it retries. Its own
+        // webhook answers from its first write: it reconciles once its Service has an
+        // endpoint.
         for reason in reasons.iter().filter(|r| r.starts_with("ReconcileFailed:")) {
-            assert!(reason.contains("failed calling webhook"), "{reason}");
+            assert!(
+                reason.contains("failed calling webhook \"validationwebhook.flink.apache.org\""),
+                "{reason}"
+            );
         }
         assert!(
             !reasons.iter().any(|r| RESTARTING
