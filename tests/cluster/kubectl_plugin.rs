@@ -33,21 +33,27 @@ fn plugin_dir() -> PathBuf {
     dir
 }
 
+/// The real kubectl, with the plugin's directory first on its PATH.
+fn kubectl_finding_the_plugin() -> Command {
+    let path = format!(
+        "{}:{}",
+        plugin_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut command = Command::new(kubectl_binary());
+    command.env("PATH", path);
+    command
+}
+
 /// `kubectl flink <args> --kubeconfig <the control plane's>`: its exit code and output.
 async fn kubectl_flink(args: &[&str]) -> (i32, String, String) {
     let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     tokio::task::spawn_blocking(move || {
-        let path = format!(
-            "{}:{}",
-            plugin_dir().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let output = Command::new(kubectl_binary())
+        let output = kubectl_finding_the_plugin()
             .arg("flink")
             .args(&args)
             .arg("--kubeconfig")
             .arg(&control_plane().kubeconfig)
-            .env("PATH", path)
             .output()
             .unwrap();
         let out = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -223,15 +229,9 @@ async fn kubectl_flink_suspends_resumes_savepoints_and_shows_the_status_with_its
     // subcommands, and the names of a kind in the namespace, from the kubeconfig's cluster.
     let complete = |words: Vec<String>| {
         tokio::task::spawn_blocking(move || {
-            let path = format!(
-                "{}:{}",
-                plugin_dir().display(),
-                std::env::var("PATH").unwrap_or_default()
-            );
-            let output = Command::new(kubectl_binary())
+            let output = kubectl_finding_the_plugin()
                 .args(["__complete", "flink"])
                 .args(&words)
-                .env("PATH", path)
                 .env("KUBECONFIG", &control_plane().kubeconfig)
                 .output()
                 .unwrap();

@@ -7,7 +7,6 @@
 
 use std::{
     collections::BTreeSet,
-    path::Path,
     time::{Duration, Instant, SystemTime},
 };
 
@@ -24,29 +23,18 @@ use serde_json::json;
 
 use crate::{
     audit::{operator_requests_of, refusals},
-    chart_rbac::{helm_command, helm_output},
-    cluster_harness::{self, IN_CLUSTER_LABEL, TestNamespace, control_plane, wait_for},
+    chart_rbac::{helm, install_chart},
+    cluster_harness::{self, IN_CLUSTER_LABEL, TestNamespace, wait_for},
     flink_harness,
     harness::{self, LogsOnFailure},
     reconcile::{counted_to, counter_spec_with, counts_went_on},
 };
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const RELEASE: &str = "in-cluster";
 /// The chart's full name for this release (`<release>-flink-operator`).
 const FULLNAME: &str = "in-cluster-flink-operator";
 const RELEASE_NAMESPACE: &str = "flink-operator-in-cluster";
 const LEASE_DURATION: Duration = Duration::from_secs(15);
-
-fn helm(args: &[&str]) -> String {
-    helm_output(
-        helm_command()
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(&control_plane().kubeconfig),
-    )
-    .unwrap_or_else(|e| panic!("helm {args:?} failed:\n{e}"))
-}
 
 /// The operator pods of the release, by name.
 async fn operator_pods(pods: &Api<Pod>) -> Vec<Pod> {
@@ -106,33 +94,15 @@ async fn the_chart_installs_an_operator_in_the_cluster_that_runs_jobs_under_its_
 
     // What a platform team writes: one watched namespace, the label its resources carry, and
     // the JVM settings of small nodes (as the shared operator has them).
-    let values = std::env::temp_dir().join(format!("in-cluster-values-{}.yaml", std::process::id()));
-    std::fs::write(
-        &values,
-        serde_yaml::to_string(&json!({
-            "watchNamespaces": [ns.name],
-            "operatorConfiguration": {
-                "kubernetes.operator.label.selector": IN_CLUSTER_LABEL,
-                "env.java.opts.all": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-            },
-        }))
-        .unwrap(),
-    )
-    .unwrap();
-    let chart = Path::new(ROOT).join("charts/flink-operator");
+    let values = json!({
+        "watchNamespaces": [ns.name],
+        "operatorConfiguration": {
+            "kubernetes.operator.label.selector": IN_CLUSTER_LABEL,
+            "env.java.opts.all": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        },
+    });
     let installed = Instant::now();
-    helm(&[
-        "install",
-        RELEASE,
-        chart.to_str().unwrap(),
-        "--namespace",
-        RELEASE_NAMESPACE,
-        "--values",
-        values.to_str().unwrap(),
-        "--wait",
-        "--timeout",
-        "4m",
-    ]);
+    install_chart(RELEASE, RELEASE_NAMESPACE, &values);
     eprintln!("helm install --wait: {:?}", installed.elapsed());
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), RELEASE_NAMESPACE);

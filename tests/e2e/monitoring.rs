@@ -14,7 +14,6 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     io::Write,
-    path::{Path, PathBuf},
     process::{Command, Stdio},
 };
 
@@ -220,11 +219,7 @@ fn names_are_read_from_expressions_and_matched_by_type() {
 /// Runs Prometheus' promtool (`tests/tools/build-promtool.sh`, cached) with `args` and
 /// `stdin`: what it printed when it exited 0, else all it printed.
 fn promtool(args: &[&str], stdin: Option<&str>) -> Result<String, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/build-promtool.sh");
-    let built = Command::new(script).stderr(Stdio::inherit()).output().unwrap();
-    assert!(built.status.success(), "tests/tools/build-promtool.sh failed");
-    let binary = PathBuf::from(String::from_utf8(built.stdout).unwrap().trim());
-    let mut child = Command::new(binary)
+    let mut child = Command::new(crate::chart_rbac::tool("build-promtool.sh"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -20,13 +20,7 @@ pub fn image(version: &str) -> String {
     format!("flink:{}", minor.join("."))
 }
 
-/// Flink's Java 17 module options, from the distribution's default configuration.
-pub fn java_opts(version: &str) -> String {
-    let home = flink_harness::flink_home(version);
-    let text = std::fs::read_to_string(home.join("conf/config.yaml")).unwrap();
-    let conf: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    conf["env"]["java"]["opts"]["all"].as_str().unwrap().to_owned()
-}
+pub use crate::flink_harness::java_opts;
 
 /// Settings of every test cluster, as a job owner writes them in a spec: small JVMs, quick
 /// registration and failure detection. No Java options: the operator's configuration brings

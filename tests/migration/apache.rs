@@ -4,17 +4,13 @@
 //! object says which of its sources it follows (the operator's `FlinkConfigBuilder`,
 //! `ApplicationReconciler`, `ReconciliationUtils` and `SpecUtils`, its chart's templates).
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::{path::Path, process::Command};
 
 use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
 use flink_operator_controller::flink::{FlinkRestClient, JobId, RunJar};
 use flink_operator_test_support::{
-    ROOT,
-    cluster_harness::{control_plane, wait_for},
+    chart_rbac::tool,
+    cluster_harness::{control_plane, wait_until_established},
     flink_harness,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -66,15 +62,7 @@ async fn create(client: &Client, object: Value) {
 
 /// The CRDs of release 1.10.0, created as `helm install` creates a chart's `crds/`.
 pub async fn install_crds(client: &Client) {
-    let output = Command::new(Path::new(ROOT).join("tests/tools/apache-operator-crds.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "tests/tools/apache-operator-crds.sh failed"
-    );
-    let dir = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    let dir = tool("apache-operator-crds.sh");
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut names = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -87,21 +75,7 @@ pub async fn install_crds(client: &Client) {
         names.push(crd.metadata.name.clone().unwrap());
         api.create(&params, &crd).await.unwrap();
     }
-    for name in names {
-        wait_for(
-            &format!("CRD {name} Established"),
-            Duration::from_secs(30),
-            || async {
-                let crd = api.get(&name).await.ok()?;
-                crd.status?
-                    .conditions?
-                    .iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True")
-                    .then_some(())
-            },
-        )
-        .await;
-    }
+    wait_until_established(client, &names).await;
 }
 
 /// The objects of the Apache chart that outlive its operator's pods: the jobs' ServiceAccount
@@ -253,11 +227,10 @@ pub fn session_job_spec(version: &str, deployment: &str) -> Value {
 /// configuration (the Apache operator's base configuration replaces that file), and quick JVM
 /// starts on small nodes.
 fn platform_java_options(version: &str) -> String {
-    let home = flink_harness::flink_home(version);
-    let text = std::fs::read_to_string(home.join("conf/config.yaml")).unwrap();
-    let conf: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let modules = conf["env"]["java"]["opts"]["all"].as_str().unwrap();
-    format!("{modules} -XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+    format!(
+        "{} -XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        flink_harness::java_opts(version)
+    )
 }
 
 /// The user's resource of `kind` as it is stored once the Apache operator has seen it: with
@@ -572,14 +545,25 @@ pub async fn write_deployment_status(
         "reconciliationStatus": reconciliation(recorded_deployment(spec)),
         "taskManager": {"labelSelector": format!("component=taskmanager,app={name}"), "replicas": task_managers},
     });
-    let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), namespace);
-    api.patch_status(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": status})),
-    )
-    .await
-    .unwrap();
+    write_status::<FlinkDeployment>(client, namespace, name, status).await;
+}
+
+/// `status` written as the Apache operator writes it: through the status subresource.
+async fn write_status<K>(client: &Client, namespace: &str, name: &str, status: Value)
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), namespace)
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": status})),
+        )
+        .await
+        .unwrap();
 }
 
 /// The status the Apache operator writes for a FlinkSessionJob whose job runs.
@@ -603,12 +587,5 @@ pub async fn write_session_job_status(
         "lifecycleState": "STABLE",
         "reconciliationStatus": reconciliation(record),
     });
-    let api: Api<FlinkSessionJob> = Api::namespaced(client.clone(), namespace);
-    api.patch_status(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": status})),
-    )
-    .await
-    .unwrap();
+    write_status::<FlinkSessionJob>(client, namespace, name, status).await;
 }

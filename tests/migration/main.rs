@@ -24,7 +24,6 @@ mod apache;
 
 use std::{
     collections::BTreeMap,
-    path::Path,
     process::Command,
     time::{Duration, Instant, SystemTime},
 };
@@ -32,8 +31,8 @@ use std::{
 use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
 use flink_operator_controller::flink::JobId;
 use flink_operator_test_support::{
-    ROOT, built_operator,
-    chart_rbac::{helm_command, helm_output},
+    built_operator,
+    chart_rbac::install_chart,
     cluster_harness::{control_plane, wait_for, wait_for_seeing},
     flink_harness,
     runtime_harness::{self as harness, LogsOnFailure, counted_to, counts_went_on},
@@ -83,16 +82,6 @@ const RESTARTING: &[&str] = &[
     "RestartFailedJob",
     "RestartUnhealthyJob",
 ];
-
-fn helm(args: &[&str]) -> String {
-    helm_output(
-        helm_command()
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(&control_plane().kubeconfig),
-    )
-    .unwrap_or_else(|e| panic!("helm {args:?} failed:\n{e}"))
-}
 
 /// The pods of cluster `name` by name, with their uids.
 async fn cluster_pods(pods: &Api<Pod>, name: &str) -> BTreeMap<String, String> {
@@ -284,10 +273,10 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
 
     // 2. The chart, beside the Apache release: its `flink` ServiceAccount kept (not
     //    created), its webhook configurations still there.
-    let values = std::env::temp_dir().join(format!("migration-values-{}.yaml", std::process::id()));
-    std::fs::write(
-        &values,
-        serde_yaml::to_string(&json!({
+    install_chart(
+        RELEASE,
+        RELEASE_NAMESPACE,
+        &json!({
             "watchNamespaces": [JOBS],
             "jobServiceAccount": {"create": false},
             "operatorConfiguration": {
@@ -297,23 +286,8 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
             },
             // Its default `log4j-console.properties` for the clusters, moved over.
             "flinkLogConfiguration": {"log4j-console.properties": PLATFORM_LOG4J},
-        }))
-        .unwrap(),
-    )
-    .unwrap();
-    let chart = Path::new(ROOT).join("charts/flink-operator");
-    helm(&[
-        "install",
-        RELEASE,
-        chart.to_str().unwrap(),
-        "--namespace",
-        RELEASE_NAMESPACE,
-        "--values",
-        values.to_str().unwrap(),
-        "--wait",
-        "--timeout",
-        "4m",
-    ]);
+        }),
+    );
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), JOBS);
     let kept = accounts.get("flink").await.unwrap();
     assert_eq!(

@@ -69,6 +69,38 @@ pub fn helm_output(command: &mut Command) -> Result<String, String> {
     }
 }
 
+/// Runs helm with `args` against the test control plane: what it printed; a failure panics
+/// with all it printed.
+pub fn helm(args: &[&str]) -> String {
+    helm_output(
+        helm_command()
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&crate::cluster_harness::control_plane().kubeconfig),
+    )
+    .unwrap_or_else(|e| panic!("helm {args:?} failed:\n{e}"))
+}
+
+/// `helm install` of this repository's chart as `release` into `namespace` with `values`,
+/// waiting (at most 4 minutes) until its pods are ready.
+pub fn install_chart(release: &str, namespace: &str, values: &Value) {
+    let file = std::env::temp_dir().join(format!("{release}-values-{}.yaml", std::process::id()));
+    std::fs::write(&file, serde_yaml::to_string(values).unwrap()).unwrap();
+    let chart = Path::new(ROOT).join("charts/flink-operator");
+    helm(&[
+        "install",
+        release,
+        chart.to_str().unwrap(),
+        "--namespace",
+        namespace,
+        "--values",
+        file.to_str().unwrap(),
+        "--wait",
+        "--timeout",
+        "4m",
+    ]);
+}
+
 /// The chart's objects, as `helm template` renders them with `args`.
 pub fn render_chart(args: &[&str]) -> Vec<Value> {
     let text = helm_output(

@@ -227,6 +227,22 @@ fn testplane_binary() -> PathBuf {
     PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
 }
 
+/// The `READY {json}` lines of `child`'s stdout (the testplane's and the local runtime's
+/// start signal), their JSON as it comes.
+pub fn ready_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("the child's stdout is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(json) = line.strip_prefix("READY ") {
+                let _ = tx.send(json.to_owned());
+            }
+        }
+    });
+    rx
+}
+
 /// The control plane, started on first use.
 pub fn control_plane() -> &'static ControlPlane {
     CONTROL_PLANE.get_or_init(|| {
@@ -239,16 +255,7 @@ pub fn control_plane() -> &'static ControlPlane {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(json) = line.strip_prefix("READY ") {
-                    let _ = tx.send(json.to_owned());
-                }
-            }
-        });
+        let rx = ready_lines(&mut child);
         let ready = match rx.recv_timeout(Duration::from_secs(180)) {
             Ok(ready) => ready,
             Err(_) => {
@@ -312,6 +319,12 @@ pub async fn apply_crds(client: &Client, crds: Vec<CustomResourceDefinition>) {
         .unwrap_or_else(|e| panic!("the API server refused CRD {name}: {e}"));
         names.push(name);
     }
+    wait_until_established(client, &names).await;
+}
+
+/// Waits until the API server serves each of the CRDs `names`.
+pub async fn wait_until_established(client: &Client, names: &[String]) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for name in names {
         wait_for(
             &format!("CRD {name} Established"),

@@ -155,6 +155,14 @@ fn cached(
 /// Flink's `examples/streaming/StateMachineExample.jar` as the image has it
 /// (`tests/flink/install-examples.sh`, from Maven Central), so that the repository's example
 /// manifests find their jar.
+/// Flink's Java 17 module options, from the distribution's default configuration.
+pub fn java_opts(version: &str) -> String {
+    let home = flink_home(version);
+    let text = std::fs::read_to_string(home.join("conf/config.yaml")).unwrap();
+    let conf: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    conf["env"]["java"]["opts"]["all"].as_str().unwrap().to_owned()
+}
+
 pub fn flink_home(version: &str) -> PathBuf {
     static HOMES: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     cached(&HOMES, version, || {

@@ -4,7 +4,6 @@
 //! this process with `--exit-with-parent`), and stops every Flink process it started.
 
 use std::{
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::{Mutex, OnceLock},
@@ -177,16 +176,7 @@ pub fn runtime() -> &'static Runtime {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(json) = line.strip_prefix("READY ") {
-                    let _ = tx.send(json.to_owned());
-                }
-            }
-        });
+        let rx = cluster_harness::ready_lines(&mut child);
         let Ok(ready) = rx.recv_timeout(Duration::from_secs(60)) else {
             let _ = child.kill();
             panic!(
