@@ -35,6 +35,7 @@ pub const READ_AT_START: &[&str] = &[
     operator::LEADER_ELECTION_RENEW_DEADLINE,
     operator::LEADER_ELECTION_RETRY_PERIOD,
     operator::RECONCILE_PARALLELISM,
+    operator::RECONCILE_NAMESPACE_SHARE,
     operator::FLINK_CLIENT_TIMEOUT,
     operator::JOB_SUBMISSION_TIMEOUT,
     operator::INGRESS_MANAGE,

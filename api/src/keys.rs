@@ -131,6 +131,9 @@ pub mod operator {
     pub const RECONCILE_INTERVAL_DEPRECATED: &str = "kubernetes.operator.reconciler.reschedule.interval";
     /// Reconciler threads (default 50).
     pub const RECONCILE_PARALLELISM: &str = "kubernetes.operator.reconcile.parallelism";
+    /// The most reconciles of one kind a single namespace runs at once (default: half of
+    /// the parallelism), so that one namespace cannot hold every worker.
+    pub const RECONCILE_NAMESPACE_SHARE: &str = "kubernetes.operator.reconcile.namespace-share";
     /// Requeue interval while an operation is in progress (default 10 s).
     pub const PROGRESS_CHECK_INTERVAL: &str = "kubernetes.operator.observer.progress-check.interval";
     /// Delay between JobManager deployed and REST ready (default 10 s).

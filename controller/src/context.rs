@@ -96,6 +96,15 @@ impl Context {
         }
     }
 
+    /// The most reconciles of one kind and namespace at once
+    /// (`kubernetes.operator.reconcile.namespace-share`; `None`: unset, half the workers).
+    pub fn reconcile_namespace_share(&self) -> Option<u64> {
+        flink_operator_api::options::read::count(
+            &self.operator_config.current(),
+            flink_operator_api::keys::operator::RECONCILE_NAMESPACE_SHARE,
+        )
+    }
+
     /// A client of the JobManager at `url`, whose requests count for the resource `kind`
     /// `namespace/name`.
     pub fn rest_client(

@@ -37,6 +37,12 @@ struct StateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NamespaceLabels {
+    kind: &'static str,
+    namespace: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResourceLabels {
     kind: &'static str,
     namespace: String,
@@ -110,6 +116,7 @@ pub struct ReconcileMetrics {
     resources: Family<StateLabels, Gauge>,
     reconcile_duration: Histograms,
     reconcile_errors: Family<KindLabels, Counter>,
+    reconcile_deferred: Family<NamespaceLabels, Counter>,
     savepoint_duration: Histograms,
     savepoint_failures: Family<KindLabels, Counter>,
     reconciles: Family<ResourceLabels, Counter>,
@@ -203,6 +210,7 @@ impl Default for ReconcileMetrics {
             resources: Family::default(),
             reconcile_duration: Family::new_with_constructor(reconcile_histogram),
             reconcile_errors: Family::default(),
+            reconcile_deferred: Family::default(),
             savepoint_duration: Family::new_with_constructor(savepoint_histogram),
             savepoint_failures: Family::default(),
             reconciles: Family::default(),
@@ -245,6 +253,13 @@ impl ReconcileMetrics {
             "reconcile_errors",
             "Reconciles that failed and are retried",
             metrics.reconcile_errors.clone(),
+        );
+        sub.register(
+            "reconcile_deferred",
+            "Reconciles put off because their namespace ran its share of the kind's workers \
+             (kubernetes.operator.reconcile.namespace-share) while other namespaces wanted work; \
+             each resource is looked at again 1 to 2 s later",
+            metrics.reconcile_deferred.clone(),
         );
         sub.register(
             "savepoint_duration_seconds",
@@ -463,6 +478,17 @@ impl ReconcileMetrics {
         }
     }
 
+    /// A reconcile of a resource of `kind` in `namespace` put off: the namespace ran its
+    /// share of the workers.
+    pub fn reconcile_deferred(&self, kind: &'static str, namespace: &str) {
+        self.reconcile_deferred
+            .get_or_create(&NamespaceLabels {
+                kind,
+                namespace: namespace.to_owned(),
+            })
+            .inc();
+    }
+
     /// A status write of `namespace/name`.
     pub fn status_written(&self, kind: &'static str, namespace: &str, name: &str) {
         self.status_writes
@@ -574,6 +600,7 @@ mod tests {
             .kubernetes_requests(KubernetesClient::Operator, "GET")
             .inc();
         metrics.reconciled("FlinkDeployment", "ns", "b", Duration::from_millis(3), true);
+        metrics.reconcile_deferred("FlinkSessionJob", "tenant-a");
         metrics.lifecycle("FlinkDeployment", "ns", "b", None);
         metrics.savepoint_completed("FlinkDeployment", Duration::from_secs(1));
         metrics.savepoint_failed("FlinkDeployment");
@@ -597,6 +624,7 @@ mod tests {
             r#"flink_operator_resources{kind="FlinkDeployment",namespace="ns",lifecycle_state="STABLE"} 1"#,
             r#"flink_operator_resources{kind="FlinkDeployment",namespace="ns",lifecycle_state="DEPLOYED"} 0"#,
             r#"flink_operator_reconcile_errors_total{kind="FlinkDeployment"} 1"#,
+            r#"flink_operator_reconcile_deferred_total{kind="FlinkSessionJob",namespace="tenant-a"} 1"#,
             r#"flink_operator_savepoint_failures_total{kind="FlinkDeployment"} 1"#,
             r#"flink_operator_savepoint_duration_seconds_count{kind="FlinkDeployment"} 1"#,
             r#"flink_operator_reconcile_duration_seconds_count{kind="FlinkDeployment"} 2"#,

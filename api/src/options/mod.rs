@@ -272,6 +272,22 @@ pub const OPTIONS: &[OptionDoc] = &[
                   lifts the bound.",
     },
     OptionDoc {
+        key: operator::RECONCILE_NAMESPACE_SHARE,
+        ty: OptionType::Count { min: 1 },
+        deprecated: &[],
+        default: DefaultValue::Unset("half of `kubernetes.operator.reconcile.parallelism`, at least 1"),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "The most resources of one kind and one namespace reconciled at once, so that \
+                  one namespace (many resources, a JobManager that never answers) cannot hold \
+                  every worker. While several namespaces want work, each gets an equal part of \
+                  `kubernetes.operator.reconcile.parallelism` (at least 1), at most this; a \
+                  resource of a namespace at its share waits 1 to 2 s and is counted in \
+                  `flink_operator_reconcile_deferred_total`. A first reconcile and a deletion \
+                  are held to this bound only. Without a bound on the parallelism there is no \
+                  share either.",
+    },
+    OptionDoc {
         key: operator::DYNAMIC_CONFIG_ENABLED,
         ty: OptionType::Bool,
         deprecated: &[],
@@ -282,8 +298,8 @@ pub const OPTIONS: &[OptionDoc] = &[
                   that passes the checks is used by every later reconcile and admission, one \
                   that does not is logged and the previous version stays; keys read at start \
                   only (watched namespaces, label selector, leader election, REST client \
-                  timeouts, reconcile parallelism, snapshot resources, Ingress management, \
-                  these two) are logged as waiting for a restart.",
+                  timeouts, reconcile parallelism and namespace share, snapshot resources, \
+                  Ingress management, these two) are logged as waiting for a restart.",
     },
     OptionDoc {
         key: operator::DYNAMIC_NAMESPACES_ENABLED,

@@ -9,6 +9,8 @@
 //! - [`pass`]: one reconcile, in a tracing span with kind, namespace and name: observe,
 //!   decide, write `status_before`, act, publish the plan's Events, write the status, count
 //!   the reconcile metrics, requeue when the plan says;
+//! - [`shares`]: the workers of a kind shared fairly between namespaces: a namespace that
+//!   runs its share is deferred (looked at again in 1 to 2 s) so that another gets the worker;
 //! - [`fence`]: whether this replica may still act (leader election), checked before every
 //!   action, status write and Event;
 //! - [`status`]: the one status writer (only what changed, guarded by resourceVersion,
@@ -28,6 +30,7 @@ pub mod fence;
 pub mod finalizer;
 pub mod next;
 pub mod pass;
+pub mod shares;
 pub mod status;
 pub mod wiring;
 

@@ -21,6 +21,7 @@ use super::{
     events::publish,
     next::AFTER_A_STEP,
     pass::{PassError, pass},
+    shares::{NamespaceShares, deferral},
 };
 use crate::{
     caches::{Caches, WatchScope},
@@ -33,6 +34,13 @@ struct Shared {
     ctx: Arc<Context>,
     caches: Caches,
     backoff: Backoff,
+}
+
+/// What the reconciles of one Controller (one watch) share: its workers, shared fairly
+/// between namespaces (`None`: unbounded workers, nothing to share).
+struct Lane {
+    shared: Arc<Shared>,
+    shares: Option<NamespaceShares>,
 }
 
 /// Runs the loop of `R` over the watched namespaces until the future is dropped: one
@@ -49,12 +57,17 @@ pub async fn run<R: Reconciler>(ctx: Arc<Context>, caches: Caches, scope: WatchS
         let trigger = own
             .changes(namespace.as_deref())
             .filter(user_change_filter::<R::Kind>());
+        let workers = ctx.reconcile_parallelism();
         let controller = Controller::for_shared_stream(trigger, store)
-            .with_config(controller::Config::default().concurrency(ctx.reconcile_parallelism()));
+            .with_config(controller::Config::default().concurrency(workers));
         let controller = R::triggers(controller, &caches, namespace.as_deref());
+        let lane = Arc::new(Lane {
+            shared: shared.clone(),
+            shares: NamespaceShares::new(workers, ctx.reconcile_namespace_share()),
+        });
         Some(
             controller
-                .run(reconcile::<R>, error_policy::<R>, shared.clone())
+                .run(reconcile::<R>, error_policy::<R>, lane)
                 .for_each(|result| async move {
                     if let Err(e) = result {
                         tracing::debug!(error = %e, "reconcile loop");
@@ -122,15 +135,58 @@ fn key<K: Resource>(object: &K) -> String {
     )
 }
 
+/// Runs `work` when `namespace` is within its share of the workers (see
+/// [`super::shares`]); `None`, without running it, when it is not. `priority`: a first
+/// reconcile or a deletion.
+async fn shared_fairly<T>(
+    shares: Option<&NamespaceShares>,
+    namespace: &str,
+    priority: bool,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    let _turn = match shares {
+        Some(shares) => Some(shares.enter(namespace, priority, std::time::Instant::now())?),
+        None => None,
+    };
+    Some(work.await)
+}
+
 async fn reconcile<R: Reconciler>(
     object: Arc<R::Kind>,
-    shared: Arc<Shared>,
+    lane: Arc<Lane>,
+) -> Result<Requeue, PassError<R::Error>> {
+    let namespace = object.namespace().unwrap_or_default();
+    // What a user waits for, and rare: held to the namespace's cap only.
+    let priority = object.meta().deletion_timestamp.is_some() || R::status(&object).is_none();
+    let shared = &lane.shared;
+    match shared_fairly(
+        lane.shares.as_ref(),
+        &namespace,
+        priority,
+        reconcile_now::<R>(&object, shared),
+    )
+    .await
+    {
+        Some(result) => result,
+        None => {
+            // The worker goes to another namespace's resource; this one is looked at again
+            // soon (a change of it meanwhile brings it sooner).
+            shared.ctx.metrics.reconcile_deferred(R::KIND, &namespace);
+            tracing::debug!(kind = R::KIND, %namespace, name = %object.name_any(), "reconcile deferred: the namespace runs its share of the workers");
+            Ok(Requeue::requeue(deferral()))
+        }
+    }
+}
+
+async fn reconcile_now<R: Reconciler>(
+    object: &Arc<R::Kind>,
+    shared: &Shared,
 ) -> Result<Requeue, PassError<R::Error>> {
     let namespace = object.namespace().unwrap_or_default();
     let name = object.name_any();
     let span = tracing::info_span!("reconcile", kind = R::KIND, %namespace, %name);
     let started = std::time::Instant::now();
-    let result = guarded(pass::<R>(&shared.ctx, &shared.caches, &object).instrument(span.clone())).await;
+    let result = guarded(pass::<R>(&shared.ctx, &shared.caches, object).instrument(span.clone())).await;
     let result = match result {
         Ok(result) => result,
         Err(panic) => {
@@ -158,7 +214,7 @@ async fn reconcile<R: Reconciler>(
         .metrics
         .reconciled(R::KIND, &namespace, &name, started.elapsed(), completed);
     let passed = result?;
-    shared.backoff.succeeded(&key(&*object));
+    shared.backoff.succeeded(&key(&**object));
     Ok(passed
         .requeue
         .map_or_else(Requeue::await_change, Requeue::requeue))
@@ -187,8 +243,9 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 fn error_policy<R: Reconciler>(
     object: Arc<R::Kind>,
     error: &PassError<R::Error>,
-    shared: Arc<Shared>,
+    lane: Arc<Lane>,
 ) -> Requeue {
+    let shared = &lane.shared;
     let namespace = object.namespace().unwrap_or_default();
     let name = object.name_any();
     if let PassError::Fenced(fenced) = error {
@@ -211,6 +268,7 @@ fn error_policy<R: Reconciler>(
 mod tests {
     use std::{future::Future, sync::Arc};
 
+    use futures::StreamExt;
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::user_change_filter;
@@ -245,6 +303,113 @@ mod tests {
 
     fn now_value<T, F: Future<Output = T>>(future: F) -> T {
         futures::executor::block_on(future)
+    }
+
+    /// Through kube-runtime's own scheduler and runner, as the Controller drives them: a
+    /// tenant whose 60 resources each wait on a JobManager that never answers, started
+    /// first, leaves workers for a resource of a second namespace, which is reconciled at
+    /// once instead of after one of the stuck reconciles ends.
+    #[tokio::test]
+    async fn a_tenant_stuck_on_a_slow_jobmanager_leaves_workers_for_another_namespace() {
+        use std::{
+            convert::Infallible,
+            sync::atomic::{AtomicUsize, Ordering},
+            time::{Duration, Instant},
+        };
+
+        use kube::runtime::{
+            controller::{Action, Config},
+            reflector::{self, ObjectRef},
+            watcher,
+        };
+
+        use crate::runtime::shares::NamespaceShares;
+
+        const WORKERS: u16 = 10;
+        let cm = |namespace: &str, name: String| {
+            let mut object = ConfigMap::default();
+            object.metadata.namespace = Some(namespace.to_owned());
+            object.metadata.name = Some(name);
+            object
+        };
+        let (queue, queued) = futures::channel::mpsc::unbounded::<ObjectRef<ConfigMap>>();
+        let (store, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let stuck: Vec<ConfigMap> = (0..60).map(|i| cm("tenant-a", format!("job-{i}"))).collect();
+        let other = cm("tenant-b", "upgrade".to_owned());
+        for object in stuck.iter().chain([&other]) {
+            writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+        }
+        struct Seen {
+            shares: Option<NamespaceShares>,
+            running_a: AtomicUsize,
+            most_a: AtomicUsize,
+            deferred: AtomicUsize,
+            other_at: std::sync::Mutex<Option<Instant>>,
+        }
+        let seen = Arc::new(Seen {
+            shares: NamespaceShares::new(WORKERS, None),
+            running_a: AtomicUsize::new(0),
+            most_a: AtomicUsize::new(0),
+            deferred: AtomicUsize::new(0),
+            other_at: std::sync::Mutex::new(None),
+        });
+        let applier = kube::runtime::applier(
+            |object: Arc<ConfigMap>, seen: Arc<Seen>| {
+                Box::pin(async move {
+                    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+                    let work = async {
+                        if namespace == "tenant-a" {
+                            let now = seen.running_a.fetch_add(1, Ordering::SeqCst) + 1;
+                            seen.most_a.fetch_max(now, Ordering::SeqCst);
+                            // A JobManager that accepts the call and never answers.
+                            tokio::time::sleep(Duration::from_secs(600)).await;
+                        } else {
+                            *seen.other_at.lock().unwrap() = Some(Instant::now());
+                        }
+                        Action::await_change()
+                    };
+                    Ok::<_, Infallible>(
+                        match super::shared_fairly(seen.shares.as_ref(), &namespace, false, work).await {
+                            Some(action) => action,
+                            None => {
+                                seen.deferred.fetch_add(1, Ordering::SeqCst);
+                                Action::requeue(super::deferral())
+                            }
+                        },
+                    )
+                })
+            },
+            |_, _: &Infallible, _| Action::await_change(),
+            seen.clone(),
+            store,
+            queued.map(Ok::<_, Infallible>),
+            Config::default().concurrency(WORKERS),
+        );
+        let running = tokio::spawn(applier.for_each(|_| async {}));
+        for object in &stuck {
+            queue.unbounded_send(ObjectRef::from_obj(object)).unwrap();
+        }
+        // The stuck tenant's reconciles start and take what they may.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let asked = Instant::now();
+        queue.unbounded_send(ObjectRef::from_obj(&other)).unwrap();
+        let mut waited = Duration::ZERO;
+        while seen.other_at.lock().unwrap().is_none() && waited < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            waited += Duration::from_millis(20);
+        }
+        running.abort();
+        let reconciled = seen.other_at.lock().unwrap().map(|at| at.duration_since(asked));
+        assert!(
+            reconciled.is_some_and(|after| after < Duration::from_secs(1)),
+            "the second namespace's resource waited {reconciled:?}"
+        );
+        assert_eq!(seen.most_a.load(Ordering::SeqCst), usize::from(WORKERS / 2));
+        assert!(
+            seen.deferred.load(Ordering::SeqCst) >= 50,
+            "the rest of the tenant's resources were deferred"
+        );
     }
 
     #[test]
