@@ -284,6 +284,13 @@ pub mod operator {
     /// Merge pod-template lists by element name instead of index (default false).
     pub const POD_TEMPLATE_MERGE_ARRAYS_BY_NAME: &str =
         "kubernetes.operator.pod-template.merge-arrays-by-name";
+    /// Our addition. The Pod Security Standards level every pod template is checked against
+    /// at admission: `privileged` (no check, the default), `baseline` or `restricted`.
+    pub const POD_SECURITY_LEVEL: &str = "kubernetes.operator.pod-security.level";
+    /// Our addition. Let pod templates and the Flink service-account keys name another
+    /// ServiceAccount than `spec.serviceAccount` (default false).
+    pub const POD_TEMPLATE_ALLOW_OTHER_SERVICE_ACCOUNT: &str =
+        "kubernetes.operator.pod-template.allow-other-service-account";
     /// Serve the health probe (default true).
     pub const HEALTH_PROBE_ENABLED: &str = "kubernetes.operator.health.probe.enabled";
     /// Health probe port (default 8085).

@@ -134,6 +134,58 @@ impl JsonSchema for PodTemplate {
     }
 }
 
+/// `overlay` merged over `base`, as the Apache operator merges pod templates: the common
+/// `spec.podTemplate` first, the role's (`jobManager.podTemplate`, `taskManager.podTemplate`)
+/// over it. Objects merge key by key, recursively; a scalar, or a value of another kind, is
+/// replaced by the role's. Arrays merge element by element, by index; with `by_name`
+/// (`kubernetes.operator.pod-template.merge-arrays-by-name`) they merge by `name` instead,
+/// when every element of both arrays has one (new names are appended in order). Here so that
+/// admission judges the pod the controller builds.
+pub fn merge(base: &Value, overlay: &Value, by_name: bool) -> Value {
+    match (base, overlay) {
+        (Value::Object(b), Value::Object(o)) => {
+            let mut merged: Map<String, Value> = b.clone();
+            for (key, value) in o {
+                let next = match b.get(key) {
+                    Some(existing) => merge(existing, value, by_name),
+                    None => value.clone(),
+                };
+                merged.insert(key.clone(), next);
+            }
+            Value::Object(merged)
+        }
+        (Value::Array(b), Value::Array(o)) => {
+            let named = |items: &[Value]| {
+                items
+                    .iter()
+                    .all(|v| v.get("name").and_then(Value::as_str).is_some())
+            };
+            if by_name && named(b) && named(o) {
+                let mut merged: Vec<Value> = b.clone();
+                for item in o {
+                    let name = item.get("name");
+                    match merged.iter_mut().find(|m| m.get("name") == name) {
+                        Some(existing) => *existing = merge(existing, item, by_name),
+                        None => merged.push(item.clone()),
+                    }
+                }
+                Value::Array(merged)
+            } else {
+                let mut merged: Vec<Value> = b.clone();
+                for (i, item) in o.iter().enumerate() {
+                    match merged.get_mut(i) {
+                        Some(existing) => *existing = merge(existing, item, by_name),
+                        None => merged.push(item.clone()),
+                    }
+                }
+                Value::Array(merged)
+            }
+        }
+        (_, Value::Null) => base.clone(),
+        (_, overlay) => overlay.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -72,6 +72,10 @@ pub mod defaults {
     pub const USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS: bool = true;
     /// `kubernetes.operator.pod-template.merge-arrays-by-name`.
     pub const POD_TEMPLATE_MERGE_ARRAYS_BY_NAME: bool = false;
+    /// `kubernetes.operator.pod-security.level`.
+    pub const POD_SECURITY_LEVEL: &str = "privileged";
+    /// `kubernetes.operator.pod-template.allow-other-service-account`.
+    pub const POD_TEMPLATE_ALLOW_OTHER_SERVICE_ACCOUNT: bool = false;
     /// `kubernetes.operator.snapshot.resource.enabled`.
     pub const SNAPSHOT_RESOURCE_ENABLED: bool = true;
     /// `kubernetes.operator.ingress.manage`.
@@ -895,6 +899,35 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "Refuse (in the webhook and when fetching) session-job jars on loopback, \
                   link-local, private, wildcard or multicast addresses; only an explicit \
                   `false` lifts it.",
+    },
+    OptionDoc {
+        key: operator::POD_SECURITY_LEVEL,
+        ty: OptionType::Choice(&["privileged", "baseline", "restricted"]),
+        deprecated: &[],
+        default: DefaultValue::Text(defaults::POD_SECURITY_LEVEL),
+        applies_to: DEPLOYMENT_AND_BLUE_GREEN,
+        set_in: SetIn::OperatorAndNamespace,
+        meaning: "The Kubernetes Pod Security Standards level every pod template (`spec.podTemplate`, \
+                  `spec.jobManager.podTemplate`, `spec.taskManager.podTemplate`, and those of a \
+                  blue/green template) is checked against at admission and before the operator \
+                  builds pods: `privileged` checks nothing, `baseline` refuses host namespaces, \
+                  privileged containers, hostPath volumes, host ports and the like, `restricted` \
+                  also requires non-root, no privilege escalation, seccomp and dropping `ALL` \
+                  capabilities (set in the templates: the operator adds none). Any other value is \
+                  read as `restricted`.",
+    },
+    OptionDoc {
+        key: operator::POD_TEMPLATE_ALLOW_OTHER_SERVICE_ACCOUNT,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::POD_TEMPLATE_ALLOW_OTHER_SERVICE_ACCOUNT),
+        applies_to: DEPLOYMENT_AND_BLUE_GREEN,
+        set_in: SetIn::OperatorAndNamespace,
+        meaning: "Let a pod template's `serviceAccountName` (or `serviceAccount`) and \
+                  `kubernetes.jobmanager.service-account` / `kubernetes.taskmanager.service-account` \
+                  name another ServiceAccount than `spec.serviceAccount`; otherwise admission \
+                  refuses them, as the pods would run with another identity's rights. Only an \
+                  explicit `true` allows it.",
     },
     OptionDoc {
         key: operator::USER_ARTIFACTS_HTTP_HEADER,

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use super::{
     ValidationContext, Violation, autoscaler,
     flink_config::{self, Config, StateNeeds},
-    job,
+    job, pod_security,
     resources::{self, Role},
     values::{MAX_NAME_LENGTH, is_valid_cluster_name},
 };
 use crate::{
     FlinkDeployment, FlinkDeploymentSpec, IngressSpec, JobState, KubernetesDeploymentMode, UpgradeMode,
-    pod_template,
+    keys::operator, pod_template,
 };
 
 /// Log configuration files the operator mounts into Flink's conf directory.
@@ -96,6 +96,13 @@ pub(crate) fn spec_rules(
     }
     log_configuration(spec.log_configuration.as_ref(), out);
     pod_templates(spec, out);
+    pod_security::service_account_rule(spec, &own, ctx, namespace, out);
+    pod_security::rules(
+        spec,
+        pod_security::Level::of(ctx, namespace),
+        cfg.is_true(operator::POD_TEMPLATE_MERGE_ARRAYS_BY_NAME),
+        out,
+    );
 
     let task_manager_replicas = spec.task_manager.as_ref().and_then(|tm| tm.replicas);
     if let Some(job) = &spec.job {
