@@ -204,7 +204,10 @@ impl Admission {
         // The Apache operator admits a session job whose cluster does not exist yet (it is
         // often applied in the same `kubectl apply`), and only checks the cluster it can see.
         // A failed lookup is treated the same way: the controller re-checks before deploying.
-        let namespace = namespace_of(request, &new.metadata);
+        let namespace = match lookup_namespace(request, &new.metadata) {
+            Ok(namespace) => namespace,
+            Err(refused) => return vec![refused],
+        };
         let session = match new.spec.deployment_name.as_deref() {
             Some(name) if !name.is_empty() && !namespace.is_empty() => {
                 match self
@@ -230,7 +233,10 @@ impl Admission {
         new: &FlinkStateSnapshot,
         old: Option<&FlinkStateSnapshot>,
     ) -> Vec<Violation> {
-        let namespace = namespace_of(request, &new.metadata).to_owned();
+        let namespace = match lookup_namespace(request, &new.metadata) {
+            Ok(namespace) => namespace.to_owned(),
+            Err(refused) => return vec![refused],
+        };
         let target = match validation::snapshot::job_to_look_up(new, &namespace) {
             None => SnapshotTarget::NotNeeded,
             Some((kind, name)) => {
@@ -417,13 +423,13 @@ fn spec_changes(request: &ReviewRequest<'_>) -> bool {
     new.spec.map(RawValue::get) != old.spec.map(RawValue::get)
 }
 
-/// The namespace of the object: the request's, else the object's own.
-fn namespace_of<'r>(request: &'r ReviewRequest<'_>, metadata: &'r kube::api::ObjectMeta) -> &'r str {
-    request
-        .namespace
-        .as_deref()
-        .or(metadata.namespace.as_deref())
-        .unwrap_or_default()
+/// The namespace lookups for the object may use (see [`validation::scope`]): the request's,
+/// never one the object names otherwise.
+fn lookup_namespace<'r>(
+    request: &'r ReviewRequest<'_>,
+    metadata: &kube::api::ObjectMeta,
+) -> Result<&'r str, Violation> {
+    validation::scope::lookup_namespace(request.namespace.as_deref(), metadata.namespace.as_deref())
 }
 
 fn op_name(operation: &Operation) -> &'static str {

@@ -707,3 +707,86 @@ async fn operator_keys_are_judged_by_their_type_in_the_table() {
         message(&refused)
     );
 }
+
+/// A review whose request names `namespace` (None: no namespace at all, as a caller that is
+/// not the API server may send).
+fn review_in(namespace: Option<&str>, kind: &str, object: Value) -> Vec<u8> {
+    let mut review: Value = serde_json::from_slice(&review("CREATE", kind, object, None)).unwrap();
+    match namespace {
+        Some(namespace) => review["request"]["namespace"] = json!(namespace),
+        None => {
+            review["request"].as_object_mut().unwrap().remove("namespace");
+        }
+    }
+    serde_json::to_vec(&review).unwrap()
+}
+
+#[tokio::test]
+async fn the_answer_never_depends_on_objects_outside_the_requests_namespace() {
+    // The same request, answered with the referenced job existing, missing, and lookups
+    // failing: one answer, so nothing is learnt about team-b; none is looked up there.
+    let directories = || {
+        [
+            StaticDirectory::with(&["FlinkDeployment/team-b/orders", "FlinkDeployment/team-a/orders"]),
+            StaticDirectory::default(),
+            StaticDirectory {
+                fail: true,
+                ..Default::default()
+            },
+        ]
+    };
+    let in_team_b = |reference: Value| {
+        let mut object = snapshot(reference);
+        object["metadata"]["namespace"] = json!("team-b");
+        object
+    };
+    let requests: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "a reference to another namespace",
+            review_in(
+                Some("team-a"),
+                "FlinkStateSnapshot",
+                snapshot(json!({"kind": "FlinkDeployment", "name": "orders", "namespace": "team-b"})),
+            ),
+            "spec.jobReference.namespace: must be the snapshot's own namespace",
+        ),
+        (
+            "an object naming another namespace than the request",
+            review_in(
+                Some("team-a"),
+                "FlinkStateSnapshot",
+                in_team_b(json!({"kind": "FlinkDeployment", "name": "orders"})),
+            ),
+            "metadata.namespace: \"team-b\" is not the namespace of the request",
+        ),
+        (
+            "a request without a namespace",
+            review_in(
+                None,
+                "FlinkStateSnapshot",
+                in_team_b(json!({"kind": "FlinkDeployment", "name": "orders"})),
+            ),
+            "request.namespace: is missing",
+        ),
+        (
+            "a session job's cluster, asked without a namespace",
+            review_in(None, "FlinkSessionJob", {
+                let mut job = session_job("https://example.com/job.jar", json!({}));
+                job["metadata"]["namespace"] = json!("team-b");
+                job["spec"]["deploymentName"] = json!("orders");
+                job
+            }),
+            "request.namespace: is missing",
+        ),
+    ];
+    for (case, request, expected) in requests {
+        let mut answers = Vec::new();
+        for directory in directories() {
+            let response = answer(&router(directory), "/validate", request.clone()).await;
+            answers.push((response["allowed"].clone(), message(&response).to_owned()));
+        }
+        assert_eq!(answers[0].0, false, "{case}: {answers:?}");
+        assert!(answers[0].1.starts_with(expected), "{case}: {answers:?}");
+        assert!(answers.iter().all(|a| *a == answers[0]), "{case}: {answers:?}");
+    }
+}

@@ -12,6 +12,7 @@ pub mod blue_green;
 pub mod deployment;
 pub mod pod_security;
 pub mod rollback;
+pub mod scope;
 pub mod session_job;
 pub mod snapshot;
 pub mod values;
