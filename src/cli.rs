@@ -91,9 +91,12 @@ pub struct RunArgs {
     /// and write the CA as caBundle into the webhook configurations (no cert-manager needed).
     #[arg(long, env = "FLINK_OPERATOR_MANAGE_WEBHOOK_CERTS", conflicts_with_all = ["tls_cert_file", "self_signed_certs"])]
     pub manage_webhook_certs: bool,
-    /// Namespace the operator runs in (of the webhook Secret and Service).
-    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
-    pub operator_namespace: String,
+    /// Namespace the operator runs in (of the webhook Secret and Service, and the leader
+    /// election Lease). Unset: the namespace of its in-cluster ServiceAccount, else `default`.
+    /// Flink resources are refused in it (given, or found in the cluster) unless
+    /// `kubernetes.operator.operator-namespace.flink-resources.enabled` is true.
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub operator_namespace: Option<String>,
     /// Service in front of the webhook; the managed certificate is issued for its DNS names.
     #[arg(long, default_value = "flink-operator-webhook")]
     pub webhook_service_name: String,

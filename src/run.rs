@@ -141,6 +141,32 @@ impl LoopEnded {
     }
 }
 
+/// Where a process in a pod finds the namespace of its ServiceAccount.
+const SERVICE_ACCOUNT_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// The operator's own namespace: given (`--operator-namespace`, `POD_NAMESPACE`), else that
+/// of its in-cluster ServiceAccount. `None` outside a cluster with none given: its
+/// credentials are then in its kubeconfig, in no namespace, and no namespace is kept free of
+/// Flink resources for it.
+fn own_namespace(given: Option<&str>, service_account: Option<&str>) -> Option<String> {
+    given
+        .or(service_account)
+        .map(str::trim)
+        .filter(|namespace| !namespace.is_empty())
+        .map(str::to_owned)
+}
+
+fn own_namespace_of(args: &RunArgs) -> Option<String> {
+    let service_account = std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE_FILE).ok();
+    own_namespace(args.operator_namespace.as_deref(), service_account.as_deref())
+}
+
+/// The namespace of the Lease and the webhook's Secret and Service: the operator's own, else
+/// `default`.
+fn operator_namespace(args: &RunArgs) -> String {
+    own_namespace_of(args).unwrap_or_else(|| "default".to_owned())
+}
+
 /// Runs until SIGTERM or SIGINT.
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let operator_config = config::load_layered(&args.config)?;
@@ -155,7 +181,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let leader_metrics = LeaderMetrics::register(&mut registry);
     crate::process_metrics::register(&mut registry);
     let leader_election = if args.components.controllers() {
-        LeaderElection::from_config(&operator_config, &args.operator_namespace)?
+        LeaderElection::from_config(&operator_config, &operator_namespace(&args))?
     } else {
         None
     };
@@ -273,6 +299,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 fence: fence.clone(),
                 autoscaler: Default::default(),
                 default_logging: default_logging.clone(),
+                operator_namespace: own_namespace_of(&args).map(Arc::from),
             });
             let start_controllers = {
                 let (context, caches, scope) = (context.clone(), caches.clone(), scope.clone());
@@ -284,7 +311,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             let webhook_service = args.await_webhook_endpoints.then(|| {
                 (
                     client.clone(),
-                    args.operator_namespace.clone(),
+                    operator_namespace(&args),
                     args.webhook_service_name.clone(),
                 )
             });
@@ -373,7 +400,12 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             certificate_expiry,
         )
         .await?;
-        let admission = Admission::live(live_config.clone(), directory, admission_metrics);
+        let own = own_namespace_of(&args);
+        if let Some(namespace) = &own {
+            tracing::info!(%namespace, "the operator's own namespace: Flink resources there are refused unless the configuration allows them");
+        }
+        let admission = Admission::live(live_config.clone(), directory, admission_metrics)
+            .in_operator_namespace(own.as_deref());
         let address = SocketAddr::new(args.bind_address, args.webhook_port);
         let listener = bind(address).await?;
         tracing::info!(address = %listener.local_addr().unwrap_or(address), "webhook listening (HTTPS)");
@@ -543,7 +575,7 @@ async fn webhook_tls(
                 ));
             };
             let config = ManagedCertsConfig {
-                namespace: args.operator_namespace.clone(),
+                namespace: operator_namespace(args),
                 service: args.webhook_service_name.clone(),
                 secret: args.webhook_secret_name.clone(),
                 configuration: args.webhook_configuration_name.clone(),
@@ -681,6 +713,14 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn the_operators_own_namespace_is_the_given_one_else_its_service_accounts() {
+        assert_eq!(own_namespace(Some("ops"), Some("sa-ns\n")).as_deref(), Some("ops"));
+        assert_eq!(own_namespace(None, Some("sa-ns\n")).as_deref(), Some("sa-ns"));
+        assert_eq!(own_namespace(None, None), None);
+        assert_eq!(own_namespace(Some(" "), None), None);
+    }
 
     #[tokio::test]
     async fn a_part_that_ends_or_panics_before_the_process_stops_is_reported_by_name() {

@@ -168,6 +168,10 @@ pub mod operator {
     pub const WATCHED_NAMESPACES: &str = "kubernetes.operator.watched.namespaces";
     /// Follow namespace changes at runtime (default false).
     pub const DYNAMIC_NAMESPACES_ENABLED: &str = "kubernetes.operator.dynamic.namespaces.enabled";
+    /// Admit Flink resources in the operator's own namespace (default false: that namespace
+    /// holds the operator's credentials, and a Flink cluster there could reach them).
+    pub const OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED: &str =
+        "kubernetes.operator.operator-namespace.flink-resources.enabled";
     /// Only watch resources matching this label selector.
     pub const LABEL_SELECTOR: &str = "kubernetes.operator.label.selector";
     /// Hot-reload the operator configuration (default true).

@@ -140,6 +140,7 @@ async fn a_panic_in_one_reconcile_fails_that_resource_alone() {
         fence: Fence::open(),
         autoscaler: Default::default(),
         default_logging: flink_operator_controller::resources::cluster::built_in_logging(),
+        operator_namespace: None,
     });
     let running = tokio::spawn(runtime::run::<Buggy>(ctx, caches, scope));
 

@@ -88,6 +88,9 @@ pub struct Admission {
     config: OperatorConfig,
     directory: Arc<dyn JobDirectory>,
     metrics: AdmissionMetrics,
+    /// The operator's own namespace, where Flink resources are refused unless the
+    /// configuration allows them (`None`: it has none, outside a cluster).
+    operator_namespace: Option<Arc<str>>,
 }
 
 impl Admission {
@@ -111,11 +114,30 @@ impl Admission {
             config,
             directory,
             metrics,
+            operator_namespace: None,
         }
     }
 
+    /// The same handler for an operator whose own namespace is `namespace`.
+    pub fn in_operator_namespace(mut self, namespace: Option<&str>) -> Self {
+        self.operator_namespace = namespace.map(Arc::from);
+        self
+    }
+
     fn context(&self) -> ValidationContext {
-        ValidationContext::shared(self.config.current())
+        ValidationContext::shared(self.config.current()).with_operator_namespace(self.operator_namespace.clone())
+    }
+
+    /// A new object, or a new spec, in the operator's own namespace while the configuration
+    /// does not allow Flink resources there. Metadata-only updates and deletions go through,
+    /// so that a resource stored there before (or while the setting was on) can still be
+    /// cleaned up and its finalizer removed.
+    fn refused_in_operator_namespace(&self, request: &ReviewRequest<'_>) -> Option<Violation> {
+        let namespace = request.namespace.as_deref()?;
+        if !spec_changes(request) {
+            return None;
+        }
+        self.context().operator_namespace_violation(namespace)
     }
 
     /// Answers one admission request on `endpoint`.
@@ -150,6 +172,10 @@ impl Admission {
     }
 
     async fn validate(&self, kind: FlinkKind, request: &ReviewRequest<'_>) -> Verdict {
+        // Before any lookup: the answer is the same whatever the object holds.
+        if let Some(refused) = self.refused_in_operator_namespace(request) {
+            return Verdict::deny(refused.to_string());
+        }
         let requested = match kind {
             FlinkKind::Deployment | FlinkKind::SessionJob => rollback_request_violations(request),
             _ => Vec::new(),

@@ -708,6 +708,94 @@ async fn operator_keys_are_judged_by_their_type_in_the_table() {
     );
 }
 
+/// The example manifests (every kind), each placed in `team-a`, the namespace of the reviews.
+fn examples_in_team_a() -> Vec<(String, Value)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let mut objects = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("examples") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("example");
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let mut object: Value = serde::Deserialize::deserialize(document).expect("yaml");
+            object["metadata"]["namespace"] = json!("team-a");
+            objects.push((object["kind"].as_str().expect("kind").to_owned(), object));
+        }
+    }
+    objects
+}
+
+fn in_operator_namespace(operator_namespace: &str, operator_config: &[(&str, &str)]) -> axum::Router {
+    let config = operator_config
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    crate::router(Arc::new(
+        Admission::new(
+            ValidationContext::new(config),
+            Arc::new(StaticDirectory {
+                everything_exists: true,
+                ..Default::default()
+            }),
+            AdmissionMetrics::default(),
+        )
+        .in_operator_namespace(Some(operator_namespace)),
+    ))
+}
+
+#[tokio::test]
+async fn every_kind_is_refused_in_the_operators_namespace_unless_the_configuration_allows_it() {
+    const KEY: &str = "kubernetes.operator.operator-namespace.flink-resources.enabled";
+    let examples = examples_in_team_a();
+    let kinds: BTreeSet<&str> = examples.iter().map(|(kind, _)| kind.as_str()).collect();
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
+
+    let refusing = in_operator_namespace("team-a", &[]);
+    for (kind, object) in &examples {
+        let response = answer(&refusing, "/validate", review("CREATE", kind, object.clone(), None)).await;
+        assert_eq!(response["allowed"], false, "{kind}: {response}");
+        let message = message(&response);
+        assert!(
+            message.starts_with("metadata.namespace: namespace \"team-a\" is the operator's own"),
+            "{kind}: {message}"
+        );
+        assert!(message.contains("credentials"), "{message}");
+        assert!(message.contains(&format!("{KEY}: true")), "{message}");
+    }
+    let (kind, object) = &examples[0];
+    // A spec change is refused too; an update of metadata only (a finalizer removed) and a
+    // deletion go through, so that what is stored there can be cleaned up.
+    let mut changed = object.clone();
+    changed["spec"]["restartNonce"] = json!(7);
+    let response = answer(
+        &refusing,
+        "/validate",
+        review("UPDATE", kind, changed, Some(object.clone())),
+    )
+    .await;
+    assert_eq!(response["allowed"], false, "{response}");
+    let mut finalized = object.clone();
+    finalized["metadata"]["finalizers"] = json!([]);
+    for (operation, old) in [("UPDATE", Some(object.clone())), ("DELETE", None)] {
+        let response = answer(
+            &refusing,
+            "/validate",
+            review(operation, kind, finalized.clone(), old),
+        )
+        .await;
+        assert_eq!(response["allowed"], true, "{operation}: {response}");
+    }
+
+    // Allowed by the platform, or another namespace than the operator's: admitted.
+    for router in [
+        in_operator_namespace("team-a", &[(KEY, "true")]),
+        in_operator_namespace("flink-operator", &[]),
+    ] {
+        for (kind, object) in &examples {
+            let response = answer(&router, "/validate", review("CREATE", kind, object.clone(), None)).await;
+            assert_eq!(response["allowed"], true, "{kind}: {response}");
+        }
+    }
+}
+
 /// A review whose request names `namespace` (None: no namespace at all, as a caller that is
 /// not the API server may send).
 fn review_in(namespace: Option<&str>, kind: &str, object: Value) -> Vec<u8> {

@@ -100,6 +100,8 @@ pub mod defaults {
     pub const DYNAMIC_CONFIG_ENABLED: bool = true;
     /// `kubernetes.operator.dynamic.namespaces.enabled`.
     pub const DYNAMIC_NAMESPACES_ENABLED: bool = false;
+    /// `kubernetes.operator.operator-namespace.flink-resources.enabled`.
+    pub const OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED: bool = false;
     /// `kubernetes.operator.dynamic.config.check.interval`.
     pub const DYNAMIC_CONFIG_CHECK_INTERVAL_MS: i64 = 5 * MINUTE_MS;
     /// `kubernetes.operator.jm-deployment.shutdown-ttl`.
@@ -360,6 +362,22 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "Elect a leader among the operator's replicas through a Lease in the \
                   operator's namespace: every replica serves the webhook and keeps its caches, \
                   only the leader runs the controllers. Needs `lease-name`.",
+    OptionDoc {
+        key: operator::OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "Admit Flink resources (all four kinds) in the operator's own namespace \
+                  (`--operator-namespace`, `POD_NAMESPACE`, else its in-cluster ServiceAccount's). \
+                  Off, the webhook refuses them and the controllers act on none there (status \
+                  error and Event): that namespace holds the operator's credentials (its \
+                  ServiceAccount, the webhook certificate, its configuration), and a Flink \
+                  cluster there runs jobs whose JobManager REST API anyone who reaches it can \
+                  use. An operator outside the cluster with no namespace given has none of its \
+                  own.",
+    },
     },
     OptionDoc {
         key: operator::LEADER_ELECTION_LEASE_NAME,

@@ -13,6 +13,7 @@ pub mod deployment;
 pub mod pod_security;
 pub mod rollback;
 pub mod scope;
+pub mod operator_namespace;
 pub mod session_job;
 pub mod snapshot;
 pub mod values;
@@ -53,12 +54,14 @@ impl fmt::Display for Violation {
 }
 
 /// What the rules know of the operator itself: its configuration (flattened Apache-style
-/// keys), which supplies defaults that a resource's `flinkConfiguration` overrides.
+/// keys), which supplies defaults that a resource's `flinkConfiguration` overrides, and its
+/// own namespace (see [`operator_namespace`]).
 #[derive(Clone, Debug, Default)]
 pub struct ValidationContext {
     operator_config: Arc<BTreeMap<String, String>>,
 }
 
+    operator_namespace: Option<Arc<str>>,
 use crate::keys::operator::DEFAULT_CONFIGURATION_PREFIX;
 
 impl ValidationContext {
@@ -69,7 +72,28 @@ impl ValidationContext {
 
     /// A context with one version of the operator's configuration (see [`OperatorConfig`]).
     pub fn shared(operator_config: Arc<BTreeMap<String, String>>) -> Self {
-        Self { operator_config }
+        Self {
+            operator_config,
+            operator_namespace: None,
+        }
+    }
+
+    /// The same context for an operator whose own namespace is `namespace` (`None`: it has
+    /// none, running outside a cluster with no namespace given).
+    pub fn with_operator_namespace(mut self, namespace: Option<Arc<str>>) -> Self {
+        self.operator_namespace = namespace;
+        self
+    }
+
+    /// Why a resource in `namespace` is refused for being in the operator's own namespace,
+    /// if it is (see [`operator_namespace`]). Judged once for every kind: by the webhook before
+    /// the kind's rules, and by each reconcile loop beside them.
+    pub fn operator_namespace_violation(&self, namespace: &str) -> Option<Violation> {
+        operator_namespace::violation(
+            namespace,
+            self.operator_namespace.as_deref(),
+            &self.operator_config,
+        )
     }
 
     /// The operator's configuration it holds.
@@ -242,6 +266,15 @@ mod tests {
 
     #[test]
     fn violations_display_as_field_then_reason() {
+    #[test]
+    fn the_operators_namespace_is_judged_only_when_the_context_knows_it() {
+        let ctx = context(&[]);
+        assert_eq!(ctx.operator_namespace_violation("flink-operator"), None);
+        let ctx = ctx.with_operator_namespace(Some("flink-operator".into()));
+        assert!(ctx.operator_namespace_violation("flink-operator").is_some());
+        assert_eq!(ctx.operator_namespace_violation("team-a"), None);
+    }
+
         let violation = Violation::new(
             "spec.transitionMode",
             "field is immutable (was BASIC, requested ADVANCED)",

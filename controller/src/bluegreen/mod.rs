@@ -301,6 +301,7 @@ mod wiring_tests {
                 now_ms: 0,
                 fresh_id: String::new(),
                 foreign: Vec::new(),
+                refused: None,
                 gate: None,
                 hand_over: gate::HandOver::NotAsked,
                 ingress: Default::default(),

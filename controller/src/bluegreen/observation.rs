@@ -78,6 +78,9 @@ pub struct Observation {
     pub hand_over: HandOver,
     /// The resource's Ingress (`spec.ingress`) and the children's REST ports.
     pub ingress: super::ingress::IngressObservation,
+    /// Why nothing is done for the resource at all: it is in the operator's own namespace,
+    /// which the configuration keeps free of Flink resources (the webhook was bypassed).
+    pub refused: Option<String>,
 }
 
 impl Observation {

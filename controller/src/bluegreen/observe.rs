@@ -93,6 +93,10 @@ pub fn observe(ctx: &Context, caches: &Caches, resource: &FlinkBlueGreenDeployme
             blue_port: port(Colour::Blue),
             green_port: port(Colour::Green),
         },
+        refused: ctx
+            .validation()
+            .operator_namespace_violation(&namespace)
+            .map(|v| v.to_string()),
     };
     let template = resource.spec.template.as_ref().and_then(|t| t.spec.as_ref());
     let savepoint_format = Policy::from_config(&ctx.validation().effective_config(

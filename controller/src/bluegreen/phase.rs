@@ -93,6 +93,7 @@ mod tests {
             gate: None,
             hand_over: HandOver::NotAsked,
             ingress: Default::default(),
+            refused: None,
         }
     }
 

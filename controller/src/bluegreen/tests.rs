@@ -155,6 +155,7 @@ fn observe(blue: Option<Child>, green: Option<Child>) -> Observation {
         gate: None,
         hand_over: HandOver::NotAsked,
         ingress: Default::default(),
+        refused: None,
     }
 }
 
@@ -1126,6 +1127,28 @@ fn an_invalid_option_or_a_missing_template_is_reported_and_nothing_is_done() {
 }
 
 #[test]
+fn a_resource_in_the_operators_namespace_is_refused_and_nothing_is_deployed() {
+    // The webhook bypassed: the operator's namespace takes no Flink resources.
+    let refused = flink_operator_api::validation::ValidationContext::default()
+        .with_operator_namespace(Some("flink-operator".into()))
+        .operator_namespace_violation("flink-operator")
+        .map(|v| v.to_string());
+    assert!(refused.is_some());
+    let observation = Observation {
+        refused,
+        ..observe(None, None)
+    };
+    let plan = decide(&resource(&v1(), None), &observation);
+    assert_eq!(steps(&plan), vec![]);
+    let error = plan.status.error.unwrap_or_default();
+    assert!(
+        error.contains("operator-namespace.flink-resources.enabled"),
+        "{error}"
+    );
+    assert!(!plan.events.is_empty(), "an Event says why");
+}
+
+#[test]
 fn a_foreign_flink_deployment_with_a_childs_name_is_never_touched() {
     let observation = Observation {
         foreign: vec!["bg-green".to_owned()],
@@ -1290,6 +1313,7 @@ fn routed_service(change: &IngressChange) -> String {
             service.name.clone()
         }
         IngressChange::Delete { .. } => "deleted".to_owned(),
+        IngressChange::Refuse { .. } => "refused".to_owned(),
     }
 }
 

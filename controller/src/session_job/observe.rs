@@ -62,7 +62,8 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
     };
     let config = ctx.session_job_config(sj, session.as_deref());
     let validation = ctx.validation();
-    let violations = session_job::validate(sj, None, session.as_deref(), &validation)
+    let violations = validation
+        .operator_namespace_violation(&namespace)
         .into_iter()
         .map(|v| v.to_string())
         .collect();
@@ -82,6 +83,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
     // The recorded overrides hold whatever this look finds (a session cluster not ready, a
     // job not sampled); a judgement of the job below adds its changes.
     let autoscaler = crate::autoscaler::apply::after_look(
+        .chain(session_job::validate(sj, None, session.as_deref(), &validation))
         &sj.spec,
         sj.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
         &policy.autoscaler,

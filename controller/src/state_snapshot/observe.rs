@@ -36,8 +36,10 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
     // Whether the job exists is decided from the cache (gone: abandoned), not by the rule
     // that refuses a new snapshot of a missing job.
     let violations = if state == State::TriggerPending && snapshot.metadata.deletion_timestamp.is_none() {
-        rules::validate(snapshot, None, &namespace, &SnapshotTarget::NotNeeded)
+        ctx.validation()
+            .operator_namespace_violation(&namespace)
             .into_iter()
+            .chain(rules::validate(snapshot, None, &namespace, &SnapshotTarget::NotNeeded))
             .map(|v| v.to_string())
             .collect()
     } else {

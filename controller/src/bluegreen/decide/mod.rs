@@ -142,6 +142,9 @@ fn step(resource: &FlinkBlueGreenDeployment, observation: &Observation) -> BlueG
             Next::Steady,
         );
     }
+    if let Some(reason) = &observation.refused {
+        return refused(&before, reason.clone());
+    }
     let policy = match &observation.policy {
         Ok(policy) => *policy,
         Err(error) => return refused(&before, format!("Invalid blue/green option {error}")),
