@@ -194,6 +194,14 @@ async fn the_chart_lints_renders_and_applies_with_server_side_dry_run_for_every_
             .file_name()
             .unwrap()
             .to_string_lossy()
+            .contains("network-policy")
+        {
+            assert!(kinds.contains("NetworkPolicy"), "{kinds:?}");
+        }
+        if values
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
             .contains("cert-manager")
         {
             assert!(
@@ -353,4 +361,129 @@ fn a_values_file_of_the_apache_chart_is_refused_naming_each_key_and_its_replacem
     .expect_err("an unknown key is refused");
     let _ = std::fs::remove_file(&typo);
     assert!(refused.contains("replica"), "{refused}");
+}
+
+/// The namespace the chart is rendered for in the `kubectl auth can-i` test: its RBAC is
+/// applied for real there (not dry run), apart from the shared operator's.
+const CAN_I_NAMESPACE: &str = "flink-operator-can-i";
+
+/// The chart's ServiceAccounts and RBAC objects rendered for `CAN_I_NAMESPACE` with `values`.
+fn rendered_rbac(values: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["template", "flink-operator", "--namespace", CAN_I_NAMESPACE];
+    args.extend(values);
+    serde_yaml::Deserializer::from_str(&helm(&args))
+        .filter_map(|document| serde::Deserialize::deserialize(document).ok())
+        .filter(|object: &serde_json::Value| {
+            matches!(
+                object["kind"].as_str(),
+                Some("ServiceAccount" | "Role" | "RoleBinding" | "ClusterRole" | "ClusterRoleBinding")
+            )
+        })
+        .collect()
+}
+
+/// What `kubectl auth can-i <verb> <resource> -n <namespace>` answers for `user`: yes or no.
+fn can_i(user: &str, verb: &str, resource: &str, namespace: &str) -> bool {
+    let output = std::process::Command::new(crate::kubectl_tool::kubectl_binary())
+        .arg("--kubeconfig")
+        .arg(&crate::harness::control_plane().kubeconfig)
+        .args(["auth", "can-i", verb, resource, "-n", namespace, "--as", user])
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    match answer.as_str() {
+        "yes" => true,
+        "no" => false,
+        _ => panic!(
+            "kubectl auth can-i {verb} {resource} -n {namespace} --as {user}: {answer:?} {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    }
+}
+
+#[tokio::test]
+async fn no_service_account_of_the_chart_but_the_operators_can_take_over_the_operators_namespace() {
+    // The default install: no job service account, Role or RoleBinding in the operator's
+    // namespace (nor anywhere: the chart does not know the tenants' namespaces).
+    let default = rendered_rbac(&[]);
+    let job_objects: Vec<String> = default
+        .iter()
+        .filter(|o| o["metadata"]["labels"]["app.kubernetes.io/component"] == "flink-job")
+        .map(|o| format!("{} {}/{}", o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]))
+        .collect();
+    assert!(job_objects.is_empty(), "job RBAC in a default install: {job_objects:?}");
+    let accounts: Vec<&serde_json::Value> = default.iter().filter(|o| o["kind"] == "ServiceAccount").collect();
+    assert_eq!(accounts.len(), 1, "only the operator's ServiceAccount: {accounts:?}");
+
+    // Every scenario's RBAC applied for real, each ServiceAccount but the operator's
+    // impersonated: none may create pods, patch Deployments or read Secrets in the
+    // operator's namespace.
+    let client = client().await;
+    ensure_namespace(&client, CAN_I_NAMESPACE).await;
+    let params = PatchParams::apply("flink-operator-chart-test").force();
+    let discovery = Discovery::new(client.clone()).run().await.unwrap();
+    let mut cluster_scoped = Vec::new();
+    let mut impersonated = BTreeSet::new();
+    for values in scenarios() {
+        let objects = rendered_rbac(&["-f", values.to_str().unwrap()]);
+        for object in &objects {
+            let object: DynamicObject = serde_json::from_value(object.clone()).unwrap();
+            let types = object.types.clone().unwrap();
+            let (group, version) = types.api_version.split_once('/').unwrap_or(("", &types.api_version));
+            let gvk = kube::core::GroupVersionKind::gvk(group, version, &types.kind);
+            let (resource, capabilities) = discovery.resolve_gvk(&gvk).unwrap();
+            let name = object.metadata.name.clone().unwrap();
+            let api: Api<DynamicObject> = match (capabilities.scope, object.metadata.namespace.as_deref()) {
+                (Scope::Namespaced, Some(namespace)) => {
+                    ensure_namespace(&client, namespace).await;
+                    Api::namespaced_with(client.clone(), namespace, &resource)
+                }
+                _ => {
+                    cluster_scoped.push((resource.clone(), name.clone()));
+                    Api::all_with(client.clone(), &resource)
+                }
+            };
+            api.patch(&name, &params, &Patch::Apply(&object)).await.unwrap();
+        }
+        for account in objects.iter().filter(|o| o["kind"] == "ServiceAccount") {
+            let (namespace, name) = (
+                account["metadata"]["namespace"].as_str().unwrap(),
+                account["metadata"]["name"].as_str().unwrap(),
+            );
+            if account["metadata"]["labels"]["app.kubernetes.io/component"] == "operator" {
+                continue;
+            }
+            let user = format!("system:serviceaccount:{namespace}:{name}");
+            // The check can answer yes: a job service account may create pods in its own
+            // namespace.
+            assert!(
+                can_i(&user, "create", "pods", namespace),
+                "{}: {user} cannot create pods in its own namespace",
+                values.display()
+            );
+            for (verb, resource) in [
+                ("create", "pods"),
+                ("patch", "deployments.apps"),
+                ("get", "secrets"),
+            ] {
+                assert!(
+                    !can_i(&user, verb, resource, CAN_I_NAMESPACE),
+                    "{}: {user} can {verb} {resource} in the operator's namespace",
+                    values.display()
+                );
+            }
+            impersonated.insert(user);
+        }
+    }
+    eprintln!("impersonated: {impersonated:?}");
+    assert!(
+        impersonated.len() >= 4,
+        "the scenarios create job service accounts in tenant namespaces: {impersonated:?}"
+    );
+    for (resource, name) in cluster_scoped {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let _ = api.delete(&name, &Default::default()).await;
+    }
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let _ = namespaces.delete(CAN_I_NAMESPACE, &Default::default()).await;
 }

@@ -102,6 +102,9 @@ replaces a default set flat.
 {{- if and (eq (toString (get $config "kubernetes.operator.leader-election.enabled")) "true") (not (hasKey $config "kubernetes.operator.leader-election.lease-name")) }}
 {{- $_ := set $config "kubernetes.operator.leader-election.lease-name" (default (printf "%s-leader" (include "flink-operator.fullname" .)) .Values.leaderElection.leaseName) }}
 {{- end }}
+{{- if and .Values.operatorNamespace.allowFlinkResources (not (hasKey $config "kubernetes.operator.operator-namespace.flink-resources.enabled")) }}
+{{- $_ := set $config "kubernetes.operator.operator-namespace.flink-resources.enabled" true }}
+{{- end }}
 {{- if and .Values.watchNamespaces (not (hasKey $config "kubernetes.operator.watched.namespaces")) }}
 {{- $_ := set $config "kubernetes.operator.watched.namespaces" (join "," (uniq .Values.watchNamespaces)) }}
 {{- end }}
@@ -146,12 +149,31 @@ The certificate mode, checked: "operator" or "cert-manager"; "" when the webhook
 {{- $c }}
 {{- end }}
 
-{{/* Namespaces that get the job service account: the watched ones, or the release's. */}}
+{{/*
+Whether Flink resources are allowed in the release namespace, the operator's own: by
+operatorNamespace.allowFlinkResources, or by the key set in operatorConfiguration.
+*/}}
+{{- define "flink-operator.operatorNamespaceAllowed" -}}
+{{- $key := "kubernetes.operator.operator-namespace.flink-resources.enabled" }}
+{{- $config := include "flink-operator.operatorConfiguration" . | fromYaml }}
+{{- if eq (lower (toString (get $config $key))) "true" }}true{{ end }}
+{{- end }}
+
+{{/*
+Namespaces that get the job service account and its Role: jobServiceAccount.namespaces,
+else the watched namespaces; never the release namespace (the operator's own, which holds
+its credentials) unless Flink resources are allowed there. With all namespaces watched and
+no list, none: the chart cannot know the tenants' namespaces.
+*/}}
 {{- define "flink-operator.jobNamespaces" -}}
-{{- if .Values.watchNamespaces }}
-{{- toJson (uniq .Values.watchNamespaces) }}
+{{- $wanted := .Values.jobServiceAccount.namespaces | default .Values.watchNamespaces | default list | uniq }}
+{{- if include "flink-operator.operatorNamespaceAllowed" . }}
+{{- toJson $wanted }}
 {{- else }}
-{{- toJson (list .Release.Namespace) }}
+{{- if has .Release.Namespace .Values.jobServiceAccount.namespaces }}
+{{- fail (printf "jobServiceAccount.namespaces lists the release namespace %q, the operator's own: its job service account could take over the operator. Use a namespace of your own, or set operatorNamespace.allowFlinkResources: true" .Release.Namespace) }}
+{{- end }}
+{{- toJson (without $wanted .Release.Namespace) }}
 {{- end }}
 {{- end }}
 
