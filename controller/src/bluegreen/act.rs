@@ -66,12 +66,8 @@ pub enum ActError {
         #[source]
         source: kube::Error,
     },
-    #[error("{what}: {}", api_message(source))]
-    Ingress {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error("{0}")]
+    Ingress(#[source] crate::ingresses::WriteError),
     /// The resource has no uid yet (never stored): no owner reference can name it.
     #[error("FlinkBlueGreenDeployment {0} has no uid, so its children cannot name it as owner")]
     NoUid(String),

@@ -155,10 +155,7 @@ impl Reconciler for BlueGreenDeployments {
                 let namespace = resource.namespace().unwrap_or_default();
                 crate::ingresses::write(client, &namespace, change)
                     .await
-                    .map_err(|source| act::ActError::Ingress {
-                        what: crate::ingresses::describe(&namespace, change),
-                        source,
-                    })?
+                    .map_err(act::ActError::Ingress)?
             }
             Action::RevertSpec { spec } => {
                 let version = act::revert_spec(client, resource, spec).await?;
@@ -301,10 +298,10 @@ mod wiring_tests {
                 now_ms: 0,
                 fresh_id: String::new(),
                 foreign: Vec::new(),
-                refused: None,
                 gate: None,
                 hand_over: gate::HandOver::NotAsked,
                 ingress: Default::default(),
+                refused: None,
             },
             policy: Policy::default(),
             savepoint_format: Default::default(),

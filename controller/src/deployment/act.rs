@@ -37,6 +37,8 @@ pub enum ActError {
         crate::runtime::api_error::api_message(source)
     )]
     ScaleTaskManagers { name: String, source: kube::Error },
+    #[error("{0}")]
+    Ingress(#[source] crate::ingresses::WriteError),
 }
 
 impl ActError {
@@ -113,7 +115,7 @@ pub async fn act(
             let namespace = fd.namespace().unwrap_or_default();
             crate::ingresses::write(&ctx.client, &namespace, change)
                 .await
-                .map_err(api_error(crate::ingresses::describe(&namespace, change)))
+                .map_err(ActError::Ingress)
         }
     }
 }

@@ -107,16 +107,24 @@ pub struct Observed {
 /// A write of an Ingress.
 #[derive(Debug, Clone, PartialEq)]
 pub enum IngressChange {
-    /// Apply it (server-side, creating it if needed).
+    /// Apply it (server-side, creating it if needed): the cache holds none of its name, or
+    /// one this resource owns. The Ingress is read again before it is written
+    /// ([`before_write`]): the cache holds only Ingresses labelled as the operator's, and one
+    /// of the same name that someone else made must not be taken over.
     Apply(Box<Ingress>),
-    /// Delete the Ingress `name`: `spec.ingress` was removed.
-    Delete { name: String },
+    /// Delete the Ingress `name` (of uid `uid`, so that another one made since under the
+    /// same name is not deleted): `spec.ingress` was removed.
+    Delete { name: String, uid: Option<String> },
+    /// Write nothing and report it: the Ingress of this name is not this resource's.
+    Refuse { name: String, reason: String },
 }
 
 /// The write that brings the observed Ingress to `desired` (None: the resource has no
-/// `spec.ingress`); none when it is there already, or when Ingresses are not managed. An
-/// Ingress is deleted only when `owner_uid` owns it: one the operator did not make is never
-/// removed.
+/// `spec.ingress`); none when it is there already, or when Ingresses are not managed. Only an
+/// Ingress that `owner_uid` owns (an owner reference with the resource's uid) is ever written
+/// or deleted: one the operator did not make for this resource is neither taken over nor
+/// removed, even when it carries the operator's labels (anyone may set labels; an owner
+/// reference names one object's uid, and a tenant cannot make a new object with an old uid).
 pub fn change(
     desired: Option<Ingress>,
     observed: &Observed,
@@ -125,15 +133,66 @@ pub fn change(
     if !observed.managed {
         return None;
     }
+    let owned = |existing: &Ingress| owner_uid.is_some_and(|uid| owned_by(existing, uid));
     match (desired, &observed.existing) {
+        (Some(_), Some(existing)) if !owned(existing) => Some(IngressChange::Refuse {
+            name: existing.metadata.name.clone().unwrap_or_default(),
+            reason: not_ours(existing),
+        }),
         (Some(desired), Some(existing)) if !differs(&desired, existing) => None,
         (Some(desired), _) => Some(IngressChange::Apply(Box::new(desired))),
-        (None, Some(existing)) if owner_uid.is_some_and(|uid| owned_by(existing, uid)) => {
-            Some(IngressChange::Delete {
-                name: existing.metadata.name.clone().unwrap_or_default(),
-            })
-        }
+        (None, Some(existing)) if owned(existing) => Some(IngressChange::Delete {
+            name: existing.metadata.name.clone().unwrap_or_default(),
+            uid: existing.metadata.uid.clone(),
+        }),
         (None, _) => None,
+    }
+}
+
+/// What to do with an [`IngressChange::Apply`] once the Ingress of its name was read from the
+/// API server (`found`): the same decision as [`change`], on what is really there.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BeforeWrite {
+    /// None of that name: create it (a create, not an apply, so that one made in between is
+    /// not taken over either).
+    Create,
+    /// This resource's: apply it.
+    Apply,
+    /// Someone else's: write nothing, for this reason.
+    Refuse(String),
+}
+
+/// See [`BeforeWrite`]. The owner is the one `desired` names.
+pub fn before_write(desired: &Ingress, found: Option<&Ingress>) -> BeforeWrite {
+    let Some(found) = found else {
+        return BeforeWrite::Create;
+    };
+    let owners = desired.metadata.owner_references.iter().flatten();
+    let ours = owners.into_iter().any(|o| owned_by(found, &o.uid));
+    if ours {
+        BeforeWrite::Apply
+    } else {
+        BeforeWrite::Refuse(not_ours(found))
+    }
+}
+
+/// Why `existing` is not the resource's, as its status and Event say it.
+fn not_ours(existing: &Ingress) -> String {
+    let owners: Vec<String> = existing
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|o| format!("{} {}", o.kind, o.name))
+        .collect();
+    if owners.is_empty() {
+        "it has no owner: it was not created by the operator for this resource".to_owned()
+    } else {
+        format!(
+            "it is owned by {}, not by this resource (another object of this name, or one deleted \
+             and created again)",
+            owners.join(", ")
+        )
     }
 }
 
@@ -345,6 +404,7 @@ mod tests {
             .get_or_insert_with(Default::default)
             .insert("controller.example.com/seen".into(), "yes".into());
         stored.metadata.resource_version = Some("7".into());
+        stored.metadata.uid = Some("ingress-uid".into());
         stored
     }
 
@@ -362,7 +422,12 @@ mod tests {
         let annotated = build(&annotated_spec, target()).unwrap();
         let mut foreign = stored(&desired);
         foreign.metadata.owner_references = None;
-        let delete = Some(IngressChange::Delete { name: "basic".into() });
+        let mut other_owner = stored(&desired);
+        other_owner.metadata.owner_references.as_mut().unwrap()[0].uid = "uid-0".into();
+        let delete = Some(IngressChange::Delete {
+            name: "basic".into(),
+            uid: Some("ingress-uid".into()),
+        });
         let cases: Vec<(&str, Option<Ingress>, Observed, Option<IngressChange>)> = vec![
             (
                 "missing: created",
@@ -389,10 +454,24 @@ mod tests {
                 apply.clone(),
             ),
             (
-                "not ours: taken over",
+                "not ours, though labelled as the operator's: refused, not taken over",
                 Some(desired.clone()),
                 managed(Some(foreign.clone())),
-                apply,
+                Some(IngressChange::Refuse {
+                    name: "basic".into(),
+                    reason: "it has no owner: it was not created by the operator for this resource".into(),
+                }),
+            ),
+            (
+                "owned by another resource of the same name (deleted and created again): refused",
+                Some(desired.clone()),
+                managed(Some(other_owner.clone())),
+                Some(IngressChange::Refuse {
+                    name: "basic".into(),
+                    reason: "it is owned by FlinkDeployment basic, not by this resource (another object of \
+                             this name, or one deleted and created again)"
+                        .into(),
+                }),
             ),
             (
                 "spec.ingress removed: deleted",
@@ -402,6 +481,7 @@ mod tests {
             ),
             ("removed, none there: nothing", None, managed(None), None),
             ("removed, not ours: kept", None, managed(Some(foreign)), None),
+            ("removed, another's: kept", None, managed(Some(other_owner)), None),
             (
                 "not managed: nothing",
                 Some(desired.clone()),
@@ -411,6 +491,37 @@ mod tests {
         ];
         for (case, desired, observed, expected) in cases {
             assert_eq!(change(desired, &observed, Some("uid-1")), expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn before_a_write_the_ingress_read_from_the_api_decides_create_apply_or_refuse() {
+        let desired = build(&spec("{{name}}.example.com"), target()).unwrap();
+        let mut unowned = stored(&desired);
+        unowned.metadata.owner_references = None;
+        unowned.metadata.labels = None;
+        let mut other = stored(&desired);
+        other.metadata.owner_references.as_mut().unwrap()[0].uid = "uid-0".into();
+        let cases: Vec<(&str, Option<Ingress>, BeforeWrite)> = vec![
+            ("none: created", None, BeforeWrite::Create),
+            ("this resource's: applied", Some(stored(&desired)), BeforeWrite::Apply),
+            (
+                "someone's, unlabelled (not in the cache): refused",
+                Some(unowned),
+                BeforeWrite::Refuse("it has no owner: it was not created by the operator for this resource".into()),
+            ),
+            (
+                "another object's: refused",
+                Some(other),
+                BeforeWrite::Refuse(
+                    "it is owned by FlinkDeployment basic, not by this resource (another object of this name, \
+                     or one deleted and created again)"
+                        .into(),
+                ),
+            ),
+        ];
+        for (case, found, expected) in cases {
+            assert_eq!(before_write(&desired, found.as_ref()), expected, "{case}");
         }
     }
 

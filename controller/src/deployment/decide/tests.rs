@@ -739,7 +739,10 @@ fn the_ingress_follows_spec_ingress_beside_the_lifecycle_and_is_left_alone_when_
     // spec.ingress removed: deleted; not managed: left alone; being deleted: goes with it.
     assert_eq!(
         ingress_actions(&decide(&running_fd(app_spec()), &managed(Some(cached.clone())))),
-        [IngressChange::Delete { name: "basic".into() }]
+        [IngressChange::Delete {
+            name: "basic".into(),
+            uid: None
+        }]
     );
     assert!(ingress_actions(&decide(&running_fd(app_spec()), &obs(ready_jm(), running_job()))).is_empty());
     assert!(
