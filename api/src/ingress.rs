@@ -36,7 +36,21 @@ pub enum TemplateError {
     Whitespace { template: String },
     #[error("unable to process the Ingress template {template:?}: host {host:?} is not a valid host name")]
     InvalidHost { template: String, host: String },
+    #[error(
+        "the Ingress template {template:?} gives the host {host:?}, which is not a DNS name an Ingress can hold: \
+         {why}"
+    )]
+    HostTooLong {
+        template: String,
+        host: String,
+        why: String,
+    },
 }
+
+/// The longest DNS name, and the longest of its labels (RFC 1035): the API server refuses an
+/// Ingress whose host is longer.
+const MAX_HOST_LEN: usize = 253;
+const MAX_HOST_LABEL_LEN: usize = 63;
 
 /// The address `template` gives the resource `name` in `namespace`.
 pub fn address(template: Option<&str>, name: &str, namespace: &str) -> Result<IngressAddress, TemplateError> {
@@ -76,6 +90,24 @@ pub fn address(template: Option<&str>, name: &str, namespace: &str) -> Result<In
         return Err(TemplateError::InvalidHost {
             template,
             host: host.to_owned(),
+        });
+    }
+    // The name and namespace are substituted in, so a template that is fine for a short name
+    // can give a host too long for a long one (a 45-character name and a 63-character
+    // namespace in one label).
+    let long_label = host.split('.').find(|label| label.len() > MAX_HOST_LABEL_LEN);
+    if host.len() > MAX_HOST_LEN || long_label.is_some() {
+        let why = match long_label {
+            Some(label) => format!(
+                "its part {label:?} has {} characters, more than {MAX_HOST_LABEL_LEN}",
+                label.len()
+            ),
+            None => format!("it has {} characters, more than {MAX_HOST_LEN}", host.len()),
+        };
+        return Err(TemplateError::HostTooLong {
+            template,
+            host: host.to_owned(),
+            why,
         });
     }
     let after_authority = &rest[authority_end..];
@@ -118,6 +150,23 @@ mod tests {
             host: host.map(str::to_owned),
             path: path.map(str::to_owned),
         })
+    }
+
+    #[test]
+    fn a_host_too_long_for_a_dns_name_is_refused_naming_its_part() {
+        let name = "a".repeat(45);
+        let namespace = "b".repeat(63);
+        let error = address(Some("{{name}}-{{namespace}}.example.com"), &name, &namespace).unwrap_err();
+        assert!(
+            matches!(&error, TemplateError::HostTooLong { why, .. } if why.contains("109 characters, more than 63")),
+            "{error}"
+        );
+        // The same template for names that fit, and dotted parts of any number up to 253.
+        assert!(address(Some("{{name}}-{{namespace}}.example.com"), "basic", "team-a").is_ok());
+        assert!(address(Some("{{name}}.{{namespace}}.example.com"), &name, &namespace).is_ok());
+        let long = format!("{}.example.com", vec!["c".repeat(60); 4].join("."));
+        let error = address(Some(&long), &name, &namespace).unwrap_err();
+        assert!(error.to_string().contains("more than 253"), "{error}");
     }
 
     #[test]

@@ -371,6 +371,10 @@ const BLUE_GREEN: [(&str, &str); 2] = [
 
 const SESSION_EXAMPLE: &str = "basic-session-deployment-and-job.yaml";
 
+/// The namespace the guide runs the examples in (made by dev-up), and the operator's own.
+const JOBS_NAMESPACE: &str = "flink-jobs";
+const OPERATOR_NAMESPACE: &str = "flink-operator-system";
+
 /// The session-job example with its jar from this machine: the example names Flink's
 /// `flink-examples-streaming` jar on Maven Central, and the tests reach nothing beyond
 /// loopback. The same artifact is installed as the distribution's StateMachineExample.jar
@@ -433,6 +437,19 @@ fn every_example_runs_locally_as_its_comment_says() {
     files.sort();
     assert_eq!(files, listed, "an example without a case here");
 
+    // As the guide says: the jobs' own namespace, which dev-up made with the `flink`
+    // service account; the operator's namespace refuses Flink resources.
+    env.ok(&["config", "set-context", "--current", "--namespace", JOBS_NAMESPACE]);
+    env.ok(&["get", "serviceaccount", "flink"]);
+    let refused = env.run(&["-n", OPERATOR_NAMESPACE, "apply", "-f", "examples/basic.yaml"]);
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && message.contains(&format!("namespace \"{OPERATOR_NAMESPACE}\" is the operator's own"))
+            && message.contains("kubernetes.operator.operator-namespace.flink-resources.enabled"),
+        "an example applied in the operator's namespace: {message}"
+    );
+
     env.apply_stdin(FLINK_DATA_CLAIM);
     for (file, _, _) in RUNNING {
         if file == SESSION_EXAMPLE {
@@ -464,6 +481,8 @@ fn every_example_runs_locally_as_its_comment_says() {
         for d in deployments {
             let state = env.jsonpath(&format!("flinkdeployment/{d}"), "{.status.jobStatus.state}");
             assert_eq!(state, "RUNNING", "{d}");
+            let namespace = env.jsonpath(&format!("flinkdeployment/{d}"), "{.metadata.namespace}");
+            assert_eq!(namespace, JOBS_NAMESPACE, "{d}");
         }
         for j in jobs {
             let state = env.jsonpath(&format!("flinksessionjob/{j}"), "{.status.jobStatus.state}");

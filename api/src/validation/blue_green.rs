@@ -94,6 +94,8 @@ pub fn validate(
     }
     if let Some(ingress) = &new.spec.ingress {
         deployment::ingress_template("spec.ingress.template", ingress, &mut out);
+        let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
+        deployment::ingress_host_fits("spec.ingress.template", ingress, name, namespace, &mut out);
     }
 
     let Some(template) = new.spec.template.as_ref().and_then(|t| t.spec.as_ref()) else {

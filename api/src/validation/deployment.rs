@@ -33,6 +33,9 @@ pub fn validate(
         .and_then(|r| r.last_reconciled_spec().ok().flatten());
     let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
     spec_rules(&new.spec, namespace, reconciled.as_ref(), ctx, &mut out);
+    if let Some(ingress) = &new.spec.ingress {
+        ingress_host_fits("spec.ingress.template", ingress, name, namespace, &mut out);
+    }
     job::initial_savepoint_path_is_immutable(
         new.spec.job.as_ref(),
         old.and_then(|o| o.spec.job.as_ref()),
@@ -224,6 +227,25 @@ fn deployed_shape(spec: &FlinkDeploymentSpec, reconciled: &FlinkDeploymentSpec, 
 pub(crate) fn ingress_template(field: &str, ingress: &IngressSpec, out: &mut Vec<Violation>) {
     // Sample values: a resource's name and namespace never make a valid template invalid.
     if let Err(error) = crate::ingress::address(ingress.template.as_deref(), "name", "namespace") {
+        out.push(Violation::new(field, error.to_string()));
+    }
+}
+
+/// The host the template gives this resource's name and namespace must be a DNS name (at
+/// most 253 characters, parts of at most 63): the Ingress is named and routed from them, and
+/// the API server would refuse it. Only when the template itself is fine (its other faults
+/// are reported once, by [`ingress_template`]).
+pub(crate) fn ingress_host_fits(
+    field: &str,
+    ingress: &IngressSpec,
+    name: &str,
+    namespace: &str,
+    out: &mut Vec<Violation>,
+) {
+    let template = ingress.template.as_deref();
+    if crate::ingress::address(template, "name", "namespace").is_ok()
+        && let Err(error) = crate::ingress::address(template, name, namespace)
+    {
         out.push(Violation::new(field, error.to_string()));
     }
 }

@@ -577,6 +577,23 @@ fn canonical(value: &Value, out: &mut String) {
 }
 
 /// [`HASH_LEN`] lowercase hex digits of the SHA-256 of `bytes`.
+/// `<resource><suffix>` as an object name of at most 253 characters: a name that fits is
+/// unchanged (so no running job's objects are renamed), and a resource name too long for it is
+/// shortened and followed by a hash of all of it (stable, and different for two such names).
+/// A FlinkSessionJob's name has no length rule beyond Kubernetes' 253, so the names of the
+/// objects made for it must make room for their suffix this way.
+pub fn fitted_name(resource: &str, suffix: &str) -> String {
+    if resource.len() + suffix.len() <= MAX_NAME_LEN {
+        return format!("{resource}{suffix}");
+    }
+    let room = MAX_NAME_LEN.saturating_sub(suffix.len() + 1 + HASH_LEN);
+    format!(
+        "{}-{}{suffix}",
+        shortened(resource, room),
+        short_hash(resource.as_bytes())
+    )
+}
+
 fn short_hash(bytes: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
     digest

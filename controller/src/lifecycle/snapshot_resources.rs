@@ -88,14 +88,17 @@ pub struct NewSnapshot {
 
 impl NewSnapshot {
     /// `<resource>-<savepoint|checkpoint>-<manual|periodic|upgrade>-<epoch ms>`, as the Apache
-    /// operator names them.
+    /// operator names them; for a resource whose name leaves no room for the suffix in 253
+    /// characters (a FlinkSessionJob may be named so), its name shortened with a hash
+    /// ([`crate::lifecycle::revisions::fitted_name`]).
     pub fn name(&self, resource: &str) -> String {
-        format!(
-            "{resource}-{}-{}-{}",
+        let suffix = format!(
+            "-{}-{}-{}",
             self.kind.name(),
             self.trigger_type.as_str().to_ascii_lowercase(),
             self.at_ms
-        )
+        );
+        crate::lifecycle::revisions::fitted_name(resource, &suffix)
     }
 
     /// `spec.backoffLimit`: a periodic savepoint that fails is not tried again (the next

@@ -548,7 +548,102 @@ pub(super) fn cases() -> Vec<RuleCase> {
         .map(|(case, object, field, reason)| RuleCase::new(KIND, case, check(&object), field, reason))
         .collect();
     out.extend(update_cases());
+    out.extend(pod_cases());
     out
+}
+
+/// The pod templates judged for what the operator would create with its own rights: the
+/// ServiceAccount they name, the Pod Security level the platform sets, the Ingress host.
+fn pod_cases() -> Vec<RuleCase> {
+    let level = |level: &str| {
+        ValidationContext::new(
+            [(
+                crate::keys::operator::POD_SECURITY_LEVEL.to_owned(),
+                level.to_owned(),
+            )]
+            .into(),
+        )
+    };
+    let hardened = json!({"spec": {
+        "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{"name": "flink-main-container",
+            "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]
+    }});
+    let judged =
+        |object: Value, ctx: &ValidationContext| validate(&typed::<FlinkDeployment>(object), None, ctx);
+    vec![
+        RuleCase::new(
+            KIND,
+            "a pod template naming another ServiceAccount",
+            check(&with(&[(
+                "spec/podTemplate",
+                json!({"spec": {"serviceAccountName": "deployer"}}),
+            )])),
+            "spec.podTemplate.spec.serviceAccountName",
+            "the pods would run with another identity's rights",
+        ),
+        RuleCase::new(
+            KIND,
+            "a hostPath volume at the baseline Pod Security level",
+            judged(
+                with(&[(
+                    "spec/podTemplate",
+                    json!({"spec": {"volumes": [{"name": "node", "hostPath": {"path": "/"}}]}}),
+                )]),
+                &level("baseline"),
+            ),
+            "spec.podTemplate.spec.volumes[0].hostPath",
+            "Pod Security Standards baseline control \"HostPath Volumes\"",
+        ),
+        RuleCase::new(
+            KIND,
+            "a container that may escalate its privileges at the restricted Pod Security level",
+            judged(
+                with(&[
+                    ("spec/podTemplate", hardened.clone()),
+                    (
+                        "spec/taskManager/podTemplate",
+                        json!({"spec": {"containers": [{"name": "flink-main-container",
+                            "securityContext": {"allowPrivilegeEscalation": true}}]}}),
+                    ),
+                ]),
+                &level("restricted"),
+            ),
+            "spec.taskManager.podTemplate.spec.containers[0].securityContext.allowPrivilegeEscalation",
+            "restricted control \"Privilege Escalation\"",
+        ),
+        RuleCase::new(
+            KIND,
+            "the restricted Pod Security level without the settings it requires",
+            judged(
+                with(&[(
+                    "spec/podTemplate",
+                    json!({"spec": {"securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+                        "containers": [{"name": "flink-main-container",
+                            "securityContext": {"capabilities": {"drop": ["ALL"]}}}]}}),
+                )]),
+                &level("restricted"),
+            ),
+            "spec.podTemplate.spec.containers[flink-main-container].securityContext.allowPrivilegeEscalation",
+            "must be set to false (in the JobManager and TaskManager pods)",
+        ),
+        RuleCase::new(
+            KIND,
+            "D8 an Ingress host too long for this name and namespace",
+            judged(
+                with(&[
+                    ("metadata/namespace", json!("b".repeat(63))),
+                    (
+                        "spec/ingress",
+                        json!({"template": "{{name}}-{{namespace}}.example.com"}),
+                    ),
+                ]),
+                &ValidationContext::default(),
+            ),
+            "spec.ingress.template",
+            "more than 63",
+        ),
+    ]
 }
 
 #[test]

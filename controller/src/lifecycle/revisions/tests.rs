@@ -965,3 +965,47 @@ fn a_rollback_records_a_revision_equal_to_the_one_rolled_back_to_at_the_top() {
         "revision 1 goes first; the current (4 = 2) and the last stable (3) stay"
     );
 }
+
+#[test]
+fn derived_names_fit_in_253_characters_and_names_that_fit_are_unchanged() {
+    use crate::lifecycle::{Snapshot, snapshot_resources::NewSnapshot};
+    use flink_operator_api::SnapshotTriggerType;
+    let snapshot = |kind, trigger_type| NewSnapshot {
+        kind,
+        trigger_type,
+        at_ms: 1_700_000_000_000,
+        existing_path: None,
+        dispose_on_delete: false,
+    };
+    // As the Apache operator names them, for every name that leaves room.
+    assert_eq!(
+        snapshot(Snapshot::Savepoint, SnapshotTriggerType::Periodic).name("clicks"),
+        "clicks-savepoint-periodic-1700000000000"
+    );
+    let fits = "a".repeat(253 - "-checkpoint-periodic-1700000000000".len());
+    assert_eq!(
+        snapshot(Snapshot::Checkpoint, SnapshotTriggerType::Periodic).name(&fits),
+        format!("{fits}-checkpoint-periodic-1700000000000")
+    );
+    // A FlinkSessionJob of 253 characters: shortened, with a hash of the whole name.
+    let long = format!("{}x", "a".repeat(252));
+    let other = format!("{}y", "a".repeat(252));
+    for kind in [Snapshot::Savepoint, Snapshot::Checkpoint] {
+        for trigger in [
+            SnapshotTriggerType::Manual,
+            SnapshotTriggerType::Periodic,
+            SnapshotTriggerType::Upgrade,
+        ] {
+            let name = snapshot(kind, trigger).name(&long);
+            assert!(name.len() <= 253, "{} {name}", name.len());
+            assert!(name.ends_with("-1700000000000"), "{name}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{name}"
+            );
+            assert_eq!(name, snapshot(kind, trigger).name(&long), "stable");
+            assert_ne!(name, snapshot(kind, trigger).name(&other), "distinct");
+        }
+    }
+}
