@@ -169,6 +169,9 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
     let client = client().await;
     install_crds(&client).await;
     let ns = TestNamespace::new(&client, "cert-renewal").await;
+    // The replicas' own namespace (their Secret), apart from the Flink resources': the
+    // operator's namespace takes none.
+    let operator_ns = TestNamespace::new(&client, "cert-renewal-operator").await;
     let port = crate::harness::free_port();
     register(&client, &ns.name, port).await;
 
@@ -177,8 +180,8 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
     // the race for it and serves the same certificate.
     let mut started = Started {
         replicas: vec![
-            Replica::start(&ns.name, &dir.join("replica-0"), port),
-            Replica::start(&ns.name, &dir.join("replica-1"), crate::harness::free_port()),
+            Replica::start(&operator_ns.name, &dir.join("replica-0"), port),
+            Replica::start(&operator_ns.name, &dir.join("replica-1"), crate::harness::free_port()),
         ],
         client: client.clone(),
     };
@@ -206,7 +209,7 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
         },
     )
     .await;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns.name);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &operator_ns.name);
     let first = secrets.get(SECRET).await.unwrap();
     let first_cert = first.data.as_ref().unwrap()["tls.crt"].0.clone();
     for replica in &started.replicas {
