@@ -38,16 +38,11 @@ impl Context {
         ValidationContext::shared(self.operator_config.current())
     }
 
-    /// Records whether the JobManager of the resource `uid` answered now; returns whether it
-    /// also did not answer at the previous look.
-    pub fn unanswered_again(&self, uid: &str, answered: bool) -> bool {
+    /// Records what the look at the JobManager of the resource `uid` found now; returns
+    /// whether it did not answer at this look and at the previous one.
+    pub fn unanswered_again(&self, uid: &str, look: RestLook) -> bool {
         let mut unanswered = self.unanswered.lock().unwrap_or_else(|e| e.into_inner());
-        if answered {
-            unanswered.remove(uid);
-            false
-        } else {
-            !unanswered.insert(uid.to_owned())
-        }
+        unanswered_in_a_row(&mut unanswered, uid, look)
     }
 
     /// The configuration `fd` runs with before its spec fields are applied: operator
@@ -150,9 +145,78 @@ impl Context {
     }
 }
 
+/// What one look at a JobManager's REST API found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestLook {
+    /// It answered (or there was nothing to ask).
+    Answered,
+    /// A call was sent and got no answer.
+    Unanswered,
+    /// No call was sent: every call that got no answer was held back, because a call to the
+    /// same host timed out lately (see [`crate::flink::hosts`]). Not a look: it neither
+    /// starts nor continues a run of unanswered looks, so that holding calls back never
+    /// decides more than the timeout it stands for.
+    HeldBack,
+}
+
+impl RestLook {
+    /// The look of `rest`'s calls, `answered` or not.
+    pub fn of(answered: bool, rest: &FlinkRestClient) -> Self {
+        match (answered, rest.only_held_back()) {
+            (true, _) => RestLook::Answered,
+            (false, true) => RestLook::HeldBack,
+            (false, false) => RestLook::Unanswered,
+        }
+    }
+}
+
+/// Records `look` of `uid` among the resources whose JobManager did not answer at their last
+/// look; whether it did not answer now and then.
+fn unanswered_in_a_row(
+    unanswered: &mut std::collections::HashSet<String>,
+    uid: &str,
+    look: RestLook,
+) -> bool {
+    match look {
+        RestLook::Answered => {
+            unanswered.remove(uid);
+            false
+        }
+        RestLook::Unanswered => !unanswered.insert(uid.to_owned()),
+        RestLook::HeldBack => false,
+    }
+}
+
 fn rest_port(config: &BTreeMap<String, String>) -> u16 {
     config
         .get("rest.port")
         .and_then(|p| p.parse().ok())
         .unwrap_or(8081)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RestLook, unanswered_in_a_row};
+
+    #[test]
+    fn looks_whose_calls_were_held_back_do_not_make_a_jobmanager_unanswered_twice() {
+        use RestLook::*;
+        // The looks in turn -> whether each is the second unanswered look in a row.
+        for (looks, expected) in [
+            (vec![Unanswered, Unanswered], vec![false, true]),
+            (vec![Unanswered, Answered, Unanswered], vec![false, false, false]),
+            // Held back after a timeout: not a second unanswered look, however many.
+            (vec![Unanswered, HeldBack, HeldBack], vec![false, false, false]),
+            // The call let through after the hold-back times out too: now it is.
+            (vec![Unanswered, HeldBack, Unanswered], vec![false, false, true]),
+            (vec![HeldBack, Unanswered], vec![false, false]),
+        ] {
+            let mut unanswered = std::collections::HashSet::new();
+            let seen: Vec<bool> = looks
+                .iter()
+                .map(|look| unanswered_in_a_row(&mut unanswered, "uid", *look))
+                .collect();
+            assert_eq!(seen, expected, "{looks:?}");
+        }
+    }
 }

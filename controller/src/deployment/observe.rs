@@ -13,7 +13,7 @@ use super::{
 use crate::{
     caches::Caches,
     conditions::condition_status,
-    context::Context,
+    context::{Context, RestLook},
     flink::{FlinkRestClient, JobId, TriggerId},
     lifecycle::poll::{self, CheckpointLookup, SavepointPoll},
     lifecycle::snapshot_resources,
@@ -81,6 +81,7 @@ pub async fn observe(
             None => replica_failure(jm),
         };
         let mut rest_ready = false;
+        let mut held_back = false;
         let deleting_session = fd.metadata.deletion_timestamp.is_some() && fd.spec.job.is_none();
         if ready > 0 {
             match ctx.rest_url(fd).await {
@@ -108,13 +109,19 @@ pub async fn observe(
                             // would run cannot be asked for, nor saved.
                             session_overview = rest.jobs_overview().await.ok();
                         }
+                        held_back = rest.only_held_back();
                     }
                     Err(e) => job = Some(JobObservation::Unreachable(e.to_string())),
                 },
                 Err(e) => job = Some(JobObservation::Unreachable(e.to_string())),
             }
         }
-        unanswered_before = ctx.unanswered_again(&fd.uid().unwrap_or_default(), rest_ready || ready == 0);
+        let look = match (rest_ready || ready == 0, held_back) {
+            (true, _) => RestLook::Answered,
+            (false, true) => RestLook::HeldBack,
+            (false, false) => RestLook::Unanswered,
+        };
+        unanswered_before = ctx.unanswered_again(&fd.uid().unwrap_or_default(), look);
         // The status shows the JobManager not ready; only the log can say why.
         if unanswered_before && let Some(JobObservation::Unreachable(why)) = &job {
             tracing::warn!(error = %why, "the JobManager's REST API did not answer twice in a row");

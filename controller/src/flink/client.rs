@@ -2,7 +2,10 @@
 
 use std::{
     path::Path,
-    sync::atomic::{AtomicUsize, Ordering},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
@@ -17,6 +20,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use super::{
     RestTls,
     error::{FlinkError, first_chars},
+    hosts::{Admission, Hosts, Probe},
     ids::{JarId, JobId, TriggerId},
     model::*,
     operation::{OperationStatus, classify},
@@ -43,12 +47,71 @@ const SMALL_ANSWER_BYTES: usize = 256 * 1024;
 /// once. Every reconcile may hold a small answer, but only these may grow to
 /// [`MAX_ANSWER_BYTES`], so the answers of hostile or huge JobManagers together cost at
 /// most this many times one large answer (its buffer and what it decodes into). A large
-/// answer waits for its turn within its call's timeout.
+/// answer waits for its turn within its call's timeout, which bounds the whole answer (from
+/// sending the request to its last byte), so a turn is never held longer than that.
 pub const LARGE_ANSWERS_AT_ONCE: usize = 2;
+
+/// How many of the [`LARGE_ANSWERS_AT_ONCE`] turns the answers of one JobManager host may
+/// hold at once: a host that drips a large answer (or several) holds one turn until its
+/// timeout, never every turn, and another host's large answer is read meanwhile.
+pub const LARGE_ANSWERS_PER_HOST: usize = 1;
 
 /// Process-wide rather than per client: the bound is on the process's memory, whichever
 /// clients read.
 static LARGE_ANSWERS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(LARGE_ANSWERS_AT_ONCE);
+
+/// Each host's turns among [`LARGE_ANSWERS`], by `host:port`; a host's entry lives while one
+/// of its answers holds or waits for a turn.
+static LARGE_ANSWERS_BY_HOST: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// A large answer's turn: one of its host's, then one of the process's.
+struct LargeTurn {
+    host: String,
+    turns: Option<(
+        tokio::sync::OwnedSemaphorePermit,
+        tokio::sync::SemaphorePermit<'static>,
+    )>,
+}
+
+impl LargeTurn {
+    /// Waits for a turn for an answer of `host`: its host's first, so that an answer waiting
+    /// behind another of the same host holds none of the process's turns.
+    async fn take(host: &str) -> Result<Self, FlinkError> {
+        let closed = |_| FlinkError::Request("the turns for large JobManager answers are closed".to_owned());
+        // Declared before `own`, so dropped after it: if the call is dropped while waiting,
+        // this Drop then finds the host's entry unused and forgets it.
+        let mut turn = Self {
+            host: host.to_owned(),
+            turns: None,
+        };
+        let own = LARGE_ANSWERS_BY_HOST
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(host.to_owned())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(LARGE_ANSWERS_PER_HOST)))
+            .clone();
+        let host_turn = own.acquire_owned().await.map_err(closed)?;
+        let process_turn = LARGE_ANSWERS.acquire().await.map_err(closed)?;
+        turn.turns = Some((host_turn, process_turn));
+        Ok(turn)
+    }
+}
+
+impl Drop for LargeTurn {
+    fn drop(&mut self) {
+        self.turns = None;
+        let mut hosts = LARGE_ANSWERS_BY_HOST.lock().unwrap_or_else(|e| e.into_inner());
+        // Only the map holds it: no answer of this host holds or waits for a turn.
+        if hosts
+            .get(&self.host)
+            .is_some_and(|own| Arc::strong_count(own) == 1)
+        {
+            hosts.remove(&self.host);
+        }
+    }
+}
 
 /// Timeouts and retries of a client.
 #[derive(Clone, Debug)]
@@ -112,8 +175,15 @@ impl ClientConfig {
 #[derive(Clone, Debug)]
 pub struct FlinkRestClient {
     base: String,
+    /// `host:port` of `base`: what [`Hosts`] holds back.
+    host: String,
     http: reqwest::Client,
     config: ClientConfig,
+    /// The JobManager hosts that did not answer lately, shared by every client of the
+    /// process (see [`super::hosts`]).
+    hosts: Arc<Hosts>,
+    /// How this client's calls (and its clones') ended, for [`Self::only_held_back`].
+    record: Arc<CallRecord>,
     /// Counts every request sent (each retry too).
     requests: Option<prometheus_client::metrics::counter::Counter>,
     /// Times every request sent, by method and answer.
@@ -127,6 +197,7 @@ pub struct FlinkRestClient {
 pub struct RestClients {
     http: reqwest::Client,
     config: ClientConfig,
+    hosts: Arc<Hosts>,
 }
 
 impl RestClients {
@@ -134,12 +205,18 @@ impl RestClients {
         Ok(Self {
             http: http_client(&config)?,
             config,
+            hosts: Arc::default(),
         })
     }
 
     /// A client of the JobManager at `base_url`.
     pub fn client(&self, base_url: &str) -> Result<FlinkRestClient, FlinkError> {
-        FlinkRestClient::sharing(base_url, self.http.clone(), self.config.clone())
+        FlinkRestClient::sharing(
+            base_url,
+            self.http.clone(),
+            self.config.clone(),
+            self.hosts.clone(),
+        )
     }
 
     pub fn config(&self) -> &ClientConfig {
@@ -164,12 +241,21 @@ fn http_client(config: &ClientConfig) -> Result<reqwest::Client, FlinkError> {
         .map_err(|e| FlinkError::Request(format!("HTTP client: {e}")))
 }
 
+/// How the calls of a client ended, as far as counting unanswered looks needs.
+#[derive(Debug, Default)]
+struct CallRecord {
+    /// A call was held back (not sent: its host did not answer lately).
+    held_back: AtomicBool,
+    /// A call was sent and got no answer (a timeout, no connection, an answer broken off).
+    unanswered: AtomicBool,
+}
+
 /// An answer that is not a server error: its status and body.
 struct Answer {
     status: StatusCode,
     body: String,
     /// Held for a large answer until it is decoded: decoding is where it costs most.
-    _large: Option<tokio::sync::SemaphorePermit<'static>>,
+    _large: Option<LargeTurn>,
 }
 
 impl FlinkRestClient {
@@ -177,25 +263,44 @@ impl FlinkRestClient {
     /// an HTTP client of its own (for tools and tests; the operator shares one, see
     /// [`RestClients`]).
     pub fn new(base_url: &str, config: ClientConfig) -> Result<Self, FlinkError> {
-        Self::sharing(base_url, http_client(&config)?, config)
+        Self::sharing(base_url, http_client(&config)?, config, Arc::default())
     }
 
     /// A client of the JobManager at `base_url` that sends through `http` (a clone shares its
-    /// connection pool).
-    pub fn sharing(base_url: &str, http: reqwest::Client, config: ClientConfig) -> Result<Self, FlinkError> {
+    /// connection pool) and holds back calls to the hosts `hosts` says did not answer lately.
+    fn sharing(
+        base_url: &str,
+        http: reqwest::Client,
+        config: ClientConfig,
+        hosts: Arc<Hosts>,
+    ) -> Result<Self, FlinkError> {
         let base = base_url.trim_end_matches('/').to_owned();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(FlinkError::Request(format!(
                 "JobManager URL {base_url:?} must start with http:// or https://"
             )));
         }
+        let host = reqwest::Url::parse(&base)
+            .ok()
+            .and_then(|url| Some(format!("{}:{}", url.host_str()?, url.port_or_known_default()?)))
+            .unwrap_or_else(|| base.clone());
         Ok(Self {
             base,
+            host,
             http,
             config,
+            hosts,
+            record: Arc::default(),
             requests: None,
             timer: None,
         })
+    }
+
+    /// Whether the calls of this client (and its clones) that got no answer were all held
+    /// back, none sent and left unanswered: a look made only of such calls asked the
+    /// JobManager nothing, and does not count as a second unanswered look in a row.
+    pub fn only_held_back(&self) -> bool {
+        self.record.held_back.load(Ordering::Relaxed) && !self.record.unanswered.load(Ordering::Relaxed)
     }
 
     /// The same client, counting each request it sends into `counter`.
@@ -627,7 +732,10 @@ impl FlinkRestClient {
         // retry.
         attempt
             .retry(backoff)
-            .when(|error| error.retryable() && !matches!(error, FlinkError::Timeout { .. }))
+            .when(|error| {
+                error.retryable()
+                    && !matches!(error, FlinkError::Timeout { .. } | FlinkError::HeldBack { .. })
+            })
             .notify(|error, after| tracing::debug!(%url, %error, ?after, "retrying Flink REST call"))
             .await
     }
@@ -638,6 +746,17 @@ impl FlinkRestClient {
         request: reqwest::RequestBuilder,
         timeout: Duration,
     ) -> Result<Answer, FlinkError> {
+        let probe = match self.hosts.admit(&self.host, std::time::Instant::now()) {
+            Admission::HeldBack { timeout, retry_in } => {
+                self.record.held_back.store(true, Ordering::Relaxed);
+                return Err(FlinkError::HeldBack {
+                    url: url.to_owned(),
+                    after: timeout,
+                    retry_in,
+                });
+            }
+            Admission::Send { probe } => Probe::new(&self.hosts, &self.host, probe),
+        };
         if let Some(requests) = &self.requests {
             requests.inc();
         }
@@ -648,13 +767,28 @@ impl FlinkRestClient {
             reqwest::RequestBuilder::from_parts(http, built.map_err(|e| FlinkError::Request(e.to_string()))?);
         // reqwest's own timeout covers the body too; this one bounds the attempt whatever
         // the transport does, so that no answer, however slow, holds a reconcile longer.
-        let exchanged = tokio::time::timeout(timeout, exchange(url, request, timeout))
+        let exchanged = tokio::time::timeout(timeout, exchange(url, &self.host, request, timeout))
             .await
             .map_err(|_| FlinkError::Timeout {
                 url: url.to_owned(),
                 after: timeout,
             })
             .and_then(|answer| answer);
+        match &exchanged {
+            Err(FlinkError::Timeout { .. }) => {
+                self.record.unanswered.store(true, Ordering::Relaxed);
+                self.hosts
+                    .timed_out(&self.host, timeout, std::time::Instant::now());
+            }
+            // No connection, or an answer broken off: the host does not hang, each such call
+            // fails fast by itself (and is retried within the call).
+            Err(FlinkError::Unreachable { .. } | FlinkError::Interrupted { .. }) => {
+                self.record.unanswered.store(true, Ordering::Relaxed);
+                self.hosts.answered(&self.host);
+            }
+            _ => self.hosts.answered(&self.host),
+        }
+        probe.settled();
         if let Some(timer) = &self.timer {
             let status = exchanged.as_ref().ok().map(|(status, _, _)| status.as_u16());
             timer.observe(&method, status, started.elapsed());
@@ -687,24 +821,21 @@ impl FlinkRestClient {
     }
 }
 
-/// Sends `request` and reads its answer chunk by chunk, at most [`MAX_ANSWER_BYTES`] and
-/// [`MAX_ANSWER_VALUES`] of it; an answer past [`SMALL_ANSWER_BYTES`] first waits for one
-/// of the [`LARGE_ANSWERS_AT_ONCE`] turns, returned with it.
+/// Sends `request` to `host` and reads its answer chunk by chunk, at most
+/// [`MAX_ANSWER_BYTES`] and [`MAX_ANSWER_VALUES`] of it; an answer past
+/// [`SMALL_ANSWER_BYTES`] first waits for one of its host's [`LARGE_ANSWERS_PER_HOST`] and
+/// the process's [`LARGE_ANSWERS_AT_ONCE`] turns, returned with it.
 async fn exchange(
     url: &str,
+    host: &str,
     request: reqwest::RequestBuilder,
     timeout: Duration,
-) -> Result<(StatusCode, String, Option<tokio::sync::SemaphorePermit<'static>>), FlinkError> {
+) -> Result<(StatusCode, String, Option<LargeTurn>), FlinkError> {
     let too_large = || FlinkError::TooLarge {
         url: url.to_owned(),
         limit: MAX_ANSWER_BYTES,
     };
-    let large_turn = || async {
-        LARGE_ANSWERS
-            .acquire()
-            .await
-            .map_err(|_| FlinkError::Request("the turns for large JobManager answers are closed".to_owned()))
-    };
+    let large_turn = || LargeTurn::take(host);
     let mut response = request
         .send()
         .await

@@ -36,6 +36,21 @@ pub enum FlinkError {
         /// The timeout.
         after: Duration,
     },
+    /// Not sent: a call to the same JobManager host timed out lately, and its calls fail at
+    /// once for a while (see `flink::hosts`) instead of each waiting for its timeout. Meant
+    /// as the timeout it stands for: the JobManager does not answer.
+    #[error(
+        "JobManager at {url} was not asked: a call to its host got no answer within {after:?} lately \
+         (calls go through again in {retry_in:?})"
+    )]
+    HeldBack {
+        /// The URL that would have been called.
+        url: String,
+        /// The timeout of the call that timed out.
+        after: Duration,
+        /// How long calls to the host are still held back.
+        retry_in: Duration,
+    },
     /// 404: the job, jar or operation is not known to this JobManager.
     #[error("not found at {url}: {message}")]
     NotFound {
@@ -100,7 +115,11 @@ impl FlinkError {
     pub fn retryable(&self) -> bool {
         matches!(
             self,
-            Self::Unreachable { .. } | Self::Interrupted { .. } | Self::Timeout { .. } | Self::Server { .. }
+            Self::Unreachable { .. }
+                | Self::Interrupted { .. }
+                | Self::Timeout { .. }
+                | Self::HeldBack { .. }
+                | Self::Server { .. }
         )
     }
 
@@ -109,7 +128,8 @@ impl FlinkError {
         match self {
             Self::Unreachable { .. } => "unreachable",
             Self::Interrupted { .. } => "interrupted",
-            Self::Timeout { .. } => "timeout",
+            // Counted as the timeout it stands for.
+            Self::Timeout { .. } | Self::HeldBack { .. } => "timeout",
             Self::NotFound { .. } => "not_found",
             Self::BadRequest { .. } => "bad_request",
             Self::Server { .. } => "server_error",

@@ -22,6 +22,10 @@ use tokio::{
 
 use super::*;
 
+/// Held by the tests whose answers take the process's turns for large answers, so that one
+/// of them (a host dripping large answers for seconds) does not slow another past its bound.
+static LARGE_TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Per attempt, through [`ClientConfig::timeout`].
 const TIMEOUT: Duration = Duration::from_millis(500);
 /// Further attempts after an error that may pass.
@@ -46,6 +50,8 @@ enum Misbehaviour {
     EndlessBody,
     /// The request is read and never answered.
     Silent,
+    /// The first request is never answered, the later ones are (a JobManager that was busy).
+    SilentOnce,
     /// The connection is closed as soon as it is accepted.
     HangUp,
     /// A `Content-Length` beyond the limit.
@@ -57,6 +63,8 @@ enum Misbehaviour {
     TooManyValues,
     /// A well-formed answer of a job with 5,000 vertices (about 1 MiB): large, not hostile.
     Large,
+    /// A declared 300 KiB answer: past the small answers at once, then a byte every 100 ms.
+    LargeDrip,
 }
 
 /// Serves every connection with `misbehaviour`; the base URL and the number of requests.
@@ -86,7 +94,7 @@ async fn serve(mut stream: TcpStream, misbehaviour: Misbehaviour, hits: &AtomicU
         return Ok(());
     }
     read_request(&mut stream).await?;
-    hits.fetch_add(1, Ordering::SeqCst);
+    let earlier = hits.fetch_add(1, Ordering::SeqCst);
     let head = |status: &str, length: usize| {
         format!(
             "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {length}\r\nconnection: close\r\n\r\n"
@@ -128,6 +136,12 @@ async fn serve(mut stream: TcpStream, misbehaviour: Misbehaviour, hits: &AtomicU
             tokio::time::sleep(Duration::from_secs(600)).await;
         }
         Misbehaviour::Silent => tokio::time::sleep(Duration::from_secs(600)).await,
+        Misbehaviour::SilentOnce if earlier == 0 => tokio::time::sleep(Duration::from_secs(600)).await,
+        Misbehaviour::SilentOnce => {
+            let body = br#"{"jobs":[]}"#;
+            stream.write_all(head("200 OK", body.len()).as_bytes()).await?;
+            stream.write_all(body).await?;
+        }
         Misbehaviour::HangUp => {}
         Misbehaviour::TooLargeDeclared => {
             stream
@@ -151,6 +165,14 @@ async fn serve(mut stream: TcpStream, misbehaviour: Misbehaviour, hits: &AtomicU
             );
             stream.write_all(head("200 OK", body.len()).as_bytes()).await?;
             stream.write_all(body.as_bytes()).await?;
+        }
+        Misbehaviour::LargeDrip => {
+            stream.write_all(head("200 OK", 300 * 1024).as_bytes()).await?;
+            stream.write_all(&vec![b' '; 260 * 1024]).await?;
+            loop {
+                stream.write_all(b" ").await?;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
         }
         Misbehaviour::TooLargeStreamed => {
             stream
@@ -324,6 +346,81 @@ async fn a_jobmanager_that_never_answers_times_out() {
     each_call_fails(Misbehaviour::Silent, timed_out).await;
 }
 
+fn held_back(error: &FlinkError) -> bool {
+    matches!(error, FlinkError::HeldBack { after, .. } if *after == TIMEOUT) && error.retryable()
+}
+
+/// What a call that is held back must be: at once, nothing sent, the endpoint named.
+const AT_ONCE: Duration = Duration::from_millis(100);
+
+#[tokio::test]
+async fn a_jobmanager_that_timed_out_is_not_asked_again_until_its_hold_back_ends() {
+    let (url, hits) = jobmanager(Misbehaviour::Silent).await;
+    let (other, other_hits) = jobmanager(Misbehaviour::WrongShape).await;
+    // One pool for the process, a client per reconcile, as the operator has them.
+    let clients = RestClients::new(config()).unwrap();
+    let first = clients.client(&url).unwrap();
+    assert!(timed_out(&first.jobs_overview().await.unwrap_err()));
+    assert!(!first.only_held_back(), "it was asked");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+
+    // The next reconciles within the window (one timeout): every call fails at once.
+    let second = clients.client(&url).unwrap();
+    for (name, path, result, took) in calls(&second).await {
+        let error = result.unwrap_err();
+        assert!(held_back(&error), "{name}: {error:?}");
+        let text = error.to_string();
+        assert!(text.contains(&url) && text.contains(path), "{name}: {text}");
+        assert!(took < AT_ONCE, "{name} took {took:?}");
+    }
+    assert!(second.only_held_back(), "a look that asked nothing");
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "nothing sent");
+    // Another host is asked as usual.
+    let error = clients.client(&other).unwrap().jobs_overview().await.unwrap_err();
+    assert!(matches!(error, FlinkError::Decode { .. }), "{error:?}");
+    assert_eq!(other_hits.load(Ordering::SeqCst), 1);
+
+    // After the window one call goes through, the others wait for it.
+    tokio::time::sleep(TIMEOUT).await;
+    let third = clients.client(&url).unwrap();
+    let outcomes = calls(&third).await;
+    let timeouts = outcomes
+        .iter()
+        .filter(|(_, _, r, _)| r.as_ref().is_err_and(timed_out))
+        .count();
+    let held = outcomes
+        .iter()
+        .filter(|(_, _, r, took)| r.as_ref().is_err_and(held_back) && *took < AT_ONCE)
+        .count();
+    assert_eq!((timeouts, held), (1, 4), "{outcomes:?}");
+    assert!(!third.only_held_back());
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+    // It timed out too: the next window is twice as long.
+    tokio::time::sleep(TIMEOUT + TIMEOUT / 2).await;
+    let error = clients.client(&url).unwrap().jobs_overview().await.unwrap_err();
+    assert!(held_back(&error), "{error:?}");
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_jobmanager_that_answers_again_is_asked_as_before() {
+    let (url, hits) = jobmanager(Misbehaviour::SilentOnce).await;
+    let clients = RestClients::new(config()).unwrap();
+    assert!(timed_out(
+        &clients.client(&url).unwrap().jobs_overview().await.unwrap_err()
+    ));
+    assert!(held_back(
+        &clients.client(&url).unwrap().jobs_overview().await.unwrap_err()
+    ));
+    tokio::time::sleep(TIMEOUT).await;
+    // The call let through is answered: the host is no longer held back.
+    let client = clients.client(&url).unwrap();
+    assert_eq!(client.jobs_overview().await.unwrap().len(), 0);
+    let (a, b) = tokio::join!(client.jobs_overview(), client.jobs_overview());
+    assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
+    assert_eq!(hits.load(Ordering::SeqCst), 4);
+}
+
 #[tokio::test]
 async fn a_jobmanager_that_hangs_up_is_unreachable() {
     let hits = each_call_fails(Misbehaviour::HangUp, |e| {
@@ -346,6 +443,7 @@ async fn an_answer_declared_too_large_is_refused_before_it_is_read() {
 
 #[tokio::test]
 async fn an_answer_that_grows_past_the_limit_is_refused_there() {
+    let _turns = LARGE_TURNS.lock().await;
     // 33 MiB over loopback takes a moment in a debug build: a longer timeout, so that it is
     // the limit that stops the read.
     let (url, _) = jobmanager(Misbehaviour::TooLargeStreamed).await;
@@ -371,6 +469,7 @@ async fn an_answer_that_grows_past_the_limit_is_refused_there() {
 
 #[tokio::test]
 async fn an_answer_of_too_many_values_is_refused_before_it_is_decoded() {
+    let _turns = LARGE_TURNS.lock().await;
     each_call_fails(Misbehaviour::TooManyValues, |e| {
         matches!(e, FlinkError::TooManyValues { limit, .. } if *limit == MAX_ANSWER_VALUES)
             && !e.retryable()
@@ -381,6 +480,7 @@ async fn an_answer_of_too_many_values_is_refused_before_it_is_decoded() {
 
 #[tokio::test]
 async fn large_answers_within_the_limits_are_read_a_few_at_a_time() {
+    let _turns = LARGE_TURNS.lock().await;
     let (url, hits) = jobmanager(Misbehaviour::Large).await;
     // Each waits for its turn, within a timeout that covers several of them.
     let client = FlinkRestClient::new(
@@ -397,6 +497,53 @@ async fn large_answers_within_the_limits_are_read_a_few_at_a_time() {
         assert_eq!(details.unwrap().vertices.len(), 5_000);
     }
     assert_eq!(hits.load(Ordering::SeqCst), 3 * LARGE_ANSWERS_AT_ONCE);
+}
+
+#[tokio::test]
+async fn a_host_dripping_large_answers_holds_one_turn_and_other_hosts_large_answers_are_read_meanwhile() {
+    const DRIP_TIMEOUT: Duration = Duration::from_secs(6);
+    let _turns = LARGE_TURNS.lock().await;
+    let (dripping, _) = jobmanager(Misbehaviour::LargeDrip).await;
+    let (large, _) = jobmanager(Misbehaviour::Large).await;
+    let config = ClientConfig {
+        timeout: DRIP_TIMEOUT,
+        ..config()
+    };
+    let drips = FlinkRestClient::new(&dripping, config.clone()).unwrap();
+    let started = Instant::now();
+    // More dripping answers than the process has turns for large answers.
+    let dripped = tokio::spawn(async move {
+        let job = job();
+        let calls = (0..LARGE_ANSWERS_AT_ONCE + 1).map(|_| drips.job_details(&job));
+        futures::future::join_all(calls).await
+    });
+    // Each past the small-answer size: the host holds its turn.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let asked = Instant::now();
+    let details = FlinkRestClient::new(&large, config)
+        .unwrap()
+        .job_details(&job())
+        .await
+        .unwrap();
+    let took = asked.elapsed();
+    assert_eq!(details.vertices.len(), 5_000);
+    println!("a large answer of another host read in {took:?} while a host drips");
+    assert!(
+        took < DRIP_TIMEOUT / 2,
+        "another host's large answer waited {took:?} for the dripping host's turns"
+    );
+    // The dripping answers end at their timeout, the one waiting for its host's turn too.
+    for result in dripped.await.unwrap() {
+        assert!(
+            matches!(&result, Err(FlinkError::Timeout { after, .. }) if *after == DRIP_TIMEOUT),
+            "{result:?}"
+        );
+    }
+    assert!(
+        started.elapsed() < DRIP_TIMEOUT + BOUND,
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// The reconcile steps over these calls: observing a job turns any failure into an

@@ -2,8 +2,10 @@
 //!
 //! Every attempt has a timeout that runs to the last byte of the answer, and an answer is
 //! read up to [`MAX_ANSWER_BYTES`] (only [`LARGE_ANSWERS_AT_ONCE`] answers past a few hundred
-//! KiB at once, process-wide), so a JobManager that stalls, drips or floods fails the
-//! call instead of holding a reconcile or the operator's memory. Connection errors and 5xx
+//! KiB at once, process-wide, and [`LARGE_ANSWERS_PER_HOST`] of one JobManager host), so a
+//! JobManager that stalls, drips or floods fails the call instead of holding a reconcile or
+//! the operator's memory; once a call to a host timed out, the calls to that host fail at
+//! once for a while ([`hosts`]) instead of each holding a reconcile for its timeout. Connection errors and 5xx
 //! answers are retried with exponential backoff; a timeout is not (the caller looks again
 //! on its next reconcile), nor are 4xx answers (they are Flink's refusal, and come back as
 //! [`FlinkError`] with Flink's reason). Asynchronous operations (savepoint, stop,
@@ -15,6 +17,7 @@
 mod client;
 mod endpoint;
 mod error;
+pub mod hosts;
 mod ids;
 mod model;
 mod operation;
@@ -24,7 +27,7 @@ mod tls;
 mod misbehaving_tests;
 
 pub use client::{
-    ClientConfig, FlinkRestClient, LARGE_ANSWERS_AT_ONCE, MAX_ANSWER_BYTES, MAX_ANSWER_VALUES, RestClients,
+    ClientConfig, FlinkRestClient, LARGE_ANSWERS_AT_ONCE, LARGE_ANSWERS_PER_HOST, MAX_ANSWER_BYTES, MAX_ANSWER_VALUES, RestClients,
 };
 pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints, SERVICE_NAME, Scheme};
 pub use error::{FlinkError, flink_error_message};

@@ -16,7 +16,7 @@ use kube::ResourceExt;
 use super::decide::{self, CheckpointPath, Job, Observation, Target};
 use crate::{
     caches::Caches,
-    context::Context,
+    context::{Context, RestLook},
     flink::{FlinkError, FlinkRestClient, JobId, TriggerId},
     lifecycle::poll::{self, SavepointPoll},
     policy::Policy,
@@ -98,7 +98,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
             } else {
                 observation.operation = unreachable;
             }
-            observation.unanswered_again = ctx.unanswered_again(&uid, false);
+            observation.unanswered_again = ctx.unanswered_again(&uid, RestLook::Unanswered);
             return Observed {
                 observation,
                 rest_url: None,
@@ -130,7 +130,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
         answered &= !matches!(disposal, SavepointPoll::Unreachable(_));
         observation.disposal = Some(disposal);
     }
-    observation.unanswered_again = ctx.unanswered_again(&uid, answered);
+    observation.unanswered_again = ctx.unanswered_again(&uid, RestLook::of(answered, &rest));
     Observed {
         observation,
         rest_url: Some(rest.base_url().to_owned()),
