@@ -130,6 +130,8 @@ reasons! {
     CleanupFailed,
     /// A step of the reconcile failed on the Kubernetes or Flink API (retried).
     ReconcileFailed,
+    /// The Ingress of `spec.ingress` was not written: one of that name exists that the operator did not create for this resource (the note names it and its owner); it is neither taken over nor deleted.
+    IngressNotOwned,
     /// The operator failed on this resource with an internal error (a bug; the note has its message): only this resource is affected, and it is retried with back-off.
     ReconcilePanicked,
     /// A blue/green deployment started its first child, or a transition to the other child (the note says from which state).

@@ -46,6 +46,36 @@ pub enum WriteError {
     },
 }
 
+impl WriteError {
+    /// What the resource's status and Event say when the Ingress is another's (none for a
+    /// failed request, which is retried as any other).
+    pub fn refusal(&self) -> Option<String> {
+        matches!(self, WriteError::NotOwned { .. }).then(|| self.to_string())
+    }
+}
+
+/// The status after a pass whose Ingress write was refused: the plan's (the Ingress is
+/// written last, after every other step of the pass), with the refusal as its error, and the
+/// Event saying it. The resource is looked at again after `requeue`: the other Ingress may be
+/// removed without anything waking the resource (the cache does not hold it).
+pub fn refused<S: Clone>(
+    status: &S,
+    error: impl FnOnce(&mut S) -> &mut Option<String>,
+    message: String,
+    requeue: std::time::Duration,
+) -> crate::runtime::Recovery<S> {
+    let mut status = status.clone();
+    *error(&mut status) = Some(message.clone());
+    crate::runtime::Recovery {
+        status,
+        events: vec![crate::runtime::EventNote::warning(
+            crate::events::Reason::IngressNotOwned,
+            message,
+        )],
+        requeue,
+    }
+}
+
 /// Applies (server-side, as the operator's field manager) or deletes an Ingress of
 /// `namespace`; a deletion that finds none is done. Idempotent: a write repeated after a
 /// failure reads the Ingress again and decides again.
@@ -112,5 +142,46 @@ pub fn describe(namespace: &str, change: &IngressChange) -> String {
         IngressChange::Apply(ingress) => format!("applying Ingress {namespace}/{}", ingress.name_any()),
         IngressChange::Delete { name, .. } => format!("deleting Ingress {namespace}/{name}"),
         IngressChange::Refuse { name, .. } => format!("leaving Ingress {namespace}/{name} alone"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flink_operator_api::FlinkDeploymentStatus;
+
+    #[test]
+    fn another_objects_ingress_becomes_the_status_error_and_an_event_naming_it() {
+        let refused = WriteError::NotOwned {
+            namespace: "team-a".into(),
+            name: "orders".into(),
+            reason: "it has no owner: it was not created by the operator for this resource".into(),
+        };
+        let message = refused.refusal().expect("a refusal");
+        assert!(
+            message.starts_with("Ingress team-a/orders is not written: it has no owner"),
+            "{message}"
+        );
+        assert!(message.contains("neither takes over nor deletes"), "{message}");
+
+        let status = FlinkDeploymentStatus::default();
+        let recovery = super::refused(
+            &status,
+            |s| &mut s.error,
+            message.clone(),
+            std::time::Duration::from_secs(60),
+        );
+        assert_eq!(recovery.status.error.as_deref(), Some(message.as_str()));
+        assert_eq!(recovery.events.len(), 1);
+        assert_eq!(recovery.events[0].reason, crate::events::Reason::IngressNotOwned);
+        assert!(recovery.events[0].warning);
+        assert_eq!(recovery.events[0].note, message);
+
+        // A failed request is retried as any other, not reported as a refusal.
+        let failed = WriteError::Api {
+            what: "creating Ingress team-a/orders".into(),
+            source: kube::Error::LinesCodecMaxLineLengthExceeded,
+        };
+        assert_eq!(failed.refusal(), None);
     }
 }

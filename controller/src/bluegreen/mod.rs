@@ -181,11 +181,23 @@ impl Reconciler for BlueGreenDeployments {
     /// and the next pass decides from the map as it is.
     fn recover(
         resource: &FlinkBlueGreenDeployment,
-        _observed: &observe::Observed,
+        observed: &observe::Observed,
         plan: &Plan<FlinkBlueGreenDeploymentStatus, Action>,
         error: &ReconcileError,
     ) -> Option<Recovery<FlinkBlueGreenDeploymentStatus>> {
         let ReconcileError::Act(error) = error;
+        if let act::ActError::Ingress(error) = error
+            && let Some(message) = error.refusal()
+        {
+            let interval =
+                std::time::Duration::from_millis(observed.policy.reconcile_interval_ms.max(0) as u64);
+            return Some(crate::ingresses::refused(
+                &plan.status,
+                |s| &mut s.error,
+                message,
+                interval,
+            ));
+        }
         error.is_stale_gate_map().then(|| Recovery {
             status: plan
                 .status_before

@@ -124,6 +124,18 @@ impl Reconciler for Deployments {
         let ReconcileError::Act(error) = error else {
             return None;
         };
+        if let act::ActError::Ingress(error) = error
+            && let Some(message) = error.refusal()
+        {
+            let interval =
+                std::time::Duration::from_millis(observation.policy.reconcile_interval_ms.max(0) as u64);
+            return Some(crate::ingresses::refused(
+                &plan.status,
+                |s| &mut s.error,
+                message,
+                interval,
+            ));
+        }
         let why = error.rescale_failure()?;
         Some(crate::lifecycle::rescale::recovery(
             plan,
