@@ -197,7 +197,7 @@ fn run(cli: PluginCli) -> Exit {
     match result {
         Ok(()) => Exit::Done,
         Err(error) => {
-            eprintln!("error: {}", crate::chain(&error));
+            eprintln!("error: {}", revision_cli::printable(&crate::chain(&error)));
             exit_of(&error)
         }
     }
@@ -244,7 +244,9 @@ async fn status(
         })).collect::<Vec<_>>(),
     });
     let text = match output {
-        Output::Json => serde_json::to_string_pretty(&shown).unwrap_or_default() + "\n",
+        Output::Json => {
+            revision_cli::printable_json(&serde_json::to_string_pretty(&shown).unwrap_or_default()) + "\n"
+        }
         Output::Yaml => serde_yaml::to_string(&shown).unwrap_or_default(),
         Output::Text => status_text(&shown),
     };
@@ -255,7 +257,12 @@ async fn status(
 /// The status as lines: what `kubectl flink status` prints.
 pub fn status_text(shown: &Value) -> String {
     let s = &shown["status"];
-    let text = |v: &Value| v.as_str().map(str::to_owned).unwrap_or_else(|| "-".to_owned());
+    // Every piece is the tenant's or the JobManager's text: escaped for the terminal.
+    let text = |v: &Value| {
+        v.as_str()
+            .map(|t| revision_cli::printable(t).into_owned())
+            .unwrap_or_else(|| "-".to_owned())
+    };
     let ready = s["conditions"]
         .as_array()
         .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
@@ -277,17 +284,17 @@ pub fn status_text(shown: &Value) -> String {
         format!(
             "  Ready:      {} {}",
             text(&ready["status"]),
-            ready["reason"].as_str().unwrap_or_default()
+            revision_cli::printable(ready["reason"].as_str().unwrap_or_default())
         ),
     ];
     if let Some(message) = ready["message"].as_str().filter(|m| !m.is_empty()) {
-        lines.push(format!("              {message}"));
+        lines.push(format!("              {}", revision_cli::printable(message)));
     }
     if let Some(current) = s["revision"]["current"].as_i64() {
         lines.push(format!("  Revision:   {current}"));
     }
     if let Some(error) = s["error"].as_str().filter(|e| !e.is_empty()) {
-        lines.push(format!("  Error:      {error}"));
+        lines.push(format!("  Error:      {}", revision_cli::printable(error)));
     }
     let events = shown["events"].as_array().cloned().unwrap_or_default();
     if events.is_empty() {
@@ -457,6 +464,46 @@ mod tests {
         assert_eq!(exit_of(&RevisionCliError::NotFound("x".into())), Exit::NotFound);
         assert_eq!(exit_of(&RevisionCliError::NoJob("x".into())), Exit::CallFailed);
         assert_eq!(Exit::Refused as u8, 4);
+    }
+
+    #[test]
+    fn tenant_and_job_manager_text_is_printed_with_its_control_characters_escaped() {
+        // A JobManager's failure message that would recolour the terminal, clear the line
+        // and print a fake "Ready" over it.
+        let hostile = "boom\u{1b}[2K\u{1b}[32mall good\r  Ready:      True\u{9b}31m\u{7f}\u{202e}";
+        let escaped = revision_cli::printable(hostile);
+        assert_eq!(
+            escaped,
+            "boom\\x1b[2K\\x1b[32mall good\\r  Ready:      True\\u{9b}31m\\x7f\\u{202e}"
+        );
+        assert!(!escaped.chars().any(char::is_control), "{escaped}");
+        // Plain text is left as it is, and not copied.
+        assert!(matches!(
+            revision_cli::printable("the job runs: 100%"),
+            std::borrow::Cow::Borrowed("the job runs: 100%")
+        ));
+        assert_eq!(revision_cli::printable("a\nb\tc"), "a\\nb\\tc");
+
+        let shown = json!({
+            "kind": "FlinkDeployment", "namespace": "jobs", "name": "basic",
+            "status": {
+                "jobStatus": {"state": "FAILED\u{1b}[0m", "jobId": "abc"},
+                "conditions": [{"type": "Ready", "status": "False", "reason": "Failed\r", "message": hostile}],
+                "error": hostile,
+            },
+            "events": [{"type": "Warning", "reason": "Failed", "message": hostile, "lastTimestamp": "t"}]
+        });
+        let text = status_text(&shown);
+        assert!(text.chars().all(|c| c == '\n' || !c.is_control()), "{text:?}");
+        assert!(text.contains("  Job:        FAILED\\x1b[0m (abc)\n"), "{text}");
+        assert!(text.contains("  Error:      boom\\x1b[2K"), "{text}");
+        // JSON keeps the value, with DEL and C1 escaped too (serde_json leaves them raw).
+        let json = revision_cli::printable_json(&serde_json::to_string_pretty(&shown).unwrap());
+        assert!(!json.chars().any(|c| c != '\n' && c.is_control()), "{json}");
+        assert_eq!(serde_json::from_str::<Value>(&json).unwrap(), shown);
+        // YAML's emitter escapes every control character itself.
+        let yaml = serde_yaml::to_string(&shown).unwrap();
+        assert!(!yaml.chars().any(|c| c != '\n' && c.is_control()), "{yaml}");
     }
 
     #[test]

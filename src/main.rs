@@ -58,8 +58,13 @@ fn main() -> ExitCode {
         }
         Command::Crd(args) => crd(args),
         Command::Docs(args) => docs::write(&args.out),
-        Command::History(args) => revision_cli::history(args).map_err(|e| chain(&e)),
-        Command::Rollback(args) => revision_cli::rollback(args).map_err(|e| chain(&e)),
+        // Their errors carry the job's status messages: escaped for the terminal.
+        Command::History(args) => {
+            revision_cli::history(args).map_err(|e| revision_cli::printable(&chain(&e)).into_owned())
+        }
+        Command::Rollback(args) => {
+            revision_cli::rollback(args).map_err(|e| revision_cli::printable(&chain(&e)).into_owned())
+        }
         Command::Certs(CertsCommand::Generate(args)) => {
             flink_operator_certs::generate_self_signed(&args.dns, &args.ip)
                 .and_then(|generated| generated.write_to_dir(&args.out))

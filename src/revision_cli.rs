@@ -144,6 +144,49 @@ pub fn parse_job_ref(text: &str) -> Result<JobRef, String> {
     })
 }
 
+/// `text` made safe for a terminal, for every piece of text a tenant or a JobManager controls
+/// (names, messages, errors, specs): control characters (C0, DEL, C1), which include the
+/// ESC of ANSI escape sequences, and the Unicode bidirectional overrides are written as
+/// escapes (`\n`, `\r`, `\t`, `\x1b`, `\u{9b}`), so that a status message cannot move the
+/// cursor, rewrite what was printed before it, recolour the terminal or fake a line of its
+/// own. JSON output needs it only for DEL and C1, which serde_json writes raw (see
+/// [`printable_json`]); YAML's emitter escapes every one of them.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 && unsafe_char(c) => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// JSON text with DEL and the C1 controls, which serde_json leaves raw inside strings, written
+/// as `\u00XX` escapes: the same JSON value, safe for a terminal (C0 is escaped already).
+pub fn printable_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_control() && c != '\n' {
+            // Outside strings serde_json writes only newlines and spaces.
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `flink-operator history`: prints the job's revisions, oldest first.
 pub fn history(args: HistoryArgs) -> Result<(), RevisionCliError> {
     block_on(async move {
@@ -163,10 +206,10 @@ pub fn history(args: HistoryArgs) -> Result<(), RevisionCliError> {
             .map(|r| r.number);
         print!("{}", render_table(&history_rows(&kept, view.current, stable)));
         if let Some(line) = view.running_spec.as_ref().and_then(parallelism_line) {
-            println!("{line}");
+            println!("{}", printable(&line));
         }
         for line in scaling_history(&client, &namespace, &job).await {
-            println!("{line}");
+            println!("{}", printable(&line));
         }
         Ok(())
     })
@@ -351,7 +394,10 @@ async fn follow(
             Err(error) => {
                 // The watch starts again on the next poll; a pause keeps a refused watch
                 // (the API server away, say) from spinning until the timeout.
-                eprintln!("warning: watching {described}: {error}; watching again");
+                eprintln!(
+                    "warning: watching {described}: {}; watching again",
+                    printable(&error.to_string())
+                );
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
@@ -359,7 +405,7 @@ async fn follow(
         let view = JobView::of(&object);
         let progress = follower.observe(&view.observed(), started.elapsed());
         if let Some(line) = progress.line {
-            println!("{line}");
+            println!("{}", printable(&line));
         }
         match progress.outcome {
             None => {}
@@ -580,12 +626,13 @@ pub fn render_table(rows: &[HistoryRow]) -> String {
     let header = ["REVISION", "APPLIED", "STARTED FROM", "MARK", "CHANGE"].map(str::to_owned);
     let lines: Vec<[String; 5]> = std::iter::once(header)
         .chain(rows.iter().map(|r| {
+            // Each cell escaped before it is measured: the spec's values are the tenant's.
             [
                 r.revision.to_string(),
-                r.applied.clone(),
-                r.started_from.clone(),
-                r.mark.clone(),
-                r.change.clone(),
+                printable(&r.applied).into_owned(),
+                printable(&r.started_from).into_owned(),
+                printable(&r.mark).into_owned(),
+                printable(&r.change).into_owned(),
             ]
         }))
         .collect();
