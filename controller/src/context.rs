@@ -113,7 +113,8 @@ impl Context {
             .rest_clients
             .client(url)?
             .counted(self.metrics.flink_requests(kind, namespace, name))
-            .timed(self.metrics.flink_calls(kind)))
+            .timed(self.metrics.flink_calls(kind))
+            .fenced(self.fence.clone()))
     }
 
     /// Forgets what is kept in memory about the resource `uid`, which is gone.

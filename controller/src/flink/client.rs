@@ -188,6 +188,9 @@ pub struct FlinkRestClient {
     requests: Option<prometheus_client::metrics::counter::Counter>,
     /// Times every request sent, by method and answer.
     timer: Option<crate::metrics::CallTimer>,
+    /// Whether this replica may still act (leader election), checked right before each
+    /// write is sent: `None` for tools and tests, which always may.
+    fence: Option<crate::runtime::fence::Fence>,
 }
 
 /// Clients of any JobManager that share one HTTP client: building one (its TLS
@@ -293,6 +296,7 @@ impl FlinkRestClient {
             record: Arc::default(),
             requests: None,
             timer: None,
+            fence: None,
         })
     }
 
@@ -312,6 +316,15 @@ impl FlinkRestClient {
     /// The same client, timing each request it sends, by method and answer, with `timer`.
     pub fn timed(mut self, timer: crate::metrics::CallTimer) -> Self {
         self.timer = Some(timer);
+        self
+    }
+
+    /// The same client, sending a write (upload, run, cancel, stop, savepoint, disposal,
+    /// rescale, jar deletion) only while `fence` says this replica may act. Checked at each
+    /// attempt, right before it is sent: an action that started while this replica led sends
+    /// nothing once it no longer does, however long it waited (for a retry, a jar to read).
+    pub fn fenced(mut self, fence: crate::runtime::fence::Fence) -> Self {
+        self.fence = Some(fence);
         self
     }
 
@@ -746,6 +759,17 @@ impl FlinkRestClient {
         request: reqwest::RequestBuilder,
         timeout: Duration,
     ) -> Result<Answer, FlinkError> {
+        let (http, built) = request.build_split();
+        let built = built.map_err(|e| FlinkError::Request(e.to_string()))?;
+        let method = built.method().to_string();
+        if let Some(fence) = &self.fence
+            && !built.method().is_safe()
+            && let Err(fenced) = fence.check()
+        {
+            tracing::info!(%url, %method, %fenced, "a Flink REST write not sent");
+            return Err(FlinkError::Fenced(fenced));
+        }
+        let request = reqwest::RequestBuilder::from_parts(http, built);
         let probe = match self.hosts.admit(&self.host, std::time::Instant::now()) {
             Admission::HeldBack { timeout, retry_in } => {
                 self.record.held_back.store(true, Ordering::Relaxed);
@@ -761,10 +785,6 @@ impl FlinkRestClient {
             requests.inc();
         }
         let started = std::time::Instant::now();
-        let (http, built) = request.build_split();
-        let method = built.as_ref().map(|r| r.method().to_string()).unwrap_or_default();
-        let request =
-            reqwest::RequestBuilder::from_parts(http, built.map_err(|e| FlinkError::Request(e.to_string()))?);
         // reqwest's own timeout covers the body too; this one bounds the attempt whatever
         // the transport does, so that no answer, however slow, holds a reconcile longer.
         let exchanged = tokio::time::timeout(timeout, exchange(url, &self.host, request, timeout))
@@ -1174,6 +1194,109 @@ mod tests {
                 && head.contains("application/java-archive"),
             "{head}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A JobManager that answers every write with `status`, after closing `fence` at the
+    /// first request (the lease running out while the action is under way), and reads with
+    /// 200; the base URL and the writes it received.
+    async fn losing_the_lease_at_the_first_write(
+        fence: crate::runtime::fence::Fence,
+        status: u16,
+    ) -> (String, Arc<AtomicUsize>) {
+        let writes = Arc::new(AtomicUsize::new(0));
+        let counter = writes.clone();
+        let app = Router::new().fallback(move |method: axum::http::Method| {
+            let reply = if method == axum::http::Method::GET {
+                (StatusCode::OK, r#"{"jobs":[]}"#.to_owned())
+            } else {
+                counter.fetch_add(1, Ordering::SeqCst);
+                fence.close();
+                (
+                    StatusCode::from_u16(status).unwrap(),
+                    r#"{"request-id":"00112233445566778899aabbccddeeff","errors":["busy"]}"#.to_owned(),
+                )
+            };
+            async move { reply }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (url, writes)
+    }
+
+    fn leading() -> crate::runtime::fence::Fence {
+        let fence = crate::runtime::fence::Fence::closed();
+        fence.hold_until(std::time::Instant::now() + Duration::from_secs(60));
+        fence
+    }
+
+    #[tokio::test]
+    async fn a_write_is_not_sent_once_the_lease_is_lost_even_within_its_action() {
+        let fence = leading();
+        let (url, writes) = losing_the_lease_at_the_first_write(fence.clone(), 503).await;
+        let client = FlinkRestClient::new(&url, fast(3)).unwrap().fenced(fence.clone());
+        // The action starts while this replica leads: its first attempt is sent, Flink
+        // answers 503, and the lease runs out meanwhile: the retry is not sent.
+        let job = JobId::from("e3bc32a1e3bc32a1e3bc32a1e3bc32a1");
+        match client
+            .trigger_savepoint(&job, None, SavepointFormat::Canonical)
+            .await
+        {
+            Err(FlinkError::Fenced(_)) => {}
+            other => panic!("expected the retry fenced, got {other:?}"),
+        }
+        assert_eq!(writes.load(Ordering::SeqCst), 1);
+        // Every later write of the action stops before it is sent; reads go through.
+        assert!(matches!(client.cancel(&job).await, Err(FlinkError::Fenced(_))));
+        assert!(matches!(
+            client
+                .stop_with_savepoint(&job, None, false, SavepointFormat::Canonical)
+                .await,
+            Err(FlinkError::Fenced(_))
+        ));
+        assert!(matches!(
+            client.dispose_savepoint("file:/sp/1").await,
+            Err(FlinkError::Fenced(_))
+        ));
+        assert!(matches!(
+            client.run_jar(&JarId("a.jar".to_owned()), &RunJar::default()).await,
+            Err(FlinkError::Fenced(error)) if error.to_string().contains("nothing is sent")
+        ));
+        assert!(client.jobs_overview().await.is_ok());
+        assert_eq!(
+            writes.load(Ordering::SeqCst),
+            1,
+            "no write after the lease was lost"
+        );
+        // Not retried, and not Flink's refusal.
+        let error = client.cancel(&job).await.unwrap_err();
+        assert!(!error.retryable() && error.kind() == "fenced", "{error:?}");
+    }
+
+    #[tokio::test]
+    async fn a_jar_whose_upload_waited_is_not_sent_once_the_lease_is_lost() {
+        let fence = leading();
+        let (url, writes) = losing_the_lease_at_the_first_write(fence.clone(), 200).await;
+        let client = FlinkRestClient::new(&url, fast(0)).unwrap().fenced(fence.clone());
+        let dir = std::env::temp_dir().join(format!("fenced-upload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jar = dir.join("job.jar");
+        std::fs::write(&jar, b"PK").unwrap();
+        // The lease is lost while the jar is made ready (downloaded, read).
+        fence.close();
+        assert!(matches!(
+            client.upload_jar(&jar).await,
+            Err(FlinkError::Fenced(_))
+        ));
+        assert_eq!(writes.load(Ordering::SeqCst), 0);
+        // Leading again, it is sent.
+        fence.hold_until(std::time::Instant::now() + Duration::from_secs(60));
+        assert!(
+            client.upload_jar(&jar).await.is_err(),
+            "the test server's answer is no upload's"
+        );
+        assert_eq!(writes.load(Ordering::SeqCst), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -105,6 +105,10 @@ pub enum FlinkError {
         /// The limit, in values.
         limit: usize,
     },
+    /// A write not sent: this replica may no longer act (leader election); the replica that
+    /// leads next decides again.
+    #[error("not sent: {0}")]
+    Fenced(#[from] crate::runtime::fence::Fenced),
     /// The request could not be built (a bad base URL, an unreadable jar).
     #[error("{0}")]
     Request(String),
@@ -135,6 +139,7 @@ impl FlinkError {
             Self::Server { .. } => "server_error",
             Self::Decode { .. } => "decode",
             Self::TooLarge { .. } | Self::TooManyValues { .. } => "too_large",
+            Self::Fenced(_) => "fenced",
             Self::Request(_) => "request",
         }
     }

@@ -85,6 +85,10 @@ pub async fn pass<R: Reconciler>(
             Ok(Acted::Patched(resource_version)) => stored.moved_to(resource_version),
             Ok(Acted::Released) => released = true,
             Err(error) => {
+                // A Flink REST write the fence stopped when it was about to be sent (the
+                // lease ran out during the action): not this object's failure, nothing to
+                // recover or report; the replica that leads next decides again.
+                ctx.fence.check()?;
                 if let Some(recovery) = R::recover(object, &observed, &plan, &error) {
                     publish(ctx, object, &recovery.events).await;
                     write(&mut stored, &recovery.status).await?;
