@@ -716,7 +716,10 @@ mod tests {
 
     #[test]
     fn the_operators_own_namespace_is_the_given_one_else_its_service_accounts() {
-        assert_eq!(own_namespace(Some("ops"), Some("sa-ns\n")).as_deref(), Some("ops"));
+        assert_eq!(
+            own_namespace(Some("ops"), Some("sa-ns\n")).as_deref(),
+            Some("ops")
+        );
         assert_eq!(own_namespace(None, Some("sa-ns\n")).as_deref(), Some("sa-ns"));
         assert_eq!(own_namespace(None, None), None);
         assert_eq!(own_namespace(Some(" "), None), None);

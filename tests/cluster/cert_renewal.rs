@@ -181,7 +181,11 @@ async fn the_managed_certificate_is_renewed_under_load_without_a_restart_or_a_fa
     let mut started = Started {
         replicas: vec![
             Replica::start(&operator_ns.name, &dir.join("replica-0"), port),
-            Replica::start(&operator_ns.name, &dir.join("replica-1"), crate::harness::free_port()),
+            Replica::start(
+                &operator_ns.name,
+                &dir.join("replica-1"),
+                crate::harness::free_port(),
+            ),
         ],
         client: client.clone(),
     };

@@ -409,11 +409,24 @@ async fn no_service_account_of_the_chart_but_the_operators_can_take_over_the_ope
     let job_objects: Vec<String> = default
         .iter()
         .filter(|o| o["metadata"]["labels"]["app.kubernetes.io/component"] == "flink-job")
-        .map(|o| format!("{} {}/{}", o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]))
+        .map(|o| {
+            format!(
+                "{} {}/{}",
+                o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]
+            )
+        })
         .collect();
-    assert!(job_objects.is_empty(), "job RBAC in a default install: {job_objects:?}");
-    let accounts: Vec<&serde_json::Value> = default.iter().filter(|o| o["kind"] == "ServiceAccount").collect();
-    assert_eq!(accounts.len(), 1, "only the operator's ServiceAccount: {accounts:?}");
+    assert!(
+        job_objects.is_empty(),
+        "job RBAC in a default install: {job_objects:?}"
+    );
+    let accounts: Vec<&serde_json::Value> =
+        default.iter().filter(|o| o["kind"] == "ServiceAccount").collect();
+    assert_eq!(
+        accounts.len(),
+        1,
+        "only the operator's ServiceAccount: {accounts:?}"
+    );
 
     // Every scenario's RBAC applied for real, each ServiceAccount but the operator's
     // impersonated: none may create pods, patch Deployments or read Secrets in the
@@ -429,7 +442,10 @@ async fn no_service_account_of_the_chart_but_the_operators_can_take_over_the_ope
         for object in &objects {
             let object: DynamicObject = serde_json::from_value(object.clone()).unwrap();
             let types = object.types.clone().unwrap();
-            let (group, version) = types.api_version.split_once('/').unwrap_or(("", &types.api_version));
+            let (group, version) = types
+                .api_version
+                .split_once('/')
+                .unwrap_or(("", &types.api_version));
             let gvk = kube::core::GroupVersionKind::gvk(group, version, &types.kind);
             let (resource, capabilities) = discovery.resolve_gvk(&gvk).unwrap();
             let name = object.metadata.name.clone().unwrap();

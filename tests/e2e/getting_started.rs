@@ -439,13 +439,21 @@ fn every_example_runs_locally_as_its_comment_says() {
 
     // As the guide says: the jobs' own namespace, which dev-up made with the `flink`
     // service account; the operator's namespace refuses Flink resources.
-    env.ok(&["config", "set-context", "--current", "--namespace", JOBS_NAMESPACE]);
+    env.ok(&[
+        "config",
+        "set-context",
+        "--current",
+        "--namespace",
+        JOBS_NAMESPACE,
+    ]);
     env.ok(&["get", "serviceaccount", "flink"]);
     let refused = env.run(&["-n", OPERATOR_NAMESPACE, "apply", "-f", "examples/basic.yaml"]);
     let message = String::from_utf8_lossy(&refused.stderr);
     assert!(
         !refused.status.success()
-            && message.contains(&format!("namespace \"{OPERATOR_NAMESPACE}\" is the operator's own"))
+            && message.contains(&format!(
+                "namespace \"{OPERATOR_NAMESPACE}\" is the operator's own"
+            ))
             && message.contains("kubernetes.operator.operator-namespace.flink-resources.enabled"),
         "an example applied in the operator's namespace: {message}"
     );

@@ -125,7 +125,8 @@ impl Admission {
     }
 
     fn context(&self) -> ValidationContext {
-        ValidationContext::shared(self.config.current()).with_operator_namespace(self.operator_namespace.clone())
+        ValidationContext::shared(self.config.current())
+            .with_operator_namespace(self.operator_namespace.clone())
     }
 
     /// A new object, or a new spec, in the operator's own namespace while the configuration

@@ -750,7 +750,12 @@ async fn every_kind_is_refused_in_the_operators_namespace_unless_the_configurati
 
     let refusing = in_operator_namespace("team-a", &[]);
     for (kind, object) in &examples {
-        let response = answer(&refusing, "/validate", review("CREATE", kind, object.clone(), None)).await;
+        let response = answer(
+            &refusing,
+            "/validate",
+            review("CREATE", kind, object.clone(), None),
+        )
+        .await;
         assert_eq!(response["allowed"], false, "{kind}: {response}");
         let message = message(&response);
         assert!(

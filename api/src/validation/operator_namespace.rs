@@ -27,7 +27,11 @@ pub fn violation(
     operator_config: &BTreeMap<String, String>,
 ) -> Option<Violation> {
     let own = operator_namespace.filter(|own| !own.is_empty() && *own == namespace)?;
-    if read::flag(operator_config, OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED, ALLOWED_BY_DEFAULT) {
+    if read::flag(
+        operator_config,
+        OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED,
+        ALLOWED_BY_DEFAULT,
+    ) {
         return None;
     }
     Some(Violation::new(
