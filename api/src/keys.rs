@@ -268,6 +268,27 @@ pub mod operator {
     /// Operator-wide cap on the savepoint age.
     pub const SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD: &str =
         "kubernetes.operator.savepoint.history.max.age.threshold";
+    /// Platform: the shortest `reconcile.interval` a resource may set (default 10 s).
+    pub const RECONCILE_INTERVAL_MIN: &str = "kubernetes.operator.reconcile.interval.min";
+    /// Platform: the shortest `observer.progress-check.interval` a resource may set (default 5 s).
+    pub const PROGRESS_CHECK_INTERVAL_MIN: &str = "kubernetes.operator.observer.progress-check.interval.min";
+    /// Platform: the shortest time between two periodic savepoints a resource may ask for
+    /// (default 1 min).
+    pub const PERIODIC_SAVEPOINT_INTERVAL_MIN: &str = "kubernetes.operator.periodic.savepoint.interval.min";
+    /// Platform: the shortest time between two periodic checkpoints a resource may ask for
+    /// (default 1 min).
+    pub const PERIODIC_CHECKPOINT_INTERVAL_MIN: &str = "kubernetes.operator.periodic.checkpoint.interval.min";
+    /// Platform: FlinkStateSnapshot resources kept per job resource and snapshot type
+    /// (default 100).
+    pub const SNAPSHOT_RESOURCE_MAX_COUNT: &str = "kubernetes.operator.snapshot.resource.max.count";
+    /// Platform: the oldest FlinkStateSnapshot resource of a job kept (default 30 d).
+    pub const SNAPSHOT_RESOURCE_MAX_AGE: &str = "kubernetes.operator.snapshot.resource.max.age";
+    /// Platform: the highest parallelism a job may ask for (default 1000).
+    pub const JOB_PARALLELISM_MAX: &str = "kubernetes.operator.job.parallelism.max";
+    /// Platform: the most TaskManager replicas a cluster may ask for (default 100).
+    pub const TASKMANAGER_REPLICAS_MAX: &str = "kubernetes.operator.taskmanager.replicas.max";
+    /// Platform: the most JobManager replicas a cluster may ask for (default 3).
+    pub const JOBMANAGER_REPLICAS_MAX: &str = "kubernetes.operator.jobmanager.replicas.max";
     /// Dynamic: block session deletion while session jobs exist (default true).
     pub const SESSION_DELETION_BLOCK_ON_SESSION_JOBS: &str =
         "kubernetes.operator.session.deletion.block-on-session-jobs";

@@ -120,6 +120,27 @@ pub mod defaults {
     pub const BLUEGREEN_RESCHEDULE_INTERVAL_MS: i64 = 15 * SECOND_MS;
     /// `kubernetes.operator.bluegreen.deployment-deletion.delay`.
     pub const BLUEGREEN_DEPLOYMENT_DELETION_DELAY_MS: i64 = 0;
+    /// `kubernetes.operator.reconcile.interval.min`: a look every 10 s is enough to follow a
+    /// job, and 60 resources of one tenant at it cost the operator 6 reconciles a second.
+    pub const RECONCILE_INTERVAL_MIN_MS: i64 = 10 * SECOND_MS;
+    /// `kubernetes.operator.observer.progress-check.interval.min`: a cluster starts or a
+    /// savepoint completes in seconds, not in less than one.
+    pub const PROGRESS_CHECK_INTERVAL_MIN_MS: i64 = 5 * SECOND_MS;
+    /// `kubernetes.operator.periodic.savepoint.interval.min` and
+    /// `kubernetes.operator.periodic.checkpoint.interval.min`: each periodic snapshot is a
+    /// FlinkStateSnapshot object (etcd, the operator's cache) and a write of the job's whole
+    /// state; Flink's own checkpoints are for shorter intervals.
+    pub const PERIODIC_SNAPSHOT_INTERVAL_MIN_MS: i64 = MINUTE_MS;
+    /// `kubernetes.operator.snapshot.resource.max.count`.
+    pub const SNAPSHOT_RESOURCE_MAX_COUNT: usize = 100;
+    /// `kubernetes.operator.snapshot.resource.max.age`.
+    pub const SNAPSHOT_RESOURCE_MAX_AGE_MS: i64 = 30 * DAY_MS;
+    /// `kubernetes.operator.job.parallelism.max`.
+    pub const JOB_PARALLELISM_MAX: i64 = 1000;
+    /// `kubernetes.operator.taskmanager.replicas.max`.
+    pub const TASKMANAGER_REPLICAS_MAX: i64 = 100;
+    /// `kubernetes.operator.jobmanager.replicas.max`.
+    pub const JOBMANAGER_REPLICAS_MAX: i64 = 3;
 }
 
 /// The default of a key, as the code applies it.
@@ -173,6 +194,9 @@ pub enum SetIn {
     /// (`kubernetes.operator.default-configuration.namespace.<ns>.<key>`); a resource cannot
     /// set it (it bounds what a resource may make the operator do).
     OperatorAndNamespace,
+    /// A platform limit: the operator configuration file and its namespace overlays only, and
+    /// refused by admission in a resource (a tenant must not raise the limit that bounds it).
+    Platform,
     /// Anywhere in a resource's effective configuration: the operator configuration file, its
     /// Flink-version and namespace overlays, and the resource's `spec.flinkConfiguration`
     /// (for a FlinkSessionJob: its session cluster's `spec.flinkConfiguration`, then its own).
@@ -190,11 +214,27 @@ impl SetIn {
         match self {
             SetIn::OperatorFile => "operator configuration file",
             SetIn::OperatorAndNamespace => "operator configuration file, namespace overlay",
+            SetIn::Platform => "operator configuration file, namespace overlay (refused in a resource)",
             SetIn::Resource => {
                 "operator configuration file, namespace and Flink-version overlays, `spec.flinkConfiguration`"
             }
             SetIn::BlueGreenConfiguration => "FlinkBlueGreenDeployment `spec.configuration`",
             SetIn::ByTheOperator => "the operator only, in `status.reconciliationStatus.lastReconciledSpec`",
+        }
+    }
+
+    /// Why admission refuses the key in a resource's configuration, when it does: who sets it.
+    pub fn refused_in_spec(self) -> Option<&'static str> {
+        match self {
+            SetIn::Platform => Some(
+                "is a platform limit, set by the platform in the operator configuration (or its \
+                 per-namespace overlay kubernetes.operator.default-configuration.namespace.<namespace>.<key>), \
+                 never in a resource: remove it",
+            ),
+            SetIn::ByTheOperator => Some(
+                "is written by the operator into the recorded spec, not set by a user: remove it",
+            ),
+            _ => None,
         }
     }
 }
@@ -252,8 +292,9 @@ pub const OPTIONS: &[OptionDoc] = &[
         default: DefaultValue::Millis(defaults::RECONCILE_INTERVAL_MS),
         applies_to: JOBS,
         set_in: SetIn::Resource,
-        meaning: "How soon a resource with nothing in progress is looked at again; \
-                  shorter values are raised to 1 s. The webhook also refuses an autoscaler \
+        meaning: "How soon a resource with nothing in progress is looked at again; at least \
+                  `kubernetes.operator.reconcile.interval.min` (the webhook refuses a shorter \
+                  one, the operator raises it) and 1 s. The webhook also refuses an autoscaler \
                   metrics window shorter than it.",
     },
     OptionDoc {
@@ -264,8 +305,9 @@ pub const OPTIONS: &[OptionDoc] = &[
         applies_to: JOBS,
         set_in: SetIn::Resource,
         meaning: "How soon a resource with something in progress (a cluster starting, a \
-                  savepoint pending) is looked at again; at least 1 s and at most the \
-                  reconcile interval.",
+                  savepoint pending) is looked at again; at least \
+                  `kubernetes.operator.observer.progress-check.interval.min` and 1 s, and at \
+                  most the reconcile interval.",
     },
     OptionDoc {
         key: operator::RECONCILE_PARALLELISM,
@@ -734,8 +776,9 @@ pub const OPTIONS: &[OptionDoc] = &[
         deprecated: &[],
         default: DefaultValue::Unset("no cap"),
         applies_to: JOBS,
-        set_in: SetIn::Resource,
-        meaning: "Cap on `kubernetes.operator.savepoint.history.max.count`.",
+        set_in: SetIn::Platform,
+        meaning: "Cap on `kubernetes.operator.savepoint.history.max.count`: a higher count \
+                  counts as the cap.",
     },
     OptionDoc {
         key: operator::SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD,
@@ -743,8 +786,114 @@ pub const OPTIONS: &[OptionDoc] = &[
         deprecated: &[],
         default: DefaultValue::Unset("no cap"),
         applies_to: JOBS,
-        set_in: SetIn::Resource,
-        meaning: "Cap on `kubernetes.operator.savepoint.history.max.age`.",
+        set_in: SetIn::Platform,
+        meaning: "Cap on `kubernetes.operator.savepoint.history.max.age`: a longer age counts \
+                  as the cap.",
+    },
+    OptionDoc {
+        key: operator::SNAPSHOT_RESOURCE_MAX_COUNT,
+        ty: OptionType::Count { min: 1 },
+        deprecated: &[],
+        default: DefaultValue::Number(defaults::SNAPSHOT_RESOURCE_MAX_COUNT as i64),
+        applies_to: JOBS,
+        set_in: SetIn::Platform,
+        meaning: "The most FlinkStateSnapshot resources of one job resource and one snapshot \
+                  type (savepoint, checkpoint) the operator keeps, whatever their trigger \
+                  (periodic, manual, upgrade) and whatever the job's own history settings \
+                  (`savepoint.history.max.count`, `execution.checkpointing.num-retained`, \
+                  `savepoint.cleanup.enabled`, `savepoint.history.include-manual`): the oldest \
+                  beyond it are deleted. Never one under way, the newest completed one, or one \
+                  whose path the job may still need (it started from it, its status or a kept \
+                  revision names it); a savepoint's files are disposed of only with \
+                  `savepoint.cleanup.enabled` and its `disposeOnDelete`.",
+    },
+    OptionDoc {
+        key: operator::SNAPSHOT_RESOURCE_MAX_AGE,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::SNAPSHOT_RESOURCE_MAX_AGE_MS),
+        applies_to: JOBS,
+        set_in: SetIn::Platform,
+        meaning: "FlinkStateSnapshot resources of a job older than this are deleted, with the \
+                  same exceptions as `kubernetes.operator.snapshot.resource.max.count`.",
+    },
+    OptionDoc {
+        key: operator::RECONCILE_INTERVAL_MIN,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::RECONCILE_INTERVAL_MIN_MS),
+        applies_to: JOBS,
+        set_in: SetIn::Platform,
+        meaning: "The shortest `kubernetes.operator.reconcile.interval` a resource may set: \
+                  the webhook refuses a shorter one, and the operator raises it to this (with \
+                  a status error and Event) when the webhook was bypassed. 0 leaves only the \
+                  operator's own 1 s.",
+    },
+    OptionDoc {
+        key: operator::PROGRESS_CHECK_INTERVAL_MIN,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::PROGRESS_CHECK_INTERVAL_MIN_MS),
+        applies_to: JOBS,
+        set_in: SetIn::Platform,
+        meaning: "The shortest `kubernetes.operator.observer.progress-check.interval` a \
+                  resource may set, as `kubernetes.operator.reconcile.interval.min`.",
+    },
+    OptionDoc {
+        key: operator::PERIODIC_SAVEPOINT_INTERVAL_MIN,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::PERIODIC_SNAPSHOT_INTERVAL_MIN_MS),
+        applies_to: JOBS,
+        set_in: SetIn::Platform,
+        meaning: "The shortest time between two periodic savepoints a resource may ask for: \
+                  the webhook refuses a shorter `kubernetes.operator.periodic.savepoint.interval`, \
+                  or a cron expression two of whose occurrences (over the next four years, at \
+                  most 1000) come closer; the operator never takes two sooner apart.",
+    },
+    OptionDoc {
+        key: operator::PERIODIC_CHECKPOINT_INTERVAL_MIN,
+        ty: OptionType::Duration,
+        deprecated: &[],
+        default: DefaultValue::Millis(defaults::PERIODIC_SNAPSHOT_INTERVAL_MIN_MS),
+        applies_to: JOBS,
+        set_in: SetIn::Platform,
+        meaning: "The shortest time between two periodic checkpoints a resource may ask for \
+                  (`kubernetes.operator.periodic.checkpoint.interval`), as \
+                  `kubernetes.operator.periodic.savepoint.interval.min`.",
+    },
+    OptionDoc {
+        key: operator::JOB_PARALLELISM_MAX,
+        ty: OptionType::Integer,
+        deprecated: &[],
+        default: DefaultValue::Number(defaults::JOB_PARALLELISM_MAX),
+        applies_to: JOBS,
+        set_in: SetIn::Platform,
+        meaning: "The highest parallelism a job may ask for: the webhook refuses a higher \
+                  `spec.job.parallelism`, `parallelism.default`, vertex parallelism in \
+                  `pipeline.jobvertex-parallelism-overrides` or \
+                  `job.autoscaler.vertex.max-parallelism`. A negative value lifts the cap.",
+    },
+    OptionDoc {
+        key: operator::TASKMANAGER_REPLICAS_MAX,
+        ty: OptionType::Integer,
+        deprecated: &[],
+        default: DefaultValue::Number(defaults::TASKMANAGER_REPLICAS_MAX),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Platform,
+        meaning: "The most TaskManager replicas (`spec.taskManager.replicas`) a cluster may ask \
+                  for. A negative value lifts the cap.",
+    },
+    OptionDoc {
+        key: operator::JOBMANAGER_REPLICAS_MAX,
+        ty: OptionType::Integer,
+        deprecated: &[],
+        default: DefaultValue::Number(defaults::JOBMANAGER_REPLICAS_MAX),
+        applies_to: DEPLOYMENT,
+        set_in: SetIn::Platform,
+        meaning: "The most JobManager replicas (`spec.jobManager.replicas`, \
+                  `kubernetes.jobmanager.replicas`) a cluster may ask for (one leader, the \
+                  others standing by). A negative value lifts the cap.",
     },
     OptionDoc {
         key: operator::SAVEPOINT_CLEANUP_ENABLED,

@@ -11,6 +11,7 @@
 pub mod blue_green;
 pub mod deployment;
 pub mod pod_security;
+pub mod limits;
 pub mod rollback;
 pub mod scope;
 pub mod operator_namespace;

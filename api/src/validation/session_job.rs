@@ -118,7 +118,9 @@ pub fn validate(
     config.extend(own.clone());
     let cfg = Config { map: &config };
     flink_config::value_formats(&own, &mut out);
-    flink_config::operator_written_keys(&own, &mut out);
+    let limits = super::limits::PlatformLimits::new(ctx, namespace);
+    super::limits::refused_keys("spec.flinkConfiguration", own.keys(), &mut out);
+    super::limits::interval_floors(&own, &limits, super::limits::now_ms(), &mut out);
     for key in ARTIFACT_POLICY_KEYS {
         if own.contains_key(key) {
             out.push(Violation::new(
@@ -257,3 +259,10 @@ fn is_restricted_host(host: &str) -> bool {
         Err(_) => false,
     }
 }
+    super::limits::size_caps(
+        job_spec.parallelism.map(i64::from),
+        None,
+        &config,
+        &limits,
+        &mut out,
+    );

@@ -768,6 +768,55 @@ mod tests {
         assert_eq!(ssl["httpGet"]["scheme"], "HTTPS", "{ssl}");
     }
 
+    /// What admission judges at the restricted Pod Security level (each role's merged template
+    /// with the main container) is what the builders make: a spec admitted at that level
+    /// gives pods that pass it, in both modes and both roles, with what the operator adds
+    /// (ConfigMap and emptyDir volumes, ports, probes, resources).
+    #[test]
+    fn pods_built_from_templates_admitted_at_the_restricted_level_pass_it() {
+        use flink_operator_api::validation::pod_security::{Level, check};
+        let hardened = json!({"spec": {
+            "securityContext": {"runAsNonRoot": true, "runAsUser": 9999,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": MAIN_CONTAINER, "securityContext": {
+                "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]
+        }});
+        for mode in ["native", "standalone"] {
+            let spec = json!({"image": "flink:2.3", "flinkVersion": "v2_3", "serviceAccount": "flink",
+                              "mode": mode, "podTemplate": hardened,
+                              "taskManager": {"podTemplate": {"spec": {"nodeSelector": {"disk": "ssd"}}}},
+                              "job": {"jarURI": "local:///opt/flink/usrlib/job.jar"}});
+            let admitted = {
+                let mut out = Vec::new();
+                let fd = deployment(spec.clone());
+                out.extend(flink_operator_api::validation::deployment::validate(
+                    &fd,
+                    None,
+                    &flink_operator_api::validation::ValidationContext::new(
+                        [(
+                            "kubernetes.operator.pod-security.level".to_owned(),
+                            "restricted".to_owned(),
+                        )]
+                        .into(),
+                    ),
+                ));
+                out
+            };
+            assert!(
+                admitted.iter().all(|v| !v.reason.contains("Pod Security")),
+                "{mode}: {admitted:?}"
+            );
+            let o = objects(spec, &[]);
+            let mut pods = vec![json_of(&o.job_manager)["spec"]["template"].clone()];
+            if let Some(tm) = &o.task_manager {
+                pods.push(json_of(tm)["spec"]["template"].clone());
+            }
+            for pod in pods {
+                assert_eq!(check(&pod, Level::Restricted, true), vec![], "{mode}: {pod}");
+            }
+        }
+    }
+
     #[test]
     fn a_native_session_cluster_has_flinks_objects() {
         let o = objects(

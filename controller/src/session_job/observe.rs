@@ -1,6 +1,7 @@
 //! Reading the world of one FlinkSessionJob: its session FlinkDeployment, and its job,
 //! savepoint and checkpoints through that cluster's REST API.
 
+use flink_operator_api::validation::limits::PlatformLimits;
 use flink_operator_api::{
     FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode,
     common::flink_job_state,
@@ -86,6 +87,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         .chain(session_job::validate(sj, None, session.as_deref(), &validation))
         &sj.spec,
         sj.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
+        .with_limits(&PlatformLimits::new(&validation, &namespace))
         &policy.autoscaler,
         Default::default(),
         policy.task_slots,
