@@ -30,12 +30,16 @@ pub struct Context {
     pub autoscaler: crate::autoscaler::memory::Windows,
     /// The log configuration of clusters whose resource sets none (`--flink-log-config`).
     pub default_logging: crate::resources::cluster::LogConfiguration,
+    /// The operator's own namespace, where no Flink resource is acted on unless the
+    /// configuration allows it (`None`: it has none, outside a cluster).
+    pub operator_namespace: Option<std::sync::Arc<str>>,
 }
 
 impl Context {
     /// The rules' view of the operator's current configuration.
     pub fn validation(&self) -> ValidationContext {
         ValidationContext::shared(self.operator_config.current())
+            .with_operator_namespace(self.operator_namespace.clone())
     }
 
     /// Records what the look at the JobManager of the resource `uid` found now; returns

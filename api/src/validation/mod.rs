@@ -10,11 +10,11 @@
 
 pub mod blue_green;
 pub mod deployment;
-pub mod pod_security;
 pub mod limits;
+pub mod operator_namespace;
+pub mod pod_security;
 pub mod rollback;
 pub mod scope;
-pub mod operator_namespace;
 pub mod session_job;
 pub mod snapshot;
 pub mod values;
@@ -60,9 +60,9 @@ impl fmt::Display for Violation {
 #[derive(Clone, Debug, Default)]
 pub struct ValidationContext {
     operator_config: Arc<BTreeMap<String, String>>,
+    operator_namespace: Option<Arc<str>>,
 }
 
-    operator_namespace: Option<Arc<str>>,
 use crate::keys::operator::DEFAULT_CONFIGURATION_PREFIX;
 
 impl ValidationContext {
@@ -266,8 +266,6 @@ mod tests {
     }
 
     #[test]
-    fn violations_display_as_field_then_reason() {
-    #[test]
     fn the_operators_namespace_is_judged_only_when_the_context_knows_it() {
         let ctx = context(&[]);
         assert_eq!(ctx.operator_namespace_violation("flink-operator"), None);
@@ -276,6 +274,8 @@ mod tests {
         assert_eq!(ctx.operator_namespace_violation("team-a"), None);
     }
 
+    #[test]
+    fn violations_display_as_field_then_reason() {
         let violation = Violation::new(
             "spec.transitionMode",
             "field is immutable (was BASIC, requested ADVANCED)",

@@ -39,7 +39,12 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
         ctx.validation()
             .operator_namespace_violation(&namespace)
             .into_iter()
-            .chain(rules::validate(snapshot, None, &namespace, &SnapshotTarget::NotNeeded))
+            .chain(rules::validate(
+                snapshot,
+                None,
+                &namespace,
+                &SnapshotTarget::NotNeeded,
+            ))
             .map(|v| v.to_string())
             .collect()
     } else {
