@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use flink_operator_api::{
     keys::{flink, operator},
     options::{defaults as option_defaults, parse_bool, read, schedule::Schedule},
+    validation::limits::PlatformLimits,
 };
 
 pub use health::HealthSettings;
@@ -99,6 +100,11 @@ pub struct Policy {
     pub checkpoints_retained: usize,
     pub history_max_count: usize,
     pub history_max_age_ms: i64,
+    /// The platform's cap on the job's FlinkStateSnapshot resources of each snapshot type,
+    /// whatever their trigger (`kubernetes.operator.snapshot.resource.max.count`).
+    pub snapshot_max_count: usize,
+    /// The platform's cap on their age (`kubernetes.operator.snapshot.resource.max.age`).
+    pub snapshot_max_age_ms: i64,
     /// A session cluster is not deleted while FlinkSessionJobs still use it.
     pub block_on_session_jobs: bool,
     /// A session cluster is kept while it runs jobs no FlinkSessionJob manages.
@@ -175,6 +181,8 @@ impl Default for Policy {
             checkpoints_retained: 1,
             history_max_count: option_defaults::SAVEPOINT_HISTORY_MAX_COUNT,
             history_max_age_ms: option_defaults::SAVEPOINT_HISTORY_MAX_AGE_MS,
+            snapshot_max_count: option_defaults::SNAPSHOT_RESOURCE_MAX_COUNT,
+            snapshot_max_age_ms: option_defaults::SNAPSHOT_RESOURCE_MAX_AGE_MS,
             block_on_session_jobs: option_defaults::SESSION_DELETION_BLOCK_ON_SESSION_JOBS,
             block_on_unmanaged_jobs: option_defaults::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
             rollback_enabled: option_defaults::DEPLOYMENT_ROLLBACK_ENABLED,
@@ -221,6 +229,34 @@ impl Policy {
 
     pub fn with_snapshot_loop(mut self, snapshot_loop: bool) -> Self {
         self.snapshot_resources &= snapshot_loop;
+        self
+    }
+
+    /// The policy held to the platform's limits (read from the operator configuration and its
+    /// namespace overlay, never from the resource): intervals raised to their floors, periodic
+    /// snapshots never closer than theirs, the history within its thresholds, and the snapshot
+    /// resources within their caps. The webhook refuses a spec beyond them; this holds one it
+    /// did not judge, which the rules also report (the resource is then Invalid, with a status
+    /// error and a ValidationError Event).
+    pub fn with_limits(mut self, limits: &PlatformLimits) -> Self {
+        self.reconcile_interval_ms = self.reconcile_interval_ms.max(limits.reconcile_interval_min_ms);
+        self.progress_check_ms = self.progress_check_ms.max(limits.progress_check_interval_min_ms);
+        self.periodic_savepoint = self
+            .periodic_savepoint
+            .map(|s| s.spaced(limits.periodic_savepoint_interval_min_ms));
+        self.periodic_checkpoint = self
+            .periodic_checkpoint
+            .map(|s| s.spaced(limits.periodic_checkpoint_interval_min_ms));
+        if let Some(cap) = limits.history_max_count_threshold {
+            self.history_max_count = self.history_max_count.min(cap).max(1);
+        }
+        if let Some(cap) = limits.history_max_age_threshold_ms {
+            self.history_max_age_ms = self.history_max_age_ms.min(cap);
+        }
+        self.snapshot_max_count = limits.snapshot_max_count.max(1);
+        self.snapshot_max_age_ms = limits.snapshot_max_age_ms;
+        self.history_max_count = self.history_max_count.min(self.snapshot_max_count);
+        self.checkpoints_retained = self.checkpoints_retained.min(self.snapshot_max_count);
         self
     }
 
@@ -294,6 +330,9 @@ impl Policy {
                 .max(1),
             history_max_count,
             history_max_age_ms,
+            // The platform's, applied by [`Policy::with_limits`].
+            snapshot_max_count: defaults.snapshot_max_count,
+            snapshot_max_age_ms: defaults.snapshot_max_age_ms,
             block_on_unmanaged_jobs: flag(
                 operator::SESSION_DELETION_BLOCK_ON_UNMANAGED_JOBS,
                 defaults.block_on_unmanaged_jobs,
@@ -394,6 +433,44 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn the_platform_limits_hold_what_a_spec_asks_for() {
+        let limits = PlatformLimits::from_settings(&config(&[
+            (operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD, "5"),
+            (operator::SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD, "1 h"),
+            (operator::SNAPSHOT_RESOURCE_MAX_COUNT, "20"),
+            (operator::SNAPSHOT_RESOURCE_MAX_AGE, "7 d"),
+        ]));
+        // What a spec the webhook did not judge asks for: the flood of the issue.
+        let asked = Policy::from_config(&config(&[
+            (operator::RECONCILE_INTERVAL, "1 s"),
+            (operator::PROGRESS_CHECK_INTERVAL, "1 ms"),
+            (operator::PERIODIC_CHECKPOINT_INTERVAL, "1 ns"),
+            (operator::PERIODIC_SAVEPOINT_INTERVAL, "* * * * * ?"),
+            (operator::SAVEPOINT_HISTORY_MAX_COUNT, "1000000"),
+            (operator::SAVEPOINT_HISTORY_MAX_COUNT_THRESHOLD, "1000000"),
+            (operator::SAVEPOINT_HISTORY_MAX_AGE, "3650 d"),
+            (operator::SAVEPOINT_HISTORY_MAX_AGE_THRESHOLD, "3650 d"),
+            ("execution.checkpointing.num-retained", "1000000"),
+        ]));
+        let held = asked.clone().with_limits(&limits);
+        assert_eq!(held.reconcile_interval_ms, 10_000);
+        assert_eq!(held.progress_check_ms, 5_000);
+        assert_eq!(held.periodic_checkpoint, Some(Schedule::Every(60_000)));
+        assert_eq!(
+            held.periodic_savepoint,
+            Schedule::parse("* * * * * ?").unwrap().map(|s| s.spaced(60_000))
+        );
+        assert_eq!(held.history_max_count, 5);
+        assert_eq!(held.history_max_age_ms, 3_600_000);
+        assert_eq!(held.checkpoints_retained, 20);
+        assert_eq!(held.snapshot_max_count, 20);
+        assert_eq!(held.snapshot_max_age_ms, 7 * 86_400_000);
+        // Within the limits, nothing changes but the caps themselves.
+        let modest = Policy::default().with_limits(&PlatformLimits::default());
+        assert_eq!(modest, Policy::default());
     }
 
     #[test]

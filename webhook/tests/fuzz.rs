@@ -509,6 +509,19 @@ const CONFIG_KEYS: &[&str] = &[
     "kubernetes.operator.job.restart.failed",
     "kubernetes.operator.deployment.rollback.enabled",
     "kubernetes.operator.user.artifacts.allowed-schemes",
+    // The platform's limits, which no spec may set, and what they bound.
+    "kubernetes.operator.savepoint.history.max.count.threshold",
+    "kubernetes.operator.savepoint.history.max.age.threshold",
+    "kubernetes.operator.reconcile.interval.min",
+    "kubernetes.operator.periodic.checkpoint.interval.min",
+    "kubernetes.operator.snapshot.resource.max.count",
+    "kubernetes.operator.job.parallelism.max",
+    "kubernetes.operator.taskmanager.replicas.max",
+    "kubernetes.operator.jobmanager.replicas.max",
+    "kubernetes.operator.reconciler.reschedule.interval",
+    "execution.checkpointing.num-retained",
+    "job.autoscaler.vertex.max-parallelism",
+    "pipeline.jobvertex-parallelism-overrides",
     "taskmanager.numberOfTaskSlots",
     "taskmanager.memory.process.size",
     "jobmanager.memory.process.size",
@@ -593,6 +606,10 @@ fn config_value() -> impl Strategy<Value = String> {
             Just("true"), Just("TRUE"), Just("yes"), Just("savepoint"), Just("SAVEPOINT"), Just("native"),
             Just("CANONICAL"), Just("FULL"), Just("kubernetes"), Just("zookeeper"), Just("s3://"),
             Just("file:"), Just("http,https"), Just(" , "), Just("1 min 2 s"), Just("PT10S"),
+            // Schedules and durations about the platform's floors and caps.
+            Just("1 ns"), Just("999 ms"), Just("9 s"), Just("59 s"), Just("1 min"), Just("* * * * * ?"),
+            Just("0/30 * * * * ?"), Just("0 0 * * * ?"), Just("0 0,1 * * * ?"), Just("1000000"),
+            Just("1001"), Just("a:2,b:1001"),
         ]
         .prop_map(str::to_owned),
         1 => any::<String>(),
@@ -1040,6 +1057,110 @@ fn loops_take(kind: usize, object: &Value, tally: &Tally) -> Result<(), TestCase
     }
 }
 
+/// What both endpoints allow is within the platform's limits (the router's operator
+/// configuration is empty: their defaults): no key a spec may not set in a configuration, no
+/// interval below its floor, no parallelism or replicas above their caps. Judged here from the
+/// options table, the schedule parser and the limits' values, not by the rules' own code.
+fn within_platform_limits(kind: usize, object: &Value) -> Result<(), TestCaseError> {
+    use flink_operator_api::{
+        FlinkDeploymentSpec,
+        options::{option, parse_millis, schedule::Schedule},
+        validation::limits::PlatformLimits,
+    };
+    let limits = PlatformLimits::default();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let config_within = |path: &str, config: &BTreeMap<String, String>| -> Result<(), String> {
+        for (key, value) in config {
+            if option(key).is_some_and(|o| o.set_in.refused_in_spec().is_some()) {
+                return Err(format!("{path}.{key} is not the spec's to set"));
+            }
+            if let Some((floor, _)) = limits.floor_of(key) {
+                let shortest = if key.contains(".periodic.") {
+                    Schedule::parse(value)
+                        .ok()
+                        .flatten()
+                        .and_then(|s| s.shortest_gap(now_ms))
+                } else {
+                    parse_millis(value).ok()
+                };
+                if shortest.is_some_and(|gap| gap < floor) {
+                    return Err(format!("{path}.{key}: {value:?} is below its floor"));
+                }
+            }
+        }
+        let parallelism_keys = ["parallelism.default", "job.autoscaler.vertex.max-parallelism"];
+        for key in parallelism_keys {
+            if let Some(n) = config.get(key).and_then(|v| v.trim().parse::<i64>().ok())
+                && limits.parallelism_max.is_some_and(|cap| n > cap)
+            {
+                return Err(format!("{path}.{key}: {n} is above its cap"));
+            }
+        }
+        Ok(())
+    };
+    let size_within = |parallelism: Option<i32>, tm: Option<i32>, jm: Option<i32>| -> Result<(), String> {
+        let above = |n: Option<i32>, cap: Option<i64>| n.zip(cap).is_some_and(|(n, cap)| i64::from(n) > cap);
+        if above(parallelism, limits.parallelism_max)
+            || above(tm, limits.taskmanager_replicas_max)
+            || above(jm, limits.jobmanager_replicas_max)
+        {
+            return Err(format!(
+                "parallelism {parallelism:?} or replicas {tm:?}/{jm:?} above their caps"
+            ));
+        }
+        Ok(())
+    };
+    let deployment = |path: &str, spec: &FlinkDeploymentSpec| -> Result<(), String> {
+        let config = spec
+            .flink_configuration
+            .as_ref()
+            .map(|c| c.flattened())
+            .unwrap_or_default();
+        config_within(&format!("{path}.flinkConfiguration"), &config)?;
+        size_within(
+            spec.job.as_ref().and_then(|j| j.parallelism),
+            spec.task_manager.as_ref().and_then(|t| t.replicas),
+            spec.job_manager.as_ref().and_then(|j| j.replicas),
+        )
+    };
+    let judged = match KINDS[kind] {
+        "FlinkDeployment" => match typed::<FlinkDeployment>(object) {
+            Ok(fd) => deployment("spec", &fd.spec),
+            Err(_) => Ok(()),
+        },
+        "FlinkSessionJob" => match typed::<FlinkSessionJob>(object) {
+            Ok(sj) => {
+                let config = sj
+                    .spec
+                    .flink_configuration
+                    .as_ref()
+                    .map(|c| c.flattened())
+                    .unwrap_or_default();
+                config_within("spec.flinkConfiguration", &config)
+                    .and_then(|()| size_within(sj.spec.job.as_ref().and_then(|j| j.parallelism), None, None))
+            }
+            Err(_) => Ok(()),
+        },
+        "FlinkBlueGreenDeployment" => match typed::<FlinkBlueGreenDeployment>(object) {
+            Ok(bg) => {
+                let own = bg.spec.configuration.clone().unwrap_or_default();
+                config_within("spec.configuration", &own).and_then(|()| {
+                    match bg.spec.template.as_ref().and_then(|t| t.spec.as_ref()) {
+                        Some(spec) => deployment("spec.template.spec", spec),
+                        None => Ok(()),
+                    }
+                })
+            }
+            Err(_) => Ok(()),
+        },
+        _ => Ok(()),
+    };
+    judged
+        .map_err(|why| TestCaseError::fail(format!("admitted beyond the platform's limits: {why}: {object}")))
+}
+
 fn typed<T: serde::de::DeserializeOwned>(object: &Value) -> Result<T, String> {
     serde_json::from_value(object.clone()).map_err(|e| format!("it does not decode: {e}"))
 }
@@ -1238,7 +1359,10 @@ fn mutated_reviews_get_a_4xx_or_a_verdict_with_a_reason() {
             &tally,
         )?;
         match (validated, stored) {
-            (Some(_), Some(stored)) if judged_as_stored => loops_take(case.kind, &stored, &tally)?,
+            (Some(_), Some(stored)) if judged_as_stored => {
+                within_platform_limits(case.kind, &stored)?;
+                loops_take(case.kind, &stored, &tally)?
+            }
             (Some(_), Some(_)) => {
                 tally.unstorable.fetch_add(1, Ordering::Relaxed);
             }

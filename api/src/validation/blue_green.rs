@@ -85,6 +85,11 @@ pub fn validate(
         }
     }
 
+    super::limits::refused_keys(
+        "spec.configuration",
+        new.spec.configuration.iter().flatten().map(|(key, _)| key),
+        &mut out,
+    );
     for (key, value) in new.spec.configuration.iter().flatten() {
         if let Some(ty) = crate::options::value_type(key)
             && let Err(reason) = ty.check(value)

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use super::{
     ValidationContext, Violation, autoscaler,
     flink_config::{self, Config, StateNeeds},
-    job, pod_security,
+    job,
+    limits::{self, PlatformLimits},
+    pod_security,
     resources::{self, Role},
     values::{MAX_NAME_LENGTH, is_valid_cluster_name},
 };
@@ -76,7 +78,9 @@ pub(crate) fn spec_rules(
     let cfg = Config { map: &config };
 
     flink_config::forbidden_keys(&own, out);
-    flink_config::operator_written_keys(&own, out);
+    let limits = PlatformLimits::new(ctx, namespace);
+    limits::refused_keys("spec.flinkConfiguration", own.keys(), out);
+    limits::interval_floors(&own, &limits, super::limits::now_ms(), out);
     flink_config::value_formats(&own, out);
     flink_config::nested_sections(&config, spec.flink_version, out);
     flink_config::cluster_numbers(&config, out);
@@ -116,6 +120,16 @@ pub(crate) fn spec_rules(
         job::redeploy_needs_a_savepoint(job, reconciled.and_then(|r| r.job.as_ref()), out);
     }
     resources::task_manager_replicas(task_manager_replicas, out);
+    limits::size_caps(
+        spec.job.as_ref().and_then(|j| j.parallelism).map(i64::from),
+        Some((
+            task_manager_replicas,
+            spec.job_manager.as_ref().and_then(|j| j.replicas),
+        )),
+        &config,
+        &limits,
+        out,
+    );
 
     let jm = spec.job_manager.as_ref();
     resources::memory_and_cpu(

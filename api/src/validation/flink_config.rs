@@ -79,18 +79,6 @@ pub(crate) fn forbidden_keys(own: &BTreeMap<String, String>, out: &mut Vec<Viola
     }
 }
 
-/// Keys only the operator writes (into the spec it records), never a user.
-pub(crate) fn operator_written_keys(own: &BTreeMap<String, String>, out: &mut Vec<Violation>) {
-    let key = operator::AUTOSCALER_PARALLELISM_OVERRIDES;
-    if own.contains_key(key) {
-        out.push(Violation::new(
-            config_path(key),
-            "is written by the job autoscaler into the recorded spec, not set by a user: set \
-             pipeline.jobvertex-parallelism-overrides (or job.parallelism) instead",
-        ));
-    }
-}
-
 /// What the job asks of its state: the rules on directories and HA (D6, D7, D11–D15).
 pub(crate) struct StateNeeds {
     pub(crate) upgrade_mode: UpgradeMode,

@@ -3,6 +3,7 @@
 
 use flink_operator_api::FlinkDeployment;
 use flink_operator_api::common::flink_job_state;
+use flink_operator_api::validation::limits::PlatformLimits;
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt};
 
@@ -48,6 +49,7 @@ pub async fn observe(
     let ha_metadata = !caches.ha_config_maps_of(&namespace, &name).is_empty();
 
     let policy = Policy::from_config(&ctx.effective_config(fd))
+        .with_limits(&PlatformLimits::new(&ctx.validation(), &namespace))
         .with_flink_version(fd.spec.flink_version)
         .with_snapshot_loop(crate::policy::snapshot_loop_enabled(
             &ctx.operator_config.current(),

@@ -113,6 +113,19 @@ fn located(owner: &impl kube::Resource) -> (String, String) {
     )
 }
 
+/// Deletes the snapshot resource `name`; one that is gone is done.
+async fn delete_snapshot(api: &Api<FlinkStateSnapshot>, name: &str) -> Result<Option<String>, JobActError> {
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(None),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
+        Err(source) => Err(JobActError::Snapshot {
+            what: "deleting",
+            name: name.to_owned(),
+            source,
+        }),
+    }
+}
+
 /// Carries out a [`JobAction`] on Kubernetes objects (see [`JobAction::on_resources`]) for
 /// the job resource `owner` of kind `kind`. Each may be repeated: a FlinkStateSnapshot or a
 /// revision that exists is done (created before a crash, under the same name), one that is
@@ -145,15 +158,23 @@ where
                 }),
             }
         }
-        JobAction::DeleteSnapshot { name } => match api.delete(name, &DeleteParams::default()).await {
-            Ok(_) => Ok(None),
-            Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
-            Err(source) => Err(JobActError::Snapshot {
-                what: "deleting",
-                name: name.clone(),
-                source,
-            }),
-        },
+        JobAction::DeleteSnapshot { name, keep_files } => {
+            if *keep_files {
+                let keep = json!({"spec": {"savepoint": {"disposeOnDelete": false}}});
+                match api.patch(name, &PatchParams::default(), &Patch::Merge(&keep)).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => return Ok(None),
+                    Err(source) => {
+                        return Err(JobActError::Snapshot {
+                            what: "keeping the files of",
+                            name: name.clone(),
+                            source,
+                        });
+                    }
+                }
+            }
+            delete_snapshot(&api, name).await
+        }
         JobAction::RecordRevision(record) => record_revision(client, owner, kind, record).await,
         JobAction::RollBack {
             spec,

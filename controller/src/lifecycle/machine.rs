@@ -34,6 +34,7 @@ use super::{
     ledger::Ledger,
     rescale::{self, Rescale},
     restore::{self, RestorableState},
+    protected::Protected,
     savepoint_history, snapshot_resources, snapshots,
     spec::{self, JobSpecOf},
     step::{Found, Observed, Step, derive},
@@ -718,10 +719,28 @@ fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K
     let Some(wanted) = snapshots::due(spec, recorded, &job_view(k), &facts) else {
         return steady(k, recorded, observed.pending);
     };
+    // The retention goes first: a snapshot due at every look (a schedule the webhook did not
+    // judge) must not keep it from ever running.
+    let protected = protected_paths(k);
+    let (status, mut out) = k.parts();
+    if snapshots::trim_resources(&*status, &facts, &protected, &mut out) {
+        k.phase(recorded, observed.pending);
+        return k.done(FAST);
+    }
     let (status, mut out) = k.parts();
     snapshots::trigger(status, spec, recorded, wanted, &facts, &mut out);
     k.phase(recorded, observed.pending);
     k.record_then(FAST)
+}
+
+/// The paths the job may still need (see [`Protected`]): of its status, its kept revisions
+/// and its spec.
+fn protected_paths<'a, K: JobKind<'a>>(k: &K) -> Protected {
+    Protected::of(
+        k.status.job_status(),
+        k.facts.revisions,
+        k.spec.job().and_then(|j| j.initial_savepoint_path.as_deref()),
+    )
 }
 
 /// Nothing to do but to say where the job stands, and when to look again.
@@ -729,13 +748,14 @@ fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> P
     let facts = k.facts;
     let running = !pending && !spec::is_suspended(recorded) && k.standing().running;
     if running {
+        let protected = protected_paths(k);
         let (status, mut out) = k.parts();
-        if snapshots::trim_history(status, &facts, &mut out) {
+        if snapshots::trim_history(status, &facts, &protected, &mut out) {
             k.phase(recorded, pending);
             return k.done(FAST);
         }
         let (status, mut out) = k.parts();
-        if snapshots::trim_resources(&*status, &facts, &mut out) {
+        if snapshots::trim_resources(&*status, &facts, &protected, &mut out) {
             k.phase(recorded, pending);
             return k.done(FAST);
         }

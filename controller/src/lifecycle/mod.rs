@@ -50,6 +50,7 @@ pub mod ledger;
 pub mod machine;
 pub mod observe;
 pub mod poll;
+pub mod protected;
 pub mod rescale;
 pub mod restore;
 pub mod revisions;
@@ -237,9 +238,10 @@ pub enum JobAction {
     /// Create a FlinkStateSnapshot of the job (see [`snapshot_resources`]); one that exists
     /// already is done.
     CreateSnapshot(snapshot_resources::NewSnapshot),
-    /// Delete a FlinkStateSnapshot of the job (the history's retention); one that is gone
-    /// is done.
-    DeleteSnapshot { name: String },
+    /// Delete a FlinkStateSnapshot of the job (the retention); one that is gone is done.
+    /// `keep_files`: its savepoint is not to be disposed of (`savepoint.cleanup.enabled` is
+    /// false), so its `disposeOnDelete` is set to false first.
+    DeleteSnapshot { name: String, keep_files: bool },
     /// Record a revision of the job, prune its history and show the current number on the
     /// resource (see [`history`]); each part done before is done.
     RecordRevision(history::RecordRevision),

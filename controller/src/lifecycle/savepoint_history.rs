@@ -12,7 +12,7 @@ use flink_operator_api::{
     options::schedule::Schedule,
 };
 
-use super::Snapshot;
+use super::{Snapshot, protected::Protected};
 use crate::{policy::Policy, runtime::Next};
 
 /// Records a completed savepoint as the last one and at the end of the history; a periodic
@@ -127,21 +127,16 @@ impl Trim {
     }
 }
 
-/// Which savepoints leave the history now, if any.
-pub fn trim(job: &JobStatus, policy: &Policy, now_ms: i64) -> Option<Trim> {
+/// Which savepoints leave the history now, if any: never the newest, nor one the job may still
+/// need (`protected`).
+pub fn trim(job: &JobStatus, policy: &Policy, protected: &Protected, now_ms: i64) -> Option<Trim> {
     let info = job.savepoint_info.as_ref()?;
     let history = info.savepoint_history.as_deref().unwrap_or_default();
     if history.len() < 2 {
         return None;
     }
     let protected = |s: &Savepoint| {
-        s.location.is_none()
-            || s.location == job.upgrade_savepoint_path
-            || Some(s) == history.last()
-            || info
-                .last_savepoint
-                .as_ref()
-                .is_some_and(|last| last.location == s.location)
+        Some(s) == history.last() || s.location.as_deref().is_none_or(|path| protected.contains(path))
     };
     let mut keep = Vec::new();
     let mut removed = Vec::new();
@@ -268,7 +263,8 @@ mod tests {
         ];
         for (history, last, started_from, max_count, max_age_min, removed) in cases {
             let job = job(history, *last, *started_from);
-            let trim = trim(&job, &policy(*max_count, *max_age_min, true), NOW);
+            let protected = Protected::of(Some(&job), None, None);
+            let trim = trim(&job, &policy(*max_count, *max_age_min, true), &protected, NOW);
             let case = format!(
                 "{history:?}, last {last:?}, from {started_from:?}, max {max_count}/{max_age_min} min"
             );
@@ -292,11 +288,19 @@ mod tests {
     #[test]
     fn without_cleanup_savepoints_leave_the_history_but_their_files_are_kept() {
         let job = job(&[("a", 30), ("b", 20), ("c", 10)], Some("c"), None);
-        let trim = trim(&job, &policy(1, 60, false), NOW).unwrap();
+        let trim = trim(&job, &policy(1, 60, false), &Protected::of(Some(&job), None, None), NOW).unwrap();
         assert_eq!(names(&trim.keep), ["c"]);
         assert!(!trim.dispose);
         assert!(trim.note().contains("files are kept"), "{}", trim.note());
         assert!(trim.note().contains("file:///sp/a"), "{}", trim.note());
+    }
+
+    #[test]
+    fn a_savepoint_the_job_may_still_need_never_leaves_the_history() {
+        let job = job(&[("a", 30), ("b", 20), ("c", 10)], Some("c"), None);
+        // A kept revision was started from "a", the spec restores "b" at a first start.
+        let protected = Protected::of(Some(&job), None, Some("file:///sp/b")).with_paths(["file:///sp/a"]);
+        assert_eq!(trim(&job, &policy(1, 60, true), &protected, NOW), None);
     }
 
     #[test]

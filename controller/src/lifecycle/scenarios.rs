@@ -1289,6 +1289,7 @@ fn resource(name: &str, trigger_type: SnapshotTriggerType, state: SnapshotState,
         failures: 0,
         deleting: false,
     }
+        disposes: false,
 }
 
 fn created(outcome: &Outcome) -> Vec<NewSnapshot> {
@@ -1592,8 +1593,14 @@ fn with_snapshot_resources_the_history_retention_deletes_resources_beyond_the_co
         assert_eq!(
             outcome.job,
             [
-                JobAction::DeleteSnapshot { name: "a".into() },
-                JobAction::DeleteSnapshot { name: "b".into() }
+                JobAction::DeleteSnapshot {
+                    name: "a".into(),
+                    keep_files: false
+                },
+                JobAction::DeleteSnapshot {
+                    name: "b".into(),
+                    keep_files: false
+                }
             ],
             "{kind}: the manual one is kept"
         );
@@ -1602,6 +1609,60 @@ fn with_snapshot_resources_the_history_retention_deletes_resources_beyond_the_co
 }
 
 #[path = "scenarios/revisions.rs"]
+/// The flood of a schedule the webhook did not judge: a periodic checkpoint due at every look
+/// and more checkpoint resources than the platform keeps. The retention goes first, then the
+/// snapshot is taken at the next look.
+#[test]
+fn a_snapshot_due_at_every_look_does_not_keep_the_platform_caps_from_holding() {
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let checkpoint = |name: &str, ago_ms: i64| JobSnapshot {
+            kind: Snapshot::Checkpoint,
+            ..resource(name, SnapshotTriggerType::Periodic, SnapshotState::Completed, ago_ms)
+        };
+        let flood = Look {
+            policy: Policy {
+                periodic_checkpoint: Some(Schedule::Every(1)),
+                checkpoints_retained: 1_000_000,
+                snapshot_max_count: 2,
+                ..Policy::default()
+            },
+            started_ago: 2 * HOUR,
+            snapshots: vec![
+                checkpoint("c1", 40_000),
+                checkpoint("c2", 30_000),
+                checkpoint("c3", 20_000),
+            ],
+            ..with_resources("RUNNING")
+        };
+        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &flood, false);
+        assert_eq!(
+            outcome.job,
+            [JobAction::DeleteSnapshot {
+                name: "c1".into(),
+                keep_files: false
+            }],
+            "{kind}"
+        );
+        assert_eq!(outcome.reasons(), [Reason::SavepointHistoryTrimmed], "{kind}");
+        // Within the cap, the due checkpoint is asked for.
+        let within = Look {
+            snapshots: flood.snapshots[1..].to_vec(),
+            ..flood.clone()
+        };
+        let (outcome, _) = decide(&job, &json!({}), Some(&stored), &within, false);
+        assert!(
+            outcome
+                .job
+                .iter()
+                .all(|a| !matches!(a, JobAction::DeleteSnapshot { .. })),
+            "{kind}: {outcome:?}"
+        );
+        assert_eq!(outcome.reasons(), [Reason::CheckpointTriggered], "{kind}");
+    });
+}
+
 mod revisions;
 
 #[path = "scenarios/steps.rs"]

@@ -18,8 +18,11 @@
 //!   `kubernetes.operator.savepoint.history.include-manual`) beyond
 //!   `savepoint.history.max.count` or older than `savepoint.history.max.age` are deleted
 //!   (their savepoints disposed of when `disposeOnDelete` says so); checkpoints beyond
-//!   `execution.checkpointing.num-retained`. Never the newest COMPLETED one, one under way,
-//!   or the one the job was started from.
+//!   `execution.checkpointing.num-retained`. Whatever the job's settings, every resource of
+//!   each snapshot type beyond the platform's `snapshot.resource.max.count` or older than its
+//!   `snapshot.resource.max.age` is deleted too (without `savepoint.cleanup.enabled`, its
+//!   files kept). Never the newest COMPLETED one, one under way, or one whose path the job
+//!   may still need ([`Protected`]).
 //! - The periodic clock is the later of the status's `lastPeriodicSavepointTimestamp` and the
 //!   creation of the newest COMPLETED PERIODIC resource, so it survives anything that loses
 //!   the status's value.
@@ -33,7 +36,7 @@ use flink_operator_api::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use super::Snapshot;
+use super::{Snapshot, protected::Protected};
 use crate::policy::Policy;
 
 /// One FlinkStateSnapshot of the job, as the cache shows it.
@@ -51,6 +54,9 @@ pub struct JobSnapshot {
     pub failures: i32,
     /// It is being deleted.
     pub deleting: bool,
+    /// Deleting it disposes of its savepoint (`spec.savepoint.disposeOnDelete`, true when
+    /// unset, as the FlinkStateSnapshot loop reads it).
+    pub disposes: bool,
 }
 
 impl JobSnapshot {
@@ -226,51 +232,81 @@ pub fn view(job: &JobStatus, snapshots: &[JobSnapshot]) -> JobStatus {
     job
 }
 
-/// The resources the retention deletes now, oldest first (see the module's documentation).
-/// `started_from` is the state the job was started from (`upgradeSavepointPath`).
+/// The resources the retention deletes now, oldest first (see the module's documentation):
+/// the job's own history's (with `savepoint.cleanup.enabled`), and the platform's caps on
+/// every snapshot resource of the job (whatever its trigger, and whatever the job's own
+/// settings). Never one under way, the newest COMPLETED one of the rule's set, or one whose
+/// path the job may still need (`protected`).
 pub fn retention<'a>(
     snapshots: &'a [JobSnapshot],
     policy: &Policy,
-    started_from: Option<&str>,
+    protected: &Protected,
     now_ms: i64,
 ) -> Vec<&'a JobSnapshot> {
-    if !policy.history_cleanup {
-        return Vec::new();
-    }
-    let mut gone = Vec::new();
+    let mut gone: Vec<&JobSnapshot> = Vec::new();
     for kind in [Snapshot::Savepoint, Snapshot::Checkpoint] {
-        let mut candidates: Vec<&JobSnapshot> = snapshots
+        let of_kind: Vec<&JobSnapshot> = snapshots
             .iter()
             .filter(|s| s.kind == kind && !s.deleting)
-            .filter(|s| match s.trigger_type {
-                SnapshotTriggerType::Periodic | SnapshotTriggerType::Upgrade => true,
-                SnapshotTriggerType::Manual => policy.history_include_manual,
-                SnapshotTriggerType::Unknown => false,
-            })
             .collect();
-        if candidates.len() < 2 {
-            continue;
+        if policy.history_cleanup {
+            let history: Vec<&JobSnapshot> = of_kind
+                .iter()
+                .copied()
+                .filter(|s| match s.trigger_type {
+                    SnapshotTriggerType::Periodic | SnapshotTriggerType::Upgrade => true,
+                    SnapshotTriggerType::Manual => policy.history_include_manual,
+                    SnapshotTriggerType::Unknown => false,
+                })
+                .collect();
+            let (max_count, max_age_ms) = match kind {
+                Snapshot::Savepoint => (policy.history_max_count, Some(policy.history_max_age_ms)),
+                Snapshot::Checkpoint => (policy.checkpoints_retained, None),
+            };
+            gone.extend(beyond(history, max_count, max_age_ms, protected, now_ms));
         }
-        candidates.sort_by_key(|s| (s.created_ms, s.name.clone()));
-        let newest_completed = candidates
-            .iter()
-            .rev()
-            .find(|s| s.completed_with_path().is_some() || s.state == SnapshotState::Completed)
-            .map(|s| s.name.clone());
-        let (max_count, max_age_ms) = match kind {
-            Snapshot::Savepoint => (policy.history_max_count, Some(policy.history_max_age_ms)),
-            Snapshot::Checkpoint => (policy.checkpoints_retained, None),
-        };
-        let mut excess = candidates.len().saturating_sub(max_count.max(1));
-        for snapshot in candidates {
-            let kept = Some(&snapshot.name) == newest_completed.as_ref()
-                || snapshot.under_way()
-                || (started_from.is_some() && snapshot.path.as_deref() == started_from);
-            let too_old = max_age_ms.is_some_and(|max| now_ms - snapshot.created_ms > max);
-            if !kept && (excess > 0 || too_old) {
-                excess = excess.saturating_sub(1);
-                gone.push(snapshot);
-            }
+        gone.extend(beyond(
+            of_kind,
+            policy.snapshot_max_count,
+            Some(policy.snapshot_max_age_ms),
+            protected,
+            now_ms,
+        ));
+    }
+    gone.sort_by_key(|s| (s.created_ms, s.name.clone()));
+    gone.dedup_by(|a, b| a.name == b.name);
+    gone
+}
+
+/// Of `candidates`, those beyond `max_count` (the oldest first) or older than `max_age_ms`,
+/// but never one under way, the newest COMPLETED one, or one holding a protected path; one
+/// alone is never deleted.
+fn beyond<'a>(
+    mut candidates: Vec<&'a JobSnapshot>,
+    max_count: usize,
+    max_age_ms: Option<i64>,
+    protected: &Protected,
+    now_ms: i64,
+) -> Vec<&'a JobSnapshot> {
+    if candidates.len() < 2 {
+        return Vec::new();
+    }
+    candidates.sort_by_key(|s| (s.created_ms, s.name.clone()));
+    let newest_completed = candidates
+        .iter()
+        .rev()
+        .find(|s| s.state == SnapshotState::Completed)
+        .map(|s| s.name.clone());
+    let mut excess = candidates.len().saturating_sub(max_count.max(1));
+    let mut gone = Vec::new();
+    for snapshot in candidates {
+        let kept = Some(&snapshot.name) == newest_completed.as_ref()
+            || snapshot.under_way()
+            || snapshot.path.as_deref().is_some_and(|path| protected.contains(path));
+        let too_old = max_age_ms.is_some_and(|max| now_ms - snapshot.created_ms > max);
+        if !kept && (excess > 0 || too_old) {
+            excess = excess.saturating_sub(1);
+            gone.push(snapshot);
         }
     }
     gone
@@ -354,6 +390,7 @@ fn job_snapshot(snapshot: &FlinkStateSnapshot) -> Option<JobSnapshot> {
         result_ms: millis(status.and_then(|s| s.result_timestamp.as_ref())),
         failures: status.and_then(|s| s.failures).unwrap_or(0),
         deleting: snapshot.metadata.deletion_timestamp.is_some(),
+        disposes: crate::state_snapshot::decide::disposes(&snapshot.spec),
     })
 }
 

@@ -11,6 +11,7 @@ use flink_operator_api::common::{Checkpoint, JobSpec, JobStatus, Savepoint, Snap
 use super::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
     poll::SavepointPoll,
+    protected::Protected,
     savepoint_history,
     snapshot_resources::{self, NewSnapshot},
     spec::JobSpecOf,
@@ -292,16 +293,21 @@ pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
 }
 
 /// Savepoints beyond the history's count or age leave it, and are disposed of when the
-/// cleanup is on; whether any left.
+/// cleanup is on; whether any left. Never a path the job may still need (`protected`), nor
+/// one a snapshot resource of the job holds (its own retention decides about it).
 pub fn trim_history<A: From<JobAction>>(
     status: &mut impl LifecycleStatus,
     facts: &Facts,
+    protected: &Protected,
     out: &mut Out<A>,
 ) -> bool {
     let Some(job) = status.job_status() else {
         return false;
     };
-    let Some(trim) = savepoint_history::trim(job, facts.policy, facts.now_ms) else {
+    let protected = protected
+        .clone()
+        .with_paths(facts.snapshots.iter().filter_map(|s| s.path.as_deref()));
+    let Some(trim) = savepoint_history::trim(job, facts.policy, &protected, facts.now_ms) else {
         return false;
     };
     status
@@ -318,28 +324,33 @@ pub fn trim_history<A: From<JobAction>>(
     true
 }
 
-/// Snapshot resources of the job beyond the history's count or age (see
-/// [`snapshot_resources::retention`]) are deleted; whether any are.
+/// Snapshot resources of the job beyond the history's or the platform's count or age (see
+/// [`snapshot_resources::retention`]) are deleted; whether any are. Without
+/// `savepoint.cleanup.enabled` their savepoints' files are kept.
 pub fn trim_resources<A: From<JobAction>>(
     status: &impl LifecycleStatus,
     facts: &Facts,
+    protected: &Protected,
     out: &mut Out<A>,
 ) -> bool {
     if !facts.policy.snapshot_resources {
         return false;
     }
-    let started_from = status
-        .job_status()
-        .and_then(|j| j.upgrade_savepoint_path.as_deref());
-    let gone = snapshot_resources::retention(facts.snapshots, facts.policy, started_from, facts.now_ms);
+    let protected = protected.clone().with_history(status.job_status());
+    let gone = snapshot_resources::retention(facts.snapshots, facts.policy, &protected, facts.now_ms);
     if gone.is_empty() {
         return false;
     }
     let names: Vec<&str> = gone.iter().map(|s| s.name.as_str()).collect();
+    let files = if facts.policy.history_cleanup {
+        "their savepoints are disposed of where disposeOnDelete is set"
+    } else {
+        "their savepoints' files are kept: kubernetes.operator.savepoint.cleanup.enabled is false"
+    };
     out.event(EventNote::normal(
         Reason::SavepointHistoryTrimmed,
         format!(
-            "Deleting {} snapshot resource(s) beyond the history's count or age (their savepoints are disposed of where disposeOnDelete is set): {}",
+            "Deleting {} snapshot resource(s) beyond the history's or the platform's count or age ({files}): {}",
             names.len(),
             names.join(", ")
         ),
@@ -347,6 +358,7 @@ pub fn trim_resources<A: From<JobAction>>(
     for snapshot in gone {
         out.act(JobAction::DeleteSnapshot {
             name: snapshot.name.clone(),
+            keep_files: !facts.policy.history_cleanup && snapshot.disposes,
         });
     }
     true

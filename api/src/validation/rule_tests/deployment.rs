@@ -385,6 +385,54 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "is written by the job autoscaler",
         ),
         (
+            "a platform cap is not set in a spec",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.savepoint.history.max.count.threshold",
+                json!("1000000"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.savepoint.history.max.count.threshold",
+            "set by the platform in the operator configuration",
+        ),
+        (
+            "reconcile interval below the platform's floor",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.reconcile.interval",
+                json!("1 s"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.reconcile.interval",
+            "is below the floor of 10 s set by the platform (kubernetes.operator.reconcile.interval.min",
+        ),
+        (
+            "periodic checkpoints below the platform's floor",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.periodic.checkpoint.interval",
+                json!("1 ns"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.periodic.checkpoint.interval",
+            "is below the floor of 1 min set by the platform (kubernetes.operator.periodic.checkpoint.interval.min",
+        ),
+        (
+            "periodic savepoints on a cron schedule closer than the floor",
+            with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.periodic.savepoint.interval",
+                json!("*/10 * * * * ?"),
+            )]),
+            "spec.flinkConfiguration.kubernetes.operator.periodic.savepoint.interval",
+            "two of its times are 10 s apart",
+        ),
+        (
+            "parallelism above the platform's cap",
+            with(&[("spec/job/parallelism", json!(5000))]),
+            "spec.job.parallelism",
+            "5000 is above the cap of 1000 set by the platform (kubernetes.operator.job.parallelism.max",
+        ),
+        (
+            "TaskManager replicas above the platform's cap",
+            with(&[("spec/taskManager/replicas", json!(500))]),
+            "spec.taskManager.replicas",
+            "kubernetes.operator.taskmanager.replicas.max",
+        ),
+        (
             "D33 metrics window below reconcile interval",
             with(&[
                 ("spec/flinkConfiguration/job.autoscaler.enabled", json!("true")),

@@ -16,6 +16,7 @@ fn snapshot(name: &str, trigger: Trigger, state: SnapshotState, minutes_ago: i64
         result_ms: (state == SnapshotState::Completed).then(|| NOW - minutes_ago * MIN + 1000),
         failures: 0,
         deleting: false,
+        disposes: true,
     }
 }
 
@@ -164,8 +165,100 @@ fn retention_keeps_the_count_and_age_and_never_the_newest_completed_one_under_wa
         ),
     ];
     for (case, snapshots, policy, started_from, expected) in cases {
-        let gone = retention(&snapshots, &policy, started_from, NOW);
+        let protected = Protected::default().with_paths(started_from);
+        let gone = retention(&snapshots, &policy, &protected, NOW);
         assert_eq!(names(&gone), *expected, "{case}");
+    }
+}
+
+/// The platform's caps bound every snapshot resource of the job, whatever its trigger and
+/// whatever the job's own settings: the flood of a spec asking for a million retained
+/// checkpoints, or of manual snapshots the history never removes.
+#[test]
+fn the_platform_caps_bound_every_snapshot_resource_but_never_one_the_job_may_need() {
+    use SnapshotState::*;
+    use Trigger::*;
+    let capped = |count: usize, age_min: i64| Policy {
+        snapshot_max_count: count,
+        snapshot_max_age_ms: age_min * MIN,
+        checkpoints_retained: 1_000_000,
+        history_max_count: 1_000_000,
+        history_max_age_ms: i64::MAX,
+        ..Policy::default()
+    };
+    let flood: Vec<JobSnapshot> = (0..6)
+        .map(|i| JobSnapshot {
+            trigger_type: Periodic,
+            ..checkpoint(&format!("cp{i}"), 60 - i)
+        })
+        .collect();
+    type Case<'a> = (&'a str, Vec<JobSnapshot>, Policy, Protected, &'a [&'a str]);
+    let cases: Vec<Case> = vec![
+        (
+            "checkpoints beyond the cap whatever num-retained says",
+            flood.clone(),
+            capped(3, 600),
+            Protected::default(),
+            &["cp0", "cp1", "cp2"],
+        ),
+        (
+            "manual savepoints, which the history keeps, beyond the cap",
+            vec![
+                completed("a", Manual, 30),
+                completed("b", Manual, 20),
+                completed("c", Manual, 10),
+            ],
+            capped(2, 600),
+            Protected::default(),
+            &["a"],
+        ),
+        (
+            "older than the platform's age, of any trigger; the newest completed stays",
+            vec![
+                completed("a", Unknown, 300),
+                completed("b", Upgrade, 200),
+                snapshot("c", Manual, Failed, 100),
+            ],
+            capped(100, 60),
+            Protected::default(),
+            &["a", "c"],
+        ),
+        (
+            "without savepoint cleanup the caps still hold",
+            flood.clone(),
+            Policy {
+                history_cleanup: false,
+                ..capped(4, 600)
+            },
+            Protected::default(),
+            &["cp0", "cp1"],
+        ),
+        (
+            "a path the job may still need stays, under way stays",
+            vec![
+                completed("a", Manual, 30),
+                completed("b", Periodic, 20),
+                snapshot("c", Periodic, InProgress, 1),
+                completed("d", Periodic, 10),
+            ],
+            capped(1, 600),
+            Protected::default().with_paths(["file:///sp/a"]),
+            &["b"],
+        ),
+        (
+            "within the caps nothing goes",
+            flood.clone(),
+            capped(6, 600),
+            Protected::default(),
+            &[],
+        ),
+    ];
+    for (case, snapshots, policy, protected, expected) in cases {
+        assert_eq!(
+            names(&retention(&snapshots, &policy, &protected, NOW)),
+            *expected,
+            "{case}"
+        );
     }
 }
 
@@ -179,7 +272,12 @@ fn one_being_deleted_is_neither_counted_nor_deleted_again() {
         completed("c", Trigger::Periodic, 10),
     ];
     assert_eq!(
-        names(&retention(&snapshots, &policy(2, 600), None, NOW)),
+        names(&retention(
+            &snapshots,
+            &policy(2, 600),
+            &Protected::default(),
+            NOW
+        )),
         Vec::<String>::new()
     );
 }
