@@ -109,6 +109,21 @@ pub fn test_platform_settings() -> Vec<(String, String)> {
             format!("{overlay}.kubernetes.operator.user.artifacts.disallow-restricted-hosts"),
             "false".to_owned(),
         ),
+        // The tests compress time (looks every 5 s, savepoints every 2 s): the platform's
+        // floors of those intervals lowered as a platform team may lower them.
+        ("kubernetes.operator.reconcile.interval.min".to_owned(), "1 s".to_owned()),
+        (
+            "kubernetes.operator.observer.progress-check.interval.min".to_owned(),
+            "1 s".to_owned(),
+        ),
+        (
+            "kubernetes.operator.periodic.savepoint.interval.min".to_owned(),
+            "1 s".to_owned(),
+        ),
+        (
+            "kubernetes.operator.periodic.checkpoint.interval.min".to_owned(),
+            "1 s".to_owned(),
+        ),
         // The resources of the operator the end-to-end tests install in the cluster with the
         // chart are that operator's alone, as two teams' operators share namespaces.
         (
