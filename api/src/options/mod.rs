@@ -363,6 +363,22 @@ pub const OPTIONS: &[OptionDoc] = &[
                   `WATCH_NAMESPACES`, when set, wins over the file either way.",
     },
     OptionDoc {
+        key: operator::OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED,
+        ty: OptionType::Bool,
+        deprecated: &[],
+        default: DefaultValue::Bool(defaults::OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED),
+        applies_to: PROCESS,
+        set_in: SetIn::OperatorFile,
+        meaning: "Admit Flink resources (all four kinds) in the operator's own namespace \
+                  (`--operator-namespace`, `POD_NAMESPACE`, else its in-cluster ServiceAccount's). \
+                  Off, the webhook refuses them and the controllers act on none there (status \
+                  error and Event): that namespace holds the operator's credentials (its \
+                  ServiceAccount, the webhook certificate, its configuration), and a Flink \
+                  cluster there runs jobs whose JobManager REST API anyone who reaches it can \
+                  use. An operator outside the cluster with no namespace given has none of its \
+                  own.",
+    },
+    OptionDoc {
         key: operator::DYNAMIC_CONFIG_CHECK_INTERVAL,
         ty: OptionType::Duration,
         deprecated: &[],
@@ -404,22 +420,6 @@ pub const OPTIONS: &[OptionDoc] = &[
         meaning: "Elect a leader among the operator's replicas through a Lease in the \
                   operator's namespace: every replica serves the webhook and keeps its caches, \
                   only the leader runs the controllers. Needs `lease-name`.",
-    OptionDoc {
-        key: operator::OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED,
-        ty: OptionType::Bool,
-        deprecated: &[],
-        default: DefaultValue::Bool(defaults::OPERATOR_NAMESPACE_FLINK_RESOURCES_ENABLED),
-        applies_to: PROCESS,
-        set_in: SetIn::OperatorFile,
-        meaning: "Admit Flink resources (all four kinds) in the operator's own namespace \
-                  (`--operator-namespace`, `POD_NAMESPACE`, else its in-cluster ServiceAccount's). \
-                  Off, the webhook refuses them and the controllers act on none there (status \
-                  error and Event): that namespace holds the operator's credentials (its \
-                  ServiceAccount, the webhook certificate, its configuration), and a Flink \
-                  cluster there runs jobs whose JobManager REST API anyone who reaches it can \
-                  use. An operator outside the cluster with no namespace given has none of its \
-                  own.",
-    },
     },
     OptionDoc {
         key: operator::LEADER_ELECTION_LEASE_NAME,

@@ -163,6 +163,11 @@ pub async fn observe(
     let violations = validation
         .operator_namespace_violation(&namespace)
         .into_iter()
+        .chain(flink_operator_api::validation::deployment::validate(
+            fd,
+            None,
+            &validation,
+        ))
         .map(|v| v.to_string())
         .collect();
     let mut session_jobs = Vec::new();
@@ -172,7 +177,6 @@ pub async fn observe(
             sj.spec.deployment_name.as_deref() == Some(name.as_str())
         });
         session_jobs = users.iter().map(|sj| sj.name_any()).collect();
-        .chain(flink_operator_api::validation::deployment::validate(fd, None, &validation))
         let managed: std::collections::BTreeSet<&str> = users
             .iter()
             .filter_map(|sj| sj.status.as_ref()?.job_status.as_ref()?.job_id.as_deref())

@@ -66,9 +66,11 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
     let violations = validation
         .operator_namespace_violation(&namespace)
         .into_iter()
+        .chain(session_job::validate(sj, None, session.as_deref(), &validation))
         .map(|v| v.to_string())
         .collect();
     let policy = Policy::from_config(&config)
+        .with_limits(&PlatformLimits::new(&validation, &namespace))
         .with_flink_version(session.as_ref().and_then(|s| s.spec.flink_version))
         .with_snapshot_loop(crate::policy::snapshot_loop_enabled(
             &ctx.operator_config.current(),
@@ -84,10 +86,8 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
     // The recorded overrides hold whatever this look finds (a session cluster not ready, a
     // job not sampled); a judgement of the job below adds its changes.
     let autoscaler = crate::autoscaler::apply::after_look(
-        .chain(session_job::validate(sj, None, session.as_deref(), &validation))
         &sj.spec,
         sj.status.as_ref().and_then(|s| s.reconciliation_status.as_ref()),
-        .with_limits(&PlatformLimits::new(&validation, &namespace))
         &policy.autoscaler,
         Default::default(),
         policy.task_slots,
