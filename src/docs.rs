@@ -324,6 +324,7 @@ fn metrics() -> String {
     reconcile.lifecycle(kind, "ns", "name", Some("DEPLOYED"));
     reconcile.lifecycle(kind, "ns", "name", Some("STABLE"));
     reconcile.reconciled(kind, "ns", "name", Duration::from_millis(1), false);
+    reconcile.reconcile_deferred(kind, "ns");
     reconcile.status_written(kind, "ns", "name");
     reconcile.flink_requests(kind, "ns", "name").inc();
     reconcile
