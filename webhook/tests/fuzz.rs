@@ -379,6 +379,7 @@ fn weird() -> impl Strategy<Value = Weird> {
             Just("v1_20"), Just("savepoint"), Just("last-state"), Just("FlinkDeployment"),
             Just("1g"), Just("0.5"), Just("1 min"), Just("s3://"), Just("local:///x.jar"),
             Just("../../etc/passwd"), Just("a\u{0}b"), Just("\u{202e}"), Just("{{name}}"),
+            Just("flink"), Just("deployer"),
         ]
         .prop_map(|s| Weird::Text(s.to_owned())),
         // Rare: each costs milliseconds, and a few hundred in a run cover the limits.
@@ -408,6 +409,7 @@ fn field_name() -> impl Strategy<Value = String> {
             Just("upgradeMode"), Just("flinkVersion"), Just("jobReference"), Just("savepoint"),
             Just("template"), Just("name"), Just("namespace"), Just("deletionTimestamp"),
             Just("annotations"), Just("status"), Just("parallelism"), Just("podTemplate"),
+            Just("serviceAccountName"), Just("serviceAccount"), Just("securityContext"),
         ]
         .prop_map(str::to_owned),
         1 => any::<String>(),
@@ -1182,9 +1184,64 @@ fn deployment_loop_takes(fd: &FlinkDeployment) -> Result<(), String> {
     let config = flink_config::build(fd, &effective, &deploy).map_err(|e| e.to_string())?;
     let options = cluster::BuildOptions::from_effective(&effective);
     cluster::build(fd, &config, &options, None).map_err(|e| e.to_string())?;
-    cluster::build(fd, &config, &options, Some("jm-uid")).map_err(|e| e.to_string())?;
+    let objects = cluster::build(fd, &config, &options, Some("jm-uid")).map_err(|e| e.to_string())?;
+    runs_as_its_service_account(fd, &objects)?;
     for observation in deployment_observations() {
         drop(deployment::decide::decide(fd, &observation));
+    }
+    Ok(())
+}
+
+/// An admitted FlinkDeployment's pods run as its `spec.serviceAccount`: no pod template nor
+/// Flink key names another ServiceAccount (the router's configuration does not allow it), and
+/// the Deployments the operator builds name that one.
+fn runs_as_its_service_account(
+    fd: &FlinkDeployment,
+    objects: &flink_operator_controller::resources::cluster::ClusterObjects,
+) -> Result<(), String> {
+    let account = fd.spec.service_account.as_deref().unwrap_or_default();
+    let spec = serde_json::to_value(&fd.spec).map_err(|e| e.to_string())?;
+    for template in [
+        "/podTemplate",
+        "/jobManager/podTemplate",
+        "/taskManager/podTemplate",
+    ] {
+        for key in ["serviceAccountName", "serviceAccount"] {
+            if let Some(named) = spec
+                .pointer(&format!("{template}/spec/{key}"))
+                .and_then(Value::as_str)
+                && named != account
+            {
+                return Err(format!(
+                    "admitted{template}/spec/{key} {named:?} beside serviceAccount {account:?}"
+                ));
+            }
+        }
+    }
+    for key in [
+        "kubernetes.jobmanager.service-account",
+        "kubernetes.taskmanager.service-account",
+    ] {
+        if let Some(named) = spec
+            .pointer("/flinkConfiguration")
+            .and_then(|c| c.get(key))
+            .and_then(Value::as_str)
+            && named != account
+        {
+            return Err(format!(
+                "admitted {key} {named:?} beside serviceAccount {account:?}"
+            ));
+        }
+    }
+    let built = std::iter::once(&objects.job_manager).chain(objects.task_manager.as_ref());
+    for deployment in built {
+        let pod = serde_json::to_value(deployment).map_err(|e| e.to_string())?;
+        let runs_as = pod
+            .pointer("/spec/template/spec/serviceAccountName")
+            .and_then(Value::as_str);
+        if runs_as != Some(account) {
+            return Err(format!("a built Deployment runs as {runs_as:?}, not {account:?}"));
+        }
     }
     Ok(())
 }
@@ -1243,6 +1300,7 @@ fn blue_green_observation(resource: &FlinkBlueGreenDeployment) -> bluegreen::Obs
             blue_port: 8081,
             green_port: 8081,
         },
+        refused: None,
     }
 }
 
