@@ -56,7 +56,11 @@ pub fn check(config: &BTreeMap<String, String>) -> Result<Vec<String>, ConfigErr
             });
         }
     }
-    Ok(effect::warnings("", Place::OperatorFile, config.keys()).collect())
+    Ok(effect::warnings("", Place::OperatorFile, config.keys())
+        .chain(flink_operator_api::validation::session_job::settings_warnings(
+            config,
+        ))
+        .collect())
 }
 
 /// Loads the flattened operator configuration of several files, each over the ones before

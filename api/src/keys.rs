@@ -304,6 +304,10 @@ pub mod operator {
         "kubernetes.operator.user.artifacts.disallow-restricted-hosts";
     /// Dynamic: HTTP headers for jar downloads, `k:v,k:v`.
     pub const USER_ARTIFACTS_HTTP_HEADER: &str = "kubernetes.operator.user.artifacts.http.header";
+    /// Hosts the operator configuration's download headers are sent to (default none).
+    pub const USER_ARTIFACTS_HTTP_HEADER_HOSTS: &str = "kubernetes.operator.user.artifacts.http.header.hosts";
+    /// Directories `file` jars may be read from (default none: no file jars).
+    pub const USER_ARTIFACTS_FILE_ALLOWED_DIRS: &str = "kubernetes.operator.user.artifacts.file.allowed-dirs";
     /// Manage the Ingress of spec.ingress (default true).
     pub const INGRESS_MANAGE: &str = "kubernetes.operator.ingress.manage";
     /// Merge pod-template lists by element name instead of index (default false).

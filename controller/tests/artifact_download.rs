@@ -1,7 +1,8 @@
 //! Downloads of session job jars against a web server on loopback that serves more than the
 //! limit (with `Content-Length` and chunked without it): refused with the error naming the
 //! URI and the limit, no file left behind, and the process's peak memory not grown by what
-//! was served. Jars within the limit arrive whole, and only so many exist at once.
+//! was served. Jars within the limit arrive whole, and only so many exist at once (a further
+//! download waits in the background for a turn).
 //!
 //! A test binary of its own, with this one test: the peak resident memory it measures is
 //! the process's, and the bound on downloads at once is too.
@@ -10,8 +11,12 @@
 
 use std::{sync::Arc, time::Duration};
 
-use flink_operator_controller::session_job::artifact::{
-    ArtifactError, ArtifactHeaders, DOWNLOADS_AT_ONCE, fetch,
+use flink_operator_api::validation::session_job::ArtifactPolicy;
+use flink_operator_controller::session_job::{
+    artifact::{
+        ArtifactError, ArtifactHeaders, DownloadHeaders, Fetch, Limits, LocalJar, download, system_lookup,
+    },
+    downloads::{AT_ONCE, DownloadState, Downloads, KEEP_FINISHED, Owner},
 };
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -107,6 +112,52 @@ fn files_in(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         .unwrap_or_default()
 }
 
+/// A download of `uri` with `headers`, hosts not checked (the repository is on loopback).
+fn fetch_of(uri: &str, headers: DownloadHeaders, header_hosts: &[&str]) -> Fetch {
+    Fetch {
+        uri: uri.to_owned(),
+        policy: ArtifactPolicy {
+            disallow_restricted_hosts: false,
+            header_hosts: header_hosts.iter().map(|h| (*h).to_owned()).collect(),
+            ..ArtifactPolicy::default()
+        },
+        headers,
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        max_bytes: LIMIT,
+        ..Limits::with_total(TIMEOUT)
+    }
+}
+
+async fn fetch(
+    uri: &str,
+    dir: &std::path::Path,
+    headers: DownloadHeaders,
+    hosts: &[&str],
+) -> Result<LocalJar, ArtifactError> {
+    download(
+        &fetch_of(uri, headers, hosts),
+        dir,
+        limits(),
+        system_lookup(),
+        None,
+    )
+    .await
+}
+
+async fn finished(downloads: &Downloads, uid: &str, uri: &str) {
+    for _ in 0..400 {
+        if downloads.state(uid, uri) == DownloadState::Finished {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{uri} for {uid} never finished");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory() {
     let block: Arc<Vec<u8>> = Arc::new((0..1024 * 1024).map(|i| (i % 251) as u8).collect());
@@ -115,16 +166,9 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
     let _ = std::fs::remove_dir_all(&dir);
 
     // Warm up the client's first use (TLS provider, resolver) with a jar within the limit.
-    let small = fetch(
-        Some(&format!("{url}/small.jar")),
-        &dir,
-        false,
-        TIMEOUT,
-        LIMIT,
-        &ArtifactHeaders::default(),
-    )
-    .await
-    .unwrap();
+    let small = fetch(&format!("{url}/small.jar"), &dir, DownloadHeaders::None, &[])
+        .await
+        .unwrap();
     assert_eq!(std::fs::read(&small.path).unwrap(), block[..SMALL_JAR_BYTES]);
     let small_path = small.path.clone();
     drop(small);
@@ -134,15 +178,7 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
     for name in ["declared.jar", "chunked.jar"] {
         let uri = format!("{url}/{name}");
         let started = std::time::Instant::now();
-        let refused = fetch(
-            Some(&uri),
-            &dir,
-            false,
-            TIMEOUT,
-            LIMIT,
-            &ArtifactHeaders::default(),
-        )
-        .await;
+        let refused = fetch(&uri, &dir, DownloadHeaders::None, &[]).await;
         let took = started.elapsed();
         match &refused {
             Err(error @ ArtifactError::TooLarge { limit, .. }) if *limit == LIMIT => {
@@ -176,82 +212,79 @@ async fn jars_over_the_limit_are_refused_without_a_file_or_their_size_in_memory(
         growth as f64 / MIB
     );
 
-    // Only so many downloaded jars at once; the next waits for a turn, within its timeout.
+    // Only so many downloaded jars at once: the next download waits, in the background, for
+    // one to be uploaded (dropped).
+    let downloads = Arc::new(Downloads::new(AT_ONCE, system_lookup(), KEEP_FINISHED));
     let small = format!("{url}/small.jar");
+    let owner = |i: usize| Owner {
+        uid: format!("job-{i}"),
+        namespace: format!("team-{i}"),
+    };
     let mut held = Vec::new();
-    for _ in 0..DOWNLOADS_AT_ONCE {
-        held.push(
-            fetch(
-                Some(&small),
-                &dir,
-                false,
-                TIMEOUT,
-                LIMIT,
-                &ArtifactHeaders::default(),
-            )
-            .await
-            .unwrap(),
+    for i in 0..AT_ONCE {
+        downloads.start(
+            &owner(i),
+            fetch_of(&small, DownloadHeaders::None, &[]),
+            dir.clone(),
+            limits(),
         );
+        finished(&downloads, &owner(i).uid, &small).await;
+        held.push(downloads.take(&owner(i).uid, &small).unwrap().unwrap());
     }
-    let waited = Duration::from_millis(300);
-    match fetch(
-        Some(&small),
-        &dir,
-        false,
-        waited,
-        LIMIT,
-        &ArtifactHeaders::default(),
-    )
-    .await
-    {
-        Err(error @ ArtifactError::Busy { .. }) => {
-            assert!(error.to_string().contains(&small), "{error}")
-        }
-        other => panic!("a download beyond the turns: {other:?}"),
-    }
-    held.pop();
-    let next = fetch(
-        Some(&small),
-        &dir,
-        false,
-        waited,
-        LIMIT,
-        &ArtifactHeaders::default(),
-    )
-    .await
-    .unwrap();
+    let next = owner(AT_ONCE);
+    downloads.start(
+        &next,
+        fetch_of(&small, DownloadHeaders::None, &[]),
+        dir.clone(),
+        limits(),
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
-        std::fs::metadata(&next.path).unwrap().len(),
+        downloads.state(&next.uid, &small),
+        DownloadState::Running,
+        "waiting for a turn"
+    );
+    held.pop();
+    finished(&downloads, &next.uid, &small).await;
+    let jar = downloads.take(&next.uid, &small).unwrap().unwrap();
+    assert_eq!(
+        std::fs::metadata(&jar.path).unwrap().len(),
         SMALL_JAR_BYTES as u64
     );
-    drop(next);
+    drop(jar);
     drop(held);
     assert_eq!(files_in(&dir), Vec::<std::path::PathBuf>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
-async fn a_download_sends_the_configured_headers() {
+async fn a_download_sends_the_configured_headers_to_their_hosts_only() {
     let url = repository(Arc::new(vec![0u8; SMALL_JAR_BYTES])).await;
     let dir = std::env::temp_dir().join(format!("artifact-header-test-{}", std::process::id()));
     let uri = format!("{url}/private.jar");
+    let token = ArtifactHeaders(vec![("Authorization".into(), "Bearer repo-token".into())]);
+    let refused = fetch(&uri, &dir, DownloadHeaders::None, &[])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("401"), "{refused}");
+    // The platform's headers, for a host it does not list: not sent.
     let refused = fetch(
-        Some(&uri),
+        &uri,
         &dir,
-        false,
-        TIMEOUT,
-        LIMIT,
-        &ArtifactHeaders::default(),
+        DownloadHeaders::Platform(token.clone()),
+        &["repo.example.com"],
     )
     .await
     .unwrap_err()
     .to_string();
     assert!(refused.contains("401"), "{refused}");
-    let headers = ArtifactHeaders(vec![("Authorization".into(), "Bearer repo-token".into())]);
-    let jar = fetch(Some(&uri), &dir, false, TIMEOUT, LIMIT, &headers)
-        .await
-        .unwrap();
-    assert_eq!(std::fs::read(&jar.path).unwrap(), b"PK");
-    drop(jar);
+    for (headers, hosts) in [
+        (DownloadHeaders::Own(token.clone()), &[][..]),
+        (DownloadHeaders::Platform(token.clone()), &["127.0.0.1"][..]),
+    ] {
+        let jar = fetch(&uri, &dir, headers, hosts).await.unwrap();
+        assert_eq!(std::fs::read(&jar.path).unwrap(), b"PK");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

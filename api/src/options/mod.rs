@@ -1105,7 +1105,39 @@ pub const OPTIONS: &[OptionDoc] = &[
         set_in: SetIn::Resource,
         meaning: "HTTP headers sent with the download of a session job's http(s) jar, as \
                   `name:value` pairs separated by commas (`Authorization:Bearer <token>`). \
-                  Logs and Events name the headers, never their values.",
+                  Set in the job's or its session cluster's `spec.flinkConfiguration`, they \
+                  are sent to the jar's host only (not after a redirect to another host); set \
+                  in the operator configuration or a namespace overlay, only to the hosts of \
+                  `kubernetes.operator.user.artifacts.http.header.hosts`. Logs and Events name \
+                  the headers, never their values.",
+    },
+    OptionDoc {
+        key: operator::USER_ARTIFACTS_HTTP_HEADER_HOSTS,
+        ty: OptionType::Text,
+        deprecated: &[],
+        default: DefaultValue::Unset("the operator configuration's headers are sent nowhere"),
+        applies_to: SESSION_JOB,
+        set_in: SetIn::OperatorAndNamespace,
+        meaning: "Hosts (separated by `,` or `;`; `*.example.com` for its subdomains) that the \
+                  download headers of the operator configuration \
+                  (`kubernetes.operator.user.artifacts.http.header` set there or in a namespace \
+                  overlay) are sent to, at every hop of a download including redirects; a jar on \
+                  another host is downloaded without them. Unset, they are sent nowhere, and \
+                  the operator logs a warning at start. A session job or its cluster cannot set it.",
+    },
+    OptionDoc {
+        key: operator::USER_ARTIFACTS_FILE_ALLOWED_DIRS,
+        ty: OptionType::Text,
+        deprecated: &[],
+        default: DefaultValue::Unset("no file jars, even where the `file` scheme is allowed"),
+        applies_to: SESSION_JOB,
+        set_in: SetIn::OperatorAndNamespace,
+        meaning: "Absolute directories (separated by `,` or `;`) of the operator's file system \
+                  under which a session job's `file:` jar (or absolute path) may be; the jar's \
+                  path is resolved (`..`, symbolic links) and refused when it leads outside \
+                  every one of them, and the resolved path is what is read. The webhook refuses \
+                  a path outside them as written; the controller checks the resolved path. A \
+                  session job or its cluster cannot set it.",
     },
     OptionDoc {
         key: bluegreen::ABORT_GRACE_PERIOD,

@@ -8,6 +8,7 @@
 //! Every rule reports a [`Violation`] naming the field path and saying why, and all
 //! violations of an object are reported at once, so a user fixes a manifest in one round.
 
+pub mod addresses;
 pub mod blue_green;
 pub mod deployment;
 pub mod limits;

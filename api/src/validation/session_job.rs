@@ -11,9 +11,11 @@ use super::{
 use crate::{FlinkDeployment, FlinkSessionJob, FlinkSessionJobSpec, keys::operator, options::defaults};
 
 /// The keys of [`ArtifactPolicy`]: operator settings that a session job may not set.
-const ARTIFACT_POLICY_KEYS: [&str; 2] = [
+const ARTIFACT_POLICY_KEYS: [&str; 4] = [
     operator::USER_ARTIFACTS_ALLOWED_SCHEMES,
     operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS,
+    operator::USER_ARTIFACTS_FILE_ALLOWED_DIRS,
+    operator::USER_ARTIFACTS_HTTP_HEADER_HOSTS,
 ];
 
 /// Where the operator fetches session jobs' jars from. It bounds what a manifest may make
@@ -28,6 +30,29 @@ pub struct ArtifactPolicy {
     /// addresses are refused
     /// (`kubernetes.operator.user.artifacts.disallow-restricted-hosts`, default true).
     pub disallow_restricted_hosts: bool,
+    /// Absolute directories `file` jars may be under
+    /// (`kubernetes.operator.user.artifacts.file.allowed-dirs`, default none: no file jar is
+    /// read even where the scheme is allowed). Relative entries are left out: they would
+    /// depend on the operator's working directory.
+    pub file_allowed_dirs: Vec<String>,
+    /// Hosts the operator configuration's download headers are sent to, lowercase
+    /// (`kubernetes.operator.user.artifacts.http.header.hosts`, default none).
+    pub header_hosts: Vec<String>,
+}
+
+impl Default for ArtifactPolicy {
+    /// The policy of an operator configuration that sets none of its keys.
+    fn default() -> Self {
+        Self::new(&ValidationContext::default(), "")
+    }
+}
+
+/// A list value of the artifact policy: entries separated by `,` or `;`, trimmed.
+fn list(value: &str) -> impl Iterator<Item = String> + '_ {
+    value
+        .split([',', ';'])
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
 }
 
 impl ArtifactPolicy {
@@ -47,11 +72,156 @@ impl ArtifactPolicy {
             .map_or(defaults::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS, |v| {
                 !v.trim().eq_ignore_ascii_case("false")
             });
+        let file_allowed_dirs = settings
+            .get(operator::USER_ARTIFACTS_FILE_ALLOWED_DIRS)
+            .map(|v| {
+                list(v)
+                    .filter(|d| d.starts_with('/'))
+                    .map(|d| lexically_normal(&d).display().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let header_hosts = settings
+            .get(operator::USER_ARTIFACTS_HTTP_HEADER_HOSTS)
+            .map(|v| list(v).map(|h| h.to_ascii_lowercase()).collect())
+            .unwrap_or_default();
         Self {
             allowed_schemes,
             disallow_restricted_hosts,
+            file_allowed_dirs,
+            header_hosts,
         }
     }
+
+    /// Whether the operator configuration's download headers go to `host`: it is listed, or
+    /// a listed `*.domain` is a parent domain of it.
+    pub fn sends_headers_to(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.header_hosts
+            .iter()
+            .any(|listed| match listed.strip_prefix("*.") {
+                Some(domain) => host
+                    .strip_suffix(domain)
+                    .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+                None => *listed == host,
+            })
+    }
+}
+
+/// What the operator logs about the artifact settings of its configuration (flattened, with
+/// its namespace overlays), at start and at every reload: download headers that no host
+/// receives, and file directories that are not absolute (left out).
+pub fn settings_warnings(config: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+    let ctx = ValidationContext::new(config.clone());
+    let overlay = |key: &str| {
+        key.strip_prefix(operator::DEFAULT_CONFIGURATION_NAMESPACE_PREFIX)
+            .and_then(|rest| rest.split_once('.'))
+            .map(|(namespace, _)| namespace.to_owned())
+    };
+    let mut scopes: Vec<Option<String>> = vec![None];
+    scopes.extend(config.keys().filter_map(|k| overlay(k)).map(Some));
+    scopes.dedup();
+    let mut out = Vec::new();
+    for scope in scopes {
+        let settings = ctx.operator_settings(scope.as_deref().unwrap_or_default());
+        let place = scope.map_or_else(String::new, |ns| format!(" (namespace {ns})"));
+        let headers = settings
+            .get(operator::USER_ARTIFACTS_HTTP_HEADER)
+            .is_some_and(|v| !v.trim().is_empty());
+        let hosts = settings
+            .get(operator::USER_ARTIFACTS_HTTP_HEADER_HOSTS)
+            .is_some_and(|v| list(v).next().is_some());
+        if headers && !hosts {
+            out.push(format!(
+                "{}{place}: is set but {} lists no host: these download headers are sent nowhere",
+                operator::USER_ARTIFACTS_HTTP_HEADER,
+                operator::USER_ARTIFACTS_HTTP_HEADER_HOSTS
+            ));
+        }
+    }
+    // Where each value is written, not in every namespace that inherits it.
+    for (key, dirs) in config {
+        if crate::options::effect::overlaid_key(key) != operator::USER_ARTIFACTS_FILE_ALLOWED_DIRS {
+            continue;
+        }
+        for dir in list(dirs).filter(|d| !d.starts_with('/')) {
+            out.push(format!(
+                "{key}: {dir:?} is not an absolute directory and is left out"
+            ));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The local path a `file` jar URI or an absolute path names (`file:///p`,
+/// `file://localhost/p` and `file:/p` all name `/p`); `None` for another scheme; an error
+/// for a file URI that names no local absolute path.
+pub fn file_jar_path(uri: &str) -> Option<Result<&str, String>> {
+    if uri.starts_with('/') {
+        return Some(Ok(uri));
+    }
+    let (scheme, rest) = uri.split_once(':')?;
+    if !scheme.eq_ignore_ascii_case("file") {
+        return None;
+    }
+    let path = match rest.strip_prefix("//") {
+        Some(authority_and_path) => {
+            let slash = authority_and_path.find('/').unwrap_or(authority_and_path.len());
+            let (authority, path) = authority_and_path.split_at(slash);
+            if !(authority.is_empty() || authority.eq_ignore_ascii_case("localhost")) {
+                return Some(Err(format!(
+                    "file URIs name local files; host {authority:?} is not local"
+                )));
+            }
+            path
+        }
+        None => rest,
+    };
+    Some(if path.starts_with('/') {
+        Ok(path)
+    } else {
+        Err("a file URI needs an absolute path".to_owned())
+    })
+}
+
+/// `path` with `.` and `..` applied as written (no file system access; `..` of `/` is `/`).
+pub fn lexically_normal(path: &str) -> std::path::PathBuf {
+    use std::path::{Component, PathBuf};
+    let mut out = PathBuf::from("/");
+    for component in std::path::Path::new(path).components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(part) => out.push(part),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// Why the `file` jar at `path` (absolute, already resolved or lexically normal) may not be
+/// read, or `None` when it is under one of `dirs` (compared component by component, so that
+/// `/opt/jobs-other` is not under `/opt/jobs`).
+pub fn file_jar_refusal(path: &std::path::Path, dirs: &[impl AsRef<std::path::Path>]) -> Option<String> {
+    let key = operator::USER_ARTIFACTS_FILE_ALLOWED_DIRS;
+    if dirs.is_empty() {
+        return Some(format!(
+            "{} is not read: file jars are read only under the directories listed in {key}, which lists none",
+            path.display()
+        ));
+    }
+    if dirs.iter().any(|dir| path.starts_with(dir.as_ref())) {
+        return None;
+    }
+    let listed: Vec<String> = dirs.iter().map(|d| d.as_ref().display().to_string()).collect();
+    Some(format!(
+        "{} is outside the directories file jars are read from [{}] ({key})",
+        path.display(),
+        listed.join(", ")
+    ))
 }
 
 /// Validates a FlinkSessionJob on CREATE (`old` is `None`) or UPDATE. `session` is the
@@ -142,6 +312,13 @@ pub fn validate(
         jar_uri(uri, &ArtifactPolicy::new(ctx, namespace), &mut out);
     }
     job::parallelism_is_positive(job_spec, &mut out);
+    super::limits::size_caps(
+        job_spec.parallelism.map(i64::from),
+        None,
+        &config,
+        &limits,
+        &mut out,
+    );
     job::redeploy_needs_a_savepoint(
         job_spec,
         reconciled.as_ref().and_then(|r| r.job.as_ref()),
@@ -205,6 +382,22 @@ fn jar_uri(uri: &str, policy: &ArtifactPolicy, out: &mut Vec<Violation>) {
         ));
         return;
     }
+    if scheme == "file" {
+        match file_jar_path(uri) {
+            Some(Ok(path)) => {
+                // As written: the controller checks the path again once resolved.
+                if let Some(why) = file_jar_refusal(&lexically_normal(path), &policy.file_allowed_dirs) {
+                    out.push(Violation::new(FIELD, why));
+                }
+            }
+            Some(Err(reason)) => out.push(Violation::new(
+                FIELD,
+                format!("{uri:?} is not a valid URI: {reason}"),
+            )),
+            None => {}
+        }
+        return;
+    }
     if matches!(scheme.as_str(), "http" | "https") && policy.disallow_restricted_hosts {
         let authority = rest.strip_prefix("//").unwrap_or_default();
         let authority = authority.split(['/', '?', '#']).next().unwrap_or_default();
@@ -219,50 +412,29 @@ fn jar_uri(uri: &str, policy: &ArtifactPolicy, out: &mut Vec<Violation>) {
                 FIELD,
                 format!("{uri:?} must include a host for http/https schemes"),
             ));
-        } else if is_restricted_host(host) {
+        } else if let Some(range) = restricted_host(host) {
             out.push(Violation::new(
                 FIELD,
                 format!(
-                    "host {host:?} is a restricted address (loopback, link-local, private, wildcard or multicast); \
-                     the operator does not fetch jars from it"
+                    "host {host:?} is a restricted address ({range}); the operator does not fetch jars from it \
+                     ({} is true)",
+                    operator::USER_ARTIFACTS_DISALLOW_RESTRICTED_HOSTS
                 ),
             ));
         }
     }
 }
 
-/// Literal addresses of the classes the Apache operator refuses. Names are not resolved at
-/// admission (that would be I/O, and DNS can change before the download): the fetcher
-/// checks resolved addresses again.
-fn is_restricted_host(host: &str) -> bool {
+/// Literal addresses in a special-purpose range ([`super::addresses`]), and `localhost`. Names
+/// are not resolved at admission (that would be I/O, and DNS can change before the
+/// download): the fetcher checks every address it connects to.
+fn restricted_host(host: &str) -> Option<String> {
     let lower = host.to_ascii_lowercase();
     if lower == "localhost" || lower.ends_with(".localhost") {
-        return true;
+        return Some("localhost (RFC 6761)".to_owned());
     }
-    match lower.parse::<IpAddr>() {
-        Ok(IpAddr::V4(ip)) => {
-            ip.is_loopback()
-                || ip.is_link_local()
-                || ip.is_private()
-                || ip.is_unspecified()
-                || ip.is_multicast()
-        }
-        Ok(IpAddr::V6(ip)) => {
-            let segments = ip.segments();
-            ip.is_loopback()
-                || ip.is_unspecified()
-                || ip.is_multicast()
-                || (segments[0] & 0xffc0) == 0xfe80 // link-local
-                || (segments[0] & 0xfe00) == 0xfc00 // unique local (site-local successor)
-                || ip.to_ipv4_mapped().is_some_and(|v4| is_restricted_host(&v4.to_string()))
-        }
-        Err(_) => false,
-    }
+    lower
+        .parse::<IpAddr>()
+        .ok()
+        .and_then(super::addresses::restricted)
 }
-    super::limits::size_caps(
-        job_spec.parallelism.map(i64::from),
-        None,
-        &config,
-        &limits,
-        &mut out,
-    );

@@ -340,8 +340,9 @@ impl SessionJob {
             snapshots: look.snapshots.clone(),
             revisions: look.revisions.clone(),
             violations: look.violations.clone(),
-            restricted_artifact_hosts: true,
+            artifact_policy: Default::default(),
             artifact_headers: Default::default(),
+            download: None,
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
@@ -1288,8 +1289,8 @@ fn resource(name: &str, trigger_type: SnapshotTriggerType, state: SnapshotState,
         result_ms: completed.then_some(NOW - ago_ms + 1_000),
         failures: 0,
         deleting: false,
-    }
         disposes: false,
+    }
 }
 
 fn created(outcome: &Outcome) -> Vec<NewSnapshot> {
@@ -1608,7 +1609,6 @@ fn with_snapshot_resources_the_history_retention_deletes_resources_beyond_the_co
     });
 }
 
-#[path = "scenarios/revisions.rs"]
 /// The flood of a schedule the webhook did not judge: a periodic checkpoint due at every look
 /// and more checkpoint resources than the platform keeps. The retention goes first, then the
 /// snapshot is taken at the next look.
@@ -1663,6 +1663,7 @@ fn a_snapshot_due_at_every_look_does_not_keep_the_platform_caps_from_holding() {
     });
 }
 
+#[path = "scenarios/revisions.rs"]
 mod revisions;
 
 #[path = "scenarios/steps.rs"]

@@ -10,6 +10,7 @@ use kube::{Api, ResourceExt};
 use super::{
     artifact::{self, ArtifactError},
     decide::{Action, Submission},
+    downloads::{Owner, downloads},
 };
 use crate::{
     context::Context,
@@ -83,7 +84,20 @@ pub async fn act(
     match action {
         Action::AddFinalizer => finalizer(ctx, sj, true).await.map(|_| ()),
         Action::RemoveFinalizer => finalizer(ctx, sj, false).await.map(|_| ()),
-        Action::Submit(submission) => submit(ctx, sj, &rest()?, submission).await,
+        Action::Fetch(fetch) => {
+            // Started, not waited for: the download runs off this worker.
+            downloads().start(
+                &Owner {
+                    uid: sj.uid().unwrap_or_default(),
+                    namespace: sj.namespace().unwrap_or_default(),
+                },
+                fetch.clone(),
+                artifacts_dir(sj),
+                artifact::Limits::with_total(ctx.rest_clients.config().submission_timeout),
+            );
+            Ok(())
+        }
+        Action::Submit(submission) => submit(sj, &rest()?, submission).await,
         Action::Job(action) => crate::lifecycle::act::run(&rest()?, action, policy)
             .await
             .map_err(ActError::Job),
@@ -109,8 +123,23 @@ fn artifacts_dir(sj: &FlinkSessionJob) -> PathBuf {
         .join(sj.name_any())
 }
 
+/// The jar of `submission` as a local file: its finished download (taken, so that it is
+/// removed after the upload), or the `file` jar where the platform allows it.
+async fn local_jar(uid: &str, submission: &Submission) -> Result<artifact::LocalJar, ArtifactError> {
+    let uri = submission
+        .jar_uri
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+        .ok_or(ArtifactError::Missing)?;
+    if artifact::is_download(uri) {
+        return downloads()
+            .take(uid, uri)
+            .unwrap_or_else(|| Err(ArtifactError::NotDownloaded { uri: uri.to_owned() }));
+    }
+    artifact::local_file(uri, &submission.file_allowed_dirs).await
+}
+
 async fn submit(
-    ctx: &Context,
     sj: &FlinkSessionJob,
     rest: &FlinkRestClient,
     submission: &Submission,
@@ -120,15 +149,7 @@ async fn submit(
         let job_id = job_id.clone();
         move |source| ActError::Flink { what, job_id, source }
     };
-    let jar = artifact::fetch(
-        submission.jar_uri.as_deref(),
-        &artifacts_dir(sj),
-        submission.check_artifact_hosts,
-        ctx.rest_clients.config().submission_timeout,
-        artifact::MAX_ARTIFACT_BYTES,
-        &submission.artifact_headers,
-    )
-    .await?;
+    let jar = local_jar(&sj.uid().unwrap_or_default(), submission).await?;
     let jar_id = rest
         .upload_jar(&jar.path)
         .await

@@ -2,12 +2,14 @@
 //! [`runtime`](crate::runtime) (Controller wiring, back-off, status writes, Events).
 //!
 //! A session job runs in the session FlinkDeployment named by `spec.deploymentName`; its
-//! jar is fetched by the operator (http, https, file), uploaded and run through that
-//! cluster's REST API. See [`decide`] for the state machine and what is not done yet.
+//! jar is fetched by the operator (http and https in the background, see [`downloads`];
+//! file under the directories the platform lists), uploaded and run through that cluster's
+//! REST API. See [`decide`] for the state machine and what is not done yet.
 
 pub mod act;
 pub mod artifact;
 pub mod decide;
+pub mod downloads;
 pub mod observe;
 
 use std::time::Duration;

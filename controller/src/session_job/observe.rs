@@ -12,8 +12,9 @@ use flink_operator_api::{
 use kube::ResourceExt;
 
 use super::{
-    artifact::ArtifactHeaders,
-    decide::{Observation, SessionObservation},
+    artifact::{self, DownloadHeaders},
+    decide::{JarDownload, Observation, SessionObservation},
+    downloads::downloads,
 };
 use crate::{
     caches::Caches,
@@ -49,6 +50,22 @@ fn session_state(session: &FlinkDeployment) -> SessionObservation {
     } else {
         SessionObservation::NotReady(format!("its JobManager is {}", jm.as_str()))
     }
+}
+
+/// Whether a resource's own `flinkConfiguration` sets the download headers (which are then
+/// the tenant's, not the platform's).
+fn sets_headers(config: Option<&flink_operator_api::FlinkConfiguration>) -> bool {
+    config.is_some_and(|c| c.flattened().contains_key(operator::USER_ARTIFACTS_HTTP_HEADER))
+}
+
+/// The download of the spec's jar, when it is an http(s) one.
+fn jar_download(sj: &FlinkSessionJob) -> Option<JarDownload> {
+    let uri = sj.spec.job.as_ref()?.jar_uri.clone()?;
+    if !artifact::is_download(&uri) {
+        return None;
+    }
+    let state = downloads().state(&sj.uid().unwrap_or_default(), &uri);
+    Some(JarDownload { uri, state })
 }
 
 pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Result<Observed, kube::Error> {
@@ -102,8 +119,13 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
             flink_operator_api::JobKind::FlinkSessionJob,
             &sj.metadata,
         )),
-        restricted_artifact_hosts: ArtifactPolicy::new(&validation, &namespace).disallow_restricted_hosts,
-        artifact_headers: ArtifactHeaders(read::map(&config, operator::USER_ARTIFACTS_HTTP_HEADER)),
+        artifact_policy: ArtifactPolicy::new(&validation, &namespace),
+        artifact_headers: DownloadHeaders::of(
+            read::map(&config, operator::USER_ARTIFACTS_HTTP_HEADER),
+            sets_headers(sj.spec.flink_configuration.as_ref())
+                || sets_headers(session.as_ref().and_then(|s| s.spec.flink_configuration.as_ref())),
+        ),
+        download: jar_download(sj),
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),

@@ -86,6 +86,14 @@ pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {
 /// everywhere else its defaults hold (https only, no restricted hosts).
 pub const LOCAL_JARS_NAMESPACE: &str = "session-jobs-local-jars";
 
+/// Where tests/jobs/build.sh keeps the test jobs' jars.
+fn test_jobs_dir() -> String {
+    let cache = std::env::var("FLINK_OPERATOR_CACHE").unwrap_or_else(|_| {
+        format!("{}/.cache/flink-operator", std::env::var("HOME").unwrap_or_default())
+    });
+    format!("{cache}/jobs")
+}
+
 /// What this test platform adds to the operator's default configuration, as a platform
 /// team would set it (in the chart's `operatorConfiguration`).
 pub fn test_platform_settings() -> Vec<(String, String)> {
@@ -108,6 +116,11 @@ pub fn test_platform_settings() -> Vec<(String, String)> {
         (
             format!("{overlay}.kubernetes.operator.user.artifacts.disallow-restricted-hosts"),
             "false".to_owned(),
+        ),
+        // file:// jars only from where tests/jobs/build.sh caches the test job's jar.
+        (
+            format!("{overlay}.kubernetes.operator.user.artifacts.file.allowed-dirs"),
+            test_jobs_dir(),
         ),
         // The tests compress time (looks every 5 s, savepoints every 2 s): the platform's
         // floors of those intervals lowered as a platform team may lower them.

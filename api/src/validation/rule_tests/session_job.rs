@@ -340,11 +340,18 @@ fn a_session_job_cannot_widen_its_own_jar_allowlist_or_lift_host_checks() {
 #[test]
 fn a_namespace_overlay_of_the_operator_configuration_widens_the_allowlist_for_that_namespace_only() {
     let ctx = ValidationContext::new(
-        [(
-            "kubernetes.operator.default-configuration.namespace.default.kubernetes.operator.user.artifacts.allowed-schemes"
-                .to_owned(),
-            "https,file".to_owned(),
-        )]
+        [
+            (
+                "kubernetes.operator.default-configuration.namespace.default.kubernetes.operator.user.artifacts.allowed-schemes"
+                    .to_owned(),
+                "https,file".to_owned(),
+            ),
+            (
+                "kubernetes.operator.default-configuration.namespace.default.kubernetes.operator.user.artifacts.file.allowed-dirs"
+                    .to_owned(),
+                "/opt/jobs".to_owned(),
+            ),
+        ]
         .into(),
     );
     let job = with(&[("spec/job/jarURI", json!("file:///opt/jobs/job.jar"))]);
@@ -510,4 +517,194 @@ fn update_cases() -> Vec<RuleCase> {
             "restricted address",
         ),
     ]
+}
+
+/// The operator configuration of a platform that allows `file` jars under `dirs`.
+fn file_jars_under(dirs: &str) -> ValidationContext {
+    ValidationContext::new(
+        [
+            (
+                crate::keys::operator::USER_ARTIFACTS_ALLOWED_SCHEMES.to_owned(),
+                "https,file".to_owned(),
+            ),
+            (
+                crate::keys::operator::USER_ARTIFACTS_FILE_ALLOWED_DIRS.to_owned(),
+                dirs.to_owned(),
+            ),
+        ]
+        .into(),
+    )
+}
+
+#[test]
+fn file_jars_are_read_only_under_the_configured_directories() {
+    const KEY: &str = "kubernetes.operator.user.artifacts.file.allowed-dirs";
+    let verdict = |ctx: &ValidationContext, uri: &str| {
+        validate(
+            &typed::<FlinkSessionJob>(with(&[("spec/job/jarURI", json!(uri))])),
+            None,
+            None,
+            ctx,
+        )
+    };
+    // The file scheme allowed, no directory listed: no file jar at all.
+    let none = file_jars_under("");
+    let token = "file:///var/run/secrets/kubernetes.io/serviceaccount/token";
+    let refused = verdict(&none, token);
+    assert_single(
+        "no directories",
+        &refused,
+        "spec.job.jarURI",
+        "/var/run/secrets/kubernetes.io/serviceaccount/token is not read",
+    );
+    assert!(refused[0].reason.contains(KEY), "{refused:?}");
+
+    let jobs = file_jars_under("/opt/jobs, /srv/jars/;relative/dir");
+    for (uri, path) in [
+        (token, "/var/run/secrets/kubernetes.io/serviceaccount/token"),
+        ("file:///opt/jobs/../../etc/passwd", "/etc/passwd"),
+        ("file:/opt/jobs-other/job.jar", "/opt/jobs-other/job.jar"),
+        ("file://localhost/opt/job.jar", "/opt/job.jar"),
+        // A relative directory of the setting is left out, never matched.
+        ("file:///relative/dir/job.jar", "/relative/dir/job.jar"),
+    ] {
+        let violations = verdict(&jobs, uri);
+        assert_single(uri, &violations, "spec.job.jarURI", "is outside the directories");
+        let reason = &violations[0].reason;
+        assert!(
+            reason.contains(path) && reason.contains(KEY) && reason.contains("[/opt/jobs, /srv/jars]"),
+            "{uri}: {reason}"
+        );
+    }
+    assert_single(
+        "remote file host",
+        &verdict(&jobs, "file://other-host/opt/jobs/job.jar"),
+        "spec.job.jarURI",
+        "is not local",
+    );
+    for uri in [
+        "file:///opt/jobs/job.jar",
+        "file:///opt/jobs/team-a/../job.jar",
+        "file://localhost/srv/jars/job.jar",
+        "file:/srv/jars/a/b.jar",
+    ] {
+        assert_eq!(verdict(&jobs, uri), vec![], "{uri}");
+    }
+}
+
+#[test]
+fn the_new_artifact_settings_cannot_be_set_by_a_session_job() {
+    for key in [
+        "kubernetes.operator.user.artifacts.file.allowed-dirs",
+        "kubernetes.operator.user.artifacts.http.header.hosts",
+    ] {
+        let violations = check(&with(&[("spec/flinkConfiguration", json!({ key: "/" }))]));
+        assert_single(
+            key,
+            &violations,
+            &format!("spec.flinkConfiguration.{key}"),
+            "is an operator setting",
+        );
+    }
+}
+
+#[test]
+fn operator_headers_go_only_to_the_listed_hosts() {
+    let policy = crate::validation::session_job::ArtifactPolicy::new(
+        &ValidationContext::new(
+            [(
+                crate::keys::operator::USER_ARTIFACTS_HTTP_HEADER_HOSTS.to_owned(),
+                "repo.example.com; *.jars.example.org".to_owned(),
+            )]
+            .into(),
+        ),
+        "default",
+    );
+    for host in [
+        "repo.example.com",
+        "REPO.example.com.",
+        "a.jars.example.org",
+        "b.a.jars.example.org",
+    ] {
+        assert!(policy.sends_headers_to(host), "{host}");
+    }
+    for host in [
+        "evil.com",
+        "repo.example.com.evil.com",
+        "jars.example.org",
+        "evil-jars.example.org",
+        "xjars.example.org",
+    ] {
+        assert!(!policy.sends_headers_to(host), "{host}");
+    }
+    let unset = crate::validation::session_job::ArtifactPolicy::new(&ValidationContext::default(), "default");
+    assert!(!unset.sends_headers_to("repo.example.com"));
+}
+
+#[test]
+fn every_special_purpose_range_is_refused_at_admission() {
+    for host in [
+        "100.64.0.1",
+        "198.18.0.1",
+        "192.0.0.8",
+        "[64:ff9b::a00:1]",
+        "[2002:7f00:1::1]",
+        "[::ffff:127.0.0.1]",
+    ] {
+        let violations = check(&with(&[(
+            "spec/job/jarURI",
+            json!(format!("https://{host}/job.jar")),
+        )]));
+        assert_single(host, &violations, "spec.job.jarURI", "is a restricted address");
+    }
+}
+
+#[test]
+fn operator_headers_without_hosts_and_relative_file_directories_are_warned_about() {
+    use crate::validation::session_job::settings_warnings;
+    const HEADER: &str = "kubernetes.operator.user.artifacts.http.header";
+    const HOSTS: &str = "kubernetes.operator.user.artifacts.http.header.hosts";
+    const DIRS: &str = "kubernetes.operator.user.artifacts.file.allowed-dirs";
+    let overlay =
+        |ns: &str, key: &str| format!("kubernetes.operator.default-configuration.namespace.{ns}.{key}");
+    let config = |pairs: &[(String, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.clone(), (*v).to_owned()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let warnings = settings_warnings(&config(&[
+        (HEADER.to_owned(), "Authorization:Bearer x"),
+        (overlay("team-a", HEADER), "X-Key:y"),
+        (overlay("team-b", HOSTS), "repo.example.com"),
+        (DIRS.to_owned(), "/opt/jobs,jobs"),
+    ]));
+    // Everywhere but team-b, whose overlay lists a host.
+    assert_eq!(warnings.len(), 3, "{warnings:#?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with(&format!("{HEADER}: is set but {HOSTS}")))
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with(&format!("{HEADER} (namespace team-a)")))
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("\"jobs\" is not an absolute directory"))
+    );
+    assert!(
+        !warnings.iter().any(|w| w.contains("Bearer")),
+        "values are never shown"
+    );
+    assert_eq!(
+        settings_warnings(&config(&[
+            (HEADER.to_owned(), "A:b"),
+            (HOSTS.to_owned(), "repo.example.com")
+        ])),
+        Vec::<String>::new()
+    );
 }

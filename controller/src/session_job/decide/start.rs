@@ -12,6 +12,7 @@ use flink_operator_api::{
 };
 
 use super::{
+    super::{artifact::Fetch, downloads::DownloadState},
     Action, Decision, JobObservation, Observation, Plan, RECONCILING, Submission, phase, recorded_job_id,
     status::observe_into,
 };
@@ -69,8 +70,7 @@ fn submission(
         restore_path,
         allow_non_restored_state: job.allow_non_restored_state,
         configuration,
-        check_artifact_hosts: obs.restricted_artifact_hosts,
-        artifact_headers: obs.artifact_headers.clone(),
+        file_allowed_dirs: obs.artifact_policy.file_allowed_dirs.clone(),
     }
 }
 
@@ -127,13 +127,44 @@ struct Submit<'a> {
 /// Submits under a job id and a restore path already in status, which is written first
 /// with `phase` and `message`.
 fn submit(d: &mut Decision<'_>, what: Submit<'_>, phase: &str, message: &str) -> Plan {
-    d.conditions(phase, message);
-    let after = submitted(d, d.status.clone());
     let note = submit_note(&what.job_id, what.session, what.restore_path.as_deref());
     let submission = submission(what.spec, what.job_id, what.restore_path, d.obs);
+    if let Some(waiting) = download_first(d, &submission, phase) {
+        return waiting;
+    }
+    d.conditions(phase, message);
+    let after = submitted(d, d.status.clone());
     d.actions.push(Action::Submit(submission));
     d.event(false, Reason::Submit, note);
     d.stepped(after, FAST)
+}
+
+/// An http(s) jar is downloaded in the background before it is submitted: the download is
+/// started, or still runs, and the status (with the job id to submit under) is recorded
+/// meanwhile. None: the jar is ready (downloaded, its download failed, or it is not
+/// downloaded), the submission goes ahead and reports what became of it.
+fn download_first(d: &mut Decision<'_>, submission: &Submission, phase: &str) -> Option<Plan> {
+    let download = d
+        .obs
+        .download
+        .as_ref()
+        .filter(|download| submission.jar_uri.as_ref() == Some(&download.uri))?;
+    let uri = download.uri.clone();
+    let message = match download.state {
+        DownloadState::Finished => return None,
+        DownloadState::NotStarted => {
+            let fetch = Fetch {
+                uri: uri.clone(),
+                policy: d.obs.artifact_policy.clone(),
+                headers: d.obs.artifact_headers.clone(),
+            };
+            d.actions.push(Action::Fetch(fetch));
+            format!("downloading the jar {uri}")
+        }
+        DownloadState::Running => format!("waiting for the download of the jar {uri}"),
+    };
+    d.conditions(phase, &message);
+    Some(d.record_then(FAST))
 }
 
 fn submit_note(job_id: &str, session: &str, restore_path: Option<&str>) -> String {

@@ -54,7 +54,6 @@ fn obs(session: SessionObservation, job: Option<JobObservation>) -> Observation 
     Observation {
         session,
         job,
-        restricted_artifact_hosts: true,
         fresh_trigger_id: "trigger".into(),
         fresh_job_id: "new-job".into(),
         now_ms: NOW,
@@ -182,8 +181,7 @@ fn the_first_submission_is_recorded_with_its_job_id_before_it_is_sent() {
         restore_path: Some("file:/sp/initial".into()),
         allow_non_restored_state: Some(true),
         configuration: [("pipeline.max-parallelism".to_owned(), "8".to_owned())].into(),
-        check_artifact_hosts: true,
-        artifact_headers: Default::default(),
+        file_allowed_dirs: vec![],
     };
     assert_eq!(plan.actions, [Action::AddFinalizer, Action::Submit(expected)]);
     let before = plan.status_before.unwrap();
@@ -1448,4 +1446,87 @@ fn a_failed_job_whose_checkpoint_is_not_read_yet_waits_to_be_restarted() {
         ),
     );
     assert!(plan.actions.is_empty());
+}
+
+/// An http jar's download, started by one reconcile and picked up by a later one: the
+/// decision never waits for it.
+#[test]
+fn an_http_jar_is_downloaded_in_the_background_then_submitted() {
+    use crate::session_job::{artifact::DownloadHeaders, downloads::DownloadState};
+    const JAR: &str = "https://repo.example.com/job.jar";
+    let mut http = spec("stateless");
+    http["job"]["jarURI"] = json!(JAR);
+    let with = |state: DownloadState, job: Option<JobObservation>| Observation {
+        download: Some(JarDownload {
+            uri: JAR.into(),
+            state,
+        }),
+        artifact_headers: DownloadHeaders::Platform(super::super::artifact::ArtifactHeaders(vec![(
+            "X-Token".into(),
+            "t".into(),
+        )])),
+        ..ready(job)
+    };
+
+    // Nothing downloaded yet: the job id is recorded and the download started, no submission.
+    let first = decide(
+        &resource(http.clone(), None, true, false, 1),
+        &with(DownloadState::NotStarted, None),
+    );
+    let [Action::Fetch(fetch)] = first.actions.as_slice() else {
+        panic!("{:?}", first.actions);
+    };
+    assert_eq!(fetch.uri, JAR);
+    assert!(matches!(fetch.headers, DownloadHeaders::Platform(_)));
+    assert!(
+        fetch.policy.disallow_restricted_hosts,
+        "the platform's policy goes with it"
+    );
+    assert_eq!(first.requeue, crate::lifecycle::FAST);
+    let recorded = first.status_before.clone().unwrap();
+    assert_eq!(job(&recorded).job_id.as_deref(), Some("new-job"));
+    assert_eq!(
+        reconciliation_state(&recorded),
+        Some(ReconciliationState::Upgrading)
+    );
+    assert!(
+        condition(&first.status, "Ready")
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("downloading the jar")
+    );
+
+    // Still downloading: wait, without a second download.
+    let waiting = decide(
+        &resource(http.clone(), Some(recorded.clone()), true, false, 1),
+        &with(DownloadState::Running, not_found()),
+    );
+    assert!(waiting.actions.is_empty(), "{:?}", waiting.actions);
+    assert_eq!(waiting.requeue, crate::lifecycle::FAST);
+    assert!(
+        condition(&waiting.status, "Ready")
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("waiting for the download of the jar")
+    );
+
+    // Downloaded (or failed: the submission reports it): submitted under the recorded id.
+    let submitted = decide(
+        &resource(http.clone(), Some(recorded.clone()), true, false, 1),
+        &with(DownloadState::Finished, not_found()),
+    );
+    assert_eq!(submission(&submitted).job_id, "new-job");
+    assert_eq!(submission(&submitted).jar_uri.as_deref(), Some(JAR));
+
+    // A download of another jar (the spec changed since) is not this one's.
+    let mut stale = with(DownloadState::Finished, not_found());
+    stale.download.as_mut().unwrap().uri = "https://repo.example.com/old.jar".into();
+    let plan = decide(&resource(http, Some(recorded), true, false, 1), &stale);
+    assert!(
+        matches!(plan.actions.as_slice(), [Action::Submit(_)]),
+        "{:?}",
+        plan.actions
+    );
 }
