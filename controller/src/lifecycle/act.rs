@@ -161,7 +161,10 @@ where
         JobAction::DeleteSnapshot { name, keep_files } => {
             if *keep_files {
                 let keep = json!({"spec": {"savepoint": {"disposeOnDelete": false}}});
-                match api.patch(name, &PatchParams::default(), &Patch::Merge(&keep)).await {
+                match api
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&keep))
+                    .await
+                {
                     Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.code == 404 => return Ok(None),
                     Err(source) => {

@@ -288,7 +288,13 @@ mod tests {
     #[test]
     fn without_cleanup_savepoints_leave_the_history_but_their_files_are_kept() {
         let job = job(&[("a", 30), ("b", 20), ("c", 10)], Some("c"), None);
-        let trim = trim(&job, &policy(1, 60, false), &Protected::of(Some(&job), None, None), NOW).unwrap();
+        let trim = trim(
+            &job,
+            &policy(1, 60, false),
+            &Protected::of(Some(&job), None, None),
+            NOW,
+        )
+        .unwrap();
         assert_eq!(names(&trim.keep), ["c"]);
         assert!(!trim.dispose);
         assert!(trim.note().contains("files are kept"), "{}", trim.note());

@@ -302,7 +302,10 @@ fn beyond<'a>(
     for snapshot in candidates {
         let kept = Some(&snapshot.name) == newest_completed.as_ref()
             || snapshot.under_way()
-            || snapshot.path.as_deref().is_some_and(|path| protected.contains(path));
+            || snapshot
+                .path
+                .as_deref()
+                .is_some_and(|path| protected.contains(path));
         let too_old = max_age_ms.is_some_and(|max| now_ms - snapshot.created_ms > max);
         if !kept && (excess > 0 || too_old) {
             excess = excess.saturating_sub(1);
