@@ -1073,7 +1073,7 @@ pub const OPTIONS: &[OptionDoc] = &[
         deprecated: &[],
         default: DefaultValue::Text(defaults::POD_SECURITY_LEVEL),
         applies_to: DEPLOYMENT_AND_BLUE_GREEN,
-        set_in: SetIn::OperatorAndNamespace,
+        set_in: SetIn::Platform,
         meaning: "The Kubernetes Pod Security Standards level every pod template (`spec.podTemplate`, \
                   `spec.jobManager.podTemplate`, `spec.taskManager.podTemplate`, and those of a \
                   blue/green template) is checked against at admission and before the operator \
@@ -1089,7 +1089,7 @@ pub const OPTIONS: &[OptionDoc] = &[
         deprecated: &[],
         default: DefaultValue::Bool(defaults::POD_TEMPLATE_ALLOW_OTHER_SERVICE_ACCOUNT),
         applies_to: DEPLOYMENT_AND_BLUE_GREEN,
-        set_in: SetIn::OperatorAndNamespace,
+        set_in: SetIn::Platform,
         meaning: "Let a pod template's `serviceAccountName` (or `serviceAccount`) and \
                   `kubernetes.jobmanager.service-account` / `kubernetes.taskmanager.service-account` \
                   name another ServiceAccount than `spec.serviceAccount`; otherwise admission \

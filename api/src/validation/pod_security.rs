@@ -1006,6 +1006,36 @@ mod tests {
     }
 
     #[test]
+    fn the_level_is_the_platforms_per_namespace_and_never_a_specs() {
+        let overlay = format!(
+            "{}team-b.{}",
+            operator::DEFAULT_CONFIGURATION_NAMESPACE_PREFIX,
+            operator::POD_SECURITY_LEVEL
+        );
+        let ctx = ValidationContext::new(
+            [
+                (operator::POD_SECURITY_LEVEL.to_owned(), "restricted".to_owned()),
+                (overlay, "baseline".to_owned()),
+            ]
+            .into(),
+        );
+        assert_eq!(Level::of(&ctx, "team-a"), Level::Restricted);
+        assert_eq!(Level::of(&ctx, "team-b"), Level::Baseline);
+        assert_eq!(
+            Level::of(&ValidationContext::default(), "team-a"),
+            Level::Privileged
+        );
+        // A spec's flinkConfiguration cannot lower it: only the operator's settings are read.
+        let mut own = crate::FlinkConfiguration::new();
+        own.insert(operator::POD_SECURITY_LEVEL, "privileged");
+        assert_eq!(
+            ctx.effective_config("team-a", None, Some(&own))[operator::POD_SECURITY_LEVEL],
+            "privileged"
+        );
+        assert_eq!(Level::of(&ctx, "team-a"), Level::Restricted);
+    }
+
+    #[test]
     fn levels_parse_and_a_typo_is_the_strictest() {
         assert_eq!(Level::parse(None), Level::Privileged);
         assert_eq!(Level::parse(Some("Baseline")), Level::Baseline);

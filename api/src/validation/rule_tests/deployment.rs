@@ -632,6 +632,16 @@ fn pod_cases() -> Vec<RuleCase> {
         ),
         RuleCase::new(
             KIND,
+            "the Pod Security level set in a spec",
+            check(&with(&[(
+                "spec/flinkConfiguration/kubernetes.operator.pod-security.level",
+                json!("privileged"),
+            )])),
+            "spec.flinkConfiguration.kubernetes.operator.pod-security.level",
+            "set by the platform in the operator configuration",
+        ),
+        RuleCase::new(
+            KIND,
             "a hostPath volume at the baseline Pod Security level",
             judged(
                 with(&[(
