@@ -52,10 +52,6 @@ const GRANTED_UNUSED: &[(&str, &str)] = &[
         "server-side apply of a Service that does not exist yet is authorized as a create too",
     ),
     (
-        "flink-operator-flink-operator-system: create networking.k8s.io/ingresses",
-        "server-side apply of an Ingress that does not exist yet is authorized as a create too",
-    ),
-    (
         "flink-operator-flink-operator-system-webhook-configurations: get admissionregistration.k8s.io/mutatingwebhookconfigurations",
         "a renewal of the managed certificate reads both configurations (once a year by default)",
     ),

@@ -72,11 +72,11 @@ them: granted cluster-wide, or in each of the watchNamespaces.
   resources: ["controllerrevisions"]
   verbs: ["list", "watch", "create", "patch", "delete"]
 # The Ingresses of spec.ingress (unless kubernetes.operator.ingress.manage is false): watched,
-# applied (an apply that creates one is authorized as a create too), deleted when
-# spec.ingress is removed.
+# read by name before a write (one the operator did not create is never taken over), created
+# when there is none, applied when the resource owns it, deleted when spec.ingress is removed.
 - apiGroups: ["networking.k8s.io"]
   resources: ["ingresses"]
-  verbs: ["list", "watch", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 # Events that explain what happened.
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
