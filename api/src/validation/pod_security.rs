@@ -360,7 +360,9 @@ pub fn check(template: &Value, level: Level, by_name: bool) -> Vec<Finding> {
                 .filter_map(Value::as_str)
                 .collect();
             for (c, capability) in added.iter().enumerate() {
-                let bare = capability.trim_start_matches("CAP_");
+                // Compared as written, as Pod Security admission compares them: `CAP_CHOWN` is
+                // not `CHOWN` to it, so the namespace's admission and this check agree.
+                let bare = *capability;
                 let allowed = if level == Level::Restricted {
                     bare == "NET_BIND_SERVICE"
                 } else {
@@ -384,8 +386,8 @@ pub fn check(template: &Value, level: Level, by_name: bool) -> Vec<Finding> {
             if level < Level::Restricted {
                 continue;
             }
-            // Ephemeral containers are added by `kubectl debug`, never by a template: only
-            // the lists the pod starts with must carry the restricted settings.
+            // Every container list, ephemeral ones included, as Pod Security admission
+            // judges them.
             match context.get("allowPrivilegeEscalation").and_then(Value::as_bool) {
                 Some(false) => {}
                 Some(true) => out.forbid(
@@ -989,6 +991,12 @@ mod tests {
                 "{pointer} at restricted"
             );
         }
+        // Names are compared as written, as Pod Security admission compares them.
+        let pod = with(hardened(), &format!("{c}/capabilities/add"), json!(["CAP_CHOWN"]));
+        assert_eq!(
+            paths(pod, Level::Baseline),
+            vec![(format!("{p}.capabilities.add[0]"), Capabilities, false)]
+        );
         // NET_BIND_SERVICE may be added at restricted; runAsNonRoot may come from each container.
         let pod = with(
             hardened(),
