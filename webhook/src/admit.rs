@@ -251,7 +251,9 @@ impl Admission {
             }
             _ => None,
         };
-        validation::session_job::validate(new, old, session.as_deref(), &self.context())
+        let mut out = validation::session_job::validate(new, old, session.as_deref(), &self.context());
+        out.extend(created_name_rule(new.metadata.name.as_deref(), old.is_none()));
+        out
     }
 
     async fn validate_snapshot(
@@ -286,7 +288,9 @@ impl Admission {
                 }
             }
         };
-        validation::snapshot::validate(new, old, &namespace, &target)
+        let mut out = validation::snapshot::validate(new, old, &namespace, &target);
+        out.extend(created_name_rule(new.metadata.name.as_deref(), old.is_none()));
+        out
     }
 }
 
@@ -448,6 +452,14 @@ fn spec_changes(request: &ReviewRequest<'_>) -> bool {
         return false;
     }
     new.spec.map(RawValue::get) != old.spec.map(RawValue::get)
+}
+
+/// The length rule of a session job's or snapshot's name, on CREATE only: names do not change,
+/// and one stored before the rule must stay manageable (its finalizer removed, above all).
+fn created_name_rule(name: Option<&str>, created: bool) -> Option<Violation> {
+    created
+        .then(|| validation::values::eventful_name("metadata.name", name.unwrap_or_default()))
+        .flatten()
 }
 
 /// The namespace lookups for the object may use (see [`validation::scope`]): the request's,

@@ -883,3 +883,32 @@ async fn the_answer_never_depends_on_objects_outside_the_requests_namespace() {
         assert!(answers.iter().all(|a| *a == answers[0]), "{case}: {answers:?}");
     }
 }
+
+#[tokio::test]
+async fn a_session_job_or_snapshot_named_too_long_for_its_events_is_refused_when_created_only() {
+    let router = router(StaticDirectory::default());
+    let long = format!("a{}", "b".repeat(252));
+    let mut job = session_job("https://example.com/job.jar", json!({}));
+    job["metadata"]["name"] = json!(long);
+    let mut snap = snapshot(json!({"kind": "FlinkDeployment", "name": "orders"}));
+    snap["metadata"]["name"] = json!(long);
+    snap["spec"]["savepoint"]["alreadyExists"] = json!(true);
+    for (kind, object) in [("FlinkSessionJob", job), ("FlinkStateSnapshot", snap)] {
+        let created = answer(&router, "/validate", review("CREATE", kind, object.clone(), None)).await;
+        assert_eq!(created["allowed"], false, "{kind}: {created}");
+        assert!(
+            message(&created).contains("metadata.name: is 253 characters long, more than 236"),
+            "{kind}: {created}"
+        );
+        // Stored before the rule: a change of it is judged by the other rules only.
+        let mut changed = object.clone();
+        changed["spec"]["backoffLimit"] = json!(3);
+        let updated = answer(
+            &router,
+            "/validate",
+            review("UPDATE", kind, changed, Some(object)),
+        )
+        .await;
+        assert!(!message(&updated).contains("metadata.name"), "{kind}: {updated}");
+    }
+}

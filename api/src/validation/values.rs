@@ -119,6 +119,29 @@ pub fn parse_quantity(text: &str) -> Result<f64, String> {
 /// (`<name>-rest`), and those must stay valid DNS labels.
 pub const MAX_NAME_LENGTH: usize = 45;
 
+/// The longest name of a resource the operator records Events about: an Event is named
+/// `<name>.<nanoseconds, up to 16 hex digits>`, and Kubernetes names are at most 253
+/// characters, so a longer name gets no Event at all. Objects the operator names itself
+/// (snapshots of a session job) are kept within it too.
+pub const MAX_EVENTFUL_NAME_LENGTH: usize = 253 - 1 - 16;
+
+/// The length rule of a FlinkSessionJob's or FlinkStateSnapshot's name, judged when it is
+/// created (a name cannot change; one stored before the rule is still handled, without
+/// Events). The Apache operator has no rule on these names.
+pub fn eventful_name(field: &str, name: &str) -> Option<super::Violation> {
+    (name.len() > MAX_EVENTFUL_NAME_LENGTH).then(|| {
+        super::Violation::new(
+            field,
+            format!(
+                "is {} characters long, more than {MAX_EVENTFUL_NAME_LENGTH}: the Events the operator records \
+                 about the resource are named after it with 17 more characters, and Kubernetes names are at \
+                 most 253",
+                name.len()
+            ),
+        )
+    })
+}
+
 /// Whether `name` matches `[a-z]([-a-z0-9]{0,43}[a-z0-9])?`, the names Flink accepts as a
 /// Kubernetes cluster id.
 pub fn is_valid_cluster_name(name: &str) -> bool {
@@ -137,6 +160,22 @@ pub fn is_valid_cluster_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    #[test]
+    fn names_the_operator_records_events_about_leave_room_for_the_events_suffix() {
+        use super::{MAX_EVENTFUL_NAME_LENGTH, eventful_name};
+        assert_eq!(MAX_EVENTFUL_NAME_LENGTH, 236);
+        assert_eq!(eventful_name("metadata.name", &"a".repeat(236)), None);
+        let refused = eventful_name("metadata.name", &"a".repeat(253)).unwrap();
+        assert_eq!(refused.field, "metadata.name");
+        assert!(
+            refused
+                .reason
+                .starts_with("is 253 characters long, more than 236"),
+            "{}",
+            refused.reason
+        );
+    }
 
     use super::*;
 

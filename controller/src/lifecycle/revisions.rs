@@ -50,6 +50,7 @@ use serde_json::{Map, Value, json};
 pub const HASH_LEN: usize = 10;
 /// The longest object name Kubernetes accepts (a DNS subdomain).
 const MAX_NAME_LEN: usize = 253;
+use flink_operator_api::validation::values::MAX_EVENTFUL_NAME_LENGTH;
 /// The longest label value Kubernetes accepts.
 const MAX_LABEL_VALUE_LEN: usize = 63;
 
@@ -577,16 +578,17 @@ fn canonical(value: &Value, out: &mut String) {
 }
 
 /// [`HASH_LEN`] lowercase hex digits of the SHA-256 of `bytes`.
-/// `<resource><suffix>` as an object name of at most 253 characters: a name that fits is
-/// unchanged (so no running job's objects are renamed), and a resource name too long for it is
-/// shortened and followed by a hash of all of it (stable, and different for two such names).
-/// A FlinkSessionJob's name has no length rule beyond Kubernetes' 253, so the names of the
-/// objects made for it must make room for their suffix this way.
+/// `<resource><suffix>` as the name of an object the operator records Events about (at most
+/// [`MAX_EVENTFUL_NAME_LENGTH`] characters, so that its Events' names fit in 253): a name
+/// that fits is unchanged (so no running job's objects are renamed), and a resource name too
+/// long for it is shortened and followed by a hash of all of it (stable, and different for two
+/// such names). A FlinkSessionJob stored before its name had a length rule may have a name of
+/// up to 253 characters, so the names of the objects made for it make room this way.
 pub fn fitted_name(resource: &str, suffix: &str) -> String {
-    if resource.len() + suffix.len() <= MAX_NAME_LEN {
+    if resource.len() + suffix.len() <= MAX_EVENTFUL_NAME_LENGTH {
         return format!("{resource}{suffix}");
     }
-    let room = MAX_NAME_LEN.saturating_sub(suffix.len() + 1 + HASH_LEN);
+    let room = MAX_EVENTFUL_NAME_LENGTH.saturating_sub(suffix.len() + 1 + HASH_LEN);
     format!(
         "{}-{}{suffix}",
         shortened(resource, room),
