@@ -380,6 +380,11 @@ fn weird() -> impl Strategy<Value = Weird> {
             Just("1g"), Just("0.5"), Just("1 min"), Just("s3://"), Just("local:///x.jar"),
             Just("../../etc/passwd"), Just("a\u{0}b"), Just("\u{202e}"), Just("{{name}}"),
             Just("flink"), Just("deployer"),
+            // Jar URIs the operator must not fetch or read.
+            Just("file:///var/run/secrets/kubernetes.io/serviceaccount/token"), Just("/etc/passwd"),
+            Just("https://100.64.0.1/a.jar"), Just("https://198.18.0.1/a.jar"), Just("https://192.0.0.8/a.jar"),
+            Just("https://[64:ff9b::a00:1]/a.jar"), Just("https://[2002:7f00:1::1]/a.jar"),
+            Just("https://169.254.169.254/a.jar"), Just("https://0x7f.1/a.jar"),
         ]
         .prop_map(|s| Weird::Text(s.to_owned())),
         // Rare: each costs milliseconds, and a few hundred in a run cover the limits.
@@ -470,6 +475,12 @@ fn mutation() -> impl Strategy<Value = Mutation> {
             config_value(),
         )
             .prop_map(|(map, key, value)| Mutation::Configure { map, key, value }),
+        // A session job's jar: where the operator would read files or call addresses for it.
+        1 => jar_uri().prop_map(|value| Mutation::Configure {
+            map: "/request/object/spec/job",
+            key: "jarURI".to_owned(),
+            value,
+        }),
         1 => (
             prop::sample::select(vec!["/request/object", "/request/oldObject"]),
             prop_oneof![
@@ -485,6 +496,43 @@ fn mutation() -> impl Strategy<Value = Mutation> {
             ],
         )
             .prop_map(|(object, key, value)| Mutation::Annotate { object, key, value }),
+    ]
+}
+
+/// Jar URIs the operator must not fetch or read under its default artifact policy, and
+/// neighbours it may.
+fn jar_uri() -> impl Strategy<Value = String> {
+    let host = prop_oneof![
+        Just("100.64.0.1"),
+        Just("198.18.0.1"),
+        Just("192.0.0.8"),
+        Just("169.254.169.254"),
+        Just("127.0.0.1"),
+        Just("0x7f.1"),
+        Just("2130706433"),
+        Just("10.1"),
+        Just("[::1]"),
+        Just("[64:ff9b::a00:1]"),
+        Just("[64:ff9b::808:808]"),
+        Just("[2002:7f00:1::1]"),
+        Just("[::ffff:10.0.0.1]"),
+        Just("[fd00::1]"),
+        Just("93.184.216.34"),
+        Just("repo.example.com"),
+    ];
+    prop_oneof![
+        3 => (prop_oneof![Just("https"), Just("HTTPS"), Just("http")], host, prop_oneof![Just(""), Just(":8443"), Just("user@")])
+            .prop_map(|(scheme, host, extra)| match extra {
+                "user@" => format!("{scheme}://user@{host}/job.jar"),
+                port => format!("{scheme}://{host}{port}/job.jar"),
+            }),
+        1 => prop_oneof![
+            Just("file:///var/run/secrets/kubernetes.io/serviceaccount/token"),
+            Just("file://localhost/opt/flink/artifacts/../../../etc/passwd"),
+            Just("file:/etc/passwd"),
+            Just("/etc/passwd"),
+        ]
+        .prop_map(str::to_owned),
     ]
 }
 
@@ -1142,6 +1190,7 @@ fn within_platform_limits(kind: usize, object: &Value) -> Result<(), TestCaseErr
                     .unwrap_or_default();
                 config_within("spec.flinkConfiguration", &config)
                     .and_then(|()| size_within(sj.spec.job.as_ref().and_then(|j| j.parallelism), None, None))
+                    .and_then(|()| jar_within(sj.spec.job.as_ref().and_then(|j| j.jar_uri.as_deref())))
             }
             Err(_) => Ok(()),
         },
@@ -1161,6 +1210,30 @@ fn within_platform_limits(kind: usize, object: &Value) -> Result<(), TestCaseErr
     };
     judged
         .map_err(|why| TestCaseError::fail(format!("admitted beyond the platform's limits: {why}: {object}")))
+}
+
+/// An admitted jar URI under the default artifact policy: https only (no `file` jar, which
+/// no listed directory would allow anyway), and no literal special-purpose address in any
+/// form the URL parser reads as one (`0x7f.1` is 127.0.0.1).
+fn jar_within(uri: Option<&str>) -> Result<(), String> {
+    let Some(uri) = uri else { return Ok(()) };
+    if flink_operator_api::validation::session_job::file_jar_path(uri).is_some() {
+        return Err(format!("file jar {uri:?} admitted with no directory allowed"));
+    }
+    let authority = uri.split_once("://").map_or("", |(_, rest)| rest);
+    let authority = authority.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.find(']') {
+        Some(end) => &host_port[..=end],
+        None => host_port.split(':').next().unwrap_or_default(),
+    };
+    let addresses = flink_operator_api::validation::addresses::literal;
+    match addresses(&host.to_ascii_lowercase())
+        .and_then(flink_operator_api::validation::addresses::restricted)
+    {
+        Some(range) => Err(format!("jar {uri:?} on a restricted address ({range}) admitted")),
+        None => Ok(()),
+    }
 }
 
 fn typed<T: serde::de::DeserializeOwned>(object: &Value) -> Result<T, String> {

@@ -221,9 +221,79 @@ pub fn restricted(ip: IpAddr) -> Option<String> {
     }
 }
 
+/// The address a URL's host names when it is a literal: `[v6]`, or an IPv4 address in any
+/// form the WHATWG URL parser (and so the downloader) reads as one (`127.1`, `0x7f.0.0.1`,
+/// `0177.0.0.1`, `2130706433`). None for a name.
+pub fn literal(host: &str) -> Option<IpAddr> {
+    if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return v6.parse().ok();
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    let host = host.strip_suffix('.').unwrap_or(host);
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.is_empty() || parts.len() > 4 {
+        return None;
+    }
+    let number = |part: &str| -> Option<u64> {
+        let (digits, radix) = if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+            (hex, 16)
+        } else if part.len() > 1 && part.starts_with('0') {
+            (&part[1..], 8)
+        } else {
+            (part, 10)
+        };
+        if digits.is_empty() {
+            return (radix == 16).then_some(0);
+        }
+        u64::from_str_radix(digits, radix).ok()
+    };
+    let numbers = parts.iter().map(|p| number(p)).collect::<Option<Vec<u64>>>()?;
+    let (last, leading) = numbers.split_last()?;
+    if leading.iter().any(|n| *n > 255) || *last >= 256u64.pow(5 - numbers.len() as u32) {
+        return None;
+    }
+    let value = leading
+        .iter()
+        .enumerate()
+        .fold(*last, |acc, (i, n)| acc + n * 256u64.pow(3 - i as u32));
+    u32::try_from(value).ok().map(|v| IpAddr::V4(Ipv4Addr::from(v)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literal_addresses_are_read_as_the_url_parser_reads_them() {
+        for (host, ip) in [
+            ("127.0.0.1", "127.0.0.1"),
+            ("127.1", "127.0.0.1"),
+            ("0x7f.1", "127.0.0.1"),
+            ("0x7f.0.0.1", "127.0.0.1"),
+            ("0177.0.0.1", "127.0.0.1"),
+            ("2130706433", "127.0.0.1"),
+            ("0xa9fea9fe", "169.254.169.254"),
+            ("10.0.0.1.", "10.0.0.1"),
+            ("0x", "0.0.0.0"),
+            ("[::1]", "::1"),
+            ("[64:ff9b::a00:1]", "64:ff9b::a00:1"),
+        ] {
+            assert_eq!(literal(host), Some(ip.parse().unwrap()), "{host}");
+        }
+        for host in [
+            "repo.example.com",
+            "1.2.3.4.5",
+            "256.0.0.1",
+            "08.1",
+            "a.1",
+            "4294967296",
+            "",
+        ] {
+            assert_eq!(literal(host), None, "{host}");
+        }
+    }
 
     /// One case per range: an address inside it (its first address and one further in),
     /// refused, and the addresses just outside it, allowed, unless a neighbouring range

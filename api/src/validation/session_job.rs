@@ -1,7 +1,5 @@
 //! Rules of FlinkSessionJob (the Apache operator's S1–S9, plus our own).
 
-use std::net::IpAddr;
-
 use super::{
     ValidationContext, Violation, autoscaler,
     deployment::cluster_name,
@@ -433,8 +431,5 @@ fn restricted_host(host: &str) -> Option<String> {
     if lower == "localhost" || lower.ends_with(".localhost") {
         return Some("localhost (RFC 6761)".to_owned());
     }
-    lower
-        .parse::<IpAddr>()
-        .ok()
-        .and_then(super::addresses::restricted)
+    super::addresses::literal(&lower).and_then(super::addresses::restricted)
 }

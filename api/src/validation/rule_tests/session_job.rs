@@ -650,6 +650,8 @@ fn every_special_purpose_range_is_refused_at_admission() {
         "[64:ff9b::a00:1]",
         "[2002:7f00:1::1]",
         "[::ffff:127.0.0.1]",
+        "0x7f.1",
+        "2130706433",
     ] {
         let violations = check(&with(&[(
             "spec/job/jarURI",
