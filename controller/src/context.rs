@@ -160,9 +160,10 @@ pub enum RestLook {
     /// A call was sent and got no answer.
     Unanswered,
     /// No call was sent: every call that got no answer was held back, because a call to the
-    /// same host timed out lately (see [`crate::flink::hosts`]). Not a look: it neither
+    /// same host timed out lately, once (see [`crate::flink::hosts`]). Not a look: it neither
     /// starts nor continues a run of unanswered looks, so that holding calls back never
-    /// decides more than the timeout it stands for.
+    /// decides more than the timeout it stands for. (Held back after two timeouts in a row,
+    /// the calls count as unanswered, and the look is [`RestLook::Unanswered`].)
     HeldBack,
 }
 

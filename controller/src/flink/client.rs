@@ -302,7 +302,9 @@ impl FlinkRestClient {
 
     /// Whether the calls of this client (and its clones) that got no answer were all held
     /// back, none sent and left unanswered: a look made only of such calls asked the
-    /// JobManager nothing, and does not count as a second unanswered look in a row.
+    /// JobManager nothing, and does not count as a second unanswered look in a row. A call held
+    /// back once the host has timed out twice in a row counts as unanswered (see
+    /// [`super::hosts`]).
     pub fn only_held_back(&self) -> bool {
         self.record.held_back.load(Ordering::Relaxed) && !self.record.unanswered.load(Ordering::Relaxed)
     }
@@ -771,8 +773,17 @@ impl FlinkRestClient {
         }
         let request = reqwest::RequestBuilder::from_parts(http, built);
         let probe = match self.hosts.admit(&self.host, std::time::Instant::now()) {
-            Admission::HeldBack { timeout, retry_in } => {
+            Admission::HeldBack {
+                timeout,
+                retry_in,
+                again,
+            } => {
                 self.record.held_back.store(true, Ordering::Relaxed);
+                if again {
+                    // The host did not answer the call let through after a window either:
+                    // this look got no answer as surely as one that timed out.
+                    self.record.unanswered.store(true, Ordering::Relaxed);
+                }
                 return Err(FlinkError::HeldBack {
                     url: url.to_owned(),
                     after: timeout,

@@ -10,10 +10,14 @@
 //! others are still held back while it is under way): an answer of any kind ends the hold-back,
 //! another timeout starts a longer window.
 //!
-//! A held-back call is reported as the JobManager not answering, as a timeout would be; the
+//! A held-back call is reported as the JobManager not answering, as a timeout would be. The
 //! callers that count unanswered looks in a row do not count a look whose calls were all held
-//! back (see [`super::FlinkRestClient::only_held_back`]), so holding back never decides more
-//! than the timeout it stands for.
+//! back after the host's first timeout (see [`super::FlinkRestClient::only_held_back`]), so
+//! holding back never decides more than the timeout it stands for. Once the host has timed out
+//! twice in a row (the call let through after a window timed out too), a held-back call stands
+//! for a host that did not answer across a whole window, and counts as unanswered: otherwise,
+//! with many resources on one host, the call let through after each window would nearly always
+//! be another resource's, and the cluster itself would never be found not answering.
 
 use std::{
     collections::HashMap,
@@ -38,8 +42,13 @@ pub enum Admission {
     /// until it ends).
     Send { probe: bool },
     /// Fail it at once: the host did not answer within `timeout` lately; calls are let through
-    /// again in `retry_in`.
-    HeldBack { timeout: Duration, retry_in: Duration },
+    /// again in `retry_in`. `again`: it timed out twice in a row or more (the call let through
+    /// after a window timed out too), so the call counts as one that got no answer.
+    HeldBack {
+        timeout: Duration,
+        retry_in: Duration,
+        again: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -68,10 +77,12 @@ impl Hosts {
         let Some(record) = records.get_mut(host) else {
             return Admission::Send { probe: false };
         };
+        let again = record.timeouts >= 2;
         if now < record.until {
             return Admission::HeldBack {
                 timeout: record.timeout,
                 retry_in: record.until - now,
+                again,
             };
         }
         if record.probing {
@@ -79,6 +90,7 @@ impl Hosts {
             return Admission::HeldBack {
                 timeout: record.timeout,
                 retry_in: record.timeout,
+                again,
             };
         }
         record.probing = true;
@@ -197,7 +209,8 @@ mod tests {
             hosts.admit("jm:8081", t0 + 4 * S),
             Admission::HeldBack {
                 timeout: 10 * S,
-                retry_in: 6 * S
+                retry_in: 6 * S,
+                again: false
             }
         );
         // Calls under way together time out together: one timeout in a row.
@@ -206,20 +219,22 @@ mod tests {
             hosts.admit("jm:8081", t0 + 5 * S),
             Admission::HeldBack {
                 timeout: 10 * S,
-                retry_in: 5 * S
+                retry_in: 5 * S,
+                again: false
             }
         );
         // After the window: one call goes through, the others wait for it.
         let t1 = t0 + 10 * S;
         assert_eq!(hosts.admit("jm:8081", t1), Admission::Send { probe: true });
         assert!(matches!(hosts.admit("jm:8081", t1), Admission::HeldBack { .. }));
-        // It times out too: a window twice as long.
+        // It times out too: a window twice as long, whose calls count as unanswered.
         hosts.timed_out("jm:8081", 10 * S, t1 + 10 * S);
         assert_eq!(
             hosts.admit("jm:8081", t1 + 10 * S),
             Admission::HeldBack {
                 timeout: 10 * S,
-                retry_in: 20 * S
+                retry_in: 20 * S,
+                again: true
             }
         );
         // The next probe is answered: the host is forgotten.
