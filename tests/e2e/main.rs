@@ -16,6 +16,7 @@ mod failover;
 mod first_hour;
 mod first_mistakes;
 mod health;
+mod hostile_tenant;
 mod in_cluster;
 mod java_defaults;
 mod kubectl;

@@ -26,7 +26,7 @@ use crate::{
 };
 
 /// Objects with this label skip the webhook while [`Bypass`] lasts.
-const BYPASS_LABEL: &str = "flink-operator-tests/bypass-admission";
+pub(crate) const BYPASS_LABEL: &str = "flink-operator-tests/bypass-admission";
 
 /// examples/basic.yaml in `namespace`, as a user applies it.
 fn basic_example(namespace: &str, name: &str) -> Value {
@@ -65,14 +65,14 @@ const POISONS: [Poison; 2] = [
 
 /// While it lives, the webhooks also skip objects labelled [`BYPASS_LABEL`] (other tests'
 /// objects are judged as before); ended, they have the selector the chart gave them again.
-struct Bypass {
+pub(crate) struct Bypass {
     client: Client,
     /// The selector the chart gave the webhooks, put back by [`Bypass::end`].
     before: Value,
 }
 
 impl Bypass {
-    async fn new(client: &Client) -> Self {
+    pub(crate) async fn new(client: &Client) -> Self {
         let installed = Api::<ValidatingWebhookConfiguration>::all(client.clone())
             .get(WEBHOOK_CONFIGURATION)
             .await
@@ -99,7 +99,7 @@ impl Bypass {
         }
     }
 
-    async fn end(self) {
+    pub(crate) async fn end(self) {
         set_object_selector(&self.client, self.before).await;
     }
 }

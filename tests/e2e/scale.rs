@@ -91,7 +91,7 @@ async fn deployed(api: &Api<FlinkDeployment>, prefix: &str) -> usize {
 }
 
 /// The pids of `pid` and its descendants.
-fn process_tree(pid: u32) -> Vec<u32> {
+pub(crate) fn process_tree(pid: u32) -> Vec<u32> {
     let mut tree = vec![pid];
     let mut i = 0;
     while i < tree.len() {
@@ -115,7 +115,7 @@ fn process_tree(pid: u32) -> Vec<u32> {
     tree
 }
 
-fn signal(pids: &[u32], signal: &str) {
+pub(crate) fn signal(pids: &[u32], signal: &str) {
     for pid in pids {
         let status = std::process::Command::new("kill")
             .args([signal, &pid.to_string()])
@@ -212,7 +212,7 @@ async fn a_jobmanager_that_hangs_does_not_delay_the_other_resources() {
 }
 
 /// Resumes frozen processes, also when the test fails.
-struct Thaw(Vec<u32>);
+pub(crate) struct Thaw(pub(crate) Vec<u32>);
 
 impl Drop for Thaw {
     fn drop(&mut self) {

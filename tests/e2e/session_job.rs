@@ -35,9 +35,11 @@ use crate::{
 
 const SESSION: &str = "session";
 
-/// The namespace the operator is configured to take local jars in; deleted when dropped.
+/// A namespace of a fixed name that the operator's configuration names (the one it takes
+/// local jars in, by default); deleted when dropped.
 pub struct LocalJarsNamespace {
     client: Client,
+    name: String,
 }
 
 impl LocalJarsNamespace {
@@ -46,29 +48,34 @@ impl LocalJarsNamespace {
     /// first; it is deleted here then. A deleted namespace terminates for a while, and
     /// cannot be created again until it is gone.
     pub async fn new(client: &Client) -> Self {
+        Self::named(client, LOCAL_JARS_NAMESPACE).await
+    }
+
+    /// The namespace `name`, created as [`LocalJarsNamespace::new`] creates its own.
+    pub async fn named(client: &Client, name: &str) -> Self {
         let api: Api<Namespace> = Api::all(client.clone());
-        let ns: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": LOCAL_JARS_NAMESPACE}})).unwrap();
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
         wait_for(
-            &format!("namespace {LOCAL_JARS_NAMESPACE} created"),
+            &format!("namespace {name} created"),
             Duration::from_secs(180),
             || async {
                 match api.create(&PostParams::default(), &ns).await {
                     Ok(_) => Some(()),
                     Err(kube::Error::Api(e)) if e.code == 409 => {
-                        let left = api.get_opt(LOCAL_JARS_NAMESPACE).await.ok().flatten();
+                        let left = api.get_opt(name).await.ok().flatten();
                         if left.is_some_and(|n| n.metadata.deletion_timestamp.is_none()) {
-                            let _ = api.delete(LOCAL_JARS_NAMESPACE, &DeleteParams::default()).await;
+                            let _ = api.delete(name, &DeleteParams::default()).await;
                         }
                         None
                     }
-                    Err(e) => panic!("creating namespace {LOCAL_JARS_NAMESPACE}: {e}"),
+                    Err(e) => panic!("creating namespace {name}: {e}"),
                 }
             },
         )
         .await;
         Self {
             client: client.clone(),
+            name: name.to_owned(),
         }
     }
 }
@@ -76,9 +83,10 @@ impl LocalJarsNamespace {
 impl Drop for LocalJarsNamespace {
     fn drop(&mut self) {
         let api: Api<Namespace> = Api::all(self.client.clone());
+        let name = self.name.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                let _ = api.delete(LOCAL_JARS_NAMESPACE, &DeleteParams::default()).await;
+                let _ = api.delete(&name, &DeleteParams::default()).await;
             });
         }
     }

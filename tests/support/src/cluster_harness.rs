@@ -86,18 +86,34 @@ pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {
 /// everywhere else its defaults hold (https only, no restricted hosts).
 pub const LOCAL_JARS_NAMESPACE: &str = "session-jobs-local-jars";
 
+/// The namespace of the hostile-tenant test's tenant A: its platform overlay lets it take
+/// `http` jars from the node's private address (where the test serves a jar a few bytes a
+/// second) and `file` jars from [`hostile_jars_dir`] only.
+pub const HOSTILE_TENANT_NAMESPACE: &str = "hostile-tenant-a";
+
+/// The test infrastructure's cache (`FLINK_OPERATOR_CACHE`, else ~/.cache/flink-operator).
+fn cache_dir() -> String {
+    std::env::var("FLINK_OPERATOR_CACHE").unwrap_or_else(|_| {
+        format!("{}/.cache/flink-operator", std::env::var("HOME").unwrap_or_default())
+    })
+}
+
 /// Where tests/jobs/build.sh keeps the test jobs' jars.
 fn test_jobs_dir() -> String {
-    let cache = std::env::var("FLINK_OPERATOR_CACHE").unwrap_or_else(|_| {
-        format!("{}/.cache/flink-operator", std::env::var("HOME").unwrap_or_default())
-    });
-    format!("{cache}/jobs")
+    format!("{}/jobs", cache_dir())
+}
+
+/// The one directory [`HOSTILE_TENANT_NAMESPACE`] may take `file` jars from: on the host, so
+/// that the operator's pod sees it (its /tmp is its own).
+pub fn hostile_jars_dir() -> String {
+    format!("{}/hostile-tenant-jars", cache_dir())
 }
 
 /// What this test platform adds to the operator's default configuration, as a platform
 /// team would set it (in the chart's `operatorConfiguration`).
 pub fn test_platform_settings() -> Vec<(String, String)> {
     let overlay = format!("kubernetes.operator.default-configuration.namespace.{LOCAL_JARS_NAMESPACE}");
+    let hostile = format!("kubernetes.operator.default-configuration.namespace.{HOSTILE_TENANT_NAMESPACE}");
     vec![
         // What a platform team on small nodes would set for every cluster: C1 only and the
         // serial collector start JVMs with less CPU and memory, which matters more on this
@@ -121,6 +137,20 @@ pub fn test_platform_settings() -> Vec<(String, String)> {
         (
             format!("{overlay}.kubernetes.operator.user.artifacts.file.allowed-dirs"),
             test_jobs_dir(),
+        ),
+        // Tenant A of the hostile-tenant test: jars from the node's private address and
+        // from one directory; its other limits are the platform's.
+        (
+            format!("{hostile}.kubernetes.operator.user.artifacts.allowed-schemes"),
+            "https,http,file".to_owned(),
+        ),
+        (
+            format!("{hostile}.kubernetes.operator.user.artifacts.disallow-restricted-hosts"),
+            "false".to_owned(),
+        ),
+        (
+            format!("{hostile}.kubernetes.operator.user.artifacts.file.allowed-dirs"),
+            hostile_jars_dir(),
         ),
         // The tests compress time (looks every 5 s, savepoints every 2 s): the platform's
         // floors of those intervals lowered as a platform team may lower them.
