@@ -94,7 +94,10 @@ pub const HOSTILE_TENANT_NAMESPACE: &str = "hostile-tenant-a";
 /// The test infrastructure's cache (`FLINK_OPERATOR_CACHE`, else ~/.cache/flink-operator).
 fn cache_dir() -> String {
     std::env::var("FLINK_OPERATOR_CACHE").unwrap_or_else(|_| {
-        format!("{}/.cache/flink-operator", std::env::var("HOME").unwrap_or_default())
+        format!(
+            "{}/.cache/flink-operator",
+            std::env::var("HOME").unwrap_or_default()
+        )
     })
 }
 
@@ -154,7 +157,10 @@ pub fn test_platform_settings() -> Vec<(String, String)> {
         ),
         // The tests compress time (looks every 5 s, savepoints every 2 s): the platform's
         // floors of those intervals lowered as a platform team may lower them.
-        ("kubernetes.operator.reconcile.interval.min".to_owned(), "1 s".to_owned()),
+        (
+            "kubernetes.operator.reconcile.interval.min".to_owned(),
+            "1 s".to_owned(),
+        ),
         (
             "kubernetes.operator.observer.progress-check.interval.min".to_owned(),
             "1 s".to_owned(),
