@@ -312,6 +312,8 @@ impl Caches {
                 .as_ref()
                 .and_then(|cache| cache.get(namespace, name))
                 .map(|ingress| (*ingress).clone()),
+            // Known from the resource's JobManager Deployment, which the caller looks at.
+            job_manager: None,
         }
     }
 

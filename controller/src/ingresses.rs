@@ -3,8 +3,9 @@
 //! [`crate::resources::ingress::change`] on the cache and, just before a write, by
 //! [`crate::resources::ingress::before_write`] on the Ingress read from the API server (the
 //! cache holds only Ingresses labelled as the operator's, so one of the same name made by
-//! someone else may be missing from it). An Ingress the resource does not own is never
-//! written or deleted.
+//! someone else may be missing from it). An Ingress the resource does not own (itself, or
+//! through its own JobManager Deployment, as the Apache operator owns it) is never written or
+//! deleted.
 
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::{
@@ -88,12 +89,12 @@ pub async fn write(client: &kube::Client, namespace: &str, change: &IngressChang
         reason,
     };
     match change {
-        IngressChange::Apply(ingress) => {
+        IngressChange::Apply { ingress, job_manager } => {
             let name = ingress.name_any();
             let found = ingresses.get_opt(&name).await.map_err(api(format!(
                 "reading Ingress {namespace}/{name} before writing it"
             )))?;
-            match before_write(ingress, found.as_ref()) {
+            match before_write(ingress, job_manager.as_deref(), found.as_ref()) {
                 BeforeWrite::Create => {
                     let params = PostParams {
                         field_manager: Some(FIELD_MANAGER.to_owned()),
@@ -105,11 +106,11 @@ pub async fn write(client: &kube::Client, namespace: &str, change: &IngressChang
                         .map(drop)
                         .map_err(api(format!("creating Ingress {namespace}/{name}")))
                 }
-                BeforeWrite::Apply => ingresses
+                BeforeWrite::Apply(applied) => ingresses
                     .patch(
                         &name,
                         &PatchParams::apply(FIELD_MANAGER).force(),
-                        &Patch::Apply(ingress.as_ref()),
+                        &Patch::Apply(applied.as_ref()),
                     )
                     .await
                     .map(drop)
@@ -139,7 +140,9 @@ pub async fn write(client: &kube::Client, namespace: &str, change: &IngressChang
 /// What a write does, for its error.
 pub fn describe(namespace: &str, change: &IngressChange) -> String {
     match change {
-        IngressChange::Apply(ingress) => format!("applying Ingress {namespace}/{}", ingress.name_any()),
+        IngressChange::Apply { ingress, .. } => {
+            format!("applying Ingress {namespace}/{}", ingress.name_any())
+        }
         IngressChange::Delete { name, .. } => format!("deleting Ingress {namespace}/{name}"),
         IngressChange::Refuse { name, .. } => format!("leaving Ingress {namespace}/{name} alone"),
     }

@@ -14,6 +14,7 @@ mod cold_caches;
 mod crds;
 mod dynamic_namespaces;
 mod fencing;
+mod ingress_takeover;
 mod kubectl_plugin;
 mod label_selector;
 mod leader_election;

@@ -1302,7 +1302,7 @@ fn the_conditions_show_the_phase_of_each_stage() {
 /// The Service an Ingress write routes to (`deleted` for a deletion).
 fn routed_service(change: &IngressChange) -> String {
     match change {
-        IngressChange::Apply(ingress) => {
+        IngressChange::Apply { ingress, .. } => {
             let rules = ingress
                 .spec
                 .as_ref()
@@ -1332,6 +1332,7 @@ fn managed(observation: Observation, existing: Option<Ingress>) -> Observation {
             cached: ingress::Observed {
                 managed: true,
                 existing,
+                job_manager: None,
             },
             blue_port: 8081,
             green_port: 8081,
@@ -1348,7 +1349,7 @@ fn routed_to_active(colour: Colour, observation: &Observation) -> Ingress {
     };
     let resource = with_ingress(&v1(), None);
     match bg_ingress::change(&resource, &status(state, &v1()), observation) {
-        Some(IngressChange::Apply(ingress)) => *ingress,
+        Some(IngressChange::Apply { ingress, .. }) => *ingress,
         other => panic!("{other:?}"),
     }
 }

@@ -218,7 +218,13 @@ pub async fn observe(
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
         now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
-        ingress: caches.ingress(&namespace, &name),
+        ingress: crate::resources::ingress::Observed {
+            // The Deployment looked at above: no request of its own.
+            job_manager: jm
+                .as_deref()
+                .and_then(|jm| crate::resources::ingress::own_job_manager(jm, fd.metadata.uid.as_deref())),
+            ..caches.ingress(&namespace, &name)
+        },
         rest_port: ctx.rest_port(fd),
         autoscaler,
     })

@@ -8,6 +8,14 @@
 //!
 //! Whether to write it is decided by [`change`] against the cached Ingress: a steady
 //! resource's Ingress costs no request.
+//!
+//! Which Ingress is the resource's: one with an owner reference to the resource's uid, or to
+//! the uid of the resource's own JobManager Deployment ([`own_job_manager`]). The Apache
+//! operator owns a FlinkDeployment's Ingress by that Deployment, not by the resource, so an
+//! Ingress it made is taken over after a migration; the operator then adds its own owner
+//! reference, so that the Ingress outlives that Deployment being replaced at the next upgrade
+//! (the garbage collector deletes an object only once every owner is gone, and removes the
+//! references to the gone ones).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +26,7 @@ use flink_operator_api::{
     keys,
 };
 use k8s_openapi::{
+    api::apps::v1::Deployment,
     api::networking::v1::{
         HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule, IngressServiceBackend,
         IngressSpec as KubeIngressSpec, ServiceBackendPort,
@@ -102,16 +111,40 @@ pub struct Observed {
     /// The cached Ingress named like the resource and labelled as an operator's, with the
     /// operator's own managed-fields entry (see [`owned_keys`]).
     pub existing: Option<Ingress>,
+    /// The uid of the resource's own JobManager Deployment ([`own_job_manager`]): an Ingress
+    /// it owns is the resource's too. None for blue/green deployments, which have none.
+    pub job_manager: Option<String>,
+}
+
+/// The uid of `deployment`, the Deployment named like the resource in its namespace (the
+/// JobManager's), when it is the resource's own: when one of its owner references carries
+/// `resource_uid`. A Deployment of that name that anyone else made is not, and an Ingress it
+/// owns stays someone else's. (Whoever could make a Deployment owned by the resource could as
+/// well make an Ingress owned by the resource: this widens nothing.)
+pub fn own_job_manager(deployment: &Deployment, resource_uid: Option<&str>) -> Option<String> {
+    let resource_uid = resource_uid?;
+    let owned = deployment
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.uid == resource_uid);
+    owned.then(|| deployment.metadata.uid.clone()).flatten()
 }
 
 /// A write of an Ingress.
 #[derive(Debug, Clone, PartialEq)]
 pub enum IngressChange {
-    /// Apply it (server-side, creating it if needed): the cache holds none of its name, or
-    /// one this resource owns. The Ingress is read again before it is written
+    /// Apply `ingress` (server-side, creating it if needed): the cache holds none of its name,
+    /// or one this resource owns. The Ingress is read again before it is written
     /// ([`before_write`]): the cache holds only Ingresses labelled as the operator's, and one
-    /// of the same name that someone else made must not be taken over.
-    Apply(Box<Ingress>),
+    /// of the same name that someone else made must not be taken over. `job_manager` is the
+    /// uid of the resource's own JobManager Deployment ([`Observed::job_manager`]), whose
+    /// Ingress is the resource's too.
+    Apply {
+        ingress: Box<Ingress>,
+        job_manager: Option<String>,
+    },
     /// Delete the Ingress `name` (of uid `uid`, so that another one made since under the
     /// same name is not deleted): `spec.ingress` was removed.
     Delete { name: String, uid: Option<String> },
@@ -121,10 +154,13 @@ pub enum IngressChange {
 
 /// The write that brings the observed Ingress to `desired` (None: the resource has no
 /// `spec.ingress`); none when it is there already, or when Ingresses are not managed. Only an
-/// Ingress that `owner_uid` owns (an owner reference with the resource's uid) is ever written
-/// or deleted: one the operator did not make for this resource is neither taken over nor
+/// Ingress that `owner_uid` owns (an owner reference with the resource's uid), or the
+/// resource's own JobManager Deployment owns ([`Observed::job_manager`]), is ever written or
+/// deleted: one the operator did not make for this resource is neither taken over nor
 /// removed, even when it carries the operator's labels (anyone may set labels; an owner
 /// reference names one object's uid, and a tenant cannot make a new object with an old uid).
+/// One owned by the JobManager Deployment only (the Apache operator's) is applied, which adds
+/// the resource as its owner.
 pub fn change(
     desired: Option<Ingress>,
     observed: &Observed,
@@ -133,14 +169,23 @@ pub fn change(
     if !observed.managed {
         return None;
     }
-    let owned = |existing: &Ingress| owner_uid.is_some_and(|uid| owned_by(existing, uid));
+    let job_manager = observed.job_manager.as_deref();
+    let owned = |existing: &Ingress| {
+        [owner_uid, job_manager]
+            .into_iter()
+            .flatten()
+            .any(|uid| owned_by(existing, uid))
+    };
     match (desired, &observed.existing) {
         (Some(_), Some(existing)) if !owned(existing) => Some(IngressChange::Refuse {
             name: existing.metadata.name.clone().unwrap_or_default(),
             reason: not_ours(existing),
         }),
         (Some(desired), Some(existing)) if !differs(&desired, existing) => None,
-        (Some(desired), _) => Some(IngressChange::Apply(Box::new(desired))),
+        (Some(desired), _) => Some(IngressChange::Apply {
+            ingress: Box::new(desired),
+            job_manager: observed.job_manager.clone(),
+        }),
         (None, Some(existing)) if owned(existing) => Some(IngressChange::Delete {
             name: existing.metadata.name.clone().unwrap_or_default(),
             uid: existing.metadata.uid.clone(),
@@ -156,24 +201,53 @@ pub enum BeforeWrite {
     /// None of that name: create it (a create, not an apply, so that one made in between is
     /// not taken over either).
     Create,
-    /// This resource's: apply it.
-    Apply,
+    /// This resource's: apply this (the desired Ingress, its owner reference adjusted to the
+    /// owners `found` has; see [`before_write`]).
+    Apply(Box<Ingress>),
     /// Someone else's: write nothing, for this reason.
     Refuse(String),
 }
 
-/// See [`BeforeWrite`]. The owner is the one `desired` names.
-pub fn before_write(desired: &Ingress, found: Option<&Ingress>) -> BeforeWrite {
+/// See [`BeforeWrite`]. The Ingress is the resource's when the owner `desired` names, or the
+/// resource's own JobManager Deployment (`job_manager`, its uid), owns it.
+///
+/// An apply merges owner references by uid: the ones others set stay (the Apache operator's
+/// reference to the JobManager Deployment among them) and the resource's is added. Kubernetes
+/// refuses an object with two controller references, so the resource's is applied as a
+/// controller only when no other reference is one; while the JobManager Deployment's is, the
+/// resource's is a plain owner, which keeps the Ingress as well once that Deployment is gone.
+pub fn before_write(desired: &Ingress, job_manager: Option<&str>, found: Option<&Ingress>) -> BeforeWrite {
     let Some(found) = found else {
         return BeforeWrite::Create;
     };
-    let owners = desired.metadata.owner_references.iter().flatten();
-    let ours = owners.into_iter().any(|o| owned_by(found, &o.uid));
-    if ours {
-        BeforeWrite::Apply
-    } else {
-        BeforeWrite::Refuse(not_ours(found))
+    let ours: Vec<&str> = desired
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|o| o.uid.as_str())
+        .collect();
+    let owned = ours
+        .iter()
+        .copied()
+        .chain(job_manager)
+        .any(|uid| owned_by(found, uid));
+    if !owned {
+        return BeforeWrite::Refuse(not_ours(found));
     }
+    let other_controller = found
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && !ours.contains(&o.uid.as_str()));
+    let mut applied = desired.clone();
+    if other_controller {
+        for owner in applied.metadata.owner_references.iter_mut().flatten() {
+            owner.controller = Some(false);
+        }
+    }
+    BeforeWrite::Apply(Box::new(applied))
 }
 
 /// Why `existing` is not the resource's, as its status and Event say it.
@@ -408,14 +482,58 @@ mod tests {
         stored
     }
 
+    /// An owner reference to the Deployment `basic` of uid `uid`, as the Apache operator sets
+    /// it on a FlinkDeployment's Ingress (to the JobManager Deployment, as its controller).
+    fn deployment_owner(uid: &str) -> OwnerReference {
+        OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "basic".into(),
+            uid: uid.into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    /// `ingress` with `owners` as its only owner references.
+    fn owned_by_only(ingress: &Ingress, owners: Vec<OwnerReference>) -> Ingress {
+        let mut ingress = ingress.clone();
+        ingress.metadata.owner_references = Some(owners);
+        ingress
+    }
+
+    /// The Ingress the Apache operator made for `desired`'s resource: owned by its JobManager
+    /// Deployment (uid `jm-uid`) only, with no managed-fields entry of this operator.
+    fn apaches(desired: &Ingress) -> Ingress {
+        let mut apache = owned_by_only(&stored(desired), vec![deployment_owner("jm-uid")]);
+        apache.metadata.managed_fields = None;
+        apache
+    }
+
+    const OWNED_BY_ANOTHER_DEPLOYMENT: &str = "it is owned by Deployment basic, not by this resource (another \
+                                               object of this name, or one deleted and created again)";
+
     #[test]
     fn a_write_only_when_the_cached_ingress_differs_and_ingresses_are_managed() {
         let desired = build(&spec("{{name}}.example.com"), target()).unwrap();
         let managed = |existing: Option<Ingress>| Observed {
             managed: true,
             existing,
+            job_manager: None,
         };
-        let apply = Some(IngressChange::Apply(Box::new(desired.clone())));
+        // The resource's JobManager Deployment (owned by it) has the uid `jm-uid`.
+        let with_job_manager = |existing: Option<Ingress>| Observed {
+            job_manager: Some("jm-uid".into()),
+            ..managed(existing)
+        };
+        let apply = Some(IngressChange::Apply {
+            ingress: Box::new(desired.clone()),
+            job_manager: None,
+        });
+        let apply_with_job_manager = Some(IngressChange::Apply {
+            ingress: Box::new(desired.clone()),
+            job_manager: Some("jm-uid".into()),
+        });
         let moved = build(&spec("{{name}}.example.org"), target()).unwrap();
         let mut annotated_spec = spec("{{name}}.example.com");
         annotated_spec.annotations = Some([("a".into(), "1".into())].into());
@@ -424,6 +542,9 @@ mod tests {
         foreign.metadata.owner_references = None;
         let mut other_owner = stored(&desired);
         other_owner.metadata.owner_references.as_mut().unwrap()[0].uid = "uid-0".into();
+        let apache = apaches(&desired);
+        let both = owned_by_only(&stored(&desired), vec![deployment_owner("jm-uid"), owner()]);
+        let another_deployments = owned_by_only(&stored(&desired), vec![deployment_owner("other-uid")]);
         let delete = Some(IngressChange::Delete {
             name: "basic".into(),
             uid: Some("ingress-uid".into()),
@@ -434,6 +555,12 @@ mod tests {
                 Some(desired.clone()),
                 managed(None),
                 apply.clone(),
+            ),
+            (
+                "missing, with a JobManager Deployment: created, the write told its uid",
+                Some(desired.clone()),
+                with_job_manager(None),
+                apply_with_job_manager.clone(),
             ),
             (
                 "as applied: nothing",
@@ -474,14 +601,70 @@ mod tests {
                 }),
             ),
             (
+                "the Apache operator's, owned by the resource's JobManager Deployment: applied, which adds \
+                 the resource as its owner",
+                Some(desired.clone()),
+                with_job_manager(Some(apache.clone())),
+                apply_with_job_manager.clone(),
+            ),
+            (
+                "owned by the JobManager Deployment and the resource (taken over before): nothing",
+                Some(desired.clone()),
+                with_job_manager(Some(both.clone())),
+                None,
+            ),
+            (
+                "owned by the Deployment of the resource's name, which the resource does not own: refused",
+                Some(desired.clone()),
+                managed(Some(apache.clone())),
+                Some(IngressChange::Refuse {
+                    name: "basic".into(),
+                    reason: OWNED_BY_ANOTHER_DEPLOYMENT.into(),
+                }),
+            ),
+            (
+                "owned by another Deployment than the resource's JobManager Deployment: refused",
+                Some(desired.clone()),
+                with_job_manager(Some(another_deployments.clone())),
+                Some(IngressChange::Refuse {
+                    name: "basic".into(),
+                    reason: OWNED_BY_ANOTHER_DEPLOYMENT.into(),
+                }),
+            ),
+            (
                 "spec.ingress removed: deleted",
                 None,
                 managed(Some(stored(&desired))),
+                delete.clone(),
+            ),
+            (
+                "removed, owned by the resource's JobManager Deployment only: the resource's, deleted \
+                 (by its uid)",
+                None,
+                with_job_manager(Some(apache.clone())),
+                delete.clone(),
+            ),
+            (
+                "removed, owned by the JobManager Deployment and the resource: deleted",
+                None,
+                with_job_manager(Some(both)),
                 delete,
             ),
             ("removed, none there: nothing", None, managed(None), None),
             ("removed, not ours: kept", None, managed(Some(foreign)), None),
             ("removed, another's: kept", None, managed(Some(other_owner)), None),
+            (
+                "removed, owned by a Deployment the resource does not own: kept",
+                None,
+                managed(Some(apache)),
+                None,
+            ),
+            (
+                "removed, owned by another Deployment: kept",
+                None,
+                with_job_manager(Some(another_deployments)),
+                None,
+            ),
             (
                 "not managed: nothing",
                 Some(desired.clone()),
@@ -494,6 +677,16 @@ mod tests {
         }
     }
 
+    /// The owner references an apply of `applied` leaves on `found`: merged by uid, as
+    /// server-side apply merges them (the applied ones replace those of their uid, the others
+    /// stay).
+    fn merged_owners(found: &Ingress, applied: &Ingress) -> Vec<OwnerReference> {
+        let applied = applied.metadata.owner_references.clone().unwrap_or_default();
+        let kept = found.metadata.owner_references.iter().flatten();
+        let kept = kept.filter(|o| applied.iter().all(|a| a.uid != o.uid)).cloned();
+        kept.chain(applied.iter().cloned()).collect()
+    }
+
     #[test]
     fn before_a_write_the_ingress_read_from_the_api_decides_create_apply_or_refuse() {
         let desired = build(&spec("{{name}}.example.com"), target()).unwrap();
@@ -502,17 +695,70 @@ mod tests {
         unowned.metadata.labels = None;
         let mut other = stored(&desired);
         other.metadata.owner_references.as_mut().unwrap()[0].uid = "uid-0".into();
-        let cases: Vec<(&str, Option<Ingress>, BeforeWrite)> = vec![
-            ("none: created", None, BeforeWrite::Create),
-            ("this resource's: applied", Some(stored(&desired)), BeforeWrite::Apply),
+        // The Apache operator's Ingress carries none of the operator's labels: the cache never
+        // holds it, so this read is where it is judged.
+        let mut apache = apaches(&desired);
+        apache.metadata.labels = None;
+        let plain = |mut owner: OwnerReference| {
+            owner.controller = Some(false);
+            owner
+        };
+        let beside_the_job_manager = owned_by_only(&desired, vec![plain(owner())]);
+        let taken_over = owned_by_only(&apache, vec![deployment_owner("jm-uid"), plain(owner())]);
+        // Once the JobManager Deployment is gone, the garbage collector removes its reference.
+        let after_the_job_manager = owned_by_only(&apache, vec![plain(owner())]);
+        let apply = |ingress: &Ingress| BeforeWrite::Apply(Box::new(ingress.clone()));
+        let cases: Vec<(&str, Option<Ingress>, Option<&str>, BeforeWrite)> = vec![
+            ("none: created", None, None, BeforeWrite::Create),
+            ("none, with a JobManager Deployment: created", None, Some("jm-uid"), BeforeWrite::Create),
+            ("this resource's: applied", Some(stored(&desired)), None, apply(&desired)),
+            (
+                "this resource's, with a JobManager Deployment owning nothing: applied as it is",
+                Some(stored(&desired)),
+                Some("jm-uid"),
+                apply(&desired),
+            ),
+            (
+                "the Apache operator's, owned by the resource's JobManager Deployment: applied, the \
+                 resource added as a plain owner beside that Deployment, which stays the controller",
+                Some(apache.clone()),
+                Some("jm-uid"),
+                apply(&beside_the_job_manager),
+            ),
+            (
+                "taken over before, the JobManager Deployment still the controller: the same",
+                Some(taken_over),
+                Some("jm-uid"),
+                apply(&beside_the_job_manager),
+            ),
+            (
+                "taken over before, the JobManager Deployment gone: the resource is the controller again",
+                Some(after_the_job_manager),
+                None,
+                apply(&desired),
+            ),
+            (
+                "owned by the Deployment of the resource's name, which the resource does not own: refused",
+                Some(apache.clone()),
+                None,
+                BeforeWrite::Refuse(OWNED_BY_ANOTHER_DEPLOYMENT.into()),
+            ),
+            (
+                "owned by another Deployment than the resource's JobManager Deployment: refused",
+                Some(apache),
+                Some("other-uid"),
+                BeforeWrite::Refuse(OWNED_BY_ANOTHER_DEPLOYMENT.into()),
+            ),
             (
                 "someone's, unlabelled (not in the cache): refused",
                 Some(unowned),
+                Some("jm-uid"),
                 BeforeWrite::Refuse("it has no owner: it was not created by the operator for this resource".into()),
             ),
             (
                 "another object's: refused",
                 Some(other),
+                Some("jm-uid"),
                 BeforeWrite::Refuse(
                     "it is owned by FlinkDeployment basic, not by this resource (another object of this name, \
                      or one deleted and created again)"
@@ -520,8 +766,84 @@ mod tests {
                 ),
             ),
         ];
-        for (case, found, expected) in cases {
-            assert_eq!(before_write(&desired, found.as_ref()), expected, "{case}");
+        for (case, found, job_manager, expected) in cases {
+            let decided = before_write(&desired, job_manager, found.as_ref());
+            assert_eq!(decided, expected, "{case}");
+            // What the API server would hold after the apply: the resource among the owners,
+            // the others kept, and at most one controller (it refuses two).
+            if let (BeforeWrite::Apply(applied), Some(found)) = (&decided, &found) {
+                let owners = merged_owners(found, applied);
+                assert!(owners.iter().any(|o| o.uid == "uid-1"), "{case}: {owners:?}");
+                for kept in found.metadata.owner_references.iter().flatten() {
+                    assert!(owners.iter().any(|o| o.uid == kept.uid), "{case}: {owners:?}");
+                }
+                let controllers = owners.iter().filter(|o| o.controller == Some(true)).count();
+                assert!(controllers <= 1, "{case}: {owners:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_job_manager_deployment_counts_only_when_the_resource_owns_it() {
+        let deployment = |uid: Option<&str>, owners: Vec<OwnerReference>| Deployment {
+            metadata: ObjectMeta {
+                name: Some("basic".into()),
+                namespace: Some("team-a".into()),
+                uid: uid.map(str::to_owned),
+                owner_references: Some(owners),
+                ..ObjectMeta::default()
+            },
+            ..Deployment::default()
+        };
+        // The Apache operator's JobManager Deployment names the resource as a plain owner.
+        let mut by_the_resource = owner();
+        by_the_resource.controller = Some(false);
+        let mut by_another = owner();
+        by_another.uid = "uid-0".into();
+        let cases = [
+            (
+                "owned by the resource: its uid",
+                deployment(Some("jm-uid"), vec![by_the_resource.clone()]),
+                Some("uid-1"),
+                Some("jm-uid"),
+            ),
+            (
+                "owned by the resource as its controller: its uid",
+                deployment(Some("jm-uid"), vec![deployment_owner("x"), owner()]),
+                Some("uid-1"),
+                Some("jm-uid"),
+            ),
+            (
+                "owned by another resource of the name: none",
+                deployment(Some("jm-uid"), vec![by_another]),
+                Some("uid-1"),
+                None,
+            ),
+            (
+                "owned by nothing (someone's own): none",
+                deployment(Some("jm-uid"), vec![]),
+                Some("uid-1"),
+                None,
+            ),
+            (
+                "the resource not stored yet (no uid): none",
+                deployment(Some("jm-uid"), vec![by_the_resource.clone()]),
+                None,
+                None,
+            ),
+            (
+                "a Deployment without a uid: none",
+                deployment(None, vec![by_the_resource]),
+                Some("uid-1"),
+                None,
+            ),
+        ];
+        for (case, deployment, resource_uid, expected) in cases {
+            assert_eq!(
+                own_job_manager(&deployment, resource_uid).as_deref(),
+                expected,
+                "{case}"
+            );
         }
     }
 

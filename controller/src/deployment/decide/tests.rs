@@ -692,6 +692,7 @@ fn the_ingress_follows_spec_ingress_beside_the_lifecycle_and_is_left_alone_when_
         observation.ingress = crate::resources::ingress::Observed {
             managed: true,
             existing,
+            job_manager: None,
         };
         observation
     };
@@ -709,7 +710,7 @@ fn the_ingress_follows_spec_ingress_beside_the_lifecycle_and_is_left_alone_when_
     // Missing: applied, routed to the REST Service on the REST port.
     let plan = decide(&running_fd(with_ingress()), &managed(None));
     let applied: [IngressChange; 1] = ingress_actions(&plan).try_into().unwrap();
-    let [IngressChange::Apply(ingress)] = applied else {
+    let [IngressChange::Apply { ingress, .. }] = applied else {
         panic!("{:?}", plan.actions)
     };
     let rule = &ingress.spec.as_ref().unwrap().rules.as_ref().unwrap()[0];
@@ -754,6 +755,33 @@ fn the_ingress_follows_spec_ingress_beside_the_lifecycle_and_is_left_alone_when_
     );
     let deleting = fd(with_ingress(), Some(running()), true, true);
     assert!(ingress_actions(&decide(&deleting, &managed(None))).is_empty());
+
+    // The Apache operator's Ingress, owned by the JobManager Deployment: the resource's when
+    // the observation says that Deployment is the resource's own, someone else's otherwise.
+    let mut apache = (*ingress).clone();
+    apache.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "basic".into(),
+            uid: "jm-uid".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        },
+    ]);
+    let mut with_job_manager = managed(Some(apache.clone()));
+    with_job_manager.ingress.job_manager = Some("jm-uid".into());
+    assert_eq!(
+        ingress_actions(&decide(&running_fd(with_ingress()), &with_job_manager)),
+        [IngressChange::Apply {
+            ingress: ingress.clone(),
+            job_manager: Some("jm-uid".into())
+        }]
+    );
+    assert!(matches!(
+        ingress_actions(&decide(&running_fd(with_ingress()), &managed(Some(apache)))).as_slice(),
+        [IngressChange::Refuse { .. }]
+    ));
 }
 
 // === Upgrade modes, guards, suspend/resume, nonces, snapshots, deletion ===
