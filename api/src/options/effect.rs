@@ -204,9 +204,7 @@ mod tests {
         for known in super::super::OPTIONS {
             let acts_in = |place| no_effect(known.key, place).is_none();
             let expected = match known.set_in {
-                SetIn::OperatorFile | SetIn::OperatorAndNamespace | SetIn::Platform => {
-                    [true, false, false]
-                }
+                SetIn::OperatorFile | SetIn::OperatorAndNamespace | SetIn::Platform => [true, false, false],
                 SetIn::Resource => [true, true, false],
                 SetIn::BlueGreenConfiguration => [false, false, true],
                 SetIn::ByTheOperator => [false, false, false],

@@ -231,9 +231,9 @@ impl SetIn {
                  per-namespace overlay kubernetes.operator.default-configuration.namespace.<namespace>.<key>), \
                  never in a resource: remove it",
             ),
-            SetIn::ByTheOperator => Some(
-                "is written by the operator into the recorded spec, not set by a user: remove it",
-            ),
+            SetIn::ByTheOperator => {
+                Some("is written by the operator into the recorded spec, not set by a user: remove it")
+            }
             _ => None,
         }
     }

@@ -27,7 +27,8 @@ mod tls;
 mod misbehaving_tests;
 
 pub use client::{
-    ClientConfig, FlinkRestClient, LARGE_ANSWERS_AT_ONCE, LARGE_ANSWERS_PER_HOST, MAX_ANSWER_BYTES, MAX_ANSWER_VALUES, RestClients,
+    ClientConfig, FlinkRestClient, LARGE_ANSWERS_AT_ONCE, LARGE_ANSWERS_PER_HOST, MAX_ANSWER_BYTES,
+    MAX_ANSWER_VALUES, RestClients,
 };
 pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints, SERVICE_NAME, Scheme};
 pub use error::{FlinkError, flink_error_message};

@@ -1619,7 +1619,12 @@ fn a_snapshot_due_at_every_look_does_not_keep_the_platform_caps_from_holding() {
         let stored = started(&job, &json!({}), kind);
         let checkpoint = |name: &str, ago_ms: i64| JobSnapshot {
             kind: Snapshot::Checkpoint,
-            ..resource(name, SnapshotTriggerType::Periodic, SnapshotState::Completed, ago_ms)
+            ..resource(
+                name,
+                SnapshotTriggerType::Periodic,
+                SnapshotState::Completed,
+                ago_ms,
+            )
         };
         let flood = Look {
             policy: Policy {
