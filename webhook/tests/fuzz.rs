@@ -1349,7 +1349,7 @@ fn deployment_observations() -> Vec<deployment::decide::Observation> {
 fn managed_ingress() -> flink_operator_controller::resources::ingress::Observed {
     flink_operator_controller::resources::ingress::Observed {
         managed: true,
-        existing: None,
+        ..Default::default()
     }
 }
 
