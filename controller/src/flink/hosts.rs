@@ -29,6 +29,10 @@ use std::{
 pub const MAX_HOLD_BACK: Duration = Duration::from_secs(60);
 
 /// The hold-back window after `timeouts` timeouts in a row of calls with `timeout`.
+/// How long after its window ended a host's record is kept when no call comes: far longer
+/// than any look's interval, so a host still looked at keeps its count of timeouts in a row.
+pub const FORGOTTEN_AFTER: Duration = Duration::from_secs(30 * 60);
+
 pub fn window(timeouts: u32, timeout: Duration) -> Duration {
     let cap = MAX_HOLD_BACK.max(timeout);
     let doublings = timeouts.saturating_sub(1).min(16);
@@ -110,6 +114,10 @@ impl Hosts {
     /// that were under way together time out together: only one outside a window counts.
     pub fn timed_out(&self, host: &str, timeout: Duration, now: Instant) {
         let mut records = self.lock();
+        // A host that is not called again (its cluster deleted while it hung) is forgotten
+        // once its window is long over, so the records do not grow with every host that
+        // ever hung.
+        records.retain(|_, r| now.saturating_duration_since(r.until) < FORGOTTEN_AFTER);
         let record = records.entry(host.to_owned()).or_insert(Record {
             timeouts: 0,
             timeout,
@@ -261,5 +269,18 @@ mod tests {
             hosts.admit("jm:8081", t0 + S),
             Admission::HeldBack { .. }
         ));
+    }
+
+    #[test]
+    fn a_host_not_called_again_is_forgotten_long_after_its_window() {
+        let hosts = Hosts::default();
+        let t0 = Instant::now();
+        let timeout = Duration::from_secs(10);
+        hosts.timed_out("gone:8081", timeout, t0);
+        let later = t0 + window(1, timeout) + FORGOTTEN_AFTER;
+        hosts.timed_out("other:8081", timeout, later);
+        let records = hosts.lock();
+        assert!(!records.contains_key("gone:8081"));
+        assert!(records.contains_key("other:8081"));
     }
 }
