@@ -507,3 +507,122 @@ async fn snapshot_resources_take_savepoints_and_checkpoints_retry_failures_and_d
     harness::wait_until_none(&snapshots.api, "every snapshot gone", Duration::from_secs(30)).await;
     eprintln!("snapshot test done after {:?}", started.elapsed());
 }
+
+/// The state a job runs from is never disposed of by deleting the snapshot that records it:
+/// a savepoint-mode job suspended (its savepoint S in `upgradeSavepointPath`), S recorded by
+/// the user as a FlinkStateSnapshot (`alreadyExists`, `disposeOnDelete: true`), the job
+/// resumed from S, then the record deleted while the job runs: the record goes at once, S
+/// stays on disk, and a Warning Event names the FlinkDeployment that needs it and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_record_of_the_savepoint_a_job_was_resumed_from_keeps_its_files_and_says_why() {
+    let client = harness::client().await;
+    crate::operator::shared(&client).await;
+    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _operator_log = OperatorLogOnFailure;
+    let ns = TestNamespace::new(&client, "protected").await;
+    let _logs = LogsOnFailure(ns.name.clone());
+    objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;
+    let version = flink_harness::versions().last().unwrap().clone();
+    let (deployments, state) = create_counter(&client, &ns.name, &version, "savepoint", &[]).await;
+    let first = harness::running_job(&deployments, JOB, None).await;
+    let first_job = first
+        .status
+        .as_ref()
+        .and_then(|s| s.job_status.as_ref())
+        .and_then(|j| j.job_id.clone());
+    let snapshots = Snapshots {
+        api: Api::namespaced(client.clone(), &ns.name),
+        events: Api::namespaced(client.clone(), &ns.name),
+        state,
+    };
+
+    // Suspended: stopped with the savepoint S, which its status names.
+    let suspend = |state: &'static str| {
+        let deployments = deployments.clone();
+        async move {
+            deployments
+                .patch(
+                    JOB,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"job": {"state": state}}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    suspend("suspended").await;
+    let suspended = wait_for(
+        "the FlinkDeployment SUSPENDED",
+        Duration::from_secs(180),
+        || async {
+            let fd = deployments.get(JOB).await.ok()?;
+            let status = fd.status.clone()?;
+            (status.lifecycle_state.map(|l| l.as_str()) == Some("SUSPENDED")).then_some(fd)
+        },
+    )
+    .await;
+    let path = suspended
+        .status
+        .as_ref()
+        .and_then(|s| s.job_status.as_ref())
+        .and_then(|j| j.upgrade_savepoint_path.clone())
+        .expect("the suspension's savepoint in upgradeSavepointPath");
+    assert!(
+        snapshots.on_disk(&path).join("_metadata").is_file(),
+        "{path} is not on disk"
+    );
+
+    // Recorded by the user, to be disposed of on deletion.
+    snapshots
+        .create(snapshot(
+            &ns.name,
+            "recorded-by-the-user",
+            json!({"savepoint": {"path": path, "alreadyExists": true, "disposeOnDelete": true}}),
+        ))
+        .await;
+    snapshots
+        .reaches("recorded-by-the-user", State::Completed, Duration::from_secs(30))
+        .await;
+
+    // Resumed from S.
+    suspend("running").await;
+    let resumed = harness::running_job(&deployments, JOB, first_job.as_deref()).await;
+    let started_from = resumed
+        .status
+        .as_ref()
+        .and_then(|s| s.job_status.as_ref())
+        .and_then(|j| j.upgrade_savepoint_path.clone());
+    assert_eq!(started_from.as_deref(), Some(path.as_str()), "resumed from S");
+
+    // The record deleted while the job runs: released at once, the files stay, and why.
+    let took = snapshots
+        .delete("recorded-by-the-user", Duration::from_secs(30))
+        .await;
+    let warning = snapshots
+        .event(
+            "recorded-by-the-user",
+            "Warning",
+            "SavepointNotDisposed",
+            &format!("FlinkDeployment {JOB}: the state its job was started from"),
+        )
+        .await;
+    assert!(warning.contains(&path), "{warning}");
+    assert!(
+        snapshots
+            .events("recorded-by-the-user", "SavepointDisposed")
+            .await
+            .is_empty(),
+        "S must not be disposed of"
+    );
+    assert!(
+        snapshots.on_disk(&path).join("_metadata").is_file(),
+        "{path} was disposed of while the job needs it"
+    );
+    eprintln!("the record of S released in {took:?}, its files kept: {warning}");
+
+    deployments.delete(JOB, &DeleteParams::default()).await.unwrap();
+    wait_for("the FlinkDeployment gone", Duration::from_secs(180), || async {
+        deployments.get_opt(JOB).await.ok()?.is_none().then_some(())
+    })
+    .await;
+}

@@ -107,7 +107,9 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
     if in_flight.is_some() && !unwritten {
         return None;
     }
-    let decision = revisions::decide_rollback(&request, kept, !unwritten && update_in_progress(k));
+    let decision = revisions::decide_rollback(&request, kept, !unwritten && update_in_progress(k), &|path| {
+        recorded(k, path)
+    });
     match decision {
         RollbackDecision::Wait => None,
         RollbackDecision::Refuse(why) => {
@@ -157,6 +159,42 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
             Some(k.record_then(FAST))
         }
     }
+}
+
+/// Whether the operator still has a record of the state at `path`: a completed snapshot
+/// resource of the job names it (and is not being deleted with its files), or the job's
+/// status does (the state it was started from, its last savepoint, its savepoint history).
+///
+/// The operator cannot look at the storage itself (it may not reach it, and has no
+/// credentials of it), so this is what it knows: it disposes of a savepoint only through a
+/// snapshot resource's deletion or the history's trim, both of which drop the record, and
+/// never of a path a job may still need ([`super::protected`]), a kept revision's state
+/// included. A path no record lists was disposed of, by the operator or before, or was
+/// never recorded (a checkpoint a last-state upgrade started from, which Flink removes
+/// once newer ones complete).
+pub fn recorded<'a, K: JobKind<'a>>(k: &K, path: &str) -> bool {
+    let path = path.trim();
+    let by_snapshot = k.facts.snapshots.iter().any(|s| {
+        s.state == flink_operator_api::FlinkStateSnapshotState::Completed
+            && !(s.deleting && s.disposes)
+            && s.path.as_deref().map(str::trim) == Some(path)
+    });
+    let job = k.status.job_status();
+    let info = job.and_then(|j| j.savepoint_info.as_ref());
+    let by_status = job
+        .and_then(|j| j.upgrade_savepoint_path.as_deref())
+        .into_iter()
+        .chain(
+            info.into_iter()
+                .flat_map(|i| {
+                    i.last_savepoint
+                        .iter()
+                        .chain(i.savepoint_history.iter().flatten())
+                })
+                .filter_map(|s| s.location.as_deref()),
+        )
+        .any(|p| p.trim() == path);
+    by_snapshot || by_status
 }
 
 /// Whether an update is in progress: a spec not applied yet, a stop-with-savepoint in

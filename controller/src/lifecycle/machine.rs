@@ -733,11 +733,11 @@ fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K
     k.record_then(FAST)
 }
 
-/// The paths the job may still need (see [`Protected`]): of its status, its kept revisions
-/// and its spec.
+/// The paths the job may still need (see [`Protected`]): of its status (a rollback in
+/// flight included), its kept revisions and its spec.
 fn protected_paths<'a, K: JobKind<'a>>(k: &K) -> Protected {
-    Protected::of(
-        k.status.job_status(),
+    Protected::of_status(
+        Some(&k.status),
         k.facts.revisions,
         k.spec.job().and_then(|j| j.initial_savepoint_path.as_deref()),
     )

@@ -1,27 +1,52 @@
 //! The paths a job may still need, computed in one place: no savepoint among them is
 //! disposed of, and no snapshot resource holding one is pruned, whatever a retention rule
-//! (the status history's, the snapshot resources' own or the platform's caps) says.
+//! (the status history's, the snapshot resources' own or the platform's caps) or a deletion
+//! says. Each path is kept with why the job needs it, so that a disposal refused for it can
+//! name who needs it.
 //!
 //! A job may still need:
 //! - the state it was started from (`upgradeSavepointPath`): a restart without a newer
-//!   checkpoint goes back to it;
+//!   checkpoint goes back to it, and a job started from a savepoint in NO_CLAIM mode reads
+//!   its files until its first checkpoint completes;
 //! - its last savepoint (`savepointInfo.lastSavepoint`): the next upgrade or resume may
 //!   start from it;
-//! - the state each kept revision was started from: a manual rollback to that revision
-//!   restores it;
+//! - the state each kept revision was started from: a rollback to that revision with
+//!   `flink.apache.org/rollback-restore: revision` restores it;
+//! - the state a rollback in flight restores (`status.revision.rollback.restorePath`);
 //! - the spec's `initialSavepointPath`: a first start, or a redeploy, restores it;
 //! - for the snapshot resources' retention, every savepoint its status history still lists
 //!   (the history's own trim decides about those, see [`Protected::with_history`]).
+//!
+//! A stop-with-savepoint in flight has no path until Flink completes it; the path is then
+//! recorded as the job's `upgradeSavepointPath` and `lastSavepoint` before anything else
+//! happens, and so is protected from then on. A blue/green deployment's children are
+//! FlinkDeployments (their paths are theirs) and its transition savepoints are snapshot
+//! resources never disposed of on deletion; its template's `initialSavepointPath` and the
+//! job status it shows are protected as well ([`who_needs`]).
+//!
+//! Within a job's own loop the set is computed from its status, spec and revisions. A
+//! FlinkStateSnapshot's deletion asks [`who_needs`] its path among every job resource of its
+//! namespace (a job may have been started from a path another job's snapshot recorded).
 
-use std::collections::BTreeSet;
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
-use flink_operator_api::common::JobStatus;
+use flink_operator_api::{
+    FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, common::JobStatus, keys::kinds,
+};
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use kube::ResourceExt;
 
-use super::revisions::Revision;
+use super::{
+    LifecycleStatus,
+    revisions::{self, Revision},
+};
 
-/// The paths a job may still need (see the module).
+/// The paths a job may still need (see the module), each with why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Protected(BTreeSet<String>);
+pub struct Protected(BTreeMap<String, String>);
 
 impl Protected {
     /// The paths of the job's status, its kept revisions and its spec's `initialSavepointPath`.
@@ -30,28 +55,54 @@ impl Protected {
         revisions: Option<&[Revision]>,
         initial_savepoint_path: Option<&str>,
     ) -> Self {
-        let status = job.into_iter().flat_map(|job| {
+        let mut protected = Self::default();
+        if let Some(job) = job {
+            protected.add(job.upgrade_savepoint_path.as_deref(), || {
+                "the state its job was started from (status.jobStatus.upgradeSavepointPath)".to_owned()
+            });
             let last = job
                 .savepoint_info
                 .as_ref()
                 .and_then(|info| info.last_savepoint.as_ref())
                 .and_then(|s| s.location.as_deref());
-            [job.upgrade_savepoint_path.as_deref(), last]
+            protected.add(last, || {
+                "its last savepoint (status.jobStatus.savepointInfo.lastSavepoint), which its next upgrade or resume may start from".to_owned()
+            });
+        }
+        for revision in revisions.into_iter().flatten() {
+            protected.add(revision.started_from.as_deref(), || {
+                format!(
+                    "the state its revision {} was started from, which a rollback to that revision restores",
+                    revision.number
+                )
+            });
+        }
+        protected.add(initial_savepoint_path, || {
+            "the state its spec's job.initialSavepointPath names".to_owned()
         });
-        let revisions = revisions
-            .into_iter()
-            .flatten()
-            .map(|revision| revision.started_from.as_deref());
-        Self(
-            status
-                .chain(revisions)
-                .chain([initial_savepoint_path])
-                .flatten()
-                .map(str::trim)
-                .filter(|path| !path.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        )
+        protected
+    }
+
+    /// [`Protected::of`] a lifecycle status, with the state a rollback in flight restores.
+    pub fn of_status(
+        status: Option<&impl LifecycleStatus>,
+        revisions: Option<&[Revision]>,
+        initial_savepoint_path: Option<&str>,
+    ) -> Self {
+        let mut protected = Self::of(
+            status.and_then(|s| s.job_status()),
+            revisions,
+            initial_savepoint_path,
+        );
+        let restore = status
+            .and_then(|s| s.revision())
+            .and_then(|r| r.rollback.as_ref())
+            .filter(|r| r.phase == Some(flink_operator_api::RollbackPhase::RollingBack))
+            .and_then(|r| r.restore_path.as_deref());
+        protected.add(restore, || {
+            "the state its rollback in progress restores (status.revision.rollback.restorePath)".to_owned()
+        });
+        protected
     }
 
     /// With the savepoints the job's status history lists as well: a snapshot resource's
@@ -61,32 +112,108 @@ impl Protected {
             .and_then(|job| job.savepoint_info.as_ref())
             .and_then(|info| info.savepoint_history.as_deref())
             .unwrap_or_default();
-        self.0.extend(
-            history
-                .iter()
-                .filter_map(|s| s.location.as_deref())
-                .filter(|path| !path.trim().is_empty())
-                .map(|path| path.trim().to_owned()),
-        );
+        for savepoint in history {
+            self.add(savepoint.location.as_deref(), || {
+                "a savepoint its status history lists (status.jobStatus.savepointInfo.savepointHistory)"
+                    .to_owned()
+            });
+        }
         self
     }
 
-    /// With `paths` as well.
+    /// With `paths` as well: those its snapshot resources record.
     pub fn with_paths<'a>(mut self, paths: impl IntoIterator<Item = &'a str>) -> Self {
-        self.0.extend(
-            paths
-                .into_iter()
-                .map(str::trim)
-                .filter(|path| !path.is_empty())
-                .map(str::to_owned),
-        );
+        for path in paths {
+            self.add(Some(path), || {
+                "a savepoint its snapshot resources record".to_owned()
+            });
+        }
         self
     }
 
     /// Whether the job may still need `path`.
     pub fn contains(&self, path: &str) -> bool {
-        self.0.contains(path.trim())
+        self.0.contains_key(path.trim())
     }
+
+    /// Why the job may still need `path` (the first reason found), if it does.
+    pub fn why(&self, path: &str) -> Option<&str> {
+        self.0.get(path.trim()).map(String::as_str)
+    }
+
+    fn add(&mut self, path: Option<&str>, why: impl FnOnce() -> String) {
+        let Some(path) = path.map(str::trim).filter(|p| !p.is_empty()) else {
+            return;
+        };
+        if !self.0.contains_key(path) {
+            self.0.insert(path.to_owned(), why());
+        }
+    }
+}
+
+/// Who among the job resources of one namespace may still need `path`, and why: one
+/// sentence each (`FlinkDeployment basic: the state its job was started from (...)`), none
+/// when nobody does. `revisions` are the namespace's ControllerRevisions; each counts for
+/// the resource that owns it (by uid, so that a resource re-created under the same name does
+/// not inherit its predecessor's revisions).
+pub fn who_needs(
+    path: &str,
+    deployments: &[Arc<FlinkDeployment>],
+    session_jobs: &[Arc<FlinkSessionJob>],
+    blue_greens: &[Arc<FlinkBlueGreenDeployment>],
+    revisions: &[Arc<ControllerRevision>],
+) -> Vec<String> {
+    let mut by_owner: HashMap<&str, Vec<Revision>> = HashMap::new();
+    for object in revisions {
+        let Some(revision) = revisions::from_controller_revision(object) else {
+            continue;
+        };
+        for owner in object.metadata.owner_references.iter().flatten() {
+            by_owner
+                .entry(owner.uid.as_str())
+                .or_default()
+                .push(revision.clone());
+        }
+    }
+    let kept = |uid: Option<String>| uid.and_then(|uid| by_owner.get(uid.as_str())).map(Vec::as_slice);
+    let mut needs = Vec::new();
+    let mut note = |kind: &str, name: String, protected: Protected| {
+        if let Some(why) = protected.why(path) {
+            needs.push(format!("{kind} {name}: {why}"));
+        }
+    };
+    for fd in deployments.iter().filter(|fd| fd.spec.job.is_some()) {
+        let initial = fd
+            .spec
+            .job
+            .as_ref()
+            .and_then(|j| j.initial_savepoint_path.as_deref());
+        let protected = Protected::of_status(fd.status.as_ref(), kept(fd.uid()), initial);
+        note(kinds::FLINK_DEPLOYMENT, fd.name_any(), protected);
+    }
+    for sj in session_jobs {
+        let initial = sj
+            .spec
+            .job
+            .as_ref()
+            .and_then(|j| j.initial_savepoint_path.as_deref());
+        let protected = Protected::of_status(sj.status.as_ref(), kept(sj.uid()), initial);
+        note(kinds::FLINK_SESSION_JOB, sj.name_any(), protected);
+    }
+    for bg in blue_greens {
+        let initial = bg
+            .spec
+            .deployment_spec()
+            .and_then(|spec| spec.job.as_ref())
+            .and_then(|j| j.initial_savepoint_path.as_deref());
+        let job = bg.status.as_ref().and_then(|s| s.job_status.as_ref());
+        note(
+            kinds::FLINK_BLUE_GREEN_DEPLOYMENT,
+            bg.name_any(),
+            Protected::of(job, None, initial),
+        );
+    }
+    needs
 }
 
 #[cfg(test)]
@@ -135,5 +262,65 @@ mod tests {
         assert!(with_history.contains("s3://sp/in-history"));
         assert!(!with_history.contains("s3://sp/other"));
         assert_eq!(Protected::of(None, None, Some(" ")), Protected::default());
+    }
+
+    #[test]
+    fn each_path_says_why_and_a_rollback_in_flight_protects_what_it_restores() {
+        use flink_operator_api::{FlinkDeploymentStatus, RevisionStatus, RollbackPhase, RollbackStatus};
+        let rollback = |phase| FlinkDeploymentStatus {
+            job_status: Some(JobStatus {
+                upgrade_savepoint_path: Some("s3://sp/started-from".into()),
+                ..Default::default()
+            }),
+            revision: Some(RevisionStatus {
+                rollback: Some(RollbackStatus {
+                    restore_path: Some("s3://sp/revision-2".into()),
+                    phase: Some(phase),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let rolling_back = Protected::of_status(Some(&rollback(RollbackPhase::RollingBack)), None, None);
+        assert!(
+            rolling_back
+                .why("s3://sp/revision-2")
+                .is_some_and(|why| why.contains("rollback in progress")),
+            "{rolling_back:?}"
+        );
+        assert!(
+            rolling_back
+                .why(" s3://sp/started-from ")
+                .is_some_and(|why| why.contains("upgradeSavepointPath")),
+            "{rolling_back:?}"
+        );
+        // Once the rollback ended, what it restored is the job's own started-from state.
+        let done = Protected::of_status(Some(&rollback(RollbackPhase::RolledBack)), None, None);
+        assert!(!done.contains("s3://sp/revision-2"));
+        let revision = Revision {
+            number: 3,
+            name: "job-3".into(),
+            spec: serde_json::Value::Null,
+            started_from: Some("s3://sp/started-from".into()),
+            applied_ms: 0,
+        };
+        // The first reason found is kept: the status's.
+        let both = Protected::of(
+            rollback(RollbackPhase::RollingBack).job_status.as_ref(),
+            Some(std::slice::from_ref(&revision)),
+            None,
+        );
+        assert!(
+            both.why("s3://sp/started-from")
+                .is_some_and(|w| w.contains("upgradeSavepointPath"))
+        );
+        let only_revision = Protected::of(None, Some(&[revision]), None);
+        assert!(
+            only_revision
+                .why("s3://sp/started-from")
+                .is_some_and(|w| w.contains("revision 3")),
+            "{only_revision:?}"
+        );
     }
 }

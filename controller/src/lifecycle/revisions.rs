@@ -440,10 +440,16 @@ pub enum RollbackDecision {
 
 /// Decides a rollback `request` given the kept `revisions` (the newest is the current one)
 /// and whether an update is in progress (`update_in_progress`: it is waited for).
+///
+/// `recorded` says whether the operator still has a record of a state's path (see
+/// [`super::history::recorded`]): a rollback asked to restore a revision's state that no
+/// record lists any more is refused before anything is stopped, since the operator cannot
+/// look at the storage itself and the state may have been disposed of.
 pub fn decide_rollback(
     request: &RollbackRequest,
     revisions: &[Revision],
     update_in_progress: bool,
+    recorded: &dyn Fn(&str) -> bool,
 ) -> RollbackDecision {
     if update_in_progress {
         return RollbackDecision::Wait;
@@ -485,6 +491,20 @@ pub fn decide_rollback(
         return RollbackDecision::Refuse(format!(
             "Revision {to} was started without state, so {}: {} has no state to restore. Remove \
              the annotation {} to restore the state taken when the running job stops.",
+            annotations::ROLLBACK_RESTORE,
+            annotations::ROLLBACK_RESTORE_REVISION,
+            annotations::ROLLBACK_RESTORE
+        ));
+    }
+    if request.restore_from_revision_state
+        && let Some(path) = target.started_from.as_deref().filter(|path| !recorded(path))
+    {
+        return RollbackDecision::Refuse(format!(
+            "Revision {to} was started from {path}, which no record of the job lists any more \
+             (neither a completed snapshot resource of the job nor its status: last savepoint, \
+             savepoint history or the state it was started from): it may have been disposed of, \
+             so {}: {} is refused and the running job is left as it is. Remove the annotation {} \
+             to restore the state taken when the running job stops.",
             annotations::ROLLBACK_RESTORE,
             annotations::ROLLBACK_RESTORE_REVISION,
             annotations::ROLLBACK_RESTORE

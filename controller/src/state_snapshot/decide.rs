@@ -25,7 +25,9 @@
 //!   outcome first. When nothing can dispose of it (the job resource or its cluster is gone,
 //!   not ready, does not answer twice in a row, or Flink fails the disposal), the object is
 //!   released with a Warning Event that names the path left on storage: a deletion never
-//!   hangs.
+//!   hangs. Nor is a path that a job resource of the namespace may still need disposed of
+//!   (see [`crate::lifecycle::protected`]): the object is released, its files kept, and the
+//!   Warning Event names who needs it and why.
 //! - The labels `snapshot.type`, `snapshot.trigger-type`, `snapshot.state`,
 //!   `job-reference.kind` and `job-reference.name` follow the snapshot; they are patched
 //!   only when one differs, so a settled snapshot costs no request.
@@ -117,6 +119,10 @@ pub struct Observation {
     pub disposal: Option<SavepointPoll>,
     /// The JobManager did not answer at the previous look either.
     pub unanswered_again: bool,
+    /// While a deleted snapshot's savepoint is to be disposed of: who in its namespace may
+    /// still need its path, and why (see [`crate::lifecycle::protected::who_needs`]); its
+    /// files are then kept.
+    pub needed_by: Vec<String>,
     pub policy: Policy,
     /// The id of the next trigger, if one is sent.
     pub fresh_trigger_id: String,
@@ -666,6 +672,15 @@ fn dispose(o: &Observation, d: &mut Decision, path: String) {
         );
     }
     match &o.disposal {
+        // A path a job may still need is never disposed of (a disposal under way was
+        // started before anything needed it, and is followed).
+        None | Some(SavepointPoll::UnknownTrigger) if !o.needed_by.is_empty() => {
+            let why = format!(
+                "a job may still need it, so it is kept (delete the job resource, or change what it needs, first): {}",
+                o.needed_by.join("; ")
+            );
+            release_undisposed(d, &why, Some(&path));
+        }
         // Not started, or forgotten by a JobManager that restarted: started (again).
         None | Some(SavepointPoll::UnknownTrigger) => {
             d.actions.push(Action::Dispose { path });

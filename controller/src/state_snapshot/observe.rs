@@ -18,7 +18,10 @@ use crate::{
     caches::Caches,
     context::{Context, RestLook},
     flink::{FlinkError, FlinkRestClient, JobId, TriggerId},
-    lifecycle::poll::{self, SavepointPoll},
+    lifecycle::{
+        poll::{self, SavepointPoll},
+        protected,
+    },
     policy::Policy,
 };
 
@@ -78,6 +81,12 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
         .get(super::DISPOSAL_TRIGGER_ID)
         .filter(|id| !id.is_empty())
         .map(|id| TriggerId::from(id.as_str()));
+    // Who may still need the path, asked once per deletion (before its disposal starts)
+    // of the job resources of this namespace only.
+    if dispose && disposal_trigger.is_none() {
+        let path = status.and_then(|s| s.path.as_deref()).unwrap_or_default();
+        observation.needed_by = needed_by(caches, &namespace, path);
+    }
     let (job_id, ready) = match &observation.target {
         Target::Found(job) => (
             job.job_id.as_deref().map(JobId::from),
@@ -140,6 +149,19 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
         observation,
         rest_url: Some(rest.base_url().to_owned()),
     }
+}
+
+/// Who among the job resources of `namespace` may still need `path` (see
+/// [`protected::who_needs`]): every job of the namespace, not only the snapshot's own,
+/// since a job may have been started from a path another job's snapshot recorded.
+fn needed_by(caches: &Caches, namespace: &str, path: &str) -> Vec<String> {
+    protected::who_needs(
+        path,
+        &caches.deployments.list(namespace, |_| true),
+        &caches.session_jobs.list(namespace, |_| true),
+        &caches.blue_greens.list(namespace, |_| true),
+        &caches.revisions.list(namespace, |_| true),
+    )
 }
 
 async fn rest_client(

@@ -1214,3 +1214,291 @@ fn only_unsettled_snapshots_wait_on_their_job_resource() {
     assert!(!super::waits_on(&other, JobKind::FlinkDeployment, "other"));
     assert!(!super::waits_on(&other, JobKind::FlinkSessionJob, "basic"));
 }
+
+// === A path a job may still need ===
+
+/// The job resources of namespace `ns` as the caches hold them, for
+/// [`crate::lifecycle::protected::who_needs`].
+mod namespace {
+    use std::sync::Arc;
+
+    use flink_operator_api::{FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, JobKind};
+    use k8s_openapi::{api::apps::v1::ControllerRevision, apimachinery::pkg::apis::meta::v1::OwnerReference};
+    use serde_json::{Value, json};
+
+    use crate::lifecycle::revisions::{Revision, controller_revision};
+
+    pub fn deployment(name: &str, uid: &str, job: Value, status: Value) -> Arc<FlinkDeployment> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                "metadata": {"name": name, "namespace": "ns", "uid": uid},
+                "spec": {"image": "flink:1.20", "flinkVersion": "v1_20", "job": job},
+                "status": status,
+            }))
+            .unwrap(),
+        )
+    }
+
+    pub fn session_job(name: &str, uid: &str, job: Value, status: Value) -> Arc<FlinkSessionJob> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
+                "metadata": {"name": name, "namespace": "ns", "uid": uid},
+                "spec": {"deploymentName": "session", "job": job},
+                "status": status,
+            }))
+            .unwrap(),
+        )
+    }
+
+    pub fn blue_green(name: &str, job: Value) -> Arc<FlinkBlueGreenDeployment> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
+                "metadata": {"name": name, "namespace": "ns", "uid": "u-bg"},
+                "spec": {"template": {"spec": {"image": "flink:1.20", "flinkVersion": "v1_20", "job": job}}},
+            }))
+            .unwrap(),
+        )
+    }
+
+    /// Revision `number` of FlinkDeployment `resource`, owned by `owner_uid`, started from
+    /// `started_from`.
+    pub fn revision(
+        resource: &str,
+        owner_uid: &str,
+        number: i64,
+        started_from: &str,
+    ) -> Arc<ControllerRevision> {
+        let owner = OwnerReference {
+            api_version: "flink.apache.org/v1beta1".into(),
+            kind: "FlinkDeployment".into(),
+            name: resource.into(),
+            uid: owner_uid.into(),
+            controller: Some(true),
+            ..Default::default()
+        };
+        let revision = Revision {
+            number,
+            name: format!("{resource}-{number}"),
+            spec: json!({"job": {"jarURI": format!("local:///v{number}.jar")}}),
+            started_from: Some(started_from.into()),
+            applied_ms: super::NOW,
+        };
+        Arc::new(controller_revision(
+            JobKind::FlinkDeployment,
+            resource,
+            "ns",
+            owner,
+            &revision,
+        ))
+    }
+
+    pub fn jar() -> Value {
+        json!({"jarURI": "local:///job.jar", "upgradeMode": "savepoint"})
+    }
+}
+
+#[test]
+fn a_savepoint_a_job_may_still_need_is_kept_on_deletion_naming_who_needs_it() {
+    use crate::lifecycle::protected::who_needs;
+    use namespace::*;
+    const PATH: &str = "file:/sp/savepoint-1";
+    let resumed = json!({"jobStatus": {"state": "RUNNING", "upgradeSavepointPath": PATH}});
+    let last =
+        json!({"jobStatus": {"savepointInfo": {"lastSavepoint": {"location": PATH, "timeStamp": NOW}}}});
+    let other = json!({"jobStatus": {"upgradeSavepointPath": "file:/sp/other"}});
+    let with_initial = with_initial_path(jar(), PATH);
+    // (case, deployments, session jobs, blue/greens, revisions, who is named (None: disposed of))
+    type Case<'a> = (
+        &'a str,
+        Vec<std::sync::Arc<flink_operator_api::FlinkDeployment>>,
+        Vec<std::sync::Arc<flink_operator_api::FlinkSessionJob>>,
+        Vec<std::sync::Arc<flink_operator_api::FlinkBlueGreenDeployment>>,
+        Vec<std::sync::Arc<k8s_openapi::api::apps::v1::ControllerRevision>>,
+        Option<&'a str>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "the job it refers to was resumed from it (and runs)",
+            vec![deployment("basic", "u-basic", jar(), resumed.clone())],
+            vec![],
+            vec![],
+            vec![],
+            Some("FlinkDeployment basic: the state its job was started from"),
+        ),
+        (
+            "another job of the namespace was resumed from it",
+            vec![deployment("basic", "u-basic", jar(), other.clone())],
+            vec![session_job("other", "u-other", jar(), resumed.clone())],
+            vec![],
+            vec![],
+            Some("FlinkSessionJob other: the state its job was started from"),
+        ),
+        (
+            "it is a job's last savepoint",
+            vec![deployment("basic", "u-basic", jar(), last)],
+            vec![],
+            vec![],
+            vec![],
+            Some("FlinkDeployment basic: its last savepoint"),
+        ),
+        (
+            "a kept revision of a job was started from it",
+            vec![deployment("basic", "u-basic", jar(), other.clone())],
+            vec![],
+            vec![],
+            vec![revision("basic", "u-basic", 1, PATH)],
+            Some("FlinkDeployment basic: the state its revision 1 was started from"),
+        ),
+        (
+            "a job's spec starts from it",
+            vec![deployment(
+                "basic",
+                "u-basic",
+                with_initial.clone(),
+                other.clone(),
+            )],
+            vec![],
+            vec![],
+            vec![],
+            Some("FlinkDeployment basic: the state its spec's job.initialSavepointPath names"),
+        ),
+        (
+            "a blue/green deployment's template starts from it",
+            vec![],
+            vec![],
+            vec![blue_green("bg", with_initial)],
+            vec![],
+            Some("FlinkBlueGreenDeployment bg:"),
+        ),
+        (
+            "nobody needs it",
+            vec![deployment("basic", "u-basic", jar(), other.clone())],
+            vec![session_job("other", "u-other", jar(), other)],
+            vec![],
+            vec![],
+            None,
+        ),
+        (
+            "a revision of an earlier resource of the same name does not count",
+            vec![deployment("basic", "u-basic", jar(), json!({}))],
+            vec![],
+            vec![],
+            vec![revision("basic", "u-earlier", 1, PATH)],
+            None,
+        ),
+    ];
+    let deleted = deleting(snapshot(savepoint_spec(), Some(completed(Some(PATH))), true));
+    for (case, deployments, session_jobs, blue_greens, revisions, named) in cases {
+        let observation = Observation {
+            needed_by: who_needs(PATH, &deployments, &session_jobs, &blue_greens, &revisions),
+            ..observation(running())
+        };
+        let plan = decide(&deleted, &observation);
+        match named {
+            Some(who) => {
+                assert_eq!(
+                    plan.actions,
+                    vec![Action::Release],
+                    "{case}: files kept, finalizer released"
+                );
+                let [event] = plan.events.as_slice() else {
+                    panic!("{case}: {:?}", plan.events)
+                };
+                assert_eq!(event.reason, Reason::SavepointNotDisposed, "{case}");
+                assert!(event.warning, "{case}");
+                assert!(
+                    event.note.contains(PATH) && event.note.contains(who),
+                    "{case}: {}",
+                    event.note
+                );
+            }
+            None => assert_eq!(
+                plan.actions,
+                vec![Action::Dispose { path: PATH.into() }],
+                "{case}: {:?}",
+                plan.events
+            ),
+        }
+    }
+    // A disposal already under way (started before anything needed the path) is followed.
+    let under_way = Observation {
+        needed_by: vec!["FlinkDeployment basic: the state its job was started from".into()],
+        disposal: Some(SavepointPoll::InProgress),
+        ..observation(running())
+    };
+    assert_eq!(decide(&deleted, &under_way).actions, vec![]);
+}
+
+fn with_initial_path(mut job: Value, path: &str) -> Value {
+    job["initialSavepointPath"] = json!(path);
+    job
+}
+
+#[test]
+fn a_recorded_savepoint_carries_the_time_stated_for_it_or_none_never_the_time_it_is_recorded() {
+    let key = keys::annotations::SAVEPOINT_COMPLETED_AT;
+    // (case, the annotation, resultTimestamp, part of the Event's note)
+    let cases = [
+        (
+            "no time stated: unknown",
+            None,
+            None,
+            "no time is stated for it (annotation flink.apache.org/savepoint-completed-at), so its age is unknown",
+        ),
+        (
+            "a month-old savepoint keeps its month",
+            Some(timestamp(NOW - 30 * 86_400_000)),
+            Some(timestamp(NOW - 30 * 86_400_000)),
+            "completed at",
+        ),
+        (
+            "stated to the millisecond",
+            Some(timestamp(NOW - 1_234)),
+            Some(timestamp(NOW - 1_234)),
+            "completed at",
+        ),
+        (
+            "a time later than now is not believed",
+            Some(timestamp(NOW + 60_000)),
+            None,
+            "is later than now",
+        ),
+        (
+            "not a time (the webhook was bypassed)",
+            Some("yesterday".to_owned()),
+            None,
+            "is not an RFC 3339 time",
+        ),
+    ];
+    for (case, stated, expected, part) in cases {
+        let mut recorded = snapshot(
+            json!({"savepoint": {"path": "file:/sp/imported", "alreadyExists": true, "disposeOnDelete": false}}),
+            None,
+            false,
+        );
+        if let Some(at) = stated {
+            recorded
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert(key.to_owned(), at);
+        }
+        let plan = decide(&recorded, &observation(Target::Unreferenced));
+        assert_eq!(plan.status.state, Some(State::Completed), "{case}: {plan:?}");
+        assert_eq!(plan.status.path.as_deref(), Some("file:/sp/imported"), "{case}");
+        assert_eq!(plan.status.result_timestamp, expected, "{case}");
+        assert_eq!(
+            plan.status.trigger_timestamp, None,
+            "{case}: nothing was triggered"
+        );
+        let note = &plan
+            .events
+            .first()
+            .unwrap_or_else(|| panic!("{case}: {plan:?}"))
+            .note;
+        assert!(note.contains(part), "{case}: {note}");
+    }
+}

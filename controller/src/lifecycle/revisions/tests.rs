@@ -823,9 +823,24 @@ fn a_rollback_waits_for_an_update_is_refused_for_a_revision_not_kept_and_starts_
             false,
             Expect::Start { restore: true, to: 3 },
         ),
+        (
+            "a kept revision whose state no record lists any more, restoring that state",
+            request(4, true),
+            kept.clone(),
+            false,
+            Expect::Refuse(&[
+                "Revision 4 was started from s3://savepoints/sp-4",
+                "no record of the job lists",
+                "may have been disposed of",
+                "running job is left as it is",
+                "Remove the annotation flink.apache.org/rollback-restore",
+            ]),
+        ),
     ];
+    // Revision 4's state was disposed of: no record lists it.
+    let recorded = |path: &str| path != "s3://savepoints/sp-4";
     for (name, request, revisions, updating, expected) in cases {
-        let decision = decide_rollback(&request, &revisions, updating);
+        let decision = decide_rollback(&request, &revisions, updating, &recorded);
         match (decision, expected) {
             (RollbackDecision::Wait, Expect::Wait) => {}
             (RollbackDecision::Refuse(message), Expect::Refuse(says)) => {
@@ -939,7 +954,7 @@ fn a_rollback_records_a_revision_equal_to_the_one_rolled_back_to_at_the_top() {
         .expect("a request");
     let RollbackDecision::Start {
         spec: kept, from, to, ..
-    } = decide_rollback(&request, &history, false)
+    } = decide_rollback(&request, &history, false, &|_| true)
     else {
         panic!("a rollback that starts");
     };
@@ -975,6 +990,7 @@ fn derived_names_fit_with_their_events_and_names_that_fit_are_unchanged() {
         trigger_type,
         at_ms: 1_700_000_000_000,
         existing_path: None,
+        completed_ms: None,
         dispose_on_delete: false,
     };
     // As the Apache operator names them, for every name that leaves room.

@@ -552,7 +552,15 @@ fn restoring_revision_1(kind: &str, decide: Decide<'_>, job: Value) -> (World, O
         annotations::ROLLBACK_RESTORE.into(),
         annotations::ROLLBACK_RESTORE_REVISION.into(),
     );
-    let stored = started(&world.job, &world.config, kind);
+    // The state revision 1 was started from is still recorded: its savepoint history lists it.
+    let stored = started(&world.job, &world.config, kind).with_job(|job| {
+        let info = job.savepoint_info.get_or_insert_with(Default::default);
+        info.savepoint_history = Some(vec![flink_operator_api::common::Savepoint {
+            location: Some("file:/sp/old".into()),
+            time_stamp: Some(NOW - 2 * HOUR),
+            ..Default::default()
+        }]);
+    });
     world.ask("1");
     let (outcome, rolling) = decide(
         &world.job,
@@ -562,6 +570,181 @@ fn restoring_revision_1(kind: &str, decide: Decide<'_>, job: Value) -> (World, O
         false,
     );
     (world, outcome, rolling)
+}
+
+#[test]
+fn a_rollback_to_a_revisions_state_no_record_lists_any_more_is_refused_before_the_job_is_stopped() {
+    both(|kind, decide| {
+        let mut world = World::new(&savepoint_job(4));
+        world.revisions = vec![
+            revision(kind, 1, 2, Some("file:/sp/gone")),
+            revision(kind, 2, 4, None),
+        ];
+        world.annotations.insert(annotations::REVISION.into(), "2".into());
+        world.annotations.insert(
+            annotations::ROLLBACK_RESTORE.into(),
+            annotations::ROLLBACK_RESTORE_REVISION.into(),
+        );
+        // Neither the status nor a snapshot resource lists file:/sp/gone (disposed of).
+        let stored = started(&world.job, &world.config, kind);
+        world.ask("1");
+        let (outcome, refused) = decide(
+            &world.job,
+            &world.config,
+            Some(&stored),
+            &world.look(look("RUNNING")),
+            false,
+        );
+        assert!(
+            !outcome.job.iter().any(|a| matches!(
+                a,
+                JobAction::RollBack { .. } | JobAction::StopWithSavepoint { .. } | JobAction::Cancel { .. }
+            )),
+            "{kind}: nothing is stopped, no spec written: {outcome:?}"
+        );
+        assert_eq!(outcome.own, 0, "{kind}");
+        assert_eq!(rollback_phase(&refused), Some(RollbackPhase::Refused), "{kind}");
+        let said = (outcome.events.iter())
+            .find(|e| e.reason == Reason::RollbackRefused)
+            .unwrap_or_else(|| panic!("{kind}: {outcome:?}"));
+        assert!(
+            said.warning
+                && said.note.contains("file:/sp/gone")
+                && said.note.contains("may have been disposed of"),
+            "{kind}: {}",
+            said.note
+        );
+        world.apply(&outcome);
+        assert!(!world.requested("1"), "{kind}: the request is removed");
+
+        // Listed by a completed snapshot resource of the job: the rollback starts.
+        let mut listed = world.clone();
+        listed.ask("1");
+        let snapshot = JobSnapshot {
+            name: "recorded".into(),
+            kind: Snapshot::Savepoint,
+            trigger_type: SnapshotTriggerType::Manual,
+            state: SnapshotState::Completed,
+            path: Some("file:/sp/gone".into()),
+            created_ms: NOW - 2 * HOUR,
+            result_ms: None,
+            failures: 0,
+            deleting: false,
+            disposes: true,
+        };
+        let at = Look {
+            snapshots: vec![snapshot.clone()],
+            ..listed.look(look("RUNNING"))
+        };
+        let (outcome, _) = decide(&listed.job, &listed.config, Some(&stored), &at, false);
+        assert!(
+            outcome
+                .job
+                .iter()
+                .any(|a| matches!(a, JobAction::RollBack { .. })),
+            "{kind}: {outcome:?}"
+        );
+        // One being deleted with its files is no record.
+        let at = Look {
+            snapshots: vec![JobSnapshot {
+                deleting: true,
+                ..snapshot
+            }],
+            ..listed.look(look("RUNNING"))
+        };
+        let (outcome, _) = decide(&listed.job, &listed.config, Some(&stored), &at, false);
+        assert!(
+            outcome.reasons().contains(&Reason::RollbackRefused),
+            "{kind}: {outcome:?}"
+        );
+    });
+}
+
+#[test]
+fn the_history_trim_and_the_snapshot_retention_keep_the_state_a_kept_revision_was_started_from() {
+    // Savepoint n, taken n hours ago; revision 1 was started from the oldest.
+    let history: Vec<flink_operator_api::common::Savepoint> = (1..=5)
+        .rev()
+        .map(|n| flink_operator_api::common::Savepoint {
+            time_stamp: Some(NOW - n * HOUR),
+            location: Some(format!("file:/sp/{n}")),
+            ..Default::default()
+        })
+        .collect();
+    let resource = |name: &str, hours: i64| JobSnapshot {
+        name: name.into(),
+        kind: Snapshot::Savepoint,
+        trigger_type: SnapshotTriggerType::Periodic,
+        state: SnapshotState::Completed,
+        path: Some(format!("file:/sp/{name}")),
+        created_ms: NOW - hours * HOUR,
+        result_ms: Some(NOW - hours * HOUR),
+        failures: 0,
+        deleting: false,
+        disposes: true,
+    };
+    both(|kind, decide| {
+        let mut world = World::new(&savepoint_job(4));
+        world.revisions = vec![
+            revision(kind, 1, 2, Some("file:/sp/5")),
+            revision(kind, 2, 3, Some("file:/sp/r-old")),
+            revision(kind, 3, 4, None),
+        ];
+        let stored = started(&world.job, &world.config, kind).with_job(|job| {
+            let info = job.savepoint_info.get_or_insert_with(Default::default);
+            info.last_savepoint = history.last().cloned();
+            info.savepoint_history = Some(history.clone());
+        });
+        let policy = Policy {
+            history_max_count: 2,
+            history_max_age_ms: 30 * MIN,
+            history_cleanup: true,
+            snapshot_resources: true,
+            ..Policy::status_only()
+        };
+        let at = Look {
+            policy: policy.clone(),
+            ..world.look(look("RUNNING"))
+        };
+        let (outcome, next) = decide(&world.job, &world.config, Some(&stored), &at, false);
+        let disposed: Vec<&str> = (outcome.job.iter())
+            .filter_map(|a| match a {
+                JobAction::DisposeSavepoint { path } => Some(path.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            disposed,
+            ["file:/sp/4", "file:/sp/3", "file:/sp/2"],
+            "{kind}: {outcome:?}"
+        );
+        let kept: Vec<String> = (job_status_of(&next).savepoint_info)
+            .and_then(|i| i.savepoint_history)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|s| s.location)
+            .collect();
+        assert_eq!(
+            kept,
+            ["file:/sp/5", "file:/sp/1"],
+            "{kind}: revision 1's state stays"
+        );
+
+        // The snapshot resources' retention: the one holding revision 2's state stays.
+        let at = Look {
+            policy,
+            snapshots: vec![resource("r-old", 50), resource("r-mid", 40), resource("r-new", 1)],
+            ..world.look(look("RUNNING"))
+        };
+        let (outcome, _) = decide(&world.job, &world.config, Some(&next), &at, false);
+        let deleted: Vec<&str> = (outcome.job.iter())
+            .filter_map(|a| match a {
+                JobAction::DeleteSnapshot { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deleted, ["r-mid"], "{kind}: {outcome:?}");
+    });
 }
 
 #[test]
