@@ -138,6 +138,11 @@ pub struct Policy {
     /// (`execution.checkpointing.savepoint-dir`, formerly `state.savepoints.dir`): the
     /// operator's stops-with-savepoint need it.
     pub savepoint_dir: Option<String>,
+    /// The job's effective configuration (the operator's defaults, a session job's session
+    /// cluster, the resource) sets `execution.checkpointing.externalized-checkpoint-retention`
+    /// itself: a session job's submission leaves it as set instead of asking for
+    /// RETAIN_ON_CANCELLATION.
+    pub checkpoint_retention_set: bool,
     /// How soon a resource with nothing in progress is looked at again
     /// (`kubernetes.operator.reconcile.interval`, default 60 s as in the Apache operator).
     pub reconcile_interval_ms: i64,
@@ -196,6 +201,7 @@ impl Default for Policy {
             autoscaler: Default::default(),
             high_availability: false,
             savepoint_dir: None,
+            checkpoint_retention_set: false,
             reconcile_interval_ms: option_defaults::RECONCILE_INTERVAL_MS,
             progress_check_ms: option_defaults::PROGRESS_CHECK_INTERVAL_MS,
             savepoint_grace_ms: option_defaults::SAVEPOINT_TRIGGER_GRACE_PERIOD_MS,
@@ -370,6 +376,9 @@ impl Policy {
                 .iter()
                 .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))
                 .map(str::to_owned),
+            checkpoint_retention_set: config
+                .get(flink::CHECKPOINTING_EXTERNALIZED_RETENTION)
+                .is_some_and(|v| !v.trim().is_empty()),
             // A zero interval would be a busy loop: at least a second.
             reconcile_interval_ms: duration(operator::RECONCILE_INTERVAL)
                 .or_else(|| duration(operator::RECONCILE_INTERVAL_DEPRECATED))

@@ -231,6 +231,18 @@ fn newest(
     }
 }
 
+/// The checkpoint recorded in status (`upgradeSavepointPath`) as one the job itself
+/// completed (after it started, unlike the state it was started from): what a job cancelled
+/// for a change had recorded before the cancel was sent.
+pub fn recorded_checkpoint_of_the_job(job: &JobStatus) -> Option<RestorableState> {
+    let state = restore::recorded(job).filter(|s| s.kind == restore::Kind::Checkpoint)?;
+    let started = job.start_time.as_deref()?.trim().parse::<i64>().ok()?;
+    state
+        .timestamp_ms
+        .is_some_and(|at| at >= started)
+        .then_some(state)
+}
+
 /// What a suspended job resumes from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Resume {
@@ -659,6 +671,39 @@ mod tests {
         // Before a cancellation the same guard applies, and unknown state passes.
         assert!(before_cancel(&JobStatus::default(), checkpoint(120_000), false, &guarded, NOW).is_err());
         assert!(before_cancel(&JobStatus::default(), None, false, &guarded, NOW).is_ok());
+    }
+
+    #[test]
+    fn only_a_checkpoint_the_job_completed_after_it_started_is_its_own() {
+        let checkpoint = |at: i64| RestorableState {
+            kind: restore::Kind::Checkpoint,
+            path: "file:/chk/9".into(),
+            timestamp_ms: Some(at),
+        };
+        let recorded = |at: i64, started: Option<i64>| {
+            let mut job = JobStatus {
+                start_time: started.map(|s| s.to_string()),
+                ..Default::default()
+            };
+            restore::record(&mut job, Some(&checkpoint(at)));
+            job
+        };
+        // Recorded before the job was cancelled: completed while it ran.
+        assert_eq!(
+            recorded_checkpoint_of_the_job(&recorded(NOW, Some(NOW - 60_000))),
+            Some(checkpoint(NOW))
+        );
+        // The state it was started from, older than the job.
+        assert_eq!(
+            recorded_checkpoint_of_the_job(&recorded(NOW - 120_000, Some(NOW - 60_000))),
+            None
+        );
+        // Its start unknown, or a savepoint recorded: not taken for one.
+        assert_eq!(recorded_checkpoint_of_the_job(&recorded(NOW, None)), None);
+        let mut savepoint = with_savepoint(0);
+        savepoint.upgrade_savepoint_path = Some("file:/sp/1".into());
+        savepoint.start_time = Some((NOW - 60_000).to_string());
+        assert_eq!(recorded_checkpoint_of_the_job(&savepoint), None);
     }
 
     #[test]

@@ -194,6 +194,10 @@ pub struct Standing {
     pub last_state_held: bool,
     /// What runs the job can still stop it with a savepoint for its deletion.
     pub can_stop_for_deletion: bool,
+    /// What becomes of the job's checkpoints if it is cancelled (see
+    /// [`retention`](super::retention)): a change cancels it to restore its latest
+    /// checkpoint only when they are retained.
+    pub on_cancel: super::retention::OnCancel,
 }
 
 /// The decision under construction of a kind: its [`Ledger`].

@@ -53,6 +53,7 @@ pub mod poll;
 pub mod protected;
 pub mod rescale;
 pub mod restore;
+pub mod retention;
 pub mod revisions;
 pub mod savepoint_history;
 pub mod savepoint_retry;

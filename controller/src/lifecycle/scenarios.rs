@@ -68,6 +68,11 @@ struct Look {
     later_ms: i64,
     /// What the autoscaler made of the job at this look.
     autoscaler: crate::autoscaler::apply::Looked,
+    /// The highest checkpoint id the job's statistics show (None: not read).
+    checkpoint_id: Option<i64>,
+    /// What becomes of the job's checkpoints if it is cancelled (retained, as the operator
+    /// submits every job, unless a scenario says otherwise).
+    on_cancel: super::retention::OnCancel,
 }
 
 fn look(state: &'static str) -> Look {
@@ -77,6 +82,7 @@ fn look(state: &'static str) -> Look {
         trigger_id: "trigger-1",
         generation: 1,
         policy: Policy::status_only(),
+        on_cancel: super::retention::OnCancel::Retained,
         ..Look::default()
     }
 }
@@ -252,6 +258,7 @@ impl Application {
     }
 }
 
+            on_cancel: look.on_cancel.clone(),
 impl Kind for Application {
     const NAME: &'static str = "FlinkDeployment";
     type Status = flink_operator_api::FlinkDeploymentStatus;
@@ -352,6 +359,7 @@ impl SessionJob {
 }
 
 impl Kind for SessionJob {
+            on_cancel: look.on_cancel.clone(),
     const NAME: &'static str = "FlinkSessionJob";
     type Status = flink_operator_api::FlinkSessionJobStatus;
 
@@ -1682,3 +1690,6 @@ mod snapshots;
 
 #[path = "scenarios/rescale.rs"]
 mod rescale;
+#[path = "scenarios/retention.rs"]
+mod retention;
+

@@ -196,6 +196,21 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         observation.late_savepoint = look.late_savepoint;
         observation.manual_checkpoint = look.checkpoint;
         observation.checkpoint = look.latest_checkpoint;
+        // Whether a cancellation keeps the checkpoints is asked only while a change of a
+        // stateful job that still runs is pending: a steady job costs no extra call.
+        let live = matches!(&observation.job, Some(crate::lifecycle::job::JobObservation::Found { state, .. })
+            if !flink_job_state::is_globally_terminal(state));
+        let observed_generation = sj.status.as_ref().and_then(|s| s.observed_generation);
+        if live
+            && crate::lifecycle::retention::wanted(
+                stateful,
+                sj.metadata.generation,
+                observed_generation,
+                &observation.policy,
+            )
+        {
+            observation.on_cancel = crate::lifecycle::retention::look(&rest, &JobId::from(job_id)).await;
+        }
         let judgement = crate::autoscaler::memory::look_at_job(
             &ctx.autoscaler,
             &sj.uid().unwrap_or_default(),

@@ -167,6 +167,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
             },
             last_state_held: self.obs.policy.high_availability && self.obs.ha_checkpoint == Some(true),
             can_stop_for_deletion: self.obs.cluster_exists,
+            on_cancel: self.obs.on_cancel.clone(),
             state,
         }
     }

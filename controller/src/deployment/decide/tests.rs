@@ -53,6 +53,8 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         latest_checkpoint: None,
         health: None,
         unanswered_before: false,
+        // As the operator deploys every job: its checkpoints outlive a cancellation.
+        on_cancel: crate::lifecycle::retention::OnCancel::Retained,
         policy: Policy::status_only(),
         revisions: None,
         snapshots: vec![],

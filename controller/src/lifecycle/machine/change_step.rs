@@ -18,6 +18,7 @@ use crate::{
         change::{self, Ending, JobNow, Resume},
         history,
         restore::{self, RestorableState},
+        retention::{self, Instead},
         spec::{self, JobSpecOf},
         step::Step,
     },
@@ -245,9 +246,22 @@ fn cancel_for_newest_state<'a, K: JobKind<'a>>(
             return refused(k, Refusal::NotCancelled(None));
         }
         let facts = k.facts;
-        if let Err(why) = change::before_cancel(job, found, with_savepoints, facts.policy, facts.now_ms) {
+        if let Err(why) =
+            change::before_cancel(job, found.clone(), with_savepoints, facts.policy, facts.now_ms)
+        {
             return refused(k, Refusal::NotCancelled(Some(why)));
         }
+    }
+    // A cancellation that deletes the checkpoints would lose the state the change restores
+    // (or leave older state to restore): the job is stopped with a savepoint instead.
+    let standing = k.standing();
+    if let Some(why) = standing.on_cancel.loses_checkpoint() {
+        return instead_of_cancel(k, &why, standing.running, suspending);
+    }
+    // What the job restores once cancelled is in status before the cancel is sent: its
+    // latest checkpoint as known now (a later one, retained too, is taken once it ended).
+    if let Some(checkpoint) = &found {
+        restore::record(k.status.job_status_mut(), Some(checkpoint));
     }
     cancel(
         k,
@@ -256,6 +270,32 @@ fn cancel_for_newest_state<'a, K: JobKind<'a>>(
             newest,
         },
     )
+}
+
+/// The job's checkpoints would not outlive its cancellation (`why`): it is stopped with a
+/// savepoint instead when one can be taken, waits to run for one, or the change is refused
+/// (see [`retention::instead_of_cancel`]).
+fn instead_of_cancel<'a, K: JobKind<'a>>(
+    k: &mut K,
+    why: &str,
+    running: bool,
+    suspending: bool,
+) -> PlanOf<'a, K> {
+    let job_id = recorded_job_id(&k.status);
+    match retention::instead_of_cancel(why, running, k.facts.policy) {
+        Instead::Savepoint => {
+            let change = if suspending { "suspension" } else { "upgrade" };
+            k.event(EventNote::warning(
+                Reason::SpecChanged,
+                format!(
+                    "Not cancelling job {job_id} for the {change}: {why}; stopping it with a savepoint instead"
+                ),
+            ));
+            stop_with_savepoint(k, &job_id, suspending)
+        }
+        Instead::WaitForRunning => wait(k, Wait::ForRunning),
+        Instead::Refuse(note) => refused(k, Refusal::NotCancelled(Some(note))),
+    }
 }
 
 /// The job has ended (or was cancelled) without a savepoint for the change: the next job
@@ -268,15 +308,18 @@ fn after_end<'a, K: JobKind<'a>>(
 ) -> PlanOf<'a, K> {
     let standing = k.standing();
     let state = standing.state;
+    // The checkpoint recorded before the job was cancelled for the change (retained, as
+    // checked then): what it restores when Flink no longer reports a newer one.
+    let recorded = change::recorded_checkpoint_of_the_job(job);
     let checkpoint = match standing.latest_checkpoint {
         Checkpoint::Found(found) => Some(found),
-        Checkpoint::None => None,
+        Checkpoint::None => recorded,
         // Gone with its JobManager's memory of it: its savepoints may still do.
         Checkpoint::Unavailable(reason) if state.is_none() => {
-            if !with_savepoints {
+            if !with_savepoints && recorded.is_none() {
                 return refused(k, Refusal::GoneWithoutCheckpoint(reason));
             }
-            None
+            recorded
         }
         Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return wait(k, Wait::ForCheckpoint),
     };

@@ -145,11 +145,14 @@ fn without_the_upgrade_savepoint_the_state_is_guarded_again_once_the_job_is_canc
             2 * HOUR,
             "the newest state, checkpoint file:/checkpoints/chk-7, is 2 h 1 min old",
         ),
+        // Flink no longer reporting the checkpoint restores the one recorded before the
+        // cancel (see `retention.rs`), so that no state is left only when none was known
+        // before, which is refused before the cancel.
         (
-            "no state left",
+            "the recorded checkpoint aged past the guard, Flink reporting none",
             None,
-            0,
-            "no checkpoint or savepoint of the job is known to restore from",
+            2 * HOUR,
+            "the newest state, checkpoint file:/checkpoints/chk-7, is 2 h 1 min old",
         ),
     ];
     for (case, checkpoint_age, later_ms, part) in cases {

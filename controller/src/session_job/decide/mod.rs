@@ -18,8 +18,9 @@
 //!   `reconciliationStatus.state` UPGRADING always means "the recorded spec is to be
 //!   submitted under the recorded job id";
 //! - its last state is the cancelled job's latest completed checkpoint, read from the
-//!   session cluster (a last-state or a savepoint-mode change without a savepoint keeps its
-//!   checkpoints on cancellation: the submission asks for them to be retained);
+//!   session cluster (every submission asks for its checkpoints to be retained on
+//!   cancellation, and a job is cancelled for its state only when its JobManager says they
+//!   are, see [`crate::lifecycle::retention`]; otherwise it is stopped with a savepoint);
 //! - deletion cancels the job, or stops it with a savepoint as the shared rule says
 //!   ([`crate::lifecycle::deletion`]), before the finalizer goes ([`deletion`]).
 //!
@@ -60,6 +61,9 @@ pub struct Observation {
     /// is not stateless (while it runs too, so that the restore guard is checked before the
     /// job is ended for a restore).
     pub checkpoint: Option<CheckpointLookup>,
+    /// What becomes of the job's checkpoints if it is cancelled, asked while a change is
+    /// pending (see [`crate::lifecycle::retention`]).
+    pub on_cancel: crate::lifecycle::retention::OnCancel,
     /// Validation problems of the spec (the webhook may have been bypassed).
     pub violations: Vec<String>,
     /// The operator settings from the job's effective configuration.

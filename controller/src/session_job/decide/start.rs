@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use flink_operator_api::{
     FlinkSessionJobSpec, FlinkSessionJobStatus,
-    common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode},
+    common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState},
     keys,
 };
 
@@ -49,11 +49,13 @@ fn submission(
             overrides,
         );
     }
-    if job.upgrade_mode_or_default() == UpgradeMode::LastState
-        || (job.upgrade_mode_or_default() == UpgradeMode::Savepoint && !obs.policy.take_savepoint)
-    {
-        // A last-state upgrade (or a savepoint-mode one without a savepoint) cancels the job
-        // and restores its latest checkpoint, which must outlive the cancellation.
+    // Every job keeps its checkpoints when it is cancelled, whatever its upgrade mode now:
+    // a later change may make it last-state (or savepoint mode without a savepoint), which
+    // cancels it and restores its latest checkpoint. A value the job's configuration (its
+    // own, its session cluster's or the operator's defaults) sets is left as set; a job
+    // whose checkpoints are then deleted on cancellation is stopped with a savepoint
+    // instead (see `lifecycle::retention`).
+    if !obs.policy.checkpoint_retention_set {
         configuration
             .entry(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION.to_owned())
             .or_insert_with(|| "RETAIN_ON_CANCELLATION".to_owned());

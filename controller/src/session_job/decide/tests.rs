@@ -58,6 +58,8 @@ fn obs(session: SessionObservation, job: Option<JobObservation>) -> Observation 
         fresh_job_id: "new-job".into(),
         now_ms: NOW,
         policy: Policy::status_only(),
+        // As the operator submits every job: its checkpoints outlive a cancellation.
+        on_cancel: crate::lifecycle::retention::OnCancel::Retained,
         ..Default::default()
     }
 }
@@ -180,7 +182,16 @@ fn the_first_submission_is_recorded_with_its_job_id_before_it_is_sent() {
         parallelism: Some(2),
         restore_path: Some("file:/sp/initial".into()),
         allow_non_restored_state: Some(true),
-        configuration: [("pipeline.max-parallelism".to_owned(), "8".to_owned())].into(),
+        // A savepoint-mode job keeps its checkpoints on cancellation too: a later change
+        // to last-state cancels it to restore them.
+        configuration: [
+            ("pipeline.max-parallelism".to_owned(), "8".to_owned()),
+            (
+                keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION.to_owned(),
+                "RETAIN_ON_CANCELLATION".to_owned(),
+            ),
+        ]
+        .into(),
         file_allowed_dirs: vec![],
     };
     assert_eq!(plan.actions, [Action::AddFinalizer, Action::Submit(expected)]);
@@ -1529,4 +1540,40 @@ fn an_http_jar_is_downloaded_in_the_background_then_submitted() {
         "{:?}",
         plan.actions
     );
+}
+
+#[test]
+fn every_job_is_submitted_keeping_its_checkpoints_on_cancellation_unless_its_configuration_says_otherwise() {
+    let retention = |plan: &Plan| {
+        submission(plan)
+            .configuration
+            .get(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION)
+            .cloned()
+    };
+    // Every upgrade mode: a later change may make the job last-state, which cancels it.
+    for mode in ["stateless", "savepoint", "last-state"] {
+        let plan = decide(&resource(spec(mode), None, false, false, 1), &ready(None));
+        assert_eq!(
+            retention(&plan).as_deref(),
+            Some("RETAIN_ON_CANCELLATION"),
+            "{mode}"
+        );
+    }
+    // The job's own value is sent as it is (DELETE_ON_CANCELLATION then makes a cancel-based
+    // upgrade stop the job with a savepoint instead, see `lifecycle::retention`).
+    let mut own = spec("last-state");
+    own["flinkConfiguration"][keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION] =
+        json!("DELETE_ON_CANCELLATION");
+    let plan = decide(&resource(own, None, false, false, 1), &ready(None));
+    assert_eq!(retention(&plan).as_deref(), Some("DELETE_ON_CANCELLATION"));
+    // Set by the session cluster's configuration (or the operator's defaults): left to it.
+    let set = Policy {
+        checkpoint_retention_set: true,
+        ..Policy::status_only()
+    };
+    let plan = decide(
+        &resource(spec("last-state"), None, false, false, 1),
+        &with_policy(ready(None), set),
+    );
+    assert_eq!(retention(&plan), None);
 }
