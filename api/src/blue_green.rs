@@ -177,6 +177,12 @@ pub struct FlinkBlueGreenDeploymentStatus {
     /// operator records a Flink trigger id here).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub savepoint_trigger_id: Option<String>,
+    /// Our addition: the path of the transition savepoint (or, after an abort, of the newest
+    /// state a child started from it left) while no child that ran from it is stable yet.
+    /// An abort that leaves no child running keeps it, so that the next edit starts the job
+    /// from it rather than empty; it goes once a child started from it is stable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transition_savepoint_path: Option<String>,
     /// Error reported by the operator, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

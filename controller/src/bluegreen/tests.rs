@@ -1460,3 +1460,269 @@ fn a_childs_ingress_template_carries_its_colour_and_is_no_change_of_the_template
     let plan = decide(&resource(&suspended, active), &observe(Some(running), None));
     assert_eq!(steps(&plan), vec![Step::Update(Colour::Blue)]);
 }
+
+// === An abort that leaves no child running keeps the job's state ===
+
+/// `v2` edited again (another change that ends the job).
+fn v3() -> Value {
+    with(v1(), &["image"], json!("flink:2.2"))
+}
+
+/// The status of a transition to green whose old child (blue) is gone, past its deadline.
+fn transitioning_alone() -> Status {
+    Status {
+        transition_savepoint_path: Some(SAVEPOINT_PATH.to_owned()),
+        ..transitioning(&v2(), GRACE)
+    }
+}
+
+/// The status an abort with no child left running wrote.
+fn aborted_alone() -> Status {
+    Status {
+        transition_savepoint_path: Some(SAVEPOINT_PATH.to_owned()),
+        error: Some("Transition aborted".to_owned()),
+        ..status(State::InitializingBlue, &v2())
+    }
+}
+
+/// A child started from `path` whose job ran, then was suspended by an abort, recording
+/// `own` as the state it resumes from.
+fn suspended_after_running(path: &str, own: Option<&str>) -> Child {
+    Child {
+        spec: deployment_spec(&suspended(started_from(&v2(), Some(path)))),
+        deleting: false,
+        lifecycle: Some(Lifecycle::Suspended),
+        job_status: Some(JobStatus {
+            upgrade_savepoint_path: own.map(str::to_owned),
+            ..job(flink_job_state::FINISHED)
+        }),
+    }
+}
+
+#[test]
+fn the_transition_savepoint_is_kept_in_status_from_the_start_of_the_new_child() {
+    let plan = decide(
+        &resource(&v2(), Some(savepointing(&v2()))),
+        &Observation {
+            savepoint: Some(savepoint(SnapshotState::Completed)),
+            ..observe(Some(stable(&v1())), None)
+        },
+    );
+    assert_eq!(steps(&plan), vec![Step::Create(Colour::Green)]);
+    assert_eq!(
+        plan.status.transition_savepoint_path.as_deref(),
+        Some(SAVEPOINT_PATH)
+    );
+}
+
+#[test]
+fn an_abort_with_no_child_left_running_keeps_the_transition_savepoint() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    for (new, step) in [
+        (
+            starting(&green, Some(flink_job_state::RESTARTING)),
+            Step::Suspend(Colour::Green),
+        ),
+        (starting(&green, None), Step::Delete(Colour::Green)),
+    ] {
+        let plan = decide(
+            &resource(&v2(), Some(transitioning_alone())),
+            &observe(None, Some(new)),
+        );
+        assert_eq!(state(&plan), Some(State::InitializingBlue));
+        assert_eq!(steps(&plan), vec![step]);
+        assert_no_markers(&plan.status);
+        assert_eq!(
+            plan.status.transition_savepoint_path.as_deref(),
+            Some(SAVEPOINT_PATH),
+            "the only pointer to the job's state"
+        );
+        let error = plan.status.error.as_deref().expect("the reason in status");
+        assert!(error.contains(SAVEPOINT_PATH), "{error}");
+    }
+    // The new child gone as well: the same.
+    let plan = decide(
+        &resource(&v2(), Some(transitioning_alone())),
+        &observe(None, None),
+    );
+    assert_eq!(state(&plan), Some(State::InitializingBlue));
+    assert_eq!(
+        plan.status.transition_savepoint_path.as_deref(),
+        Some(SAVEPOINT_PATH)
+    );
+}
+
+#[test]
+fn an_abort_with_the_old_child_running_or_a_finished_transition_lets_the_savepoint_go() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let aborted = decide(
+        &resource(&v2(), Some(transitioning_alone())),
+        &observe(
+            Some(stable(&v1())),
+            Some(starting(&green, Some(flink_job_state::RESTARTING))),
+        ),
+    );
+    assert_eq!(state(&aborted), Some(State::ActiveBlue));
+    assert_eq!(aborted.status.transition_savepoint_path, None);
+
+    let done = decide(
+        &resource(&v2(), Some(transitioning_alone())),
+        &observe(None, Some(stable(&green))),
+    );
+    assert_eq!(state(&done), Some(State::ActiveGreen));
+    assert_eq!(done.status.transition_savepoint_path, None);
+}
+
+/// Point 4 of the state review: the edit after such an abort started the job empty.
+#[test]
+fn an_edit_after_an_abort_with_no_child_left_starts_from_the_kept_state() {
+    struct Row {
+        name: &'static str,
+        spec: Value,
+        blue: Option<Child>,
+        green: Option<Child>,
+        steps: Vec<Step>,
+        /// The state the created child starts from, and the path kept in status.
+        from: Option<&'static str>,
+    }
+    let own = "s3://savepoints/savepoint-green-suspended";
+    let rows = vec![
+        Row {
+            name: "no child left: from the transition savepoint",
+            spec: v3(),
+            blue: None,
+            green: None,
+            steps: vec![Step::Create(Colour::Blue)],
+            from: Some(SAVEPOINT_PATH),
+        },
+        Row {
+            name: "a stateless template too: the job's state is not dropped by an abort",
+            spec: stateless(v3()),
+            blue: None,
+            green: None,
+            steps: vec![Step::Create(Colour::Blue)],
+            from: Some(SAVEPOINT_PATH),
+        },
+        Row {
+            name: "the suspended green ran from it: from its newer state",
+            spec: v3(),
+            blue: None,
+            green: Some(suspended_after_running(SAVEPOINT_PATH, Some(own))),
+            steps: vec![Step::Create(Colour::Blue)],
+            from: Some(own),
+        },
+        Row {
+            name: "a suspended blue that ran from it: its state kept, then it is deleted",
+            spec: v3(),
+            blue: Some(suspended_after_running(SAVEPOINT_PATH, Some(own))),
+            green: None,
+            steps: vec![Step::Delete(Colour::Blue)],
+            from: Some(own),
+        },
+        Row {
+            name: "a suspended child that recorded nothing: the transition savepoint",
+            spec: v3(),
+            blue: None,
+            green: Some(suspended_after_running(SAVEPOINT_PATH, None)),
+            steps: vec![Step::Create(Colour::Blue)],
+            from: Some(SAVEPOINT_PATH),
+        },
+        Row {
+            name: "a leftover that ran from other state is no candidate",
+            spec: v3(),
+            blue: None,
+            green: Some(suspended_after_running("s3://savepoints/older", Some(own))),
+            steps: vec![Step::Create(Colour::Blue)],
+            from: Some(SAVEPOINT_PATH),
+        },
+        Row {
+            name: "a path the user names in the edit wins",
+            spec: with(
+                v3(),
+                &["job", "initialSavepointPath"],
+                json!("s3://savepoints/mine"),
+            ),
+            blue: None,
+            green: Some(suspended_after_running(SAVEPOINT_PATH, Some(own))),
+            steps: vec![Step::Create(Colour::Blue)],
+            from: Some("s3://savepoints/mine"),
+        },
+    ];
+    for row in rows {
+        let plan = decide(
+            &resource(&row.spec, Some(aborted_alone())),
+            &observe(row.blue, row.green),
+        );
+        assert_eq!(steps(&plan), row.steps, "{}", row.name);
+        assert_eq!(
+            plan.status.transition_savepoint_path.as_deref(),
+            row.from,
+            "{}: kept in status",
+            row.name
+        );
+        if let Some(create) = plan
+            .actions
+            .iter()
+            .find(|a| matches!(a, Action::CreateChild { .. }))
+        {
+            assert_eq!(create.initial_savepoint_path(), row.from, "{}", row.name);
+            assert_eq!(state(&plan), Some(State::TransitioningToBlue), "{}", row.name);
+            let note = &plan.events.last().expect("an Event").note;
+            assert!(
+                note.contains(row.from.unwrap_or_default()),
+                "{}: {note}",
+                row.name
+            );
+        }
+    }
+}
+
+#[test]
+fn an_edit_waits_while_a_child_that_ran_from_the_kept_state_is_being_suspended() {
+    let suspending = Child {
+        lifecycle: Some(Lifecycle::Upgrading),
+        ..suspended_after_running(SAVEPOINT_PATH, Some(SAVEPOINT_PATH))
+    };
+    let plan = decide(
+        &resource(&v3(), Some(aborted_alone())),
+        &observe(None, Some(suspending)),
+    );
+    assert_eq!(steps(&plan), vec![]);
+    assert_eq!(state(&plan), Some(State::InitializingBlue));
+    assert_eq!(reasons(&plan), vec![Reason::BlueGreenTransitionWaiting]);
+    let error = plan.status.error.as_deref().expect("the reason in status");
+    assert!(error.contains("bg-green"), "{error}");
+    assert_eq!(
+        plan.status.transition_savepoint_path.as_deref(),
+        Some(SAVEPOINT_PATH)
+    );
+}
+
+/// The whole story: savepoint, new child, the old child lost, the new one never stable,
+/// the abort, an edit: the job goes on from the transition savepoint, never empty.
+#[test]
+fn a_job_whose_transition_aborted_with_no_child_left_is_never_started_empty() {
+    let taken = decide(
+        &resource(&v2(), Some(savepointing(&v2()))),
+        &Observation {
+            savepoint: Some(savepoint(SnapshotState::Completed)),
+            ..observe(Some(stable(&v1())), None)
+        },
+    );
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let late = Observation {
+        now_ms: NOW + GRACE,
+        ..observe(None, Some(starting(&green, None)))
+    };
+    let aborted = decide(&resource(&v2(), Some(taken.status)), &late);
+    assert_eq!(steps(&aborted), vec![Step::Delete(Colour::Green)]);
+    let retried = decide(&resource(&v2(), Some(aborted.status.clone())), &late);
+    assert_eq!(steps(&retried), vec![], "the same spec is not tried again");
+    let edited = decide(&resource(&v3(), Some(aborted.status)), &late);
+    let create = edited
+        .actions
+        .iter()
+        .find(|a| matches!(a, Action::CreateChild { .. }))
+        .expect("the first child again");
+    assert_eq!(create.initial_savepoint_path(), Some(SAVEPOINT_PATH));
+}

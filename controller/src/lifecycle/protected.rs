@@ -21,8 +21,10 @@
 //! recorded as the job's `upgradeSavepointPath` and `lastSavepoint` before anything else
 //! happens, and so is protected from then on. A blue/green deployment's children are
 //! FlinkDeployments (their paths are theirs) and its transition savepoints are snapshot
-//! resources never disposed of on deletion; its template's `initialSavepointPath` and the
-//! job status it shows are protected as well ([`who_needs`]).
+//! resources never disposed of on deletion; its template's `initialSavepointPath`, the
+//! job status it shows and the transition savepoint it keeps until a child started from it
+//! is stable (`status.transitionSavepointPath`, which an abort that leaves no child running
+//! makes the only pointer to the job's state) are protected as well ([`who_needs`]).
 //!
 //! Within a job's own loop the set is computed from its status, spec and revisions. A
 //! FlinkStateSnapshot's deletion asks [`who_needs`] its path among every job resource of its
@@ -207,11 +209,17 @@ pub fn who_needs(
             .and_then(|spec| spec.job.as_ref())
             .and_then(|j| j.initial_savepoint_path.as_deref());
         let job = bg.status.as_ref().and_then(|s| s.job_status.as_ref());
-        note(
-            kinds::FLINK_BLUE_GREEN_DEPLOYMENT,
-            bg.name_any(),
-            Protected::of(job, None, initial),
-        );
+        let mut protected = Protected::of(job, None, initial);
+        let transition = bg
+            .status
+            .as_ref()
+            .and_then(|s| s.transition_savepoint_path.as_deref());
+        protected.add(transition, || {
+            "the state of its job that its next child starts from (status.transitionSavepointPath): \
+             no child that ran from it is stable yet"
+                .to_owned()
+        });
+        note(kinds::FLINK_BLUE_GREEN_DEPLOYMENT, bg.name_any(), protected);
     }
     needs
 }
@@ -262,6 +270,24 @@ mod tests {
         assert!(with_history.contains("s3://sp/in-history"));
         assert!(!with_history.contains("s3://sp/other"));
         assert_eq!(Protected::of(None, None, Some(" ")), Protected::default());
+    }
+
+    #[test]
+    fn a_blue_green_deployments_kept_transition_savepoint_is_needed() {
+        let bg: FlinkBlueGreenDeployment = serde_json::from_value(serde_json::json!({
+            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
+            "metadata": {"name": "bg", "namespace": "ns"},
+            "spec": {"template": {"spec": {"job": {"jarURI": "local:///job.jar"}}}},
+            "status": {"blueGreenState": "INITIALIZING_BLUE", "transitionSavepointPath": "s3://sp/transition"}
+        }))
+        .expect("a blue/green deployment");
+        let needs = who_needs("s3://sp/transition", &[], &[], &[Arc::new(bg)], &[]);
+        assert_eq!(needs.len(), 1, "{needs:?}");
+        assert!(
+            needs[0].starts_with("FlinkBlueGreenDeployment bg: ")
+                && needs[0].contains("transitionSavepointPath"),
+            "{needs:?}"
+        );
     }
 
     #[test]

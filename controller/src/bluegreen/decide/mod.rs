@@ -338,13 +338,94 @@ fn initializing(input: &Input) -> BlueGreenPlan {
         // The first child failed with this very spec: an edit of the spec tries again.
         return plan(status, Vec::new(), Vec::new(), Next::Steady);
     }
-    let spec = input.child_spec(input.template.clone(), Colour::Blue, &input.generation);
+    let kept = match kept_state(input) {
+        Ok(kept) => kept,
+        Err(message) => {
+            return failed(
+                input.before,
+                status,
+                Reason::BlueGreenTransitionWaiting,
+                message,
+                input.poll(),
+            );
+        }
+    };
+    let template = match &kept {
+        Some(path) => with_initial_savepoint(input.template, Some(path.clone())),
+        None => input.template.clone(),
+    };
+    // In status before the child that held it (a leftover) is deleted.
+    status.transition_savepoint_path = kept.clone();
+    let spec = input.child_spec(template, Colour::Blue, &input.generation);
     if let Some(waiting) = clear_leftover(input, &status, Colour::Blue, Some(&spec)) {
         return waiting;
     }
     status.savepoint_trigger_id = None;
-    let note = format!("Deploying the first child {}", input.child_name(Colour::Blue));
+    let note = match &kept {
+        Some(path) => format!(
+            "Deploying the first child {} from {path}: the job's state, kept since the aborted transition",
+            input.child_name(Colour::Blue)
+        ),
+        None => format!("Deploying the first child {}", input.child_name(Colour::Blue)),
+    };
     start(input, status, Colour::Blue, spec, vec![started(note)])
+}
+
+/// The state the next child starts from after a transition aborted with no child left
+/// running (`transitionSavepointPath`): the kept path, or the newer state a child started
+/// from it recorded when the abort suspended it. A path the user names in this edit
+/// (`initialSavepointPath` changed) wins. `Err`: why the child waits (a suspended child
+/// that ran from the kept state is still writing its own).
+fn kept_state(input: &Input) -> Result<Option<String>, String> {
+    let Some(kept) = input.before.transition_savepoint_path.clone() else {
+        return Ok(None);
+    };
+    let named = input
+        .template
+        .job
+        .as_ref()
+        .and_then(|j| j.initial_savepoint_path.clone())
+        .filter(|p| !p.trim().is_empty());
+    let applied = input
+        .recorded
+        .as_ref()
+        .and_then(|r| r.deployment_spec())
+        .and_then(|s| s.job.as_ref())
+        .and_then(|j| j.initial_savepoint_path.clone());
+    if let Some(named) = named
+        && applied.as_deref() != Some(named.as_str())
+    {
+        return Ok(Some(named));
+    }
+    for colour in [Colour::Blue, Colour::Green] {
+        let Some(child) = input.obs.child(colour) else {
+            continue;
+        };
+        let job = child.spec.job.as_ref();
+        if !child.ever_ran() || job.and_then(|j| j.initial_savepoint_path.as_deref()) != Some(kept.as_str()) {
+            continue;
+        }
+        let settled = matches!(
+            child.lifecycle,
+            Some(ResourceLifecycleState::Suspended | ResourceLifecycleState::Failed)
+        );
+        if !settled && !child.deleting {
+            return Err(format!(
+                "The next child waits for {} to be suspended: it ran from the job's state {kept} and what it \
+                 leaves is newer (delete it to start from {kept})",
+                input.child_name(colour)
+            ));
+        }
+        let own = child
+            .job_status
+            .as_ref()
+            .and_then(|j| j.upgrade_savepoint_path.clone())
+            .filter(|p| !p.trim().is_empty());
+        if let Some(own) = own {
+            return Ok(Some(own));
+        }
+    }
+    Ok(Some(kept))
 }
 
 fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
@@ -527,6 +608,9 @@ fn savepointing(input: &Input, from: Colour) -> BlueGreenPlan {
             EventNote::normal(Reason::SavepointCompleted, taken),
             EventNote::normal(Reason::BlueGreenChildCreated, created),
         ];
+        // Kept until the new child is stable: an abort that leaves no child running starts
+        // the next one from it.
+        status.transition_savepoint_path = Some(path);
         return start(input, status, to, spec, events);
     }
     match savepoint {
@@ -713,6 +797,8 @@ fn finished(
 ) -> BlueGreenPlan {
     status.blue_green_state = Some(Stage::Active(to).state());
     clear_markers(&mut status);
+    // The new child is stable: its own status keeps the state it started from.
+    status.transition_savepoint_path = None;
     status.error = None;
     status.job_status = mirrored(new).or(Some(job_state(flink_job_state::RUNNING)));
     let note = format!("{} runs the job", input.child_name(to));
@@ -758,7 +844,12 @@ fn aborted(input: &Input, from: Colour, started: Option<(Colour, &Child)>, why: 
     clear_markers(&mut status);
     status.job_status = Some(job_state(flink_job_state::FAILING));
     let mut outcome = if survivor {
+        // The old child's job runs on: its state is newer than the transition savepoint.
+        status.transition_savepoint_path = None;
         format!("{} keeps running", input.child_name(from))
+    } else if let Some(path) = &status.transition_savepoint_path {
+        // Nothing else points at the job's state any more: it is kept for the next child.
+        format!("no child runs the job; its state, {path}, is kept and the next child starts from it")
     } else {
         "no child runs the job".to_owned()
     };
