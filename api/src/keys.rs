@@ -448,6 +448,23 @@ pub mod flink {
         "kubernetes",
         "org.apache.flink.kubernetes.highavailability.KubernetesHaServicesFactory",
     ];
+    /// High-availability values that mean ZooKeeper HA.
+    pub const ZOOKEEPER_HA_VALUES: [&str; 1] = ["zookeeper"];
+    /// The ZooKeeper quorum of ZooKeeper HA (`host:port,...`, optionally a chroot), current
+    /// name first.
+    pub const ZOOKEEPER_QUORUM_KEYS: [&str; 2] =
+        ["high-availability.zookeeper.quorum", "recovery.zookeeper.quorum"];
+    /// The root node of Flink's ZooKeeper HA metadata (default `/flink`), current name first.
+    pub const ZOOKEEPER_ROOT_KEYS: [&str; 2] = [
+        "high-availability.zookeeper.path.root",
+        "recovery.zookeeper.path.root",
+    ];
+    /// Where ZooKeeper HA keeps submitted jobs, when not at their defaults (`/jobgraphs` on
+    /// 1.x, `/execution-plans` on 2.x).
+    pub const ZOOKEEPER_JOB_GRAPH_PATH_KEYS: [&str; 2] = [
+        "high-availability.zookeeper.path.jobgraphs",
+        "high-availability.zookeeper.path.execution-plans",
+    ];
     /// High-availability storage directory.
     pub const HIGH_AVAILABILITY_STORAGE_DIR: &str = "high-availability.storageDir";
     /// High-availability cluster id (set to the resource name when HA is on).

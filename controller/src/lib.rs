@@ -35,6 +35,9 @@
 //!   two child FlinkDeployments (ADVANCED with the record gate of `gate/` in both jobs), and
 //!   the resource's Ingress routed to the active child.
 //! - [`ingresses`]: writing the Ingress of `spec.ingress` (built in [`resources::ingress`]).
+//! - [`zookeeper`]: the HA metadata of a cluster with ZooKeeper high availability: whether it
+//!   holds a checkpoint, its job graphs removed before a last-state start, all of it removed
+//!   on deletion.
 
 pub mod autoscaler;
 pub mod bluegreen;
@@ -54,3 +57,4 @@ pub mod resources;
 pub mod runtime;
 pub mod session_job;
 pub mod state_snapshot;
+pub mod zookeeper;

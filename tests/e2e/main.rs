@@ -38,6 +38,7 @@ mod standalone;
 mod steady_state;
 mod versions;
 mod volumes;
+mod zookeeper_ha;
 mod zz_rbac;
 
 use flink_operator_test_support::{

@@ -103,6 +103,22 @@ pub(crate) fn state_rules(
             ),
         ));
     }
+    // Flink's JobManager does not start without a quorum, and the operator could not find
+    // the cluster's metadata to restore from or to delete.
+    if config
+        .first_non_blank(&flink::HIGH_AVAILABILITY_KEYS)
+        .is_some_and(|v| {
+            flink::ZOOKEEPER_HA_VALUES
+                .iter()
+                .any(|z| v.trim().eq_ignore_ascii_case(z))
+        })
+        && config.first_non_blank(&flink::ZOOKEEPER_QUORUM_KEYS).is_none()
+    {
+        out.push(Violation::new(
+            config_path(flink::ZOOKEEPER_QUORUM_KEYS[0]),
+            "must be set with ZooKeeper high availability (host:port of each ZooKeeper server, comma-separated)",
+        ));
+    }
     if config.is_true(operator::CLUSTER_HEALTH_CHECK_ENABLED)
         && config
             .get(operator::JM_DEPLOYMENT_RECOVERY_ENABLED)

@@ -39,6 +39,8 @@ pub enum ActError {
     ScaleTaskManagers { name: String, source: kube::Error },
     #[error("{0}")]
     Ingress(#[source] crate::ingresses::WriteError),
+    #[error("the cluster's ZooKeeper HA metadata: {0}")]
+    ZooKeeper(#[from] crate::zookeeper::ZkError),
 }
 
 impl ActError {
@@ -140,6 +142,11 @@ async fn rest(ctx: &Context, fd: &FlinkDeployment) -> Result<FlinkRestClient, Ac
 /// and restores the latest checkpoint that the metadata also keeps.
 async fn remove_job_graphs(ctx: &Context, fd: &FlinkDeployment) -> Result<(), ActError> {
     let name = fd.name_any();
+    let config = ctx.effective_config(fd);
+    if crate::zookeeper::is_zookeeper_ha(&config) {
+        let nodes = crate::zookeeper::HaNodes::of(&config, &name)?;
+        return Ok(nodes.remove_job_graphs(&config).await?);
+    }
     let namespace = fd.namespace().unwrap_or_default();
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
     let selector = crate::caches::ha::selector(Some(&name));
@@ -289,10 +296,18 @@ async fn scale_task_managers(ctx: &Context, fd: &FlinkDeployment, replicas: i64)
         .map_err(|source| ActError::ScaleTaskManagers { name, source })
 }
 
-/// Deletes the cluster's high-availability ConfigMaps (the autoscaler's are kept); decided
-/// once no JobManager pod of it is left (see `decide::cleanup`).
+/// Deletes the cluster's high-availability ConfigMaps (the autoscaler's are kept) and, with
+/// ZooKeeper HA, its ZooKeeper nodes (`<path.root>/<cluster-id>`, as the Apache operator
+/// does); decided once no JobManager pod of it is left (see `decide::cleanup`).
 async fn delete_ha_metadata(ctx: &Context, fd: &FlinkDeployment) -> Result<(), ActError> {
     let name = fd.name_any();
+    let config = ctx.effective_config(fd);
+    // Without a quorum nothing was written (see observe).
+    if crate::zookeeper::is_zookeeper_ha(&config)
+        && let Ok(nodes) = crate::zookeeper::HaNodes::of(&config, &name)
+    {
+        nodes.remove_all().await?;
+    }
     let namespace = fd.namespace().unwrap_or_default();
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
     // Every ConfigMap labelled as the cluster's (its `flink-config-<id>` too), as the Apache

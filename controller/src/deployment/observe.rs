@@ -2,13 +2,13 @@
 //! job through the Flink REST API.
 
 use flink_operator_api::FlinkDeployment;
-use flink_operator_api::common::{UpgradeMode, flink_job_state};
+use flink_operator_api::common::flink_job_state;
 use flink_operator_api::validation::limits::PlatformLimits;
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt};
 
 use super::{
-    decide::{JobManagerObservation, JobObservation, Observation, StateObservation},
+    decide::{HaMetadata, JobManagerObservation, JobObservation, Observation, StateObservation},
     health::{self, HealthSample},
 };
 use crate::{
@@ -17,7 +17,6 @@ use crate::{
     context::{Context, RestLook},
     flink::{FlinkRestClient, JobId, TriggerId},
     lifecycle::poll::{self, CheckpointLookup, SavepointPoll},
-    lifecycle::retention::{self, OnCancel},
     lifecycle::snapshot_resources,
     policy::Policy,
 };
@@ -47,9 +46,14 @@ pub async fn observe(
             .flatten()
             .all(|d| d.metadata.deletion_timestamp.is_some());
     let job_manager_pods = caches.job_manager_pods.of_cluster(&namespace, &name);
-    let ha_metadata = !caches.ha_config_maps_of(&namespace, &name).is_empty();
+    let config = ctx.effective_config(fd);
+    let (ha_source, zookeeper) = zookeeper_ha(&config, &name).await;
+    let ha_metadata = !caches.ha_config_maps_of(&namespace, &name).is_empty()
+        || zookeeper
+            .as_ref()
+            .is_some_and(|look| look.is_none_or(|l| l.exists));
 
-    let policy = Policy::from_config(&ctx.effective_config(fd))
+    let policy = Policy::from_config(&config)
         .with_limits(&PlatformLimits::new(&ctx.validation(), &namespace))
         .with_flink_version(fd.spec.flink_version)
         .with_snapshot_loop(crate::policy::snapshot_loop_enabled(
@@ -67,7 +71,6 @@ pub async fn observe(
     let mut session_overview: Option<Vec<crate::flink::JobOverview>> = None;
     let mut judgement = Default::default();
     let annotation = |key: &str| {
-    let mut on_cancel = OnCancel::NotLooked;
         jm.as_ref()
             .and_then(|d| d.metadata.annotations.as_ref())
             .and_then(|a| a.get(key))
@@ -104,7 +107,6 @@ pub async fn observe(
                             &fd.uid().unwrap_or_default(),
                             &policy.autoscaler,
                             &rest,
-                        on_cancel = look.on_cancel;
                             fd.status.as_ref().and_then(|s| s.job_status.as_ref()),
                             job.as_ref(),
                         )
@@ -156,10 +158,10 @@ pub async fn observe(
     );
     // A rollback, a recovery, the health check's restart and a last-state change restore
     // from it (a change may come with any look): read from the cache, it costs no call.
-    let ha_checkpoint = if policy.high_availability && fd.spec.job.is_some() {
-        Some(ha_holds_a_checkpoint(caches, &namespace, &name))
-    } else {
-        None
+    let ha_checkpoint = match zookeeper {
+        _ if !policy.high_availability || fd.spec.job.is_none() => None,
+        Some(look) => Some(look.is_some_and(|l| l.checkpoint)),
+        None => Some(ha_holds_a_checkpoint(caches, &namespace, &name)),
     };
 
     let validation = ctx.validation();
@@ -200,6 +202,7 @@ pub async fn observe(
         cluster_deleting,
         job_manager_pods_left: !job_manager_pods.is_empty(),
         ha_metadata,
+        ha_source,
         job,
         violations,
         deployed_generation,
@@ -226,7 +229,6 @@ pub async fn observe(
             job_manager: jm
                 .as_deref()
                 .and_then(|jm| crate::resources::ingress::own_job_manager(jm, fd.metadata.uid.as_deref())),
-        on_cancel,
             ..caches.ingress(&namespace, &name)
         },
         rest_port: ctx.rest_port(fd),
@@ -294,8 +296,6 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
             },
         };
     }
-    /// What becomes of the job's checkpoints if it is cancelled (see [`retention`]).
-    on_cancel: OnCancel,
     let status = fd.status.as_ref();
     let recorded = status
         .and_then(|s| s.job_status.as_ref())
@@ -337,21 +337,6 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
     };
     Look {
         answered: !matches!(look.job, JobObservation::Unreachable(_)),
-    let live = matches!(&look.job, JobObservation::Found { state, .. } if !flink_job_state::is_globally_terminal(state));
-    let stateful = fd
-        .spec
-        .job
-        .as_ref()
-        .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
-    let observed_generation = status.and_then(|s| s.observed_generation);
-    // Asked only while a change of a stateful job that still runs is pending: a steady job
-    // costs no extra call.
-    let on_cancel =
-        if live && retention::wanted(stateful, fd.metadata.generation, observed_generation, policy) {
-            retention::look(rest, &JobId::from(job_id)).await
-        } else {
-            OnCancel::NotLooked
-        };
         health,
         job: Some(look.job),
         savepoint: look.savepoint,
@@ -377,7 +362,6 @@ async fn health_sample(rest: &FlinkRestClient, job_id: &JobId) -> Option<HealthS
 struct PodProblem {
     pod: String,
     container: String,
-        on_cancel,
     reason: String,
     message: String,
     /// The exit code of the container's last run, if it ended.
@@ -504,6 +488,51 @@ fn replica_failure(jm: &Deployment) -> Option<String> {
         .trim()
         .to_owned(),
     )
+}
+
+/// Where the cluster's HA metadata is and, with ZooKeeper HA, what its nodes hold (None
+/// inside: they could not be read, which the source says why). One short ZooKeeper session
+/// per look: unlike ConfigMaps, no cache or watch can hold them.
+async fn zookeeper_ha(
+    config: &std::collections::BTreeMap<String, String>,
+    name: &str,
+) -> (HaMetadata, Option<Option<crate::zookeeper::HaLook>>) {
+    if !crate::zookeeper::is_zookeeper_ha(config) {
+        return (HaMetadata::KubernetesConfigMaps, None);
+    }
+    let nodes = match crate::zookeeper::HaNodes::of(config, name) {
+        Ok(nodes) => nodes,
+        // Without a quorum no JobManager of it ever ran (the rules refuse the spec): there
+        // is no metadata, and nothing to wait for on deletion.
+        Err(e) => {
+            let source = HaMetadata::ZooKeeperNodes {
+                path: String::new(),
+                unreadable: Some(e.to_string()),
+            };
+            let none = crate::zookeeper::HaLook {
+                exists: false,
+                checkpoint: false,
+            };
+            return (source, Some(Some(none)));
+        }
+    };
+    match nodes.look().await {
+        Ok(look) => (
+            HaMetadata::ZooKeeperNodes {
+                path: nodes.path,
+                unreadable: None,
+            },
+            Some(Some(look)),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "the cluster's ZooKeeper HA metadata could not be read");
+            let source = HaMetadata::ZooKeeperNodes {
+                path: nodes.path,
+                unreadable: Some(e.to_string()),
+            };
+            (source, Some(None))
+        }
+    }
 }
 
 /// Whether the cluster's Kubernetes HA ConfigMaps point at a completed checkpoint (Flink

@@ -47,12 +47,15 @@ pub enum ConfigError {
     Memory { field: &'static str, value: String },
 }
 
-/// Whether Kubernetes HA is configured.
+/// Whether high availability is configured: Kubernetes, ZooKeeper or a factory class, as
+/// Flink's `HighAvailabilityMode.isHighAvailabilityModeActivated` says (its native
+/// JobManager then takes its pod's address, and every mode needs the cluster id set: under
+/// ZooKeeper HA, Flink's default `/default` would have every cluster share one metadata).
 pub fn ha_enabled(config: &BTreeMap<String, String>) -> bool {
     k::HIGH_AVAILABILITY_KEYS
         .iter()
-        .filter_map(|key| config.get(*key))
-        .any(|v| k::KUBERNETES_HA_VALUES.contains(&v.as_str()))
+        .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))
+        .is_some_and(|v| !v.eq_ignore_ascii_case("none"))
 }
 
 /// The cluster's configuration.
@@ -593,6 +596,40 @@ mod tests {
             native.get("execution.target").map(String::as_str),
             Some("kubernetes-session")
         );
+    }
+
+    #[test]
+    fn zookeeper_ha_gets_the_cluster_id_of_its_resource_as_kubernetes_ha_does() {
+        // Unset, Flink's default cluster id `/default` would put every cluster's ZooKeeper
+        // metadata under one node: a new cluster would recover another's jobs.
+        for key in ["high-availability.type", "high-availability"] {
+            let c = built(
+                json!({"flinkVersion": "v1_20"}),
+                &[
+                    (key, "zookeeper"),
+                    ("high-availability.zookeeper.quorum", "zk:2181"),
+                    ("high-availability.storageDir", "file:///ha"),
+                ],
+                DeployParameters::default(),
+            );
+            for (key, value) in [
+                ("high-availability.cluster-id", "basic"),
+                ("high-availability.jobmanager.port", "6123"),
+                (
+                    "job-result-store.storage-path",
+                    "file:///ha/job-result-store/basic/run",
+                ),
+            ] {
+                assert_eq!(c.get(key).map(String::as_str), Some(value), "{key}");
+            }
+            assert!(!c.contains_key("jobmanager.rpc.address"));
+        }
+        let none = built(
+            json!({"flinkVersion": "v1_20"}),
+            &[("high-availability.type", "NONE")],
+            DeployParameters::default(),
+        );
+        assert!(!none.contains_key("high-availability.cluster-id"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod flink_harness;
 pub mod kubectl_tool;
 pub mod runtime_harness;
 pub mod work_dirs;
+pub mod zookeeper;
 
 use std::path::PathBuf;
 

@@ -141,6 +141,15 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "jm-deployment-recovery.enabled",
         ),
         (
+            "D7 ZooKeeper HA without a quorum",
+            with(&[(
+                "spec/flinkConfiguration/high-availability.type",
+                json!("zookeeper"),
+            )]),
+            "spec.flinkConfiguration.high-availability.zookeeper.quorum",
+            "must be set with ZooKeeper high availability",
+        ),
+        (
             "D8 ingress without template",
             with(&[("spec/ingress", json!({"className": "nginx"}))]),
             "spec.ingress.template",
@@ -712,6 +721,19 @@ fn neighbours_of_the_rules_are_allowed() {
             with(&[
                 ("spec/job/upgradeMode", json!("stateless")),
                 ("spec/flinkConfiguration", json!({})),
+            ]),
+        ),
+        (
+            "ZooKeeper HA with a quorum, under either key",
+            with(&[
+                (
+                    "spec/flinkConfiguration/high-availability.type",
+                    json!("zookeeper"),
+                ),
+                (
+                    "spec/flinkConfiguration/recovery.zookeeper.quorum",
+                    json!("zk:2181"),
+                ),
             ]),
         ),
         (

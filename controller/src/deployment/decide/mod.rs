@@ -65,20 +65,25 @@ pub struct Observation {
     /// Whether a JobManager pod of the cluster is still there (terminating, after its
     /// Deployment was deleted).
     pub job_manager_pods_left: bool,
-    /// Whether the cluster's high-availability ConfigMaps exist.
+    /// Whether the cluster's high-availability metadata exists (its ConfigMaps, or its
+    /// ZooKeeper nodes; unreadable ZooKeeper nodes count as existing, so that a deletion
+    /// or a fresh start tries to remove them rather than leave them to a later cluster of
+    /// the same name).
     pub ha_metadata: bool,
+    /// Where that metadata is.
+    pub ha_source: HaMetadata,
     /// The job, for application deployments whose JobManager answers.
     pub job: Option<JobObservation>,
     /// The job's latest completed checkpoint that has a path (to restore from).
     pub latest_checkpoint: Option<StateObservation>,
+    /// What becomes of the job's checkpoints if it is cancelled, asked while a change is
+    /// pending (see [`crate::lifecycle::retention`]).
+    pub on_cancel: crate::lifecycle::retention::OnCancel,
     /// The job's restart and checkpoint counts, read only while the health check is on
     /// and the job has not ended (None: not read, or not readable).
     pub health: Option<crate::deployment::health::HealthSample>,
     /// Validation problems of the spec (the webhook may have been bypassed).
     pub violations: Vec<String>,
-    /// What becomes of the job's checkpoints if it is cancelled, asked while a change is
-    /// pending (see [`crate::lifecycle::retention`]).
-    pub on_cancel: crate::lifecycle::retention::OnCancel,
     /// The resource generation the JobManager Deployment was built from (its annotation).
     pub deployed_generation: Option<i64>,
     /// The generation whose spec the JobManager Deployment rolled back, if it is a rollback.
@@ -119,6 +124,34 @@ pub struct Observation {
     /// The JobManager's REST port (`rest.port` of its effective configuration), which the
     /// Ingress routes to.
     pub rest_port: u16,
+}
+
+/// Where a cluster's high-availability metadata is: both are read into
+/// [`Observation::ha_metadata`] and [`Observation::ha_checkpoint`] and treated alike
+/// (last-state changes, JobManager recovery, rollback, deletion); what differs is said in
+/// refusals.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum HaMetadata {
+    /// Kubernetes HA (or none): the cluster's HA ConfigMaps, read from the cache.
+    #[default]
+    KubernetesConfigMaps,
+    /// ZooKeeper HA: the nodes under `path` (`<chroot><path.root>/<cluster-id>`).
+    ZooKeeperNodes {
+        path: String,
+        /// Why they could not be read at this look (then no checkpoint is known in them).
+        unreadable: Option<String>,
+    },
+}
+
+impl HaMetadata {
+    /// Why the metadata is not known to hold a checkpoint, beyond "it holds none": for
+    /// refusals.
+    pub fn unreadable(&self) -> Option<&str> {
+        match self {
+            HaMetadata::ZooKeeperNodes { unreadable, .. } => unreadable.as_deref(),
+            HaMetadata::KubernetesConfigMaps => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]

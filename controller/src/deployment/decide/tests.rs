@@ -41,6 +41,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         cluster_deleting: false,
         job_manager_pods_left: false,
         ha_metadata: false,
+        ha_source: Default::default(),
         job_manager,
         job,
         violations: vec![],
@@ -52,9 +53,9 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         ha_checkpoint: None,
         latest_checkpoint: None,
         health: None,
-        unanswered_before: false,
         // As the operator deploys every job: its checkpoints outlive a cancellation.
         on_cancel: crate::lifecycle::retention::OnCancel::Retained,
+        unanswered_before: false,
         policy: Policy::status_only(),
         revisions: None,
         snapshots: vec![],
