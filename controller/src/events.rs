@@ -92,7 +92,7 @@ reasons! {
     SnapshotAbandoned,
     /// A deleted FlinkStateSnapshot's savepoint was disposed of through Flink; the note names its path.
     SavepointDisposed,
-    /// A deleted FlinkStateSnapshot's savepoint could not be disposed of (its job resource or cluster is gone or does not answer, or Flink failed); the resource is released and the note names the path left on storage.
+    /// A deleted FlinkStateSnapshot's savepoint was not disposed of (a job of the namespace may still need it, and the note names who and why; or its job resource or cluster is gone or does not answer, or Flink failed); the resource is released and the note names the path left on storage.
     SavepointNotDisposed,
     /// A restore uses the newest state found (checkpoint or savepoint), named in the note.
     StateFound,
