@@ -2,7 +2,7 @@
 //! job through the Flink REST API.
 
 use flink_operator_api::FlinkDeployment;
-use flink_operator_api::common::flink_job_state;
+use flink_operator_api::common::{UpgradeMode, flink_job_state};
 use flink_operator_api::validation::limits::PlatformLimits;
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt};
@@ -17,6 +17,7 @@ use crate::{
     context::{Context, RestLook},
     flink::{FlinkRestClient, JobId, TriggerId},
     lifecycle::poll::{self, CheckpointLookup, SavepointPoll},
+    lifecycle::retention::{self, OnCancel},
     lifecycle::snapshot_resources,
     policy::Policy,
 };
@@ -71,6 +72,7 @@ pub async fn observe(
     let mut session_overview: Option<Vec<crate::flink::JobOverview>> = None;
     let mut judgement = Default::default();
     let annotation = |key: &str| {
+    let mut on_cancel = OnCancel::NotLooked;
         jm.as_ref()
             .and_then(|d| d.metadata.annotations.as_ref())
             .and_then(|a| a.get(key))
@@ -107,6 +109,7 @@ pub async fn observe(
                             &fd.uid().unwrap_or_default(),
                             &policy.autoscaler,
                             &rest,
+                        on_cancel = look.on_cancel;
                             fd.status.as_ref().and_then(|s| s.job_status.as_ref()),
                             job.as_ref(),
                         )
@@ -229,6 +232,7 @@ pub async fn observe(
             job_manager: jm
                 .as_deref()
                 .and_then(|jm| crate::resources::ingress::own_job_manager(jm, fd.metadata.uid.as_deref())),
+        on_cancel,
             ..caches.ingress(&namespace, &name)
         },
         rest_port: ctx.rest_port(fd),
@@ -296,6 +300,8 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
             },
         };
     }
+    /// What becomes of the job's checkpoints if it is cancelled (see [`retention`]).
+    on_cancel: OnCancel,
     let status = fd.status.as_ref();
     let recorded = status
         .and_then(|s| s.job_status.as_ref())
@@ -337,6 +343,21 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
     };
     Look {
         answered: !matches!(look.job, JobObservation::Unreachable(_)),
+    let live = matches!(&look.job, JobObservation::Found { state, .. } if !flink_job_state::is_globally_terminal(state));
+    let stateful = fd
+        .spec
+        .job
+        .as_ref()
+        .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
+    let observed_generation = status.and_then(|s| s.observed_generation);
+    // Asked only while a change of a stateful job that still runs is pending: a steady job
+    // costs no extra call.
+    let on_cancel =
+        if live && retention::wanted(stateful, fd.metadata.generation, observed_generation, policy) {
+            retention::look(rest, &JobId::from(job_id)).await
+        } else {
+            OnCancel::NotLooked
+        };
         health,
         job: Some(look.job),
         savepoint: look.savepoint,
@@ -362,6 +383,7 @@ async fn health_sample(rest: &FlinkRestClient, job_id: &JobId) -> Option<HealthS
 struct PodProblem {
     pod: String,
     container: String,
+        on_cancel,
     reason: String,
     message: String,
     /// The exit code of the container's last run, if it ended.
