@@ -32,6 +32,7 @@ mod revisions;
 mod runtime;
 mod scale;
 mod session_job;
+mod session_job_last_state;
 mod snapshot_formats;
 mod snapshots;
 mod standalone;

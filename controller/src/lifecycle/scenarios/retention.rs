@@ -103,7 +103,14 @@ fn a_session_jobs_last_state_upgrade_stops_with_a_savepoint_when_a_cancel_would_
         Savepoint,
         Wait,
     }
-    let cases: [(&str, &str, OnCancel, bool, Result<Done, &str>); 7] = [
+    type Case = (
+        &'static str,
+        &'static str,
+        OnCancel,
+        bool,
+        Result<Done, &'static str>,
+    );
+    let cases: [Case; 7] = [
         ("retained", "RUNNING", OnCancel::Retained, true, Ok(Done::Cancel)),
         (
             "retained, no savepoint directory",
