@@ -67,12 +67,12 @@ pub async fn observe(
     let mut late_savepoint = None;
     let mut checkpoint = None;
     let mut latest_checkpoint = None;
+    let mut on_cancel = OnCancel::NotLooked;
     let mut health = None;
     let mut unanswered_before = false;
     let mut session_overview: Option<Vec<crate::flink::JobOverview>> = None;
     let mut judgement = Default::default();
     let annotation = |key: &str| {
-    let mut on_cancel = OnCancel::NotLooked;
         jm.as_ref()
             .and_then(|d| d.metadata.annotations.as_ref())
             .and_then(|a| a.get(key))
@@ -104,12 +104,12 @@ pub async fn observe(
                         late_savepoint = look.late_savepoint;
                         checkpoint = look.checkpoint;
                         latest_checkpoint = look.latest_checkpoint;
+                        on_cancel = look.on_cancel;
                         judgement = crate::autoscaler::memory::look_at_job(
                             &ctx.autoscaler,
                             &fd.uid().unwrap_or_default(),
                             &policy.autoscaler,
                             &rest,
-                        on_cancel = look.on_cancel;
                             fd.status.as_ref().and_then(|s| s.job_status.as_ref()),
                             job.as_ref(),
                         )
@@ -214,6 +214,7 @@ pub async fn observe(
         late_savepoint,
         checkpoint,
         latest_checkpoint,
+        on_cancel,
         health,
         ha_checkpoint,
         unanswered_before,
@@ -232,7 +233,6 @@ pub async fn observe(
             job_manager: jm
                 .as_deref()
                 .and_then(|jm| crate::resources::ingress::own_job_manager(jm, fd.metadata.uid.as_deref())),
-        on_cancel,
             ..caches.ingress(&namespace, &name)
         },
         rest_port: ctx.rest_port(fd),
@@ -281,6 +281,8 @@ struct Look {
     /// The job's latest completed checkpoint with a path, while it is known to Flink (for
     /// restores without a savepoint).
     latest_checkpoint: Option<StateObservation>,
+    /// What becomes of the job's checkpoints if it is cancelled (see [`retention`]).
+    on_cancel: OnCancel,
     /// The job's restart and checkpoint counts, when the health check is on.
     health: Option<HealthSample>,
 }
@@ -300,8 +302,6 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
             },
         };
     }
-    /// What becomes of the job's checkpoints if it is cancelled (see [`retention`]).
-    on_cancel: OnCancel,
     let status = fd.status.as_ref();
     let recorded = status
         .and_then(|s| s.job_status.as_ref())
@@ -324,6 +324,21 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
         policy.savepoint_dir.as_deref(),
     )
     .await;
+    let live = matches!(&look.job, JobObservation::Found { state, .. } if !flink_job_state::is_globally_terminal(state));
+    let stateful = fd
+        .spec
+        .job
+        .as_ref()
+        .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
+    let observed_generation = status.and_then(|s| s.observed_generation);
+    // Asked only while a change of a stateful job that still runs is pending: a steady job
+    // costs no extra call.
+    let on_cancel =
+        if live && retention::wanted(stateful, fd.metadata.generation, observed_generation, policy) {
+            retention::look(rest, &JobId::from(job_id)).await
+        } else {
+            OnCancel::NotLooked
+        };
     let latest_checkpoint = match (&look.job, look.latest_checkpoint) {
         (
             JobObservation::Found { .. },
@@ -343,27 +358,13 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
     };
     Look {
         answered: !matches!(look.job, JobObservation::Unreachable(_)),
-    let live = matches!(&look.job, JobObservation::Found { state, .. } if !flink_job_state::is_globally_terminal(state));
-    let stateful = fd
-        .spec
-        .job
-        .as_ref()
-        .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
-    let observed_generation = status.and_then(|s| s.observed_generation);
-    // Asked only while a change of a stateful job that still runs is pending: a steady job
-    // costs no extra call.
-    let on_cancel =
-        if live && retention::wanted(stateful, fd.metadata.generation, observed_generation, policy) {
-            retention::look(rest, &JobId::from(job_id)).await
-        } else {
-            OnCancel::NotLooked
-        };
         health,
         job: Some(look.job),
         savepoint: look.savepoint,
         late_savepoint: look.late_savepoint,
         checkpoint: look.checkpoint,
         latest_checkpoint,
+        on_cancel,
     }
 }
 
@@ -383,7 +384,6 @@ async fn health_sample(rest: &FlinkRestClient, job_id: &JobId) -> Option<HealthS
 struct PodProblem {
     pod: String,
     container: String,
-        on_cancel,
     reason: String,
     message: String,
     /// The exit code of the container's last run, if it ended.

@@ -253,12 +253,12 @@ impl Application {
             fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
             autoscaler: look.autoscaler.clone(),
+            on_cancel: look.on_cancel.clone(),
             ..Default::default()
         }
     }
 }
 
-            on_cancel: look.on_cancel.clone(),
 impl Kind for Application {
     const NAME: &'static str = "FlinkDeployment";
     type Status = flink_operator_api::FlinkDeploymentStatus;
@@ -354,12 +354,12 @@ impl SessionJob {
             fresh_job_id: NEW_JOB_ID.into(),
             now_ms: NOW + look.later_ms,
             autoscaler: look.autoscaler.clone(),
+            on_cancel: look.on_cancel.clone(),
         }
     }
 }
 
 impl Kind for SessionJob {
-            on_cancel: look.on_cancel.clone(),
     const NAME: &'static str = "FlinkSessionJob";
     type Status = flink_operator_api::FlinkSessionJobStatus;
 
@@ -1690,6 +1690,7 @@ mod snapshots;
 
 #[path = "scenarios/rescale.rs"]
 mod rescale;
+
 #[path = "scenarios/retention.rs"]
 mod retention;
 

@@ -84,9 +84,6 @@ pub struct Observation {
     pub health: Option<crate::deployment::health::HealthSample>,
     /// Validation problems of the spec (the webhook may have been bypassed).
     pub violations: Vec<String>,
-    /// What becomes of the job's checkpoints if it is cancelled, asked while a change is
-    /// pending (see [`crate::lifecycle::retention`]).
-    pub on_cancel: crate::lifecycle::retention::OnCancel,
     /// The resource generation the JobManager Deployment was built from (its annotation).
     pub deployed_generation: Option<i64>,
     /// The generation whose spec the JobManager Deployment rolled back, if it is a rollback.

@@ -56,8 +56,6 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         // As the operator deploys every job: its checkpoints outlive a cancellation.
         on_cancel: crate::lifecycle::retention::OnCancel::Retained,
         unanswered_before: false,
-        // As the operator deploys every job: its checkpoints outlive a cancellation.
-        on_cancel: crate::lifecycle::retention::OnCancel::Retained,
         policy: Policy::status_only(),
         revisions: None,
         snapshots: vec![],
