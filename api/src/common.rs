@@ -469,6 +469,13 @@ pub struct SavepointInfo {
     /// (an addition of this operator).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upgrade_retry: Option<SavepointRetry>,
+    /// The highest checkpoint id of the job that its JobManager showed when the pending
+    /// stop-with-savepoint was triggered (an addition of this operator). Flink numbers a
+    /// job's checkpoints and savepoints in one rising sequence, so the stop's savepoint is
+    /// one of a higher id: how it is told apart from an earlier savepoint when the
+    /// JobManager no longer keeps the stop's result, without comparing two machines' clocks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_id_at_trigger: Option<i64>,
 }
 
 /// Attempts at an upgrade savepoint (an addition of this operator).

@@ -91,6 +91,13 @@ pub mod annotations {
     pub const REVISION_STARTED_FROM: &str = "flink.apache.org/revision-started-from";
     /// Our addition. On a revision (ControllerRevision): when it was last applied (RFC 3339).
     pub const REVISION_APPLIED_AT: &str = "flink.apache.org/revision-applied-at";
+    /// Our addition. On a FlinkStateSnapshot that records an existing savepoint
+    /// (`spec.savepoint.alreadyExists: true`): when Flink completed that savepoint (RFC 3339),
+    /// which becomes its `status.resultTimestamp`. The operator sets it on the savepoints it
+    /// records itself; a user may set it on one they record. Without it the savepoint's time
+    /// is unknown: it ranks below every state of known time and fails
+    /// `kubernetes.operator.job.restore.max-state-age`.
+    pub const SAVEPOINT_COMPLETED_AT: &str = "flink.apache.org/savepoint-completed-at";
 }
 
 /// Finalizers (JOSDK convention `<plural>.<group>/finalizer`; FlinkBlueGreenDeployment has none).

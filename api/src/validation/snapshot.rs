@@ -1,7 +1,11 @@
 //! Rules of FlinkStateSnapshot (the Apache operator's N1–N4, plus our namespace rule).
 
+use kube::ResourceExt;
+
 use super::{SnapshotTarget, Violation};
-use crate::{FlinkStateSnapshot, FlinkStateSnapshotState, JobKind};
+use crate::{
+    FlinkStateSnapshot, FlinkStateSnapshotState, JobKind, keys::annotations::SAVEPOINT_COMPLETED_AT,
+};
 
 /// The job a snapshot's reference must be looked up for, if the rules need to know whether
 /// it exists: `(kind, name)` in the snapshot's own `namespace`.
@@ -67,6 +71,7 @@ pub fn validate(
             format!("must be -1 (retry without limit) or a number of retries >= 0 (got {limit})"),
         ));
     }
+    completed_at(new, &mut out);
     if already_exists(new) {
         // Records a savepoint taken elsewhere: no job is triggered, but the path is the record.
         if spec
@@ -129,4 +134,28 @@ pub fn validate(
         _ => {}
     }
     out
+}
+
+/// The time a recorded savepoint was completed, as the user or the operator states it: read
+/// only for a savepoint recorded with `alreadyExists` (a triggered one gets Flink's), and an
+/// RFC 3339 time, or the savepoint would silently stay of unknown age.
+fn completed_at(snapshot: &FlinkStateSnapshot, out: &mut Vec<Violation>) {
+    let Some(at) = snapshot.annotations().get(SAVEPOINT_COMPLETED_AT) else {
+        return;
+    };
+    let field = format!("metadata.annotations[{SAVEPOINT_COMPLETED_AT}]");
+    if !already_exists(snapshot) {
+        out.push(Violation::new(
+            field,
+            "is only read on a snapshot that records an existing savepoint (spec.savepoint.alreadyExists: true); \
+             a snapshot the operator triggers gets the time Flink completes it",
+        ));
+    } else if at.parse::<k8s_openapi::jiff::Timestamp>().is_err() {
+        out.push(Violation::new(
+            field,
+            format!(
+                "must be an RFC 3339 time such as 2026-01-31T12:00:00Z, when Flink completed the savepoint (got {at:?})"
+            ),
+        ));
+    }
 }

@@ -320,6 +320,7 @@ pub fn transition_savepoint(
         trigger_type: SnapshotTriggerType::Manual,
         at_ms: now_ms,
         existing_path: None,
+        completed_ms: None,
         dispose_on_delete: false,
     };
     let mut snapshot = new_snapshot(&new, name, JobKind::FlinkDeployment, child, format);

@@ -428,6 +428,19 @@ pub fn new_snapshot(
         )]
         .into(),
     );
+    // The existing savepoint's own time, which the FlinkStateSnapshot loop records; without
+    // it the savepoint would be of unknown age (never of the time it is recorded).
+    if new.existing_path.is_some()
+        && let Some(at) = new.completed_ms
+    {
+        snapshot.metadata.annotations = Some(
+            [(
+                keys::annotations::SAVEPOINT_COMPLETED_AT.to_owned(),
+                crate::state_snapshot::decide::timestamp(at),
+            )]
+            .into(),
+        );
+    }
     snapshot
 }
 

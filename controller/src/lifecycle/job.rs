@@ -16,6 +16,11 @@ pub enum JobObservation {
         /// Why the job failed, from its exception history; read only for a FAILED job whose
         /// failure status does not hold yet.
         failure: Option<String>,
+        /// The highest checkpoint id its checkpoint statistics show (of any checkpoint or
+        /// savepoint, whatever became of it, or of the one it restored; 0 for none): what a
+        /// stop-with-savepoint triggered now records, so that its savepoint is told apart by
+        /// its higher id. None: the statistics were not read.
+        checkpoint_id: Option<i64>,
     },
     /// The JobManager answers but does not know the job (yet).
     NotFound,
@@ -30,6 +35,7 @@ impl JobObservation {
             start_time,
             all_tasks_running: state == RUNNING,
             failure: None,
+            checkpoint_id: None,
         }
     }
 
@@ -74,6 +80,7 @@ pub async fn observe(rest: &FlinkRestClient, job_id: &JobId, failure_known: bool
         start_time: job.start_time,
         all_tasks_running,
         failure,
+        checkpoint_id: None,
     }
 }
 
@@ -162,6 +169,7 @@ mod tests {
             start_time: None,
             all_tasks_running: false,
             failure: None,
+            checkpoint_id: None,
         };
         assert!(!deploying.ready_for_savepoint());
         assert!(!JobObservation::found("RESTARTING", None).ready_for_savepoint());

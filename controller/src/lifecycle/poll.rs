@@ -6,15 +6,21 @@
 //! A stop-with-savepoint whose result the JobManager no longer keeps (Flink keeps an
 //! asynchronous operation's result for `rest.async.store-duration`, 5 min by default, and
 //! forgets it when it restarts) is looked for where its savepoint stays: the job's
-//! checkpoint history, then the savepoint directory ([`LateSavepoint`]).
+//! checkpoint history, then the savepoint directory ([`LateSavepoint`]). It is told apart
+//! by Flink's checkpoint ids, never by comparing the JobManager's or the storage's clock
+//! with the operator's: before the stop is sent, the highest checkpoint id the job showed
+//! is recorded with it (`savepointInfo.checkpointIdAtTrigger`), and Flink numbers a job's
+//! checkpoints and savepoints in one rising sequence, so the stop's savepoint has a higher
+//! id than anything taken before it.
 //!
 //! [`look`] asks all of them at once: one look costs the slowest answer, not their sum
 //! (a JobManager finishing a job after its savepoint answers each in tens of
 //! milliseconds, and that wait is between the savepoint and the next cluster).
 
 use std::{
+    io::Read,
     path::{Path, PathBuf},
-    time::{Duration, UNIX_EPOCH},
+    time::Duration,
 };
 
 use flink_operator_api::common::{JobStatus, SnapshotTriggerType, flink_job_state};
@@ -86,12 +92,12 @@ pub struct JobLook {
 /// well have completed, and its savepoint is the job's state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LateSavepoint {
-    /// A completed savepoint of the job triggered after the stop was recorded (it can only
-    /// be the stop's: the job ended with it): its path, when it completed (epoch ms), and
-    /// where it was found.
+    /// A completed savepoint of the job with a higher checkpoint id than any the job showed
+    /// when the stop was recorded (it can only be the stop's: the job ended with it): its
+    /// path, its checkpoint id, and where it was found.
     Found {
         path: String,
-        completed_ms: i64,
+        checkpoint_id: i64,
         place: String,
     },
     /// None was found: where it was looked for, and where it could not be.
@@ -116,13 +122,20 @@ pub async fn look(
             false => None,
         }
     };
-    let (observed, savepoint, checkpoint, latest_checkpoint) = tokio::join!(
+    let (mut observed, savepoint, checkpoint, latest_checkpoint) = tokio::join!(
         job::observe(rest, job_id, failure_known),
         savepoint(rest, Some(job)),
         checkpoint(rest, Some(job)),
         latest_checkpoint,
     );
     let answered = !matches!(observed, JobObservation::Unreachable(_));
+    let (latest_checkpoint, highest_id) = match latest_checkpoint {
+        Some((lookup, highest_id)) => (Some(lookup), highest_id),
+        None => (None, None),
+    };
+    if let JobObservation::Found { checkpoint_id, .. } = &mut observed {
+        *checkpoint_id = highest_id;
+    }
     // Asked together, the savepoint may have been answered just before the job ended: a
     // stop-with-savepoint's result is there once the job has ended, so it is asked again
     // now rather than a poll later (the job processes nothing until it is seen).
@@ -138,9 +151,9 @@ pub async fn look(
         Some(SavepointPoll::UnknownTrigger | SavepointPoll::JobGone(_))
     );
     // A running job's stop is sent again instead (it never reached the JobManager).
-    let late_savepoint = match stop_recorded_at(job) {
-        Some(since_ms) if answered && forgotten && !running => {
-            match self::late_savepoint(rest, job_id, since_ms, savepoint_dir).await {
+    let late_savepoint = match stop_recorded(job) {
+        Some(Some(after_id)) if answered && forgotten && !running => {
+            match self::late_savepoint(rest, job_id, after_id, savepoint_dir).await {
                 Ok(found) => Some(found),
                 Err(e) => {
                     savepoint = Some(SavepointPoll::Unreachable(e.to_string()));
@@ -148,6 +161,12 @@ pub async fn look(
                 }
             }
         }
+        Some(None) if answered && forgotten && !running => Some(LateSavepoint::NotFound(
+            "no checkpoint id of the job was recorded when the stop was sent (the JobManager's checkpoint \
+             statistics could not be read then, or an older operator version sent it), so no savepoint can be \
+             told to be the stop's"
+                .to_owned(),
+        )),
         _ => None,
     };
     JobLook {
@@ -159,36 +178,38 @@ pub async fn look(
     }
 }
 
-/// When the stop-with-savepoint recorded in `job` (of a change or a deletion) was recorded,
-/// before it was sent.
-fn stop_recorded_at(job: &JobStatus) -> Option<i64> {
+/// Whether a stop-with-savepoint (of a change or a deletion) is recorded in `job`, and if so
+/// the highest checkpoint id the job showed when it was recorded, before it was sent (None:
+/// not known).
+fn stop_recorded(job: &JobStatus) -> Option<Option<i64>> {
     let info = job.savepoint_info.as_ref()?;
     info.trigger_id.as_ref()?;
-    (info.trigger_type == Some(SnapshotTriggerType::Upgrade))
-        .then_some(info.trigger_timestamp)
-        .flatten()
+    (info.trigger_type == Some(SnapshotTriggerType::Upgrade)).then_some(info.checkpoint_id_at_trigger)
 }
 
-/// Looks for the savepoint of the stop of `job_id` recorded at `since_ms`: in the job's
-/// checkpoint history (an ended job's stays readable while the JobManager keeps it in its
-/// archive), then in `savepoint_dir`. An error: the JobManager did not answer, and it is
-/// looked for again on the next pass.
+/// Looks for the savepoint of the stop of `job_id`, recorded when the job's highest
+/// checkpoint id was `after_id`: in the job's checkpoint history (an ended job's stays
+/// readable while the JobManager keeps it in its archive), then in `savepoint_dir`. An
+/// error: the JobManager did not answer, and it is looked for again on the next pass.
 async fn late_savepoint(
     rest: &FlinkRestClient,
     job_id: &JobId,
-    since_ms: i64,
+    after_id: i64,
     savepoint_dir: Option<&str>,
 ) -> Result<LateSavepoint, FlinkError> {
     let history = match rest.checkpoint_statistics(job_id).await {
-        Ok(statistics) => match savepoint_since(&statistics, since_ms) {
-            Some((path, completed_ms)) => {
+        Ok(statistics) => match savepoint_after(&statistics, after_id) {
+            Some((path, checkpoint_id)) => {
                 return Ok(LateSavepoint::Found {
                     path,
-                    completed_ms,
+                    checkpoint_id,
                     place: format!("the checkpoint history of job {job_id}"),
                 });
             }
-            None => format!("the checkpoint history of job {job_id} holds no savepoint taken since the stop"),
+            None => format!(
+                "the checkpoint history of job {job_id} holds no savepoint taken after the stop was sent \
+                 (of a checkpoint id above {after_id})"
+            ),
         },
         Err(e) if e.retryable() => return Err(e),
         Err(e) => format!("the checkpoint history of job {job_id} cannot be read ({e})"),
@@ -202,7 +223,7 @@ async fn late_savepoint(
     // A directory on a mount that hangs must not hold the loop: a blocking thread, bounded.
     let listed = tokio::time::timeout(
         DIRECTORY_TIMEOUT,
-        tokio::task::spawn_blocking(move || savepoint_in_directory(&owned, &job, since_ms)),
+        tokio::task::spawn_blocking(move || savepoint_in_directory(&owned, &job, after_id)),
     )
     .await;
     let found = match listed {
@@ -214,9 +235,9 @@ async fn late_savepoint(
         )),
     };
     Ok(match found {
-        Ok(Some((path, completed_ms))) => LateSavepoint::Found {
+        Ok(Some((path, checkpoint_id))) => LateSavepoint::Found {
             path,
-            completed_ms,
+            checkpoint_id,
             place: format!("the savepoint directory {dir}"),
         },
         Ok(None) => LateSavepoint::NotFound(format!("{history}, nor does the savepoint directory {dir}")),
@@ -227,47 +248,51 @@ async fn late_savepoint(
 /// How long listing a savepoint directory may take.
 const DIRECTORY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The path and completion time of the newest completed savepoint in `statistics` triggered
-/// at or after `since_ms`. Flink's clock stamps the savepoint and the operator's the stop:
-/// they are taken to agree; one that runs ahead finds nothing, which refuses the change
-/// rather than restoring a savepoint taken before the stop.
-pub fn savepoint_since(statistics: &CheckpointStatistics, since_ms: i64) -> Option<(String, i64)> {
+/// The path and checkpoint id of the newest completed savepoint in `statistics` whose
+/// checkpoint id is above `after_id` (the highest the job showed when the stop was sent):
+/// Flink numbers a job's checkpoints and savepoints in one rising sequence, so that is a
+/// savepoint taken after the stop was sent, and the job ended with the stop's. Flink's
+/// clock and the operator's are never compared.
+pub fn savepoint_after(statistics: &CheckpointStatistics, after_id: i64) -> Option<(String, i64)> {
     let latest = (statistics.latest.savepoint.iter())
         .filter(|s| s.is_savepoint && !s.discarded)
-        .map(|s| {
-            (
-                s.id,
-                s.external_path.as_ref(),
-                s.trigger_timestamp,
-                s.latest_ack_timestamp,
-            )
-        });
+        .map(|s| (s.id, s.external_path.as_ref()));
     let history = (statistics.history.iter())
         .filter(|e| e.is_savepoint && e.status == "COMPLETED" && !e.discarded)
-        .map(|e| {
-            (
-                e.id,
-                e.external_path.as_ref(),
-                e.trigger_timestamp,
-                e.latest_ack_timestamp,
-            )
-        });
+        .map(|e| (e.id, e.external_path.as_ref()));
     latest
         .chain(history)
-        .filter(|(_, _, triggered, _)| triggered.is_some_and(|t| t >= since_ms))
-        .filter_map(|(id, path, triggered, acked)| Some((id, path?.clone(), acked.or(triggered)?)))
-        .max_by_key(|(id, ..)| *id)
-        .map(|(_, path, completed_ms)| (path, completed_ms))
+        .filter_map(|(id, path)| Some((i64::try_from(id).ok()?, path?.clone())))
+        .filter(|(id, _)| *id > after_id)
+        .max_by_key(|(id, _)| *id)
+        .map(|(id, path)| (path, id))
 }
 
-/// The newest savepoint of `job_id` in the savepoint directory `dir` whose `_metadata`
-/// (written last, when the savepoint completes) was written at or after `since_ms`. Only a
-/// `file:` directory is read: anything else is on storage the operator has no access to,
-/// and is not guessed at.
+/// The highest checkpoint id in `statistics`: of any checkpoint or savepoint it shows,
+/// whatever became of it, or of the one the job restored (its next ones count on from
+/// there); 0 when it shows none (Flink's first has id 1).
+pub fn highest_checkpoint_id(statistics: &CheckpointStatistics) -> i64 {
+    let latest = &statistics.latest;
+    (latest.completed.iter().map(|c| c.id))
+        .chain(latest.savepoint.iter().map(|c| c.id))
+        .chain(latest.restored.iter().map(|c| c.id))
+        .chain(statistics.history.iter().map(|e| e.id))
+        .max()
+        .and_then(|id| i64::try_from(id).ok())
+        .unwrap_or(0)
+}
+
+/// The savepoint of `job_id` in the savepoint directory `dir` that the stop wrote: of the
+/// savepoints whose `_metadata` (written last, when the savepoint completes) names a
+/// checkpoint id above `after_id`, the lowest. The directory may also hold savepoints of an
+/// earlier run of the same job id numbered higher (a job restored from an older savepoint
+/// counts on from that one's id), never one numbered between the stop's trigger and the
+/// stop's savepoint: the job ended with it. Only a `file:` directory is read: anything
+/// else is on storage the operator has no access to, and is not guessed at.
 pub fn savepoint_in_directory(
     dir: &str,
     job_id: &JobId,
-    since_ms: i64,
+    after_id: i64,
 ) -> Result<Option<(String, i64)>, String> {
     let Some(path) = local_path(dir) else {
         return Err(format!(
@@ -282,16 +307,29 @@ pub fn savepoint_in_directory(
     let found = entries
         .flatten()
         .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)))
-        .filter_map(|e| Some((e.path(), written_ms(&e.path().join("_metadata"))?)))
-        .filter(|(_, written)| *written >= since_ms)
-        .max_by_key(|(_, written)| *written)
-        .map(|(path, written)| (format!("file:{}", path.display()), written));
+        .filter_map(|e| Some((e.path(), metadata_checkpoint_id(&e.path().join("_metadata"))?)))
+        .filter(|(_, checkpoint_id)| *checkpoint_id > after_id)
+        .min_by_key(|(_, checkpoint_id)| *checkpoint_id)
+        .map(|(path, checkpoint_id)| (format!("file:{}", path.display()), checkpoint_id));
     Ok(found)
 }
 
-fn written_ms(file: &Path) -> Option<i64> {
-    let modified = file.metadata().ok()?.modified().ok()?;
-    i64::try_from(modified.duration_since(UNIX_EPOCH).ok()?.as_millis()).ok()
+/// The magic number that opens a checkpoint's or savepoint's `_metadata` (Flink's
+/// `Checkpoints.HEADER_MAGIC_NUMBER`).
+const METADATA_MAGIC: [u8; 4] = 0x4960_672d_u32.to_be_bytes();
+
+/// The checkpoint id a `_metadata` file records: after the magic number and the format
+/// version (4 bytes each), the id as 8 bytes, big-endian, in every format version Flink
+/// 1.x and 2.x write. None for a file that is missing, short or not Flink's.
+fn metadata_checkpoint_id(file: &Path) -> Option<i64> {
+    let mut header = [0u8; 16];
+    std::fs::File::open(file).ok()?.read_exact(&mut header).ok()?;
+    let (magic, rest) = header.split_at(4);
+    if magic != METADATA_MAGIC {
+        return None;
+    }
+    let id: [u8; 8] = rest.get(4..12)?.try_into().ok()?;
+    Some(i64::from_be_bytes(id))
 }
 
 /// The local path of a `file:` URI (`file:///a`, or `file:/a` as Flink writes it); None for
@@ -357,19 +395,23 @@ fn completed_as<T>(status: OperationStatus<T>, text: impl FnOnce(T) -> String) -
 }
 
 /// The latest completed checkpoint of `job_id` that has a path and was not discarded.
-async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> CheckpointLookup {
+async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> (CheckpointLookup, Option<i64>) {
     match rest.checkpoint_statistics(job_id).await {
-        Ok(statistics) => match statistics.latest.completed.filter(|c| !c.discarded) {
-            Some(completed) => match completed.external_path.clone() {
-                Some(path) => CheckpointLookup::Found {
-                    path,
-                    timestamp_ms: completed.latest_ack_timestamp.or(completed.trigger_timestamp),
+        Ok(statistics) => {
+            let highest = highest_checkpoint_id(&statistics);
+            let lookup = match statistics.latest.completed.filter(|c| !c.discarded) {
+                Some(completed) => match completed.external_path.clone() {
+                    Some(path) => CheckpointLookup::Found {
+                        path,
+                        timestamp_ms: completed.latest_ack_timestamp.or(completed.trigger_timestamp),
+                    },
+                    None => CheckpointLookup::None,
                 },
                 None => CheckpointLookup::None,
-            },
-            None => CheckpointLookup::None,
-        },
-        Err(e) => CheckpointLookup::Unavailable(e.to_string()),
+            };
+            (lookup, Some(highest))
+        }
+        Err(e) => (CheckpointLookup::Unavailable(e.to_string()), None),
     }
 }
 
@@ -403,94 +445,202 @@ pub fn record_savepoint(
 mod tests {
     use super::*;
 
+    /// When the operator sent the stop, by its own clock.
     const STOPPED_AT: i64 = 1_800_000_000_000;
+    /// The highest checkpoint id the job showed when the stop was sent.
+    const BEFORE_STOP: i64 = 8;
 
     fn statistics(json: &str) -> CheckpointStatistics {
         serde_json::from_str(json).expect("checkpoint statistics")
     }
 
+    /// The checkpoint history of a job whose JobManager's clock is `skew_ms` ahead of the
+    /// operator's (behind when negative): a periodic savepoint (id 7) taken a minute before
+    /// the stop, a checkpoint (id 8) just before it, then the stop's savepoint (id 9), when
+    /// `stopped`, each stamped by the JobManager's clock.
+    fn history(skew_ms: i64, stopped: bool) -> CheckpointStatistics {
+        let jm = |operator_ms: i64| operator_ms + skew_ms;
+        let stop = format!(
+            r#"{{"id":9,"status":"COMPLETED","is_savepoint":true,"external_path":"file:/sp/savepoint-stop","trigger_timestamp":{},"latest_ack_timestamp":{}}},"#,
+            jm(STOPPED_AT + 50),
+            jm(STOPPED_AT + 300)
+        );
+        statistics(&format!(
+            r#"{{"history":[{}
+                {{"id":8,"status":"COMPLETED","is_savepoint":false,"external_path":"file:/cp/chk-8","trigger_timestamp":{}}},
+                {{"id":7,"status":"COMPLETED","is_savepoint":true,"external_path":"file:/sp/savepoint-periodic","trigger_timestamp":{},"latest_ack_timestamp":{}}}]}}"#,
+            if stopped { stop.as_str() } else { "" },
+            jm(STOPPED_AT - 5_000),
+            jm(STOPPED_AT - 60_000),
+            jm(STOPPED_AT - 59_000),
+        ))
+    }
+
     #[test]
-    fn only_a_completed_savepoint_triggered_since_the_stop_is_the_stops() {
-        let after = STOPPED_AT + 50;
-        let before = STOPPED_AT - 60_000;
-        let cases = vec![
+    fn the_stops_savepoint_is_told_apart_by_its_checkpoint_id_whatever_the_jobmanagers_clock() {
+        // (case, the JobManager's clock against the operator's, the stop's savepoint written)
+        for (case, skew_ms, stopped) in [
+            ("clocks agree", 0, true),
+            ("the JobManager 2 minutes ahead", 2 * 60_000, true),
+            ("the JobManager 2 minutes behind", -2 * 60_000, true),
             (
-                "the stop's savepoint, the newest of the history",
-                format!(
-                    r#"{{"history":[
-                        {{"id":9,"status":"COMPLETED","is_savepoint":true,"external_path":"file:/sp/savepoint-stop","trigger_timestamp":{after},"latest_ack_timestamp":{}}},
-                        {{"id":8,"status":"COMPLETED","is_savepoint":false,"external_path":"file:/cp/chk-8","trigger_timestamp":{after}}},
-                        {{"id":7,"status":"COMPLETED","is_savepoint":true,"external_path":"file:/sp/savepoint-old","trigger_timestamp":{before}}}]}}"#,
-                    after + 300
-                ),
-                Some(("file:/sp/savepoint-stop", after + 300)),
+                "the JobManager 2 minutes ahead, the stop's savepoint never written",
+                2 * 60_000,
+                false,
             ),
             (
-                "only in latest.savepoint (the history shows none)",
-                format!(
-                    r#"{{"latest":{{"savepoint":{{"id":9,"is_savepoint":true,"external_path":"file:/sp/savepoint-stop","trigger_timestamp":{after}}}}},"history":[]}}"#
-                ),
-                Some(("file:/sp/savepoint-stop", after)),
+                "the JobManager 2 minutes behind, the stop's savepoint never written",
+                -2 * 60_000,
+                false,
             ),
-            (
-                "a savepoint from before the stop is older state, not the stop's",
-                format!(
-                    r#"{{"latest":{{"savepoint":{{"id":7,"is_savepoint":true,"external_path":"file:/sp/savepoint-old","trigger_timestamp":{before}}}}},
-                        "history":[{{"id":7,"status":"COMPLETED","is_savepoint":true,"external_path":"file:/sp/savepoint-old","trigger_timestamp":{before}}}]}}"#
-                ),
-                None,
-            ),
-            (
-                "the stop's savepoint failed or is still in progress",
-                format!(
-                    r#"{{"history":[
-                        {{"id":10,"status":"IN_PROGRESS","is_savepoint":true,"trigger_timestamp":{after}}},
-                        {{"id":9,"status":"FAILED","is_savepoint":true,"trigger_timestamp":{after}}}]}}"#
-                ),
-                None,
-            ),
-            (
-                "a discarded one, or one without a path",
-                format!(
-                    r#"{{"history":[
-                        {{"id":10,"status":"COMPLETED","is_savepoint":true,"external_path":"file:/sp/gone","trigger_timestamp":{after},"discarded":true}},
-                        {{"id":9,"status":"COMPLETED","is_savepoint":true,"trigger_timestamp":{after}}}]}}"#
-                ),
-                None,
-            ),
-            ("no checkpoint at all", "{}".to_owned(), None),
-        ];
-        for (case, json, expected) in cases {
-            let found = savepoint_since(&statistics(&json), STOPPED_AT);
-            assert_eq!(found, expected.map(|(path, at)| (path.to_owned(), at)), "{case}");
+        ] {
+            let found = savepoint_after(&history(skew_ms, stopped), BEFORE_STOP);
+            let expected = stopped.then(|| ("file:/sp/savepoint-stop".to_owned(), 9));
+            assert_eq!(
+                found, expected,
+                "{case}: never the periodic savepoint taken before the stop"
+            );
         }
     }
 
     #[test]
-    fn a_local_savepoint_directory_is_read_and_any_other_is_not_guessed_at() {
-        let dir = std::env::temp_dir().join(format!("savepoints-{}", std::process::id()));
-        let job = JobId::from("e3bc32a1e3bc32a1e3bc32a1e3bc32a1");
-        let stop = dir.join("savepoint-e3bc32-37286e7840ff");
-        let other_job = dir.join("savepoint-0000aa-37286e7840ff");
-        let unfinished = dir.join("savepoint-e3bc32-aaaaaaaaaaaa");
-        for d in [&stop, &other_job, &unfinished] {
-            std::fs::create_dir_all(d).unwrap();
+    fn only_a_completed_savepoint_numbered_after_the_stop_was_sent_is_the_stops() {
+        let cases = vec![
+            (
+                "only in latest.savepoint (the history shows none)",
+                r#"{"latest":{"savepoint":{"id":9,"is_savepoint":true,"external_path":"file:/sp/savepoint-stop"}},"history":[]}"#,
+                Some(("file:/sp/savepoint-stop", 9)),
+            ),
+            (
+                "a savepoint numbered before the stop is older state, not the stop's",
+                r#"{"latest":{"savepoint":{"id":7,"is_savepoint":true,"external_path":"file:/sp/savepoint-old"}},
+                    "history":[{"id":8,"status":"COMPLETED","is_savepoint":true,"external_path":"file:/sp/savepoint-8"}]}"#,
+                None,
+            ),
+            (
+                "the stop's savepoint failed or is still in progress",
+                r#"{"history":[
+                    {"id":10,"status":"IN_PROGRESS","is_savepoint":true},
+                    {"id":9,"status":"FAILED","is_savepoint":true}]}"#,
+                None,
+            ),
+            (
+                "a checkpoint after the stop was sent is not a savepoint",
+                r#"{"history":[{"id":9,"status":"COMPLETED","is_savepoint":false,"external_path":"file:/cp/chk-9"}]}"#,
+                None,
+            ),
+            (
+                "a discarded one, or one without a path",
+                r#"{"history":[
+                    {"id":10,"status":"COMPLETED","is_savepoint":true,"external_path":"file:/sp/gone","discarded":true},
+                    {"id":9,"status":"COMPLETED","is_savepoint":true}]}"#,
+                None,
+            ),
+            ("no checkpoint at all", "{}", None),
+        ];
+        for (case, json, expected) in cases {
+            let found = savepoint_after(&statistics(json), BEFORE_STOP);
+            assert_eq!(found, expected.map(|(path, id)| (path.to_owned(), id)), "{case}");
         }
-        std::fs::write(stop.join("_metadata"), b"m").unwrap();
-        std::fs::write(other_job.join("_metadata"), b"m").unwrap();
-        let written = written_ms(&stop.join("_metadata")).unwrap();
-        let uri = format!("file://{}", dir.display());
+    }
 
-        let found = savepoint_in_directory(&uri, &job, written - 1_000).unwrap();
-        assert_eq!(found, Some((format!("file:{}", stop.display()), written)));
-        // Flink's own spelling of the same directory.
-        let flink = format!("file:{}", dir.display());
-        assert_eq!(
-            savepoint_in_directory(&flink, &job, written - 1_000).unwrap(),
-            found
-        );
-        // Written before the stop was recorded: older state, not the stop's.
-        assert_eq!(savepoint_in_directory(&uri, &job, written + 1_000).unwrap(), None);
+    #[test]
+    fn the_highest_checkpoint_id_counts_every_entry_and_the_restored_one() {
+        let cases = [
+            ("nothing yet", "{}", 0),
+            (
+                "a failed one after the latest completed",
+                r#"{"latest":{"completed":{"id":4}},"history":[{"id":6,"status":"FAILED"},{"id":4,"status":"COMPLETED"}]}"#,
+                6,
+            ),
+            (
+                "restored from a savepoint numbered higher than anything since",
+                r#"{"latest":{"restored":{"id":40}},"history":[]}"#,
+                40,
+            ),
+            (
+                "a savepoint in progress",
+                r#"{"latest":{"completed":{"id":3}},"history":[{"id":5,"status":"IN_PROGRESS","is_savepoint":true}]}"#,
+                5,
+            ),
+        ];
+        for (case, json, expected) in cases {
+            assert_eq!(highest_checkpoint_id(&statistics(json)), expected, "{case}");
+        }
+    }
+
+    /// A savepoint directory as Flink writes one: `_metadata` opens with the magic number,
+    /// the format version and the checkpoint id (as Flink 1.20 writes version 4 and 2.x
+    /// version 6).
+    fn write_savepoint(dir: &Path, name: &str, version: u32, checkpoint_id: i64) -> PathBuf {
+        let savepoint = dir.join(name);
+        std::fs::create_dir_all(&savepoint).unwrap();
+        let mut metadata = Vec::new();
+        metadata.extend_from_slice(&METADATA_MAGIC);
+        metadata.extend_from_slice(&version.to_be_bytes());
+        metadata.extend_from_slice(&checkpoint_id.to_be_bytes());
+        metadata.extend_from_slice(&[0, 0, 0, 0]);
+        std::fs::write(savepoint.join("_metadata"), metadata).unwrap();
+        savepoint
+    }
+
+    /// Sets a file's modification time to `ms` (epoch milliseconds), as a storage whose clock
+    /// is off from the operator's would have written it.
+    fn written_at(file: &Path, ms: i64) {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap());
+        std::fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_modified(at)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_local_savepoint_directory_is_read_by_checkpoint_ids_whatever_the_storages_clock() {
+        let job = JobId::from("e3bc32a1e3bc32a1e3bc32a1e3bc32a1");
+        // (case, the storage's clock against the operator's)
+        for (case, skew_ms) in [
+            ("clocks agree", 0),
+            ("storage ahead", 120_000),
+            ("storage behind", -120_000),
+        ] {
+            let dir = std::env::temp_dir().join(format!("savepoints-{}-{skew_ms}", std::process::id()));
+            let periodic = write_savepoint(&dir, "savepoint-e3bc32-111111111111", 4, 7);
+            let stop = write_savepoint(&dir, "savepoint-e3bc32-37286e7840ff", 6, 9);
+            // An earlier run of the same job id, restored from an older savepoint since,
+            // numbered higher than the stop's.
+            let earlier_run = write_savepoint(&dir, "savepoint-e3bc32-999999999999", 6, 30);
+            let other_job = write_savepoint(&dir, "savepoint-0000aa-37286e7840ff", 6, 10);
+            let unfinished = dir.join("savepoint-e3bc32-aaaaaaaaaaaa");
+            std::fs::create_dir_all(&unfinished).unwrap();
+            std::fs::write(dir.join("savepoint-e3bc32-bbbbbbbbbbbb"), b"not a directory").unwrap();
+            let not_flinks = dir.join("savepoint-e3bc32-cccccccccccc");
+            std::fs::create_dir_all(&not_flinks).unwrap();
+            std::fs::write(not_flinks.join("_metadata"), b"garbage that is long enough").unwrap();
+            written_at(&periodic.join("_metadata"), STOPPED_AT - 60_000 + skew_ms);
+            written_at(&stop.join("_metadata"), STOPPED_AT + 300 + skew_ms);
+            written_at(&earlier_run.join("_metadata"), STOPPED_AT - 86_400_000 + skew_ms);
+            written_at(&other_job.join("_metadata"), STOPPED_AT + 200 + skew_ms);
+            let uri = format!("file://{}", dir.display());
+
+            let found = savepoint_in_directory(&uri, &job, BEFORE_STOP).unwrap();
+            assert_eq!(found, Some((format!("file:{}", stop.display()), 9)), "{case}");
+            // Flink's own spelling of the same directory.
+            let flink = format!("file:{}", dir.display());
+            assert_eq!(
+                savepoint_in_directory(&flink, &job, BEFORE_STOP).unwrap(),
+                found,
+                "{case}"
+            );
+            // Nothing numbered above the recorded id: nothing found, however recent.
+            assert_eq!(
+                savepoint_in_directory(&uri, &job, 30).unwrap(),
+                None,
+                "{case}: nothing numbered after the stop"
+            );
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
 
         for (dir, why) in [
             ("s3://bucket/savepoints", "is not a local file: path"),
@@ -501,6 +651,5 @@ mod tests {
             let error = savepoint_in_directory(dir, &job, 0).unwrap_err();
             assert!(error.contains(dir) && error.contains(why), "{dir}: {error}");
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -151,8 +151,13 @@ trait Kind {
 }
 
 fn observed(look: &Look) -> Option<JobObservation> {
-    look.state
-        .map(|s| JobObservation::found(s, Some(NOW - look.started_ago)))
+    look.state.map(|s| {
+        let mut found = JobObservation::found(s, Some(NOW - look.started_ago));
+        if let JobObservation::Found { checkpoint_id, .. } = &mut found {
+            *checkpoint_id = look.checkpoint_id;
+        }
+        found
+    })
 }
 
 fn recorded_job(status: &mut impl LifecycleStatus) -> Value {
@@ -831,6 +836,7 @@ fn a_failed_job_says_why() {
             start_time: Some(NOW - 60_000),
             all_tasks_running: false,
             failure: Some("java.lang.ArithmeticException: / by zero".into()),
+            checkpoint_id: None,
         };
         // The failure cause comes with the observation of a FAILED job.
         let (outcome, next) = match kind {
@@ -944,7 +950,7 @@ fn forgotten(poll: SavepointPoll, late: Option<LateSavepoint>) -> Look {
 fn found_late() -> Option<LateSavepoint> {
     Some(LateSavepoint::Found {
         path: "file:/sp/savepoint-late".into(),
-        completed_ms: NOW - 10 * 60_000,
+        checkpoint_id: 12,
         place: "the checkpoint history of job job-1".into(),
     })
 }
@@ -1473,6 +1479,7 @@ fn with_snapshot_resources_an_upgrade_savepoint_becomes_an_upgrade_resource_befo
             trigger_type: SnapshotTriggerType::Upgrade,
             at_ms: NOW,
             existing_path: Some("file:/sp/upgrade".into()),
+            completed_ms: Some(NOW),
             dispose_on_delete: false,
         };
         assert_eq!(
@@ -1685,12 +1692,14 @@ mod steps;
 #[path = "scenarios/restores.rs"]
 mod restores;
 
+#[path = "scenarios/retention.rs"]
+mod retention;
+
 #[path = "scenarios/snapshots.rs"]
 mod snapshots;
 
 #[path = "scenarios/rescale.rs"]
 mod rescale;
 
-#[path = "scenarios/retention.rs"]
-mod retention;
-
+#[path = "scenarios/recorded_times.rs"]
+mod recorded_times;

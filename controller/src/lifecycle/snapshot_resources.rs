@@ -88,6 +88,10 @@ pub struct NewSnapshot {
     pub at_ms: i64,
     /// An existing savepoint it records (`alreadyExists`), for an upgrade's.
     pub existing_path: Option<String>,
+    /// When that existing savepoint completed (epoch ms), stated on the resource
+    /// ([`keys::annotations::SAVEPOINT_COMPLETED_AT`]) so that the FlinkStateSnapshot loop
+    /// records it as its `resultTimestamp`; None: not known, and the resource says none.
+    pub completed_ms: Option<i64>,
     /// `savepoint.disposeOnDelete` (`kubernetes.operator.savepoint.dispose-on-delete`).
     pub dispose_on_delete: bool,
 }
@@ -125,16 +129,20 @@ pub fn unrecorded(job: &JobStatus, dispose_on_delete: bool) -> Vec<NewSnapshot> 
         && info.trigger_id.is_none()
         && let (Some(trigger_type), Some(at_ms)) = (info.trigger_type, info.trigger_timestamp)
     {
-        // An upgrade's savepoint is the one just recorded as the last.
-        let existing_path = (trigger_type == SnapshotTriggerType::Upgrade)
-            .then(|| info.last_savepoint.as_ref().and_then(|s| s.location.clone()))
-            .flatten();
+        // An upgrade's savepoint is the one just recorded as the last, with its time.
+        let existing = (trigger_type == SnapshotTriggerType::Upgrade)
+            .then_some(info.last_savepoint.as_ref())
+            .flatten()
+            .filter(|s| s.location.is_some());
+        let existing_path = existing.and_then(|s| s.location.clone());
+        let completed_ms = existing.and_then(|s| s.time_stamp);
         if trigger_type != SnapshotTriggerType::Upgrade || existing_path.is_some() {
             wanted.push(NewSnapshot {
                 kind: Snapshot::Savepoint,
                 trigger_type,
                 at_ms,
                 existing_path,
+                completed_ms,
                 dispose_on_delete,
             });
         }
@@ -148,6 +156,7 @@ pub fn unrecorded(job: &JobStatus, dispose_on_delete: bool) -> Vec<NewSnapshot> 
             trigger_type,
             at_ms,
             existing_path: None,
+            completed_ms: None,
             dispose_on_delete,
         });
     }
@@ -365,7 +374,7 @@ where
     Some(kube::runtime::reflector::ObjectRef::new(name).within(&snapshot.namespace().unwrap_or_default()))
 }
 
-fn job_snapshot(snapshot: &FlinkStateSnapshot) -> Option<JobSnapshot> {
+pub(crate) fn job_snapshot(snapshot: &FlinkStateSnapshot) -> Option<JobSnapshot> {
     let kind = match snapshot.spec.snapshot_type()? {
         SnapshotType::Savepoint => Snapshot::Savepoint,
         SnapshotType::Checkpoint => Snapshot::Checkpoint,

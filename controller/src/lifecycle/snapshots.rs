@@ -81,6 +81,9 @@ pub fn clear_trigger(job: &mut JobStatus, kind: Snapshot) {
     if present {
         let (id, trigger_type, at) = trigger_fields(job, kind);
         (*id, *trigger_type, *at) = (None, None, None);
+        if let (Snapshot::Savepoint, Some(info)) = (kind, job.savepoint_info.as_mut()) {
+            info.checkpoint_id_at_trigger = None;
+        }
     }
 }
 
@@ -266,6 +269,7 @@ pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
             trigger_type,
             at_ms: facts.now_ms,
             existing_path: None,
+            completed_ms: None,
             dispose_on_delete: kind == Snapshot::Savepoint && facts.policy.dispose_on_delete,
         };
         if trigger_type == SnapshotTriggerType::Periodic && kind == Snapshot::Savepoint {

@@ -7,6 +7,7 @@ use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTrig
 
 use super::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    job::JobObservation,
     poll::{LateSavepoint, SavepointPoll},
     restore::{Kind, RestorableState},
     savepoint_history,
@@ -128,9 +129,15 @@ pub fn under_way(status: &impl LifecycleStatus, what: &str) -> String {
 }
 
 /// Records a fresh trigger id for a stop-with-savepoint (of a change or a deletion) before
-/// the stop is sent; returns it.
+/// the stop is sent, with the highest checkpoint id the job shows now (by which its
+/// savepoint is found if the JobManager forgets the stop, see [`crate::lifecycle::poll`]);
+/// returns it.
 pub fn record_trigger(status: &mut impl LifecycleStatus, facts: &Facts) -> String {
     let trigger_id = facts.fresh_trigger_id.to_owned();
+    let checkpoint_id = match facts.job {
+        Some(JobObservation::Found { checkpoint_id, .. }) => *checkpoint_id,
+        _ => None,
+    };
     let info = status
         .job_status_mut()
         .savepoint_info
@@ -138,6 +145,7 @@ pub fn record_trigger(status: &mut impl LifecycleStatus, facts: &Facts) -> Strin
     info.trigger_id = Some(trigger_id.clone());
     info.trigger_type = Some(SnapshotTriggerType::Upgrade);
     info.trigger_timestamp = Some(facts.now_ms);
+    info.checkpoint_id_at_trigger = checkpoint_id;
     trigger_id
 }
 
@@ -173,8 +181,16 @@ pub fn follow<A: From<JobAction>>(
         Some(_) => facts.running(),
         None => status.job_status().is_some_and(|j| j.is_running()),
     };
-    if let Some((path, completed_ms, place)) = late_savepoint(facts).filter(|_| !running) {
-        record_savepoint(status, path, facts, out);
+    if let Some((path, _, place)) = late_savepoint(facts).filter(|_| !running) {
+        // When it completed is known only as Flink's or the storage's clock tells it: it is
+        // taken as the time the stop was sent (the operator's clock, as every age it is
+        // compared with), which it cannot be older than.
+        let sent_ms = status
+            .job_status()
+            .and_then(|j| j.savepoint_info.as_ref())
+            .and_then(|i| i.trigger_timestamp)
+            .unwrap_or(facts.now_ms);
+        record_savepoint_at(status, path, sent_ms, facts, out);
         if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
             info.upgrade_retry = None;
         }
@@ -187,7 +203,7 @@ pub fn follow<A: From<JobAction>>(
         return Stopped::Completed(RestorableState {
             kind: Kind::Savepoint,
             path: path.to_owned(),
-            timestamp_ms: Some(completed_ms),
+            timestamp_ms: Some(sent_ms),
         });
     }
     let not_found = match facts.late_savepoint {
@@ -292,17 +308,17 @@ pub fn follow<A: From<JobAction>>(
 }
 
 /// The savepoint of the recorded stop found after the JobManager forgot the stop (its
-/// path, when it completed, where it was found), while the poll says it forgot it.
+/// path, its checkpoint id, where it was found), while the poll says it forgot it.
 pub fn late_savepoint<'a>(facts: &Facts<'a>) -> Option<(&'a str, i64, &'a str)> {
     match (facts.savepoint, facts.late_savepoint) {
         (
             Some(SavepointPoll::UnknownTrigger | SavepointPoll::JobGone(_)),
             Some(LateSavepoint::Found {
                 path,
-                completed_ms,
+                checkpoint_id,
                 place,
             }),
-        ) => Some((path.as_str(), *completed_ms, place.as_str())),
+        ) => Some((path.as_str(), *checkpoint_id, place.as_str())),
         _ => None,
     }
 }
@@ -318,11 +334,22 @@ pub fn record_savepoint<A: From<JobAction>>(
     facts: &Facts,
     out: &mut Out<A>,
 ) {
+    record_savepoint_at(status, path, facts.now_ms, facts, out);
+}
+
+/// [`record_savepoint`], of a savepoint completed at `completed_ms`.
+pub fn record_savepoint_at<A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
+    path: &str,
+    completed_ms: i64,
+    facts: &Facts,
+    out: &mut Out<A>,
+) {
     let job = status.job_status_mut();
     clear_trigger(job, Snapshot::Savepoint);
     job.upgrade_savepoint_path = Some(path.to_owned());
     let savepoint = Savepoint {
-        time_stamp: Some(facts.now_ms),
+        time_stamp: Some(completed_ms),
         location: Some(path.to_owned()),
         trigger_type: Some(SnapshotTriggerType::Upgrade),
         ..Default::default()
@@ -339,6 +366,7 @@ pub fn record_savepoint<A: From<JobAction>>(
         trigger_type: SnapshotTriggerType::Upgrade,
         at_ms: facts.now_ms,
         existing_path: Some(path.to_owned()),
+        completed_ms: Some(completed_ms),
         dispose_on_delete: facts.policy.dispose_on_delete,
     };
     snapshot_resources::mark(job, &new);

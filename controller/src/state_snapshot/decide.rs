@@ -357,12 +357,24 @@ fn pending(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision) {
         .filter(|s| s.already_exists == Some(true))
         .and_then(|s| s.path.clone())
     {
-        d.status.trigger_timestamp = Some(timestamp(o.now_ms));
-        d.events.push(EventNote::normal(
-            Reason::SavepointCompleted,
-            format!("Recorded the existing savepoint {path}"),
-        ));
+        // Nothing is triggered, and the savepoint is as old as Flink made it, not as the
+        // record: its time is the one stated with it, or unknown (see `recorded_time`).
+        let completed_ms = recorded_time(snapshot, o.now_ms);
+        let note = match &completed_ms {
+            Ok(at) => format!(
+                "Recorded the existing savepoint {path}, completed at {}",
+                timestamp(*at)
+            ),
+            Err(why) => format!(
+                "Recorded the existing savepoint {path}; {why}, so its age is unknown: a job restores it \
+                 only when it has no other checkpoint or savepoint of known time, never under \
+                 kubernetes.operator.job.restore.max-state-age, and always when named in \
+                 spec.job.initialSavepointPath"
+            ),
+        };
+        d.events.push(EventNote::normal(Reason::SavepointCompleted, note));
         complete(d, Some(path), o.now_ms);
+        d.status.result_timestamp = completed_ms.ok().map(timestamp);
         return;
     }
     let (job_id, job) = match reach(&o.target) {
@@ -390,6 +402,29 @@ fn pending(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision) {
         return;
     }
     trigger(spec, o, job_id, job, d);
+}
+
+/// When the savepoint a snapshot records (`alreadyExists`) was completed: the time stated in
+/// its [`keys::annotations::SAVEPOINT_COMPLETED_AT`] (set by the operator on the savepoints it
+/// records, or by the user), never the time it is recorded. Flink's savepoints are on the
+/// job's storage, which the operator has no access to in general, so their `_metadata` is
+/// not read. Otherwise why the time is unknown.
+fn recorded_time(snapshot: &FlinkStateSnapshot, now_ms: i64) -> Result<i64, String> {
+    let key = keys::annotations::SAVEPOINT_COMPLETED_AT;
+    let Some(stated) = snapshot.annotations().get(key) else {
+        return Err(format!("no time is stated for it (annotation {key})"));
+    };
+    let Some(at) = millis(stated) else {
+        return Err(format!(
+            "its annotation {key} is not an RFC 3339 time ({stated:?})"
+        ));
+    };
+    if at > now_ms {
+        return Err(format!(
+            "its annotation {key} ({stated}) is later than now: a savepoint is not completed after it is recorded"
+        ));
+    }
+    Ok(at)
 }
 
 /// When a failed snapshot is tried again, if it failed before.

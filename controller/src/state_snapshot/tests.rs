@@ -574,8 +574,9 @@ fn outcomes_record_path_error_and_timestamps_as_the_apache_operator_does() {
         &observation(Target::Unreferenced),
     );
     assert_eq!(recorded.status.path.as_deref(), Some("file:/sp/savepoint-1"));
-    assert_eq!(recorded.status.trigger_timestamp, Some(timestamp(NOW)));
-    assert_eq!(recorded.status.result_timestamp, Some(timestamp(NOW)));
+    // Nothing was triggered, and no time is stated for the savepoint: none is lent to it.
+    assert_eq!(recorded.status.trigger_timestamp, None);
+    assert_eq!(recorded.status.result_timestamp, None);
     assert_eq!(recorded.status.trigger_id, None);
 
     let abandoned = decide(

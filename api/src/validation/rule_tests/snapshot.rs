@@ -190,6 +190,58 @@ fn the_lookup_is_asked_only_for_a_same_namespace_reference() {
     );
 }
 
+#[test]
+fn the_time_of_a_recorded_savepoint_is_an_rfc_3339_time_on_a_recorded_savepoint_only() {
+    let key = crate::keys::annotations::SAVEPOINT_COMPLETED_AT;
+    let field = format!("metadata.annotations[{key}]");
+    let recorded = |at: &str| {
+        let mut snapshot = with(&[("spec/savepoint/alreadyExists", json!(true))]);
+        snapshot
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(key.to_owned(), at.to_owned());
+        snapshot
+    };
+    // (case, the snapshot, part of the refusal or None)
+    let cases = [
+        ("a time", recorded("2026-01-31T12:00:00Z"), None),
+        ("with an offset", recorded("2026-01-31T13:00:00.250+01:00"), None),
+        (
+            "not a time",
+            recorded("last tuesday"),
+            Some(
+                r#"must be an RFC 3339 time such as 2026-01-31T12:00:00Z, when Flink completed the savepoint (got "last tuesday")"#,
+            ),
+        ),
+        (
+            "epoch milliseconds",
+            recorded("1769860800000"),
+            Some("must be an RFC 3339 time"),
+        ),
+        (
+            "a triggered savepoint",
+            {
+                let mut snapshot = recorded("2026-01-31T12:00:00Z");
+                snapshot.spec.savepoint.as_mut().unwrap().already_exists = Some(false);
+                snapshot
+            },
+            Some("is only read on a snapshot that records an existing savepoint"),
+        ),
+    ];
+    for (case, snapshot, refusal) in cases {
+        let found = validate(&snapshot, None, "team-a", &SnapshotTarget::Found);
+        match refusal {
+            None => assert_eq!(found, vec![], "{case}"),
+            Some(part) => {
+                assert_eq!(found.len(), 1, "{case}: {found:?}");
+                assert_eq!(found[0].field, field, "{case}");
+                assert!(found[0].reason.contains(part), "{case}: {}", found[0].reason);
+            }
+        }
+    }
+}
+
 const KIND: &str = crate::keys::kinds::FLINK_STATE_SNAPSHOT;
 
 /// The snapshot rules are all in the table above.

@@ -581,6 +581,7 @@ fn a_savepoint_waits_until_all_tasks_of_the_job_run() {
         start_time: Some(NOW - 1000),
         all_tasks_running: false,
         failure: None,
+        checkpoint_id: None,
     });
     let changed_fd = |status| with_generation(fd(changed("savepoint"), Some(status), true, false), 2);
     let plan = decide(&changed_fd(running()), &obs(ready_jm(), deploying.clone()));
@@ -2174,6 +2175,7 @@ fn a_failed_job_says_why_in_status_the_conditions_and_an_event() {
             start_time: Some(NOW - 1000),
             all_tasks_running: false,
             failure: failure.map(str::to_owned),
+            checkpoint_id: None,
         })
     };
     let plan = decide(

@@ -350,6 +350,7 @@ fn a_resource_to_create_is_marked_by_its_name_parts_and_found_again_until_unmark
         trigger_type: Trigger::Periodic,
         at_ms: NOW,
         existing_path: None,
+        completed_ms: None,
         dispose_on_delete: true,
     };
     let manual_checkpoint = NewSnapshot {
@@ -357,6 +358,7 @@ fn a_resource_to_create_is_marked_by_its_name_parts_and_found_again_until_unmark
         trigger_type: Trigger::Manual,
         at_ms: NOW + 1,
         existing_path: None,
+        completed_ms: None,
         dispose_on_delete: true,
     };
     mark(&mut job, &periodic);
@@ -373,18 +375,20 @@ fn a_resource_to_create_is_marked_by_its_name_parts_and_found_again_until_unmark
     unmark(&mut job);
     assert_eq!(unrecorded(&job, true), vec![]);
 
-    // An upgrade's records the last savepoint, the one its stop took.
+    // An upgrade's records the last savepoint, the one its stop took, with its time.
     let upgrade = NewSnapshot {
         kind: Snapshot::Savepoint,
         trigger_type: Trigger::Upgrade,
         at_ms: NOW,
         existing_path: Some("file:///sp/up".into()),
+        completed_ms: Some(NOW - 1_000),
         dispose_on_delete: false,
     };
     job.savepoint_info
         .get_or_insert_with(Default::default)
         .last_savepoint = Some(Savepoint {
         location: Some("file:///sp/up".into()),
+        time_stamp: Some(NOW - 1_000),
         ..Default::default()
     });
     mark(&mut job, &upgrade);
