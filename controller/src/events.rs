@@ -96,6 +96,8 @@ reasons! {
     SavepointNotDisposed,
     /// A restore uses the newest state found (checkpoint or savepoint), named in the note.
     StateFound,
+    /// A deleted job's latest checkpoint or savepoint was recorded before what pointed at it went (a FlinkStateSnapshot owned by nobody, where snapshot resources are used); the note names the path to start a new resource from.
+    StateRecorded,
     /// What the job needs is not there (its JobManager Deployment, its job in the cluster).
     Missing,
     /// The JobManager Deployment does not run (crash loop, image, configuration).

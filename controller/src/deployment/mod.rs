@@ -5,6 +5,7 @@
 
 pub mod act;
 pub mod decide;
+pub mod ha_checkpoint;
 pub mod health;
 pub mod observe;
 

@@ -166,6 +166,18 @@ pub async fn observe(
         Some(look) => Some(look.is_some_and(|l| l.checkpoint)),
         None => Some(ha_holds_a_checkpoint(caches, &namespace, &name)),
     };
+    // The deletion records the state the job leaves before its HA metadata goes: read once
+    // nothing of the cluster is left to write a later checkpoint.
+    let ha_latest_checkpoint = if fd.metadata.deletion_timestamp.is_some()
+        && fd.spec.job.is_some()
+        && !cluster_exists
+        && job_manager_pods.is_empty()
+        && ha_metadata
+    {
+        latest_ha_checkpoint(ctx, caches, fd, &config).await
+    } else {
+        None
+    };
 
     let validation = ctx.validation();
     let violations = validation
@@ -217,6 +229,7 @@ pub async fn observe(
         on_cancel,
         health,
         ha_checkpoint,
+        ha_latest_checkpoint,
         unanswered_before,
         policy,
         snapshots,
@@ -555,6 +568,47 @@ async fn zookeeper_ha(
             (source, Some(None))
         }
     }
+}
+
+/// The path of the checkpoint the cluster's Kubernetes HA ConfigMaps point at last (see
+/// [`super::ha_checkpoint`]), as the API server has them now (the cache may not hold the
+/// JobManager's last write yet; it is read when the API server cannot be).
+async fn latest_ha_checkpoint(
+    ctx: &Context,
+    caches: &Caches,
+    fd: &FlinkDeployment,
+    config: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let name = fd.name_any();
+    let namespace = fd.namespace().unwrap_or_default();
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    let selector = crate::caches::ha::selector(Some(&name));
+    let listed: Vec<ConfigMap> = match api.list(&kube::api::ListParams::default().labels(&selector)).await {
+        Ok(list) => list.items,
+        Err(error) => {
+            tracing::warn!(%error, "listing the HA ConfigMaps failed; reading them from the cache");
+            caches
+                .ha_config_maps_of(&namespace, &name)
+                .iter()
+                .map(|cm| (**cm).clone())
+                .collect()
+        }
+    };
+    let dir = flink_operator_api::keys::flink::CHECKPOINT_DIR_KEYS
+        .iter()
+        .find_map(|key| config.get(*key))
+        .map(String::as_str);
+    let job_id = fd
+        .status
+        .as_ref()
+        .and_then(|s| s.job_status.as_ref())
+        .and_then(|j| j.job_id.as_deref());
+    let maps = listed.iter().map(|cm| {
+        let keys = cm.data.iter().flatten().map(|(key, _)| key.as_str());
+        (cm.metadata.name.as_deref().unwrap_or_default(), keys)
+    });
+    super::ha_checkpoint::path(&name, maps, job_id, dir)
 }
 
 /// Whether the cluster's Kubernetes HA ConfigMaps point at a completed checkpoint (Flink

@@ -7,11 +7,26 @@
 //! anything that could lose it is torn down. A failed savepoint of a job that still runs
 //! is tried again: the user asked for its state to be kept; to delete without it, they
 //! set the key to false.
+//!
+//! Whatever ends the job, a stateful one (`last-state` or `savepoint` upgrade mode) leaves
+//! its latest state behind on storage, and its resource's status (and, for an application
+//! cluster, its high-availability metadata) is the only pointer to it. Before those go, the
+//! deletion records it ([`left_state`]): an UPGRADE FlinkStateSnapshot with
+//! `savepoint.alreadyExists` and its path (a retained checkpoint is recorded so too: the CRD's
+//! checkpoint spec cannot name an existing one), with no owner so that it outlives the
+//! resource, named after the deletion's time so that a retried deletion names the same one,
+//! and a Normal Event with the path; a resource created next with that path as
+//! `spec.job.initialSavepointPath` starts from it.
 
-use flink_operator_api::common::JobSpec;
+use flink_operator_api::common::{JobSpec, JobStatus, SnapshotTriggerType, UpgradeMode};
 
 use super::{
-    Facts, JobAction, LifecycleStatus, Out, Snapshot, poll::SavepointPoll, snapshots::clear_trigger, stop,
+    Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    poll::SavepointPoll,
+    restore::{self, RestorableState},
+    snapshot_resources::{self, JobSnapshot, NewSnapshot},
+    snapshots::clear_trigger,
+    stop,
 };
 use crate::{events::Reason, policy::Policy, runtime::EventNote};
 
@@ -108,3 +123,114 @@ pub fn follow<A: From<JobAction>>(
         }
     }
 }
+
+/// What a deletion knows of the state a job leaves (see the module doc).
+#[derive(Debug, Clone)]
+pub struct Leaving<'a> {
+    /// The resource's name (its snapshot resources are named after it).
+    pub resource: &'a str,
+    pub job: Option<&'a JobSpec>,
+    /// The job's status as stored.
+    pub status: Option<&'a JobStatus>,
+    /// The job's FlinkStateSnapshot resources.
+    pub snapshots: &'a [JobSnapshot],
+    /// The checkpoint that what ran the job points at last (an application cluster's HA
+    /// metadata, read once its JobManager has exited, so that no later checkpoint subsumes
+    /// it); it is newer than anything in status.
+    pub last_checkpoint: Option<RestorableState>,
+    /// The job's latest completed checkpoint as its JobManager reported it, with its time: it
+    /// is recorded when it is newer than what status names (a session job's, once it was
+    /// cancelled and its retained checkpoint is its last state).
+    pub latest_checkpoint: Option<RestorableState>,
+    /// When the resource's deletion was asked for (epoch ms): the record's name.
+    pub deleted_ms: i64,
+    /// Whether the job's snapshots are FlinkStateSnapshot resources.
+    pub snapshot_resources: bool,
+}
+
+/// What a deletion records of the state a job leaves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeftState {
+    pub state: RestorableState,
+    /// The FlinkStateSnapshot that records it, and its name (none without snapshot
+    /// resources: the Event is then the only record).
+    pub snapshot: Option<(String, NewSnapshot)>,
+}
+
+/// The state a deleted job leaves, to record before its pointers go: `None` for a stateless
+/// job (or a session cluster), one that left no state, or one whose state a snapshot resource
+/// records already (this deletion's own record after a retry, or the deletion savepoint's).
+pub fn left_state(leaving: &Leaving) -> Option<LeftState> {
+    let mode = leaving.job?.upgrade_mode_or_default();
+    if mode == UpgradeMode::Stateless {
+        return None;
+    }
+    let stored = leaving.status.cloned().unwrap_or_default();
+    let view = snapshot_resources::view(&stored, leaving.snapshots);
+    let state = leaving
+        .last_checkpoint
+        .clone()
+        .or_else(|| restore::newest(&view, leaving.latest_checkpoint.clone()))
+        .filter(|s| !s.path.trim().is_empty())?;
+    let recorded = leaving
+        .snapshots
+        .iter()
+        .any(|s| !s.deleting && s.path.as_deref() == Some(state.path.as_str()));
+    // A deletion savepoint recorded with snapshot resources was created as an UPGRADE one.
+    let stopped_with_it = stored
+        .savepoint_info
+        .as_ref()
+        .and_then(|i| i.last_savepoint.as_ref())
+        .is_some_and(|s| {
+            s.location.as_deref() == Some(state.path.as_str())
+                && s.trigger_type == Some(SnapshotTriggerType::Upgrade)
+        });
+    if recorded || (leaving.snapshot_resources && stopped_with_it) {
+        return None;
+    }
+    let snapshot = leaving.snapshot_resources.then(|| {
+        let new = NewSnapshot {
+            kind: Snapshot::Savepoint,
+            trigger_type: SnapshotTriggerType::Upgrade,
+            at_ms: leaving.deleted_ms,
+            existing_path: Some(state.path.clone()),
+            completed_ms: state.timestamp_ms,
+            // Its files are the user's to keep or drop: deleting the record leaves them.
+            dispose_on_delete: false,
+        };
+        (new.name(leaving.resource), new)
+    });
+    Some(LeftState { state, snapshot })
+}
+
+/// Records `left` in `status` (the state the next job would start from) and asks for its
+/// snapshot resource, with a Normal Event naming the path; write the status before what
+/// points at the state goes.
+pub fn record_left_state<A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
+    left: LeftState,
+    out: &mut Out<A>,
+) {
+    restore::record(status.job_status_mut(), Some(&left.state));
+    let what = left.state.describe();
+    let note = match left.snapshot {
+        Some((name, new)) => {
+            out.act(JobAction::CreateSnapshot(new));
+            format!(
+                "The deletion leaves the job's state in {what}: recorded as FlinkStateSnapshot {name}, which no resource owns \
+                 and which outlives this one; a resource created with spec.job.initialSavepointPath {} starts from it",
+                left.state.path
+            )
+        }
+        None => format!(
+            "The deletion leaves the job's state in {what} (recorded by this Event only: snapshot resources are off); \
+             a resource created with spec.job.initialSavepointPath {} starts from it",
+            left.state.path
+        ),
+    };
+    out.event(EventNote::normal(Reason::StateRecorded, note));
+}
+
+#[cfg(test)]
+#[path = "deletion/tests.rs"]
+mod tests;

@@ -1,9 +1,16 @@
 //! Deleting a FlinkDeployment, once the shared lifecycle has stopped its running job with a
 //! savepoint where the settings say so ([`crate::lifecycle::machine`]): the cluster is
 //! deleted (a session cluster only once no session job uses it), its high-availability
-//! metadata once its JobManager has exited, and the finalizer removed.
+//! metadata once its JobManager has exited (the latest state the job leaves recorded first),
+//! and the finalizer removed.
 
-use crate::events::Reason;
+use crate::{
+    events::Reason,
+    lifecycle::{
+        deletion::{Leaving, left_state, record_left_state as record_left_state_in},
+        restore::{Kind, RestorableState},
+    },
+};
 
 use super::{Action, Decision, EventNote, FAST, Plan, phase};
 
@@ -52,11 +59,53 @@ pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
     if let Some(plan) = super::cleanup::wait_for_job_manager_exit(&mut d) {
         return plan;
     }
+    // Before the HA metadata goes, the state the job leaves is recorded: that metadata and
+    // this status are the only pointers to it.
+    let recorded = record_left_state(&mut d);
     if d.obs.ha_metadata {
         d.actions.push(Action::DeleteHaMetadata);
     }
     if has_finalizer {
         d.actions.push(Action::RemoveFinalizer);
     }
+    if recorded {
+        // The path in status before the metadata is deleted.
+        return d.record_then(FAST);
+    }
     d.done(FAST)
+}
+
+/// Records the latest state the job leaves (the checkpoint its HA metadata points at last,
+/// else the newest state its status names; see [`crate::lifecycle::deletion::left_state`]).
+/// Whether there was one to record.
+fn record_left_state(d: &mut Decision) -> bool {
+    let deleted_ms =
+        d.fd.metadata
+            .deletion_timestamp
+            .as_ref()
+            .map_or(d.obs.now_ms, |t| t.0.as_millisecond());
+    let name = d.fd.metadata.name.clone().unwrap_or_default();
+    let job = d.status.job_status.clone();
+    let last_checkpoint = d.obs.ha_latest_checkpoint.clone().map(|path| RestorableState {
+        kind: Kind::Checkpoint,
+        path,
+        timestamp_ms: None,
+    });
+    let leaving = Leaving {
+        resource: &name,
+        job: d.fd.spec.job.as_ref(),
+        status: job.as_ref(),
+        snapshots: &d.obs.snapshots,
+        last_checkpoint,
+        // Read after the JobManager exited, the HA metadata's is the latest.
+        latest_checkpoint: None,
+        deleted_ms,
+        snapshot_resources: d.obs.policy.snapshot_resources,
+    };
+    let Some(left) = left_state(&leaving) else {
+        return false;
+    };
+    let (status, mut out) = d.parts();
+    record_left_state_in(status, left, &mut out);
+    true
 }

@@ -51,10 +51,11 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         late_savepoint: None,
         checkpoint: None,
         ha_checkpoint: None,
+        ha_latest_checkpoint: None,
         latest_checkpoint: None,
-        health: None,
         // As the operator deploys every job: its checkpoints outlive a cancellation.
         on_cancel: crate::lifecycle::retention::OnCancel::Retained,
+        health: None,
         unanswered_before: false,
         policy: Policy::status_only(),
         revisions: None,
@@ -412,6 +413,89 @@ fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     let plan = decide(&deleting, &without_ha(false));
     assert_eq!(plan.actions, [Action::RemoveFinalizer]);
+}
+
+/// Point 5 of the state review: deleting a last-state deployment deleted its HA metadata,
+/// the only pointer to its latest checkpoint, and recorded nothing.
+#[test]
+fn a_deleted_last_state_deployment_records_its_latest_checkpoint_before_its_ha_metadata_goes() {
+    const CHECKPOINT: &str = "s3://cp/a1b2c3d4e5f60718293a4b5c6d7e8f90/chk-42";
+    let mut spec = app_spec();
+    spec["job"]["upgradeMode"] = json!("last-state");
+    let deleting = fd(spec, Some(running()), true, true);
+    let exited = Observation {
+        ha_latest_checkpoint: Some(CHECKPOINT.to_owned()),
+        policy: Policy::default(),
+        ..cluster_gone(false, 2_000)
+    };
+    let plan = decide(&deleting, &exited);
+    let deleted_ms = deleting
+        .metadata
+        .deletion_timestamp
+        .as_ref()
+        .expect("deleting")
+        .0
+        .as_millisecond();
+    let name = format!("basic-savepoint-upgrade-{deleted_ms}");
+    match &plan.actions[..] {
+        [
+            Action::Job(JobAction::CreateSnapshot(new)),
+            Action::DeleteHaMetadata,
+            Action::RemoveFinalizer,
+        ] => {
+            assert_eq!(new.existing_path.as_deref(), Some(CHECKPOINT));
+            assert_eq!(new.name("basic"), name);
+            assert!(!new.dispose_on_delete);
+        }
+        actions => panic!("the record first, then the metadata: {actions:?}"),
+    }
+    let before = plan
+        .status_before
+        .as_ref()
+        .expect("the path written before the metadata goes");
+    assert_eq!(
+        before
+            .job_status
+            .as_ref()
+            .and_then(|j| j.upgrade_savepoint_path.as_deref()),
+        Some(CHECKPOINT)
+    );
+    let event = plan
+        .events
+        .iter()
+        .find(|e| e.reason == Reason::StateRecorded)
+        .expect("an Event with the path");
+    assert!(!event.warning);
+    assert!(
+        event.note.contains(CHECKPOINT) && event.note.contains(&name),
+        "{}",
+        event.note
+    );
+
+    // A retried deletion (the metadata's deletion failed): the record exists, no second.
+    let retried = Observation {
+        snapshots: vec![crate::lifecycle::snapshot_resources::JobSnapshot {
+            name: name.clone(),
+            kind: crate::lifecycle::Snapshot::Savepoint,
+            trigger_type: flink_operator_api::common::SnapshotTriggerType::Upgrade,
+            state: crate::lifecycle::snapshot_resources::SnapshotState::TriggerPending,
+            path: Some(CHECKPOINT.to_owned()),
+            created_ms: deleted_ms,
+            result_ms: None,
+            failures: 0,
+            deleting: false,
+            disposes: false,
+        }],
+        ..exited.clone()
+    };
+    let plan = decide(&deleting, &retried);
+    assert_eq!(plan.actions, [Action::DeleteHaMetadata, Action::RemoveFinalizer]);
+    assert!(plan.events.iter().all(|e| e.reason != Reason::StateRecorded));
+
+    // A stateless job leaves nothing to record.
+    let stateless = fd(changed("stateless"), Some(running()), true, true);
+    let plan = decide(&stateless, &exited);
+    assert_eq!(plan.actions, [Action::DeleteHaMetadata, Action::RemoveFinalizer]);
 }
 
 #[test]

@@ -7,7 +7,13 @@ use flink_operator_api::{FlinkSessionJobSpec, common::flink_job_state, keys};
 use super::{Action, Decision, JobObservation, Plan, SessionObservation, phase, recorded_job_id};
 use crate::{
     events::Reason,
-    lifecycle::{FAST, JobAction, SLOW, WAIT, deletion, spec},
+    lifecycle::{
+        FAST, JobAction, SLOW, WAIT, deletion,
+        poll::CheckpointLookup,
+        restore::{Kind, RestorableState},
+        retention::OnCancel,
+        spec,
+    },
 };
 
 /// Lets go at once of a job that nothing runs (its session cluster is gone, or it runs no
@@ -47,12 +53,63 @@ pub(super) fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
     }
 }
 
-/// The finalizer goes: nothing of the job is left to stop.
+/// The finalizer goes: nothing of the job is left to stop. The state the job leaves is
+/// recorded first: this status is the only pointer to it.
 fn release(d: &mut Decision<'_>, why: String) -> Plan {
+    let recorded = record_left_state(d);
     d.conditions(phase::DELETING, &why);
     d.actions.push(Action::RemoveFinalizer);
     d.event(false, Reason::Deleted, why);
-    d.done(SLOW)
+    if recorded {
+        d.record_then(SLOW)
+    } else {
+        d.done(SLOW)
+    }
+}
+
+/// Records the latest state the job leaves (see [`deletion::left_state`]): the newest its
+/// status names, or the latest checkpoint of the ended job when Flink keeps it (a FAILED job's,
+/// or a CANCELED one's whose checkpoints are retained on cancellation, as the operator submits
+/// them unless the configuration says otherwise). Whether there was one.
+fn record_left_state(d: &mut Decision<'_>) -> bool {
+    let retained = d.obs.on_cancel == OnCancel::Retained || !d.obs.policy.checkpoint_retention_set;
+    let kept = match &d.obs.job {
+        Some(JobObservation::Found { state, .. }) => {
+            state == flink_job_state::FAILED || (state == flink_job_state::CANCELED && retained)
+        }
+        _ => false,
+    };
+    let latest_checkpoint = match &d.obs.checkpoint {
+        Some(CheckpointLookup::Found { path, timestamp_ms }) if kept => Some(RestorableState {
+            kind: Kind::Checkpoint,
+            path: path.clone(),
+            timestamp_ms: *timestamp_ms,
+        }),
+        _ => None,
+    };
+    let deleted_ms =
+        d.sj.metadata
+            .deletion_timestamp
+            .as_ref()
+            .map_or(d.obs.now_ms, |t| t.0.as_millisecond());
+    let name = d.sj.metadata.name.clone().unwrap_or_default();
+    let job = d.status.job_status.clone();
+    let leaving = deletion::Leaving {
+        resource: &name,
+        job: d.sj.spec.job.as_ref(),
+        status: job.as_ref(),
+        snapshots: &d.obs.snapshots,
+        last_checkpoint: None,
+        latest_checkpoint,
+        deleted_ms,
+        snapshot_resources: d.obs.policy.snapshot_resources,
+    };
+    let Some(left) = deletion::left_state(&leaving) else {
+        return false;
+    };
+    let (status, mut out) = d.parts();
+    deletion::record_left_state(status, left, &mut out);
+    true
 }
 
 /// The job was not stopped with a savepoint for the deletion: it is cancelled, and the

@@ -1577,3 +1577,73 @@ fn every_job_is_submitted_keeping_its_checkpoints_on_cancellation_unless_its_con
     );
     assert_eq!(retention(&plan), None);
 }
+
+/// Point 5 of the state review, for session jobs: deleting one dropped the only pointer to
+/// the state it leaves (its status), or to the checkpoint its cancellation retained.
+#[test]
+fn a_deleted_stateful_session_job_records_the_state_it_leaves_before_the_finalizer_goes() {
+    const RETAINED: &str = "file:///cp/old-job/chk-7";
+    let mut suspended = running("last-state");
+    suspended
+        .job_status
+        .get_or_insert_with(Default::default)
+        .upgrade_savepoint_path = Some(RETAINED.to_owned());
+    let with_resources = |observation: Observation| Observation {
+        policy: Policy::default(),
+        ..observation
+    };
+    let deleting = resource(spec("last-state"), Some(suspended), true, true, 1);
+    let plan = decide(&deleting, &with_resources(obs(SessionObservation::Missing, None)));
+    match &plan.actions[..] {
+        [
+            Action::Job(JobAction::CreateSnapshot(new)),
+            Action::RemoveFinalizer,
+        ] => {
+            assert_eq!(new.existing_path.as_deref(), Some(RETAINED));
+            assert_eq!(new.trigger_type, SnapshotTriggerType::Upgrade);
+        }
+        actions => panic!("the record, then the finalizer: {actions:?}"),
+    }
+    assert!(plan.status_before.is_some(), "the path in status first");
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == Reason::StateRecorded && e.note.contains(RETAINED)),
+        "{:?}",
+        plan.events
+    );
+
+    // Cancelled by its deletion: the latest checkpoint Flink retained, newer than status.
+    const LATEST: &str = "file:///cp/old-job/chk-9";
+    let cancelled = Observation {
+        checkpoint: Some(crate::lifecycle::poll::CheckpointLookup::Found {
+            path: LATEST.to_owned(),
+            timestamp_ms: Some(NOW - 500),
+        }),
+        ..with_resources(ready(found("CANCELED")))
+    };
+    let cancel_only = {
+        let mut s = spec("last-state");
+        s["flinkConfiguration"] = json!({});
+        s
+    };
+    let plan = decide(
+        &resource(cancel_only.clone(), Some(running("last-state")), true, true, 1),
+        &cancelled,
+    );
+    assert!(
+        matches!(&plan.actions[..], [Action::Job(JobAction::CreateSnapshot(new)), Action::RemoveFinalizer]
+            if new.existing_path.as_deref() == Some(LATEST)),
+        "{:?}",
+        plan.actions
+    );
+
+    // A stateless job leaves nothing.
+    let mut stateless = cancel_only;
+    stateless["job"]["upgradeMode"] = json!("stateless");
+    let plan = decide(
+        &resource(stateless, Some(running("stateless")), true, true, 1),
+        &cancelled,
+    );
+    assert_eq!(plan.actions, [Action::RemoveFinalizer]);
+}
