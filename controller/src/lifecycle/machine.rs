@@ -723,14 +723,12 @@ fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K
     let Some(wanted) = snapshots::due(spec, recorded, &job_view(k), &facts) else {
         return steady(k, recorded, observed.pending);
     };
-    // The retention goes first: a snapshot due at every look (a schedule the webhook did not
-    // judge) must not keep it from ever running.
+    // The retention goes in the same pass as the snapshot: a snapshot due at every look (a
+    // schedule the webhook did not judge) must not keep it from ever running, and it must not
+    // make a snapshot due now wait for a look of its own.
     let protected = protected_paths(k);
     let (status, mut out) = k.parts();
-    if snapshots::trim_resources(&*status, &facts, &protected, &mut out) {
-        k.phase(recorded, observed.pending);
-        return k.done(FAST);
-    }
+    snapshots::trim_resources(&*status, &facts, &protected, &mut out);
     let (status, mut out) = k.parts();
     snapshots::trigger(status, spec, recorded, wanted, &facts, &mut out);
     k.phase(recorded, observed.pending);
