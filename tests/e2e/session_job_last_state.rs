@@ -13,12 +13,12 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
+use flink_operator_api::{FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, FlinkStateSnapshotState};
 use flink_operator_controller::flink::{FlinkRestClient, JobId};
 use k8s_openapi::api::core::v1::Event;
 use kube::{
     Api, Client,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
 
@@ -164,14 +164,22 @@ async fn a_session_job_made_last_state_in_one_edit_with_a_new_parallelism_restor
             json!({"spec": {"job": {"savepointTriggerNonce": 1}}}),
         )
         .await;
+        let snapshots: Api<FlinkStateSnapshot> = Api::namespaced(client.clone(), LOCAL_JARS_NAMESPACE);
+        let selector = format!("job-reference.name={name},snapshot.trigger-type=MANUAL");
         let manual = wait_for(
             "the savepoint asked for by the nonce",
             Duration::from_secs(120),
             || async {
-                let sj = jobs.get(&name).await.ok()?;
-                let job = sj.status?.job_status?;
-                let last = job.savepoint_info?.last_savepoint?;
-                (last.trigger_nonce == Some(1)).then_some(last.location?)
+                let listed = snapshots
+                    .list(&ListParams::default().labels(&selector))
+                    .await
+                    .ok()?;
+                listed.items.into_iter().find_map(|s| {
+                    let status = s.status?;
+                    (status.state == Some(FlinkStateSnapshotState::Completed))
+                        .then_some(status.path)
+                        .flatten()
+                })
             },
         )
         .await;
