@@ -389,3 +389,68 @@ async fn a_suspended_job_resumes_with_its_state_unless_the_state_is_too_old() {
     counter.counts_went_on(&before, since, 0).await;
     counter.delete().await;
 }
+
+/// A GitOps prune-and-recreate of a last-state deployment: its deletion records the
+/// checkpoint its HA metadata pointed at last as a FlinkStateSnapshot that outlives it (and
+/// names it in an Event), and the resource created again from that path counts on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_last_state_deployment_recreated_from_its_recorded_state_counts_on() {
+    use flink_operator_api::FlinkStateSnapshot;
+    let client = harness::client().await;
+    crate::operator::shared(&client).await;
+    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _operator_log = OperatorLogOnFailure;
+    let version = flink_harness::versions().first().unwrap().clone();
+    let config = [
+        ("high-availability.type", "kubernetes"),
+        ("high-availability.storageDir", "file:///opt/flink/state/ha"),
+    ];
+    let counter = Counter::create(&client, "deleted", &version, "last-state", &config).await;
+    let _logs = LogsOnFailure(counter.ns.name.clone());
+    counter.running(None).await;
+    let before = counter.counted_to(100).await;
+
+    counter.delete().await;
+    let snapshots: Api<FlinkStateSnapshot> = Api::namespaced(client.clone(), &counter.ns.name);
+    let recorded = wait_for(
+        "the deletion's record of the state",
+        Duration::from_secs(60),
+        || async {
+            let list = snapshots.list(&ListParams::default()).await.ok()?;
+            list.items.into_iter().find(|s| {
+                s.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("counter-savepoint-upgrade-"))
+            })
+        },
+    )
+    .await;
+    assert!(
+        recorded
+            .metadata
+            .owner_references
+            .as_ref()
+            .is_none_or(Vec::is_empty),
+        "owned by nobody: {:?}",
+        recorded.metadata.owner_references
+    );
+    let savepoint = recorded.spec.savepoint.clone().expect("a savepoint spec");
+    assert_eq!(savepoint.already_exists, Some(true));
+    let path = savepoint.path.expect("the path");
+    assert!(path.contains("/chk-"), "the latest checkpoint: {path}");
+
+    // Created again, as a GitOps tool would, starting from the recorded path.
+    let mut spec = crate::reconcile::counter_spec_with(
+        &version,
+        &counter.counts.parent().unwrap().to_path_buf(),
+        "last-state",
+        &config,
+    )
+    .await;
+    spec["job"]["initialSavepointPath"] = json!(path);
+    crate::reconcile::create_counter_of(&client, &counter.ns.name, spec).await;
+    counter.running(None).await;
+    let since = std::time::SystemTime::now();
+    counter.counts_went_on(&before, since, 50).await;
+}
