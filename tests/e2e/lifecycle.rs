@@ -443,7 +443,7 @@ async fn a_deleted_last_state_deployment_recreated_from_its_recorded_state_count
     // Created again, as a GitOps tool would, starting from the recorded path.
     let mut spec = crate::reconcile::counter_spec_with(
         &version,
-        &counter.counts.parent().unwrap().to_path_buf(),
+        counter.counts.parent().unwrap(),
         "last-state",
         &config,
     )
