@@ -584,7 +584,10 @@ async fn latest_ha_checkpoint(
     let namespace = fd.namespace().unwrap_or_default();
     let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
     let selector = crate::caches::ha::selector(Some(&name));
-    let listed: Vec<ConfigMap> = match api.list(&kube::api::ListParams::default().labels(&selector)).await {
+    let listed: Vec<ConfigMap> = match api
+        .list(&kube::api::ListParams::default().labels(&selector))
+        .await
+    {
         Ok(list) => list.items,
         Err(error) => {
             tracing::warn!(%error, "listing the HA ConfigMaps failed; reading them from the cache");
