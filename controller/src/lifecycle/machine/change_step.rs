@@ -258,6 +258,17 @@ fn cancel_for_newest_state<'a, K: JobKind<'a>>(
     if let Some(why) = standing.on_cancel.loses_checkpoint() {
         return instead_of_cancel(k, &why, standing.running, suspending);
     }
+    // A job that Flink says has no completed checkpoint yet (one just restored, say) would
+    // have nothing of its own to restore once cancelled: it is stopped with a savepoint
+    // instead. (A checkpoint not read this look is looked for again once the job ended.)
+    if !with_savepoints && checkpoint == Checkpoint::None && !suspending {
+        return instead_of_cancel(
+            k,
+            "no completed checkpoint of the job is known yet",
+            standing.running,
+            suspending,
+        );
+    }
     // What the job restores once cancelled is in status before the cancel is sent: its
     // latest checkpoint as known now (a later one, retained too, is taken once it ended).
     if let Some(checkpoint) = &found {

@@ -253,3 +253,48 @@ fn a_session_jobs_last_state_upgrade_stops_with_a_savepoint_when_a_cancel_would_
         });
     }
 }
+
+#[test]
+fn a_session_job_with_no_completed_checkpoint_yet_is_stopped_with_a_savepoint_not_cancelled() {
+    both(|kind, decide| {
+        // An application's last-state change keeps its HA metadata: it never cancels.
+        if kind != SessionJob::NAME {
+            return;
+        }
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind);
+        let new = with(
+            with(job.clone(), "upgradeMode", json!("last-state")),
+            "parallelism",
+            json!(4),
+        );
+        // Just restored from a savepoint, Flink reports no completed checkpoint of the job:
+        // cancelled, it would leave nothing of its own to restore.
+        let fresh = |dir: bool| Look {
+            policy: Policy {
+                savepoint_dir: dir.then(|| "file:/savepoints".to_owned()),
+                ..Policy::status_only()
+            },
+            latest_checkpoint: None,
+            on_cancel: OnCancel::Retained,
+            ..changed("RUNNING")
+        };
+        let (outcome, _) = decide(&new, &json!({}), Some(&stored), &fresh(true), false);
+        assert!(
+            matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
+            "{kind}: stopped with a savepoint, never cancelled: {outcome:?}"
+        );
+        let (outcome, _) = decide(&new, &json!({}), Some(&stored), &fresh(false), false);
+        assert!(
+            outcome.job.is_empty(),
+            "{kind}: refused, the job left running: {outcome:?}"
+        );
+        assert!(
+            outcome
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("no completed checkpoint of the job is known yet")),
+            "{kind}: {outcome:?}"
+        );
+    });
+}

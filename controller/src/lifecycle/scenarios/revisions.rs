@@ -838,11 +838,17 @@ fn a_rollback_ends_the_running_job_as_its_upgrade_mode_says() {
                 "{kind} {mode:?}"
             );
             world.apply(&outcome);
+            // A job with a completed checkpoint: one with none is stopped with a savepoint
+            // instead of cancelled (see the retention scenarios).
+            let running = Look {
+                latest_checkpoint: Some(5_000),
+                ..look("RUNNING")
+            };
             let (outcome, _) = decide(
                 &world.job,
                 &world.config,
                 Some(&rolling),
-                &world.look(look("RUNNING")),
+                &world.look(running),
                 false,
             );
             let ended = match (mode, kind == Application::NAME) {
