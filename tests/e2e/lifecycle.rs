@@ -173,12 +173,7 @@ async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_can
     let url = harness::rest_address(&client, &counter.ns.name, "counter").await;
     let rest = harness::rest_client(&url);
     let id = flink_operator_controller::flink::JobId::from(job_id.as_deref().unwrap());
-    let restored = wait_for(
-        "the restore in the checkpoint statistics",
-        Duration::from_secs(60),
-        || async { rest.checkpoint_statistics(&id).await.ok()?.latest.restored },
-    )
-    .await;
+    let restored = harness::restored(&rest, &id).await;
     assert!(!restored.is_savepoint, "{restored:?}");
 
     // The JobManager Deployment deleted by hand: deployed again, and the job restores the

@@ -117,12 +117,7 @@ async fn zookeeper_ha(version: &str) {
     let url = harness::rest_address(&client, &ns.name, "counter").await;
     let rest = harness::rest_client(&url);
     let id = flink_operator_controller::flink::JobId::from(job_id.as_deref().unwrap());
-    let restored = wait_for(
-        "the restore in the checkpoint statistics",
-        Duration::from_secs(60),
-        || async { rest.checkpoint_statistics(&id).await.ok()?.latest.restored },
-    )
-    .await;
+    let restored = harness::restored(&rest, &id).await;
     assert!(!restored.is_savepoint, "restored a checkpoint: {restored:?}");
 
     // The JobManager Deployment deleted by hand: deployed again, and the job restores the

@@ -357,6 +357,20 @@ pub async fn rest_address(client: &Client, namespace: &str, id: &str) -> String 
 }
 
 /// Waits until `job` is RUNNING with every task running.
+/// What `job` restored, once its checkpoint statistics show it (the JobManager renews them
+/// every few seconds).
+pub async fn restored(
+    rest: &FlinkRestClient,
+    job: &JobId,
+) -> flink_operator_controller::flink::RestoredCheckpoint {
+    wait_for(
+        "the restore in the checkpoint statistics",
+        Duration::from_secs(60),
+        || async { rest.checkpoint_statistics(job).await.ok()?.latest.restored },
+    )
+    .await
+}
+
 pub async fn wait_for_running_job(rest: &FlinkRestClient, job: &JobId) {
     wait_for(
         &format!("job {job} RUNNING with all tasks running"),
