@@ -164,12 +164,7 @@ async fn a_leader_killed_at_random_points_of_savepoint_upgrades_is_replaced_and_
             .unwrap();
         let rest = flink_operator_controller::flink::FlinkRestClient::new(&url, Default::default()).unwrap();
         let id = flink_operator_controller::flink::JobId::from(job_status.job_id.as_deref().unwrap());
-        let restored = wait_for(
-            "the restore in the checkpoint statistics",
-            Duration::from_secs(60),
-            || async { rest.checkpoint_statistics(&id).await.ok()?.latest.restored },
-        )
-        .await;
+        let restored = harness::restored(&rest, &id).await;
         assert!(restored.is_savepoint);
         assert_eq!(restored.external_path.as_deref(), Some(savepoint.as_str()));
         // ...and the counts go on from the old job's.

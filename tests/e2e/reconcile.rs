@@ -456,12 +456,7 @@ async fn savepoint_upgrade(crash: Crash) {
     let job_id = flink_operator_controller::flink::JobId::from(
         status.job_status.as_ref().unwrap().job_id.as_deref().unwrap(),
     );
-    let restored = wait_for(
-        "the restore in the checkpoint statistics",
-        Duration::from_secs(60),
-        || async { rest.checkpoint_statistics(&job_id).await.ok()?.latest.restored },
-    )
-    .await;
+    let restored = harness::restored(&rest, &job_id).await;
     assert!(restored.is_savepoint);
     assert_eq!(restored.external_path.as_deref(), Some(savepoint.as_str()));
     // ...and its counts go on from where the old job's were, not from 1.

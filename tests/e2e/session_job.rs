@@ -319,18 +319,7 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
         Some("FINISHED")
     );
     let upgraded_job = job_id(&upgraded);
-    let restored = wait_for(
-        "the restore in the checkpoint statistics",
-        Duration::from_secs(60),
-        || async {
-            rest.checkpoint_statistics(&upgraded_job)
-                .await
-                .ok()?
-                .latest
-                .restored
-        },
-    )
-    .await;
+    let restored = harness::restored(&rest, &upgraded_job).await;
     assert!(restored.is_savepoint);
     assert_eq!(restored.external_path.as_deref(), Some(savepoint.as_str()));
     // ...and its counts go on from where the old job's were, not from 1.

@@ -120,12 +120,7 @@ async fn delete_cluster_and_check_gone(client: &Client, namespace: &str, name: &
 
 /// Waits until the job `job` restored `savepoint` (Flink's checkpoint statistics say so).
 async fn check_restored(rest: &FlinkRestClient, job: &JobId, savepoint: &str) {
-    let restored = wait_for(
-        "the restore in the checkpoint statistics",
-        Duration::from_secs(60),
-        || async { rest.checkpoint_statistics(job).await.ok()?.latest.restored },
-    )
-    .await;
+    let restored = harness::restored(rest, job).await;
     assert!(restored.is_savepoint, "{restored:?}");
     assert_eq!(restored.external_path.as_deref(), Some(savepoint));
 }

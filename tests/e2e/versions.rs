@@ -140,12 +140,7 @@ impl Counter {
     async fn restored(&self, job_id: &str) -> (bool, Option<String>) {
         let rest = self.rest().await;
         let id = JobId::from(job_id);
-        let restored = wait_for(
-            "the restore in the checkpoint statistics",
-            Duration::from_secs(60),
-            || async { rest.checkpoint_statistics(&id).await.ok()?.latest.restored },
-        )
-        .await;
+        let restored = harness::restored(&rest, &id).await;
         (restored.is_savepoint, restored.external_path)
     }
 
