@@ -1,8 +1,8 @@
 //! The few ZooKeeper calls the operator makes for a cluster with ZooKeeper high availability
 //! (`high-availability.type: zookeeper`): whether its HA metadata exists and holds a
-//! completed checkpoint, removing its submitted job graphs before a last-state start, and
-//! removing all of it when the cluster is deleted — what the Apache operator does with
-//! Flink's ZooKeeper client.
+//! completed checkpoint (and which is the latest, for a deletion's record), removing its
+//! submitted job graphs before a last-state start, and removing all of it when the cluster
+//! is deleted — what the Apache operator does with Flink's ZooKeeper client.
 //!
 //! A client of ZooKeeper's own wire protocol (jute over TCP), one short session per look:
 //! connect, a handful of reads or deletes, close. It speaks plain TCP without
@@ -53,7 +53,7 @@ pub enum ZkError {
 }
 
 /// What a cluster's ZooKeeper HA metadata holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HaLook {
     /// The cluster's node has a child: Flink's HA metadata of the cluster exists (the
     /// Apache operator's test).
@@ -61,6 +61,9 @@ pub struct HaLook {
     /// A job of the cluster has a completed checkpoint in it (what a last-state start
     /// recovers).
     pub checkpoint: bool,
+    /// The highest completed checkpoint filed, as its job's id and the checkpoint's id (what
+    /// a deletion records before the metadata goes).
+    pub latest: Option<(String, u64)>,
 }
 
 /// ZooKeeper's error codes met here.
@@ -127,15 +130,25 @@ impl HaNodes {
         let exists = s.children(&self.path).await?.is_some_and(|c| !c.is_empty());
         let jobs = join(&[&self.path, "jobs"]);
         let mut checkpoint = false;
+        let mut latest: Option<(String, u64)> = None;
         for job in s.children(&jobs).await?.unwrap_or_default() {
             let checkpoints = join(&[&jobs, &job, "checkpoints"]);
-            if s.children(&checkpoints).await?.is_some_and(|c| !c.is_empty()) {
-                checkpoint = true;
-                break;
+            let filed = s.children(&checkpoints).await?.unwrap_or_default();
+            checkpoint |= !filed.is_empty();
+            // Flink names each after its checkpoint id, in 19 digits.
+            let highest = filed.iter().filter_map(|c| c.parse::<u64>().ok()).max();
+            if let Some(id) = highest
+                && latest.as_ref().is_none_or(|(_, l)| id > *l)
+            {
+                latest = Some((job, id));
             }
         }
         s.close().await;
-        Ok(HaLook { exists, checkpoint })
+        Ok(HaLook {
+            exists,
+            checkpoint,
+            latest,
+        })
     }
 
     /// Removes the submitted jobs (job graphs on 1.x, execution plans on 2.x), keeping the

@@ -52,7 +52,7 @@ pub async fn observe(
     let ha_metadata = !caches.ha_config_maps_of(&namespace, &name).is_empty()
         || zookeeper
             .as_ref()
-            .is_some_and(|look| look.is_none_or(|l| l.exists));
+            .is_some_and(|look| look.as_ref().is_none_or(|l| l.exists));
 
     let policy = Policy::from_config(&config)
         .with_limits(&PlatformLimits::new(&ctx.validation(), &namespace))
@@ -161,20 +161,37 @@ pub async fn observe(
     );
     // A rollback, a recovery, the health check's restart and a last-state change restore
     // from it (a change may come with any look): read from the cache, it costs no call.
-    let ha_checkpoint = match zookeeper {
+    let ha_checkpoint = match &zookeeper {
         _ if !policy.high_availability || fd.spec.job.is_none() => None,
-        Some(look) => Some(look.is_some_and(|l| l.checkpoint)),
+        Some(look) => Some(look.as_ref().is_some_and(|l| l.checkpoint)),
         None => Some(ha_holds_a_checkpoint(caches, &namespace, &name)),
     };
     // The deletion records the state the job leaves before its HA metadata goes: read once
-    // nothing of the cluster is left to write a later checkpoint.
+    // nothing of the cluster is left to write a later checkpoint. ZooKeeper's was read in
+    // this look's session (unreadable, the source says why and the deletion waits).
     let ha_latest_checkpoint = if fd.metadata.deletion_timestamp.is_some()
         && fd.spec.job.is_some()
         && !cluster_exists
         && job_manager_pods.is_empty()
         && ha_metadata
     {
-        latest_ha_checkpoint(ctx, caches, fd, &config).await
+        let dir = flink_operator_api::keys::flink::CHECKPOINT_DIR_KEYS
+            .iter()
+            .find_map(|key| config.get(*key))
+            .map(String::as_str);
+        let job_id = fd
+            .status
+            .as_ref()
+            .and_then(|s| s.job_status.as_ref())
+            .and_then(|j| j.job_id.as_deref());
+        match &zookeeper {
+            Some(look) => {
+                let latest = look.as_ref().and_then(|l| l.latest.as_ref());
+                let filed = latest.map(|(job, id)| (Some(job.as_str()), *id));
+                super::ha_checkpoint::path(filed, job_id, dir)
+            }
+            None => latest_ha_checkpoint(ctx, caches, fd, job_id, dir).await,
+        }
     } else {
         None
     };
@@ -547,6 +564,7 @@ async fn zookeeper_ha(
             let none = crate::zookeeper::HaLook {
                 exists: false,
                 checkpoint: false,
+                latest: None,
             };
             return (source, Some(Some(none)));
         }
@@ -577,7 +595,8 @@ async fn latest_ha_checkpoint(
     ctx: &Context,
     caches: &Caches,
     fd: &FlinkDeployment,
-    config: &std::collections::BTreeMap<String, String>,
+    job_id: Option<&str>,
+    checkpoint_dir: Option<&str>,
 ) -> Option<String> {
     use k8s_openapi::api::core::v1::ConfigMap;
     let name = fd.name_any();
@@ -598,20 +617,15 @@ async fn latest_ha_checkpoint(
                 .collect()
         }
     };
-    let dir = flink_operator_api::keys::flink::CHECKPOINT_DIR_KEYS
-        .iter()
-        .find_map(|key| config.get(*key))
-        .map(String::as_str);
-    let job_id = fd
-        .status
-        .as_ref()
-        .and_then(|s| s.job_status.as_ref())
-        .and_then(|j| j.job_id.as_deref());
     let maps = listed.iter().map(|cm| {
         let keys = cm.data.iter().flatten().map(|(key, _)| key.as_str());
         (cm.metadata.name.as_deref().unwrap_or_default(), keys)
     });
-    super::ha_checkpoint::path(&name, maps, job_id, dir)
+    super::ha_checkpoint::path(
+        super::ha_checkpoint::in_config_maps(&name, maps),
+        job_id,
+        checkpoint_dir,
+    )
 }
 
 /// Whether the cluster's Kubernetes HA ConfigMaps point at a completed checkpoint (Flink

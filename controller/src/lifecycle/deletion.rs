@@ -148,6 +148,12 @@ pub struct Leaving<'a> {
     pub snapshot_resources: bool,
 }
 
+/// Whether deleting a resource with this job records the state it leaves: a stateful job's
+/// (`last-state` or `savepoint` upgrade mode).
+pub fn records_left_state(job: Option<&JobSpec>) -> bool {
+    job.is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless)
+}
+
 /// What a deletion records of the state a job leaves.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeftState {
@@ -161,8 +167,7 @@ pub struct LeftState {
 /// job (or a session cluster), one that left no state, or one whose state a snapshot resource
 /// records already (this deletion's own record after a retry, or the deletion savepoint's).
 pub fn left_state(leaving: &Leaving) -> Option<LeftState> {
-    let mode = leaving.job?.upgrade_mode_or_default();
-    if mode == UpgradeMode::Stateless {
+    if !records_left_state(leaving.job) {
         return None;
     }
     let stored = leaving.status.cloned().unwrap_or_default();

@@ -242,12 +242,30 @@ async fn the_metadata_holds_a_checkpoint_only_with_a_completed_checkpoint_of_a_j
     for (paths, exists, checkpoint) in cases {
         let zk = FakeZk::with(paths);
         let nodes = nodes_at(&zk.clone().serve().await);
-        assert_eq!(
-            nodes.look().await.unwrap(),
-            HaLook { exists, checkpoint },
-            "{paths:?}"
-        );
+        let look = nodes.look().await.unwrap();
+        assert_eq!((look.exists, look.checkpoint), (exists, checkpoint), "{paths:?}");
     }
+}
+
+#[tokio::test]
+async fn the_latest_checkpoint_is_the_highest_id_filed_of_any_job() {
+    let (a, b) = (
+        "00000000000000000000000000000001",
+        "00000000000000000000000000000002",
+    );
+    let zk = FakeZk::with(&[
+        &format!("/flink/job/jobs/{a}/checkpoints/0000000000000000009"),
+        &format!("/flink/job/jobs/{b}/checkpoints/0000000000000000041"),
+        &format!("/flink/job/jobs/{b}/checkpoints/0000000000000000042"),
+        &format!("/flink/job/jobs/{b}/checkpoint_id_counter"),
+        &format!("/flink/job/jobgraphs/{b}"),
+    ]);
+    let look = nodes_at(&zk.serve().await).look().await.unwrap();
+    assert_eq!(look.latest, Some((b.to_owned(), 42)));
+    // No checkpoint filed: none to record.
+    let zk = FakeZk::with(&[&format!("/flink/job/jobs/{a}/checkpoint_id_counter")]);
+    let look = nodes_at(&zk.serve().await).look().await.unwrap();
+    assert_eq!((look.exists, look.latest), (true, None));
 }
 
 #[tokio::test]

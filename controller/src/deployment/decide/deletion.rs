@@ -1,13 +1,15 @@
 //! Deleting a FlinkDeployment, once the shared lifecycle has stopped its running job with a
 //! savepoint where the settings say so ([`crate::lifecycle::machine`]): the cluster is
 //! deleted (a session cluster only once no session job uses it), its high-availability
-//! metadata once its JobManager has exited (the latest state the job leaves recorded first),
-//! and the finalizer removed.
+//! metadata once its JobManager has exited (the latest state the job leaves recorded first:
+//! the checkpoint that metadata points at last, Kubernetes HA ConfigMaps or ZooKeeper nodes
+//! alike; metadata that could not be read is kept, and the deletion waits), and the finalizer
+//! removed.
 
 use crate::{
     events::Reason,
     lifecycle::{
-        deletion::{Leaving, left_state, record_left_state as record_left_state_in},
+        deletion::{Leaving, left_state, record_left_state as record_left_state_in, records_left_state},
         restore::{Kind, RestorableState},
     },
 };
@@ -39,13 +41,7 @@ pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
         None
     };
     if let Some(note) = kept_for {
-        if d.status.error.as_deref() != Some(note.as_str()) {
-            d.events
-                .push(EventNote::warning(Reason::CleanupFailed, note.clone()));
-        }
-        d.status.error = Some(note.clone());
-        d.conditions(phase::DELETING, &note);
-        return d.done(super::WAIT);
+        return held(d, note);
     }
     d.conditions(phase::DELETING, "deleting the Flink cluster");
     if d.obs.cluster_exists {
@@ -60,7 +56,11 @@ pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
         return plan;
     }
     // Before the HA metadata goes, the state the job leaves is recorded: that metadata and
-    // this status are the only pointers to it.
+    // this status are the only pointers to it. Unread, the metadata stays until it is read:
+    // what status names may be older than what the metadata points at.
+    if let Some(note) = pointer_unread(&d) {
+        return held(d, note);
+    }
     let recorded = record_left_state(&mut d);
     if d.obs.ha_metadata {
         d.actions.push(Action::DeleteHaMetadata);
@@ -73,6 +73,34 @@ pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
         return d.record_then(FAST);
     }
     d.done(FAST)
+}
+
+/// The deletion waits, saying why in status and (once per reason) a Warning Event.
+fn held(mut d: Decision, note: String) -> Plan {
+    if d.status.error.as_deref() != Some(note.as_str()) {
+        d.events
+            .push(EventNote::warning(Reason::CleanupFailed, note.clone()));
+    }
+    d.status.error = Some(note.clone());
+    d.conditions(phase::DELETING, &note);
+    d.done(super::WAIT)
+}
+
+/// Why the checkpoint the HA metadata points at last is not known, for a job whose state
+/// the deletion records (whatever holds the metadata; only ZooKeeper's can be unreadable,
+/// Kubernetes HA ConfigMaps are read from the cache when the API server does not answer).
+fn pointer_unread(d: &Decision) -> Option<String> {
+    let records = records_left_state(d.fd.spec.job.as_ref());
+    let why = d
+        .obs
+        .ha_source
+        .unreadable()
+        .filter(|_| d.obs.ha_metadata && records)?;
+    Some(format!(
+        "the cluster's high-availability metadata could not be read ({why}); it points at the job's latest checkpoint, \
+         which the deletion records before that metadata goes: the deletion waits until it can be read \
+         (removing the finalizer by hand deletes the resource without that record, leaving the metadata)"
+    ))
 }
 
 /// Records the latest state the job leaves (the checkpoint its HA metadata points at last,

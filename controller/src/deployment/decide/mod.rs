@@ -98,9 +98,11 @@ pub struct Observation {
     /// availability, for an application (a rollback, a recovery, the health check's
     /// restart and a last-state change restore from it).
     pub ha_checkpoint: Option<bool>,
-    /// The path of the checkpoint the HA ConfigMaps point at last (see
-    /// [`crate::deployment::ha_checkpoint`]); read only during the resource's deletion, once
-    /// its JobManager has exited, for the record of the state the deletion leaves.
+    /// The path of the checkpoint the HA metadata (ConfigMaps or ZooKeeper nodes) points at
+    /// last (see [`crate::deployment::ha_checkpoint`]); read only during the resource's
+    /// deletion, once its JobManager has exited, for the record of the state the deletion
+    /// leaves (None with ZooKeeper nodes that could not be read: [`Observation::ha_source`]
+    /// says why).
     pub ha_latest_checkpoint: Option<String>,
 
     /// Whether the ready JobManager's REST API did not answer at the previous look either.

@@ -498,6 +498,74 @@ fn a_deleted_last_state_deployment_records_its_latest_checkpoint_before_its_ha_m
     assert_eq!(plan.actions, [Action::DeleteHaMetadata, Action::RemoveFinalizer]);
 }
 
+/// ZooKeeper HA: the checkpoint its nodes point at last is recorded as the ConfigMaps' is;
+/// nodes that could not be read are not deleted before they are, since status may name an
+/// older state than they point at.
+#[test]
+fn a_deleted_zookeeper_ha_deployment_records_its_checkpoint_or_waits_until_its_nodes_can_be_read() {
+    const CHECKPOINT: &str = "s3://cp/a1b2c3d4e5f60718293a4b5c6d7e8f90/chk-42";
+    let deleting = |status| fd(changed("last-state"), Some(status), true, true);
+    let zookeeper = |unreadable: Option<&str>| HaMetadata::ZooKeeperNodes {
+        path: "/flink/basic".into(),
+        unreadable: unreadable.map(str::to_owned),
+    };
+    let read = Observation {
+        ha_source: zookeeper(None),
+        ha_latest_checkpoint: Some(CHECKPOINT.to_owned()),
+        policy: Policy::default(),
+        ..cluster_gone(false, 2_000)
+    };
+    let plan = decide(&deleting(running()), &read);
+    match &plan.actions[..] {
+        [
+            Action::Job(JobAction::CreateSnapshot(new)),
+            Action::DeleteHaMetadata,
+            Action::RemoveFinalizer,
+        ] => assert_eq!(new.existing_path.as_deref(), Some(CHECKPOINT)),
+        actions => panic!("the record first, then the metadata: {actions:?}"),
+    }
+
+    let why = "ZooKeeper zk:2181: no connection within 5 s";
+    let unread = Observation {
+        ha_source: zookeeper(Some(why)),
+        ha_latest_checkpoint: None,
+        ..read.clone()
+    };
+    let plan = decide(&deleting(running()), &unread);
+    assert!(plan.actions.is_empty(), "nothing goes: {:?}", plan.actions);
+    let error = plan.status.error.clone().expect("why it waits");
+    assert!(error.contains(why) && error.contains("waits"), "{error}");
+    assert_eq!(
+        condition(&plan.status, "Progressing").reason.as_deref(),
+        Some(phase::DELETING)
+    );
+    let warned = |plan: &Plan| {
+        (plan.events.iter())
+            .filter(|e| e.warning && e.reason == Reason::CleanupFailed)
+            .count()
+    };
+    assert_eq!(warned(&plan), 1);
+    // Said once: the next look, still unread, waits without a second Event.
+    let again = decide(&deleting(plan.status), &unread);
+    assert!(again.actions.is_empty(), "{:?}", again.actions);
+    assert_eq!(warned(&again), 0);
+    // Read again: recorded, then deleted.
+    let plan = decide(&deleting(again.status), &read);
+    assert!(matches!(
+        plan.actions[..],
+        [
+            Action::Job(JobAction::CreateSnapshot(_)),
+            Action::DeleteHaMetadata,
+            Action::RemoveFinalizer
+        ]
+    ));
+
+    // A stateless job leaves nothing to record: its deletion does not wait on the read.
+    let stateless = fd(changed("stateless"), Some(running()), true, true);
+    let plan = decide(&stateless, &unread);
+    assert_eq!(plan.actions, [Action::DeleteHaMetadata, Action::RemoveFinalizer]);
+}
+
 #[test]
 fn a_last_state_upgrade_starts_the_next_cluster_only_once_the_old_jobmanager_has_exited() {
     let new = with_generation(fd(changed("last-state"), Some(running()), true, false), 2);
