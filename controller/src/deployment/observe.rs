@@ -17,6 +17,7 @@ use crate::{
     context::{Context, RestLook},
     flink::{FlinkRestClient, JobId, TriggerId},
     lifecycle::poll::{self, CheckpointLookup, SavepointPoll},
+    lifecycle::protected::{self, Protected},
     lifecycle::retention::{self, OnCancel},
     lifecycle::snapshot_resources,
     policy::Policy,
@@ -159,6 +160,23 @@ pub async fn observe(
         &name,
         fd.metadata.creation_timestamp.as_ref(),
     );
+    let revisions =
+        crate::lifecycle::history::of_job(caches, flink_operator_api::JobKind::FlinkDeployment, &fd.metadata);
+    let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+    let initial = fd
+        .spec
+        .job
+        .as_ref()
+        .and_then(|j| j.initial_savepoint_path.as_deref());
+    let history_needed_by = protected::of_history(
+        caches,
+        &namespace,
+        fd.status.as_ref().and_then(|s| s.job_status.as_ref()),
+        &Protected::of_status(fd.status.as_ref(), Some(&revisions), initial),
+        &snapshots,
+        &policy,
+        now_ms,
+    );
     // A rollback, a recovery, the health check's restart and a last-state change restore
     // from it (a change may come with any look): read from the cache, it costs no call.
     let ha_checkpoint = match &zookeeper {
@@ -250,14 +268,11 @@ pub async fn observe(
         unanswered_before,
         policy,
         snapshots,
-        revisions: Some(crate::lifecycle::history::of_job(
-            caches,
-            flink_operator_api::JobKind::FlinkDeployment,
-            &fd.metadata,
-        )),
+        revisions: Some(revisions),
+        history_needed_by,
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
-        now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
+        now_ms,
         ingress: crate::resources::ingress::Observed {
             // The Deployment looked at above: no request of its own.
             job_manager: jm

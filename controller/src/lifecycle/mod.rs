@@ -177,6 +177,9 @@ pub struct Facts<'a> {
     /// The job's kept revisions (None: its history is not followed, as in the tests of
     /// what does not concern it).
     pub revisions: Option<&'a [revisions::Revision]>,
+    /// Who else in the namespace may still need the savepoints of the job's status history,
+    /// looked up only when its trim disposes of some (see [`protected::of_history`]).
+    pub history_needed_by: &'a protected::NeededBy,
     /// What the autoscaler made of the job at this look (see [`crate::autoscaler`]): its
     /// ScalingReport and a decision for the scaling history (its overrides are in the spec).
     pub autoscaler: &'a crate::autoscaler::apply::Looked,

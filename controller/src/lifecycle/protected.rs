@@ -28,7 +28,10 @@
 //!
 //! Within a job's own loop the set is computed from its status, spec and revisions. A
 //! FlinkStateSnapshot's deletion asks [`who_needs`] its path among every job resource of its
-//! namespace (a job may have been started from a path another job's snapshot recorded).
+//! namespace (a job may have been started from a path another job's snapshot recorded), and
+//! so does the savepoint history's trim before it disposes of a savepoint ([`of_history`]);
+//! a path kept so is named in a `SavepointNotDisposed` Warning worded once ([`not_disposed`],
+//! [`still_needed`]).
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -44,7 +47,10 @@ use kube::ResourceExt;
 use super::{
     LifecycleStatus,
     revisions::{self, Revision},
+    snapshot_resources::JobSnapshot,
+    snapshots,
 };
+use crate::{caches::Caches, policy::Policy};
 
 /// The paths a job may still need (see the module), each with why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -224,6 +230,95 @@ pub fn who_needs(
     needs
 }
 
+/// Who among the job resources of a namespace may still need each of some paths, as
+/// [`who_needs`] says: looked up in observe from the shared caches, for a decision to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NeededBy(BTreeMap<String, Vec<String>>);
+
+impl NeededBy {
+    /// Looks `paths` up among the job resources of `namespace` (no path: no look).
+    pub fn look_up<'a>(caches: &Caches, namespace: &str, paths: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut paths = paths.into_iter().peekable();
+        if paths.peek().is_none() {
+            return Self::default();
+        }
+        let deployments = caches.deployments.list(namespace, |_| true);
+        let session_jobs = caches.session_jobs.list(namespace, |_| true);
+        let blue_greens = caches.blue_greens.list(namespace, |_| true);
+        let revisions = caches.revisions.list(namespace, |_| true);
+        paths
+            .map(|path| {
+                let who = who_needs(path, &deployments, &session_jobs, &blue_greens, &revisions);
+                (path.trim().to_owned(), who)
+            })
+            .collect()
+    }
+
+    /// Who may still need `path` (empty: nobody); None when it was not looked up.
+    pub fn of(&self, path: &str) -> Option<&[String]> {
+        self.0.get(path.trim()).map(Vec::as_slice)
+    }
+}
+
+impl FromIterator<(String, Vec<String>)> for NeededBy {
+    fn from_iter<I: IntoIterator<Item = (String, Vec<String>)>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
+}
+
+/// Who in `namespace` may still need the savepoints of a job's status history (`job`), for
+/// its trim (see [`snapshots::trim_history`]): the paths of [`history_to_look_up`].
+pub fn of_history(
+    caches: &Caches,
+    namespace: &str,
+    job: Option<&JobStatus>,
+    protected: &Protected,
+    snapshots: &[JobSnapshot],
+    policy: &Policy,
+    now_ms: i64,
+) -> NeededBy {
+    let paths = job.map(|job| history_to_look_up(job, protected, snapshots, policy, now_ms));
+    NeededBy::look_up(caches, namespace, paths.into_iter().flatten())
+}
+
+/// The paths of a job's status history to look up in its namespace: none unless the history's
+/// trim would dispose of some now ([`snapshots::history_trim`], with the job's own
+/// `protected` paths and snapshot resources), so that a history with nothing to dispose of
+/// costs no scan of the namespace; then every path of the history, so that one a savepoint
+/// completing at this look pushes out is covered too.
+pub fn history_to_look_up<'a>(
+    job: &'a JobStatus,
+    protected: &Protected,
+    snapshots: &[JobSnapshot],
+    policy: &Policy,
+    now_ms: i64,
+) -> Vec<&'a str> {
+    let disposes =
+        snapshots::history_trim(job, policy, snapshots, protected, now_ms).is_some_and(|t| t.dispose);
+    if !disposes {
+        return Vec::new();
+    }
+    let history = (job.savepoint_info.as_ref())
+        .and_then(|info| info.savepoint_history.as_deref())
+        .unwrap_or_default();
+    history.iter().filter_map(|s| s.location.as_deref()).collect()
+}
+
+/// Why a savepoint is kept on storage though it was to be disposed of: the jobs that may still
+/// need it (`needed_by`, from [`who_needs`]).
+pub fn still_needed(needed_by: &[String]) -> String {
+    format!(
+        "a job may still need it, so it is kept (delete the job resource, or change what it needs, first): {}",
+        needed_by.join("; ")
+    )
+}
+
+/// The note of the `SavepointNotDisposed` Warning: the savepoint at `path` is left on storage,
+/// and why.
+pub fn not_disposed(path: &str, why: &str) -> String {
+    format!("The savepoint {path} was not disposed of and is left on storage: {why}")
+}
+
 #[cfg(test)]
 mod tests {
     use flink_operator_api::common::{Savepoint, SavepointInfo};
@@ -270,6 +365,56 @@ mod tests {
         assert!(with_history.contains("s3://sp/in-history"));
         assert!(!with_history.contains("s3://sp/other"));
         assert_eq!(Protected::of(None, None, Some(" ")), Protected::default());
+    }
+
+    /// The namespace is scanned for the history's trim only when it would dispose of some
+    /// savepoint: a steady job's history costs nothing.
+    #[test]
+    fn a_history_is_looked_up_in_the_namespace_only_when_its_trim_disposes_of_some() {
+        let now = 10 * 3_600_000;
+        let history: Vec<Savepoint> = ["s3://sp/1", "s3://sp/2", "s3://sp/3"]
+            .into_iter()
+            .map(|path| Savepoint {
+                time_stamp: Some(now - 60_000),
+                ..savepoint(path)
+            })
+            .collect();
+        let job = JobStatus {
+            savepoint_info: Some(SavepointInfo {
+                last_savepoint: history.last().cloned(),
+                savepoint_history: Some(history),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let policy = |max_count, cleanup| Policy {
+            history_max_count: max_count,
+            history_cleanup: cleanup,
+            ..Policy::default()
+        };
+        let own = Protected::of(Some(&job), None, None);
+        let look_up = |policy: &Policy| history_to_look_up(&job, &own, &[], policy, now);
+        // Within the history's count: nothing to trim, no scan.
+        assert!(look_up(&policy(3, true)).is_empty());
+        // Beyond it, without the cleanup: nothing is disposed of, no scan.
+        assert!(look_up(&policy(1, false)).is_empty());
+        // Beyond it with the cleanup: every path of the history.
+        assert_eq!(look_up(&policy(1, true)), ["s3://sp/1", "s3://sp/2", "s3://sp/3"]);
+        // The job's own snapshot resources hold what would leave: nothing is disposed of.
+        let held = |path: &str| JobSnapshot {
+            name: path.into(),
+            kind: crate::lifecycle::Snapshot::Savepoint,
+            trigger_type: flink_operator_api::common::SnapshotTriggerType::Periodic,
+            state: crate::lifecycle::snapshot_resources::SnapshotState::Completed,
+            path: Some(path.into()),
+            created_ms: now,
+            result_ms: Some(now),
+            failures: 0,
+            deleting: false,
+            disposes: true,
+        };
+        let snapshots = [held("s3://sp/1"), held("s3://sp/2")];
+        assert!(history_to_look_up(&job, &own, &snapshots, &policy(1, true), now).is_empty());
     }
 
     #[test]

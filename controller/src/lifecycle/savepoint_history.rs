@@ -5,7 +5,9 @@
 //! A savepoint leaves the history when it is beyond `savepoint.history.max.count` or older
 //! than `savepoint.history.max.age`; its files are disposed of through Flink only when
 //! `savepoint.cleanup.enabled` is true (the default), and are otherwise left where they are.
-//! The newest savepoint, the last one, and the one the job was started from never leave.
+//! The newest savepoint, the last one, and the one the job was started from never leave; one
+//! that another job resource of the namespace may still need leaves, but is not disposed of
+//! (see [`super::snapshots::trim_history`]).
 
 use flink_operator_api::{
     common::{JobStatus, Savepoint},

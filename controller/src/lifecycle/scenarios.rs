@@ -56,6 +56,8 @@ struct Look {
     snapshots: Vec<JobSnapshot>,
     /// The job's kept revisions (None: its history is not followed).
     revisions: Option<Vec<super::revisions::Revision>>,
+    /// Who else in the namespace may still need the savepoints of the job's history.
+    history_needed_by: super::protected::NeededBy,
     /// The resource's annotations.
     annotations: std::collections::BTreeMap<String, String>,
     /// Flink's latest completed checkpoint, [`CHECKPOINT`], completed this many ms before
@@ -253,6 +255,7 @@ impl Application {
             },
             snapshots: look.snapshots.clone(),
             revisions: look.revisions.clone(),
+            history_needed_by: look.history_needed_by.clone(),
             violations: look.violations.clone(),
             fresh_trigger_id: look.trigger_id.into(),
             fresh_job_id: NEW_JOB_ID.into(),
@@ -351,6 +354,7 @@ impl SessionJob {
             policy: look.policy.clone(),
             snapshots: look.snapshots.clone(),
             revisions: look.revisions.clone(),
+            history_needed_by: look.history_needed_by.clone(),
             violations: look.violations.clone(),
             artifact_policy: Default::default(),
             artifact_headers: Default::default(),
@@ -472,6 +476,13 @@ impl Status {
 }
 
 /// The status that `job` started running with (before the scenario's own change).
+/// Each path of `history` looked up in the namespace, needed by no other job.
+fn nobody_needs(history: &[flink_operator_api::common::Savepoint]) -> super::protected::NeededBy {
+    (history.iter().filter_map(|s| s.location.clone()))
+        .map(|path| (path, vec![]))
+        .collect()
+}
+
 fn started(job: &Value, config: &Value, kind: &str) -> Status {
     if kind == Application::NAME {
         Status::Application(Application::running(job, config))

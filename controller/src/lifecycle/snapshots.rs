@@ -11,12 +11,12 @@ use flink_operator_api::common::{Checkpoint, JobSpec, JobStatus, Savepoint, Snap
 use super::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
     poll::SavepointPoll,
-    protected::Protected,
+    protected::{Protected, not_disposed, still_needed},
     savepoint_history,
-    snapshot_resources::{self, NewSnapshot},
+    snapshot_resources::{self, JobSnapshot, NewSnapshot},
     spec::JobSpecOf,
 };
-use crate::{events::Reason, runtime::EventNote};
+use crate::{events::Reason, policy::Policy, runtime::EventNote};
 
 /// A pending savepoint (manual or periodic, not an upgrade's) or manual checkpoint: its
 /// trigger id, its type and when it was triggered.
@@ -296,9 +296,29 @@ pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
     out.act(trigger_action(kind, job_id, trigger_id));
 }
 
-/// Savepoints beyond the history's count or age leave it, and are disposed of when the
-/// cleanup is on; whether any left. Never a path the job may still need (`protected`), nor
-/// one a snapshot resource of the job holds (its own retention decides about it).
+/// Which savepoints leave the job's history now (see [`savepoint_history::trim`]): never a
+/// path the job may still need (`protected`), nor one a snapshot resource of the job holds
+/// (its own retention decides about it).
+pub fn history_trim(
+    job: &JobStatus,
+    policy: &Policy,
+    snapshots: &[JobSnapshot],
+    protected: &Protected,
+    now_ms: i64,
+) -> Option<savepoint_history::Trim> {
+    let protected = protected
+        .clone()
+        .with_paths(snapshots.iter().filter_map(|s| s.path.as_deref()));
+    savepoint_history::trim(job, policy, &protected, now_ms)
+}
+
+/// Savepoints beyond the history's count or age leave it ([`history_trim`]), and are disposed
+/// of when the cleanup is on, but for those another job resource of the namespace may still
+/// need (a job may have been started from a path another job recorded): their files are
+/// kept, each with a `SavepointNotDisposed` Warning naming who needs it, as a
+/// FlinkStateSnapshot's deletion does. Whether the history changed, or waits for a look whose
+/// observation looked its paths up in the namespace (one that a savepoint recorded at this
+/// look pushed out): either way the resource is looked at again soon.
 pub fn trim_history<A: From<JobAction>>(
     status: &mut impl LifecycleStatus,
     facts: &Facts,
@@ -308,18 +328,34 @@ pub fn trim_history<A: From<JobAction>>(
     let Some(job) = status.job_status() else {
         return false;
     };
-    let protected = protected
-        .clone()
-        .with_paths(facts.snapshots.iter().filter_map(|s| s.path.as_deref()));
-    let Some(trim) = savepoint_history::trim(job, facts.policy, &protected, facts.now_ms) else {
+    let Some(mut trim) = history_trim(job, facts.policy, facts.snapshots, protected, facts.now_ms) else {
         return false;
     };
+    let needed_by = facts.history_needed_by;
+    if trim.dispose && trim.removed.iter().any(|path| needed_by.of(path).is_none()) {
+        return true;
+    }
+    let mut kept = Vec::new();
+    if trim.dispose {
+        trim.removed.retain(|path| match needed_by.of(path) {
+            Some(who) if !who.is_empty() => {
+                kept.push(not_disposed(path, &still_needed(who)));
+                false
+            }
+            _ => true,
+        });
+    }
     status
         .job_status_mut()
         .savepoint_info
         .get_or_insert_with(Default::default)
         .savepoint_history = Some(trim.keep.clone());
-    out.event(EventNote::normal(trim.reason(), trim.note()));
+    if !trim.removed.is_empty() {
+        out.event(EventNote::normal(trim.reason(), trim.note()));
+    }
+    for note in kept {
+        out.event(EventNote::warning(Reason::SavepointNotDisposed, note));
+    }
     if trim.dispose {
         for path in trim.removed {
             out.act(JobAction::DisposeSavepoint { path });

@@ -21,6 +21,7 @@ use crate::{
     context::Context,
     flink::{JobId, TriggerId},
     lifecycle::poll,
+    lifecycle::protected::{self, Protected},
     lifecycle::snapshot_resources,
     policy::Policy,
 };
@@ -109,16 +110,30 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         Default::default(),
         policy.task_slots,
     );
+    let revisions =
+        crate::lifecycle::history::of_job(caches, flink_operator_api::JobKind::FlinkSessionJob, &sj.metadata);
+    let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+    let initial = sj
+        .spec
+        .job
+        .as_ref()
+        .and_then(|j| j.initial_savepoint_path.as_deref());
+    let history_needed_by = protected::of_history(
+        caches,
+        &namespace,
+        sj.status.as_ref().and_then(|s| s.job_status.as_ref()),
+        &Protected::of_status(sj.status.as_ref(), Some(&revisions), initial),
+        &snapshots,
+        &policy,
+        now_ms,
+    );
     let mut observation = Observation {
         autoscaler,
         violations,
         policy,
         snapshots,
-        revisions: Some(crate::lifecycle::history::of_job(
-            caches,
-            flink_operator_api::JobKind::FlinkSessionJob,
-            &sj.metadata,
-        )),
+        revisions: Some(revisions),
+        history_needed_by,
         artifact_policy: ArtifactPolicy::new(&validation, &namespace),
         artifact_headers: DownloadHeaders::of(
             read::map(&config, operator::USER_ARTIFACTS_HTTP_HEADER),
@@ -128,7 +143,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         download: jar_download(sj),
         fresh_trigger_id: TriggerId::random().as_str().to_owned(),
         fresh_job_id: JobId::random().as_str().to_owned(),
-        now_ms: k8s_openapi::jiff::Timestamp::now().as_millisecond(),
+        now_ms,
         ..Default::default()
     };
     let Some(session) = session else {

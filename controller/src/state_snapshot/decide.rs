@@ -710,10 +710,7 @@ fn dispose(o: &Observation, d: &mut Decision, path: String) {
         // A path a job may still need is never disposed of (a disposal under way was
         // started before anything needed it, and is followed).
         None | Some(SavepointPoll::UnknownTrigger) if !o.needed_by.is_empty() => {
-            let why = format!(
-                "a job may still need it, so it is kept (delete the job resource, or change what it needs, first): {}",
-                o.needed_by.join("; ")
-            );
+            let why = crate::lifecycle::protected::still_needed(&o.needed_by);
             release_undisposed(d, &why, Some(&path));
         }
         // Not started, or forgotten by a JobManager that restarted: started (again).
@@ -742,7 +739,7 @@ fn dispose(o: &Observation, d: &mut Decision, path: String) {
 
 fn release_undisposed(d: &mut Decision, why: &str, path: Option<&str>) {
     let note = match path {
-        Some(path) => format!("The savepoint {path} was not disposed of and is left on storage: {why}"),
+        Some(path) => crate::lifecycle::protected::not_disposed(path, why),
         None => format!("A savepoint may be left on storage: {why}"),
     };
     d.events

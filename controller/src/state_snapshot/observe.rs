@@ -155,13 +155,8 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
 /// [`protected::who_needs`]): every job of the namespace, not only the snapshot's own,
 /// since a job may have been started from a path another job's snapshot recorded.
 fn needed_by(caches: &Caches, namespace: &str, path: &str) -> Vec<String> {
-    protected::who_needs(
-        path,
-        &caches.deployments.list(namespace, |_| true),
-        &caches.session_jobs.list(namespace, |_| true),
-        &caches.blue_greens.list(namespace, |_| true),
-        &caches.revisions.list(namespace, |_| true),
-    )
+    let looked = protected::NeededBy::look_up(caches, namespace, [path]);
+    looked.of(path).map(<[String]>::to_vec).unwrap_or_default()
 }
 
 async fn rest_client(

@@ -113,6 +113,9 @@ pub struct Observation {
     pub snapshots: Vec<crate::lifecycle::snapshot_resources::JobSnapshot>,
     /// The job's kept revisions (None: its revision history is not followed).
     pub revisions: Option<Vec<crate::lifecycle::revisions::Revision>>,
+    /// Who else in the namespace may still need the savepoints of the job's status history
+    /// (see [`crate::lifecycle::protected::of_history`]).
+    pub history_needed_by: crate::lifecycle::protected::NeededBy,
     /// FlinkSessionJobs that name this (session) cluster; looked up only on deletion.
     pub session_jobs: Vec<String>,
     /// Jobs the session cluster runs that no FlinkSessionJob records (`name (id)`); asked of
@@ -191,6 +194,7 @@ impl Observation {
             now_ms: self.now_ms,
             snapshots: &self.snapshots,
             revisions: self.revisions.as_deref(),
+            history_needed_by: &self.history_needed_by,
             autoscaler: &self.autoscaler,
         }
     }

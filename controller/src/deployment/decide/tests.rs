@@ -59,6 +59,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         unanswered_before: false,
         policy: Policy::status_only(),
         revisions: None,
+        history_needed_by: Default::default(),
         snapshots: vec![],
         session_jobs: vec![],
         unmanaged_jobs: vec![],

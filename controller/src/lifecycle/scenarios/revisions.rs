@@ -704,6 +704,7 @@ fn the_history_trim_and_the_snapshot_retention_keep_the_state_a_kept_revision_wa
         };
         let at = Look {
             policy: policy.clone(),
+            history_needed_by: nobody_needs(&history),
             ..world.look(look("RUNNING"))
         };
         let (outcome, next) = decide(&world.job, &world.config, Some(&stored), &at, false);

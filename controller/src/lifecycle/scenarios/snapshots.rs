@@ -365,6 +365,8 @@ fn the_savepoint_history_is_trimmed_by_count_and_age_keeping_the_newest_and_disp
             };
             let at = Look {
                 policy: policy.clone(),
+                // Nobody else in the namespace needs them.
+                history_needed_by: nobody_needs(&history),
                 ..look("RUNNING")
             };
             let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
@@ -403,4 +405,97 @@ fn the_savepoint_history_is_trimmed_by_count_and_age_keeping_the_newest_and_disp
             assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
         });
     }
+}
+
+/// A job may have been started from a path another job recorded: the trim disposes of no
+/// savepoint another job resource of the namespace may still need, as a FlinkStateSnapshot's
+/// deletion does not, and says so with the same Warning; a path its observation did not look
+/// up (the history grew at this look) waits for the next look.
+#[test]
+fn the_savepoint_history_disposes_of_nothing_another_job_of_the_namespace_may_still_need() {
+    let history: Vec<Savepoint> = [(3, 300), (2, 200), (1, 1)]
+        .iter()
+        .map(|(n, ago)| Savepoint {
+            time_stamp: Some(NOW - ago * MIN),
+            location: Some(format!("file:/sp/{n}")),
+            ..Default::default()
+        })
+        .collect();
+    let other =
+        "FlinkDeployment other: the state its job was started from (status.jobStatus.upgradeSavepointPath)";
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind).with_job(|job| {
+            let info = job.savepoint_info.get_or_insert_with(Default::default);
+            info.last_savepoint = history.last().cloned();
+            info.savepoint_history = Some(history.clone());
+        });
+        let policy = Policy {
+            history_max_count: 1,
+            ..Policy::status_only()
+        };
+        let needed = Look {
+            policy: policy.clone(),
+            history_needed_by: [
+                ("file:/sp/3", vec![other.to_owned()]),
+                ("file:/sp/2", vec![]),
+                ("file:/sp/1", vec![]),
+            ]
+            .into_iter()
+            .map(|(path, who)| (path.to_owned(), who))
+            .collect(),
+            ..look("RUNNING")
+        };
+        let (outcome, next) = decide(&job, &json!({}), Some(&stored), &needed, false);
+        // Both leave the history; only the one nobody needs is disposed of.
+        assert_eq!(
+            outcome.job,
+            [JobAction::DisposeSavepoint {
+                path: "file:/sp/2".into()
+            }],
+            "{kind}"
+        );
+        let left: Vec<String> = (job_status_of(&next).savepoint_info)
+            .and_then(|i| i.savepoint_history)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|s| s.location)
+            .collect();
+        assert_eq!(left, ["file:/sp/1"], "{kind}");
+        let warning = (outcome.events.iter())
+            .find(|e| e.reason == Reason::SavepointNotDisposed)
+            .unwrap_or_else(|| panic!("{kind}: {outcome:?}"));
+        assert!(warning.warning, "{kind}");
+        // Worded as a FlinkStateSnapshot's deletion words it.
+        let protected = crate::lifecycle::protected::not_disposed(
+            "file:/sp/3",
+            &crate::lifecycle::protected::still_needed(&[other.to_owned()]),
+        );
+        assert_eq!(warning.note, protected, "{kind}");
+        let disposing = (outcome.events.iter())
+            .find(|e| e.reason == Reason::SavepointsDisposed)
+            .unwrap_or_else(|| panic!("{kind}: {outcome:?}"));
+        assert!(
+            disposing.note.contains("file:/sp/2") && !disposing.note.contains("file:/sp/3"),
+            "{kind}: {}",
+            disposing.note
+        );
+
+        // Not looked up at this look: nothing leaves or is disposed of yet, and the resource
+        // is looked at again soon, when its observation looks them up.
+        let unlooked = Look {
+            policy,
+            ..look("RUNNING")
+        };
+        let (outcome, next) = decide(&job, &json!({}), Some(&stored), &unlooked, false);
+        assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
+        assert_eq!(
+            job_status_of(&next)
+                .savepoint_info
+                .and_then(|i| i.savepoint_history),
+            Some(history.clone()),
+            "{kind}"
+        );
+        assert_eq!(outcome.requeue, FAST, "{kind}");
+    });
 }

@@ -72,6 +72,9 @@ pub struct Observation {
     pub snapshots: Vec<crate::lifecycle::snapshot_resources::JobSnapshot>,
     /// The job's kept revisions (None: its revision history is not followed).
     pub revisions: Option<Vec<crate::lifecycle::revisions::Revision>>,
+    /// Who else in the namespace may still need the savepoints of the job's status history
+    /// (see [`crate::lifecycle::protected::of_history`]).
+    pub history_needed_by: crate::lifecycle::protected::NeededBy,
     /// Where the job's jar may come from (restricted hosts, file directories, the hosts of
     /// the platform's download headers), from the operator configuration only: the job
     /// cannot widen it.
@@ -179,6 +182,7 @@ impl Observation {
             now_ms: self.now_ms,
             snapshots: &self.snapshots,
             revisions: self.revisions.as_deref(),
+            history_needed_by: &self.history_needed_by,
             autoscaler: &self.autoscaler,
         }
     }
