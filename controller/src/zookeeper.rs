@@ -4,8 +4,9 @@
 //! submitted job graphs before a last-state start, and removing all of it when the cluster
 //! is deleted — what the Apache operator does with Flink's ZooKeeper client.
 //!
-//! A client of ZooKeeper's own wire protocol (jute over TCP), one short session per look:
-//! connect, a handful of reads or deletes, close. It speaks plain TCP without
+//! A client of ZooKeeper's own wire protocol (jute over TCP), one short session per look
+//! that needs the metadata (see [`crate::deployment::decide::needs_ha_metadata`]): connect,
+//! a handful of reads or deletes, close. It speaks plain TCP without
 //! authentication: a quorum that needs TLS (`zookeeper.client.secure`) or SASL is reported as
 //! an error naming it, and the operator refuses what needs the metadata (never guesses).
 //!

@@ -49,11 +49,6 @@ pub async fn observe(
             .all(|d| d.metadata.deletion_timestamp.is_some());
     let job_manager_pods = caches.job_manager_pods.of_cluster(&namespace, &name);
     let config = ctx.effective_config(fd);
-    let (ha_source, zookeeper) = zookeeper_ha(&config, &name).await;
-    let ha_metadata = !caches.ha_config_maps_of(&namespace, &name).is_empty()
-        || zookeeper
-            .as_ref()
-            .is_some_and(|look| look.as_ref().is_none_or(|l| l.exists));
 
     let policy = Policy::from_config(&config)
         .with_limits(&PlatformLimits::new(&ctx.validation(), &namespace))
@@ -177,12 +172,33 @@ pub async fn observe(
         &policy,
         now_ms,
     );
+    // ZooKeeper's nodes cost a session: read only at the looks that need them, which a
+    // steady job's are not.
+    let needed = super::decide::needs_ha_metadata(
+        &super::decide::autoscaled_by(fd, &autoscaler),
+        super::decide::HaLooked {
+            job_manager: &job_manager,
+            health: health.as_ref(),
+            policy: &policy,
+            now_ms,
+        },
+    );
+    let (ha_source, zookeeper) = zookeeper_ha(&config, &name, needed).await;
+    let ha_metadata = match &zookeeper {
+        ZooKeeperLook::Kubernetes => !caches.ha_config_maps_of(&namespace, &name).is_empty(),
+        ZooKeeperLook::NotNeeded => false,
+        ZooKeeperLook::Unreadable => true,
+        ZooKeeperLook::Read(look) => look.exists,
+    };
     // A rollback, a recovery, the health check's restart and a last-state change restore
-    // from it (a change may come with any look): read from the cache, it costs no call.
+    // from it (a change may come with any look): the ConfigMaps are read from the cache at
+    // no cost.
     let ha_checkpoint = match &zookeeper {
         _ if !policy.high_availability || fd.spec.job.is_none() => None,
-        Some(look) => Some(look.as_ref().is_some_and(|l| l.checkpoint)),
-        None => Some(ha_holds_a_checkpoint(caches, &namespace, &name)),
+        ZooKeeperLook::Kubernetes => Some(ha_holds_a_checkpoint(caches, &namespace, &name)),
+        ZooKeeperLook::NotNeeded => None,
+        ZooKeeperLook::Unreadable => Some(false),
+        ZooKeeperLook::Read(look) => Some(look.checkpoint),
     };
     // The deletion records the state the job leaves before its HA metadata goes: read once
     // nothing of the cluster is left to write a later checkpoint. ZooKeeper's was read in
@@ -203,12 +219,12 @@ pub async fn observe(
             .and_then(|s| s.job_status.as_ref())
             .and_then(|j| j.job_id.as_deref());
         match &zookeeper {
-            Some(look) => {
-                let latest = look.as_ref().and_then(|l| l.latest.as_ref());
-                let filed = latest.map(|(job, id)| (Some(job.as_str()), *id));
+            ZooKeeperLook::Kubernetes => latest_ha_checkpoint(ctx, caches, fd, job_id, dir).await,
+            ZooKeeperLook::Read(look) => {
+                let filed = (look.latest.as_ref()).map(|(job, id)| (Some(job.as_str()), *id));
                 super::ha_checkpoint::path(filed, job_id, dir)
             }
-            None => latest_ha_checkpoint(ctx, caches, fd, job_id, dir).await,
+            ZooKeeperLook::NotNeeded | ZooKeeperLook::Unreadable => None,
         }
     } else {
         None
@@ -557,15 +573,27 @@ fn replica_failure(jm: &Deployment) -> Option<String> {
     )
 }
 
-/// Where the cluster's HA metadata is and, with ZooKeeper HA, what its nodes hold (None
-/// inside: they could not be read, which the source says why). One short ZooKeeper session
-/// per look: unlike ConfigMaps, no cache or watch can hold them.
+/// What a look read of a cluster's ZooKeeper HA metadata.
+enum ZooKeeperLook {
+    /// Not ZooKeeper HA: the Kubernetes HA ConfigMaps are read from the cache.
+    Kubernetes,
+    /// This look needs none of it (see [`super::decide::needs_ha_metadata`]): not read.
+    NotNeeded,
+    /// It could not be read (the source says why).
+    Unreadable,
+    Read(crate::zookeeper::HaLook),
+}
+
+/// Where the cluster's HA metadata is and, with ZooKeeper HA, what its nodes hold, read in
+/// one short session when the look `needs` them: unlike ConfigMaps, no cache or watch can
+/// hold them.
 async fn zookeeper_ha(
     config: &std::collections::BTreeMap<String, String>,
     name: &str,
-) -> (HaMetadata, Option<Option<crate::zookeeper::HaLook>>) {
+    needs: bool,
+) -> (HaMetadata, ZooKeeperLook) {
     if !crate::zookeeper::is_zookeeper_ha(config) {
-        return (HaMetadata::KubernetesConfigMaps, None);
+        return (HaMetadata::KubernetesConfigMaps, ZooKeeperLook::Kubernetes);
     }
     let nodes = match crate::zookeeper::HaNodes::of(config, name) {
         Ok(nodes) => nodes,
@@ -581,16 +609,23 @@ async fn zookeeper_ha(
                 checkpoint: false,
                 latest: None,
             };
-            return (source, Some(Some(none)));
+            return (source, ZooKeeperLook::Read(none));
         }
     };
+    if !needs {
+        let source = HaMetadata::ZooKeeperNodes {
+            path: nodes.path,
+            unreadable: None,
+        };
+        return (source, ZooKeeperLook::NotNeeded);
+    }
     match nodes.look().await {
         Ok(look) => (
             HaMetadata::ZooKeeperNodes {
                 path: nodes.path,
                 unreadable: None,
             },
-            Some(Some(look)),
+            ZooKeeperLook::Read(look),
         ),
         Err(e) => {
             tracing::warn!(error = %e, "the cluster's ZooKeeper HA metadata could not be read");
@@ -598,7 +633,7 @@ async fn zookeeper_ha(
                 path: nodes.path,
                 unreadable: Some(e.to_string()),
             };
-            (source, Some(None))
+            (source, ZooKeeperLook::Unreadable)
         }
     }
 }

@@ -13,39 +13,61 @@
 //! `kubernetes.operator.job.restart.failed`.
 
 use flink_operator_api::{
-    FlinkDeploymentSpec,
+    FlinkDeploymentSpec, FlinkDeploymentStatus,
     common::{UpgradeMode, flink_job_state},
 };
 
 use super::{Decision, EventNote, Plan, start};
 use crate::{
-    deployment::health::{HealthHistory, Verdict, evaluate},
+    deployment::health::{HealthHistory, HealthSample, Verdict, evaluate},
     events::Reason,
     lifecycle::machine::Restore,
+    policy::Policy,
 };
 
 /// This look's sample into the history (the check off: the history goes).
 pub(super) fn observe_into(d: &mut Decision) {
-    let settings = d.obs.policy.health.as_ref().filter(|_| d.fd.spec.job.is_some());
-    let stored = HealthHistory::read(d.status.cluster_info.as_ref());
-    let (next, _) = evaluate(stored.as_ref(), d.obs.health.as_ref(), d.obs.now_ms, settings);
+    let application = d.fd.spec.job.is_some();
+    let (obs, status) = (d.obs, &mut d.status);
+    judge_into(status, application, obs.health.as_ref(), obs.now_ms, &obs.policy);
+}
+
+/// `sample` judged into the history in `status` (the check off, or no job: it goes).
+pub(super) fn judge_into(
+    status: &mut FlinkDeploymentStatus,
+    application: bool,
+    sample: Option<&HealthSample>,
+    now_ms: i64,
+    policy: &Policy,
+) {
+    let settings = policy.health.as_ref().filter(|_| application);
+    let stored = HealthHistory::read(status.cluster_info.as_ref());
+    let (next, _) = evaluate(stored.as_ref(), sample, now_ms, settings);
     if next.is_none() || next != stored {
-        HealthHistory::store(&mut d.status.cluster_info, next.as_ref());
+        HealthHistory::store(&mut status.cluster_info, next.as_ref());
     }
 }
 
 /// Why the job of `recorded` is unhealthy, if the history judged it so and it has not ended
 /// (it is restarted, or said why not).
 pub(super) fn unhealthy(d: &Decision, recorded: &FlinkDeploymentSpec) -> Option<String> {
-    d.obs.policy.health?;
+    unhealthy_in(&d.status, recorded, &d.obs.policy)
+}
+
+/// [`unhealthy`], from the history and the job's state in `status`.
+pub(super) fn unhealthy_in(
+    status: &FlinkDeploymentStatus,
+    recorded: &FlinkDeploymentSpec,
+    policy: &Policy,
+) -> Option<String> {
+    policy.health?;
     recorded.job.as_ref()?;
-    let history = HealthHistory::read(d.status.cluster_info.as_ref())?;
+    let history = HealthHistory::read(status.cluster_info.as_ref())?;
     let Verdict::Unhealthy(why) = history.verdict() else {
         return None;
     };
-    let ended = d
-        .job_status()
-        .state()
+    let ended = (status.job_status.as_ref())
+        .and_then(|j| j.state())
         .is_some_and(flink_job_state::is_globally_terminal);
     (!ended).then_some(why)
 }

@@ -27,6 +27,7 @@
 mod cleanup;
 mod decision;
 mod deletion;
+mod ha;
 mod health;
 mod recovery;
 mod rollback;
@@ -37,6 +38,7 @@ mod status;
 
 use flink_operator_api::{FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus};
 
+pub use ha::{Looked as HaLooked, needs_ha_metadata};
 pub use status::set_conditions;
 
 pub use crate::{
@@ -68,7 +70,8 @@ pub struct Observation {
     /// Whether the cluster's high-availability metadata exists (its ConfigMaps, or its
     /// ZooKeeper nodes; unreadable ZooKeeper nodes count as existing, so that a deletion
     /// or a fresh start tries to remove them rather than leave them to a later cluster of
-    /// the same name).
+    /// the same name; ZooKeeper nodes are read only at the looks that need them, see
+    /// [`needs_ha_metadata`], and count as absent at the others).
     pub ha_metadata: bool,
     /// Where that metadata is.
     pub ha_source: HaMetadata,
@@ -96,7 +99,8 @@ pub struct Observation {
     pub late_savepoint: Option<crate::lifecycle::poll::LateSavepoint>,
     /// Whether the cluster's HA metadata points at a checkpoint; looked at only with high
     /// availability, for an application (a rollback, a recovery, the health check's
-    /// restart and a last-state change restore from it).
+    /// restart and a last-state change restore from it), and with ZooKeeper HA only at the
+    /// looks that need it ([`needs_ha_metadata`]; None at the others).
     pub ha_checkpoint: Option<bool>,
     /// The path of the checkpoint the HA metadata (ConfigMaps or ZooKeeper nodes) points at
     /// last (see [`crate::deployment::ha_checkpoint`]); read only during the resource's
@@ -272,7 +276,15 @@ pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
 
 /// The resource as the lifecycle acts on it: with the autoscaler's overrides in its spec.
 pub fn autoscaled<'a>(fd: &'a FlinkDeployment, obs: &Observation) -> std::borrow::Cow<'a, FlinkDeployment> {
-    crate::autoscaler::apply::effective(fd, &fd.spec, |fd, spec| fd.spec = spec, &obs.autoscaler.overrides)
+    autoscaled_by(fd, &obs.autoscaler)
+}
+
+/// [`autoscaled`], by what the autoscaler made of the job at this look.
+pub fn autoscaled_by<'a>(
+    fd: &'a FlinkDeployment,
+    autoscaler: &crate::autoscaler::apply::Looked,
+) -> std::borrow::Cow<'a, FlinkDeployment> {
+    crate::autoscaler::apply::effective(fd, &fd.spec, |fd, spec| fd.spec = spec, &autoscaler.overrides)
 }
 
 /// The write that keeps the resource's Ingress as `spec.ingress` asks (none while it is being

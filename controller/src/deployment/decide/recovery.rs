@@ -10,24 +10,38 @@
 
 use crate::events::Reason;
 use flink_operator_api::{
-    FlinkDeploymentSpec, JobManagerDeploymentStatus,
+    FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus,
     common::{ReconciliationState, UpgradeMode},
 };
 
-use super::{Decision, EventNote, JobManagerObservation, Plan, start};
+use super::{Decision, EventNote, JobManagerObservation, Plan, is_suspended, start};
+use crate::policy::Policy;
 
 /// Whether the JobManager Deployment of `recorded` is missing, recovery is enabled, and
 /// there is something to recover (redeployed, or said why not).
 pub(super) fn missing(d: &Decision, recorded: &FlinkDeploymentSpec) -> bool {
-    if !d.obs.policy.jm_recovery || d.obs.job_manager != JobManagerObservation::Missing {
+    missing_in(d.fd, &d.status, recorded, &d.obs.job_manager, &d.obs.policy)
+}
+
+/// [`missing`], from the resource as stored, the status being built and the JobManager
+/// observed.
+pub(super) fn missing_in(
+    fd: &FlinkDeployment,
+    status: &FlinkDeploymentStatus,
+    recorded: &FlinkDeploymentSpec,
+    job_manager: &JobManagerObservation,
+    policy: &Policy,
+) -> bool {
+    // A suspended spec has no JobManager to recover.
+    if !policy.jm_recovery || *job_manager != JobManagerObservation::Missing || is_suspended(recorded) {
         return false;
     }
-    let deployed = (d.status.reconciliation_status.as_ref())
+    let deployed = (status.reconciliation_status.as_ref())
         .is_some_and(|rs| rs.state == Some(ReconciliationState::Deployed));
     // Just deployed and not seen yet: that is not a loss.
-    let seen_before = d.fd.status.as_ref().and_then(|s| s.job_manager_deployment_status);
+    let seen_before = fd.status.as_ref().and_then(|s| s.job_manager_deployment_status);
     // A job that ended (or was never seen to start) leaves nothing to recover.
-    let ended = recorded.job.is_some() && super::shutdown::job_ended(d);
+    let ended = recorded.job.is_some() && super::shutdown::job_ended_in(fd, status);
     deployed && !matches!(seen_before, None | Some(JobManagerDeploymentStatus::Deploying)) && !ended
 }
 

@@ -18,11 +18,13 @@
 use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeploymentSpec, FlinkDeploymentStatus,
-    common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state},
+    common::{
+        ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode, flink_job_state,
+    },
 };
 
 use super::{Decision, EventNote, FAST, Plan, is_suspended, phase, start::capitalised, upgrade_relevant};
-use crate::lifecycle::restore::human;
+use crate::{lifecycle::restore::human, policy::Policy};
 
 /// The spec a rollback deploys (while `ROLLING_BACK`) or deployed (once `ROLLED_BACK`):
 /// the last stable spec, in `last-state` mode unless it is stateless.
@@ -46,22 +48,30 @@ pub(super) fn deployed_spec(status: &FlinkDeploymentStatus) -> Option<FlinkDeplo
 /// When a rollback of `recorded` becomes due (epoch ms): rollback enabled, the spec
 /// deployed and not stable, a different stable spec to go back to. `None` when none can be.
 pub(super) fn due_at(d: &Decision, recorded: &FlinkDeploymentSpec) -> Option<i64> {
-    let policy = &d.obs.policy;
-    if !policy.rollback_enabled {
-        return None;
-    }
-    let rs = d.status.reconciliation_status.as_ref()?;
-    if rs.state != Some(ReconciliationState::Deployed) {
-        return None;
-    }
-    let stable: FlinkDeploymentSpec = rs.last_stable_spec::<FlinkDeploymentSpec>().ok().flatten()?;
     let job_state = d.status.job_status.as_ref().and_then(|j| j.state.as_deref());
     let settled = matches!(
         d.status.lifecycle_state,
         Some(ResourceLifecycleState::Stable | ResourceLifecycleState::Suspended)
     ) || job_state == Some(flink_job_state::FINISHED);
-    if settled
-        || upgrade_relevant(&stable) == upgrade_relevant(recorded)
+    if settled {
+        return None;
+    }
+    due_unless_settled_at(d.status.reconciliation_status.as_ref()?, recorded, &d.obs.policy)
+}
+
+/// When a rollback of `recorded` becomes due unless its spec has settled (become stable,
+/// suspended or finished): rollback enabled, the spec deployed, a different stable spec to go
+/// back to, as `rs` records them.
+pub(super) fn due_unless_settled_at(
+    rs: &ReconciliationStatus,
+    recorded: &FlinkDeploymentSpec,
+    policy: &Policy,
+) -> Option<i64> {
+    if !policy.rollback_enabled || rs.state != Some(ReconciliationState::Deployed) {
+        return None;
+    }
+    let stable: FlinkDeploymentSpec = rs.last_stable_spec::<FlinkDeploymentSpec>().ok().flatten()?;
+    if upgrade_relevant(&stable) == upgrade_relevant(recorded)
         || is_suspended(&stable)
         || is_suspended(recorded)
         || stable.flink_version != recorded.flink_version

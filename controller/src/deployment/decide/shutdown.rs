@@ -9,16 +9,21 @@
 //! MISSING without an error: nothing is recovered for a job that ended ([`super::recovery`]),
 //! and a change of the spec starts the job again as for any ended job.
 
-use flink_operator_api::common::flink_job_state;
+use flink_operator_api::{FlinkDeployment, FlinkDeploymentStatus, common::flink_job_state};
 
 use super::{Action, Decision, EventNote, FAST, JobManagerObservation, Plan, Reason};
 
 /// Whether the job of this application ended: nothing runs that needs its JobManager.
 pub(super) fn job_ended(d: &Decision) -> bool {
+    job_ended_in(d.fd, &d.status)
+}
+
+/// [`job_ended`], by the job's state in `status`.
+pub(super) fn job_ended_in(fd: &FlinkDeployment, status: &FlinkDeploymentStatus) -> bool {
     // Read in place: this is asked on every look at every application.
-    d.fd.spec.job.is_some()
+    fd.spec.job.is_some()
         && matches!(
-            d.status.job_status.as_ref().and_then(|j| j.state()),
+            status.job_status.as_ref().and_then(|j| j.state()),
             Some(flink_job_state::FINISHED | flink_job_state::FAILED | flink_job_state::CANCELED)
         )
 }

@@ -2700,3 +2700,159 @@ fn a_reactive_cluster_takes_new_replicas_in_place_and_a_vertex_override_by_an_up
         plan.actions
     );
 }
+
+/// ZooKeeper HA metadata costs a session to read: a steady job's looks need none of it, and
+/// every look that may restore from it or remove it does.
+mod ha_needs {
+    use super::*;
+    use crate::{deployment::health::HealthSample, policy::HealthSettings};
+
+    fn policy() -> Policy {
+        Policy {
+            high_availability: true,
+            jm_recovery: true,
+            restart_failed: true,
+            rollback_enabled: true,
+            readiness_timeout_ms: 5 * MIN,
+            health: Some(HealthSettings {
+                restarts_window_ms: 2 * MIN,
+                restarts_threshold: 2,
+                checkpoint_window_ms: None,
+            }),
+            ..Policy::status_only()
+        }
+    }
+
+    fn sample(restarts: i64) -> HealthSample {
+        HealthSample {
+            num_restarts: restarts,
+            num_completed_checkpoints: 0,
+        }
+    }
+
+    fn needs(
+        fd: &FlinkDeployment,
+        job_manager: &JobManagerObservation,
+        health: Option<HealthSample>,
+        now_ms: i64,
+    ) -> bool {
+        let policy = policy();
+        needs_ha_metadata(
+            fd,
+            HaLooked {
+                job_manager,
+                health: health.as_ref(),
+                policy: &policy,
+                now_ms,
+            },
+        )
+    }
+
+    fn with_job(
+        mut status: FlinkDeploymentStatus,
+        edit: impl FnOnce(&mut JobStatus),
+    ) -> FlinkDeploymentStatus {
+        edit(status.job_status.get_or_insert_with(Default::default));
+        status
+    }
+
+    #[test]
+    fn a_steady_job_needs_no_ha_metadata_and_every_look_that_restores_or_removes_it_does() {
+        let spec = spec_with("last-state", &[]);
+        let steady = observed(&spec, "RUNNING");
+        let missing = JobManagerObservation::Missing;
+        let healthy = Some(sample(1));
+
+        // Steady: running, healthy, stable, its JobManager there.
+        let plain = fd(spec.clone(), Some(steady.clone()), true, false);
+        assert!(!needs(&plain, &ready_jm(), healthy, NOW));
+        // An ended job whose JobManager was shut down: nothing to recover.
+        let finished = with_job(steady.clone(), |j| j.state = Some("FINISHED".into()));
+        assert!(!needs(
+            &fd(spec.clone(), Some(finished), true, false),
+            &missing,
+            None,
+            NOW
+        ));
+        // Suspended: nothing runs, nothing to recover.
+        let suspended_spec = spec_with("last-state", &[("job/state", json!("suspended"))]);
+        let mut suspended = with_job(steady.clone(), |j| j.state = Some("SUSPENDED".into()));
+        suspended.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Missing);
+        let rs = suspended.reconciliation_status.as_mut().expect("recorded");
+        let recorded: FlinkDeploymentSpec = serde_json::from_value(suspended_spec.clone()).expect("a spec");
+        crate::lifecycle::spec::record(rs, recorded);
+        let at_rest = fd(suspended_spec, Some(suspended), true, false);
+        assert!(!needs(&at_rest, &missing, None, NOW));
+
+        // Deleted, never recorded, or a start under way.
+        assert!(needs(
+            &fd(spec.clone(), Some(steady.clone()), true, true),
+            &missing,
+            None,
+            NOW
+        ));
+        assert!(needs(&fd(spec.clone(), None, false, false), &missing, None, NOW));
+        let mut starting = steady.clone();
+        reconciliation_mut(&mut starting).state = Some(ReconciliationState::Upgrading);
+        assert!(needs(
+            &fd(spec.clone(), Some(starting), true, false),
+            &ready_jm(),
+            healthy,
+            NOW
+        ));
+        // A change pending (the autoscaler's overrides are in the spec passed), or a stop in
+        // flight whose end commits one.
+        let parallelism = spec_with("last-state", &[("job/parallelism", json!(4))]);
+        assert!(needs(
+            &fd(parallelism, Some(steady.clone()), true, false),
+            &ready_jm(),
+            healthy,
+            NOW
+        ));
+        let stopping = with_job(steady.clone(), |j| {
+            let info = j.savepoint_info.get_or_insert_with(Default::default);
+            info.trigger_id = Some("trigger".into());
+            info.trigger_type = Some(flink_operator_api::common::SnapshotTriggerType::Upgrade);
+        });
+        assert!(needs(
+            &fd(spec.clone(), Some(stopping), true, false),
+            &ready_jm(),
+            healthy,
+            NOW
+        ));
+        // Its JobManager Deployment missing: recovered from the metadata.
+        assert!(needs(&plain, &missing, None, NOW));
+        // FAILED, to be restarted.
+        let failed = with_job(steady.clone(), |j| j.state = Some("FAILED".into()));
+        assert!(needs(
+            &fd(spec.clone(), Some(failed), true, false),
+            &ready_jm(),
+            None,
+            NOW
+        ));
+        // Judged unhealthy at this look: 1 restart, then 4 a minute later.
+        let baseline = decide(
+            &plain,
+            &with_policy(
+                Observation {
+                    health: healthy,
+                    ..obs(ready_jm(), running_job())
+                },
+                policy(),
+            ),
+        )
+        .status;
+        let judged = fd(spec.clone(), Some(baseline), true, false);
+        assert!(!needs(&judged, &ready_jm(), Some(sample(1)), NOW + MIN));
+        assert!(needs(&judged, &ready_jm(), Some(sample(4)), NOW + MIN));
+        // A deployed spec not stable past the readiness timeout: rolled back from it.
+        let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
+        let deployed = at(new.clone(), upgraded(&spec, &new), 2);
+        assert!(!needs(&deployed, &crashing_jm(), None, NOW + MIN));
+        assert!(needs(&deployed, &crashing_jm(), None, NOW + 6 * MIN));
+    }
+
+    fn reconciliation_mut(status: &mut FlinkDeploymentStatus) -> &mut ReconciliationStatus {
+        status.reconciliation_status.as_mut().expect("recorded")
+    }
+}
