@@ -19,6 +19,8 @@
 //! - deletion behind a finalizer: once the machine has recorded the savepoint the settings
 //!   ask for, the cluster is deleted, a session cluster only once no session job uses it
 //!   ([`deletion`]);
+//! - which looks need the cluster's high-availability metadata, which observe reads from
+//!   ZooKeeper only for them ([`ha`]);
 //! - a session cluster (no `spec.job`): deployed, and deployed again with a new spec.
 //!
 //! Every step is written to status before the next one starts, so a fresh reconcile from the
