@@ -74,13 +74,24 @@ pub async fn pass<R: Reconciler>(
     };
     if let Some(before) = &plan.status_before {
         write(&mut stored, before).await?;
+    } else if !plan.actions.is_empty() {
+        ctx.fence.check()?;
+        stored.confirm(&api, &name).await.map_err(PassError::Status)?;
     }
     let mut released = false;
+    // The object at the resourceVersion this pass last wrote or patched: the removal of our
+    // finalizer holds only if nothing changed it since (see `finalizer`).
+    let mut moved: Option<R::Kind> = None;
     for action in &plan.actions {
         // Checked per action: a replica that lost its lease mid-plan stops between steps.
         ctx.fence.check()?;
         tracing::info!(?action, "acting");
-        match R::act(ctx, object, &observed, action).await {
+        if stored.resource_version() != object.meta().resource_version.as_deref() {
+            let current = moved.get_or_insert_with(|| object.clone());
+            current.meta_mut().resource_version = stored.resource_version().map(str::to_owned);
+        }
+        let target = moved.as_ref().unwrap_or(object);
+        match R::act(ctx, target, &observed, action).await {
             Ok(Acted::Done) => tracing::debug!(elapsed_ms = millis(started), "acted"),
             Ok(Acted::Patched(resource_version)) => stored.moved_to(resource_version),
             Ok(Acted::Released) => released = true,

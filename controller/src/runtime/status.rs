@@ -35,6 +35,11 @@ impl Stored {
         }
     }
 
+    /// The resourceVersion the object is at, as far as this reconcile knows.
+    pub fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+
     /// The object was patched by an action (a finalizer) and is now at `resource_version`.
     pub fn moved_to(&mut self, resource_version: Option<String>) {
         if resource_version.is_some() {
@@ -53,6 +58,24 @@ impl Stored {
             body["metadata"] = serde_json::json!({ "resourceVersion": rv });
         }
         Some(body)
+    }
+
+    /// Confirms that the object is still at the resourceVersion this reconcile decided from,
+    /// writing nothing: a merge patch of that version alone changes nothing and is answered
+    /// 409 Conflict when the object changed since. A plan that acts without writing its
+    /// status first (a stop sent again, a finalizer removed) is so never carried out from a
+    /// stale read: the next reconcile decides again from the fresh object.
+    pub async fn confirm<K>(&self, api: &Api<K>, name: &str) -> Result<(), kube::Error>
+    where
+        K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    {
+        let Some(rv) = &self.resource_version else {
+            return Ok(());
+        };
+        let body = serde_json::json!({ "metadata": { "resourceVersion": rv } });
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(body))
+            .await?;
+        Ok(())
     }
 
     /// Writes `status` to `name` through `api` if it differs from what is stored; whether a
