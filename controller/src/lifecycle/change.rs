@@ -219,6 +219,9 @@ pub fn newest_allowed(
     restore::guard(&state, policy.restore_max_state_age_ms, now_ms).map(|()| state)
 }
 
+/// The newest state of an ended job: with savepoints, the newest of everything status
+/// knows; without, its latest checkpoint, or, when it completed none, the state it was
+/// started from (recorded at its start, and still its newest).
 fn newest(
     job: &JobStatus,
     checkpoint: Option<RestorableState>,
@@ -227,7 +230,7 @@ fn newest(
     if with_savepoints {
         restore::newest(job, checkpoint)
     } else {
-        checkpoint
+        checkpoint.or_else(|| restore::recorded(job))
     }
 }
 
@@ -668,6 +671,20 @@ mod tests {
             after_end(&JobStatus::default(), None, true, true, &guarded, NOW),
             Ok(None)
         );
+        // A last-state job that ended before its first checkpoint keeps the state it was
+        // started from (recorded at its start): a suspension does not drop it.
+        let started_from = JobStatus {
+            upgrade_savepoint_path: Some("file:/chk/0".into()),
+            ..JobStatus::default()
+        };
+        for suspending in [false, true] {
+            let state = after_end(&started_from, None, false, suspending, &Policy::default(), NOW);
+            assert_eq!(
+                state.map(|s| s.map(|s| s.path)),
+                Ok(Some("file:/chk/0".to_owned())),
+                "suspending: {suspending}"
+            );
+        }
         // Before a cancellation the same guard applies, and unknown state passes.
         assert!(before_cancel(&JobStatus::default(), checkpoint(120_000), false, &guarded, NOW).is_err());
         assert!(before_cancel(&JobStatus::default(), None, false, &guarded, NOW).is_ok());

@@ -181,15 +181,12 @@ pub fn left_state(leaving: &Leaving) -> Option<LeftState> {
         .snapshots
         .iter()
         .any(|s| !s.deleting && s.path.as_deref() == Some(state.path.as_str()));
-    // A deletion savepoint recorded with snapshot resources was created as an UPGRADE one.
-    let stopped_with_it = stored
-        .savepoint_info
-        .as_ref()
-        .and_then(|i| i.last_savepoint.as_ref())
-        .is_some_and(|s| {
-            s.location.as_deref() == Some(state.path.as_str())
-                && s.trigger_type == Some(SnapshotTriggerType::Upgrade)
-        });
+    // A stop's savepoint whose UPGRADE resource is being created in this pass (still marked
+    // in status, so the cache may not show it yet) is recorded by it. One whose resource is
+    // gone (the user deleted it) is recorded again.
+    let stopped_with_it = snapshot_resources::unrecorded(&stored, false)
+        .iter()
+        .any(|new| new.existing_path.as_deref() == Some(state.path.as_str()));
     if recorded || (leaving.snapshot_resources && stopped_with_it) {
         return None;
     }

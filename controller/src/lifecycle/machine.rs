@@ -51,6 +51,7 @@ use crate::{
 mod change_step;
 
 pub use super::ledger::already_refused;
+use super::retention::OnCancel;
 use change_step::{change, commit_change};
 
 /// What the next job starts from; committed with its spec before anything is started.
@@ -197,7 +198,7 @@ pub struct Standing {
     /// What becomes of the job's checkpoints if it is cancelled (see
     /// [`retention`](super::retention)): a change cancels it to restore its latest
     /// checkpoint only when they are retained.
-    pub on_cancel: super::retention::OnCancel,
+    pub on_cancel: OnCancel,
 }
 
 /// The decision under construction of a kind: its [`Ledger`].
@@ -514,14 +515,28 @@ fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
             DeletionSavepoint::Abandoned => {}
         }
     }
-    if deletion::wants_savepoint(k.spec.job(), facts.policy)
-        && facts.running()
-        && k.standing().can_stop_for_deletion
-    {
+    let standing = k.standing();
+    // A cancellation that deletes a stateful job's checkpoints would leave nothing to record:
+    // it is stopped with a savepoint instead, unless the user said to delete without one.
+    let loses_checkpoint = !K::ENDS_WITH_ITS_CLUSTER
+        && deletion::records_left_state(k.spec.job())
+        && facts.policy.savepoint_on_deletion_set != Some(false)
+        && matches!(standing.on_cancel, OnCancel::Deleted(_) | OnCancel::Unknown(_));
+    let wants_savepoint = deletion::wants_savepoint(k.spec.job(), facts.policy);
+    if (wants_savepoint || loses_checkpoint) && facts.running() && standing.can_stop_for_deletion {
         k.conditions(
             phase::DELETING,
             "stopping the job with a savepoint before deletion",
         );
+        if !wants_savepoint && let Some(why) = standing.on_cancel.loses_checkpoint() {
+            k.event(EventNote::warning(
+                Reason::Deleting,
+                format!(
+                    "Not cancelling job {job_id} for the deletion: {why}; stopping it with a savepoint instead \
+                     (set kubernetes.operator.job.savepoint-on-deletion to false to delete without one)"
+                ),
+            ));
+        }
         let (status, mut out) = k.parts();
         deletion::stop_with_savepoint(status, &job_id, &facts, &mut out);
         return k.record_then(FAST);

@@ -65,6 +65,8 @@ pub mod stop;
 pub mod wording;
 
 #[cfg(test)]
+mod model;
+#[cfg(test)]
 mod scenarios;
 
 use flink_operator_api::{

@@ -132,8 +132,30 @@ fn a_deletion_records_the_latest_state_a_stateful_job_leaves() {
         },
         Row {
             status: Some(last_savepoint(SUSPENDED_AT, Trigger::Upgrade)),
+            snapshots: vec![record_of(SUSPENDED_AT, false)],
             ..row(
                 "savepoint mode suspended: its UPGRADE resource records it already",
+                "savepoint",
+            )
+        },
+        Row {
+            status: Some(last_savepoint(SUSPENDED_AT, Trigger::Upgrade)),
+            recorded: Some(SUSPENDED_AT),
+            ..row(
+                "savepoint mode suspended, its UPGRADE resource deleted by the user: recorded again",
+                "savepoint",
+            )
+        },
+        Row {
+            status: Some({
+                let mut job = last_savepoint(SUSPENDED_AT, Trigger::Upgrade);
+                let info = job.savepoint_info.as_mut().expect("set");
+                info.trigger_type = Some(Trigger::Upgrade);
+                info.trigger_timestamp = Some(DELETED_MS);
+                job
+            }),
+            ..row(
+                "a deletion's stop: its UPGRADE resource is being created in this pass",
                 "savepoint",
             )
         },

@@ -137,6 +137,22 @@ pub(super) fn tear_down(d: &mut Decision<'_>) -> Plan {
                 format!("Cancelling job {job_id}")
             };
             d.conditions(phase::DELETING, &note);
+            // A stateful job's latest checkpoint is in status before the cancel: should the
+            // JobManager forget the cancelled job before the deletion records what it
+            // left, status still points at it.
+            if deletion::records_left_state(d.sj.spec.job.as_ref())
+                && let Some(CheckpointLookup::Found { path, timestamp_ms }) = &obs.checkpoint
+            {
+                let checkpoint = RestorableState {
+                    kind: Kind::Checkpoint,
+                    path: path.clone(),
+                    timestamp_ms: *timestamp_ms,
+                };
+                crate::lifecycle::restore::record(
+                    d.status.job_status.get_or_insert_with(Default::default),
+                    Some(&checkpoint),
+                );
+            }
             d.actions.push(Action::Job(JobAction::Cancel { job_id }));
             d.event(false, Reason::Deleting, note);
             d.record_then(FAST)

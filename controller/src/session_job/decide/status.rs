@@ -3,13 +3,18 @@
 
 use flink_operator_api::{
     FlinkSessionJobSpec, FlinkSessionJobStatus,
-    common::{ResourceLifecycleState, flink_job_state},
+    common::{ResourceLifecycleState, UpgradeMode, flink_job_state},
 };
 
 use super::{Decision, JobObservation, Plan, RECONCILING, SessionObservation, phase};
 use crate::{
     events::Reason,
-    lifecycle::{WAIT, observe, spec},
+    lifecycle::{
+        WAIT, observe,
+        poll::CheckpointLookup,
+        restore::{Kind, RestorableState},
+        spec,
+    },
 };
 
 pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan {
@@ -67,6 +72,26 @@ pub(super) fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec)
             if state == flink_job_state::FAILED {
                 // Flink's root cause, read once when the job is first seen FAILED; kept after.
                 status.error = Some(observe::failure(&id, failure.as_ref(), previous_error, &mut out));
+            }
+            // The latest checkpoint of a stateful job that failed or was cancelled behind the
+            // operator's back is its newest state; the session cluster forgets ended jobs
+            // (after jobstore.expiration-time, or when its JobManager restarts), so it is
+            // recorded while it is known.
+            let ended = state == flink_job_state::FAILED || state == flink_job_state::CANCELED;
+            if ended
+                && recorded
+                    .job
+                    .as_ref()
+                    .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless)
+                && let Some(CheckpointLookup::Found { path, timestamp_ms }) = &obs.checkpoint
+                && job.upgrade_savepoint_path.as_deref() != Some(path.as_str())
+            {
+                let checkpoint = RestorableState {
+                    kind: Kind::Checkpoint,
+                    path: path.clone(),
+                    timestamp_ms: *timestamp_ms,
+                };
+                crate::lifecycle::restore::record(&mut job, Some(&checkpoint));
             }
         }
         Some(JobObservation::NotFound) => {

@@ -1647,3 +1647,33 @@ fn a_deleted_stateful_session_job_records_the_state_it_leaves_before_the_finaliz
     );
     assert_eq!(plan.actions, [Action::RemoveFinalizer]);
 }
+
+#[test]
+fn a_stateful_job_that_failed_or_was_cancelled_outside_records_its_latest_checkpoint_while_flink_knows_it() {
+    use crate::lifecycle::poll::CheckpointLookup;
+    const CHECKPOINT: &str = "file:/checkpoints/old-job/chk-7";
+    let latest = Some(CheckpointLookup::Found {
+        path: CHECKPOINT.into(),
+        timestamp_ms: Some(NOW - 5_000),
+    });
+    for (mode, state, recorded) in [
+        ("last-state", "FAILED", Some(CHECKPOINT)),
+        ("savepoint", "CANCELED", Some(CHECKPOINT)),
+        ("last-state", "RUNNING", None),
+        ("stateless", "FAILED", None),
+    ] {
+        let plan = decide(
+            &resource(spec(mode), Some(running(mode)), true, false, 1),
+            &Observation {
+                checkpoint: latest.clone(),
+                ..ready(found(state))
+            },
+        );
+        // Written with the state it is seen in: the session cluster forgets an ended job.
+        assert_eq!(
+            job(&plan.status).upgrade_savepoint_path.as_deref(),
+            recorded,
+            "{mode} {state}"
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! A simulated Flink session cluster and its state storage, as the operator sees them over
+//! REST: jobs by id with their checkpoints and savepoint operations, and the files on
+//! storage. What Flink does that matters for the state is kept: checkpoint and savepoint ids
+//! in one rising sequence, a newer checkpoint subsuming (deleting) the older one, a
+//! cancellation deleting the job's checkpoints unless they are retained, a stop ending the
+//! job with its savepoint, trigger results forgotten, ended jobs dropped from the archive.
+
+use std::collections::BTreeMap;
+
+use flink_operator_api::common::flink_job_state::{CANCELED, FAILED, FINISHED, RUNNING};
+
+/// A checkpoint or savepoint on storage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    /// Its checkpoint id: Flink numbers a job's checkpoints and savepoints in one rising
+    /// sequence; here one sequence for all, so that a higher id is always newer state.
+    pub id: i64,
+    pub completed_ms: i64,
+    pub savepoint: bool,
+    pub job_id: String,
+}
+
+/// A savepoint or checkpoint asked for under a trigger id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Operation {
+    Pending {
+        stop: bool,
+    },
+    /// The savepoint's path, or the checkpoint's id.
+    Completed(String),
+    Failed(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub state: &'static str,
+    pub start_ms: i64,
+    pub started_from: Option<String>,
+    /// `execution.checkpointing.externalized-checkpoint-retention` is not DELETE_ON_CANCELLATION.
+    pub retained_on_cancel: bool,
+    /// The latest completed checkpoint's id (Flink keeps one: a newer one subsumes it).
+    pub latest_checkpoint: Option<i64>,
+    /// The highest id the job's statistics show.
+    pub highest_id: i64,
+    /// Completed savepoints of the job, by id (its checkpoint history).
+    pub savepoints: BTreeMap<i64, String>,
+    /// The savepoint a stop ended the job with.
+    pub stopped_with: Option<String>,
+    pub savepoint_operations: BTreeMap<String, Operation>,
+    pub checkpoint_operations: BTreeMap<String, Operation>,
+}
+
+/// Why Flink refused a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused(pub String);
+
+#[derive(Debug, Clone, Default)]
+pub struct Flink {
+    pub now_ms: i64,
+    pub next_id: i64,
+    pub files: BTreeMap<String, File>,
+    pub jobs: BTreeMap<String, Job>,
+}
+
+impl Flink {
+    fn next_id(&mut self) -> i64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub fn checkpoint_path(job_id: &str, id: i64) -> String {
+        format!("file:/checkpoints/{job_id}/chk-{id}")
+    }
+
+    pub fn savepoint_path(job_id: &str, id: i64) -> String {
+        format!(
+            "file:/savepoints/savepoint-{}-{id}",
+            &job_id[..job_id.len().min(6)]
+        )
+    }
+
+    /// Runs a job from its jar: restoring `restore` when given, which must exist.
+    pub fn submit(&mut self, job_id: &str, restore: Option<&str>, retained: bool) -> Result<(), Refused> {
+        if self.jobs.contains_key(job_id) {
+            // Flink: "job has already been submitted"; the operator takes it as done.
+            return Ok(());
+        }
+        let restored_id = match restore {
+            Some(path) => match self.files.get(path) {
+                Some(file) => file.id,
+                None => return Err(Refused(format!("no state at {path}"))),
+            },
+            None => 0,
+        };
+        self.jobs.insert(
+            job_id.to_owned(),
+            Job {
+                state: RUNNING,
+                start_ms: self.now_ms,
+                started_from: restore.map(str::to_owned),
+                retained_on_cancel: retained,
+                latest_checkpoint: None,
+                highest_id: restored_id,
+                savepoints: BTreeMap::new(),
+                stopped_with: None,
+                savepoint_operations: BTreeMap::new(),
+                checkpoint_operations: BTreeMap::new(),
+            },
+        );
+        Ok(())
+    }
+
+    fn running(&mut self, job_id: &str) -> Result<&mut Job, Refused> {
+        match self.jobs.get_mut(job_id) {
+            Some(job) if job.state == RUNNING => Ok(job),
+            Some(job) => Err(Refused(format!("job {job_id} is {}", job.state))),
+            None => Err(Refused(format!("job {job_id} not found"))),
+        }
+    }
+
+    pub fn trigger_savepoint(&mut self, job_id: &str, trigger: &str, stop: bool) -> Result<(), Refused> {
+        let job = self.running(job_id)?;
+        job.savepoint_operations
+            .entry(trigger.to_owned())
+            .or_insert(Operation::Pending { stop });
+        Ok(())
+    }
+
+    pub fn trigger_checkpoint(&mut self, job_id: &str, trigger: &str) -> Result<(), Refused> {
+        let job = self.running(job_id)?;
+        job.checkpoint_operations
+            .entry(trigger.to_owned())
+            .or_insert(Operation::Pending { stop: false });
+        Ok(())
+    }
+
+    /// Cancels a job; one that ended already or is unknown is left so.
+    pub fn cancel(&mut self, job_id: &str) {
+        let Some(job) = self.jobs.get_mut(job_id) else {
+            return;
+        };
+        if job.state != RUNNING {
+            return;
+        }
+        job.state = CANCELED;
+        fail_pending(job, "the job was cancelled");
+        if !job.retained_on_cancel
+            && let Some(id) = job.latest_checkpoint
+        {
+            self.files.remove(&Self::checkpoint_path(job_id, id));
+        }
+    }
+
+    pub fn dispose(&mut self, path: &str) {
+        self.files.remove(path);
+    }
+
+    /// Time passes: each running job completes a checkpoint, and pending operations
+    /// complete (a stop ends its job).
+    pub fn tick(&mut self, ms: i64) {
+        self.now_ms += ms;
+        let ids: Vec<String> = self.jobs.keys().cloned().collect();
+        for job_id in ids {
+            if self.jobs[&job_id].state != RUNNING {
+                continue;
+            }
+            let triggers: Vec<(String, bool)> = (self.jobs[&job_id].savepoint_operations.iter())
+                .filter_map(|(t, op)| match op {
+                    Operation::Pending { stop } => Some((t.clone(), *stop)),
+                    _ => None,
+                })
+                .collect();
+            // A tick that completes savepoints completes no checkpoint: the operator records
+            // a savepoint with the time it saw it complete (Flink's status of a trigger has
+            // none), so a checkpoint completing between the savepoint and that look would
+            // rank below it (see the module doc of `lifecycle::model`).
+            let completes_savepoints = !triggers.is_empty();
+            let mut stopped = false;
+            for (trigger, stop) in triggers {
+                if stopped {
+                    break;
+                }
+                let id = self.next_id();
+                let path = Self::savepoint_path(&job_id, id);
+                self.files.insert(
+                    path.clone(),
+                    File {
+                        id,
+                        completed_ms: self.now_ms,
+                        savepoint: true,
+                        job_id: job_id.clone(),
+                    },
+                );
+                let job = self.jobs.get_mut(&job_id).expect("listed");
+                job.highest_id = id;
+                job.savepoints.insert(id, path.clone());
+                job.savepoint_operations
+                    .insert(trigger, Operation::Completed(path.clone()));
+                if stop {
+                    job.stopped_with = Some(path);
+                    job.state = FINISHED;
+                    fail_pending(job, "the job finished");
+                    stopped = true;
+                }
+            }
+            if stopped || completes_savepoints {
+                continue;
+            }
+            let id = self.next_id();
+            let path = Self::checkpoint_path(&job_id, id);
+            self.files.insert(
+                path,
+                File {
+                    id,
+                    completed_ms: self.now_ms,
+                    savepoint: false,
+                    job_id: job_id.clone(),
+                },
+            );
+            let job = self.jobs.get_mut(&job_id).expect("listed");
+            let subsumed = job.latest_checkpoint.replace(id);
+            job.highest_id = id;
+            for op in job.checkpoint_operations.values_mut() {
+                if matches!(op, Operation::Pending { .. }) {
+                    *op = Operation::Completed(id.to_string());
+                }
+            }
+            if let Some(old) = subsumed {
+                self.files.remove(&Self::checkpoint_path(&job_id, old));
+            }
+        }
+    }
+
+    /// A running job fails (its restart strategy gave up).
+    pub fn fail(&mut self, job_id: &str) {
+        if let Some(job) = self.jobs.get_mut(job_id)
+            && job.state == RUNNING
+        {
+            job.state = FAILED;
+            fail_pending(job, "the job failed");
+        }
+    }
+
+    /// The pending savepoints of every job fail.
+    pub fn fail_savepoints(&mut self) {
+        for job in self.jobs.values_mut() {
+            for op in job.savepoint_operations.values_mut() {
+                if matches!(op, Operation::Pending { .. }) {
+                    *op = Operation::Failed("the savepoint was declined".into());
+                }
+            }
+        }
+    }
+
+    /// The JobManager forgets its trigger results (they are kept for a while only).
+    pub fn forget_triggers(&mut self) {
+        for job in self.jobs.values_mut() {
+            job.savepoint_operations
+                .retain(|_, op| matches!(op, Operation::Pending { .. }));
+            job.checkpoint_operations
+                .retain(|_, op| matches!(op, Operation::Pending { .. }));
+        }
+    }
+
+    /// Ended jobs leave the JobManager's archive (after `jobstore.expiration-time`, or as
+    /// its JobManager restarts), but `kept`, whose end the operator has not seen yet (the
+    /// archive keeps a job for an hour; the operator looks far more often).
+    pub fn forget_ended_jobs(&mut self, kept: Option<&str>) {
+        self.jobs
+            .retain(|id, job| job.state == RUNNING || Some(id.as_str()) == kept);
+    }
+}
+
+fn fail_pending(job: &mut Job, why: &str) {
+    for op in job
+        .savepoint_operations
+        .values_mut()
+        .chain(job.checkpoint_operations.values_mut())
+    {
+        if matches!(op, Operation::Pending { .. }) {
+            *op = Operation::Failed(why.to_owned());
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! What must hold after every step of the model, judged from the simulated world (what
+//! Flink ran and what is on storage), not from what the operator believes.
+//!
+//! The job's *floor* is the newest state it must never go below: the latest checkpoint
+//! any of its runs completed, the savepoint a stop ended a run with, and the state a run was
+//! started from. Manual savepoints do not raise it (a last-state upgrade restores the latest
+//! checkpoint, which may precede a manual savepoint: Flink replays from there). The user
+//! resets it by naming a state (`initialSavepointPath` of a new resource) or by running the
+//! job stateless.
+
+use std::collections::BTreeSet;
+
+use flink_operator_api::common::flink_job_state::RUNNING;
+
+use super::world::{Effect, World, recorded_paths};
+
+/// A broken promise, in words.
+pub type Violation = String;
+
+#[derive(Debug, Clone, Default)]
+pub struct Lineage {
+    /// The floor: its checkpoint id and path.
+    pub floor: Option<(i64, String)>,
+    /// The jobs the resource ran.
+    pub jobs: BTreeSet<String>,
+    /// The state the user named for the next start (a new resource's initialSavepointPath).
+    pub named: Option<String>,
+    /// The resource left; its state lives on in a deletion record (or nowhere).
+    pub released: bool,
+    /// The newest `lastSavepoint` its stored status showed (its checkpoint id).
+    pub last_savepoint: Option<i64>,
+    /// The user's spec (the last one, once the resource left) runs the job stateless.
+    pub stateless: bool,
+    /// The paths StateRecorded Events named.
+    pub event_records: Vec<String>,
+}
+
+impl Lineage {
+    fn raise(&mut self, id: i64, path: &str) {
+        if self.floor.as_ref().is_none_or(|(f, _)| id > *f) {
+            self.floor = Some((id, path.to_owned()));
+        }
+    }
+
+    /// A new resource (`named`: the state its spec names, if any).
+    pub fn recreated(&mut self, named: Option<String>) {
+        *self = Lineage {
+            floor: match named {
+                Some(_) => self.floor.clone(),
+                None => None,
+            },
+            named,
+            event_records: std::mem::take(&mut self.event_records),
+            ..Lineage::default()
+        };
+    }
+
+    /// The paths that records outside the resource name: its FlinkStateSnapshots' and the
+    /// StateRecorded Events'.
+    pub fn records<'a>(&'a self, world: &'a World) -> impl Iterator<Item = String> + 'a {
+        (world.snapshots.values())
+            .filter(|s| s.metadata.deletion_timestamp.is_none())
+            .filter_map(|s| {
+                (s.status.as_ref().and_then(|st| st.path.clone()))
+                    .or_else(|| s.spec.savepoint.as_ref().and_then(|sp| sp.path.clone()))
+            })
+            .chain(self.event_records.iter().cloned())
+    }
+
+    /// Checks what a step did, then takes in what the world now holds.
+    pub fn check(&mut self, world: &World, effects: &[Effect], stateless_now: bool) -> Result<(), Violation> {
+        for effect in effects {
+            if let Effect::RecordedByEvent(path) = effect {
+                self.event_records.push(path.clone());
+            }
+        }
+        for effect in effects {
+            self.check_effect(world, effect)?;
+        }
+        if stateless_now {
+            // The user runs the job without state: nothing of it is kept for them, and what
+            // a run that ended meanwhile left is not its state any more.
+            self.floor = None;
+            self.jobs
+                .retain(|id| world.flink.jobs.get(id).is_some_and(|j| j.state == RUNNING));
+            return Ok(());
+        }
+        self.take_in(world);
+        self.check_world(world)
+    }
+
+    fn check_effect(&mut self, world: &World, effect: &Effect) -> Result<(), Violation> {
+        match effect {
+            Effect::Started {
+                job_id,
+                restore,
+                stateless,
+            } => {
+                let file_id = |path: &String| world.flink.files.get(path).map(|f| f.id);
+                let named = restore.is_some() && restore == &self.named;
+                if *stateless && restore.is_none() {
+                    // The user chose to run without state: what earlier runs left is not
+                    // the job's state any more, nor is what this run checkpoints.
+                    self.floor = None;
+                    self.jobs.clear();
+                    self.named = None;
+                    return Ok(());
+                } else if named {
+                    let path = restore.clone().expect("named");
+                    self.floor = file_id(&path).map(|id| (id, path));
+                } else {
+                    match (&self.floor, restore) {
+                        (Some((floor, path)), None) => {
+                            return Err(format!(
+                                "job {job_id} was started from no state, while its newest state {path} (id {floor}) exists"
+                            ));
+                        }
+                        (Some((floor, path)), Some(restore)) => {
+                            let id = file_id(restore).unwrap_or(0);
+                            if id < *floor {
+                                return Err(format!(
+                                    "job {job_id} was started from {restore} (id {id}), older than its newest state {path} (id {floor})"
+                                ));
+                            }
+                        }
+                        (None, _) => {}
+                    }
+                    if let Some(restore) = restore
+                        && let Some(id) = file_id(restore)
+                    {
+                        self.raise(id, restore);
+                    }
+                }
+                self.named = None;
+                self.jobs.insert(job_id.clone());
+            }
+            Effect::Cancelled { job_id, recorded } => {
+                let Some((floor, path)) = &self.floor else {
+                    return Ok(());
+                };
+                let stateless = world.resource.as_ref().is_some_and(|r| {
+                    (r.object.spec.job.as_ref()).is_some_and(|j| {
+                        j.upgrade_mode_or_default() == flink_operator_api::common::UpgradeMode::Stateless
+                    })
+                });
+                let covered = recorded
+                    .iter()
+                    .any(|p| world.flink.files.get(p).is_some_and(|f| f.id >= *floor));
+                if !stateless && !covered {
+                    return Err(format!(
+                        "job {job_id} was cancelled while the status written before named none of its newest state {path} (id {floor}), but {recorded:?}"
+                    ));
+                }
+            }
+            Effect::Disposed { path, by } => {
+                if let Some((id, floor)) = &self.floor
+                    && floor == path
+                {
+                    return Err(format!(
+                        "{by} disposed of {path} (id {id}), the newest state of the job"
+                    ));
+                }
+                let current = (world.resource.as_ref())
+                    .and_then(|r| r.object.status.as_ref())
+                    .and_then(|s| s.job_status.as_ref())
+                    .and_then(|j| j.job_id.as_ref())
+                    .and_then(|id| world.flink.jobs.get(id))
+                    .filter(|j| j.state == RUNNING);
+                if let Some(job) = current
+                    && job.started_from.as_ref() == Some(path)
+                {
+                    return Err(format!(
+                        "{by} disposed of {path}, the state its running job was started from"
+                    ));
+                }
+            }
+            Effect::Released => {
+                self.released = true;
+                if let Some((floor, path)) = &self.floor {
+                    let recorded = self
+                        .records(world)
+                        .any(|p| world.flink.files.get(&p).is_some_and(|f| f.id >= *floor));
+                    if !recorded {
+                        return Err(format!(
+                            "the resource left without a record of its newest state {path} (id {floor})"
+                        ));
+                    }
+                }
+            }
+            Effect::RecordedByEvent(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Raises the floor with what the resource's jobs completed.
+    fn take_in(&mut self, world: &World) {
+        for job_id in &self.jobs.clone() {
+            let Some(job) = world.flink.jobs.get(job_id) else {
+                continue;
+            };
+            // A checkpoint deleted already (its job cancelled while the user ran it
+            // stateless) was never the job's state under these rules.
+            if let Some(id) = job.latest_checkpoint
+                && let path = super::flink::Flink::checkpoint_path(job_id, id)
+                && world.flink.files.contains_key(&path)
+            {
+                self.raise(id, &path);
+            }
+            if let Some(path) = &job.stopped_with
+                && let Some(file) = world.flink.files.get(path)
+            {
+                self.raise(file.id, path);
+            }
+        }
+    }
+
+    fn check_world(&mut self, world: &World) -> Result<(), Violation> {
+        if let Some(status) = world.resource.as_ref().and_then(|r| r.object.status.as_ref()) {
+            let last = (status.job_status.as_ref())
+                .and_then(|j| j.savepoint_info.as_ref())
+                .and_then(|i| i.last_savepoint.as_ref())
+                .and_then(|s| s.location.as_ref())
+                .and_then(|p| world.flink.files.get(p).map(|f| f.id));
+            if let (Some(before), Some(now)) = (self.last_savepoint, last)
+                && now < before
+            {
+                return Err(format!(
+                    "the stored lastSavepoint went back from id {before} to id {now}: {:?}",
+                    recorded_paths(status)
+                ));
+            }
+            if last.is_some() {
+                self.last_savepoint = last;
+            }
+        }
+        let Some((floor, path)) = &self.floor else {
+            return Ok(());
+        };
+        if self.released {
+            let recorded = self.records(world).any(|p| &p == path);
+            if !recorded {
+                // The user deleted the record (its disposal was checked when it happened).
+                self.floor = None;
+                return Ok(());
+            }
+        }
+        if !world.flink.files.contains_key(path) {
+            return Err(format!(
+                "the newest state of the job, {path} (id {floor}), is no longer on storage"
+            ));
+        }
+        Ok(())
+    }
+}
