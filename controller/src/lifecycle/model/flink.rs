@@ -59,6 +59,8 @@ pub struct Flink {
     pub now_ms: i64,
     pub next_id: i64,
     pub files: BTreeMap<String, File>,
+    /// The checkpoint id of every file ever written, deleted or not.
+    pub ids: BTreeMap<String, i64>,
     pub jobs: BTreeMap<String, Job>,
 }
 
@@ -66,6 +68,11 @@ impl Flink {
     fn next_id(&mut self) -> i64 {
         self.next_id += 1;
         self.next_id
+    }
+
+    fn write(&mut self, path: String, file: File) {
+        self.ids.insert(path.clone(), file.id);
+        self.files.insert(path, file);
     }
 
     pub fn checkpoint_path(job_id: &str, id: i64) -> String {
@@ -182,7 +189,7 @@ impl Flink {
                 }
                 let id = self.next_id();
                 let path = Self::savepoint_path(&job_id, id);
-                self.files.insert(
+                self.write(
                     path.clone(),
                     File {
                         id,
@@ -208,7 +215,7 @@ impl Flink {
             }
             let id = self.next_id();
             let path = Self::checkpoint_path(&job_id, id);
-            self.files.insert(
+            self.write(
                 path,
                 File {
                     id,

@@ -143,9 +143,10 @@ impl Lineage {
                         j.upgrade_mode_or_default() == flink_operator_api::common::UpgradeMode::Stateless
                     })
                 });
+                // Whether the cancellation kept it is checked with the world after the step.
                 let covered = recorded
                     .iter()
-                    .any(|p| world.flink.files.get(p).is_some_and(|f| f.id >= *floor));
+                    .any(|p| world.flink.ids.get(p).is_some_and(|id| id >= floor));
                 if !stateless && !covered {
                     return Err(format!(
                         "job {job_id} was cancelled while the status written before named none of its newest state {path} (id {floor}), but {recorded:?}"

@@ -350,6 +350,8 @@ impl World {
             );
         }
         let mut effects = vec![];
+        // The version the pass knows the object at: read, then its own write's.
+        let mut known = read.metadata.resource_version.clone();
         let recorded_by_event: Vec<Effect> = (plan.events.iter())
             .filter_map(|e| event_path(e.reason, &e.note))
             .map(Effect::RecordedByEvent)
@@ -361,6 +363,7 @@ impl World {
                 return effects;
             }
             self.write_status(before.clone());
+            known = self.resource_version();
         } else if stale && !plan.actions.is_empty() {
             // The runtime confirms the version before acting (runtime::status::Stored::confirm).
             return effects;
@@ -374,7 +377,7 @@ impl World {
             if index >= limit {
                 return effects;
             }
-            match self.act(&read, action, &written, &mut effects) {
+            match self.act(&read, known.as_deref(), action, &written, &mut effects) {
                 Ok(()) => {}
                 // The runtime publishes ReconcileFailed and writes nothing more.
                 Err(_) => return effects,
@@ -427,6 +430,10 @@ impl World {
         )
     }
 
+    fn resource_version(&self) -> Option<String> {
+        (self.resource.as_ref()).and_then(|r| r.object.metadata.resource_version.clone())
+    }
+
     fn stored_status(&self) -> FlinkSessionJobStatus {
         (self.resource.as_ref())
             .and_then(|r| r.object.status.clone())
@@ -449,6 +456,7 @@ impl World {
     fn act(
         &mut self,
         read: &FlinkSessionJob,
+        known: Option<&str>,
         action: &Action,
         written: &FlinkSessionJobStatus,
         effects: &mut Vec<Effect>,
@@ -466,11 +474,7 @@ impl World {
             }
             Action::RemoveFinalizer => {
                 // Conditional on the version the pass decided from (409 Conflict otherwise).
-                let current = self
-                    .resource
-                    .as_ref()
-                    .and_then(|r| r.object.metadata.resource_version.clone());
-                if read.metadata.resource_version != current {
+                if known.map(str::to_owned) != self.resource_version() {
                     return Err(super::flink::Refused("409 Conflict".into()));
                 }
                 self.resource = None;
