@@ -38,7 +38,6 @@ const SESSION: &str = "session";
 /// A namespace of a fixed name that the operator's configuration names (the one it takes
 /// local jars in, by default); deleted when dropped.
 pub struct LocalJarsNamespace {
-    client: Client,
     name: String,
 }
 
@@ -74,7 +73,6 @@ impl LocalJarsNamespace {
         )
         .await;
         Self {
-            client: client.clone(),
             name: name.to_owned(),
         }
     }
@@ -82,13 +80,7 @@ impl LocalJarsNamespace {
 
 impl Drop for LocalJarsNamespace {
     fn drop(&mut self) {
-        let api: Api<Namespace> = Api::all(self.client.clone());
-        let name = self.name.clone();
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                let _ = api.delete(&name, &DeleteParams::default()).await;
-            });
-        }
+        cluster_harness::delete_namespace_now(&self.name);
     }
 }
 

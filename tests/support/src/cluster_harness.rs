@@ -632,7 +632,6 @@ pub fn reap_with_this_process(pid: u32) {
 /// A fresh namespace for one test, removed when dropped.
 pub struct TestNamespace {
     pub name: String,
-    client: Client,
 }
 
 /// How many test namespaces this process created, and how many of them are still in use.
@@ -657,24 +656,48 @@ impl TestNamespace {
         let api: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
         api.create(&PostParams::default(), &ns).await.unwrap();
-        Self {
-            name,
-            client: client.clone(),
-        }
+        Self { name }
     }
 }
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
         NAMESPACES_IN_USE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        let api: Api<Namespace> = Api::all(self.client.clone());
-        let name = self.name.clone();
-        // Best effort: the whole control plane goes away with the test process anyway.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                let _ = api.delete(&name, &DeleteParams::default()).await;
-            });
-        }
+        delete_namespace_now(&self.name);
+    }
+}
+
+/// Asks the API server to delete namespace `name` and returns once it was asked (its
+/// objects then go in the background, their finalizers run by the operator). Called from a
+/// `Drop`: a task spawned on the test's runtime would not run, since the runtime ends with
+/// the test, and the namespace, with its Flink clusters running, would outlive the test for
+/// the rest of the suite, taking the CPU the tests after it need. A thread of its own with a
+/// runtime and a client of its own sends it, whatever state the test's runtime is in.
+pub fn delete_namespace_now(name: &str) {
+    let name = name.to_owned();
+    let sent = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the namespace's deletion");
+        runtime.block_on(async {
+            let api: Api<Namespace> = Api::all(client().await);
+            let deleted = tokio::time::timeout(
+                Duration::from_secs(30),
+                api.delete(&name, &DeleteParams::default()),
+            )
+            .await;
+            match deleted {
+                Ok(Ok(_)) => {}
+                Ok(Err(kube::Error::Api(e))) if e.code == 404 => {}
+                Ok(Err(e)) => eprintln!("deleting namespace {name}: {e}"),
+                Err(_) => eprintln!("deleting namespace {name}: no answer within 30 s"),
+            }
+        });
+    })
+    .join();
+    if sent.is_err() {
+        eprintln!("deleting a test namespace: the thread sending it panicked");
     }
 }
 
