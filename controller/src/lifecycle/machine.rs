@@ -65,7 +65,7 @@ pub enum Restore {
 }
 
 impl Restore {
-    fn from(state: Option<RestorableState>) -> Self {
+    pub fn from(state: Option<RestorableState>) -> Self {
         state.map_or(Restore::Nothing, Restore::State)
     }
 }
@@ -187,8 +187,9 @@ pub struct Standing {
     /// The job is FAILED and the kind restarts it (`kubernetes.operator.job.restart.failed`;
     /// an application cluster: not after a rollback).
     pub failed_to_restart: bool,
-    /// What ran the job never ran it since it started from its recorded state.
-    pub never_ran: bool,
+    /// What ran the job never ran it since it was started: what that start was to restore
+    /// (the next start restores the same).
+    pub never_ran: Option<Restore>,
     pub latest_checkpoint: Checkpoint,
     /// What the job ends with keeps a completed checkpoint of it for a last-state change
     /// (an application cluster's high-availability metadata).

@@ -116,6 +116,29 @@ impl Decision<'_> {
         is_suspended(&self.fd.spec)
     }
 
+    /// What the start recorded in status was to restore, as [`start::continue_upgrade`]
+    /// deploys it: a first deployment its `initialSavepointPath` (the user's), a last-state
+    /// start the latest checkpoint in the HA metadata it kept (no path in status names it),
+    /// any other the state recorded in status.
+    fn restore_of_the_start(&self, job: &JobStatus) -> Restore {
+        let recorded = (self.status.reconciliation_status.as_ref())
+            .and_then(|rs| rs.last_reconciled::<FlinkDeploymentSpec>().ok().flatten());
+        match recorded {
+            Some(first) if first.is_first_deployment() => {
+                let initial = (first.spec.job.as_ref())
+                    .and_then(|j| j.initial_savepoint_path.clone())
+                    .filter(|p| !p.trim().is_empty());
+                Restore::from(initial.map(|path| RestorableState {
+                    kind: Kind::Savepoint,
+                    path,
+                    timestamp_ms: None,
+                }))
+            }
+            Some(recorded) if start::restores_last_state(&recorded.spec, Some(job)) => Restore::LastState,
+            _ => Restore::from(crate::lifecycle::restore::recorded(job)),
+        }
+    }
+
     /// The spec a restart runs again: the recorded one.
     fn recorded_spec(&self) -> FlinkDeploymentSpec {
         self.status
@@ -147,16 +170,17 @@ impl<'a> JobKind<'a> for Decision<'a> {
                 && self.fd.spec.job.is_some()
                 && self.obs.policy.restart_failed
                 && job.state() == Some(flink_job_state::FAILED),
-            // A job whose cluster never came up ran nothing since it started from its
-            // recorded state, so that state is still the one to start from.
-            never_ran: !job.is_running()
+            // A job whose cluster never came up ran nothing since it was started, so what
+            // that start was to restore is still the state to start from.
+            never_ran: (!job.is_running()
                 && job.start_time.is_none()
                 && matches!(
                     self.status.job_manager_deployment_status.unwrap_or_default(),
                     JobManagerDeploymentStatus::Error
                         | JobManagerDeploymentStatus::Missing
                         | JobManagerDeploymentStatus::Deploying
-                ),
+                ))
+            .then(|| self.restore_of_the_start(&job)),
             latest_checkpoint: match &self.obs.latest_checkpoint {
                 Some(c) => Checkpoint::Found(RestorableState {
                     kind: Kind::Checkpoint,

@@ -23,7 +23,7 @@ use crate::{deployment::health::HealthHistory, events::Reason, lifecycle::machin
 
 /// Whether the recorded upgrade restores from HA metadata: `last-state` recorded without a
 /// state path.
-fn restores_last_state(recorded: &FlinkDeploymentSpec, job: Option<&JobStatus>) -> bool {
+pub(super) fn restores_last_state(recorded: &FlinkDeploymentSpec, job: Option<&JobStatus>) -> bool {
     recorded
         .job
         .as_ref()

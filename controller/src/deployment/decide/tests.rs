@@ -1078,6 +1078,91 @@ fn a_last_state_upgrade_keeps_the_ha_metadata_and_the_job_id() {
     assert_eq!(plan.status_before.unwrap().job_status.unwrap().job_id, job_id);
 }
 
+/// A change while the cluster of a start has not come up starts the next job from what that
+/// start was to restore: a last-state start's is the latest checkpoint in the HA metadata,
+/// which no path in status names, so the metadata is kept for it (not deleted for a start
+/// from nothing); a first deployment's is its `initialSavepointPath`.
+#[test]
+fn a_change_before_the_cluster_came_up_restores_what_its_start_was_to_restore() {
+    let old = spec_with("last-state", &[]);
+    let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
+    let again = spec_with("savepoint", &[("job/parallelism", json!(2))]);
+    let running = observed(&old, "RUNNING");
+    let job_id = running.job_status.as_ref().unwrap().job_id.clone();
+    let committed = decide(
+        &at(new.clone(), running, 2),
+        &holding_a_checkpoint(Observation {
+            latest_checkpoint: checkpoint(MIN),
+            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+        }),
+    )
+    .status_before
+    .unwrap();
+    let plan = decide(
+        &at(new, committed, 2),
+        &holding_a_checkpoint(obs(JobManagerObservation::Missing, None)),
+    );
+    assert!(matches!(
+        plan.actions.as_slice(),
+        [Action::Deploy { last_state: true, .. }]
+    ));
+    // Its JobManager has not come up when the spec changes again.
+    let starting = JobManagerObservation::Present {
+        ready: 0,
+        replicas: 1,
+        problem: None,
+        rest_ready: false,
+    };
+    let plan = decide(
+        &at(again.clone(), plan.status, 3),
+        &holding_a_checkpoint(obs(starting, None)),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+    let plan = decide(
+        &at(again, plan.status_before.unwrap(), 3),
+        &holding_a_checkpoint(Observation {
+            ha_metadata: true,
+            ..obs(JobManagerObservation::Missing, None)
+        }),
+    );
+    assert_eq!(
+        plan.actions,
+        [Action::Deploy {
+            restore_path: None,
+            job_id,
+            last_state: true,
+            spec: None,
+        }]
+    );
+
+    // A first deployment from spec.job.initialSavepointPath (file:/sp/1).
+    let first = spec_with("savepoint", &[]);
+    let deployed = decide(
+        &fd(first, None, true, false),
+        &obs(JobManagerObservation::Missing, None),
+    )
+    .status;
+    let changed = spec_with("savepoint", &[("job/parallelism", json!(4))]);
+    let starting = JobManagerObservation::Present {
+        ready: 0,
+        replicas: 1,
+        problem: None,
+        rest_ready: false,
+    };
+    let plan = decide(&at(changed.clone(), deployed, 2), &obs(starting, None));
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let plan = decide(
+        &at(changed, plan.status_before.unwrap(), 2),
+        &obs(JobManagerObservation::Missing, None),
+    );
+    match plan.actions.as_slice() {
+        [Action::Deploy { restore_path, .. }] => {
+            assert_eq!(restore_path.as_deref(), Some("file:/sp/1"))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_checkpoint() {
     let old = spec_with("last-state", &[]);

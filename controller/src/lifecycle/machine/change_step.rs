@@ -49,9 +49,8 @@ pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanO
     if spec::redeploy_nonce_changed(spec, recorded) {
         return redeploy(k, state, ended);
     }
-    if standing.never_ran {
-        let recorded_state = restore::recorded(&job_view(k));
-        return commit_change(k, Restore::from(recorded_state), Cause::NeverRan);
+    if let Some(restore) = standing.never_ran {
+        return commit_change(k, restore, Cause::NeverRan);
     }
     let job = job_view(k);
     let job_id = recorded_job_id(&k.status);

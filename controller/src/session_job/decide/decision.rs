@@ -111,7 +111,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
             ended: state.is_none_or(flink_job_state::is_globally_terminal),
             running: state == Some(flink_job_state::RUNNING),
             failed_to_restart: self.obs.policy.restart_failed && state == Some(flink_job_state::FAILED),
-            never_ran: false,
+            never_ran: None,
             latest_checkpoint: match &self.obs.checkpoint {
                 Some(CheckpointLookup::Found { path, timestamp_ms }) => Checkpoint::Found(RestorableState {
                     kind: Kind::Checkpoint,
