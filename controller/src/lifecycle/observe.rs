@@ -3,7 +3,11 @@
 
 use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state};
 
-use super::{LifecycleStatus, Out, spec::JobSpecOf};
+use super::{
+    LifecycleStatus, Out,
+    restore::{self, Kind, RestorableState},
+    spec::JobSpecOf,
+};
 use crate::{events::Reason, runtime::EventNote};
 
 /// The observed `state` and `start_time` into `job`, with a JobStatusChanged Event (a
@@ -26,6 +30,30 @@ pub fn job_state_into<A>(
     }
     job.state = Some(state.to_owned());
     job.start_time = start_time.map(|t| t.to_string());
+}
+
+/// The latest checkpoint (`path`, completed at `timestamp_ms`) of a stateful job found in
+/// `state` into `job`, if the job failed or was cancelled behind the operator's back: it is
+/// then its newest state, and what runs the job forgets it (a session cluster after
+/// `jobstore.expiration-time` or when its JobManager restarts; an application cluster when
+/// its JobManager is shut down, lost or deleted, and Flink's cleanup of the ended job takes it
+/// out of the HA metadata), so it is recorded while it is known.
+pub fn ended_checkpoint_into(
+    job: &mut JobStatus,
+    state: &str,
+    stateful: bool,
+    path: &str,
+    timestamp_ms: Option<i64>,
+) {
+    let ended = state == flink_job_state::FAILED || state == flink_job_state::CANCELED;
+    if ended && stateful && job.upgrade_savepoint_path.as_deref() != Some(path) {
+        let checkpoint = RestorableState {
+            kind: Kind::Checkpoint,
+            path: path.to_owned(),
+            timestamp_ms,
+        };
+        restore::record(job, Some(&checkpoint));
+    }
 }
 
 /// The error of a FAILED job: Flink's root cause when it was just read (with a JobFailed

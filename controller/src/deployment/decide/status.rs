@@ -4,7 +4,7 @@ use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus,
     KubernetesDeploymentMode, TaskManagerInfo,
-    common::{ReconciliationState, ResourceLifecycleState, flink_job_state},
+    common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state},
     keys,
 };
 use kube::ResourceExt;
@@ -111,6 +111,12 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
             }) => {
                 let (_, mut out) = d.parts();
                 observe::job_state_into(&mut job, state, *start_time, obs.now_ms, &mut out);
+                let stateful = (recorded.job.as_ref())
+                    .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
+                if let Some(checkpoint) = &obs.latest_checkpoint {
+                    let at = Some(checkpoint.timestamp_ms);
+                    observe::ended_checkpoint_into(&mut job, state, stateful, &checkpoint.path, at);
+                }
                 if let Some(failure) = failure {
                     failed_job = Some(failure.clone());
                 }

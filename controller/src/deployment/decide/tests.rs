@@ -1163,6 +1163,30 @@ fn a_change_before_the_cluster_came_up_restores_what_its_start_was_to_restore() 
     }
 }
 
+/// A job that failed or was cancelled behind the operator's back keeps its latest checkpoint
+/// only in its JobManager's memory (Flink's cleanup of the ended job takes it out of the HA
+/// metadata): it is recorded in status while it is known, so that the deletion (or a change)
+/// still finds it once the cluster is gone.
+#[test]
+fn an_ended_jobs_latest_checkpoint_is_recorded_while_its_jobmanager_knows_it() {
+    for mode in ["savepoint", "last-state", "stateless"] {
+        let spec = spec_with(mode, &[]);
+        let running = observed(&spec, "RUNNING");
+        for state in ["FAILED", "CANCELED", "RUNNING"] {
+            let plan = decide(
+                &at(spec.clone(), running.clone(), 1),
+                &holding_a_checkpoint(Observation {
+                    latest_checkpoint: checkpoint(MIN),
+                    ..obs(ready_jm(), job_found(state, NOW - 60 * MIN))
+                }),
+            );
+            let job = plan.status.job_status.unwrap();
+            let recorded = (mode != "stateless" && state != "RUNNING").then_some("file:/cp/chk-7");
+            assert_eq!(job.upgrade_savepoint_path.as_deref(), recorded, "{mode} {state}");
+        }
+    }
+}
+
 #[test]
 fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_checkpoint() {
     let old = spec_with("last-state", &[]);

@@ -9,12 +9,7 @@ use flink_operator_api::{
 use super::{Decision, JobObservation, Plan, RECONCILING, SessionObservation, phase};
 use crate::{
     events::Reason,
-    lifecycle::{
-        WAIT, observe,
-        poll::CheckpointLookup,
-        restore::{Kind, RestorableState},
-        spec,
-    },
+    lifecycle::{WAIT, observe, poll::CheckpointLookup, spec},
 };
 
 pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan {
@@ -73,25 +68,10 @@ pub(super) fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec)
                 // Flink's root cause, read once when the job is first seen FAILED; kept after.
                 status.error = Some(observe::failure(&id, failure.as_ref(), previous_error, &mut out));
             }
-            // The latest checkpoint of a stateful job that failed or was cancelled behind the
-            // operator's back is its newest state; the session cluster forgets ended jobs
-            // (after jobstore.expiration-time, or when its JobManager restarts), so it is
-            // recorded while it is known.
-            let ended = state == flink_job_state::FAILED || state == flink_job_state::CANCELED;
-            if ended
-                && recorded
-                    .job
-                    .as_ref()
-                    .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless)
-                && let Some(CheckpointLookup::Found { path, timestamp_ms }) = &obs.checkpoint
-                && job.upgrade_savepoint_path.as_deref() != Some(path.as_str())
-            {
-                let checkpoint = RestorableState {
-                    kind: Kind::Checkpoint,
-                    path: path.clone(),
-                    timestamp_ms: *timestamp_ms,
-                };
-                crate::lifecycle::restore::record(&mut job, Some(&checkpoint));
+            let stateful = (recorded.job.as_ref())
+                .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
+            if let Some(CheckpointLookup::Found { path, timestamp_ms }) = &obs.checkpoint {
+                observe::ended_checkpoint_into(&mut job, state, stateful, path, *timestamp_ms);
             }
         }
         Some(JobObservation::NotFound) => {
