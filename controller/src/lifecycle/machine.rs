@@ -200,6 +200,11 @@ pub struct Standing {
     /// [`retention`](super::retention)): a change cancels it to restore its latest
     /// checkpoint only when they are retained.
     pub on_cancel: OnCancel,
+    /// Why nothing points at the job's latest checkpoint once what runs it is deleted (an
+    /// application cluster without high availability, whose HA metadata would otherwise keep
+    /// it for the deletion's record); None when something does. A session job's
+    /// cancellation is told by [`Standing::on_cancel`].
+    pub forgotten_with_cluster: Option<String>,
 }
 
 /// The decision under construction of a kind: its [`Ledger`].
@@ -517,23 +522,34 @@ fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
         }
     }
     let standing = k.standing();
-    // A cancellation that deletes a stateful job's checkpoints would leave nothing to record:
-    // it is stopped with a savepoint instead, unless the user said to delete without one.
-    let loses_checkpoint = !K::ENDS_WITH_ITS_CLUSTER
+    // Ending a stateful job must leave its latest checkpoint to record: a cancellation that
+    // deletes it, or the deletion of a cluster whose HA metadata does not keep it, would
+    // not. The job is stopped with a savepoint instead, unless the user said to delete
+    // without one.
+    let loses = match K::ENDS_WITH_ITS_CLUSTER {
+        true => standing.forgotten_with_cluster.clone(),
+        false => matches!(standing.on_cancel, OnCancel::Deleted(_) | OnCancel::Unknown(_))
+            .then(|| standing.on_cancel.loses_checkpoint())
+            .flatten(),
+    };
+    let loses_checkpoint = loses.is_some()
         && deletion::records_left_state(k.spec.job())
-        && facts.policy.savepoint_on_deletion_set != Some(false)
-        && matches!(standing.on_cancel, OnCancel::Deleted(_) | OnCancel::Unknown(_));
+        && facts.policy.savepoint_on_deletion_set != Some(false);
     let wants_savepoint = deletion::wants_savepoint(k.spec.job(), facts.policy);
     if (wants_savepoint || loses_checkpoint) && facts.running() && standing.can_stop_for_deletion {
         k.conditions(
             phase::DELETING,
             "stopping the job with a savepoint before deletion",
         );
-        if !wants_savepoint && let Some(why) = standing.on_cancel.loses_checkpoint() {
+        if !wants_savepoint && let Some(why) = loses {
+            let ending = match K::ENDS_WITH_ITS_CLUSTER {
+                true => format!("deleting the cluster of job {job_id} without a savepoint"),
+                false => format!("cancelling job {job_id}"),
+            };
             k.event(EventNote::warning(
                 Reason::Deleting,
                 format!(
-                    "Not cancelling job {job_id} for the deletion: {why}; stopping it with a savepoint instead \
+                    "Not {ending} for the deletion: {why}; stopping it with a savepoint instead \
                      (set kubernetes.operator.job.savepoint-on-deletion to false to delete without one)"
                 ),
             ));

@@ -192,6 +192,10 @@ impl<'a> JobKind<'a> for Decision<'a> {
             last_state_held: self.obs.policy.high_availability && self.obs.ha_checkpoint == Some(true),
             can_stop_for_deletion: self.obs.cluster_exists,
             on_cancel: self.obs.on_cancel.clone(),
+            forgotten_with_cluster: (!self.obs.policy.high_availability).then(|| {
+                "without high availability no HA metadata keeps the job's latest checkpoint once its cluster is deleted"
+                    .to_owned()
+            }),
             state,
         }
     }

@@ -1626,6 +1626,52 @@ fn deletion_with_a_savepoint_records_it_before_the_cluster_goes() {
     );
 }
 
+/// Without high availability nothing points at a running job's latest checkpoint once its
+/// cluster is deleted (no HA metadata keeps it for the deletion's record, and what its
+/// JobManager completes while it exits subsumes the one status could name): a stateful job
+/// is stopped with a savepoint for its deletion (a `savepoint` one is by default anyway; a
+/// `last-state` one, which the rules refuse without HA, says why), unless the user said to
+/// delete without one.
+#[test]
+fn a_deleted_stateful_job_without_high_availability_is_stopped_with_a_savepoint() {
+    let running = || obs(ready_jm(), job_found("RUNNING", NOW - MIN));
+    let without_savepoint = Policy {
+        savepoint_on_deletion_set: Some(false),
+        ..Policy::status_only()
+    };
+    for (mode, policy, stops) in [
+        ("last-state", Policy::status_only(), true),
+        ("savepoint", Policy::status_only(), true),
+        ("last-state", holding_a_checkpoint(running()).policy, false),
+        ("last-state", without_savepoint.clone(), false),
+        ("savepoint", without_savepoint, false),
+        ("stateless", Policy::status_only(), false),
+    ] {
+        let spec = spec_with(mode, &[]);
+        let plan = decide(
+            &fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true),
+            &with_policy(running(), policy),
+        );
+        if stops {
+            assert!(
+                matches!(
+                    plan.actions[..],
+                    [Action::Job(JobAction::StopWithSavepoint { .. })]
+                ),
+                "{mode}: {:?}",
+                plan.actions
+            );
+            let warned = plan
+                .events
+                .iter()
+                .any(|e| e.reason == Reason::Deleting && e.warning);
+            assert_eq!(warned, mode == "last-state", "{mode}");
+        } else {
+            assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }], "{mode}");
+        }
+    }
+}
+
 #[test]
 fn created_suspended_deploys_nothing_until_running() {
     let spec = spec_with("savepoint", &[("job/state", json!("suspended"))]);

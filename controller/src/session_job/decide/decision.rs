@@ -125,6 +125,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
             last_state_held: false,
             can_stop_for_deletion: true,
             on_cancel: self.obs.on_cancel.clone(),
+            forgotten_with_cluster: None,
         }
     }
 
