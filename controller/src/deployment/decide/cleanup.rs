@@ -22,15 +22,13 @@ pub(super) fn wait_for_job_manager_exit(d: &mut Decision) -> Option<Plan> {
     if !d.obs.job_manager_pods_left {
         return None;
     }
-    // Since the cluster's deletion was recorded: the resource's own deletion, or the step
-    // of the change that deleted it.
+    // Since the cluster's deletion was recorded: the step that deleted it (the change's, or
+    // the resource deletion's, written before it is sent), not earlier than the resource's
+    // own deletion (a status written before that step was recorded says less).
+    let step = (d.status.reconciliation_status.as_ref()).and_then(|rs| rs.reconciliation_timestamp);
     let since = match &d.fd.metadata.deletion_timestamp {
-        Some(deleted) => Some(deleted.0.as_millisecond()),
-        None => d
-            .status
-            .reconciliation_status
-            .as_ref()
-            .and_then(|rs| rs.reconciliation_timestamp),
+        Some(deleted) => Some(step.unwrap_or(i64::MIN).max(deleted.0.as_millisecond())),
+        None => step,
     };
     if since.is_some_and(|at| d.obs.now_ms - at > JOB_MANAGER_EXIT_WAIT_MS) {
         tracing::warn!("JobManager pods still there after 60 s; going on without waiting for them");

@@ -22,7 +22,19 @@ pub(super) fn savepoint_recorded(mut d: Decision, path: &str) -> Plan {
         phase::DELETING,
         &format!("the savepoint {path} is recorded; deleting the Flink cluster"),
     );
+    cluster_deleted_now(&mut d);
     d.record_then_acting(vec![Action::DeleteCluster { keep_ha: false }])
+}
+
+/// When the cluster's deletion is sent, in status before it is: the wait for its JobManager
+/// to exit runs from then (see [`super::cleanup`]), not from the resource's deletion, which
+/// a deletion savepoint may have followed by longer than that wait.
+fn cluster_deleted_now(d: &mut Decision) {
+    let now = d.obs.now_ms;
+    d.status
+        .reconciliation_status
+        .get_or_insert_with(Default::default)
+        .reconciliation_timestamp = Some(now);
 }
 
 pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
@@ -45,10 +57,11 @@ pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
     }
     d.conditions(phase::DELETING, "deleting the Flink cluster");
     if d.obs.cluster_exists {
-        if !d.obs.cluster_deleting {
-            d.actions.push(Action::DeleteCluster { keep_ha: false });
+        if d.obs.cluster_deleting {
+            return d.done(FAST);
         }
-        return d.done(FAST);
+        cluster_deleted_now(&mut d);
+        return d.record_then_acting(vec![Action::DeleteCluster { keep_ha: false }]);
     }
     // The resource goes once its JobManager has exited, as it went with a foreground
     // deletion of the cluster: a resource of the same name created next starts clean.

@@ -1672,6 +1672,59 @@ fn a_deleted_stateful_job_without_high_availability_is_stopped_with_a_savepoint(
     }
 }
 
+/// The wait for a deleted cluster's JobManager to exit runs from when its deletion was sent,
+/// not from the resource's deletion: a deletion savepoint that took longer than the wait
+/// left none, and the finalizer went (a resource of the same name could start its cluster)
+/// while the old JobManager still ran.
+#[test]
+fn a_cluster_deleted_after_a_long_deletion_savepoint_is_waited_for_too() {
+    let spec = spec_with("savepoint", &[]);
+    let deleting = |status| fd(spec.clone(), Some(status), true, true);
+    let stopping = decide(
+        &deleting(observed(&spec, "RUNNING")),
+        &obs(ready_jm(), job_found("RUNNING", NOW - MIN)),
+    )
+    .status_before
+    .unwrap();
+    // The savepoint completes five minutes after the deletion.
+    let plan = decide(
+        &deleting(stopping),
+        &later(
+            Observation {
+                savepoint: Some(SavepointPoll::Completed("file:/sp/final".into())),
+                ..obs(ready_jm(), job_found("FINISHED", NOW - MIN))
+            },
+            5 * MIN,
+        ),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let recorded = plan.status_before.unwrap();
+    let plan = decide(&deleting(recorded.clone()), &cluster_gone(true, 5 * MIN + 2_000));
+    assert_waits_for_the_job_manager(&plan);
+    let plan = decide(&deleting(recorded), &cluster_gone(true, 6 * MIN + 1_000));
+    assert_eq!(plan.actions, [Action::DeleteHaMetadata, Action::RemoveFinalizer]);
+    // A cluster deleted without a savepoint, as long after the deletion: the same.
+    let stateless = spec_with("stateless", &[]);
+    let plan = decide(
+        &fd(
+            stateless.clone(),
+            Some(observed(&stateless, "RUNNING")),
+            true,
+            true,
+        ),
+        &later(obs(ready_jm(), job_found("RUNNING", NOW - MIN)), 5 * MIN),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let written = plan
+        .status_before
+        .expect("the deletion's time written before it is sent");
+    let plan = decide(
+        &fd(stateless, Some(written), true, true),
+        &cluster_gone(true, 5 * MIN + 2_000),
+    );
+    assert_waits_for_the_job_manager(&plan);
+}
+
 #[test]
 fn created_suspended_deploys_nothing_until_running() {
     let spec = spec_with("savepoint", &[("job/state", json!("suspended"))]);
