@@ -61,6 +61,7 @@ pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
             return d.done(FAST);
         }
         cluster_deleted_now(&mut d);
+        record_latest_checkpoint(&mut d);
         return d.record_then_acting(vec![Action::DeleteCluster { keep_ha: false }]);
     }
     // The resource goes once its JobManager has exited, as it went with a foreground
@@ -86,6 +87,32 @@ pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
         return d.record_then(FAST);
     }
     d.done(FAST)
+}
+
+/// The job's latest checkpoint, as its JobManager reports it, into status before its
+/// cluster goes, when it is newer than what status names: afterwards only the HA metadata
+/// could name it, and none does for a job that ended (Flink's cleanup takes it out, and the
+/// operator may not have seen it end) or without high availability. A later one in the HA
+/// metadata is still recorded in its place (see [`record_left_state`]).
+fn record_latest_checkpoint(d: &mut Decision) {
+    let Some(checkpoint) = d.obs.latest_checkpoint.clone() else {
+        return;
+    };
+    if !records_left_state(d.fd.spec.job.as_ref()) {
+        return;
+    }
+    let job = d.job_status_mut();
+    let named = crate::lifecycle::restore::newest(job, None);
+    if named.is_none_or(|s| {
+        s.path != checkpoint.path && s.timestamp_ms.is_none_or(|t| t < checkpoint.timestamp_ms)
+    }) {
+        let latest = RestorableState {
+            kind: Kind::Checkpoint,
+            path: checkpoint.path,
+            timestamp_ms: Some(checkpoint.timestamp_ms),
+        };
+        crate::lifecycle::restore::record(job, Some(&latest));
+    }
 }
 
 /// The deletion waits, saying why in status and (once per reason) a Warning Event.

@@ -1725,6 +1725,50 @@ fn a_cluster_deleted_after_a_long_deletion_savepoint_is_waited_for_too() {
     assert_waits_for_the_job_manager(&plan);
 }
 
+/// The job's latest checkpoint, as its JobManager reports it, is in status before the
+/// cluster of a deleted resource goes: once it has, only HA metadata could name it, and none
+/// does for a job that ended (Flink's cleanup takes it out) or without high availability.
+#[test]
+fn a_deleted_jobs_latest_checkpoint_is_in_status_before_its_cluster_goes() {
+    for (mode, state) in [
+        ("savepoint", "FAILED"),
+        ("last-state", "FAILED"),
+        ("last-state", "RUNNING"),
+    ] {
+        let spec = spec_with(mode, &[]);
+        // Deleted before the operator saw the job fail.
+        let plan = decide(
+            &fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true),
+            &holding_a_checkpoint(Observation {
+                latest_checkpoint: checkpoint(MIN),
+                ..obs(ready_jm(), job_found(state, NOW - 60 * MIN))
+            }),
+        );
+        assert_eq!(
+            plan.actions,
+            [Action::DeleteCluster { keep_ha: false }],
+            "{mode} {state}"
+        );
+        let written = plan.status_before.expect("written before the cluster goes");
+        assert_eq!(
+            written.job_status.unwrap().upgrade_savepoint_path.as_deref(),
+            Some("file:/cp/chk-7"),
+            "{mode} {state}"
+        );
+    }
+    // A stateless job's is not its state.
+    let spec = spec_with("stateless", &[]);
+    let plan = decide(
+        &fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true),
+        &Observation {
+            latest_checkpoint: checkpoint(MIN),
+            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+        },
+    );
+    let written = plan.status_before.unwrap();
+    assert_eq!(written.job_status.unwrap().upgrade_savepoint_path, None);
+}
+
 #[test]
 fn created_suspended_deploys_nothing_until_running() {
     let spec = spec_with("savepoint", &[("job/state", json!("suspended"))]);
