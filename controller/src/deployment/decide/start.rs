@@ -72,11 +72,17 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
     }
     d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     if d.obs.cluster_exists {
-        if !d.obs.cluster_deleting {
-            d.actions.push(Action::DeleteCluster { keep_ha: last_state });
-        }
         d.conditions(phase::UPDATING, "deleting the previous cluster");
-        return d.done(FAST);
+        if d.obs.cluster_deleting {
+            return d.done(FAST);
+        }
+        // The wait for its JobManager to exit runs from when the deletion is sent (written
+        // before it is), not from when the step was committed, maybe long before.
+        let now = d.obs.now_ms;
+        if let Some(rs) = d.status.reconciliation_status.as_mut() {
+            rs.reconciliation_timestamp = Some(now);
+        }
+        return d.record_then_acting(vec![Action::DeleteCluster { keep_ha: last_state }]);
     }
     // The next cluster of the same name starts once the previous JobManager has exited: two
     // JobManagers of one cluster id would both act on its high-availability metadata.

@@ -587,6 +587,16 @@ fn a_last_state_upgrade_starts_the_next_cluster_only_once_the_old_jobmanager_has
         "{:?}",
         plan.actions
     );
+    // The cluster's deletion sent long after the change was committed (the operator stopped
+    // before sending it): the wait runs from when it was sent.
+    let resent = decide(
+        &new,
+        &holding_a_checkpoint(later(obs(ready_jm(), running_job()), 5 * MIN)),
+    );
+    assert_eq!(resent.actions, [Action::DeleteCluster { keep_ha: true }]);
+    let written = resent.status_before.expect("the time written before it is sent");
+    let new = with_generation(fd(changed("last-state"), Some(written), true, false), 2);
+    assert_waits_for_the_job_manager(&decide(&new, &cluster_gone(true, 5 * MIN + 2_000)));
 }
 
 #[test]
