@@ -536,6 +536,23 @@ fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
         && deletion::records_left_state(k.spec.job())
         && facts.policy.savepoint_on_deletion_set != Some(false);
     let wants_savepoint = deletion::wants_savepoint(k.spec.job(), facts.policy);
+    // A JobManager that did not answer at this look may well run the job: the savepoint is
+    // not given up for that (its latest state would go with the cluster), it is looked at
+    // again soon. One that stays silent holds the deletion, as a failing savepoint does,
+    // until the user says to delete without one.
+    let recorded_running = job_status(&k.status).state.as_deref() == Some(flink_job_state::RUNNING);
+    if (wants_savepoint || loses_checkpoint)
+        && recorded_running
+        && matches!(facts.job, Some(super::job::JobObservation::Unreachable(_)))
+        && standing.can_stop_for_deletion
+    {
+        k.conditions(
+            phase::DELETING,
+            "waiting for the JobManager to answer, to stop the job with a savepoint before deletion \
+             (set kubernetes.operator.job.savepoint-on-deletion to false to delete without one)",
+        );
+        return k.done(FAST);
+    }
     if (wants_savepoint || loses_checkpoint) && facts.running() && standing.can_stop_for_deletion {
         k.conditions(
             phase::DELETING,

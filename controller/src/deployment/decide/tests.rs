@@ -1779,6 +1779,47 @@ fn a_deleted_jobs_latest_checkpoint_is_in_status_before_its_cluster_goes() {
     assert_eq!(written.job_status.unwrap().upgrade_savepoint_path, None);
 }
 
+/// A deletion that stops the running job with a savepoint first does not give the savepoint
+/// up because the JobManager did not answer at that look: the cluster would go with the
+/// job's latest state (without HA metadata, named nowhere). It looks again soon.
+#[test]
+fn a_deletion_savepoint_waits_for_a_jobmanager_that_does_not_answer() {
+    let spec = spec_with("savepoint", &[]);
+    let deleting = fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true);
+    let not_answering = JobManagerObservation::Present {
+        ready: 1,
+        replicas: 1,
+        problem: None,
+        rest_ready: false,
+    };
+    let plan = decide(
+        &deleting,
+        &obs(
+            not_answering,
+            Some(JobObservation::Unreachable("timed out".into())),
+        ),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.requeue, FAST);
+    let plan = decide(&deleting, &obs(ready_jm(), job_found("RUNNING", NOW - MIN)));
+    assert!(matches!(
+        plan.actions[..],
+        [Action::Job(JobAction::StopWithSavepoint { .. })]
+    ));
+    // Without a savepoint to take (a stateless job), the cluster goes as it is.
+    let stateless = spec_with("stateless", &[]);
+    let plan = decide(
+        &fd(
+            stateless.clone(),
+            Some(observed(&stateless, "RUNNING")),
+            true,
+            true,
+        ),
+        &obs(ready_jm(), Some(JobObservation::Unreachable("timed out".into()))),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+}
+
 #[test]
 fn created_suspended_deploys_nothing_until_running() {
     let spec = spec_with("savepoint", &[("job/state", json!("suspended"))]);
