@@ -154,10 +154,14 @@ fn record_left_state(d: &mut Decision) -> bool {
             .map_or(d.obs.now_ms, |t| t.0.as_millisecond());
     let name = d.fd.metadata.name.clone().unwrap_or_default();
     let job = d.status.job_status.clone();
+    // Flink files no time with it. It completed before this look, and it is newer than
+    // what status names (see `Leaving::last_checkpoint`): stamped with this look's time, it
+    // ranks so in status too, should the pass stop once the metadata is gone and the next
+    // one record the state from status (a time unknown would rank below a last savepoint's).
     let last_checkpoint = d.obs.ha_latest_checkpoint.clone().map(|path| RestorableState {
         kind: Kind::Checkpoint,
         path,
-        timestamp_ms: None,
+        timestamp_ms: Some(d.obs.now_ms),
     });
     let leaving = Leaving {
         resource: &name,

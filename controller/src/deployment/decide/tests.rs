@@ -493,6 +493,29 @@ fn a_deleted_last_state_deployment_records_its_latest_checkpoint_before_its_ha_m
     assert_eq!(plan.actions, [Action::DeleteHaMetadata, Action::RemoveFinalizer]);
     assert!(plan.events.iter().all(|e| e.reason != Reason::StateRecorded));
 
+    // The operator stopped once the metadata was deleted, before the Event (the only record
+    // without snapshot resources) was published: the next pass records the checkpoint status
+    // names, not a last savepoint older than it whose time status knows.
+    let mut spec = app_spec();
+    spec["job"]["upgradeMode"] = json!("last-state");
+    let with_savepoint = with_savepoint(running(), "file:/sp/manual", MIN);
+    let deleting = fd(spec.clone(), Some(with_savepoint), true, true);
+    let plan = decide(&deleting, &exited);
+    let written = plan
+        .status_before
+        .expect("the path written before the metadata goes");
+    let plan = decide(
+        &fd(spec, Some(written), true, true),
+        &Observation {
+            ha_metadata: false,
+            ..cluster_gone(false, 3_000)
+        },
+    );
+    let event = (plan.events.iter())
+        .find(|e| e.reason == Reason::StateRecorded)
+        .expect("an Event with the path");
+    assert!(event.note.contains(CHECKPOINT), "{}", event.note);
+
     // A stateless job leaves nothing to record.
     let stateless = fd(changed("stateless"), Some(running()), true, true);
     let plan = decide(&stateless, &exited);
