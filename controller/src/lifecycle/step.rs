@@ -258,7 +258,16 @@ fn observe_job<'a, K: JobKind<'a>>(k: &mut K, recorded: K::Spec) -> Observed<K::
 /// Records a spec whose changes end no job, and returns it as the recorded one; the
 /// recorded snapshot nonces stay until their snapshots are triggered.
 fn record_ignored_changes<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> K::Spec {
-    let spec = spec::with_recorded_nonces(k.spec, recorded);
+    let mut spec = spec::with_recorded_nonces(k.spec, recorded);
+    // The recorded upgrade mode also says how a suspension left the job's state and how a
+    // start that has not run yet restores it (a last-state one: from the HA metadata). A
+    // change of the mode alone is recorded once the job runs again, not before: it would
+    // lose that.
+    if (spec::is_suspended(recorded) || k.standing().never_ran.is_some())
+        && let (Some(job), Some(old)) = (spec.job_mut(), recorded.job())
+    {
+        job.upgrade_mode = old.upgrade_mode;
+    }
     let generation = k.facts.generation;
     let (status, _) = k.parts();
     if let Some(rs) = status.reconciliation_mut().as_mut() {

@@ -1220,6 +1220,79 @@ fn an_ended_jobs_latest_checkpoint_is_recorded_while_its_jobmanager_knows_it() {
     }
 }
 
+/// A change of `upgradeMode` alone ends no job and is recorded, but not while the recorded
+/// mode says how a suspension left the job's state (a last-state one: in the HA metadata)
+/// or how a start that has not run yet restores it: recorded then, the resume was refused
+/// for want of a recorded path, and a change before the cluster came up deleted the HA
+/// metadata for a start from nothing.
+#[test]
+fn a_change_of_the_upgrade_mode_alone_keeps_how_the_state_was_left() {
+    let held = |observation: Observation| {
+        holding_a_checkpoint(Observation {
+            ha_metadata: true,
+            ..observation
+        })
+    };
+    let missing = || held(obs(JobManagerObservation::Missing, None));
+    // Suspended in last-state mode, the mode changed, then resumed.
+    let running = spec_with("last-state", &[]);
+    let suspending = spec_with("last-state", &[("job/state", json!("suspended"))]);
+    let plan = decide(
+        &at(suspending.clone(), observed(&running, "RUNNING"), 2),
+        &held(Observation {
+            latest_checkpoint: checkpoint(MIN),
+            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+        }),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+    let suspended = decide(&at(suspending, plan.status_before.unwrap(), 2), &missing()).status;
+    let edited = spec_with("savepoint", &[("job/state", json!("suspended"))]);
+    let plan = decide(&at(edited, suspended, 3), &missing());
+    assert_eq!(
+        recorded_spec(&plan.status).job.unwrap().upgrade_mode,
+        Some(UpgradeMode::LastState)
+    );
+    let resumed = spec_with("savepoint", &[]);
+    let plan = decide(&at(resumed.clone(), plan.status, 4), &missing());
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+    let plan = decide(&at(resumed, plan.status_before.unwrap(), 4), &missing());
+    assert!(
+        matches!(plan.actions[..], [Action::Deploy { last_state: true, .. }]),
+        "{:?}",
+        plan.actions
+    );
+
+    // A last-state start whose cluster has not come up: the mode changed, then the spec.
+    let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
+    let committed = decide(
+        &at(new.clone(), observed(&running, "RUNNING"), 2),
+        &held(Observation {
+            latest_checkpoint: checkpoint(MIN),
+            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+        }),
+    )
+    .status_before
+    .unwrap();
+    let deployed = decide(&at(new, committed, 2), &missing()).status;
+    let starting = || {
+        held(obs(
+            JobManagerObservation::Present {
+                ready: 0,
+                replicas: 1,
+                problem: None,
+                rest_ready: false,
+            },
+            None,
+        ))
+    };
+    let moded = spec_with("savepoint", &[("job/parallelism", json!(4))]);
+    let plan = decide(&at(moded, deployed, 3), &starting());
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    let again = spec_with("savepoint", &[("job/parallelism", json!(2))]);
+    let plan = decide(&at(again, plan.status, 4), &starting());
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+}
+
 #[test]
 fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_checkpoint() {
     let old = spec_with("last-state", &[]);

@@ -1272,7 +1272,9 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
             job_id: "old-job".into()
         })]
     );
-    // While suspended, a mode change is recorded and nothing is submitted.
+    // While suspended, a mode change alone submits nothing, and the mode the job was
+    // suspended in stays recorded: it says how the suspension left the job's state (the new
+    // one is applied on resume).
     let suspended = decide(
         &resource(
             changed("stateless", Some("suspended")),
@@ -1311,7 +1313,7 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
     assert_eq!(reason(&plan.status), phase::SUSPENDED);
     assert_eq!(
         recorded_spec(&plan.status).job.unwrap().upgrade_mode,
-        Some(UpgradeMode::LastState)
+        Some(UpgradeMode::Stateless)
     );
 }
 
