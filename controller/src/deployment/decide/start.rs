@@ -283,10 +283,13 @@ pub(super) fn first_deployment(mut d: Decision, restore: Restore) -> Plan {
     d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Deploying);
     if job.is_some() {
+        // The state it starts from is in status, as any start's is: should the resource go
+        // before its cluster came up, its deletion records it.
         d.status.job_status = Some(JobStatus {
             job_name: d.fd.metadata.name.clone(),
             job_id: job_id.clone(),
             state: Some(flink_job_state::RECONCILING.to_owned()),
+            upgrade_savepoint_path: restore_path.clone(),
             ..Default::default()
         });
     }

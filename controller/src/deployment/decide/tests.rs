@@ -117,6 +117,25 @@ fn a_first_deployment_is_recorded_before_it_is_created() {
         before.job_status.as_ref().unwrap().job_id.as_deref(),
         Some("fresh")
     );
+    // The state it starts from is in status, as a session job's is: a deletion before the
+    // cluster comes up records it.
+    assert_eq!(
+        before
+            .job_status
+            .as_ref()
+            .unwrap()
+            .upgrade_savepoint_path
+            .as_deref(),
+        Some("file:/sp/1")
+    );
+    let mut spec = app_spec();
+    spec["job"]["upgradeMode"] = json!("savepoint");
+    let deleting = fd(spec, Some(before.clone()), true, true);
+    let deleted = decide(&deleting, &obs(JobManagerObservation::Missing, None));
+    let event = (deleted.events.iter())
+        .find(|e| e.reason == Reason::StateRecorded)
+        .expect("the state it was to start from recorded");
+    assert!(event.note.contains("file:/sp/1"), "{}", event.note);
     assert_eq!(
         condition(&before, "Progressing").reason.as_deref(),
         Some(phase::DEPLOYING)
@@ -1214,8 +1233,16 @@ fn an_ended_jobs_latest_checkpoint_is_recorded_while_its_jobmanager_knows_it() {
                 }),
             );
             let job = plan.status.job_status.unwrap();
-            let recorded = (mode != "stateless" && state != "RUNNING").then_some("file:/cp/chk-7");
-            assert_eq!(job.upgrade_savepoint_path.as_deref(), recorded, "{mode} {state}");
+            // Otherwise status names the state the job was started from.
+            let recorded = match mode != "stateless" && state != "RUNNING" {
+                true => "file:/cp/chk-7",
+                false => "file:/sp/1",
+            };
+            assert_eq!(
+                job.upgrade_savepoint_path.as_deref(),
+                Some(recorded),
+                "{mode} {state}"
+            );
         }
     }
 }
@@ -1872,7 +1899,11 @@ fn a_deleted_jobs_latest_checkpoint_is_in_status_before_its_cluster_goes() {
         },
     );
     let written = plan.status_before.unwrap();
-    assert_eq!(written.job_status.unwrap().upgrade_savepoint_path, None);
+    assert_eq!(
+        written.job_status.unwrap().upgrade_savepoint_path.as_deref(),
+        Some("file:/sp/1"),
+        "the state it was started from, not its checkpoint"
+    );
 }
 
 /// A deletion that stops the running job with a savepoint first does not give the savepoint
