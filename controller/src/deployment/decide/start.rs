@@ -55,14 +55,18 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         );
         return d.done(FAST);
     }
+    // The generation the stored status was written at: the step's (a deploy's, if one was
+    // sent), though the spec may have changed again since.
+    let written_at = d.fd.status.as_ref().and_then(|s| s.observed_generation);
     if !suspended
         && !rolling_back
         && d.obs.cluster_exists
         && d.obs.rolled_back_generation.is_none()
         && d.obs.deployed_generation.is_some()
-        && d.obs.deployed_generation == generation
+        && (d.obs.deployed_generation == generation || d.obs.deployed_generation == written_at)
     {
-        // Deployed before a crash kept the status from saying so.
+        // Deployed before a crash kept the status from saying so (a spec changed again since
+        // is a change of what runs now, its job not deleted without its state).
         if let Some(rs) = d.status.reconciliation_status.as_mut() {
             rs.state = Some(ReconciliationState::Deployed);
         }

@@ -766,7 +766,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     // 6. Crash after the deploy, before status said so: the cluster of this generation
     // is recognised, nothing is redeployed.
     let plan = decide(
-        &new(deploying),
+        &new(deploying.clone()),
         &Observation {
             deployed_generation: Some(2),
             ..obs(ready_jm(), None)
@@ -776,6 +776,36 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     assert_eq!(
         reconciliation(&plan.status).state,
         Some(ReconciliationState::Deployed)
+    );
+    // So is it when the spec changed again meanwhile (its job may have run since, and is
+    // not deleted without its state): the change is then made as any other.
+    let changed_again = |status| {
+        let mut spec = changed("savepoint");
+        spec["job"]["parallelism"] = json!(7);
+        with_generation(fd(spec, Some(status), true, false), 3)
+    };
+    let plan = decide(
+        &changed_again(deploying),
+        &Observation {
+            deployed_generation: Some(2),
+            ..obs(ready_jm(), running_job())
+        },
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    let plan = decide(
+        &changed_again(plan.status),
+        &Observation {
+            deployed_generation: Some(2),
+            ..obs(ready_jm(), running_job())
+        },
+    );
+    assert!(
+        matches!(
+            plan.actions[..],
+            [Action::Job(JobAction::StopWithSavepoint { .. })]
+        ),
+        "{:?}",
+        plan.actions
     );
 }
 
