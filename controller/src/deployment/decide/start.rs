@@ -42,7 +42,43 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         .as_ref()
         .and_then(|rs| rs.last_reconciled::<FlinkDeploymentSpec>().ok().flatten())
         .is_some_and(|r| r.is_first_deployment());
-    let last_state = !first && restores_last_state(recorded, d.status.job_status.as_ref());
+    let mut last_state = !first && restores_last_state(recorded, d.status.job_status.as_ref());
+    if last_state && d.obs.ha_checkpoint == Some(false) {
+        match d.obs.latest_checkpoint.clone() {
+            // Flink's cleanup of a job that ended took its checkpoints out of the HA metadata
+            // since the start was committed: the latest one its JobManager still reports is
+            // restored instead (under a new job id, without the metadata).
+            Some(checkpoint) if d.obs.cluster_exists => {
+                let reported = RestorableState {
+                    kind: Kind::Checkpoint,
+                    path: checkpoint.path,
+                    timestamp_ms: Some(checkpoint.timestamp_ms),
+                };
+                state::record(d.job_status_mut(), Some(&reported));
+                last_state = false;
+            }
+            // Nothing names one any more: the job is not started from nothing, but from the
+            // state the user names for it.
+            _ if !d.obs.cluster_exists && !suspended => {
+                let named = (d.fd.spec.job.as_ref())
+                    .filter(|_| crate::lifecycle::spec::redeploy_nonce_changed(&d.fd.spec, recorded))
+                    .and_then(|j| j.initial_savepoint_path.clone())
+                    .filter(|p| !p.trim().is_empty());
+                let Some(path) = named else {
+                    return no_last_state(d);
+                };
+                let named = RestorableState {
+                    kind: Kind::Savepoint,
+                    path,
+                    timestamp_ms: None,
+                };
+                state::record(d.job_status_mut(), Some(&named));
+                d.status.error = None;
+                last_state = false;
+            }
+            _ => {}
+        }
+    }
     if rolling_back && d.obs.cluster_exists && d.obs.rolled_back_generation == generation {
         // Rolled back before a crash (or a stale read) kept the status from saying so.
         if let Some(rs) = d.status.reconciliation_status.as_mut() {
@@ -190,6 +226,25 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         ));
     }
     deploy(d, rolling_back)
+}
+
+/// A last-state start whose HA metadata holds no checkpoint (Flink's cleanup of the job,
+/// which ended since the start was committed, took it out) and whose job's latest checkpoint
+/// was not recorded before its cluster went: the job would start from nothing, so nothing is
+/// deployed; status and a Warning (once) say why.
+fn no_last_state(mut d: Decision) -> Plan {
+    let error = "the job was to restore the latest checkpoint in its high-availability metadata, which holds none \
+                 any more (the job ended since the change, and Flink's cleanup took its checkpoints out of it): \
+                 it is not started without its state; restore it by hand (spec.job.initialSavepointPath with a new \
+                 savepointRedeployNonce)"
+        .to_owned();
+    if d.fd.status.as_ref().and_then(|s| s.error.as_deref()) != Some(error.as_str()) {
+        d.events
+            .push(EventNote::warning(Reason::UpdateFailed, error.clone()));
+    }
+    d.status.error = Some(error.clone());
+    d.conditions(phase::UPDATE_FAILED, &error);
+    d.done(super::WAIT)
 }
 
 /// Deploys `spec` again after its JobManager Deployment went missing (see

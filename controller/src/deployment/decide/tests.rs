@@ -1350,6 +1350,108 @@ fn a_change_of_the_upgrade_mode_alone_keeps_how_the_state_was_left() {
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
 }
 
+/// A committed last-state start restores the latest checkpoint the HA metadata holds for
+/// the job; Flink's cleanup takes it out once the job ends (it FAILED after the change was
+/// committed, before its cluster went). Then the job's latest checkpoint as its JobManager
+/// still reports it is recorded and restored instead; with none known, the job is not
+/// started from nothing.
+#[test]
+fn a_last_state_start_whose_ha_metadata_lost_its_checkpoint_restores_the_reported_one_or_waits() {
+    let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
+    let committed = decide(
+        &at(new.clone(), observed(&spec_with("last-state", &[]), "RUNNING"), 2),
+        &holding_a_checkpoint(Observation {
+            latest_checkpoint: checkpoint(MIN),
+            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+        }),
+    )
+    .status_before
+    .unwrap();
+    let emptied = |observation: Observation| Observation {
+        ha_checkpoint: Some(false),
+        ha_metadata: true,
+        policy: Policy {
+            high_availability: true,
+            ..observation.policy
+        },
+        ..observation
+    };
+    // The job failed before its cluster went: its checkpoint is recorded, the cluster goes
+    // with the HA metadata (the next job restores that path).
+    let plan = decide(
+        &at(new.clone(), committed.clone(), 2),
+        &emptied(Observation {
+            latest_checkpoint: checkpoint(30_000),
+            ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
+        }),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let recorded = plan.status_before.unwrap();
+    assert_eq!(
+        recorded
+            .job_status
+            .as_ref()
+            .unwrap()
+            .upgrade_savepoint_path
+            .as_deref(),
+        Some("file:/cp/chk-7")
+    );
+    let plan = decide(
+        &at(new.clone(), recorded, 2),
+        &emptied(obs(JobManagerObservation::Missing, None)),
+    );
+    match plan.actions.as_slice() {
+        [
+            Action::DeleteHaMetadata,
+            Action::Deploy {
+                restore_path,
+                last_state: false,
+                ..
+            },
+        ] => assert_eq!(restore_path.as_deref(), Some("file:/cp/chk-7")),
+        other => panic!("{other:?}"),
+    }
+    // The cluster gone, nothing names a checkpoint: nothing is deployed, status says why.
+    let plan = decide(
+        &at(new, committed, 2),
+        &emptied(obs(JobManagerObservation::Missing, None)),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert!(
+        plan.status
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("high-availability metadata")),
+        "{:?}",
+        plan.status.error
+    );
+    // Until the user names the state (as the error says).
+    let redeploy = spec_with(
+        "last-state",
+        &[
+            ("job/parallelism", json!(4)),
+            ("job/savepointRedeployNonce", json!(1)),
+            ("job/initialSavepointPath", json!("file:/sp/mine")),
+        ],
+    );
+    let plan = decide(
+        &at(redeploy, plan.status, 3),
+        &emptied(obs(JobManagerObservation::Missing, None)),
+    );
+    match plan.actions.as_slice() {
+        [
+            Action::DeleteHaMetadata,
+            Action::Deploy {
+                restore_path,
+                last_state: false,
+                ..
+            },
+        ] => assert_eq!(restore_path.as_deref(), Some("file:/sp/mine")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(plan.status.error, None);
+}
+
 #[test]
 fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_checkpoint() {
     let old = spec_with("last-state", &[]);
