@@ -540,9 +540,10 @@ fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
     // not given up for that (its latest state would go with the cluster), it is looked at
     // again soon. One that stays silent holds the deletion, as a failing savepoint does,
     // until the user says to delete without one.
-    let recorded_running = job_status(&k.status).state.as_deref() == Some(flink_job_state::RUNNING);
+    let may_run =
+        (job_status(&k.status).state.as_deref()).is_some_and(|s| !flink_job_state::is_globally_terminal(s));
     if (wants_savepoint || loses_checkpoint)
-        && recorded_running
+        && may_run
         && matches!(facts.job, Some(super::job::JobObservation::Unreachable(_)))
         && standing.can_stop_for_deletion
     {

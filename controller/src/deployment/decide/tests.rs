@@ -2060,6 +2060,14 @@ fn a_deletion_savepoint_waits_for_a_jobmanager_that_does_not_answer() {
     );
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     assert_eq!(plan.requeue, FAST);
+    // So does a job whose state status never learned (deployed, not seen since).
+    let mut unseen = observed(&spec, "RUNNING");
+    unseen.job_status.as_mut().unwrap().state = Some("RECONCILING".into());
+    let plan = decide(
+        &fd(spec.clone(), Some(unseen), true, true),
+        &obs(ready_jm(), Some(JobObservation::Unreachable("timed out".into()))),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     let plan = decide(&deleting, &obs(ready_jm(), job_found("RUNNING", NOW - MIN)));
     assert!(matches!(
         plan.actions[..],
