@@ -39,7 +39,8 @@ use std::{
 };
 
 use flink_operator_api::{
-    FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, common::JobStatus, keys::kinds,
+    FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, common::JobStatus,
+    keys::kinds,
 };
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use kube::ResourceExt;
@@ -157,6 +158,26 @@ impl Protected {
             self.0.insert(path.to_owned(), why());
         }
     }
+}
+
+/// The other FlinkStateSnapshots of a namespace (of `snapshots`, not `own` nor one being
+/// deleted too) that record `path`, one sentence each: the files of a snapshot being deleted
+/// stay while another points at them (a job's deletion, for one, trusts its own snapshot
+/// resources as the record of its state).
+pub fn recorded_elsewhere(path: &str, own: &str, snapshots: &[Arc<FlinkStateSnapshot>]) -> Vec<String> {
+    let path = path.trim();
+    if path.is_empty() {
+        return Vec::new();
+    }
+    (snapshots.iter())
+        .filter(|s| s.name_any() != own && s.metadata.deletion_timestamp.is_none())
+        .filter(|s| {
+            let recorded = (s.status.as_ref().and_then(|st| st.path.as_deref()))
+                .or_else(|| s.spec.savepoint.as_ref().and_then(|sp| sp.path.as_deref()));
+            recorded.map(str::trim) == Some(path)
+        })
+        .map(|s| format!("FlinkStateSnapshot {}: it records the same path", s.name_any()))
+        .collect()
 }
 
 /// Who among the job resources of one namespace may still need `path`, and why: one
@@ -493,5 +514,42 @@ mod tests {
                 .is_some_and(|w| w.contains("revision 3")),
             "{only_revision:?}"
         );
+    }
+
+    /// A FlinkStateSnapshot being deleted keeps its files while another one names the same
+    /// path (a job's own records, which its deletion trusts, among them): deleting one of
+    /// two records of a savepoint is no order to destroy what the other points at.
+    #[test]
+    fn a_path_another_snapshot_records_is_needed() {
+        let snapshot = |name: &str, path: &str, status: bool, deleting: bool| {
+            let mut value = serde_json::json!({
+                "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkStateSnapshot",
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"jobReference": {"kind": "FlinkSessionJob", "name": "job"},
+                         "savepoint": {"path": if status { None } else { Some(path) }, "alreadyExists": !status}},
+            });
+            if status {
+                value["status"] = serde_json::json!({"path": path, "state": "COMPLETED"});
+            }
+            if deleting {
+                value["metadata"]["deletionTimestamp"] = serde_json::json!("2027-01-15T08:00:00Z");
+            }
+            Arc::new(serde_json::from_value::<flink_operator_api::FlinkStateSnapshot>(value).unwrap())
+        };
+        let snapshots = [
+            snapshot("user-record", "s3://sp/1", false, true),
+            snapshot("job-savepoint-manual-1", "s3://sp/1", true, false),
+            snapshot("other", "s3://sp/2", true, false),
+            snapshot("going-too", "s3://sp/3", true, true),
+        ];
+        let needs = recorded_elsewhere("s3://sp/1", "user-record", &snapshots);
+        assert_eq!(needs.len(), 1, "{needs:?}");
+        assert!(
+            needs[0].starts_with("FlinkStateSnapshot job-savepoint-manual-1"),
+            "{needs:?}"
+        );
+        // Its own record, or one that goes too, is no other.
+        assert!(recorded_elsewhere("s3://sp/3", "x", &snapshots).is_empty());
+        assert!(recorded_elsewhere("s3://sp/2", "other", &snapshots).is_empty());
     }
 }

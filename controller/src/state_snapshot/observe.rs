@@ -86,6 +86,9 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
     if dispose && disposal_trigger.is_none() {
         let path = status.and_then(|s| s.path.as_deref()).unwrap_or_default();
         observation.needed_by = needed_by(caches, &namespace, path);
+        let snapshots = caches.snapshots.list(&namespace, |_| true);
+        let own = snapshot.name_any();
+        (observation.needed_by).extend(protected::recorded_elsewhere(path, &own, &snapshots));
         let others = caches.snapshots.list(&namespace, |_| true);
         observation.needed_by.extend(decide::recorded_by_others(
             path,
