@@ -165,32 +165,6 @@ pub enum TriggerKind {
     Checkpoint(CheckpointKind),
 }
 
-/// The other FlinkStateSnapshots among `snapshots` (not `own`, not being deleted) that record
-/// `path` too, one sentence each: a path two resources record (a user's `alreadyExists`
-/// record of the operator's own savepoint, say) is disposed of with neither while the other
-/// is there, since the job's view of its state reads either.
-pub fn recorded_by_others<'a>(
-    path: &str,
-    own: &str,
-    snapshots: impl IntoIterator<Item = &'a FlinkStateSnapshot>,
-) -> Vec<String> {
-    snapshots
-        .into_iter()
-        .filter(|s| s.metadata.deletion_timestamp.is_none() && s.metadata.name.as_deref() != Some(own))
-        .filter(|s| {
-            let recorded = (s.status.as_ref().and_then(|st| st.path.as_deref()))
-                .or_else(|| s.spec.savepoint.as_ref().and_then(|sp| sp.path.as_deref()));
-            recorded.map(str::trim) == Some(path.trim())
-        })
-        .map(|s| {
-            format!(
-                "FlinkStateSnapshot {}: it records the same savepoint",
-                s.metadata.name.as_deref().unwrap_or_default()
-            )
-        })
-        .collect()
-}
-
 /// Whether deleting the snapshot disposes of its savepoint (and so needs our finalizer).
 pub fn disposes(spec: &FlinkStateSnapshotSpec) -> bool {
     spec.snapshot_type() == Some(SnapshotType::Savepoint)

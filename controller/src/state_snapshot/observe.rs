@@ -89,12 +89,6 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
         let snapshots = caches.snapshots.list(&namespace, |_| true);
         let own = snapshot.name_any();
         (observation.needed_by).extend(protected::recorded_elsewhere(path, &own, &snapshots));
-        let others = caches.snapshots.list(&namespace, |_| true);
-        observation.needed_by.extend(decide::recorded_by_others(
-            path,
-            &snapshot.name_any(),
-            others.iter().map(|s| &**s),
-        ));
     }
     let (job_id, ready) = match &observation.target {
         Target::Found(job) => (

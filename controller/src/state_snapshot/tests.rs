@@ -1503,21 +1503,3 @@ fn a_recorded_savepoint_carries_the_time_stated_for_it_or_none_never_the_time_it
         assert!(note.contains(part), "{case}: {note}");
     }
 }
-
-#[test]
-fn a_savepoint_another_snapshot_records_too_is_not_disposed_of_with_either() {
-    let spec = json!({"savepoint": {"path": "file:/sp/1", "alreadyExists": true}, "jobReference": {"kind": "FlinkDeployment", "name": "job"}});
-    let mine = snapshot(spec.clone(), Some(completed(Some("file:/sp/1"))), true);
-    let mut other = snapshot(spec.clone(), Some(completed(Some("file:/sp/1"))), true);
-    other.metadata.name = Some("the-operators-own".into());
-    let mut elsewhere = snapshot(spec, Some(completed(Some("file:/sp/2"))), true);
-    elsewhere.metadata.name = Some("another-path".into());
-    let own = mine.metadata.name.clone().unwrap_or_default();
-    assert_eq!(
-        super::decide::recorded_by_others("file:/sp/1", &own, [&mine, &other, &elsewhere]),
-        vec!["FlinkStateSnapshot the-operators-own: it records the same savepoint".to_owned()]
-    );
-    // One being deleted too keeps nothing.
-    let other = deleting(other);
-    assert!(super::decide::recorded_by_others("file:/sp/1", &own, [&mine, &other]).is_empty());
-}
