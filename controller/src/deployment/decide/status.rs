@@ -111,8 +111,12 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
             }) => {
                 let (_, mut out) = d.parts();
                 observe::job_state_into(&mut job, state, *start_time, obs.now_ms, &mut out);
-                let stateful = (recorded.job.as_ref())
-                    .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
+                // Stateful as it runs, or as the user's spec says now (a change to it may be under
+                // way): its state is then the user's to keep.
+                let stateful = [recorded.job.as_ref(), d.fd.spec.job.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .any(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
                 if let Some(checkpoint) = &obs.latest_checkpoint {
                     let at = Some(checkpoint.timestamp_ms);
                     observe::ended_checkpoint_into(&mut job, state, stateful, &checkpoint.path, at);

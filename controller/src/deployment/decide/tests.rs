@@ -1275,6 +1275,19 @@ fn an_ended_jobs_latest_checkpoint_is_recorded_while_its_jobmanager_knows_it() {
             );
         }
     }
+    // The job runs a stateless spec, and a change to a stateful one is under way: its state
+    // is the user's to keep now.
+    let running = observed(&spec_with("stateless", &[]), "RUNNING");
+    let changed = spec_with("savepoint", &[("job/parallelism", json!(3))]);
+    let plan = decide(
+        &at(changed, running, 2),
+        &Observation {
+            latest_checkpoint: checkpoint(MIN),
+            ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
+        },
+    );
+    let job = plan.status_before.unwrap_or(plan.status).job_status.unwrap();
+    assert_eq!(job.upgrade_savepoint_path.as_deref(), Some("file:/cp/chk-7"));
 }
 
 /// A change of `upgradeMode` alone ends no job and is recorded, but not while the recorded

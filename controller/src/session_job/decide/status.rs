@@ -68,8 +68,12 @@ pub(super) fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec)
                 // Flink's root cause, read once when the job is first seen FAILED; kept after.
                 status.error = Some(observe::failure(&id, failure.as_ref(), previous_error, &mut out));
             }
-            let stateful = (recorded.job.as_ref())
-                .is_some_and(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
+            // Stateful as it runs, or as the user's spec says now (a change to it may be under
+            // way): its state is then the user's to keep.
+            let stateful = [recorded.job.as_ref(), d.sj.spec.job.as_ref()]
+                .into_iter()
+                .flatten()
+                .any(|j| j.upgrade_mode_or_default() != UpgradeMode::Stateless);
             if let Some(CheckpointLookup::Found { path, timestamp_ms }) = &obs.checkpoint {
                 observe::ended_checkpoint_into(&mut job, state, stateful, path, *timestamp_ms);
             }
