@@ -4,10 +4,14 @@
 //! in one rising sequence, a newer checkpoint subsuming (deleting) the older one, a
 //! cancellation deleting the job's checkpoints unless they are retained, a stop ending the
 //! job with its savepoint, trigger results forgotten, ended jobs dropped from the archive.
+//! An application cluster runs its one job through the same calls ([`Flink::run`],
+//! [`Flink::suspend`], [`Flink::lose`]; see [`super::cluster`]).
 
 use std::collections::BTreeMap;
 
-use flink_operator_api::common::flink_job_state::{CANCELED, FAILED, FINISHED, RUNNING};
+use flink_operator_api::common::flink_job_state::{
+    CANCELED, FAILED, FINISHED, RUNNING, SUSPENDED, is_globally_terminal,
+};
 
 /// A checkpoint or savepoint on storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +46,9 @@ pub struct Job {
     pub latest_checkpoint: Option<i64>,
     /// The highest id the job's statistics show.
     pub highest_id: i64,
+    /// A checkpoint the run restored from its high-availability store: the run owns it, so its
+    /// first checkpoint subsumes (deletes) it, though its statistics show no completed one.
+    pub restored_checkpoint: Option<i64>,
     /// Completed savepoints of the job, by id (its checkpoint history).
     pub savepoints: BTreeMap<i64, String>,
     /// The savepoint a stop ended the job with.
@@ -61,6 +68,8 @@ pub struct Flink {
     pub files: BTreeMap<String, File>,
     /// The checkpoint id of every file ever written, deleted or not.
     pub ids: BTreeMap<String, i64>,
+    /// When every file ever written completed (the statistics keep it once the files are gone).
+    pub times: BTreeMap<String, i64>,
     pub jobs: BTreeMap<String, Job>,
 }
 
@@ -72,6 +81,7 @@ impl Flink {
 
     fn write(&mut self, path: String, file: File) {
         self.ids.insert(path.clone(), file.id);
+        self.times.insert(path.clone(), file.completed_ms);
         self.files.insert(path, file);
     }
 
@@ -92,6 +102,19 @@ impl Flink {
             // Flink: "job has already been submitted"; the operator takes it as done.
             return Ok(());
         }
+        self.run(job_id, restore, retained, false)
+    }
+
+    /// Runs a job under `job_id` (an application cluster's JobManager starting it), in place
+    /// of an earlier run of that id that no longer runs: restoring `restore`, which must
+    /// exist; `owned`: a checkpoint of its high-availability store, which the run takes over.
+    pub fn run(
+        &mut self,
+        job_id: &str,
+        restore: Option<&str>,
+        retained: bool,
+        owned: bool,
+    ) -> Result<(), Refused> {
         let restored_id = match restore {
             Some(path) => match self.files.get(path) {
                 Some(file) => file.id,
@@ -108,6 +131,7 @@ impl Flink {
                 retained_on_cancel: retained,
                 latest_checkpoint: None,
                 highest_id: restored_id,
+                restored_checkpoint: owned.then_some(restored_id),
                 savepoints: BTreeMap::new(),
                 stopped_with: None,
                 savepoint_operations: BTreeMap::new(),
@@ -115,6 +139,23 @@ impl Flink {
             },
         );
         Ok(())
+    }
+
+    /// The JobManager running `job_id` shuts down (its cluster was deleted): the job is
+    /// SUSPENDED, its checkpoints kept, pending operations lost with it.
+    pub fn suspend(&mut self, job_id: &str) {
+        if let Some(job) = self.jobs.get_mut(job_id)
+            && !is_globally_terminal(job.state)
+        {
+            job.state = SUSPENDED;
+            fail_pending(job, "the JobManager shut down");
+        }
+    }
+
+    /// The JobManager running `job_id` died: its memory of the job (trigger results, the
+    /// archive) is gone; its files stay.
+    pub fn lose(&mut self, job_id: &str) {
+        self.jobs.remove(job_id);
     }
 
     fn running(&mut self, job_id: &str) -> Result<&mut Job, Refused> {
@@ -152,7 +193,7 @@ impl Flink {
         job.state = CANCELED;
         fail_pending(job, "the job was cancelled");
         if !job.retained_on_cancel
-            && let Some(id) = job.latest_checkpoint
+            && let Some(id) = job.latest_checkpoint.or(job.restored_checkpoint)
         {
             self.files.remove(&Self::checkpoint_path(job_id, id));
         }
@@ -225,7 +266,10 @@ impl Flink {
                 },
             );
             let job = self.jobs.get_mut(&job_id).expect("listed");
-            let subsumed = job.latest_checkpoint.replace(id);
+            let subsumed = job
+                .latest_checkpoint
+                .replace(id)
+                .or(job.restored_checkpoint.take());
             job.highest_id = id;
             for op in job.checkpoint_operations.values_mut() {
                 if matches!(op, Operation::Pending { .. }) {

@@ -7,12 +7,20 @@
 //! checkpoint, which may precede a manual savepoint: Flink replays from there). The user
 //! resets it by naming a state (`initialSavepointPath` of a new resource) or by running the
 //! job stateless.
+//!
+//! What points at the newest state: the stored status, the FlinkStateSnapshots and the
+//! StateRecorded Events, and for an application with HA its HA metadata, from which the
+//! next cluster of a last-state change restores it. Ending the job (a cancellation, the
+//! deletion of its cluster) must leave it named in status (or, for the cluster, in the HA
+//! metadata that stays), and neither the resource nor the HA metadata may go while it is
+//! the only pointer to it.
 
 use std::collections::BTreeSet;
 
 use flink_operator_api::common::flink_job_state::RUNNING;
 
-use super::world::{Effect, World, recorded_paths};
+use super::world::{Effect, Kind, World, recorded_paths};
+use crate::lifecycle::LifecycleStatus;
 
 /// A broken promise, in words.
 pub type Violation = String;
@@ -42,12 +50,16 @@ impl Lineage {
         }
     }
 
-    /// A new resource (`named`: the state its spec names, if any).
-    pub fn recreated(&mut self, named: Option<String>) {
+    /// A new resource (`named`: the state its spec names, if any, `named_id` its checkpoint
+    /// id): the state the user named is its newest (the record it came from may be an older
+    /// one than the last resource's newest state, the user's choice), even before its first
+    /// job runs.
+    pub fn recreated(&mut self, named: Option<String>, named_id: Option<i64>) {
         *self = Lineage {
-            floor: match named {
-                Some(_) => self.floor.clone(),
-                None => None,
+            floor: match (&named, named_id) {
+                (Some(path), Some(id)) => Some((id, path.clone())),
+                (Some(_), None) => self.floor.clone(),
+                (None, _) => None,
             },
             named,
             event_records: std::mem::take(&mut self.event_records),
@@ -57,7 +69,7 @@ impl Lineage {
 
     /// The paths that records outside the resource name: its FlinkStateSnapshots' and the
     /// StateRecorded Events'.
-    pub fn records<'a>(&'a self, world: &'a World) -> impl Iterator<Item = String> + 'a {
+    pub fn records<'a, K: Kind>(&'a self, world: &'a World<K>) -> impl Iterator<Item = String> + 'a {
         (world.snapshots.values())
             .filter(|s| s.metadata.deletion_timestamp.is_none())
             .filter_map(|s| {
@@ -68,7 +80,12 @@ impl Lineage {
     }
 
     /// Checks what a step did, then takes in what the world now holds.
-    pub fn check(&mut self, world: &World, effects: &[Effect], stateless_now: bool) -> Result<(), Violation> {
+    pub fn check<K: Kind>(
+        &mut self,
+        world: &World<K>,
+        effects: &[Effect],
+        stateless_now: bool,
+    ) -> Result<(), Violation> {
         for effect in effects {
             if let Effect::RecordedByEvent(path) = effect {
                 self.event_records.push(path.clone());
@@ -80,16 +97,26 @@ impl Lineage {
         if stateless_now {
             // The user runs the job without state: nothing of it is kept for them, and what
             // a run that ended meanwhile left is not its state any more.
+            // A job still running in the JobManager of a deleted cluster is ending with it
+            // (its last checkpoints there are no state of the job's either).
             self.floor = None;
-            self.jobs
-                .retain(|id| world.flink.jobs.get(id).is_some_and(|j| j.state == RUNNING));
+            self.jobs.retain(|id| {
+                world.flink.jobs.get(id).is_some_and(|j| j.state == RUNNING) && !world.app.exiting(id)
+            });
             return Ok(());
         }
         self.take_in(world);
         self.check_world(world)
     }
 
-    fn check_effect(&mut self, world: &World, effect: &Effect) -> Result<(), Violation> {
+    /// Whether any of `paths` names state at least as new as the floor `floor`.
+    fn covers<K: Kind>(world: &World<K>, paths: &[String], floor: i64) -> bool {
+        paths
+            .iter()
+            .any(|p| world.flink.ids.get(p).is_some_and(|id| *id >= floor))
+    }
+
+    fn check_effect<K: Kind>(&mut self, world: &World<K>, effect: &Effect) -> Result<(), Violation> {
         match effect {
             Effect::Started {
                 job_id,
@@ -138,20 +165,66 @@ impl Lineage {
                 let Some((floor, path)) = &self.floor else {
                     return Ok(());
                 };
-                let stateless = world.resource.as_ref().is_some_and(|r| {
-                    (r.object.spec.job.as_ref()).is_some_and(|j| {
-                        j.upgrade_mode_or_default() == flink_operator_api::common::UpgradeMode::Stateless
-                    })
-                });
+                let stateless = world.stateless().unwrap_or(false);
                 // Whether the cancellation kept it is checked with the world after the step.
-                let covered = recorded
-                    .iter()
-                    .any(|p| world.flink.ids.get(p).is_some_and(|id| id >= floor));
+                let covered = Self::covers(world, recorded, *floor);
                 if !stateless && !covered {
                     return Err(format!(
                         "job {job_id} was cancelled while the status written before named none of its newest state {path} (id {floor}), but {recorded:?}"
                     ));
                 }
+            }
+            Effect::ClusterDeleted { recorded, ha_pointer } => {
+                let Some((floor, path)) = &self.floor else {
+                    return Ok(());
+                };
+                // The HA metadata the deletion keeps points at it, or status names it (what
+                // the job completes while its JobManager exits is judged as it comes); for
+                // the resource's own deletion a record outside it does too (the next job
+                // of a change restores what status or the HA metadata names).
+                let kept = Self::covers(world, &ha_pointer.iter().cloned().collect::<Vec<_>>(), *floor);
+                let deleting = world
+                    .object()
+                    .is_some_and(|o| o.meta().deletion_timestamp.is_some());
+                let records: Vec<String> = self.records(world).collect();
+                let recorded_outside = deleting && Self::covers(world, &records, *floor);
+                if !world.stateless().unwrap_or(false)
+                    && !kept
+                    && !recorded_outside
+                    && !Self::covers(world, recorded, *floor)
+                {
+                    return Err(format!(
+                        "the cluster was deleted while neither the status written before ({recorded:?}) nor its HA metadata ({ha_pointer:?}) named the job's newest state {path} (id {floor})"
+                    ));
+                }
+            }
+            Effect::HaDeleted { pointer, recorded } => {
+                let Some((floor, path)) = &self.floor else {
+                    return Ok(());
+                };
+                let pointed = Self::covers(world, &pointer.iter().cloned().collect::<Vec<_>>(), *floor);
+                let records: Vec<String> = self.records(world).collect();
+                let elsewhere = Self::covers(world, recorded.as_deref().unwrap_or_default(), *floor)
+                    || Self::covers(world, &records, *floor);
+                if pointed && !elsewhere {
+                    return Err(format!(
+                        "the HA metadata was deleted while it was the only pointer to the job's newest state {path} (id {floor}): it pointed at {pointer:?}, the status named {recorded:?}, the records {records:?}"
+                    ));
+                }
+            }
+            Effect::Anomaly(what) => return Err(what.clone()),
+            Effect::Lost(job_id) => {
+                // What nothing but the lost JobManager knew is lost by Flink's design: the
+                // job's newest state is now the newest its status still names (the user's
+                // records may name older state of other runs).
+                self.jobs.remove(job_id);
+                let named = (world.object().and_then(|o| o.status()))
+                    .map(recorded_paths)
+                    .unwrap_or_default();
+                self.floor = (named.into_iter())
+                    .filter_map(|p| world.flink.files.get(&p).map(|f| (f.id, p)))
+                    .filter(|(id, _)| self.floor.as_ref().is_some_and(|(floor, _)| id <= floor))
+                    .max();
             }
             Effect::Disposed { path, by } => {
                 if let Some((id, floor)) = &self.floor
@@ -161,9 +234,7 @@ impl Lineage {
                         "{by} disposed of {path} (id {id}), the newest state of the job"
                     ));
                 }
-                let current = (world.resource.as_ref())
-                    .and_then(|r| r.object.status.as_ref())
-                    .and_then(|s| s.job_status.as_ref())
+                let current = (world.job_status())
                     .and_then(|j| j.job_id.as_ref())
                     .and_then(|id| world.flink.jobs.get(id))
                     .filter(|j| j.state == RUNNING);
@@ -194,7 +265,7 @@ impl Lineage {
     }
 
     /// Raises the floor with what the resource's jobs completed.
-    fn take_in(&mut self, world: &World) {
+    fn take_in<K: Kind>(&mut self, world: &World<K>) {
         for job_id in &self.jobs.clone() {
             let Some(job) = world.flink.jobs.get(job_id) else {
                 continue;
@@ -215,9 +286,9 @@ impl Lineage {
         }
     }
 
-    fn check_world(&mut self, world: &World) -> Result<(), Violation> {
-        if let Some(status) = world.resource.as_ref().and_then(|r| r.object.status.as_ref()) {
-            let last = (status.job_status.as_ref())
+    fn check_world<K: Kind>(&mut self, world: &World<K>) -> Result<(), Violation> {
+        if let Some(status) = world.object().and_then(|o| o.status()) {
+            let last = (status.job_status())
                 .and_then(|j| j.savepoint_info.as_ref())
                 .and_then(|i| i.last_savepoint.as_ref())
                 .and_then(|s| s.location.as_ref())

@@ -1,40 +1,46 @@
-//! The Kubernetes side of the model: one FlinkSessionJob (as stored, with its earlier
-//! versions for stale reads), its FlinkStateSnapshot resources, and the simulated session
-//! cluster; a reconcile pass observes it as the operator's observe does, decides with the
-//! real `decide`, and carries the plan out as the runtime's pass does (status before, the
-//! actions in order, then the status), with an operator crash or a stale read when asked.
+//! The Kubernetes side of the model: one job resource (a FlinkSessionJob or an application
+//! FlinkDeployment, as stored, with its earlier version for stale reads), its
+//! FlinkStateSnapshot resources, the simulated Flink, and the application cluster with its
+//! HA metadata ([`super::cluster`]); a reconcile pass observes it as the operator's observe
+//! does, decides with the real `decide`, and carries the plan out as the runtime's pass does
+//! (status before, the actions in order, then the status), with an operator crash or a stale
+//! read when asked. What differs between the kinds (observe, decide, the actions) is a
+//! [`Kind`] ([`super::session`], [`super::application`]).
 
 use std::{collections::BTreeMap, sync::Arc};
 
 use flink_operator_api::{
-    FlinkSessionJob, FlinkSessionJobStatus, FlinkStateSnapshot,
-    common::{SnapshotTriggerType, flink_job_state},
+    FlinkStateSnapshot, JobKind,
+    common::{JobStatus, SnapshotTriggerType, flink_job_state},
     keys,
 };
 use serde_json::{Value, json};
 
-use super::flink::{Flink, Operation};
+use super::{
+    cluster::Application,
+    flink::{Flink, Operation, Refused},
+};
 use crate::{
     lifecycle::{
-        JobAction,
+        JobAction, LifecycleStatus, Plan,
         job::JobObservation,
         poll::{CheckpointLookup, LateSavepoint, SavepointPoll},
-        retention::OnCancel,
-        snapshot_resources::{JobSnapshot, SnapshotState},
+        snapshot_resources::JobSnapshot,
+        spec::JobSpecOf,
     },
     policy::Policy,
-    session_job::decide::{self as sj, Action, SessionObservation},
     state_snapshot::decide as snapshot,
 };
 
 pub const NAMESPACE: &str = "ns";
 pub const NAME: &str = "job";
 pub const SAVEPOINT_DIR: &str = "file:/savepoints";
+pub const CHECKPOINT_DIR: &str = "file:/checkpoints";
 
 /// Something the runtime did to the world that the invariants look at.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// A job was submitted (a new one: Flink ran it) restoring `restore`.
+    /// A job was started (a new run: Flink ran it) restoring `restore`.
     Started {
         job_id: String,
         restore: Option<String>,
@@ -44,6 +50,18 @@ pub enum Effect {
     /// A job was cancelled; `recorded`: the state paths the status stored before the
     /// cancellation names.
     Cancelled { job_id: String, recorded: Vec<String> },
+    /// An application's cluster was deleted, ending its job; `recorded`: as for a
+    /// cancellation; `ha_pointer`: the checkpoint its HA metadata pointed at then.
+    ClusterDeleted {
+        recorded: Vec<String>,
+        ha_pointer: Option<String>,
+    },
+    /// An application's HA metadata was deleted; it pointed at `pointer` last. `recorded`:
+    /// the state paths the stored status named then (None: the resource had gone).
+    HaDeleted {
+        pointer: Option<String>,
+        recorded: Option<Vec<String>>,
+    },
     /// A savepoint's files were deleted.
     Disposed { path: String, by: &'static str },
     /// The resource left (its finalizer was removed).
@@ -51,6 +69,12 @@ pub enum Effect {
     /// A StateRecorded Event named the state a deletion leaves (the only record when
     /// snapshot resources are off).
     RecordedByEvent(String),
+    /// An application's JobManager without HA died: its job, and the latest checkpoint only
+    /// it knew of, are gone by Flink's design (no decision of the operator's).
+    Lost(String),
+    /// Something no correct operator does (two JobManagers of one cluster id, a job
+    /// nobody asked for).
+    Anomaly(String),
 }
 
 /// How the next pass goes wrong.
@@ -66,17 +90,55 @@ pub enum PassFault {
     Stale,
 }
 
-#[derive(Debug, Clone)]
-pub struct Resource {
-    pub object: FlinkSessionJob,
-    /// Earlier versions, for a stale read.
-    pub previous: Option<FlinkSessionJob>,
+/// A job resource kind, as the model runs it.
+pub trait Kind:
+    Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned + kube::Resource<DynamicType = ()>
+{
+    type Spec: JobSpecOf;
+    type Status: LifecycleStatus + PartialEq + std::fmt::Debug;
+    type Action: std::fmt::Debug;
+    const KIND: JobKind;
+    const FINALIZER: &'static str;
+    fn spec(&self) -> &Self::Spec;
+    fn spec_mut(&mut self) -> &mut Self::Spec;
+    fn status(&self) -> Option<&Self::Status>;
+    fn status_mut(&mut self) -> &mut Option<Self::Status>;
+    /// The spec of a new resource that runs `job` (its `spec.job`) with `config`.
+    fn new_spec(job: Value, config: Value) -> Value;
+    /// One pass's observation of `read` and the real decision from it.
+    fn plan(world: &mut World<Self>, read: &Self, unreachable: bool) -> Plan<Self::Status, Self::Action>;
+    /// Carries out one action of a plan decided from `read`; `known`: the version the pass
+    /// knows the object at, `written`: the status stored before the actions.
+    fn act(
+        world: &mut World<Self>,
+        read: &Self,
+        known: Option<&str>,
+        action: &Self::Action,
+        written: &Self::Status,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), Refused>;
+    fn removes_finalizer(action: &Self::Action) -> bool;
+    /// Why the job's JobManager cannot be asked now (None: it answers), as the snapshot loop
+    /// tells from the resource's status.
+    fn cluster_not_ready(world: &World<Self>) -> Option<String>;
+    /// Who of `objects` may still need `path` (see [`crate::lifecycle::protected::who_needs`]).
+    fn who_needs(path: &str, objects: Vec<Arc<Self>>) -> Vec<String>;
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct World {
+#[derive(Debug, Clone)]
+pub struct Resource<K> {
+    pub object: K,
+    /// The previous version, for a stale read.
+    pub previous: Option<K>,
+}
+
+#[derive(Debug, Clone)]
+pub struct World<K> {
     pub flink: Flink,
-    pub resource: Option<Resource>,
+    /// The application cluster and its HA metadata (a FlinkDeployment's; a session job's
+    /// session cluster is always ready).
+    pub app: Application,
+    pub resource: Option<Resource<K>>,
     /// The FlinkStateSnapshots of the namespace (all of this job's, by name).
     pub snapshots: BTreeMap<String, FlinkStateSnapshot>,
     /// Paths Flink disposed of (a disposal's result).
@@ -85,36 +147,71 @@ pub struct World {
     pub ids: u64,
     /// Counter for resource versions.
     pub versions: u64,
+    /// The JobManager's REST API did not answer at the previous look.
+    pub unanswered: bool,
 }
 
-impl World {
+impl<K: Kind> World<K> {
     pub fn new(now_ms: i64) -> Self {
         World {
             flink: Flink {
                 now_ms,
                 ..Flink::default()
             },
-            ..World::default()
+            app: Application::default(),
+            resource: None,
+            snapshots: BTreeMap::new(),
+            disposed: Default::default(),
+            ids: 0,
+            versions: 0,
+            unanswered: false,
         }
     }
 
-    fn fresh(&mut self, what: &str) -> String {
+    pub fn fresh_trigger(&mut self) -> String {
         self.ids += 1;
-        format!("{what}{:026}", self.ids)
+        format!("trigger{:026}", self.ids)
     }
 
-    /// Creates the FlinkSessionJob with `job` (its `spec.job`) and `config`.
+    /// A job id as Flink makes them (32 hexadecimal digits, as the HA ConfigMaps' names
+    /// carry them), each with its own first six (a savepoint's directory name has those).
+    pub fn fresh_job_id(&mut self) -> String {
+        self.ids += 1;
+        format!("{:06x}{:026x}", self.ids, self.ids)
+    }
+
+    pub fn object(&self) -> Option<&K> {
+        self.resource.as_ref().map(|r| &r.object)
+    }
+
+    /// The stored status's job.
+    pub fn job_status(&self) -> Option<&JobStatus> {
+        self.object()
+            .and_then(|o| o.status())
+            .and_then(|s| s.job_status())
+    }
+
+    /// Whether the user's spec runs the job stateless (None: no resource).
+    pub fn stateless(&self) -> Option<bool> {
+        self.object().map(|o| {
+            o.spec().job().is_some_and(|j| {
+                j.upgrade_mode_or_default() == flink_operator_api::common::UpgradeMode::Stateless
+            })
+        })
+    }
+
+    /// Creates the resource with `job` (its `spec.job`) and `config`.
     pub fn create(&mut self, job: Value, config: Value) {
         self.versions += 1;
         let uid = format!("uid-{}", self.versions);
         let value = json!({
-            "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
+            "apiVersion": "flink.apache.org/v1beta1", "kind": K::KIND.as_str(),
             "metadata": {"name": NAME, "namespace": NAMESPACE, "uid": uid, "generation": 1,
                          "resourceVersion": self.versions.to_string(),
                          "creationTimestamp": time(self.flink.now_ms)},
-            "spec": {"deploymentName": "session", "flinkConfiguration": config, "job": job},
+            "spec": K::new_spec(job, config),
         });
-        let object = serde_json::from_value(value).expect("a valid FlinkSessionJob");
+        let object = serde_json::from_value(value).expect("a valid resource");
         self.resource = Some(Resource {
             object,
             previous: None,
@@ -126,28 +223,28 @@ impl World {
         let Some(resource) = self.resource.as_mut() else {
             return;
         };
-        if resource.object.metadata.deletion_timestamp.is_some() {
+        if resource.object.meta().deletion_timestamp.is_some() {
             return;
         }
-        let mut spec = serde_json::to_value(&resource.object.spec).expect("serialisable");
+        let mut spec = serde_json::to_value(resource.object.spec()).expect("serialisable");
         edit(&mut spec);
         let spec = serde_json::from_value(spec).expect("a valid spec");
-        if resource.object.spec == spec {
+        if *resource.object.spec() == spec {
             return;
         }
         resource.previous = Some(resource.object.clone());
-        resource.object.spec = spec;
-        let generation = resource.object.metadata.generation.unwrap_or(1) + 1;
-        resource.object.metadata.generation = Some(generation);
+        *resource.object.spec_mut() = spec;
+        let meta = resource.object.meta_mut();
+        meta.generation = Some(meta.generation.unwrap_or(1) + 1);
         self.versions += 1;
-        resource.object.metadata.resource_version = Some(self.versions.to_string());
+        meta.resource_version = Some(self.versions.to_string());
     }
 
     pub fn delete(&mut self) {
         let Some(resource) = self.resource.as_mut() else {
             return;
         };
-        if resource.object.metadata.deletion_timestamp.is_some() {
+        if resource.object.meta().deletion_timestamp.is_some() {
             return;
         }
         if !has_finalizer(&resource.object) {
@@ -155,12 +252,36 @@ impl World {
             return;
         }
         resource.previous = Some(resource.object.clone());
-        resource.object.metadata.deletion_timestamp = Some(time_of(self.flink.now_ms));
+        let meta = resource.object.meta_mut();
+        meta.deletion_timestamp = Some(time_of(self.flink.now_ms));
         // The API server counts a graceful deletion as a change of the object.
-        let generation = resource.object.metadata.generation.unwrap_or(1) + 1;
-        resource.object.metadata.generation = Some(generation);
+        meta.generation = Some(meta.generation.unwrap_or(1) + 1);
         self.versions += 1;
-        resource.object.metadata.resource_version = Some(self.versions.to_string());
+        meta.resource_version = Some(self.versions.to_string());
+    }
+
+    /// Time passes: running jobs checkpoint, pending savepoints complete, the application
+    /// cluster's JobManager exits or comes up.
+    pub fn tick(&mut self, ms: i64) -> Vec<Effect> {
+        self.app.before_tick(&mut self.flink);
+        let checkpointed = self.app.checkpointed(&self.flink);
+        self.flink.tick(ms);
+        // A cluster that a committed start is to delete (the status, UPGRADING, records
+        // another spec than the one it was deployed for) and that has not come up stays so
+        // until its deletion is sent: a known failure (see the module doc).
+        let status = self.stored_status();
+        let reconciliation = status.reconciliation();
+        let upgrading = reconciliation
+            .is_some_and(|r| r.state == Some(flink_operator_api::common::ReconciliationState::Upgrading));
+        let recorded = reconciliation.and_then(|r| r.last_reconciled_spec.clone());
+        let held = upgrading && (self.app.cluster.as_ref()).is_some_and(|c| c.recorded != recorded);
+        self.app.tick(&mut self.flink, checkpointed, held)
+    }
+
+    /// What follows by itself from a change of the jobs' states (a globally terminal job
+    /// leaves the HA metadata).
+    pub fn settle(&mut self) {
+        self.app.settle(&self.flink);
     }
 
     /// The user records an existing savepoint as a FlinkStateSnapshot (`alreadyExists`,
@@ -170,7 +291,7 @@ impl World {
         let value = json!({
             "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkStateSnapshot",
             "metadata": {"name": name, "namespace": NAMESPACE, "creationTimestamp": time(self.flink.now_ms)},
-            "spec": {"jobReference": {"kind": "FlinkSessionJob", "name": NAME},
+            "spec": {"jobReference": {"kind": K::KIND.as_str(), "name": NAME},
                      "savepoint": {"path": path, "alreadyExists": true, "disposeOnDelete": true}},
         });
         let object = serde_json::from_value(value).expect("a valid FlinkStateSnapshot");
@@ -187,11 +308,10 @@ impl World {
             if !has_finalizer {
                 self.snapshots.remove(name);
             } else {
-                snapshot.metadata.deletion_timestamp.get_or_insert_with(|| {
-                    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                        k8s_openapi::jiff::Timestamp::from_millisecond(now).expect("a valid time"),
-                    )
-                });
+                snapshot
+                    .metadata
+                    .deletion_timestamp
+                    .get_or_insert_with(|| time_of(now));
             }
         }
     }
@@ -209,6 +329,8 @@ impl World {
             }
             let mut released = false;
             let mut failed = false;
+            // Triggers and disposals go through the job's JobManager.
+            let answers = K::cluster_not_ready(self).is_none() && self.answers();
             for action in plan.actions {
                 let object = self.snapshots.get_mut(&name).expect("there");
                 match action {
@@ -219,12 +341,13 @@ impl World {
                         .push(keys::finalizers::FLINK_STATE_SNAPSHOT.to_owned()),
                     snapshot::Action::Labels(labels) => object.metadata.labels = Some(labels),
                     snapshot::Action::Trigger(trigger) => {
-                        let sent = match trigger.kind {
-                            snapshot::TriggerKind::Savepoint { .. } => {
+                        let sent = match (answers, trigger.kind) {
+                            (false, _) => Err(Refused("the JobManager does not answer".into())),
+                            (true, snapshot::TriggerKind::Savepoint { .. }) => {
                                 self.flink
                                     .trigger_savepoint(&trigger.job_id, &trigger.trigger_id, false)
                             }
-                            snapshot::TriggerKind::Checkpoint(_) => self
+                            (true, snapshot::TriggerKind::Checkpoint(_)) => self
                                 .flink
                                 .trigger_checkpoint(&trigger.job_id, &trigger.trigger_id),
                         };
@@ -234,6 +357,10 @@ impl World {
                         }
                     }
                     snapshot::Action::Dispose { path } => {
+                        if !answers {
+                            failed = true;
+                            break;
+                        }
                         self.flink.dispose(&path);
                         self.disposed.insert(path.clone());
                         effects.push(Effect::Disposed {
@@ -255,43 +382,48 @@ impl World {
         effects
     }
 
+    /// Whether the JobManager that runs the job answers (a session cluster always does).
+    pub fn answers(&self) -> bool {
+        K::KIND == JobKind::FlinkSessionJob || self.app.answers()
+    }
+
     fn observe_snapshot(&mut self, object: &FlinkStateSnapshot) -> snapshot::Observation {
         let status = object.status.clone().unwrap_or_default();
-        let job_status = (self.resource.as_ref())
-            .and_then(|r| r.object.status.as_ref())
-            .and_then(|s| s.job_status.clone());
-        let config = (self.resource.as_ref())
-            .and_then(|r| r.object.spec.flink_configuration.as_ref())
+        let job_status = self.job_status().cloned();
+        let config = (self.object())
+            .and_then(|o| o.spec().flink_configuration())
             .map(|c| c.flattened())
             .unwrap_or_default();
+        let not_ready = K::cluster_not_ready(self);
         let target = match &self.resource {
             Some(_) => snapshot::Target::Found(snapshot::Job {
-                name: format!("FlinkSessionJob {NAME}"),
+                name: format!("{} {NAME}", K::KIND.as_str()),
                 job_id: job_status.as_ref().and_then(|j| j.job_id.clone()),
                 state: job_status.as_ref().and_then(|j| j.state.clone()),
-                cluster_not_ready: None,
+                cluster_not_ready: not_ready.clone(),
                 savepoint_dir: Some(SAVEPOINT_DIR.into()),
             }),
-            None => snapshot::Target::Gone(format!("FlinkSessionJob {NAME} is not there")),
+            None => snapshot::Target::Gone(format!("{} {NAME} is not there", K::KIND.as_str())),
         };
+        // Its REST API is asked only when the status says the JobManager is ready, and
+        // answers only when it is.
         let job = (job_status.as_ref())
             .and_then(|j| j.job_id.as_ref())
+            .filter(|_| not_ready.is_none() && self.answers())
             .and_then(|id| self.flink.jobs.get(id));
-        let in_progress = status.state == Some(SnapshotState::InProgress);
+        let reached = not_ready.is_none() && self.answers();
+        let in_progress =
+            status.state == Some(crate::lifecycle::snapshot_resources::SnapshotState::InProgress);
         let operation = match (in_progress, status.trigger_id.as_ref(), job) {
             (false, _, _) | (true, None, _) => None,
+            (true, Some(_), _) if !reached => None,
             (true, Some(_), None) => Some(SavepointPoll::JobGone("not found".into())),
             (true, Some(trigger), Some(job)) => {
                 let ops = match object.spec.is_checkpoint() {
                     true => &job.checkpoint_operations,
                     false => &job.savepoint_operations,
                 };
-                Some(match ops.get(trigger) {
-                    None => SavepointPoll::UnknownTrigger,
-                    Some(Operation::Pending { .. }) => SavepointPoll::InProgress,
-                    Some(Operation::Completed(result)) => SavepointPoll::Completed(result.clone()),
-                    Some(Operation::Failed(why)) => SavepointPoll::Failed(why.clone()),
-                })
+                Some(poll(ops.get(trigger)))
             }
         };
         let checkpoint_path = match (&operation, job_status.as_ref().and_then(|j| j.job_id.as_ref())) {
@@ -308,14 +440,23 @@ impl World {
         let path = status.path.clone().unwrap_or_default();
         let needed_by = match deleting && !path.is_empty() {
             true => {
-                let session_jobs: Vec<Arc<FlinkSessionJob>> =
-                    self.resource.iter().map(|r| Arc::new(r.object.clone())).collect();
-                crate::lifecycle::protected::who_needs(&path, &[], &session_jobs, &[], &[])
+                let snapshots: Vec<Arc<FlinkStateSnapshot>> =
+                    self.snapshots.values().cloned().map(Arc::new).collect();
+                let own = object.metadata.name.clone().unwrap_or_default();
+                K::who_needs(
+                    &path,
+                    self.resource.iter().map(|r| Arc::new(r.object.clone())).collect(),
+                )
+                .into_iter()
+                .chain(crate::lifecycle::protected::recorded_elsewhere(
+                    &path, &own, &snapshots,
+                ))
+                .collect()
             }
             false => vec![],
         };
-        let disposal =
-            (deleting && self.disposed.contains(&path)).then(|| SavepointPoll::Completed(path.clone()));
+        let disposal = (deleting && reached && self.disposed.contains(&path))
+            .then(|| SavepointPoll::Completed(path.clone()));
         snapshot::Observation {
             target,
             tasks_running: job.map(|j| j.state == flink_job_state::RUNNING),
@@ -324,13 +465,13 @@ impl World {
             disposal,
             needed_by,
             policy: Policy::from_config(&config),
-            fresh_trigger_id: self.fresh("trigger"),
+            fresh_trigger_id: self.fresh_trigger(),
             now_ms: self.flink.now_ms,
             ..Default::default()
         }
     }
 
-    /// One reconcile of the FlinkSessionJob, as the runtime's pass runs it.
+    /// One reconcile of the resource, as the runtime's pass runs it.
     pub fn reconcile(&mut self, fault: PassFault) -> Vec<Effect> {
         let Some(resource) = self.resource.clone() else {
             return vec![];
@@ -339,10 +480,9 @@ impl World {
             (PassFault::Stale, Some(previous)) => previous.clone(),
             _ => resource.object.clone(),
         };
-        let stale = read.metadata.resource_version != resource.object.metadata.resource_version;
-        let observation = self.observe(&read, fault == PassFault::Unreachable);
-        let plan = sj::decide(&read, &observation);
-        if std::env::var_os("LIFECYCLE_MODEL_TRACE").is_some() {
+        let stale = read.meta().resource_version != resource.object.meta().resource_version;
+        let plan = K::plan(self, &read, fault == PassFault::Unreachable);
+        if super::trace() {
             eprintln!(
                 "   pass: {:?} / {:?}",
                 plan.actions,
@@ -351,7 +491,7 @@ impl World {
         }
         let mut effects = vec![];
         // The version the pass knows the object at: read, then its own write's.
-        let mut known = read.metadata.resource_version.clone();
+        let mut known = read.meta().resource_version.clone();
         let recorded_by_event: Vec<Effect> = (plan.events.iter())
             .filter_map(|e| event_path(e.reason, &e.note))
             .map(Effect::RecordedByEvent)
@@ -377,12 +517,13 @@ impl World {
             if index >= limit {
                 return effects;
             }
-            match self.act(&read, known.as_deref(), action, &written, &mut effects) {
-                Ok(()) => {}
+            let acted = K::act(self, &read, known.as_deref(), action, &written, &mut effects);
+            self.settle();
+            if acted.is_err() {
                 // The runtime publishes ReconcileFailed and writes nothing more.
-                Err(_) => return effects,
+                return effects;
             }
-            if matches!(action, Action::RemoveFinalizer) {
+            if K::removes_finalizer(action) {
                 effects.extend(recorded_by_event);
                 return effects;
             }
@@ -398,8 +539,8 @@ impl World {
 
     /// One line on the resource's status and its jobs, for a trace.
     pub fn summary(&self) -> String {
-        let status = (self.resource.as_ref()).and_then(|r| r.object.status.as_ref());
-        let job = status.and_then(|s| s.job_status.as_ref());
+        let status = self.object().and_then(|o| o.status());
+        let job = status.and_then(|s| s.job_status());
         let jobs: Vec<String> = (self.flink.jobs.iter())
             .map(|(id, j)| {
                 format!(
@@ -411,11 +552,29 @@ impl World {
                 )
             })
             .collect();
+        let cluster = match &self.app.cluster {
+            None => String::new(),
+            Some(c) => format!(
+                "; cluster {} {:?} job {} restore {:?}",
+                if c.deployed { "deployed" } else { "exiting" },
+                c.job_manager,
+                &c.job_id[c.job_id.len() - 2..],
+                c.restore
+            ),
+        };
+        let ha = match &self.app.ha {
+            None => String::new(),
+            Some(ha) => format!(
+                "; ha graphs {:?} checkpoints {:?}",
+                ha.job_graphs.keys().collect::<Vec<_>>(),
+                ha.checkpoints
+            ),
+        };
         format!(
-            "resource {} job {:?} {:?} upgradeSavepointPath {:?} lastSavepoint {:?} error {:?}; flink {jobs:?}; snapshots {:?}",
-            match &self.resource {
+            "resource {} job {:?} {:?} upgradeSavepointPath {:?} lastSavepoint {:?} error {:?}; flink {jobs:?}{cluster}{ha}; snapshots {:?}",
+            match self.object() {
                 None => "gone",
-                Some(r) if r.object.metadata.deletion_timestamp.is_some() => "deleting",
+                Some(o) if o.meta().deletion_timestamp.is_some() => "deleting",
                 Some(_) => "there",
             },
             job.and_then(|j| j.job_id.as_deref())
@@ -425,91 +584,66 @@ impl World {
             job.and_then(|j| j.savepoint_info.as_ref())
                 .and_then(|i| i.last_savepoint.as_ref())
                 .and_then(|s| s.location.as_deref()),
-            status.and_then(|s| s.error.as_deref()),
+            status.and_then(|s| s.error()),
             self.snapshots.keys().collect::<Vec<_>>(),
         )
     }
 
     fn resource_version(&self) -> Option<String> {
-        (self.resource.as_ref()).and_then(|r| r.object.metadata.resource_version.clone())
+        self.object().and_then(|o| o.meta().resource_version.clone())
     }
 
-    fn stored_status(&self) -> FlinkSessionJobStatus {
-        (self.resource.as_ref())
-            .and_then(|r| r.object.status.clone())
+    pub fn stored_status(&self) -> K::Status {
+        self.object()
+            .and_then(|o| o.status().cloned())
             .unwrap_or_default()
     }
 
-    fn write_status(&mut self, status: FlinkSessionJobStatus) {
+    fn write_status(&mut self, status: K::Status) {
         let Some(resource) = self.resource.as_mut() else {
             return;
         };
-        if resource.object.status.as_ref() == Some(&status) {
+        if resource.object.status() == Some(&status) {
             return;
         }
         resource.previous = Some(resource.object.clone());
-        resource.object.status = Some(status);
+        *resource.object.status_mut() = Some(status);
         self.versions += 1;
-        resource.object.metadata.resource_version = Some(self.versions.to_string());
+        resource.object.meta_mut().resource_version = Some(self.versions.to_string());
     }
 
-    fn act(
+    /// `AddFinalizer`.
+    pub fn add_finalizer(&mut self) {
+        let resource = self.resource.as_mut().expect("reconciled");
+        let finalizers = resource.object.meta_mut().finalizers.get_or_insert_with(Vec::new);
+        finalizers.push(K::FINALIZER.to_owned());
+    }
+
+    /// `RemoveFinalizer`: conditional on the version the pass knows (409 Conflict otherwise).
+    pub fn remove_finalizer(
         &mut self,
-        read: &FlinkSessionJob,
         known: Option<&str>,
-        action: &Action,
-        written: &FlinkSessionJobStatus,
         effects: &mut Vec<Effect>,
-    ) -> Result<(), super::flink::Refused> {
-        match action {
-            Action::AddFinalizer => {
-                let resource = self.resource.as_mut().expect("reconciled");
-                resource
-                    .object
-                    .metadata
-                    .finalizers
-                    .get_or_insert_with(Vec::new)
-                    .push(keys::finalizers::FLINK_SESSION_JOB.to_owned());
-                Ok(())
-            }
-            Action::RemoveFinalizer => {
-                // Conditional on the version the pass decided from (409 Conflict otherwise).
-                if known.map(str::to_owned) != self.resource_version() {
-                    return Err(super::flink::Refused("409 Conflict".into()));
-                }
-                self.resource = None;
-                effects.push(Effect::Released);
-                Ok(())
-            }
-            Action::Fetch(_) => Ok(()),
-            Action::Submit(submission) => {
-                let retained = submission
-                    .configuration
-                    .get(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION)
-                    .is_none_or(|v| v != "DELETE_ON_CANCELLATION");
-                let new = !self.flink.jobs.contains_key(&submission.job_id);
-                self.flink
-                    .submit(&submission.job_id, submission.restore_path.as_deref(), retained)?;
-                if new {
-                    effects.push(Effect::Started {
-                        job_id: submission.job_id.clone(),
-                        restore: submission.restore_path.clone(),
-                        stateless: recorded_stateless(written),
-                    });
-                }
-                Ok(())
-            }
-            Action::Job(job) => self.act_on_job(read, job, written, effects),
+    ) -> Result<(), Refused> {
+        if known.map(str::to_owned) != self.resource_version() {
+            return Err(Refused("409 Conflict".into()));
         }
+        self.resource = None;
+        effects.push(Effect::Released);
+        Ok(())
     }
 
-    fn act_on_job(
+    /// Something asked of the job over its JobManager's REST API, or of its snapshot
+    /// resources.
+    pub fn act_on_job(
         &mut self,
-        read: &FlinkSessionJob,
         action: &JobAction,
-        written: &FlinkSessionJobStatus,
+        written: &K::Status,
         effects: &mut Vec<Effect>,
-    ) -> Result<(), super::flink::Refused> {
+    ) -> Result<(), Refused> {
+        if !action.on_resources() && !self.answers() {
+            return Err(Refused("the JobManager does not answer".into()));
+        }
         match action {
             JobAction::StopWithSavepoint {
                 job_id, trigger_id, ..
@@ -548,7 +682,7 @@ impl World {
                 let mut object = crate::lifecycle::act::new_snapshot(
                     new,
                     &name,
-                    flink_operator_api::JobKind::FlinkSessionJob,
+                    K::KIND,
                     NAME,
                     crate::flink::SavepointFormat::Canonical,
                 );
@@ -571,126 +705,76 @@ impl World {
             | JobAction::RecordRevision(_)
             | JobAction::RollBack { .. }
             | JobAction::DropRollbackRequest { .. }
-            | JobAction::RecordScaling(..) => {
-                let _ = read;
-                Ok(())
-            }
+            | JobAction::RecordScaling(..) => Ok(()),
         }
     }
 
-    /// What the operator's observe reads (session_job::observe and lifecycle::poll::look).
-    fn observe(&mut self, sj: &FlinkSessionJob, unreachable: bool) -> sj::Observation {
-        let config: BTreeMap<String, String> = sj
-            .spec
-            .flink_configuration
-            .as_ref()
-            .map(|c| c.flattened())
-            .unwrap_or_default();
-        let policy = Policy::from_config(&config);
-        let created_ms = (sj.metadata.creation_timestamp.as_ref()).map_or(0, |t| t.0.as_millisecond());
-        let mut observation = sj::Observation {
-            session: SessionObservation::Ready,
-            snapshots: self.job_snapshots(&policy, created_ms),
-            policy,
-            revisions: None,
-            fresh_trigger_id: self.fresh("trigger"),
-            fresh_job_id: self.fresh("job"),
-            now_ms: self.flink.now_ms,
-            ..Default::default()
-        };
-        let Some(job_status) = sj.status.as_ref().and_then(|s| s.job_status.as_ref()) else {
-            return observation;
-        };
-        let Some(job_id) = job_status.job_id.clone() else {
-            return observation;
-        };
-        if unreachable {
-            observation.job = Some(JobObservation::Unreachable("timed out".into()));
-            return observation;
-        }
-        let stateful = sj.spec.job.as_ref().is_some_and(|j| {
-            j.upgrade_mode_or_default() != flink_operator_api::common::UpgradeMode::Stateless
+    /// What one look at the job recorded in `job_status` reads over its JobManager's REST
+    /// API (as `lifecycle::poll::look` does), the latest checkpoint when `latest`.
+    pub fn look(&self, job_status: &JobStatus, job_id: &str, latest: bool) -> Look {
+        let job = self.flink.jobs.get(job_id);
+        let found = job.map(|job| JobObservation::Found {
+            state: job.state.to_owned(),
+            start_time: Some(job.start_ms),
+            all_tasks_running: job.state == flink_job_state::RUNNING,
+            failure: (job.state == flink_job_state::FAILED)
+                .then(|| "java.lang.RuntimeException: boom".to_owned()),
+            checkpoint_id: latest.then_some(job.highest_id),
         });
-        let job = self.flink.jobs.get(&job_id);
-        observation.job = Some(match job {
-            Some(job) => JobObservation::Found {
-                state: job.state.to_owned(),
-                start_time: Some(job.start_ms),
-                all_tasks_running: job.state == flink_job_state::RUNNING,
-                failure: (job.state == flink_job_state::FAILED)
-                    .then(|| "java.lang.RuntimeException: boom".to_owned()),
-                checkpoint_id: stateful.then_some(job.highest_id),
-            },
-            None => JobObservation::NotFound,
-        });
-        let poll = |ops: Option<&BTreeMap<String, Operation>>, trigger: Option<&String>| {
+        let polled = |ops: Option<&BTreeMap<String, Operation>>, trigger: Option<&String>| {
             let trigger = trigger?;
-            Some(match (job, ops) {
-                (None, _) | (_, None) => SavepointPoll::JobGone("not found".into()),
-                (Some(_), Some(ops)) => match ops.get(trigger) {
-                    None => SavepointPoll::UnknownTrigger,
-                    Some(Operation::Pending { .. }) => SavepointPoll::InProgress,
-                    Some(Operation::Completed(result)) => SavepointPoll::Completed(result.clone()),
-                    Some(Operation::Failed(why)) => SavepointPoll::Failed(why.clone()),
-                },
+            Some(match ops {
+                None => SavepointPoll::JobGone("not found".into()),
+                Some(ops) => poll(ops.get(trigger)),
             })
         };
         let savepoint_info = job_status.savepoint_info.as_ref();
-        observation.savepoint = poll(
+        let savepoint = polled(
             job.map(|j| &j.savepoint_operations),
             savepoint_info.and_then(|i| i.trigger_id.as_ref()),
         );
-        observation.manual_checkpoint = poll(
+        let checkpoint = polled(
             job.map(|j| &j.checkpoint_operations),
-            job_status
-                .checkpoint_info
-                .as_ref()
-                .and_then(|i| i.trigger_id.as_ref()),
+            (job_status.checkpoint_info.as_ref()).and_then(|i| i.trigger_id.as_ref()),
         );
-        if stateful {
-            observation.checkpoint = Some(match job {
-                Some(job) => match job.latest_checkpoint {
-                    // The statistics name the checkpoint whether or not its files are left.
-                    Some(id) => CheckpointLookup::Found {
-                        path: Flink::checkpoint_path(&job_id, id),
-                        timestamp_ms: (self.flink.files.get(&Flink::checkpoint_path(&job_id, id)))
-                            .map(|f| f.completed_ms),
-                    },
-                    None => CheckpointLookup::None,
-                },
-                None => CheckpointLookup::Unavailable("the job is not known".into()),
-            });
-        }
+        let latest_checkpoint = latest.then(|| match job {
+            // The statistics name the checkpoint, and when it completed, whether or not its
+            // files are left.
+            Some(job) => match job.latest_checkpoint {
+                Some(id) => {
+                    let path = Flink::checkpoint_path(job_id, id);
+                    CheckpointLookup::Found {
+                        timestamp_ms: self.flink.times.get(&path).copied(),
+                        path,
+                    }
+                }
+                None => CheckpointLookup::None,
+            },
+            None => CheckpointLookup::Unavailable("the job is not known".into()),
+        });
         let running = job.is_some_and(|j| j.state == flink_job_state::RUNNING);
         let forgotten = matches!(
-            observation.savepoint,
+            savepoint,
             Some(SavepointPoll::UnknownTrigger | SavepointPoll::JobGone(_))
         );
         let stop = savepoint_info
             .filter(|i| i.trigger_id.is_some() && i.trigger_type == Some(SnapshotTriggerType::Upgrade))
             .map(|i| i.checkpoint_id_at_trigger);
-        observation.late_savepoint = match stop {
-            Some(Some(after)) if forgotten && !running => Some(self.late_savepoint(&job_id, after)),
+        let late_savepoint = match stop {
+            Some(Some(after)) if forgotten && !running => Some(self.late_savepoint(job_id, after)),
             Some(None) if forgotten && !running => {
                 Some(LateSavepoint::NotFound("no checkpoint id recorded".into()))
             }
             _ => None,
         };
-        let live = job.is_some_and(|j| !flink_job_state::is_globally_terminal(j.state));
-        if live
-            && crate::lifecycle::retention::wanted(
-                stateful,
-                sj.metadata.generation,
-                sj.status.as_ref().and_then(|s| s.observed_generation),
-                &observation.policy,
-            )
-        {
-            observation.on_cancel = match job.is_some_and(|j| j.retained_on_cancel) {
-                true => OnCancel::Retained,
-                false => OnCancel::Deleted("they are deleted on cancellation".into()),
-            };
+        Look {
+            job: found.unwrap_or(JobObservation::NotFound),
+            savepoint,
+            checkpoint,
+            latest_checkpoint,
+            late_savepoint,
+            retained: job.map(|j| j.retained_on_cancel),
         }
-        observation
     }
 
     /// The stop's savepoint of `job_id` looked for by checkpoint id: in the job's history,
@@ -725,7 +809,7 @@ impl World {
 
     /// The job's FlinkStateSnapshots as observe lists them: none when its policy does not
     /// use them, and none older than the resource.
-    fn job_snapshots(&self, policy: &Policy, created_ms: i64) -> Vec<JobSnapshot> {
+    pub fn job_snapshots(&self, policy: &Policy, created_ms: i64) -> Vec<JobSnapshot> {
         if !policy.snapshot_resources {
             return vec![];
         }
@@ -736,7 +820,29 @@ impl World {
     }
 }
 
-fn time_of(ms: i64) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+/// What one look at a job over REST found.
+#[derive(Debug, Clone)]
+pub struct Look {
+    pub job: JobObservation,
+    pub savepoint: Option<SavepointPoll>,
+    /// The manual checkpoint pending.
+    pub checkpoint: Option<SavepointPoll>,
+    pub latest_checkpoint: Option<CheckpointLookup>,
+    pub late_savepoint: Option<LateSavepoint>,
+    /// Whether the job's checkpoints outlive its cancellation (None: the job is not known).
+    pub retained: Option<bool>,
+}
+
+fn poll(operation: Option<&Operation>) -> SavepointPoll {
+    match operation {
+        None => SavepointPoll::UnknownTrigger,
+        Some(Operation::Pending { .. }) => SavepointPoll::InProgress,
+        Some(Operation::Completed(result)) => SavepointPoll::Completed(result.clone()),
+        Some(Operation::Failed(why)) => SavepointPoll::Failed(why.clone()),
+    }
+}
+
+pub fn time_of(ms: i64) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
     k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         k8s_openapi::jiff::Timestamp::from_millisecond(ms).expect("a valid time"),
     )
@@ -746,14 +852,14 @@ fn time(ms: i64) -> String {
     crate::state_snapshot::decide::timestamp(ms)
 }
 
-fn has_finalizer(sj: &FlinkSessionJob) -> bool {
-    (sj.metadata.finalizers.iter().flatten()).any(|f| f == keys::finalizers::FLINK_SESSION_JOB)
+fn has_finalizer<K: Kind>(object: &K) -> bool {
+    (object.meta().finalizers.iter().flatten()).any(|f| f == K::FINALIZER)
 }
 
 /// The state paths a stored status names: where its job was started from or restores next,
 /// and its last savepoint.
-pub fn recorded_paths(status: &FlinkSessionJobStatus) -> Vec<String> {
-    let Some(job) = status.job_status.as_ref() else {
+pub fn recorded_paths<S: LifecycleStatus>(status: &S) -> Vec<String> {
+    let Some(job) = status.job_status() else {
         return vec![];
     };
     let last = (job.savepoint_info.as_ref())
@@ -767,9 +873,8 @@ pub fn recorded_paths(status: &FlinkSessionJobStatus) -> Vec<String> {
 }
 
 /// Whether the spec a status records runs stateless.
-fn recorded_stateless(status: &FlinkSessionJobStatus) -> bool {
-    let spec = (status.reconciliation_status.as_ref())
-        .and_then(|r| r.last_reconciled_spec::<Value>().ok().flatten());
+pub fn recorded_stateless<S: LifecycleStatus>(status: &S) -> bool {
+    let spec = (status.reconciliation()).and_then(|r| r.last_reconciled_spec::<Value>().ok().flatten());
     spec.is_some_and(|s| s["job"]["upgradeMode"] == "stateless")
 }
 
