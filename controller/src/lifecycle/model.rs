@@ -388,7 +388,9 @@ fn no_sequence_of_user_actions_and_faults_loses_or_rolls_back_a_jobs_state() {
     let started = std::time::Instant::now();
     // The default run is the same every time (a commit passes or fails it for good); a run
     // that sets its size explores afresh, or replays `LIFECYCLE_MODEL_SEED`.
-    let seed = std::env::var("LIFECYCLE_MODEL_SEED").ok().and_then(|v| v.parse().ok());
+    let seed = std::env::var("LIFECYCLE_MODEL_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let rng_seed = match (seed, std::env::var_os("LIFECYCLE_MODEL_CASES")) {
         (Some(seed), _) => proptest::test_runner::RngSeed::Fixed(seed),
         (None, None) => proptest::test_runner::RngSeed::Fixed(DEFAULT_SEED),
