@@ -134,8 +134,13 @@ fn resume<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
         facts.now_ms,
     ) {
         Resume::WithoutState => commit(k, Restore::Nothing, Cause::Resume),
-        Resume::From(state) => commit(k, Restore::State(state), Cause::Resume),
-        Resume::LastState => commit(k, Restore::LastState, Cause::Resume),
+        // A rollback asked to restore its revision's state does so on resume too, as it
+        // does for a running job (see `commit_change`).
+        Resume::From(state) => commit_change(k, Restore::State(state), Cause::Resume),
+        Resume::LastState => commit_change(k, Restore::LastState, Cause::Resume),
+        Resume::Refuse(_) if history::revision_state(k).is_some() => {
+            commit_change(k, Restore::Nothing, Cause::Resume)
+        }
         Resume::Refuse(why) => refused(k, Refusal::Said(format!("resuming: {why}"))),
     }
 }

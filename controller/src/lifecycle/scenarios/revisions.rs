@@ -903,3 +903,69 @@ fn a_last_state_application_rolled_back_to_its_revisions_state_restores_that_sta
         );
     });
 }
+
+/// A suspended job asked to roll back to a revision restoring that revision's state resumes
+/// from it, as a running job's rollback restores it, not from the state the suspension left.
+#[test]
+fn a_suspended_job_rolled_back_to_its_revisions_state_resumes_from_it() {
+    both(|kind, decide| {
+        let mut world = World::new(&savepoint_job(4));
+        world.revisions = vec![
+            revision(kind, 1, 2, Some("file:/sp/old")),
+            revision(kind, 2, 4, None),
+        ];
+        world.annotations.insert(annotations::REVISION.into(), "2".into());
+        let stored = started(&world.job, &world.config, kind).with_job(|job| {
+            let info = job.savepoint_info.get_or_insert_with(Default::default);
+            info.savepoint_history = Some(vec![flink_operator_api::common::Savepoint {
+                location: Some("file:/sp/old".into()),
+                time_stamp: Some(NOW - 2 * HOUR),
+                ..Default::default()
+            }]);
+        });
+        world.change(with(savepoint_job(4), "state", json!("suspended")));
+        let (_, suspending) = upgrade(decide, &world, &stored, "file:/sp/suspend");
+        let (_, suspended) = decide(
+            &world.job,
+            &world.config,
+            Some(&suspending),
+            &world.look(gone()),
+            false,
+        );
+        assert_eq!(
+            job_status_of(&suspended).upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/suspend"),
+            "{kind}"
+        );
+        world.annotations.insert(
+            annotations::ROLLBACK_RESTORE.into(),
+            annotations::ROLLBACK_RESTORE_REVISION.into(),
+        );
+        world.ask("1");
+        let (outcome, rolling) = decide(
+            &world.job,
+            &world.config,
+            Some(&suspended),
+            &world.look(gone()),
+            false,
+        );
+        assert!(
+            matches!(outcome.job.as_slice(), [JobAction::RollBack { .. }, ..]),
+            "{kind}: {outcome:?}"
+        );
+        world.apply(&outcome);
+        world.change(with(world.job.clone(), "state", json!("running")));
+        let (outcome, _) = decide(
+            &world.job,
+            &world.config,
+            Some(&rolling),
+            &world.look(gone()),
+            false,
+        );
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/old"),
+            "{kind}: {outcome:?}"
+        );
+    });
+}
