@@ -117,10 +117,16 @@ impl Decision<'_> {
     }
 
     /// What the start recorded in status was to restore, as [`start::continue_upgrade`]
-    /// deploys it: a first deployment its `initialSavepointPath` (the user's), a last-state
+    /// deploys it (or, if it ran unseen, the latest checkpoint of its HA metadata): a first deployment its `initialSavepointPath` (the user's), a last-state
     /// start the latest checkpoint in the HA metadata it kept (no path in status names it),
     /// any other the state recorded in status.
     fn restore_of_the_start(&self, job: &JobStatus) -> Restore {
+        // Unless it ran unseen after all (its JobManager did not answer, then was lost): the
+        // HA metadata then holds a checkpoint of it (a start other than a last-state one
+        // deletes the metadata before it), newer than what it started from.
+        if self.obs.policy.high_availability && self.obs.ha_checkpoint == Some(true) {
+            return Restore::LastState;
+        }
         let recorded = (self.status.reconciliation_status.as_ref())
             .and_then(|rs| rs.last_reconciled::<FlinkDeploymentSpec>().ok().flatten());
         match recorded {

@@ -1166,6 +1166,12 @@ fn a_last_state_upgrade_keeps_the_ha_metadata_and_the_job_id() {
 /// from nothing); a first deployment's is its `initialSavepointPath`.
 #[test]
 fn a_change_before_the_cluster_came_up_restores_what_its_start_was_to_restore() {
+    let held = |observation: Observation| {
+        holding_a_checkpoint(Observation {
+            ha_metadata: true,
+            ..observation
+        })
+    };
     let old = spec_with("last-state", &[]);
     let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
     let again = spec_with("savepoint", &[("job/parallelism", json!(2))]);
@@ -1206,6 +1212,44 @@ fn a_change_before_the_cluster_came_up_restores_what_its_start_was_to_restore() 
             ha_metadata: true,
             ..obs(JobManagerObservation::Missing, None)
         }),
+    );
+    assert_eq!(
+        plan.actions,
+        [Action::Deploy {
+            restore_path: None,
+            job_id,
+            last_state: true,
+            spec: None,
+        }]
+    );
+
+    // A first deployment whose job ran unseen (its JobManager did not answer, then was
+    // lost and is starting again): its HA metadata holds a checkpoint of it, newer than
+    // what it started from, which the next job restores.
+    let first = spec_with("savepoint", &[]);
+    let deployed = decide(
+        &fd(first.clone(), None, true, false),
+        &obs(JobManagerObservation::Missing, None),
+    )
+    .status;
+    let job_id = deployed.job_status.as_ref().unwrap().job_id.clone();
+    let changed = spec_with("savepoint", &[("job/parallelism", json!(4))]);
+    let restarting = || {
+        held(obs(
+            JobManagerObservation::Present {
+                ready: 0,
+                replicas: 1,
+                problem: None,
+                rest_ready: false,
+            },
+            None,
+        ))
+    };
+    let plan = decide(&at(changed.clone(), deployed, 2), &restarting());
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
+    let plan = decide(
+        &at(changed, plan.status_before.unwrap(), 2),
+        &held(obs(JobManagerObservation::Missing, None)),
     );
     assert_eq!(
         plan.actions,
