@@ -17,7 +17,7 @@
 //! - no two JobManagers of one cluster run at once, and none runs a job nobody asked for.
 //!
 //! Each step is one event (an edit, a nonce, a deletion, a snapshot record created or
-//! deleted, time passing, a fault) and one reconcile pass, which may itself go wrong (the
+//! deleted, a FlinkDeployment's rollback to a kept revision, time passing, a fault) and one reconcile pass, which may itself go wrong (the
 //! JobManager does not answer, the operator crashes after any action, the pass reads a
 //! stale cache). A failing sequence is shrunk by proptest to a short one.
 //!
@@ -38,8 +38,9 @@
 //! checkpoints, in the HA metadata the new start deletes), and the new job starts from the
 //! state the commit recorded. The model keeps such a JobManager from coming up.
 //!
-//! Assumed, not checked: a pending savepoint is polled before the job's next checkpoint
-//! completes. The operator records a savepoint it triggered with the time it saw it
+//! Assumed, not checked (the simulated Flink completes no checkpoint of a job whose completed
+//! savepoint the operator has not polled yet): a pending savepoint is polled before the
+//! job's next checkpoint completes. The operator records a savepoint it triggered with the time it saw it
 //! complete (Flink's status of a trigger has none), so a checkpoint completing in between
 //! ranks below it, and a restore of the job's newest state would pick the slightly older
 //! savepoint. An exiting JobManager (its cluster deleted) suspends its job rather than fail
@@ -47,7 +48,7 @@
 //! [`cluster::Application::before_tick`]); without HA, a JobManager that dies loses what only
 //! it knew of its job, by Flink's design. Not modelled yet: ZooKeeper HA, the health check,
 //! the JobManager Deployment deleted by hand (and its recovery), the shutdown of an ended
-//! job's JobManager, revisions and rollbacks, blue/green, snapshot resources taken by the
+//! job's JobManager, a session job's revisions and rollbacks, blue/green, snapshot resources taken by the
 //! FlinkStateSnapshot loop, periodic snapshots.
 
 mod application;
@@ -97,6 +98,12 @@ enum Event {
     ForgetEndedJobs,
     /// An application cluster's JobManager pod dies (and is started again).
     JobManagerLost,
+    /// The user asks a FlinkDeployment to roll back to one of its kept revisions (the `n`-th,
+    /// or one not kept), restoring the state it was started from if `restore`.
+    RollBack {
+        n: u8,
+        restore: bool,
+    },
 }
 
 fn mode() -> impl Strategy<Value = UpgradeMode> {
@@ -128,6 +135,7 @@ fn event() -> impl Strategy<Value = Event> {
         1 => Just(Event::ForgetTriggers),
         1 => Just(Event::ForgetEndedJobs),
         1 => Just(Event::JobManagerLost),
+        2 => (any::<u8>(), any::<bool>()).prop_map(|(n, restore)| Event::RollBack { n, restore }),
     ]
 }
 
@@ -251,9 +259,10 @@ fn run_kind<K: Kind>(start: &Start, steps: &[(Event, PassFault)]) -> Result<(), 
         lineage.stateless = stateless_now;
         if trace() {
             eprintln!(
-                "{index}: {event:?} / {fault:?} -> {effects:?}\n   {}\n   floor {:?}",
+                "{index}: {event:?} / {fault:?} -> {effects:?}\n   {}\n   floor {:?}, rollback restoring {:?}",
                 world.summary(),
-                lineage.floor
+                lineage.floor,
+                lineage.rollback_state
             );
         }
         lineage
@@ -354,6 +363,14 @@ fn happen<K: Kind>(
             world.flink.forget_ended_jobs(unseen.as_deref());
         }
         Event::JobManagerLost => return world.app.lose_job_manager(&mut world.flink),
+        Event::RollBack { n, restore } => {
+            // A revision's state restored at the user's request is the state they name.
+            if K::KIND == flink_operator_api::JobKind::FlinkDeployment
+                && let Some(state) = world.request_rollback(*n, *restore)
+            {
+                lineage.rollback_state = Some(state);
+            }
+        }
     }
     vec![]
 }

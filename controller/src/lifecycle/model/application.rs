@@ -67,7 +67,7 @@ impl Kind for FlinkDeployment {
     fn act(
         world: &mut World<Self>,
         read: &Self,
-        known: Option<&str>,
+        known: &mut Option<String>,
         action: &Action,
         written: &Self::Status,
         effects: &mut Vec<Effect>,
@@ -77,7 +77,7 @@ impl Kind for FlinkDeployment {
                 world.add_finalizer();
                 Ok(())
             }
-            Action::RemoveFinalizer => world.remove_finalizer(known, effects),
+            Action::RemoveFinalizer => world.remove_finalizer(known.as_deref(), effects),
             Action::Deploy {
                 restore_path,
                 job_id,
@@ -124,7 +124,7 @@ impl Kind for FlinkDeployment {
                 effects.push(Effect::HaDeleted { pointer, recorded });
                 Ok(())
             }
-            Action::Job(job) => world.act_on_job(job, written, effects),
+            Action::Job(job) => world.act_on_job(job, written, effects, known),
             Action::ScaleTaskManagers { .. } | Action::Ingress(_) => Ok(()),
         }
     }
@@ -170,7 +170,7 @@ fn observe(world: &mut World<FlinkDeployment>, fd: &FlinkDeployment, unreachable
         deployed_generation: deployed.and_then(|c| c.generation),
         rolled_back_generation: deployed.and_then(|c| c.rolled_back_generation),
         snapshots: world.job_snapshots(&policy, created_ms(fd)),
-        revisions: None,
+        revisions: Some(world.revisions.clone()),
         violations: flink_operator_api::validation::deployment::validate(
             fd,
             None,

@@ -309,6 +309,7 @@ impl Application {
             job_id,
             restore,
             stateless: cluster.stateless,
+            rolling_back: false,
         });
         effects
     }

@@ -203,9 +203,10 @@ impl Flink {
         self.files.remove(path);
     }
 
-    /// Time passes: each running job completes a checkpoint, and pending operations
-    /// complete (a stop ends its job).
-    pub fn tick(&mut self, ms: i64) {
+    /// Time passes: each running job completes a checkpoint (not those of `unpolled`, whose
+    /// completed savepoints the operator has not polled yet: see the module doc of
+    /// `lifecycle::model`), and pending operations complete (a stop ends its job).
+    pub fn tick(&mut self, ms: i64, unpolled: &[String]) {
         self.now_ms += ms;
         let ids: Vec<String> = self.jobs.keys().cloned().collect();
         for job_id in ids {
@@ -251,7 +252,7 @@ impl Flink {
                     stopped = true;
                 }
             }
-            if stopped || completes_savepoints {
+            if stopped || completes_savepoints || unpolled.contains(&job_id) {
                 continue;
             }
             let id = self.next_id();

@@ -5,8 +5,9 @@
 //! any of its runs completed, the savepoint a stop ended a run with, and the state a run was
 //! started from. Manual savepoints do not raise it (a last-state upgrade restores the latest
 //! checkpoint, which may precede a manual savepoint: Flink replays from there). The user
-//! resets it by naming a state (`initialSavepointPath` of a new resource) or by running the
-//! job stateless.
+//! resets it by naming a state (`initialSavepointPath` of a new resource, or the state of the
+//! revision a rollback restores with `rollback-restore: revision`) or by running the job
+//! stateless.
 //!
 //! What points at the newest state: the stored status, the FlinkStateSnapshots and the
 //! StateRecorded Events, and for an application with HA its HA metadata, from which the
@@ -41,6 +42,11 @@ pub struct Lineage {
     pub stateless: bool,
     /// The paths StateRecorded Events named.
     pub event_records: Vec<String>,
+    /// The state of the revision a rollback the user asked for restores
+    /// (`rollback-restore: revision`), while that rollback is asked for or under way.
+    pub rollback_state: Option<String>,
+    /// That rollback was committed (its state is the floor, the jobs it ends dropped).
+    pub rollback_taken: bool,
 }
 
 impl Lineage {
@@ -51,15 +57,15 @@ impl Lineage {
     }
 
     /// A new resource (`named`: the state its spec names, if any, `named_id` its checkpoint
-    /// id): the state the user named is its newest (the record it came from may be an older
-    /// one than the last resource's newest state, the user's choice), even before its first
-    /// job runs.
+    /// id, None when it is not on storage): the state the user named is its newest (the
+    /// record it came from may be an older one than the last resource's newest state, the
+    /// user's choice), even before its first job runs.
     pub fn recreated(&mut self, named: Option<String>, named_id: Option<i64>) {
         *self = Lineage {
             floor: match (&named, named_id) {
                 (Some(path), Some(id)) => Some((id, path.clone())),
-                (Some(_), None) => self.floor.clone(),
-                (None, _) => None,
+                // What the user named is gone from storage: the job has no state to keep.
+                (Some(_), None) | (None, _) => None,
             },
             named,
             event_records: std::mem::take(&mut self.event_records),
@@ -79,6 +85,31 @@ impl Lineage {
             .chain(self.event_records.iter().cloned())
     }
 
+    /// Whether a rollback that restores its revision's state, as the user asked, committed
+    /// at this step: that state is then the job's (the user named it), and what the jobs that
+    /// run until the rollback ends them did is not.
+    fn rollback_committed<K: Kind>(&mut self, world: &World<K>) -> bool {
+        let committed = (world.job_status()).and_then(|j| j.upgrade_savepoint_path.as_ref());
+        let Some(state) = self.rollback_state.clone().filter(|s| Some(s) == committed) else {
+            return false;
+        };
+        let upgrading = (world.object().and_then(|o| o.status()))
+            .and_then(|s| s.reconciliation())
+            .is_some_and(|r| r.state == Some(flink_operator_api::common::ReconciliationState::Upgrading));
+        // Under way (not only asked for, which may wait for an update that happens to
+        // restore the same state).
+        let under_way = (world.object().and_then(|o| o.status()))
+            .and_then(|s| s.revision())
+            .and_then(|r| r.rollback.as_ref())
+            .is_some_and(|r| r.phase == Some(flink_operator_api::RollbackPhase::RollingBack));
+        if !under_way || !upgrading {
+            return false;
+        }
+        self.floor = world.flink.files.get(&state).map(|f| (f.id, state));
+        self.jobs.clear();
+        true
+    }
+
     /// Checks what a step did, then takes in what the world now holds.
     pub fn check<K: Kind>(
         &mut self,
@@ -91,17 +122,34 @@ impl Lineage {
                 self.event_records.push(path.clone());
             }
         }
+        let commit_step = !self.rollback_taken && self.rollback_committed(world);
         for effect in effects {
             self.check_effect(world, effect)?;
+        }
+        if commit_step {
+            // A job the step started before the commit ends for it too.
+            self.jobs.clear();
+            self.rollback_taken = true;
+        }
+        if !world.rolling_back() {
+            self.rollback_state = None;
+            self.rollback_taken = false;
         }
         if stateless_now {
             // The user runs the job without state: nothing of it is kept for them, and what
             // a run that ended meanwhile left is not its state any more.
-            // A job still running in the JobManager of a deleted cluster is ending with it
-            // (its last checkpoints there are no state of the job's either).
+            // A job still running in the JobManager of a deleted cluster is ending with it,
+            // and one that a committed change to a stateless spec is ending goes without
+            // state: their checkpoints are no state of the job's either.
             self.floor = None;
+            let status = world.stored_status();
+            let upgrading = (status.reconciliation())
+                .is_some_and(|r| r.state == Some(flink_operator_api::common::ReconciliationState::Upgrading));
+            let ending_stateless = upgrading && super::world::recorded_stateless(&status);
             self.jobs.retain(|id| {
-                world.flink.jobs.get(id).is_some_and(|j| j.state == RUNNING) && !world.app.exiting(id)
+                world.flink.jobs.get(id).is_some_and(|j| j.state == RUNNING)
+                    && !world.app.exiting(id)
+                    && !ending_stateless
             });
             return Ok(());
         }
@@ -122,9 +170,11 @@ impl Lineage {
                 job_id,
                 restore,
                 stateless,
+                rolling_back,
             } => {
                 let file_id = |path: &String| world.flink.files.get(path).map(|f| f.id);
-                let named = restore.is_some() && restore == &self.named;
+                let named = restore.is_some()
+                    && (restore == &self.named || (restore == &self.rollback_state && *rolling_back));
                 if *stateless && restore.is_none() {
                     // The user chose to run without state: what earlier runs left is not
                     // the job's state any more, nor is what this run checkpoints.

@@ -54,7 +54,7 @@ impl Kind for FlinkSessionJob {
     fn act(
         world: &mut World<Self>,
         _read: &Self,
-        known: Option<&str>,
+        known: &mut Option<String>,
         action: &Action,
         written: &Self::Status,
         effects: &mut Vec<Effect>,
@@ -64,7 +64,7 @@ impl Kind for FlinkSessionJob {
                 world.add_finalizer();
                 Ok(())
             }
-            Action::RemoveFinalizer => world.remove_finalizer(known, effects),
+            Action::RemoveFinalizer => world.remove_finalizer(known.as_deref(), effects),
             Action::Fetch(_) => Ok(()),
             Action::Submit(submission) => {
                 let retained = submission
@@ -80,11 +80,12 @@ impl Kind for FlinkSessionJob {
                         job_id: submission.job_id.clone(),
                         restore: submission.restore_path.clone(),
                         stateless: recorded_stateless(written),
+                        rolling_back: world.rolling_back(),
                     });
                 }
                 Ok(())
             }
-            Action::Job(job) => world.act_on_job(job, written, effects),
+            Action::Job(job) => world.act_on_job(job, written, effects, known),
         }
     }
 

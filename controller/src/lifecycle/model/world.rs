@@ -46,6 +46,8 @@ pub enum Effect {
         restore: Option<String>,
         /// The recorded spec's upgrade mode is stateless.
         stateless: bool,
+        /// A rollback the user asked for was asked for still, or under way.
+        rolling_back: bool,
     },
     /// A job was cancelled; `recorded`: the state paths the status stored before the
     /// cancellation names.
@@ -108,11 +110,12 @@ pub trait Kind:
     /// One pass's observation of `read` and the real decision from it.
     fn plan(world: &mut World<Self>, read: &Self, unreachable: bool) -> Plan<Self::Status, Self::Action>;
     /// Carries out one action of a plan decided from `read`; `known`: the version the pass
-    /// knows the object at, `written`: the status stored before the actions.
+    /// knows the object at (an action that writes the resource moves it on, as the runtime
+    /// takes the version its patch returns), `written`: the status stored before the actions.
     fn act(
         world: &mut World<Self>,
         read: &Self,
-        known: Option<&str>,
+        known: &mut Option<String>,
         action: &Self::Action,
         written: &Self::Status,
         effects: &mut Vec<Effect>,
@@ -149,6 +152,8 @@ pub struct World<K> {
     pub versions: u64,
     /// The JobManager's REST API did not answer at the previous look.
     pub unanswered: bool,
+    /// The resource's kept revisions (its ControllerRevisions).
+    pub revisions: Vec<crate::lifecycle::revisions::Revision>,
 }
 
 impl<K: Kind> World<K> {
@@ -165,6 +170,7 @@ impl<K: Kind> World<K> {
             ids: 0,
             versions: 0,
             unanswered: false,
+            revisions: vec![],
         }
     }
 
@@ -191,6 +197,18 @@ impl<K: Kind> World<K> {
             .and_then(|s| s.job_status())
     }
 
+    /// Whether a rollback the user asked for is asked for still, or under way.
+    pub fn rolling_back(&self) -> bool {
+        let asked = (self.object())
+            .and_then(|o| o.meta().annotations.as_ref())
+            .is_some_and(|a| a.contains_key(keys::annotations::ROLLBACK_TO_REVISION));
+        let under_way = (self.object().and_then(|o| o.status()))
+            .and_then(|s| s.revision())
+            .and_then(|r| r.rollback.as_ref())
+            .is_some_and(|r| r.phase == Some(flink_operator_api::RollbackPhase::RollingBack));
+        asked || under_way
+    }
+
     /// Whether the user's spec runs the job stateless (None: no resource).
     pub fn stateless(&self) -> Option<bool> {
         self.object().map(|o| {
@@ -212,6 +230,8 @@ impl<K: Kind> World<K> {
             "spec": K::new_spec(job, config),
         });
         let object = serde_json::from_value(value).expect("a valid resource");
+        // The revisions of an earlier resource of the name are not this one's (and go with it).
+        self.revisions.clear();
         self.resource = Some(Resource {
             object,
             previous: None,
@@ -265,7 +285,8 @@ impl<K: Kind> World<K> {
     pub fn tick(&mut self, ms: i64) -> Vec<Effect> {
         self.app.before_tick(&mut self.flink);
         let checkpointed = self.app.checkpointed(&self.flink);
-        self.flink.tick(ms);
+        let unpolled = self.unpolled_savepoints();
+        self.flink.tick(ms, &unpolled);
         // A cluster that a committed start is to delete (the status, UPGRADING, records
         // another spec than the one it was deployed for) and that has not come up stays so
         // until its deletion is sent: a known failure (see the module doc).
@@ -275,7 +296,43 @@ impl<K: Kind> World<K> {
             .is_some_and(|r| r.state == Some(flink_operator_api::common::ReconciliationState::Upgrading));
         let recorded = reconciliation.and_then(|r| r.last_reconciled_spec.clone());
         let held = upgrading && (self.app.cluster.as_ref()).is_some_and(|c| c.recorded != recorded);
-        self.app.tick(&mut self.flink, checkpointed, held)
+        let mut effects = self.app.tick(&mut self.flink, checkpointed, held);
+        let rolling = self.rolling_back();
+        for effect in &mut effects {
+            if let Effect::Started { rolling_back, .. } = effect {
+                *rolling_back = rolling;
+            }
+        }
+        effects
+    }
+
+    /// The jobs with a completed savepoint that the operator has not polled yet (its trigger
+    /// still recorded in the resource's status, or in a FlinkStateSnapshot in progress).
+    fn unpolled_savepoints(&self) -> Vec<String> {
+        let completed = |job_id: &str, trigger: &str| {
+            (self.flink.jobs.get(job_id))
+                .and_then(|j| j.savepoint_operations.get(trigger))
+                .is_some_and(|op| matches!(op, Operation::Completed(_)))
+        };
+        let Some(job) = self.job_status() else {
+            return vec![];
+        };
+        let Some(job_id) = job.job_id.as_deref() else {
+            return vec![];
+        };
+        let by_status = (job.savepoint_info.as_ref())
+            .and_then(|i| i.trigger_id.as_deref())
+            .is_some_and(|t| completed(job_id, t));
+        let by_snapshot = (self.snapshots.values())
+            .filter(|s| !s.spec.is_checkpoint())
+            .filter_map(|s| s.status.as_ref())
+            .filter(|st| st.state == Some(crate::lifecycle::snapshot_resources::SnapshotState::InProgress))
+            .filter_map(|st| st.trigger_id.as_deref())
+            .any(|t| completed(job_id, t));
+        match by_status || by_snapshot {
+            true => vec![job_id.to_owned()],
+            false => vec![],
+        }
     }
 
     /// What follows by itself from a change of the jobs' states (a globally terminal job
@@ -517,7 +574,7 @@ impl<K: Kind> World<K> {
             if index >= limit {
                 return effects;
             }
-            let acted = K::act(self, &read, known.as_deref(), action, &written, &mut effects);
+            let acted = K::act(self, &read, &mut known, action, &written, &mut effects);
             self.settle();
             if acted.is_err() {
                 // The runtime publishes ReconcileFailed and writes nothing more.
@@ -571,12 +628,13 @@ impl<K: Kind> World<K> {
             ),
         };
         format!(
-            "resource {} job {:?} {:?} upgradeSavepointPath {:?} lastSavepoint {:?} error {:?}; flink {jobs:?}{cluster}{ha}; snapshots {:?}",
+            "resource {} {:?} job {:?} {:?} upgradeSavepointPath {:?} lastSavepoint {:?} error {:?}; flink {jobs:?}{cluster}{ha}; snapshots {:?}",
             match self.object() {
                 None => "gone",
                 Some(o) if o.meta().deletion_timestamp.is_some() => "deleting",
                 Some(_) => "there",
             },
+            status.and_then(|s| s.reconciliation()).and_then(|r| r.state),
             job.and_then(|j| j.job_id.as_deref())
                 .map(|id| &id[id.len() - 2..]),
             job.and_then(|j| j.state.as_deref()),
@@ -640,6 +698,7 @@ impl<K: Kind> World<K> {
         action: &JobAction,
         written: &K::Status,
         effects: &mut Vec<Effect>,
+        known: &mut Option<String>,
     ) -> Result<(), Refused> {
         if !action.on_resources() && !self.answers() {
             return Err(Refused("the JobManager does not answer".into()));
@@ -701,12 +760,124 @@ impl<K: Kind> World<K> {
                 self.delete_snapshot(name);
                 Ok(())
             }
-            JobAction::Rescale(_)
-            | JobAction::RecordRevision(_)
-            | JobAction::RollBack { .. }
-            | JobAction::DropRollbackRequest { .. }
-            | JobAction::RecordScaling(..) => Ok(()),
+            JobAction::RecordRevision(record) => {
+                self.record_revision(record, known);
+                Ok(())
+            }
+            JobAction::RollBack {
+                spec,
+                request,
+                drop_restore,
+            } => {
+                if self.rollback_requested(request) {
+                    let spec: K::Spec = serde_json::from_value(spec.clone()).expect("a valid spec");
+                    let version = self.patch_resource(true, |object| {
+                        *object.spec_mut() = spec;
+                        drop_request(object.meta_mut(), *drop_restore);
+                    });
+                    *known = version;
+                }
+                Ok(())
+            }
+            JobAction::DropRollbackRequest { .. } => {
+                if let JobAction::DropRollbackRequest { request } = action
+                    && self.rollback_requested(request)
+                {
+                    *known = self.patch_resource(false, |object| drop_request(object.meta_mut(), true));
+                }
+                Ok(())
+            }
+            JobAction::Rescale(_) | JobAction::RecordScaling(..) => Ok(()),
         }
+    }
+
+    /// `RecordRevision`: the revision created or moved to the top, the pruned ones deleted,
+    /// the current number shown on the resource.
+    fn record_revision(
+        &mut self,
+        record: &crate::lifecycle::history::RecordRevision,
+        known: &mut Option<String>,
+    ) {
+        use crate::lifecycle::revisions::RevisionStep;
+        match &record.step {
+            Some(RevisionStep::Create(revision)) => {
+                if !self.revisions.iter().any(|r| r.name == revision.name) {
+                    self.revisions.push(revision.clone());
+                }
+            }
+            Some(RevisionStep::Reuse { revision, .. }) => {
+                if let Some(kept) = self.revisions.iter_mut().find(|r| r.name == revision.name) {
+                    *kept = revision.clone();
+                }
+            }
+            Some(RevisionStep::Unchanged(_)) | None => {}
+        }
+        self.revisions.retain(|r| !record.prune.contains(&r.name));
+        let current = record.current.to_string();
+        let shown = (self.object())
+            .and_then(|o| o.meta().annotations.as_ref())
+            .and_then(|a| a.get(keys::annotations::REVISION).cloned());
+        if shown.as_ref() != Some(&current) {
+            *known = self.patch_resource(false, |object| {
+                let annotations = object.meta_mut().annotations.get_or_insert_with(Default::default);
+                annotations.insert(keys::annotations::REVISION.to_owned(), current);
+            });
+        }
+    }
+
+    /// Whether the resource's rollback request is still `request`.
+    fn rollback_requested(&self, request: &str) -> bool {
+        (self.object())
+            .and_then(|o| o.meta().annotations.as_ref())
+            .and_then(|a| a.get(keys::annotations::ROLLBACK_TO_REVISION))
+            .is_some_and(|r| r == request)
+    }
+
+    /// An update of the resource (of its spec: `spec`, which the API server counts as a new
+    /// generation); its new version.
+    fn patch_resource(&mut self, spec: bool, patch: impl FnOnce(&mut K)) -> Option<String> {
+        let resource = self.resource.as_mut()?;
+        resource.previous = Some(resource.object.clone());
+        patch(&mut resource.object);
+        let meta = resource.object.meta_mut();
+        if spec {
+            meta.generation = Some(meta.generation.unwrap_or(1) + 1);
+        }
+        self.versions += 1;
+        meta.resource_version = Some(self.versions.to_string());
+        meta.resource_version.clone()
+    }
+
+    /// The user asks for a rollback to the `n`-th kept revision (or to one that is not kept),
+    /// restoring the state it was started from if `restore`; that state, when asked for.
+    pub fn request_rollback(&mut self, n: u8, restore: bool) -> Option<String> {
+        let object = self.object()?;
+        if object.meta().deletion_timestamp.is_some() {
+            return None;
+        }
+        let mut numbers: Vec<i64> = self.revisions.iter().map(|r| r.number).collect();
+        numbers.sort_unstable();
+        // One in eight asks for a revision that is not kept.
+        let to = match usize::from(n) % (numbers.len() + 1) {
+            i if i < numbers.len() && n % 8 != 7 => numbers[i],
+            _ => numbers.last().copied().unwrap_or(0) + 5,
+        };
+        let state = (self.revisions.iter())
+            .find(|r| r.number == to)
+            .and_then(|r| r.started_from.clone())
+            .filter(|_| restore);
+        self.patch_resource(false, |object| {
+            let annotations = object.meta_mut().annotations.get_or_insert_with(Default::default);
+            annotations.insert(keys::annotations::ROLLBACK_TO_REVISION.to_owned(), to.to_string());
+            match restore {
+                true => annotations.insert(
+                    keys::annotations::ROLLBACK_RESTORE.to_owned(),
+                    keys::annotations::ROLLBACK_RESTORE_REVISION.to_owned(),
+                ),
+                false => annotations.remove(keys::annotations::ROLLBACK_RESTORE),
+            };
+        });
+        state
     }
 
     /// What one look at the job recorded in `job_status` reads over its JobManager's REST
@@ -854,6 +1025,16 @@ fn time(ms: i64) -> String {
 
 fn has_finalizer<K: Kind>(object: &K) -> bool {
     (object.meta().finalizers.iter().flatten()).any(|f| f == K::FINALIZER)
+}
+
+/// Removes a rollback request's annotations (its `rollback-restore` too with `restore`).
+fn drop_request(meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, restore: bool) {
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(keys::annotations::ROLLBACK_TO_REVISION);
+        if restore {
+            annotations.remove(keys::annotations::ROLLBACK_RESTORE);
+        }
+    }
 }
 
 /// The state paths a stored status names: where its job was started from or restores next,
