@@ -431,3 +431,26 @@ fn no_sequence_of_user_actions_and_faults_loses_or_rolls_back_a_jobs_state() {
         started.elapsed().as_secs_f64()
     );
 }
+
+/// Sequences the long run found failing once, shrunk, each fixed since: replayed in every
+/// test run so that they stay fixed (with `LIFECYCLE_MODEL_TRACE` they print their steps).
+#[test]
+fn sequences_found_failing_once_pass() {
+    use Event::*;
+    use PassFault::{None as Ok, *};
+    let last_state_ha = Start {
+        resource: Resource::Application { ha: true },
+        mode: UpgradeMode::LastState,
+        deleting_retention: false,
+        snapshot_resources: false,
+    };
+    let cases: Vec<(Start, Vec<(Event, PassFault)>)> = vec![(
+        last_state_ha,
+        vec![(Tick(1), Ok), (Tick(1), Ok), (JobFails, Stale), (Delete, Unreachable), (Tick(1), Ok), (Tick(1), Ok)],
+    )];
+    for (start, steps) in cases {
+        if let Err(violation) = run(&start, &steps) {
+            panic!("{violation}\nstart: {start:?}\nsteps: {steps:?}");
+        }
+    }
+}

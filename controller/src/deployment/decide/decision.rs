@@ -14,8 +14,8 @@ use flink_operator_api::{
 };
 
 use super::{
-    Action, FAST, Next, Observation, Plan, SLOW, deletion, health, is_suspended, phase, recovery, rollback,
-    shutdown, start,
+    Action, FAST, JobObservation, Next, Observation, Plan, SLOW, deletion, health, is_suspended, phase,
+    recovery, rollback, shutdown, start,
     state::{Kind, RestorableState},
     status, upgrade_relevant,
 };
@@ -155,6 +155,27 @@ impl Decision<'_> {
     }
 }
 
+impl Decision<'_> {
+    /// Why nothing would point at the job's latest checkpoint once its cluster is deleted.
+    /// With high availability the metadata does, unless it holds no checkpoint of the job
+    /// while its JobManager does not answer: a job that ended unseen (FAILED) had Flink take
+    /// its checkpoints out of that metadata, and then only its JobManager knows the latest.
+    fn forgotten_with_cluster(&self) -> Option<String> {
+        if !self.obs.policy.high_availability {
+            return Some(
+                "without high availability no HA metadata keeps the job's latest checkpoint once its cluster is deleted"
+                    .to_owned(),
+            );
+        }
+        let unanswered = matches!(self.obs.job, Some(JobObservation::Unreachable(_)));
+        (unanswered && self.obs.ha_checkpoint != Some(true)).then(|| {
+            "its HA metadata holds no checkpoint of the job and its JobManager does not answer; a job that ended \
+             unseen leaves its latest checkpoint known to its JobManager only"
+                .to_owned()
+        })
+    }
+}
+
 impl<'a> JobKind<'a> for Decision<'a> {
     type Spec = FlinkDeploymentSpec;
     type Status = FlinkDeploymentStatus;
@@ -198,10 +219,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
             last_state_held: self.obs.policy.high_availability && self.obs.ha_checkpoint == Some(true),
             can_stop_for_deletion: self.obs.cluster_exists,
             on_cancel: self.obs.on_cancel.clone(),
-            forgotten_with_cluster: (!self.obs.policy.high_availability).then(|| {
-                "without high availability no HA metadata keeps the job's latest checkpoint once its cluster is deleted"
-                    .to_owned()
-            }),
+            forgotten_with_cluster: self.forgotten_with_cluster(),
             state,
         }
     }

@@ -2144,6 +2144,45 @@ fn a_deletion_savepoint_waits_for_a_jobmanager_that_does_not_answer() {
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
 }
 
+/// A last-state job with high availability is deleted with its cluster, its latest
+/// checkpoint recorded from the HA metadata once the JobManager exited. Metadata that holds
+/// no checkpoint of the job while the JobManager does not answer may be that of a job that
+/// FAILED unseen (Flink took its checkpoints out of it): the deletion waits for the
+/// JobManager, which alone knows the latest, and then records it.
+#[test]
+fn a_deletion_waits_for_a_silent_jobmanager_whose_ha_metadata_holds_no_checkpoint() {
+    let spec = spec_with("last-state", &[]);
+    let deleting = fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true);
+    let silent = Some(JobObservation::Unreachable("timed out".into()));
+    let with_ha = |observation: Observation, holds: bool| Observation {
+        ha_checkpoint: Some(holds),
+        ..holding_a_checkpoint(observation)
+    };
+    let plan = decide(&deleting, &with_ha(obs(ready_jm(), silent.clone()), false));
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.requeue, FAST);
+    // The metadata that points at a checkpoint keeps it for the deletion's record.
+    let plan = decide(&deleting, &with_ha(obs(ready_jm(), silent), true));
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    // Answering, the JobManager names the failed job's latest checkpoint: recorded first.
+    let plan = decide(
+        &deleting,
+        &with_ha(
+            Observation {
+                latest_checkpoint: checkpoint(MIN),
+                ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
+            },
+            false,
+        ),
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
+    let written = plan.status_before.expect("written before the cluster goes");
+    assert_eq!(
+        written.job_status.unwrap().upgrade_savepoint_path.as_deref(),
+        Some("file:/cp/chk-7")
+    );
+}
+
 #[test]
 fn created_suspended_deploys_nothing_until_running() {
     let spec = spec_with("savepoint", &[("job/state", json!("suspended"))]);
