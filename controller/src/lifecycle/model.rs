@@ -444,10 +444,69 @@ fn sequences_found_failing_once_pass() {
         deleting_retention: false,
         snapshot_resources: false,
     };
-    let cases: Vec<(Start, Vec<(Event, PassFault)>)> = vec![(
-        last_state_ha,
-        vec![(Tick(1), Ok), (Tick(1), Ok), (JobFails, Stale), (Delete, Unreachable), (Tick(1), Ok), (Tick(1), Ok)],
-    )];
+    let stateless_ha = Start {
+        mode: UpgradeMode::Stateless,
+        ..last_state_ha.clone()
+    };
+    let cases: Vec<(Start, Vec<(Event, PassFault)>)> = vec![
+        (
+            stateless_ha,
+            vec![
+                (Mode(UpgradeMode::Savepoint), Ok),
+                (SavepointNonce, Ok),
+                (Tick(1), Ok),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: false,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (JobFails, Ok),
+                (Suspend, Ok),
+                (Parallelism(2), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Parallelism(1), Ok),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: false,
+                    },
+                    Ok,
+                ),
+                (RollBack { n: 66, restore: true }, Ok),
+                (Resume, Ok),
+                (Delete, Ok),
+            ],
+        ),
+        (
+            last_state_ha.clone(),
+            vec![
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (JobFails, Stale),
+                (Delete, Unreachable),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+            ],
+        ),
+        (
+            last_state_ha.clone(),
+            vec![
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Parallelism(2), Crash(0)),
+                (JobFails, Unreachable),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+            ],
+        ),
+    ];
     for (start, steps) in cases {
         if let Err(violation) = run(&start, &steps) {
             panic!("{violation}\nstart: {start:?}\nsteps: {steps:?}");

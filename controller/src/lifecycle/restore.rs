@@ -128,15 +128,20 @@ pub fn guard(state: &RestorableState, max_age_ms: Option<i64>, now_ms: i64) -> R
 }
 
 /// Records `state` as the one the next job starts from; a checkpoint's time goes to
-/// `checkpointInfo.lastCheckpoint` so that a later guard knows its age.
+/// `checkpointInfo.lastCheckpoint` so that a later guard knows its age. A path recorded
+/// again without its time (a revision's, a rollback's) keeps the time status knows of that
+/// very path: unknown, it would rank below every timed state, older ones too.
 pub fn record(job: &mut JobStatus, state: Option<&RestorableState>) {
+    let known_ms = (state.filter(|s| s.timestamp_ms.is_none()))
+        .and_then(|s| recorded(job).filter(|r| r.path == s.path))
+        .and_then(|r| r.timestamp_ms);
     job.upgrade_savepoint_path = state.map(|s| s.path.clone());
     if let Some(state) = state
         && state.kind == Kind::Checkpoint
     {
         let info = job.checkpoint_info.get_or_insert_with(Default::default);
         info.last_checkpoint = Some(Checkpoint {
-            time_stamp: state.timestamp_ms,
+            time_stamp: state.timestamp_ms.or(known_ms),
             trigger_type: Some(SnapshotTriggerType::Unknown),
             ..Default::default()
         });
@@ -159,5 +164,31 @@ pub fn human(ms: i64) -> String {
         120..7200 => format!("{} min", s / 60),
         7200..172_800 => format!("{} h {} min", s / 3600, s % 3600 / 60),
         _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkpoint(path: &str, timestamp_ms: Option<i64>) -> RestorableState {
+        RestorableState {
+            kind: Kind::Checkpoint,
+            path: path.into(),
+            timestamp_ms,
+        }
+    }
+
+    /// A rollback records the state a revision was started from, whose time the revision
+    /// does not keep: the same path recorded before keeps its time, and so its rank above
+    /// an older savepoint; another path's time is not lent to it.
+    #[test]
+    fn a_path_recorded_again_without_a_time_keeps_the_time_status_knows() {
+        let mut job = JobStatus::default();
+        record(&mut job, Some(&checkpoint("file:/cp/chk-2", Some(2_000))));
+        record(&mut job, Some(&checkpoint("file:/cp/chk-2", None)));
+        assert_eq!(recorded(&job).unwrap().timestamp_ms, Some(2_000));
+        record(&mut job, Some(&checkpoint("file:/cp/chk-1", None)));
+        assert_eq!(recorded(&job).unwrap().timestamp_ms, None);
     }
 }

@@ -15,7 +15,7 @@ use flink_operator_api::{
 };
 
 use super::{
-    Action, Decision, EventNote, FAST, Plan, is_suspended, phase,
+    Action, Decision, EventNote, FAST, JobObservation, Plan, is_suspended, phase,
     state::{self, Kind, RestorableState},
     status::suspended_message,
 };
@@ -56,6 +56,17 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
                 };
                 state::record(d.job_status_mut(), Some(&reported));
                 last_state = false;
+            }
+            // A JobManager that does not answer may hold the only pointer to the latest
+            // checkpoint of a job that ended unseen: the cluster is not deleted without it.
+            _ if d.obs.cluster_exists && matches!(d.obs.job, Some(JobObservation::Unreachable(_))) => {
+                d.conditions(
+                    phase::UPDATING,
+                    "waiting for the JobManager to answer: the high-availability metadata holds no checkpoint of the \
+                     job any more (Flink takes them out of it when a job ends), and only the JobManager still knows \
+                     its latest",
+                );
+                return d.done(FAST);
             }
             // Nothing names one any more: the job is not started from nothing, but from the
             // state the user names for it.

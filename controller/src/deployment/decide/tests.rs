@@ -1433,6 +1433,14 @@ fn a_last_state_start_whose_ha_metadata_lost_its_checkpoint_restores_the_reporte
         },
         ..observation
     };
+    // Its JobManager does not answer: it may hold the only pointer to that checkpoint, so
+    // the cluster is not deleted until it answers.
+    let plan = decide(
+        &at(new.clone(), committed.clone(), 2),
+        &emptied(obs(ready_jm(), Some(JobObservation::Unreachable("timed out".into())))),
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.requeue, FAST);
     // The job failed before its cluster went: its checkpoint is recorded, the cluster goes
     // with the HA metadata (the next job restores that path).
     let plan = decide(
