@@ -506,6 +506,35 @@ fn sequences_found_failing_once_pass() {
                 (Tick(1), Ok),
             ],
         ),
+        (
+            Start {
+                mode: UpgradeMode::Stateless,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (Tick(1), Ok),
+                (SavepointNonce, Ok),
+                (RestartNonce, Ok),
+                (Mode(UpgradeMode::Savepoint), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Parallelism(2), Ok),
+                (Parallelism(2), Ok),
+                (Tick(1), Ok),
+                (Resume, Ok),
+                (Parallelism(1), Ok),
+                (Mode(UpgradeMode::LastState), Ok),
+                (Tick(1), Ok),
+                (RestartNonce, Ok),
+                (SavepointFails, Ok),
+                (Tick(1), Ok),
+                (Tick(1), Stale),
+                (Tick(1), Ok),
+                (RollBack { n: 21, restore: true }, Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+            ],
+        ),
     ];
     for (start, steps) in cases {
         if let Err(violation) = run(&start, &steps) {

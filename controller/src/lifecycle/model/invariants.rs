@@ -127,7 +127,10 @@ impl Lineage {
             self.check_effect(world, effect)?;
         }
         if commit_step {
-            // A job the step started before the commit ends for it too.
+            // A job the step started before the commit ends for it too, and the state it
+            // started from is no more the job's than what it did since.
+            let state = self.rollback_state.clone().expect("a committed rollback's state");
+            self.floor = world.flink.files.get(&state).map(|f| (f.id, state));
             self.jobs.clear();
             self.rollback_taken = true;
         }
