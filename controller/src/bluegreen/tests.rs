@@ -322,8 +322,12 @@ fn initializing_against_every_kind_of_change() {
             name: "an edit after a failed first child removes it first",
             status: Some(status(State::InitializingBlue, &v1())),
             spec: v2(),
+            // Settled (its loop is done with the suspension): what it recorded is read.
             observation: observe(
-                Some(starting(&suspended(v1()), Some(flink_job_state::FAILED))),
+                Some(Child {
+                    lifecycle: Some(Lifecycle::Failed),
+                    ..starting(&suspended(v1()), Some(flink_job_state::FAILED))
+                }),
                 None,
             ),
             state: State::InitializingBlue,
@@ -1725,4 +1729,78 @@ fn a_job_whose_transition_aborted_with_no_child_left_is_never_started_empty() {
         .find(|a| matches!(a, Action::CreateChild { .. }))
         .expect("the first child again");
     assert_eq!(create.initial_savepoint_path(), Some(SAVEPOINT_PATH));
+}
+
+// === Found by the blue/green lifecycle model ===
+
+/// The status an aborted first deployment of `recorded` wrote: no child runs the job, and no
+/// transition savepoint was ever taken.
+fn aborted_first(recorded: &Value) -> Status {
+    Status {
+        error: Some("Transition aborted".to_owned()),
+        ..status(State::InitializingBlue, recorded)
+    }
+}
+
+/// A first child of `template` (started from nothing) whose job ran, then was suspended by
+/// the abort, recording `own`; `lifecycle` as its loop shows it.
+fn first_child_after_running(template: &Value, own: &str, lifecycle: Lifecycle) -> Child {
+    Child {
+        spec: deployment_spec(&suspended(template.clone())),
+        deleting: false,
+        lifecycle: Some(lifecycle),
+        job_status: Some(JobStatus {
+            upgrade_savepoint_path: Some(own.to_owned()),
+            ..job(flink_job_state::FINISHED)
+        }),
+    }
+}
+
+/// A first child whose job ran and checkpointed, then was aborted (not stable in time) and
+/// suspended, left the job's state: the next edit deleted it and started a new first child
+/// from nothing.
+#[test]
+fn an_edit_after_an_aborted_first_deployment_starts_from_the_state_its_child_left() {
+    let own = "s3://savepoints/savepoint-blue-suspended";
+    let ran = first_child_after_running(&v1(), own, Lifecycle::Suspended);
+    let plan = decide(
+        &resource(&v2(), Some(aborted_first(&v1()))),
+        &observe(Some(ran), None),
+    );
+    assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
+    assert_eq!(
+        plan.status.transition_savepoint_path.as_deref(),
+        Some(own),
+        "the state it left, in status before it goes"
+    );
+    let plan = decide(&resource(&v2(), Some(plan.status)), &observe(None, None));
+    assert_eq!(steps(&plan), vec![Step::Create(Colour::Blue)]);
+    let create = plan
+        .actions
+        .iter()
+        .find(|a| matches!(a, Action::CreateChild { .. }))
+        .expect("created");
+    assert_eq!(create.initial_savepoint_path(), Some(own));
+    assert_eq!(plan.status.transition_savepoint_path.as_deref(), Some(own));
+
+    // Still being suspended: the edit waits for the state it leaves.
+    let suspending = first_child_after_running(&v1(), own, Lifecycle::Upgrading);
+    let plan = decide(
+        &resource(&v2(), Some(aborted_first(&v1()))),
+        &observe(Some(suspending), None),
+    );
+    assert_eq!(steps(&plan), vec![]);
+    assert_eq!(reasons(&plan), vec![Reason::BlueGreenTransitionWaiting]);
+
+    // A first child that never ran leaves nothing: the template as it is.
+    let never_ran = Child {
+        job_status: None,
+        ..first_child_after_running(&v1(), own, Lifecycle::Suspended)
+    };
+    let plan = decide(
+        &resource(&v2(), Some(aborted_first(&v1()))),
+        &observe(None, Some(never_ran)),
+    );
+    assert_eq!(steps(&plan), vec![Step::Create(Colour::Blue)]);
+    assert_eq!(child_spec(&plan)["job"]["initialSavepointPath"], Value::Null);
 }

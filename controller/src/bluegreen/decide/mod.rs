@@ -363,7 +363,7 @@ fn initializing(input: &Input) -> BlueGreenPlan {
     status.savepoint_trigger_id = None;
     let note = match &kept {
         Some(path) => format!(
-            "Deploying the first child {} from {path}: the job's state, kept since the aborted transition",
+            "Deploying the first child {} from {path}: the job's state, kept since the aborted attempt",
             input.child_name(Colour::Blue)
         ),
         None => format!("Deploying the first child {}", input.child_name(Colour::Blue)),
@@ -371,25 +371,26 @@ fn initializing(input: &Input) -> BlueGreenPlan {
     start(input, status, Colour::Blue, spec, vec![started(note)])
 }
 
-/// The state the next child starts from after a transition aborted with no child left
-/// running (`transitionSavepointPath`): the kept path, or the newer state a child started
-/// from it recorded when the abort suspended it. A path the user names in this edit
-/// (`initialSavepointPath` changed) wins. `Err`: why the child waits (a suspended child
-/// that ran from the kept state is still writing its own).
+/// The state the next child starts from after an abort that left no child running: the
+/// kept path (`transitionSavepointPath`), or the newer state that the aborted child recorded
+/// when the abort suspended it, if it ran from where the aborted attempt started (the kept
+/// path; for an aborted first deployment, the `initialSavepointPath` applied, or none). A
+/// path the user names in this edit (`initialSavepointPath` changed) wins. `Err`: why the
+/// child waits (a suspended child that ran the job is still writing its own state).
 fn kept_state(input: &Input) -> Result<Option<String>, String> {
-    let Some(kept) = input.before.transition_savepoint_path.clone() else {
-        return Ok(None);
-    };
+    let kept = input.before.transition_savepoint_path.clone();
     let named = input
         .template
         .job
         .as_ref()
         .and_then(|j| j.initial_savepoint_path.clone())
         .filter(|p| !p.trim().is_empty());
-    let applied = input
-        .recorded
-        .as_ref()
-        .and_then(|r| r.deployment_spec())
+    let Some(recorded) = input.recorded.as_ref() else {
+        // Nothing was ever deployed: no child ran.
+        return Ok(kept);
+    };
+    let applied = recorded
+        .deployment_spec()
         .and_then(|s| s.job.as_ref())
         .and_then(|j| j.initial_savepoint_path.clone());
     if let Some(named) = named
@@ -397,12 +398,13 @@ fn kept_state(input: &Input) -> Result<Option<String>, String> {
     {
         return Ok(Some(named));
     }
+    let from = kept.clone().or(applied);
     for colour in [Colour::Blue, Colour::Green] {
         let Some(child) = input.obs.child(colour) else {
             continue;
         };
         let job = child.spec.job.as_ref();
-        if !child.ever_ran() || job.and_then(|j| j.initial_savepoint_path.as_deref()) != Some(kept.as_str()) {
+        if !child.ever_ran() || job.and_then(|j| j.initial_savepoint_path.as_deref()) != from.as_deref() {
             continue;
         }
         let settled = matches!(
@@ -410,11 +412,17 @@ fn kept_state(input: &Input) -> Result<Option<String>, String> {
             Some(ResourceLifecycleState::Suspended | ResourceLifecycleState::Failed)
         );
         if !settled && !child.deleting {
-            return Err(format!(
-                "The next child waits for {} to be suspended: it ran from the job's state {kept} and what it \
-                 leaves is newer (delete it to start from {kept})",
-                input.child_name(colour)
-            ));
+            let child_name = input.child_name(colour);
+            return Err(match &from {
+                Some(from) => format!(
+                    "The next child waits for {child_name} to be suspended: it ran from the job's state {from} and \
+                     what it leaves is newer (delete it to start from {from})"
+                ),
+                None => format!(
+                    "The next child waits for {child_name} to be suspended: it ran the job and what it leaves is \
+                     the job's state (delete it to start without it)"
+                ),
+            });
         }
         let own = child
             .job_status
@@ -425,7 +433,7 @@ fn kept_state(input: &Input) -> Result<Option<String>, String> {
             return Ok(Some(own));
         }
     }
-    Ok(Some(kept))
+    Ok(kept)
 }
 
 fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
