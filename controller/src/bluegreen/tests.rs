@@ -1804,3 +1804,50 @@ fn an_edit_after_an_aborted_first_deployment_starts_from_the_state_its_child_lef
     assert_eq!(steps(&plan), vec![Step::Create(Colour::Blue)]);
     assert_eq!(child_spec(&plan)["job"]["initialSavepointPath"], Value::Null);
 }
+
+/// A pass created the new child from the completed transition savepoint and stopped before
+/// its status was written; the user then suspended the resource: the suspension won over
+/// the hand-over, back to the old child, and the new child ran the job beside it, with
+/// nothing to stop it (and later, resumed, the old child ran beside it).
+#[test]
+fn a_new_child_the_resource_lost_track_of_is_suspended_outside_a_transition() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let taken = Observation {
+        savepoint: Some(savepoint(SnapshotState::Completed)),
+        ..observe(Some(stable(&v1())), Some(starting(&green, None)))
+    };
+    let plan = decide(&resource(&suspended(v2()), Some(savepointing(&v2()))), &taken);
+    assert_eq!(state(&plan), Some(State::ActiveBlue));
+    assert_eq!(steps(&plan), vec![Step::Suspend(Colour::Green)]);
+    assert_eq!(reasons(&plan), vec![Reason::Suspended]);
+
+    // A pass that did not see it yet (a cache behind its creation) went back to blue: the
+    // next one sees it running beside blue and suspends it.
+    let running = observe(Some(stable(&v1())), Some(stable(&green)));
+    let active = status(State::ActiveBlue, &v2());
+    let plan = decide(&resource(&v2(), Some(active.clone())), &running);
+    assert_eq!(state(&plan), Some(State::ActiveBlue));
+    assert!(
+        steps(&plan).contains(&Step::Suspend(Colour::Green)),
+        "{:?}",
+        steps(&plan)
+    );
+
+    // One suspended already (an abort's), or being deleted, is left as it is.
+    for left in [
+        Child {
+            spec: deployment_spec(&suspended(green.clone())),
+            ..stable(&green)
+        },
+        Child {
+            deleting: true,
+            ..stable(&green)
+        },
+    ] {
+        let plan = decide(
+            &resource(&v2(), Some(active.clone())),
+            &observe(Some(stable(&v1())), Some(left)),
+        );
+        assert!(!steps(&plan).contains(&Step::Suspend(Colour::Green)));
+    }
+}

@@ -461,7 +461,41 @@ fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
             plan.actions.insert(0, write);
         }
     }
+    if plan.status.blue_green_state == Some(Stage::Active(colour).state()) {
+        stop_stray(input, colour, &mut plan);
+    }
     plan
+}
+
+/// Outside a transition, a child of the other colour that is to run the job (neither
+/// suspended nor being deleted) is suspended: the pass that created it for a transition
+/// stopped before its status was written, and the next one went back to the active child (a
+/// suspension that wins over the hand-over), or an abort did not see it (a cache behind the
+/// creation). Left alone, it would run the job beside the active child with nothing to stop
+/// it. Suspended, it is kept as an aborted transition's new child is.
+fn stop_stray(input: &Input, active: Colour, plan: &mut BlueGreenPlan) {
+    let other = active.other();
+    let Some(stray) = input.obs.live_child(other) else {
+        return;
+    };
+    let acted = plan.actions.iter().any(|a| match a {
+        Action::CreateChild { colour, .. }
+        | Action::UpdateChild { colour, .. }
+        | Action::SuspendChild { colour }
+        | Action::DeleteChild { colour } => *colour == other,
+        _ => false,
+    });
+    if is_suspended(&stray.spec) || acted {
+        return;
+    }
+    plan.actions.push(Action::SuspendChild { colour: other });
+    let note = format!(
+        "Suspending {}: it runs the job beside the active child {} outside a transition (its transition \
+         was given up before its status recorded it)",
+        input.child_name(other),
+        input.child_name(active)
+    );
+    plan.events.push(EventNote::warning(Reason::Suspended, note));
 }
 
 fn active_step(input: &Input, colour: Colour) -> BlueGreenPlan {
@@ -591,10 +625,13 @@ fn savepointing(input: &Input, from: Colour) -> BlueGreenPlan {
     };
     if is_suspended(input.template) {
         // Suspending wins over the hand-over: back to the active child, which is then
-        // suspended in place.
+        // suspended in place (and a new child a pass that stopped before its status was
+        // written created from the savepoint, with it).
         status.blue_green_state = Some(Stage::Active(from).state());
         clear_markers(&mut status);
-        return plan(status, Vec::new(), Vec::new(), input.poll());
+        let mut plan = plan(status, Vec::new(), Vec::new(), input.poll());
+        stop_stray(input, from, &mut plan);
+        return plan;
     }
     let savepoint = input.obs.savepoint_named(&name);
     let completed_path = savepoint
