@@ -73,6 +73,11 @@ pub mod annotations {
     /// On the JobManager Deployment of a rollback: the generation whose spec was rolled back
     /// (the cluster runs the last stable spec instead).
     pub const ROLLED_BACK_GENERATION: &str = "flinkdeployment.flink.apache.org/rolled-back-generation";
+    /// On the JobManager Deployment: the `reconciliationTimestamp` status held when the
+    /// operator deployed it, which tells the cluster a start deployed from the one it
+    /// replaces whatever status was written since (a generation does not: a refused spec's
+    /// status holds a later one).
+    pub const DEPLOYED_AT: &str = "flinkdeployment.flink.apache.org/deployed-at";
     /// Our addition. On a FlinkDeployment or FlinkSessionJob: the number of its current
     /// revision (the spec it runs), e.g. `"3"`.
     pub const REVISION: &str = "flink.apache.org/revision";

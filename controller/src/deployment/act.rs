@@ -83,10 +83,18 @@ pub async fn act(
             job_id,
             last_state,
             spec,
+            deployed_at_ms,
         } => {
             if *last_state {
                 remove_job_graphs(ctx, fd).await?;
             }
+            // So that a later look tells this cluster from the one it replaces.
+            let mut fd = fd.clone();
+            fd.metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert(keys::annotations::DEPLOYED_AT.to_owned(), deployed_at_ms.to_string());
+            let fd = &fd;
             match spec {
                 // A rollback: the last stable spec, under the resource's own name and owner.
                 Some(spec) => {

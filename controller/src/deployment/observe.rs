@@ -76,6 +76,7 @@ pub async fn observe(
     };
     let deployed_generation = annotation(flink_operator_api::keys::annotations::DEPLOYMENT_GENERATION);
     let rolled_back_generation = annotation(flink_operator_api::keys::annotations::ROLLED_BACK_GENERATION);
+    let deployed_at_ms = annotation(flink_operator_api::keys::annotations::DEPLOYED_AT);
     if let Some(jm) = &jm {
         let status = jm.status.clone().unwrap_or_default();
         let replicas = jm.spec.replicas.unwrap_or(1);
@@ -272,6 +273,7 @@ pub async fn observe(
         job,
         violations,
         deployed_generation,
+        deployed_at_ms,
         rolled_back_generation,
         savepoint,
         late_savepoint,

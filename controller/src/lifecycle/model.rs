@@ -535,6 +535,29 @@ fn sequences_found_failing_once_pass() {
                 (Tick(1), Ok),
             ],
         ),
+        (
+            Start {
+                resource: Resource::Application { ha: false },
+                mode: UpgradeMode::Stateless,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (Delete, Ok),
+                (Tick(1), Ok),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: false,
+                    },
+                    Crash(2),
+                ),
+                (Mode(UpgradeMode::LastState), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Mode(UpgradeMode::Savepoint), Ok),
+            ],
+        ),
     ];
     for (start, steps) in cases {
         if let Err(violation) = run(&start, &steps) {

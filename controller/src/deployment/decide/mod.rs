@@ -93,6 +93,9 @@ pub struct Observation {
     pub deployed_generation: Option<i64>,
     /// The generation whose spec the JobManager Deployment rolled back, if it is a rollback.
     pub rolled_back_generation: Option<i64>,
+    /// The `reconciliationTimestamp` of the status the JobManager Deployment was deployed
+    /// with (its annotation).
+    pub deployed_at_ms: Option<i64>,
     /// The pending savepoint (of any trigger type), polled by its recorded trigger id.
     pub savepoint: Option<SavepointPoll>,
     /// The pending manual checkpoint, polled by its recorded trigger id.
@@ -226,6 +229,9 @@ pub enum Action {
         job_id: Option<String>,
         last_state: bool,
         spec: Option<Box<FlinkDeploymentSpec>>,
+        /// The `reconciliationTimestamp` the status written before holds, for the JobManager
+        /// Deployment's annotation (see [`keys::annotations::DEPLOYED_AT`]).
+        deployed_at_ms: i64,
     },
     /// Delete the cluster (JobManager and TaskManager Deployments). `keep_ha`: its
     /// high-availability metadata stays for the next cluster (last-state); otherwise it is

@@ -105,12 +105,18 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
     // The generation the stored status was written at: the step's (a deploy's, if one was
     // sent), though the spec may have changed again since.
     let written_at = d.fd.status.as_ref().and_then(|s| s.observed_generation);
+    // Or by the time stamp status held when it was deployed: a status written since (a
+    // refused spec's) holds a later generation.
+    let stamped = (d.status.reconciliation_status.as_ref()).and_then(|rs| rs.reconciliation_timestamp);
+    let deployed_by_this_start = d.obs.deployed_at_ms.is_some() && d.obs.deployed_at_ms == stamped;
     if !suspended
         && !rolling_back
         && d.obs.cluster_exists
         && d.obs.rolled_back_generation.is_none()
         && d.obs.deployed_generation.is_some()
-        && (d.obs.deployed_generation == generation || d.obs.deployed_generation == written_at)
+        && (d.obs.deployed_generation == generation
+            || d.obs.deployed_generation == written_at
+            || deployed_by_this_start)
     {
         // Deployed before a crash kept the status from saying so (a spec changed again since
         // is a change of what runs now, its job not deleted without its state).
@@ -214,6 +220,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         job_id,
         last_state,
         spec: rolling_back.then(|| Box::new(recorded.clone())),
+        deployed_at_ms: now,
     });
     if !first {
         let what = if rolling_back {
@@ -343,8 +350,9 @@ pub(super) fn first_deployment(mut d: Decision, restore: Restore) -> Plan {
         _ => None,
     };
     let encoded = ReconciledSpec::new(d.fd.spec.clone(), true).encode().ok();
+    let now = d.obs.now_ms;
     d.status.reconciliation_status = Some(ReconciliationStatus {
-        reconciliation_timestamp: Some(d.obs.now_ms),
+        reconciliation_timestamp: Some(now),
         last_reconciled_spec: encoded,
         last_stable_spec: None,
         state: Some(ReconciliationState::Upgrading),
@@ -369,6 +377,7 @@ pub(super) fn first_deployment(mut d: Decision, restore: Restore) -> Plan {
         job_id,
         last_state: false,
         spec: None,
+        deployed_at_ms: now,
     });
     d.events.push(EventNote::normal(
         Reason::Submit,

@@ -46,6 +46,7 @@ fn obs(job_manager: JobManagerObservation, job: Option<JobObservation>) -> Obser
         job,
         violations: vec![],
         deployed_generation: None,
+        deployed_at_ms: None,
         rolled_back_generation: None,
         savepoint: None,
         late_savepoint: None,
@@ -105,6 +106,7 @@ fn a_first_deployment_is_recorded_before_it_is_created() {
                 job_id: Some("fresh".into()),
                 last_state: false,
                 spec: None,
+                deployed_at_ms: NOW,
             }
         ]
     );
@@ -169,6 +171,7 @@ fn a_crash_between_recording_and_creating_redeploys_with_the_recorded_job_id() {
             job_id: Some("fresh".into()),
             last_state: false,
             spec: None,
+            deployed_at_ms: NOW,
         }]
     );
 }
@@ -755,6 +758,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
             job_id: Some("new-job".into()),
             last_state: false,
             spec: None,
+            deployed_at_ms: NOW,
         }]
     );
     let deploying = plan.status_before.unwrap();
@@ -784,6 +788,34 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
         spec["job"]["parallelism"] = json!(7);
         with_generation(fd(spec, Some(status), true, false), 3)
     };
+    // A status written since then (a refused spec between) holds a later generation: the
+    // cluster's annotation holds the time stamp status held when it was deployed, which
+    // is recognised.
+    let mut refused_since = deploying.clone();
+    refused_since.observed_generation = Some(3);
+    let deployed_at_ms = reconciliation(&deploying).reconciliation_timestamp;
+    let plan = decide(
+        &with_generation(fd(changed("savepoint"), Some(refused_since.clone()), true, false), 4),
+        &Observation {
+            deployed_generation: Some(2),
+            deployed_at_ms,
+            ..obs(ready_jm(), running_job())
+        },
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(
+        reconciliation(&plan.status).state,
+        Some(ReconciliationState::Deployed)
+    );
+    // Without the annotation (the previous cluster's), it is the one the step deletes.
+    let plan = decide(
+        &with_generation(fd(changed("savepoint"), Some(refused_since), true, false), 4),
+        &Observation {
+            deployed_generation: Some(1),
+            ..obs(ready_jm(), running_job())
+        },
+    );
+    assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
     let plan = decide(
         &changed_again(deploying),
         &Observation {
@@ -1155,6 +1187,7 @@ fn a_last_state_upgrade_keeps_the_ha_metadata_and_the_job_id() {
             job_id: job_id.clone(),
             last_state: true,
             spec: None,
+            deployed_at_ms: NOW,
         }]
     );
     assert_eq!(plan.status_before.unwrap().job_status.unwrap().job_id, job_id);
@@ -1220,6 +1253,7 @@ fn a_change_before_the_cluster_came_up_restores_what_its_start_was_to_restore() 
             job_id,
             last_state: true,
             spec: None,
+            deployed_at_ms: NOW,
         }]
     );
 
@@ -1258,6 +1292,7 @@ fn a_change_before_the_cluster_came_up_restores_what_its_start_was_to_restore() 
             job_id,
             last_state: true,
             spec: None,
+            deployed_at_ms: NOW,
         }]
     );
 
@@ -1676,6 +1711,7 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
             job_id: Some("resumed".into()),
             last_state: false,
             spec: None,
+            deployed_at_ms: NOW,
         }]
     );
 }
@@ -2588,6 +2624,7 @@ fn a_rollback_deploys_the_last_stable_spec_from_the_ha_metadata_and_survives_a_c
             job_id: job_id.clone(),
             last_state: true,
             spec: Some(Box::new(stable)),
+            deployed_at_ms: NOW + 6 * MIN,
         }]
     );
     assert_eq!(
@@ -2739,6 +2776,7 @@ fn a_job_that_never_ran_rolls_back_to_the_state_it_was_to_start_from() {
                 job_id,
                 last_state: false,
                 spec: Some(_),
+                ..
             },
         ] => {
             assert_eq!(restore_path.as_deref(), Some("file:/sp/upgrade"));
@@ -2888,6 +2926,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
                     job_id: id,
                     restore_path: None,
                     spec: None,
+                    ..
                 },
             ] => {
                 assert_eq!(*last_state, keep_ha, "{case}");
@@ -3207,6 +3246,7 @@ mod health_check {
                         job_id: id,
                         restore_path: None,
                         spec: None,
+                        ..
                     },
                 ] => {
                     assert_eq!(*last_state, keep_ha, "{case}");

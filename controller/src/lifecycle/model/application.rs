@@ -83,6 +83,7 @@ impl Kind for FlinkDeployment {
                 job_id,
                 last_state,
                 spec,
+                deployed_at_ms,
             } => {
                 // A rollback deploys the last stable spec, under the resource's own name.
                 let deployed = spec.as_deref().unwrap_or(&read.spec);
@@ -100,6 +101,7 @@ impl Kind for FlinkDeployment {
                         stateless: recorded_stateless(written),
                         generation,
                         rolled_back_generation: spec.is_some().then_some(generation).flatten(),
+                        deployed_at_ms: *deployed_at_ms,
                         recorded: written
                             .reconciliation_status
                             .as_ref()
@@ -169,6 +171,7 @@ fn observe(world: &mut World<FlinkDeployment>, fd: &FlinkDeployment, unreachable
         job_manager_pods_left: cluster.is_some(),
         deployed_generation: deployed.and_then(|c| c.generation),
         rolled_back_generation: deployed.and_then(|c| c.rolled_back_generation),
+        deployed_at_ms: deployed.map(|c| c.deployed_at_ms),
         snapshots: world.job_snapshots(&policy, created_ms(fd)),
         revisions: Some(world.revisions.clone()),
         violations: flink_operator_api::validation::deployment::validate(

@@ -60,9 +60,11 @@ pub struct Cluster {
     /// gone (see the module doc).
     pub lost: bool,
     /// The annotations of its JobManager Deployment: the resource generation it was built
-    /// from, and the generation whose spec it rolled back.
+    /// from, the generation whose spec it rolled back, and the status time stamp it was
+    /// deployed at.
     pub generation: Option<i64>,
     pub rolled_back_generation: Option<i64>,
+    pub deployed_at_ms: i64,
     /// The spec the status recorded when it was deployed (`lastReconciledSpec`).
     pub recorded: Option<String>,
 }
@@ -78,6 +80,7 @@ pub struct Deployment {
     pub stateless: bool,
     pub generation: Option<i64>,
     pub rolled_back_generation: Option<i64>,
+    pub deployed_at_ms: i64,
     pub recorded: Option<String>,
 }
 
@@ -149,6 +152,7 @@ impl Application {
             if same {
                 cluster.generation = deployment.generation;
                 cluster.rolled_back_generation = deployment.rolled_back_generation;
+                cluster.deployed_at_ms = deployment.deployed_at_ms;
                 return effects;
             }
             effects.push(Effect::Anomaly(format!(
@@ -175,6 +179,7 @@ impl Application {
             lost: false,
             generation: deployment.generation,
             rolled_back_generation: deployment.rolled_back_generation,
+            deployed_at_ms: deployment.deployed_at_ms,
             recorded: deployment.recorded,
         });
         effects
