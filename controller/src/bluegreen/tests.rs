@@ -1851,3 +1851,27 @@ fn a_new_child_the_resource_lost_track_of_is_suspended_outside_a_transition() {
         assert!(!steps(&plan).contains(&Step::Suspend(Colour::Green)));
     }
 }
+
+/// A pass created the new child from the completed transition savepoint and stopped before
+/// its status was written; the savepoint's record then went (deleted by hand) and the step
+/// timed out: the abort went back to the old child and left the new one running beside it.
+#[test]
+fn an_abort_of_the_savepoint_step_gives_up_a_new_child_created_before_a_crash() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let past_deadline = Status {
+        abort_timestamp: Some(instant(NOW - SECOND)),
+        ..savepointing(&v2())
+    };
+    for (new, step) in [
+        (stable(&green), Step::Suspend(Colour::Green)),
+        (starting(&green, None), Step::Delete(Colour::Green)),
+    ] {
+        let plan = decide(
+            &resource(&v2(), Some(past_deadline.clone())),
+            &observe(Some(stable(&v1())), Some(new)),
+        );
+        assert_eq!(state(&plan), Some(State::ActiveBlue));
+        assert_eq!(steps(&plan), vec![step]);
+        assert_eq!(reasons(&plan)[0], Reason::BlueGreenTransitionAborted);
+    }
+}

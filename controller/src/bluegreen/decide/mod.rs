@@ -878,6 +878,14 @@ fn finished(
 /// attempt cleared (a stale one would mislead the next attempt). The spec stays recorded, so
 /// that the same spec is not tried again in a loop: an edit starts the next attempt.
 fn aborted(input: &Input, from: Colour, started: Option<(Colour, &Child)>, why: String) -> BlueGreenPlan {
+    // A new child that a pass which stopped before its status was written created (in the
+    // savepoint step) is the attempt's too: left alone, it would run beside the old child.
+    let to = from.other();
+    let started = started.or_else(|| {
+        (input.obs.live_child(to))
+            .filter(|c| !is_suspended(&c.spec))
+            .map(|c| (to, c))
+    });
     let mut status = input.before.clone();
     let survivor = input.obs.live_child(from).is_some();
     let stage = if survivor {
