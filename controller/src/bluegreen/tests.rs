@@ -1875,3 +1875,36 @@ fn an_abort_of_the_savepoint_step_gives_up_a_new_child_created_before_a_crash() 
         assert_eq!(reasons(&plan)[0], Reason::BlueGreenTransitionAborted);
     }
 }
+
+/// The state a suspended leftover recorded was copied into the status written after the
+/// leftover's deletion: an operator that stopped in between lost it, and the next pass started
+/// the first child without it.
+#[test]
+fn the_state_a_leftover_recorded_is_in_status_before_it_is_deleted() {
+    let own = "s3://savepoints/savepoint-blue-suspended";
+    for (status, leftover) in [
+        (
+            aborted_first(&v1()),
+            first_child_after_running(&v1(), own, Lifecycle::Suspended),
+        ),
+        (
+            aborted_alone(),
+            suspended_after_running(SAVEPOINT_PATH, Some(own)),
+        ),
+    ] {
+        let plan = decide(&resource(&v3(), Some(status)), &observe(Some(leftover), None));
+        assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
+        let before = plan.status_before.expect("a status written before the deletion");
+        assert_eq!(before.transition_savepoint_path.as_deref(), Some(own));
+    }
+    // Nothing taken from it: nothing to write first.
+    let plan = decide(
+        &resource(&v2(), Some(status(State::ActiveGreen, &v1()))),
+        &observe(
+            Some(starting(&suspended(v1()), Some(flink_job_state::FAILED))),
+            Some(stable(&v1())),
+        ),
+    );
+    assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
+    assert_eq!(plan.status_before, None);
+}

@@ -949,6 +949,11 @@ fn clear_leftover(
     (intended != Some(&leftover.spec)).then(|| {
         let actions = vec![Action::DeleteChild { colour }];
         let events = deletion_events(input, &actions, "a new one of its colour is started");
-        plan(status.clone(), actions, events, input.poll())
+        Plan {
+            // What the status takes from the leftover (the state it recorded) is written
+            // before it goes: a crash in between would leave that state named nowhere.
+            status_before: (status != input.before).then(|| status.clone()),
+            ..plan(status.clone(), actions, events, input.poll())
+        }
     })
 }
