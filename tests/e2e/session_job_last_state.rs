@@ -116,8 +116,7 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_job_made_last_state_in_one_edit_with_a_new_parallelism_restores_its_checkpoint()
- {
+async fn a_session_job_made_last_state_in_one_edit_with_a_new_parallelism_restores_its_checkpoint() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
     let _exclusive = cluster_harness::exclusive_operator().await;
