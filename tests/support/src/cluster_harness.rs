@@ -76,9 +76,39 @@ pub async fn webhook_changes() -> tokio::sync::MutexGuard<'static, ()> {
 }
 
 /// Serialises the tests that need the operator to themselves (one crashes it on purpose).
-pub async fn exclusive_operator() -> tokio::sync::MutexGuard<'static, ()> {
+/// How long each held it is appended to `target/e2e-serial-times.log` (scripts/test-all
+/// prints it): these tests run one after another, so their sum bounds the suite's time.
+pub async fn exclusive_operator() -> Exclusive {
     static EXCLUSIVE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    EXCLUSIVE.lock().await
+    let guard = EXCLUSIVE.lock().await;
+    Exclusive {
+        _guard: guard,
+        test: std::thread::current().name().unwrap_or("unnamed").to_owned(),
+        since: std::time::Instant::now(),
+    }
+}
+
+/// The operator held by one test (see [`exclusive_operator`]).
+pub struct Exclusive {
+    _guard: tokio::sync::MutexGuard<'static, ()>,
+    test: String,
+    since: std::time::Instant,
+}
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        use std::io::Write;
+        let path = std::path::Path::new(crate::ROOT).join("target/e2e-serial-times.log");
+        let line = format!(
+            "{:6.0} s  {}{}\n",
+            self.since.elapsed().as_secs_f64(),
+            self.test,
+            if std::thread::panicking() { " (failed)" } else { "" }
+        );
+        if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
 }
 
 /// The one namespace where the operator fetches session job jars from `file://` URIs and
