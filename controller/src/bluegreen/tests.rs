@@ -1908,3 +1908,26 @@ fn the_state_a_leftover_recorded_is_in_status_before_it_is_deleted() {
     assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
     assert_eq!(plan.status_before, None);
 }
+
+/// A pass created the first child (after an abort, or at the very first deployment) and
+/// stopped before its status was written: the next pass took that child for the aborted one
+/// and waited, for ever, for it to be suspended; it is the child that pass started.
+#[test]
+fn a_first_child_created_before_a_crash_is_started_not_waited_for() {
+    for (status, from) in [
+        (aborted_first(&v1()), None),
+        (aborted_alone(), Some(SAVEPOINT_PATH)),
+    ] {
+        let created = Child {
+            job_status: Some(JobStatus {
+                job_id: Some("e3bc32a1e3bc32a1e3bc32a1e3bc32a1".to_owned()),
+                upgrade_savepoint_path: from.map(str::to_owned),
+                ..Default::default()
+            }),
+            ..starting(&started_from(&v3(), from), None)
+        };
+        let plan = decide(&resource(&v3(), Some(status)), &observe(Some(created), None));
+        assert_eq!(state(&plan), Some(State::TransitioningToBlue), "from {from:?}");
+        assert_eq!(steps(&plan), vec![Step::Create(Colour::Blue)], "from {from:?}");
+    }
+}

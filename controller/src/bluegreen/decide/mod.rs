@@ -404,7 +404,13 @@ fn kept_state(input: &Input) -> Result<Option<String>, String> {
             continue;
         };
         let job = child.spec.job.as_ref();
-        if !child.ever_ran() || job.and_then(|j| j.initial_savepoint_path.as_deref()) != from.as_deref() {
+        // One the abort suspended (not the next child, created by a pass that stopped before
+        // its status was written: that one is kept and its start recorded).
+        let aborted = is_suspended(&child.spec) || child.deleting;
+        if !aborted
+            || !child.ever_ran()
+            || job.and_then(|j| j.initial_savepoint_path.as_deref()) != from.as_deref()
+        {
             continue;
         }
         let settled = matches!(
