@@ -1931,3 +1931,41 @@ fn a_first_child_created_before_a_crash_is_started_not_waited_for() {
         assert_eq!(steps(&plan), vec![Step::Create(Colour::Blue)], "from {from:?}");
     }
 }
+
+/// A pass created the first child and stopped before its status was written; the user then
+/// suspended the resource: it recorded the suspension and left that child running the job,
+/// untracked (a resume then started another first child beside it).
+#[test]
+fn a_first_child_created_before_a_crash_is_suspended_with_the_resource() {
+    let created = starting(&v1(), Some(flink_job_state::RUNNING));
+    let plan = decide(
+        &resource(&suspended(v1()), None),
+        &observe(Some(created.clone()), None),
+    );
+    assert_eq!(state(&plan), Some(State::InitializingBlue));
+    assert_eq!(steps(&plan), vec![Step::Suspend(Colour::Blue)]);
+    assert_eq!(reasons(&plan), vec![Reason::Suspended]);
+    // Resumed: the next first child starts from the state that child left.
+    let own = "s3://savepoints/savepoint-blue-suspended";
+    let plan = decide(
+        &resource(&v1(), Some(plan.status)),
+        &observe(
+            Some(first_child_after_running(&v1(), own, Lifecycle::Suspended)),
+            None,
+        ),
+    );
+    assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
+    assert_eq!(plan.status.transition_savepoint_path.as_deref(), Some(own));
+    // Suspended already: nothing more.
+    let plan = decide(
+        &resource(&suspended(v1()), None),
+        &observe(
+            Some(Child {
+                spec: deployment_spec(&suspended(v1())),
+                ..created
+            }),
+            None,
+        ),
+    );
+    assert_eq!(steps(&plan), vec![]);
+}

@@ -332,7 +332,15 @@ fn initializing(input: &Input) -> BlueGreenPlan {
     status.blue_green_state = Some(Stage::Initializing.state());
     if is_suspended(input.template) {
         status.job_status = Some(job_state(flink_job_state::SUSPENDED));
-        return plan(status, Vec::new(), Vec::new(), Next::Steady);
+        let mut plan = plan(status, Vec::new(), Vec::new(), Next::Steady);
+        // A first child that a pass which stopped before its status was written created is
+        // suspended with the resource (its state kept for the resume, as an abort keeps it).
+        for colour in [Colour::Blue, Colour::Green] {
+            let why = "the resource is suspended and no child is active (it was started by a pass that \
+                       stopped before its status recorded it)";
+            suspend_stray(input, colour, why, &mut plan);
+        }
+        return plan;
     }
     if input.recorded.is_some() && input.diff() == SpecDiff::Ignore {
         // The first child failed with this very spec: an edit of the spec tries again.
@@ -385,14 +393,15 @@ fn kept_state(input: &Input) -> Result<Option<String>, String> {
         .as_ref()
         .and_then(|j| j.initial_savepoint_path.clone())
         .filter(|p| !p.trim().is_empty());
-    let Some(recorded) = input.recorded.as_ref() else {
-        // Nothing was ever deployed: no child ran.
-        return Ok(kept);
+    // With no spec applied yet, a child was created by a pass that stopped before its status
+    // was written, from the template.
+    let applied = match input.recorded.as_ref() {
+        Some(recorded) => recorded
+            .deployment_spec()
+            .and_then(|s| s.job.as_ref())
+            .and_then(|j| j.initial_savepoint_path.clone()),
+        None => named.clone(),
     };
-    let applied = recorded
-        .deployment_spec()
-        .and_then(|s| s.job.as_ref())
-        .and_then(|j| j.initial_savepoint_path.clone());
     if let Some(named) = named
         && applied.as_deref() != Some(named.as_str())
     {
@@ -480,27 +489,32 @@ fn active(input: &Input, colour: Colour) -> BlueGreenPlan {
 /// creation). Left alone, it would run the job beside the active child with nothing to stop
 /// it. Suspended, it is kept as an aborted transition's new child is.
 fn stop_stray(input: &Input, active: Colour, plan: &mut BlueGreenPlan) {
-    let other = active.other();
-    let Some(stray) = input.obs.live_child(other) else {
+    let why = format!(
+        "it runs the job beside the active child {} outside a transition (its transition was given up \
+         before its status recorded it)",
+        input.child_name(active)
+    );
+    suspend_stray(input, active.other(), &why, plan);
+}
+
+/// Suspends the child of `colour` if it is to run the job (neither suspended nor being
+/// deleted) and `plan` does nothing else to it, with a warning Event saying `why`.
+fn suspend_stray(input: &Input, colour: Colour, why: &str, plan: &mut BlueGreenPlan) {
+    let Some(stray) = input.obs.live_child(colour) else {
         return;
     };
     let acted = plan.actions.iter().any(|a| match a {
-        Action::CreateChild { colour, .. }
-        | Action::UpdateChild { colour, .. }
-        | Action::SuspendChild { colour }
-        | Action::DeleteChild { colour } => *colour == other,
+        Action::CreateChild { colour: c, .. }
+        | Action::UpdateChild { colour: c, .. }
+        | Action::SuspendChild { colour: c }
+        | Action::DeleteChild { colour: c } => *c == colour,
         _ => false,
     });
     if is_suspended(&stray.spec) || acted {
         return;
     }
-    plan.actions.push(Action::SuspendChild { colour: other });
-    let note = format!(
-        "Suspending {}: it runs the job beside the active child {} outside a transition (its transition \
-         was given up before its status recorded it)",
-        input.child_name(other),
-        input.child_name(active)
-    );
+    plan.actions.push(Action::SuspendChild { colour });
+    let note = format!("Suspending {}: {why}", input.child_name(colour));
     plan.events.push(EventNote::warning(Reason::Suspended, note));
 }
 
