@@ -558,6 +558,61 @@ fn sequences_found_failing_once_pass() {
                 (Mode(UpgradeMode::Savepoint), Ok),
             ],
         ),
+        (
+            last_state_ha.clone(),
+            vec![
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (SavepointNonce, Ok),
+                (Tick(1), Ok),
+                (Parallelism(2), Ok),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: false,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Ok),
+                (CheckpointNonce, Ok),
+                (Tick(1), Ok),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: false,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Unreachable),
+                (JobFails, Ok),
+                (Tick(1), Ok),
+                (ForgetEndedJobs, Ok),
+                (Delete, Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+            ],
+        ),
+        (
+            Start {
+                resource: Resource::SessionJob,
+                mode: UpgradeMode::Savepoint,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Suspend, Ok),
+                (Tick(1), Ok),
+                (Resume, Ok),
+                (CheckpointNonce, Ok),
+                (Tick(1), Unreachable),
+                (JobFails, Ok),
+                (ForgetEndedJobs, Ok),
+                (Delete, Ok),
+            ],
+        ),
     ];
     for (start, steps) in cases {
         if let Err(violation) = run(&start, &steps) {

@@ -6,13 +6,15 @@
 //! never acted on twice; later reconciles poll it, so nothing waits on Flink. A spec
 //! change waits for a pending snapshot: ending the job would lose what the user asked for.
 
-use flink_operator_api::common::{Checkpoint, JobSpec, JobStatus, Savepoint, SnapshotTriggerType};
+use flink_operator_api::common::{
+    Checkpoint, JobSpec, JobStatus, Savepoint, SnapshotTriggerType, flink_job_state,
+};
 
 use super::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
     poll::SavepointPoll,
     protected::{Protected, not_disposed, still_needed},
-    savepoint_history,
+    restore, savepoint_history,
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
     spec::JobSpecOf,
 };
@@ -168,14 +170,25 @@ fn settle_one<A: From<JobAction>>(
                     ));
                 }
                 Snapshot::Checkpoint => {
-                    job.checkpoint_info
-                        .get_or_insert_with(Default::default)
-                        .last_checkpoint = Some(Checkpoint {
-                        time_stamp: Some(facts.now_ms),
-                        trigger_type: Some(SnapshotTriggerType::Manual),
-                        trigger_nonce: nonces.checkpoint_trigger_nonce,
-                        ..Default::default()
-                    });
+                    // The entry is also where a checkpoint recorded for a restore keeps its
+                    // time (`restore::record`), by which it ranks against a savepoint; the
+                    // manual entry would drop it. A job that ended has nothing newer than
+                    // the checkpoint recorded at its end (this one completed before it), so
+                    // that entry stays; the Event says the manual one completed.
+                    let ended = (job.state.as_deref()).is_some_and(flink_job_state::is_globally_terminal);
+                    let keeps_record = ended
+                        && restore::recorded(job)
+                            .is_some_and(|r| r.kind == restore::Kind::Checkpoint && r.timestamp_ms.is_some());
+                    if !keeps_record {
+                        job.checkpoint_info
+                            .get_or_insert_with(Default::default)
+                            .last_checkpoint = Some(Checkpoint {
+                            time_stamp: Some(facts.now_ms),
+                            trigger_type: Some(SnapshotTriggerType::Manual),
+                            trigger_nonce: nonces.checkpoint_trigger_nonce,
+                            ..Default::default()
+                        });
+                    }
                     out.event(EventNote::normal(
                         Reason::CheckpointCompleted,
                         format!("The manual checkpoint {result} of job {job_id} completed"),

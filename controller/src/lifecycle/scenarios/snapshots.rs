@@ -210,6 +210,49 @@ fn a_spec_change_waits_for_a_pending_manual_savepoint_then_goes_ahead_in_the_sam
 }
 
 #[test]
+fn a_manual_checkpoint_polled_as_its_job_fails_keeps_the_time_of_the_checkpoint_recorded_at_the_failure() {
+    // The job failed with a manual checkpoint under way, seen completed in the same look as
+    // the failure: the failure records Flink's latest checkpoint with its time, which the
+    // manual checkpoint's entry must not drop, else an older savepoint would outrank it at
+    // a later restore or deletion that only has status to go by.
+    both(|kind, decide| {
+        let job = job_spec(UpgradeMode::Savepoint);
+        let stored = started(&job, &json!({}), kind).with_job(|job| {
+            job.savepoint_info = Some(flink_operator_api::common::SavepointInfo {
+                last_savepoint: Some(Savepoint {
+                    time_stamp: Some(NOW - 10 * MIN),
+                    location: Some("file:/sp/older".into()),
+                    trigger_type: Some(SnapshotTriggerType::Manual),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        });
+        let asked = with(job.clone(), "checkpointTriggerNonce", json!(1));
+        let (_, triggered) = decide(&asked, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let failed = Look {
+            checkpoint: Some(SavepointPoll::Completed("7".into())),
+            trigger_id: "trigger-2",
+            latest_checkpoint: Some(MIN),
+            ..look("FAILED")
+        };
+        let (outcome, _) = decide(&asked, &json!({}), Some(&triggered), &failed, false);
+        assert!(
+            outcome.reasons().contains(&Reason::CheckpointCompleted),
+            "{kind}: {outcome:?}"
+        );
+        let recorded = crate::lifecycle::restore::recorded(&outcome.job_status);
+        assert_eq!(
+            recorded.as_ref().map(|r| (r.path.as_str(), r.timestamp_ms)),
+            Some((CHECKPOINT, Some(NOW - MIN))),
+            "{kind}: {outcome:?}"
+        );
+        let newest = crate::lifecycle::restore::newest(&outcome.job_status, None);
+        assert_eq!(newest.map(|s| s.path).as_deref(), Some(CHECKPOINT), "{kind}");
+    });
+}
+
+#[test]
 fn periodic_savepoints_fall_due_an_interval_apart_and_join_the_history() {
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
