@@ -424,6 +424,16 @@ pub fn revision_state<'a, K: JobKind<'a>>(k: &K) -> Option<RestorableState> {
     if !runs_version(k.spec, target) {
         return None;
     }
+    // Once the revision's spec is recorded to run (the rollback committed), its job starts
+    // from that state: a later change (a suspension before the rolled-back job was seen
+    // running, say) ends that job as its upgrade mode says, keeping what it did since, and
+    // does not go back to the revision's state again. A suspended recorded spec has not run
+    // the revision yet: its resume restores the revision's state.
+    let committed = applied_spec::<K::Spec>(k.status.reconciliation())
+        .is_some_and(|recorded| runs_version(&recorded, target) && !spec::is_suspended(&recorded));
+    if committed {
+        return None;
+    }
     let snapshot = k
         .facts
         .snapshots

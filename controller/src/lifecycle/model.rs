@@ -613,6 +613,35 @@ fn sequences_found_failing_once_pass() {
                 (Delete, Ok),
             ],
         ),
+        (
+            Start {
+                mode: UpgradeMode::Savepoint,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (Tick(1), Ok),
+                (Parallelism(3), Ok),
+                (Tick(1), Ok),
+                (Parallelism(2), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Mode(UpgradeMode::Savepoint), Ok),
+                (RollBack { n: 153, restore: true }, Ok),
+                (JobFails, Ok),
+                (Suspend, Ok),
+                (Tick(1), Ok),
+                (Tick(1), Unreachable),
+                (Tick(1), Crash(0)),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: false,
+                    },
+                    Ok,
+                ),
+            ],
+        ),
     ];
     for (start, steps) in cases {
         if let Err(violation) = run(&start, &steps) {

@@ -969,3 +969,44 @@ fn a_suspended_job_rolled_back_to_its_revisions_state_resumes_from_it() {
         );
     });
 }
+
+/// A rollback that restored its revision's state has started its job from it: a suspension
+/// before that job was seen stable ends the job as its upgrade mode says and resumes from
+/// what it left, not from the revision's state again (the job may have checkpointed since).
+#[test]
+fn a_suspension_after_a_rollback_restored_its_revisions_state_keeps_what_the_rolled_back_job_did() {
+    both(|kind, decide| {
+        let (mut world, outcome, rolling) = restoring_revision_1(kind, decide, savepoint_job(4));
+        world.apply(&outcome);
+        let (_, committed) = upgrade(decide, &world, &rolling, "file:/sp/rollback");
+        assert_eq!(
+            job_status_of(&committed).upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/old"),
+            "{kind}"
+        );
+        // The rolled-back job runs, not yet seen stable: the rollback is still under way.
+        let mut running = started(&world.job, &world.config, kind);
+        match (&mut running, &committed) {
+            (Status::Application(r), Status::Application(c)) => r.revision = c.revision.clone(),
+            (Status::SessionJob(r), Status::SessionJob(c)) => r.revision = c.revision.clone(),
+            _ => unreachable!(),
+        }
+        assert_eq!(
+            rollback_phase(&running),
+            Some(RollbackPhase::RollingBack),
+            "{kind}"
+        );
+        world.change(with(world.job.clone(), "state", json!("suspended")));
+        let (outcome, suspended) = upgrade(decide, &world, &running, "file:/sp/suspend");
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/suspend"),
+            "{kind}: {outcome:?}"
+        );
+        assert_eq!(
+            job_status_of(&suspended).upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/suspend"),
+            "{kind}"
+        );
+    });
+}
