@@ -369,6 +369,8 @@ fn happen<K: Kind>(
                 && let Some(state) = world.request_rollback(*n, *restore)
             {
                 lineage.rollback_state = Some(state);
+                lineage.rollback_taken = false;
+                lineage.rollback_asked_ms = world.flink.now_ms;
             }
         }
     }
@@ -626,7 +628,13 @@ fn sequences_found_failing_once_pass() {
                 (Tick(1), Ok),
                 (Tick(1), Ok),
                 (Mode(UpgradeMode::Savepoint), Ok),
-                (RollBack { n: 153, restore: true }, Ok),
+                (
+                    RollBack {
+                        n: 153,
+                        restore: true,
+                    },
+                    Ok,
+                ),
                 (JobFails, Ok),
                 (Suspend, Ok),
                 (Tick(1), Ok),
@@ -640,6 +648,91 @@ fn sequences_found_failing_once_pass() {
                     },
                     Ok,
                 ),
+            ],
+        ),
+        (
+            Start {
+                mode: UpgradeMode::Stateless,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (Delete, Ok),
+                (Tick(1), Ok),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: false,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Ok),
+                (Parallelism(2), Ok),
+                (Suspend, Ok),
+                (Tick(1), Ok),
+                (
+                    RollBack {
+                        n: 54,
+                        restore: false,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (RollBack { n: 3, restore: true }, Ok),
+                (Resume, Ok),
+                (CheckpointNonce, Ok),
+                (Tick(1), Crash(2)),
+                (Tick(1), Ok),
+                (JobFails, Ok),
+            ],
+        ),
+        (
+            Start {
+                mode: UpgradeMode::Savepoint,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (Tick(1), Ok),
+                (Suspend, Ok),
+                (Mode(UpgradeMode::LastState), Ok),
+                (RollBack { n: 6, restore: false }, Ok),
+                (Parallelism(2), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: false,
+                    },
+                    Ok,
+                ),
+                (RollBack { n: 0, restore: false }, Ok),
+                (Parallelism(2), Ok),
+                (
+                    RollBack {
+                        n: 145,
+                        restore: true,
+                    },
+                    Ok,
+                ),
+                (Parallelism(1), Ok),
+                (Resume, Ok),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: false,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
             ],
         ),
     ];

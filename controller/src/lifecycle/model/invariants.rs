@@ -47,6 +47,9 @@ pub struct Lineage {
     pub rollback_state: Option<String>,
     /// That rollback was committed (its state is the floor, the jobs it ends dropped).
     pub rollback_taken: bool,
+    /// When it was asked for: a rollback under way that started before (another request's,
+    /// still finishing when this one was made) is not its commit.
+    pub rollback_asked_ms: i64,
 }
 
 impl Lineage {
@@ -101,7 +104,11 @@ impl Lineage {
         let under_way = (world.object().and_then(|o| o.status()))
             .and_then(|s| s.revision())
             .and_then(|r| r.rollback.as_ref())
-            .is_some_and(|r| r.phase == Some(flink_operator_api::RollbackPhase::RollingBack));
+            .is_some_and(|r| {
+                r.phase == Some(flink_operator_api::RollbackPhase::RollingBack)
+                    && r.restore_path.as_ref() == Some(&state)
+                    && r.timestamp.is_some_and(|t| t >= self.rollback_asked_ms)
+            });
         if !under_way || !upgrading {
             return false;
         }
