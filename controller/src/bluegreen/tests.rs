@@ -1969,3 +1969,31 @@ fn a_first_child_created_before_a_crash_is_suspended_with_the_resource() {
     );
     assert_eq!(steps(&plan), vec![]);
 }
+
+/// A pass created the new child from the transition savepoint and stopped before its status
+/// was written; the savepoint's FlinkStateSnapshot was then deleted, so the step took another:
+/// the new child, found there, was taken as started from it (a 409), and ran from the older
+/// one while the status named the newer.
+#[test]
+fn a_new_child_created_from_another_savepoint_is_replaced_by_one_from_the_transition_savepoint() {
+    let older = "s3://savepoints/savepoint-older";
+    let taken = |green: Option<Child>| Observation {
+        savepoint: Some(savepoint(SnapshotState::Completed)),
+        ..observe(Some(stable(&v1())), green)
+    };
+    let from_older = starting(&started_from(&v2(), Some(older)), Some(flink_job_state::RUNNING));
+    let plan = decide(
+        &resource(&v2(), Some(savepointing(&v2()))),
+        &taken(Some(from_older)),
+    );
+    assert_eq!(state(&plan), Some(State::SavepointingBlue));
+    assert_eq!(steps(&plan), vec![Step::Delete(Colour::Green)]);
+    let plan = decide(&resource(&v2(), Some(savepointing(&v2()))), &taken(None));
+    assert_eq!(steps(&plan), vec![Step::Create(Colour::Green)]);
+    assert_eq!(plan.actions[0].initial_savepoint_path(), Some(SAVEPOINT_PATH));
+    // One created from this very savepoint (the same step before a crash) is kept.
+    let from_it = starting(&started_from(&v2(), Some(SAVEPOINT_PATH)), None);
+    let plan = decide(&resource(&v2(), Some(savepointing(&v2()))), &taken(Some(from_it)));
+    assert_eq!(state(&plan), Some(State::TransitioningToGreen));
+    assert_eq!(steps(&plan), vec![Step::Create(Colour::Green)]);
+}

@@ -673,6 +673,12 @@ fn savepointing(input: &Input, from: Colour) -> BlueGreenPlan {
             EventNote::normal(Reason::SavepointCompleted, taken),
             EventNote::normal(Reason::BlueGreenChildCreated, created),
         ];
+        // A new child created from another savepoint is deleted first: a pass that created
+        // it stopped before its status was written, and that savepoint's record was deleted
+        // since, so that this one was taken again; kept, it would run from the older one.
+        if let Some(waiting) = clear_leftover(input, &status, to, Some(&spec)) {
+            return waiting;
+        }
         // Kept until the new child is stable: an abort that leaves no child running starts
         // the next one from it.
         status.transition_savepoint_path = Some(path);
