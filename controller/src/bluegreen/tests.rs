@@ -1997,3 +1997,30 @@ fn a_new_child_created_from_another_savepoint_is_replaced_by_one_from_the_transi
     assert_eq!(state(&plan), Some(State::TransitioningToGreen));
     assert_eq!(steps(&plan), vec![Step::Create(Colour::Green)]);
 }
+
+/// A redeploy during the first child's start (after an abort that kept the job's state) gave
+/// the incoming child the path it names; that child ran, was aborted and suspended: the next
+/// edit did not take it for the aborted attempt's child (it had not started from the kept
+/// path) and started the next first child from the kept path, dropping what it had left.
+#[test]
+fn a_child_a_redeploy_restarted_leaves_its_state_to_the_next_first_child() {
+    let named = "s3://savepoints/named";
+    let own = "s3://savepoints/savepoint-blue-suspended";
+    let redeployed = with(
+        with(v2(), &["job", "savepointRedeployNonce"], json!(1)),
+        &["job", "initialSavepointPath"],
+        json!(named),
+    );
+    let aborted = Status {
+        transition_savepoint_path: Some(SAVEPOINT_PATH.to_owned()),
+        error: Some("Transition aborted".to_owned()),
+        ..status(State::InitializingBlue, &redeployed)
+    };
+    let edited = with(redeployed.clone(), &["image"], json!("flink:2.2"));
+    let plan = decide(
+        &resource(&edited, Some(aborted)),
+        &observe(Some(suspended_after_running(named, Some(own))), None),
+    );
+    assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
+    assert_eq!(plan.status.transition_savepoint_path.as_deref(), Some(own));
+}

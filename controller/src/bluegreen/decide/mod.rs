@@ -382,7 +382,8 @@ fn initializing(input: &Input) -> BlueGreenPlan {
 /// The state the next child starts from after an abort that left no child running: the
 /// kept path (`transitionSavepointPath`), or the newer state that the aborted child recorded
 /// when the abort suspended it, if it ran from where the aborted attempt started (the kept
-/// path; for an aborted first deployment, the `initialSavepointPath` applied, or none). A
+/// path, or the `initialSavepointPath` applied, which a redeploy during the transition sets,
+/// or none for a first deployment from nothing). A
 /// path the user names in this edit (`initialSavepointPath` changed) wins. `Err`: why the
 /// child waits (a suspended child that ran the job is still writing its own state).
 fn kept_state(input: &Input) -> Result<Option<String>, String> {
@@ -407,19 +408,26 @@ fn kept_state(input: &Input) -> Result<Option<String>, String> {
     {
         return Ok(Some(named));
     }
-    let from = kept.clone().or(applied);
+    // Where the aborted attempt's child started: the kept path, or what the spec applied
+    // named (a redeploy during the transition changes it), or, for a first deployment from
+    // nothing, nothing.
+    let starts = [kept.clone(), applied.clone()];
+    let started_there = |from: Option<&str>| {
+        (starts.iter()).any(|s| s.as_deref() == from) && (from.is_some() || kept.is_none())
+    };
     for colour in [Colour::Blue, Colour::Green] {
         let Some(child) = input.obs.child(colour) else {
             continue;
         };
-        let job = child.spec.job.as_ref();
+        let from = child
+            .spec
+            .job
+            .as_ref()
+            .and_then(|j| j.initial_savepoint_path.clone());
         // One the abort suspended (not the next child, created by a pass that stopped before
         // its status was written: that one is kept and its start recorded).
         let aborted = is_suspended(&child.spec) || child.deleting;
-        if !aborted
-            || !child.ever_ran()
-            || job.and_then(|j| j.initial_savepoint_path.as_deref()) != from.as_deref()
-        {
+        if !aborted || !child.ever_ran() || !started_there(from.as_deref()) {
             continue;
         }
         let settled = matches!(
