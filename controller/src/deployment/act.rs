@@ -93,7 +93,10 @@ pub async fn act(
             fd.metadata
                 .annotations
                 .get_or_insert_with(Default::default)
-                .insert(keys::annotations::DEPLOYED_AT.to_owned(), deployed_at_ms.to_string());
+                .insert(
+                    keys::annotations::DEPLOYED_AT.to_owned(),
+                    deployed_at_ms.to_string(),
+                );
             let fd = &fd;
             match spec {
                 // A rollback: the last stable spec, under the resource's own name and owner.

@@ -406,7 +406,9 @@ pub fn build(
     {
         jm_meta["annotations"][keys::annotations::ROLLED_BACK_GENERATION] = json!(rolled_back);
     }
-    if let Some(at) = (deployment.metadata.annotations.as_ref()).and_then(|a| a.get(keys::annotations::DEPLOYED_AT)) {
+    if let Some(at) =
+        (deployment.metadata.annotations.as_ref()).and_then(|a| a.get(keys::annotations::DEPLOYED_AT))
+    {
         jm_meta["annotations"][keys::annotations::DEPLOYED_AT] = json!(at);
     }
     let job_manager = typed::<Deployment>(

@@ -795,7 +795,10 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     refused_since.observed_generation = Some(3);
     let deployed_at_ms = reconciliation(&deploying).reconciliation_timestamp;
     let plan = decide(
-        &with_generation(fd(changed("savepoint"), Some(refused_since.clone()), true, false), 4),
+        &with_generation(
+            fd(changed("savepoint"), Some(refused_since.clone()), true, false),
+            4,
+        ),
         &Observation {
             deployed_generation: Some(2),
             deployed_at_ms,
@@ -1472,7 +1475,10 @@ fn a_last_state_start_whose_ha_metadata_lost_its_checkpoint_restores_the_reporte
     // the cluster is not deleted until it answers.
     let plan = decide(
         &at(new.clone(), committed.clone(), 2),
-        &emptied(obs(ready_jm(), Some(JobObservation::Unreachable("timed out".into())))),
+        &emptied(obs(
+            ready_jm(),
+            Some(JobObservation::Unreachable("timed out".into())),
+        )),
     );
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     assert_eq!(plan.requeue, FAST);
