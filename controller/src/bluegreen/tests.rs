@@ -2024,3 +2024,36 @@ fn a_child_a_redeploy_restarted_leaves_its_state_to_the_next_first_child() {
     assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
     assert_eq!(plan.status.transition_savepoint_path.as_deref(), Some(own));
 }
+
+/// A savepoint redeploy made while a suspension waited for a transition to end (or one that
+/// was aborted) left its nonce in the template; the active child, suspended in place then,
+/// was given that nonce, new to it, and its own loop took it for a redeploy of its own: it
+/// dropped its job without a savepoint and recorded the initialSavepointPath it was started
+/// from, so the resume went back there.
+#[test]
+fn an_update_in_place_keeps_the_active_childs_own_redeploy_nonce() {
+    let redeployed = with(
+        with(v1(), &["job", "savepointRedeployNonce"], json!(3)),
+        &["job", "initialSavepointPath"],
+        json!("s3://savepoints/named"),
+    );
+    let running = started_from(&v1(), Some(SAVEPOINT_PATH));
+    for (own, expected) in [(None, Value::Null), (Some(1), json!(1))] {
+        let mut child = stable(&running);
+        if let Some(job) = child.spec.job.as_mut() {
+            job.savepoint_redeploy_nonce = own;
+        }
+        let plan = decide(
+            &resource(
+                &suspended(redeployed.clone()),
+                Some(status(State::ActiveGreen, &redeployed)),
+            ),
+            &observe(None, Some(child)),
+        );
+        assert_eq!(steps(&plan), vec![Step::Update(Colour::Green)]);
+        let spec = child_spec(&plan);
+        assert_eq!(spec["job"]["savepointRedeployNonce"], expected, "own {own:?}");
+        assert_eq!(spec["job"]["initialSavepointPath"], json!(SAVEPOINT_PATH));
+        assert_eq!(spec["job"]["state"], json!("suspended"));
+    }
+}

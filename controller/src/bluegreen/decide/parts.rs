@@ -73,10 +73,12 @@ pub(super) fn updated_spec(
     let job = child.spec.job.as_ref();
     let started_from = job.and_then(|j| j.initial_savepoint_path.clone());
     let mut spec = with_initial_savepoint(template, started_from);
-    // A redeploy nonce the child was given (an abort's redeploy of the survivor) stays: set
-    // back, the child would take it for a new redeploy.
-    if let (Some(own), Some(updated)) = (job.and_then(|j| j.savepoint_redeploy_nonce), spec.job.as_mut()) {
-        updated.savepoint_redeploy_nonce = Some(own.max(updated.savepoint_redeploy_nonce.unwrap_or(own)));
+    // The child's redeploy nonce stays its own (one an abort's redeploy of the survivor gave
+    // it, or none): the template's, from a redeploy that went to another child, would be new
+    // to it, and it would take it for a redeploy of its own, restarting from the
+    // initialSavepointPath it was started from (or refusing the change when it has none).
+    if let Some(updated) = spec.job.as_mut() {
+        updated.savepoint_redeploy_nonce = job.and_then(|j| j.savepoint_redeploy_nonce);
     }
     spec
 }
