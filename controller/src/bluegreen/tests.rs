@@ -2057,3 +2057,25 @@ fn an_update_in_place_keeps_the_active_childs_own_redeploy_nonce() {
         assert_eq!(spec["job"]["state"], json!("suspended"));
     }
 }
+
+/// After an aborted first deployment, an edit started a new first child and the operator
+/// stopped before its status was written; the user then set the spec back to the one the
+/// aborted child had: the resource took it for that spec, waited for an edit, and left the new
+/// child running the job untracked.
+#[test]
+fn a_first_child_created_before_a_crash_for_a_spec_edited_back_is_suspended() {
+    let created = starting(&v2(), Some(flink_job_state::RUNNING));
+    let plan = decide(
+        &resource(&v1(), Some(aborted_first(&v1()))),
+        &observe(Some(created), None),
+    );
+    assert_eq!(state(&plan), Some(State::InitializingBlue));
+    assert_eq!(steps(&plan), vec![Step::Suspend(Colour::Blue)]);
+    // The aborted child itself, suspended by the abort: nothing to do.
+    let aborted = starting(&suspended(v1()), Some(flink_job_state::FAILED));
+    let plan = decide(
+        &resource(&v1(), Some(aborted_first(&v1()))),
+        &observe(Some(aborted), None),
+    );
+    assert_eq!(steps(&plan), vec![]);
+}

@@ -343,8 +343,30 @@ fn initializing(input: &Input) -> BlueGreenPlan {
         return plan;
     }
     if input.recorded.is_some() && input.diff() == SpecDiff::Ignore {
-        // The first child failed with this very spec: an edit of the spec tries again.
-        return plan(status, Vec::new(), Vec::new(), Next::Steady);
+        // The first child failed with this very spec: an edit of the spec tries again. A
+        // child that a pass which stopped before its status was written created for another
+        // spec (edited back since) is suspended meanwhile.
+        let mut plan = plan(status, Vec::new(), Vec::new(), Next::Steady);
+        let recorded = input.recorded.as_ref().and_then(|r| r.deployment_spec());
+        for colour in [Colour::Blue, Colour::Green] {
+            // Its template, but for the state it starts from and its desired state.
+            let bare = |spec: &FlinkDeploymentSpec| {
+                let mut spec = with_initial_savepoint(spec, None);
+                if let Some(job) = spec.job.as_mut() {
+                    job.state = None;
+                }
+                spec
+            };
+            let other_spec = (input.obs.live_child(colour))
+                .zip(recorded)
+                .is_some_and(|(child, recorded)| bare(&template_of(child, colour)) != bare(recorded));
+            if other_spec {
+                let why = "no child is active: the first one was aborted with this very spec (this one, \
+                           for another, was started by a pass that stopped before its status recorded it)";
+                suspend_stray(input, colour, why, &mut plan);
+            }
+        }
+        return plan;
     }
     let kept = match kept_state(input) {
         Ok(kept) => kept,
