@@ -94,6 +94,9 @@ pub mod annotations {
     /// Our addition. On a revision (ControllerRevision): the savepoint or checkpoint path the
     /// job was started from when the revision was last applied (absent: no state).
     pub const REVISION_STARTED_FROM: &str = "flink.apache.org/revision-started-from";
+    /// Our addition. On a revision (ControllerRevision): when that state was taken (RFC 3339;
+    /// absent: not known), so that a rollback restoring it ranks it by its age.
+    pub const REVISION_STARTED_FROM_TIME: &str = "flink.apache.org/revision-started-from-time";
     /// Our addition. On a revision (ControllerRevision): when it was last applied (RFC 3339).
     pub const REVISION_APPLIED_AT: &str = "flink.apache.org/revision-applied-at";
     /// Our addition. On a FlinkStateSnapshot that records an existing savepoint

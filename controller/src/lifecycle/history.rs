@@ -34,7 +34,7 @@ use serde_json::Value;
 use super::{
     FAST, JobAction, LifecycleStatus, Plan,
     machine::JobKind,
-    restore::{Kind, RestorableState},
+    restore::{self, Kind, RestorableState},
     revisions::{self, Revision, RevisionStep, RollbackDecision},
     spec::{self, JobSpecOf},
     stop,
@@ -246,12 +246,10 @@ pub fn follow<'a, K: JobKind<'a>>(k: &K, plan: &mut Plan<K::Status, K::Action>) 
         return;
     };
     let applied = serde_json::to_value(&applied).unwrap_or(Value::Null);
-    let started_from = plan
-        .status
-        .job_status()
-        .and_then(|j| j.upgrade_savepoint_path.clone());
+    let started_from = plan.status.job_status().and_then(restore::recorded);
     let name = k.meta.name.clone().unwrap_or_default();
-    let step = revisions::record(&name, kept, &applied, started_from.as_deref(), facts.now_ms);
+    let started_from = started_from.as_ref().map(|s| (s.path.as_str(), s.timestamp_ms));
+    let step = revisions::record(&name, kept, &applied, started_from, facts.now_ms);
     let current = step.current().clone();
     let after = after_step(kept, &step);
     let last_stable = plan
@@ -352,11 +350,12 @@ fn follow_rollback<'a, K: JobKind<'a>>(
     };
     let from = rollback.from.unwrap_or_default();
     let to = rollback.to.unwrap_or_default();
-    let requested = k
-        .meta
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(annotations::ROLLBACK_TO_REVISION));
+    // Only a request for this very rollback keeps it going while the spec runs something
+    // else (its spec write is then made again); a request for another revision, waiting for
+    // this one to end, does not: the rollback was superseded.
+    let requested = (k.meta.annotations.as_ref())
+        .and_then(|a| revisions::rollback_request(a).ok().flatten())
+        .is_some_and(|request| Some(request.to) == rollback.to);
     let reason = condition_reason(&plan.status);
     let outcome = if !runs_version(k.spec, target) && !requested {
         Some((
@@ -467,7 +466,10 @@ pub fn revision_state<'a, K: JobKind<'a>>(k: &K) -> Option<RestorableState> {
     };
     let timestamp_ms = snapshot
         .and_then(|s| s.result_ms)
-        .or_else(|| savepoint.and_then(|s| s.time_stamp));
+        .or_else(|| savepoint.and_then(|s| s.time_stamp))
+        .or(target
+            .started_from_ms
+            .filter(|_| target.started_from.as_deref() == Some(path.as_str())));
     Some(RestorableState {
         kind,
         path,

@@ -52,10 +52,12 @@
 //! FlinkStateSnapshot loop, periodic snapshots.
 
 mod application;
+mod bluegreen;
 mod cluster;
 mod flink;
 mod invariants;
 mod session;
+mod snapshot_actions;
 mod world;
 
 use flink_operator_api::{FlinkDeployment, FlinkSessionJob, common::UpgradeMode};
@@ -259,10 +261,10 @@ fn run_kind<K: Kind>(start: &Start, steps: &[(Event, PassFault)]) -> Result<(), 
         lineage.stateless = stateless_now;
         if trace() {
             eprintln!(
-                "{index}: {event:?} / {fault:?} -> {effects:?}\n   {}\n   floor {:?}, rollback restoring {:?}",
+                "{index}: {event:?} / {fault:?} -> {effects:?}\n   {}\n   floor {:?}, rollbacks asked {:?}",
                 world.summary(),
                 lineage.floor,
-                lineage.rollback_state
+                lineage.rollbacks_asked
             );
         }
         lineage
@@ -366,11 +368,9 @@ fn happen<K: Kind>(
         Event::RollBack { n, restore } => {
             // A revision's state restored at the user's request is the state they name.
             if K::KIND == flink_operator_api::JobKind::FlinkDeployment
-                && let Some(state) = world.request_rollback(*n, *restore)
+                && let Some((to, state)) = world.request_rollback(*n, *restore)
             {
-                lineage.rollback_state = Some(state);
-                lineage.rollback_taken = false;
-                lineage.rollback_asked_ms = world.flink.now_ms;
+                lineage.rollbacks_asked.insert(to, (state, world.flink.now_ms));
             }
         }
     }
@@ -387,11 +387,27 @@ fn trace() -> bool {
 }
 
 /// Cases of this run: `LIFECYCLE_MODEL_CASES`, else a size for every test run.
-fn cases() -> u32 {
-    std::env::var("LIFECYCLE_MODEL_CASES")
+/// A model test's run: `LIFECYCLE_MODEL_CASES` cases (else `default_cases`). The default run
+/// is the same every time (a commit passes or fails it for good); a run that sets its size
+/// explores afresh, or replays `LIFECYCLE_MODEL_SEED`.
+fn proptest_config(default_cases: u32) -> ProptestConfig {
+    let cases = std::env::var("LIFECYCLE_MODEL_CASES")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300)
+        .and_then(|v| v.parse().ok());
+    let seed = std::env::var("LIFECYCLE_MODEL_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let rng_seed = match (seed, cases) {
+        (Some(seed), _) => proptest::test_runner::RngSeed::Fixed(seed),
+        (None, None) => proptest::test_runner::RngSeed::Fixed(DEFAULT_SEED),
+        (None, Some(_)) => proptest::test_runner::RngSeed::Random,
+    };
+    ProptestConfig {
+        cases: cases.unwrap_or(default_cases),
+        failure_persistence: None,
+        rng_seed,
+        ..ProptestConfig::default()
+    }
 }
 
 const STEPS: usize = 100;
@@ -405,30 +421,15 @@ static STEPS_RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 #[test]
 fn no_sequence_of_user_actions_and_faults_loses_or_rolls_back_a_jobs_state() {
     let started = std::time::Instant::now();
-    // The default run is the same every time (a commit passes or fails it for good); a run
-    // that sets its size explores afresh, or replays `LIFECYCLE_MODEL_SEED`.
-    let seed = std::env::var("LIFECYCLE_MODEL_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    let rng_seed = match (seed, std::env::var_os("LIFECYCLE_MODEL_CASES")) {
-        (Some(seed), _) => proptest::test_runner::RngSeed::Fixed(seed),
-        (None, None) => proptest::test_runner::RngSeed::Fixed(DEFAULT_SEED),
-        (None, Some(_)) => proptest::test_runner::RngSeed::Random,
-    };
-    let config = ProptestConfig {
-        cases: cases(),
-        failure_persistence: None,
-        rng_seed,
-        ..ProptestConfig::default()
-    };
+    let config = proptest_config(300);
+    let cases = config.cases;
     proptest!(config, |(start in start(), steps in prop::collection::vec((event(), fault()), 1..=STEPS))| {
         if let Err(violation) = run(&start, &steps) {
             prop_assert!(false, "{violation}\nstart: {start:?}\nsteps: {steps:?}");
         }
     });
     eprintln!(
-        "lifecycle model: {} cases, {} steps, in {:.1} s",
-        cases(),
+        "lifecycle model: {cases} cases, {} steps, in {:.1} s",
         STEPS_RUN.load(std::sync::atomic::Ordering::Relaxed),
         started.elapsed().as_secs_f64()
     );
@@ -450,9 +451,14 @@ fn sequences_found_failing_once_pass() {
         mode: UpgradeMode::Stateless,
         ..last_state_ha.clone()
     };
+    let recreate = Recreate {
+        from_record: false,
+        deleting_retention: false,
+        snapshot_resources: false,
+    };
     let cases: Vec<(Start, Vec<(Event, PassFault)>)> = vec![
         (
-            stateless_ha,
+            stateless_ha.clone(),
             vec![
                 (Mode(UpgradeMode::Savepoint), Ok),
                 (SavepointNonce, Ok),
@@ -732,6 +738,112 @@ fn sequences_found_failing_once_pass() {
                 (Tick(1), Ok),
                 (Tick(1), Ok),
                 (Tick(1), Ok),
+                (Tick(1), Ok),
+            ],
+        ),
+        // Not the operator's: the model took a second rollback request, waiting for the one
+        // under way, for the one whose state the resume restored.
+        (
+            Start {
+                mode: UpgradeMode::Savepoint,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (Parallelism(2), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (RestartNonce, Ok),
+                (Parallelism(1), Ok),
+                (Tick(1), Ok),
+                (Parallelism(3), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Mode(UpgradeMode::LastState), Ok),
+                (JobFails, Ok),
+                (Parallelism(2), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Suspend, Ok),
+                (RollBack { n: 4, restore: true }, Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (
+                    RollBack {
+                        n: 180,
+                        restore: true,
+                    },
+                    Ok,
+                ),
+                (Resume, Ok),
+                (Tick(1), Ok),
+            ],
+        ),
+        // A rollback superseded by a request for another revision (waiting for it to end)
+        // was taken up again when the spec came back to its revision, restoring its state
+        // over newer checkpoints.
+        (
+            Start {
+                mode: UpgradeMode::Savepoint,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (Tick(1), Ok),
+                (Parallelism(3), Ok),
+                (Tick(1), Ok),
+                (Parallelism(1), Ok),
+                (Suspend, Ok),
+                (RollBack { n: 58, restore: true }, Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (RollBack { n: 1, restore: false }, Ok),
+                (Resume, Ok),
+                (Parallelism(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Parallelism(3), Ok),
+                (JobFails, Ok),
+                (Suspend, Ok),
+                (Tick(1), Ok),
+            ],
+        ),
+        // A rollback's restored checkpoint had no time, so an older savepoint outranked it
+        // when the resource was deleted before the rolled-back job started.
+        (
+            stateless_ha.clone(),
+            vec![
+                (Tick(1), Ok),
+                (SavepointNonce, Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (JobFails, Ok),
+                (Mode(UpgradeMode::LastState), Ok),
+                (RestartNonce, Crash(0)),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Parallelism(2), Ok),
+                (Mode(UpgradeMode::Savepoint), Ok),
+                (Parallelism(1), Ok),
+                (recreate.clone(), Ok),
+                (Parallelism(2), Ok),
+                (
+                    RollBack {
+                        n: 129,
+                        restore: true,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Ok),
+                (Mode(UpgradeMode::Savepoint), Stale),
+                (Tick(1), Ok),
+                (JobFails, Ok),
+                (recreate.clone(), Ok),
+                (Delete, Ok),
                 (Tick(1), Ok),
             ],
         ),

@@ -369,6 +369,7 @@ mod tests {
             name: "job-1".into(),
             spec: serde_json::Value::Null,
             started_from: Some("s3://sp/revision-1".into()),
+            started_from_ms: None,
             applied_ms: 0,
         }];
         let protected = Protected::of(Some(&job), Some(&revisions), Some("s3://sp/initial"));
@@ -495,6 +496,7 @@ mod tests {
             name: "job-3".into(),
             spec: serde_json::Value::Null,
             started_from: Some("s3://sp/started-from".into()),
+            started_from_ms: None,
             applied_ms: 0,
         };
         // The first reason found is kept: the status's.

@@ -80,6 +80,8 @@ pub struct Revision {
     /// The savepoint or checkpoint path the job was started from when the revision was last
     /// applied (None: no state).
     pub started_from: Option<String>,
+    /// When that state was taken, epoch milliseconds (None: not known).
+    pub started_from_ms: Option<i64>,
     /// When it was last applied (created, or reused), epoch milliseconds.
     pub applied_ms: i64,
 }
@@ -249,13 +251,19 @@ pub fn reuse_patch(revision: &Revision) -> Value {
     })
 }
 
-fn applied_annotations(revision: &Revision) -> [(&'static str, Option<String>); 2] {
-    let applied_at = k8s_openapi::jiff::Timestamp::from_millisecond(revision.applied_ms)
-        .ok()
-        .map(|t| t.to_string());
+fn applied_annotations(revision: &Revision) -> [(&'static str, Option<String>); 3] {
+    let time = |ms: i64| {
+        k8s_openapi::jiff::Timestamp::from_millisecond(ms)
+            .ok()
+            .map(|t| t.to_string())
+    };
     [
-        (annotations::REVISION_APPLIED_AT, applied_at),
+        (annotations::REVISION_APPLIED_AT, time(revision.applied_ms)),
         (annotations::REVISION_STARTED_FROM, revision.started_from.clone()),
+        (
+            annotations::REVISION_STARTED_FROM_TIME,
+            revision.started_from_ms.and_then(time),
+        ),
     ]
 }
 
@@ -273,9 +281,12 @@ pub fn from_controller_revision(object: &ControllerRevision) -> Option<Revision>
             .and_then(|a| a.get(key))
             .cloned()
     };
-    let applied_ms = annotation(annotations::REVISION_APPLIED_AT)
-        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-        .map(|t| t.as_millisecond())
+    let time = |key: &str| {
+        annotation(key)
+            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+            .map(|t| t.as_millisecond())
+    };
+    let applied_ms = time(annotations::REVISION_APPLIED_AT)
         .or_else(|| {
             object
                 .metadata
@@ -289,6 +300,7 @@ pub fn from_controller_revision(object: &ControllerRevision) -> Option<Revision>
         name,
         spec,
         started_from: annotation(annotations::REVISION_STARTED_FROM).filter(|p| !p.is_empty()),
+        started_from_ms: time(annotations::REVISION_STARTED_FROM_TIME),
         applied_ms,
     })
 }
@@ -328,20 +340,22 @@ impl RevisionStep {
     }
 }
 
-/// Records that the resource `resource` applied `applied_spec`, started from `started_from`,
-/// at `now_ms`, given its `existing` revisions: a new revision numbered one above the
+/// Records that the resource `resource` applied `applied_spec`, started from `started_from`
+/// (its path and, where known, its time), at `now_ms`, given its `existing` revisions: a new revision numbered one above the
 /// highest; a kept revision with the same spec is reused and moved to the top; the newest
 /// with the same spec stays as it is.
 pub fn record(
     resource: &str,
     existing: &[Revision],
     applied_spec: &Value,
-    started_from: Option<&str>,
+    started_from: Option<(&str, Option<i64>)>,
     now_ms: i64,
 ) -> RevisionStep {
     let spec = normalised(applied_spec);
     let top = existing.iter().map(|r| r.number).max().unwrap_or(0);
-    let started_from = started_from.filter(|p| !p.is_empty()).map(str::to_owned);
+    let started_from = started_from.filter(|(p, _)| !p.is_empty());
+    let started_from_ms = started_from.and_then(|(_, ms)| ms);
+    let started_from = started_from.map(|(p, _)| p.to_owned());
     if let Some(same) = matching(existing, &spec) {
         if same.number == top {
             return RevisionStep::Unchanged(same.clone());
@@ -353,6 +367,7 @@ pub fn record(
                 name: same.name.clone(),
                 spec,
                 started_from,
+                started_from_ms,
                 applied_ms: now_ms,
             },
         };
@@ -371,6 +386,7 @@ pub fn record(
         name,
         spec,
         started_from,
+        started_from_ms,
         applied_ms: now_ms,
     })
 }

@@ -42,14 +42,13 @@ pub struct Lineage {
     pub stateless: bool,
     /// The paths StateRecorded Events named.
     pub event_records: Vec<String>,
-    /// The state of the revision a rollback the user asked for restores
-    /// (`rollback-restore: revision`), while that rollback is asked for or under way.
-    pub rollback_state: Option<String>,
-    /// That rollback was committed (its state is the floor, the jobs it ends dropped).
-    pub rollback_taken: bool,
-    /// When it was asked for: a rollback under way that started before (another request's,
-    /// still finishing when this one was made) is not its commit.
-    pub rollback_asked_ms: i64,
+    /// The rollbacks the user asked for that restore their revision's state
+    /// (`rollback-restore: revision`), by revision number: that state, and when it was asked
+    /// for (a rollback under way that started before is another request's). Each is there
+    /// while rollbacks are asked for or under way, until it commits (its state then the
+    /// floor, the jobs it ends dropped). A request made while another rollback is under way
+    /// waits for it: both are kept.
+    pub rollbacks_asked: std::collections::BTreeMap<i64, (String, i64)>,
 }
 
 impl Lineage {
@@ -91,30 +90,32 @@ impl Lineage {
     /// Whether a rollback that restores its revision's state, as the user asked, committed
     /// at this step: that state is then the job's (the user named it), and what the jobs that
     /// run until the rollback ends them did is not.
-    fn rollback_committed<K: Kind>(&mut self, world: &World<K>) -> bool {
+    fn rollback_committed<K: Kind>(&mut self, world: &World<K>) -> Option<String> {
         let committed = (world.job_status()).and_then(|j| j.upgrade_savepoint_path.as_ref());
-        let Some(state) = self.rollback_state.clone().filter(|s| Some(s) == committed) else {
-            return false;
-        };
+        let under_way = (world.object().and_then(|o| o.status()))
+            .and_then(|s| s.revision())
+            .and_then(|r| r.rollback.as_ref())
+            .filter(|r| r.phase == Some(flink_operator_api::RollbackPhase::RollingBack))?;
+        let to = under_way.to?;
+        let (state, asked_ms) = self.rollbacks_asked.get(&to).cloned()?;
+        if Some(&state) != committed
+            || under_way.restore_path.as_ref() != Some(&state)
+            || under_way.timestamp.is_none_or(|t| t < asked_ms)
+        {
+            return None;
+        }
         let upgrading = (world.object().and_then(|o| o.status()))
             .and_then(|s| s.reconciliation())
             .is_some_and(|r| r.state == Some(flink_operator_api::common::ReconciliationState::Upgrading));
         // Under way (not only asked for, which may wait for an update that happens to
         // restore the same state).
-        let under_way = (world.object().and_then(|o| o.status()))
-            .and_then(|s| s.revision())
-            .and_then(|r| r.rollback.as_ref())
-            .is_some_and(|r| {
-                r.phase == Some(flink_operator_api::RollbackPhase::RollingBack)
-                    && r.restore_path.as_ref() == Some(&state)
-                    && r.timestamp.is_some_and(|t| t >= self.rollback_asked_ms)
-            });
-        if !under_way || !upgrading {
-            return false;
+        if !upgrading {
+            return None;
         }
-        self.floor = world.flink.files.get(&state).map(|f| (f.id, state));
+        self.rollbacks_asked.remove(&to);
+        self.floor = world.flink.files.get(&state).map(|f| (f.id, state.clone()));
         self.jobs.clear();
-        true
+        Some(state)
     }
 
     /// Checks what a step did, then takes in what the world now holds.
@@ -129,21 +130,18 @@ impl Lineage {
                 self.event_records.push(path.clone());
             }
         }
-        let commit_step = !self.rollback_taken && self.rollback_committed(world);
+        let committed = self.rollback_committed(world);
         for effect in effects {
             self.check_effect(world, effect)?;
         }
-        if commit_step {
+        if let Some(state) = committed {
             // A job the step started before the commit ends for it too, and the state it
             // started from is no more the job's than what it did since.
-            let state = self.rollback_state.clone().expect("a committed rollback's state");
             self.floor = world.flink.files.get(&state).map(|f| (f.id, state));
             self.jobs.clear();
-            self.rollback_taken = true;
         }
         if !world.rolling_back() {
-            self.rollback_state = None;
-            self.rollback_taken = false;
+            self.rollbacks_asked.clear();
         }
         if stateless_now {
             // The user runs the job without state: nothing of it is kept for them, and what
@@ -184,7 +182,9 @@ impl Lineage {
             } => {
                 let file_id = |path: &String| world.flink.files.get(path).map(|f| f.id);
                 let named = restore.is_some()
-                    && (restore == &self.named || (restore == &self.rollback_state && *rolling_back));
+                    && (restore == &self.named
+                        || (*rolling_back
+                            && (self.rollbacks_asked.values()).any(|(s, _)| Some(s) == restore.as_ref())));
                 if *stateless && restore.is_none() {
                     // The user chose to run without state: what earlier runs left is not
                     // the job's state any more, nor is what this run checkpoints.

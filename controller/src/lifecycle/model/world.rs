@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use super::{
     cluster::Application,
     flink::{Flink, Operation, Refused},
+    snapshot_actions,
 };
 use crate::{
     lifecycle::{
@@ -384,55 +385,18 @@ impl<K: Kind> World<K> {
             if let Some(before) = plan.status_before {
                 self.snapshots.get_mut(&name).expect("there").status = Some(before);
             }
-            let mut released = false;
-            let mut failed = false;
             // Triggers and disposals go through the job's JobManager.
             let answers = K::cluster_not_ready(self).is_none() && self.answers();
-            for action in plan.actions {
-                let object = self.snapshots.get_mut(&name).expect("there");
-                match action {
-                    snapshot::Action::AddFinalizer => object
-                        .metadata
-                        .finalizers
-                        .get_or_insert_with(Vec::new)
-                        .push(keys::finalizers::FLINK_STATE_SNAPSHOT.to_owned()),
-                    snapshot::Action::Labels(labels) => object.metadata.labels = Some(labels),
-                    snapshot::Action::Trigger(trigger) => {
-                        let sent = match (answers, trigger.kind) {
-                            (false, _) => Err(Refused("the JobManager does not answer".into())),
-                            (true, snapshot::TriggerKind::Savepoint { .. }) => {
-                                self.flink
-                                    .trigger_savepoint(&trigger.job_id, &trigger.trigger_id, false)
-                            }
-                            (true, snapshot::TriggerKind::Checkpoint(_)) => self
-                                .flink
-                                .trigger_checkpoint(&trigger.job_id, &trigger.trigger_id),
-                        };
-                        if sent.is_err() {
-                            failed = true;
-                            break;
-                        }
-                    }
-                    snapshot::Action::Dispose { path } => {
-                        if !answers {
-                            failed = true;
-                            break;
-                        }
-                        self.flink.dispose(&path);
-                        self.disposed.insert(path.clone());
-                        effects.push(Effect::Disposed {
-                            path,
-                            by: "the deletion of a FlinkStateSnapshot",
-                        });
-                    }
-                    snapshot::Action::Release => {
-                        self.snapshots.remove(&name);
-                        released = true;
-                        break;
-                    }
-                }
+            let applied =
+                snapshot_actions::apply(&mut self.snapshots, &name, plan.actions, &mut self.flink, answers);
+            for path in applied.disposed {
+                self.disposed.insert(path.clone());
+                effects.push(Effect::Disposed {
+                    path,
+                    by: "the deletion of a FlinkStateSnapshot",
+                });
             }
-            if !released && !failed {
+            if !applied.released && !applied.failed {
                 self.snapshots.get_mut(&name).expect("there").status = Some(plan.status);
             }
         }
@@ -628,7 +592,7 @@ impl<K: Kind> World<K> {
             ),
         };
         format!(
-            "resource {} {:?} job {:?} {:?} upgradeSavepointPath {:?} lastSavepoint {:?} error {:?}; flink {jobs:?}{cluster}{ha}; snapshots {:?}",
+            "resource {} {:?} job {:?} {:?} upgradeSavepointPath {:?} lastSavepoint {:?} error {:?}; spec.job {} annotations {:?} rollback {:?}; flink {jobs:?}{cluster}{ha}; snapshots {:?}",
             match self.object() {
                 None => "gone",
                 Some(o) if o.meta().deletion_timestamp.is_some() => "deleting",
@@ -643,6 +607,16 @@ impl<K: Kind> World<K> {
                 .and_then(|i| i.last_savepoint.as_ref())
                 .and_then(|s| s.location.as_deref()),
             status.and_then(|s| s.error()),
+            self.object()
+                .map(|o| serde_json::to_value(o.spec()).unwrap_or_default()["job"].clone())
+                .unwrap_or_default(),
+            self.object()
+                .and_then(|o| o.meta().annotations.clone())
+                .unwrap_or_default(),
+            status
+                .and_then(|s| s.revision())
+                .and_then(|r| r.rollback.as_ref())
+                .map(|r| (r.phase, r.to, r.restore_path.as_deref())),
             self.snapshots.keys().collect::<Vec<_>>(),
         )
     }
@@ -849,8 +823,8 @@ impl<K: Kind> World<K> {
     }
 
     /// The user asks for a rollback to the `n`-th kept revision (or to one that is not kept),
-    /// restoring the state it was started from if `restore`; that state, when asked for.
-    pub fn request_rollback(&mut self, n: u8, restore: bool) -> Option<String> {
+    /// restoring the state it was started from if `restore`; the revision's number and that state, when asked for.
+    pub fn request_rollback(&mut self, n: u8, restore: bool) -> Option<(i64, String)> {
         let object = self.object()?;
         if object.meta().deletion_timestamp.is_some() {
             return None;
@@ -865,7 +839,8 @@ impl<K: Kind> World<K> {
         let state = (self.revisions.iter())
             .find(|r| r.number == to)
             .and_then(|r| r.started_from.clone())
-            .filter(|_| restore);
+            .filter(|_| restore)
+            .map(|state| (to, state));
         self.patch_resource(false, |object| {
             let annotations = object.meta_mut().annotations.get_or_insert_with(Default::default);
             annotations.insert(keys::annotations::ROLLBACK_TO_REVISION.to_owned(), to.to_string());

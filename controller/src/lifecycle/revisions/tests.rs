@@ -60,6 +60,7 @@ fn revision(number: i64, args: &[&str]) -> Revision {
         name: revision_name(RESOURCE, &spec, 0),
         spec,
         started_from: Some(format!("s3://savepoints/sp-{number}")),
+        started_from_ms: None,
         applied_ms: NOW - (10 - number) * MIN,
     }
 }
@@ -336,6 +337,7 @@ fn a_revision_becomes_a_controller_revision_owned_by_its_resource_and_reads_back
     };
     let revision = Revision {
         applied_ms: NOW,
+        started_from_ms: Some(NOW - MIN),
         ..revision(3, &["a"])
     };
     let object = controller_revision(
@@ -366,6 +368,10 @@ fn a_revision_becomes_a_controller_revision_owned_by_its_resource_and_reads_back
                 annotations::REVISION_STARTED_FROM.to_owned(),
                 "s3://savepoints/sp-3".to_owned()
             ),
+            (
+                annotations::REVISION_STARTED_FROM_TIME.to_owned(),
+                "2027-01-15T07:59:00Z".to_owned()
+            ),
         ]))
     );
     assert_eq!(from_controller_revision(&object), Some(revision.clone()));
@@ -389,6 +395,7 @@ fn a_revision_becomes_a_controller_revision_owned_by_its_resource_and_reads_back
         from_controller_revision(&bare),
         Some(Revision {
             started_from: None,
+            started_from_ms: None,
             applied_ms: NOW - MIN,
             ..revision.clone()
         })
@@ -417,6 +424,7 @@ fn a_reuse_patches_the_number_time_and_state_only() {
             "metadata": {"annotations": {
                 "flink.apache.org/revision-applied-at": "2027-01-15T08:00:00Z",
                 "flink.apache.org/revision-started-from": "s3://savepoints/sp-2",
+                "flink.apache.org/revision-started-from-time": null,
             }},
             "revision": 6,
         })
@@ -508,7 +516,13 @@ fn an_applied_spec_is_a_new_revision_or_reuses_the_one_with_its_spec() {
         ),
     ];
     for (name, existing, applied, started_from, expected) in cases {
-        let step = record(RESOURCE, &existing, &applied, started_from, NOW);
+        let step = record(
+            RESOURCE,
+            &existing,
+            &applied,
+            started_from.map(|p| (p, None)),
+            NOW,
+        );
         assert_eq!(step, expected, "{name}");
         assert_eq!(step.current().number, expected.current().number, "{name}");
     }
@@ -960,7 +974,13 @@ fn a_rollback_records_a_revision_equal_to_the_one_rolled_back_to_at_the_top() {
     };
     assert_eq!((from, to), (3, 2));
     let written = rollback_spec(&kept, &current);
-    let step = record(RESOURCE, &history, &written, Some("s3://savepoints/of-3"), NOW);
+    let step = record(
+        RESOURCE,
+        &history,
+        &written,
+        Some(("s3://savepoints/of-3", None)),
+        NOW,
+    );
     assert_eq!(
         step,
         RevisionStep::Reuse {

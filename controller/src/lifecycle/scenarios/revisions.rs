@@ -146,6 +146,7 @@ fn revision(kind: &str, number: i64, parallelism: i64, started_from: Option<&str
         name: format!("job-p{parallelism}"),
         spec: crate::lifecycle::revisions::normalised(&spec),
         started_from: started_from.map(str::to_owned),
+        started_from_ms: None,
         applied_ms: NOW - HOUR,
     }
 }
