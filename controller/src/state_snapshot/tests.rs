@@ -1285,6 +1285,7 @@ mod namespace {
             name: format!("{resource}-{number}"),
             spec: json!({"job": {"jarURI": format!("local:///v{number}.jar")}}),
             started_from: Some(started_from.into()),
+            started_from_ms: None,
             applied_ms: super::NOW,
         };
         Arc::new(controller_revision(
