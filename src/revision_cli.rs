@@ -1055,6 +1055,7 @@ mod tests {
             name: format!("job-{number}"),
             spec,
             started_from: started_from.map(str::to_owned),
+            started_from_ms: None,
             applied_ms: 1_700_000_000_000 + number * 1_000,
         }
     }
