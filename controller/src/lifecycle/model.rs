@@ -847,6 +847,30 @@ fn sequences_found_failing_once_pass() {
                 (Tick(1), Ok),
             ],
         ),
+        // A stop-with-savepoint completed while the job's passes read a stale status or found
+        // the JobManager silent, so nothing named its savepoint yet; the user recorded that
+        // savepoint (disposeOnDelete) and deleted the record, which disposed of the job's
+        // newest state.
+        (
+            Start {
+                resource: Resource::SessionJob,
+                mode: UpgradeMode::Stateless,
+                deleting_retention: false,
+                snapshot_resources: false,
+            },
+            vec![
+                (Tick(1), Ok),
+                (JobFails, Ok),
+                (Mode(UpgradeMode::Savepoint), Ok),
+                (Suspend, Ok),
+                (Resume, Ok),
+                (Tick(1), Ok),
+                (RestartNonce, Ok),
+                (Tick(1), Stale),
+                (RecordSavepoint(0), Unreachable),
+                (DeleteSnapshot(0), Stale),
+            ],
+        ),
     ];
     for (start, steps) in cases {
         if let Err(violation) = run(&start, &steps) {

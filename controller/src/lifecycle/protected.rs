@@ -15,16 +15,23 @@
 //! - the state a rollback in flight restores (`status.revision.rollback.restorePath`);
 //! - the spec's `initialSavepointPath`: a first start, or a redeploy, restores it;
 //! - for the snapshot resources' retention, every savepoint its status history still lists
-//!   (the history's own trim decides about those, see [`Protected::with_history`]).
+//!   (the history's own trim decides about those, see [`Protected::with_history`]);
+//! - while a stop-with-savepoint of its job is in flight (its trigger id recorded in
+//!   `status.jobStatus.savepointInfo`), every savepoint named after that job: the stop's has
+//!   no path until Flink completes it, and between Flink completing it and the job's loop
+//!   recording it (a JobManager that does not answer, a stale read in between) it is the
+//!   job's newest state that nothing names yet, while a FlinkStateSnapshot's deletion may
+//!   be asked to dispose of it (Flink names the directory of a job's savepoints after its
+//!   job id).
 //!
-//! A stop-with-savepoint in flight has no path until Flink completes it; the path is then
-//! recorded as the job's `upgradeSavepointPath` and `lastSavepoint` before anything else
-//! happens, and so is protected from then on. A blue/green deployment's children are
-//! FlinkDeployments (their paths are theirs) and its transition savepoints are snapshot
-//! resources never disposed of on deletion; its template's `initialSavepointPath`, the
-//! job status it shows and the transition savepoint it keeps until a child started from it
-//! is stable (`status.transitionSavepointPath`, which an abort that leaves no child running
-//! makes the only pointer to the job's state) are protected as well ([`who_needs`]).
+//! Once the job's loop sees the stop complete, its path is recorded as the job's
+//! `upgradeSavepointPath` and `lastSavepoint`, and so is protected as they are. A blue/green
+//! deployment's children are FlinkDeployments (their paths are theirs) and its transition
+//! savepoints are snapshot resources never disposed of on deletion; its template's
+//! `initialSavepointPath`, the job status it shows and the transition savepoint it keeps
+//! until a child started from it is stable (`status.transitionSavepointPath`, which an abort
+//! that leaves no child running makes the only pointer to the job's state) are protected as
+//! well ([`who_needs`]).
 //!
 //! Within a job's own loop the set is computed from its status, spec and revisions. A
 //! FlinkStateSnapshot's deletion asks [`who_needs`] its path among every job resource of its
@@ -39,7 +46,8 @@ use std::{
 };
 
 use flink_operator_api::{
-    FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, common::JobStatus,
+    FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot,
+    common::{JobStatus, SnapshotTriggerType},
     keys::kinds,
 };
 use k8s_openapi::api::apps::v1::ControllerRevision;
@@ -55,7 +63,12 @@ use crate::{caches::Caches, policy::Policy};
 
 /// The paths a job may still need (see the module), each with why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Protected(BTreeMap<String, String>);
+pub struct Protected {
+    paths: BTreeMap<String, String>,
+    /// The jobs with a stop-with-savepoint in flight: the start of the name Flink gives their
+    /// savepoints' directories, and why (see [`Protected::stopping`]).
+    stopping: Vec<(String, String)>,
+}
 
 impl Protected {
     /// The paths of the job's status, its kept revisions and its spec's `initialSavepointPath`.
@@ -77,6 +90,7 @@ impl Protected {
             protected.add(last, || {
                 "its last savepoint (status.jobStatus.savepointInfo.lastSavepoint), which its next upgrade or resume may start from".to_owned()
             });
+            protected.stopping(job);
         }
         for revision in revisions.into_iter().flatten() {
             protected.add(revision.started_from.as_deref(), || {
@@ -142,21 +156,55 @@ impl Protected {
 
     /// Whether the job may still need `path`.
     pub fn contains(&self, path: &str) -> bool {
-        self.0.contains_key(path.trim())
+        self.why(path).is_some()
     }
 
     /// Why the job may still need `path` (the first reason found), if it does.
     pub fn why(&self, path: &str) -> Option<&str> {
-        self.0.get(path.trim()).map(String::as_str)
+        let path = path.trim();
+        if let Some(why) = self.paths.get(path) {
+            return Some(why);
+        }
+        let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or(path);
+        (self.stopping.iter())
+            .find(|(prefix, _)| name.starts_with(prefix.as_str()))
+            .map(|(_, why)| why.as_str())
     }
 
     fn add(&mut self, path: Option<&str>, why: impl FnOnce() -> String) {
         let Some(path) = path.map(str::trim).filter(|p| !p.is_empty()) else {
             return;
         };
-        if !self.0.contains_key(path) {
-            self.0.insert(path.to_owned(), why());
+        if !self.paths.contains_key(path) {
+            self.paths.insert(path.to_owned(), why());
         }
+    }
+
+    /// While a stop-with-savepoint of `job` is in flight (for a change or a deletion), every
+    /// savepoint named after its job: the stop's path is known only once the job's loop
+    /// polls it, and until then the savepoint may be on storage, the job's newest state,
+    /// with only a record the user made of it to dispose of it. Flink names a savepoint's
+    /// directory `savepoint-<the first 6 characters of the job id>-<random>` (as
+    /// [`super::poll::savepoint_in_directory`] reads it); an earlier savepoint of the same
+    /// job id is held as well until the stop settles.
+    fn stopping(&mut self, job: &JobStatus) {
+        let info = job.savepoint_info.as_ref();
+        let in_flight = info
+            .is_some_and(|i| i.trigger_id.is_some() && i.trigger_type == Some(SnapshotTriggerType::Upgrade));
+        let Some(job_id) = job.job_id.as_deref().map(str::trim).filter(|id| !id.is_empty()) else {
+            return;
+        };
+        if !in_flight {
+            return;
+        }
+        let prefix = format!("savepoint-{}-", job_id.get(..6).unwrap_or(job_id));
+        self.stopping.push((
+            prefix,
+            format!(
+                "its job {job_id} is being stopped with a savepoint (status.jobStatus.savepointInfo.triggerId), \
+                 whose path is not recorded yet: this savepoint of the job may be the one the stop wrote"
+            ),
+        ));
     }
 }
 
@@ -516,6 +564,77 @@ mod tests {
                 .is_some_and(|w| w.contains("revision 3")),
             "{only_revision:?}"
         );
+    }
+
+    /// The savepoint a stop-with-savepoint wrote is the job's newest state before the job's
+    /// loop has polled it (a JobManager that did not answer, a stale read): while the stop's
+    /// trigger is recorded, a deletion of a record the user made of it keeps its files.
+    #[test]
+    fn a_savepoint_of_a_job_whose_stop_is_in_flight_is_needed_until_the_stop_settles() {
+        const JOB: &str = "00000c0000000000000000000000000c";
+        let session_job = |savepoint_info: serde_json::Value| {
+            Arc::new(
+                serde_json::from_value::<FlinkSessionJob>(serde_json::json!({
+                    "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
+                    "metadata": {"name": "job", "namespace": "ns", "uid": "u-job"},
+                    "spec": {"deploymentName": "session", "job": {"jarURI": "file:///job.jar"}},
+                    "status": {"jobStatus": {"jobId": JOB, "state": "RUNNING", "savepointInfo": savepoint_info}},
+                }))
+                .unwrap(),
+            )
+        };
+        let trigger = |trigger_type: &str| serde_json::json!({"triggerId": "t-1", "triggerType": trigger_type, "triggerTimestamp": 1});
+        let stopping = session_job(trigger("UPGRADE"));
+        // (case, job, path, whether it is needed)
+        let cases = [
+            (
+                "the stop's savepoint",
+                &stopping,
+                "file:/savepoints/savepoint-00000c-5e3f0a1b2c3d",
+                true,
+            ),
+            (
+                "spelled with a trailing slash",
+                &stopping,
+                " s3://b/sp/savepoint-00000c-5e3f0a1b2c3d/ ",
+                true,
+            ),
+            (
+                "another job's savepoint",
+                &stopping,
+                "file:/savepoints/savepoint-0000aa-5e3f0a1b2c3d",
+                false,
+            ),
+            (
+                "not a savepoint's directory",
+                &stopping,
+                "file:/checkpoints/00000c/chk-2",
+                false,
+            ),
+            (
+                "a manual savepoint in flight is no stop",
+                &session_job(trigger("MANUAL")),
+                "file:/savepoints/savepoint-00000c-5e3f0a1b2c3d",
+                false,
+            ),
+            (
+                "the stop settled: its savepoint is recorded by path",
+                &session_job(serde_json::json!({})),
+                "file:/savepoints/savepoint-00000c-5e3f0a1b2c3d",
+                false,
+            ),
+        ];
+        for (case, job, path, needed) in cases {
+            let needs = who_needs(path, &[], std::slice::from_ref(job), &[], &[]);
+            assert_eq!(!needs.is_empty(), needed, "{case}: {needs:?}");
+            if needed {
+                assert!(
+                    needs[0].starts_with("FlinkSessionJob job: ")
+                        && needs[0].contains("stopped with a savepoint"),
+                    "{case}: {needs:?}"
+                );
+            }
+        }
     }
 
     /// A FlinkStateSnapshot being deleted keeps its files while another one names the same
