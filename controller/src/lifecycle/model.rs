@@ -370,7 +370,9 @@ fn happen<K: Kind>(
             if K::KIND == flink_operator_api::JobKind::FlinkDeployment
                 && let Some((to, state)) = world.request_rollback(*n, *restore)
             {
-                lineage.rollbacks_asked.insert(to, (state, world.flink.now_ms));
+                // A request again for a revision whose rollback is asked for already is that
+                // rollback still: when it was first asked for stays.
+                (lineage.rollbacks_asked.entry(to)).or_insert((state, world.flink.now_ms));
             }
         }
     }
