@@ -2079,3 +2079,67 @@ fn a_first_child_created_before_a_crash_for_a_spec_edited_back_is_suspended() {
     );
     assert_eq!(steps(&plan), vec![]);
 }
+
+/// After an aborted first deployment, an edit started a new first child and the operator
+/// stopped before its status was written; its job ran, and the user edited the spec again:
+/// that child was deleted for one of the new spec, started from nothing, and the state its
+/// job had (the savepoint of its deletion) was named nowhere.
+#[test]
+fn a_first_child_created_before_a_crash_for_a_spec_edited_since_leaves_its_state_to_the_next() {
+    let created = starting(&v2(), Some(flink_job_state::RUNNING));
+    let plan = decide(
+        &resource(&v3(), Some(aborted_first(&v1()))),
+        &observe(Some(created), None),
+    );
+    assert_eq!(state(&plan), Some(State::InitializingBlue));
+    assert_eq!(steps(&plan), vec![Step::Suspend(Colour::Blue)]);
+
+    // Suspended: the next child starts from the state it left, as after an abort.
+    let own = "s3://savepoints/savepoint-blue-suspended";
+    let left = first_child_after_running(&v2(), own, Lifecycle::Suspended);
+    let plan = decide(
+        &resource(&v3(), Some(aborted_first(&v1()))),
+        &observe(Some(left), None),
+    );
+    assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
+    assert_eq!(plan.status.transition_savepoint_path.as_deref(), Some(own));
+
+    // One whose job never ran holds nothing: it goes at once.
+    let never_ran = starting(&v2(), None);
+    let plan = decide(
+        &resource(&v3(), Some(aborted_first(&v1()))),
+        &observe(Some(never_ran), None),
+    );
+    assert_eq!(steps(&plan), vec![Step::Delete(Colour::Blue)]);
+}
+
+/// A redeploy during a transition restarted the incoming child from the path it named; then
+/// both children were deleted by hand: the abort kept the transition savepoint, and the next
+/// edit started the job from it, older than the state the redeploy named.
+#[test]
+fn a_redeploy_during_a_transition_is_the_state_an_abort_keeps() {
+    let green = started_from(&v2(), Some(SAVEPOINT_PATH));
+    let plan = decide(
+        &resource(&redeploy(), Some(transitioning_alone())),
+        &observe(None, Some(starting(&green, Some(flink_job_state::RUNNING)))),
+    );
+    assert_eq!(steps(&plan), vec![Step::Update(Colour::Green)]);
+    assert_eq!(
+        plan.status.transition_savepoint_path.as_deref(),
+        Some("s3://savepoints/manual")
+    );
+    let plan = decide(&resource(&redeploy(), Some(plan.status)), &observe(None, None));
+    assert_eq!(state(&plan), Some(State::InitializingBlue));
+    let plan = decide(
+        &resource(
+            &with(redeploy(), &["image"], json!("flink:2.2")),
+            Some(plan.status),
+        ),
+        &observe(None, None),
+    );
+    assert_eq!(steps(&plan), vec![Step::Create(Colour::Blue)]);
+    assert_eq!(
+        plan.actions[0].initial_savepoint_path(),
+        Some("s3://savepoints/manual")
+    );
+}

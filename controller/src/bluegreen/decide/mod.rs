@@ -384,9 +384,24 @@ fn initializing(input: &Input) -> BlueGreenPlan {
         Some(path) => with_initial_savepoint(input.template, Some(path.clone())),
         None => input.template.clone(),
     };
+    let spec = input.child_spec(template, Colour::Blue, &input.generation);
+    // A first child that a pass which stopped before its status was written created for
+    // another spec, and whose job ran, holds the job's state: deleted, it would take that
+    // state with it. It is suspended first, as an abort suspends it, and the next child
+    // starts from what it leaves (`kept_state`).
+    if let Some(stray) = input.obs.live_child(Colour::Blue)
+        && stray.ever_ran()
+        && !is_suspended(&stray.spec)
+        && stray.spec != spec
+    {
+        let mut plan = plan(status, Vec::new(), Vec::new(), input.poll());
+        let why = "the spec changed before its status recorded it, and the next child starts from the state \
+                   its job leaves";
+        suspend_stray(input, Colour::Blue, why, &mut plan);
+        return plan;
+    }
     // In status before the child that held it (a leftover) is deleted.
     status.transition_savepoint_path = kept.clone();
-    let spec = input.child_spec(template, Colour::Blue, &input.generation);
     if let Some(waiting) = clear_leftover(input, &status, Colour::Blue, Some(&spec)) {
         return waiting;
     }
@@ -767,6 +782,14 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
             &input.transition_of(new),
         );
         input.record(&mut status);
+        // A redeploy restarts the incoming child from the path it names: that, not the
+        // transition savepoint, is the state an abort that leaves no child running keeps.
+        if diff == SpecDiff::SavepointRedeploy
+            && status.transition_savepoint_path.is_some()
+            && let Some(named) = spec.job.as_ref().and_then(|j| j.initial_savepoint_path.clone())
+        {
+            status.transition_savepoint_path = Some(named);
+        }
         // The changed child gets the whole grace period (a fix of a child that could not
         // start is not aborted for the time its broken spec took).
         input.arm_abort_deadline(&mut status);

@@ -15,7 +15,8 @@
 //! stateless or redeploy transition, or the incoming child's own restart, aside); the floor stays on storage and is named where the
 //! next start reads it (the resource's status, a child's spec or status, or a running child's
 //! job) while the resource is there; no disposal takes a path the resource or a child still
-//! names; a resource that leaves has its newest state recorded by its children's deletions.
+//! names; a resource that leaves has its newest state recorded by its children's deletions
+//! (unless the user disposed of it once the resource left).
 
 use std::collections::BTreeSet;
 
@@ -51,6 +52,9 @@ pub struct Lineage {
     pub handed: Option<(String, String, String)>,
     /// The jobs whose child's spec runs stateless (as last seen).
     pub stateless_jobs: BTreeSet<String>,
+    /// The states whose FlinkStateSnapshot the user deleted once the resource left (its
+    /// records are theirs to keep or drop then).
+    pub dropped: BTreeSet<String>,
 }
 
 impl Lineage {
@@ -243,11 +247,14 @@ impl Lineage {
             } => {
                 // A run of the resource's child deployed from a state the user named: that
                 // state is the job's from now on, and what the jobs before it do is not (an
-                // abort that leaves the old child active puts it back).
+                // abort that leaves the old child active puts it back). Nor is a transition
+                // savepoint being handed over (a redeploy of the incoming child): the user
+                // dropping its record later does not make the old job's state the job's again.
                 let named = restore.as_ref().filter(|p| self.named.contains(*p));
                 if let Some(path) = named.filter(|_| adopted(*stage, *colour)) {
                     self.floor = id_of(path).map(|id| (id, path.clone()));
                     self.line.clear();
+                    self.handed = None;
                 }
             }
         }
@@ -408,7 +415,10 @@ impl Lineage {
             // (a child running stateless records none, whatever the template said).
             let of_stateless =
                 (world.flink.files.get(&path)).is_some_and(|f| self.stateless_jobs.contains(&f.job_id));
-            if !covers(&world.records) && !of_stateless {
+            // A state the user disposed of once the resource left is no child's to record (a
+            // child whose job fails on its way out records the newest savepoint on storage).
+            let dropped = self.dropped.contains(&path) && !world.flink.files.contains_key(&path);
+            if !covers(&world.records) && !of_stateless && !dropped {
                 return Err(format!(
                     "the FlinkBlueGreenDeployment left without a record of its newest state {path} (id {floor}): its children's deletions recorded {:?}",
                     world.records
