@@ -90,6 +90,16 @@ pub fn validate(
         new.spec.configuration.iter().flatten().map(|(key, _)| key),
         &mut out,
     );
+    let own = new.spec.configuration.clone().unwrap_or_default();
+    let limits =
+        super::limits::PlatformLimits::new(ctx, new.metadata.namespace.as_deref().unwrap_or_default());
+    super::limits::interval_floors_at(
+        "spec.configuration",
+        &own,
+        &limits,
+        super::limits::now_ms(),
+        &mut out,
+    );
     for (key, value) in new.spec.configuration.iter().flatten() {
         if let Some(ty) = crate::options::value_type(key)
             && let Err(reason) = ty.check(value)

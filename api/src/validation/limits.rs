@@ -174,6 +174,18 @@ pub(crate) fn interval_floors(
     now_ms: i64,
     out: &mut Vec<Violation>,
 ) {
+    interval_floors_at("spec.flinkConfiguration", own, limits, now_ms, out);
+}
+
+/// [`interval_floors`] of a configuration at `path` (a blue/green deployment's
+/// `spec.configuration`, which its children run with).
+pub(crate) fn interval_floors_at(
+    path: &str,
+    own: &BTreeMap<String, String>,
+    limits: &PlatformLimits,
+    now_ms: i64,
+    out: &mut Vec<Violation>,
+) {
     for (key, value) in own {
         let Some((floor, floor_key)) = limits.floor_of(key) else {
             continue;
@@ -206,7 +218,7 @@ pub(crate) fn interval_floors(
                 ),
             };
             out.push(Violation::new(
-                config_path(key),
+                format!("{path}.{key}"),
                 format!(
                     "{what} is below the floor of {} set by the platform ({floor_key} in the \
                      operator configuration)",

@@ -139,6 +139,15 @@ pub(super) fn cases() -> Vec<RuleCase> {
             "is not a duration",
         ),
         (
+            "interval floors in configuration",
+            with(&[(
+                "spec/configuration/kubernetes.operator.periodic.savepoint.interval",
+                json!("1001"),
+            )]),
+            "spec.configuration.kubernetes.operator.periodic.savepoint.interval",
+            "below the floor",
+        ),
+        (
             "ingress template",
             with(&[("spec/ingress", json!({"className": "nginx"}))]),
             "spec.ingress.template",
