@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use flink_operator_api::{FlinkStateSnapshot, keys};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::flink::{Flink, Refused};
 use crate::state_snapshot::decide as snapshot;
@@ -69,4 +70,19 @@ pub fn apply(
         }
     }
     applied
+}
+
+/// A FlinkStateSnapshot's deletion is asked for at `now`: one with the loop's finalizer is
+/// marked (its loop disposes of its savepoint, or not, at its next pass), one without goes.
+pub fn delete(snapshots: &mut BTreeMap<String, FlinkStateSnapshot>, name: &str, now: Time) {
+    let Some(snapshot) = snapshots.get_mut(name) else {
+        return;
+    };
+    let has_finalizer =
+        (snapshot.metadata.finalizers.iter().flatten()).any(|f| f == keys::finalizers::FLINK_STATE_SNAPSHOT);
+    if has_finalizer {
+        snapshot.metadata.deletion_timestamp.get_or_insert(now);
+    } else {
+        snapshots.remove(name);
+    }
 }

@@ -359,19 +359,7 @@ impl<K: Kind> World<K> {
     /// A FlinkStateSnapshot's deletion is asked for (its loop disposes of its savepoint, or
     /// not, at its next pass).
     pub fn delete_snapshot(&mut self, name: &str) {
-        let now = self.flink.now_ms;
-        if let Some(snapshot) = self.snapshots.get_mut(name) {
-            let has_finalizer = (snapshot.metadata.finalizers.iter().flatten())
-                .any(|f| f == keys::finalizers::FLINK_STATE_SNAPSHOT);
-            if !has_finalizer {
-                self.snapshots.remove(name);
-            } else {
-                snapshot
-                    .metadata
-                    .deletion_timestamp
-                    .get_or_insert_with(|| time_of(now));
-            }
-        }
+        snapshot_actions::delete(&mut self.snapshots, name, time_of(self.flink.now_ms));
     }
 
     /// One pass of the FlinkStateSnapshot loop over every snapshot.

@@ -285,16 +285,7 @@ impl World {
     /// A FlinkStateSnapshot's deletion is asked for (its loop disposes of its savepoint, or
     /// not, at its next pass).
     pub fn delete_snapshot(&mut self, name: &str) {
-        let now = self.flink.now_ms;
-        if let Some(snapshot) = self.snapshots.get_mut(name) {
-            let has_finalizer = (snapshot.metadata.finalizers.iter().flatten())
-                .any(|f| f == keys::finalizers::FLINK_STATE_SNAPSHOT);
-            if has_finalizer {
-                snapshot.metadata.deletion_timestamp.get_or_insert(time_of(now));
-            } else {
-                self.snapshots.remove(name);
-            }
-        }
+        snapshot_actions::delete(&mut self.snapshots, name, time_of(self.flink.now_ms));
     }
 
     /// Time passes: running jobs checkpoint, pending savepoints complete (a stop ends its
