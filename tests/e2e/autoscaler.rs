@@ -134,6 +134,7 @@ fn current_revision(fd: &FlinkDeployment) -> Option<i64> {
 async fn the_autoscaler_scales_a_job_up_then_down_as_its_source_rate_steps_in_place_keeping_its_state() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "autoscaler").await;
     let _logs = LogsOnFailure(ns.name.clone());

@@ -381,7 +381,7 @@ impl std::fmt::Display for HandOver {
 async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().last().unwrap().clone();
     // NATIVE savepoints, as a large-state job takes them: the transition's too.
@@ -537,7 +537,7 @@ async fn ingress_routes_to(ingresses: &Api<Ingress>, service: &str) -> Ingress {
 async fn last_state_and_stateless_hand_overs_and_one_that_cannot_start_is_aborted() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().first().unwrap().clone();
     let ha = [

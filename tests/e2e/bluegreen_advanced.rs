@@ -165,7 +165,7 @@ async fn committed_to(dir: &Path, green: bool, at_least: u64) -> Vec<Line> {
 async fn exactly_once_hand_over(version: &str) {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let dotted: String = version.split('.').take(2).collect::<Vec<_>>().join("-");
     let ns = TestNamespace::new(&client, &format!("bluegreen-advanced-{dotted}")).await;

@@ -89,6 +89,7 @@ fn jar_uri(version: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_built_native_application_runs_its_job_on_each_flink_version() {
+    let _turn = cluster_harness::beside_others().await;
     let client = harness::client().await;
     for version in flink_harness::versions() {
         let ns = TestNamespace::new(&client, "built-native-app").await;
@@ -120,6 +121,7 @@ async fn a_built_native_application_runs_its_job_on_each_flink_version() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_built_standalone_session_runs_a_submitted_job() {
+    let _turn = cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "built-standalone").await;
     let _logs = LogsOnFailure(ns.name.clone());

@@ -67,7 +67,7 @@ async fn a_leader_killed_at_random_points_of_savepoint_upgrades_is_replaced_and_
  {
     let client = harness::client().await;
     let operator = crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let _replicas = operator.scaled(2).await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);

@@ -154,7 +154,7 @@ async fn a_running_job_that_changes_nothing_costs_nothing() {
     let client = crate::harness::client().await;
     crate::operator::shared(&client).await;
     // No other test restarts the operator meanwhile (its counters would start again).
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let job = Job::create(&client, "steady", "savepoint", &[], &[]).await;
     let _logs = LogsOnFailure(job.ns.name.clone());
@@ -196,6 +196,7 @@ async fn a_running_job_that_changes_nothing_costs_nothing() {
 async fn a_savepoint_update_right_after_a_restart_waits_for_the_tasks_and_restores_the_savepoint() {
     let client = crate::harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let job = Job::create(&client, "update-after-restart", "savepoint", &[], &[]).await;
     let _logs = LogsOnFailure(job.ns.name.clone());
@@ -242,6 +243,7 @@ async fn a_savepoint_update_right_after_a_restart_waits_for_the_tasks_and_restor
 async fn a_savepoint_that_cannot_be_taken_ends_the_update_after_the_grace_period_with_the_reason() {
     let client = crate::harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     // A savepoint directory nobody can create directories in; checkpoints work.
     let job = Job::create(
@@ -325,6 +327,7 @@ async fn a_savepoint_that_cannot_be_taken_ends_the_update_after_the_grace_period
 async fn a_job_that_fails_shows_flinks_exception_in_status_the_conditions_and_an_event() {
     let client = crate::harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     // No restarts: the first failure fails the job.
     let job = Job::create(

@@ -109,6 +109,7 @@ async fn check(client: &Client, mistake: &Mistake) -> String {
 async fn each_first_time_mistake_is_one_line_with_its_reason() {
     let client = crate::harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = crate::cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let started = std::time::Instant::now();
     futures::future::join_all(MISTAKES.iter().map(|m| check(&client, m))).await;
@@ -124,6 +125,7 @@ async fn each_first_time_mistake_is_one_line_with_its_reason() {
 async fn a_memory_size_flink_cannot_read_is_refused_naming_the_field() {
     let client = crate::harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = crate::cluster_harness::beside_others().await;
     let ns = TestNamespace::new(&client, "mistake-memory").await;
     let api: Api<FlinkDeployment> = Api::namespaced(client.clone(), &ns.name);
     let mut manifest = basic_example();

@@ -28,7 +28,7 @@ async fn a_job_in_a_restart_loop_is_restarted_from_its_last_state_with_an_event(
     let started = Instant::now();
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     // The newest Flink: its HA ConfigMaps carry fewer labels than 1.x's (the other tests of
     // restores from high-availability metadata run 1.x).

@@ -493,7 +493,7 @@ fn operator_rss_mib() -> f64 {
 async fn a_hostile_tenant_is_refused_or_capped_and_another_tenants_upgrade_is_not_starved() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().last().unwrap().clone();
 

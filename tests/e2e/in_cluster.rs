@@ -80,6 +80,7 @@ async fn the_chart_installs_an_operator_in_the_cluster_that_runs_jobs_under_its_
     // The shared operator registers the CRDs and starts the runtime's world; it leaves the
     // labelled resources to the operator installed here.
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::beside_others().await;
     harness::runtime();
     let ns = TestNamespace::new(&client, "in-cluster").await;
     let _logs = LogsOnFailure(ns.name.clone());

@@ -150,7 +150,7 @@ fn has_module_options(jvm: &[String], version: &str, what: &str) -> usize {
 async fn a_spec_without_java_options_runs_on_java_17_with_the_operators_module_options() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let started = std::time::Instant::now();
     let versions = flink_harness::versions();
@@ -183,7 +183,7 @@ async fn a_spec_without_java_options_runs_on_java_17_with_the_operators_module_o
 async fn a_specs_own_java_options_are_kept_and_added_after_the_module_options() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().first().unwrap().clone();
     let own = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dflink-operator.test.own-option=kept";

@@ -185,6 +185,7 @@ fn kill_group(pid: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_logs_exec_and_port_forward_reach_a_jobmanager_pod() {
+    let _turn = cluster_harness::beside_others().await;
     let client: Client = harness::client().await;
     let ns = TestNamespace::new(&client, "rt-kubectl").await;
     let _logs = LogsOnFailure(ns.name.clone());

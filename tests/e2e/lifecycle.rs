@@ -122,7 +122,7 @@ fn ready_reason(fd: &FlinkDeployment) -> Option<String> {
 async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_cannot_start_is_rolled_back() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     // Flink 1.x here; the savepoint upgrade test runs the newest 2.x.
     let version = flink_harness::versions().first().unwrap().clone();
@@ -290,7 +290,7 @@ async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_can
 async fn a_suspended_job_resumes_with_its_state_unless_the_state_is_too_old() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().last().unwrap().clone();
     let counter = Counter::create(&client, "suspend", &version, "savepoint", &[]).await;
@@ -393,7 +393,7 @@ async fn a_deleted_last_state_deployment_recreated_from_its_recorded_state_count
     use flink_operator_api::FlinkStateSnapshot;
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let version = flink_harness::versions().first().unwrap().clone();
     let config = [

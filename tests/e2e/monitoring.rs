@@ -117,6 +117,7 @@ fn expressions() -> Vec<(String, String)> {
 async fn every_metric_the_alerts_and_the_dashboard_query_is_served_by_the_operator() {
     let client = crate::harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = crate::cluster_harness::beside_others().await;
     let answer = tokio::task::spawn_blocking(|| crate::operator::probe_get("/metrics"))
         .await
         .unwrap();

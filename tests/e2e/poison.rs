@@ -133,6 +133,7 @@ fn message(error: kube::Error) -> String {
 async fn a_poison_resource_fails_alone_and_another_tenants_deployment_runs() {
     let client = crate::harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = crate::cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let pid = crate::operator::operator_pid();
     let tenant = TestNamespace::new(&client, "poison").await;

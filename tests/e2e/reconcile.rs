@@ -26,7 +26,7 @@ fn condition(fd: &FlinkDeployment, type_: &str) -> Option<(String, String)> {
 async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes_it() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "reconcile-app").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -271,7 +271,7 @@ enum Crash {
 async fn savepoint_upgrade(crash: Crash) {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "reconcile-upgrade").await;
     let _logs = LogsOnFailure(ns.name.clone());

@@ -112,6 +112,7 @@ async fn rescaled_in_place(client: &kube::Client, namespace: &str, version: &str
 async fn a_parallelism_change_of_a_running_job_is_applied_in_place_by_the_adaptive_scheduler() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     for version in flink_harness::versions() {
         let ns = TestNamespace::new(&client, &format!("rescale-{}", version.replace('.', "-"))).await;
@@ -126,6 +127,7 @@ async fn a_parallelism_change_of_a_running_job_is_applied_in_place_by_the_adapti
 async fn kubectl_scale_on_a_reactive_standalone_cluster_adds_task_managers_whose_slots_the_job_takes() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "reactive").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -274,6 +276,7 @@ async fn rescale_times(client: &kube::Client, namespace: &str, version: &str, in
 async fn bench_rescale_in_place_and_by_upgrade() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::exclusive_operator().await;
     let version = flink_harness::versions().first().unwrap().clone();
     let mut medians = Vec::new();
     for (in_place, how) in [(true, "in place"), (false, "by a savepoint upgrade")] {
@@ -355,6 +358,7 @@ async fn rest_calls(client: &kube::Client, namespace: &str, version: &str, autos
 async fn bench_autoscaler_rest_calls_per_job() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::exclusive_operator().await;
     let version = flink_harness::versions().first().unwrap().clone();
     let mut rates = Vec::new();
     for (autoscaler, name) in [(false, "bench-autoscaler-off"), (true, "bench-autoscaler-on")] {

@@ -147,6 +147,7 @@ fn https_client(url: &str, dir: &Path, trusting: bool) -> FlinkRestClient {
 async fn a_job_whose_rest_api_serves_only_https_is_observed_snapshotted_and_upgraded() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "rest-ssl").await;
     let _logs = LogsOnFailure(ns.name.clone());

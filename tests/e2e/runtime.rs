@@ -68,6 +68,7 @@ async fn delete_deployments(client: &Client, namespace: &str, names: &[&str], se
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standalone_session_cluster_answers_rest_and_its_pods_follow_the_processes() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "rt-session").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -124,6 +125,7 @@ async fn a_standalone_session_cluster_answers_rest_and_its_pods_follow_the_proce
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standalone_application_cluster_runs_the_test_job() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "rt-application").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -157,6 +159,7 @@ async fn a_standalone_application_cluster_runs_the_test_job() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_native_session_cluster_creates_its_taskmanagers_through_the_api_server() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "rt-native").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -209,6 +212,7 @@ async fn a_native_session_cluster_creates_its_taskmanagers_through_the_api_serve
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_native_application_cluster_runs_the_test_job_from_its_local_jar() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "rt-native-app").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -238,6 +242,7 @@ async fn a_native_application_cluster_runs_the_test_job_from_its_local_jar() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_policies_init_containers_and_grace_periods_follow_the_kubelet() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "rt-lifecycle").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -320,6 +325,7 @@ async fn restart_policies_init_containers_and_grace_periods_follow_the_kubelet()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clusters_run_side_by_side_with_the_same_names_and_ports() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let versions = flink_harness::versions();
     let a = TestNamespace::new(&client, "rt-twin").await;
@@ -359,6 +365,7 @@ async fn two_clusters_run_side_by_side_with_the_same_names_and_ports() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn images_the_runtime_cannot_run_are_reported_on_the_pod() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "rt-images").await;
     let pod = |name: &str, image: &str| {

@@ -129,7 +129,7 @@ pub(crate) fn signal(pids: &[u32], signal: &str) {
 async fn a_jobmanager_that_hangs_does_not_delay_the_other_resources() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "hang").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -298,7 +298,7 @@ fn per_minute(requests: Option<f64>, resources: usize) -> String {
 async fn bench_operator_memory_with_many_flinkdeployments() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let part = "memory";
 
     // Idle: started, its caches synchronised, nothing to reconcile.
@@ -528,7 +528,7 @@ fn optional(value: Option<f64>) -> String {
 async fn bench_operator_share_of_a_savepoint_upgrade() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "share").await;
     let _logs = LogsOnFailure(ns.name.clone());

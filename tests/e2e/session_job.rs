@@ -190,7 +190,7 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
  {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let _ns = LocalJarsNamespace::new(&client).await;
     let _logs = LogsOnFailure(LOCAL_JARS_NAMESPACE.to_owned());

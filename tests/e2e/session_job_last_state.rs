@@ -119,7 +119,7 @@ where
 async fn a_session_job_made_last_state_in_one_edit_with_a_new_parallelism_restores_its_checkpoint() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let _ns = LocalJarsNamespace::new(&client).await;
     let _logs = LogsOnFailure(LOCAL_JARS_NAMESPACE.to_owned());

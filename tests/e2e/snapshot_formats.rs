@@ -71,7 +71,7 @@ fn asked_at(name: &str) -> i64 {
 async fn periodic_checkpoints_follow_a_cron_schedule_and_native_savepoints_carry_an_upgrade() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "snapshot-formats").await;
     let _logs = LogsOnFailure(ns.name.clone());

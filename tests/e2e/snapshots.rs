@@ -205,7 +205,7 @@ async fn statuses_until_failed(
 async fn snapshot_resources_take_savepoints_and_checkpoints_retry_failures_and_dispose_of_savepoints() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "snapshots").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -517,7 +517,7 @@ async fn snapshot_resources_take_savepoints_and_checkpoints_retry_failures_and_d
 async fn deleting_the_record_of_the_savepoint_a_job_was_resumed_from_keeps_its_files_and_says_why() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "protected").await;
     let _logs = LogsOnFailure(ns.name.clone());

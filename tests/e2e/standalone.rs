@@ -153,6 +153,7 @@ async fn a_standalone_application_is_deployed_upgraded_from_a_savepoint_and_dele
  {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "standalone-app").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -251,7 +252,7 @@ async fn a_standalone_application_is_deployed_upgraded_from_a_savepoint_and_dele
 async fn a_standalone_session_runs_a_session_job_through_a_savepoint_upgrade_and_both_are_deleted() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     // The namespace where the operator's configuration lets session jobs take file:// jars.
     let _ns = LocalJarsNamespace::new(&client).await;

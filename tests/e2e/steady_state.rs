@@ -343,7 +343,7 @@ fn rate(before: Option<f64>, after: Option<f64>, minutes: f64) -> String {
 async fn bench_operator_steady_state() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     // On failure, the namespace goes (best effort) and, with this process, the runtime stops
     // every Flink process it started.

@@ -193,7 +193,7 @@ async fn the_job_lifecycle_on_each_matrix_version_and_mode() {
     let (versions, modes) = matrix();
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _alone = cluster_harness::exclusive_operator().await;
     let _operator_log = OperatorLogOnFailure;
     let mut failed = Vec::new();
     for version in &versions {

@@ -146,6 +146,7 @@ async fn unschedulable_message(api: &Api<Pod>, name: &str, expected: &str) -> St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claims_files_outlive_its_pod_and_deleting_the_claim_removes_its_directory() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "pvc-keep").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -219,6 +220,7 @@ async fn a_claims_files_outlive_its_pod_and_deleting_the_claim_removes_its_direc
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_waits_unscheduled_while_its_claim_is_missing_or_unbound_and_starts_once_it_exists() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "pvc-wait").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -330,6 +332,7 @@ async fn a_pod_waits_unscheduled_while_its_claim_is_missing_or_unbound_and_start
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ephemeral_volume_gets_a_claim_of_its_own_that_goes_with_its_pod() {
+    let _turn = crate::cluster_harness::beside_others().await;
     let client = harness::client().await;
     let ns = TestNamespace::new(&client, "pvc-ephemeral").await;
     let _logs = LogsOnFailure(ns.name.clone());
@@ -361,6 +364,7 @@ async fn an_ephemeral_volume_gets_a_claim_of_its_own_that_goes_with_its_pod() {
 async fn the_checkpoint_ha_example_keeps_its_ha_data_and_checkpoints_on_its_claim() {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
+    let _turn = crate::cluster_harness::beside_others().await;
     let ns = TestNamespace::new(&client, "pvc-example").await;
     let _logs = LogsOnFailure(ns.name.clone());
     objects::create_all(&client, &objects::flink_service_account(&ns.name)).await;

@@ -57,7 +57,7 @@ async fn a_zookeeper_ha_job_on_flink_2_keeps_its_state_through_a_last_state_upgr
 async fn zookeeper_ha(version: &str) {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _exclusive = cluster_harness::exclusive_operator().await;
+    let _turn = cluster_harness::beside_others().await;
     let _operator_log = OperatorLogOnFailure;
     let host_ip = tokio::task::spawn_blocking(|| harness::runtime().host_ip.clone())
         .await

@@ -75,33 +75,60 @@ pub async fn webhook_changes() -> tokio::sync::MutexGuard<'static, ()> {
     CHANGES.lock().await
 }
 
-/// Serialises the tests that need the operator to themselves (one crashes it on purpose).
-/// How long each held it is appended to `target/e2e-serial-times.log` (scripts/test-all
-/// prints it): these tests run one after another, so their sum bounds the suite's time.
-pub async fn exclusive_operator() -> Exclusive {
-    static EXCLUSIVE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let guard = EXCLUSIVE.lock().await;
-    Exclusive {
-        _guard: guard,
-        test: std::thread::current().name().unwrap_or("unnamed").to_owned(),
-        since: std::time::Instant::now(),
-    }
+/// Turns on the shared operator and the machine. A test that crashes the operator, counts
+/// its requests or times it (`exclusive_operator`) runs with no other test beside it; every
+/// other test that starts clusters (`beside_others`) may run beside one more (libtest's
+/// threads). Turns are taken in the order asked for, so a test waiting to run alone is not
+/// overtaken. How long each test held its turn is appended to `target/e2e-serial-times.log`
+/// (scripts/test-all prints it): the tests that run alone run one after another, so their
+/// sum bounds the suite's time.
+static TURNS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// The operator and the machine to this test alone (see [`TURNS`]).
+pub async fn exclusive_operator() -> Turn {
+    Turn::new(Hold::Alone(TURNS.write().await))
 }
 
-/// The operator held by one test (see [`exclusive_operator`]).
-pub struct Exclusive {
-    _guard: tokio::sync::MutexGuard<'static, ()>,
+/// A turn beside at most one other test that does not need to run alone (see [`TURNS`]).
+pub async fn beside_others() -> Turn {
+    Turn::new(Hold::Beside(TURNS.read().await))
+}
+
+// The guards are held for their Drop: the turn ends with them.
+#[expect(dead_code, reason = "held, never read")]
+enum Hold {
+    Alone(tokio::sync::RwLockWriteGuard<'static, ()>),
+    Beside(tokio::sync::RwLockReadGuard<'static, ()>),
+}
+
+/// A test's turn (see [`TURNS`]).
+pub struct Turn {
+    hold: Hold,
     test: String,
     since: std::time::Instant,
 }
 
-impl Drop for Exclusive {
+impl Turn {
+    fn new(hold: Hold) -> Self {
+        Turn {
+            hold,
+            test: std::thread::current().name().unwrap_or("unnamed").to_owned(),
+            since: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Drop for Turn {
     fn drop(&mut self) {
         use std::io::Write;
         let path = std::path::Path::new(crate::ROOT).join("target/e2e-serial-times.log");
         let line = format!(
-            "{:6.0} s  {}{}\n",
+            "{:6.0} s  {} {}{}\n",
             self.since.elapsed().as_secs_f64(),
+            match self.hold {
+                Hold::Alone(_) => "alone ",
+                Hold::Beside(_) => "beside",
+            },
             self.test,
             if std::thread::panicking() { " (failed)" } else { "" }
         );
