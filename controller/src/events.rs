@@ -32,6 +32,32 @@ macro_rules! reasons {
     };
 }
 
+/// An Event a plan asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventNote {
+    pub warning: bool,
+    pub reason: Reason,
+    pub note: String,
+}
+
+impl EventNote {
+    pub fn normal(reason: Reason, note: impl Into<String>) -> Self {
+        EventNote {
+            warning: false,
+            reason,
+            note: note.into(),
+        }
+    }
+
+    pub fn warning(reason: Reason, note: impl Into<String>) -> Self {
+        EventNote {
+            warning: true,
+            reason,
+            note: note.into(),
+        }
+    }
+}
+
 reasons! {
     /// The spec breaks a rule of the admission webhook (which may have been bypassed); nothing is deployed from it.
     ValidationError,

@@ -64,12 +64,12 @@ pub fn refused<S: Clone>(
     error: impl FnOnce(&mut S) -> &mut Option<String>,
     message: String,
     requeue: std::time::Duration,
-) -> crate::runtime::Recovery<S> {
+) -> crate::plan::Recovery<S> {
     let mut status = status.clone();
     *error(&mut status) = Some(message.clone());
-    crate::runtime::Recovery {
+    crate::plan::Recovery {
         status,
-        events: vec![crate::runtime::EventNote::warning(
+        events: vec![crate::events::EventNote::warning(
             crate::events::Reason::IngressNotOwned,
             message,
         )],

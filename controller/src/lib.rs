@@ -52,6 +52,7 @@ pub mod flink;
 pub mod ingresses;
 pub mod lifecycle;
 pub mod metrics;
+pub mod plan;
 pub mod policy;
 pub mod resources;
 pub mod runtime;

@@ -19,8 +19,9 @@ use flink_operator_controller::{
     events::Reason,
     flink::{ClientConfig, RestClients, RestEndpointMode, RestEndpoints},
     metrics::ReconcileMetrics,
+    plan::{Next, Plan},
     policy::Policy,
-    runtime::{self, Acted, Next, Plan, Reconciler, fence::Fence},
+    runtime::{self, Acted, Reconciler, fence::Fence},
 };
 use kube::{
     Api, ResourceExt,

@@ -5,7 +5,7 @@
 //! - [`observe`]: the two children from the FlinkDeployment cache, the transition's
 //!   FlinkStateSnapshot from the snapshot cache, the blue/green options, the clock and a fresh
 //!   id; no REST call (the children's and the snapshot's own loops ask Flink).
-//! - [`decide`]: the state machine, one pure function returning a [`crate::runtime::Plan`].
+//! - [`decide`]: the state machine, one pure function returning a [`crate::plan::Plan`].
 //! - [`act`]: creating, updating, suspending and deleting a child, and creating the transition
 //!   savepoint, each safe to repeat.
 //! - [`diff`]: how the spec changed since it was last applied, in the Apache operator's order
@@ -75,8 +75,9 @@ use kube::{
 use crate::{
     caches::{Cache, Caches},
     context::Context,
+    plan::{Plan, Recovery},
     policy::Policy,
-    runtime::{Acted, Plan, Reconciler, Recovery},
+    runtime::{Acted, Reconciler},
 };
 
 pub(crate) const KIND: &str = keys::kinds::FLINK_BLUE_GREEN_DEPLOYMENT;
@@ -323,7 +324,7 @@ mod wiring_tests {
             actions: Vec::new(),
             status: FlinkBlueGreenDeploymentStatus::default(),
             events: Vec::new(),
-            requeue: crate::runtime::Next::Steady,
+            requeue: crate::plan::Next::Steady,
         };
         let refused = |code: u16| {
             kube::Error::Api(

@@ -21,8 +21,8 @@ use super::{
 };
 use crate::{
     events::Reason,
+    plan::Next,
     resources::ingress::{self, IngressChange},
-    runtime::Next,
 };
 use flink_operator_api::IngressSpec;
 use k8s_openapi::api::networking::v1::Ingress;

@@ -20,8 +20,9 @@ use crate::{
     caches::{Cache, Caches},
     context::Context,
     lifecycle::poll::record_savepoint,
+    plan::Plan,
     policy::Policy,
-    runtime::{Acted, Plan, Reconciler},
+    runtime::{Acted, Reconciler},
 };
 
 const KIND: &str = flink_operator_api::keys::kinds::FLINK_DEPLOYMENT;
@@ -119,9 +120,9 @@ impl Reconciler for Deployments {
     fn recover(
         fd: &FlinkDeployment,
         observation: &decide::Observation,
-        plan: &crate::runtime::Plan<FlinkDeploymentStatus, decide::Action>,
+        plan: &crate::plan::Plan<FlinkDeploymentStatus, decide::Action>,
         error: &ReconcileError,
-    ) -> Option<crate::runtime::Recovery<FlinkDeploymentStatus>> {
+    ) -> Option<crate::plan::Recovery<FlinkDeploymentStatus>> {
         let ReconcileError::Act(error) = error else {
             return None;
         };

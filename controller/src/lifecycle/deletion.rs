@@ -28,7 +28,10 @@ use super::{
     snapshots::clear_trigger,
     stop,
 };
-use crate::{events::Reason, policy::Policy, runtime::EventNote};
+use crate::{
+    events::{EventNote, Reason},
+    policy::Policy,
+};
 
 /// Whether deleting a resource with this job stops it with a savepoint.
 pub fn wants_savepoint(job: Option<&JobSpec>, policy: &Policy) -> bool {

@@ -39,7 +39,10 @@ use super::{
     spec::{self, JobSpecOf},
     stop,
 };
-use crate::{conditions::phase, events::Reason, runtime::EventNote};
+use crate::{
+    conditions::phase,
+    events::{EventNote, Reason},
+};
 
 /// What the job's revision history needs written: the revision recorded (None: it is
 /// already the newest), the revisions pruned, and the current number shown on the resource.

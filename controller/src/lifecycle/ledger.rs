@@ -11,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::{Facts, JobAction, LifecycleStatus, Out, Plan, SLOW};
 use crate::{
     conditions::{condition_type, phase, set_conditions},
-    events::Reason,
-    runtime::{EventNote, Next},
+    events::{EventNote, Reason},
+    plan::Next,
 };
 
 /// What one decision reads and accumulates (see the module doc).

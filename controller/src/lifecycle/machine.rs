@@ -43,9 +43,9 @@ use super::{
 };
 use crate::{
     conditions::phase,
-    events::Reason,
+    events::{EventNote, Reason},
+    plan::Next,
     policy::Rescaler,
-    runtime::{EventNote, Next},
 };
 
 mod change_step;

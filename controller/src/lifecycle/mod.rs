@@ -77,12 +77,9 @@ use flink_operator_api::{
 use job::JobObservation;
 use poll::SavepointPoll;
 
-use crate::{
-    policy::Policy,
-    runtime::{EventNote, Next},
-};
+use crate::{events::EventNote, plan::Next, policy::Policy};
 
-pub use crate::runtime::Plan;
+pub use crate::plan::Plan;
 
 /// Something only Flink or Kubernetes can finish is under way: look again soon.
 pub const FAST: Next = Next::Progress;

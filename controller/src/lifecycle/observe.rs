@@ -8,7 +8,7 @@ use super::{
     restore::{self, Kind, RestorableState},
     spec::JobSpecOf,
 };
-use crate::{events::Reason, runtime::EventNote};
+use crate::events::{EventNote, Reason};
 
 /// The observed `state` and `start_time` into `job`, with a JobStatusChanged Event (a
 /// warning for FAILED) when the state changed. `updateTime` says when the state last

@@ -27,9 +27,9 @@ use super::{
 };
 use crate::{
     conditions::{condition_type, phase},
-    events::Reason,
+    events::{EventNote, Reason},
     flink::{ParallelismBounds, ResourceRequirements, VertexRequirements},
-    runtime::{EventNote, Plan, Recovery},
+    plan::{Plan, Recovery},
 };
 
 /// The parallelism a spec asks for.

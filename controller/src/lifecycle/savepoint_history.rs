@@ -15,7 +15,7 @@ use flink_operator_api::{
 };
 
 use super::{Snapshot, protected::Protected};
-use crate::{policy::Policy, runtime::Next};
+use crate::{plan::Next, policy::Policy};
 
 /// Records a completed savepoint as the last one and at the end of the history; a periodic
 /// one moves the periodic schedule to when it was triggered.

@@ -21,9 +21,9 @@ use flink_operator_api::options::schedule::Schedule;
 
 use crate::{
     deployment::decide as fd,
-    events::Reason,
+    events::{EventNote, Reason},
+    plan::Next,
     policy::Policy,
-    runtime::{EventNote, Next},
     session_job::decide as sj,
 };
 

@@ -18,7 +18,10 @@ use super::{
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
     spec::JobSpecOf,
 };
-use crate::{events::Reason, policy::Policy, runtime::EventNote};
+use crate::{
+    events::{EventNote, Reason},
+    policy::Policy,
+};
 
 /// A pending savepoint (manual or periodic, not an upgrade's) or manual checkpoint: its
 /// trigger id, its type and when it was triggered.

@@ -15,7 +15,7 @@ use super::{
     snapshot_resources::{self, NewSnapshot},
     snapshots::clear_trigger,
 };
-use crate::{events::Reason, runtime::EventNote};
+use crate::events::{EventNote, Reason};
 
 /// The trigger id of an upgrade (or deletion) savepoint that was started and not settled.
 pub fn pending_trigger(status: &impl LifecycleStatus) -> Option<String> {

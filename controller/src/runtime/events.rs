@@ -5,32 +5,6 @@ use kube::runtime::events::{Event, EventType};
 
 use crate::{context::Context, events::Reason};
 
-/// An Event a plan asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventNote {
-    pub warning: bool,
-    pub reason: Reason,
-    pub note: String,
-}
-
-impl EventNote {
-    pub fn normal(reason: Reason, note: impl Into<String>) -> Self {
-        EventNote {
-            warning: false,
-            reason,
-            note: note.into(),
-        }
-    }
-
-    pub fn warning(reason: Reason, note: impl Into<String>) -> Self {
-        EventNote {
-            warning: true,
-            reason,
-            note: note.into(),
-        }
-    }
-}
-
 /// The Event's `action`: its reason and a digest of its note. The recorder counts an Event
 /// with the key of one it sent in the last minutes as a repeat of it and drops the new note;
 /// so that an Event that says something new (a savepoint that now failed for good, a job in

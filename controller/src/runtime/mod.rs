@@ -1,7 +1,8 @@
 //! The one reconcile shell every kind plugs into.
 //!
 //! A kind implements [`Reconciler`]: how it observes its world, the pure decide that turns
-//! an observation into a [`Plan`], and how one action is carried out. Everything else is
+//! an observation into a [`Plan`] (the vocabulary of decisions is [`crate::plan`]), and how
+//! one action is carried out. Everything else is
 //! written once here, the same for every kind:
 //!
 //! - [`wiring`]: the kube-runtime Controller over the shared caches, the per-object
@@ -15,10 +16,9 @@
 //!   action, status write and Event;
 //! - [`status`]: the one status writer (only what changed, guarded by resourceVersion,
 //!   nothing sent when nothing changed);
-//! - [`next`]: when a plan wants its resource looked at again ([`Next`]), and the delay that
-//!   becomes;
-//! - [`events`]: the Events a plan asks for ([`EventNote`]), published with a key that
-//!   tells a new note from a repeated one;
+//! - [`next`]: the delay a plan's [`crate::plan::Next`] becomes;
+//! - [`events`]: the Events a plan asks for ([`crate::events::EventNote`]), published with
+//!   a key that tells a new note from a repeated one;
 //! - [`finalizer`]: our finalizer added and removed with a JSON Patch that leaves other
 //!   writers' entries alone;
 //! - [`api_error`]: a refused API request: a conflict, or its message in one line.
@@ -34,7 +34,7 @@ pub mod shares;
 pub mod status;
 pub mod wiring;
 
-use std::{future::Future, time::Duration};
+use std::future::Future;
 
 use kube::{Resource, core::NamespaceResourceScope, runtime::Controller};
 use serde::{Serialize, de::DeserializeOwned};
@@ -42,38 +42,11 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::{
     caches::{Cache, Caches},
     context::Context,
+    plan::{Plan, Recovery},
     policy::Policy,
 };
 
-pub use events::EventNote;
-pub use next::Next;
 pub use wiring::run;
-
-/// What a kind's decide asks for, in the order the runtime carries it out: `status_before`
-/// is written before the actions (so that a crash during them resumes from it), then the
-/// actions run, then `status` is written and the `events` are published; the resource is
-/// looked at again when `requeue` says.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan<S, A> {
-    pub status_before: Option<S>,
-    pub actions: Vec<A>,
-    pub status: S,
-    pub events: Vec<EventNote>,
-    pub requeue: Next,
-}
-
-impl<S, A> Plan<S, A> {
-    /// A plan with nothing to write before its actions.
-    pub fn without_before(actions: Vec<A>, status: S, events: Vec<EventNote>, requeue: Next) -> Self {
-        Plan {
-            status_before: None,
-            actions,
-            status,
-            events,
-            requeue,
-        }
-    }
-}
 
 /// What an action did beyond its effect, as far as the runtime must know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,15 +59,6 @@ pub enum Acted {
     /// Our finalizer was removed: the object may be gone, its status is not written again
     /// and what is kept in memory about it is forgotten.
     Released,
-}
-
-/// How a kind turns a failed action into a status instead of an error (a job that Flink
-/// refused is reported and retried later, not retried at once).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Recovery<S> {
-    pub status: S,
-    pub events: Vec<EventNote>,
-    pub requeue: Duration,
 }
 
 /// A kind's own part of its reconcile loop; see the module docs for the shell around it.

@@ -1,28 +1,8 @@
-//! When a pass wants its resource looked at again: the [`Next`] a plan asks for, and the
-//! delay it becomes under the operator's settings.
+//! The delay the [`Next`] a plan asks for becomes under the operator's settings.
 
 use std::time::Duration;
 
-/// When a plan wants its resource looked at again, by what is under way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
-    /// Something only Flink or Kubernetes can finish is under way (a cluster starting, a
-    /// savepoint pending, a job cancelling): `kubernetes.operator.observer.progress-check.interval`.
-    Progress,
-    /// Nothing is under way: `kubernetes.operator.reconcile.interval`.
-    Steady,
-    /// In this many seconds (a periodic savepoint or a retry falls due), or at the steady
-    /// interval if that comes first.
-    Within(u64),
-    /// A job stops with a savepoint for a change (or its cluster's JobManager exits before
-    /// the next one starts), under way for `for_ms`: see [`stopping_poll`].
-    Stopping { for_ms: u64 },
-    /// A snapshot Flink is taking, triggered `for_ms` ago: see [`awaiting_poll`].
-    Awaiting { for_ms: u64 },
-    /// Nothing will happen by itself any more (a snapshot that completed or was abandoned):
-    /// looked at again only when the resource changes (its spec, its deletion).
-    Idle,
-}
+use crate::plan::Next;
 
 /// While a job stops with a savepoint for an upgrade it processes nothing: every moment
 /// until the savepoint is seen complete is downtime, so it is polled far more often than

@@ -6,10 +6,15 @@ use std::time::Duration;
 use kube::{Api, Resource, ResourceExt};
 
 use super::{
-    Acted, EventNote, Plan, Reconciler, api_error, events::publish as publish_one, fence::Fenced,
-    next::next_look, status::Stored,
+    Acted, Reconciler, api_error, events::publish as publish_one, fence::Fenced, next::next_look,
+    status::Stored,
 };
-use crate::{caches::Caches, context::Context, events::Reason};
+use crate::{
+    caches::Caches,
+    context::Context,
+    events::{EventNote, Reason},
+    plan::Plan,
+};
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]

@@ -23,10 +23,11 @@ use kube::{
 use crate::{
     caches::{Cache, Caches},
     context::Context,
-    events::Reason,
+    events::{EventNote, Reason},
     lifecycle::poll::record_savepoint,
+    plan::{Next, Plan, Recovery},
     policy::Policy,
-    runtime::{Acted, EventNote, Next, Plan, Reconciler, Recovery, next::requeue_after},
+    runtime::{Acted, Reconciler, next::requeue_after},
 };
 
 const KIND: &str = flink_operator_api::keys::kinds::FLINK_SESSION_JOB;

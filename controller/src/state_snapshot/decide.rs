@@ -43,11 +43,11 @@ use flink_operator_api::{
 use kube::ResourceExt;
 
 use crate::{
-    events::Reason,
+    events::{EventNote, Reason},
     flink::{CheckpointKind, SavepointFormat},
     lifecycle::poll::SavepointPoll,
+    plan::{Next, Plan},
     policy::Policy,
-    runtime::{EventNote, Next, Plan},
 };
 
 type Status = FlinkStateSnapshotStatus;

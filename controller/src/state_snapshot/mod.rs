@@ -37,8 +37,9 @@ use crate::{
     caches::{Cache, Caches},
     context::Context,
     metrics::SnapshotCount,
+    plan::{Plan, Recovery},
     policy::Policy,
-    runtime::{Acted, Plan, Reconciler, Recovery, next::requeue_after},
+    runtime::{Acted, Reconciler, next::requeue_after},
 };
 
 const KIND: &str = flink_operator_api::keys::kinds::FLINK_STATE_SNAPSHOT;

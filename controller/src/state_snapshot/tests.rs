@@ -14,7 +14,7 @@ use crate::{
     events::Reason,
     flink::{CheckpointKind, SavepointFormat},
     lifecycle::poll::SavepointPoll,
-    runtime::{Next, Plan},
+    plan::{Next, Plan},
 };
 
 use crate::fixtures::NOW;

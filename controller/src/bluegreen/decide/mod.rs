@@ -37,10 +37,10 @@ use super::{
     savepoint_name,
 };
 use crate::{
-    events::Reason,
+    events::{EventNote, Reason},
     lifecycle::spec::{is_suspended, upgrade_mode},
+    plan::{Next, Plan},
     resources::ingress::IngressChange,
-    runtime::{EventNote, Next, Plan},
 };
 
 mod hand_over;

@@ -9,7 +9,7 @@
 //! its own, so no reconcile blocks on it.
 
 use super::{Decision, Plan, phase};
-use crate::runtime::Next;
+use crate::plan::Next;
 
 /// How long the next step waits for the JobManager pods of a deleted cluster to be gone
 /// before it goes ahead anyway (a pod stuck terminating on a lost node).

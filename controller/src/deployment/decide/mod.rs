@@ -44,9 +44,9 @@ pub use ha::{Looked as HaLooked, needs_ha_metadata};
 pub use status::set_conditions;
 
 pub use crate::{
-    events::Reason,
+    events::{EventNote, Reason},
     lifecycle::poll::SavepointPoll,
-    runtime::{EventNote, Next},
+    plan::Next,
 };
 
 pub use crate::lifecycle::JobAction;
@@ -268,8 +268,8 @@ impl crate::lifecycle::machine::AsJobAction for Action {
     }
 }
 
-/// What to do about a FlinkDeployment (see [`crate::lifecycle::Plan`]).
-pub type Plan = crate::lifecycle::Plan<FlinkDeploymentStatus, Action>;
+/// What to do about a FlinkDeployment (see [`crate::plan::Plan`]).
+pub type Plan = crate::plan::Plan<FlinkDeploymentStatus, Action>;
 
 /// Phases named by the conditions' reasons.
 pub use crate::conditions::phase;

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::{
     conditions::phase,
+    events::EventNote,
     events::Reason,
     lifecycle::{
         FAST, JobAction, LifecycleStatus, SLOW, capitalised,
@@ -22,7 +23,6 @@ use crate::{
         spec::{self, JobSpecOf},
         step::Step,
     },
-    runtime::EventNote,
 };
 
 /// The spec differs from the recorded one in a way that ends the job: end it as its

@@ -199,7 +199,7 @@ fn a_failed_in_place_rescale_is_remembered_for_its_generation_only() {
         Vec::new(),
         FlinkDeploymentStatus::default(),
         Vec::new(),
-        crate::runtime::Next::Steady,
+        crate::plan::Next::Steady,
     );
     let recovered = recovery(&plan, Some(5), 0, "Flink said no");
     assert!(in_place_failed(Some(&recovered.status), Some(5)));

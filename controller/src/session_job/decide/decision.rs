@@ -27,7 +27,7 @@ use crate::{
         spec,
         step::Step,
     },
-    runtime::Next,
+    plan::Next,
 };
 
 /// The decision about one FlinkSessionJob: the shared [`Ledger`] and the session job's own

@@ -165,8 +165,8 @@ impl crate::lifecycle::machine::AsJobAction for Action {
     }
 }
 
-/// What to do about a FlinkSessionJob (see [`crate::lifecycle::Plan`]).
-pub type Plan = crate::lifecycle::Plan<FlinkSessionJobStatus, Action>;
+/// What to do about a FlinkSessionJob (see [`crate::plan::Plan`]).
+pub type Plan = crate::plan::Plan<FlinkSessionJobStatus, Action>;
 
 impl Observation {
     /// What the shared lifecycle steps decide from.
@@ -189,7 +189,7 @@ impl Observation {
 }
 
 pub use crate::conditions::phase;
-pub use crate::{lifecycle::poll::SavepointPoll, runtime::EventNote};
+pub use crate::{events::EventNote, lifecycle::poll::SavepointPoll};
 
 /// The Flink state a job is in right after its id is recorded and before Flink reports it.
 const RECONCILING: &str = flink_job_state::RECONCILING;
