@@ -104,6 +104,19 @@ string_enum! {
 }
 
 string_enum! {
+    /// Which hand-over completed (the `transition` label of the transition metrics, as the
+    /// Apache operator names them).
+    pub enum BlueGreenTransition {
+        /// The first child (blue) became the active one.
+        InitialDeployment => "InitialDeployment",
+        /// Green replaced blue.
+        BlueToGreen => "BlueToGreen",
+        /// Blue replaced green.
+        GreenToBlue => "GreenToBlue",
+    }
+}
+
+string_enum! {
     /// Colour of a child FlinkDeployment (value of the `flink/blue-green-deployment-type` label).
     pub enum BlueGreenDeploymentType {
         /// The blue child, `<name>-blue`.

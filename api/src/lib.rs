@@ -43,7 +43,7 @@ pub mod validation;
 mod string_enum;
 
 pub use blue_green::{
-    BlueGreenDeploymentType, FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec,
+    BlueGreenDeploymentType, BlueGreenTransition, FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec,
     FlinkBlueGreenDeploymentState, FlinkBlueGreenDeploymentStatus, FlinkDeploymentTemplateSpec,
     TransitionMode,
 };

@@ -378,7 +378,7 @@ impl ReconcileMetrics {
                     .get_or_create(&SnapshotTypeLabels { snapshot_type }),
             );
         }
-        for transition in crate::bluegreen::outcome::Transition::ALL {
+        for transition in flink_operator_api::BlueGreenTransition::ALL {
             drop(self.bluegreen_transitions.get_or_create(&TransitionLabels {
                 transition: transition.as_str(),
             }));

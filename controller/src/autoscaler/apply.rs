@@ -214,9 +214,16 @@ mod tests {
         );
         let autoscaled = rescale::with_autoscaled(&user, &map(&[("a", 4), ("b", 3)]));
         let flat = autoscaled.flink_configuration.as_ref().unwrap().flattened();
-        assert_eq!(rescale::merged_overrides(&flat).as_deref(), Some("a:4,b:3,c:5"));
+        assert_eq!(
+            crate::resources::parallelism_overrides::merged_overrides(&flat).as_deref(),
+            Some("a:4,b:3,c:5")
+        );
         let user_flat = user.flink_configuration.as_ref().unwrap().flattened();
-        assert_eq!(rescale::merged_overrides(&user_flat), None, "nothing to merge");
+        assert_eq!(
+            crate::resources::parallelism_overrides::merged_overrides(&user_flat),
+            None,
+            "nothing to merge"
+        );
         // The lifecycle sees a change of parallelism; a revision does not.
         assert!(crate::lifecycle::spec::changed(&user, &autoscaled));
         let value = |s: &FlinkDeploymentSpec| serde_json::to_value(s).unwrap();

@@ -1,30 +1,9 @@
 //! What a pass ended, for the metrics: a transition completed (which one, and how long it
 //! took since its spec was recorded) or aborted.
 
-use flink_operator_api::FlinkBlueGreenDeploymentStatus as Status;
+use flink_operator_api::{BlueGreenTransition as Transition, FlinkBlueGreenDeploymentStatus as Status};
 
 use super::{Colour, Observation, Stage, decide::millis_of};
-
-/// Which hand-over completed, as the Apache operator's metrics name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transition {
-    /// The first child (blue) became the active one.
-    InitialDeployment,
-    BlueToGreen,
-    GreenToBlue,
-}
-
-impl Transition {
-    pub const ALL: [Transition; 3] = [Self::InitialDeployment, Self::BlueToGreen, Self::GreenToBlue];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::InitialDeployment => "InitialDeployment",
-            Self::BlueToGreen => "BlueToGreen",
-            Self::GreenToBlue => "GreenToBlue",
-        }
-    }
-}
 
 /// What a pass that moved the status from `before` to `after` ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
