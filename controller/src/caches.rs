@@ -288,13 +288,7 @@ impl Caches {
                     keys::labels::COMPONENT,
                     keys::labels::COMPONENT_INGRESS
                 ));
-                cache(
-                    &client,
-                    scope,
-                    &ours,
-                    crate::resources::ingress::trim,
-                    &mut watches,
-                )
+                cache(&client, scope, &ours, trim::ingress, &mut watches)
             }),
         };
         let run = async move {
@@ -441,8 +435,11 @@ pub mod trim {
     use k8s_openapi::api::{
         apps::v1::Deployment,
         core::v1::{ConfigMap, Pod},
+        networking::v1::Ingress,
     };
     use kube::Resource;
+
+    use crate::resources::FIELD_MANAGER;
 
     /// `kubectl apply`'s copy of the whole object.
     const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -470,6 +467,19 @@ pub mod trim {
         if let Some(status) = object.status.as_mut() {
             status.conditions = None;
         }
+    }
+
+    /// Ingresses are read whole, with only the operator's own managed-fields entry (which
+    /// `resources::ingress::owned_keys` reads for the keys the operator set).
+    pub fn ingress(object: &mut Ingress) {
+        let ours = object.metadata.managed_fields.take().map(|entries| {
+            entries
+                .into_iter()
+                .filter(|entry| entry.manager.as_deref() == Some(FIELD_MANAGER))
+                .collect::<Vec<_>>()
+        });
+        common(object);
+        object.metadata.managed_fields = ours.filter(|entries| !entries.is_empty());
     }
 
     /// HA ConfigMaps are read for whether a `checkpointID-` key exists; their values
@@ -543,6 +553,43 @@ mod tests {
             ha::selector(None),
             "app,type=flink-native-kubernetes,component!=autoscaler"
         );
+    }
+
+    #[test]
+    fn an_ingress_keeps_only_the_operators_managed_fields_and_no_last_applied_copy() {
+        let mut ingress: k8s_openapi::api::networking::v1::Ingress = serde_json::from_value(json!({
+            "metadata": {
+                "name": "job",
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "kept": "yes"},
+                "managedFields": [
+                    {"manager": crate::resources::FIELD_MANAGER, "fieldsV1": {"f:metadata": {}}},
+                    {"manager": "kubectl", "fieldsV1": {"f:spec": {}}},
+                ],
+            },
+        }))
+        .unwrap();
+        trim::ingress(&mut ingress);
+        let managers: Vec<_> = (ingress.metadata.managed_fields.iter().flatten())
+            .map(|entry| entry.manager.as_deref())
+            .collect();
+        assert_eq!(managers, [Some(crate::resources::FIELD_MANAGER)]);
+        assert_eq!(
+            ingress
+                .metadata
+                .annotations
+                .unwrap()
+                .into_keys()
+                .collect::<Vec<_>>(),
+            ["kept"]
+        );
+
+        // Nothing of ours: no managed fields at all.
+        let mut theirs: k8s_openapi::api::networking::v1::Ingress = serde_json::from_value(json!({
+            "metadata": {"name": "other", "managedFields": [{"manager": "kubectl"}]},
+        }))
+        .unwrap();
+        trim::ingress(&mut theirs);
+        assert_eq!(theirs.metadata.managed_fields, None);
     }
 
     #[test]

@@ -337,19 +337,6 @@ pub fn owned_keys(ingress: &Ingress) -> (BTreeSet<String>, BTreeSet<String>) {
     (labels, annotations)
 }
 
-/// The cache's trim of an Ingress: only the operator's own managed-fields entry is kept
-/// (read by [`owned_keys`]).
-pub fn trim(ingress: &mut Ingress) {
-    let ours = ingress.metadata.managed_fields.take().map(|entries| {
-        entries
-            .into_iter()
-            .filter(|entry| entry.manager.as_deref() == Some(FIELD_MANAGER))
-            .collect::<Vec<_>>()
-    });
-    crate::caches::trim::common(ingress);
-    ingress.metadata.managed_fields = ours.filter(|entries| !entries.is_empty());
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -848,7 +835,7 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_keeps_only_the_operators_managed_fields() {
+    fn only_the_operators_managed_fields_tell_its_keys() {
         let desired = build(&spec("{{name}}.example.com"), target()).unwrap();
         let mut cached = stored(&desired);
         cached
@@ -860,8 +847,6 @@ mod tests {
                 manager: Some("kubectl".into()),
                 ..ManagedFieldsEntry::default()
             });
-        trim(&mut cached);
-        assert_eq!(cached.metadata.managed_fields.as_ref().map(Vec::len), Some(1));
         assert_eq!(
             owned_keys(&cached).0,
             BTreeSet::from(["app".to_owned(), "component".to_owned()])
