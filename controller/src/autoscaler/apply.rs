@@ -15,9 +15,9 @@ use std::{borrow::Cow, collections::BTreeMap};
 use flink_operator_api::common::ReconciliationStatus;
 
 use super::{
-    history::{Retention, ScalingEntry},
+    history::ScalingEntry,
     memory::Judgement,
-    options::AutoscalerOptions,
+    options::{AutoscalerOptions, Retention},
 };
 use crate::lifecycle::{
     rescale::{self, Parallelism},

@@ -11,7 +11,7 @@ use flink_operator_api::JobKind;
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde::{Deserialize, Serialize};
 
-use super::decide::Decision;
+use super::{decide::Decision, options::Retention};
 
 /// The ConfigMap's key of the history (JSON, oldest first).
 pub const KEY: &str = "scalingHistory";
@@ -69,23 +69,6 @@ impl ScalingEntry {
             .map(|c| format!("vertex {} {} -> {} ({})", c.vertex, c.from, c.to, c.reason))
             .collect();
         format!("{at}  {}", changes.join("; "))
-    }
-}
-
-/// How much of the history is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
-    pub max_count: usize,
-    pub max_age_ms: i64,
-}
-
-impl Default for Retention {
-    /// The Apache autoscaler's `history.max.count` and `history.max.age`.
-    fn default() -> Self {
-        Retention {
-            max_count: 3,
-            max_age_ms: 24 * 3_600_000,
-        }
     }
 }
 

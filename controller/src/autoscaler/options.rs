@@ -47,7 +47,7 @@ pub struct AutoscalerOptions {
     /// parallelisms, by no less than `coefficient-min`.
     pub observed_scalability: Option<(usize, f64)>,
     /// How much of the scaling history is kept (`history.max.count`, `history.max.age`).
-    pub history: super::history::Retention,
+    pub history: Retention,
 }
 
 impl Default for AutoscalerOptions {
@@ -70,7 +70,7 @@ impl Default for AutoscalerOptions {
             excluded_periods: ExcludedPeriods::default(),
             restart_ms: 5 * MINUTE_MS,
             observed_scalability: None,
-            history: super::history::Retention::default(),
+            history: Retention::default(),
         }
     }
 }
@@ -125,7 +125,7 @@ impl AutoscalerOptions {
                     number(key::OBSERVED_SCALABILITY_COEFFICIENT_MIN).unwrap_or(0.5),
                 )
             }),
-            history: super::history::Retention {
+            history: Retention {
                 max_count: whole(key::HISTORY_MAX_COUNT, -1)
                     .try_into()
                     .unwrap_or(d.history.max_count),
@@ -142,6 +142,23 @@ impl AutoscalerOptions {
             Some("within an excluded period (job.autoscaler.excluded.periods)")
         } else {
             None
+        }
+    }
+}
+
+/// How much of the history is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub max_count: usize,
+    pub max_age_ms: i64,
+}
+
+impl Default for Retention {
+    /// The Apache autoscaler's `history.max.count` and `history.max.age`.
+    fn default() -> Self {
+        Retention {
+            max_count: 3,
+            max_age_ms: 24 * 3_600_000,
         }
     }
 }

@@ -218,7 +218,7 @@ async fn record_scaling<K>(
     owner: &K,
     kind: JobKind,
     entry: &crate::autoscaler::history::ScalingEntry,
-    retention: crate::autoscaler::history::Retention,
+    retention: crate::autoscaler::options::Retention,
 ) -> Result<Option<String>, JobActError>
 where
     K: JobResource,

@@ -263,7 +263,7 @@ pub enum JobAction {
     /// [`crate::autoscaler::history`]), kept as `Retention` says; one already there is done.
     RecordScaling(
         crate::autoscaler::history::ScalingEntry,
-        crate::autoscaler::history::Retention,
+        crate::autoscaler::options::Retention,
     ),
 }
 
