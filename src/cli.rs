@@ -246,8 +246,8 @@ pub struct ClusterArgs {
 pub struct HistoryArgs {
     /// The job: KIND/NAME, KIND being flinkdeployment (flinkdeployments, flinkdep) or
     /// flinksessionjob (flinksessionjobs, sessionjob), in any case.
-    #[arg(value_name = "KIND/NAME", value_parser = crate::revision_cli::parse_job_ref)]
-    pub job: crate::revision_cli::JobRef,
+    #[arg(value_name = "KIND/NAME", value_parser = crate::job_ref::parse_job_ref)]
+    pub job: crate::job_ref::JobRef,
     #[command(flatten)]
     pub cluster: ClusterArgs,
 }
@@ -257,8 +257,8 @@ pub struct HistoryArgs {
 pub struct RollbackArgs {
     /// The job: KIND/NAME, KIND being flinkdeployment (flinkdeployments, flinkdep) or
     /// flinksessionjob (flinksessionjobs, sessionjob), in any case.
-    #[arg(value_name = "KIND/NAME", value_parser = crate::revision_cli::parse_job_ref)]
-    pub job: crate::revision_cli::JobRef,
+    #[arg(value_name = "KIND/NAME", value_parser = crate::job_ref::parse_job_ref)]
+    pub job: crate::job_ref::JobRef,
     /// The revision to roll back to; else the highest kept one below the current one.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
     pub to_revision: Option<i64>,

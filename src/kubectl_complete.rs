@@ -89,7 +89,7 @@ fn names(before: &[String], typed: &str) -> Vec<String> {
     let Some((kind_typed, _)) = typed.split_once('/') else {
         return Vec::new();
     };
-    let Ok(job) = crate::revision_cli::parse_job_ref(&format!("{kind_typed}/x")) else {
+    let Ok(job) = crate::job_ref::parse_job_ref(&format!("{kind_typed}/x")) else {
         return Vec::new();
     };
     let cluster = crate::cli::ClusterArgs {

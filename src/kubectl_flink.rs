@@ -24,7 +24,10 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use crate::revision_cli::{self, JobRef, RevisionCliError};
+use crate::{
+    job_ref::{self, JobRef},
+    revision_cli::{self, RevisionCliError},
+};
 
 /// The name kubectl runs the plugin by.
 pub const PLUGIN_NAME: &str = "kubectl-flink";
@@ -84,7 +87,7 @@ pub enum PluginCommand {
     /// Where the job stands: lifecycle, job state and id, the reason of its conditions, the
     /// revision, any error, and its last Events.
     Status {
-        #[arg(value_name = "KIND/NAME", value_parser = revision_cli::parse_job_ref)]
+        #[arg(value_name = "KIND/NAME", value_parser = job_ref::parse_job_ref)]
         job: JobRef,
         /// How many of its latest Events to show.
         #[arg(long, default_value_t = 10)]
@@ -92,12 +95,12 @@ pub enum PluginCommand {
     },
     /// The job's revisions, oldest first, and the autoscaler's decisions.
     History {
-        #[arg(value_name = "KIND/NAME", value_parser = revision_cli::parse_job_ref)]
+        #[arg(value_name = "KIND/NAME", value_parser = job_ref::parse_job_ref)]
         job: JobRef,
     },
     /// Roll the job back to a kept revision and follow it (exit 4 if refused or failed).
     Rollback {
-        #[arg(value_name = "KIND/NAME", value_parser = revision_cli::parse_job_ref)]
+        #[arg(value_name = "KIND/NAME", value_parser = job_ref::parse_job_ref)]
         job: JobRef,
         /// The revision; else the highest kept one below the current one.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
@@ -111,17 +114,17 @@ pub enum PluginCommand {
     },
     /// Suspend the job (`spec.job.state: suspended`), as its upgrade mode says.
     Suspend {
-        #[arg(value_name = "KIND/NAME", value_parser = revision_cli::parse_job_ref)]
+        #[arg(value_name = "KIND/NAME", value_parser = job_ref::parse_job_ref)]
         job: JobRef,
     },
     /// Run a suspended job again (`spec.job.state: running`).
     Resume {
-        #[arg(value_name = "KIND/NAME", value_parser = revision_cli::parse_job_ref)]
+        #[arg(value_name = "KIND/NAME", value_parser = job_ref::parse_job_ref)]
         job: JobRef,
     },
     /// Take a savepoint of the running job (a new `spec.job.savepointTriggerNonce`).
     Savepoint {
-        #[arg(value_name = "KIND/NAME", value_parser = revision_cli::parse_job_ref)]
+        #[arg(value_name = "KIND/NAME", value_parser = job_ref::parse_job_ref)]
         job: JobRef,
     },
     /// Print a completion script for `kubectl-flink` (bash, zsh, fish, elvish, powershell).

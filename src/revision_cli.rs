@@ -29,18 +29,11 @@ use kube::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cli::{HistoryArgs, RollbackArgs};
+use crate::{
+    cli::{HistoryArgs, RollbackArgs},
+    job_ref::JobRef,
+};
 
-/// The spellings of a job's kind accepted in `KIND/NAME` (compared ignoring case), as
-/// kubectl accepts a kind's singular, plural and short names.
-const KIND_NAMES: &[(&str, JobKind)] = &[
-    ("flinkdeployment", JobKind::FlinkDeployment),
-    ("flinkdeployments", JobKind::FlinkDeployment),
-    ("flinkdep", JobKind::FlinkDeployment),
-    ("flinksessionjob", JobKind::FlinkSessionJob),
-    ("flinksessionjobs", JobKind::FlinkSessionJob),
-    ("sessionjob", JobKind::FlinkSessionJob),
-];
 /// The longest value a change summary shows of one field.
 const VALUE_MAX: usize = 40;
 /// The longest change summary, so that a table row stays one terminal line or two.
@@ -104,44 +97,6 @@ pub enum RevisionCliError {
         /// The commands that show where the rollback is.
         look: String,
     },
-}
-
-/// A job named on the command line: `KIND/NAME`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobRef {
-    pub kind: JobKind,
-    pub name: String,
-}
-
-/// Parses `KIND/NAME` (see [`KIND_NAMES`]).
-pub fn parse_job_ref(text: &str) -> Result<JobRef, String> {
-    let accepted = || {
-        KIND_NAMES
-            .iter()
-            .map(|(name, _)| *name)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let Some((kind, name)) = text.split_once('/') else {
-        return Err(format!(
-            "expected KIND/NAME, e.g. flinkdeployment/my-job (KIND one of {})",
-            accepted()
-        ));
-    };
-    let Some(kind) = KIND_NAMES
-        .iter()
-        .find(|(known, _)| known.eq_ignore_ascii_case(kind))
-        .map(|(_, kind)| *kind)
-    else {
-        return Err(format!("unknown kind {kind:?}: expected one of {}", accepted()));
-    };
-    if name.is_empty() || name.contains('/') {
-        return Err(format!("expected KIND/NAME, got {text:?}"));
-    }
-    Ok(JobRef {
-        kind,
-        name: name.to_owned(),
-    })
 }
 
 /// `text` made safe for a terminal, for every piece of text a tenant or a JobManager controls
@@ -315,7 +270,7 @@ where
 /// The client, and the namespace: the one given, else the kubeconfig context's (as kubectl).
 /// A context names one of the kubeconfig's (the file given, else the usual one).
 pub(crate) async fn connect(cluster: &crate::cli::ClusterArgs) -> Result<(Client, String), RevisionCliError> {
-    let client = crate::run::kube_config(cluster.kubeconfig.as_deref(), cluster.context.as_deref())
+    let client = crate::kube_config::kube_config(cluster.kubeconfig.as_deref(), cluster.context.as_deref())
         .await
         .and_then(|config| Client::try_from(config).map_err(|e| e.to_string()))
         .map_err(RevisionCliError::Client)?;
@@ -899,49 +854,6 @@ mod tests {
             (json!({"job": {}}), None),
         ] {
             assert_eq!(parallelism_line(&spec).as_deref(), line, "{spec}");
-        }
-    }
-
-    #[test]
-    fn job_refs_are_parsed() {
-        let deployment = |name: &str| {
-            Ok(JobRef {
-                kind: JobKind::FlinkDeployment,
-                name: name.to_owned(),
-            })
-        };
-        let session_job = |name: &str| {
-            Ok(JobRef {
-                kind: JobKind::FlinkSessionJob,
-                name: name.to_owned(),
-            })
-        };
-        let cases: &[(&str, Result<JobRef, ()>)] = &[
-            ("flinkdeployment/a", deployment("a")),
-            ("flinkdeployments/a", deployment("a")),
-            ("flinkdep/a", deployment("a")),
-            ("FlinkDeployment/basic", deployment("basic")),
-            ("FLINKDEP/a", deployment("a")),
-            ("flinksessionjob/j", session_job("j")),
-            ("flinksessionjobs/j", session_job("j")),
-            ("sessionjob/j", session_job("j")),
-            ("SessionJob/j", session_job("j")),
-            ("deployment/a", Err(())),
-            ("flinkdeployment", Err(())),
-            ("flinkdeployment/", Err(())),
-            ("flinkdeployment/a/b", Err(())),
-            ("/a", Err(())),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(&parse_job_ref(text).map_err(|_| ()), expected, "{text}");
-        }
-    }
-
-    #[test]
-    fn an_unknown_kind_names_the_accepted_ones() {
-        let error = parse_job_ref("deploy/a").err().unwrap_or_default();
-        for accepted in ["flinkdeployment", "flinkdep", "flinksessionjobs", "sessionjob"] {
-            assert!(error.contains(accepted), "{error}");
         }
     }
 

@@ -26,7 +26,6 @@ use flink_operator_webhook::{
 use futures::{FutureExt, future::BoxFuture};
 use kube::{
     Client,
-    config::KubeConfigOptions,
     runtime::events::{Recorder, Reporter},
 };
 use prometheus_client::registry::Registry;
@@ -38,6 +37,7 @@ use crate::{
     config::{self, ConfigError},
     config_reload, fenced_client, https,
     leader::{self, LeaderElection, LeaderElectionError, LeaderMetrics},
+    loop_ended::LoopEnded,
     managed_certs::{self, ManagedCertsConfig, ManagedCertsError},
     probes::{self, Readiness},
     webhook_registration,
@@ -102,43 +102,6 @@ pub enum RunError {
     /// is restarted and (with leader election) another replica leads meanwhile.
     #[error("{0}")]
     Ended(#[from] LoopEnded),
-}
-
-/// A reconcile loop (or another part that must run as long as the process) ended.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("the {name} loop ended{}; the operator stops so that it is restarted", .panic.as_ref().map(|p| format!(" (it panicked: {p})")).unwrap_or_default())]
-pub struct LoopEnded {
-    /// The loop's name.
-    pub name: &'static str,
-    /// The panic that ended it, if one did.
-    pub panic: Option<String>,
-}
-
-impl LoopEnded {
-    /// What ended, from a join of the controllers' set (a panicked task's name is not known).
-    pub fn from_join(joined: Result<&'static str, tokio::task::JoinError>) -> Self {
-        match joined {
-            Ok(name) => Self { name, panic: None },
-            Err(error) => Self::named("a controller", Err(error)),
-        }
-    }
-
-    /// The part `name` ended, by itself or with a panic.
-    pub fn named(name: &'static str, joined: Result<(), tokio::task::JoinError>) -> Self {
-        let panic = joined.err().map(|error| {
-            error
-                .try_into_panic()
-                .map(|payload| {
-                    payload
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_owned())
-                        .or_else(|| payload.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "a panic without a message".to_owned())
-                })
-                .unwrap_or_else(|error| error.to_string())
-        });
-        Self { name, panic }
-    }
 }
 
 /// Where a process in a pod finds the namespace of its ServiceAccount.
@@ -649,42 +612,12 @@ async fn fenced_client(
     .await
 }
 
-/// The client configuration: from `kubeconfig` when given, else inferred as kubectl does
-/// (`$KUBECONFIG` or `~/.kube/config`, else in-cluster); `context` names one of the
-/// kubeconfig's contexts instead of its current one.
-pub async fn kube_config(
-    kubeconfig: Option<&std::path::Path>,
-    context: Option<&str>,
-) -> Result<kube::Config, String> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_owned),
-        ..Default::default()
-    };
-    let described = |e: &dyn std::fmt::Display| match (kubeconfig, context) {
-        (Some(path), _) => format!("kubeconfig {}: {e}", path.display()),
-        (None, Some(context)) => format!("context {context}: {e}"),
-        (None, None) => e.to_string(),
-    };
-    match (kubeconfig, context) {
-        (Some(path), _) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| described(&e))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .map_err(|e| described(&e))
-        }
-        (None, Some(_)) => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| described(&e)),
-        (None, None) => kube::Config::infer().await.map_err(|e| described(&e)),
-    }
-}
-
 async fn client_with(
     kubeconfig: Option<&std::path::Path>,
     metrics: Option<(&ReconcileMetrics, KubernetesClient)>,
     fence: Option<&Fence>,
 ) -> Result<Client, String> {
-    let config = kube_config(kubeconfig, None).await?;
+    let config = crate::kube_config::kube_config(kubeconfig, None).await?;
     let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
     let builder = builder.with_layer(&tower::util::option_layer(
         fence.map(|fence| fenced_client::FenceLayer(fence.clone())),

@@ -33,7 +33,7 @@ use self::{
     decide::{Timing, TimingError},
     lease::Elector,
 };
-use crate::run::LoopEnded;
+use crate::loop_ended::LoopEnded;
 use flink_operator_controller::runtime::fence::Fence;
 
 /// Why the leader-election settings cannot be used.
