@@ -416,6 +416,21 @@ fn sequences_found_failing_once_pass() {
                 (JobFails(8), Ok),
             ],
         ),
+        (
+            Start {
+                mode: UpgradeMode::Savepoint,
+                grace_s: 600,
+                delay_s: 0,
+            },
+            vec![
+                (Tick(2), Ok),
+                (Transition, Ok),
+                (Tick(1), Crash(1)),
+                (Tick(1), Crash(0)),
+                (Transition, Ok),
+                (DeleteSnapshot(0), Ok),
+            ],
+        ),
     ];
     for (start, steps) in cases {
         if let Err(violation) = run(&start, &steps) {

@@ -48,7 +48,7 @@ pub struct Lineage {
     /// The template (the last one, once the resource left) runs the job stateless.
     pub stateless: bool,
     /// The transition savepoint being handed over: its job, its path and its
-    /// FlinkStateSnapshot's name, until a child starts from it.
+    /// FlinkStateSnapshot's name, until a child the resource adopted starts from it.
     pub handed: Option<(String, String, String)>,
     /// The jobs whose child's spec runs stateless (as last seen).
     pub stateless_jobs: BTreeSet<String>,
@@ -199,10 +199,15 @@ impl Lineage {
                         }
                     }
                 }
-                if self
-                    .handed
-                    .as_ref()
-                    .is_some_and(|(_, path, _)| Some(path) == restore.as_ref())
+                // Handed over once the resource's child starts from it. A stray's start (one a
+                // pass that stopped before its status was written created) is not: the
+                // resource may give the stray up and, if the savepoint's record goes too,
+                // take another of the old job, whose own state is the job's again then.
+                if adopted(*stage, *colour)
+                    && self
+                        .handed
+                        .as_ref()
+                        .is_some_and(|(_, path, _)| Some(path) == restore.as_ref())
                 {
                     self.handed = None;
                 }
@@ -320,19 +325,33 @@ impl Lineage {
             // The hand-over ended (finished, aborted, or given up for a suspension).
             self.handed = None;
         }
+        if let Some(Stage::TransitioningTo(incoming)) = world.stage()
+            && let Some((_, path, _)) = &self.handed
+            && let Some(new) = world.child(incoming).filter(|c| !c.deleting())
+            && new
+                .run
+                .as_ref()
+                .is_some_and(|r| r.submitted && r.restore.as_ref() == Some(path))
+        {
+            // A stray that started from it, adopted now: handed over.
+            self.handed = None;
+        }
         if let Some((job_id, path, name)) = self.handed.clone() {
             let recorded = (world.snapshots.get(&name))
                 .and_then(|s| s.status.as_ref())
                 .is_some_and(|s| s.path.as_ref() == Some(&path));
+            // (Not by a child being deleted: the next start does not read it.)
             let named = world.status().and_then(|s| s.transition_savepoint_path.as_ref()) == Some(&path)
-                || (world.children.iter().flatten()).any(|c| {
-                    c.object
-                        .spec
-                        .job
-                        .as_ref()
-                        .and_then(|j| j.initial_savepoint_path.as_ref())
-                        == Some(&path)
-                });
+                || (world.children.iter().flatten())
+                    .filter(|c| !c.deleting())
+                    .any(|c| {
+                        c.object
+                            .spec
+                            .job
+                            .as_ref()
+                            .and_then(|j| j.initial_savepoint_path.as_ref())
+                            == Some(&path)
+                    });
             if !recorded && !named {
                 // Its record went (the user deleted it) before a child started from it: the
                 // next transition takes another; the old job's own state is the job's again
