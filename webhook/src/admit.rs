@@ -14,72 +14,12 @@ use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::value::RawValue;
 
 use crate::{
+    kinds::{Endpoint, FlinkKind, GROUP},
     lookup::JobDirectory,
     metrics::AdmissionMetrics,
     patch,
     review::{ReviewRequest, Verdict},
 };
-
-/// The API group whose objects this webhook judges.
-const GROUP: &str = "flink.apache.org";
-
-/// The kinds this webhook handles.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FlinkKind {
-    /// `FlinkDeployment`
-    Deployment,
-    /// `FlinkSessionJob`
-    SessionJob,
-    /// `FlinkStateSnapshot`
-    StateSnapshot,
-    /// `FlinkBlueGreenDeployment`
-    BlueGreenDeployment,
-}
-
-impl FlinkKind {
-    /// The kind of a request's group and kind, if it is one of ours.
-    pub fn from_group_kind(group: &str, kind: &str) -> Option<Self> {
-        if group != GROUP {
-            return None;
-        }
-        match kind {
-            "FlinkDeployment" => Some(Self::Deployment),
-            "FlinkSessionJob" => Some(Self::SessionJob),
-            "FlinkStateSnapshot" => Some(Self::StateSnapshot),
-            "FlinkBlueGreenDeployment" => Some(Self::BlueGreenDeployment),
-            _ => None,
-        }
-    }
-
-    /// The kind's name, as in manifests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Deployment => "FlinkDeployment",
-            Self::SessionJob => "FlinkSessionJob",
-            Self::StateSnapshot => "FlinkStateSnapshot",
-            Self::BlueGreenDeployment => "FlinkBlueGreenDeployment",
-        }
-    }
-}
-
-/// Which of the two webhook endpoints a request came to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Endpoint {
-    /// `POST /validate`
-    Validate,
-    /// `POST /mutate`
-    Mutate,
-}
-
-impl Endpoint {
-    /// The endpoint's name, as used in metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Validate => "validate",
-            Self::Mutate => "mutate",
-        }
-    }
-}
 
 /// Everything a decision needs besides the request: the operator's configuration and a
 /// way to look up other objects.

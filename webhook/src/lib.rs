@@ -3,11 +3,13 @@
 //! `POST /validate` and `POST /mutate` take an `admission.k8s.io/v1` AdmissionReview and
 //! answer one. The rules themselves are pure functions in `flink_operator_api::validation`,
 //! shared with the reconcile loops; this crate is the protocol around them: decoding with
-//! limits ([`review`]), routing each kind to its rules ([`admit`]), lookups of referenced
+//! limits ([`review`]), which kind and endpoint a request is about ([`kinds`]), routing each
+//! kind to its rules ([`admit`]), lookups of referenced
 //! objects ([`lookup`]) and JSON Patch defaults ([`patch`]). It serves plain HTTP; TLS is
 //! the binary's concern.
 
 pub mod admit;
+pub mod kinds;
 pub mod lookup;
 pub mod metrics;
 pub mod patch;
@@ -24,7 +26,8 @@ use axum::{
 };
 use http_body_util::{BodyExt, Limited};
 
-pub use admit::{Admission, Endpoint, FlinkKind};
+pub use admit::Admission;
+pub use kinds::{Endpoint, FlinkKind};
 pub use review::ReviewError;
 
 /// The admission routes, answering with `admission`.

@@ -8,7 +8,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::admit::{Endpoint, FlinkKind};
+use crate::kinds::{Endpoint, FlinkKind};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AdmissionLabels {

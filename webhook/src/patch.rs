@@ -11,7 +11,7 @@ use json_patch::{AddOperation, PatchOperation};
 use jsonptr::PointerBuf;
 use serde_json::{Value, json};
 
-use crate::admit::FlinkKind;
+use crate::kinds::FlinkKind;
 
 /// The patch operations that default `object` (of `kind`, in `namespace`).
 pub fn mutations(kind: FlinkKind, object: &Value, namespace: &str) -> Vec<PatchOperation> {
