@@ -78,6 +78,15 @@ pub struct FlinkStateSnapshotSpec {
 }
 
 impl FlinkStateSnapshotSpec {
+    /// Whether deleting the snapshot disposes of its savepoint (`savepoint.disposeOnDelete`,
+    /// true unless set; a checkpoint is never disposed of).
+    pub fn disposes_on_deletion(&self) -> bool {
+        self.snapshot_type() == Some(SnapshotType::Savepoint)
+            && (self.savepoint.as_ref())
+                .and_then(|s| s.dispose_on_delete)
+                .unwrap_or(true)
+    }
+
     /// Savepoint or checkpoint, by which of the two is set (savepoint wins if both are).
     pub fn snapshot_type(&self) -> Option<SnapshotType> {
         match (&self.savepoint, &self.checkpoint) {

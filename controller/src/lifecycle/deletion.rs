@@ -25,8 +25,8 @@ use super::{
     poll::SavepointPoll,
     restore::{self, RestorableState},
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
-    snapshots::clear_trigger,
     stop,
+    trigger::clear_trigger,
 };
 use crate::{
     events::{EventNote, Reason},

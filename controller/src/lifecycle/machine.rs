@@ -386,7 +386,7 @@ fn seal_new_snapshots<S: LifecycleStatus, A: AsJobAction>(plan: &mut Plan<S, A>)
         None => plan.status_before = Some(plan.status.clone()),
     }
     for new in &marked {
-        snapshots::clear_trigger(plan.status.job_status_mut(), new.kind);
+        super::trigger::clear_trigger(plan.status.job_status_mut(), new.kind);
     }
 }
 

@@ -62,6 +62,7 @@ pub mod snapshots;
 pub mod spec;
 pub mod step;
 pub mod stop;
+pub mod trigger;
 pub mod wording;
 
 #[cfg(test)]

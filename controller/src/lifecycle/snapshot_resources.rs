@@ -165,7 +165,7 @@ pub fn unrecorded(job: &JobStatus, dispose_on_delete: bool) -> Vec<NewSnapshot> 
 
 /// Writes into `job` that `new` is to be created (the name's parts), before it is.
 pub fn mark(job: &mut JobStatus, new: &NewSnapshot) {
-    let (trigger_id, trigger_type, at) = super::snapshots::trigger_fields(job, new.kind);
+    let (trigger_id, trigger_type, at) = super::trigger::trigger_fields(job, new.kind);
     *trigger_id = None;
     *trigger_type = Some(new.trigger_type);
     *at = Some(new.at_ms);
@@ -174,7 +174,7 @@ pub fn mark(job: &mut JobStatus, new: &NewSnapshot) {
 /// Clears what [`mark`] wrote, once the resource is created.
 pub fn unmark(job: &mut JobStatus) {
     for new in unrecorded(job, false) {
-        super::snapshots::clear_trigger(job, new.kind);
+        super::trigger::clear_trigger(job, new.kind);
     }
 }
 
@@ -402,7 +402,7 @@ pub(crate) fn job_snapshot(snapshot: &FlinkStateSnapshot) -> Option<JobSnapshot>
         result_ms: millis(status.and_then(|s| s.result_timestamp.as_ref())),
         failures: status.and_then(|s| s.failures).unwrap_or(0),
         deleting: snapshot.metadata.deletion_timestamp.is_some(),
-        disposes: crate::state_snapshot::decide::disposes(&snapshot.spec),
+        disposes: snapshot.spec.disposes_on_deletion(),
     })
 }
 

@@ -17,6 +17,7 @@ use super::{
     restore, savepoint_history,
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
     spec::JobSpecOf,
+    trigger::{clear_trigger, trigger_fields},
 };
 use crate::{
     events::{EventNote, Reason},
@@ -44,50 +45,6 @@ fn pending(job: &JobStatus, kind: Snapshot) -> Option<(String, SnapshotTriggerTy
                 SnapshotTriggerType::Manual,
                 info.trigger_timestamp,
             ))
-        }
-    }
-}
-
-/// The trigger id, type and time of the snapshot of `kind` in `job`.
-pub fn trigger_fields(
-    job: &mut JobStatus,
-    kind: Snapshot,
-) -> (
-    &mut Option<String>,
-    &mut Option<SnapshotTriggerType>,
-    &mut Option<i64>,
-) {
-    match kind {
-        Snapshot::Savepoint => {
-            let info = job.savepoint_info.get_or_insert_with(Default::default);
-            (
-                &mut info.trigger_id,
-                &mut info.trigger_type,
-                &mut info.trigger_timestamp,
-            )
-        }
-        Snapshot::Checkpoint => {
-            let info = job.checkpoint_info.get_or_insert_with(Default::default);
-            (
-                &mut info.trigger_id,
-                &mut info.trigger_type,
-                &mut info.trigger_timestamp,
-            )
-        }
-    }
-}
-
-/// Forgets the trigger of a settled snapshot of `kind`.
-pub fn clear_trigger(job: &mut JobStatus, kind: Snapshot) {
-    let present = match kind {
-        Snapshot::Savepoint => job.savepoint_info.is_some(),
-        Snapshot::Checkpoint => job.checkpoint_info.is_some(),
-    };
-    if present {
-        let (id, trigger_type, at) = trigger_fields(job, kind);
-        (*id, *trigger_type, *at) = (None, None, None);
-        if let (Snapshot::Savepoint, Some(info)) = (kind, job.savepoint_info.as_mut()) {
-            info.checkpoint_id_at_trigger = None;
         }
     }
 }

@@ -13,7 +13,7 @@ use super::{
     savepoint_history,
     savepoint_retry::{self, Attempt, Failure},
     snapshot_resources::{self, NewSnapshot},
-    snapshots::clear_trigger,
+    trigger::clear_trigger,
 };
 use crate::events::{EventNote, Reason};
 

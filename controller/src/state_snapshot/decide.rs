@@ -165,16 +165,6 @@ pub enum TriggerKind {
     Checkpoint(CheckpointKind),
 }
 
-/// Whether deleting the snapshot disposes of its savepoint (and so needs our finalizer).
-pub fn disposes(spec: &FlinkStateSnapshotSpec) -> bool {
-    spec.snapshot_type() == Some(SnapshotType::Savepoint)
-        && spec
-            .savepoint
-            .as_ref()
-            .and_then(|s| s.dispose_on_delete)
-            .unwrap_or(true)
-}
-
 fn has_finalizer(snapshot: &FlinkStateSnapshot) -> bool {
     snapshot
         .finalizers()
@@ -224,7 +214,7 @@ pub fn decide(snapshot: &FlinkStateSnapshot, observation: &Observation) -> Plan<
     if snapshot.metadata.deletion_timestamp.is_some() {
         deletion(snapshot, observation, &mut d);
     } else {
-        if disposes(&snapshot.spec) && !has_finalizer(snapshot) {
+        if snapshot.spec.disposes_on_deletion() && !has_finalizer(snapshot) {
             d.actions.push(Action::AddFinalizer);
         }
         // A fresh snapshot shows its state at once, as the Apache operator's do.
@@ -643,7 +633,7 @@ fn deletion(snapshot: &FlinkStateSnapshot, o: &Observation, d: &mut Decision) {
         return;
     }
     let spec = &snapshot.spec;
-    if !disposes(spec) {
+    if !spec.disposes_on_deletion() {
         d.actions.push(Action::Release);
         return;
     }

@@ -13,7 +13,7 @@ use flink_operator_api::{
 };
 use kube::ResourceExt;
 
-use super::decide::{self, CheckpointPath, Job, Observation, Target};
+use super::decide::{CheckpointPath, Job, Observation, Target};
 use crate::{
     caches::Caches,
     context::{Context, RestLook},
@@ -72,7 +72,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
     let dispose = deleting
         && ours
         && state == State::Completed
-        && decide::disposes(&snapshot.spec)
+        && snapshot.spec.disposes_on_deletion()
         && status
             .and_then(|s| s.path.as_deref())
             .is_some_and(|p| !p.is_empty());
