@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use super::{
     FAST, JobAction, LifecycleStatus, Plan,
-    machine::JobKind,
+    kind::JobKind,
     restore::{self, Kind, RestorableState},
     revisions::{self, Revision, RevisionStep, RollbackDecision},
     spec::{self, JobSpecOf},

@@ -3,10 +3,10 @@
 //! settings are inputs).
 //!
 //! [`machine`] is the lifecycle as one state machine: its `decide` derives the job's
-//! [`step::Step`] from the recorded status and the observation ([`step`] tables every step:
+//! [`kind::Step`] from the recorded status and the observation ([`step`] tables every step:
 //! when it is taken, what it does, what comes next), then dispatches it in one `match`, and
 //! its functions map each outcome of the pure tables below to the next step. A kind plugs
-//! into it through [`machine::JobKind`].
+//! into it through [`kind::JobKind`].
 //!
 //! A job goes through the same steps whatever runs it:
 //!
@@ -33,7 +33,7 @@
 //!    manual rollback to a kept one through the normal update path ([`revisions`] decides,
 //!    [`history`] wires it into the machine).
 //!
-//! What differs per kind stays with the kind, behind [`machine::JobKind`]: how a job is
+//! What differs per kind stays with the kind, behind [`kind::JobKind`]: how a job is
 //! started and ended for a change (a cluster deployed with it and deleted with or without
 //! its high-availability metadata, or a jar submitted and the job cancelled over REST),
 //! what "ready to act" means (a JobManager that answers, or a READY session cluster), where
@@ -46,6 +46,7 @@ pub mod change;
 pub mod deletion;
 pub mod history;
 pub mod job;
+pub mod kind;
 pub mod ledger;
 pub mod machine;
 pub mod observe;

@@ -25,12 +25,12 @@
 //! | `SnapshotsDue` | the job runs, nothing is pending, and a nonce asks for a snapshot or a periodic savepoint is due | the trigger id recorded before the snapshot is triggered | `Steady` (the snapshot settled into status) |
 //! | `Steady` | none of the above | the savepoint history and snapshot resources trimmed, the phase said, the next look scheduled | `Steady` |
 //!
-//! A kind takes part in a step through [`JobKind::own_step`](super::machine::JobKind::own_step)
+//! A kind takes part in a step through [`JobKind::own_step`](super::kind::JobKind::own_step)
 //! before the machine does (`Deleting`, `UntilReady`, `RollingBack`, `ChangedBack`, `Change`,
 //! `Suspended`, `Recovering`, `RollbackDue`, `ShuttingDown`); the rest of each row is the machine's.
 //!
 //! The step is derived in two phases, around what observing writes into the status being
-//! built. [`Step::before_observing`] reads the stored status and the observation only. The
+//! built. [`before_observing`] reads the stored status and the observation only. The
 //! kind's admission (its finalizer and `observedGeneration`) is written once the step is
 //! known and is not `Deleting`: every other step writes its status with it, and no
 //! condition reads it. Then, if no step was found, three effects come before the rest of
@@ -45,45 +45,46 @@
 //!    pending, which `WaitingForSnapshot`, `RestartingFailed` of a session job, `SnapshotsDue`
 //!    and `Steady` read).
 //!
-//! [`Step::after_observing`] derives the rest from that. Two steps of an application
+//! [`after_observing`] derives the rest from that. Two steps of an application
 //! cluster, `Recovering` and `RollbackDue`, decide and act in one and may decline when the
 //! state they would restore is not in the high-availability metadata: the kind then notes
-//! why in status (with a warning), and the step after it is derived ([`Step::after`]) from
+//! why in status (with a warning), and the step after it is derived ([`after`]) from
 //! the status with that note, and dispatched.
 
 use flink_operator_api::common::ReconciliationState;
 
 use super::{
     LifecycleStatus,
-    machine::JobKind,
+    kind::{JobKind, Step, in_place, job_view},
     snapshots,
     spec::{self, JobSpecOf},
     stop,
 };
 
-/// Where a job is in its lifecycle (see the module's table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Step {
-    Deleting,
-    Unreadable,
-    UntilReady,
-    FollowingStop,
-    Invalid,
-    FirstStart,
-    Starting,
-    RollingBack,
-    ChangedBack,
-    WaitingForSnapshot,
-    Rescaling,
-    Change,
-    Suspended,
-    Recovering,
-    RestartingFailed,
-    RollbackDue,
-    ShuttingDown,
-    SnapshotsDue,
-    Steady,
-}
+/// Every step, in the order they are tried (the module's table): a step is taken only when
+/// none before it is due, and after a declined `Recovering` or `RollbackDue` only those after
+/// it are (see [`after`]). The order is this list, not the order of the enum's variants.
+pub const ORDER: [Step; 19] = [
+    Step::Deleting,
+    Step::Unreadable,
+    Step::UntilReady,
+    Step::FollowingStop,
+    Step::Invalid,
+    Step::FirstStart,
+    Step::Starting,
+    Step::RollingBack,
+    Step::ChangedBack,
+    Step::WaitingForSnapshot,
+    Step::Rescaling,
+    Step::Change,
+    Step::Suspended,
+    Step::Recovering,
+    Step::RestartingFailed,
+    Step::RollbackDue,
+    Step::ShuttingDown,
+    Step::SnapshotsDue,
+    Step::Steady,
+];
 
 /// The step before observing, or the recorded spec of a job to be observed first.
 #[derive(Debug)]
@@ -107,87 +108,86 @@ pub struct Observed<S> {
     pub pending: bool,
 }
 
-impl Step {
-    /// The step that the stored status and the observation say, before anything is
-    /// observed into status, or the recorded spec for the job to be observed first.
-    pub fn before_observing<'r, 'a, K: JobKind<'a>>(
-        k: &K,
-        recorded: &'r Result<Option<K::Spec>, String>,
-    ) -> Before<'r, K::Spec> {
-        if k.deleting() {
-            return Before::Step(Self::Deleting);
-        }
-        let Ok(recorded) = recorded else {
-            return Before::Step(Self::Unreadable);
-        };
-        if !k.standing().ready {
-            return Before::Step(Self::UntilReady);
-        }
-        // A stop-with-savepoint in flight is followed to its end whatever the spec says now
-        // (changed back, or invalid): the job stops either way, and its savepoint must be
-        // recorded while the JobManager still knows it.
-        if recorded.is_some() && stop::pending_trigger(&k.status).is_some() {
-            return Before::Step(Self::FollowingStop);
-        }
-        if !k.violations.is_empty() {
-            return Before::Step(Self::Invalid);
-        }
-        let Some(recorded) = recorded else {
-            return Before::Step(Self::FirstStart);
-        };
-        match k.status.reconciliation().and_then(|rs| rs.state) {
-            Some(ReconciliationState::Upgrading) => Before::Step(Self::Starting),
-            Some(ReconciliationState::RollingBack) if K::ROLLS_BACK => Before::Step(Self::RollingBack),
-            _ => Before::Observe(recorded),
-        }
+/// The step that the stored status and the observation say, before anything is
+/// observed into status, or the recorded spec for the job to be observed first.
+pub fn before_observing<'r, 'a, K: JobKind<'a>>(
+    k: &K,
+    recorded: &'r Result<Option<K::Spec>, String>,
+) -> Before<'r, K::Spec> {
+    if k.deleting() {
+        return Before::Step(Step::Deleting);
     }
+    let Ok(recorded) = recorded else {
+        return Before::Step(Step::Unreadable);
+    };
+    if !k.standing().ready {
+        return Before::Step(Step::UntilReady);
+    }
+    // A stop-with-savepoint in flight is followed to its end whatever the spec says now
+    // (changed back, or invalid): the job stops either way, and its savepoint must be
+    // recorded while the JobManager still knows it.
+    if recorded.is_some() && stop::pending_trigger(&k.status).is_some() {
+        return Before::Step(Step::FollowingStop);
+    }
+    if !k.violations.is_empty() {
+        return Before::Step(Step::Invalid);
+    }
+    let Some(recorded) = recorded else {
+        return Before::Step(Step::FirstStart);
+    };
+    match k.status.reconciliation().and_then(|rs| rs.state) {
+        Some(ReconciliationState::Upgrading) => Before::Step(Step::Starting),
+        Some(ReconciliationState::RollingBack) if K::ROLLS_BACK => Before::Step(Step::RollingBack),
+        _ => Before::Observe(recorded),
+    }
+}
 
-    /// The step once the job is observed (see the module doc for what was written first).
-    pub fn after_observing<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>) -> Self {
-        if observed.changed {
-            if k.own_step_due(Self::ChangedBack, &observed.running) {
-                return Self::ChangedBack;
-            }
-            if observed.pending && !k.facts.policy.ignore_pending_savepoint {
-                return Self::WaitingForSnapshot;
-            }
-            if super::machine::in_place(k, &observed.recorded).is_some() {
-                return Self::Rescaling;
-            }
-            return Self::Change;
+/// The step once the job is observed (see the module doc for what was written first).
+pub fn after_observing<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>) -> Step {
+    if observed.changed {
+        if k.own_step_due(Step::ChangedBack, &observed.running) {
+            return Step::ChangedBack;
         }
-        if observed.suspended {
-            return Self::Suspended;
+        if observed.pending && !k.facts.policy.ignore_pending_savepoint {
+            return Step::WaitingForSnapshot;
         }
-        Self::after(k, observed, None)
+        if in_place(k, &observed.recorded).is_some() {
+            return Step::Rescaling;
+        }
+        return Step::Change;
     }
+    if observed.suspended {
+        return Step::Suspended;
+    }
+    after(k, observed, None)
+}
 
-    /// The first step of a running (or ended) job, of those after `past` (None: all of
-    /// them): after a declined `Recovering` or `RollbackDue`, the one derived next.
-    pub fn after<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>, past: Option<Self>) -> Self {
-        let open = |step: Self| past.is_none_or(|past| step > past);
-        let recorded = &observed.recorded;
-        if open(Self::Recovering) && k.own_step_due(Self::Recovering, recorded) {
-            return Self::Recovering;
-        }
-        let standing = k.standing();
-        if open(Self::RestartingFailed) && !observed.pending && standing.failed_to_restart {
-            return Self::RestartingFailed;
-        }
-        if open(Self::RollbackDue) && k.own_step_due(Self::RollbackDue, recorded) {
-            return Self::RollbackDue;
-        }
-        if open(Self::ShuttingDown) && k.own_step_due(Self::ShuttingDown, recorded) {
-            return Self::ShuttingDown;
-        }
-        if !observed.pending
-            && standing.running
-            && snapshots::due(k.spec, recorded, &super::machine::job_view(k), &k.facts).is_some()
-        {
-            return Self::SnapshotsDue;
-        }
-        Self::Steady
+/// The first step of a running (or ended) job, of those after `past` (None: all of
+/// them): after a declined `Recovering` or `RollbackDue`, the one derived next.
+pub fn after<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>, past: Option<Step>) -> Step {
+    let position = |step: Step| ORDER.iter().position(|s| *s == step);
+    let open = |step: Step| past.is_none_or(|past| position(step) > position(past));
+    let recorded = &observed.recorded;
+    if open(Step::Recovering) && k.own_step_due(Step::Recovering, recorded) {
+        return Step::Recovering;
     }
+    let standing = k.standing();
+    if open(Step::RestartingFailed) && !observed.pending && standing.failed_to_restart {
+        return Step::RestartingFailed;
+    }
+    if open(Step::RollbackDue) && k.own_step_due(Step::RollbackDue, recorded) {
+        return Step::RollbackDue;
+    }
+    if open(Step::ShuttingDown) && k.own_step_due(Step::ShuttingDown, recorded) {
+        return Step::ShuttingDown;
+    }
+    if !observed.pending
+        && standing.running
+        && snapshots::due(k.spec, recorded, &job_view(k), &k.facts).is_some()
+    {
+        return Step::SnapshotsDue;
+    }
+    Step::Steady
 }
 
 /// What the steps act on, as deriving the step found it.
@@ -218,7 +218,7 @@ impl<S> Found<S> {
 /// The step in two phases around what observing writes (see the module doc for why).
 pub fn derive<'a, K: JobKind<'a>>(k: &mut K) -> (Step, Found<K::Spec>) {
     let read = k.recorded();
-    let before = Step::before_observing(k, &read);
+    let before = before_observing(k, &read);
     if !matches!(before, Before::Step(Step::Deleting)) {
         k.admit();
     }
@@ -226,7 +226,7 @@ pub fn derive<'a, K: JobKind<'a>>(k: &mut K) -> (Step, Found<K::Spec>) {
         Before::Step(step) => (step, None),
         Before::Observe(recorded) => {
             let observed = observe_job(k, recorded.clone());
-            (Step::after_observing(k, &observed), Some(observed))
+            (after_observing(k, &observed), Some(observed))
         }
     };
     (step, Found { read, observed })

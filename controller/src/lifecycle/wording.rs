@@ -4,7 +4,7 @@
 //! suspension). What only a kind does (a cluster deployed, a jar submitted) it words itself.
 
 use super::{
-    machine::{Cause, Refusal, Restore, Wait},
+    kind::{Cause, Refusal, Restore, Wait},
     restore::{self, RestorableState},
 };
 use crate::{conditions::phase, events::Reason};

@@ -23,11 +23,10 @@ use crate::{
     events::Reason,
     lifecycle::{
         JobAction,
+        kind::{Cause, Checkpoint, JobKind, Restore, Standing, Step},
         ledger::Ledger,
-        machine::{Cause, Checkpoint, JobKind, Restore, Standing},
         rescale::Rescale,
         spec,
-        step::Step,
     },
     policy::Rescaler,
     resources::flink_config,

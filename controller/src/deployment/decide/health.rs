@@ -21,7 +21,7 @@ use super::{Decision, EventNote, Plan, start};
 use crate::{
     deployment::health::{HealthHistory, HealthSample, Verdict, evaluate},
     events::Reason,
-    lifecycle::machine::Restore,
+    lifecycle::kind::Restore,
     policy::Policy,
 };
 

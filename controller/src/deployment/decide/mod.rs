@@ -259,7 +259,7 @@ impl From<JobAction> for Action {
     }
 }
 
-impl crate::lifecycle::machine::AsJobAction for Action {
+impl crate::lifecycle::kind::AsJobAction for Action {
     fn job_action(&self) -> Option<&JobAction> {
         match self {
             Action::Job(action) => Some(action),
@@ -322,7 +322,7 @@ fn ingress(fd: &FlinkDeployment, obs: &Observation) -> Option<IngressChange> {
 
 /// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
 #[cfg(test)]
-pub(crate) fn step(fd: &FlinkDeployment, obs: &Observation) -> crate::lifecycle::step::Step {
+pub(crate) fn step(fd: &FlinkDeployment, obs: &Observation) -> crate::lifecycle::kind::Step {
     crate::lifecycle::step::derive(&mut Decision::new(&autoscaled(fd, obs), obs)).0
 }
 

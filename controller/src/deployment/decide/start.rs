@@ -19,7 +19,7 @@ use super::{
     state::{self, Kind, RestorableState},
     status::suspended_message,
 };
-use crate::{deployment::health::HealthHistory, events::Reason, lifecycle::machine::Restore};
+use crate::{deployment::health::HealthHistory, events::Reason, lifecycle::kind::Restore};
 
 /// Whether the recorded upgrade restores from HA metadata: `last-state` recorded without a
 /// state path.

@@ -6,9 +6,9 @@
 
 use flink_operator_api::common::{JobStatus, ResourceLifecycleState, flink_job_state};
 
-use super::{
-    Cancel, Cause, Checkpoint, JobKind, PlanOf, Refusal, Restore, Wait, commit, job_status, job_view,
-    recorded_job_id, refused, stop_with_savepoint, wait,
+use super::{commit, recorded_job_id, refused, stop_with_savepoint, wait};
+use crate::lifecycle::kind::{
+    Cancel, Cause, Checkpoint, JobKind, PlanOf, Refusal, Restore, Step, Wait, job_status, job_view,
 };
 use crate::{
     conditions::phase,
@@ -21,7 +21,6 @@ use crate::{
         restore::{self, RestorableState},
         retention::{self, Instead},
         spec::{self, JobSpecOf},
-        step::Step,
     },
 };
 

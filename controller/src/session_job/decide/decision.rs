@@ -21,11 +21,10 @@ use crate::{
     events::Reason,
     lifecycle::{
         FAST, SLOW,
+        kind::{Cause, Checkpoint, JobKind, Restore, Standing, Step},
         ledger::Ledger,
-        machine::{Cause, Checkpoint, JobKind, Restore, Standing},
         restore::{Kind, RestorableState},
         spec,
-        step::Step,
     },
     plan::Next,
 };

@@ -3,7 +3,7 @@
 //!
 //! The job's lifecycle is the shared state machine ([`crate::lifecycle::machine`]); this
 //! module holds what is the session job's own, plugged into the machine as a
-//! [`JobKind`](crate::lifecycle::machine::JobKind) by [`decision`]:
+//! [`JobKind`](crate::lifecycle::kind::JobKind) by [`decision`]:
 //!
 //! - it runs in a session FlinkDeployment: until that cluster exists, is a session cluster
 //!   and its JobManager is READY, the job waits (one status message, one Event); deletion
@@ -156,7 +156,7 @@ impl From<JobAction> for Action {
     }
 }
 
-impl crate::lifecycle::machine::AsJobAction for Action {
+impl crate::lifecycle::kind::AsJobAction for Action {
     fn job_action(&self) -> Option<&JobAction> {
         match self {
             Action::Job(action) => Some(action),
@@ -205,7 +205,7 @@ fn autoscaled<'a>(sj: &'a FlinkSessionJob, obs: &Observation) -> std::borrow::Co
 
 /// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
 #[cfg(test)]
-pub(crate) fn step(sj: &FlinkSessionJob, obs: &Observation) -> crate::lifecycle::step::Step {
+pub(crate) fn step(sj: &FlinkSessionJob, obs: &Observation) -> crate::lifecycle::kind::Step {
     crate::lifecycle::step::derive(&mut under_way(&autoscaled(sj, obs), obs)).0
 }
 
