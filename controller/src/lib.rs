@@ -28,6 +28,7 @@
 //! - [`caches`]: one trimmed reflector per kind the operator reconciles or reads, shared by
 //!   the loops (their triggers and observe) and the admission webhook's lookups.
 //! - [`conditions`]: the Ready, Progressing and Degraded conditions of a phase.
+//! - [`timestamps`]: RFC 3339 timestamps to and from epoch milliseconds.
 //! - [`policy`]: the operator settings that steer a job's lifecycle; which state a job
 //!   restores from, and the guard on its age, is [`lifecycle::restore`].
 //!
@@ -58,4 +59,5 @@ pub mod resources;
 pub mod runtime;
 pub mod session_job;
 pub mod state_snapshot;
+pub mod timestamps;
 pub mod zookeeper;

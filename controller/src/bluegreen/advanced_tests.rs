@@ -112,13 +112,13 @@ fn green_spec() -> Value {
 fn handing_over_status(ready_ago: Option<i64>) -> Status {
     let mut status = Status {
         savepoint_trigger_id: Some(savepoint_name(NAME, Colour::Blue, ID)),
-        abort_timestamp: Some(instant(NOW + GRACE)),
+        abort_timestamp: Some(timestamp(NOW + GRACE)),
         job_status: Some(job(flink_job_state::RECONCILING)),
         ..advanced_status(State::TransitioningToGreen, &v2())
     };
     if let Some(ago) = ready_ago {
-        status.deployment_ready_timestamp = Some(instant(NOW - ago));
-        status.abort_timestamp = Some(instant(NOW - ago + GRACE));
+        status.deployment_ready_timestamp = Some(timestamp(NOW - ago));
+        status.abort_timestamp = Some(timestamp(NOW - ago + GRACE));
     }
     status
 }
@@ -329,7 +329,7 @@ fn the_stopped_old_child_is_deleted_after_the_map_names_the_new_one_alone() {
 /// The gate phase past its timeout, green's gates not handed over, with `toggle` set or not.
 fn past_the_gate_timeout(toggle: Option<i64>) -> BlueGreenPlan {
     let mut status = handing_over_status(Some(GRACE + SECOND));
-    status.abort_timestamp = Some(instant(NOW - SECOND));
+    status.abort_timestamp = Some(timestamp(NOW - SECOND));
     decide(
         &advanced(&v2(), Some(status)),
         &with_gate(
@@ -399,7 +399,7 @@ fn a_hand_over_aborted_after_the_toggle_redeploys_the_survivor_from_the_transiti
 #[test]
 fn a_new_child_that_never_becomes_stable_is_aborted_under_the_grace_period_before_any_gate_phase() {
     let mut status = handing_over_status(None);
-    status.abort_timestamp = Some(instant(NOW - SECOND));
+    status.abort_timestamp = Some(timestamp(NOW - SECOND));
     let plan = decide(
         &advanced(&v2(), Some(status)),
         &with_gate(

@@ -53,7 +53,7 @@ mod tests {
 
     use super::*;
     use crate::bluegreen::gate::HandOver;
-    use crate::bluegreen::{BlueGreenPolicy, Child, decide::instant};
+    use crate::bluegreen::{BlueGreenPolicy, Child, decide::timestamp};
 
     fn observation(blue: bool, green: bool) -> Observation {
         Observation {
@@ -75,7 +75,7 @@ mod tests {
         Status {
             blue_green_state: Some(state),
             error: error.then(|| "Transition aborted: why".to_owned()),
-            last_reconciled_timestamp: Some(instant(40_000)),
+            last_reconciled_timestamp: Some(timestamp(40_000)),
             ..Default::default()
         }
     }

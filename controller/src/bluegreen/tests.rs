@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::ingress::{self as bg_ingress, IngressObservation};
 use super::{
     Action, BlueGreenPolicy, Child, Colour, Observation, TransitionSavepoint, decide,
-    decide::{BlueGreenPlan, instant, millis_of},
+    decide::{BlueGreenPlan, millis_of, timestamp},
     diff,
     gate::{GateStage, HandOver},
     observation::SnapshotState,
@@ -181,7 +181,7 @@ fn status(state: State, recorded: &Value) -> Status {
 fn savepointing(recorded: &Value) -> Status {
     Status {
         savepoint_trigger_id: Some(savepoint_name(NAME, Colour::Blue, ID)),
-        abort_timestamp: Some(instant(NOW + GRACE)),
+        abort_timestamp: Some(timestamp(NOW + GRACE)),
         ..status(State::SavepointingBlue, recorded)
     }
 }
@@ -190,7 +190,7 @@ fn savepointing(recorded: &Value) -> Status {
 fn transitioning(recorded: &Value, ago_ms: i64) -> Status {
     Status {
         savepoint_trigger_id: Some(savepoint_name(NAME, Colour::Blue, ID)),
-        abort_timestamp: Some(instant(NOW - ago_ms + GRACE)),
+        abort_timestamp: Some(timestamp(NOW - ago_ms + GRACE)),
         job_status: Some(job(flink_job_state::RECONCILING)),
         ..status(State::TransitioningToGreen, recorded)
     }
@@ -743,7 +743,7 @@ fn an_aborted_new_child_that_never_ran_a_job_is_deleted() {
 fn an_abort_clears_every_marker_of_the_transition() {
     let green = started_from(&v2(), Some(SAVEPOINT_PATH));
     let mut became_ready_then_failed = transitioning(&v2(), GRACE);
-    became_ready_then_failed.deployment_ready_timestamp = Some(instant(NOW - 10 * SECOND));
+    became_ready_then_failed.deployment_ready_timestamp = Some(timestamp(NOW - 10 * SECOND));
     let observation = Observation {
         policy: Ok(BlueGreenPolicy {
             deletion_delay_ms: 60 * SECOND,
@@ -1410,7 +1410,7 @@ fn the_ingress_routes_to_the_active_child_and_switches_when_a_hand_over_finishes
         (
             "the first child starting: no Ingress yet",
             Status {
-                abort_timestamp: Some(instant(NOW + GRACE)),
+                abort_timestamp: Some(timestamp(NOW + GRACE)),
                 ..status(State::TransitioningToBlue, &v2())
             },
             managed(observe(Some(starting(&v2(), None)), None), None),
@@ -1859,7 +1859,7 @@ fn a_new_child_the_resource_lost_track_of_is_suspended_outside_a_transition() {
 fn an_abort_of_the_savepoint_step_gives_up_a_new_child_created_before_a_crash() {
     let green = started_from(&v2(), Some(SAVEPOINT_PATH));
     let past_deadline = Status {
-        abort_timestamp: Some(instant(NOW - SECOND)),
+        abort_timestamp: Some(timestamp(NOW - SECOND)),
         ..savepointing(&v2())
     };
     for (new, step) in [

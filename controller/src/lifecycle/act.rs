@@ -436,7 +436,7 @@ pub fn new_snapshot(
         snapshot.metadata.annotations = Some(
             [(
                 keys::annotations::SAVEPOINT_COMPLETED_AT.to_owned(),
-                crate::state_snapshot::decide::timestamp(at),
+                crate::timestamps::timestamp(at),
             )]
             .into(),
         );

@@ -281,11 +281,7 @@ pub fn from_controller_revision(object: &ControllerRevision) -> Option<Revision>
             .and_then(|a| a.get(key))
             .cloned()
     };
-    let time = |key: &str| {
-        annotation(key)
-            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-            .map(|t| t.as_millisecond())
-    };
+    let time = |key: &str| annotation(key).as_deref().and_then(crate::timestamps::millis);
     let applied_ms = time(annotations::REVISION_APPLIED_AT)
         .or_else(|| {
             object

@@ -172,20 +172,7 @@ fn has_finalizer(snapshot: &FlinkStateSnapshot) -> bool {
         .any(|f| f == keys::finalizers::FLINK_STATE_SNAPSHOT)
 }
 
-/// An RFC 3339 timestamp (as Kubernetes writes them) of epoch milliseconds.
-pub fn timestamp(ms: i64) -> String {
-    k8s_openapi::jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.to_string())
-        .unwrap_or_default()
-}
-
-/// Epoch milliseconds of an RFC 3339 timestamp.
-pub fn millis(timestamp: &str) -> Option<i64> {
-    timestamp
-        .parse::<k8s_openapi::jiff::Timestamp>()
-        .ok()
-        .map(|t| t.as_millisecond())
-}
+pub use crate::timestamps::{millis, timestamp};
 
 /// How long the attempt after `failures` failures waits: 10 s x 2^(failures-1).
 pub fn retry_delay_ms(failures: i32) -> i64 {

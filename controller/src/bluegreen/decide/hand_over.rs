@@ -37,8 +37,8 @@ pub(super) fn handing_over(
         if !new.is_ready() {
             return deploying(input, status, from, new);
         }
-        status.deployment_ready_timestamp = Some(instant(input.now()));
-        status.abort_timestamp = Some(instant(input.now() + input.policy.gate_timeout_ms()));
+        status.deployment_ready_timestamp = Some(timestamp(input.now()));
+        status.abort_timestamp = Some(timestamp(input.now() + input.policy.gate_timeout_ms()));
         status.job_status = Some(job_state(flink_job_state::RECONCILING));
         let map = input.gate_map(&transition, GateStage::Transitioning, incoming, Some(standby));
         let note = format!(
@@ -81,7 +81,7 @@ pub(super) fn handing_over(
                 job.state = Some(JobState::Suspended);
                 job.upgrade_mode = Some(UpgradeMode::Savepoint);
             }
-            let at = toggle.map_or_else(String::new, |t| format!(" at toggle {}", instant(t)));
+            let at = toggle.map_or_else(String::new, |t| format!(" at toggle {}", timestamp(t)));
             let note = format!(
                 "Every gate subtask of {} handed over{at}: stopping it with a savepoint so that its sinks \
                  commit what it wrote",
@@ -107,7 +107,7 @@ pub(super) fn handing_over(
         HandOver::Pending(minima) => Some(format!(
             "not every gate subtask of {} handed over (minimum per gate: {minima:?}; toggle {})",
             input.child_name(from),
-            toggle.map_or_else(|| "not set yet".to_owned(), instant)
+            toggle.map_or_else(|| "not set yet".to_owned(), timestamp)
         )),
         HandOver::NotAsked => None,
     };
@@ -181,7 +181,7 @@ pub(super) fn abort_hand_over(
             "{} keeps running; no transition savepoint is known, so records after the cutover ({}) that the \
              aborted job did not commit are lost",
             input.child_name(from),
-            instant(toggle)
+            timestamp(toggle)
         );
         return (actions, Some(note));
     };
@@ -194,7 +194,7 @@ pub(super) fn abort_hand_over(
     let note = format!(
         "the gates had handed over at {}, so {} starts again from the transition savepoint {path}: records \
          since that savepoint may be written twice, none is lost",
-        instant(toggle),
+        timestamp(toggle),
         input.child_name(from)
     );
     (actions, Some(note))

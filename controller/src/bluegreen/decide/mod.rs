@@ -24,7 +24,6 @@ use flink_operator_api::{
     keys,
     options::duration_text,
 };
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::{
@@ -46,12 +45,13 @@ use crate::{
 mod hand_over;
 mod parts;
 
+pub use crate::timestamps::timestamp;
 use hand_over::{abort_hand_over, advanced_refusal, handing_over};
+pub use parts::millis_of;
 use parts::{
     clear_markers, deletion_events, failed, job_state, mirrored, plan, refused, started, updated_spec,
     with_initial_savepoint,
 };
-pub use parts::{instant, millis_of};
 
 /// A blue/green plan.
 pub type BlueGreenPlan = Plan<Status, Action>;
@@ -257,7 +257,7 @@ impl Input<'_> {
         };
         let encoded = recorded.encode().ok();
         if encoded != status.last_reconciled_spec || status.last_reconciled_timestamp.is_none() {
-            status.last_reconciled_timestamp = Some(instant(self.now()));
+            status.last_reconciled_timestamp = Some(timestamp(self.now()));
         }
         status.last_reconciled_spec = encoded;
     }
@@ -321,7 +321,7 @@ impl Input<'_> {
     }
 
     fn arm_abort_deadline(&self, status: &mut Status) {
-        status.abort_timestamp = Some(instant(self.now() + self.policy.abort_grace_period_ms));
+        status.abort_timestamp = Some(timestamp(self.now() + self.policy.abort_grace_period_ms));
     }
 }
 
@@ -811,7 +811,7 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
     }
     if new.is_ready() {
         let ready_at = ready_at.unwrap_or(input.now());
-        status.deployment_ready_timestamp = Some(instant(ready_at));
+        status.deployment_ready_timestamp = Some(timestamp(ready_at));
         if old.is_none() {
             return finished(input, status, to, new, Vec::new(), None);
         }

@@ -119,19 +119,8 @@ pub(super) fn mirrored(child: &Child) -> Option<JobStatus> {
     })
 }
 
-/// Epoch milliseconds as an ISO-8601 instant, as the Apache operator writes them.
-pub fn instant(ms: i64) -> String {
-    Timestamp::from_millisecond(ms)
-        .map(|t| t.to_string())
-        .unwrap_or_default()
-}
-
 /// The epoch milliseconds of an instant; `None` when unset, unreadable or the epoch (which
 /// the Apache operator writes for "unset").
 pub fn millis_of(instant: Option<&str>) -> Option<i64> {
-    instant?
-        .parse::<Timestamp>()
-        .ok()
-        .map(|t| t.as_millisecond())
-        .filter(|ms| *ms > 0)
+    crate::timestamps::millis(instant?).filter(|ms| *ms > 0)
 }
