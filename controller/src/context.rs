@@ -128,8 +128,6 @@ impl Context {
             .unwrap_or_else(|e| e.into_inner())
             .remove(uid);
         self.autoscaler.forget(uid);
-        // A session job's jar download, running or finished, is cancelled with it.
-        crate::session_job::downloads::downloads().forget(uid);
     }
 
     /// Where `fd`'s JobManager REST API is reached: its `<name>-rest` Service, or a ready

@@ -130,6 +130,18 @@ impl Reconciler for SessionJobs {
         status.lifecycle_state.map(|s| s.as_str())
     }
 
+    /// A released session job's jar download, running or finished, is cancelled with it.
+    fn written(
+        _ctx: &Context,
+        sj: &FlinkSessionJob,
+        _observed: &observe::Observed,
+        status: Option<&FlinkSessionJobStatus>,
+    ) {
+        if status.is_none() {
+            downloads::downloads().forget(&sj.uid().unwrap_or_default());
+        }
+    }
+
     /// The jar or Flink refused the job: say so in status and try again later, with one
     /// Event per distinct failure rather than one per attempt.
     fn recover(
