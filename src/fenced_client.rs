@@ -10,7 +10,7 @@ use std::{
     task::{Context, Poll},
 };
 
-use flink_operator_controller::runtime::fence::Fence;
+use flink_operator_controller::fence::Fence;
 use http::{Method, Request};
 use tower::{BoxError, Layer, Service};
 

@@ -12,9 +12,10 @@ use flink_operator_controller::{
     caches::{Caches, WatchScope},
     context::Context,
     deployment::Deployments,
+    fence::Fence,
     flink::{ClientConfig, RestClients, RestEndpointMode, RestEndpoints, RestTls},
     metrics::{KubernetesClient, ReconcileMetrics},
-    runtime::{self, fence::Fence},
+    runtime,
     session_job::SessionJobs,
     state_snapshot::{self, Snapshots},
 };

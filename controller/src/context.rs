@@ -25,7 +25,7 @@ pub struct Context {
     /// look: a second unanswered look in a row is reported, a single one is not.
     pub unanswered: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Whether this replica may act now (it leads, and its lease is renewed in time).
-    pub fence: crate::runtime::fence::Fence,
+    pub fence: crate::fence::Fence,
     /// The autoscaler's metric windows of the jobs it judges.
     pub autoscaler: crate::autoscaler::memory::Windows,
     /// The log configuration of clusters whose resource sets none (`--flink-log-config`).

@@ -23,6 +23,8 @@
 //!   resource, triggered and followed through the job's cluster, retried with back-off, and
 //!   its savepoint disposed of on deletion (or released with the path named, never held).
 //! - [`events`]: the Event reasons, one enum for every kind.
+//! - [`fence`]: whether this replica may still act (leader election), checked before every
+//!   action, status write, Event and Flink REST write.
 //! - [`resources`]: the cluster's objects as pure functions of the resource.
 //! - [`flink`]: the Flink REST client, and where a JobManager's REST API is reached.
 //! - [`caches`]: one trimmed reflector per kind the operator reconciles or reads, shared by
@@ -47,6 +49,7 @@ pub mod conditions;
 pub mod context;
 pub mod deployment;
 pub mod events;
+pub mod fence;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod flink;

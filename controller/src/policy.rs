@@ -2,6 +2,7 @@
 //! resource's effective configuration (operator defaults, overlays, its own keys) so that
 //! `decide` stays pure.
 
+pub mod autoscaler;
 mod health;
 
 use std::collections::BTreeMap;
@@ -131,7 +132,7 @@ pub struct Policy {
     /// `taskmanager.numberOfTaskSlots` (default 1).
     pub task_slots: i64,
     /// The job autoscaler's options (`job.autoscaler.*`).
-    pub autoscaler: crate::autoscaler::options::AutoscalerOptions,
+    pub autoscaler: crate::policy::autoscaler::AutoscalerOptions,
     /// Whether high availability is configured (`high-availability.type`).
     pub high_availability: bool,
     /// Where Flink writes savepoints it is not given a directory for
@@ -367,7 +368,7 @@ impl Policy {
                 .and_then(|v| v.trim().parse::<i64>().ok())
                 .filter(|n| *n > 0)
                 .unwrap_or(defaults.task_slots),
-            autoscaler: crate::autoscaler::options::AutoscalerOptions::from_config(config),
+            autoscaler: crate::policy::autoscaler::AutoscalerOptions::from_config(config),
             high_availability: flink::HIGH_AVAILABILITY_KEYS
                 .iter()
                 .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use flink_operator_controller::runtime::fence::Fence;
+use flink_operator_controller::fence::Fence;
 use futures::StreamExt;
 use k8s_openapi::{
     api::coordination::v1::{Lease, LeaseSpec},

@@ -34,7 +34,7 @@ use self::{
     lease::Elector,
 };
 use crate::loop_ended::LoopEnded;
-use flink_operator_controller::runtime::fence::Fence;
+use flink_operator_controller::fence::Fence;
 
 /// Why the leader-election settings cannot be used.
 #[derive(Debug, thiserror::Error)]

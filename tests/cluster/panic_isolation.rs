@@ -17,11 +17,12 @@ use flink_operator_controller::{
     caches::{Cache, Caches, WatchScope},
     context::Context,
     events::Reason,
+    fence::Fence,
     flink::{ClientConfig, RestClients, RestEndpointMode, RestEndpoints},
     metrics::ReconcileMetrics,
     plan::{Next, Plan},
     policy::Policy,
-    runtime::{self, Acted, Reconciler, fence::Fence},
+    runtime::{self, Acted, Reconciler},
 };
 use kube::{
     Api, ResourceExt,

@@ -14,15 +14,12 @@ use std::{borrow::Cow, collections::BTreeMap};
 
 use flink_operator_api::common::ReconciliationStatus;
 
-use super::{
-    history::ScalingEntry,
-    memory::Judgement,
-    options::{AutoscalerOptions, Retention},
-};
+use super::{history::ScalingEntry, memory::Judgement};
 use crate::lifecycle::{
     rescale::{self, Parallelism},
     spec::JobSpecOf,
 };
+use crate::policy::autoscaler::{AutoscalerOptions, Retention};
 
 /// The overrides the job is to run with: those recorded, with this look's `changes` over them
 /// when scaling is on. None at all when the autoscaler is off (its overrides are removed),

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{evaluate::Evaluated, options::AutoscalerOptions};
+use super::evaluate::Evaluated;
+use crate::policy::autoscaler::AutoscalerOptions;
 
 /// Why a vertex keeps or changes its parallelism.
 #[derive(Debug, Clone, Copy, PartialEq)]

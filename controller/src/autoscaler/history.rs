@@ -11,7 +11,8 @@ use flink_operator_api::JobKind;
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde::{Deserialize, Serialize};
 
-use super::{decide::Decision, options::Retention};
+use super::decide::Decision;
+use crate::policy::autoscaler::Retention;
 
 /// The ConfigMap's key of the history (JSON, oldest first).
 pub const KEY: &str = "scalingHistory";

@@ -12,9 +12,11 @@ use super::{
     collect,
     decide::{self, Decision},
     evaluate::{self, Sample},
-    options::AutoscalerOptions,
 };
-use crate::flink::{FlinkRestClient, JobId};
+use crate::{
+    flink::{FlinkRestClient, JobId},
+    policy::autoscaler::AutoscalerOptions,
+};
 
 /// A ScalingReport is published again for the same judgement after this long (the Apache
 /// autoscaler's `scaling.event.interval` default).

@@ -29,7 +29,6 @@ pub mod decide;
 pub mod evaluate;
 pub mod history;
 pub mod memory;
-pub mod options;
 pub mod scalability;
 
 #[cfg(test)]

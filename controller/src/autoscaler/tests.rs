@@ -1,9 +1,10 @@
 use std::collections::BTreeMap;
 
+use crate::policy::autoscaler::AutoscalerOptions;
+
 use super::{
     decide::{Why, decide},
     evaluate::{Evaluated, Sample, VertexSample, evaluate},
-    options::AutoscalerOptions,
 };
 
 const MIN: i64 = 60_000;

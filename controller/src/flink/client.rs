@@ -190,7 +190,7 @@ pub struct FlinkRestClient {
     timer: Option<crate::metrics::CallTimer>,
     /// Whether this replica may still act (leader election), checked right before each
     /// write is sent: `None` for tools and tests, which always may.
-    fence: Option<crate::runtime::fence::Fence>,
+    fence: Option<crate::fence::Fence>,
 }
 
 /// Clients of any JobManager that share one HTTP client: building one (its TLS
@@ -325,7 +325,7 @@ impl FlinkRestClient {
     /// rescale, jar deletion) only while `fence` says this replica may act. Checked at each
     /// attempt, right before it is sent: an action that started while this replica led sends
     /// nothing once it no longer does, however long it waited (for a retry, a jar to read).
-    pub fn fenced(mut self, fence: crate::runtime::fence::Fence) -> Self {
+    pub fn fenced(mut self, fence: crate::fence::Fence) -> Self {
         self.fence = Some(fence);
         self
     }
@@ -1212,7 +1212,7 @@ mod tests {
     /// first request (the lease running out while the action is under way), and reads with
     /// 200; the base URL and the writes it received.
     async fn losing_the_lease_at_the_first_write(
-        fence: crate::runtime::fence::Fence,
+        fence: crate::fence::Fence,
         status: u16,
     ) -> (String, Arc<AtomicUsize>) {
         let writes = Arc::new(AtomicUsize::new(0));
@@ -1236,8 +1236,8 @@ mod tests {
         (url, writes)
     }
 
-    fn leading() -> crate::runtime::fence::Fence {
-        let fence = crate::runtime::fence::Fence::closed();
+    fn leading() -> crate::fence::Fence {
+        let fence = crate::fence::Fence::closed();
         fence.hold_until(std::time::Instant::now() + Duration::from_secs(60));
         fence
     }

@@ -108,7 +108,7 @@ pub enum FlinkError {
     /// A write not sent: this replica may no longer act (leader election); the replica that
     /// leads next decides again.
     #[error("not sent: {0}")]
-    Fenced(#[from] crate::runtime::fence::Fenced),
+    Fenced(#[from] crate::fence::Fenced),
     /// The request could not be built (a bad base URL, an unreadable jar).
     #[error("{0}")]
     Request(String),

@@ -218,7 +218,7 @@ async fn record_scaling<K>(
     owner: &K,
     kind: JobKind,
     entry: &crate::autoscaler::history::ScalingEntry,
-    retention: crate::autoscaler::options::Retention,
+    retention: crate::policy::autoscaler::Retention,
 ) -> Result<Option<String>, JobActError>
 where
     K: JobResource,

@@ -265,7 +265,7 @@ pub enum JobAction {
     /// [`crate::autoscaler::history`]), kept as `Retention` says; one already there is done.
     RecordScaling(
         crate::autoscaler::history::ScalingEntry,
-        crate::autoscaler::options::Retention,
+        crate::policy::autoscaler::Retention,
     ),
 }
 

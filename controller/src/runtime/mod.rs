@@ -12,8 +12,6 @@
 //!   the reconcile metrics, requeue when the plan says;
 //! - [`shares`]: the workers of a kind shared fairly between namespaces: a namespace that
 //!   runs its share is deferred (looked at again in 1 to 2 s) so that another gets the worker;
-//! - [`fence`]: whether this replica may still act (leader election), checked before every
-//!   action, status write and Event;
 //! - [`status`]: the one status writer (only what changed, guarded by resourceVersion,
 //!   nothing sent when nothing changed);
 //! - [`next`]: the delay a plan's [`crate::plan::Next`] becomes;
@@ -26,7 +24,6 @@
 pub mod api_error;
 pub mod backoff;
 pub mod events;
-pub mod fence;
 pub mod finalizer;
 pub mod next;
 pub mod pass;

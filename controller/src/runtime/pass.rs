@@ -5,10 +5,7 @@ use std::time::Duration;
 
 use kube::{Api, Resource, ResourceExt};
 
-use super::{
-    Acted, Reconciler, api_error, events::publish as publish_one, fence::Fenced, next::next_look,
-    status::Stored,
-};
+use super::{Acted, Reconciler, api_error, events::publish as publish_one, next::next_look, status::Stored};
 use crate::{
     caches::Caches,
     context::Context,
@@ -28,7 +25,7 @@ pub enum PassError<E: std::error::Error + 'static> {
     /// This replica may no longer act (its lease was not renewed in time): nothing more
     /// of the plan was sent; the replica that leads next decides again.
     #[error(transparent)]
-    Fenced(#[from] Fenced),
+    Fenced(#[from] crate::fence::Fenced),
     /// The reconcile panicked (a bug): caught, so that only this object fails.
     #[error("internal error (a bug of the operator): {0}")]
     Panicked(String),
