@@ -25,6 +25,8 @@ pub mod kinds {
 
 /// Labels set on our resources and on the objects we create.
 pub mod labels {
+    /// On an EndpointSlice (set by Kubernetes): the name of its Service.
+    pub const SERVICE_NAME: &str = "kubernetes.io/service-name";
     /// On a FlinkSessionJob: name of its session FlinkDeployment (set by the mutating webhook).
     pub const TARGET_SESSION: &str = "target.session";
     /// On blue/green child FlinkDeployments: `BLUE` or `GREEN`.

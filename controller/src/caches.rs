@@ -277,7 +277,7 @@ impl Caches {
                 let flink = watcher::Config::default().labels(&format!(
                     "{},{}",
                     keys::labels::APP,
-                    crate::flink::SERVICE_NAME
+                    keys::labels::SERVICE_NAME
                 ));
                 cache(&client, scope, &flink, trim::common, &mut watches)
             }),

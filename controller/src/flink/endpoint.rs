@@ -7,14 +7,14 @@
 //! client outside a cluster with routable pod addresses would. A JobManager whose REST API
 //! serves SSL is called over https ([`Scheme`]).
 
-use std::{collections::BTreeMap, str::FromStr};
+use std::str::FromStr;
 
-use flink_operator_api::{keys::flink, options::read};
+use flink_operator_api::keys::labels;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::{Api, Client, ResourceExt, api::ListParams};
 
-use crate::caches::Cache;
+use crate::{caches::Cache, resources::flink_config::Scheme};
 
 /// How REST addresses are resolved; the operator's `--flink-rest-endpoint` option.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,33 +46,6 @@ impl std::fmt::Display for RestEndpointMode {
             RestEndpointMode::Service => "service",
             RestEndpointMode::EndpointSlice => "endpoint-slice",
         })
-    }
-}
-
-/// How a JobManager's REST API is spoken to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    Http,
-    /// Its REST API serves SSL: `security.ssl.rest.enabled` (or the older
-    /// `security.ssl.enabled`, which Flink falls back to) in its configuration.
-    Https,
-}
-
-impl Scheme {
-    /// The scheme of the cluster whose Flink configuration is `config`.
-    pub fn of(config: &BTreeMap<String, String>) -> Self {
-        if read::first_flag(config, &flink::SSL_REST_ENABLED_KEYS, false) {
-            Scheme::Https
-        } else {
-            Scheme::Http
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-        }
     }
 }
 
@@ -134,7 +107,7 @@ impl RestEndpoints {
             RestEndpointMode::Service => Ok(service_url(scheme, namespace, service, port)),
             RestEndpointMode::EndpointSlice if let Some(cache) = &self.slices => {
                 let slices = cache.list(namespace, |slice| {
-                    slice.labels().get(SERVICE_NAME).map(String::as_str) == Some(service)
+                    slice.labels().get(labels::SERVICE_NAME).map(String::as_str) == Some(service)
                 });
                 ready_endpoint(slices.iter().map(|s| &**s), port, scheme).ok_or_else(|| {
                     EndpointError::NoReadyEndpoint {
@@ -148,7 +121,7 @@ impl RestEndpoints {
             // tests): one LIST per call.
             RestEndpointMode::EndpointSlice => {
                 let api: Api<EndpointSlice> = Api::namespaced(self.client.clone(), namespace);
-                let params = ListParams::default().labels(&format!("{SERVICE_NAME}={service}"));
+                let params = ListParams::default().labels(&format!("{}={service}", labels::SERVICE_NAME));
                 let slices = api.list(&params).await.map_err(|source| EndpointError::Api {
                     namespace: namespace.to_owned(),
                     service: service.to_owned(),
@@ -163,9 +136,6 @@ impl RestEndpoints {
         }
     }
 }
-
-/// The label naming an EndpointSlice's Service.
-pub const SERVICE_NAME: &str = "kubernetes.io/service-name";
 
 fn service_url(scheme: Scheme, namespace: &str, service: &str, port: u16) -> String {
     format!("{}://{service}.{namespace}:{port}", scheme.as_str())
@@ -212,6 +182,8 @@ fn ready_endpoint<'a>(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use serde_json::json;
 

@@ -26,11 +26,12 @@ mod tls;
 #[cfg(test)]
 mod misbehaving_tests;
 
+pub use crate::resources::flink_config::Scheme;
 pub use client::{
     ClientConfig, FlinkRestClient, LARGE_ANSWERS_AT_ONCE, LARGE_ANSWERS_PER_HOST, MAX_ANSWER_BYTES,
     MAX_ANSWER_VALUES, RestClients,
 };
-pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints, SERVICE_NAME, Scheme};
+pub use endpoint::{EndpointError, RestEndpointMode, RestEndpoints};
 pub use error::{FlinkError, flink_error_message};
 pub use ids::{JarId, JobId, TriggerId};
 pub use model::{

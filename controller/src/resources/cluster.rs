@@ -24,12 +24,12 @@ use k8s_openapi::api::{
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
+use super::flink_config::Scheme;
 use super::{
     conf_file::{self, ConfFileError},
     flink_config::{self, ha_enabled},
     pod_template,
 };
-use crate::flink::Scheme;
 
 pub const MAIN_CONTAINER: &str = "flink-main-container";
 const CONF_DIR: &str = "/opt/flink/conf";

@@ -12,6 +12,7 @@ use flink_operator_api::{
     FlinkDeployment,
     common::{FlinkVersion, JobSpec, KubernetesDeploymentMode, Resource, UpgradeMode},
     keys::flink as k,
+    options::read,
     validation::values::{parse_memory, parse_quantity},
 };
 use k8s_openapi::api::core::v1::ResourceRequirements;
@@ -56,6 +57,34 @@ pub fn ha_enabled(config: &BTreeMap<String, String>) -> bool {
         .iter()
         .find_map(|key| config.get(*key).map(|v| v.trim()).filter(|v| !v.is_empty()))
         .is_some_and(|v| !v.eq_ignore_ascii_case("none"))
+}
+
+/// How a JobManager's REST API is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    /// Its REST API serves SSL: `security.ssl.rest.enabled` (or the older
+    /// `security.ssl.enabled`, which Flink falls back to) in its configuration.
+    Https,
+}
+
+impl Scheme {
+    /// The scheme of the cluster whose Flink configuration is `config`.
+    pub fn of(config: &BTreeMap<String, String>) -> Self {
+        if read::first_flag(config, &k::SSL_REST_ENABLED_KEYS, false) {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        }
+    }
+
+    /// As in a URL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
 }
 
 /// The cluster's configuration.
