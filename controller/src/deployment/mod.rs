@@ -63,7 +63,7 @@ impl Reconciler for Deployments {
             .await
             .map_err(ReconcileError::Observe)?;
         record_savepoint(
-            ctx,
+            &ctx.metrics,
             KIND,
             fd.status.as_ref().and_then(|s| s.job_status.as_ref()),
             observation.savepoint.as_ref(),

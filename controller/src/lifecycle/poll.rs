@@ -27,8 +27,8 @@ use flink_operator_api::common::{JobStatus, SnapshotTriggerType, flink_job_state
 
 use super::job::{self, JobObservation};
 use crate::{
-    context::Context,
     flink::{CheckpointStatistics, FlinkError, FlinkRestClient, JobId, OperationStatus, TriggerId},
+    metrics::ReconcileMetrics,
 };
 
 /// The outcome of a savepoint or checkpoint operation, by its trigger id.
@@ -418,7 +418,7 @@ async fn latest_checkpoint(rest: &FlinkRestClient, job_id: &JobId) -> (Checkpoin
 /// Counts a savepoint that this observation found ended: its duration since it was
 /// triggered, or a failure.
 pub fn record_savepoint(
-    ctx: &Context,
+    metrics: &ReconcileMetrics,
     kind: &'static str,
     job: Option<&JobStatus>,
     poll: Option<&SavepointPoll>,
@@ -431,11 +431,10 @@ pub fn record_savepoint(
     match (poll, triggered) {
         (Some(SavepointPoll::Completed(_)), Some(at)) => {
             let elapsed = u64::try_from(now_ms - at).unwrap_or(0);
-            ctx.metrics
-                .savepoint_completed(kind, Duration::from_millis(elapsed));
+            metrics.savepoint_completed(kind, Duration::from_millis(elapsed));
         }
         (Some(SavepointPoll::Failed(_) | SavepointPoll::JobGone(_)), Some(_)) => {
-            ctx.metrics.savepoint_failed(kind);
+            metrics.savepoint_failed(kind);
         }
         _ => {}
     }

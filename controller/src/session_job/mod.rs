@@ -68,7 +68,7 @@ impl Reconciler for SessionJobs {
             .await
             .map_err(ReconcileError::Observe)?;
         record_savepoint(
-            ctx,
+            &ctx.metrics,
             KIND,
             sj.status.as_ref().and_then(|s| s.job_status.as_ref()),
             observed.observation.savepoint.as_ref(),
