@@ -331,14 +331,27 @@ pub struct IngressSpec {
     pub tls: Option<Vec<IngressTLS>>,
 }
 
-/// The spec fields shared by FlinkDeployment and FlinkSessionJob.
-pub trait FlinkSpec {
+/// A spec with a job in it, whatever kind holds it: a FlinkDeployment's (an application
+/// cluster's job; none for a session cluster) or a FlinkSessionJob's. The one accessor of
+/// what both kinds' specs share.
+pub trait FlinkSpec: Clone + PartialEq + Serialize + serde::de::DeserializeOwned {
     /// The job, if any (a FlinkDeployment without one is a session cluster).
     fn job(&self) -> Option<&JobSpec>;
+    fn job_mut(&mut self) -> Option<&mut JobSpec>;
     /// The restart nonce.
     fn restart_nonce(&self) -> Option<i64>;
     /// The Flink configuration overrides, if any.
     fn flink_configuration(&self) -> Option<&FlinkConfiguration>;
+    fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration>;
+    /// An application cluster's `taskManager.replicas` (the scale subresource's replicas).
+    fn task_manager_replicas(&self) -> Option<i32> {
+        None
+    }
+    /// Clears `taskManager.replicas` (an empty `taskManager` goes with it).
+    fn clear_task_manager_replicas(&mut self) {}
+    /// Unsets the kind's own fields that hold their default value (`jobManager.replicas: 1`),
+    /// so that a spec that writes a default and one that leaves it out compare equal.
+    fn clear_defaults(&mut self) {}
 }
 
 // === Status types ===

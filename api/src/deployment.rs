@@ -132,12 +132,44 @@ impl FlinkSpec for FlinkDeploymentSpec {
         self.job.as_ref()
     }
 
+    fn job_mut(&mut self) -> Option<&mut JobSpec> {
+        self.job.as_mut()
+    }
+
     fn restart_nonce(&self) -> Option<i64> {
         self.restart_nonce
     }
 
     fn flink_configuration(&self) -> Option<&FlinkConfiguration> {
         self.flink_configuration.as_ref()
+    }
+
+    fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration> {
+        &mut self.flink_configuration
+    }
+
+    fn task_manager_replicas(&self) -> Option<i32> {
+        self.task_manager.as_ref().and_then(|tm| tm.replicas)
+    }
+
+    fn clear_task_manager_replicas(&mut self) {
+        if let Some(tm) = self.task_manager.as_mut() {
+            tm.replicas = None;
+            if *tm == Default::default() {
+                self.task_manager = None;
+            }
+        }
+    }
+
+    fn clear_defaults(&mut self) {
+        if let Some(jm) = self.job_manager.as_mut()
+            && jm.replicas == Some(1)
+        {
+            jm.replicas = None;
+            if *jm == Default::default() {
+                self.job_manager = None;
+            }
+        }
     }
 }
 

@@ -79,12 +79,20 @@ impl FlinkSpec for FlinkSessionJobSpec {
         self.job.as_ref()
     }
 
+    fn job_mut(&mut self) -> Option<&mut JobSpec> {
+        self.job.as_mut()
+    }
+
     fn restart_nonce(&self) -> Option<i64> {
         self.restart_nonce
     }
 
     fn flink_configuration(&self) -> Option<&FlinkConfiguration> {
         self.flink_configuration.as_ref()
+    }
+
+    fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration> {
+        &mut self.flink_configuration
     }
 }
 

@@ -15,17 +15,15 @@ use std::{borrow::Cow, collections::BTreeMap};
 use flink_operator_api::common::ReconciliationStatus;
 
 use super::{history::ScalingEntry, memory::Judgement};
-use crate::lifecycle::{
-    rescale::{self, Parallelism},
-    spec::JobSpecOf,
-};
+use crate::lifecycle::rescale::{self, Parallelism};
 use crate::policy::autoscaler::{AutoscalerOptions, Retention};
+use flink_operator_api::FlinkSpec;
 
 /// The overrides the job is to run with: those recorded, with this look's `changes` over them
 /// when scaling is on. None at all when the autoscaler is off (its overrides are removed),
 /// before the first start, after a new `job.autoscalerResetNonce`, and once the user changed
 /// the parallelism (the user's word wins; the autoscaler judges again from there).
-pub fn overrides<S: JobSpecOf>(
+pub fn overrides<S: FlinkSpec>(
     spec: &S,
     recorded: Option<&S>,
     options: &AutoscalerOptions,
@@ -62,7 +60,7 @@ pub struct Looked {
 
 /// The autoscaler's part of a look at a job whose spec is `spec` and whose recorded status is
 /// `reconciliation`.
-pub fn after_look<S: JobSpecOf>(
+pub fn after_look<S: FlinkSpec>(
     spec: &S,
     reconciliation: Option<&ReconciliationStatus>,
     options: &AutoscalerOptions,
@@ -85,7 +83,7 @@ pub fn after_look<S: JobSpecOf>(
 
 /// `resource` as the lifecycle acts on it: its `spec`, given back by `set`, holding the
 /// autoscaler's `overrides`; borrowed as it is when there are none to hold or remove.
-pub fn effective<'a, R: Clone, S: JobSpecOf>(
+pub fn effective<'a, R: Clone, S: FlinkSpec>(
     resource: &'a R,
     spec: &S,
     set: fn(&mut R, S),

@@ -36,13 +36,13 @@ use super::{
     kind::JobKind,
     restore::{self, Kind, RestorableState},
     revisions::{self, Revision, RevisionStep, RollbackDecision},
-    spec::{self, JobSpecOf},
-    stop,
+    spec, stop,
 };
 use crate::{
     conditions::phase,
     events::{EventNote, Reason},
 };
+use flink_operator_api::FlinkSpec;
 
 /// What the job's revision history needs written: the revision recorded (None: it is
 /// already the newest), the revisions pruned, and the current number shown on the resource.
@@ -310,7 +310,7 @@ fn after_step(kept: &[Revision], step: &RevisionStep) -> Vec<Revision> {
 /// The spec the job runs or is being upgraded to, as the status records it: the last
 /// stable one while (or after) a FlinkDeployment's automatic rollback runs it, else the
 /// last reconciled one.
-fn applied_spec<S: JobSpecOf>(reconciliation: Option<&ReconciliationStatus>) -> Option<S> {
+fn applied_spec<S: FlinkSpec>(reconciliation: Option<&ReconciliationStatus>) -> Option<S> {
     let rs = reconciliation?;
     if matches!(
         rs.state,
@@ -323,7 +323,7 @@ fn applied_spec<S: JobSpecOf>(reconciliation: Option<&ReconciliationStatus>) -> 
 }
 
 /// Whether `spec` is `revision`'s job version.
-fn runs_version(spec: &impl JobSpecOf, revision: &Revision) -> bool {
+fn runs_version(spec: &impl FlinkSpec, revision: &Revision) -> bool {
     let spec = serde_json::to_value(spec).unwrap_or(Value::Null);
     revisions::normalised(&spec) == revisions::normalised(&revision.spec)
 }

@@ -16,9 +16,9 @@ use super::{
     restore::RestorableState,
     retention::OnCancel,
     snapshot_resources,
-    spec::JobSpecOf,
 };
 use crate::{plan::Next, policy::Rescaler};
+use flink_operator_api::FlinkSpec;
 
 /// Where a job is in its lifecycle (the table of `step.rs` says when each is taken, in what
 /// order, and what follows).
@@ -216,7 +216,7 @@ pub trait JobKind<'a>:
     >,
 >
 {
-    type Spec: JobSpecOf + 'a;
+    type Spec: FlinkSpec + 'a;
     type Status: LifecycleStatus + 'a;
     type Action: From<JobAction> + AsJobAction;
 

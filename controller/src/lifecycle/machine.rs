@@ -33,8 +33,7 @@ use super::{
     },
     protected::Protected,
     restore::{self, RestorableState},
-    savepoint_history, snapshot_resources, snapshots,
-    spec::{self, JobSpecOf},
+    savepoint_history, snapshot_resources, snapshots, spec,
     step::{Found, Observed, derive},
     stop::{self, Stopped, Stopping},
     wording::{self, Change, Refused},
@@ -44,6 +43,7 @@ use crate::{
     events::{EventNote, Reason},
     plan::Next,
 };
+use flink_operator_api::FlinkSpec;
 
 mod change_step;
 

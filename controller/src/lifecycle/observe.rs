@@ -6,9 +6,9 @@ use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecyc
 use super::{
     LifecycleStatus, Out,
     restore::{self, Kind, RestorableState},
-    spec::JobSpecOf,
 };
 use crate::events::{EventNote, Reason};
+use flink_operator_api::FlinkSpec;
 
 /// The observed `state` and `start_time` into `job`, with a JobStatusChanged Event (a
 /// warning for FAILED) when the state changed. `updateTime` says when the state last
@@ -79,7 +79,7 @@ pub fn failure<A>(
 /// after a rollback, STABLE once the job runs (a session cluster: once it is ready), else
 /// DEPLOYED. A stable resource records the spec it runs as its last stable one (a spec
 /// changed since is not stable yet, unless none was recorded).
-pub fn lifecycle_into<S: JobSpecOf>(
+pub fn lifecycle_into<S: FlinkSpec>(
     status: &mut impl LifecycleStatus,
     failed: bool,
     stable: bool,

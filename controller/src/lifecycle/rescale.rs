@@ -21,10 +21,7 @@ use std::collections::BTreeMap;
 
 use flink_operator_api::keys::{flink, operator};
 
-use super::{
-    LifecycleStatus,
-    spec::{self, JobSpecOf},
-};
+use super::{LifecycleStatus, spec};
 use crate::{
     conditions::{condition_type, phase},
     events::{EventNote, Reason},
@@ -32,6 +29,7 @@ use crate::{
     plan::{Plan, Recovery},
     resources::parallelism_overrides::{format_overrides, parse_overrides},
 };
+use flink_operator_api::FlinkSpec;
 
 /// The parallelism a spec asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,7 +44,7 @@ pub struct Parallelism {
 impl Parallelism {
     /// What `spec` asks for, with `slots` per TaskManager; `None` when its overrides do not
     /// read as `<vertex id>:<parallelism>,...` (admission lets Flink judge them).
-    pub fn of<S: JobSpecOf>(spec: &S, slots: i64) -> Option<Self> {
+    pub fn of<S: FlinkSpec>(spec: &S, slots: i64) -> Option<Self> {
         let default = match spec.task_manager_replicas().filter(|r| *r > 0) {
             Some(replicas) => Some(i64::from(replicas) * slots.max(1)),
             None => spec
@@ -64,7 +62,7 @@ impl Parallelism {
     }
 
     /// What `spec` asks for without the autoscaler's overrides: the user's own.
-    pub fn of_user<S: JobSpecOf>(spec: &S, slots: i64) -> Option<Self> {
+    pub fn of_user<S: FlinkSpec>(spec: &S, slots: i64) -> Option<Self> {
         Self::of(&with_autoscaled(spec, &BTreeMap::new()), slots)
     }
 
@@ -108,14 +106,14 @@ impl Parallelism {
     }
 }
 
-fn overrides_of<S: JobSpecOf>(spec: &S) -> Option<String> {
+fn overrides_of<S: FlinkSpec>(spec: &S) -> Option<String> {
     spec.flink_configuration()?
         .get(flink::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES)
 }
 
 /// The job autoscaler's overrides the spec holds (as the operator records them; see
 /// [`operator::AUTOSCALER_PARALLELISM_OVERRIDES`]), by vertex id.
-pub fn autoscaled<S: JobSpecOf>(spec: &S) -> BTreeMap<String, i64> {
+pub fn autoscaled<S: FlinkSpec>(spec: &S) -> BTreeMap<String, i64> {
     spec.flink_configuration()
         .and_then(|c| c.get(operator::AUTOSCALER_PARALLELISM_OVERRIDES))
         .and_then(|text| parse_overrides(&text))
@@ -123,7 +121,7 @@ pub fn autoscaled<S: JobSpecOf>(spec: &S) -> BTreeMap<String, i64> {
 }
 
 /// `spec` holding the autoscaler's `overrides` (none: without them).
-pub fn with_autoscaled<S: JobSpecOf>(spec: &S, overrides: &BTreeMap<String, i64>) -> S {
+pub fn with_autoscaled<S: FlinkSpec>(spec: &S, overrides: &BTreeMap<String, i64>) -> S {
     let mut spec = spec.clone();
     let config = spec.flink_configuration_mut();
     if overrides.is_empty() {
@@ -143,7 +141,7 @@ pub fn with_autoscaled<S: JobSpecOf>(spec: &S, overrides: &BTreeMap<String, i64>
 }
 
 /// The spec without what a rescale changes (and without what changes no job).
-fn without_parallelism<S: JobSpecOf>(spec: &S) -> S {
+fn without_parallelism<S: FlinkSpec>(spec: &S) -> S {
     let mut spec = spec::upgrade_relevant(spec);
     if let Some(job) = spec.job_mut() {
         job.parallelism = None;
@@ -172,7 +170,7 @@ impl Rescale {
     /// The change from `recorded` to `spec` if it is one of parallelism alone that can be
     /// applied in place: no override is removed, and the default parallelism is known on
     /// both sides when it changes.
-    pub fn between<S: JobSpecOf>(recorded: &S, spec: &S, job_id: Option<&str>, slots: i64) -> Option<Self> {
+    pub fn between<S: FlinkSpec>(recorded: &S, spec: &S, job_id: Option<&str>, slots: i64) -> Option<Self> {
         let job_id = job_id.filter(|id| !id.is_empty())?;
         if !spec::changed(recorded, spec) || without_parallelism(recorded) != without_parallelism(spec) {
             return None;

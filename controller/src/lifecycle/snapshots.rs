@@ -16,13 +16,13 @@ use super::{
     protected::{Protected, not_disposed, still_needed},
     restore, savepoint_history,
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
-    spec::JobSpecOf,
     trigger::{clear_trigger, trigger_fields},
 };
 use crate::{
     events::{EventNote, Reason},
     policy::Policy,
 };
+use flink_operator_api::FlinkSpec;
 
 /// A pending savepoint (manual or periodic, not an upgrade's) or manual checkpoint: its
 /// trigger id, its type and when it was triggered.
@@ -180,7 +180,7 @@ fn settle_one<A: From<JobAction>>(
 
 /// The snapshot the running job is due for, if any: one a new nonce asks for (a savepoint
 /// first, then a checkpoint), else a periodic savepoint, else a periodic checkpoint.
-pub fn due<S: JobSpecOf>(
+pub fn due<S: FlinkSpec>(
     spec: &S,
     recorded: &S,
     job: &JobStatus,
@@ -200,7 +200,7 @@ pub fn due<S: JobSpecOf>(
 
 /// Records a trigger id for a snapshot of the running job (and, for a manual one, the nonce
 /// that asked for it, in the recorded spec), then sends the trigger.
-pub fn trigger<S: JobSpecOf, A: From<JobAction>>(
+pub fn trigger<S: FlinkSpec, A: From<JobAction>>(
     status: &mut impl LifecycleStatus,
     spec: &S,
     recorded: &S,

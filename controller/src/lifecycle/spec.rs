@@ -2,87 +2,22 @@
 //! changes end the job.
 
 use flink_operator_api::{
-    FlinkConfiguration, FlinkDeploymentSpec, FlinkSessionJobSpec, ReconciledSpec,
-    common::{JobSpec, JobState, ReconciliationStatus, UpgradeMode},
+    FlinkSpec, ReconciledSpec,
+    common::{JobState, ReconciliationStatus, UpgradeMode},
 };
-use serde::{Serialize, de::DeserializeOwned};
 
-/// A spec with a job in it: a FlinkDeployment's (an application cluster's job; none for a
-/// session cluster) or a FlinkSessionJob's.
-pub trait JobSpecOf: Clone + PartialEq + Serialize + DeserializeOwned {
-    fn job(&self) -> Option<&JobSpec>;
-    fn job_mut(&mut self) -> Option<&mut JobSpec>;
-    fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration>;
-    fn flink_configuration(&self) -> Option<&FlinkConfiguration>;
-    /// An application cluster's `taskManager.replicas` (the scale subresource's replicas).
-    fn task_manager_replicas(&self) -> Option<i32> {
-        None
-    }
-    /// Clears `taskManager.replicas` (an empty `taskManager` goes with it).
-    fn clear_task_manager_replicas(&mut self) {}
-    /// Unsets the kind's own fields that hold their default value (see [`without_defaults`]).
-    fn clear_defaults(&mut self) {}
-}
-
-impl JobSpecOf for FlinkDeploymentSpec {
-    fn job(&self) -> Option<&JobSpec> {
-        self.job.as_ref()
-    }
-    fn job_mut(&mut self) -> Option<&mut JobSpec> {
-        self.job.as_mut()
-    }
-    fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration> {
-        &mut self.flink_configuration
-    }
-    fn flink_configuration(&self) -> Option<&FlinkConfiguration> {
-        self.flink_configuration.as_ref()
-    }
-    fn task_manager_replicas(&self) -> Option<i32> {
-        self.task_manager.as_ref().and_then(|tm| tm.replicas)
-    }
-    fn clear_task_manager_replicas(&mut self) {
-        if let Some(tm) = self.task_manager.as_mut() {
-            tm.replicas = None;
-            if *tm == Default::default() {
-                self.task_manager = None;
-            }
-        }
-    }
-    fn clear_defaults(&mut self) {
-        if let Some(jm) = self.job_manager.as_mut()
-            && jm.replicas == Some(1)
-        {
-            jm.replicas = None;
-            if *jm == Default::default() {
-                self.job_manager = None;
-            }
-        }
-    }
-}
-
-impl JobSpecOf for FlinkSessionJobSpec {
-    fn job(&self) -> Option<&JobSpec> {
-        self.job.as_ref()
-    }
-    fn job_mut(&mut self) -> Option<&mut JobSpec> {
-        self.job.as_mut()
-    }
-    fn flink_configuration_mut(&mut self) -> &mut Option<FlinkConfiguration> {
-        &mut self.flink_configuration
-    }
-    fn flink_configuration(&self) -> Option<&FlinkConfiguration> {
-        self.flink_configuration.as_ref()
-    }
-}
+// The lifecycle model still names the accessor by its former name.
+#[cfg(test)]
+pub use flink_operator_api::FlinkSpec as JobSpecOf;
 
 /// Whether the spec asks for its job to be suspended.
-pub fn is_suspended(spec: &impl JobSpecOf) -> bool {
+pub fn is_suspended(spec: &impl FlinkSpec) -> bool {
     spec.job()
         .is_some_and(|j| j.state_or_default() == JobState::Suspended)
 }
 
 /// The spec's upgrade mode (stateless without a job).
-pub fn upgrade_mode(spec: &impl JobSpecOf) -> UpgradeMode {
+pub fn upgrade_mode(spec: &impl FlinkSpec) -> UpgradeMode {
     spec.job()
         .map(|j| j.upgrade_mode_or_default())
         .unwrap_or_default()
@@ -93,7 +28,7 @@ pub fn upgrade_mode(spec: &impl JobSpecOf) -> UpgradeMode {
 /// (they say how the next start is made) and the operator's and the autoscaler's own
 /// configuration keys (read on every reconcile, never sent to Flink), but for the
 /// autoscaler's parallelism overrides, which count as `pipeline.jobvertex-parallelism-overrides`.
-pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
+pub fn upgrade_relevant<S: FlinkSpec>(spec: &S) -> S {
     let mut spec = without_defaults(spec);
     if let Some(job) = spec.job_mut() {
         job.savepoint_trigger_nonce = None;
@@ -127,7 +62,7 @@ pub fn upgrade_relevant<S: JobSpecOf>(spec: &S) -> S {
 /// ask for the same (`job.args: []`, `job.state: running`, `jobManager.replicas: 1`). The
 /// Apache operator records every such default in `lastReconciledSpec`; a user may write them
 /// or not.
-pub fn without_defaults<S: JobSpecOf>(spec: &S) -> S {
+pub fn without_defaults<S: FlinkSpec>(spec: &S) -> S {
     let mut spec = spec.clone();
     if let Some(job) = spec.job_mut() {
         if job.args.as_ref().is_some_and(Vec::is_empty) {
@@ -155,13 +90,13 @@ pub fn without_operator_keys(
 }
 
 /// Whether `spec` differs from `recorded` in a way that ends the job.
-pub fn changed<S: JobSpecOf>(recorded: &S, spec: &S) -> bool {
+pub fn changed<S: FlinkSpec>(recorded: &S, spec: &S) -> bool {
     upgrade_relevant(recorded) != upgrade_relevant(spec)
 }
 
 /// `spec` as recorded when its changes end no job: the recorded snapshot nonces stay until
 /// their snapshots are triggered.
-pub fn with_recorded_nonces<S: JobSpecOf>(spec: &S, recorded: &S) -> S {
+pub fn with_recorded_nonces<S: FlinkSpec>(spec: &S, recorded: &S) -> S {
     let mut spec = spec.clone();
     if let (Some(job), Some(old)) = (spec.job_mut(), recorded.job()) {
         job.savepoint_trigger_nonce = old.savepoint_trigger_nonce;
@@ -172,25 +107,25 @@ pub fn with_recorded_nonces<S: JobSpecOf>(spec: &S, recorded: &S) -> S {
 
 /// Whether the recorded spec is still the first one deployed (`firstDeployment` in the
 /// record, as the Apache operator writes it).
-pub fn first_recorded<S: JobSpecOf>(reconciliation: Option<&ReconciliationStatus>) -> bool {
+pub fn first_recorded<S: FlinkSpec>(reconciliation: Option<&ReconciliationStatus>) -> bool {
     reconciliation
         .and_then(|rs| rs.last_reconciled::<S>().ok().flatten())
         .is_some_and(|r| r.is_first_deployment())
 }
 
 /// Records `spec` as the last reconciled one, keeping whether it is the first deployment.
-pub fn record<S: JobSpecOf>(reconciliation: &mut ReconciliationStatus, spec: S) {
+pub fn record<S: FlinkSpec>(reconciliation: &mut ReconciliationStatus, spec: S) {
     let first = first_recorded::<S>(Some(reconciliation));
     reconciliation.last_reconciled_spec = encode(spec, first);
 }
 
 /// The spec as `lastReconciledSpec` holds it.
-pub fn encode<S: JobSpecOf>(spec: S, first: bool) -> Option<String> {
+pub fn encode<S: FlinkSpec>(spec: S, first: bool) -> Option<String> {
     ReconciledSpec::new(spec, first).encode().ok()
 }
 
 /// The snapshot a nonce changed since it was recorded asks for (a savepoint first).
-pub fn new_nonce(spec: &impl JobSpecOf, recorded: &impl JobSpecOf) -> Option<super::Snapshot> {
+pub fn new_nonce(spec: &impl FlinkSpec, recorded: &impl FlinkSpec) -> Option<super::Snapshot> {
     let wanted = spec.job()?;
     let old = recorded.job().cloned().unwrap_or_default();
     let changed = |new: Option<i64>, old: Option<i64>| new.is_some() && new != old;
@@ -205,7 +140,7 @@ pub fn new_nonce(spec: &impl JobSpecOf, recorded: &impl JobSpecOf) -> Option<sup
 
 /// Whether a new `savepointRedeployNonce` asks for the job to start from
 /// `initialSavepointPath`.
-pub fn redeploy_nonce_changed(spec: &impl JobSpecOf, recorded: &impl JobSpecOf) -> bool {
+pub fn redeploy_nonce_changed(spec: &impl FlinkSpec, recorded: &impl FlinkSpec) -> bool {
     let nonce = spec.job().and_then(|j| j.savepoint_redeploy_nonce);
     nonce.is_some() && nonce != recorded.job().and_then(|j| j.savepoint_redeploy_nonce)
 }

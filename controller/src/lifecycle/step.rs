@@ -56,10 +56,9 @@ use flink_operator_api::common::ReconciliationState;
 use super::{
     LifecycleStatus,
     kind::{JobKind, Step, in_place, job_view},
-    snapshots,
-    spec::{self, JobSpecOf},
-    stop,
+    snapshots, spec, stop,
 };
+use flink_operator_api::FlinkSpec;
 
 /// Every step, in the order they are tried (the module's table): a step is taken only when
 /// none before it is due, and after a declined `Recovering` or `RollbackDue` only those after

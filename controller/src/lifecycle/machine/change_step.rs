@@ -20,9 +20,10 @@ use crate::{
         history,
         restore::{self, RestorableState},
         retention::{self, Instead},
-        spec::{self, JobSpecOf},
+        spec,
     },
 };
+use flink_operator_api::FlinkSpec;
 
 /// The spec differs from the recorded one in a way that ends the job: end it as its
 /// upgrade mode says, then commit the new spec with the state it starts from.
