@@ -15,8 +15,8 @@ use std::{borrow::Cow, collections::BTreeMap};
 use flink_operator_api::common::ReconciliationStatus;
 
 use super::{history::ScalingEntry, memory::Judgement};
-use crate::lifecycle::rescale::{self, Parallelism};
 use crate::policy::autoscaler::{AutoscalerOptions, Retention};
+use crate::resources::parallelism::{self, Parallelism};
 use flink_operator_api::FlinkSpec;
 
 /// The overrides the job is to run with: those recorded, with this look's `changes` over them
@@ -38,7 +38,7 @@ pub fn overrides<S: FlinkSpec>(
     if reset || Parallelism::of_user(spec, slots) != Parallelism::of_user(recorded, slots) {
         return BTreeMap::new();
     }
-    let mut overrides = rescale::autoscaled(recorded);
+    let mut overrides = parallelism::autoscaled(recorded);
     if options.scaling_enabled {
         overrides.extend(changes.iter().map(|(vertex, p)| (vertex.clone(), *p)));
     }
@@ -89,11 +89,11 @@ pub fn effective<'a, R: Clone, S: FlinkSpec>(
     set: fn(&mut R, S),
     overrides: &BTreeMap<String, i64>,
 ) -> Cow<'a, R> {
-    if overrides.is_empty() && rescale::autoscaled(spec).is_empty() {
+    if overrides.is_empty() && parallelism::autoscaled(spec).is_empty() {
         return Cow::Borrowed(resource);
     }
     let mut owned = resource.clone();
-    set(&mut owned, rescale::with_autoscaled(spec, overrides));
+    set(&mut owned, parallelism::with_autoscaled(spec, overrides));
     Cow::Owned(owned)
 }
 
@@ -127,7 +127,7 @@ mod tests {
             scaling_enabled: false,
             ..on.clone()
         };
-        let recorded = rescale::with_autoscaled(&spec(2, json!({})), &map(&[("a", 4)]));
+        let recorded = parallelism::with_autoscaled(&spec(2, json!({})), &map(&[("a", 4)]));
         let changes = map(&[("b", 3)]);
         let off = AutoscalerOptions::default();
         type Case<'a> = (
@@ -207,15 +207,15 @@ mod tests {
             2,
             json!({"flinkConfiguration": {"pipeline.jobvertex-parallelism-overrides": "a:1,c:5"}}),
         );
-        let autoscaled = rescale::with_autoscaled(&user, &map(&[("a", 4), ("b", 3)]));
+        let autoscaled = parallelism::with_autoscaled(&user, &map(&[("a", 4), ("b", 3)]));
         let flat = autoscaled.flink_configuration.as_ref().unwrap().flattened();
         assert_eq!(
-            crate::resources::parallelism_overrides::merged_overrides(&flat).as_deref(),
+            crate::resources::parallelism::merged_overrides(&flat).as_deref(),
             Some("a:4,b:3,c:5")
         );
         let user_flat = user.flink_configuration.as_ref().unwrap().flattened();
         assert_eq!(
-            crate::resources::parallelism_overrides::merged_overrides(&user_flat),
+            crate::resources::parallelism::merged_overrides(&user_flat),
             None,
             "nothing to merge"
         );
@@ -233,6 +233,6 @@ mod tests {
             Cow::Borrowed(_)
         ));
         let owned = effective(&fd, &fd.spec, |fd, spec| fd.spec = spec, &map(&[("a", 4)]));
-        assert_eq!(rescale::autoscaled(&owned.spec), map(&[("a", 4)]));
+        assert_eq!(parallelism::autoscaled(&owned.spec), map(&[("a", 4)]));
     }
 }

@@ -17,8 +17,6 @@
 //! removed cannot be told apart from one set in code, so that change is an upgrade, as in the
 //! Apache operator.
 
-use std::collections::BTreeMap;
-
 use flink_operator_api::keys::{flink, operator};
 
 use super::{LifecycleStatus, spec};
@@ -27,118 +25,9 @@ use crate::{
     events::{EventNote, Reason},
     flink::{ParallelismBounds, ResourceRequirements, VertexRequirements},
     plan::{Plan, Recovery},
-    resources::parallelism_overrides::{format_overrides, parse_overrides},
+    resources::parallelism::Parallelism,
 };
 use flink_operator_api::FlinkSpec;
-
-/// The parallelism a spec asks for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Parallelism {
-    /// The job's default parallelism: an application cluster's `taskManager.replicas` times
-    /// its slots when set, else `job.parallelism`.
-    pub default: Option<i64>,
-    /// `pipeline.jobvertex-parallelism-overrides`, by vertex id.
-    pub overrides: BTreeMap<String, i64>,
-}
-
-impl Parallelism {
-    /// What `spec` asks for, with `slots` per TaskManager; `None` when its overrides do not
-    /// read as `<vertex id>:<parallelism>,...` (admission lets Flink judge them).
-    pub fn of<S: FlinkSpec>(spec: &S, slots: i64) -> Option<Self> {
-        let default = match spec.task_manager_replicas().filter(|r| *r > 0) {
-            Some(replicas) => Some(i64::from(replicas) * slots.max(1)),
-            None => spec
-                .job()
-                .and_then(|j| j.parallelism)
-                .filter(|p| *p > 0)
-                .map(i64::from),
-        };
-        let mut overrides = match overrides_of(spec) {
-            None => BTreeMap::new(),
-            Some(text) => parse_overrides(&text)?,
-        };
-        overrides.extend(autoscaled(spec));
-        Some(Parallelism { default, overrides })
-    }
-
-    /// What `spec` asks for without the autoscaler's overrides: the user's own.
-    pub fn of_user<S: FlinkSpec>(spec: &S, slots: i64) -> Option<Self> {
-        Self::of(&with_autoscaled(spec, &BTreeMap::new()), slots)
-    }
-
-    /// What changed from `from`, as an Event says it: `parallelism 2 to 3`, `vertex 0a… to 4`.
-    pub fn describe_from(&self, from: &Parallelism) -> String {
-        let show = |p: Option<i64>| p.map_or_else(|| "the cluster's default".to_owned(), |p| p.to_string());
-        let mut parts = Vec::new();
-        if self.default != from.default {
-            parts.push(format!(
-                "parallelism {} to {}",
-                show(from.default),
-                show(self.default)
-            ));
-        }
-        for (vertex, to) in &self.overrides {
-            match from.overrides.get(vertex) {
-                Some(was) if was == to => {}
-                Some(was) => parts.push(format!("vertex {vertex} from {was} to {to}")),
-                None => parts.push(format!("vertex {vertex} to {to}")),
-            }
-        }
-        if parts.is_empty() {
-            self.describe()
-        } else {
-            parts.join(", ")
-        }
-    }
-
-    /// As an Event says it: `parallelism 2`, `vertex 0a…: 3`.
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(default) = self.default {
-            parts.push(format!("parallelism {default}"));
-        }
-        parts.extend(self.overrides.iter().map(|(v, p)| format!("vertex {v}: {p}")));
-        if parts.is_empty() {
-            "the cluster's default parallelism".to_owned()
-        } else {
-            parts.join(", ")
-        }
-    }
-}
-
-fn overrides_of<S: FlinkSpec>(spec: &S) -> Option<String> {
-    spec.flink_configuration()?
-        .get(flink::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES)
-}
-
-/// The job autoscaler's overrides the spec holds (as the operator records them; see
-/// [`operator::AUTOSCALER_PARALLELISM_OVERRIDES`]), by vertex id.
-pub fn autoscaled<S: FlinkSpec>(spec: &S) -> BTreeMap<String, i64> {
-    spec.flink_configuration()
-        .and_then(|c| c.get(operator::AUTOSCALER_PARALLELISM_OVERRIDES))
-        .and_then(|text| parse_overrides(&text))
-        .unwrap_or_default()
-}
-
-/// `spec` holding the autoscaler's `overrides` (none: without them).
-pub fn with_autoscaled<S: FlinkSpec>(spec: &S, overrides: &BTreeMap<String, i64>) -> S {
-    let mut spec = spec.clone();
-    let config = spec.flink_configuration_mut();
-    if overrides.is_empty() {
-        if let Some(c) = config.as_mut() {
-            c.0.remove(operator::AUTOSCALER_PARALLELISM_OVERRIDES);
-            if c.is_empty() {
-                *config = None;
-            }
-        }
-    } else {
-        config.get_or_insert_with(Default::default).insert(
-            operator::AUTOSCALER_PARALLELISM_OVERRIDES,
-            format_overrides(overrides),
-        );
-    }
-    spec
-}
 
 /// The spec without what a rescale changes (and without what changes no job).
 fn without_parallelism<S: FlinkSpec>(spec: &S) -> S {

@@ -42,7 +42,7 @@ pub fn upgrade_relevant<S: FlinkSpec>(spec: &S) -> S {
     // the overrides Flink is given.
     if let Some(c) = config.as_mut()
         && c.contains_key(flink_operator_api::keys::operator::AUTOSCALER_PARALLELISM_OVERRIDES)
-        && let Some(merged) = crate::resources::parallelism_overrides::merged_overrides(&c.flattened())
+        && let Some(merged) = crate::resources::parallelism::merged_overrides(&c.flattened())
     {
         c.insert(
             flink_operator_api::keys::flink::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES,

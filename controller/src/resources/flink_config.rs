@@ -99,7 +99,7 @@ pub fn build(
     let version = spec.flink_version.ok_or(ConfigError::NoVersion)?;
     let standalone = spec.mode_or_default() == KubernetesDeploymentMode::Standalone;
     let mut c = effective.clone();
-    if let Some(overrides) = super::parallelism_overrides::merged_overrides(&c) {
+    if let Some(overrides) = super::parallelism::merged_overrides(&c) {
         c.insert(k::PIPELINE_JOBVERTEX_PARALLELISM_OVERRIDES.to_owned(), overrides);
     }
     c.retain(|key, _| {

@@ -7,7 +7,7 @@ pub mod cluster;
 pub mod conf_file;
 pub mod flink_config;
 pub mod ingress;
-pub mod parallelism_overrides;
+pub mod parallelism;
 pub mod pod_template;
 
 /// The field manager of the operator's server-side applies.

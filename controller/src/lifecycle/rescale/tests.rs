@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use flink_operator_api::{FlinkDeploymentSpec, FlinkDeploymentStatus, FlinkSessionJobSpec};
 use serde_json::json;
 

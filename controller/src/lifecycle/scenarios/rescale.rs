@@ -3,9 +3,7 @@
 
 use super::*;
 use crate::{
-    conditions::phase,
-    lifecycle::rescale::{Parallelism, Rescale},
-    policy::Rescaler,
+    conditions::phase, lifecycle::rescale::Rescale, policy::Rescaler, resources::parallelism::Parallelism,
 };
 
 fn adaptive() -> Policy {

@@ -38,7 +38,7 @@ fn submission(
         .as_ref()
         .map(|c| c.flattened())
         .unwrap_or_default();
-    let autoscaled = crate::resources::parallelism_overrides::merged_overrides(&own);
+    let autoscaled = crate::resources::parallelism::merged_overrides(&own);
     let mut configuration: BTreeMap<String, String> = own
         .into_iter()
         .filter(|(k, _)| !k.starts_with(keys::operator::PREFIX))
