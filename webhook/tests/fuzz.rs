@@ -46,7 +46,7 @@ use flink_operator_api::{
     validation::ValidationContext,
 };
 use flink_operator_controller::{
-    bluegreen, deployment, lifecycle::job::JobObservation, session_job, state_snapshot,
+    bluegreen, deployment, flink::job::JobObservation, session_job, state_snapshot,
 };
 use flink_operator_webhook::{
     Admission,

@@ -100,9 +100,9 @@ pub async fn look_at_job(
     options: &AutoscalerOptions,
     rest: &FlinkRestClient,
     recorded: Option<&flink_operator_api::common::JobStatus>,
-    observed: Option<&crate::lifecycle::job::JobObservation>,
+    observed: Option<&crate::flink::job::JobObservation>,
 ) -> Judgement {
-    use crate::lifecycle::job::JobObservation;
+    use crate::flink::job::JobObservation;
     let Some(job_id) = recorded.and_then(|r| r.job_id.as_deref()) else {
         return Judgement::default();
     };

@@ -558,10 +558,8 @@ async fn a_host_dripping_large_answers_holds_one_turn_and_other_hosts_large_answ
 #[tokio::test]
 async fn reconcile_steps_end_with_an_observation_or_an_error_instead_of_waiting() {
     use crate::{
-        lifecycle::{
-            job::{JobObservation, observe},
-            poll::SavepointPoll,
-        },
+        flink::job::{JobObservation, observe},
+        lifecycle::poll::SavepointPoll,
         state_snapshot::{
             act::{ActError, trigger as send_trigger},
             decide::{Trigger, TriggerKind},

@@ -19,6 +19,7 @@ mod endpoint;
 mod error;
 pub mod hosts;
 mod ids;
+pub mod job;
 mod model;
 mod operation;
 mod tls;

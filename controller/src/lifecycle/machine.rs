@@ -291,7 +291,7 @@ fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
         (job_status(&k.status).state.as_deref()).is_some_and(|s| !flink_job_state::is_globally_terminal(s));
     if (wants_savepoint || loses_checkpoint)
         && may_run
-        && matches!(facts.job, Some(super::job::JobObservation::Unreachable(_)))
+        && matches!(facts.job, Some(crate::flink::job::JobObservation::Unreachable(_)))
         && standing.can_stop_for_deletion
     {
         k.conditions(

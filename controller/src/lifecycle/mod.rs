@@ -45,7 +45,9 @@ pub mod act;
 pub mod change;
 pub mod deletion;
 pub mod history;
-pub mod job;
+// The lifecycle model still reads the job observation under its former path.
+#[cfg(test)]
+pub use crate::flink::job;
 pub mod kind;
 pub mod ledger;
 pub mod machine;
@@ -76,7 +78,7 @@ use flink_operator_api::{
     common::{Condition, JobStatus, ReconciliationStatus, ResourceLifecycleState},
 };
 
-use job::JobObservation;
+use crate::flink::job::JobObservation;
 use poll::SavepointPoll;
 
 use crate::{events::EventNote, plan::Next, policy::Policy};

@@ -25,7 +25,7 @@ use std::{
 
 use flink_operator_api::common::{JobStatus, SnapshotTriggerType, flink_job_state};
 
-use super::job::{self, JobObservation};
+use crate::flink::job::{self, JobObservation};
 use crate::{
     flink::{CheckpointStatistics, FlinkError, FlinkRestClient, JobId, OperationStatus, TriggerId},
     metrics::ReconcileMetrics,

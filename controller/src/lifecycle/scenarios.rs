@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 
 use super::{
     JobAction, LifecycleStatus, Snapshot,
-    job::JobObservation,
     poll::LateSavepoint,
     poll::SavepointPoll,
     snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
 };
 use flink_operator_api::options::schedule::Schedule;
 
+use crate::flink::job::JobObservation;
 use crate::{
     deployment::decide as fd,
     events::{EventNote, Reason},

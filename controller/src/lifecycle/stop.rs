@@ -7,7 +7,6 @@ use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTrig
 
 use super::{
     Facts, JobAction, LifecycleStatus, Out, Snapshot,
-    job::JobObservation,
     poll::{LateSavepoint, SavepointPoll},
     restore::{Kind, RestorableState},
     savepoint_history,
@@ -16,6 +15,7 @@ use super::{
     trigger::clear_trigger,
 };
 use crate::events::{EventNote, Reason};
+use crate::flink::job::JobObservation;
 
 /// The trigger id of an upgrade (or deletion) savepoint that was started and not settled.
 pub fn pending_trigger(status: &impl LifecycleStatus) -> Option<String> {

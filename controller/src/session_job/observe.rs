@@ -213,7 +213,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         observation.checkpoint = look.latest_checkpoint;
         // Whether a cancellation keeps the checkpoints is asked only while a change of a
         // stateful job that still runs is pending: a steady job costs no extra call.
-        let live = matches!(&observation.job, Some(crate::lifecycle::job::JobObservation::Found { state, .. })
+        let live = matches!(&observation.job, Some(crate::flink::job::JobObservation::Found { state, .. })
             if !flink_job_state::is_globally_terminal(state));
         let observed_generation = sj.status.as_ref().and_then(|s| s.observed_generation);
         if live

@@ -124,8 +124,8 @@ pub async fn observe(ctx: &Context, caches: &Caches, snapshot: &FlinkStateSnapsh
     };
     let mut answered = true;
     if let (true, Some(job_id)) = (triggering, &job_id) {
-        let job = crate::lifecycle::job::observe(&rest, job_id, true).await;
-        answered &= !matches!(job, crate::lifecycle::job::JobObservation::Unreachable(_));
+        let job = crate::flink::job::observe(&rest, job_id, true).await;
+        answered &= !matches!(job, crate::flink::job::JobObservation::Unreachable(_));
         observation.tasks_running = Some(job.ready_for_savepoint());
     }
     if let (Some(trigger), Some(job_id)) = (&follow, &job_id) {

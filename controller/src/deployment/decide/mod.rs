@@ -187,7 +187,7 @@ pub enum JobManagerObservation {
     },
 }
 
-pub use crate::lifecycle::job::JobObservation;
+pub use crate::flink::job::JobObservation;
 
 impl Observation {
     /// What the shared lifecycle steps decide from.

@@ -109,7 +109,7 @@ pub enum SessionObservation {
     Ready,
 }
 
-pub use crate::lifecycle::job::JobObservation;
+pub use crate::flink::job::JobObservation;
 
 pub use crate::lifecycle::poll::CheckpointLookup;
 

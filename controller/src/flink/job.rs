@@ -1,7 +1,7 @@
 //! What both job kinds observe of a job through its JobManager's REST API: its state,
 //! whether all its tasks run (only then can a savepoint be taken), and why it failed.
 
-use crate::flink::{ExceptionEntry, FlinkRestClient, JobId};
+use super::{ExceptionEntry, FlinkRestClient, JobId};
 
 /// A job as its JobManager reports it.
 #[derive(Debug, Clone, PartialEq)]
