@@ -190,7 +190,7 @@ pub struct RunArgs {
 }
 
 fn parse_validity(text: &str) -> Result<Duration, String> {
-    let validity = flink_operator_api::validation::values::parse_duration(text)?;
+    let validity = flink_operator_api::options::parse_duration(text)?;
     let min = crate::managed_certs::MIN_VALIDITY;
     if validity < min {
         return Err(format!("{text:?} is too short: at least {} s", min.as_secs()));
@@ -268,7 +268,7 @@ pub struct RollbackArgs {
     pub restore_revision_state: bool,
     /// How long to follow the rollback, as a Flink duration (e.g. 90s, 15 min, 1h); it goes
     /// on in the operator after that.
-    #[arg(long, default_value = "15 min", value_parser = flink_operator_api::validation::values::parse_duration)]
+    #[arg(long, default_value = "15 min", value_parser = flink_operator_api::options::parse_duration)]
     pub timeout: Duration,
     #[command(flatten)]
     pub cluster: ClusterArgs,

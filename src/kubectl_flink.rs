@@ -109,7 +109,7 @@ pub enum PluginCommand {
         #[arg(long)]
         restore_revision_state: bool,
         /// How long to follow it (a Flink duration).
-        #[arg(long, default_value = "15 min", value_parser = flink_operator_api::validation::values::parse_duration)]
+        #[arg(long, default_value = "15 min", value_parser = flink_operator_api::options::parse_duration)]
         timeout: Duration,
     },
     /// Suspend the job (`spec.job.state: suspended`), as its upgrade mode says.

@@ -869,12 +869,12 @@ mod tests {
             ("5x", None),
         ];
         for (text, expected) in cases {
-            let parsed = flink_operator_api::validation::values::parse_duration(text).ok();
+            let parsed = flink_operator_api::options::parse_duration(text).ok();
             assert_eq!(&parsed, expected, "{text}");
             if let Some(parsed) = parsed {
                 let shown = shown_duration(parsed);
                 assert_eq!(
-                    flink_operator_api::validation::values::parse_duration(&shown).ok(),
+                    flink_operator_api::options::parse_duration(&shown).ok(),
                     Some(parsed),
                     "{text} shown as {shown}"
                 );

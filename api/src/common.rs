@@ -12,16 +12,6 @@ use crate::pod_template::PodTemplate;
 use crate::reconciled_spec::{ReconciledSpec, ReconciledSpecError};
 use crate::string_enum::string_enum;
 
-/// A string that is not one of an enum's JSON spellings.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {type_name} value {value:?}")]
-pub struct UnknownEnumValue {
-    /// Rust name of the enum.
-    pub type_name: &'static str,
-    /// The rejected text.
-    pub value: String,
-}
-
 // === Enums ===
 
 string_enum! {

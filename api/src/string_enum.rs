@@ -1,5 +1,15 @@
 //! A macro for the fieldless enums of the API, which all travel as fixed strings.
 
+/// A string that is not one of an enum's JSON spellings.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {type_name} value {value:?}")]
+pub struct UnknownEnumValue {
+    /// Rust name of the enum.
+    pub type_name: &'static str,
+    /// The rejected text.
+    pub value: String,
+}
+
 /// Declares a fieldless enum whose JSON form is the given string per variant, plus
 /// `as_str()`, `ALL` and `Display`. The serde renames and `as_str` are generated from the same
 /// literal so the wire spelling and the string used in Flink configuration cannot drift.
@@ -45,12 +55,12 @@ macro_rules! string_enum {
         }
 
         impl std::str::FromStr for $name {
-            type Err = $crate::common::UnknownEnumValue;
+            type Err = $crate::string_enum::UnknownEnumValue;
 
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 match s {
                     $($text => Ok($name::$variant),)+
-                    _ => Err($crate::common::UnknownEnumValue {
+                    _ => Err($crate::string_enum::UnknownEnumValue {
                         type_name: stringify!($name),
                         value: s.to_owned(),
                     }),

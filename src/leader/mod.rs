@@ -20,7 +20,7 @@ use std::{
     time::Duration,
 };
 
-use flink_operator_api::{keys::operator, options::defaults, validation::values::parse_duration};
+use flink_operator_api::{keys::operator, options::defaults, options::parse_duration};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use prometheus_client::{

@@ -17,7 +17,9 @@ pub mod periods;
 pub mod schedule;
 mod value;
 
-pub use value::{OptionType, parse_bool, parse_count, parse_integer, parse_map, parse_millis, read};
+pub use value::{
+    OptionType, parse_bool, parse_count, parse_duration, parse_integer, parse_map, parse_millis, read,
+};
 
 /// The defaults the code applies when a key is not set.
 pub mod defaults {

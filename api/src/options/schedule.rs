@@ -9,7 +9,7 @@ use croner::{
 };
 use k8s_openapi::jiff::{Timestamp, tz::TimeZone};
 
-use crate::validation::values::parse_duration;
+use super::parse_duration;
 
 /// When a periodic snapshot falls due.
 #[derive(Clone, Debug)]

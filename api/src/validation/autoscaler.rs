@@ -4,9 +4,11 @@
 use super::{
     Violation,
     flink_config::{Config, config_path},
-    values::parse_duration,
 };
-use crate::{keys::operator, options::defaults};
+use crate::{
+    keys::operator,
+    options::{defaults, parse_duration},
+};
 
 use crate::keys::autoscaler::{ENABLED, METRICS_WINDOW, UTILIZATION_BOUNDARY, UTILIZATION_TARGET};
 

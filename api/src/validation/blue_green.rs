@@ -1,7 +1,8 @@
 //! Rules of FlinkBlueGreenDeployment. The Apache operator has none; ours guard the
 //! transition mode and judge the template as the FlinkDeployment it becomes.
 
-use super::{ValidationContext, Violation, deployment, flink_config, values::parse_duration};
+use super::{ValidationContext, Violation, deployment, flink_config};
+use crate::options::parse_duration;
 use crate::{FlinkBlueGreenDeployment, TransitionMode, UpgradeMode, keys::bluegreen};
 
 /// The longest suffix a child gets (`-green`); the child name must stay a valid cluster name.

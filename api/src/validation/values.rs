@@ -1,39 +1,6 @@
 //! Parsers for the value formats that rules check: Flink durations, Flink memory sizes,
 //! Kubernetes quantities, and the resource name pattern.
 
-/// Parses a Flink duration (`10 s`, `123ms`, `5 min`, `1h`, `2 d`; a bare number is
-/// milliseconds), as Flink's `TimeUtils.parseDuration` accepts them.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    if number.is_empty() {
-        return Err(format!(
-            "{text:?} is not a duration: it must start with a number (e.g. 30 s, 5 min)"
-        ));
-    }
-    let amount: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration: number too large"))?;
-    let nanos_per_unit: u128 = match unit.trim().to_ascii_lowercase().as_str() {
-        "ns" | "nano" | "nanos" | "nanosecond" | "nanoseconds" => 1,
-        "us" | "µs" | "micro" | "micros" | "microsecond" | "microseconds" => 1_000,
-        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1_000_000,
-        "s" | "sec" | "secs" | "second" | "seconds" => 1_000_000_000,
-        "m" | "min" | "mins" | "minute" | "minutes" => 60_000_000_000,
-        "h" | "hour" | "hours" => 3_600_000_000_000,
-        "d" | "day" | "days" => 86_400_000_000_000,
-        other => {
-            return Err(format!(
-                "{text:?} is not a duration: unknown unit {other:?} (use ms, s, min, h or d)"
-            ));
-        }
-    };
-    let nanos = u128::from(amount) * nanos_per_unit;
-    let nanos = u64::try_from(nanos).map_err(|_| format!("{text:?} is not a duration: too large"))?;
-    Ok(std::time::Duration::from_nanos(nanos))
-}
-
 /// Parses a memory amount in bytes, accepting Flink's memory sizes (`1024m`, `2g`, `512 mb`,
 /// `1gb`; a bare number is bytes) and Kubernetes quantities (`2Gi`, `512Mi`, `1G`), as the
 /// Apache operator does for `resource.memory`.
@@ -159,7 +126,6 @@ pub fn is_valid_cluster_name(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     #[test]
     fn names_the_operator_records_events_about_leave_room_for_the_events_suffix() {
@@ -178,39 +144,6 @@ mod tests {
     }
 
     use super::*;
-
-    #[test]
-    fn durations_in_flink_syntax_parse() {
-        let cases = [
-            ("10 s", Duration::from_secs(10)),
-            ("123ms", Duration::from_millis(123)),
-            ("500", Duration::from_millis(500)),
-            ("5 min", Duration::from_secs(300)),
-            ("1h", Duration::from_secs(3600)),
-            ("2 d", Duration::from_secs(172_800)),
-            ("30 seconds", Duration::from_secs(30)),
-            ("0", Duration::ZERO),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(parse_duration(text), Ok(expected), "{text}");
-        }
-    }
-
-    #[test]
-    fn durations_without_number_or_with_unknown_unit_are_refused() {
-        assert!(
-            parse_duration("s")
-                .unwrap_err()
-                .contains("must start with a number")
-        );
-        assert!(
-            parse_duration("10 fortnights")
-                .unwrap_err()
-                .contains("unknown unit \"fortnights\"")
-        );
-        assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("").is_err());
-    }
 
     #[test]
     fn memory_sizes_in_flink_and_kubernetes_syntax_parse() {

@@ -3,7 +3,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use flink_operator_api::{keys::bluegreen, options::defaults, validation::values::parse_duration};
+use flink_operator_api::{keys::bluegreen, options::defaults, options::parse_duration};
 
 /// How long a transition may take, how often it is looked at, and how long the old child
 /// outlives the new one's readiness.
