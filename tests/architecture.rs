@@ -8,7 +8,9 @@
 //! every file is tokenized (comments vanish, doc comments become string literals, which are
 //! not read). A reference is any path that names a module of the same crate: `use` trees
 //! (groups, globs, `self`), paths in code (`crate::a::f()`, `super::X`, `child::Y`, and paths
-//! through a name a `use` brought in), and a `mod` declaration (a parent imports its child).
+//! through a name a `use` brought in). A `mod` declaration is not an import: a parent that
+//! only declares its children, while they use its items, is the usual shape of a folder and
+//! no cycle; a parent that also takes items from a child (a `use` or a `pub use` of it) is.
 //! Each resolves to the deepest module file it names: an item re-exported by
 //! `crate::lifecycle::Plan` resolves to lifecycle/mod.rs, since telling where a re-export
 //! points needs the compiler's name resolution. Test code is not read: modules and items
@@ -235,13 +237,6 @@ impl Walk<'_> {
                 i + 3
             }
             _ => {
-                // The declaration is an import of the child by its parent.
-                self.written.push(Written {
-                    file: scope.file.to_path_buf(),
-                    line: line_of(&tokens[i + 1]),
-                    within: scope.module.clone(),
-                    segments: vec!["self".to_string(), name.clone()],
-                });
                 let (file, mod_rs) = match &attributes.path {
                     Some(path) => (scope.path_attribute_dir.join(path), true),
                     None => self.child_file(&scope.children_dir, &name),
@@ -943,7 +938,14 @@ mod scanner {
     }
 
     #[test]
-    fn a_mod_declaration_and_an_import_of_the_parent_are_a_cycle_between_files() {
+    fn a_parent_that_re_exports_a_child_which_imports_it_is_a_cycle_and_a_declaration_alone_is_not() {
+        let declared = scan(&[
+            ("lib.rs", "mod m;"),
+            ("m/mod.rs", "mod x;\npub struct Z;"),
+            ("m/x.rs", "use super::Z;"),
+        ]);
+        assert!(cycles(&file_graph(&declared, "src/m")).is_empty());
+
         let scan = scan(&[
             ("lib.rs", "mod m;"),
             ("m/mod.rs", "mod x;\npub use x::Y;"),
@@ -951,7 +953,7 @@ mod scanner {
         ]);
         let report = describe_cycles("in m", &file_graph(&scan, "src/m"));
         assert!(
-            report.contains("src/m/mod.rs -> src/m/x.rs: 2 reference(s): src/m/mod.rs:1 `self::x`"),
+            report.contains("src/m/mod.rs -> src/m/x.rs: 1 reference(s): src/m/mod.rs:2 `x::Y`"),
             "{report}"
         );
         assert!(
