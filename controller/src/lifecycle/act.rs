@@ -15,10 +15,10 @@ use kube::{
 use serde_json::json;
 
 use super::{
-    JobAction, Snapshot,
-    history::RecordRevision,
-    revisions::{self, RevisionStep},
+    facts::JobAction,
+    revisions::{self, RecordRevision, RevisionStep},
     snapshot_resources::NewSnapshot,
+    terms::Snapshot,
 };
 use crate::{
     flink::{FlinkError, FlinkRestClient, JobId, SavepointFormat, TriggerId},

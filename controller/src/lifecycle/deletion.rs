@@ -21,11 +21,12 @@
 use flink_operator_api::common::{JobSpec, JobStatus, SnapshotTriggerType, UpgradeMode};
 
 use super::{
-    Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    facts::{Facts, JobAction, Out},
     poll::SavepointPoll,
     restore::{self, RestorableState},
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
     stop,
+    terms::{LifecycleStatus, Snapshot},
     trigger::clear_trigger,
 };
 use crate::{

@@ -32,26 +32,22 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use super::{
-    FAST, JobAction, LifecycleStatus, Plan,
+    facts::JobAction,
     kind::JobKind,
     restore::{self, Kind, RestorableState},
     revisions::{self, Revision, RevisionStep, RollbackDecision},
     spec, stop,
+    terms::{FAST, LifecycleStatus},
 };
 use crate::{
     conditions::phase,
     events::{EventNote, Reason},
+    plan::Plan,
 };
 use flink_operator_api::FlinkSpec;
 
-/// What the job's revision history needs written: the revision recorded (None: it is
-/// already the newest), the revisions pruned, and the current number shown on the resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordRevision {
-    pub step: Option<RevisionStep>,
-    pub prune: Vec<String>,
-    pub current: i64,
-}
+// Also named here, where it is decided (the lifecycle model reads it by this path).
+pub(crate) use super::revisions::RecordRevision;
 
 /// The kept revisions of the resource of kind `kind` with `meta`, from the cache: those
 /// labelled with its kind and name and owned by it (not by an earlier resource of the name
@@ -151,7 +147,7 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
             );
             out.event(EventNote::normal(
                 Reason::RollingBack,
-                super::capitalised(&message),
+                super::terms::capitalised(&message),
             ));
             out.act(JobAction::RollBack {
                 spec: written,
@@ -393,9 +389,9 @@ fn follow_rollback<'a, K: JobKind<'a>>(
         Some((done, message)) => {
             let event = match done {
                 RollbackPhase::RolledBack => {
-                    EventNote::normal(Reason::RolledBack, super::capitalised(&message))
+                    EventNote::normal(Reason::RolledBack, super::terms::capitalised(&message))
                 }
-                _ => EventNote::warning(Reason::RollbackFailed, super::capitalised(&message)),
+                _ => EventNote::warning(Reason::RollbackFailed, super::terms::capitalised(&message)),
             };
             plan.events.push(event);
             set_rollback(
@@ -453,8 +449,8 @@ pub fn revision_state<'a, K: JobKind<'a>>(k: &K) -> Option<RestorableState> {
         })
         .find(|s| s.location.as_deref() == Some(path.as_str()));
     let kind = match snapshot.map(|s| s.kind) {
-        Some(super::Snapshot::Checkpoint) => Kind::Checkpoint,
-        Some(super::Snapshot::Savepoint) => Kind::Savepoint,
+        Some(super::terms::Snapshot::Checkpoint) => Kind::Checkpoint,
+        Some(super::terms::Snapshot::Savepoint) => Kind::Savepoint,
         // Flink names a checkpoint's directory chk-<n>.
         None if savepoint.is_none()
             && path

@@ -10,14 +10,18 @@ use std::ops::DerefMut;
 use flink_operator_api::common::{JobStatus, flink_job_state};
 
 use super::{
-    JobAction, LifecycleStatus, Plan,
+    facts::JobAction,
     ledger::Ledger,
     rescale::{self, Rescale},
     restore::RestorableState,
     retention::OnCancel,
     snapshot_resources,
+    terms::LifecycleStatus,
 };
-use crate::{plan::Next, policy::Rescaler};
+use crate::{
+    plan::{Next, Plan},
+    policy::Rescaler,
+};
 use flink_operator_api::FlinkSpec;
 
 /// Where a job is in its lifecycle (the table of `step.rs` says when each is taken, in what

@@ -8,11 +8,14 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Facts, JobAction, LifecycleStatus, Out, Plan, SLOW};
+use super::{
+    facts::{Facts, JobAction, Out},
+    terms::{LifecycleStatus, SLOW, said_for},
+};
 use crate::{
     conditions::{condition_type, phase, set_conditions},
     events::{EventNote, Reason},
-    plan::Next,
+    plan::{Next, Plan},
 };
 
 /// What one decision reads and accumulates (see the module doc).
@@ -162,21 +165,6 @@ impl<Spec, Status, Action: From<JobAction>> Ledger<'_, Spec, Status, Action> {
     pub fn act(&mut self, action: JobAction) {
         self.actions.push(action.into());
     }
-}
-
-/// The stored condition of `type_` if it says `reason` for `generation`: what a look of the
-/// same generation remembers of the one before it.
-pub fn said_for<'s, S: LifecycleStatus>(
-    stored: &'s S,
-    type_: &str,
-    reason: &str,
-    generation: Option<i64>,
-) -> Option<&'s flink_operator_api::common::Condition> {
-    stored.conditions().into_iter().flatten().find(|c| {
-        c.type_.as_deref() == Some(type_)
-            && c.reason.as_deref() == Some(reason)
-            && c.observed_generation == generation
-    })
 }
 
 /// The note of this generation's change if it was already refused (the stored Degraded

@@ -24,32 +24,36 @@
 use flink_operator_api::common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state};
 
 use super::{
-    FAST, JobAction, LifecycleStatus, Plan, SLOW, Snapshot, WAIT, capitalised, change,
+    change,
     deletion::{self, DeletionSavepoint},
+    facts::JobAction,
     history,
     kind::{
-        AsJobAction, Cause, Checkpoint, JobKind, PlanOf, Refusal, Restore, Standing, Step, Wait, in_place,
-        job_status, job_view,
+        AsJobAction, Cause, Checkpoint, JobKind, PlanOf, Refusal, Restore, Step, Wait, in_place, job_status,
+        job_view,
     },
     protected::Protected,
     restore::{self, RestorableState},
     savepoint_history, snapshot_resources, snapshots, spec,
     step::{Found, Observed, derive},
-    stop::{self, Stopped, Stopping},
-    wording::{self, Change, Refused},
+    stop::{self, Stopped},
+    terms::{FAST, LifecycleStatus, SLOW, Snapshot, WAIT},
+    wording,
 };
 use crate::{
     conditions::phase,
     events::{EventNote, Reason},
-    plan::Next,
+    plan::{Next, Plan},
 };
 use flink_operator_api::FlinkSpec;
 
 mod change_step;
+mod outcome;
 
 pub use super::ledger::already_refused;
 use super::retention::OnCancel;
 use change_step::{change, commit_change};
+use outcome::{change_of, commit, recorded_job_id, refused, wait};
 
 /// The next step of a job, from its spec, its recorded status and what was observed.
 pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
@@ -335,83 +339,6 @@ fn invalid<'a, K: JobKind<'a>>(k: &mut K, reason: &str, error: String) -> PlanOf
     *status.error_mut() = Some(error.clone());
     k.conditions(reason, &error);
     k.done(SLOW)
-}
-
-fn recorded_job_id(status: &impl LifecycleStatus) -> String {
-    status
-        .job_status()
-        .and_then(|j| j.job_id.clone())
-        .unwrap_or_default()
-}
-
-/// What the change of the spec is.
-fn change_of<'a, K: JobKind<'a>>(k: &K) -> Change {
-    Change::of(spec::is_suspended(k.spec))
-}
-
-/// The job's state for messages.
-fn state_note(standing: &Standing) -> String {
-    standing.state.clone().unwrap_or_else(|| "unknown".to_owned())
-}
-
-/// Records the spec to run and what it starts from, with the lifecycle's Event for why
-/// ([`wording::committed`]), then the kind starts it.
-fn commit<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cause: Cause) -> PlanOf<'a, K> {
-    let said = wording::committed(&cause, &restore, change_of(k), k.facts.now_ms);
-    let message = said.map(|(reason, message)| {
-        k.event(EventNote::normal(reason, capitalised(&message)));
-        message
-    });
-    k.commit(restore, cause, message)
-}
-
-/// A change (or a restart) waits: said, and looked at again soon.
-fn wait<'a, K: JobKind<'a>>(k: &mut K, what: Wait) -> PlanOf<'a, K> {
-    let job_id = recorded_job_id(&k.status);
-    let (phase, message, under_way) = wording::wait(what, &job_id, &state_note(&k.standing()));
-    if under_way {
-        *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
-    }
-    k.conditions(phase, &message);
-    k.done(if what == Wait::ForRunning { WAIT } else { FAST })
-}
-
-/// A change or a restore is refused, worded for every kind ([`wording::refusal`]); the job
-/// stays as it is until the spec changes.
-fn refused<'a, K: JobKind<'a>>(k: &mut K, refusal: Refusal) -> PlanOf<'a, K> {
-    let standing = k.standing();
-    let job_id = recorded_job_id(&k.status);
-    let state = state_note(&standing);
-    let of = Refused {
-        change: change_of(k),
-        job_id: &job_id,
-        state: &state,
-        newest: restore::newest(&job_view(k), standing.latest_checkpoint.found()),
-        now_ms: k.facts.now_ms,
-    };
-    let (phase, note) = wording::refusal(refusal, &of);
-    k.refuse(phase, note)
-}
-
-/// Stops the running job with a savepoint for a change (see [`stop::stop_with_savepoint`]);
-/// a suspension drains it when `kubernetes.operator.job.drain-on-savepoint-deletion` says so.
-fn stop_with_savepoint<'a, K: JobKind<'a>>(k: &mut K, job_id: &str, suspending: bool) -> PlanOf<'a, K> {
-    let facts = k.facts;
-    let drain = facts.policy.drain && suspending;
-    let change = Change::of(suspending);
-    let (status, mut out) = k.parts();
-    match stop::stop_with_savepoint(status, job_id, drain, change.doing(), &facts, &mut out) {
-        Stopping::Sent => {
-            let message = stop::under_way(&k.status, &wording::stopping(job_id, change));
-            k.conditions(phase::UPDATING, &message);
-            k.record_then(Next::Stopping { for_ms: 0 })
-        }
-        Stopping::Wait { seconds, note } => {
-            k.conditions(phase::UPDATING, &format!("{}: {note}", change.doing()));
-            k.done(Next::Within(seconds))
-        }
-        Stopping::GiveUp(why) => refused(k, Refusal::StopGaveUp(why)),
-    }
 }
 
 /// Follows the recorded stop-with-savepoint of a change (see [`stop::follow`]).

@@ -4,8 +4,9 @@
 use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state};
 
 use super::{
-    LifecycleStatus, Out,
+    facts::Out,
     restore::{self, Kind, RestorableState},
+    terms::LifecycleStatus,
 };
 use crate::events::{EventNote, Reason};
 use flink_operator_api::FlinkSpec;

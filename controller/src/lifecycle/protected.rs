@@ -54,10 +54,10 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use kube::ResourceExt;
 
 use super::{
-    LifecycleStatus,
     revisions::{self, Revision},
     snapshot_resources::JobSnapshot,
     snapshots,
+    terms::LifecycleStatus,
 };
 use crate::{caches::Caches, policy::Policy};
 
@@ -473,7 +473,7 @@ mod tests {
         // The job's own snapshot resources hold what would leave: nothing is disposed of.
         let held = |path: &str| JobSnapshot {
             name: path.into(),
-            kind: crate::lifecycle::Snapshot::Savepoint,
+            kind: crate::lifecycle::terms::Snapshot::Savepoint,
             trigger_type: flink_operator_api::common::SnapshotTriggerType::Periodic,
             state: crate::lifecycle::snapshot_resources::SnapshotState::Completed,
             path: Some(path.into()),

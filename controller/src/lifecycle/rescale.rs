@@ -19,7 +19,7 @@
 
 use flink_operator_api::keys::{flink, operator};
 
-use super::{LifecycleStatus, spec};
+use super::{spec, terms::LifecycleStatus};
 use crate::{
     conditions::{condition_type, phase},
     events::{EventNote, Reason},
@@ -104,7 +104,7 @@ pub fn requirements(current: &ResourceRequirements, change: &Rescale) -> Resourc
 /// condition says ScalingFailed for it): the change is then applied by an upgrade.
 pub fn in_place_failed<S: LifecycleStatus>(stored: Option<&S>, generation: Option<i64>) -> bool {
     stored.is_some_and(|s| {
-        super::ledger::said_for(s, condition_type::PROGRESSING, phase::SCALING_FAILED, generation).is_some()
+        super::terms::said_for(s, condition_type::PROGRESSING, phase::SCALING_FAILED, generation).is_some()
     })
 }
 

@@ -663,6 +663,15 @@ fn is_label_value(value: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// What the job's revision history needs written: the revision recorded (None: it is
+/// already the newest), the revisions pruned, and the current number shown on the resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRevision {
+    pub step: Option<RevisionStep>,
+    pub prune: Vec<String>,
+    pub current: i64,
+}
+
 #[cfg(test)]
 #[path = "revisions/tests.rs"]
 mod tests;

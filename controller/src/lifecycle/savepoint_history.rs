@@ -14,7 +14,7 @@ use flink_operator_api::{
     options::schedule::Schedule,
 };
 
-use super::{Snapshot, protected::Protected};
+use super::{protected::Protected, terms::Snapshot};
 use crate::{plan::Next, policy::Policy};
 
 /// Records a completed savepoint as the last one and at the end of the history; a periodic

@@ -11,10 +11,10 @@ use flink_operator_api::{
 use serde_json::{Value, json};
 
 use super::{
-    JobAction, LifecycleStatus, Snapshot,
-    poll::LateSavepoint,
-    poll::SavepointPoll,
+    facts::JobAction,
+    poll::{LateSavepoint, SavepointPoll},
     snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
+    terms::{LifecycleStatus, Snapshot},
 };
 use flink_operator_api::options::schedule::Schedule;
 

@@ -36,7 +36,7 @@ use flink_operator_api::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use super::{Snapshot, protected::Protected};
+use super::{protected::Protected, terms::Snapshot};
 use crate::policy::Policy;
 
 /// One FlinkStateSnapshot of the job, as the cache shows it.

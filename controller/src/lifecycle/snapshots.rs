@@ -11,11 +11,12 @@ use flink_operator_api::common::{
 };
 
 use super::{
-    Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    facts::{Facts, JobAction, Out},
     poll::SavepointPoll,
     protected::{Protected, not_disposed, still_needed},
     restore, savepoint_history,
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
+    terms::{LifecycleStatus, Snapshot},
     trigger::{clear_trigger, trigger_fields},
 };
 use crate::{

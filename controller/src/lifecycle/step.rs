@@ -54,9 +54,9 @@
 use flink_operator_api::common::ReconciliationState;
 
 use super::{
-    LifecycleStatus,
     kind::{JobKind, Step, in_place, job_view},
     snapshots, spec, stop,
+    terms::LifecycleStatus,
 };
 use flink_operator_api::FlinkSpec;
 

@@ -6,12 +6,13 @@
 use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTriggerType};
 
 use super::{
-    Facts, JobAction, LifecycleStatus, Out, Snapshot,
+    facts::{Facts, JobAction, Out},
     poll::{LateSavepoint, SavepointPoll},
     restore::{Kind, RestorableState},
     savepoint_history,
     savepoint_retry::{self, Attempt, Failure},
     snapshot_resources::{self, NewSnapshot},
+    terms::{LifecycleStatus, Snapshot},
     trigger::clear_trigger,
 };
 use crate::events::{EventNote, Reason};

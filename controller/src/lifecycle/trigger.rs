@@ -5,7 +5,7 @@
 
 use flink_operator_api::common::{JobStatus, SnapshotTriggerType};
 
-use super::Snapshot;
+use super::terms::Snapshot;
 
 /// The trigger id, type and time of the snapshot of `kind` in `job`.
 pub fn trigger_fields(

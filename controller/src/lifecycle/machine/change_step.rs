@@ -6,7 +6,7 @@
 
 use flink_operator_api::common::{JobStatus, ResourceLifecycleState, flink_job_state};
 
-use super::{commit, recorded_job_id, refused, stop_with_savepoint, wait};
+use super::outcome::{commit, recorded_job_id, refused, stop_with_savepoint, wait};
 use crate::lifecycle::kind::{
     Cancel, Cause, Checkpoint, JobKind, PlanOf, Refusal, Restore, Step, Wait, job_status, job_view,
 };

@@ -1003,7 +1003,7 @@ fn a_rollback_records_a_revision_equal_to_the_one_rolled_back_to_at_the_top() {
 
 #[test]
 fn derived_names_fit_with_their_events_and_names_that_fit_are_unchanged() {
-    use crate::lifecycle::{Snapshot, snapshot_resources::NewSnapshot};
+    use crate::lifecycle::{snapshot_resources::NewSnapshot, terms::Snapshot};
     use flink_operator_api::SnapshotTriggerType;
     let snapshot = |kind, trigger_type| NewSnapshot {
         kind,
