@@ -36,9 +36,12 @@ use crate::{
 const SESSION: &str = "session";
 
 /// A namespace of a fixed name that the operator's configuration names (the one it takes
-/// local jars in, by default); deleted when dropped.
+/// local jars in, by default); deleted when dropped. One test holds it at a time: tests that
+/// run beside each other would otherwise create their resources in a namespace the other
+/// one is deleting.
 pub struct LocalJarsNamespace {
     name: String,
+    _held: tokio::sync::MutexGuard<'static, ()>,
 }
 
 impl LocalJarsNamespace {
@@ -52,6 +55,8 @@ impl LocalJarsNamespace {
 
     /// The namespace `name`, created as [`LocalJarsNamespace::new`] creates its own.
     pub async fn named(client: &Client, name: &str) -> Self {
+        static HELD: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let held = HELD.lock().await;
         let api: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
         wait_for(
@@ -74,6 +79,7 @@ impl LocalJarsNamespace {
         .await;
         Self {
             name: name.to_owned(),
+            _held: held,
         }
     }
 }
