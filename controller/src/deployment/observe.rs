@@ -17,9 +17,9 @@ use crate::{
     context::{Context, RestLook},
     flink::{FlinkRestClient, JobId, TriggerId},
     lifecycle::poll::{self, CheckpointLookup, SavepointPoll},
-    lifecycle::protected::{self, Protected},
     lifecycle::retention::{self, OnCancel},
     lifecycle::snapshot_resources,
+    lifecycle::{protected::Protected, snapshots},
     policy::Policy,
 };
 
@@ -164,7 +164,7 @@ pub async fn observe(
         .job
         .as_ref()
         .and_then(|j| j.initial_savepoint_path.as_deref());
-    let history_needed_by = protected::of_history(
+    let history_needed_by = snapshots::of_history(
         caches,
         &namespace,
         fd.status.as_ref().and_then(|s| s.job_status.as_ref()),

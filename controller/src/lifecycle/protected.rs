@@ -55,11 +55,9 @@ use kube::ResourceExt;
 
 use super::{
     revisions::{self, Revision},
-    snapshot_resources::JobSnapshot,
-    snapshots,
     terms::LifecycleStatus,
 };
-use crate::{caches::Caches, policy::Policy};
+use crate::caches::Caches;
 
 /// The paths a job may still need (see the module), each with why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -335,44 +333,6 @@ impl FromIterator<(String, Vec<String>)> for NeededBy {
     }
 }
 
-/// Who in `namespace` may still need the savepoints of a job's status history (`job`), for
-/// its trim (see [`snapshots::trim_history`]): the paths of [`history_to_look_up`].
-pub fn of_history(
-    caches: &Caches,
-    namespace: &str,
-    job: Option<&JobStatus>,
-    protected: &Protected,
-    snapshots: &[JobSnapshot],
-    policy: &Policy,
-    now_ms: i64,
-) -> NeededBy {
-    let paths = job.map(|job| history_to_look_up(job, protected, snapshots, policy, now_ms));
-    NeededBy::look_up(caches, namespace, paths.into_iter().flatten())
-}
-
-/// The paths of a job's status history to look up in its namespace: none unless the history's
-/// trim would dispose of some now ([`snapshots::history_trim`], with the job's own
-/// `protected` paths and snapshot resources), so that a history with nothing to dispose of
-/// costs no scan of the namespace; then every path of the history, so that one a savepoint
-/// completing at this look pushes out is covered too.
-pub fn history_to_look_up<'a>(
-    job: &'a JobStatus,
-    protected: &Protected,
-    snapshots: &[JobSnapshot],
-    policy: &Policy,
-    now_ms: i64,
-) -> Vec<&'a str> {
-    let disposes =
-        snapshots::history_trim(job, policy, snapshots, protected, now_ms).is_some_and(|t| t.dispose);
-    if !disposes {
-        return Vec::new();
-    }
-    let history = (job.savepoint_info.as_ref())
-        .and_then(|info| info.savepoint_history.as_deref())
-        .unwrap_or_default();
-    history.iter().filter_map(|s| s.location.as_deref()).collect()
-}
-
 /// Why a savepoint is kept on storage though it was to be disposed of: the jobs that may still
 /// need it (`needed_by`, from [`who_needs`]).
 pub fn still_needed(needed_by: &[String]) -> String {
@@ -393,6 +353,10 @@ mod tests {
     use flink_operator_api::common::{Savepoint, SavepointInfo};
 
     use super::*;
+    use crate::{
+        lifecycle::{snapshot_resources::JobSnapshot, snapshots::history_to_look_up},
+        policy::Policy,
+    };
 
     fn savepoint(path: &str) -> Savepoint {
         Savepoint {

@@ -13,13 +13,14 @@ use flink_operator_api::common::{
 use super::{
     facts::{Facts, JobAction, Out},
     poll::SavepointPoll,
-    protected::{Protected, not_disposed, still_needed},
+    protected::{NeededBy, Protected, not_disposed, still_needed},
     restore, savepoint_history,
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
     terms::{LifecycleStatus, Snapshot},
     trigger::{clear_trigger, trigger_fields},
 };
 use crate::{
+    caches::Caches,
     events::{EventNote, Reason},
     policy::Policy,
 };
@@ -284,6 +285,43 @@ pub fn history_trim(
         .clone()
         .with_paths(snapshots.iter().filter_map(|s| s.path.as_deref()));
     savepoint_history::trim(job, policy, &protected, now_ms)
+}
+
+/// Who in `namespace` may still need the savepoints of a job's status history (`job`), for
+/// its trim (see [`trim_history`]): the paths of [`history_to_look_up`].
+pub fn of_history(
+    caches: &Caches,
+    namespace: &str,
+    job: Option<&JobStatus>,
+    protected: &Protected,
+    snapshots: &[JobSnapshot],
+    policy: &Policy,
+    now_ms: i64,
+) -> NeededBy {
+    let paths = job.map(|job| history_to_look_up(job, protected, snapshots, policy, now_ms));
+    NeededBy::look_up(caches, namespace, paths.into_iter().flatten())
+}
+
+/// The paths of a job's status history to look up in its namespace: none unless the history's
+/// trim would dispose of some now ([`history_trim`], with the job's own
+/// `protected` paths and snapshot resources), so that a history with nothing to dispose of
+/// costs no scan of the namespace; then every path of the history, so that one a savepoint
+/// completing at this look pushes out is covered too.
+pub fn history_to_look_up<'a>(
+    job: &'a JobStatus,
+    protected: &Protected,
+    snapshots: &[JobSnapshot],
+    policy: &Policy,
+    now_ms: i64,
+) -> Vec<&'a str> {
+    let disposes = history_trim(job, policy, snapshots, protected, now_ms).is_some_and(|t| t.dispose);
+    if !disposes {
+        return Vec::new();
+    }
+    let history = (job.savepoint_info.as_ref())
+        .and_then(|info| info.savepoint_history.as_deref())
+        .unwrap_or_default();
+    history.iter().filter_map(|s| s.location.as_deref()).collect()
 }
 
 /// Savepoints beyond the history's count or age leave it ([`history_trim`]), and are disposed

@@ -21,8 +21,8 @@ use crate::{
     context::Context,
     flink::{JobId, TriggerId},
     lifecycle::poll,
-    lifecycle::protected::{self, Protected},
     lifecycle::snapshot_resources,
+    lifecycle::{protected::Protected, snapshots},
     policy::Policy,
 };
 
@@ -118,7 +118,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         .job
         .as_ref()
         .and_then(|j| j.initial_savepoint_path.as_deref());
-    let history_needed_by = protected::of_history(
+    let history_needed_by = snapshots::of_history(
         caches,
         &namespace,
         sj.status.as_ref().and_then(|s| s.job_status.as_ref()),
