@@ -164,6 +164,16 @@ string_enum! {
     }
 }
 
+impl SnapshotType {
+    /// The word for it in a message: `savepoint` or `checkpoint`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapshotType::Savepoint => "savepoint",
+            SnapshotType::Checkpoint => "checkpoint",
+        }
+    }
+}
+
 string_enum! {
     /// State of the snapshot (default TRIGGER_PENDING).
     #[derive(Default)]

@@ -27,9 +27,10 @@ use super::{
 };
 use crate::{
     flink::SavepointFormat,
-    lifecycle::{Snapshot, act::new_snapshot, snapshot_resources::NewSnapshot},
+    lifecycle::{act::new_snapshot, snapshot_resources::NewSnapshot},
     runtime::api_error::{api_message, is_conflict},
 };
+use flink_operator_api::SnapshotType;
 
 /// What an action was doing to which object when the API server refused it.
 #[derive(Debug, thiserror::Error)]
@@ -316,7 +317,7 @@ pub fn transition_savepoint(
     format: SavepointFormat,
 ) -> Result<FlinkStateSnapshot, ActError> {
     let new = NewSnapshot {
-        kind: Snapshot::Savepoint,
+        kind: SnapshotType::Savepoint,
         trigger_type: SnapshotTriggerType::Manual,
         at_ms: now_ms,
         existing_path: None,

@@ -18,12 +18,12 @@ use super::{
     facts::JobAction,
     revisions::{self, RecordRevision, RevisionStep},
     snapshot_resources::NewSnapshot,
-    terms::Snapshot,
 };
 use crate::{
     flink::{FlinkError, FlinkRestClient, JobId, SavepointFormat, TriggerId},
     policy::Policy,
 };
+use flink_operator_api::SnapshotType;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JobActError {
@@ -55,7 +55,7 @@ pub enum JobActError {
         "{what} FlinkStateSnapshot {name}: {}",
         crate::runtime::api_error::api_message(source)
     )]
-    Snapshot {
+    SnapshotType {
         what: &'static str,
         name: String,
         #[source]
@@ -118,7 +118,7 @@ async fn delete_snapshot(api: &Api<FlinkStateSnapshot>, name: &str) -> Result<Op
     match api.delete(name, &DeleteParams::default()).await {
         Ok(_) => Ok(None),
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
-        Err(source) => Err(JobActError::Snapshot {
+        Err(source) => Err(JobActError::SnapshotType {
             what: "deleting",
             name: name.to_owned(),
             source,
@@ -151,7 +151,7 @@ where
             match api.create(&PostParams::default(), &snapshot).await {
                 Ok(_) => Ok(None),
                 Err(kube::Error::Api(e)) if e.code == 409 => Ok(None),
-                Err(source) => Err(JobActError::Snapshot {
+                Err(source) => Err(JobActError::SnapshotType {
                     what: "creating",
                     name,
                     source,
@@ -168,7 +168,7 @@ where
                     Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.code == 404 => return Ok(None),
                     Err(source) => {
-                        return Err(JobActError::Snapshot {
+                        return Err(JobActError::SnapshotType {
                             what: "keeping the files of",
                             name: name.clone(),
                             source,
@@ -399,7 +399,7 @@ pub fn new_snapshot(
     owner: &str,
     format: SavepointFormat,
 ) -> FlinkStateSnapshot {
-    let savepoint = (new.kind == Snapshot::Savepoint).then(|| SavepointSpec {
+    let savepoint = (new.kind == SnapshotType::Savepoint).then(|| SavepointSpec {
         path: new.existing_path.clone(),
         format_type: Some(match format {
             SavepointFormat::Canonical => SavepointFormatType::Canonical,
@@ -416,7 +416,7 @@ pub fn new_snapshot(
                 name: Some(owner.to_owned()),
                 namespace: None,
             }),
-            checkpoint: (new.kind == Snapshot::Checkpoint).then(CheckpointSpec::default),
+            checkpoint: (new.kind == SnapshotType::Checkpoint).then(CheckpointSpec::default),
             savepoint,
             backoff_limit: Some(new.backoff_limit()),
         },

@@ -6,6 +6,7 @@ use flink_operator_api::common::{JobStatus, UpgradeMode, flink_job_state};
 
 use super::restore::{self, RestorableState};
 use crate::policy::Policy;
+use flink_operator_api::SnapshotType;
 
 /// What is known of the job that a change ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,7 +239,7 @@ fn newest(
 /// completed (after it started, unlike the state it was started from): what a job cancelled
 /// for a change had recorded before the cancel was sent.
 pub fn recorded_checkpoint_of_the_job(job: &JobStatus) -> Option<RestorableState> {
-    let state = restore::recorded(job).filter(|s| s.kind == restore::Kind::Checkpoint)?;
+    let state = restore::recorded(job).filter(|s| s.kind == SnapshotType::Checkpoint)?;
     let started = job.start_time.as_deref()?.trim().parse::<i64>().ok()?;
     state
         .timestamp_ms
@@ -282,7 +283,7 @@ pub fn resume(
         },
         (UpgradeMode::LastState, None) if ends_with_its_cluster => {
             let checkpoint = RestorableState {
-                kind: restore::Kind::Checkpoint,
+                kind: SnapshotType::Checkpoint,
                 path: "in the high-availability metadata".to_owned(),
                 timestamp_ms: job
                     .checkpoint_info
@@ -634,7 +635,7 @@ mod tests {
         };
         let checkpoint = |age_ms: i64| {
             Some(RestorableState {
-                kind: restore::Kind::Checkpoint,
+                kind: SnapshotType::Checkpoint,
                 path: "file:/chk/1".into(),
                 timestamp_ms: Some(NOW - age_ms),
             })
@@ -693,7 +694,7 @@ mod tests {
     #[test]
     fn only_a_checkpoint_the_job_completed_after_it_started_is_its_own() {
         let checkpoint = |at: i64| RestorableState {
-            kind: restore::Kind::Checkpoint,
+            kind: SnapshotType::Checkpoint,
             path: "file:/chk/9".into(),
             timestamp_ms: Some(at),
         };

@@ -26,13 +26,14 @@ use super::{
     restore::{self, RestorableState},
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
     stop,
-    terms::{LifecycleStatus, Snapshot},
+    terms::LifecycleStatus,
     trigger::clear_trigger,
 };
 use crate::{
     events::{EventNote, Reason},
     policy::Policy,
 };
+use flink_operator_api::SnapshotType;
 
 /// Whether deleting a resource with this job stops it with a savepoint.
 pub fn wants_savepoint(job: Option<&JobSpec>, policy: &Policy) -> bool {
@@ -111,7 +112,7 @@ pub fn follow<A: From<JobAction>>(
             DeletionSavepoint::Resent
         }
         Some(SavepointPoll::Failed(reason)) if running => {
-            clear_trigger(status.job_status_mut(), Snapshot::Savepoint);
+            clear_trigger(status.job_status_mut(), SnapshotType::Savepoint);
             let note = format!(
                 "the savepoint of job {job_id} before deletion failed, the job keeps running and it is tried again: {reason}. \
                  To delete without a savepoint, set kubernetes.operator.job.savepoint-on-deletion to false"
@@ -122,7 +123,7 @@ pub fn follow<A: From<JobAction>>(
         }
         Some(SavepointPoll::InProgress | SavepointPoll::Unreachable(_)) | None => DeletionSavepoint::Pending,
         Some(SavepointPoll::UnknownTrigger | SavepointPoll::Failed(_) | SavepointPoll::JobGone(_)) => {
-            clear_trigger(status.job_status_mut(), Snapshot::Savepoint);
+            clear_trigger(status.job_status_mut(), SnapshotType::Savepoint);
             DeletionSavepoint::Abandoned
         }
     }
@@ -196,7 +197,7 @@ pub fn left_state(leaving: &Leaving) -> Option<LeftState> {
     }
     let snapshot = leaving.snapshot_resources.then(|| {
         let new = NewSnapshot {
-            kind: Snapshot::Savepoint,
+            kind: SnapshotType::Savepoint,
             trigger_type: SnapshotTriggerType::Upgrade,
             at_ms: leaving.deleted_ms,
             existing_path: Some(state.path.clone()),

@@ -34,7 +34,7 @@ use serde_json::Value;
 use super::{
     facts::JobAction,
     kind::JobKind,
-    restore::{self, Kind, RestorableState},
+    restore::{self, RestorableState},
     revisions::{self, Revision, RevisionStep, RollbackDecision},
     spec, stop,
     terms::{FAST, LifecycleStatus},
@@ -44,7 +44,7 @@ use crate::{
     events::{EventNote, Reason},
     plan::Plan,
 };
-use flink_operator_api::FlinkSpec;
+use flink_operator_api::{FlinkSpec, SnapshotType};
 
 // Also named here, where it is decided (the lifecycle model reads it by this path).
 pub(crate) use super::revisions::RecordRevision;
@@ -449,8 +449,7 @@ pub fn revision_state<'a, K: JobKind<'a>>(k: &K) -> Option<RestorableState> {
         })
         .find(|s| s.location.as_deref() == Some(path.as_str()));
     let kind = match snapshot.map(|s| s.kind) {
-        Some(super::terms::Snapshot::Checkpoint) => Kind::Checkpoint,
-        Some(super::terms::Snapshot::Savepoint) => Kind::Savepoint,
+        Some(kind) => kind,
         // Flink names a checkpoint's directory chk-<n>.
         None if savepoint.is_none()
             && path
@@ -459,9 +458,9 @@ pub fn revision_state<'a, K: JobKind<'a>>(k: &K) -> Option<RestorableState> {
                 .next()
                 .is_some_and(|d| d.starts_with("chk-")) =>
         {
-            Kind::Checkpoint
+            SnapshotType::Checkpoint
         }
-        None => Kind::Savepoint,
+        None => SnapshotType::Savepoint,
     };
     let timestamp_ms = snapshot
         .and_then(|s| s.result_ms)

@@ -33,11 +33,11 @@ use super::{
         job_view,
     },
     protected::Protected,
-    restore::{self, RestorableState},
+    restore::RestorableState,
     savepoint_history, snapshot_resources, snapshots, spec,
     step::{Found, Observed, derive},
     stop::{self, Stopped},
-    terms::{FAST, LifecycleStatus, SLOW, Snapshot, WAIT},
+    terms::{FAST, LifecycleStatus, SLOW, WAIT},
     wording,
 };
 use crate::{
@@ -46,6 +46,7 @@ use crate::{
     plan::{Next, Plan},
 };
 use flink_operator_api::FlinkSpec;
+use flink_operator_api::SnapshotType;
 
 mod change_step;
 mod outcome;
@@ -203,7 +204,7 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
                 .and_then(|j| j.initial_savepoint_path.clone())
                 .filter(|p| !p.trim().is_empty())
                 .map(|path| RestorableState {
-                    kind: restore::Kind::Savepoint,
+                    kind: SnapshotType::Savepoint,
                     path,
                     timestamp_ms: None,
                 });
@@ -463,8 +464,11 @@ fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> P
     let next = k.phase(recorded, pending);
     let job = job_view(k);
     let requeue = [
-        (Snapshot::Savepoint, facts.policy.periodic_savepoint.as_ref()),
-        (Snapshot::Checkpoint, facts.policy.periodic_checkpoint.as_ref()),
+        (SnapshotType::Savepoint, facts.policy.periodic_savepoint.as_ref()),
+        (
+            SnapshotType::Checkpoint,
+            facts.policy.periodic_checkpoint.as_ref(),
+        ),
     ]
     .into_iter()
     .fold(next, |next, (kind, schedule)| {

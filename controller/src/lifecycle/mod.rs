@@ -77,4 +77,4 @@ mod scenarios;
 
 pub use crate::plan::Plan;
 pub use facts::{Facts, JobAction, Out};
-pub use terms::{FAST, LifecycleStatus, SLOW, Snapshot, WAIT, capitalised};
+pub use terms::{FAST, LifecycleStatus, SLOW, WAIT, capitalised};

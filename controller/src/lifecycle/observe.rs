@@ -5,11 +5,12 @@ use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecyc
 
 use super::{
     facts::Out,
-    restore::{self, Kind, RestorableState},
+    restore::{self, RestorableState},
     terms::LifecycleStatus,
 };
 use crate::events::{EventNote, Reason};
 use flink_operator_api::FlinkSpec;
+use flink_operator_api::SnapshotType;
 
 /// The observed `state` and `start_time` into `job`, with a JobStatusChanged Event (a
 /// warning for FAILED) when the state changed. `updateTime` says when the state last
@@ -49,7 +50,7 @@ pub fn ended_checkpoint_into(
     let ended = state == flink_job_state::FAILED || state == flink_job_state::CANCELED;
     if ended && stateful && job.upgrade_savepoint_path.as_deref() != Some(path) {
         let checkpoint = RestorableState {
-            kind: Kind::Checkpoint,
+            kind: SnapshotType::Checkpoint,
             path: path.to_owned(),
             timestamp_ms,
         };

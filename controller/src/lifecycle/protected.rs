@@ -437,7 +437,7 @@ mod tests {
         // The job's own snapshot resources hold what would leave: nothing is disposed of.
         let held = |path: &str| JobSnapshot {
             name: path.into(),
-            kind: crate::lifecycle::terms::Snapshot::Savepoint,
+            kind: flink_operator_api::SnapshotType::Savepoint,
             trigger_type: flink_operator_api::common::SnapshotTriggerType::Periodic,
             state: crate::lifecycle::snapshot_resources::SnapshotState::Completed,
             path: Some(path.into()),

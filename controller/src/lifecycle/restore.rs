@@ -2,30 +2,23 @@
 //! (`kubernetes.operator.job.restore.max-state-age`), shared by the FlinkDeployment and
 //! FlinkSessionJob loops so that both refuse the same restores with the same words.
 
-use flink_operator_api::common::{Checkpoint, JobStatus, SnapshotTriggerType};
+use flink_operator_api::{
+    SnapshotType,
+    common::{Checkpoint, JobStatus, SnapshotTriggerType},
+};
 
 /// A checkpoint or savepoint that a job could restore.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RestorableState {
-    pub kind: Kind,
+    pub kind: SnapshotType,
     pub path: String,
     /// When it completed, epoch milliseconds; unknown for paths recorded without a time.
     pub timestamp_ms: Option<i64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Kind {
-    Checkpoint,
-    Savepoint,
-}
-
 impl RestorableState {
     pub fn describe(&self) -> String {
-        let kind = match self.kind {
-            Kind::Checkpoint => "checkpoint",
-            Kind::Savepoint => "savepoint",
-        };
-        format!("{kind} {}", self.path)
+        format!("{} {}", self.kind.name(), self.path)
     }
 }
 
@@ -40,7 +33,7 @@ pub fn newest(job: &JobStatus, checkpoint: Option<RestorableState>) -> Option<Re
         && let Some(path) = &savepoint.location
     {
         candidates.push(RestorableState {
-            kind: Kind::Savepoint,
+            kind: SnapshotType::Savepoint,
             path: path.clone(),
             timestamp_ms: savepoint.time_stamp,
         });
@@ -66,7 +59,7 @@ pub fn recorded(job: &JobStatus) -> Option<RestorableState> {
         .find(|s| s.location.as_deref() == Some(path.as_str()))
     {
         return Some(RestorableState {
-            kind: Kind::Savepoint,
+            kind: SnapshotType::Savepoint,
             path,
             timestamp_ms: savepoint.time_stamp,
         });
@@ -81,7 +74,7 @@ pub fn recorded(job: &JobStatus) -> Option<RestorableState> {
         .filter(|c| c.trigger_type != Some(SnapshotTriggerType::Manual))
         .and_then(|c| c.time_stamp);
     Some(RestorableState {
-        kind: Kind::Checkpoint,
+        kind: SnapshotType::Checkpoint,
         path,
         timestamp_ms: checkpoint_time,
     })
@@ -96,7 +89,7 @@ pub fn fresh_savepoint(job: &JobStatus, max_age_ms: Option<i64>, now_ms: i64) ->
     let path = savepoint.location.clone()?;
     let at = savepoint.time_stamp?;
     (now_ms - at <= max_age).then_some(RestorableState {
-        kind: Kind::Savepoint,
+        kind: SnapshotType::Savepoint,
         path,
         timestamp_ms: Some(at),
     })
@@ -137,7 +130,7 @@ pub fn record(job: &mut JobStatus, state: Option<&RestorableState>) {
         .and_then(|r| r.timestamp_ms);
     job.upgrade_savepoint_path = state.map(|s| s.path.clone());
     if let Some(state) = state
-        && state.kind == Kind::Checkpoint
+        && state.kind == SnapshotType::Checkpoint
     {
         let info = job.checkpoint_info.get_or_insert_with(Default::default);
         info.last_checkpoint = Some(Checkpoint {
@@ -170,10 +163,11 @@ pub fn human(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flink_operator_api::SnapshotType;
 
     fn checkpoint(path: &str, timestamp_ms: Option<i64>) -> RestorableState {
         RestorableState {
-            kind: Kind::Checkpoint,
+            kind: SnapshotType::Checkpoint,
             path: path.into(),
             timestamp_ms,
         }

@@ -10,11 +10,12 @@
 //! (see [`super::snapshots::trim_history`]).
 
 use flink_operator_api::{
+    SnapshotType,
     common::{JobStatus, Savepoint},
     options::schedule::Schedule,
 };
 
-use super::{protected::Protected, terms::Snapshot};
+use super::protected::Protected;
 use crate::{plan::Next, policy::Policy};
 
 /// Records a completed savepoint as the last one and at the end of the history; a periodic
@@ -35,17 +36,17 @@ pub fn record(job: &mut JobStatus, savepoint: Savepoint, periodic_trigger: Optio
 /// its next time after the job started (not at its start). `None` when they are off.
 fn next_periodic_at(
     job: &JobStatus,
-    kind: Snapshot,
+    kind: SnapshotType,
     schedule: Option<&Schedule>,
     now_ms: i64,
 ) -> Option<i64> {
     let schedule = schedule?;
     let last = match kind {
-        Snapshot::Savepoint => job
+        SnapshotType::Savepoint => job
             .savepoint_info
             .as_ref()
             .and_then(|i| i.last_periodic_savepoint_timestamp),
-        Snapshot::Checkpoint => job
+        SnapshotType::Checkpoint => job
             .checkpoint_info
             .as_ref()
             .and_then(|i| i.last_periodic_checkpoint_timestamp),
@@ -60,7 +61,7 @@ fn next_periodic_at(
 }
 
 /// Whether a periodic snapshot of `kind` of the running job is due.
-pub fn periodic_due(job: &JobStatus, kind: Snapshot, schedule: Option<&Schedule>, now_ms: i64) -> bool {
+pub fn periodic_due(job: &JobStatus, kind: SnapshotType, schedule: Option<&Schedule>, now_ms: i64) -> bool {
     next_periodic_at(job, kind, schedule, now_ms).is_some_and(|at| now_ms >= at)
 }
 
@@ -70,7 +71,7 @@ pub fn periodic_due(job: &JobStatus, kind: Snapshot, schedule: Option<&Schedule>
 /// that did not answer once is looked at again then, which must not make a snapshot late).
 pub fn requeue_for_periodic(
     job: &JobStatus,
-    kind: Snapshot,
+    kind: SnapshotType,
     schedule: Option<&Schedule>,
     (now_ms, progress_ms): (i64, i64),
     next: Next,
@@ -333,7 +334,7 @@ mod tests {
             assert_eq!(
                 periodic_due(
                     &job,
-                    Snapshot::Savepoint,
+                    SnapshotType::Savepoint,
                     interval_min.map(|m| Schedule::Every(m * MIN)).as_ref(),
                     NOW
                 ),
@@ -363,7 +364,7 @@ mod tests {
             assert_eq!(
                 requeue_for_periodic(
                     &job,
-                    Snapshot::Savepoint,
+                    SnapshotType::Savepoint,
                     interval_ms.map(Schedule::Every).as_ref(),
                     (NOW, 10_000),
                     requeue

@@ -14,8 +14,9 @@ use super::{
     facts::JobAction,
     poll::{LateSavepoint, SavepointPoll},
     snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
-    terms::{LifecycleStatus, Snapshot},
+    terms::LifecycleStatus,
 };
+use flink_operator_api::SnapshotType;
 use flink_operator_api::options::schedule::Schedule;
 
 use crate::flink::job::JobObservation;
@@ -1306,7 +1307,7 @@ fn resource(name: &str, trigger_type: SnapshotTriggerType, state: SnapshotState,
     let completed = state == SnapshotState::Completed;
     JobSnapshot {
         name: name.into(),
-        kind: Snapshot::Savepoint,
+        kind: SnapshotType::Savepoint,
         trigger_type,
         state,
         path: completed.then(|| format!("file:/sp/{name}")),
@@ -1347,19 +1348,19 @@ fn with_snapshot_resources_a_nonce_or_a_due_period_creates_a_resource_recorded_f
             "savepoint nonce",
             Some("savepointTriggerNonce"),
             Policy::default(),
-            (Snapshot::Savepoint, SnapshotTriggerType::Manual),
+            (SnapshotType::Savepoint, SnapshotTriggerType::Manual),
         ),
         (
             "checkpoint nonce",
             Some("checkpointTriggerNonce"),
             Policy::default(),
-            (Snapshot::Checkpoint, SnapshotTriggerType::Manual),
+            (SnapshotType::Checkpoint, SnapshotTriggerType::Manual),
         ),
         (
             "periodic",
             None,
             periodic,
-            (Snapshot::Savepoint, SnapshotTriggerType::Periodic),
+            (SnapshotType::Savepoint, SnapshotTriggerType::Periodic),
         ),
         (
             "periodic checkpoint",
@@ -1368,7 +1369,7 @@ fn with_snapshot_resources_a_nonce_or_a_due_period_creates_a_resource_recorded_f
                 periodic_checkpoint: Some(Schedule::Every(HOUR)),
                 ..Policy::default()
             },
-            (Snapshot::Checkpoint, SnapshotTriggerType::Periodic),
+            (SnapshotType::Checkpoint, SnapshotTriggerType::Periodic),
         ),
     ] {
         both(|kind, decide| {
@@ -1486,7 +1487,7 @@ fn with_snapshot_resources_an_upgrade_savepoint_becomes_an_upgrade_resource_befo
         };
         let (outcome, next) = decide(&new, &json!({}), Some(&stopping), &done, false);
         let expected = NewSnapshot {
-            kind: Snapshot::Savepoint,
+            kind: SnapshotType::Savepoint,
             trigger_type: SnapshotTriggerType::Upgrade,
             at_ms: NOW,
             existing_path: Some("file:/sp/upgrade".into()),
@@ -1644,7 +1645,7 @@ fn a_snapshot_due_at_every_look_does_not_keep_the_platform_caps_from_holding() {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let checkpoint = |name: &str, ago_ms: i64| JobSnapshot {
-            kind: Snapshot::Checkpoint,
+            kind: SnapshotType::Checkpoint,
             ..resource(
                 name,
                 SnapshotTriggerType::Periodic,
@@ -1679,7 +1680,7 @@ fn a_snapshot_due_at_every_look_does_not_keep_the_platform_caps_from_holding() {
             "{kind}"
         );
         assert!(
-            matches!(outcome.job.get(1), Some(JobAction::CreateSnapshot(new)) if new.kind == Snapshot::Checkpoint),
+            matches!(outcome.job.get(1), Some(JobAction::CreateSnapshot(new)) if new.kind == SnapshotType::Checkpoint),
             "{kind}: {outcome:?}"
         );
         assert_eq!(outcome.job.len(), 2, "{kind}: {outcome:?}");

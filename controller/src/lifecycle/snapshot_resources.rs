@@ -36,14 +36,14 @@ use flink_operator_api::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use super::{protected::Protected, terms::Snapshot};
+use super::protected::Protected;
 use crate::policy::Policy;
 
 /// One FlinkStateSnapshot of the job, as the cache shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobSnapshot {
     pub name: String,
-    pub kind: Snapshot,
+    pub kind: SnapshotType,
     /// From its `snapshot.trigger-type` label (a resource without one is MANUAL).
     pub trigger_type: SnapshotTriggerType,
     pub state: SnapshotState,
@@ -82,7 +82,7 @@ impl JobSnapshot {
 /// A FlinkStateSnapshot the loop creates for its job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSnapshot {
-    pub kind: Snapshot,
+    pub kind: SnapshotType,
     pub trigger_type: SnapshotTriggerType,
     /// The trigger time: the name's epoch milliseconds.
     pub at_ms: i64,
@@ -138,7 +138,7 @@ pub fn unrecorded(job: &JobStatus, dispose_on_delete: bool) -> Vec<NewSnapshot> 
         let completed_ms = existing.and_then(|s| s.time_stamp);
         if trigger_type != SnapshotTriggerType::Upgrade || existing_path.is_some() {
             wanted.push(NewSnapshot {
-                kind: Snapshot::Savepoint,
+                kind: SnapshotType::Savepoint,
                 trigger_type,
                 at_ms,
                 existing_path,
@@ -152,7 +152,7 @@ pub fn unrecorded(job: &JobStatus, dispose_on_delete: bool) -> Vec<NewSnapshot> 
         && let (Some(trigger_type), Some(at_ms)) = (info.trigger_type, info.trigger_timestamp)
     {
         wanted.push(NewSnapshot {
-            kind: Snapshot::Checkpoint,
+            kind: SnapshotType::Checkpoint,
             trigger_type,
             at_ms,
             existing_path: None,
@@ -195,7 +195,7 @@ pub fn view(job: &JobStatus, snapshots: &[JobSnapshot]) -> JobStatus {
     // A periodic checkpoint's clock moves when it is asked for, completed or not.
     let periodic_checkpoint = snapshots
         .iter()
-        .filter(|s| s.kind == Snapshot::Checkpoint && s.trigger_type == SnapshotTriggerType::Periodic)
+        .filter(|s| s.kind == SnapshotType::Checkpoint && s.trigger_type == SnapshotTriggerType::Periodic)
         .map(|s| s.created_ms)
         .max();
     if let Some(created) = periodic_checkpoint {
@@ -205,7 +205,7 @@ pub fn view(job: &JobStatus, snapshots: &[JobSnapshot]) -> JobStatus {
     }
     let completed: Vec<(&JobSnapshot, &str)> = snapshots
         .iter()
-        .filter(|s| s.kind == Snapshot::Savepoint && !s.deleting)
+        .filter(|s| s.kind == SnapshotType::Savepoint && !s.deleting)
         .filter_map(|s| s.completed_with_path().map(|path| (s, path)))
         .collect();
     if completed.is_empty() {
@@ -253,7 +253,7 @@ pub fn retention<'a>(
     now_ms: i64,
 ) -> Vec<&'a JobSnapshot> {
     let mut gone: Vec<&JobSnapshot> = Vec::new();
-    for kind in [Snapshot::Savepoint, Snapshot::Checkpoint] {
+    for kind in [SnapshotType::Savepoint, SnapshotType::Checkpoint] {
         let of_kind: Vec<&JobSnapshot> = snapshots
             .iter()
             .filter(|s| s.kind == kind && !s.deleting)
@@ -269,8 +269,8 @@ pub fn retention<'a>(
                 })
                 .collect();
             let (max_count, max_age_ms) = match kind {
-                Snapshot::Savepoint => (policy.history_max_count, Some(policy.history_max_age_ms)),
-                Snapshot::Checkpoint => (policy.checkpoints_retained, None),
+                SnapshotType::Savepoint => (policy.history_max_count, Some(policy.history_max_age_ms)),
+                SnapshotType::Checkpoint => (policy.checkpoints_retained, None),
             };
             gone.extend(beyond(history, max_count, max_age_ms, protected, now_ms));
         }
@@ -375,15 +375,9 @@ where
 }
 
 pub(crate) fn job_snapshot(snapshot: &FlinkStateSnapshot) -> Option<JobSnapshot> {
-    let kind = match snapshot.spec.snapshot_type()? {
-        SnapshotType::Savepoint => Snapshot::Savepoint,
-        SnapshotType::Checkpoint => Snapshot::Checkpoint,
-    };
+    let kind = snapshot.spec.snapshot_type()?;
     let status = snapshot.status.as_ref();
-    let millis = |t: Option<&String>| {
-        t.and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-            .map(|t| t.as_millisecond())
-    };
+    let millis = |t: Option<&String>| t.and_then(|t| crate::timestamps::millis(t));
     Some(JobSnapshot {
         name: snapshot.name_any(),
         kind,

@@ -16,7 +16,7 @@ use super::{
     protected::{NeededBy, Protected, not_disposed, still_needed},
     restore, savepoint_history,
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
-    terms::{LifecycleStatus, Snapshot},
+    terms::LifecycleStatus,
     trigger::{clear_trigger, trigger_fields},
 };
 use crate::{
@@ -25,12 +25,13 @@ use crate::{
     policy::Policy,
 };
 use flink_operator_api::FlinkSpec;
+use flink_operator_api::SnapshotType;
 
 /// A pending savepoint (manual or periodic, not an upgrade's) or manual checkpoint: its
 /// trigger id, its type and when it was triggered.
-fn pending(job: &JobStatus, kind: Snapshot) -> Option<(String, SnapshotTriggerType, Option<i64>)> {
+fn pending(job: &JobStatus, kind: SnapshotType) -> Option<(String, SnapshotTriggerType, Option<i64>)> {
     match kind {
-        Snapshot::Savepoint => {
+        SnapshotType::Savepoint => {
             let info = job.savepoint_info.as_ref()?;
             let trigger_type = info.trigger_type.unwrap_or(SnapshotTriggerType::Manual);
             let trigger_id = info.trigger_id.clone()?;
@@ -40,7 +41,7 @@ fn pending(job: &JobStatus, kind: Snapshot) -> Option<(String, SnapshotTriggerTy
                 info.trigger_timestamp,
             ))
         }
-        Snapshot::Checkpoint => {
+        SnapshotType::Checkpoint => {
             let info = job.checkpoint_info.as_ref()?;
             Some((
                 info.trigger_id.clone()?,
@@ -51,10 +52,10 @@ fn pending(job: &JobStatus, kind: Snapshot) -> Option<(String, SnapshotTriggerTy
     }
 }
 
-fn trigger_action(kind: Snapshot, job_id: String, trigger_id: String) -> JobAction {
+fn trigger_action(kind: SnapshotType, job_id: String, trigger_id: String) -> JobAction {
     match kind {
-        Snapshot::Savepoint => JobAction::TriggerSavepoint { job_id, trigger_id },
-        Snapshot::Checkpoint => JobAction::TriggerCheckpoint { job_id, trigger_id },
+        SnapshotType::Savepoint => JobAction::TriggerSavepoint { job_id, trigger_id },
+        SnapshotType::Checkpoint => JobAction::TriggerCheckpoint { job_id, trigger_id },
     }
 }
 
@@ -67,8 +68,8 @@ pub fn settle<A: From<JobAction>>(
     recorded: Option<&JobSpec>,
     out: &mut Out<A>,
 ) -> bool {
-    let savepoint = settle_one(status, facts, recorded, Snapshot::Savepoint, out);
-    let checkpoint = settle_one(status, facts, recorded, Snapshot::Checkpoint, out);
+    let savepoint = settle_one(status, facts, recorded, SnapshotType::Savepoint, out);
+    let checkpoint = settle_one(status, facts, recorded, SnapshotType::Checkpoint, out);
     let resources = facts.policy.snapshot_resources && snapshot_resources::under_way(facts.snapshots);
     savepoint || checkpoint || resources
 }
@@ -77,7 +78,7 @@ fn settle_one<A: From<JobAction>>(
     status: &mut impl LifecycleStatus,
     facts: &Facts,
     recorded: Option<&JobSpec>,
-    kind: Snapshot,
+    kind: SnapshotType,
     out: &mut Out<A>,
 ) -> bool {
     let Some(job) = status.job_status() else {
@@ -91,8 +92,8 @@ fn settle_one<A: From<JobAction>>(
     let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
     let periodic = trigger_type == SnapshotTriggerType::Periodic;
     let poll = match kind {
-        Snapshot::Savepoint => facts.savepoint,
-        Snapshot::Checkpoint => facts.checkpoint,
+        SnapshotType::Savepoint => facts.savepoint,
+        SnapshotType::Checkpoint => facts.checkpoint,
     };
     let job = status.job_status_mut();
     let failed = |job: &mut JobStatus, out: &mut Out<A>, why: String| {
@@ -104,8 +105,8 @@ fn settle_one<A: From<JobAction>>(
                 .last_periodic_savepoint_timestamp = triggered_at;
         }
         let reason = match kind {
-            Snapshot::Savepoint => Reason::SavepointFailed,
-            Snapshot::Checkpoint => Reason::CheckpointFailed,
+            SnapshotType::Savepoint => Reason::SavepointFailed,
+            SnapshotType::Checkpoint => Reason::CheckpointFailed,
         };
         out.event(EventNote::warning(
             reason,
@@ -117,7 +118,7 @@ fn settle_one<A: From<JobAction>>(
             clear_trigger(job, kind);
             let nonces = recorded.cloned().unwrap_or_default();
             match kind {
-                Snapshot::Savepoint => {
+                SnapshotType::Savepoint => {
                     let savepoint = Savepoint {
                         time_stamp: Some(facts.now_ms),
                         location: Some(result.clone()),
@@ -131,7 +132,7 @@ fn settle_one<A: From<JobAction>>(
                         format!("The {name} of job {job_id} completed: {result}"),
                     ));
                 }
-                Snapshot::Checkpoint => {
+                SnapshotType::Checkpoint => {
                     // The entry is also where a checkpoint recorded for a restore keeps its
                     // time (`restore::record`), by which it ranks against a savepoint; the
                     // manual entry would drop it. A job that ended has nothing newer than
@@ -140,7 +141,7 @@ fn settle_one<A: From<JobAction>>(
                     let ended = (job.state.as_deref()).is_some_and(flink_job_state::is_globally_terminal);
                     let keeps_record = ended
                         && restore::recorded(job)
-                            .is_some_and(|r| r.kind == restore::Kind::Checkpoint && r.timestamp_ms.is_some());
+                            .is_some_and(|r| r.kind == SnapshotType::Checkpoint && r.timestamp_ms.is_some());
                     if !keeps_record {
                         job.checkpoint_info
                             .get_or_insert_with(Default::default)
@@ -187,13 +188,16 @@ pub fn due<S: FlinkSpec>(
     recorded: &S,
     job: &JobStatus,
     facts: &Facts,
-) -> Option<(Snapshot, SnapshotTriggerType)> {
+) -> Option<(SnapshotType, SnapshotTriggerType)> {
     if let Some(kind) = super::spec::new_nonce(spec, recorded) {
         return Some((kind, SnapshotTriggerType::Manual));
     }
     [
-        (Snapshot::Savepoint, facts.policy.periodic_savepoint.as_ref()),
-        (Snapshot::Checkpoint, facts.policy.periodic_checkpoint.as_ref()),
+        (SnapshotType::Savepoint, facts.policy.periodic_savepoint.as_ref()),
+        (
+            SnapshotType::Checkpoint,
+            facts.policy.periodic_checkpoint.as_ref(),
+        ),
     ]
     .into_iter()
     .find(|(kind, schedule)| savepoint_history::periodic_due(job, *kind, *schedule, facts.now_ms))
@@ -206,7 +210,7 @@ pub fn trigger<S: FlinkSpec, A: From<JobAction>>(
     status: &mut impl LifecycleStatus,
     spec: &S,
     recorded: &S,
-    (kind, trigger_type): (Snapshot, SnapshotTriggerType),
+    (kind, trigger_type): (SnapshotType, SnapshotTriggerType),
     facts: &Facts,
     out: &mut Out<A>,
 ) {
@@ -215,8 +219,8 @@ pub fn trigger<S: FlinkSpec, A: From<JobAction>>(
         let mut with_nonce = recorded.clone();
         if let (Some(job), Some(wanted)) = (with_nonce.job_mut(), spec.job()) {
             match kind {
-                Snapshot::Savepoint => job.savepoint_trigger_nonce = wanted.savepoint_trigger_nonce,
-                Snapshot::Checkpoint => job.checkpoint_trigger_nonce = wanted.checkpoint_trigger_nonce,
+                SnapshotType::Savepoint => job.savepoint_trigger_nonce = wanted.savepoint_trigger_nonce,
+                SnapshotType::Checkpoint => job.checkpoint_trigger_nonce = wanted.checkpoint_trigger_nonce,
             }
         }
         if let Some(rs) = status.reconciliation_mut().as_mut() {
@@ -227,12 +231,12 @@ pub fn trigger<S: FlinkSpec, A: From<JobAction>>(
     let job_id = job.job_id.clone().unwrap_or_default();
     let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());
     let reason = match kind {
-        Snapshot::Savepoint => Reason::SavepointTriggered,
-        Snapshot::Checkpoint => Reason::CheckpointTriggered,
+        SnapshotType::Savepoint => Reason::SavepointTriggered,
+        SnapshotType::Checkpoint => Reason::CheckpointTriggered,
     };
     // A periodic checkpoint's schedule moves when it is asked for, whatever becomes of it (a
     // failed one is not asked for again before its next time).
-    if trigger_type == SnapshotTriggerType::Periodic && kind == Snapshot::Checkpoint {
+    if trigger_type == SnapshotTriggerType::Periodic && kind == SnapshotType::Checkpoint {
         job.checkpoint_info
             .get_or_insert_with(Default::default)
             .last_periodic_checkpoint_timestamp = Some(facts.now_ms);
@@ -245,9 +249,9 @@ pub fn trigger<S: FlinkSpec, A: From<JobAction>>(
             at_ms: facts.now_ms,
             existing_path: None,
             completed_ms: None,
-            dispose_on_delete: kind == Snapshot::Savepoint && facts.policy.dispose_on_delete,
+            dispose_on_delete: kind == SnapshotType::Savepoint && facts.policy.dispose_on_delete,
         };
-        if trigger_type == SnapshotTriggerType::Periodic && kind == Snapshot::Savepoint {
+        if trigger_type == SnapshotTriggerType::Periodic && kind == SnapshotType::Savepoint {
             job.savepoint_info
                 .get_or_insert_with(Default::default)
                 .last_periodic_savepoint_timestamp = Some(facts.now_ms);

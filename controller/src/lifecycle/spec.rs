@@ -125,14 +125,17 @@ pub fn encode<S: FlinkSpec>(spec: S, first: bool) -> Option<String> {
 }
 
 /// The snapshot a nonce changed since it was recorded asks for (a savepoint first).
-pub fn new_nonce(spec: &impl FlinkSpec, recorded: &impl FlinkSpec) -> Option<super::terms::Snapshot> {
+pub fn new_nonce(
+    spec: &impl FlinkSpec,
+    recorded: &impl FlinkSpec,
+) -> Option<flink_operator_api::SnapshotType> {
     let wanted = spec.job()?;
     let old = recorded.job().cloned().unwrap_or_default();
     let changed = |new: Option<i64>, old: Option<i64>| new.is_some() && new != old;
     if changed(wanted.savepoint_trigger_nonce, old.savepoint_trigger_nonce) {
-        Some(super::terms::Snapshot::Savepoint)
+        Some(flink_operator_api::SnapshotType::Savepoint)
     } else if changed(wanted.checkpoint_trigger_nonce, old.checkpoint_trigger_nonce) {
-        Some(super::terms::Snapshot::Checkpoint)
+        Some(flink_operator_api::SnapshotType::Checkpoint)
     } else {
         None
     }

@@ -8,15 +8,16 @@ use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTrig
 use super::{
     facts::{Facts, JobAction, Out},
     poll::{LateSavepoint, SavepointPoll},
-    restore::{Kind, RestorableState},
+    restore::RestorableState,
     savepoint_history,
     savepoint_retry::{self, Attempt, Failure},
     snapshot_resources::{self, NewSnapshot},
-    terms::{LifecycleStatus, Snapshot},
+    terms::LifecycleStatus,
     trigger::clear_trigger,
 };
 use crate::events::{EventNote, Reason};
 use crate::flink::job::JobObservation;
+use flink_operator_api::SnapshotType;
 
 /// The trigger id of an upgrade (or deletion) savepoint that was started and not settled.
 pub fn pending_trigger(status: &impl LifecycleStatus) -> Option<String> {
@@ -202,7 +203,7 @@ pub fn follow<A: From<JobAction>>(
             ),
         ));
         return Stopped::Completed(RestorableState {
-            kind: Kind::Savepoint,
+            kind: SnapshotType::Savepoint,
             path: path.to_owned(),
             timestamp_ms: Some(sent_ms),
         });
@@ -222,7 +223,7 @@ pub fn follow<A: From<JobAction>>(
                 format!("The savepoint of job {job_id} completed: {path}"),
             ));
             Stopped::Completed(RestorableState {
-                kind: Kind::Savepoint,
+                kind: SnapshotType::Savepoint,
                 path: path.clone(),
                 timestamp_ms: Some(facts.now_ms),
             })
@@ -237,7 +238,7 @@ pub fn follow<A: From<JobAction>>(
             Stopped::Resent
         }
         Some(SavepointPoll::UnknownTrigger) => {
-            clear_trigger(status.job_status_mut(), Snapshot::Savepoint);
+            clear_trigger(status.job_status_mut(), SnapshotType::Savepoint);
             Stopped::Refused(match not_found {
                 // The stop may have written a savepoint no one can point at: starting the
                 // job from older state (or none) would drop what the stopped job wrote.
@@ -256,7 +257,7 @@ pub fn follow<A: From<JobAction>>(
                 .job_status()
                 .and_then(|j| j.savepoint_info.clone())
                 .unwrap_or_default();
-            clear_trigger(status.job_status_mut(), Snapshot::Savepoint);
+            clear_trigger(status.job_status_mut(), SnapshotType::Savepoint);
             match savepoint_retry::failed(
                 &info,
                 facts.generation,
@@ -289,7 +290,7 @@ pub fn follow<A: From<JobAction>>(
             }
         }
         Some(SavepointPoll::JobGone(reason)) => {
-            clear_trigger(status.job_status_mut(), Snapshot::Savepoint);
+            clear_trigger(status.job_status_mut(), SnapshotType::Savepoint);
             if let Some(info) = status.job_status_mut().savepoint_info.as_mut() {
                 info.upgrade_retry = None;
             }
@@ -347,7 +348,7 @@ pub fn record_savepoint_at<A: From<JobAction>>(
     out: &mut Out<A>,
 ) {
     let job = status.job_status_mut();
-    clear_trigger(job, Snapshot::Savepoint);
+    clear_trigger(job, SnapshotType::Savepoint);
     job.upgrade_savepoint_path = Some(path.to_owned());
     let savepoint = Savepoint {
         time_stamp: Some(completed_ms),
@@ -363,7 +364,7 @@ pub fn record_savepoint_at<A: From<JobAction>>(
         .get_or_insert_with(Default::default)
         .last_savepoint = Some(savepoint);
     let new = NewSnapshot {
-        kind: Snapshot::Savepoint,
+        kind: SnapshotType::Savepoint,
         trigger_type: SnapshotTriggerType::Upgrade,
         at_ms: facts.now_ms,
         existing_path: Some(path.to_owned()),

@@ -94,23 +94,6 @@ pub fn said_for<'s, S: LifecycleStatus>(
     })
 }
 
-/// A snapshot of a running job: a savepoint (manual, periodic, for an upgrade or a
-/// deletion) or a checkpoint (manual).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Snapshot {
-    Savepoint,
-    Checkpoint,
-}
-
-impl Snapshot {
-    pub fn name(self) -> &'static str {
-        match self {
-            Snapshot::Savepoint => "savepoint",
-            Snapshot::Checkpoint => "checkpoint",
-        }
-    }
-}
-
 /// `text` with its first letter upper-case (a status message as an Event note).
 pub fn capitalised(text: &str) -> String {
     let mut chars = text.chars();

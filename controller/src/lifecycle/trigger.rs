@@ -5,19 +5,19 @@
 
 use flink_operator_api::common::{JobStatus, SnapshotTriggerType};
 
-use super::terms::Snapshot;
+use flink_operator_api::SnapshotType;
 
 /// The trigger id, type and time of the snapshot of `kind` in `job`.
 pub fn trigger_fields(
     job: &mut JobStatus,
-    kind: Snapshot,
+    kind: SnapshotType,
 ) -> (
     &mut Option<String>,
     &mut Option<SnapshotTriggerType>,
     &mut Option<i64>,
 ) {
     match kind {
-        Snapshot::Savepoint => {
+        SnapshotType::Savepoint => {
             let info = job.savepoint_info.get_or_insert_with(Default::default);
             (
                 &mut info.trigger_id,
@@ -25,7 +25,7 @@ pub fn trigger_fields(
                 &mut info.trigger_timestamp,
             )
         }
-        Snapshot::Checkpoint => {
+        SnapshotType::Checkpoint => {
             let info = job.checkpoint_info.get_or_insert_with(Default::default);
             (
                 &mut info.trigger_id,
@@ -37,15 +37,15 @@ pub fn trigger_fields(
 }
 
 /// Forgets the trigger of a settled snapshot of `kind`.
-pub fn clear_trigger(job: &mut JobStatus, kind: Snapshot) {
+pub fn clear_trigger(job: &mut JobStatus, kind: SnapshotType) {
     let present = match kind {
-        Snapshot::Savepoint => job.savepoint_info.is_some(),
-        Snapshot::Checkpoint => job.checkpoint_info.is_some(),
+        SnapshotType::Savepoint => job.savepoint_info.is_some(),
+        SnapshotType::Checkpoint => job.checkpoint_info.is_some(),
     };
     if present {
         let (id, trigger_type, at) = trigger_fields(job, kind);
         (*id, *trigger_type, *at) = (None, None, None);
-        if let (Snapshot::Savepoint, Some(info)) = (kind, job.savepoint_info.as_mut()) {
+        if let (SnapshotType::Savepoint, Some(info)) = (kind, job.savepoint_info.as_mut()) {
             info.checkpoint_id_at_trigger = None;
         }
     }

@@ -15,9 +15,7 @@ use flink_operator_api::{
 
 use super::{
     Action, FAST, JobObservation, Next, Observation, Plan, SLOW, deletion, health, is_suspended, phase,
-    recovery, rollback, shutdown, start,
-    state::{Kind, RestorableState},
-    status, upgrade_relevant,
+    recovery, rollback, shutdown, start, state::RestorableState, status, upgrade_relevant,
 };
 use crate::{
     events::Reason,
@@ -31,6 +29,7 @@ use crate::{
     policy::Rescaler,
     resources::flink_config,
 };
+use flink_operator_api::SnapshotType;
 
 /// The decision about one FlinkDeployment: the shared [`Ledger`] and the deployment's own
 /// observation.
@@ -134,7 +133,7 @@ impl Decision<'_> {
                     .and_then(|j| j.initial_savepoint_path.clone())
                     .filter(|p| !p.trim().is_empty());
                 Restore::from(initial.map(|path| RestorableState {
-                    kind: Kind::Savepoint,
+                    kind: SnapshotType::Savepoint,
                     path,
                     timestamp_ms: None,
                 }))
@@ -209,7 +208,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
             .then(|| self.restore_of_the_start(&job)),
             latest_checkpoint: match &self.obs.latest_checkpoint {
                 Some(c) => Checkpoint::Found(RestorableState {
-                    kind: Kind::Checkpoint,
+                    kind: SnapshotType::Checkpoint,
                     path: c.path.clone(),
                     timestamp_ms: Some(c.timestamp_ms),
                 }),

@@ -10,9 +10,10 @@ use crate::{
     events::Reason,
     lifecycle::{
         deletion::{Leaving, left_state, record_left_state as record_left_state_in, records_left_state},
-        restore::{Kind, RestorableState},
+        restore::RestorableState,
     },
 };
+use flink_operator_api::SnapshotType;
 
 use super::{Action, Decision, EventNote, FAST, Plan, phase};
 
@@ -107,7 +108,7 @@ fn record_latest_checkpoint(d: &mut Decision) {
         s.path != checkpoint.path && s.timestamp_ms.is_none_or(|t| t < checkpoint.timestamp_ms)
     }) {
         let latest = RestorableState {
-            kind: Kind::Checkpoint,
+            kind: SnapshotType::Checkpoint,
             path: checkpoint.path,
             timestamp_ms: Some(checkpoint.timestamp_ms),
         };
@@ -159,7 +160,7 @@ fn record_left_state(d: &mut Decision) -> bool {
     // ranks so in status too, should the pass stop once the metadata is gone and the next
     // one record the state from status (a time unknown would rank below a last savepoint's).
     let last_checkpoint = d.obs.ha_latest_checkpoint.clone().map(|path| RestorableState {
-        kind: Kind::Checkpoint,
+        kind: SnapshotType::Checkpoint,
         path,
         timestamp_ms: Some(d.obs.now_ms),
     });

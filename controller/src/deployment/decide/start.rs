@@ -16,10 +16,11 @@ use flink_operator_api::{
 
 use super::{
     Action, Decision, EventNote, FAST, JobObservation, Plan, is_suspended, phase,
-    state::{self, Kind, RestorableState},
+    state::{self, RestorableState},
     status::suspended_message,
 };
 use crate::{deployment::health::HealthHistory, events::Reason, lifecycle::kind::Restore};
+use flink_operator_api::SnapshotType;
 
 /// Whether the recorded upgrade restores from HA metadata: `last-state` recorded without a
 /// state path.
@@ -50,7 +51,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
             // restored instead (under a new job id, without the metadata).
             Some(checkpoint) if d.obs.cluster_exists => {
                 let reported = RestorableState {
-                    kind: Kind::Checkpoint,
+                    kind: SnapshotType::Checkpoint,
                     path: checkpoint.path,
                     timestamp_ms: Some(checkpoint.timestamp_ms),
                 };
@@ -79,7 +80,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
                     return no_last_state(d);
                 };
                 let named = RestorableState {
-                    kind: Kind::Savepoint,
+                    kind: SnapshotType::Savepoint,
                     path,
                     timestamp_ms: None,
                 };
@@ -321,7 +322,7 @@ pub(super) fn commit_noting(
                 // Its time, so that the restore guard knows the age when the job resumes.
                 if let Some(checkpoint) = latest_checkpoint {
                     let kept = RestorableState {
-                        kind: Kind::Checkpoint,
+                        kind: SnapshotType::Checkpoint,
                         path: checkpoint.path,
                         timestamp_ms: Some(checkpoint.timestamp_ms),
                     };

@@ -499,7 +499,7 @@ fn a_deleted_last_state_deployment_records_its_latest_checkpoint_before_its_ha_m
     let retried = Observation {
         snapshots: vec![crate::lifecycle::snapshot_resources::JobSnapshot {
             name: name.clone(),
-            kind: crate::lifecycle::Snapshot::Savepoint,
+            kind: flink_operator_api::SnapshotType::Savepoint,
             trigger_type: flink_operator_api::common::SnapshotTriggerType::Upgrade,
             state: crate::lifecycle::snapshot_resources::SnapshotState::TriggerPending,
             path: Some(CHECKPOINT.to_owned()),

@@ -6,7 +6,8 @@ use flink_operator_api::{
 };
 
 use super::*;
-use crate::lifecycle::{restore::Kind, snapshot_resources::SnapshotState};
+use crate::lifecycle::snapshot_resources::SnapshotState;
+use flink_operator_api::SnapshotType;
 
 const DELETED_MS: i64 = 1_765_000_000_000;
 const HA: &str = "s3://cp/0000000000000000000000000000000a/chk-42";
@@ -44,7 +45,7 @@ fn started_from(path: &str) -> JobStatus {
 
 fn ha_checkpoint() -> Option<RestorableState> {
     Some(RestorableState {
-        kind: Kind::Checkpoint,
+        kind: SnapshotType::Checkpoint,
         path: HA.to_owned(),
         timestamp_ms: None,
     })
@@ -53,7 +54,7 @@ fn ha_checkpoint() -> Option<RestorableState> {
 fn record_of(path: &str, deleting: bool) -> JobSnapshot {
     JobSnapshot {
         name: "job-savepoint-upgrade-1".to_owned(),
-        kind: Snapshot::Savepoint,
+        kind: SnapshotType::Savepoint,
         trigger_type: Trigger::Upgrade,
         state: SnapshotState::Completed,
         path: Some(path.to_owned()),
@@ -162,7 +163,7 @@ fn a_deletion_records_the_latest_state_a_stateful_job_leaves() {
         Row {
             status: Some(last_savepoint(SUSPENDED_AT, Trigger::Manual)),
             latest: Some(RestorableState {
-                kind: Kind::Checkpoint,
+                kind: SnapshotType::Checkpoint,
                 path: RETAINED.to_owned(),
                 timestamp_ms: Some(DELETED_MS - 1_000),
             }),
@@ -175,7 +176,7 @@ fn a_deletion_records_the_latest_state_a_stateful_job_leaves() {
         Row {
             status: Some(last_savepoint(SUSPENDED_AT, Trigger::Manual)),
             latest: Some(RestorableState {
-                kind: Kind::Checkpoint,
+                kind: SnapshotType::Checkpoint,
                 path: RETAINED.to_owned(),
                 timestamp_ms: Some(DELETED_MS - 120_000),
             }),

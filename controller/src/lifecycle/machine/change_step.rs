@@ -24,6 +24,7 @@ use crate::{
     },
 };
 use flink_operator_api::FlinkSpec;
+use flink_operator_api::SnapshotType;
 
 /// The spec differs from the recorded one in a way that ends the job: end it as its
 /// upgrade mode says, then commit the new spec with the state it starts from.
@@ -167,7 +168,7 @@ fn redeploy<'a, K: JobKind<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> 
         }
     }
     let savepoint = RestorableState {
-        kind: restore::Kind::Savepoint,
+        kind: SnapshotType::Savepoint,
         path: path.clone(),
         timestamp_ms: None,
     };

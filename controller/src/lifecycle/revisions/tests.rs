@@ -1003,8 +1003,8 @@ fn a_rollback_records_a_revision_equal_to_the_one_rolled_back_to_at_the_top() {
 
 #[test]
 fn derived_names_fit_with_their_events_and_names_that_fit_are_unchanged() {
-    use crate::lifecycle::{snapshot_resources::NewSnapshot, terms::Snapshot};
-    use flink_operator_api::SnapshotTriggerType;
+    use crate::lifecycle::snapshot_resources::NewSnapshot;
+    use flink_operator_api::{SnapshotTriggerType, SnapshotType};
     let snapshot = |kind, trigger_type| NewSnapshot {
         kind,
         trigger_type,
@@ -1015,18 +1015,18 @@ fn derived_names_fit_with_their_events_and_names_that_fit_are_unchanged() {
     };
     // As the Apache operator names them, for every name that leaves room.
     assert_eq!(
-        snapshot(Snapshot::Savepoint, SnapshotTriggerType::Periodic).name("clicks"),
+        snapshot(SnapshotType::Savepoint, SnapshotTriggerType::Periodic).name("clicks"),
         "clicks-savepoint-periodic-1700000000000"
     );
     let fits = "a".repeat(236 - "-checkpoint-periodic-1700000000000".len());
     assert_eq!(
-        snapshot(Snapshot::Checkpoint, SnapshotTriggerType::Periodic).name(&fits),
+        snapshot(SnapshotType::Checkpoint, SnapshotTriggerType::Periodic).name(&fits),
         format!("{fits}-checkpoint-periodic-1700000000000")
     );
     // A FlinkSessionJob of 253 characters: shortened, with a hash of the whole name.
     let long = format!("{}x", "a".repeat(252));
     let other = format!("{}y", "a".repeat(252));
-    for kind in [Snapshot::Savepoint, Snapshot::Checkpoint] {
+    for kind in [SnapshotType::Savepoint, SnapshotType::Checkpoint] {
         for trigger in [
             SnapshotTriggerType::Manual,
             SnapshotTriggerType::Periodic,

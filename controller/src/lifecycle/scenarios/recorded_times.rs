@@ -12,6 +12,7 @@ use crate::{
     conditions::phase,
     state_snapshot::decide::{self as snapshot_decide, Target},
 };
+use flink_operator_api::SnapshotType;
 
 const IMPORTED: &str = "file:/imported/savepoint-0a1b2c-3d4e5f";
 
@@ -222,7 +223,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
 #[test]
 fn an_upgrade_savepoint_recorded_by_the_operator_keeps_its_time() {
     let new = NewSnapshot {
-        kind: Snapshot::Savepoint,
+        kind: SnapshotType::Savepoint,
         trigger_type: SnapshotTriggerType::Upgrade,
         at_ms: NOW,
         existing_path: Some("file:/sp/upgrade".into()),

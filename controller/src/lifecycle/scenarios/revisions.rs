@@ -14,6 +14,7 @@ use crate::{
         revisions::{Revision, RevisionStep},
     },
 };
+use flink_operator_api::SnapshotType;
 
 /// What the API server keeps of a job's history between two looks: its revisions, the
 /// resource's annotations and spec, as the plan's actions left them.
@@ -623,7 +624,7 @@ fn a_rollback_to_a_revisions_state_no_record_lists_any_more_is_refused_before_th
         listed.ask("1");
         let snapshot = JobSnapshot {
             name: "recorded".into(),
-            kind: Snapshot::Savepoint,
+            kind: SnapshotType::Savepoint,
             trigger_type: SnapshotTriggerType::Manual,
             state: SnapshotState::Completed,
             path: Some("file:/sp/gone".into()),
@@ -674,7 +675,7 @@ fn the_history_trim_and_the_snapshot_retention_keep_the_state_a_kept_revision_wa
         .collect();
     let resource = |name: &str, hours: i64| JobSnapshot {
         name: name.into(),
-        kind: Snapshot::Savepoint,
+        kind: SnapshotType::Savepoint,
         trigger_type: SnapshotTriggerType::Periodic,
         state: SnapshotState::Completed,
         path: Some(format!("file:/sp/{name}")),

@@ -1,6 +1,7 @@
 use flink_operator_api::common::{SavepointInfo, SnapshotTriggerType as Trigger};
 
 use super::*;
+use flink_operator_api::SnapshotType;
 
 use crate::fixtures::NOW;
 const MIN: i64 = 60_000;
@@ -8,7 +9,7 @@ const MIN: i64 = 60_000;
 fn snapshot(name: &str, trigger: Trigger, state: SnapshotState, minutes_ago: i64) -> JobSnapshot {
     JobSnapshot {
         name: name.to_owned(),
-        kind: Snapshot::Savepoint,
+        kind: SnapshotType::Savepoint,
         trigger_type: trigger,
         state,
         path: (state == SnapshotState::Completed).then(|| format!("file:///sp/{name}")),
@@ -26,7 +27,7 @@ fn completed(name: &str, trigger: Trigger, minutes_ago: i64) -> JobSnapshot {
 
 fn checkpoint(name: &str, minutes_ago: i64) -> JobSnapshot {
     JobSnapshot {
-        kind: Snapshot::Checkpoint,
+        kind: SnapshotType::Checkpoint,
         ..completed(name, Trigger::Manual, minutes_ago)
     }
 }
@@ -346,7 +347,7 @@ fn restores_see_the_newest_completed_savepoint_resource_as_the_last_savepoint() 
 fn a_resource_to_create_is_marked_by_its_name_parts_and_found_again_until_unmarked() {
     let mut job = JobStatus::default();
     let periodic = NewSnapshot {
-        kind: Snapshot::Savepoint,
+        kind: SnapshotType::Savepoint,
         trigger_type: Trigger::Periodic,
         at_ms: NOW,
         existing_path: None,
@@ -354,7 +355,7 @@ fn a_resource_to_create_is_marked_by_its_name_parts_and_found_again_until_unmark
         dispose_on_delete: true,
     };
     let manual_checkpoint = NewSnapshot {
-        kind: Snapshot::Checkpoint,
+        kind: SnapshotType::Checkpoint,
         trigger_type: Trigger::Manual,
         at_ms: NOW + 1,
         existing_path: None,
@@ -377,7 +378,7 @@ fn a_resource_to_create_is_marked_by_its_name_parts_and_found_again_until_unmark
 
     // An upgrade's records the last savepoint, the one its stop took, with its time.
     let upgrade = NewSnapshot {
-        kind: Snapshot::Savepoint,
+        kind: SnapshotType::Savepoint,
         trigger_type: Trigger::Upgrade,
         at_ms: NOW,
         existing_path: Some("file:///sp/up".into()),

@@ -23,11 +23,12 @@ use crate::{
         FAST, SLOW,
         kind::{Cause, Checkpoint, JobKind, Restore, Standing, Step},
         ledger::Ledger,
-        restore::{Kind, RestorableState},
+        restore::RestorableState,
         spec,
     },
     plan::Next,
 };
+use flink_operator_api::SnapshotType;
 
 /// The decision about one FlinkSessionJob: the shared [`Ledger`] and the session job's own
 /// observation.
@@ -113,7 +114,7 @@ impl<'a> JobKind<'a> for Decision<'a> {
             never_ran: None,
             latest_checkpoint: match &self.obs.checkpoint {
                 Some(CheckpointLookup::Found { path, timestamp_ms }) => Checkpoint::Found(RestorableState {
-                    kind: Kind::Checkpoint,
+                    kind: SnapshotType::Checkpoint,
                     path: path.clone(),
                     timestamp_ms: *timestamp_ms,
                 }),

@@ -8,13 +8,11 @@ use super::{Action, Decision, JobObservation, Plan, SessionObservation, phase, r
 use crate::{
     events::Reason,
     lifecycle::{
-        FAST, JobAction, SLOW, WAIT, deletion,
-        poll::CheckpointLookup,
-        restore::{Kind, RestorableState},
-        retention::OnCancel,
-        spec,
+        FAST, JobAction, SLOW, WAIT, deletion, poll::CheckpointLookup, restore::RestorableState,
+        retention::OnCancel, spec,
     },
 };
+use flink_operator_api::SnapshotType;
 
 /// Lets go at once of a job that nothing runs (its session cluster is gone, or it runs no
 /// job of this resource); waits for a session cluster that cannot act yet.
@@ -81,7 +79,7 @@ fn record_left_state(d: &mut Decision<'_>) -> bool {
     };
     let latest_checkpoint = match &d.obs.checkpoint {
         Some(CheckpointLookup::Found { path, timestamp_ms }) if kept => Some(RestorableState {
-            kind: Kind::Checkpoint,
+            kind: SnapshotType::Checkpoint,
             path: path.clone(),
             timestamp_ms: *timestamp_ms,
         }),
@@ -144,7 +142,7 @@ pub(super) fn tear_down(d: &mut Decision<'_>) -> Plan {
                 && let Some(CheckpointLookup::Found { path, timestamp_ms }) = &obs.checkpoint
             {
                 let checkpoint = RestorableState {
-                    kind: Kind::Checkpoint,
+                    kind: SnapshotType::Checkpoint,
                     path: path.clone(),
                     timestamp_ms: *timestamp_ms,
                 };
