@@ -271,7 +271,11 @@ enum Crash {
 async fn savepoint_upgrade(crash: Crash) {
     let client = harness::client().await;
     crate::operator::shared(&client).await;
-    let _alone = cluster_harness::exclusive_operator().await;
+    // Killing the operator would stall the tests beside it.
+    let _turn = match crash {
+        Crash::Never => cluster_harness::beside_others().await,
+        _ => cluster_harness::exclusive_operator().await,
+    };
     let _operator_log = OperatorLogOnFailure;
     let ns = TestNamespace::new(&client, "reconcile-upgrade").await;
     let _logs = LogsOnFailure(ns.name.clone());
