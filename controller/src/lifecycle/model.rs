@@ -5,7 +5,13 @@
 //! promises about the job's state are checked against what the simulated Flink ran and what
 //! is on storage ([`invariants`]):
 //!
-//! - no savepoint or checkpoint the job may still need is disposed of;
+//! - no savepoint or checkpoint the job may still need is disposed of, nor the state a kept
+//!   revision was started from (a rollback with `rollback-restore: revision` restores it);
+//! - no job is submitted to restore a path that is not on storage (a rollback, a resume or
+//!   an upgrade that ended the running job for state disposed of since), unless the user
+//!   wrote that path into the spec (`initialSavepointPath`) or gave that state up (a
+//!   checkpoint deleted, as their configuration says, when their stateless job was
+//!   cancelled);
 //! - a job never starts from state older than the newest it had (or from none), unless the
 //!   user named that state or runs it stateless;
 //! - the newest state stays on storage, and is named in status before its job is cancelled
@@ -17,9 +23,17 @@
 //! - no two JobManagers of one cluster run at once, and none runs a job nobody asked for.
 //!
 //! Each step is one event (an edit, a nonce, a deletion, a snapshot record created or
-//! deleted, a FlinkDeployment's rollback to a kept revision, time passing, a fault) and one reconcile pass, which may itself go wrong (the
+//! deleted, a FlinkDeployment's rollback to a kept revision, time passing, more than a day
+//! passing at once, a fault) and one reconcile pass, which may itself go wrong (the
 //! JobManager does not answer, the operator crashes after any action, the pass reads a
 //! stale cache). A failing sequence is shrunk by proptest to a short one.
+//!
+//! The savepoint history's trim and the snapshot resources' retention run as the operator
+//! runs them, with who in the namespace needs a path looked up as observe does (the
+//! resource and its kept revisions): a case keeps a history of two savepoints
+//! (`kubernetes.operator.savepoint.history.max.count: "2"`) in about one case of three, so
+//! that the trim disposes of savepoints within a few upgrades, and a day passing at once
+//! ([`Event::Age`]) takes savepoints beyond the history's default age.
 //!
 //! The default size runs in the unit tests; the long run is
 //! `LIFECYCLE_MODEL_CASES=20000 cargo test --release -p flink-operator-controller --lib lifecycle::model -- --nocapture`
@@ -74,6 +88,9 @@ enum Event {
     /// Time passes: running jobs checkpoint, pending savepoints complete, a JobManager
     /// comes up or exits.
     Tick(u8),
+    /// More than a day passes at once (one tick: a checkpoint), beyond the savepoint
+    /// history's default `max.age`, so that its trim disposes of what it holds.
+    Age,
     Parallelism(u8),
     Mode(UpgradeMode),
     Suspend,
@@ -119,6 +136,7 @@ fn mode() -> impl Strategy<Value = UpgradeMode> {
 fn event() -> impl Strategy<Value = Event> {
     prop_oneof![
         8 => (1u8..30).prop_map(Event::Tick),
+        1 => Just(Event::Age),
         2 => (1u8..4).prop_map(Event::Parallelism),
         2 => mode().prop_map(Event::Mode),
         1 => Just(Event::Suspend),
@@ -161,13 +179,15 @@ enum Resource {
 }
 
 /// How a case starts: the resource, its first upgrade mode and whether its configuration
-/// deletes checkpoints on cancellation.
+/// deletes checkpoints on cancellation, keeps snapshots as resources and keeps a short
+/// savepoint history (every resource of the case keeps it).
 #[derive(Debug, Clone)]
 struct Start {
     resource: Resource,
     mode: UpgradeMode,
     deleting_retention: bool,
     snapshot_resources: bool,
+    short_history: bool,
 }
 
 fn start() -> impl Strategy<Value = Start> {
@@ -180,23 +200,36 @@ fn start() -> impl Strategy<Value = Start> {
         mode(),
         prop::bool::weighted(0.2),
         prop::bool::weighted(0.8),
+        prop::bool::weighted(0.3),
     )
-        .prop_map(|(resource, mode, deleting_retention, snapshot_resources)| Start {
-            resource,
-            mode,
-            deleting_retention,
-            snapshot_resources,
-        })
+        .prop_map(
+            |(resource, mode, deleting_retention, snapshot_resources, short_history)| Start {
+                resource,
+                mode,
+                deleting_retention,
+                snapshot_resources,
+                short_history,
+            },
+        )
 }
 
 /// A job's configuration: snapshots as FlinkStateSnapshot resources (the default) or in
-/// status only, checkpoints deleted on cancellation if the user says so, and for an
-/// application the checkpoint directory and Kubernetes HA if `ha`.
-fn config(resource: Resource, deleting_retention: bool, snapshot_resources: bool) -> Value {
+/// status only, checkpoints deleted on cancellation if the user says so, a savepoint history
+/// of two (`short_history`: its trim then disposes of savepoints within a few steps), and for
+/// an application the checkpoint directory and Kubernetes HA if `ha`.
+fn config(
+    resource: Resource,
+    deleting_retention: bool,
+    snapshot_resources: bool,
+    short_history: bool,
+) -> Value {
     let mut config = json!({
         "kubernetes.operator.snapshot.resource.enabled": snapshot_resources.to_string(),
         "state.savepoints.dir": world::SAVEPOINT_DIR,
     });
+    if short_history {
+        config[flink_operator_api::keys::operator::SAVEPOINT_HISTORY_MAX_COUNT] = json!("2");
+    }
     if deleting_retention {
         config["execution.checkpointing.externalized-checkpoint-retention"] = json!("DELETE_ON_CANCELLATION");
     }
@@ -244,7 +277,12 @@ fn run_kind<K: Kind>(start: &Start, steps: &[(Event, PassFault)]) -> Result<(), 
     };
     world.create(
         job(start.resource, mode, None),
-        config(start.resource, start.deleting_retention, start.snapshot_resources),
+        config(
+            start.resource,
+            start.deleting_retention,
+            start.snapshot_resources,
+            start.short_history,
+        ),
     );
     let first = world.reconcile(PassFault::None);
     lineage.stateless = mode == UpgradeMode::Stateless;
@@ -282,6 +320,7 @@ fn happen<K: Kind>(
 ) -> Vec<world::Effect> {
     match event {
         Event::Tick(seconds) => return world.tick(i64::from(*seconds) * 10_000),
+        Event::Age => return world.tick(25 * 3_600_000),
         Event::Parallelism(p) => world.edit(|s| s["job"]["parallelism"] = json!(p)),
         Event::Mode(mode) => world.edit(|s| s["job"]["upgradeMode"] = json!(mode.as_str())),
         Event::Suspend => world.edit(|s| s["job"]["state"] = json!("suspended")),
@@ -322,7 +361,12 @@ fn happen<K: Kind>(
             lineage.recreated(record.clone(), named_id);
             world.create(
                 job(start.resource, mode, record.as_deref()),
-                config(start.resource, *deleting_retention, *snapshot_resources),
+                config(
+                    start.resource,
+                    *deleting_retention,
+                    *snapshot_resources,
+                    start.short_history,
+                ),
             );
         }
         Event::RecordSavepoint(n) => {
@@ -448,6 +492,7 @@ fn sequences_found_failing_once_pass() {
         mode: UpgradeMode::LastState,
         deleting_retention: false,
         snapshot_resources: false,
+        short_history: false,
     };
     let stateless_ha = Start {
         mode: UpgradeMode::Stateless,
@@ -859,6 +904,7 @@ fn sequences_found_failing_once_pass() {
                 mode: UpgradeMode::Stateless,
                 deleting_retention: false,
                 snapshot_resources: false,
+                short_history: false,
             },
             vec![
                 (Tick(1), Ok),
@@ -871,6 +917,106 @@ fn sequences_found_failing_once_pass() {
                 (Tick(1), Stale),
                 (RecordSavepoint(0), Unreachable),
                 (DeleteSnapshot(0), Stale),
+            ],
+        ),
+        // Not the operator's: a JobManager that came up with the step's time started the
+        // job resumed from its checkpoint, and the pass deleted that cluster for a rollback
+        // restoring its revision's state; the model judged the deletion by the checkpoint
+        // the job had started from, not by the state the rollback commits.
+        (
+            stateless_ha.clone(),
+            vec![
+                (Mode(UpgradeMode::LastState), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Delete, Ok),
+                (Tick(1), Ok),
+                (
+                    Recreate {
+                        from_record: true,
+                        deleting_retention: false,
+                        snapshot_resources: true,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Ok),
+                (SavepointFails, Ok),
+                (Tick(1), Ok),
+                (Parallelism(3), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Mode(UpgradeMode::Stateless), Ok),
+                (Tick(1), Ok),
+                (recreate.clone(), Ok),
+                (Resume, Ok),
+                (Resume, Ok),
+                (Tick(1), Ok),
+                (SavepointFails, Ok),
+                (Tick(1), Ok),
+                (Mode(UpgradeMode::Savepoint), Ok),
+                (Tick(1), Ok),
+                (recreate.clone(), Ok),
+                (JobFails, Ok),
+                (Suspend, Ok),
+                (
+                    RollBack {
+                        n: 109,
+                        restore: true,
+                    },
+                    Ok,
+                ),
+                (Resume, Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Parallelism(1), Ok),
+                (recreate.clone(), Ok),
+                (Tick(1), Unreachable),
+            ],
+        ),
+        // Not the operator's: the user ran the job stateless with checkpoints deleted on
+        // cancellation and asked for last-state while its upgrade had cancelled it; the
+        // restore of the checkpoint the cancellation deleted fails, and the state was theirs
+        // to give up.
+        (
+            Start {
+                resource: Resource::SessionJob,
+                mode: UpgradeMode::Stateless,
+                deleting_retention: true,
+                snapshot_resources: false,
+                short_history: false,
+            },
+            vec![
+                (Parallelism(2), Ok),
+                (recreate.clone(), Ok),
+                (Tick(1), Ok),
+                (Parallelism(1), Ok),
+                (Mode(UpgradeMode::LastState), Ok),
+            ],
+        ),
+        // Not the operator's: the history's trim disposed of the savepoint the running job
+        // was started from, once no status field named it (an upgrade the operator stopped
+        // in recorded the checkpoint it was to restore), which the job no longer read: it
+        // had completed checkpoints since (NO_CLAIM).
+        (
+            Start {
+                resource: Resource::SessionJob,
+                mode: UpgradeMode::Stateless,
+                deleting_retention: false,
+                snapshot_resources: false,
+                short_history: false,
+            },
+            vec![
+                (Delete, Ok),
+                (Tick(1), Crash(1)),
+                (recreate.clone(), Ok),
+                (RestartNonce, Ok),
+                (Tick(1), Ok),
+                (Age, Ok),
+                (Parallelism(2), Crash(0)),
+                (Parallelism(1), Ok),
+                (SavepointNonce, Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
             ],
         ),
     ];

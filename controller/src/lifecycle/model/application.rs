@@ -11,6 +11,7 @@ use flink_operator_api::{
     keys,
     validation::ValidationContext,
 };
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use serde_json::{Value, json};
 
 use super::{
@@ -143,8 +144,8 @@ impl Kind for FlinkDeployment {
         (jm != JobManagerDeploymentStatus::Ready).then(|| format!("the JobManager is {}", jm.as_str()))
     }
 
-    fn who_needs(path: &str, objects: Vec<Arc<Self>>) -> Vec<String> {
-        crate::lifecycle::protected::who_needs(path, &objects, &[], &[], &[])
+    fn who_needs(path: &str, objects: Vec<Arc<Self>>, revisions: &[Arc<ControllerRevision>]) -> Vec<String> {
+        crate::lifecycle::protected::who_needs(path, &objects, &[], &[], revisions)
     }
 }
 
@@ -269,6 +270,7 @@ fn observe(world: &mut World<FlinkDeployment>, fd: &FlinkDeployment, unreachable
         let job_id = job_status.and_then(|j| j.job_id.as_deref());
         observation.ha_latest_checkpoint = ha_checkpoint::path(filed, job_id, Some(CHECKPOINT_DIR));
     }
+    observation.history_needed_by = world.history_needed_by(fd, &observation.snapshots, &policy);
     observation.policy = policy;
     observation
 }

@@ -302,6 +302,14 @@ impl Application {
             None => graph.clone().unwrap_or_else(|| cluster.restore.clone()),
         };
         if let Err(refused) = flink.run(&job_id, restore.as_deref(), cluster.retained, filed.is_some()) {
+            if let Some(path) = restore {
+                effects.push(Effect::SubmittedFromMissing {
+                    removed: flink.why_missing(&path),
+                    job_id,
+                    path,
+                    users_own: false,
+                });
+            }
             cluster.job_manager = JobManager::CrashLoop(refused.0);
             return effects;
         }

@@ -71,6 +71,8 @@ pub struct Flink {
     /// When every file ever written completed (the statistics keep it once the files are gone).
     pub times: BTreeMap<String, i64>,
     pub jobs: BTreeMap<String, Job>,
+    /// Who deleted each file that is gone (the last deletion of its path).
+    pub removed: BTreeMap<String, String>,
 }
 
 impl Flink {
@@ -82,7 +84,33 @@ impl Flink {
     fn write(&mut self, path: String, file: File) {
         self.ids.insert(path.clone(), file.id);
         self.times.insert(path.clone(), file.completed_ms);
+        self.removed.remove(&path);
         self.files.insert(path, file);
+    }
+
+    /// Deletes the files at `path`, `by` whom (a sentence for a violation to name).
+    fn remove(&mut self, path: &str, by: String) {
+        if self.files.remove(path).is_some() {
+            self.removed.insert(path.to_owned(), by);
+        }
+    }
+
+    /// Names who disposed of the files at `path` through [`Flink::dispose`] (the history's
+    /// trim, a FlinkStateSnapshot's deletion), which only its caller knows.
+    pub fn disposed_by(&mut self, path: &str, by: &str) {
+        if !self.files.contains_key(path) && self.ids.contains_key(path) {
+            self.removed.insert(path.to_owned(), by.to_owned());
+        }
+    }
+
+    /// Why nothing is at `path` on storage: who deleted it, or that nothing was ever written
+    /// there.
+    pub fn why_missing(&self, path: &str) -> String {
+        match self.removed.get(path) {
+            Some(by) => format!("deleted by {by}"),
+            None if self.ids.contains_key(path) => "deleted".to_owned(),
+            None => "never written".to_owned(),
+        }
     }
 
     pub fn checkpoint_path(job_id: &str, id: i64) -> String {
@@ -195,12 +223,16 @@ impl Flink {
         if !job.retained_on_cancel
             && let Some(id) = job.latest_checkpoint.or(job.restored_checkpoint)
         {
-            self.files.remove(&Self::checkpoint_path(job_id, id));
+            self.remove(
+                &Self::checkpoint_path(job_id, id),
+                format!("Flink as job {job_id} was cancelled (its checkpoints are deleted on cancellation)"),
+            );
         }
     }
 
+    /// A disposal through the JobManager's REST API.
     pub fn dispose(&mut self, path: &str) {
-        self.files.remove(path);
+        self.remove(path, "a disposal through the JobManager".to_owned());
     }
 
     /// Time passes: each running job completes a checkpoint (not those of `unpolled`, whose
@@ -278,7 +310,10 @@ impl Flink {
                 }
             }
             if let Some(old) = subsumed {
-                self.files.remove(&Self::checkpoint_path(&job_id, old));
+                self.remove(
+                    &Self::checkpoint_path(&job_id, old),
+                    format!("Flink as checkpoint {id} of job {job_id} subsumed it"),
+                );
             }
         }
     }

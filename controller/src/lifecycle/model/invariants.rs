@@ -9,6 +9,13 @@
 //! revision a rollback restores with `rollback-restore: revision`) or by running the job
 //! stateless.
 //!
+//! No savepoint a kept revision was started from is disposed of (a rollback to it with
+//! `rollback-restore: revision` restores it), and no job is submitted to restore a path
+//! that is not on storage, unless the user wrote that path into the spec
+//! (`initialSavepointPath`) or gave that state up (see [`super::world::World::given_up`]):
+//! the operator refuses a rollback whose state no record lists before it stops the running
+//! job.
+//!
 //! What points at the newest state: the stored status, the FlinkStateSnapshots and the
 //! StateRecorded Events, and for an application with HA its HA metadata, from which the
 //! next cluster of a last-state change restores it. Ending the job (a cancellation, the
@@ -133,10 +140,16 @@ impl Lineage {
         let committed = self.rollback_committed(world);
         for effect in effects {
             self.check_effect(world, effect)?;
+            // A job the step started before the commit (a JobManager that came up with the
+            // step's time) ends for it too, and the state it started from is no more the
+            // job's than what it did since: the cluster deletion that ends it is judged by
+            // the state the rollback restores.
+            if let (Some(state), Effect::Started { .. }) = (&committed, effect) {
+                self.floor = world.flink.files.get(state).map(|f| (f.id, state.clone()));
+                self.jobs.clear();
+            }
         }
         if let Some(state) = committed {
-            // A job the step started before the commit ends for it too, and the state it
-            // started from is no more the job's than what it did since.
             self.floor = world.flink.files.get(&state).map(|f| (f.id, state));
             self.jobs.clear();
         }
@@ -272,6 +285,25 @@ impl Lineage {
                     ));
                 }
             }
+            Effect::SubmittedFromMissing {
+                job_id,
+                path,
+                removed,
+                users_own,
+            } => {
+                // The operator disposes of state only through what it records (the history's
+                // trim, a snapshot resource's deletion), never of what a job may still need,
+                // and refuses a restore whose state no record lists before it stops anything:
+                // a start from a path that is gone means a job was ended (or a resume
+                // committed) for state that was disposed of. Only the user's own
+                // initialSavepointPath, or a checkpoint they gave up, may be gone.
+                if !users_own {
+                    return Err(format!(
+                        "job {job_id} was submitted to restore {path}, which is not on storage ({removed}); \
+                         neither the user's spec.job.initialSavepointPath names it nor did they give it up"
+                    ));
+                }
+            }
             Effect::Anomaly(what) => return Err(what.clone()),
             Effect::Lost(job_id) => {
                 // What nothing but the lost JobManager knew is lost by Flink's design: the
@@ -298,11 +330,25 @@ impl Lineage {
                     .and_then(|j| j.job_id.as_ref())
                     .and_then(|id| world.flink.jobs.get(id))
                     .filter(|j| j.state == RUNNING);
+                // Restored in NO_CLAIM mode (Flink's default), a job reads the savepoint it
+                // was started from until its first checkpoint completes, and never after.
                 if let Some(job) = current
                     && job.started_from.as_ref() == Some(path)
+                    && job.latest_checkpoint.is_none()
                 {
                     return Err(format!(
                         "{by} disposed of {path}, the state its running job was started from"
+                    ));
+                }
+                // A kept revision's state is what a rollback to it with `rollback-restore:
+                // revision` restores (its revisions go with the resource).
+                let kept = (world.revisions.iter())
+                    .filter(|_| world.object().is_some())
+                    .find(|r| r.started_from.as_ref() == Some(path));
+                if let Some(revision) = kept {
+                    return Err(format!(
+                        "{by} disposed of {path}, the state kept revision {} was started from, which a rollback to it restores",
+                        revision.number
                     ));
                 }
             }

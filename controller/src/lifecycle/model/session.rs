@@ -7,6 +7,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use flink_operator_api::{
     FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, JobKind, common::flink_job_state, keys,
 };
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use serde_json::{Value, json};
 
 use super::{
@@ -72,9 +73,17 @@ impl Kind for FlinkSessionJob {
                     .get(keys::flink::CHECKPOINTING_EXTERNALIZED_RETENTION)
                     .is_none_or(|v| v != "DELETE_ON_CANCELLATION");
                 let new = !world.flink.jobs.contains_key(&submission.job_id);
-                world
-                    .flink
-                    .submit(&submission.job_id, submission.restore_path.as_deref(), retained)?;
+                let submitted =
+                    (world.flink).submit(&submission.job_id, submission.restore_path.as_deref(), retained);
+                if let (Err(_), Some(path)) = (&submitted, &submission.restore_path) {
+                    effects.push(Effect::SubmittedFromMissing {
+                        job_id: submission.job_id.clone(),
+                        path: path.clone(),
+                        removed: world.flink.why_missing(path),
+                        users_own: world.users_own(path),
+                    });
+                }
+                submitted?;
                 if new {
                     effects.push(Effect::Started {
                         job_id: submission.job_id.clone(),
@@ -97,8 +106,8 @@ impl Kind for FlinkSessionJob {
         None
     }
 
-    fn who_needs(path: &str, objects: Vec<Arc<Self>>) -> Vec<String> {
-        crate::lifecycle::protected::who_needs(path, &[], &objects, &[], &[])
+    fn who_needs(path: &str, objects: Vec<Arc<Self>>, revisions: &[Arc<ControllerRevision>]) -> Vec<String> {
+        crate::lifecycle::protected::who_needs(path, &[], &objects, &[], revisions)
     }
 }
 
@@ -109,9 +118,11 @@ fn observe(world: &mut World<FlinkSessionJob>, sj: &FlinkSessionJob, unreachable
         .unwrap_or_default();
     let policy = Policy::from_config(&config);
     let created_ms = (sj.metadata.creation_timestamp.as_ref()).map_or(0, |t| t.0.as_millisecond());
+    let snapshots = world.job_snapshots(&policy, created_ms);
     let mut observation = sj::Observation {
         session: SessionObservation::Ready,
-        snapshots: world.job_snapshots(&policy, created_ms),
+        history_needed_by: world.history_needed_by(sj, &snapshots, &policy),
+        snapshots,
         policy,
         revisions: None,
         fresh_trigger_id: world.fresh_trigger(),

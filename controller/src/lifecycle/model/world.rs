@@ -14,6 +14,7 @@ use flink_operator_api::{
     common::{JobStatus, SnapshotTriggerType, flink_job_state},
     keys,
 };
+use k8s_openapi::{api::apps::v1::ControllerRevision, apimachinery::pkg::apis::meta::v1::OwnerReference};
 use serde_json::{Value, json};
 
 use super::{
@@ -26,6 +27,8 @@ use crate::{
         JobAction, LifecycleStatus, Plan,
         job::JobObservation,
         poll::{CheckpointLookup, LateSavepoint, SavepointPoll},
+        protected::{NeededBy, Protected},
+        revisions,
         snapshot_resources::JobSnapshot,
         spec::JobSpecOf,
     },
@@ -75,6 +78,16 @@ pub enum Effect {
     /// An application's JobManager without HA died: its job, and the latest checkpoint only
     /// it knew of, are gone by Flink's design (no decision of the operator's).
     Lost(String),
+    /// A job was submitted to restore `path`, which is not on storage (Flink refuses it, an
+    /// application's JobManager crash-loops on it); `removed`: who deleted it; `users_own`:
+    /// the user's own doing (the spec's `initialSavepointPath` names it, or it is a
+    /// checkpoint they gave up, see [`World::given_up`]).
+    SubmittedFromMissing {
+        job_id: String,
+        path: String,
+        removed: String,
+        users_own: bool,
+    },
     /// Something no correct operator does (two JobManagers of one cluster id, a job
     /// nobody asked for).
     Anomaly(String),
@@ -125,8 +138,9 @@ pub trait Kind:
     /// Why the job's JobManager cannot be asked now (None: it answers), as the snapshot loop
     /// tells from the resource's status.
     fn cluster_not_ready(world: &World<Self>) -> Option<String>;
-    /// Who of `objects` may still need `path` (see [`crate::lifecycle::protected::who_needs`]).
-    fn who_needs(path: &str, objects: Vec<Arc<Self>>) -> Vec<String>;
+    /// Who of `objects` (with their ControllerRevisions) may still need `path` (see
+    /// [`crate::lifecycle::protected::who_needs`]).
+    fn who_needs(path: &str, objects: Vec<Arc<Self>>, revisions: &[Arc<ControllerRevision>]) -> Vec<String>;
 }
 
 #[derive(Debug, Clone)]
@@ -147,6 +161,9 @@ pub struct World<K> {
     pub snapshots: BTreeMap<String, FlinkStateSnapshot>,
     /// Paths Flink disposed of (a disposal's result).
     pub disposed: std::collections::BTreeSet<String>,
+    /// Checkpoints Flink deleted as it cancelled a job the user ran stateless (their
+    /// configuration deletes checkpoints on cancellation): the user gave that state up.
+    pub given_up: std::collections::BTreeSet<String>,
     /// Counter for fresh job and trigger ids.
     pub ids: u64,
     /// Counter for resource versions.
@@ -168,6 +185,7 @@ impl<K: Kind> World<K> {
             resource: None,
             snapshots: BTreeMap::new(),
             disposed: Default::default(),
+            given_up: Default::default(),
             ids: 0,
             versions: 0,
             unanswered: false,
@@ -300,11 +318,23 @@ impl<K: Kind> World<K> {
         let mut effects = self.app.tick(&mut self.flink, checkpointed, held);
         let rolling = self.rolling_back();
         for effect in &mut effects {
-            if let Effect::Started { rolling_back, .. } = effect {
-                *rolling_back = rolling;
+            match effect {
+                Effect::Started { rolling_back, .. } => *rolling_back = rolling,
+                Effect::SubmittedFromMissing { path, users_own, .. } => *users_own = self.users_own(path),
+                _ => {}
             }
         }
         effects
+    }
+
+    /// Whether a start from `path`, which is gone, is the user's own doing: the spec's
+    /// `initialSavepointPath` names it, or it is a checkpoint they gave up.
+    pub fn users_own(&self, path: &str) -> bool {
+        let named = (self.object())
+            .and_then(|o| o.spec().job())
+            .and_then(|j| j.initial_savepoint_path.as_deref())
+            .is_some_and(|p| p.trim() == path.trim());
+        named || self.given_up.contains(path)
     }
 
     /// The jobs with a completed savepoint that the operator has not polled yet (its trigger
@@ -378,6 +408,8 @@ impl<K: Kind> World<K> {
             let applied =
                 snapshot_actions::apply(&mut self.snapshots, &name, plan.actions, &mut self.flink, answers);
             for path in applied.disposed {
+                let by = format!("the deletion of FlinkStateSnapshot {name}");
+                self.flink.disposed_by(&path, &by);
                 self.disposed.insert(path.clone());
                 effects.push(Effect::Disposed {
                     path,
@@ -389,6 +421,57 @@ impl<K: Kind> World<K> {
             }
         }
         effects
+    }
+
+    /// Who in the namespace may still need `path`, as the shared caches tell it: the
+    /// resource as `object` reads it, and its kept revisions as ControllerRevisions owned by
+    /// it.
+    pub fn needed_by(&self, path: &str, object: Option<&K>) -> Vec<String> {
+        let Some(object) = object else {
+            return vec![];
+        };
+        let owner = OwnerReference {
+            api_version: "flink.apache.org/v1beta1".into(),
+            kind: K::KIND.as_str().into(),
+            name: NAME.into(),
+            uid: object.meta().uid.clone().unwrap_or_default(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        };
+        let revisions: Vec<Arc<ControllerRevision>> = (self.revisions.iter())
+            .map(|r| {
+                Arc::new(revisions::controller_revision(
+                    K::KIND,
+                    NAME,
+                    NAMESPACE,
+                    owner.clone(),
+                    r,
+                ))
+            })
+            .collect();
+        K::who_needs(path, vec![Arc::new(object.clone())], &revisions)
+    }
+
+    /// Who may still need each savepoint of `read`'s history that its trim would dispose of
+    /// now, looked up as the operator's observe does ([`crate::lifecycle::snapshots::of_history`]).
+    pub fn history_needed_by(&self, read: &K, snapshots: &[JobSnapshot], policy: &Policy) -> NeededBy {
+        let status = read.status();
+        let initial = (read.spec().job()).and_then(|j| j.initial_savepoint_path.as_deref());
+        let own = Protected::of_status(status, Some(&self.revisions), initial);
+        let paths = (status.and_then(|s| s.job_status()))
+            .map(|job| {
+                crate::lifecycle::snapshots::history_to_look_up(
+                    job,
+                    &own,
+                    snapshots,
+                    policy,
+                    self.flink.now_ms,
+                )
+            })
+            .unwrap_or_default();
+        (paths.into_iter())
+            .map(|path| (path.trim().to_owned(), self.needed_by(path, Some(read))))
+            .collect()
     }
 
     /// Whether the JobManager that runs the job answers (a session cluster always does).
@@ -452,15 +535,11 @@ impl<K: Kind> World<K> {
                 let snapshots: Vec<Arc<FlinkStateSnapshot>> =
                     self.snapshots.values().cloned().map(Arc::new).collect();
                 let own = object.metadata.name.clone().unwrap_or_default();
-                K::who_needs(
-                    &path,
-                    self.resource.iter().map(|r| Arc::new(r.object.clone())).collect(),
-                )
-                .into_iter()
-                .chain(crate::lifecycle::protected::recorded_elsewhere(
-                    &path, &own, &snapshots,
-                ))
-                .collect()
+                (self.needed_by(&path, self.object()).into_iter())
+                    .chain(crate::lifecycle::protected::recorded_elsewhere(
+                        &path, &own, &snapshots,
+                    ))
+                    .collect()
             }
             false => vec![],
         };
@@ -681,7 +760,14 @@ impl<K: Kind> World<K> {
                     .jobs
                     .get(job_id)
                     .is_some_and(|j| j.state == flink_job_state::RUNNING);
+                let on_storage: Vec<String> = self.flink.files.keys().cloned().collect();
                 self.flink.cancel(job_id);
+                if self.stateless().unwrap_or(false) || recorded_stateless(written) {
+                    let deleted = on_storage
+                        .into_iter()
+                        .filter(|p| !self.flink.files.contains_key(p));
+                    self.given_up.extend(deleted);
+                }
                 if was_running {
                     effects.push(Effect::Cancelled {
                         job_id: job_id.clone(),
@@ -692,6 +778,7 @@ impl<K: Kind> World<K> {
             }
             JobAction::DisposeSavepoint { path } => {
                 self.flink.dispose(path);
+                self.flink.disposed_by(path, "the savepoint history's trim");
                 effects.push(Effect::Disposed {
                     path: path.clone(),
                     by: "the savepoint history's trim",
