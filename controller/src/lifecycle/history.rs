@@ -46,8 +46,7 @@ use crate::{
 };
 use flink_operator_api::{FlinkSpec, SnapshotType};
 
-// Also named here, where it is decided (the lifecycle model reads it by this path).
-pub(crate) use super::revisions::RecordRevision;
+use super::revisions::RecordRevision;
 
 /// The kept revisions of the resource of kind `kind` with `meta`, from the cache: those
 /// labelled with its kind and name and owned by it (not by an earlier resource of the name

@@ -46,9 +46,6 @@ pub mod change;
 pub mod deletion;
 pub mod facts;
 pub mod history;
-// The lifecycle model still reads the job observation under its former path.
-#[cfg(test)]
-pub use crate::flink::job;
 pub mod kind;
 pub mod ledger;
 pub mod machine;

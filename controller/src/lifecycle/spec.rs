@@ -6,10 +6,6 @@ use flink_operator_api::{
     common::{JobState, ReconciliationStatus, UpgradeMode},
 };
 
-// The lifecycle model still names the accessor by its former name.
-#[cfg(test)]
-pub use flink_operator_api::FlinkSpec as JobSpecOf;
-
 /// Whether the spec asks for its job to be suspended.
 pub fn is_suspended(spec: &impl FlinkSpec) -> bool {
     spec.job()

@@ -24,7 +24,8 @@ use crate::{
         decide::{self as fd, Action, JobManagerObservation, StateObservation},
         ha_checkpoint,
     },
-    lifecycle::{Plan, job::JobObservation, poll::CheckpointLookup, retention::OnCancel},
+    flink::job::JobObservation,
+    lifecycle::{Plan, poll::CheckpointLookup, retention::OnCancel},
     policy::Policy,
 };
 

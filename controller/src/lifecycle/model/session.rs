@@ -137,9 +137,7 @@ fn observe(world: &mut World<FlinkSessionJob>, sj: &FlinkSessionJob, unreachable
         return observation;
     };
     if unreachable {
-        observation.job = Some(crate::lifecycle::job::JobObservation::Unreachable(
-            "timed out".into(),
-        ));
+        observation.job = Some(crate::flink::job::JobObservation::Unreachable("timed out".into()));
         return observation;
     }
     let stateful =
@@ -147,7 +145,7 @@ fn observe(world: &mut World<FlinkSessionJob>, sj: &FlinkSessionJob, unreachable
             j.upgrade_mode_or_default() != flink_operator_api::common::UpgradeMode::Stateless
         });
     let look = world.look(job_status, &job_id, stateful);
-    let live = matches!(&look.job, crate::lifecycle::job::JobObservation::Found { state, .. }
+    let live = matches!(&look.job, crate::flink::job::JobObservation::Found { state, .. }
         if !flink_job_state::is_globally_terminal(state));
     observation.job = Some(look.job);
     observation.savepoint = look.savepoint;

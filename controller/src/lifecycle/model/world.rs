@@ -22,15 +22,16 @@ use super::{
     flink::{Flink, Operation, Refused},
     snapshot_actions,
 };
+use flink_operator_api::FlinkSpec;
+
 use crate::{
+    flink::job::JobObservation,
     lifecycle::{
         JobAction, LifecycleStatus, Plan,
-        job::JobObservation,
         poll::{CheckpointLookup, LateSavepoint, SavepointPoll},
         protected::{NeededBy, Protected},
         revisions,
         snapshot_resources::JobSnapshot,
-        spec::JobSpecOf,
     },
     policy::Policy,
     state_snapshot::decide as snapshot,
@@ -110,7 +111,7 @@ pub enum PassFault {
 pub trait Kind:
     Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned + kube::Resource<DynamicType = ()>
 {
-    type Spec: JobSpecOf;
+    type Spec: FlinkSpec;
     type Status: LifecycleStatus + PartialEq + std::fmt::Debug;
     type Action: std::fmt::Debug;
     const KIND: JobKind;
@@ -844,7 +845,7 @@ impl<K: Kind> World<K> {
     /// the current number shown on the resource.
     fn record_revision(
         &mut self,
-        record: &crate::lifecycle::history::RecordRevision,
+        record: &crate::lifecycle::revisions::RecordRevision,
         known: &mut Option<String>,
     ) {
         use crate::lifecycle::revisions::RevisionStep;

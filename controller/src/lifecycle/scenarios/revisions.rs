@@ -9,10 +9,7 @@ use flink_operator_api::{RevisionStatus, RollbackPhase, keys::annotations};
 use super::*;
 use crate::{
     conditions::phase,
-    lifecycle::{
-        history::RecordRevision,
-        revisions::{Revision, RevisionStep},
-    },
+    lifecycle::revisions::{RecordRevision, Revision, RevisionStep},
 };
 use flink_operator_api::SnapshotType;
 
