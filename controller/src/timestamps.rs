@@ -16,3 +16,18 @@ pub fn millis(timestamp: &str) -> Option<i64> {
         .ok()
         .map(|t| t.as_millisecond())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::NOW;
+
+    #[test]
+    fn timestamps_are_rfc_3339_and_read_back() {
+        assert_eq!(timestamp(0), "1970-01-01T00:00:00Z");
+        assert_eq!(timestamp(1_500), "1970-01-01T00:00:01.5Z");
+        assert_eq!(millis(&timestamp(NOW + 123)), Some(NOW + 123));
+        assert_eq!(millis("2024-05-01T10:00:00.000Z"), Some(1_714_557_600_000));
+        assert_eq!(millis("yesterday"), None);
+    }
+}

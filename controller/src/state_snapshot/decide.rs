@@ -172,7 +172,7 @@ fn has_finalizer(snapshot: &FlinkStateSnapshot) -> bool {
         .any(|f| f == keys::finalizers::FLINK_STATE_SNAPSHOT)
 }
 
-pub use crate::timestamps::{millis, timestamp};
+use crate::timestamps::{millis, timestamp};
 
 /// How long the attempt after `failures` failures waits: 10 s x 2^(failures-1).
 pub fn retry_delay_ms(failures: i32) -> i64 {

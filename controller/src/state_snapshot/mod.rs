@@ -211,8 +211,12 @@ impl Reconciler for Snapshots {
         if completed_now
             && new.trigger_id.is_some()
             && let (Some(from), Some(to)) = (
-                new.trigger_timestamp.as_deref().and_then(decide::millis),
-                new.result_timestamp.as_deref().and_then(decide::millis),
+                new.trigger_timestamp
+                    .as_deref()
+                    .and_then(crate::timestamps::millis),
+                new.result_timestamp
+                    .as_deref()
+                    .and_then(crate::timestamps::millis),
             )
         {
             let elapsed = Duration::from_millis(u64::try_from(to - from).unwrap_or(0));

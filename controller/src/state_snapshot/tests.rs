@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 
 use super::decide::{
     Action, CheckpointPath, DETAILS_LAG_MS, Job, Observation, Target, Trigger, TriggerKind, decide, failed,
-    labels, millis, retry_delay_ms, timestamp,
+    labels, retry_delay_ms,
 };
+use crate::timestamps::timestamp;
 use crate::{
     events::Reason,
     flink::{CheckpointKind, SavepointFormat},
@@ -1167,15 +1168,6 @@ fn a_settled_snapshot_costs_nothing() {
     let plan = decide(&polling, &polled(SavepointPoll::InProgress));
     assert!(plan.actions.is_empty());
     assert_eq!(Some(&plan.status), polling.status.as_ref());
-}
-
-#[test]
-fn timestamps_are_rfc_3339_and_read_back() {
-    assert_eq!(timestamp(0), "1970-01-01T00:00:00Z");
-    assert_eq!(timestamp(1_500), "1970-01-01T00:00:01.5Z");
-    assert_eq!(millis(&timestamp(NOW + 123)), Some(NOW + 123));
-    assert_eq!(millis("2024-05-01T10:00:00.000Z"), Some(1_714_557_600_000));
-    assert_eq!(millis("yesterday"), None);
 }
 
 #[test]

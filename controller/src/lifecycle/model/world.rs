@@ -1071,7 +1071,7 @@ pub fn time_of(ms: i64) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time 
 }
 
 fn time(ms: i64) -> String {
-    crate::state_snapshot::decide::timestamp(ms)
+    crate::timestamps::timestamp(ms)
 }
 
 fn has_finalizer<K: Kind>(object: &K) -> bool {

@@ -33,7 +33,7 @@ fn recorded(name: &str, path: &str, stated_ago: Option<i64>) -> JobSnapshot {
         snapshot.metadata.annotations = Some(
             [(
                 keys::annotations::SAVEPOINT_COMPLETED_AT.to_owned(),
-                snapshot_decide::timestamp(NOW - ago),
+                crate::timestamps::timestamp(NOW - ago),
             )]
             .into(),
         );
@@ -248,7 +248,7 @@ fn an_upgrade_savepoint_recorded_by_the_operator_keeps_its_time() {
     );
     assert_eq!(
         plan.status.result_timestamp,
-        Some(snapshot_decide::timestamp(NOW - 3 * MIN)),
+        Some(crate::timestamps::timestamp(NOW - 3 * MIN)),
         "{plan:?}"
     );
     // One whose time is not known states none.

@@ -173,7 +173,7 @@ impl World {
             "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
             "metadata": {"name": NAME, "namespace": NAMESPACE, "uid": format!("uid-{}", self.versions),
                          "generation": 1, "resourceVersion": self.versions.to_string(),
-                         "creationTimestamp": snapshot::timestamp(self.flink.now_ms)},
+                         "creationTimestamp": crate::timestamps::timestamp(self.flink.now_ms)},
             "spec": {"configuration": configuration, "template": {"spec": template}},
         });
         let object = serde_json::from_value(value).expect("a valid FlinkBlueGreenDeployment");
@@ -257,7 +257,7 @@ impl World {
         let value = json!({
             "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkStateSnapshot",
             "metadata": {"name": name, "namespace": NAMESPACE,
-                         "creationTimestamp": snapshot::timestamp(self.flink.now_ms)},
+                         "creationTimestamp": crate::timestamps::timestamp(self.flink.now_ms)},
             "spec": {"jobReference": {"kind": "FlinkDeployment", "name": child_name(NAME, colour)},
                      "savepoint": {"path": path, "alreadyExists": true, "disposeOnDelete": true}},
         });
@@ -274,7 +274,7 @@ impl World {
             "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkStateSnapshot",
             "metadata": {"name": name, "namespace": NAMESPACE,
                          "labels": {keys::labels::SNAPSHOT_TRIGGER_TYPE: "UPGRADE"},
-                         "creationTimestamp": snapshot::timestamp(self.flink.now_ms)},
+                         "creationTimestamp": crate::timestamps::timestamp(self.flink.now_ms)},
             "spec": {"jobReference": {"kind": "FlinkDeployment", "name": child_name(NAME, colour)},
                      "savepoint": {"path": path, "alreadyExists": true, "disposeOnDelete": false}},
         });
