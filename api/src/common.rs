@@ -589,7 +589,8 @@ pub struct RollbackStatus {
     pub revision_name: Option<String>,
     /// The state the rolled-back job restores when it is not the one taken as the running
     /// job stops: the state the revision was started from (`flink.apache.org/rollback-restore:
-    /// revision`).
+    /// revision`). Cleared when the rollback's start is recorded: from then on the job's
+    /// `upgradeSavepointPath` holds it, and it is restored once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restore_path: Option<String>,
     /// Where the rollback stands: RollingBack, RolledBack, Refused or Failed.

@@ -1019,6 +1019,111 @@ fn sequences_found_failing_once_pass() {
                 (Tick(1), Ok),
             ],
         ),
+        // A rollback that restored its revision's state over the HA metadata started its
+        // job, which was suspended (last-state: its checkpoints kept in the HA metadata)
+        // before it was seen stable; the resume restored the revision's state again and
+        // deleted the HA metadata, the only pointer to what the rolled-back job did since.
+        (
+            last_state_ha.clone(),
+            vec![
+                (Tick(1), Ok),
+                (Parallelism(2), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (JobFails, Ok),
+                (RestartNonce, Ok),
+                (Tick(1), Ok),
+                (
+                    RollBack {
+                        n: 189,
+                        restore: false,
+                    },
+                    Ok,
+                ),
+                (Resume, Ok),
+                (recreate.clone(), Ok),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (RestartNonce, Ok),
+                (
+                    RollBack {
+                        n: 189,
+                        restore: true,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (RollBack { n: 0, restore: false }, Ok),
+                (Suspend, Ok),
+                (Tick(1), Crash(0)),
+                (SavepointNonce, Ok),
+                (Tick(1), Stale),
+                (Tick(1), Ok),
+                (Resume, Ok),
+                (Tick(1), Ok),
+                (recreate.clone(), Ok),
+                (recreate.clone(), Ok),
+            ],
+        ),
+        // Not the operator's: a failed savepoint-mode job was suspended to resume from the
+        // manual savepoint it took after it started; the model still held the savepoint it
+        // started from as its newest state, so the disposal of that older savepoint (the
+        // user recorded it and deleted the record) looked like a loss.
+        (
+            Start {
+                resource: Resource::SessionJob,
+                mode: UpgradeMode::Savepoint,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (RestartNonce, Ok),
+                (Tick(1), Ok),
+                (recreate.clone(), Ok),
+                (Parallelism(1), Ok),
+                (Parallelism(2), Ok),
+                (Tick(1), Ok),
+                (SavepointNonce, Ok),
+                (Tick(1), Ok),
+                (JobFails, Ok),
+                (Suspend, Ok),
+                (RecordSavepoint(7), Ok),
+                (DeleteSnapshot(0), Ok),
+            ],
+        ),
+        // Not the operator's: a last-state upgrade restores the latest checkpoint from the HA
+        // metadata, not the manual savepoints taken since (Flink does not recover from
+        // savepoints); the model must not hold those as the job's newest state.
+        (
+            Start {
+                mode: UpgradeMode::Stateless,
+                ..last_state_ha.clone()
+            },
+            vec![
+                (RestartNonce, Ok),
+                (Delete, Ok),
+                (
+                    Recreate {
+                        from_record: false,
+                        deleting_retention: false,
+                        snapshot_resources: true,
+                    },
+                    Ok,
+                ),
+                (Tick(1), Ok),
+                (Tick(1), Ok),
+                (Parallelism(2), Ok),
+                (Tick(1), Ok),
+                (SavepointNonce, Ok),
+                (Tick(1), Ok),
+                (SavepointNonce, Ok),
+                (Tick(1), Ok),
+                (DeleteSnapshot(0), Ok),
+                (Tick(1), Ok),
+                (Parallelism(1), Ok),
+            ],
+        ),
     ];
     for (start, steps) in cases {
         if let Err(violation) = run(&start, &steps) {

@@ -120,6 +120,13 @@ pub(super) fn commit_change<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cau
         Cause::KeepingLastState => Cause::Ended,
         other => other,
     };
+    // From here the change's own restore (`upgradeSavepointPath`, written before anything
+    // is torn down) holds the revision's state: the rollback restores it once. Left in the
+    // rollback, it would be restored again over the checkpoints the rolled-back job took
+    // if the job is suspended before it is seen stable and then resumed.
+    if let Some(rollback) = k.status.revision_mut().rollback.as_mut() {
+        rollback.restore_path = None;
+    }
     commit(k, Restore::State(state), cause)
 }
 

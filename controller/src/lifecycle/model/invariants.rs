@@ -106,7 +106,8 @@ impl Lineage {
         let to = under_way.to?;
         let (state, asked_ms) = self.rollbacks_asked.get(&to).cloned()?;
         if Some(&state) != committed
-            || under_way.restore_path.as_ref() != Some(&state)
+            // The commit moves the state from the rollback to the change's own restore.
+            || under_way.restore_path.as_ref().is_some_and(|p| p != &state)
             || under_way.timestamp.is_none_or(|t| t < asked_ms)
         {
             return None;
@@ -389,6 +390,17 @@ impl Lineage {
             {
                 self.raise(file.id, path);
             }
+        }
+        // A savepoint one of its jobs took while it ran (a manual one) is not what a
+        // last-state restore reads (Flink restores its latest checkpoint), but once the status
+        // names it as the state the job restores next, the job's state is at least that new.
+        let restores = (world.job_status()).and_then(|j| j.upgrade_savepoint_path.clone());
+        if let Some(path) = restores
+            && let Some(file) = world.flink.files.get(&path)
+            && file.savepoint
+            && self.jobs.contains(&file.job_id)
+        {
+            self.raise(file.id, &path);
         }
     }
 

@@ -1007,5 +1007,24 @@ fn a_suspension_after_a_rollback_restored_its_revisions_state_keeps_what_the_rol
             Some("file:/sp/suspend"),
             "{kind}"
         );
+        // Resumed: from what the suspension left, not from the revision's state again.
+        world.change(with(world.job.clone(), "state", json!("running")));
+        let (outcome, _) = decide(
+            &world.job,
+            &world.config,
+            Some(&suspended),
+            &world.look(gone()),
+            false,
+        );
+        assert_eq!(
+            outcome.job_status.upgrade_savepoint_path.as_deref(),
+            Some("file:/sp/suspend"),
+            "{kind}: {outcome:?}"
+        );
+        let said: Vec<&str> = outcome.events.iter().map(|e| e.note.as_str()).collect();
+        assert!(
+            !said.iter().any(|n| n.contains("file:/sp/old")),
+            "{kind}: {said:?}"
+        );
     });
 }
