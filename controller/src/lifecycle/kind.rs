@@ -24,10 +24,11 @@ use crate::{
 };
 use flink_operator_api::FlinkSpec;
 
-/// Where a job is in its lifecycle (the table of `step.rs` says when each is taken, in what
-/// order, and what follows).
+/// The name of a step of the lifecycle (the table of `step.rs` says when each is taken, in
+/// what order, and what follows): what a kind says it has a part in, and what the order of
+/// the steps lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub enum StepName {
     Deleting,
     Unreadable,
     UntilReady,
@@ -47,6 +48,78 @@ pub enum Step {
     ShuttingDown,
     SnapshotsDue,
     Steady,
+}
+
+/// Where a job is in its lifecycle, with what the step acts on: the recorded spec where
+/// there is one, and once the job was observed, what observing found ([`Observed`]).
+#[derive(Debug, Clone)]
+pub enum Step<S> {
+    /// The recorded spec, if any.
+    Deleting(Option<S>),
+    /// Why the recorded spec cannot be read.
+    Unreadable(String),
+    UntilReady(Option<S>),
+    FollowingStop {
+        recorded: S,
+        trigger_id: String,
+    },
+    /// The recorded spec, if any (none: the spec was never deployed).
+    Invalid(Option<S>),
+    FirstStart,
+    Starting(S),
+    RollingBack(S),
+    ChangedBack(Observed<S>),
+    WaitingForSnapshot(Observed<S>),
+    Rescaling(Observed<S>),
+    Change(Observed<S>),
+    Suspended(Observed<S>),
+    Recovering(Observed<S>),
+    RestartingFailed(Observed<S>),
+    RollbackDue(Observed<S>),
+    ShuttingDown(Observed<S>),
+    SnapshotsDue(Observed<S>),
+    Steady(Observed<S>),
+}
+
+impl<S> Step<S> {
+    pub fn name(&self) -> StepName {
+        match self {
+            Step::Deleting(_) => StepName::Deleting,
+            Step::Unreadable(_) => StepName::Unreadable,
+            Step::UntilReady(_) => StepName::UntilReady,
+            Step::FollowingStop { .. } => StepName::FollowingStop,
+            Step::Invalid(_) => StepName::Invalid,
+            Step::FirstStart => StepName::FirstStart,
+            Step::Starting(_) => StepName::Starting,
+            Step::RollingBack(_) => StepName::RollingBack,
+            Step::ChangedBack(_) => StepName::ChangedBack,
+            Step::WaitingForSnapshot(_) => StepName::WaitingForSnapshot,
+            Step::Rescaling(_) => StepName::Rescaling,
+            Step::Change(_) => StepName::Change,
+            Step::Suspended(_) => StepName::Suspended,
+            Step::Recovering(_) => StepName::Recovering,
+            Step::RestartingFailed(_) => StepName::RestartingFailed,
+            Step::RollbackDue(_) => StepName::RollbackDue,
+            Step::ShuttingDown(_) => StepName::ShuttingDown,
+            Step::SnapshotsDue(_) => StepName::SnapshotsDue,
+            Step::Steady(_) => StepName::Steady,
+        }
+    }
+}
+
+/// What the steps after observing are derived from and act on.
+#[derive(Debug, Clone)]
+pub struct Observed<S> {
+    /// The recorded spec, with the changes that end no job recorded.
+    pub recorded: S,
+    /// The spec that runs (after an application cluster's rollback: the last stable one).
+    pub running: S,
+    /// The spec differs from the recorded one in a way that ends the job.
+    pub changed: bool,
+    /// The recorded spec is suspended.
+    pub suspended: bool,
+    /// A manual or periodic snapshot is pending.
+    pub pending: bool,
 }
 
 /// What the next job starts from; committed with its spec before anything is started.
@@ -264,7 +337,7 @@ pub trait JobKind<'a>:
     /// before a restart, an application cluster's lost JobManager or unhealthy job;
     /// [`Step::RollbackDue`]: after a restart, an application cluster's rollback). `spec`:
     /// the spec that runs for `ChangedBack`, else the recorded one. Read without side effects.
-    fn own_step_due(&self, _step: Step, _spec: &Self::Spec) -> bool {
+    fn own_step_due(&self, _step: StepName, _spec: &Self::Spec) -> bool {
         false
     }
     /// The action that rescales the running job in place for `change`, if what runs it can
@@ -283,11 +356,7 @@ pub trait JobKind<'a>:
     /// and, once [`JobKind::own_step_due`], `Recovering` and `RollbackDue`. None: the kind
     /// has no part in it, or declined (why is noted in status); the machine goes on as that
     /// step says.
-    fn own_step(
-        &mut self,
-        _step: Step,
-        _recorded: Option<&Self::Spec>,
-    ) -> Option<Plan<Self::Status, Self::Action>> {
+    fn own_step(&mut self, _step: &Step<Self::Spec>) -> Option<Plan<Self::Status, Self::Action>> {
         None
     }
 }

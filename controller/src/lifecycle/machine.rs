@@ -29,13 +29,12 @@ use super::{
     facts::JobAction,
     history,
     kind::{
-        AsJobAction, Cause, Checkpoint, JobKind, PlanOf, Refusal, Restore, Step, Wait, in_place, job_status,
-        job_view,
+        AsJobAction, Cause, Checkpoint, JobKind, Observed, PlanOf, Refusal, Restore, Step, Wait, in_place,
+        job_status, job_view,
     },
     protected::Protected,
     restore::RestorableState,
     savepoint_history, snapshot_resources, snapshots, spec,
-    step::{Found, Observed, derive},
     stop::{self, Stopped},
     terms::{FAST, LifecycleStatus, SLOW, WAIT},
     wording,
@@ -49,6 +48,7 @@ use flink_operator_api::FlinkSpec;
 use flink_operator_api::SnapshotType;
 
 mod change_step;
+pub mod observing;
 mod outcome;
 
 pub use super::ledger::already_refused;
@@ -142,59 +142,31 @@ fn seal_new_snapshots<S: LifecycleStatus, A: AsJobAction>(plan: &mut Plan<S, A>)
     }
 }
 
-/// The step ([`Step`]) derived, then dispatched.
+/// The step derived (observing the job first where it must be, see [`observing`]), then
+/// dispatched.
 fn next_step<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
-    let (step, found) = derive(k);
-    take(k, step, &found)
+    let step = observing::step_of(k);
+    take(k, step)
 }
 
-/// Does what `step` says (the table of [`super::step`]).
-fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> PlanOf<'a, K> {
-    // The steps after the first start are derived only with a recorded spec, and those after
-    // the start only once the job was observed; were one not, it is this resource's error,
-    // not a panic of the loop.
-    macro_rules! or_report {
-        ($found:expr, $what:literal) => {
-            match $found {
-                Some(found) => found,
-                None => {
-                    return invalid(
-                        k,
-                        phase::UPDATE_FAILED,
-                        format!(
-                            "the operator derived the {step:?} step without {} (a bug, please report it)",
-                            $what
-                        ),
-                    );
-                }
-            }
-        };
-    }
+/// Does what `step` says (the table of [`super::step`]): the kind's part first where it has
+/// one, then the machine's.
+fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step<K::Spec>) -> PlanOf<'a, K> {
     match step {
-        Step::Deleting => {
+        Step::Deleting(_) => {
             *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Deleting);
-            match k.own_step(step, found.recorded()) {
-                Some(plan) => plan,
-                None => delete(k),
-            }
+            k.own_step(&step).unwrap_or_else(|| delete(k))
         }
-        Step::Unreadable => invalid(
-            k,
-            phase::DEPLOY_FAILED,
-            found.read.as_ref().err().cloned().unwrap_or_default(),
-        ),
-        Step::UntilReady => k.own_step(step, found.recorded()).unwrap_or_else(|| k.done(WAIT)),
-        Step::FollowingStop => {
-            let trigger_id = or_report!(stop::pending_trigger(&k.status), "a pending stop");
-            let recorded = or_report!(found.spec(), "a recorded spec");
-            k.observe(recorded, true);
+        Step::Unreadable(why) => invalid(k, phase::DEPLOY_FAILED, why),
+        Step::UntilReady(_) => k.own_step(&step).unwrap_or_else(|| k.done(WAIT)),
+        Step::FollowingStop { recorded, trigger_id } => {
+            k.observe(&recorded, true);
             follow_stop(k, &trigger_id)
         }
-        Step::Invalid => {
-            let reason = if found.recorded().is_none() {
-                phase::DEPLOY_FAILED
-            } else {
-                phase::UPDATE_FAILED
+        Step::Invalid(recorded) => {
+            let reason = match recorded {
+                None => phase::DEPLOY_FAILED,
+                Some(_) => phase::UPDATE_FAILED,
             };
             let violations = k.violations.join("; ");
             invalid(k, reason, violations)
@@ -210,37 +182,29 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step, found: &Found<K::Spec>) -> Pl
                 });
             commit(k, Restore::from(initial), Cause::FirstStart)
         }
-        Step::Starting => k.continue_start(or_report!(found.spec(), "a recorded spec")),
+        Step::Starting(recorded) => k.continue_start(&recorded),
         // Only a kind that rolls back records ROLLING_BACK, or finds its spec changed back.
-        Step::RollingBack => {
-            let recorded = or_report!(found.spec(), "a recorded spec");
-            k.own_step(step, Some(recorded)).unwrap_or_else(|| k.done(SLOW))
-        }
-        Step::ChangedBack => {
-            let recorded = &or_report!(found.observed(), "observing the job").recorded;
-            k.own_step(step, Some(recorded)).unwrap_or_else(|| k.done(SLOW))
-        }
-        Step::WaitingForSnapshot => wait(k, Wait::ForSnapshot),
-        Step::Rescaling => rescale_in_place(k, or_report!(found.observed(), "observing the job")),
-        Step::Change => change(k, &or_report!(found.observed(), "observing the job").recorded),
-        Step::Suspended => {
-            let observed = or_report!(found.observed(), "observing the job");
-            k.own_step(step, Some(&observed.recorded))
-                .unwrap_or_else(|| steady(k, &observed.recorded, observed.pending))
-        }
-        Step::Recovering | Step::RollbackDue | Step::ShuttingDown => {
-            let observed = or_report!(found.observed(), "observing the job");
-            k.own_step(step, Some(&observed.recorded)).unwrap_or_else(|| {
-                let next = super::step::after(k, observed, Some(step));
-                take(k, next, found)
-            })
-        }
-        Step::RestartingFailed => restart_failed(k),
-        Step::SnapshotsDue => snapshots_of_running_job(k, or_report!(found.observed(), "observing the job")),
-        Step::Steady => {
-            let observed = or_report!(found.observed(), "observing the job");
-            steady(k, &observed.recorded, observed.pending)
-        }
+        Step::RollingBack(_) | Step::ChangedBack(_) => k.own_step(&step).unwrap_or_else(|| k.done(SLOW)),
+        Step::WaitingForSnapshot(_) => wait(k, Wait::ForSnapshot),
+        Step::Rescaling(observed) => rescale_in_place(k, &observed),
+        Step::Change(observed) => change(k, &observed),
+        Step::Suspended(ref observed) => match k.own_step(&step) {
+            Some(plan) => plan,
+            None => steady(k, &observed.recorded, observed.pending),
+        },
+        // Declined (the kind noted why in status): the step after it.
+        Step::Recovering(ref observed)
+        | Step::RollbackDue(ref observed)
+        | Step::ShuttingDown(ref observed) => match k.own_step(&step) {
+            Some(plan) => plan,
+            None => {
+                let next = super::step::after(k, observed.clone(), Some(step.name()));
+                take(k, next)
+            }
+        },
+        Step::RestartingFailed(_) => restart_failed(k),
+        Step::SnapshotsDue(observed) => snapshots_of_running_job(k, &observed),
+        Step::Steady(observed) => steady(k, &observed.recorded, observed.pending),
     }
 }
 
@@ -377,7 +341,7 @@ fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K>
 /// unrecorded, and the kind's recovery says so for the next look to upgrade instead).
 fn rescale_in_place<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
     let Some((rescale, action)) = in_place(k, &observed.recorded) else {
-        return change(k, &observed.recorded);
+        return change(k, observed);
     };
     k.phase(&observed.recorded, observed.pending);
     let mut after = k.status.clone();

@@ -1,7 +1,8 @@
-//! The step a job is at, named: derived from its recorded status and what was observed,
-//! without side effects, then dispatched by one `match` in [`machine`](super::machine)
-//! (its `next_step`). The variants are declared in the order they are tried: the first
-//! whose condition holds is the step.
+//! The step a job is at: derived from its recorded status and what was observed, without
+//! side effects, then dispatched by one `match` in [`machine`](super::machine) (its `take`).
+//! The steps are tried in the order of [`ORDER`] (the table's): the first whose condition
+//! holds is the step. Each carries what it acts on ([`Step`]): the recorded spec, and once
+//! the job was observed, what observing found.
 //!
 //! | step | when (status + observation) | does | next |
 //! |---|---|---|---|
@@ -29,12 +30,11 @@
 //! before the machine does (`Deleting`, `UntilReady`, `RollingBack`, `ChangedBack`, `Change`,
 //! `Suspended`, `Recovering`, `RollbackDue`, `ShuttingDown`); the rest of each row is the machine's.
 //!
-//! The step is derived in two phases, around what observing writes into the status being
-//! built. [`before_observing`] reads the stored status and the observation only. The
-//! kind's admission (its finalizer and `observedGeneration`) is written once the step is
-//! known and is not `Deleting`: every other step writes its status with it, and no
-//! condition reads it. Then, if no step was found, three effects come before the rest of
-//! the step can be known, and the conditions after them read what they wrote:
+//! The step is derived in two phases around observing, which is the machine's to do
+//! (`machine/observing.rs`), not this module's. [`before_observing`] reads the stored status
+//! and the observation only. When it finds no step, the machine writes three things into the
+//! status being built, and [`after_observing`] derives the rest of the step from what they
+//! wrote:
 //!
 //! 1. a spec whose changes end no job is recorded as it is (the recorded spec the later
 //!    steps compare with and act on);
@@ -45,240 +45,143 @@
 //!    pending, which `WaitingForSnapshot`, `RestartingFailed` of a session job, `SnapshotsDue`
 //!    and `Steady` read).
 //!
-//! [`after_observing`] derives the rest from that. Two steps of an application
-//! cluster, `Recovering` and `RollbackDue`, decide and act in one and may decline when the
-//! state they would restore is not in the high-availability metadata: the kind then notes
-//! why in status (with a warning), and the step after it is derived ([`after`]) from
-//! the status with that note, and dispatched.
+//! The kind's admission (its finalizer and `observedGeneration`) is written by the machine
+//! once the step before observing is known and is not `Deleting`: every other step writes
+//! its status with it, and no condition reads it. Two steps of an application cluster,
+//! `Recovering` and `RollbackDue`, decide and act in one and may decline when the state they
+//! would restore is not in the high-availability metadata: the kind then notes why in
+//! status (with a warning), and the step after it is derived ([`after`]) from the status
+//! with that note, and dispatched.
 
 use flink_operator_api::common::ReconciliationState;
 
 use super::{
-    kind::{JobKind, Step, in_place, job_view},
-    snapshots, spec, stop,
+    kind::{JobKind, Observed, Step, StepName, in_place, job_view},
+    snapshots, stop,
     terms::LifecycleStatus,
 };
-use flink_operator_api::FlinkSpec;
 
 /// Every step, in the order they are tried (the module's table): a step is taken only when
 /// none before it is due, and after a declined `Recovering` or `RollbackDue` only those after
 /// it are (see [`after`]). The order is this list, not the order of the enum's variants.
-pub const ORDER: [Step; 19] = [
-    Step::Deleting,
-    Step::Unreadable,
-    Step::UntilReady,
-    Step::FollowingStop,
-    Step::Invalid,
-    Step::FirstStart,
-    Step::Starting,
-    Step::RollingBack,
-    Step::ChangedBack,
-    Step::WaitingForSnapshot,
-    Step::Rescaling,
-    Step::Change,
-    Step::Suspended,
-    Step::Recovering,
-    Step::RestartingFailed,
-    Step::RollbackDue,
-    Step::ShuttingDown,
-    Step::SnapshotsDue,
-    Step::Steady,
+pub const ORDER: [StepName; 19] = [
+    StepName::Deleting,
+    StepName::Unreadable,
+    StepName::UntilReady,
+    StepName::FollowingStop,
+    StepName::Invalid,
+    StepName::FirstStart,
+    StepName::Starting,
+    StepName::RollingBack,
+    StepName::ChangedBack,
+    StepName::WaitingForSnapshot,
+    StepName::Rescaling,
+    StepName::Change,
+    StepName::Suspended,
+    StepName::Recovering,
+    StepName::RestartingFailed,
+    StepName::RollbackDue,
+    StepName::ShuttingDown,
+    StepName::SnapshotsDue,
+    StepName::Steady,
 ];
 
 /// The step before observing, or the recorded spec of a job to be observed first.
 #[derive(Debug)]
-pub enum Before<'r, S> {
-    Step(Step),
-    Observe(&'r S),
-}
-
-/// What the steps after observing are derived from and act on.
-#[derive(Debug, Clone)]
-pub struct Observed<S> {
-    /// The recorded spec, with the changes that end no job recorded.
-    pub recorded: S,
-    /// The spec that runs (after an application cluster's rollback: the last stable one).
-    pub running: S,
-    /// The spec differs from the recorded one in a way that ends the job.
-    pub changed: bool,
-    /// The recorded spec is suspended.
-    pub suspended: bool,
-    /// A manual or periodic snapshot is pending.
-    pub pending: bool,
+pub enum Before<S> {
+    Step(Step<S>),
+    Observe(S),
 }
 
 /// The step that the stored status and the observation say, before anything is
-/// observed into status, or the recorded spec for the job to be observed first.
-pub fn before_observing<'r, 'a, K: JobKind<'a>>(
+/// observed into status, or the recorded spec (`recorded`, as the kind read it) for the job
+/// to be observed first.
+pub fn before_observing<'a, K: JobKind<'a>>(
     k: &K,
-    recorded: &'r Result<Option<K::Spec>, String>,
-) -> Before<'r, K::Spec> {
+    recorded: Result<Option<K::Spec>, String>,
+) -> Before<K::Spec> {
     if k.deleting() {
-        return Before::Step(Step::Deleting);
+        return Before::Step(Step::Deleting(recorded.ok().flatten()));
     }
-    let Ok(recorded) = recorded else {
-        return Before::Step(Step::Unreadable);
+    let recorded = match recorded {
+        Ok(recorded) => recorded,
+        Err(why) => return Before::Step(Step::Unreadable(why)),
     };
     if !k.standing().ready {
-        return Before::Step(Step::UntilReady);
+        return Before::Step(Step::UntilReady(recorded));
     }
     // A stop-with-savepoint in flight is followed to its end whatever the spec says now
     // (changed back, or invalid): the job stops either way, and its savepoint must be
     // recorded while the JobManager still knows it.
-    if recorded.is_some() && stop::pending_trigger(&k.status).is_some() {
-        return Before::Step(Step::FollowingStop);
+    if let Some(spec) = &recorded
+        && let Some(trigger_id) = stop::pending_trigger(&k.status)
+    {
+        return Before::Step(Step::FollowingStop {
+            recorded: spec.clone(),
+            trigger_id,
+        });
     }
     if !k.violations.is_empty() {
-        return Before::Step(Step::Invalid);
+        return Before::Step(Step::Invalid(recorded));
     }
     let Some(recorded) = recorded else {
         return Before::Step(Step::FirstStart);
     };
     match k.status.reconciliation().and_then(|rs| rs.state) {
-        Some(ReconciliationState::Upgrading) => Before::Step(Step::Starting),
-        Some(ReconciliationState::RollingBack) if K::ROLLS_BACK => Before::Step(Step::RollingBack),
+        Some(ReconciliationState::Upgrading) => Before::Step(Step::Starting(recorded)),
+        Some(ReconciliationState::RollingBack) if K::ROLLS_BACK => Before::Step(Step::RollingBack(recorded)),
         _ => Before::Observe(recorded),
     }
 }
 
 /// The step once the job is observed (see the module doc for what was written first).
-pub fn after_observing<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>) -> Step {
+pub fn after_observing<'a, K: JobKind<'a>>(k: &K, observed: Observed<K::Spec>) -> Step<K::Spec> {
     if observed.changed {
-        if k.own_step_due(Step::ChangedBack, &observed.running) {
-            return Step::ChangedBack;
+        if k.own_step_due(StepName::ChangedBack, &observed.running) {
+            return Step::ChangedBack(observed);
         }
         if observed.pending && !k.facts.policy.ignore_pending_savepoint {
-            return Step::WaitingForSnapshot;
+            return Step::WaitingForSnapshot(observed);
         }
         if in_place(k, &observed.recorded).is_some() {
-            return Step::Rescaling;
+            return Step::Rescaling(observed);
         }
-        return Step::Change;
+        return Step::Change(observed);
     }
     if observed.suspended {
-        return Step::Suspended;
+        return Step::Suspended(observed);
     }
     after(k, observed, None)
 }
 
 /// The first step of a running (or ended) job, of those after `past` (None: all of
 /// them): after a declined `Recovering` or `RollbackDue`, the one derived next.
-pub fn after<'a, K: JobKind<'a>>(k: &K, observed: &Observed<K::Spec>, past: Option<Step>) -> Step {
-    let position = |step: Step| ORDER.iter().position(|s| *s == step);
-    let open = |step: Step| past.is_none_or(|past| position(step) > position(past));
+pub fn after<'a, K: JobKind<'a>>(
+    k: &K,
+    observed: Observed<K::Spec>,
+    past: Option<StepName>,
+) -> Step<K::Spec> {
+    let position = |step: StepName| ORDER.iter().position(|s| *s == step);
+    let open = |step: StepName| past.is_none_or(|past| position(step) > position(past));
     let recorded = &observed.recorded;
-    if open(Step::Recovering) && k.own_step_due(Step::Recovering, recorded) {
-        return Step::Recovering;
+    if open(StepName::Recovering) && k.own_step_due(StepName::Recovering, recorded) {
+        return Step::Recovering(observed);
     }
     let standing = k.standing();
-    if open(Step::RestartingFailed) && !observed.pending && standing.failed_to_restart {
-        return Step::RestartingFailed;
+    if open(StepName::RestartingFailed) && !observed.pending && standing.failed_to_restart {
+        return Step::RestartingFailed(observed);
     }
-    if open(Step::RollbackDue) && k.own_step_due(Step::RollbackDue, recorded) {
-        return Step::RollbackDue;
+    if open(StepName::RollbackDue) && k.own_step_due(StepName::RollbackDue, recorded) {
+        return Step::RollbackDue(observed);
     }
-    if open(Step::ShuttingDown) && k.own_step_due(Step::ShuttingDown, recorded) {
-        return Step::ShuttingDown;
+    if open(StepName::ShuttingDown) && k.own_step_due(StepName::ShuttingDown, recorded) {
+        return Step::ShuttingDown(observed);
     }
     if !observed.pending
         && standing.running
         && snapshots::due(k.spec, recorded, &job_view(k), &k.facts).is_some()
     {
-        return Step::SnapshotsDue;
+        return Step::SnapshotsDue(observed);
     }
-    Step::Steady
-}
-
-/// What the steps act on, as deriving the step found it.
-pub struct Found<S> {
-    /// The recorded spec as read.
-    pub read: Result<Option<S>, String>,
-    /// What observing found, once the step needed it.
-    pub observed: Option<Observed<S>>,
-}
-
-impl<S> Found<S> {
-    pub fn recorded(&self) -> Option<&S> {
-        self.read.as_ref().ok().and_then(Option::as_ref)
-    }
-
-    /// The recorded spec of a step after [`Step::FirstStart`] (always there: the step is
-    /// derived only when it is; `None` would be a bug, reported on the resource).
-    pub fn spec(&self) -> Option<&S> {
-        self.recorded()
-    }
-
-    /// What a step after [`Step::RollingBack`] was derived from (always there, as above).
-    pub fn observed(&self) -> Option<&Observed<S>> {
-        self.observed.as_ref()
-    }
-}
-
-/// The step in two phases around what observing writes (see the module doc for why).
-pub fn derive<'a, K: JobKind<'a>>(k: &mut K) -> (Step, Found<K::Spec>) {
-    let read = k.recorded();
-    let before = before_observing(k, &read);
-    if !matches!(before, Before::Step(Step::Deleting)) {
-        k.admit();
-    }
-    let (step, observed) = match before {
-        Before::Step(step) => (step, None),
-        Before::Observe(recorded) => {
-            let observed = observe_job(k, recorded.clone());
-            (after_observing(k, &observed), Some(observed))
-        }
-    };
-    (step, Found { read, observed })
-}
-
-/// What is written into status before the steps after the start can be known: a spec whose
-/// changes end no job is recorded, the job is observed, the pending snapshots are settled.
-fn observe_job<'a, K: JobKind<'a>>(k: &mut K, recorded: K::Spec) -> Observed<K::Spec> {
-    let changed = spec::changed(&recorded, k.spec);
-    let as_recorded = if !changed && &recorded != k.spec {
-        record_ignored_changes(k, &recorded)
-    } else {
-        recorded.clone()
-    };
-    let running = k.observe(&recorded, false);
-    let recorded = as_recorded;
-    let suspended = spec::is_suspended(&recorded);
-    // A suspended job has nothing to poll: a trigger left from before is not waited for.
-    let pending = !suspended && settle(k, &recorded);
-    Observed {
-        recorded,
-        running,
-        changed,
-        suspended,
-        pending,
-    }
-}
-
-/// Records a spec whose changes end no job, and returns it as the recorded one; the
-/// recorded snapshot nonces stay until their snapshots are triggered.
-fn record_ignored_changes<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> K::Spec {
-    let mut spec = spec::with_recorded_nonces(k.spec, recorded);
-    // The recorded upgrade mode also says how a suspension left the job's state and how a
-    // start that has not run yet restores it (a last-state one: from the HA metadata). A
-    // change of the mode alone is recorded once the job runs again, not before: it would
-    // lose that.
-    if (spec::is_suspended(recorded) || k.standing().never_ran.is_some())
-        && let (Some(job), Some(old)) = (spec.job_mut(), recorded.job())
-    {
-        job.upgrade_mode = old.upgrade_mode;
-    }
-    let generation = k.facts.generation;
-    let (status, _) = k.parts();
-    if let Some(rs) = status.reconciliation_mut().as_mut() {
-        spec::record(rs, spec.clone());
-    }
-    *status.observed_generation_mut() = generation;
-    spec
-}
-
-/// Follows the pending manual or periodic snapshots into status; whether one is pending.
-fn settle<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> bool {
-    let facts = k.facts;
-    let (status, mut out) = k.parts();
-    snapshots::settle(status, &facts, recorded.job(), &mut out)
+    Step::Steady(observed)
 }

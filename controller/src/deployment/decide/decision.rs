@@ -21,7 +21,7 @@ use crate::{
     events::Reason,
     lifecycle::{
         JobAction,
-        kind::{Cause, Checkpoint, JobKind, Restore, Standing, Step},
+        kind::{Cause, Checkpoint, JobKind, Restore, Standing, Step, StepName},
         ledger::Ledger,
         rescale::Rescale,
         spec,
@@ -315,17 +315,17 @@ impl<'a> JobKind<'a> for Decision<'a> {
         next
     }
 
-    fn own_step_due(&self, step: Step, spec: &FlinkDeploymentSpec) -> bool {
+    fn own_step_due(&self, step: StepName, spec: &FlinkDeploymentSpec) -> bool {
         match step {
-            Step::ChangedBack => {
+            StepName::ChangedBack => {
                 self.rolled_back() && upgrade_relevant(spec) == upgrade_relevant(&self.fd.spec)
             }
-            Step::Recovering => {
+            StepName::Recovering => {
                 !self.rolled_back()
                     && (recovery::missing(self, spec) || health::unhealthy(self, spec).is_some())
             }
-            Step::RollbackDue => !self.rolled_back() && rollback::due_now(self, spec),
-            Step::ShuttingDown => shutdown::due(self),
+            StepName::RollbackDue => !self.rolled_back() && rollback::due_now(self, spec),
+            StepName::ShuttingDown => shutdown::due(self),
             _ => false,
         }
     }
@@ -353,18 +353,18 @@ impl<'a> JobKind<'a> for Decision<'a> {
         }
     }
 
-    fn own_step(&mut self, step: Step, recorded: Option<&FlinkDeploymentSpec>) -> Option<Plan> {
-        match (step, recorded) {
-            (Step::RollingBack, _) => Some(match self.rolled_back.clone() {
+    fn own_step(&mut self, step: &Step<FlinkDeploymentSpec>) -> Option<Plan> {
+        match step {
+            Step::RollingBack(_) => Some(match self.rolled_back.clone() {
                 Some(stable) => start::continue_upgrade(self.take(), &stable, true),
                 None => self.refuse(
                     phase::UPDATE_FAILED,
                     "rolling back: status.reconciliationStatus.lastStableSpec cannot be read; nothing is done until the spec changes".to_owned(),
                 ),
             }),
-            (Step::ChangedBack, Some(recorded)) => {
+            Step::ChangedBack(observed) => {
                 // Changed back to what runs since the rollback: recorded, nothing redeployed.
-                let spec = spec::with_recorded_nonces(&self.fd.spec, recorded);
+                let spec = spec::with_recorded_nonces(&self.fd.spec, &observed.recorded);
                 if let Some(rs) = self.status.reconciliation_status.as_mut() {
                     spec::record(rs, spec);
                     rs.state = Some(ReconciliationState::Deployed);
@@ -373,18 +373,18 @@ impl<'a> JobKind<'a> for Decision<'a> {
                 Some(self.done(FAST))
             }
             // A session cluster has no job to end: it is deployed again with its new spec.
-            (Step::Change, _) if self.fd.spec.job.is_none() => Some(start::commit(
+            Step::Change(_) if self.fd.spec.job.is_none() => Some(start::commit(
                 self.take(),
                 self.fd.spec.clone(),
                 Restore::Nothing,
                 Reason::SpecChanged,
                 "redeploying the session cluster with the new spec",
             )),
-            (Step::Suspended, _) => Some(self.done(SLOW)),
-            (Step::Recovering, Some(recorded)) => recovery::recover_if_missing(self, recorded)
-                .or_else(|| health::restart_if_unhealthy(self, recorded)),
-            (Step::RollbackDue, Some(recorded)) => rollback::start_if_due(self, recorded),
-            (Step::ShuttingDown, _) => Some(shutdown::shut_down(self)),
+            Step::Suspended(_) => Some(self.done(SLOW)),
+            Step::Recovering(observed) => recovery::recover_if_missing(self, &observed.recorded)
+                .or_else(|| health::restart_if_unhealthy(self, &observed.recorded)),
+            Step::RollbackDue(observed) => rollback::start_if_due(self, &observed.recorded),
+            Step::ShuttingDown(_) => Some(shutdown::shut_down(self)),
             _ => None,
         }
     }

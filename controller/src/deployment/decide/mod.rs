@@ -322,8 +322,8 @@ fn ingress(fd: &FlinkDeployment, obs: &Observation) -> Option<IngressChange> {
 
 /// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
 #[cfg(test)]
-pub(crate) fn step(fd: &FlinkDeployment, obs: &Observation) -> crate::lifecycle::kind::Step {
-    crate::lifecycle::step::derive(&mut Decision::new(&autoscaled(fd, obs), obs)).0
+pub(crate) fn step(fd: &FlinkDeployment, obs: &Observation) -> crate::lifecycle::kind::StepName {
+    crate::lifecycle::machine::observing::step_of(&mut Decision::new(&autoscaled(fd, obs), obs)).name()
 }
 
 fn is_suspended(spec: &FlinkDeploymentSpec) -> bool {

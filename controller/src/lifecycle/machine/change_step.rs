@@ -8,7 +8,7 @@ use flink_operator_api::common::{JobStatus, ResourceLifecycleState, flink_job_st
 
 use super::outcome::{commit, recorded_job_id, refused, stop_with_savepoint, wait};
 use crate::lifecycle::kind::{
-    Cancel, Cause, Checkpoint, JobKind, PlanOf, Refusal, Restore, Step, Wait, job_status, job_view,
+    Cancel, Cause, Checkpoint, JobKind, Observed, PlanOf, Refusal, Restore, Step, Wait, job_status, job_view,
 };
 use crate::{
     conditions::phase,
@@ -28,7 +28,8 @@ use flink_operator_api::SnapshotType;
 
 /// The spec differs from the recorded one in a way that ends the job: end it as its
 /// upgrade mode says, then commit the new spec with the state it starts from.
-pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
+pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
+    let recorded = &observed.recorded;
     if let Some(plan) = refused_again(k) {
         return plan;
     }
@@ -42,7 +43,7 @@ pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanO
         }
         return resume(k, recorded);
     }
-    if let Some(plan) = k.own_step(Step::Change, Some(recorded)) {
+    if let Some(plan) = k.own_step(&Step::Change(observed.clone())) {
         return plan;
     }
     let standing = k.standing();

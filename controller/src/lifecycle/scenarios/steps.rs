@@ -7,7 +7,7 @@ use flink_operator_api::common::{
 };
 
 use super::*;
-use crate::lifecycle::kind::Step;
+use crate::lifecycle::kind::StepName;
 
 /// The parts of a stored status a row edits, the same for both kinds.
 struct Shared {
@@ -40,14 +40,14 @@ struct Row {
     application: fn(&mut fd::Observation),
     session: fn(&mut sj::Observation),
     /// The step of the row.
-    step: Step,
+    step: StepName,
     /// The step a FlinkDeployment derives, and a FlinkSessionJob.
-    steps: (Step, Step),
+    steps: (StepName, StepName),
 }
 
 /// A running job in savepoint mode, looked at unchanged: the row of `step`, which both
 /// kinds derive.
-fn row(step: Step) -> Row {
+fn row(step: StepName) -> Row {
     Row {
         job: job_spec(UpgradeMode::Savepoint),
         stored: Some(job_spec(UpgradeMode::Savepoint)),
@@ -103,7 +103,7 @@ fn adaptive() -> Policy {
 }
 
 fn rows() -> Vec<Row> {
-    use Step::*;
+    use StepName::*;
     vec![
         Row {
             deleting: true,
@@ -317,11 +317,11 @@ struct Deriving<K: Kind, R, O>(
     fn(&Value, &Value, Option<K::Status>, bool, i64) -> R,
     fn(&Look) -> O,
     fn(&Row) -> fn(&mut O),
-    fn(&R, &O) -> Step,
+    fn(&R, &O) -> StepName,
 );
 
 impl<K: Kind, R, O> Deriving<K, R, O> {
-    fn step(&self, row: &Row) -> Step {
+    fn step(&self, row: &Row) -> StepName {
         let Deriving(resource, observation, edit, step) = self;
         let config = json!({});
         let stored = (row.stored.as_ref()).map(|job| edited(K::running(job, &config), row.edit));
@@ -358,7 +358,7 @@ fn each_kind_derives_the_step_of_the_table_from_its_stored_status_and_observatio
         assert_eq!(SESSION_JOB.step(row), session_step, "row {i}: FlinkSessionJob");
     }
     // Every step has its rows, in the order the steps are tried.
-    let mut named: Vec<Step> = rows.iter().map(|r| r.step).collect();
+    let mut named: Vec<StepName> = rows.iter().map(|r| r.step).collect();
     named.dedup();
     assert_eq!(
         named,

@@ -201,11 +201,11 @@ impl<'a> JobKind<'a> for Decision<'a> {
         if (stable || ended) && !pending { SLOW } else { FAST }
     }
 
-    fn own_step(&mut self, step: Step, recorded: Option<&FlinkSessionJobSpec>) -> Option<Plan> {
+    fn own_step(&mut self, step: &Step<FlinkSessionJobSpec>) -> Option<Plan> {
         match step {
-            Step::Deleting => before_deletion_stop(self),
-            Step::UntilReady => Some(wait_for_session(self, recorded)),
-            Step::Change => {
+            Step::Deleting(_) => before_deletion_stop(self),
+            Step::UntilReady(recorded) => Some(wait_for_session(self, recorded.as_ref())),
+            Step::Change(_) => {
                 if recorded_job_id(&self.status).is_none() {
                     return Some(commit(self, None));
                 }

@@ -205,8 +205,8 @@ fn autoscaled<'a>(sj: &'a FlinkSessionJob, obs: &Observation) -> std::borrow::Co
 
 /// The lifecycle step the resource is at, as `decide` derives it (the step table's tests).
 #[cfg(test)]
-pub(crate) fn step(sj: &FlinkSessionJob, obs: &Observation) -> crate::lifecycle::kind::Step {
-    crate::lifecycle::step::derive(&mut under_way(&autoscaled(sj, obs), obs)).0
+pub(crate) fn step(sj: &FlinkSessionJob, obs: &Observation) -> crate::lifecycle::kind::StepName {
+    crate::lifecycle::machine::observing::step_of(&mut under_way(&autoscaled(sj, obs), obs)).name()
 }
 
 /// The decision about `sj` before anything is decided.
