@@ -55,14 +55,28 @@ pub enum Ending {
     Refuse(String),
 }
 
-/// How a change ends a job of `mode` that is `now` as it is. `ends_with_its_cluster`: the
-/// job ends when its cluster is deleted (an application cluster), which keeps its
-/// checkpoints in the high-availability metadata for a last-state change; otherwise (a
-/// session job) it is cancelled. `last_state_held`: that metadata holds a completed
-/// checkpoint; without one, deleting the cluster would restart the job from nothing, so a
-/// running job is stopped with a savepoint instead when one can be taken (as the Apache
-/// operator does for a last-state change it cannot make), and the change is refused
-/// otherwise. `latest_checkpoint_ms`: when the job's latest checkpoint completed, if known.
+/// A job that a change ends, as the decision of how sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct JobToEnd<'a> {
+    pub mode: UpgradeMode,
+    /// The job ends when its cluster is deleted (an application cluster), which keeps its
+    /// checkpoints in the high-availability metadata for a last-state change; otherwise (a
+    /// session job) it is cancelled.
+    pub ends_with_its_cluster: bool,
+    /// That metadata holds a completed checkpoint; without one, deleting the cluster would
+    /// restart the job from nothing, so a running job is stopped with a savepoint instead
+    /// when one can be taken (as the Apache operator does for a last-state change it cannot
+    /// make), and the change is refused otherwise.
+    pub last_state_held: bool,
+    /// The change suspends the job.
+    pub suspending: bool,
+    pub now: JobNow<'a>,
+    /// When the job's latest checkpoint completed, if known.
+    pub latest_checkpoint_ms: Option<i64>,
+    pub job: &'a JobStatus,
+}
+
+/// How a change ends `job` (see [`JobToEnd`]).
 ///
 /// Two settings move a change between the modes, as the Apache operator's do: a running
 /// last-state job whose latest checkpoint is older than
@@ -70,18 +84,16 @@ pub enum Ending {
 /// savepoint instead, when one can be taken; and a savepoint job that is not running, whose
 /// high-availability metadata holds a checkpoint, ends keeping that last state
 /// (`job.upgrade.last-state-fallback.enabled`) rather than wait to run or be refused.
-#[allow(clippy::too_many_arguments)]
-pub fn ending(
-    mode: UpgradeMode,
-    ends_with_its_cluster: bool,
-    last_state_held: bool,
-    suspending: bool,
-    now: JobNow,
-    latest_checkpoint_ms: Option<i64>,
-    job: &JobStatus,
-    policy: &Policy,
-    now_ms: i64,
-) -> Ending {
+pub fn ending(job: &JobToEnd, policy: &Policy, now_ms: i64) -> Ending {
+    let JobToEnd {
+        mode,
+        ends_with_its_cluster,
+        last_state_held,
+        suspending,
+        now,
+        latest_checkpoint_ms,
+        job,
+    } = *job;
     let take_savepoint = policy.take_savepoint;
     let keeps_last_state = ends_with_its_cluster;
     let checkpoint_too_old = policy
@@ -160,20 +172,39 @@ pub fn ending(
     }
 }
 
+/// Where the newest state of a job is chosen from: its status (its savepoints, the state it
+/// was started from), its latest checkpoint, and whether its savepoints count as newest
+/// state too (`take-savepoint` off, or an application cluster's ended job) or only
+/// checkpoints do (last-state).
+#[derive(Debug, Clone)]
+pub struct Newest<'a> {
+    pub job: &'a JobStatus,
+    pub checkpoint: Option<RestorableState>,
+    pub with_savepoints: bool,
+}
+
+impl Newest<'_> {
+    /// With savepoints, the newest of everything status knows; without, the latest
+    /// checkpoint, or, when the job completed none, the state it was started from (recorded
+    /// at its start, and still its newest).
+    fn state(&self) -> Option<RestorableState> {
+        let checkpoint = self.checkpoint.clone();
+        if self.with_savepoints {
+            restore::newest(self.job, checkpoint)
+        } else {
+            checkpoint.or_else(|| restore::recorded(self.job))
+        }
+    }
+}
+
 /// The state a job would restore once cancelled, checked against the restore guard while it
 /// still runs, so that a job is not ended for state that would then be refused. A state
 /// that is not known yet passes (it is checked once the job has ended, see [`after_end`]).
-pub fn before_cancel(
-    job: &JobStatus,
-    checkpoint: Option<RestorableState>,
-    with_savepoints: bool,
-    policy: &Policy,
-    now_ms: i64,
-) -> Result<(), String> {
-    let state = if with_savepoints {
-        restore::newest(job, checkpoint)
+pub fn before_cancel(newest: Newest, policy: &Policy, now_ms: i64) -> Result<(), String> {
+    let state = if newest.with_savepoints {
+        restore::newest(newest.job, newest.checkpoint)
     } else {
-        checkpoint
+        newest.checkpoint
     };
     match state {
         Some(state) => restore::guard(&state, policy.restore_max_state_age_ms, now_ms),
@@ -182,34 +213,25 @@ pub fn before_cancel(
 }
 
 /// The state the next job starts from after the job ended without a savepoint for the
-/// change: its latest checkpoint (with `with_savepoints`, the newest of that, its
-/// savepoints and the state it started from). A suspension keeps it as it is (the guard
-/// applies when the job resumes); anything else is refused if it is too old or unknown.
+/// change: its newest (see [`Newest`]). A suspension keeps it as it is (the guard applies
+/// when the job resumes); anything else is refused if it is too old or unknown.
 pub fn after_end(
-    job: &JobStatus,
-    checkpoint: Option<RestorableState>,
-    with_savepoints: bool,
+    newest: Newest,
     suspending: bool,
     policy: &Policy,
     now_ms: i64,
 ) -> Result<Option<RestorableState>, String> {
     if suspending {
-        return Ok(newest(job, checkpoint, with_savepoints));
+        return Ok(newest.state());
     }
-    newest_allowed(job, checkpoint, with_savepoints, policy, now_ms).map(Some)
+    newest_allowed(newest, policy, now_ms).map(Some)
 }
 
 /// The newest state of the job that the restore guard allows (a restart of a failed job,
 /// a change after it ended); the refusal says why.
-pub fn newest_allowed(
-    job: &JobStatus,
-    checkpoint: Option<RestorableState>,
-    with_savepoints: bool,
-    policy: &Policy,
-    now_ms: i64,
-) -> Result<RestorableState, String> {
-    let Some(state) = newest(job, checkpoint, with_savepoints) else {
-        return Err(if with_savepoints {
+pub fn newest_allowed(newest: Newest, policy: &Policy, now_ms: i64) -> Result<RestorableState, String> {
+    let Some(state) = newest.state() else {
+        return Err(if newest.with_savepoints {
             "no checkpoint or savepoint of the job is known to restore from; use upgradeMode stateless or initialSavepointPath"
                 .to_owned()
         } else {
@@ -218,21 +240,6 @@ pub fn newest_allowed(
         });
     };
     restore::guard(&state, policy.restore_max_state_age_ms, now_ms).map(|()| state)
-}
-
-/// The newest state of an ended job: with savepoints, the newest of everything status
-/// knows; without, its latest checkpoint, or, when it completed none, the state it was
-/// started from (recorded at its start, and still its newest).
-fn newest(
-    job: &JobStatus,
-    checkpoint: Option<RestorableState>,
-    with_savepoints: bool,
-) -> Option<RestorableState> {
-    if with_savepoints {
-        restore::newest(job, checkpoint)
-    } else {
-        checkpoint.or_else(|| restore::recorded(job))
-    }
 }
 
 /// The checkpoint recorded in status (`upgradeSavepointPath`) as one the job itself
@@ -259,19 +266,29 @@ pub enum Resume {
     Refuse(String),
 }
 
-/// What a job suspended in `mode` resumes from, in `new_mode` (stateless starts it without
-/// state): the state its suspension recorded, guarded by
-/// `kubernetes.operator.job.restore.max-state-age`; without one, a last-state job of a
-/// cluster that kept its high-availability metadata restores from there, and a stateful
-/// job is not started from nothing.
-pub fn resume(
-    mode: UpgradeMode,
-    new_mode: UpgradeMode,
-    job: &JobStatus,
-    ends_with_its_cluster: bool,
-    policy: &Policy,
-    now_ms: i64,
-) -> Resume {
+/// A suspended job that is to run again.
+#[derive(Debug, Clone, Copy)]
+pub struct Resuming<'a> {
+    /// The upgrade mode it was suspended in (which says what its suspension kept).
+    pub mode: UpgradeMode,
+    /// The upgrade mode it runs in now.
+    pub new_mode: UpgradeMode,
+    pub job: &'a JobStatus,
+    /// What ran it kept its high-availability metadata (an application cluster).
+    pub ends_with_its_cluster: bool,
+}
+
+/// What a suspended job resumes from (stateless in its new mode: without state): the state
+/// its suspension recorded, guarded by `kubernetes.operator.job.restore.max-state-age`;
+/// without one, a last-state job of a cluster that kept its high-availability metadata
+/// restores from there, and a stateful job is not started from nothing.
+pub fn resume(resuming: &Resuming, policy: &Policy, now_ms: i64) -> Resume {
+    let Resuming {
+        mode,
+        new_mode,
+        job,
+        ends_with_its_cluster,
+    } = *resuming;
     if new_mode == UpgradeMode::Stateless {
         return Resume::WithoutState;
     }
@@ -309,6 +326,28 @@ mod tests {
     use flink_operator_api::common::{Savepoint, SavepointInfo};
 
     use super::*;
+
+    /// An application cluster's job whose HA metadata holds a checkpoint completed now,
+    /// changed without suspending.
+    fn to_end<'a>(mode: UpgradeMode, now: JobNow<'a>, job: &'a JobStatus) -> JobToEnd<'a> {
+        JobToEnd {
+            mode,
+            ends_with_its_cluster: true,
+            last_state_held: true,
+            suspending: false,
+            now,
+            latest_checkpoint_ms: Some(NOW),
+            job,
+        }
+    }
+
+    fn newest(job: &JobStatus, checkpoint: Option<RestorableState>, with_savepoints: bool) -> Newest<'_> {
+        Newest {
+            job,
+            checkpoint,
+            with_savepoints,
+        }
+    }
 
     use crate::fixtures::NOW;
 
@@ -474,7 +513,14 @@ mod tests {
         ];
         for (mode, keeps, now, policy, expected) in cases {
             assert_eq!(
-                ending(mode, keeps, true, false, now, Some(NOW), &job, policy, NOW),
+                ending(
+                    &JobToEnd {
+                        ends_with_its_cluster: keeps,
+                        ..to_end(mode, now, &job)
+                    },
+                    policy,
+                    NOW
+                ),
                 expected,
                 "{mode:?} keeps={keeps} {now:?}"
             );
@@ -488,13 +534,11 @@ mod tests {
             },
         ] {
             let Refuse(note) = ending(
-                SavepointMode,
-                true,
-                false,
-                false,
-                JobNow::Ended,
-                None,
-                &job,
+                &JobToEnd {
+                    last_state_held: false,
+                    latest_checkpoint_ms: None,
+                    ..to_end(SavepointMode, JobNow::Ended, &job)
+                },
                 policy,
                 NOW,
             ) else {
@@ -504,13 +548,11 @@ mod tests {
             // A suspension keeps the newest state instead.
             assert_eq!(
                 ending(
-                    SavepointMode,
-                    true,
-                    true,
-                    true,
-                    JobNow::Ended,
-                    None,
-                    &job,
+                    &JobToEnd {
+                        suspending: true,
+                        latest_checkpoint_ms: None,
+                        ..to_end(SavepointMode, JobNow::Ended, &job)
+                    },
                     policy,
                     NOW
                 ),
@@ -600,13 +642,11 @@ mod tests {
         for (held, now, policy, expected, why) in cases {
             for suspending in [false, true] {
                 let ending = ending(
-                    LastState,
-                    true,
-                    held,
-                    suspending,
-                    now,
-                    Some(NOW),
-                    &job,
+                    &JobToEnd {
+                        last_state_held: held,
+                        suspending,
+                        ..to_end(LastState, now, &job)
+                    },
                     policy,
                     NOW,
                 );
@@ -642,34 +682,32 @@ mod tests {
         };
         let job = with_savepoint(10_000);
         // The newest of checkpoint and savepoint, with savepoints.
-        let state = after_end(&job, checkpoint(20_000), true, false, &guarded, NOW).expect("young enough");
+        let state =
+            after_end(newest(&job, checkpoint(20_000), true), false, &guarded, NOW).expect("young enough");
         assert_eq!(state.map(|s| s.path), Some("file:/sp/1".to_owned()));
         // Only the checkpoint without.
-        let state = after_end(&job, checkpoint(20_000), false, false, &guarded, NOW).expect("young enough");
+        let state =
+            after_end(newest(&job, checkpoint(20_000), false), false, &guarded, NOW).expect("young enough");
         assert_eq!(state.map(|s| s.path), Some("file:/chk/1".to_owned()));
         // Too old: refused, naming its age; a suspension keeps it for the resume.
         let refused = after_end(
-            &JobStatus::default(),
-            checkpoint(120_000),
-            false,
+            newest(&JobStatus::default(), checkpoint(120_000), false),
             false,
             &guarded,
             NOW,
         );
         assert!(refused.is_err_and(|e| e.contains("2 min old")));
         let kept = after_end(
-            &JobStatus::default(),
-            checkpoint(120_000),
-            false,
+            newest(&JobStatus::default(), checkpoint(120_000), false),
             true,
             &guarded,
             NOW,
         );
         assert!(kept.is_ok_and(|s| s.is_some()));
         // Nothing known: refused, unless suspending.
-        assert!(after_end(&JobStatus::default(), None, true, false, &guarded, NOW).is_err());
+        assert!(after_end(newest(&JobStatus::default(), None, true), false, &guarded, NOW).is_err());
         assert_eq!(
-            after_end(&JobStatus::default(), None, true, true, &guarded, NOW),
+            after_end(newest(&JobStatus::default(), None, true), true, &guarded, NOW),
             Ok(None)
         );
         // A last-state job that ended before its first checkpoint keeps the state it was
@@ -679,7 +717,12 @@ mod tests {
             ..JobStatus::default()
         };
         for suspending in [false, true] {
-            let state = after_end(&started_from, None, false, suspending, &Policy::default(), NOW);
+            let state = after_end(
+                newest(&started_from, None, false),
+                suspending,
+                &Policy::default(),
+                NOW,
+            );
             assert_eq!(
                 state.map(|s| s.map(|s| s.path)),
                 Ok(Some("file:/chk/0".to_owned())),
@@ -687,8 +730,15 @@ mod tests {
             );
         }
         // Before a cancellation the same guard applies, and unknown state passes.
-        assert!(before_cancel(&JobStatus::default(), checkpoint(120_000), false, &guarded, NOW).is_err());
-        assert!(before_cancel(&JobStatus::default(), None, false, &guarded, NOW).is_ok());
+        assert!(
+            before_cancel(
+                newest(&JobStatus::default(), checkpoint(120_000), false),
+                &guarded,
+                NOW
+            )
+            .is_err()
+        );
+        assert!(before_cancel(newest(&JobStatus::default(), None, false), &guarded, NOW).is_ok());
     }
 
     #[test]
@@ -756,7 +806,16 @@ mod tests {
             (Stateless, Stateless, &nothing, false, Some(Resume::WithoutState)),
         ];
         for (mode, new_mode, job, cluster, expected) in cases {
-            let resumed = resume(mode, new_mode, job, cluster, &guarded, NOW);
+            let resumed = resume(
+                &Resuming {
+                    mode: mode,
+                    new_mode: new_mode,
+                    job: job,
+                    ends_with_its_cluster: cluster,
+                },
+                &guarded,
+                NOW,
+            );
             match expected {
                 Some(expected) => assert_eq!(resumed, expected, "{mode:?} -> {new_mode:?} cluster={cluster}"),
                 None => assert!(
@@ -766,7 +825,16 @@ mod tests {
             }
         }
         assert_eq!(
-            resume(LastState, LastState, &nothing, true, &Policy::default(), NOW),
+            resume(
+                &Resuming {
+                    mode: LastState,
+                    new_mode: LastState,
+                    job: &nothing,
+                    ends_with_its_cluster: true
+                },
+                &Policy::default(),
+                NOW
+            ),
             Resume::LastState
         );
     }

@@ -371,7 +371,12 @@ fn restart_failed<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
         Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return wait(k, Wait::ForCheckpointToRestart),
     };
     let facts = k.facts;
-    match change::newest_allowed(&job_view(k), checkpoint, true, facts.policy, facts.now_ms) {
+    let newest = change::Newest {
+        job: &job_view(k),
+        checkpoint,
+        with_savepoints: true,
+    };
+    match change::newest_allowed(newest, facts.policy, facts.now_ms) {
         Ok(newest) => commit(k, Restore::State(newest), Cause::Restart),
         Err(why) => refused(k, Refusal::Restart(why)),
     }

@@ -16,7 +16,7 @@ use crate::{
     events::Reason,
     lifecycle::{
         FAST, JobAction, LifecycleStatus, SLOW, capitalised,
-        change::{self, Ending, JobNow, Resume},
+        change::{self, Ending, JobNow, JobToEnd, Newest, Resume, Resuming},
         history,
         restore::{self, RestorableState},
         retention::{self, Instead},
@@ -63,18 +63,17 @@ pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>
     };
     let facts = k.facts;
     let mode = spec::upgrade_mode(spec);
-    match change::ending(
+    let to_end = JobToEnd {
         mode,
-        K::ENDS_WITH_ITS_CLUSTER,
+        ends_with_its_cluster: K::ENDS_WITH_ITS_CLUSTER,
         // A rollback that restores its revision's state does not read the HA metadata.
-        standing.last_state_held || history::revision_state(k).is_some(),
+        last_state_held: standing.last_state_held || history::revision_state(k).is_some(),
         suspending,
         now,
-        standing.latest_checkpoint.found().and_then(|c| c.timestamp_ms),
-        &job,
-        facts.policy,
-        facts.now_ms,
-    ) {
+        latest_checkpoint_ms: standing.latest_checkpoint.found().and_then(|c| c.timestamp_ms),
+        job: &job,
+    };
+    match change::ending(&to_end, facts.policy, facts.now_ms) {
         Ending::WithoutState if K::ENDS_WITH_ITS_CLUSTER || ended => {
             commit_change(k, Restore::Nothing, Cause::WithoutState)
         }
@@ -134,14 +133,13 @@ pub(super) fn commit_change<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cau
 /// Suspended, and now to run again (see [`change::resume`]).
 fn resume<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
     let facts = k.facts;
-    match change::resume(
-        spec::upgrade_mode(recorded),
-        spec::upgrade_mode(k.spec),
-        &job_view(k),
-        K::ENDS_WITH_ITS_CLUSTER,
-        facts.policy,
-        facts.now_ms,
-    ) {
+    let resuming = Resuming {
+        mode: spec::upgrade_mode(recorded),
+        new_mode: spec::upgrade_mode(k.spec),
+        job: &job_view(k),
+        ends_with_its_cluster: K::ENDS_WITH_ITS_CLUSTER,
+    };
+    match change::resume(&resuming, facts.policy, facts.now_ms) {
         Resume::WithoutState => commit(k, Restore::Nothing, Cause::Resume),
         // A rollback asked to restore its revision's state does so on resume too, as it
         // does for a running job (see `commit_change`).
@@ -259,9 +257,15 @@ fn cancel_for_newest_state<'a, K: JobKind<'a>>(
             return refused(k, Refusal::NotCancelled(None));
         }
         let facts = k.facts;
-        if let Err(why) =
-            change::before_cancel(job, found.clone(), with_savepoints, facts.policy, facts.now_ms)
-        {
+        if let Err(why) = change::before_cancel(
+            Newest {
+                job,
+                checkpoint: found.clone(),
+                with_savepoints,
+            },
+            facts.policy,
+            facts.now_ms,
+        ) {
             return refused(k, Refusal::NotCancelled(Some(why)));
         }
     }
@@ -348,14 +352,12 @@ fn after_end<'a, K: JobKind<'a>>(
         Checkpoint::Unavailable(_) | Checkpoint::NotLooked => return wait(k, Wait::ForCheckpoint),
     };
     let facts = k.facts;
-    match change::after_end(
+    let newest = Newest {
         job,
         checkpoint,
         with_savepoints,
-        suspending,
-        facts.policy,
-        facts.now_ms,
-    ) {
+    };
+    match change::after_end(newest, suspending, facts.policy, facts.now_ms) {
         Ok(newest) => commit_change(k, Restore::from(newest), Cause::Ended),
         Err(why) => refused(k, Refusal::Ended(why)),
     }
