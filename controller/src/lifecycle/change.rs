@@ -808,9 +808,9 @@ mod tests {
         for (mode, new_mode, job, cluster, expected) in cases {
             let resumed = resume(
                 &Resuming {
-                    mode: mode,
-                    new_mode: new_mode,
-                    job: job,
+                    mode,
+                    new_mode,
+                    job,
                     ends_with_its_cluster: cluster,
                 },
                 &guarded,
