@@ -50,6 +50,17 @@ pub struct Judgement {
     pub decided: Option<super::history::ScalingEntry>,
 }
 
+/// A resource whose job the autoscaler looks at: what each look needs besides the job.
+#[derive(Clone, Copy)]
+pub struct ScaledResource<'a> {
+    /// The key of the resource's window; a new job of the same resource keeps what was
+    /// learnt of its vertices.
+    pub uid: &'a str,
+    pub options: &'a AutoscalerOptions,
+    /// The client of the resource's JobManager, which the samples are asked from.
+    pub rest: &'a FlinkRestClient,
+}
+
 /// The windows of every job, by the uid of its resource.
 #[derive(Debug, Default)]
 pub struct Windows(Mutex<HashMap<String, JobWindow>>);
@@ -59,19 +70,18 @@ impl Windows {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(uid);
     }
 
-    /// Samples the RUNNING job `job_id` (started at `started_ms`) of the resource `uid` and
-    /// judges it once its window is full. Nothing when the autoscaler is off, within the
-    /// stabilization interval after the start, or when the JobManager does not answer (the
-    /// window keeps what it had).
+    /// Samples the RUNNING job `job_id` (started at `started_ms`) of `resource` and judges it
+    /// once its window is full. Nothing when the autoscaler is off, within the stabilization
+    /// interval after the start, or when the JobManager does not answer (the window keeps
+    /// what it had).
     pub async fn look(
         &self,
-        uid: &str,
-        options: &AutoscalerOptions,
-        rest: &FlinkRestClient,
+        resource: ScaledResource<'_>,
         job_id: &str,
         started_ms: Option<i64>,
         now_ms: i64,
     ) -> Judgement {
+        let ScaledResource { uid, options, rest } = resource;
         if !options.enabled {
             self.forget(uid);
             return Judgement::default();
@@ -96,9 +106,7 @@ impl Windows {
 /// `observed`: only a RUNNING job with all its tasks running is sampled.
 pub async fn look_at_job(
     windows: &Windows,
-    uid: &str,
-    options: &AutoscalerOptions,
-    rest: &FlinkRestClient,
+    resource: ScaledResource<'_>,
     recorded: Option<&flink_operator_api::common::JobStatus>,
     observed: Option<&crate::flink::job::JobObservation>,
 ) -> Judgement {
@@ -119,9 +127,7 @@ pub async fn look_at_job(
         return Judgement::default();
     }
     let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
-    windows
-        .look(uid, options, rest, job_id, *start_time, now_ms)
-        .await
+    windows.look(resource, job_id, *start_time, now_ms).await
 }
 
 /// Adds `sample` to the window (starting it again for another job, or after a rescale once

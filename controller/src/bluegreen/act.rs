@@ -155,16 +155,30 @@ pub async fn delete_child(
     }
 }
 
-/// Creates the FlinkStateSnapshot `name`, a savepoint of the child of `colour`; one that
-/// exists already is this transition's (its name was recorded before it was created).
+/// The savepoint a transition takes of its old child.
+pub struct SavepointOfChild<'a> {
+    /// The FlinkStateSnapshot's name, recorded in the status before it is created.
+    pub name: &'a str,
+    pub colour: Colour,
+    /// When the savepoint is asked for, as the snapshot's trigger time.
+    pub now_ms: i64,
+    pub format: SavepointFormat,
+}
+
+/// Creates the FlinkStateSnapshot `savepoint.name`, a savepoint of the child of
+/// `savepoint.colour`; one that exists already is this transition's (its name was recorded
+/// before it was created).
 pub async fn create_savepoint(
     client: &kube::Client,
     resource: &FlinkBlueGreenDeployment,
-    name: &str,
-    colour: Colour,
-    now_ms: i64,
-    format: SavepointFormat,
+    savepoint: SavepointOfChild<'_>,
 ) -> Result<(), ActError> {
+    let SavepointOfChild {
+        name,
+        colour,
+        now_ms,
+        format,
+    } = savepoint;
     let child = child_name(&resource.name_any(), colour);
     let snapshot = transition_savepoint(resource, name, &child, now_ms, format)?;
     match api::<FlinkStateSnapshot>(client, resource)

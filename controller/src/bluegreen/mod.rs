@@ -143,9 +143,13 @@ impl Reconciler for BlueGreenDeployments {
             Action::SuspendChild { colour } => act::suspend_child(client, resource, *colour).await?,
             Action::DeleteChild { colour } => act::delete_child(client, resource, *colour).await?,
             Action::CreateSavepoint { name, colour } => {
-                let now_ms = observed.observation.now_ms;
-                let format = observed.savepoint_format;
-                act::create_savepoint(client, resource, name, *colour, now_ms, format).await?;
+                let savepoint = act::SavepointOfChild {
+                    name,
+                    colour: *colour,
+                    now_ms: observed.observation.now_ms,
+                    format: observed.savepoint_format,
+                };
+                act::create_savepoint(client, resource, savepoint).await?;
             }
             Action::WriteGateMap {
                 map,

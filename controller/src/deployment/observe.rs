@@ -102,11 +102,15 @@ pub async fn observe(
                         checkpoint = look.checkpoint;
                         latest_checkpoint = look.latest_checkpoint;
                         on_cancel = look.on_cancel;
+                        let uid = fd.uid().unwrap_or_default();
+                        let resource = crate::autoscaler::memory::ScaledResource {
+                            uid: &uid,
+                            options: &policy.autoscaler,
+                            rest: &rest,
+                        };
                         judgement = crate::autoscaler::memory::look_at_job(
                             &ctx.autoscaler,
-                            &fd.uid().unwrap_or_default(),
-                            &policy.autoscaler,
-                            &rest,
+                            resource,
                             fd.status.as_ref().and_then(|s| s.job_status.as_ref()),
                             job.as_ref(),
                         )

@@ -385,12 +385,14 @@ pub fn build(
     let jm_pod = decorate_pod(
         &jm_template,
         JM_TEMPLATE_FIELD,
-        &jm_selector,
-        json!({keys::annotations::DEPLOYMENT_GENERATION: generation}),
-        service_account(&config, "jobmanager"),
-        jm_container,
-        jm_volumes,
-        &config,
+        PodDecoration {
+            labels: &jm_selector,
+            annotations: json!({keys::annotations::DEPLOYMENT_GENERATION: generation}),
+            service_account: service_account(&config, "jobmanager"),
+            main: jm_container,
+            volumes: jm_volumes,
+            config: &config,
+        },
     )?;
     let jm_replicas: i64 = config
         .get(k::KUBERNETES_JOBMANAGER_REPLICAS)
@@ -441,12 +443,14 @@ pub fn build(
         let tm_pod = decorate_pod(
             &tm_template,
             TM_TEMPLATE_FIELD,
-            &tm_selector,
-            json!({}),
-            service_account(&config, "taskmanager"),
-            tm_container,
-            tm_volumes,
-            &config,
+            PodDecoration {
+                labels: &tm_selector,
+                annotations: json!({}),
+                service_account: service_account(&config, "taskmanager"),
+                main: tm_container,
+                volumes: tm_volumes,
+                config: &config,
+            },
         )?;
         let replicas: i64 = config
             .get(k::KUBERNETES_INTERNAL_TASKMANAGER_REPLICAS)
@@ -566,23 +570,40 @@ fn memory_mib(value: &str) -> Option<u64> {
     flink_config::flink_memory_bytes(value).map(|bytes| bytes >> 20)
 }
 
+/// What the operator puts over a role's user pod template.
+struct PodDecoration<'a> {
+    /// The role's selector labels, merged over the template's.
+    labels: &'a Value,
+    annotations: Value,
+    service_account: String,
+    /// The operator's main container: its command, args, resources, ports, env, mounts and
+    /// startup probe are set on (or added to) the template's container of that name.
+    main: Value,
+    /// Replace the template's volumes of the same name.
+    volumes: Vec<Value>,
+    /// The effective Flink configuration, read for the image and its pull policy.
+    config: &'a BTreeMap<String, String>,
+}
+
 /// The pod template of a role's Deployment: the merged user template, with Flink's
 /// decorations over it (labels and annotations merged, the main container's identity and
 /// resources set, ports, env, mounts and volumes added; sidecars kept before it). Total: a
 /// part of the template that is not what Kubernetes has there is an error naming `field`,
 /// never a panic (admission refuses such templates, but a resource stored before that check
 /// must fail alone).
-#[allow(clippy::too_many_arguments)]
 fn decorate_pod(
     template: &Value,
     field: &'static str,
-    labels: &Value,
-    annotations: Value,
-    service_account: String,
-    main: Value,
-    volumes: Vec<Value>,
-    config: &BTreeMap<String, String>,
+    decoration: PodDecoration<'_>,
 ) -> Result<Value, ClusterError> {
+    let PodDecoration {
+        labels,
+        annotations,
+        service_account,
+        main,
+        volumes,
+        config,
+    } = decoration;
     let mut pod = match template {
         Value::Null => json!({}),
         other => other.clone(),
@@ -979,12 +1000,14 @@ mod tests {
             decorate_pod(
                 &template,
                 JM_TEMPLATE_FIELD,
-                &json!({"app": "x"}),
-                json!({}),
-                "flink".to_owned(),
-                json!({"resources": {"requests": {"cpu": "1"}}, "ports": [{"name": "rest"}]}),
-                vec![json!({"name": "v"})],
-                &BTreeMap::new(),
+                PodDecoration {
+                    labels: &json!({"app": "x"}),
+                    annotations: json!({}),
+                    service_account: "flink".to_owned(),
+                    main: json!({"resources": {"requests": {"cpu": "1"}}, "ports": [{"name": "rest"}]}),
+                    volumes: vec![json!({"name": "v"})],
+                    config: &BTreeMap::new(),
+                },
             )
         };
         for (template, reason) in [

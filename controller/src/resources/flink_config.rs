@@ -150,7 +150,16 @@ pub fn build(
     }
 
     match &spec.job {
-        Some(job) => apply_job(&mut c, &name, job, standalone, tm_replicas, slots),
+        Some(job) => apply_job(
+            &mut c,
+            &name,
+            job,
+            standalone,
+            TaskManagerSlots {
+                replicas: tm_replicas,
+                per_task_manager: slots,
+            },
+        ),
         None => {
             let target = if standalone {
                 "remote"
@@ -317,13 +326,20 @@ pub fn task_manager_replicas(spec: &flink_operator_api::FlinkDeploymentSpec, slo
         .max(1)
 }
 
+/// The TaskManagers of a cluster as the spec sets them, for the job's parallelism.
+struct TaskManagerSlots {
+    /// `taskManager.replicas`, when set: the job then runs on all their slots, whatever
+    /// its own `parallelism` says.
+    replicas: Option<i32>,
+    per_task_manager: i64,
+}
+
 fn apply_job(
     c: &mut BTreeMap<String, String>,
     name: &str,
     job: &JobSpec,
     standalone: bool,
-    tm_replicas: Option<i32>,
-    slots: i64,
+    task_managers: TaskManagerSlots,
 ) {
     let mut set = |key: &str, value: String| {
         c.insert(key.to_owned(), value);
@@ -337,8 +353,8 @@ fn apply_job(
         }
         .to_owned(),
     );
-    let parallelism = match tm_replicas {
-        Some(replicas) => Some(i64::from(replicas) * slots),
+    let parallelism = match task_managers.replicas {
+        Some(replicas) => Some(i64::from(replicas) * task_managers.per_task_manager),
         None => job.parallelism.filter(|p| *p > 0).map(i64::from),
     };
     if let Some(parallelism) = parallelism {

@@ -226,11 +226,15 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         {
             observation.on_cancel = crate::lifecycle::retention::look(&rest, &JobId::from(job_id)).await;
         }
+        let uid = sj.uid().unwrap_or_default();
+        let resource = crate::autoscaler::memory::ScaledResource {
+            uid: &uid,
+            options: &observation.policy.autoscaler,
+            rest: &rest,
+        };
         let judgement = crate::autoscaler::memory::look_at_job(
             &ctx.autoscaler,
-            &sj.uid().unwrap_or_default(),
-            &observation.policy.autoscaler,
-            &rest,
+            resource,
             Some(job_status),
             observation.job.as_ref(),
         )

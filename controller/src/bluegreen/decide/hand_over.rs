@@ -24,8 +24,7 @@ pub(super) fn handing_over(
     let Some(old) = old else {
         // The first child: alone, it writes everything once it runs.
         if new.is_ready() {
-            let actions = vec![];
-            return finished(input, status, to, new, actions, None);
+            return finished(input, status, to, new, OldChildDeletion::default());
         }
         return deploying(input, status, from, new);
     };
@@ -62,14 +61,11 @@ pub(super) fn handing_over(
                 .job_state()
                 .is_some_and(|s| s == flink_job_state::SUSPENDED || flink_job_state::is_globally_terminal(s));
         if stopped {
-            return finished(
-                input,
-                status,
-                to,
-                new,
-                vec![Action::DeleteChild { colour: from }],
-                None,
-            );
+            let deletion = OldChildDeletion {
+                actions: vec![Action::DeleteChild { colour: from }],
+                status_before: None,
+            };
+            return finished(input, status, to, new, deletion);
         }
         return plan(status, Vec::new(), Vec::new(), input.poll());
     }

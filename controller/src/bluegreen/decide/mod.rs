@@ -770,7 +770,7 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
     if old.is_none() && ready_at.is_some() {
         // The old child was deleted once the new one was ready (a crash, or a failed write,
         // lost the final status): there is nothing to go back to, so the hand-over ends.
-        return finished(input, status, to, new, Vec::new(), None);
+        return finished(input, status, to, new, OldChildDeletion::default());
     }
     let diff = input.diff();
     if !matches!(diff, SpecDiff::Ignore | SpecDiff::Suspend) {
@@ -813,7 +813,7 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
         let ready_at = ready_at.unwrap_or(input.now());
         status.deployment_ready_timestamp = Some(timestamp(ready_at));
         if old.is_none() {
-            return finished(input, status, to, new, Vec::new(), None);
+            return finished(input, status, to, new, OldChildDeletion::default());
         }
         let due = ready_at + input.policy.deletion_delay_ms;
         if input.now() < due {
@@ -823,8 +823,11 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
         // Readiness is recorded before the deletion, so that a crash after it finishes
         // forward (above) rather than aborting.
         let status_before = (status != *input.before).then(|| status.clone());
-        let deleted = vec![Action::DeleteChild { colour: from }];
-        return finished(input, status, to, new, deleted, status_before);
+        let deletion = OldChildDeletion {
+            actions: vec![Action::DeleteChild { colour: from }],
+            status_before,
+        };
+        return finished(input, status, to, new, deletion);
     }
     deploying(input, status, from, new)
 }
@@ -910,15 +913,28 @@ fn update_in_place(
     )
 }
 
+/// The deletion of the old child that ends a hand-over.
+#[derive(Default)]
+struct OldChildDeletion {
+    /// Empty when the old child is gone already (or was never there).
+    actions: Vec<Action>,
+    /// The status to write before deleting, when it changed: readiness recorded first makes
+    /// a crash after the deletion finish forward rather than abort.
+    status_before: Option<Status>,
+}
+
 /// Ends the hand-over to `to`: no marker of it stays.
 fn finished(
     input: &Input,
     mut status: Status,
     to: Colour,
     new: &Child,
-    actions: Vec<Action>,
-    status_before: Option<Status>,
+    deletion: OldChildDeletion,
 ) -> BlueGreenPlan {
+    let OldChildDeletion {
+        actions,
+        status_before,
+    } = deletion;
     status.blue_green_state = Some(Stage::Active(to).state());
     clear_markers(&mut status);
     // The new child is stable: its own status keeps the state it started from.

@@ -3133,16 +3133,28 @@ mod health_check {
         }
     }
 
-    /// A look at a job of `spec` in `state` whose metrics say `restarts`.
+    /// What a look sees of the job.
+    struct Seen<'a> {
+        state: &'a str,
+        /// The restarts the job's metrics say.
+        restarts: Option<i64>,
+        ha_checkpoint: Option<bool>,
+        now_ms: i64,
+    }
+
+    /// A look at a job of `spec` that sees `seen`.
     fn look(
         spec: &serde_json::Value,
         status: FlinkDeploymentStatus,
         policy: &Policy,
-        state: &str,
-        restarts: Option<i64>,
-        ha_checkpoint: Option<bool>,
-        now_ms: i64,
+        seen: Seen<'_>,
     ) -> Plan {
+        let Seen {
+            state,
+            restarts,
+            ha_checkpoint,
+            now_ms,
+        } = seen;
         decide(
             &fd(spec.clone(), Some(status), true, false),
             &with_policy(
@@ -3177,10 +3189,12 @@ mod health_check {
             spec,
             observed(spec, "RUNNING"),
             policy,
-            "RUNNING",
-            Some(1),
-            ha_checkpoint,
-            NOW,
+            Seen {
+                state: "RUNNING",
+                restarts: Some(1),
+                ha_checkpoint,
+                now_ms: NOW,
+            },
         );
         assert!(first.actions.is_empty(), "{:?}", first.actions);
         assert!(history(&first.status).is_some(), "the baseline is kept");
@@ -3188,10 +3202,12 @@ mod health_check {
             spec,
             first.status,
             policy,
-            state,
-            Some(restarts),
-            ha_checkpoint,
-            NOW + MIN,
+            Seen {
+                state,
+                restarts: Some(restarts),
+                ha_checkpoint,
+                now_ms: NOW + MIN,
+            },
         )
     }
 
@@ -3296,10 +3312,12 @@ mod health_check {
                 &spec,
                 plan.status,
                 &policy,
-                "RUNNING",
-                Some(12),
-                ha_checkpoint,
-                NOW + MIN + 1,
+                Seen {
+                    state: "RUNNING",
+                    restarts: Some(12),
+                    ha_checkpoint,
+                    now_ms: NOW + MIN + 1,
+                },
             );
             assert!(again.events.is_empty(), "{case}: {:?}", again.events);
             let still = again.status.error.clone().unwrap();
@@ -3325,10 +3343,12 @@ mod health_check {
             &spec,
             plan.status,
             &policy(false, None),
-            "RUNNING",
-            Some(99),
-            None,
-            NOW + 2 * MIN,
+            Seen {
+                state: "RUNNING",
+                restarts: Some(99),
+                ha_checkpoint: None,
+                now_ms: NOW + 2 * MIN,
+            },
         );
         assert!(off.actions.is_empty(), "{:?}", off.actions);
         assert!(
@@ -3347,19 +3367,23 @@ mod health_check {
             &spec,
             observed(&spec, "RUNNING"),
             &on,
-            "RUNNING",
-            Some(1),
-            None,
-            NOW,
+            Seen {
+                state: "RUNNING",
+                restarts: Some(1),
+                ha_checkpoint: None,
+                now_ms: NOW,
+            },
         );
         let again = look(
             &spec,
             first.status.clone(),
             &on,
-            "RUNNING",
-            Some(1),
-            None,
-            NOW + MIN,
+            Seen {
+                state: "RUNNING",
+                restarts: Some(1),
+                ha_checkpoint: None,
+                now_ms: NOW + MIN,
+            },
         );
         assert_eq!(again.status.cluster_info, first.status.cluster_info);
     }
