@@ -26,7 +26,8 @@ enum V6Rule {
     Embedded { from_bit: u8 },
 }
 
-const fn v4(a: u8, b: u8, c: u8, d: u8, prefix: u8, name: &'static str) -> Range<Ipv4Addr> {
+const fn v4(octets: [u8; 4], prefix: u8, name: &'static str) -> Range<Ipv4Addr> {
+    let [a, b, c, d] = octets;
     Range {
         net: Ipv4Addr::new(a, b, c, d),
         prefix,
@@ -37,32 +38,33 @@ const fn v4(a: u8, b: u8, c: u8, d: u8, prefix: u8, name: &'static str) -> Range
 /// IANA IPv4 Special-Purpose Address Registry, plus multicast (its own registry); the
 /// narrower range first where two overlap.
 const V4: &[Range<Ipv4Addr>] = &[
-    v4(0, 0, 0, 0, 8, "\"this network\" (RFC 791)"),
-    v4(10, 0, 0, 0, 8, "private-use (RFC 1918)"),
+    v4([0, 0, 0, 0], 8, "\"this network\" (RFC 791)"),
+    v4([10, 0, 0, 0], 8, "private-use (RFC 1918)"),
     v4(
-        100,
-        64,
-        0,
-        0,
+        [100, 64, 0, 0],
         10,
         "shared address space / carrier-grade NAT (RFC 6598)",
     ),
-    v4(127, 0, 0, 0, 8, "loopback (RFC 1122)"),
-    v4(169, 254, 0, 0, 16, "link-local (RFC 3927)"),
-    v4(172, 16, 0, 0, 12, "private-use (RFC 1918)"),
-    v4(192, 0, 0, 0, 24, "IETF protocol assignments (RFC 6890)"),
-    v4(192, 0, 2, 0, 24, "documentation TEST-NET-1 (RFC 5737)"),
-    v4(192, 31, 196, 0, 24, "AS112-v4 (RFC 7535)"),
-    v4(192, 52, 193, 0, 24, "AMT (RFC 7450)"),
-    v4(192, 88, 99, 0, 24, "deprecated 6to4 relay anycast (RFC 7526)"),
-    v4(192, 168, 0, 0, 16, "private-use (RFC 1918)"),
-    v4(192, 175, 48, 0, 24, "direct delegation AS112 service (RFC 7534)"),
-    v4(198, 18, 0, 0, 15, "benchmarking (RFC 2544)"),
-    v4(198, 51, 100, 0, 24, "documentation TEST-NET-2 (RFC 5737)"),
-    v4(203, 0, 113, 0, 24, "documentation TEST-NET-3 (RFC 5737)"),
-    v4(224, 0, 0, 0, 4, "multicast (RFC 5771)"),
-    v4(255, 255, 255, 255, 32, "limited broadcast (RFC 919)"),
-    v4(240, 0, 0, 0, 4, "reserved (RFC 1112)"),
+    v4([127, 0, 0, 0], 8, "loopback (RFC 1122)"),
+    v4([169, 254, 0, 0], 16, "link-local (RFC 3927)"),
+    v4([172, 16, 0, 0], 12, "private-use (RFC 1918)"),
+    v4([192, 0, 0, 0], 24, "IETF protocol assignments (RFC 6890)"),
+    v4([192, 0, 2, 0], 24, "documentation TEST-NET-1 (RFC 5737)"),
+    v4([192, 31, 196, 0], 24, "AS112-v4 (RFC 7535)"),
+    v4([192, 52, 193, 0], 24, "AMT (RFC 7450)"),
+    v4([192, 88, 99, 0], 24, "deprecated 6to4 relay anycast (RFC 7526)"),
+    v4([192, 168, 0, 0], 16, "private-use (RFC 1918)"),
+    v4(
+        [192, 175, 48, 0],
+        24,
+        "direct delegation AS112 service (RFC 7534)",
+    ),
+    v4([198, 18, 0, 0], 15, "benchmarking (RFC 2544)"),
+    v4([198, 51, 100, 0], 24, "documentation TEST-NET-2 (RFC 5737)"),
+    v4([203, 0, 113, 0], 24, "documentation TEST-NET-3 (RFC 5737)"),
+    v4([224, 0, 0, 0], 4, "multicast (RFC 5771)"),
+    v4([255, 255, 255, 255], 32, "limited broadcast (RFC 919)"),
+    v4([240, 0, 0, 0], 4, "reserved (RFC 1112)"),
 ];
 
 const fn v6(segments: [u16; 8], prefix: u8, name: &'static str, rule: V6Rule) -> (Range<Ipv6Addr>, V6Rule) {
