@@ -102,8 +102,16 @@ impl Unproven {
     }
 }
 
-/// Serves `router` over TLS on `listener` until `shutdown` turns true, then stops
-/// accepting and gives open connections up to `grace` to finish their requests.
+/// How the server stops.
+pub struct Shutdown {
+    /// Turns true when the process stops.
+    pub requested: watch::Receiver<bool>,
+    /// How long open connections may take to finish their requests after that.
+    pub grace: Duration,
+}
+
+/// Serves `router` over TLS on `listener` until `shutdown` is requested, then stops
+/// accepting and gives open connections up to its grace period to finish their requests.
 ///
 /// With `max_connections` open, a new connection closes the oldest one that has not sent a
 /// request yet, rather than waiting (a slow client would then delay the API server's next
@@ -113,10 +121,13 @@ pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     router: Router,
-    mut shutdown: watch::Receiver<bool>,
-    grace: Duration,
+    shutdown: Shutdown,
     max_connections: usize,
 ) {
+    let Shutdown {
+        requested: mut shutdown,
+        grace,
+    } = shutdown;
     let acceptor = TlsAcceptor::from(tls);
     let service = TowerToHyperService::new(router.into_service::<hyper::body::Incoming>());
     let unproven = Arc::new(Unproven::default());

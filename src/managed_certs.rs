@@ -704,7 +704,11 @@ async fn renew(
         };
         let step = decide(stored.as_ref(), &policy, now_secs(), trusted_for);
         if step != Step::Wait {
-            match take(&secrets, &config, &policy, &step, stored.as_ref(), &secret).await {
+            let read = SecretRead {
+                object: &secret,
+                stored: stored.as_ref(),
+            };
+            match take(&secrets, &config, &policy, &step, read).await {
                 Ok(written) => {
                     secret = written;
                     // Look at the new state at once: write its files, maybe take the next step.
@@ -737,15 +741,27 @@ impl ManagedCertsError {
     }
 }
 
+/// The Secret as last read, which a step starts from.
+struct SecretRead<'a> {
+    /// The object: its resourceVersion makes the write conditional, and it is what is
+    /// returned when the step writes nothing.
+    object: &'a Secret,
+    /// What it stores, parsed; none when it holds no usable certificate.
+    stored: Option<&'a Stored>,
+}
+
 /// Takes `step`: a conditional replace of the Secret (by the resourceVersion read).
 async fn take(
     secrets: &Api<Secret>,
     config: &ManagedCertsConfig,
     policy: &Policy,
     step: &Step,
-    stored: Option<&Stored>,
-    secret: &Secret,
+    read: SecretRead<'_>,
 ) -> Result<Secret, ManagedCertsError> {
+    let SecretRead {
+        object: secret,
+        stored,
+    } = read;
     let issued = match step {
         Step::Fresh(_) | Step::Stage(_) => Some(issue(config)?),
         _ => None,

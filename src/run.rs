@@ -295,15 +295,14 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                     )
                     .await
                     .map_err(RunError::NoCluster)?;
-                    let supervised = leader::supervise(
-                        lease_client,
-                        election.clone(),
-                        leader_metrics.clone(),
-                        stopping.clone(),
-                        fence.clone(),
-                        start_controllers,
-                    )
-                    .instrument(tracing::info_span!("leader-election"));
+                    let candidate = leader::Candidate {
+                        client: lease_client,
+                        election: election.clone(),
+                        metrics: leader_metrics.clone(),
+                        fence: fence.clone(),
+                    };
+                    let supervised = leader::supervise(candidate, stopping.clone(), start_controllers)
+                        .instrument(tracing::info_span!("leader-election"));
                     let ended_sender = ended_sender.clone();
                     let waiting = stop_on(stopping.clone(), await_webhook());
                     tasks.spawn(async move {
@@ -380,8 +379,10 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 listener,
                 tls,
                 router,
-                stopping.clone(),
-                grace,
+                https::Shutdown {
+                    requested: stopping.clone(),
+                    grace,
+                },
                 args.webhook_max_connections as usize,
             )
             .instrument(tracing::info_span!("webhook")),

@@ -184,18 +184,32 @@ impl LeaderMetrics {
     }
 }
 
-/// Runs the controllers that `start` spawns while this replica leads, until `stopping`
+/// What this replica takes part in the election with.
+pub struct Candidate {
+    /// The client the Lease is read and written with.
+    pub client: Client,
+    pub election: LeaderElection,
+    /// Where leadership is shown.
+    pub metrics: LeaderMetrics,
+    /// What every action of the controllers checks: open while this replica's lease holds.
+    pub fence: Fence,
+}
+
+/// Runs the controllers that `start` spawns while `candidate` leads, until `stopping`
 /// turns true; then stops them and releases the lease. A controller that ends by itself
 /// (none should before the process stops) ends the supervision the same way, with the
 /// error: the lease is given up, so that another replica leads while this one restarts.
 pub async fn supervise(
-    client: Client,
-    election: LeaderElection,
-    metrics: LeaderMetrics,
+    candidate: Candidate,
     mut stopping: watch::Receiver<bool>,
-    fence: Fence,
     start: impl Fn() -> JoinSet<&'static str> + Send,
 ) -> Result<(), LoopEnded> {
+    let Candidate {
+        client,
+        election,
+        metrics,
+        fence,
+    } = candidate;
     tracing::info!(
         lease = %election.lease,
         namespace = %election.namespace,
