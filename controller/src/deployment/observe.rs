@@ -17,9 +17,8 @@ use crate::{
     context::{Context, RestLook},
     flink::{FlinkRestClient, JobId, TriggerId},
     lifecycle::poll::{self, CheckpointLookup, SavepointPoll},
+    lifecycle::records,
     lifecycle::retention::{self, OnCancel},
-    lifecycle::snapshot_resources,
-    lifecycle::{protected::Protected, snapshots},
     policy::Policy,
 };
 
@@ -152,31 +151,23 @@ pub async fn observe(
         judgement,
         policy.task_slots,
     );
-    let snapshots = snapshot_resources::of_job(
-        caches,
-        &policy,
-        flink_operator_api::JobKind::FlinkDeployment,
-        &namespace,
-        &name,
-        fd.metadata.creation_timestamp.as_ref(),
-    );
-    let revisions =
-        crate::lifecycle::history::of_job(caches, flink_operator_api::JobKind::FlinkDeployment, &fd.metadata);
     let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
     let initial = fd
         .spec
         .job
         .as_ref()
         .and_then(|j| j.initial_savepoint_path.as_deref());
-    let history_needed_by = snapshots::of_history(
-        caches,
-        &namespace,
-        fd.status.as_ref().and_then(|s| s.job_status.as_ref()),
-        &Protected::of_status(fd.status.as_ref(), Some(&revisions), initial),
-        &snapshots,
-        &policy,
-        now_ms,
-    );
+    let resource = records::JobOf {
+        kind: flink_operator_api::JobKind::FlinkDeployment,
+        meta: &fd.metadata,
+        status: fd.status.as_ref(),
+        initial_savepoint_path: initial,
+    };
+    let records::Records {
+        snapshots,
+        revisions,
+        history_needed_by,
+    } = records::look_up(caches, resource, &policy, now_ms);
     // ZooKeeper's nodes cost a session: read only at the looks that need them, which a
     // steady job's are not.
     let needed = super::decide::needs_ha_metadata(

@@ -30,7 +30,7 @@ pub struct Facts<'a> {
     /// what does not concern it).
     pub revisions: Option<&'a [revisions::Revision]>,
     /// Who else in the namespace may still need the savepoints of the job's status history,
-    /// looked up only when its trim disposes of some (see [`protected::of_history`]).
+    /// looked up only when its trim disposes of some (see [`super::records::look_up`]).
     pub history_needed_by: &'a protected::NeededBy,
     /// What the autoscaler made of the job at this look (see [`crate::autoscaler`]): its
     /// ScalingReport and a decision for the scaling history (its overrides are in the spec).

@@ -312,7 +312,11 @@ fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K>
     let facts = k.facts;
     let drain = facts.policy.drain && spec::is_suspended(k.spec);
     let (status, mut out) = k.parts();
-    match stop::follow(status, &job_id, trigger_id, drain, &facts, &mut out) {
+    let stop = stop::StopOf {
+        job_id: &job_id,
+        drain,
+    };
+    match stop::follow(status, stop, trigger_id, &facts, &mut out) {
         Stopped::Completed(state) => commit_change(k, Restore::State(state), Cause::Savepoint),
         Stopped::Resent => {
             let message = stop::under_way(&k.status, "stopping the job with a savepoint");

@@ -52,6 +52,7 @@ pub mod machine;
 pub mod observe;
 pub mod poll;
 pub mod protected;
+pub mod records;
 pub mod rescale;
 pub mod restore;
 pub mod retention;

@@ -77,18 +77,27 @@ pub fn failure<A>(
     }
 }
 
+/// What the observation says of a job and what runs it, for its lifecycle state.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen {
+    /// The job FAILED, or what runs it is in error.
+    pub failed: bool,
+    /// The job runs (a session cluster: it is ready).
+    pub stable: bool,
+    /// The job runs the last stable spec since a rollback.
+    pub rolled_back: bool,
+}
+
 /// The lifecycle state the observation shows: FAILED (the job, or what runs it), ROLLED_BACK
 /// after a rollback, STABLE once the job runs (a session cluster: once it is ready), else
 /// DEPLOYED. A stable resource records the spec it runs as its last stable one (a spec
 /// changed since is not stable yet, unless none was recorded).
-pub fn lifecycle_into<S: FlinkSpec>(
-    status: &mut impl LifecycleStatus,
-    failed: bool,
-    stable: bool,
-    rolled_back: bool,
-    recorded: &S,
-    spec: &S,
-) {
+pub fn lifecycle_into<S: FlinkSpec>(status: &mut impl LifecycleStatus, seen: Seen, recorded: &S, spec: &S) {
+    let Seen {
+        failed,
+        stable,
+        rolled_back,
+    } = seen;
     *status.lifecycle_state_mut() = Some(if failed {
         ResourceLifecycleState::Failed
     } else if rolled_back {

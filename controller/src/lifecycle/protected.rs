@@ -36,7 +36,7 @@
 //! Within a job's own loop the set is computed from its status, spec and revisions. A
 //! FlinkStateSnapshot's deletion asks [`who_needs`] its path among every job resource of its
 //! namespace (a job may have been started from a path another job's snapshot recorded), and
-//! so does the savepoint history's trim before it disposes of a savepoint ([`of_history`]);
+//! so does the savepoint history's trim before it disposes of a savepoint ([`super::records::look_up`]);
 //! a path kept so is named in a `SavepointNotDisposed` Warning worded once ([`not_disposed`],
 //! [`still_needed`]).
 

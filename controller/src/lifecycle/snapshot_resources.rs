@@ -33,7 +33,6 @@ use flink_operator_api::{
     common::{JobStatus, Savepoint, SnapshotTriggerType},
     keys,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use super::protected::Protected;
@@ -324,21 +323,21 @@ fn beyond<'a>(
     gone
 }
 
-/// The FlinkStateSnapshots of the job resource `kind` `name` in `namespace`, from the
+/// The FlinkStateSnapshots of the job resource of kind `kind` with `meta`, from the
 /// shared cache (observe's part): none when `policy` does not use them, and none created
 /// before the resource was (a resource of the same name deleted earlier left those).
 pub fn of_job(
     caches: &crate::caches::Caches,
     policy: &Policy,
     kind: JobKind,
-    namespace: &str,
-    name: &str,
-    created: Option<&Time>,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Vec<JobSnapshot> {
     if !policy.snapshot_resources {
         return Vec::new();
     }
-    let since_ms = created.map_or(i64::MIN, |t| t.0.as_millisecond());
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    let name = meta.name.as_deref().unwrap_or_default();
+    let since_ms = (meta.creation_timestamp.as_ref()).map_or(i64::MIN, |t| t.0.as_millisecond());
     caches
         .snapshots
         .list(namespace, |s| {

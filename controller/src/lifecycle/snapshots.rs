@@ -13,14 +13,13 @@ use flink_operator_api::common::{
 use super::{
     facts::{Facts, JobAction, Out},
     poll::SavepointPoll,
-    protected::{NeededBy, Protected, not_disposed, still_needed},
+    protected::{Protected, not_disposed, still_needed},
     restore, savepoint_history,
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
     terms::LifecycleStatus,
     trigger::{clear_trigger, trigger_fields},
 };
 use crate::{
-    caches::Caches,
     events::{EventNote, Reason},
     policy::Policy,
 };
@@ -289,21 +288,6 @@ pub fn history_trim(
         .clone()
         .with_paths(snapshots.iter().filter_map(|s| s.path.as_deref()));
     savepoint_history::trim(job, policy, &protected, now_ms)
-}
-
-/// Who in `namespace` may still need the savepoints of a job's status history (`job`), for
-/// its trim (see [`trim_history`]): the paths of [`history_to_look_up`].
-pub fn of_history(
-    caches: &Caches,
-    namespace: &str,
-    job: Option<&JobStatus>,
-    protected: &Protected,
-    snapshots: &[JobSnapshot],
-    policy: &Policy,
-    now_ms: i64,
-) -> NeededBy {
-    let paths = job.map(|job| history_to_look_up(job, protected, snapshots, policy, now_ms));
-    NeededBy::look_up(caches, namespace, paths.into_iter().flatten())
 }
 
 /// The paths of a job's status history to look up in its namespace: none unless the history's

@@ -41,17 +41,25 @@ pub enum Stopping {
     GiveUp(String),
 }
 
-/// Records a fresh trigger id and stops `job_id` with a savepoint under it, once all the
+/// The job a stop-with-savepoint ends, and whether it drains it (a suspension, when
+/// `kubernetes.operator.job.drain-on-savepoint-deletion` says so).
+#[derive(Debug, Clone, Copy)]
+pub struct StopOf<'a> {
+    pub job_id: &'a str,
+    pub drain: bool,
+}
+
+/// Records a fresh trigger id and stops the job with a savepoint under it, once all the
 /// job's tasks run and no back-off of a failed attempt runs. `verb` names what the stop is
 /// for ("upgrade", "suspend").
 pub fn stop_with_savepoint<A: From<JobAction>>(
     status: &mut impl LifecycleStatus,
-    job_id: &str,
-    drain: bool,
+    stop: StopOf,
     verb: &str,
     facts: &Facts,
     out: &mut Out<A>,
 ) -> Stopping {
+    let StopOf { job_id, drain } = stop;
     let now = facts.now_ms;
     let recorded = status
         .job_status()
@@ -169,15 +177,15 @@ pub enum Stopped {
     Refused(String),
 }
 
-/// Follows the recorded stop-with-savepoint `trigger_id` of `job_id`.
+/// Follows the job's recorded stop-with-savepoint `trigger_id`.
 pub fn follow<A: From<JobAction>>(
     status: &mut impl LifecycleStatus,
-    job_id: &str,
+    stop: StopOf,
     trigger_id: &str,
-    drain: bool,
     facts: &Facts,
     out: &mut Out<A>,
 ) -> Stopped {
+    let StopOf { job_id, drain } = stop;
     // What Flink says now; the recorded state only when the job was not looked at.
     let running = match facts.job {
         Some(_) => facts.running(),

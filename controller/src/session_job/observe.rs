@@ -21,8 +21,7 @@ use crate::{
     context::Context,
     flink::{JobId, TriggerId},
     lifecycle::poll,
-    lifecycle::snapshot_resources,
-    lifecycle::{protected::Protected, snapshots},
+    lifecycle::records,
     policy::Policy,
 };
 
@@ -93,14 +92,6 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         .with_snapshot_loop(crate::policy::snapshot_loop_enabled(
             &ctx.operator_config.current(),
         ));
-    let snapshots = snapshot_resources::of_job(
-        caches,
-        &policy,
-        flink_operator_api::JobKind::FlinkSessionJob,
-        &namespace,
-        &sj.name_any(),
-        sj.metadata.creation_timestamp.as_ref(),
-    );
     // The recorded overrides hold whatever this look finds (a session cluster not ready, a
     // job not sampled); a judgement of the job below adds its changes.
     let autoscaler = crate::autoscaler::apply::after_look(
@@ -110,23 +101,23 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         Default::default(),
         policy.task_slots,
     );
-    let revisions =
-        crate::lifecycle::history::of_job(caches, flink_operator_api::JobKind::FlinkSessionJob, &sj.metadata);
     let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
     let initial = sj
         .spec
         .job
         .as_ref()
         .and_then(|j| j.initial_savepoint_path.as_deref());
-    let history_needed_by = snapshots::of_history(
-        caches,
-        &namespace,
-        sj.status.as_ref().and_then(|s| s.job_status.as_ref()),
-        &Protected::of_status(sj.status.as_ref(), Some(&revisions), initial),
-        &snapshots,
-        &policy,
-        now_ms,
-    );
+    let resource = records::JobOf {
+        kind: flink_operator_api::JobKind::FlinkSessionJob,
+        meta: &sj.metadata,
+        status: sj.status.as_ref(),
+        initial_savepoint_path: initial,
+    };
+    let records::Records {
+        snapshots,
+        revisions,
+        history_needed_by,
+    } = records::look_up(caches, resource, &policy, now_ms);
     let mut observation = Observation {
         autoscaler,
         violations,

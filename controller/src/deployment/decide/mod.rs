@@ -123,7 +123,7 @@ pub struct Observation {
     /// The job's kept revisions (None: its revision history is not followed).
     pub revisions: Option<Vec<crate::lifecycle::revisions::Revision>>,
     /// Who else in the namespace may still need the savepoints of the job's status history
-    /// (see [`crate::lifecycle::protected::of_history`]).
+    /// (see [`crate::lifecycle::records::look_up`]).
     pub history_needed_by: crate::lifecycle::protected::NeededBy,
     /// FlinkSessionJobs that name this (session) cluster; looked up only on deletion.
     pub session_jobs: Vec<String>,

@@ -156,7 +156,12 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
         .as_ref()
         .is_some_and(|rs| rs.state == Some(ReconciliationState::RolledBack));
     let fd = d.fd;
-    observe::lifecycle_into(&mut d.status, failed, stable, rolled_back, recorded, &fd.spec);
+    let seen = observe::Seen {
+        failed,
+        stable,
+        rolled_back,
+    };
+    observe::lifecycle_into(&mut d.status, seen, recorded, &fd.spec);
 }
 
 fn job_manager_status(jm: &JobManagerObservation) -> JobManagerDeploymentStatus {

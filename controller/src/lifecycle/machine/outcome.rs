@@ -84,7 +84,8 @@ pub(super) fn stop_with_savepoint<'a, K: JobKind<'a>>(
     let drain = facts.policy.drain && suspending;
     let change = Change::of(suspending);
     let (status, mut out) = k.parts();
-    match stop::stop_with_savepoint(status, job_id, drain, change.doing(), &facts, &mut out) {
+    let stop = stop::StopOf { job_id, drain };
+    match stop::stop_with_savepoint(status, stop, change.doing(), &facts, &mut out) {
         Stopping::Sent => {
             let message = stop::under_way(&k.status, &wording::stopping(job_id, change));
             k.conditions(phase::UPDATING, &message);

@@ -454,7 +454,7 @@ impl<K: Kind> World<K> {
     }
 
     /// Who may still need each savepoint of `read`'s history that its trim would dispose of
-    /// now, looked up as the operator's observe does ([`crate::lifecycle::snapshots::of_history`]).
+    /// now, looked up as the operator's observe does ([`crate::lifecycle::records::look_up`]).
     pub fn history_needed_by(&self, read: &K, snapshots: &[JobSnapshot], policy: &Policy) -> NeededBy {
         let status = read.status();
         let initial = (read.spec().job()).and_then(|j| j.initial_savepoint_path.as_deref());

@@ -73,7 +73,7 @@ pub struct Observation {
     /// The job's kept revisions (None: its revision history is not followed).
     pub revisions: Option<Vec<crate::lifecycle::revisions::Revision>>,
     /// Who else in the namespace may still need the savepoints of the job's status history
-    /// (see [`crate::lifecycle::protected::of_history`]).
+    /// (see [`crate::lifecycle::records::look_up`]).
     pub history_needed_by: crate::lifecycle::protected::NeededBy,
     /// Where the job's jar may come from (restricted hosts, file directories, the hosts of
     /// the platform's download headers), from the operator configuration only: the job

@@ -94,7 +94,12 @@ pub(super) fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec)
     let failed = state == flink_job_state::FAILED;
     let stable = state == flink_job_state::RUNNING && !not_found;
     let spec = &d.sj.spec;
-    observe::lifecycle_into(&mut d.status, failed, stable, false, recorded, spec);
+    let seen = observe::Seen {
+        failed,
+        stable,
+        rolled_back: false,
+    };
+    observe::lifecycle_into(&mut d.status, seen, recorded, spec);
 }
 
 /// The phase (condition reason) and a message for a job whose recorded spec is applied.
