@@ -54,6 +54,7 @@ pub mod fence;
 pub(crate) mod fixtures;
 pub mod flink;
 pub mod ingresses;
+pub mod job_actions;
 pub mod lifecycle;
 pub mod metrics;
 pub mod plan;

@@ -27,7 +27,8 @@ use super::{
 };
 use crate::{
     flink::SavepointFormat,
-    lifecycle::{act::new_snapshot, snapshot_resources::NewSnapshot},
+    job_actions::new_snapshot,
+    lifecycle::snapshot_resources::NewSnapshot,
     runtime::api_error::{api_message, is_conflict},
 };
 use flink_operator_api::SnapshotType;

@@ -31,7 +31,7 @@ pub enum ActError {
     #[error("{0}")]
     Flink(String),
     #[error("{0}")]
-    Job(#[from] crate::lifecycle::act::JobActError),
+    Job(#[from] crate::job_actions::JobActError),
     #[error(
         "scaling TaskManager Deployment {name}: {}",
         crate::runtime::api_error::api_message(source)
@@ -48,7 +48,7 @@ impl ActError {
     pub fn rescale_failure(&self) -> Option<String> {
         match self {
             ActError::ScaleTaskManagers { .. }
-            | ActError::Job(crate::lifecycle::act::JobActError::Rescale { .. }) => Some(self.to_string()),
+            | ActError::Job(crate::job_actions::JobActError::Rescale { .. }) => Some(self.to_string()),
             _ => None,
         }
     }
@@ -121,7 +121,7 @@ pub async fn act(
         Action::DeleteCluster { .. } => delete_cluster(ctx, fd, policy.deletion_propagation).await,
         Action::DeleteHaMetadata => delete_ha_metadata(ctx, fd).await,
         Action::ScaleTaskManagers { replicas } => scale_task_managers(ctx, fd, *replicas).await,
-        Action::Job(action) => crate::lifecycle::act::run(&rest(ctx, fd).await?, action, policy)
+        Action::Job(action) => crate::job_actions::run(&rest(ctx, fd).await?, action, policy)
             .await
             .map_err(ActError::Job),
         Action::Ingress(change) => {

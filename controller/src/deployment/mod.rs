@@ -19,7 +19,7 @@ use kube::{
 use crate::{
     caches::{Cache, Caches},
     context::Context,
-    lifecycle::poll::record_savepoint,
+    flink::poll::record_savepoint,
     plan::Plan,
     policy::Policy,
     runtime::{Acted, Reconciler},
@@ -93,7 +93,7 @@ impl Reconciler for Deployments {
             }
             // Kubernetes objects (snapshots, revisions, the resource itself for a rollback).
             decide::Action::Job(job) if job.on_resources() => Acted::Patched(
-                crate::lifecycle::act::on_resources(
+                crate::job_actions::on_resources(
                     &ctx.client,
                     fd,
                     flink_operator_api::JobKind::FlinkDeployment,

@@ -559,7 +559,7 @@ async fn a_host_dripping_large_answers_holds_one_turn_and_other_hosts_large_answ
 async fn reconcile_steps_end_with_an_observation_or_an_error_instead_of_waiting() {
     use crate::{
         flink::job::{JobObservation, observe},
-        lifecycle::poll::SavepointPoll,
+        flink::poll::SavepointPoll,
         state_snapshot::{
             act::{ActError, trigger as send_trigger},
             decide::{Trigger, TriggerKind},

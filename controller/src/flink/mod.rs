@@ -22,6 +22,7 @@ mod ids;
 pub mod job;
 mod model;
 mod operation;
+pub mod poll;
 mod tls;
 
 #[cfg(test)]

@@ -20,9 +20,10 @@
 
 use flink_operator_api::common::{JobSpec, JobStatus, SnapshotTriggerType, UpgradeMode};
 
+use crate::flink::poll::SavepointPoll;
+
 use super::{
     facts::{Facts, JobAction, Out},
-    poll::SavepointPoll,
     restore::{self, RestorableState},
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
     stop,

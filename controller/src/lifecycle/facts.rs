@@ -1,8 +1,9 @@
 //! What the shared steps decide from and what they decide: the [`Facts`] observed of a job,
 //! the [`JobAction`]s they ask for, and where they put them ([`Out`]).
 
-use super::{poll, protected, rescale, revisions, snapshot_resources};
-use crate::{events::EventNote, flink::job::JobObservation, lifecycle::poll::SavepointPoll, policy::Policy};
+use super::{protected, rescale, revisions, snapshot_resources};
+use crate::flink::poll;
+use crate::{events::EventNote, flink::job::JobObservation, flink::poll::SavepointPoll, policy::Policy};
 
 /// What was observed of a job, whatever runs it: the parts of a kind's observation that
 /// the shared steps decide from.

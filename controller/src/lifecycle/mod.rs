@@ -41,7 +41,6 @@
 //! job's latest checkpoint), the kind's own steps and how it words its status. Each step writes its status before it acts, so a fresh reconcile from
 //! the stored status continues where a crashed one stopped.
 
-pub mod act;
 pub mod change;
 pub mod deletion;
 pub mod facts;
@@ -50,7 +49,6 @@ pub mod kind;
 pub mod ledger;
 pub mod machine;
 pub mod observe;
-pub mod poll;
 pub mod protected;
 pub mod records;
 pub mod rescale;

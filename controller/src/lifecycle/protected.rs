@@ -183,7 +183,7 @@ impl Protected {
     /// polls it, and until then the savepoint may be on storage, the job's newest state,
     /// with only a record the user made of it to dispose of it. Flink names a savepoint's
     /// directory `savepoint-<the first 6 characters of the job id>-<random>` (as
-    /// [`super::poll::savepoint_in_directory`] reads it); an earlier savepoint of the same
+    /// [`crate::flink::poll::savepoint_in_directory`] reads it); an earlier savepoint of the same
     /// job id is held as well until the stop settles.
     fn stopping(&mut self, job: &JobStatus) {
         let info = job.savepoint_info.as_ref();

@@ -10,9 +10,10 @@ use flink_operator_api::{
 };
 use serde_json::{Value, json};
 
+use crate::flink::poll::{LateSavepoint, SavepointPoll};
+
 use super::{
     facts::JobAction,
-    poll::{LateSavepoint, SavepointPoll},
     snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
     terms::LifecycleStatus,
 };

@@ -10,9 +10,10 @@ use flink_operator_api::common::{
     Checkpoint, JobSpec, JobStatus, Savepoint, SnapshotTriggerType, flink_job_state,
 };
 
+use crate::flink::poll::SavepointPoll;
+
 use super::{
     facts::{Facts, JobAction, Out},
-    poll::SavepointPoll,
     protected::{Protected, not_disposed, still_needed},
     restore, savepoint_history,
     snapshot_resources::{self, JobSnapshot, NewSnapshot},

@@ -5,9 +5,10 @@
 
 use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTriggerType};
 
+use crate::flink::poll::{LateSavepoint, SavepointPoll};
+
 use super::{
     facts::{Facts, JobAction, Out},
-    poll::{LateSavepoint, SavepointPoll},
     restore::RestorableState,
     savepoint_history,
     savepoint_retry::{self, Attempt, Failure},
@@ -140,7 +141,7 @@ pub fn under_way(status: &impl LifecycleStatus, what: &str) -> String {
 
 /// Records a fresh trigger id for a stop-with-savepoint (of a change or a deletion) before
 /// the stop is sent, with the highest checkpoint id the job shows now (by which its
-/// savepoint is found if the JobManager forgets the stop, see [`crate::lifecycle::poll`]);
+/// savepoint is found if the JobManager forgets the stop, see [`crate::flink::poll`]);
 /// returns it.
 pub fn record_trigger(status: &mut impl LifecycleStatus, facts: &Facts) -> String {
     let trigger_id = facts.fresh_trigger_id.to_owned();

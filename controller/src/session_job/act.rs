@@ -33,7 +33,7 @@ pub enum ActError {
     #[error("{0}")]
     Artifact(#[from] ArtifactError),
     #[error("{0}")]
-    Job(#[from] crate::lifecycle::act::JobActError),
+    Job(#[from] crate::job_actions::JobActError),
     #[error("{what} of job {job_id}: {source}")]
     Flink {
         what: &'static str,
@@ -58,7 +58,7 @@ impl ActError {
     pub fn rescale_failure(&self) -> Option<String> {
         matches!(
             self,
-            ActError::Job(crate::lifecycle::act::JobActError::Rescale { .. })
+            ActError::Job(crate::job_actions::JobActError::Rescale { .. })
         )
         .then(|| self.to_string())
     }
@@ -98,7 +98,7 @@ pub async fn act(
             Ok(())
         }
         Action::Submit(submission) => submit(sj, &rest()?, submission).await,
-        Action::Job(action) => crate::lifecycle::act::run(&rest()?, action, policy)
+        Action::Job(action) => crate::job_actions::run(&rest()?, action, policy)
             .await
             .map_err(ActError::Job),
     }

@@ -24,7 +24,7 @@ use crate::{
     caches::{Cache, Caches},
     context::Context,
     events::{EventNote, Reason},
-    lifecycle::poll::record_savepoint,
+    flink::poll::record_savepoint,
     plan::{Next, Plan, Recovery},
     policy::Policy,
     runtime::{Acted, Reconciler, next::requeue_after},
@@ -98,7 +98,7 @@ impl Reconciler for SessionJobs {
             }
             // Kubernetes objects (snapshots, revisions, the resource itself for a rollback).
             decide::Action::Job(job) if job.on_resources() => Acted::Patched(
-                crate::lifecycle::act::on_resources(
+                crate::job_actions::on_resources(
                     &ctx.client,
                     sj,
                     flink_operator_api::JobKind::FlinkSessionJob,

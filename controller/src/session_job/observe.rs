@@ -19,8 +19,7 @@ use super::{
 use crate::{
     caches::Caches,
     context::Context,
-    flink::{JobId, TriggerId},
-    lifecycle::poll,
+    flink::{JobId, TriggerId, poll},
     lifecycle::records,
     policy::Policy,
 };

@@ -18,7 +18,7 @@ use super::{
 use crate::{
     context::Context,
     flink::{FlinkError, FlinkRestClient, JobId, TriggerId},
-    lifecycle::act::JobActError,
+    job_actions::JobActError,
     runtime::api_error::api_message,
 };
 

@@ -44,8 +44,8 @@ use kube::ResourceExt;
 
 use crate::{
     events::{EventNote, Reason},
+    flink::poll::SavepointPoll,
     flink::{CheckpointKind, SavepointFormat},
-    lifecycle::poll::SavepointPoll,
     plan::{Next, Plan},
     policy::Policy,
 };

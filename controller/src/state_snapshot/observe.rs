@@ -17,11 +17,11 @@ use super::decide::{CheckpointPath, Job, Observation, Target};
 use crate::{
     caches::Caches,
     context::{Context, RestLook},
-    flink::{FlinkError, FlinkRestClient, JobId, TriggerId},
-    lifecycle::{
+    flink::{
+        FlinkError, FlinkRestClient, JobId, TriggerId,
         poll::{self, SavepointPoll},
-        protected,
     },
+    lifecycle::protected,
     policy::Policy,
 };
 

@@ -13,8 +13,8 @@ use super::decide::{
 use crate::timestamps::timestamp;
 use crate::{
     events::Reason,
+    flink::poll::SavepointPoll,
     flink::{CheckpointKind, SavepointFormat},
-    lifecycle::poll::SavepointPoll,
     plan::{Next, Plan},
 };
 
@@ -800,7 +800,7 @@ fn the_backoff_limit_bounds_the_attempts() {
 fn a_trigger_flink_refuses_counts_as_a_failed_attempt_and_an_unreachable_one_does_not() {
     use crate::{
         flink::FlinkError,
-        lifecycle::act::JobActError,
+        job_actions::JobActError,
         runtime::Reconciler,
         state_snapshot::{ReconcileError, Snapshots, act::ActError, observe::Observed},
     };

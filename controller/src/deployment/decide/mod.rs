@@ -45,7 +45,7 @@ pub use status::set_conditions;
 
 pub use crate::{
     events::{EventNote, Reason},
-    lifecycle::poll::SavepointPoll,
+    flink::poll::SavepointPoll,
     plan::Next,
 };
 
@@ -101,7 +101,7 @@ pub struct Observation {
     /// The pending manual checkpoint, polled by its recorded trigger id.
     pub checkpoint: Option<SavepointPoll>,
     /// The savepoint of a stop the JobManager no longer knows, looked for elsewhere.
-    pub late_savepoint: Option<crate::lifecycle::poll::LateSavepoint>,
+    pub late_savepoint: Option<crate::flink::poll::LateSavepoint>,
     /// Whether the cluster's HA metadata points at a checkpoint; looked at only with high
     /// availability, for an application (a rollback, a recovery, the health check's
     /// restart and a last-state change restore from it), and with ZooKeeper HA only at the

@@ -25,7 +25,8 @@ use crate::{
         ha_checkpoint,
     },
     flink::job::JobObservation,
-    lifecycle::{Plan, poll::CheckpointLookup, retention::OnCancel},
+    flink::poll::CheckpointLookup,
+    lifecycle::{Plan, retention::OnCancel},
     policy::Policy,
 };
 

@@ -111,7 +111,7 @@ impl Kind for FlinkSessionJob {
     }
 }
 
-/// What the operator's observe reads (session_job::observe and lifecycle::poll::look).
+/// What the operator's observe reads (session_job::observe and flink::poll::look).
 fn observe(world: &mut World<FlinkSessionJob>, sj: &FlinkSessionJob, unreachable: bool) -> sj::Observation {
     let config: BTreeMap<String, String> = (sj.spec.flink_configuration.as_ref())
         .map(|c| c.flattened())

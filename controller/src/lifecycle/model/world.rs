@@ -26,9 +26,9 @@ use flink_operator_api::FlinkSpec;
 
 use crate::{
     flink::job::JobObservation,
+    flink::poll::{CheckpointLookup, LateSavepoint, SavepointPoll},
     lifecycle::{
         JobAction, LifecycleStatus, Plan,
-        poll::{CheckpointLookup, LateSavepoint, SavepointPoll},
         protected::{NeededBy, Protected},
         revisions,
         snapshot_resources::JobSnapshot,
@@ -788,7 +788,7 @@ impl<K: Kind> World<K> {
             }
             JobAction::CreateSnapshot(new) => {
                 let name = new.name(NAME);
-                let mut object = crate::lifecycle::act::new_snapshot(
+                let mut object = crate::job_actions::new_snapshot(
                     new,
                     &name,
                     K::KIND,
@@ -932,7 +932,7 @@ impl<K: Kind> World<K> {
     }
 
     /// What one look at the job recorded in `job_status` reads over its JobManager's REST
-    /// API (as `lifecycle::poll::look` does), the latest checkpoint when `latest`.
+    /// API (as `flink::poll::look` does), the latest checkpoint when `latest`.
     pub fn look(&self, job_status: &JobStatus, job_id: &str, latest: bool) -> Look {
         let job = self.flink.jobs.get(job_id);
         let found = job.map(|job| JobObservation::Found {

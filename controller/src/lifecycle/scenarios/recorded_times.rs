@@ -230,7 +230,7 @@ fn an_upgrade_savepoint_recorded_by_the_operator_keeps_its_time() {
         completed_ms: Some(NOW - 3 * MIN),
         dispose_on_delete: false,
     };
-    let mut snapshot = super::super::act::new_snapshot(
+    let mut snapshot = crate::job_actions::new_snapshot(
         &new,
         &new.name("basic"),
         flink_operator_api::JobKind::FlinkDeployment,
@@ -252,7 +252,7 @@ fn an_upgrade_savepoint_recorded_by_the_operator_keeps_its_time() {
         "{plan:?}"
     );
     // One whose time is not known states none.
-    let unknown = super::super::act::new_snapshot(
+    let unknown = crate::job_actions::new_snapshot(
         &NewSnapshot {
             completed_ms: None,
             ..new.clone()
@@ -267,7 +267,7 @@ fn an_upgrade_savepoint_recorded_by_the_operator_keeps_its_time() {
 
 /// A stop-with-savepoint records, before it is sent, the highest checkpoint id the job
 /// shows: what its savepoint is told apart by when the JobManager forgets the stop (see
-/// [`crate::lifecycle::poll::savepoint_after`]). A savepoint found so is recorded with the
+/// [`crate::flink::poll::savepoint_after`]). A savepoint found so is recorded with the
 /// time the stop was sent, by the operator's clock, not with the JobManager's or the
 /// storage's time, nor with the time it is found.
 #[test]

@@ -7,10 +7,8 @@ use flink_operator_api::{FlinkSessionJobSpec, common::flink_job_state, keys};
 use super::{Action, Decision, JobObservation, Plan, SessionObservation, phase, recorded_job_id};
 use crate::{
     events::Reason,
-    lifecycle::{
-        FAST, JobAction, SLOW, WAIT, deletion, poll::CheckpointLookup, restore::RestorableState,
-        retention::OnCancel, spec,
-    },
+    flink::poll::CheckpointLookup,
+    lifecycle::{FAST, JobAction, SLOW, WAIT, deletion, restore::RestorableState, retention::OnCancel, spec},
 };
 use flink_operator_api::SnapshotType;
 

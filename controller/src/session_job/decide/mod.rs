@@ -56,7 +56,7 @@ pub struct Observation {
     /// The pending manual checkpoint, polled by its recorded trigger id.
     pub manual_checkpoint: Option<SavepointPoll>,
     /// The savepoint of a stop the JobManager no longer knows, looked for elsewhere.
-    pub late_savepoint: Option<crate::lifecycle::poll::LateSavepoint>,
+    pub late_savepoint: Option<crate::flink::poll::LateSavepoint>,
     /// The latest completed checkpoint of the recorded job, looked up when its upgrade mode
     /// is not stateless (while it runs too, so that the restore guard is checked before the
     /// job is ended for a restore).
@@ -111,7 +111,7 @@ pub enum SessionObservation {
 
 pub use crate::flink::job::JobObservation;
 
-pub use crate::lifecycle::poll::CheckpointLookup;
+pub use crate::flink::poll::CheckpointLookup;
 
 /// One job submission: upload the jar, run it under `job_id`, delete the jar.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,7 +189,7 @@ impl Observation {
 }
 
 pub use crate::conditions::phase;
-pub use crate::{events::EventNote, lifecycle::poll::SavepointPoll};
+pub use crate::{events::EventNote, flink::poll::SavepointPoll};
 
 /// The Flink state a job is in right after its id is recorded and before Flink reports it.
 const RECONCILING: &str = flink_job_state::RECONCILING;

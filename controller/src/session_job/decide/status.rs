@@ -9,7 +9,8 @@ use flink_operator_api::{
 use super::{Decision, JobObservation, Plan, RECONCILING, SessionObservation, phase};
 use crate::{
     events::Reason,
-    lifecycle::{WAIT, observe, poll::CheckpointLookup, spec},
+    flink::poll::CheckpointLookup,
+    lifecycle::{WAIT, observe, spec},
 };
 
 pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSessionJobSpec>) -> Plan {

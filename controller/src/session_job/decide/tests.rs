@@ -1618,7 +1618,7 @@ fn a_deleted_stateful_session_job_records_the_state_it_leaves_before_the_finaliz
     // Cancelled by its deletion: the latest checkpoint Flink retained, newer than status.
     const LATEST: &str = "file:///cp/old-job/chk-9";
     let cancelled = Observation {
-        checkpoint: Some(crate::lifecycle::poll::CheckpointLookup::Found {
+        checkpoint: Some(crate::flink::poll::CheckpointLookup::Found {
             path: LATEST.to_owned(),
             timestamp_ms: Some(NOW - 500),
         }),
@@ -1652,7 +1652,7 @@ fn a_deleted_stateful_session_job_records_the_state_it_leaves_before_the_finaliz
 
 #[test]
 fn a_stateful_job_that_failed_or_was_cancelled_outside_records_its_latest_checkpoint_while_flink_knows_it() {
-    use crate::lifecycle::poll::CheckpointLookup;
+    use crate::flink::poll::CheckpointLookup;
     const CHECKPOINT: &str = "file:/checkpoints/old-job/chk-7";
     let latest = Some(CheckpointLookup::Found {
         path: CHECKPOINT.into(),

@@ -28,6 +28,7 @@ use crate::{
         self, Action, BlueGreenPolicy, Colour, Observation, Stage, act, child_name, gate::HandOver, observe,
     },
     flink::SavepointFormat,
+    flink::poll::SavepointPoll,
     lifecycle::spec::is_suspended,
     lifecycle::{
         model::{
@@ -35,7 +36,6 @@ use crate::{
             snapshot_actions,
             world::{CHECKPOINT_DIR, Resource, SAVEPOINT_DIR, time_of},
         },
-        poll::SavepointPoll,
         protected,
     },
     policy::Policy,

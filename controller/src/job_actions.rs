@@ -14,7 +14,7 @@ use kube::{
 };
 use serde_json::json;
 
-use super::{
+use crate::lifecycle::{
     facts::JobAction,
     revisions::{self, RecordRevision, RevisionStep},
     snapshot_resources::NewSnapshot,
@@ -446,10 +446,13 @@ pub fn new_snapshot(
 
 /// Reads the job's resource requirements and sends those that apply `change`, unless they
 /// are so already (a repeat after a crash).
-async fn rescale(rest: &FlinkRestClient, change: &super::rescale::Rescale) -> Result<(), FlinkError> {
+async fn rescale(
+    rest: &FlinkRestClient,
+    change: &crate::lifecycle::rescale::Rescale,
+) -> Result<(), FlinkError> {
     let job = JobId::from(change.job_id.as_str());
     let current = rest.resource_requirements(&job).await?;
-    let wanted = super::rescale::requirements(&current, change);
+    let wanted = crate::lifecycle::rescale::requirements(&current, change);
     if wanted == current {
         return Ok(());
     }
