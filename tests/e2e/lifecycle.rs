@@ -134,6 +134,9 @@ async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_can
         &[
             ("high-availability.type", "kubernetes"),
             ("high-availability.storageDir", "file:///opt/flink/state/ha"),
+            // A lost JobManager Deployment is found at the next look of a steady job: every
+            // 10 s rather than the default minute.
+            ("kubernetes.operator.reconcile.interval", "10 s"),
         ],
     )
     .await;

@@ -80,6 +80,9 @@ async fn zookeeper_ha(version: &str) {
         // The server takes unauthenticated clients (as the operator is one): without this,
         // each JobManager and TaskManager first tries SASL and connects 20 s later.
         ("zookeeper.sasl.disable", "true"),
+        // A lost JobManager Deployment is found at the next look of a steady job: every
+        // 10 s rather than the default minute.
+        ("kubernetes.operator.reconcile.interval", "10 s"),
     ];
     let (api, state) = create_counter(&client, &ns.name, version, "last-state", &config).await;
     let counts = state.join("counts");
