@@ -695,19 +695,81 @@ impl Condition {
     }
 }
 
-/// Status fields shared by FlinkDeployment and FlinkSessionJob, for generic code.
-pub trait CommonStatus {
+/// The status fields FlinkDeployment and FlinkSessionJob share (what records a job's
+/// lifecycle), read and written by code that serves both.
+pub trait LifecycleStatus: Clone + Default {
     /// Last observed job status.
     fn job_status(&self) -> Option<&JobStatus>;
+    fn job_status_mut(&mut self) -> &mut JobStatus;
+    /// Reconciliation bookkeeping.
+    fn reconciliation(&self) -> Option<&ReconciliationStatus>;
+    fn reconciliation_mut(&mut self) -> &mut Option<ReconciliationStatus>;
+    /// The job's revision history and latest manual rollback.
+    fn revision(&self) -> Option<&RevisionStatus>;
+    fn revision_mut(&mut self) -> &mut RevisionStatus;
+    fn conditions(&self) -> Option<&Vec<Condition>>;
+    fn conditions_mut(&mut self) -> &mut Option<Vec<Condition>>;
     /// Error reported by the operator, if any.
     fn error(&self) -> Option<&str>;
-    /// Generation of the last reconciled spec.
-    fn observed_generation(&self) -> Option<i64>;
+    fn error_mut(&mut self) -> &mut Option<String>;
     /// Derived lifecycle state.
     fn lifecycle_state(&self) -> Option<ResourceLifecycleState>;
-    /// Reconciliation bookkeeping.
-    fn reconciliation_status(&self) -> Option<&ReconciliationStatus>;
+    fn lifecycle_state_mut(&mut self) -> &mut Option<ResourceLifecycleState>;
+    /// Generation of the last reconciled spec.
+    fn observed_generation(&self) -> Option<i64>;
+    fn observed_generation_mut(&mut self) -> &mut Option<i64>;
 }
+
+/// Implements [`LifecycleStatus`] for a status struct with the shared fields.
+macro_rules! lifecycle_status {
+    ($status:ty) => {
+        impl $crate::common::LifecycleStatus for $status {
+            fn job_status(&self) -> Option<&$crate::common::JobStatus> {
+                self.job_status.as_ref()
+            }
+            fn job_status_mut(&mut self) -> &mut $crate::common::JobStatus {
+                self.job_status.get_or_insert_with(Default::default)
+            }
+            fn reconciliation(&self) -> Option<&$crate::common::ReconciliationStatus> {
+                self.reconciliation_status.as_ref()
+            }
+            fn reconciliation_mut(&mut self) -> &mut Option<$crate::common::ReconciliationStatus> {
+                &mut self.reconciliation_status
+            }
+            fn revision(&self) -> Option<&$crate::common::RevisionStatus> {
+                self.revision.as_ref()
+            }
+            fn revision_mut(&mut self) -> &mut $crate::common::RevisionStatus {
+                self.revision.get_or_insert_with(Default::default)
+            }
+            fn conditions(&self) -> Option<&Vec<$crate::common::Condition>> {
+                self.conditions.as_ref()
+            }
+            fn conditions_mut(&mut self) -> &mut Option<Vec<$crate::common::Condition>> {
+                &mut self.conditions
+            }
+            fn error(&self) -> Option<&str> {
+                self.error.as_deref()
+            }
+            fn error_mut(&mut self) -> &mut Option<String> {
+                &mut self.error
+            }
+            fn lifecycle_state(&self) -> Option<$crate::common::ResourceLifecycleState> {
+                self.lifecycle_state
+            }
+            fn lifecycle_state_mut(&mut self) -> &mut Option<$crate::common::ResourceLifecycleState> {
+                &mut self.lifecycle_state
+            }
+            fn observed_generation(&self) -> Option<i64> {
+                self.observed_generation
+            }
+            fn observed_generation_mut(&mut self) -> &mut Option<i64> {
+                &mut self.observed_generation
+            }
+        }
+    };
+}
+pub(crate) use lifecycle_status;
 
 #[cfg(test)]
 mod tests {

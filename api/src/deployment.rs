@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::common::{
-    CommonStatus, Condition, FlinkSpec, FlinkVersion, IngressSpec, JobManagerSpec, JobSpec, JobStatus,
+    Condition, FlinkSpec, FlinkVersion, IngressSpec, JobManagerSpec, JobSpec, JobStatus,
     KubernetesDeploymentMode, ReconciliationStatus, ResourceLifecycleState, RevisionStatus, TaskManagerSpec,
 };
 use crate::config::FlinkConfiguration;
@@ -239,24 +239,4 @@ pub struct FlinkDeploymentStatus {
     pub revision: Option<RevisionStatus>,
 }
 
-impl CommonStatus for FlinkDeploymentStatus {
-    fn job_status(&self) -> Option<&JobStatus> {
-        self.job_status.as_ref()
-    }
-
-    fn error(&self) -> Option<&str> {
-        self.error.as_deref()
-    }
-
-    fn observed_generation(&self) -> Option<i64> {
-        self.observed_generation
-    }
-
-    fn lifecycle_state(&self) -> Option<ResourceLifecycleState> {
-        self.lifecycle_state
-    }
-
-    fn reconciliation_status(&self) -> Option<&ReconciliationStatus> {
-        self.reconciliation_status.as_ref()
-    }
-}
+crate::common::lifecycle_status!(FlinkDeploymentStatus);

@@ -48,11 +48,11 @@ pub use blue_green::{
     TransitionMode,
 };
 pub use common::{
-    Checkpoint, CheckpointInfo, CheckpointType, CommonStatus, Condition, FlinkSpec, FlinkVersion,
-    IngressSpec, JobManagerSpec, JobSpec, JobState, JobStatus, KubernetesDeploymentMode, ReconciliationState,
-    ReconciliationStatus, Resource, ResourceLifecycleState, RevisionStatus, RollbackPhase, RollbackStatus,
-    Savepoint, SavepointFormatType, SavepointInfo, SavepointRetry, SnapshotTriggerType, TaskManagerSpec,
-    UpgradeMode,
+    Checkpoint, CheckpointInfo, CheckpointType, Condition, FlinkSpec, FlinkVersion, IngressSpec,
+    JobManagerSpec, JobSpec, JobState, JobStatus, KubernetesDeploymentMode, LifecycleStatus,
+    ReconciliationState, ReconciliationStatus, Resource, ResourceLifecycleState, RevisionStatus,
+    RollbackPhase, RollbackStatus, Savepoint, SavepointFormatType, SavepointInfo, SavepointRetry,
+    SnapshotTriggerType, TaskManagerSpec, UpgradeMode,
 };
 pub use config::FlinkConfiguration;
 pub use deployment::{

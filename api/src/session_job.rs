@@ -5,8 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::common::{
-    CommonStatus, Condition, FlinkSpec, JobSpec, JobStatus, ReconciliationStatus, ResourceLifecycleState,
-    RevisionStatus,
+    Condition, FlinkSpec, JobSpec, JobStatus, ReconciliationStatus, ResourceLifecycleState, RevisionStatus,
 };
 use crate::config::FlinkConfiguration;
 
@@ -123,24 +122,4 @@ pub struct FlinkSessionJobStatus {
     pub revision: Option<RevisionStatus>,
 }
 
-impl CommonStatus for FlinkSessionJobStatus {
-    fn job_status(&self) -> Option<&JobStatus> {
-        self.job_status.as_ref()
-    }
-
-    fn error(&self) -> Option<&str> {
-        self.error.as_deref()
-    }
-
-    fn observed_generation(&self) -> Option<i64> {
-        self.observed_generation
-    }
-
-    fn lifecycle_state(&self) -> Option<ResourceLifecycleState> {
-        self.lifecycle_state
-    }
-
-    fn reconciliation_status(&self) -> Option<&ReconciliationStatus> {
-        self.reconciliation_status.as_ref()
-    }
-}
+crate::common::lifecycle_status!(FlinkSessionJobStatus);

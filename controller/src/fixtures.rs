@@ -1,9 +1,8 @@
 //! What the controller's unit tests build their resources and observations from, shared so
 //! that every suite looks at the same clock and reads conditions the same way.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::Condition;
-
-use crate::lifecycle::LifecycleStatus;
 
 /// The tests' "now", epoch milliseconds (2027-01-15).
 pub const NOW: i64 = 1_800_000_000_000;

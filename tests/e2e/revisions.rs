@@ -132,7 +132,7 @@ pub async fn a_misbehaving_update_is_rolled_back<K>(
         + serde::de::DeserializeOwned
         + serde::Serialize
         + std::fmt::Debug,
-    K::Status: flink_operator_api::common::CommonStatus,
+    K::Status: flink_operator_api::common::LifecycleStatus,
 {
     let namespace = api.get(name).await.unwrap().meta().namespace.clone().unwrap();
     let target = format!("{kind}/{name}");

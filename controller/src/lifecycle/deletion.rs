@@ -18,6 +18,7 @@
 //! and a Normal Event with the path; a resource created next with that path as
 //! `spec.job.initialSavepointPath` starts from it.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::{JobSpec, JobStatus, SnapshotTriggerType, UpgradeMode};
 
 use crate::flink::poll::SavepointPoll;
@@ -27,7 +28,6 @@ use super::{
     restore::{self, RestorableState},
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
     stop,
-    terms::LifecycleStatus,
     trigger::clear_trigger,
 };
 use crate::{

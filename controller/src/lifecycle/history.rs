@@ -23,6 +23,7 @@
 //! an ordinary update, which continues from its own recorded steps; a revision not yet
 //! recorded is recorded by the next pass, from the status that holds the applied spec.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::{
     RollbackPhase, RollbackStatus,
     common::{ReconciliationState, ReconciliationStatus, ResourceLifecycleState},
@@ -37,7 +38,7 @@ use super::{
     restore::{self, RestorableState},
     revisions::{self, Revision, RevisionStep, RollbackDecision},
     spec, stop,
-    terms::{FAST, LifecycleStatus},
+    terms::FAST,
 };
 use crate::{
     conditions::phase,

@@ -5,6 +5,7 @@
 //! table (`step.rs`), the revision history (`history.rs`) and the wording (`wording.rs`) all
 //! read these; none of them is imported back from here.
 
+use flink_operator_api::LifecycleStatus;
 use std::ops::DerefMut;
 
 use flink_operator_api::common::{JobStatus, flink_job_state};
@@ -16,7 +17,6 @@ use super::{
     restore::RestorableState,
     retention::OnCancel,
     snapshot_resources,
-    terms::LifecycleStatus,
 };
 use crate::{
     plan::{Next, Plan},

@@ -6,11 +6,12 @@
 //! actions are written, the conditions, refusals and the rule for a generation already
 //! refused exist once.
 
+use flink_operator_api::LifecycleStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{
     facts::{Facts, JobAction, Out},
-    terms::{LifecycleStatus, SLOW, said_for},
+    terms::{SLOW, said_for},
 };
 use crate::{
     conditions::{condition_type, phase, set_conditions},

@@ -21,6 +21,7 @@
 //! job's wait for its session cluster). What the machine says of stops, waits, refusals
 //! and commits is worded once ([`super::wording`]).
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state};
 
 use super::{
@@ -36,7 +37,7 @@ use super::{
     restore::RestorableState,
     savepoint_history, snapshot_resources, snapshots, spec,
     stop::{self, Stopped},
-    terms::{FAST, LifecycleStatus, SLOW, WAIT},
+    terms::{FAST, SLOW, WAIT},
     wording,
 };
 use crate::{

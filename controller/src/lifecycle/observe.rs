@@ -1,12 +1,12 @@
 //! Flink's view of a job into its status, the same for every kind: its state with an
 //! Event per change, and why it failed.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state};
 
 use super::{
     facts::Out,
     restore::{self, RestorableState},
-    terms::LifecycleStatus,
 };
 use crate::events::{EventNote, Reason};
 use flink_operator_api::FlinkSpec;

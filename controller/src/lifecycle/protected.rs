@@ -40,6 +40,7 @@
 //! a path kept so is named in a `SavepointNotDisposed` Warning worded once ([`not_disposed`],
 //! [`still_needed`]).
 
+use flink_operator_api::LifecycleStatus;
 use std::{
     collections::{BTreeMap, HashMap},
     sync::Arc,
@@ -53,10 +54,7 @@ use flink_operator_api::{
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use kube::ResourceExt;
 
-use super::{
-    revisions::{self, Revision},
-    terms::LifecycleStatus,
-};
+use super::revisions::{self, Revision};
 use crate::caches::Caches;
 
 /// The paths a job may still need (see the module), each with why.

@@ -4,6 +4,7 @@
 //! would dispose of.
 
 use flink_operator_api::JobKind;
+use flink_operator_api::LifecycleStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{
@@ -12,7 +13,6 @@ use super::{
     revisions::Revision,
     snapshot_resources::{self, JobSnapshot},
     snapshots,
-    terms::LifecycleStatus,
 };
 use crate::{caches::Caches, policy::Policy};
 

@@ -17,9 +17,10 @@
 //! removed cannot be told apart from one set in code, so that change is an upgrade, as in the
 //! Apache operator.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::keys::{flink, operator};
 
-use super::{spec, terms::LifecycleStatus};
+use super::spec;
 use crate::{
     conditions::{condition_type, phase},
     events::{EventNote, Reason},

@@ -3,6 +3,7 @@
 //! requests to Flink, the same Events, the same status), whatever runs them. What only
 //! one kind does (cluster objects, submissions) is tested with that kind.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::{
     FlinkDeployment, FlinkSessionJob,
     common::{JobStatus, ReconciliationState, ResourceLifecycleState, SnapshotTriggerType, UpgradeMode},
@@ -15,7 +16,6 @@ use crate::flink::poll::{LateSavepoint, SavepointPoll};
 use super::{
     facts::JobAction,
     snapshot_resources::{self, JobSnapshot, NewSnapshot, SnapshotState},
-    terms::LifecycleStatus,
 };
 use flink_operator_api::SnapshotType;
 use flink_operator_api::options::schedule::Schedule;

@@ -6,6 +6,7 @@
 //! never acted on twice; later reconciles poll it, so nothing waits on Flink. A spec
 //! change waits for a pending snapshot: ending the job would lose what the user asked for.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::{
     Checkpoint, JobSpec, JobStatus, Savepoint, SnapshotTriggerType, flink_job_state,
 };
@@ -17,7 +18,6 @@ use super::{
     protected::{Protected, not_disposed, still_needed},
     restore, savepoint_history,
     snapshot_resources::{self, JobSnapshot, NewSnapshot},
-    terms::LifecycleStatus,
     trigger::{clear_trigger, trigger_fields},
 };
 use crate::{

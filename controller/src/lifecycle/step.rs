@@ -53,12 +53,12 @@
 //! status (with a warning), and the step after it is derived ([`after`]) from the status
 //! with that note, and dispatched.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::ReconciliationState;
 
 use super::{
     kind::{JobKind, Observed, Step, StepName, in_place, job_view},
     snapshots, stop,
-    terms::LifecycleStatus,
 };
 
 /// Every step, in the order they are tried (the module's table): a step is taken only when

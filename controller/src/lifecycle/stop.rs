@@ -3,6 +3,7 @@
 //! a failed savepoint is retried within `kubernetes.operator.job.upgrade.savepoint.grace-period`
 //! (see [`super::savepoint_retry`]), and the job keeps running when it cannot be taken.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::{ResourceLifecycleState, Savepoint, SnapshotTriggerType};
 
 use crate::flink::poll::{LateSavepoint, SavepointPoll};
@@ -13,7 +14,6 @@ use super::{
     savepoint_history,
     savepoint_retry::{self, Attempt, Failure},
     snapshot_resources::{self, NewSnapshot},
-    terms::LifecycleStatus,
     trigger::clear_trigger,
 };
 use crate::events::{EventNote, Reason};

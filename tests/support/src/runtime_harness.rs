@@ -412,9 +412,9 @@ where
         + serde::de::DeserializeOwned
         + serde::Serialize
         + std::fmt::Debug,
-    K::Status: flink_operator_api::common::CommonStatus,
+    K::Status: flink_operator_api::common::LifecycleStatus,
 {
-    use flink_operator_api::common::{CommonStatus, ResourceLifecycleState};
+    use flink_operator_api::common::{LifecycleStatus, ResourceLifecycleState};
     wait_for_seeing(
         &format!("{name}: its job RUNNING (not job {previous:?}) and the resource STABLE"),
         Duration::from_secs(240),

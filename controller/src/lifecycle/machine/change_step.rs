@@ -4,6 +4,7 @@
 //! cancellation, last-state, a fresh savepoint, a redeploy from `initialSavepointPath`) and
 //! the new spec committed with the state it starts from, or the change waits or is refused.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::{JobStatus, ResourceLifecycleState, flink_job_state};
 
 use super::outcome::{commit, recorded_job_id, refused, stop_with_savepoint, wait};
@@ -15,7 +16,7 @@ use crate::{
     events::EventNote,
     events::Reason,
     lifecycle::{
-        FAST, JobAction, LifecycleStatus, SLOW, capitalised,
+        FAST, JobAction, SLOW, capitalised,
         change::{self, Ending, JobNow, JobToEnd, Newest, Resume, Resuming},
         history,
         restore::{self, RestorableState},

@@ -4,12 +4,12 @@
 //! Deriving the step reads what these wrote; it writes nothing itself.
 
 use crate::lifecycle::{
-    LifecycleStatus,
     kind::{JobKind, Observed, Step},
     snapshots, spec,
     step::{self, Before},
 };
 use flink_operator_api::FlinkSpec;
+use flink_operator_api::LifecycleStatus;
 
 /// The step the job is at: the one the stored status says before observing, or, once the
 /// job is observed into the status being built, the one after. The kind's admission is

@@ -2,6 +2,7 @@
 //! state it starts from, a wait, a refusal, or a stop with a savepoint; each worded once
 //! ([`crate::lifecycle::wording`]). The machine and its `Change` step both end through these.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::ResourceLifecycleState;
 
 use crate::{
@@ -11,7 +12,7 @@ use crate::{
         kind::{Cause, JobKind, PlanOf, Refusal, Restore, Standing, Wait, job_view},
         restore, spec,
         stop::{self, Stopping},
-        terms::{FAST, LifecycleStatus, WAIT, capitalised},
+        terms::{FAST, WAIT, capitalised},
         wording::{self, Change, Refused},
     },
     plan::Next,

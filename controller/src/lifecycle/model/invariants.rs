@@ -23,12 +23,12 @@
 //! metadata that stays), and neither the resource nor the HA metadata may go while it is
 //! the only pointer to it.
 
+use flink_operator_api::LifecycleStatus;
 use std::collections::BTreeSet;
 
 use flink_operator_api::common::flink_job_state::RUNNING;
 
 use super::world::{Effect, Kind, World, recorded_paths};
-use crate::lifecycle::LifecycleStatus;
 
 /// A broken promise, in words.
 pub type Violation = String;

@@ -7,6 +7,7 @@
 //! read when asked. What differs between the kinds (observe, decide, the actions) is a
 //! [`Kind`] ([`super::session`], [`super::application`]).
 
+use flink_operator_api::LifecycleStatus;
 use std::{collections::BTreeMap, sync::Arc};
 
 use flink_operator_api::{
@@ -28,7 +29,7 @@ use crate::{
     flink::job::JobObservation,
     flink::poll::{CheckpointLookup, LateSavepoint, SavepointPoll},
     lifecycle::{
-        JobAction, LifecycleStatus, Plan,
+        JobAction, Plan,
         protected::{NeededBy, Protected},
         revisions,
         snapshot_resources::JobSnapshot,

@@ -2,6 +2,7 @@
 //! status, observation), the step each kind derives. One row per step; a row of a step only
 //! one kind takes says what the other derives instead.
 
+use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::{
     ReconciliationState, ReconciliationStatus, ResourceLifecycleState, SavepointInfo,
 };

@@ -3,6 +3,7 @@
 //! id; a submission interrupted by a crash is continued under the recorded id
 //! ([`continue_submit`]).
 
+use flink_operator_api::LifecycleStatus;
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
@@ -20,7 +21,7 @@ use crate::{
     conditions::set_conditions,
     events::Reason,
     lifecycle::{
-        FAST, LifecycleStatus, SLOW,
+        FAST, SLOW,
         restore::{self, RestorableState},
         spec,
     },
