@@ -11,7 +11,7 @@
 //!   their history, the stop-with-savepoint of an upgrade or a deletion with its retries,
 //!   restores and resumes under the restore-age guard, the job's state in status, the REST
 //!   polls of a job and the REST actions on it; with one table of scenarios run against
-//!   both kinds. What differs per kind is its [`lifecycle::kind::JobKind`].
+//!   both kinds. What differs per kind is its [`lifecycle::kind::LifecycleHooks`].
 //! - [`deployment`]: the FlinkDeployment's own part: the cluster's objects and readiness,
 //!   starting a job with its cluster and tearing it down (HA metadata only once the
 //!   JobManager exited), rollback, JobManager recovery, session clusters and their guard on

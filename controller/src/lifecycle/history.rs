@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use super::{
     facts::JobAction,
-    kind::JobKind,
+    kind::LifecycleHooks,
     restore::{self, RestorableState},
     revisions::{self, Revision, RevisionStep, RollbackDecision},
     spec, stop,
@@ -77,7 +77,7 @@ pub fn of_job(
 /// (the plan records it, then writes the revision's spec into the resource). A refusal adds
 /// its Event, status and the request's removal to what the step decides; a request that
 /// waits changes nothing.
-pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status, K::Action>> {
+pub fn rollback_request<'a, K: LifecycleHooks<'a>>(k: &mut K) -> Option<Plan<K::Status, K::Action>> {
     let facts = k.facts;
     let kept = facts.revisions?;
     if k.deleting() {
@@ -171,7 +171,7 @@ pub fn rollback_request<'a, K: JobKind<'a>>(k: &mut K) -> Option<Plan<K::Status,
 /// included. A path no record lists was disposed of, by the operator or before, or was
 /// never recorded (a checkpoint a last-state upgrade started from, which Flink removes
 /// once newer ones complete).
-pub fn recorded<'a, K: JobKind<'a>>(k: &K, path: &str) -> bool {
+pub fn recorded<'a, K: LifecycleHooks<'a>>(k: &K, path: &str) -> bool {
     let path = path.trim();
     let by_snapshot = k.facts.snapshots.iter().any(|s| {
         s.state == flink_operator_api::FlinkStateSnapshotState::Completed
@@ -198,7 +198,7 @@ pub fn recorded<'a, K: JobKind<'a>>(k: &K, path: &str) -> bool {
 
 /// Whether an update is in progress: a spec not applied yet, a stop-with-savepoint in
 /// flight, or a start (or a FlinkDeployment's automatic rollback) not finished.
-fn update_in_progress<'a, K: JobKind<'a>>(k: &K) -> bool {
+fn update_in_progress<'a, K: LifecycleHooks<'a>>(k: &K) -> bool {
     let status = &k.status;
     let recorded = k.recorded().ok().flatten();
     let state = status.reconciliation().and_then(|rs| rs.state);
@@ -210,7 +210,7 @@ fn update_in_progress<'a, K: JobKind<'a>>(k: &K) -> bool {
         || recorded.is_some_and(|r| spec::changed(&r, k.spec))
 }
 
-fn refuse<'a, K: JobKind<'a>>(k: &mut K, to: Option<i64>, why: String, value: &str) {
+fn refuse<'a, K: LifecycleHooks<'a>>(k: &mut K, to: Option<i64>, why: String, value: &str) {
     let now = k.facts.now_ms;
     let from = k.status.revision().and_then(|r| r.current);
     let (status, mut out) = k.parts();
@@ -233,7 +233,7 @@ fn refuse<'a, K: JobKind<'a>>(k: &mut K, to: Option<i64>, why: String, value: &s
 
 /// Records the revision the plan's status applies, prunes the history, and follows a
 /// rollback in flight (see the module's documentation).
-pub fn follow<'a, K: JobKind<'a>>(k: &K, plan: &mut Plan<K::Status, K::Action>) {
+pub fn follow<'a, K: LifecycleHooks<'a>>(k: &K, plan: &mut Plan<K::Status, K::Action>) {
     let facts = k.facts;
     let Some(kept) = facts.revisions else {
         return;
@@ -324,7 +324,7 @@ fn runs_version(spec: &impl FlinkSpec, revision: &Revision) -> bool {
     revisions::normalised(&spec) == revisions::normalised(&revision.spec)
 }
 
-fn follow_rollback<'a, K: JobKind<'a>>(
+fn follow_rollback<'a, K: LifecycleHooks<'a>>(
     k: &K,
     plan: &mut Plan<K::Status, K::Action>,
     current: &Revision,
@@ -411,7 +411,7 @@ fn follow_rollback<'a, K: JobKind<'a>>(
 /// (`flink.apache.org/rollback-restore: revision`), while the spec is the revision's: the
 /// state the revision was started from, with its time where a snapshot resource or the
 /// savepoint history knows it (the restore-age guard needs it).
-pub fn revision_state<'a, K: JobKind<'a>>(k: &K) -> Option<RestorableState> {
+pub fn revision_state<'a, K: LifecycleHooks<'a>>(k: &K) -> Option<RestorableState> {
     let rollback = rollback(&k.status).filter(|r| r.phase == Some(RollbackPhase::RollingBack))?;
     let path = rollback.restore_path.clone()?;
     let target = k

@@ -1,7 +1,7 @@
 //! What a job kind and the lifecycle machine tell each other: where the job stands
 //! ([`Standing`]), what a start restores ([`Restore`]) and why ([`Cause`]), why a job is
 //! cancelled ([`Cancel`]), what a change waits for ([`Wait`]) or why it is refused
-//! ([`Refusal`]), and the kind's hooks ([`JobKind`]). The machine (`machine.rs`), the step
+//! ([`Refusal`]), and the kind's hooks ([`LifecycleHooks`]). The machine (`machine.rs`), the step
 //! table (`step.rs`), the revision history (`history.rs`) and the wording (`wording.rs`) all
 //! read these; none of them is imported back from here.
 
@@ -276,20 +276,24 @@ pub struct Standing {
 }
 
 /// The decision under construction of a kind: its [`Ledger`].
-pub type LedgerOf<'a, K> =
-    Ledger<'a, <K as JobKind<'a>>::Spec, <K as JobKind<'a>>::Status, <K as JobKind<'a>>::Action>;
+pub type LedgerOf<'a, K> = Ledger<
+    'a,
+    <K as LifecycleHooks<'a>>::Spec,
+    <K as LifecycleHooks<'a>>::Status,
+    <K as LifecycleHooks<'a>>::Action,
+>;
 
 /// A job kind's part in the lifecycle: its effects. It is implemented by the kind's decision
 /// under construction, which is a [`Ledger`] (the resource, the facts, the status being
 /// built, the actions and the Events, read and written by the machine) with the kind's own
 /// observation beside it.
-pub trait JobKind<'a>:
+pub trait LifecycleHooks<'a>:
     DerefMut<
     Target = Ledger<
         'a,
-        <Self as JobKind<'a>>::Spec,
-        <Self as JobKind<'a>>::Status,
-        <Self as JobKind<'a>>::Action,
+        <Self as LifecycleHooks<'a>>::Spec,
+        <Self as LifecycleHooks<'a>>::Status,
+        <Self as LifecycleHooks<'a>>::Action,
     >,
 >
 {
@@ -353,7 +357,7 @@ pub trait JobKind<'a>:
     /// rollback goes on), `ChangedBack` (the spec changed back to what runs is recorded),
     /// `Change` (before the job is ended: a session cluster's redeploy; a session job's
     /// JobManager that does not answer), `Suspended` (a suspended job needs nothing done),
-    /// and, once [`JobKind::own_step_due`], `Recovering` and `RollbackDue`. None: the kind
+    /// and, once [`LifecycleHooks::own_step_due`], `Recovering` and `RollbackDue`. None: the kind
     /// has no part in it, or declined (why is noted in status); the machine goes on as that
     /// step says.
     fn own_step(&mut self, _step: &Step<Self::Spec>) -> Option<Plan<Self::Status, Self::Action>> {
@@ -361,7 +365,7 @@ pub trait JobKind<'a>:
     }
 }
 
-pub type PlanOf<'a, K> = Plan<<K as JobKind<'a>>::Status, <K as JobKind<'a>>::Action>;
+pub type PlanOf<'a, K> = Plan<<K as LifecycleHooks<'a>>::Status, <K as LifecycleHooks<'a>>::Action>;
 
 /// A kind's action that may be one of the lifecycle's.
 pub trait AsJobAction {
@@ -375,13 +379,13 @@ pub fn job_status(status: &impl LifecycleStatus) -> JobStatus {
 
 /// The job's status as restores and the periodic schedule see it: with its snapshot
 /// resources (see [`snapshot_resources::view`]).
-pub fn job_view<'a, K: JobKind<'a>>(k: &K) -> JobStatus {
+pub fn job_view<'a, K: LifecycleHooks<'a>>(k: &K) -> JobStatus {
     snapshot_resources::view(&job_status(&k.status), k.facts.snapshots)
 }
 
 /// The change of parallelism alone that the running job can take in place, with the kind's
 /// action for it (see [`rescale`](super::rescale)); None: it is an upgrade.
-pub fn in_place<'a, K: JobKind<'a>>(k: &K, recorded: &K::Spec) -> Option<(Rescale, K::Action)> {
+pub fn in_place<'a, K: LifecycleHooks<'a>>(k: &K, recorded: &K::Spec) -> Option<(Rescale, K::Action)> {
     let policy = k.facts.policy;
     if !policy.in_place_scaling || rescale::in_place_failed(k.stored, k.meta.generation) {
         return None;

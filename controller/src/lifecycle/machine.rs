@@ -11,7 +11,7 @@
 //! below map each of their outcomes to the next step, once for every kind; those of the
 //! `Change` step are in [`change_step`].
 //!
-//! What differs per kind is behind [`JobKind`], eleven effect hooks on the kind's decision,
+//! What differs per kind is behind [`LifecycleHooks`], eleven effect hooks on the kind's decision,
 //! which is a [`Ledger`] (the resource, the facts, the status being built, the actions and
 //! the Events) with the kind's observation beside it: how a job is started (an application
 //! cluster deployed with it, or a jar submitted to a session cluster) and torn down, where
@@ -30,8 +30,8 @@ use super::{
     facts::JobAction,
     history,
     kind::{
-        AsJobAction, Cause, Checkpoint, JobKind, Observed, PlanOf, Refusal, Restore, Step, Wait, in_place,
-        job_status, job_view,
+        AsJobAction, Cause, Checkpoint, LifecycleHooks, Observed, PlanOf, Refusal, Restore, Step, Wait,
+        in_place, job_status, job_view,
     },
     protected::Protected,
     restore::RestorableState,
@@ -58,7 +58,7 @@ use change_step::{change, commit_change};
 use outcome::{change_of, commit, recorded_job_id, refused, wait};
 
 /// The next step of a job, from its spec, its recorded status and what was observed.
-pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
+pub fn decide<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
     let resources = k.facts.policy.snapshot_resources;
     if resources {
         create_recorded_snapshots(k);
@@ -87,7 +87,7 @@ pub fn decide<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
 
 /// Snapshot resources recorded as to be created by an earlier pass that did not get to
 /// create them (the operator stopped in between): created now, under the recorded name.
-fn create_recorded_snapshots<'a, K: JobKind<'a>>(k: &mut K) {
+fn create_recorded_snapshots<'a, K: LifecycleHooks<'a>>(k: &mut K) {
     let dispose = k.facts.policy.dispose_on_delete;
     let (status, mut out) = k.parts();
     let Some(job) = status.job_status() else {
@@ -145,14 +145,14 @@ fn seal_new_snapshots<S: LifecycleStatus, A: AsJobAction>(plan: &mut Plan<S, A>)
 
 /// The step derived (observing the job first where it must be, see [`observing`]), then
 /// dispatched.
-fn next_step<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
+fn next_step<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
     let step = observing::step_of(k);
     take(k, step)
 }
 
 /// Does what `step` says (the table of [`super::step`]): the kind's part first where it has
 /// one, then the machine's.
-fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step<K::Spec>) -> PlanOf<'a, K> {
+fn take<'a, K: LifecycleHooks<'a>>(k: &mut K, step: Step<K::Spec>) -> PlanOf<'a, K> {
     match step {
         Step::Deleting(_) => {
             *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Deleting);
@@ -212,7 +212,7 @@ fn take<'a, K: JobKind<'a>>(k: &mut K, step: Step<K::Spec>) -> PlanOf<'a, K> {
 /// Deletion behind the finalizer, one rule for both kinds (see [`super::deletion`]): a
 /// running job is stopped with a savepoint when the settings say so, and its path is
 /// recorded before anything that could lose it is torn down.
-fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
+fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
     let job_id = recorded_job_id(&k.status);
     let facts = k.facts;
     if let Some(trigger_id) = stop::pending_trigger(&k.status) {
@@ -297,7 +297,7 @@ fn delete<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
 }
 
 /// The spec cannot be acted on: the reason in status, with one Event per new reason.
-fn invalid<'a, K: JobKind<'a>>(k: &mut K, reason: &str, error: String) -> PlanOf<'a, K> {
+fn invalid<'a, K: LifecycleHooks<'a>>(k: &mut K, reason: &str, error: String) -> PlanOf<'a, K> {
     let (status, mut out) = k.parts();
     if status.error_mut().as_deref() != Some(error.as_str()) {
         out.event(EventNote::warning(Reason::ValidationError, error.clone()));
@@ -308,7 +308,7 @@ fn invalid<'a, K: JobKind<'a>>(k: &mut K, reason: &str, error: String) -> PlanOf
 }
 
 /// Follows the recorded stop-with-savepoint of a change (see [`stop::follow`]).
-fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K> {
+fn follow_stop<'a, K: LifecycleHooks<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K> {
     let job_id = recorded_job_id(&k.status);
     let facts = k.facts;
     let drain = facts.policy.drain && spec::is_suspended(k.spec);
@@ -344,7 +344,7 @@ fn follow_stop<'a, K: JobKind<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K>
 /// A change of parallelism alone, applied in place: the status as observed is written, then
 /// the job is rescaled, then the spec is recorded as DEPLOYED (a refusal leaves it
 /// unrecorded, and the kind's recovery says so for the next look to upgrade instead).
-fn rescale_in_place<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
+fn rescale_in_place<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
     let Some((rescale, action)) = in_place(k, &observed.recorded) else {
         return change(k, observed);
     };
@@ -365,7 +365,7 @@ fn rescale_in_place<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>)
 /// A FAILED job is started again when `kubernetes.operator.job.restart.failed` is true:
 /// without state in stateless mode, else from its newest checkpoint or savepoint if the
 /// restore guard allows.
-fn restart_failed<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
+fn restart_failed<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
     if spec::upgrade_mode(k.spec) == UpgradeMode::Stateless {
         return commit(k, Restore::Nothing, Cause::Restart);
     }
@@ -389,7 +389,10 @@ fn restart_failed<'a, K: JobKind<'a>>(k: &mut K) -> PlanOf<'a, K> {
 
 /// With nothing pending: a manual snapshot asked for by a new nonce or a periodic
 /// savepoint that is due, its trigger id recorded before it is sent (none due: steady).
-fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
+fn snapshots_of_running_job<'a, K: LifecycleHooks<'a>>(
+    k: &mut K,
+    observed: &Observed<K::Spec>,
+) -> PlanOf<'a, K> {
     let facts = k.facts;
     let spec = k.spec;
     let recorded = &observed.recorded;
@@ -410,7 +413,7 @@ fn snapshots_of_running_job<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K
 
 /// The paths the job may still need (see [`Protected`]): of its status (a rollback in
 /// flight included), its kept revisions and its spec.
-fn protected_paths<'a, K: JobKind<'a>>(k: &K) -> Protected {
+fn protected_paths<'a, K: LifecycleHooks<'a>>(k: &K) -> Protected {
     Protected::of_status(
         Some(&k.status),
         k.facts.revisions,
@@ -419,7 +422,7 @@ fn protected_paths<'a, K: JobKind<'a>>(k: &K) -> Protected {
 }
 
 /// Nothing to do but to say where the job stands, and when to look again.
-fn steady<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> PlanOf<'a, K> {
+fn steady<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> PlanOf<'a, K> {
     let facts = k.facts;
     let running = !pending && !spec::is_suspended(recorded) && k.standing().running;
     if running {

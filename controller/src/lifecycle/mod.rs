@@ -6,7 +6,7 @@
 //! [`kind::Step`] from the recorded status and the observation ([`step`] tables every step:
 //! when it is taken, what it does, what comes next), then dispatches it in one `match`, and
 //! its functions map each outcome of the pure tables below to the next step. A kind plugs
-//! into it through [`kind::JobKind`].
+//! into it through [`kind::LifecycleHooks`].
 //!
 //! A job goes through the same steps whatever runs it:
 //!
@@ -33,7 +33,7 @@
 //!    manual rollback to a kept one through the normal update path ([`revisions`] decides,
 //!    [`history`] wires it into the machine).
 //!
-//! What differs per kind stays with the kind, behind [`kind::JobKind`]: how a job is
+//! What differs per kind stays with the kind, behind [`kind::LifecycleHooks`]: how a job is
 //! started and ended for a change (a cluster deployed with it and deleted with or without
 //! its high-availability metadata, or a jar submitted and the job cancelled over REST),
 //! what "ready to act" means (a JobManager that answers, or a READY session cluster), where

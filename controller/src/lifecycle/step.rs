@@ -26,7 +26,7 @@
 //! | `SnapshotsDue` | the job runs, nothing is pending, and a nonce asks for a snapshot or a periodic savepoint is due | the trigger id recorded before the snapshot is triggered | `Steady` (the snapshot settled into status) |
 //! | `Steady` | none of the above | the savepoint history and snapshot resources trimmed, the phase said, the next look scheduled | `Steady` |
 //!
-//! A kind takes part in a step through [`JobKind::own_step`](super::kind::JobKind::own_step)
+//! A kind takes part in a step through [`LifecycleHooks::own_step`](super::kind::LifecycleHooks::own_step)
 //! before the machine does (`Deleting`, `UntilReady`, `RollingBack`, `ChangedBack`, `Change`,
 //! `Suspended`, `Recovering`, `RollbackDue`, `ShuttingDown`); the rest of each row is the machine's.
 //!
@@ -57,7 +57,7 @@ use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::ReconciliationState;
 
 use super::{
-    kind::{JobKind, Observed, Step, StepName, in_place, job_view},
+    kind::{LifecycleHooks, Observed, Step, StepName, in_place, job_view},
     snapshots, stop,
 };
 
@@ -96,7 +96,7 @@ pub enum Before<S> {
 /// The step that the stored status and the observation say, before anything is
 /// observed into status, or the recorded spec (`recorded`, as the kind read it) for the job
 /// to be observed first.
-pub fn before_observing<'a, K: JobKind<'a>>(
+pub fn before_observing<'a, K: LifecycleHooks<'a>>(
     k: &K,
     recorded: Result<Option<K::Spec>, String>,
 ) -> Before<K::Spec> {
@@ -135,7 +135,7 @@ pub fn before_observing<'a, K: JobKind<'a>>(
 }
 
 /// The step once the job is observed (see the module doc for what was written first).
-pub fn after_observing<'a, K: JobKind<'a>>(k: &K, observed: Observed<K::Spec>) -> Step<K::Spec> {
+pub fn after_observing<'a, K: LifecycleHooks<'a>>(k: &K, observed: Observed<K::Spec>) -> Step<K::Spec> {
     if observed.changed {
         if k.own_step_due(StepName::ChangedBack, &observed.running) {
             return Step::ChangedBack(observed);
@@ -156,7 +156,7 @@ pub fn after_observing<'a, K: JobKind<'a>>(k: &K, observed: Observed<K::Spec>) -
 
 /// The first step of a running (or ended) job, of those after `past` (None: all of
 /// them): after a declined `Recovering` or `RollbackDue`, the one derived next.
-pub fn after<'a, K: JobKind<'a>>(
+pub fn after<'a, K: LifecycleHooks<'a>>(
     k: &K,
     observed: Observed<K::Spec>,
     past: Option<StepName>,

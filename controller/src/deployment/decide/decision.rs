@@ -21,7 +21,7 @@ use crate::{
     events::Reason,
     lifecycle::{
         JobAction,
-        kind::{Cause, Checkpoint, JobKind, Restore, Standing, Step, StepName},
+        kind::{Cause, Checkpoint, LifecycleHooks, Restore, Standing, Step, StepName},
         ledger::Ledger,
         rescale::Rescale,
         spec,
@@ -174,7 +174,7 @@ impl Decision<'_> {
     }
 }
 
-impl<'a> JobKind<'a> for Decision<'a> {
+impl<'a> LifecycleHooks<'a> for Decision<'a> {
     type Spec = FlinkDeploymentSpec;
     type Status = FlinkDeploymentStatus;
     type Action = Action;

@@ -9,7 +9,8 @@ use flink_operator_api::common::{JobStatus, ResourceLifecycleState, flink_job_st
 
 use super::outcome::{commit, recorded_job_id, refused, stop_with_savepoint, wait};
 use crate::lifecycle::kind::{
-    Cancel, Cause, Checkpoint, JobKind, Observed, PlanOf, Refusal, Restore, Step, Wait, job_status, job_view,
+    Cancel, Cause, Checkpoint, LifecycleHooks, Observed, PlanOf, Refusal, Restore, Step, Wait, job_status,
+    job_view,
 };
 use crate::{
     conditions::phase,
@@ -29,7 +30,7 @@ use flink_operator_api::SnapshotType;
 
 /// The spec differs from the recorded one in a way that ends the job: end it as its
 /// upgrade mode says, then commit the new spec with the state it starts from.
-pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
+pub(super) fn change<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
     let recorded = &observed.recorded;
     if let Some(plan) = refused_again(k) {
         return plan;
@@ -95,7 +96,7 @@ pub(super) fn change<'a, K: JobKind<'a>>(k: &mut K, observed: &Observed<K::Spec>
 }
 
 /// A change [`already_refused`](crate::lifecycle::ledger::already_refused) stays refused.
-fn refused_again<'a, K: JobKind<'a>>(k: &mut K) -> Option<PlanOf<'a, K>> {
+fn refused_again<'a, K: LifecycleHooks<'a>>(k: &mut K) -> Option<PlanOf<'a, K>> {
     let note = k.already_refused()?;
     *k.status.error_mut() = Some(note.clone());
     k.conditions(phase::UPDATE_FAILED, &note);
@@ -107,7 +108,11 @@ fn refused_again<'a, K: JobKind<'a>>(k: &mut K) -> Option<PlanOf<'a, K>> {
 /// (`flink.apache.org/rollback-restore: revision`), with that state if the restore-age guard
 /// allows it (the job has ended as its upgrade mode says either way, so the state it had is
 /// kept too).
-pub(super) fn commit_change<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cause: Cause) -> PlanOf<'a, K> {
+pub(super) fn commit_change<'a, K: LifecycleHooks<'a>>(
+    k: &mut K,
+    restore: Restore,
+    cause: Cause,
+) -> PlanOf<'a, K> {
     let Some(state) = history::revision_state(k) else {
         return commit(k, restore, cause);
     };
@@ -132,7 +137,7 @@ pub(super) fn commit_change<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cau
 }
 
 /// Suspended, and now to run again (see [`change::resume`]).
-fn resume<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
+fn resume<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
     let facts = k.facts;
     let resuming = Resuming {
         mode: spec::upgrade_mode(recorded),
@@ -155,7 +160,7 @@ fn resume<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
 
 /// A new `savepointRedeployNonce`: the job is ended without a savepoint, and the spec runs
 /// from `spec.job.initialSavepointPath` (the user's choice of state, so no age guard).
-fn redeploy<'a, K: JobKind<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> PlanOf<'a, K> {
+fn redeploy<'a, K: LifecycleHooks<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> PlanOf<'a, K> {
     let Some(path) = k
         .spec
         .job()
@@ -184,7 +189,7 @@ fn redeploy<'a, K: JobKind<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> 
 
 /// Cancels the running job for a change, the same for every kind: UPGRADING with the reason
 /// recorded before the cancellation is sent, and one `Cancelling` Event.
-fn cancel<'a, K: JobKind<'a>>(k: &mut K, why: Cancel) -> PlanOf<'a, K> {
+fn cancel<'a, K: LifecycleHooks<'a>>(k: &mut K, why: Cancel) -> PlanOf<'a, K> {
     let job_id = recorded_job_id(&k.status);
     let change = if spec::is_suspended(k.spec) {
         "suspension"
@@ -240,7 +245,7 @@ fn cancel<'a, K: JobKind<'a>>(k: &mut K, why: Cancel) -> PlanOf<'a, K> {
 /// retained) once the state it would restore passes the restore guard, so that a job is not
 /// ended for state that would then be refused. A suspension keeps the state as it is (the
 /// guard applies when the job resumes).
-fn cancel_for_newest_state<'a, K: JobKind<'a>>(
+fn cancel_for_newest_state<'a, K: LifecycleHooks<'a>>(
     k: &mut K,
     job: &JobStatus,
     with_savepoints: bool,
@@ -304,7 +309,7 @@ fn cancel_for_newest_state<'a, K: JobKind<'a>>(
 /// The job's checkpoints would not outlive its cancellation (`why`): it is stopped with a
 /// savepoint instead when one can be taken, waits to run for one, or the change is refused
 /// (see [`retention::instead_of_cancel`]).
-fn instead_of_cancel<'a, K: JobKind<'a>>(
+fn instead_of_cancel<'a, K: LifecycleHooks<'a>>(
     k: &mut K,
     why: &str,
     running: bool,
@@ -329,7 +334,7 @@ fn instead_of_cancel<'a, K: JobKind<'a>>(
 
 /// The job has ended (or was cancelled) without a savepoint for the change: the next job
 /// starts from its newest state (see [`change::after_end`]).
-fn after_end<'a, K: JobKind<'a>>(
+fn after_end<'a, K: LifecycleHooks<'a>>(
     k: &mut K,
     job: &JobStatus,
     with_savepoints: bool,

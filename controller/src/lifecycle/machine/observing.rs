@@ -4,7 +4,7 @@
 //! Deriving the step reads what these wrote; it writes nothing itself.
 
 use crate::lifecycle::{
-    kind::{JobKind, Observed, Step},
+    kind::{LifecycleHooks, Observed, Step},
     snapshots, spec,
     step::{self, Before},
 };
@@ -14,7 +14,7 @@ use flink_operator_api::LifecycleStatus;
 /// The step the job is at: the one the stored status says before observing, or, once the
 /// job is observed into the status being built, the one after. The kind's admission is
 /// written for every step but `Deleting`.
-pub fn step_of<'a, K: JobKind<'a>>(k: &mut K) -> Step<K::Spec> {
+pub fn step_of<'a, K: LifecycleHooks<'a>>(k: &mut K) -> Step<K::Spec> {
     let read = k.recorded();
     let before = step::before_observing(k, read);
     if !matches!(before, Before::Step(Step::Deleting(_))) {
@@ -30,7 +30,7 @@ pub fn step_of<'a, K: JobKind<'a>>(k: &mut K) -> Step<K::Spec> {
 }
 
 /// Records a spec whose changes end no job, observes the job, settles pending snapshots.
-fn observe_job<'a, K: JobKind<'a>>(k: &mut K, recorded: K::Spec) -> Observed<K::Spec> {
+fn observe_job<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: K::Spec) -> Observed<K::Spec> {
     let changed = spec::changed(&recorded, k.spec);
     let as_recorded = if !changed && &recorded != k.spec {
         record_ignored_changes(k, &recorded)
@@ -53,7 +53,7 @@ fn observe_job<'a, K: JobKind<'a>>(k: &mut K, recorded: K::Spec) -> Observed<K::
 
 /// Records a spec whose changes end no job, and returns it as the recorded one; the
 /// recorded snapshot nonces stay until their snapshots are triggered.
-fn record_ignored_changes<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> K::Spec {
+fn record_ignored_changes<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec) -> K::Spec {
     let mut spec = spec::with_recorded_nonces(k.spec, recorded);
     // The recorded upgrade mode also says how a suspension left the job's state and how a
     // start that has not run yet restores it (a last-state one: from the HA metadata). A
@@ -74,7 +74,7 @@ fn record_ignored_changes<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> 
 }
 
 /// Follows the pending manual or periodic snapshots into status; whether one is pending.
-fn settle<'a, K: JobKind<'a>>(k: &mut K, recorded: &K::Spec) -> bool {
+fn settle<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec) -> bool {
     let facts = k.facts;
     let (status, mut out) = k.parts();
     snapshots::settle(status, &facts, recorded.job(), &mut out)

@@ -9,7 +9,7 @@ use crate::{
     conditions::phase,
     events::EventNote,
     lifecycle::{
-        kind::{Cause, JobKind, PlanOf, Refusal, Restore, Standing, Wait, job_view},
+        kind::{Cause, LifecycleHooks, PlanOf, Refusal, Restore, Standing, Wait, job_view},
         restore, spec,
         stop::{self, Stopping},
         terms::{FAST, WAIT, capitalised},
@@ -26,7 +26,7 @@ pub(super) fn recorded_job_id(status: &impl LifecycleStatus) -> String {
 }
 
 /// What the change of the spec is.
-pub(super) fn change_of<'a, K: JobKind<'a>>(k: &K) -> Change {
+pub(super) fn change_of<'a, K: LifecycleHooks<'a>>(k: &K) -> Change {
     Change::of(spec::is_suspended(k.spec))
 }
 
@@ -37,7 +37,7 @@ pub(super) fn state_note(standing: &Standing) -> String {
 
 /// Records the spec to run and what it starts from, with the lifecycle's Event for why
 /// ([`wording::committed`]), then the kind starts it.
-pub(super) fn commit<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cause: Cause) -> PlanOf<'a, K> {
+pub(super) fn commit<'a, K: LifecycleHooks<'a>>(k: &mut K, restore: Restore, cause: Cause) -> PlanOf<'a, K> {
     let said = wording::committed(&cause, &restore, change_of(k), k.facts.now_ms);
     let message = said.map(|(reason, message)| {
         k.event(EventNote::normal(reason, capitalised(&message)));
@@ -47,7 +47,7 @@ pub(super) fn commit<'a, K: JobKind<'a>>(k: &mut K, restore: Restore, cause: Cau
 }
 
 /// A change (or a restart) waits: said, and looked at again soon.
-pub(super) fn wait<'a, K: JobKind<'a>>(k: &mut K, what: Wait) -> PlanOf<'a, K> {
+pub(super) fn wait<'a, K: LifecycleHooks<'a>>(k: &mut K, what: Wait) -> PlanOf<'a, K> {
     let job_id = recorded_job_id(&k.status);
     let (phase, message, under_way) = wording::wait(what, &job_id, &state_note(&k.standing()));
     if under_way {
@@ -59,7 +59,7 @@ pub(super) fn wait<'a, K: JobKind<'a>>(k: &mut K, what: Wait) -> PlanOf<'a, K> {
 
 /// A change or a restore is refused, worded for every kind ([`wording::refusal`]); the job
 /// stays as it is until the spec changes.
-pub(super) fn refused<'a, K: JobKind<'a>>(k: &mut K, refusal: Refusal) -> PlanOf<'a, K> {
+pub(super) fn refused<'a, K: LifecycleHooks<'a>>(k: &mut K, refusal: Refusal) -> PlanOf<'a, K> {
     let standing = k.standing();
     let job_id = recorded_job_id(&k.status);
     let state = state_note(&standing);
@@ -76,7 +76,7 @@ pub(super) fn refused<'a, K: JobKind<'a>>(k: &mut K, refusal: Refusal) -> PlanOf
 
 /// Stops the running job with a savepoint for a change (see [`stop::stop_with_savepoint`]);
 /// a suspension drains it when `kubernetes.operator.job.drain-on-savepoint-deletion` says so.
-pub(super) fn stop_with_savepoint<'a, K: JobKind<'a>>(
+pub(super) fn stop_with_savepoint<'a, K: LifecycleHooks<'a>>(
     k: &mut K,
     job_id: &str,
     suspending: bool,

@@ -21,7 +21,7 @@ use crate::{
     events::Reason,
     lifecycle::{
         FAST, SLOW,
-        kind::{Cause, Checkpoint, JobKind, Restore, Standing, Step},
+        kind::{Cause, Checkpoint, LifecycleHooks, Restore, Standing, Step},
         ledger::Ledger,
         restore::RestorableState,
         spec,
@@ -93,7 +93,7 @@ impl Decision<'_> {
     }
 }
 
-impl<'a> JobKind<'a> for Decision<'a> {
+impl<'a> LifecycleHooks<'a> for Decision<'a> {
     type Spec = FlinkSessionJobSpec;
     type Status = FlinkSessionJobStatus;
     type Action = Action;

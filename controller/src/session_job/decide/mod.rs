@@ -3,7 +3,7 @@
 //!
 //! The job's lifecycle is the shared state machine ([`crate::lifecycle::machine`]); this
 //! module holds what is the session job's own, plugged into the machine as a
-//! [`JobKind`](crate::lifecycle::kind::JobKind) by [`decision`]:
+//! [`LifecycleHooks`](crate::lifecycle::kind::LifecycleHooks) by [`decision`]:
 //!
 //! - it runs in a session FlinkDeployment: until that cluster exists, is a session cluster
 //!   and its JobManager is READY, the job waits (one status message, one Event); deletion
