@@ -152,22 +152,12 @@ pub async fn observe(
         policy.task_slots,
     );
     let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
-    let initial = fd
-        .spec
-        .job
-        .as_ref()
-        .and_then(|j| j.initial_savepoint_path.as_deref());
-    let resource = records::JobOf {
-        kind: flink_operator_api::JobKind::FlinkDeployment,
-        meta: &fd.metadata,
-        status: fd.status.as_ref(),
-        initial_savepoint_path: initial,
-    };
+    let kind = flink_operator_api::JobKind::FlinkDeployment;
     let records::Records {
         snapshots,
         revisions,
         history_needed_by,
-    } = records::look_up(caches, resource, &policy, now_ms);
+    } = records::look_up(caches, kind, fd, &policy, now_ms);
     // ZooKeeper's nodes cost a session: read only at the looks that need them, which a
     // steady job's are not.
     let needed = super::decide::needs_ha_metadata(

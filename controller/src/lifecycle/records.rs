@@ -3,9 +3,8 @@
 //! revisions, and who in its namespace may still need the savepoints its history's trim
 //! would dispose of.
 
-use flink_operator_api::JobKind;
-use flink_operator_api::LifecycleStatus;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use flink_operator_api::{FlinkSpec, JobKind, LifecycleStatus};
+use kube::core::object::{HasSpec, HasStatus};
 
 use super::{
     history,
@@ -15,16 +14,6 @@ use super::{
     snapshots,
 };
 use crate::{caches::Caches, policy::Policy};
-
-/// The job resource whose records are looked up.
-#[derive(Debug, Clone, Copy)]
-pub struct JobOf<'a, S> {
-    pub kind: JobKind,
-    pub meta: &'a ObjectMeta,
-    pub status: Option<&'a S>,
-    /// The spec's `job.initialSavepointPath` (a path the job may still need).
-    pub initial_savepoint_path: Option<&'a str>,
-}
 
 /// The records of one job resource.
 #[derive(Debug, Clone)]
@@ -36,18 +25,20 @@ pub struct Records {
     pub history_needed_by: NeededBy,
 }
 
-/// Looks up the records of `job` in the shared caches.
-pub fn look_up<S: LifecycleStatus>(
-    caches: &Caches,
-    job: JobOf<'_, S>,
-    policy: &Policy,
-    now_ms: i64,
-) -> Records {
-    let namespace = job.meta.namespace.as_deref().unwrap_or_default();
-    let snapshots = snapshot_resources::of_job(caches, policy, job.kind, job.meta);
-    let revisions = history::of_job(caches, job.kind, job.meta);
-    let protected = Protected::of_status(job.status, Some(&revisions), job.initial_savepoint_path);
-    let history = job.status.and_then(|s| s.job_status());
+/// Looks up the records of `resource`, a job resource of kind `kind`, in the shared caches.
+pub fn look_up<R>(caches: &Caches, kind: JobKind, resource: &R, policy: &Policy, now_ms: i64) -> Records
+where
+    R: kube::Resource + HasSpec<Spec: FlinkSpec> + HasStatus<Status: LifecycleStatus>,
+{
+    let meta = resource.meta();
+    let status = resource.status();
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    let snapshots = snapshot_resources::of_job(caches, policy, kind, meta);
+    let revisions = history::of_job(caches, kind, meta);
+    // The spec's initialSavepointPath is a path the job may still need.
+    let initial = (resource.spec().job()).and_then(|j| j.initial_savepoint_path.as_deref());
+    let protected = Protected::of_status(status, Some(&revisions), initial);
+    let history = status.and_then(|s| s.job_status());
     let paths = history.map(|h| snapshots::history_to_look_up(h, &protected, &snapshots, policy, now_ms));
     let history_needed_by = NeededBy::look_up(caches, namespace, paths.into_iter().flatten());
     Records {

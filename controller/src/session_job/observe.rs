@@ -101,22 +101,12 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         policy.task_slots,
     );
     let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
-    let initial = sj
-        .spec
-        .job
-        .as_ref()
-        .and_then(|j| j.initial_savepoint_path.as_deref());
-    let resource = records::JobOf {
-        kind: flink_operator_api::JobKind::FlinkSessionJob,
-        meta: &sj.metadata,
-        status: sj.status.as_ref(),
-        initial_savepoint_path: initial,
-    };
+    let kind = flink_operator_api::JobKind::FlinkSessionJob;
     let records::Records {
         snapshots,
         revisions,
         history_needed_by,
-    } = records::look_up(caches, resource, &policy, now_ms);
+    } = records::look_up(caches, kind, sj, &policy, now_ms);
     let mut observation = Observation {
         autoscaler,
         violations,
