@@ -11,6 +11,7 @@ use kube::{
     runtime::{
         Controller,
         controller::{self, Action as Requeue},
+        reflector::Store,
     },
 };
 use tracing::Instrument;
@@ -56,7 +57,7 @@ pub async fn run<R: Reconciler>(ctx: Arc<Context>, caches: Caches, scope: WatchS
         let store = own.store(namespace.as_deref())?;
         let trigger = own
             .changes(namespace.as_deref())
-            .filter(user_change_filter::<R::Kind>());
+            .filter(user_change_filter::<R::Kind>(store.clone()));
         let workers = ctx.reconcile_parallelism();
         let controller = Controller::for_shared_stream(trigger, store)
             .with_config(controller::Config::default().concurrency(workers));
@@ -78,30 +79,77 @@ pub async fn run<R: Reconciler>(ctx: Arc<Context>, caches: Caches, scope: WatchS
     futures::future::join_all(loops).await;
 }
 
+/// Below this many remembered objects the filter does not prune its memory.
+const PRUNE_FLOOR: usize = 256;
+
 /// Passes an object on when a user changed it ([`user_change`]) since it was
 /// last passed on, or when it is seen for the first time: status writes, ours above all,
-/// do not trigger a reconcile.
-fn user_change_filter<K: Resource + Send + Sync + 'static>()
--> impl FnMut(&Arc<K>) -> std::future::Ready<bool> + Send + 'static {
-    let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-    move |object| {
-        let key = key(&**object);
-        let changed = user_change(&**object);
-        // A deleted object (no finalizer) will not be seen again.
+/// do not trigger a reconcile (see [`UserChanges`]).
+fn user_change_filter<K>(store: Store<K>) -> impl FnMut(&Arc<K>) -> std::future::Ready<bool> + Send + 'static
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    let mut changes = UserChanges::new(store);
+    move |object| std::future::ready(changes.pass(object))
+}
+
+/// What the filter of user changes remembers: the last user change passed on, by object.
+///
+/// An entry goes with its object: at once when the object is seen deleted (a deletion
+/// timestamp and no finalizer left), and for one deleted without ever showing that (an
+/// object without finalizers, such as a snapshot its retention deletes, is never passed to
+/// the filter again) when the memory has doubled since it was last pruned: then every
+/// entry of an object no longer in the store goes. The memory stays within twice the
+/// objects there are (or [`PRUNE_FLOOR`]), at a cost per object passed that does not grow
+/// with them.
+struct UserChanges<K: Resource + Clone + 'static>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    seen: std::collections::HashMap<String, u64>,
+    prune_at: usize,
+    store: Store<K>,
+}
+
+impl<K: Resource + Clone + 'static> UserChanges<K>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    fn new(store: Store<K>) -> Self {
+        Self {
+            seen: std::collections::HashMap::new(),
+            prune_at: PRUNE_FLOOR,
+            store,
+        }
+    }
+
+    /// Whether `object` is passed on to a reconcile.
+    fn pass(&mut self, object: &K) -> bool {
+        let key = key(object);
         if object.meta().deletion_timestamp.is_some()
             && object.meta().finalizers.as_ref().is_none_or(Vec::is_empty)
         {
-            seen.remove(&key);
-            return std::future::ready(false);
+            self.seen.remove(&key);
+            return false;
         }
-        std::future::ready(match (seen.get(&key), changed) {
+        match (self.seen.get(&key), user_change(object)) {
             (Some(before), Some(now)) if *before == now => false,
             (_, Some(now)) => {
-                seen.insert(key, now);
+                self.seen.insert(key, now);
+                if self.seen.len() >= self.prune_at {
+                    self.prune();
+                }
                 true
             }
             (_, None) => true,
-        })
+        }
+    }
+
+    fn prune(&mut self) {
+        let live: std::collections::HashSet<String> = self.store.state().iter().map(|o| key(&**o)).collect();
+        self.seen.retain(|k, _| live.contains(k));
+        self.prune_at = (self.seen.len() * 2).max(PRUNE_FLOOR);
     }
 }
 
@@ -414,7 +462,8 @@ mod tests {
 
     #[test]
     fn only_changes_users_make_trigger_a_reconcile() {
-        let mut filter = user_change_filter::<ConfigMap>();
+        let (store, _writer) = kube::runtime::reflector::store::<ConfigMap>();
+        let mut filter = user_change_filter::<ConfigMap>(store);
         let ours = Some(vec!["ours".to_owned()]);
         // First seen: reconciled.
         assert!(now(filter(&object(1, false, ours.clone()))));
@@ -444,5 +493,50 @@ mod tests {
         assert!(now(filter(&object(2, true, ours))));
         // Gone (no finalizer left): forgotten, not reconciled.
         assert!(!now(filter(&object(2, true, None))));
+    }
+
+    #[test]
+    fn what_the_filter_remembers_of_objects_deleted_without_a_deletion_timestamp_goes() {
+        use kube::runtime::{reflector, watcher::Event};
+        let (store, mut writer) = reflector::store::<ConfigMap>();
+        let mut changes = super::UserChanges::new(store.clone());
+        let named = |i: usize| {
+            let mut object = (*object(1, false, None)).clone();
+            object.metadata.name = Some(format!("o{i}"));
+            object
+        };
+        // 10,000 objects created, passed on, and deleted without a deletion timestamp
+        // (gone from the store, never passed to the filter again), 100 at a time.
+        let mut most = 0;
+        for batch in 0..100 {
+            let objects: Vec<_> = (0..100).map(|i| named(batch * 100 + i)).collect();
+            for o in &objects {
+                writer.apply_watcher_event(&Event::Apply(o.clone()));
+                assert!(changes.pass(o), "first seen: passed on");
+                most = most.max(changes.seen.len());
+            }
+            for o in &objects {
+                writer.apply_watcher_event(&Event::Delete(o.clone()));
+            }
+        }
+        assert!(
+            most <= 2 * super::PRUNE_FLOOR,
+            "at most {most} objects remembered of 10,000 seen, 100 at a time"
+        );
+        // An object that stays is remembered through the pruning: its status writes (the
+        // same object again) are still not passed on.
+        let kept = named(1_000_000);
+        writer.apply_watcher_event(&Event::Apply(kept.clone()));
+        assert!(changes.pass(&kept));
+        for batch in 100..110 {
+            for i in 0..100 {
+                let o = named(batch * 100 + i);
+                writer.apply_watcher_event(&Event::Apply(o.clone()));
+                changes.pass(&o);
+                writer.apply_watcher_event(&Event::Delete(o));
+            }
+        }
+        assert!(!changes.pass(&kept), "still remembered after pruning");
+        assert_eq!(store.state().len(), 1);
     }
 }
