@@ -76,12 +76,12 @@ pub async fn webhook_changes() -> tokio::sync::MutexGuard<'static, ()> {
 }
 
 /// Turns on the shared operator and the machine. A test that crashes the operator, counts
-/// its requests or times it (`exclusive_operator`) runs with no other test beside it; every
-/// other test that starts clusters (`beside_others`) may run beside one more (libtest's
-/// threads). Turns are taken in the order asked for, so a test waiting to run alone is not
-/// overtaken. How long each test held its turn is appended to `target/e2e-serial-times.log`
-/// (scripts/test-all prints it): the tests that run alone run one after another, so their
-/// sum bounds the suite's time.
+/// its requests over all resources or times it (`exclusive_operator`) runs with no other test
+/// beside it; every other test that starts clusters (`beside_others`) may run beside one more
+/// (libtest's threads), and none of them restarts the operator. Turns are taken in the order
+/// asked for, so a test waiting to run alone is not overtaken. How long each test held its
+/// turn is appended to `target/e2e-serial-times.log` (scripts/test-all prints it): the tests
+/// that run alone run one after another, so their sum bounds the suite's time.
 static TURNS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// The operator and the machine to this test alone (see [`TURNS`]).
