@@ -363,15 +363,12 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
     };
     let failure_known = job_status.state.as_deref() == Some(flink_job_state::FAILED)
         && status.is_some_and(|s| s.error.is_some());
-    let look = poll::look(
-        rest,
-        job_status,
-        &JobId::from(job_id),
+    let asking = poll::Asking {
         failure_known,
-        true,
-        policy.savepoint_dir.as_deref(),
-    )
-    .await;
+        latest_checkpoint: true,
+        savepoint_dir: policy.savepoint_dir.as_deref(),
+    };
+    let look = poll::look(rest, job_status, &JobId::from(job_id), asking).await;
     let live = matches!(&look.job, JobObservation::Found { state, .. } if !flink_job_state::is_globally_terminal(state));
     let stateful = fd
         .spec

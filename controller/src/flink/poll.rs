@@ -104,18 +104,26 @@ pub enum LateSavepoint {
     NotFound(String),
 }
 
-/// Looks at the job recorded in `job` (whose id is `job_id`) and its pending snapshots, and,
-/// when `latest`, its latest completed checkpoint, with the calls sent together. A
-/// JobManager that does not answer costs one timeout for all of them. `savepoint_dir` is
-/// where a stop's savepoint is looked for last.
-pub async fn look(
-    rest: &FlinkRestClient,
-    job: &JobStatus,
-    job_id: &JobId,
-    failure_known: bool,
-    latest: bool,
-    savepoint_dir: Option<&str>,
-) -> JobLook {
+/// What a look at a job asks of its JobManager besides its state and pending snapshots.
+#[derive(Debug, Clone, Copy)]
+pub struct Asking<'a> {
+    /// The job's failure is recorded already: its exceptions are not asked for again.
+    pub failure_known: bool,
+    /// Its latest completed checkpoint (a stateful job's).
+    pub latest_checkpoint: bool,
+    /// Where a stop's savepoint is looked for last.
+    pub savepoint_dir: Option<&'a str>,
+}
+
+/// Looks at the job recorded in `job` (whose id is `job_id`) and its pending snapshots, and
+/// what `asking` says, with the calls sent together. A JobManager that does not answer
+/// costs one timeout for all of them.
+pub async fn look(rest: &FlinkRestClient, job: &JobStatus, job_id: &JobId, asking: Asking<'_>) -> JobLook {
+    let Asking {
+        failure_known,
+        latest_checkpoint: latest,
+        savepoint_dir,
+    } = asking;
     let latest_checkpoint = async {
         match latest {
             true => Some(latest_checkpoint(rest, job_id).await),

@@ -22,7 +22,9 @@
 //! and commits is worded once ([`super::wording`]).
 
 use flink_operator_api::LifecycleStatus;
-use flink_operator_api::common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state};
+use flink_operator_api::common::{
+    ReconciliationState, ResourceLifecycleState, SnapshotTriggerType, UpgradeMode, flink_job_state,
+};
 
 use super::{
     change,
@@ -406,7 +408,10 @@ fn snapshots_of_running_job<'a, K: LifecycleHooks<'a>>(
     let (status, mut out) = k.parts();
     snapshots::trim_resources(&*status, &facts, &protected, &mut out);
     let (status, mut out) = k.parts();
-    snapshots::trigger(status, spec, recorded, wanted, &facts, &mut out);
+    if wanted.1 == SnapshotTriggerType::Manual {
+        snapshots::record_nonce(status, spec, recorded, wanted.0);
+    }
+    snapshots::trigger(status, wanted, &facts, &mut out);
     k.phase(recorded, observed.pending);
     k.record_then(FAST)
 }

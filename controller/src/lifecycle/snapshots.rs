@@ -204,29 +204,35 @@ pub fn due<S: FlinkSpec>(
     .map(|(kind, _)| (kind, SnapshotTriggerType::Periodic))
 }
 
-/// Records a trigger id for a snapshot of the running job (and, for a manual one, the nonce
-/// that asked for it, in the recorded spec), then sends the trigger.
-pub fn trigger<S: FlinkSpec, A: From<JobAction>>(
+/// For a manual snapshot of `kind` (asked for by a new nonce in `spec`), records that nonce
+/// in the recorded spec (`recorded` with it), so that it is asked for once.
+pub fn record_nonce<S: FlinkSpec>(
     status: &mut impl LifecycleStatus,
     spec: &S,
     recorded: &S,
+    kind: SnapshotType,
+) {
+    let mut with_nonce = recorded.clone();
+    if let (Some(job), Some(wanted)) = (with_nonce.job_mut(), spec.job()) {
+        match kind {
+            SnapshotType::Savepoint => job.savepoint_trigger_nonce = wanted.savepoint_trigger_nonce,
+            SnapshotType::Checkpoint => job.checkpoint_trigger_nonce = wanted.checkpoint_trigger_nonce,
+        }
+    }
+    if let Some(rs) = status.reconciliation_mut().as_mut() {
+        super::spec::record(rs, with_nonce);
+    }
+}
+
+/// Records a trigger id for a snapshot of the running job, then sends the trigger (a manual
+/// one's nonce is recorded first, see [`record_nonce`]).
+pub fn trigger<A: From<JobAction>>(
+    status: &mut impl LifecycleStatus,
     (kind, trigger_type): (SnapshotType, SnapshotTriggerType),
     facts: &Facts,
     out: &mut Out<A>,
 ) {
     let trigger_id = facts.fresh_trigger_id.to_owned();
-    if trigger_type == SnapshotTriggerType::Manual {
-        let mut with_nonce = recorded.clone();
-        if let (Some(job), Some(wanted)) = (with_nonce.job_mut(), spec.job()) {
-            match kind {
-                SnapshotType::Savepoint => job.savepoint_trigger_nonce = wanted.savepoint_trigger_nonce,
-                SnapshotType::Checkpoint => job.checkpoint_trigger_nonce = wanted.checkpoint_trigger_nonce,
-            }
-        }
-        if let Some(rs) = status.reconciliation_mut().as_mut() {
-            super::spec::record(rs, with_nonce);
-        }
-    }
     let job = status.job_status_mut();
     let job_id = job.job_id.clone().unwrap_or_default();
     let name = format!("{} {}", trigger_type.as_str().to_lowercase(), kind.name());

@@ -177,15 +177,12 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         // The latest checkpoint is read while the job runs too: the restore guard is checked
         // before a job is ended for a restore, and a failed job is restarted from it.
         let savepoint_dir = observation.policy.savepoint_dir.clone();
-        let look = poll::look(
-            &rest,
-            job_status,
-            &JobId::from(job_id),
+        let asking = poll::Asking {
             failure_known,
-            stateful,
-            savepoint_dir.as_deref(),
-        )
-        .await;
+            latest_checkpoint: stateful,
+            savepoint_dir: savepoint_dir.as_deref(),
+        };
+        let look = poll::look(&rest, job_status, &JobId::from(job_id), asking).await;
         observation.job = Some(look.job);
         observation.savepoint = look.savepoint;
         observation.late_savepoint = look.late_savepoint;
