@@ -1,7 +1,7 @@
 //! The Ready, Progressing and Degraded conditions, derived from a phase that is also their
 //! reason. Shared by the loops so that every kind reports its phases the same way: one
 //! vocabulary of condition types ([`condition_type`]), statuses ([`condition_status`]) and
-//! phases ([`phase`]).
+//! phases ([`Phase`]).
 
 use flink_operator_api::common::Condition;
 
@@ -21,54 +21,152 @@ pub mod condition_status {
     pub const FALSE: &str = "False";
 }
 
-/// Phases, written as the conditions' reason.
-pub mod phase {
-    pub const DEPLOYING: &str = "Deploying";
-    pub const DEPLOY_FAILED: &str = "DeployFailed";
-    pub const RUNNING: &str = "Running";
-    pub const UPDATING: &str = "Updating";
-    pub const UPDATE_FAILED: &str = "UpdateFailed";
+/// A resource's phase, written as the reason of its conditions. The strings are part of the
+/// API (users and tools read them): [`Phase::as_str`] is what status shows,
+/// [`Phase::from_reason`] reads a stored reason back. Which of Ready, Progressing and
+/// Degraded a phase sets is [`Phase::ready`], [`Phase::progressing`] and
+/// [`Phase::degraded`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    Deploying,
+    DeployFailed,
+    Running,
+    Updating,
+    UpdateFailed,
     /// A rollback is being carried out: a manual one to a kept revision, or a
     /// FlinkDeployment's automatic one to its last stable spec.
-    pub const ROLLING_BACK: &str = "RollingBack";
-    pub const RESTARTING: &str = "Restarting";
-    pub const SUSPENDED: &str = "Suspended";
-    pub const SUCCEEDED: &str = "Succeeded";
-    pub const FAILED: &str = "Failed";
-    pub const CANCELLED: &str = "Cancelled";
-    pub const DELETING: &str = "Deleting";
+    RollingBack,
+    Restarting,
+    Suspended,
+    Succeeded,
+    Failed,
+    Cancelled,
+    Deleting,
     /// The job runs the last stable spec after the spec that replaced it was rolled back:
     /// ready, and degraded.
-    pub const ROLLED_BACK: &str = "RolledBack";
+    RolledBack,
     /// Flink refused a change of parallelism in place: the change goes on as an upgrade.
-    pub const SCALING_FAILED: &str = "ScalingFailed";
+    ScalingFailed,
 }
 
-/// Ready, Progressing and Degraded, with `reason` as the phase, replacing `conditions`.
+impl Phase {
+    /// Every phase.
+    pub const ALL: [Phase; 14] = [
+        Phase::Deploying,
+        Phase::DeployFailed,
+        Phase::Running,
+        Phase::Updating,
+        Phase::UpdateFailed,
+        Phase::RollingBack,
+        Phase::Restarting,
+        Phase::Suspended,
+        Phase::Succeeded,
+        Phase::Failed,
+        Phase::Cancelled,
+        Phase::Deleting,
+        Phase::RolledBack,
+        Phase::ScalingFailed,
+    ];
+
+    /// The conditions' `reason`, as status shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Deploying => "Deploying",
+            Phase::DeployFailed => "DeployFailed",
+            Phase::Running => "Running",
+            Phase::Updating => "Updating",
+            Phase::UpdateFailed => "UpdateFailed",
+            Phase::RollingBack => "RollingBack",
+            Phase::Restarting => "Restarting",
+            Phase::Suspended => "Suspended",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Cancelled => "Cancelled",
+            Phase::Deleting => "Deleting",
+            Phase::RolledBack => "RolledBack",
+            Phase::ScalingFailed => "ScalingFailed",
+        }
+    }
+
+    /// The phase a stored condition's `reason` names; `None` for a reason that is no phase
+    /// (written by someone else, or by a newer operator).
+    pub fn from_reason(reason: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.as_str() == reason)
+    }
+
+    /// Whether the resource does what its spec asks: Ready is True.
+    pub fn ready(self) -> bool {
+        match self {
+            Phase::Running | Phase::Succeeded | Phase::RolledBack => true,
+            Phase::Deploying
+            | Phase::DeployFailed
+            | Phase::Updating
+            | Phase::UpdateFailed
+            | Phase::RollingBack
+            | Phase::Restarting
+            | Phase::Suspended
+            | Phase::Failed
+            | Phase::Cancelled
+            | Phase::Deleting
+            | Phase::ScalingFailed => false,
+        }
+    }
+
+    /// Whether something the operator started is under way: Progressing is True.
+    pub fn progressing(self) -> bool {
+        match self {
+            Phase::Deploying
+            | Phase::Updating
+            | Phase::RollingBack
+            | Phase::Restarting
+            | Phase::Deleting
+            | Phase::ScalingFailed => true,
+            Phase::DeployFailed
+            | Phase::Running
+            | Phase::UpdateFailed
+            | Phase::Suspended
+            | Phase::Succeeded
+            | Phase::Failed
+            | Phase::Cancelled
+            | Phase::RolledBack => false,
+        }
+    }
+
+    /// Whether something failed, or a rollback replaced the spec: Degraded is True.
+    pub fn degraded(self) -> bool {
+        match self {
+            Phase::DeployFailed | Phase::UpdateFailed | Phase::Failed | Phase::RolledBack => true,
+            Phase::Deploying
+            | Phase::Running
+            | Phase::Updating
+            | Phase::RollingBack
+            | Phase::Restarting
+            | Phase::Suspended
+            | Phase::Succeeded
+            | Phase::Cancelled
+            | Phase::Deleting
+            | Phase::ScalingFailed => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Ready, Progressing and Degraded, with `phase` as their reason, replacing `conditions`.
 ///
 /// A condition's lastTransitionTime is kept while its status does not change, so that it
 /// says when the resource became (not) ready rather than when it was last reconciled.
 pub fn set_conditions(
     conditions: &mut Option<Vec<Condition>>,
     generation: Option<i64>,
-    reason: &str,
+    phase: Phase,
     message: &str,
     now_ms: i64,
 ) {
-    let ready = matches!(reason, phase::RUNNING | phase::SUCCEEDED | phase::ROLLED_BACK);
-    let progressing = matches!(
-        reason,
-        phase::DEPLOYING
-            | phase::UPDATING
-            | phase::ROLLING_BACK
-            | phase::RESTARTING
-            | phase::DELETING
-            | phase::SCALING_FAILED
-    );
-    let degraded = matches!(
-        reason,
-        phase::DEPLOY_FAILED | phase::UPDATE_FAILED | phase::FAILED | phase::ROLLED_BACK
-    );
     let previous = conditions.take().unwrap_or_default();
     let now = rfc3339(now_ms);
     let condition = |type_: &str, value: bool| {
@@ -84,16 +182,16 @@ pub fn set_conditions(
         Condition {
             type_: Some(type_.to_owned()),
             status: Some(value.to_owned()),
-            reason: Some(reason.to_owned()),
+            reason: Some(phase.as_str().to_owned()),
             message: Some(message.to_owned()),
             last_transition_time: Some(kept.unwrap_or_else(|| now.clone())),
             observed_generation: generation,
         }
     };
     *conditions = Some(vec![
-        condition(condition_type::READY, ready),
-        condition(condition_type::PROGRESSING, progressing),
-        condition(condition_type::DEGRADED, degraded),
+        condition(condition_type::READY, phase.ready()),
+        condition(condition_type::PROGRESSING, phase.progressing()),
+        condition(condition_type::DEGRADED, phase.degraded()),
     ]);
 }
 
@@ -121,8 +219,8 @@ mod tests {
     #[test]
     fn transition_times_are_kept_while_a_condition_keeps_its_status() {
         let mut conditions = None;
-        set_conditions(&mut conditions, Some(1), phase::DEPLOYING, "a", NOW);
-        set_conditions(&mut conditions, Some(2), phase::DEPLOYING, "b", NOW + 60_000);
+        set_conditions(&mut conditions, Some(1), Phase::Deploying, "a", NOW);
+        set_conditions(&mut conditions, Some(2), Phase::Deploying, "b", NOW + 60_000);
         let progressing = condition(&conditions, "Progressing");
         assert_eq!(
             progressing.last_transition_time.as_deref(),
@@ -131,7 +229,7 @@ mod tests {
         assert_eq!(progressing.message.as_deref(), Some("b"));
         assert_eq!(progressing.observed_generation, Some(2));
 
-        set_conditions(&mut conditions, Some(2), phase::RUNNING, "c", NOW + 120_000);
+        set_conditions(&mut conditions, Some(2), Phase::Running, "c", NOW + 120_000);
         let ready = condition(&conditions, "Ready");
         assert_eq!(ready.status.as_deref(), Some("True"));
         assert_eq!(
@@ -149,18 +247,22 @@ mod tests {
     #[test]
     fn each_phase_sets_ready_progressing_and_degraded() {
         let cases = [
-            (phase::DEPLOYING, "False", "True", "False"),
-            (phase::DEPLOY_FAILED, "False", "False", "True"),
-            (phase::RUNNING, "True", "False", "False"),
-            (phase::UPDATING, "False", "True", "False"),
-            (phase::UPDATE_FAILED, "False", "False", "True"),
-            (phase::RESTARTING, "False", "True", "False"),
-            (phase::SUSPENDED, "False", "False", "False"),
-            (phase::SUCCEEDED, "True", "False", "False"),
-            (phase::FAILED, "False", "False", "True"),
-            (phase::CANCELLED, "False", "False", "False"),
-            (phase::DELETING, "False", "True", "False"),
+            (Phase::Deploying, "False", "True", "False"),
+            (Phase::DeployFailed, "False", "False", "True"),
+            (Phase::Running, "True", "False", "False"),
+            (Phase::Updating, "False", "True", "False"),
+            (Phase::UpdateFailed, "False", "False", "True"),
+            (Phase::Restarting, "False", "True", "False"),
+            (Phase::Suspended, "False", "False", "False"),
+            (Phase::Succeeded, "True", "False", "False"),
+            (Phase::Failed, "False", "False", "True"),
+            (Phase::Cancelled, "False", "False", "False"),
+            (Phase::Deleting, "False", "True", "False"),
+            (Phase::RollingBack, "False", "True", "False"),
+            (Phase::RolledBack, "True", "False", "True"),
+            (Phase::ScalingFailed, "False", "True", "False"),
         ];
+        assert_eq!(cases.len(), Phase::ALL.len());
         for (reason, ready, progressing, degraded) in cases {
             let mut conditions = None;
             set_conditions(&mut conditions, None, reason, "m", NOW);
@@ -174,8 +276,19 @@ mod tests {
                 conditions
                     .iter()
                     .flatten()
-                    .all(|c| c.reason.as_deref() == Some(reason))
+                    .all(|c| c.reason.as_deref() == Some(reason.as_str()))
             );
         }
+    }
+
+    #[test]
+    fn each_phase_is_written_as_its_name_and_read_back_from_it() {
+        for phase in Phase::ALL {
+            assert_eq!(format!("{phase:?}"), phase.as_str());
+            assert_eq!(phase.to_string(), phase.as_str());
+            assert_eq!(Phase::from_reason(phase.as_str()), Some(phase));
+        }
+        assert_eq!(Phase::from_reason("running"), None);
+        assert_eq!(Phase::from_reason(""), None);
     }
 }

@@ -4,7 +4,7 @@
 use flink_operator_api::{FlinkBlueGreenDeploymentStatus as Status, common::flink_job_state};
 
 use super::{Observation, Stage};
-use crate::conditions::{self, phase};
+use crate::conditions::{self, Phase};
 
 /// Sets the conditions of `status` from its phase, with its error (or what its stage is
 /// doing) as their message. `pending`: the spec differs from the one recorded as applied (a
@@ -40,29 +40,29 @@ fn doing(status: &Status) -> String {
 
 /// The phase of `status`, with what was observed of the children and whether a change of
 /// the spec waits to start.
-pub fn phase_of(status: &Status, observation: &Observation, pending: bool) -> &'static str {
+pub fn phase_of(status: &Status, observation: &Observation, pending: bool) -> Phase {
     let job = status.job_status.as_ref().and_then(|j| j.state.as_deref());
     let failed = status.error.is_some();
     match Stage::of(status.blue_green_state) {
-        Stage::Initializing if job == Some(flink_job_state::SUSPENDED) => phase::SUSPENDED,
-        Stage::Initializing if failed => phase::DEPLOY_FAILED,
-        Stage::Initializing => phase::DEPLOYING,
+        Stage::Initializing if job == Some(flink_job_state::SUSPENDED) => Phase::Suspended,
+        Stage::Initializing if failed => Phase::DeployFailed,
+        Stage::Initializing => Phase::Deploying,
         // No other child serves the job: this is its first deployment.
         Stage::TransitioningTo(colour) if observation.live_child(colour.other()).is_none() => {
-            phase::DEPLOYING
+            Phase::Deploying
         }
-        Stage::Savepointing(_) | Stage::TransitioningTo(_) => phase::UPDATING,
+        Stage::Savepointing(_) | Stage::TransitioningTo(_) => Phase::Updating,
         Stage::Active(_) => match job {
             // A transition that waits for the active child to become stable.
-            Some(flink_job_state::RUNNING) if failed && pending => phase::UPDATING,
+            Some(flink_job_state::RUNNING) if failed && pending => Phase::Updating,
             // An aborted transition: the old child still serves, the change did not happen.
-            Some(flink_job_state::RUNNING) if failed => phase::ROLLED_BACK,
-            Some(flink_job_state::RUNNING) => phase::RUNNING,
-            Some(flink_job_state::SUSPENDED) => phase::SUSPENDED,
-            Some(flink_job_state::FINISHED) => phase::SUCCEEDED,
-            Some(flink_job_state::FAILED) => phase::FAILED,
-            _ if failed => phase::UPDATE_FAILED,
-            _ => phase::RESTARTING,
+            Some(flink_job_state::RUNNING) if failed => Phase::RolledBack,
+            Some(flink_job_state::RUNNING) => Phase::Running,
+            Some(flink_job_state::SUSPENDED) => Phase::Suspended,
+            Some(flink_job_state::FINISHED) => Phase::Succeeded,
+            Some(flink_job_state::FAILED) => Phase::Failed,
+            _ if failed => Phase::UpdateFailed,
+            _ => Phase::Restarting,
         },
     }
 }
@@ -114,91 +114,91 @@ mod tests {
         use flink_job_state::*;
         // (state, job state, error, both children exist, phase)
         let cases = [
-            (None, None, false, false, phase::DEPLOYING),
+            (None, None, false, false, Phase::Deploying),
             (
                 Some(State::InitializingBlue),
                 Some(SUSPENDED),
                 false,
                 false,
-                phase::SUSPENDED,
+                Phase::Suspended,
             ),
             (
                 Some(State::InitializingBlue),
                 Some(FAILING),
                 true,
                 false,
-                phase::DEPLOY_FAILED,
+                Phase::DeployFailed,
             ),
             (
                 Some(State::TransitioningToBlue),
                 Some(RECONCILING),
                 false,
                 false,
-                phase::DEPLOYING,
+                Phase::Deploying,
             ),
             (
                 Some(State::TransitioningToGreen),
                 Some(RECONCILING),
                 false,
                 true,
-                phase::UPDATING,
+                Phase::Updating,
             ),
             (
                 Some(State::TransitioningToBlue),
                 Some(RECONCILING),
                 false,
                 true,
-                phase::UPDATING,
+                Phase::Updating,
             ),
             (
                 Some(State::SavepointingBlue),
                 Some(RUNNING),
                 false,
                 false,
-                phase::UPDATING,
+                Phase::Updating,
             ),
             (
                 Some(State::ActiveBlue),
                 Some(RUNNING),
                 false,
                 false,
-                phase::RUNNING,
+                Phase::Running,
             ),
             (
                 Some(State::ActiveGreen),
                 Some(RUNNING),
                 true,
                 true,
-                phase::ROLLED_BACK,
+                Phase::RolledBack,
             ),
             (
                 Some(State::ActiveGreen),
                 Some(FAILING),
                 true,
                 true,
-                phase::UPDATE_FAILED,
+                Phase::UpdateFailed,
             ),
             (
                 Some(State::ActiveBlue),
                 Some(SUSPENDED),
                 false,
                 false,
-                phase::SUSPENDED,
+                Phase::Suspended,
             ),
             (
                 Some(State::ActiveBlue),
                 Some(FINISHED),
                 false,
                 false,
-                phase::SUCCEEDED,
+                Phase::Succeeded,
             ),
-            (Some(State::ActiveBlue), Some(FAILED), false, false, phase::FAILED),
+            (Some(State::ActiveBlue), Some(FAILED), false, false, Phase::Failed),
             (
                 Some(State::ActiveBlue),
                 Some(RESTARTING),
                 false,
                 false,
-                phase::RESTARTING,
+                Phase::Restarting,
             ),
         ];
         for (state, job, error, both, expected) in cases {
@@ -212,6 +212,6 @@ mod tests {
         // not rolled back.
         let waiting = status(Some(State::ActiveBlue), Some(RUNNING), true);
         let seen = observation(Some(State::ActiveBlue), false);
-        assert_eq!(phase_of(&waiting, &seen, true), phase::UPDATING);
+        assert_eq!(phase_of(&waiting, &seen, true), Phase::Updating);
     }
 }

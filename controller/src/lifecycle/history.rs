@@ -41,7 +41,7 @@ use super::{
     terms::FAST,
 };
 use crate::{
-    conditions::phase,
+    conditions::Phase,
     events::{EventNote, Reason},
     plan::Plan,
 };
@@ -154,7 +154,7 @@ pub fn rollback_request<'a, K: LifecycleHooks<'a>>(k: &mut K) -> Option<Plan<K::
                 request: value,
                 drop_restore: annotations.contains_key(annotations::ROLLBACK_RESTORE),
             });
-            k.conditions(phase::ROLLING_BACK, &message);
+            k.conditions(Phase::RollingBack, &message);
             Some(k.record_then(FAST))
         }
     }
@@ -355,7 +355,7 @@ fn follow_rollback<'a, K: LifecycleHooks<'a>>(
     let requested = (k.meta.annotations.as_ref())
         .and_then(|a| revisions::rollback_request(a).ok().flatten())
         .is_some_and(|request| Some(request.to) == rollback.to);
-    let reason = condition_reason(&plan.status);
+    let phase = condition_phase(&plan.status);
     let outcome = if !runs_version(k.spec, target) && !requested {
         Some((
             RollbackPhase::Failed,
@@ -373,10 +373,7 @@ fn follow_rollback<'a, K: LifecycleHooks<'a>>(
                 current.number
             ),
         ))
-    } else if matches!(
-        reason.as_deref(),
-        Some(phase::UPDATE_FAILED | phase::DEPLOY_FAILED)
-    ) {
+    } else if matches!(phase, Some(Phase::UpdateFailed | Phase::DeployFailed)) {
         let why = plan.status.error_mut().clone().unwrap_or_default();
         Some((
             RollbackPhase::Failed,
@@ -483,25 +480,25 @@ fn set_rollback(status: &mut impl LifecycleStatus, rollback: RollbackStatus) {
     status.revision_mut().rollback = Some(rollback);
 }
 
-fn condition_reason(status: &impl LifecycleStatus) -> Option<String> {
-    status.conditions()?.first()?.reason.clone()
+fn condition_phase(status: &impl LifecycleStatus) -> Option<Phase> {
+    Phase::from_reason(status.conditions()?.first()?.reason.as_deref()?)
 }
 
 /// While a rollback is carried out, the conditions' reason `Updating` reads `RollingBack`
 /// (the same readiness), in the status written before the plan's actions too.
 fn rolling_back_phase<S: LifecycleStatus, A>(plan: &mut Plan<S, A>) {
-    rename_phase(&mut plan.status, phase::UPDATING, phase::ROLLING_BACK);
+    rename_phase(&mut plan.status, Phase::Updating, Phase::RollingBack);
     if let Some(before) = plan.status_before.as_mut() {
-        rename_phase(before, phase::UPDATING, phase::ROLLING_BACK);
+        rename_phase(before, Phase::Updating, Phase::RollingBack);
     }
 }
 
 /// The conditions' reason `from` reads `to` (a phase of the same readiness).
-fn rename_phase(status: &mut impl LifecycleStatus, from: &str, to: &str) {
+fn rename_phase(status: &mut impl LifecycleStatus, from: Phase, to: Phase) {
     if let Some(conditions) = status.conditions_mut().as_mut() {
         for condition in conditions {
-            if condition.reason.as_deref() == Some(from) {
-                condition.reason = Some(to.to_owned());
+            if condition.reason.as_deref().and_then(Phase::from_reason) == Some(from) {
+                condition.reason = Some(to.as_str().to_owned());
             }
         }
     }

@@ -14,7 +14,7 @@ use super::{
     terms::{SLOW, said_for},
 };
 use crate::{
-    conditions::{condition_type, phase, set_conditions},
+    conditions::{Phase, condition_type, set_conditions},
     events::{EventNote, Reason},
     plan::{Next, Plan},
 };
@@ -85,7 +85,7 @@ impl<'a, Spec, Status: LifecycleStatus, Action> Ledger<'a, Spec, Status, Action>
     }
 
     /// The conditions for `phase` with `message`, at this generation.
-    pub fn conditions(&mut self, phase: &str, message: &str) {
+    pub fn conditions(&mut self, phase: Phase, message: &str) {
         set_conditions(
             self.status.conditions_mut(),
             self.meta.generation,
@@ -135,14 +135,14 @@ impl<'a, Spec, Status: LifecycleStatus, Action> Ledger<'a, Spec, Status, Action>
         plan
     }
 
-    /// Refuses a change (`phase::UPDATE_FAILED`) or a restore of a failed job
-    /// (`phase::FAILED`) with `note`: what runs stays as it is until the spec changes. One
+    /// Refuses a change (`Phase::UpdateFailed`) or a restore of a failed job
+    /// (`Phase::Failed`) with `note`: what runs stays as it is until the spec changes. One
     /// Event per new reason, compared with the stored error (observing the job rewrites the
     /// one being built, and comparing with that would say it again at every look).
-    pub fn refuse(&mut self, phase: &'static str, note: String) -> Plan<Status, Action> {
+    pub fn refuse(&mut self, phase: Phase, note: String) -> Plan<Status, Action> {
         let said = self.stored.and_then(LifecycleStatus::error);
         if said != Some(note.as_str()) {
-            let reason = if phase == phase::FAILED {
+            let reason = if phase == Phase::Failed {
                 Reason::RestoreRefused
             } else {
                 Reason::UpdateFailed
@@ -174,7 +174,7 @@ impl<Spec, Status, Action: From<JobAction>> Ledger<'_, Spec, Status, Action> {
 /// the running job has cleared the error from the one being built.
 pub fn already_refused<S: LifecycleStatus>(stored: Option<&S>, generation: Option<i64>) -> Option<String> {
     let stored = stored?;
-    let refused = said_for(stored, condition_type::DEGRADED, phase::UPDATE_FAILED, generation)?;
+    let refused = said_for(stored, condition_type::DEGRADED, Phase::UpdateFailed, generation)?;
     Some(
         stored
             .error()

@@ -43,7 +43,7 @@ use super::{
     wording,
 };
 use crate::{
-    conditions::phase,
+    conditions::Phase,
     events::{EventNote, Reason},
     plan::{Next, Plan},
 };
@@ -160,7 +160,7 @@ fn take<'a, K: LifecycleHooks<'a>>(k: &mut K, step: Step<K::Spec>) -> PlanOf<'a,
             *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Deleting);
             k.own_step(&step).unwrap_or_else(|| delete(k))
         }
-        Step::Unreadable(why) => invalid(k, phase::DEPLOY_FAILED, why),
+        Step::Unreadable(why) => invalid(k, Phase::DeployFailed, why),
         Step::UntilReady(_) => k.own_step(&step).unwrap_or_else(|| k.done(WAIT)),
         Step::FollowingStop { recorded, trigger_id } => {
             k.observe(&recorded, true);
@@ -168,8 +168,8 @@ fn take<'a, K: LifecycleHooks<'a>>(k: &mut K, step: Step<K::Spec>) -> PlanOf<'a,
         }
         Step::Invalid(recorded) => {
             let reason = match recorded {
-                None => phase::DEPLOY_FAILED,
-                Some(_) => phase::UPDATE_FAILED,
+                None => Phase::DeployFailed,
+                Some(_) => Phase::UpdateFailed,
             };
             let violations = k.violations.join("; ");
             invalid(k, reason, violations)
@@ -223,18 +223,18 @@ fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
             DeletionSavepoint::Recorded(path) => return k.tear_down(Some(&path)),
             DeletionSavepoint::Resent => {
                 k.conditions(
-                    phase::DELETING,
+                    Phase::Deleting,
                     "stopping the job with a savepoint before deletion",
                 );
                 return k.done(FAST);
             }
             DeletionSavepoint::Failed(note) => {
                 // The failure is what the user has to act on: it is written at once.
-                k.conditions(phase::DELETING, &note);
+                k.conditions(Phase::Deleting, &note);
                 return k.record_then(SLOW);
             }
             DeletionSavepoint::Pending => {
-                k.conditions(phase::DELETING, "waiting for the savepoint before deletion");
+                k.conditions(Phase::Deleting, "waiting for the savepoint before deletion");
                 return k.done(FAST);
             }
             DeletionSavepoint::Abandoned => {}
@@ -267,7 +267,7 @@ fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
         && standing.can_stop_for_deletion
     {
         k.conditions(
-            phase::DELETING,
+            Phase::Deleting,
             "waiting for the JobManager to answer, to stop the job with a savepoint before deletion \
              (set kubernetes.operator.job.savepoint-on-deletion to false to delete without one)",
         );
@@ -275,7 +275,7 @@ fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
     }
     if (wants_savepoint || loses_checkpoint) && facts.running() && standing.can_stop_for_deletion {
         k.conditions(
-            phase::DELETING,
+            Phase::Deleting,
             "stopping the job with a savepoint before deletion",
         );
         if !wants_savepoint && let Some(why) = loses {
@@ -299,13 +299,13 @@ fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
 }
 
 /// The spec cannot be acted on: the reason in status, with one Event per new reason.
-fn invalid<'a, K: LifecycleHooks<'a>>(k: &mut K, reason: &str, error: String) -> PlanOf<'a, K> {
+fn invalid<'a, K: LifecycleHooks<'a>>(k: &mut K, phase: Phase, error: String) -> PlanOf<'a, K> {
     let (status, mut out) = k.parts();
     if status.error_mut().as_deref() != Some(error.as_str()) {
         out.event(EventNote::warning(Reason::ValidationError, error.clone()));
     }
     *status.error_mut() = Some(error.clone());
-    k.conditions(reason, &error);
+    k.conditions(phase, &error);
     k.done(SLOW)
 }
 
@@ -323,18 +323,18 @@ fn follow_stop<'a, K: LifecycleHooks<'a>>(k: &mut K, trigger_id: &str) -> PlanOf
         Stopped::Completed(state) => commit_change(k, Restore::State(state), Cause::Savepoint),
         Stopped::Resent => {
             let message = stop::under_way(&k.status, "stopping the job with a savepoint");
-            k.conditions(phase::UPDATING, &message);
+            k.conditions(Phase::Updating, &message);
             k.done(FAST)
         }
         Stopped::Retry { seconds, note } => {
-            k.conditions(phase::UPDATING, &format!("{note}; trying again"));
+            k.conditions(Phase::Updating, &format!("{note}; trying again"));
             k.done(Next::Within(seconds))
         }
         Stopped::Refused(why) => refused(k, Refusal::Said(why)),
         Stopped::Pending => {
             // The message of the stop sent: a status write per poll would delay the next.
             let message = stop::under_way(&k.status, &wording::stopping(&job_id, change_of(k)));
-            k.conditions(phase::UPDATING, &message);
+            k.conditions(Phase::Updating, &message);
             let triggered = (k.status.job_status().and_then(|j| j.savepoint_info.as_ref()))
                 .and_then(|s| s.trigger_timestamp);
             let for_ms = triggered.map_or(0, |at| u64::try_from(facts.now_ms - at).unwrap_or(0));

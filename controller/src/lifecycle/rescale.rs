@@ -22,7 +22,7 @@ use flink_operator_api::keys::{flink, operator};
 
 use super::spec;
 use crate::{
-    conditions::{condition_type, phase},
+    conditions::{Phase, condition_type},
     events::{EventNote, Reason},
     flink::{ParallelismBounds, ResourceRequirements, VertexRequirements},
     plan::{Plan, Recovery},
@@ -105,7 +105,7 @@ pub fn requirements(current: &ResourceRequirements, change: &Rescale) -> Resourc
 /// condition says ScalingFailed for it): the change is then applied by an upgrade.
 pub fn in_place_failed<S: LifecycleStatus>(stored: Option<&S>, generation: Option<i64>) -> bool {
     stored.is_some_and(|s| {
-        super::terms::said_for(s, condition_type::PROGRESSING, phase::SCALING_FAILED, generation).is_some()
+        super::terms::said_for(s, condition_type::PROGRESSING, Phase::ScalingFailed, generation).is_some()
     })
 }
 
@@ -123,7 +123,7 @@ pub fn recovery<S: LifecycleStatus + Clone, A>(
     crate::conditions::set_conditions(
         status.conditions_mut(),
         generation,
-        phase::SCALING_FAILED,
+        Phase::ScalingFailed,
         &message,
         now_ms,
     );

@@ -1081,7 +1081,7 @@ fn a_failed_upgrade_savepoint_is_retried_after_its_back_off_within_the_grace_per
         assert_eq!(outcome.reasons(), [Reason::SavepointFailed], "{kind}");
         assert_eq!(
             outcome.reason.as_deref(),
-            Some(crate::conditions::phase::UPDATING)
+            Some(crate::conditions::Phase::Updating.as_str())
         );
         // Within the back-off nothing is sent; after it, the stop is sent again.
         let (outcome, _) = decide(&new, &json!({}), Some(&retrying), &at(2_000, None), false);
@@ -1098,7 +1098,7 @@ fn a_failed_upgrade_savepoint_is_retried_after_its_back_off_within_the_grace_per
         assert_eq!(outcome.requeue, Next::Within(2), "{kind}");
         assert_eq!(
             outcome.reason.as_deref(),
-            Some(crate::conditions::phase::UPDATING)
+            Some(crate::conditions::Phase::Updating.as_str())
         );
         // ...and one once it is over ends the change: refused, the job keeps running with the
         // previous spec, the same words for both kinds.
@@ -1110,7 +1110,7 @@ fn a_failed_upgrade_savepoint_is_retried_after_its_back_off_within_the_grace_per
         );
         assert_eq!(
             outcome.reason.as_deref(),
-            Some(crate::conditions::phase::UPDATE_FAILED)
+            Some(crate::conditions::Phase::UpdateFailed.as_str())
         );
         assert_eq!(
             outcome.error.as_deref(),
@@ -1150,7 +1150,7 @@ fn a_refused_change_stays_refused_for_its_generation_said_once_and_is_tried_agai
         assert_eq!(again.error, first.error, "{kind}");
         assert_eq!(
             again.reason.as_deref(),
-            Some(crate::conditions::phase::UPDATE_FAILED)
+            Some(crate::conditions::Phase::UpdateFailed.as_str())
         );
         // The user changes the spec again: the change is tried again.
         let newer = with(job.clone(), "parallelism", json!(6));
@@ -1197,7 +1197,7 @@ fn without_the_upgrade_savepoint_the_job_is_cancelled_recorded_first_with_the_sa
         );
         assert_eq!(
             cancelling.reason.as_deref(),
-            Some(crate::conditions::phase::UPDATING)
+            Some(crate::conditions::Phase::Updating.as_str())
         );
         let note = &cancelling.events.last().expect("an Event").note;
         assert!(

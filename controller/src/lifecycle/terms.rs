@@ -2,7 +2,7 @@
 //! the two kinds of snapshot, how
 //! soon a job is looked at again, and how a message becomes an Event note.
 
-use crate::plan::Next;
+use crate::{conditions::Phase, plan::Next};
 
 /// Something only Flink or Kubernetes can finish is under way: look again soon.
 pub const FAST: Next = Next::Progress;
@@ -14,17 +14,17 @@ pub const SLOW: Next = Next::Steady;
 
 use flink_operator_api::LifecycleStatus;
 
-/// The stored condition of `type_` if it says `reason` for `generation`: what a look of the
-/// same generation remembers of the one before it.
+/// The stored condition of `type_` if its reason is `phase` for `generation`: what a look of
+/// the same generation remembers of the one before it.
 pub fn said_for<'s, S: LifecycleStatus>(
     stored: &'s S,
     type_: &str,
-    reason: &str,
+    phase: Phase,
     generation: Option<i64>,
 ) -> Option<&'s flink_operator_api::common::Condition> {
     stored.conditions().into_iter().flatten().find(|c| {
         c.type_.as_deref() == Some(type_)
-            && c.reason.as_deref() == Some(reason)
+            && c.reason.as_deref().and_then(Phase::from_reason) == Some(phase)
             && c.observed_generation == generation
     })
 }

@@ -7,7 +7,7 @@ use super::{
     kind::{Cause, Refusal, Restore, Wait},
     restore::{self, RestorableState},
 };
-use crate::{conditions::phase, events::Reason};
+use crate::{conditions::Phase, events::Reason};
 
 /// What a spec change is, as said in messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,31 +71,31 @@ pub fn stopping(job_id: &str, change: Change) -> String {
 
 /// The phase and the message of a wait, and whether the change is under way (UPGRADING):
 /// the job is being ended for it.
-pub fn wait(what: Wait, job_id: &str, state: &str) -> (&'static str, String, bool) {
+pub fn wait(what: Wait, job_id: &str, state: &str) -> (Phase, String, bool) {
     let job = job(job_id);
     match what {
         Wait::ForSnapshot => (
-            phase::UPDATING,
+            Phase::Updating,
             "waiting for the pending manual or periodic snapshot before changing the job".to_owned(),
             false,
         ),
         Wait::ForRunning => (
-            phase::UPDATING,
+            Phase::Updating,
             format!("waiting for {job} to be RUNNING to take its savepoint (it is {state})"),
             true,
         ),
         Wait::ForCancel => (
-            phase::UPDATING,
+            Phase::Updating,
             format!("waiting for {job} to be cancelled"),
             true,
         ),
         Wait::ForCheckpoint => (
-            phase::UPDATING,
+            Phase::Updating,
             format!("reading the latest checkpoint of {job}"),
             false,
         ),
         Wait::ForCheckpointToRestart => (
-            phase::FAILED,
+            Phase::Failed,
             format!("{job} FAILED; reading its latest checkpoint to restart it"),
             false,
         ),
@@ -113,9 +113,9 @@ pub struct Refused<'s> {
     pub now_ms: i64,
 }
 
-/// The phase and the note of a refusal: `phase::FAILED` for a restart, which leaves the
-/// job FAILED, else `phase::UPDATE_FAILED`.
-pub fn refusal(refusal: Refusal, of: &Refused<'_>) -> (&'static str, String) {
+/// The phase and the note of a refusal: `Phase::Failed` for a restart, which leaves the
+/// job FAILED, else `Phase::UpdateFailed`.
+pub fn refusal(refusal: Refusal, of: &Refused<'_>) -> (Phase, String) {
     let doing = of.change.doing();
     let job = job(of.job_id);
     let state = of.state;
@@ -140,10 +140,10 @@ pub fn refusal(refusal: Refusal, of: &Refused<'_>) -> (&'static str, String) {
             "{doing}: {job} is gone and its latest checkpoint is unknown ({reason}); manual restore required"
         ),
         Refusal::Restart(why) => {
-            return (phase::FAILED, format!("restarting the failed {job}: {why}"));
+            return (Phase::Failed, format!("restarting the failed {job}: {why}"));
         }
     };
-    (phase::UPDATE_FAILED, note)
+    (Phase::UpdateFailed, note)
 }
 
 /// The reason and the message of a spec committed for `cause` with the state it starts

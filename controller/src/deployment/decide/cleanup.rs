@@ -8,7 +8,7 @@
 //! for, through the shared cache (their deletion wakes the resource); the wait is a step of
 //! its own, so no reconcile blocks on it.
 
-use super::{Decision, Plan, phase};
+use super::{Decision, Phase, Plan};
 use crate::plan::Next;
 
 /// How long the next step waits for the JobManager pods of a deleted cluster to be gone
@@ -35,9 +35,9 @@ pub(super) fn wait_for_job_manager_exit(d: &mut Decision) -> Option<Plan> {
         return None;
     }
     let reason = if d.fd.metadata.deletion_timestamp.is_some() {
-        phase::DELETING
+        Phase::Deleting
     } else {
-        phase::UPDATING
+        Phase::Updating
     };
     d.conditions(reason, "waiting for the previous JobManager to exit");
     let for_ms = since.map_or(0, |at| u64::try_from(d.obs.now_ms - at).unwrap_or(0));

@@ -14,7 +14,7 @@ use flink_operator_api::{
 };
 
 use super::{
-    Action, FAST, JobObservation, Next, Observation, Plan, SLOW, deletion, health, is_suspended, phase,
+    Action, FAST, JobObservation, Next, Observation, Phase, Plan, SLOW, deletion, health, is_suspended,
     recovery, rollback, shutdown, start, state::RestorableState, status, upgrade_relevant,
 };
 use crate::{
@@ -255,7 +255,7 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
         match cause {
             Cause::FirstStart if self.suspending() => {
                 self.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
-                self.conditions(phase::SUSPENDED, "created suspended: nothing is deployed");
+                self.conditions(Phase::Suspended, "created suspended: nothing is deployed");
                 self.done(SLOW)
             }
             Cause::FirstStart => start::first_deployment(self.take(), restore),
@@ -358,7 +358,7 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
             Step::RollingBack(_) => Some(match self.rolled_back.clone() {
                 Some(stable) => start::continue_upgrade(self.take(), &stable, true),
                 None => self.refuse(
-                    phase::UPDATE_FAILED,
+                    Phase::UpdateFailed,
                     "rolling back: status.reconciliationStatus.lastStableSpec cannot be read; nothing is done until the spec changes".to_owned(),
                 ),
             }),

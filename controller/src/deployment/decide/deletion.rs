@@ -15,12 +15,12 @@ use crate::{
 };
 use flink_operator_api::SnapshotType;
 
-use super::{Action, Decision, EventNote, FAST, Plan, phase};
+use super::{Action, Decision, EventNote, FAST, Phase, Plan};
 
 /// The savepoint of the deletion is recorded: the cluster goes.
 pub(super) fn savepoint_recorded(mut d: Decision, path: &str) -> Plan {
     d.conditions(
-        phase::DELETING,
+        Phase::Deleting,
         &format!("the savepoint {path} is recorded; deleting the Flink cluster"),
     );
     cluster_deleted_now(&mut d);
@@ -56,7 +56,7 @@ pub(super) fn tear_down(mut d: Decision, has_finalizer: bool) -> Plan {
     if let Some(note) = kept_for {
         return held(d, note);
     }
-    d.conditions(phase::DELETING, "deleting the Flink cluster");
+    d.conditions(Phase::Deleting, "deleting the Flink cluster");
     if d.obs.cluster_exists {
         if d.obs.cluster_deleting {
             return d.done(FAST);
@@ -123,7 +123,7 @@ fn held(mut d: Decision, note: String) -> Plan {
             .push(EventNote::warning(Reason::CleanupFailed, note.clone()));
     }
     d.status.error = Some(note.clone());
-    d.conditions(phase::DELETING, &note);
+    d.conditions(Phase::Deleting, &note);
     d.done(super::WAIT)
 }
 

@@ -272,7 +272,7 @@ impl crate::lifecycle::kind::AsJobAction for Action {
 pub type Plan = crate::plan::Plan<FlinkDeploymentStatus, Action>;
 
 /// Phases named by the conditions' reasons.
-pub use crate::conditions::phase;
+pub use crate::conditions::Phase;
 
 pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
     let fd = &*autoscaled(fd, obs);

@@ -23,7 +23,7 @@ use flink_operator_api::{
     },
 };
 
-use super::{Decision, EventNote, FAST, Plan, is_suspended, phase, start::capitalised, upgrade_relevant};
+use super::{Decision, EventNote, FAST, Phase, Plan, is_suspended, start::capitalised, upgrade_relevant};
 use crate::{lifecycle::restore::human, policy::Policy};
 
 /// The spec a rollback deploys (while `ROLLING_BACK`) or deployed (once `ROLLED_BACK`):
@@ -151,7 +151,7 @@ pub(super) fn start_if_due(d: &mut Decision, recorded: &FlinkDeploymentSpec) -> 
         d.job_status_mut().upgrade_savepoint_path = None;
     }
     d.status.lifecycle_state = Some(ResourceLifecycleState::RollingBack);
-    d.conditions(phase::UPDATING, &note);
+    d.conditions(Phase::Updating, &note);
     d.events
         .push(EventNote::warning(Reason::Rollback, capitalised(&note)));
     Some(d.done(FAST))

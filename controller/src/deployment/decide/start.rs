@@ -15,7 +15,7 @@ use flink_operator_api::{
 };
 
 use super::{
-    Action, Decision, EventNote, FAST, JobObservation, Plan, is_suspended, phase,
+    Action, Decision, EventNote, FAST, JobObservation, Phase, Plan, is_suspended,
     state::{self, RestorableState},
     status::suspended_message,
 };
@@ -62,7 +62,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
             // checkpoint of a job that ended unseen: the cluster is not deleted without it.
             _ if d.obs.cluster_exists && matches!(d.obs.job, Some(JobObservation::Unreachable(_))) => {
                 d.conditions(
-                    phase::UPDATING,
+                    Phase::Updating,
                     "waiting for the JobManager to answer: the high-availability metadata holds no checkpoint of the \
                      job any more (Flink takes them out of it when a job ends), and only the JobManager still knows \
                      its latest",
@@ -98,7 +98,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         }
         d.status.lifecycle_state = Some(ResourceLifecycleState::RolledBack);
         d.conditions(
-            phase::DEPLOYING,
+            Phase::Deploying,
             "the Flink cluster of the last stable spec is starting",
         );
         return d.done(FAST);
@@ -125,12 +125,12 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
             rs.state = Some(ReconciliationState::Deployed);
         }
         d.status.lifecycle_state = Some(ResourceLifecycleState::Deployed);
-        d.conditions(phase::DEPLOYING, "the Flink cluster is starting");
+        d.conditions(Phase::Deploying, "the Flink cluster is starting");
         return d.done(FAST);
     }
     d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
     if d.obs.cluster_exists {
-        d.conditions(phase::UPDATING, "deleting the previous cluster");
+        d.conditions(Phase::Updating, "deleting the previous cluster");
         if d.obs.cluster_deleting {
             return d.done(FAST);
         }
@@ -161,7 +161,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         let message = suspended_message(&d.status);
         d.events
             .push(EventNote::normal(Reason::Suspended, capitalised(&message)));
-        d.conditions(phase::SUSPENDED, &message);
+        d.conditions(Phase::Suspended, &message);
         return d.done(super::SLOW);
     }
     let job = if rolling_back {
@@ -215,7 +215,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         rs.reconciliation_timestamp = Some(now);
     }
     d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Deploying);
-    d.conditions(phase::DEPLOYING, "creating the Flink cluster");
+    d.conditions(Phase::Deploying, "creating the Flink cluster");
     d.actions.push(Action::Deploy {
         restore_path: restore_path.clone(),
         job_id,
@@ -262,7 +262,7 @@ fn no_last_state(mut d: Decision) -> Plan {
             .push(EventNote::warning(Reason::UpdateFailed, error.clone()));
     }
     d.status.error = Some(error.clone());
-    d.conditions(phase::UPDATE_FAILED, &error);
+    d.conditions(Phase::UpdateFailed, &error);
     d.done(super::WAIT)
 }
 
@@ -334,7 +334,7 @@ pub(super) fn commit_noting(
     }
     d.status.error = None;
     d.status.lifecycle_state = Some(ResourceLifecycleState::Upgrading);
-    d.conditions(phase::UPDATING, message);
+    d.conditions(Phase::Updating, message);
     d.events.extend(event);
     d.record_then_acting(vec![Action::DeleteCluster { keep_ha: last_state }])
 }
@@ -372,7 +372,7 @@ pub(super) fn first_deployment(mut d: Decision, restore: Restore) -> Plan {
             ..Default::default()
         });
     }
-    d.conditions(phase::DEPLOYING, "creating the Flink cluster");
+    d.conditions(Phase::Deploying, "creating the Flink cluster");
     d.actions.push(Action::Deploy {
         restore_path,
         job_id,

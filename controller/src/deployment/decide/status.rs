@@ -9,7 +9,7 @@ use flink_operator_api::{
 };
 use kube::ResourceExt;
 
-use super::{Decision, EventNote, FAST, JobManagerObservation, JobObservation, Next, SLOW, WAIT, phase};
+use super::{Decision, EventNote, FAST, JobManagerObservation, JobObservation, Next, Phase, SLOW, WAIT};
 use crate::lifecycle::observe;
 
 /// JobManager and job state into status.
@@ -205,7 +205,7 @@ pub(super) fn suspended_into(d: &mut Decision) {
     d.status.job_manager_deployment_status = Some(job_manager_status(&d.obs.job_manager));
     d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
     let message = suspended_message(&d.status);
-    d.conditions(phase::SUSPENDED, &message);
+    d.conditions(Phase::Suspended, &message);
 }
 
 pub(super) fn suspended_message(status: &FlinkDeploymentStatus) -> String {
@@ -220,18 +220,18 @@ pub(super) fn suspended_message(status: &FlinkDeploymentStatus) -> String {
 }
 
 /// The phase (condition reason) and a message for the status just observed.
-pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
+pub(super) fn current_phase(d: &Decision) -> (Phase, String) {
     let status = &d.status;
     let jm = status.job_manager_deployment_status.unwrap_or_default();
     let shut_down = jm == JobManagerDeploymentStatus::Missing && super::shutdown::job_ended(d);
     if jm == JobManagerDeploymentStatus::Error || (jm == JobManagerDeploymentStatus::Missing && !shut_down) {
-        return (phase::DEPLOY_FAILED, status.error.clone().unwrap_or_default());
+        return (Phase::DeployFailed, status.error.clone().unwrap_or_default());
     }
     if jm != JobManagerDeploymentStatus::Ready && !shut_down {
-        return (phase::DEPLOYING, format!("the JobManager is {}", jm.as_str()));
+        return (Phase::Deploying, format!("the JobManager is {}", jm.as_str()));
     }
     if d.fd.spec.job.is_none() {
-        return (phase::RUNNING, "the session cluster is ready".to_owned());
+        return (Phase::Running, "the session cluster is ready".to_owned());
     }
     let state = status
         .job_status
@@ -241,22 +241,22 @@ pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
     if status.lifecycle_state == Some(ResourceLifecycleState::RolledBack) && state == flink_job_state::RUNNING
     {
         return (
-            phase::ROLLED_BACK,
+            Phase::RolledBack,
             "the job runs the last stable spec: the spec that replaced it did not become stable and was rolled back; it is not deployed again until the spec changes".to_owned(),
         );
     }
     if state == flink_job_state::FAILED
         && let Some(error) = &status.error
     {
-        return (phase::FAILED, error.clone());
+        return (Phase::Failed, error.clone());
     }
     let reason = match state.as_str() {
-        flink_job_state::RUNNING => phase::RUNNING,
-        flink_job_state::FAILED => phase::FAILED,
-        flink_job_state::FINISHED => phase::SUCCEEDED,
-        flink_job_state::CANCELED => phase::CANCELLED,
-        flink_job_state::RESTARTING | flink_job_state::FAILING => phase::RESTARTING,
-        _ => phase::DEPLOYING,
+        flink_job_state::RUNNING => Phase::Running,
+        flink_job_state::FAILED => Phase::Failed,
+        flink_job_state::FINISHED => Phase::Succeeded,
+        flink_job_state::CANCELED => Phase::Cancelled,
+        flink_job_state::RESTARTING | flink_job_state::FAILING => Phase::Restarting,
+        _ => Phase::Deploying,
     };
     if shut_down {
         return (reason, format!("the job is {state}; its JobManager is shut down"));
@@ -264,13 +264,13 @@ pub(super) fn current_phase(d: &Decision) -> (&'static str, String) {
     (reason, format!("the job is {state}"))
 }
 
-/// Ready, Progressing and Degraded, with `reason` as the phase (see [`crate::conditions`]).
+/// Ready, Progressing and Degraded, with `phase` as their reason (see [`crate::conditions`]).
 pub fn set_conditions(
     status: &mut FlinkDeploymentStatus,
     generation: Option<i64>,
-    reason: &str,
+    phase: Phase,
     message: &str,
     now_ms: i64,
 ) {
-    crate::conditions::set_conditions(&mut status.conditions, generation, reason, message, now_ms);
+    crate::conditions::set_conditions(&mut status.conditions, generation, phase, message, now_ms);
 }

@@ -140,7 +140,7 @@ fn a_first_deployment_is_recorded_before_it_is_created() {
     assert!(event.note.contains("file:/sp/1"), "{}", event.note);
     assert_eq!(
         condition(&before, "Progressing").reason.as_deref(),
-        Some(phase::DEPLOYING)
+        Some(Phase::Deploying.as_str())
     );
     assert_eq!(
         plan.status.reconciliation_status.unwrap().state,
@@ -205,7 +205,7 @@ fn observed_states_become_status_and_conditions() {
             None,
             Jm::Deploying,
             L::Deployed,
-            phase::DEPLOYING,
+            Phase::Deploying,
             "False",
         ),
         (
@@ -213,23 +213,16 @@ fn observed_states_become_status_and_conditions() {
             None,
             Jm::DeployedNotReady,
             L::Deployed,
-            phase::DEPLOYING,
+            Phase::Deploying,
             "False",
         ),
-        (
-            crashing,
-            None,
-            Jm::Error,
-            L::Failed,
-            phase::DEPLOY_FAILED,
-            "False",
-        ),
+        (crashing, None, Jm::Error, L::Failed, Phase::DeployFailed, "False"),
         (
             JobManagerObservation::Missing,
             None,
             Jm::Missing,
             L::Deployed,
-            phase::DEPLOY_FAILED,
+            Phase::DeployFailed,
             "False",
         ),
         (
@@ -237,7 +230,7 @@ fn observed_states_become_status_and_conditions() {
             Some(JobObservation::NotFound),
             Jm::Ready,
             L::Deployed,
-            phase::DEPLOYING,
+            Phase::Deploying,
             "False",
         ),
         (
@@ -245,7 +238,7 @@ fn observed_states_become_status_and_conditions() {
             found("RUNNING"),
             Jm::Ready,
             L::Stable,
-            phase::RUNNING,
+            Phase::Running,
             "True",
         ),
         (
@@ -253,7 +246,7 @@ fn observed_states_become_status_and_conditions() {
             found("RESTARTING"),
             Jm::Ready,
             L::Deployed,
-            phase::RESTARTING,
+            Phase::Restarting,
             "False",
         ),
         (
@@ -261,7 +254,7 @@ fn observed_states_become_status_and_conditions() {
             found("FAILED"),
             Jm::Ready,
             L::Failed,
-            phase::FAILED,
+            Phase::Failed,
             "False",
         ),
         (
@@ -269,7 +262,7 @@ fn observed_states_become_status_and_conditions() {
             found("FINISHED"),
             Jm::Ready,
             L::Deployed,
-            phase::SUCCEEDED,
+            Phase::Succeeded,
             "True",
         ),
         (
@@ -277,7 +270,7 @@ fn observed_states_become_status_and_conditions() {
             found("CANCELED"),
             Jm::Ready,
             L::Deployed,
-            phase::CANCELLED,
+            Phase::Cancelled,
             "False",
         ),
     ];
@@ -291,7 +284,11 @@ fn observed_states_become_status_and_conditions() {
         );
         assert_eq!(plan.status.lifecycle_state, Some(lifecycle), "case {i}");
         let ready_condition = condition(&plan.status, "Ready");
-        assert_eq!(ready_condition.reason.as_deref(), Some(reason), "case {i}");
+        assert_eq!(
+            ready_condition.reason.as_deref(),
+            Some(reason.as_str()),
+            "case {i}"
+        );
         assert_eq!(ready_condition.status.as_deref(), Some(ready), "case {i}");
     }
 }
@@ -362,7 +359,7 @@ fn a_stateless_change_records_the_new_spec_then_deletes_the_cluster() {
     assert_eq!(before.job_status.as_ref().unwrap().upgrade_savepoint_path, None);
     assert_eq!(
         condition(&before, "Progressing").reason.as_deref(),
-        Some(phase::UPDATING)
+        Some(Phase::Updating.as_str())
     );
 }
 
@@ -407,7 +404,7 @@ fn the_ha_metadata_of_a_deleted_cluster_goes_only_once_its_jobmanager_has_exited
     // The Deployments are gone, a JobManager pod still terminates: wait, soon again.
     let plan = decide(&new, &gone(true, 2_000));
     assert_waits_for_the_job_manager(&plan);
-    assert_eq!(phase_of(&plan), phase::UPDATING);
+    assert_eq!(phase_of(&plan), Phase::Updating.as_str());
     // Exited: the metadata goes, then the new cluster is deployed, in one step.
     let plan = decide(&new, &gone(false, 3_000));
     assert_eq!(plan.actions.len(), 2, "{:?}", plan.actions);
@@ -583,7 +580,7 @@ fn a_deleted_zookeeper_ha_deployment_records_its_checkpoint_or_waits_until_its_n
     assert!(error.contains(why) && error.contains("waits"), "{error}");
     assert_eq!(
         condition(&plan.status, "Progressing").reason.as_deref(),
-        Some(phase::DELETING)
+        Some(Phase::Deleting.as_str())
     );
     let warned = |plan: &Plan| {
         (plan.events.iter())
@@ -704,7 +701,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     assert!(plan.actions.is_empty());
     assert_eq!(
         condition(&plan.status, "Progressing").reason.as_deref(),
-        Some(phase::UPDATING)
+        Some(Phase::Updating.as_str())
     );
 
     // 3. Completed (also after a crash: the JobManager keeps the result): the path is
@@ -859,7 +856,7 @@ fn a_savepoint_waits_until_all_tasks_of_the_job_run() {
     assert_eq!(plan.status.error, None);
     assert_eq!(
         condition(&plan.status, "Progressing").reason.as_deref(),
-        Some(phase::UPDATING)
+        Some(Phase::Updating.as_str())
     );
     // The tasks run: the stop is sent.
     let waiting = plan.status;
@@ -898,7 +895,7 @@ fn a_savepoint_waits_until_all_tasks_of_the_job_run() {
     );
     assert_eq!(
         condition(&plan.status, "Degraded").reason.as_deref(),
-        Some(phase::UPDATE_FAILED)
+        Some(Phase::UpdateFailed.as_str())
     );
 }
 
@@ -932,7 +929,7 @@ fn invalid_specs_are_not_deployed() {
     assert_eq!(plan.status.error.as_deref(), Some("spec.image: required"));
     assert_eq!(
         condition(&plan.status, "Ready").reason.as_deref(),
-        Some(phase::DEPLOY_FAILED)
+        Some(Phase::DeployFailed.as_str())
     );
 }
 
@@ -1685,7 +1682,7 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
         plan.status.lifecycle_state,
         Some(ResourceLifecycleState::Suspended)
     );
-    assert_eq!(phase_of(&plan), phase::SUSPENDED);
+    assert_eq!(phase_of(&plan), Phase::Suspended.as_str());
     assert!(plan.events.iter().any(|e| e.reason == Reason::Suspended));
     let suspended = plan.status;
     // Staying suspended is quiet: no error for the missing cluster.
@@ -1695,7 +1692,7 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
     );
     assert!(plan.actions.is_empty());
     assert_eq!(plan.status.error, None);
-    assert_eq!(phase_of(&plan), phase::SUSPENDED);
+    assert_eq!(phase_of(&plan), Phase::Suspended.as_str());
     // Resume: the recorded savepoint is restored by a new job.
     let plan = decide(
         &at(running_spec.clone(), suspended.clone(), 3),
@@ -1927,7 +1924,7 @@ fn nonces_and_ignored_fields() {
             ),
             |plan| {
                 assert!(plan.actions.is_empty());
-                assert_eq!(phase_of(plan), phase::RUNNING);
+                assert_eq!(phase_of(plan), Phase::Running.as_str());
             },
         ),
     ];
@@ -2245,7 +2242,7 @@ fn created_suspended_deploys_nothing_until_running() {
         plan.status.lifecycle_state,
         Some(ResourceLifecycleState::Suspended)
     );
-    assert_eq!(phase_of(&plan), phase::SUSPENDED);
+    assert_eq!(phase_of(&plan), Phase::Suspended.as_str());
 }
 
 #[test]
@@ -2684,7 +2681,7 @@ fn a_rollback_deploys_the_last_stable_spec_from_the_ha_metadata_and_survives_a_c
         plan.status.lifecycle_state,
         Some(ResourceLifecycleState::RolledBack)
     );
-    assert_eq!(phase_of(&plan), phase::ROLLED_BACK);
+    assert_eq!(phase_of(&plan), Phase::RolledBack.as_str());
     assert_eq!(condition(&plan.status, "Ready").status.as_deref(), Some("True"));
     assert_eq!(
         condition(&plan.status, "Degraded").status.as_deref(),
@@ -2802,9 +2799,9 @@ fn the_jobmanager_of_an_ended_job_is_shut_down_after_its_ttl_keeping_its_ha_meta
         ..Policy::status_only()
     };
     for (state, ended_phase) in [
-        ("FINISHED", phase::SUCCEEDED),
-        ("FAILED", phase::FAILED),
-        ("CANCELED", phase::CANCELLED),
+        ("FINISHED", Phase::Succeeded),
+        ("FAILED", Phase::Failed),
+        ("CANCELED", Phase::Cancelled),
     ] {
         // Ended at NOW: its state's updateTime.
         let ended = observed(&spec, state);
@@ -2848,7 +2845,7 @@ fn the_jobmanager_of_an_ended_job_is_shut_down_after_its_ttl_keeping_its_ha_meta
             gone.status.job_manager_deployment_status,
             Some(JobManagerDeploymentStatus::Missing)
         );
-        assert_eq!(phase_of(&gone), ended_phase, "{state}");
+        assert_eq!(phase_of(&gone), ended_phase.as_str(), "{state}");
     }
     // A running job's JobManager is never shut down, however long ago its state changed.
     let running = observed(&spec, "RUNNING");
@@ -2992,7 +2989,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
     ] {
         let plan = missing(spec, status, policy.clone(), ha_checkpoint);
         assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
-        assert_eq!(phase_of(&plan), phase::DEPLOY_FAILED, "{case}");
+        assert_eq!(phase_of(&plan), Phase::DeployFailed.as_str(), "{case}");
         let refused = plan
             .events
             .iter()
@@ -3062,7 +3059,7 @@ fn a_failed_job_says_why_in_status_the_conditions_and_an_event() {
     );
     assert_eq!(
         condition(&plan.status, "Degraded").reason.as_deref(),
-        Some(phase::FAILED)
+        Some(Phase::Failed.as_str())
     );
     assert!(
         plan.events
@@ -3108,7 +3105,7 @@ fn a_jobmanager_that_does_not_answer_once_is_looked_at_again_and_reported_the_se
     );
     assert_eq!(
         condition(&plan.status, "Ready").reason.as_deref(),
-        Some(phase::DEPLOYING)
+        Some(Phase::Deploying.as_str())
     );
 }
 

@@ -13,7 +13,7 @@ use crate::lifecycle::kind::{
     job_view,
 };
 use crate::{
-    conditions::phase,
+    conditions::Phase,
     events::EventNote,
     events::Reason,
     lifecycle::{
@@ -99,7 +99,7 @@ pub(super) fn change<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K
 fn refused_again<'a, K: LifecycleHooks<'a>>(k: &mut K) -> Option<PlanOf<'a, K>> {
     let note = k.already_refused()?;
     *k.status.error_mut() = Some(note.clone());
-    k.conditions(phase::UPDATE_FAILED, &note);
+    k.conditions(Phase::UpdateFailed, &note);
     Some(k.done(SLOW))
 }
 
@@ -234,7 +234,7 @@ fn cancel<'a, K: LifecycleHooks<'a>>(k: &mut K, why: Cancel) -> PlanOf<'a, K> {
         None => capitalised(&message),
     };
     *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
-    k.conditions(phase::UPDATING, &message);
+    k.conditions(Phase::Updating, &message);
     let (_, mut out) = k.parts();
     out.act(JobAction::Cancel { job_id });
     out.event(EventNote::normal(Reason::Cancelling, note));

@@ -6,7 +6,7 @@ use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::ResourceLifecycleState;
 
 use crate::{
-    conditions::phase,
+    conditions::Phase,
     events::EventNote,
     lifecycle::{
         kind::{Cause, LifecycleHooks, PlanOf, Refusal, Restore, Standing, Wait, job_view},
@@ -89,11 +89,11 @@ pub(super) fn stop_with_savepoint<'a, K: LifecycleHooks<'a>>(
     match stop::stop_with_savepoint(status, stop, change.doing(), &facts, &mut out) {
         Stopping::Sent => {
             let message = stop::under_way(&k.status, &wording::stopping(job_id, change));
-            k.conditions(phase::UPDATING, &message);
+            k.conditions(Phase::Updating, &message);
             k.record_then(Next::Stopping { for_ms: 0 })
         }
         Stopping::Wait { seconds, note } => {
-            k.conditions(phase::UPDATING, &format!("{}: {note}", change.doing()));
+            k.conditions(Phase::Updating, &format!("{}: {note}", change.doing()));
             k.done(Next::Within(seconds))
         }
         Stopping::GiveUp(why) => refused(k, Refusal::StopGaveUp(why)),

@@ -190,7 +190,7 @@ fn a_failed_in_place_rescale_is_remembered_for_its_generation_only() {
     crate::conditions::set_conditions(
         &mut status.conditions,
         Some(4),
-        phase::SCALING_FAILED,
+        Phase::ScalingFailed,
         "refused",
         0,
     );

@@ -9,7 +9,7 @@ use flink_operator_api::FlinkStateSnapshot;
 
 use super::*;
 use crate::{
-    conditions::phase,
+    conditions::Phase,
     state_snapshot::decide::{self as snapshot_decide, Target},
 };
 use flink_operator_api::SnapshotType;
@@ -207,8 +207,8 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
                     assert!(error.contains(part), "{case}: {error}");
                     assert!(
                         matches!(
-                            outcome.reason.as_deref(),
-                            Some(phase::FAILED | phase::UPDATE_FAILED)
+                            outcome.reason.as_deref().and_then(Phase::from_reason),
+                            Some(Phase::Failed | Phase::UpdateFailed)
                         ),
                         "{case}: {outcome:?}"
                     );

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::{
-    conditions::phase, lifecycle::rescale::Rescale, policy::Rescaler, resources::parallelism::Parallelism,
+    conditions::Phase, lifecycle::rescale::Rescale, policy::Rescaler, resources::parallelism::Parallelism,
 };
 
 fn adaptive() -> Policy {
@@ -68,7 +68,7 @@ fn a_rescale_flink_refused_is_applied_by_an_upgrade() {
         let wanted = with(running.clone(), "parallelism", json!(3));
         let mut stored = started(&running, &json!({}), kind);
         let set = |conditions: &mut Option<Vec<flink_operator_api::common::Condition>>| {
-            crate::conditions::set_conditions(conditions, Some(2), phase::SCALING_FAILED, "refused", NOW)
+            crate::conditions::set_conditions(conditions, Some(2), Phase::ScalingFailed, "refused", NOW)
         };
         match &mut stored {
             Status::Application(s) => set(&mut s.conditions),

@@ -6,7 +6,7 @@
 use flink_operator_api::common::{Checkpoint, CheckpointInfo, Savepoint};
 
 use super::*;
-use crate::conditions::phase;
+use crate::conditions::Phase;
 
 /// `status` with a last savepoint at `path`, taken `ago` ms before [`NOW`].
 fn with_last_savepoint(status: &Status, path: &str, ago: i64) -> Status {
@@ -120,7 +120,11 @@ fn without_the_upgrade_savepoint_the_newest_state_is_restored_only_while_it_is_y
                 }
                 Err(part) => {
                     assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
-                    assert_eq!(outcome.reason.as_deref(), Some(phase::UPDATE_FAILED), "{case}");
+                    assert_eq!(
+                        outcome.reason.as_deref(),
+                        Some(Phase::UpdateFailed.as_str()),
+                        "{case}"
+                    );
                     let error = outcome.error.clone().unwrap_or_default();
                     assert!(
                         error.contains(part) && error.contains("keeps running"),
@@ -180,7 +184,11 @@ fn without_the_upgrade_savepoint_the_state_is_guarded_again_once_the_job_is_canc
             };
             let (outcome, _) = decide(&new, &json!({}), Some(&cancelling), &cancelled, false);
             assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
-            assert_eq!(outcome.reason.as_deref(), Some(phase::UPDATE_FAILED), "{case}");
+            assert_eq!(
+                outcome.reason.as_deref(),
+                Some(Phase::UpdateFailed.as_str()),
+                "{case}"
+            );
             let error = outcome.error.clone().unwrap_or_default();
             assert!(error.contains(part), "{case}: {error}");
             assert_refused_with(&outcome, Reason::UpdateFailed, &case);
@@ -291,7 +299,7 @@ fn a_failed_job_is_restarted_from_its_newest_state_when_configured_and_while_it_
                 None => {
                     assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
                     assert!(!restarted && !outcome.recorded_first, "{case}: {outcome:?}");
-                    assert_eq!(outcome.reason.as_deref(), Some(phase::FAILED), "{case}");
+                    assert_eq!(outcome.reason.as_deref(), Some(Phase::Failed.as_str()), "{case}");
                 }
                 Some(Ok(path)) => {
                     assert!(restarted, "{case}: {outcome:?}");
@@ -312,7 +320,7 @@ fn a_failed_job_is_restarted_from_its_newest_state_when_configured_and_while_it_
                 }
                 Some(Err(part)) => {
                     assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
-                    assert_eq!(outcome.reason.as_deref(), Some(phase::FAILED), "{case}");
+                    assert_eq!(outcome.reason.as_deref(), Some(Phase::Failed.as_str()), "{case}");
                     let error = outcome.error.clone().unwrap_or_default();
                     assert!(error.contains(part), "{case}: {error}");
                     assert_refused_with(&outcome, Reason::RestoreRefused, &case);
@@ -414,7 +422,11 @@ fn an_ended_job_is_upgraded_from_its_last_savepoint_only_while_it_is_young_enoug
                 assert_eq!(outcome.own, 1, "{case}: started from it");
             } else {
                 assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
-                assert_eq!(outcome.reason.as_deref(), Some(phase::UPDATE_FAILED), "{case}");
+                assert_eq!(
+                    outcome.reason.as_deref(),
+                    Some(Phase::UpdateFailed.as_str()),
+                    "{case}"
+                );
                 let error = outcome.error.clone().unwrap_or_default();
                 assert!(
                     error.contains("needs a running job") && error.contains("savepoint.max-age"),
@@ -433,7 +445,11 @@ fn an_ended_job_is_upgraded_from_its_last_savepoint_only_while_it_is_young_enoug
             // A job that is restarting is waited for, not refused.
             let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at("RESTARTING"), false);
             assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
-            assert_eq!(outcome.reason.as_deref(), Some(phase::UPDATING), "{case}");
+            assert_eq!(
+                outcome.reason.as_deref(),
+                Some(Phase::Updating.as_str()),
+                "{case}"
+            );
         });
     }
 }
@@ -451,7 +467,11 @@ fn suspend(decide: &Decide, kind: &str, job: &Value, stored: Status, at: &Look) 
     for _ in 0..4 {
         let (outcome, next) = decide(&suspended, &json!({}), Some(&status), &look, false);
         if outcome.lifecycle == Some(ResourceLifecycleState::Suspended) {
-            assert_eq!(outcome.reason.as_deref(), Some(phase::SUSPENDED), "{kind}");
+            assert_eq!(
+                outcome.reason.as_deref(),
+                Some(Phase::Suspended.as_str()),
+                "{kind}"
+            );
             return next;
         }
         status = next;
@@ -495,7 +515,11 @@ fn a_resume_is_refused_while_the_state_its_suspension_left_is_too_old() {
         let (outcome, refused) = decide(&job, &json!({}), Some(&suspended), &resume(HOUR), false);
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
         assert!(!outcome.recorded_first, "{kind}");
-        assert_eq!(outcome.reason.as_deref(), Some(phase::UPDATE_FAILED), "{kind}");
+        assert_eq!(
+            outcome.reason.as_deref(),
+            Some(Phase::UpdateFailed.as_str()),
+            "{kind}"
+        );
         let error = outcome.error.clone().unwrap_or_default();
         assert!(
             error.contains("savepoint file:/sp/suspend") && error.contains("2 h 0 min old"),
@@ -511,7 +535,11 @@ fn a_resume_is_refused_while_the_state_its_suspension_left_is_too_old() {
         let (again, _) = decide(&job, &json!({}), Some(&refused), &resume(HOUR), false);
         assert!(again.job.is_empty() && again.own == 0, "{kind}: {again:?}");
         assert!(again.events.is_empty(), "{kind}: {:?}", again.events);
-        assert_eq!(again.reason.as_deref(), Some(phase::UPDATE_FAILED), "{kind}");
+        assert_eq!(
+            again.reason.as_deref(),
+            Some(Phase::UpdateFailed.as_str()),
+            "{kind}"
+        );
         // Young enough: resumed from it.
         let (outcome, _) = decide(&job, &json!({}), Some(&suspended), &resume(3 * HOUR), false);
         assert!(outcome.recorded_first, "{kind}: {outcome:?}");
@@ -605,7 +633,11 @@ fn a_savepoint_job_that_is_not_running_falls_back_to_the_last_state_its_cluster_
                 );
             } else {
                 assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
-                assert_eq!(outcome.reason.as_deref(), Some(phase::UPDATING), "{case}");
+                assert_eq!(
+                    outcome.reason.as_deref(),
+                    Some(Phase::Updating.as_str()),
+                    "{case}"
+                );
             }
         });
     }

@@ -6,7 +6,7 @@
 //! cancelled.
 
 use super::*;
-use crate::{conditions::phase, lifecycle::retention::OnCancel};
+use crate::{conditions::Phase, lifecycle::retention::OnCancel};
 
 fn deleted() -> OnCancel {
     OnCancel::Deleted(
@@ -73,7 +73,11 @@ fn without_the_upgrade_savepoint_a_job_is_cancelled_only_when_its_checkpoints_ou
                         outcome.job.is_empty() && outcome.own == 0,
                         "{case}: never cancelled: {outcome:?}"
                     );
-                    assert_eq!(outcome.reason.as_deref(), Some(phase::UPDATE_FAILED), "{case}");
+                    assert_eq!(
+                        outcome.reason.as_deref(),
+                        Some(Phase::UpdateFailed.as_str()),
+                        "{case}"
+                    );
                     let error = outcome.error.clone().unwrap_or_default();
                     assert!(
                         error.contains(part)

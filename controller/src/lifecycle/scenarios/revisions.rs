@@ -8,7 +8,7 @@ use flink_operator_api::{RevisionStatus, RollbackPhase, keys::annotations};
 
 use super::*;
 use crate::{
-    conditions::phase,
+    conditions::Phase,
     lifecycle::revisions::{RecordRevision, Revision, RevisionStep},
 };
 use flink_operator_api::SnapshotType;
@@ -418,7 +418,11 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
             Some(RollbackPhase::RollingBack),
             "{kind}"
         );
-        assert_eq!(reason(&rolling).as_deref(), Some(phase::ROLLING_BACK), "{kind}");
+        assert_eq!(
+            reason(&rolling).as_deref(),
+            Some(Phase::RollingBack.as_str()),
+            "{kind}"
+        );
 
         // Stopped before the spec was written: the next look writes it again.
         let (again, _) = decide(
@@ -448,10 +452,14 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
             "{kind}: {outcome:?}"
         );
         assert!(outcome.recorded_first, "{kind}");
-        assert_eq!(reason(&stopping).as_deref(), Some(phase::ROLLING_BACK), "{kind}");
+        assert_eq!(
+            reason(&stopping).as_deref(),
+            Some(Phase::RollingBack.as_str()),
+            "{kind}"
+        );
         assert_eq!(
             outcome.reason.as_deref(),
-            Some(phase::ROLLING_BACK),
+            Some(Phase::RollingBack.as_str()),
             "{kind}: also in the status written before the stop is sent"
         );
 
@@ -522,7 +530,7 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
         );
         assert_eq!(outcome.reasons(), [Reason::RolledBack], "{kind}: {outcome:?}");
         assert_eq!(rollback_phase(&ended), Some(RollbackPhase::RolledBack), "{kind}");
-        assert_eq!(reason(&ended).as_deref(), Some(phase::RUNNING), "{kind}");
+        assert_eq!(reason(&ended).as_deref(), Some(Phase::Running.as_str()), "{kind}");
         let (outcome, _) = decide(
             &world.job,
             &world.config,

@@ -4,7 +4,7 @@
 use flink_operator_api::common::Savepoint;
 
 use super::*;
-use crate::{conditions::phase, lifecycle::FAST};
+use crate::{conditions::Phase, lifecycle::FAST};
 
 #[test]
 fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_settled_into_status() {
@@ -41,7 +41,7 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
             assert!(outcome.recorded_first, "{case}: the trigger id is recorded first");
             assert!(!outcome.written_twice, "{case}: nothing more to write after it");
             assert_eq!(outcome.reasons(), [reason], "{case}");
-            assert_eq!(outcome.reason.as_deref(), Some(phase::RUNNING), "{case}");
+            assert_eq!(outcome.reason.as_deref(), Some(Phase::Running.as_str()), "{case}");
             assert_eq!(outcome.recorded[field], json!(7), "{case}: the nonce is recorded");
             let (trigger_type, trigger_id) = match kind_of {
                 "savepoint" => {
@@ -186,7 +186,11 @@ fn a_spec_change_waits_for_a_pending_manual_savepoint_then_goes_ahead_in_the_sam
             false,
         );
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
-        assert_eq!(outcome.reason.as_deref(), Some(phase::UPDATING), "{kind}");
+        assert_eq!(
+            outcome.reason.as_deref(),
+            Some(Phase::Updating.as_str()),
+            "{kind}"
+        );
         let done = at(SavepointPoll::Completed("file:/sp/manual".into()));
         let (outcome, _) = decide(&new, &json!({}), Some(&triggered), &done, false);
         assert_eq!(

@@ -11,9 +11,9 @@ use flink_operator_api::{
 };
 
 use super::{
-    Action, CheckpointLookup, EventNote, JobObservation, Observation, Plan, SessionObservation,
+    Action, CheckpointLookup, EventNote, JobObservation, Observation, Phase, Plan, SessionObservation,
     deletion::{before_deletion_stop, tear_down},
-    phase, recorded_job_id,
+    recorded_job_id,
     start::{commit, continue_submit, first_deployment},
     status::{current_phase, observe_into, wait_for_session},
 };
@@ -179,7 +179,7 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
         };
         let job_id = self.job_id();
         self.conditions(
-            phase::DELETING,
+            Phase::Deleting,
             &format!("job {job_id} stopped with savepoint {path}"),
         );
         self.actions.push(Action::RemoveFinalizer);
@@ -211,7 +211,7 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
                 }
                 if matches!(self.obs.job, Some(JobObservation::Unreachable(_)) | None) {
                     self.conditions(
-                        phase::UPDATING,
+                        Phase::Updating,
                         "waiting for the JobManager to answer before changing the job",
                     );
                     return Some(self.done(FAST));

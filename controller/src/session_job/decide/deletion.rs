@@ -4,7 +4,7 @@
 
 use flink_operator_api::{FlinkSessionJobSpec, common::flink_job_state, keys};
 
-use super::{Action, Decision, JobObservation, Plan, SessionObservation, phase, recorded_job_id};
+use super::{Action, Decision, JobObservation, Phase, Plan, SessionObservation, recorded_job_id};
 use crate::{
     events::Reason,
     flink::poll::CheckpointLookup,
@@ -16,7 +16,7 @@ use flink_operator_api::SnapshotType;
 /// job of this resource); waits for a session cluster that cannot act yet.
 pub(super) fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
     if !d.has_finalizer(keys::finalizers::FLINK_SESSION_JOB) {
-        d.conditions(phase::DELETING, "deleted");
+        d.conditions(Phase::Deleting, "deleted");
         return Some(d.done(SLOW));
     }
     let name = d.session_name().to_owned();
@@ -29,7 +29,7 @@ pub(super) fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
         }
         SessionObservation::NotReady(why) => {
             let message = format!("waiting for session cluster {name} to stop the job: {why}");
-            d.conditions(phase::DELETING, &message);
+            d.conditions(Phase::Deleting, &message);
             return Some(d.done(WAIT));
         }
         SessionObservation::Ready => {}
@@ -53,7 +53,7 @@ pub(super) fn before_deletion_stop(d: &mut Decision<'_>) -> Option<Plan> {
 /// recorded first: this status is the only pointer to it.
 fn release(d: &mut Decision<'_>, why: String) -> Plan {
     let recorded = record_left_state(d);
-    d.conditions(phase::DELETING, &why);
+    d.conditions(Phase::Deleting, &why);
     d.actions.push(Action::RemoveFinalizer);
     d.event(false, Reason::Deleted, why);
     if recorded {
@@ -121,7 +121,7 @@ pub(super) fn tear_down(d: &mut Decision<'_>) -> Plan {
         }
         Some(JobObservation::Found { state, .. }) if state == flink_job_state::CANCELLING => {
             d.conditions(
-                phase::DELETING,
+                Phase::Deleting,
                 &format!("waiting for job {job_id} to be cancelled"),
             );
             d.done(FAST)
@@ -132,7 +132,7 @@ pub(super) fn tear_down(d: &mut Decision<'_>) -> Plan {
             } else {
                 format!("Cancelling job {job_id}")
             };
-            d.conditions(phase::DELETING, &note);
+            d.conditions(Phase::Deleting, &note);
             // A stateful job's latest checkpoint is in status before the cancel: should the
             // JobManager forget the cancelled job before the deletion records what it
             // left, status still points at it.
@@ -155,7 +155,7 @@ pub(super) fn tear_down(d: &mut Decision<'_>) -> Plan {
         }
         Some(JobObservation::Unreachable(_)) | None => {
             d.conditions(
-                phase::DELETING,
+                Phase::Deleting,
                 &format!("waiting for session cluster {name} to answer"),
             );
             d.done(WAIT)

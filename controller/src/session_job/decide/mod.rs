@@ -188,7 +188,7 @@ impl Observation {
     }
 }
 
-pub use crate::conditions::phase;
+pub use crate::conditions::Phase;
 pub use crate::{events::EventNote, flink::poll::SavepointPoll};
 
 /// The Flink state a job is in right after its id is recorded and before Flink reports it.
@@ -234,9 +234,9 @@ pub fn submission_failed(
         .and_then(|rs| rs.last_reconciled::<FlinkSessionJobSpec>().ok().flatten())
         .is_none_or(|r| r.is_first_deployment());
     let reason = if first {
-        phase::DEPLOY_FAILED
+        Phase::DeployFailed
     } else {
-        phase::UPDATE_FAILED
+        Phase::UpdateFailed
     };
     set_conditions(&mut status.conditions, generation, reason, error, now_ms);
     status

@@ -14,7 +14,7 @@ use flink_operator_api::{
 
 use super::{
     super::{artifact::Fetch, downloads::DownloadState},
-    Action, Decision, JobObservation, Observation, Plan, RECONCILING, Submission, phase, recorded_job_id,
+    Action, Decision, JobObservation, Observation, Phase, Plan, RECONCILING, Submission, recorded_job_id,
     status::observe_into,
 };
 use crate::{
@@ -85,7 +85,7 @@ pub(super) fn first_deployment(d: &mut Decision<'_>, restore: Option<RestorableS
     d.status.error = None;
     if spec::is_suspended(spec) {
         d.status.lifecycle_state = Some(ResourceLifecycleState::Created);
-        d.conditions(phase::SUSPENDED, "the job is suspended: nothing is submitted");
+        d.conditions(Phase::Suspended, "the job is suspended: nothing is submitted");
         return d.done(SLOW);
     }
     let restore_path = restore.map(|s| s.path);
@@ -114,7 +114,7 @@ pub(super) fn first_deployment(d: &mut Decision<'_>, restore: Option<RestorableS
             restore_path,
             session: &name,
         },
-        phase::DEPLOYING,
+        Phase::Deploying,
         &message,
     )
 }
@@ -129,7 +129,7 @@ struct Submit<'a> {
 
 /// Submits under a job id and a restore path already in status, which is written first
 /// with `phase` and `message`.
-fn submit(d: &mut Decision<'_>, what: Submit<'_>, phase: &str, message: &str) -> Plan {
+fn submit(d: &mut Decision<'_>, what: Submit<'_>, phase: Phase, message: &str) -> Plan {
     let note = submit_note(&what.job_id, what.session, what.restore_path.as_deref());
     let submission = submission(what.spec, what.job_id, what.restore_path, d.obs);
     if let Some(waiting) = download_first(d, &submission, phase) {
@@ -146,7 +146,7 @@ fn submit(d: &mut Decision<'_>, what: Submit<'_>, phase: &str, message: &str) ->
 /// started, or still runs, and the status (with the job id to submit under) is recorded
 /// meanwhile. None: the jar is ready (downloaded, its download failed, or it is not
 /// downloaded), the submission goes ahead and reports what became of it.
-fn download_first(d: &mut Decision<'_>, submission: &Submission, phase: &str) -> Option<Plan> {
+fn download_first(d: &mut Decision<'_>, submission: &Submission, phase: Phase) -> Option<Plan> {
     let download = d
         .obs
         .download
@@ -186,7 +186,7 @@ fn submitted(d: &Decision<'_>, mut status: FlinkSessionJobStatus) -> FlinkSessio
     set_conditions(
         &mut status.conditions,
         d.generation(),
-        phase::DEPLOYING,
+        Phase::Deploying,
         "the job is submitted",
         d.obs.now_ms,
     );
@@ -202,7 +202,7 @@ pub(super) fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSp
         let job = d.status.job_status_mut();
         job.job_id = Some(job_id);
         job.state = Some(RECONCILING.to_owned());
-        d.conditions(phase::DEPLOYING, "recording the job id to submit under");
+        d.conditions(Phase::Deploying, "recording the job id to submit under");
         return d.record_then(FAST);
     };
     match &d.obs.job {
@@ -229,7 +229,7 @@ pub(super) fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSp
                     rs.state = Some(ReconciliationState::Deployed);
                 }
                 d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
-                d.conditions(phase::SUSPENDED, "the job is suspended");
+                d.conditions(Phase::Suspended, "the job is suspended");
                 d.event(
                     false,
                     Reason::Suspended,
@@ -251,13 +251,13 @@ pub(super) fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSp
                     restore_path,
                     session: &name,
                 },
-                phase::DEPLOYING,
+                Phase::Deploying,
                 &format!("submitting the job to session cluster {name}"),
             )
         }
         Some(JobObservation::Unreachable(_)) | None => {
             d.conditions(
-                phase::DEPLOYING,
+                Phase::Deploying,
                 &format!("waiting for session cluster {name} to answer before submitting"),
             );
             d.done(FAST)
@@ -290,7 +290,7 @@ pub(super) fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> 
             Some(path) => format!("the job is suspended; it resumes from {path}"),
             None => "the job is suspended without state".to_owned(),
         };
-        d.conditions(phase::SUSPENDED, &message);
+        d.conditions(Phase::Suspended, &message);
         d.event(false, Reason::Suspended, message);
         return d.done(SLOW);
     }
@@ -315,7 +315,7 @@ pub(super) fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> 
             restore_path,
             session: &name,
         },
-        phase::UPDATING,
+        Phase::Updating,
         &format!("submitting the new spec to session cluster {name}"),
     )
 }

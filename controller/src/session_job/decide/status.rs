@@ -6,7 +6,7 @@ use flink_operator_api::{
     common::{ResourceLifecycleState, UpgradeMode, flink_job_state},
 };
 
-use super::{Decision, JobObservation, Plan, RECONCILING, SessionObservation, phase};
+use super::{Decision, JobObservation, Phase, Plan, RECONCILING, SessionObservation};
 use crate::{
     events::Reason,
     flink::poll::CheckpointLookup,
@@ -40,10 +40,10 @@ pub(super) fn wait_for_session(d: &mut Decision<'_>, recorded: Option<&FlinkSess
     let reason = match recorded {
         None => {
             d.status.lifecycle_state = Some(ResourceLifecycleState::Created);
-            phase::DEPLOYING
+            Phase::Deploying
         }
-        Some(r) if spec::is_suspended(r) => phase::SUSPENDED,
-        Some(_) => phase::RESTARTING,
+        Some(r) if spec::is_suspended(r) => Phase::Suspended,
+        Some(_) => Phase::Restarting,
     };
     d.conditions(reason, &message);
     d.done(WAIT)
@@ -107,14 +107,14 @@ pub(super) fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec)
 pub(super) fn current_phase(
     status: &FlinkSessionJobStatus,
     recorded: &FlinkSessionJobSpec,
-) -> (&'static str, String) {
+) -> (Phase, String) {
     if spec::is_suspended(recorded) {
         let path = status
             .job_status
             .as_ref()
             .and_then(|j| j.upgrade_savepoint_path.clone());
         return (
-            phase::SUSPENDED,
+            Phase::Suspended,
             match path {
                 Some(path) => format!("the job is suspended; it resumes from {path}"),
                 None => "the job is suspended".to_owned(),
@@ -124,7 +124,7 @@ pub(super) fn current_phase(
     if let Some(error) = &status.error
         && status.lifecycle_state != Some(ResourceLifecycleState::Failed)
     {
-        return (phase::DEPLOY_FAILED, error.clone());
+        return (Phase::DeployFailed, error.clone());
     }
     let state = status
         .job_status
@@ -132,12 +132,12 @@ pub(super) fn current_phase(
         .and_then(|j| j.state.clone())
         .unwrap_or_default();
     let reason = match state.as_str() {
-        flink_job_state::RUNNING => phase::RUNNING,
-        flink_job_state::FAILED => phase::FAILED,
-        flink_job_state::FINISHED => phase::SUCCEEDED,
-        flink_job_state::CANCELED | flink_job_state::CANCELLING => phase::CANCELLED,
-        flink_job_state::RESTARTING | flink_job_state::FAILING => phase::RESTARTING,
-        _ => phase::DEPLOYING,
+        flink_job_state::RUNNING => Phase::Running,
+        flink_job_state::FAILED => Phase::Failed,
+        flink_job_state::FINISHED => Phase::Succeeded,
+        flink_job_state::CANCELED | flink_job_state::CANCELLING => Phase::Cancelled,
+        flink_job_state::RESTARTING | flink_job_state::FAILING => Phase::Restarting,
+        _ => Phase::Deploying,
     };
     (reason, format!("the job is {state}"))
 }

@@ -152,7 +152,7 @@ fn a_job_waits_for_its_session_cluster_with_one_message_and_one_event() {
         );
         assert!(error.contains(why), "{error}");
         assert_eq!(plan.status.lifecycle_state, Some(ResourceLifecycleState::Created));
-        assert_eq!(reason(&plan.status), phase::DEPLOYING);
+        assert_eq!(reason(&plan.status), Phase::Deploying.as_str());
         assert_eq!(plan.requeue, WAIT);
         assert_eq!(plan.events.len(), 1);
         // The next reconcile finds the same message stored: no second Event.
@@ -251,25 +251,25 @@ fn a_crash_between_recording_and_submitting_submits_under_the_recorded_id_once()
 fn observed_job_states_become_status_conditions_and_events() {
     use ResourceLifecycleState as L;
     let cases = [
-        (found("RUNNING"), L::Stable, phase::RUNNING, "True", false),
-        (found("FAILED"), L::Failed, phase::FAILED, "False", true),
-        (found("FINISHED"), L::Deployed, phase::SUCCEEDED, "True", false),
-        (found("CANCELED"), L::Deployed, phase::CANCELLED, "False", false),
+        (found("RUNNING"), L::Stable, Phase::Running, "True", false),
+        (found("FAILED"), L::Failed, Phase::Failed, "False", true),
+        (found("FINISHED"), L::Deployed, Phase::Succeeded, "True", false),
+        (found("CANCELED"), L::Deployed, Phase::Cancelled, "False", false),
         (
             found("RESTARTING"),
             L::Deployed,
-            phase::RESTARTING,
+            Phase::Restarting,
             "False",
             false,
         ),
         (
             found("INITIALIZING"),
             L::Deployed,
-            phase::DEPLOYING,
+            Phase::Deploying,
             "False",
             false,
         ),
-        (not_found(), L::Deployed, phase::DEPLOY_FAILED, "False", true),
+        (not_found(), L::Deployed, Phase::DeployFailed, "False", true),
     ];
     let submitted = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None)).status;
     for (observed, lifecycle, phase_, ready_status, warning) in cases {
@@ -279,7 +279,7 @@ fn observed_job_states_become_status_conditions_and_events() {
         );
         assert!(plan.actions.is_empty(), "{observed:?}");
         assert_eq!(plan.status.lifecycle_state, Some(lifecycle), "{observed:?}");
-        assert_eq!(reason(&plan.status), phase_, "{observed:?}");
+        assert_eq!(reason(&plan.status), phase_.as_str(), "{observed:?}");
         assert_eq!(
             condition(&plan.status, "Ready").status.as_deref(),
             Some(ready_status),
@@ -320,7 +320,7 @@ fn a_stateless_change_cancels_then_records_the_new_spec_and_job_id_then_submits(
     );
     let cancelling = plan.status_before.unwrap();
     assert_eq!(recorded_spec(&cancelling).job.unwrap().parallelism, Some(2));
-    assert_eq!(reason(&cancelling), phase::UPDATING);
+    assert_eq!(reason(&cancelling), Phase::Updating.as_str());
     assert_eq!(
         cancelling.lifecycle_state,
         Some(ResourceLifecycleState::Upgrading)
@@ -395,7 +395,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     ] {
         let plan = decide(&sj(triggered.clone()), &with(poll, found("RUNNING")));
         assert!(plan.actions.is_empty());
-        assert_eq!(reason(&plan.status), phase::UPDATING);
+        assert_eq!(reason(&plan.status), Phase::Updating.as_str());
     }
     // 3. Completed: the path, the new spec and the new job id are recorded in one write
     // before the new job is submitted restoring from it.
@@ -437,7 +437,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     let plan = decide(&sj(deployed), &ready(found("RUNNING")));
     assert!(plan.actions.is_empty());
     assert_eq!(plan.status.lifecycle_state, Some(ResourceLifecycleState::Stable));
-    assert_eq!(reason(&plan.status), phase::RUNNING);
+    assert_eq!(reason(&plan.status), Phase::Running.as_str());
 }
 
 #[test]
@@ -491,7 +491,7 @@ fn a_refused_change_is_kept_over_a_time_its_session_cluster_is_not_ready() {
             ..ready(found("RUNNING"))
         },
     );
-    assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{plan:?}");
+    assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str(), "{plan:?}");
     let failed = plan.status;
     let waiting = decide(
         &resource(changed("savepoint", None), Some(failed.clone()), true, false, 2),
@@ -502,13 +502,13 @@ fn a_refused_change_is_kept_over_a_time_its_session_cluster_is_not_ready() {
     );
     assert!(waiting.actions.is_empty() && waiting.events.is_empty());
     assert!(waiting.status.error.as_deref().unwrap().contains("disk full"));
-    assert_eq!(reason(&waiting.status), phase::UPDATE_FAILED);
+    assert_eq!(reason(&waiting.status), Phase::UpdateFailed.as_str());
     let plan = decide(
         &resource(changed("savepoint", None), Some(waiting.status), true, false, 2),
         &ready(found("RUNNING")),
     );
     assert!(plan.actions.is_empty(), "still refused once it is back: {plan:?}");
-    assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+    assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str());
 }
 
 #[test]
@@ -531,11 +531,11 @@ fn savepoint_changes_of_jobs_that_are_not_running_wait_or_are_refused() {
         );
         assert!(plan.actions.is_empty(), "{state}");
         let expected = if waits {
-            phase::UPDATING
+            Phase::Updating
         } else {
-            phase::UPDATE_FAILED
+            Phase::UpdateFailed
         };
-        assert_eq!(reason(&plan.status), expected, "{state}");
+        assert_eq!(reason(&plan.status), expected.as_str(), "{state}");
     }
     // The JobManager knows nothing of the trigger and the job is gone.
     let triggered = decide(
@@ -568,7 +568,7 @@ fn savepoint_changes_of_jobs_that_are_not_running_wait_or_are_refused() {
             },
         );
         assert!(plan.actions.is_empty(), "{poll:?}");
-        assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{poll:?}");
+        assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str(), "{poll:?}");
         assert_eq!(
             job(&plan.status).savepoint_info.as_ref().unwrap().trigger_id,
             None
@@ -630,14 +630,14 @@ fn a_last_state_change_cancels_then_restores_the_latest_checkpoint_recorded_firs
         ),
     );
     assert!(plan.actions.is_empty());
-    assert_eq!(reason(&plan.status), phase::UPDATING);
+    assert_eq!(reason(&plan.status), Phase::Updating.as_str());
     for (job_observation, lookup) in [
         (found("CANCELED"), CheckpointLookup::None),
         (not_found(), CheckpointLookup::Unavailable("job not found".into())),
     ] {
         let plan = decide(&sj(cancelling.clone()), &with(job_observation, Some(lookup)));
         assert!(plan.actions.is_empty());
-        assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+        assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str());
     }
 }
 
@@ -669,7 +669,7 @@ fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     let suspended = plan.status.clone();
     assert_eq!(suspended.lifecycle_state, Some(ResourceLifecycleState::Suspended));
-    assert_eq!(reason(&plan.status), phase::SUSPENDED);
+    assert_eq!(reason(&plan.status), Phase::Suspended.as_str());
     assert_eq!(
         job(&suspended).upgrade_savepoint_path.as_deref(),
         Some("file:/sp/suspend")
@@ -748,7 +748,7 @@ fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
         &ready(None),
     );
     assert!(plan.actions.is_empty());
-    assert_eq!(reason(&plan.status), phase::SUSPENDED);
+    assert_eq!(reason(&plan.status), Phase::Suspended.as_str());
 }
 
 #[test]
@@ -812,7 +812,7 @@ fn deletion_stops_the_job_records_its_savepoint_then_releases_the_finalizer() {
             plan.status.lifecycle_state,
             Some(ResourceLifecycleState::Deleting)
         );
-        assert_eq!(reason(&plan.status), phase::DELETING);
+        assert_eq!(reason(&plan.status), Phase::Deleting.as_str());
     }
     let plan = decide(&deleting(cancel_only.clone(), None, true), &ready(None));
     assert_eq!(plan.actions, release);
@@ -915,7 +915,7 @@ fn invalid_specs_and_unreadable_records_are_reported_not_acted_on() {
         },
     );
     assert!(plan.actions.is_empty());
-    assert_eq!(reason(&plan.status), phase::DEPLOY_FAILED);
+    assert_eq!(reason(&plan.status), Phase::DeployFailed.as_str());
     assert!(plan.events.iter().any(|e| e.reason == Reason::ValidationError));
     let mut broken = running("stateless");
     broken
@@ -946,7 +946,7 @@ fn a_failed_submission_keeps_the_recorded_step_and_says_why() {
         "spec.job.jarURI \"s3://b/j.jar\": scheme \"s3\" is not supported",
         NOW,
     );
-    assert_eq!(reason(&status), phase::DEPLOY_FAILED);
+    assert_eq!(reason(&status), Phase::DeployFailed.as_str());
     assert_eq!(
         reconciliation_state(&status),
         Some(ReconciliationState::Upgrading)
@@ -1133,7 +1133,7 @@ fn a_cancelled_job_is_submitted_from_its_checkpoint_retained_on_cancellation_und
             }
             Err(part) => {
                 assert!(plan.actions.is_empty(), "{name}: {:?}", plan.actions);
-                assert_eq!(reason(&plan.status), phase::UPDATE_FAILED, "{name}");
+                assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str(), "{name}");
                 let error = plan.status.error.clone().unwrap();
                 assert!(error.contains(part), "{name}: {error}");
                 assert!(plan.events.iter().any(|e| e.warning && e.note == error), "{name}");
@@ -1163,7 +1163,7 @@ fn a_running_last_state_job_whose_checkpoint_is_too_old_is_not_cancelled_for_a_r
         ),
     );
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-    assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+    assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str());
     let error = plan.status.error.unwrap();
     assert!(
         error.contains("checkpoint file:/cp/chk-3, is 90 min old") && error.contains("keeps running"),
@@ -1217,7 +1217,7 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
         assert!(plan.status_before.is_none(), "{name}");
         assert_eq!(recorded_spec(&plan.status), sj.spec, "{name}");
         assert_eq!(plan.status.observed_generation, Some(2), "{name}");
-        assert_eq!(reason(&plan.status), phase::RUNNING, "{name}");
+        assert_eq!(reason(&plan.status), Phase::Running.as_str(), "{name}");
         assert_eq!(job(&plan.status).job_id.as_deref(), Some("old-job"), "{name}");
         // Recorded in the one write after the (no) actions: a crash before it decides the
         // same again, and once written nothing more happens.
@@ -1310,7 +1310,7 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
         &ready(not_found()),
     );
     assert!(plan.actions.is_empty());
-    assert_eq!(reason(&plan.status), phase::SUSPENDED);
+    assert_eq!(reason(&plan.status), Phase::Suspended.as_str());
     assert_eq!(
         recorded_spec(&plan.status).job.unwrap().upgrade_mode,
         Some(UpgradeMode::Stateless)
@@ -1346,7 +1346,7 @@ fn a_savepoint_redeploy_nonce_cancels_and_restores_the_initial_savepoint_path() 
             .any(|e| e.reason == Reason::Cancelling && e.note.contains("initialSavepointPath"))
     );
     let cancelling = plan.status_before.unwrap();
-    assert_eq!(reason(&cancelling), phase::UPDATING);
+    assert_eq!(reason(&cancelling), Phase::Updating.as_str());
     // A crash before the cancel reached Flink: cancelled again.
     let plan = decide(&redeploy(cancelling.clone(), chosen), &ready(found("RUNNING")));
     assert_eq!(plan.actions, cancel);
@@ -1380,7 +1380,7 @@ fn a_savepoint_redeploy_nonce_cancels_and_restores_the_initial_savepoint_path() 
     // Without a path there is nothing to redeploy from: refused, the job runs on.
     let plan = decide(&redeploy(running("savepoint"), None), &ready(found("RUNNING")));
     assert!(plan.actions.is_empty());
-    assert_eq!(reason(&plan.status), phase::UPDATE_FAILED);
+    assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str());
     assert!(
         plan.status
             .error
