@@ -135,7 +135,22 @@ async fn kubectl_scale_on_a_reactive_standalone_cluster_adds_task_managers_whose
     let version = flink_harness::versions().last().unwrap().clone();
     let state = harness::state_dir(&ns.name);
     let counts = state.join("counts");
-    let mut spec = counter_spec_with(&version, &state, "savepoint", &[("scheduler-mode", "reactive")]).await;
+    // Reactive mode never reaches the parallelism it wants (the job's maximum): once a
+    // TaskManager joins, Flink 2 waits out the stabilization timeout for more before it
+    // rescales; 10 s rather than its default minute.
+    let mut spec = counter_spec_with(
+        &version,
+        &state,
+        "savepoint",
+        &[
+            ("scheduler-mode", "reactive"),
+            (
+                "jobmanager.adaptive-scheduler.executing.resource-stabilization-timeout",
+                "10 s",
+            ),
+        ],
+    )
+    .await;
     spec["mode"] = json!("standalone");
     spec["taskManager"]["replicas"] = json!(1);
     let api = create_counter_of(&client, &ns.name, spec).await;
