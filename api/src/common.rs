@@ -1,10 +1,11 @@
 //! Types shared by several kinds: the job spec, resources, ingress, enums and job status.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::api::networking::v1::IngressTLS;
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use crate::config::FlinkConfiguration;
@@ -346,36 +347,134 @@ pub trait FlinkSpec: Clone + PartialEq + Serialize + serde::de::DeserializeOwned
 
 // === Status types ===
 
-/// Names of Flink job states (`JobStatus` in Flink), as found in `status.jobStatus.state`.
-///
-/// The field is a plain string so that a state added by a newer Flink never breaks decoding.
-pub mod flink_job_state {
+/// The state of a Flink job (`JobStatus` in Flink), as its REST API reports it and as
+/// `status.jobStatus.state` records it: both carry the same upper-case text (`RUNNING`), which
+/// `as_str`, `Display` and serde use. A state that a newer Flink adds decodes as `Other` with
+/// its text, so that reading a job or a stored status never fails on it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FlinkJobState {
     /// The job is being initialized.
-    pub const INITIALIZING: &str = "INITIALIZING";
+    Initializing,
     /// The job is created, not yet scheduled.
-    pub const CREATED: &str = "CREATED";
+    Created,
     /// The job is running.
-    pub const RUNNING: &str = "RUNNING";
+    Running,
     /// The job is failing.
-    pub const FAILING: &str = "FAILING";
+    Failing,
     /// The job failed terminally.
-    pub const FAILED: &str = "FAILED";
+    Failed,
     /// The job is being cancelled.
-    pub const CANCELLING: &str = "CANCELLING";
+    Cancelling,
     /// The job was cancelled.
-    pub const CANCELED: &str = "CANCELED";
+    Canceled,
     /// The job finished.
-    pub const FINISHED: &str = "FINISHED";
+    Finished,
     /// The job is restarting.
-    pub const RESTARTING: &str = "RESTARTING";
+    Restarting,
     /// The job was suspended (e.g. its JobManager lost leadership).
-    pub const SUSPENDED: &str = "SUSPENDED";
+    Suspended,
     /// The job is being recovered after a JobManager failover.
-    pub const RECONCILING: &str = "RECONCILING";
+    Reconciling,
+    /// A state this operator does not know, with Flink's text (never one of the texts above:
+    /// `From<&str>` reads those as their variants).
+    Other(String),
+}
+
+impl FlinkJobState {
+    /// The states this operator knows, in Flink's order.
+    pub const KNOWN: [FlinkJobState; 11] = [
+        Self::Initializing,
+        Self::Created,
+        Self::Running,
+        Self::Failing,
+        Self::Failed,
+        Self::Cancelling,
+        Self::Canceled,
+        Self::Finished,
+        Self::Restarting,
+        Self::Suspended,
+        Self::Reconciling,
+    ];
+
+    /// Flink's text of the state.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Initializing => "INITIALIZING",
+            Self::Created => "CREATED",
+            Self::Running => "RUNNING",
+            Self::Failing => "FAILING",
+            Self::Failed => "FAILED",
+            Self::Cancelling => "CANCELLING",
+            Self::Canceled => "CANCELED",
+            Self::Finished => "FINISHED",
+            Self::Restarting => "RESTARTING",
+            Self::Suspended => "SUSPENDED",
+            Self::Reconciling => "RECONCILING",
+            Self::Other(text) => text,
+        }
+    }
+
+    /// The known state whose text is `text`.
+    fn known(text: &str) -> Option<Self> {
+        Self::KNOWN.into_iter().find(|known| known.as_str() == text)
+    }
 
     /// Globally terminal states: the job will not run again without a resubmission.
-    pub fn is_globally_terminal(state: &str) -> bool {
-        matches!(state, FAILED | CANCELED | FINISHED)
+    pub fn is_globally_terminal(&self) -> bool {
+        matches!(self, Self::Failed | Self::Canceled | Self::Finished)
+    }
+}
+
+impl From<&str> for FlinkJobState {
+    fn from(text: &str) -> Self {
+        Self::known(text).unwrap_or_else(|| Self::Other(text.to_owned()))
+    }
+}
+
+impl From<String> for FlinkJobState {
+    fn from(text: String) -> Self {
+        Self::known(&text).unwrap_or(Self::Other(text))
+    }
+}
+
+impl std::str::FromStr for FlinkJobState {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(Self::from(text))
+    }
+}
+
+impl std::fmt::Display for FlinkJobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FlinkJobState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FlinkJobState {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self::from)
+    }
+}
+
+impl JsonSchema for FlinkJobState {
+    fn schema_name() -> Cow<'static, str> {
+        "FlinkJobState".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        // A plain string, as in the Apache operator's CRD: a newer Flink's state must be stored.
+        String::json_schema(generator)
     }
 }
 
@@ -391,7 +490,7 @@ pub struct JobStatus {
     pub job_id: Option<String>,
     /// Last observed Flink job state, e.g. RUNNING, FAILED, FINISHED, RECONCILING.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<FlinkJobState>,
     /// Start time of the job (epoch milliseconds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
@@ -411,13 +510,13 @@ pub struct JobStatus {
 
 impl JobStatus {
     /// The Flink job state, if observed.
-    pub fn state(&self) -> Option<&str> {
-        self.state.as_deref()
+    pub fn state(&self) -> Option<&FlinkJobState> {
+        self.state.as_ref()
     }
 
     /// True when the observed state is RUNNING.
     pub fn is_running(&self) -> bool {
-        self.state() == Some(flink_job_state::RUNNING)
+        self.state == Some(FlinkJobState::Running)
     }
 }
 
@@ -818,8 +917,45 @@ mod tests {
     #[test]
     fn job_state_is_free_text() {
         let s: JobStatus = serde_json::from_str(r#"{"state":"SOME_FUTURE_STATE"}"#).expect("decodes");
-        assert_eq!(s.state(), Some("SOME_FUTURE_STATE"));
+        assert_eq!(s.state(), Some(&FlinkJobState::Other("SOME_FUTURE_STATE".into())));
         assert!(!s.is_running());
-        assert!(flink_job_state::is_globally_terminal("FINISHED"));
+        assert!(FlinkJobState::from("FINISHED").is_globally_terminal());
+    }
+
+    #[test]
+    fn job_states_travel_as_flinks_text() {
+        let json = |state: &FlinkJobState| serde_json::to_string(state).expect("serializes");
+        for state in FlinkJobState::KNOWN {
+            let text = state.as_str();
+            assert_eq!(FlinkJobState::from(text), state);
+            assert_eq!(text.parse::<FlinkJobState>(), Ok(state.clone()));
+            assert_eq!(state.to_string(), text);
+            assert_eq!(json(&state), format!("\"{text}\""));
+            assert_eq!(
+                serde_json::from_str::<FlinkJobState>(&json(&state)).expect("decodes"),
+                state
+            );
+        }
+        let newer = FlinkJobState::from("SOME_FUTURE_STATE");
+        assert_eq!(newer, FlinkJobState::Other("SOME_FUTURE_STATE".into()));
+        assert_eq!(newer.to_string(), "SOME_FUTURE_STATE");
+        assert_eq!(json(&newer), "\"SOME_FUTURE_STATE\"");
+        assert_eq!(
+            FlinkJobState::from("running"),
+            FlinkJobState::Other("running".into())
+        );
+        let terminal: Vec<_> = FlinkJobState::KNOWN
+            .into_iter()
+            .filter(FlinkJobState::is_globally_terminal)
+            .collect();
+        assert_eq!(
+            terminal,
+            [
+                FlinkJobState::Failed,
+                FlinkJobState::Canceled,
+                FlinkJobState::Finished
+            ]
+        );
+        assert!(!newer.is_globally_terminal());
     }
 }

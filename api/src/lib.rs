@@ -48,8 +48,8 @@ pub use blue_green::{
     TransitionMode,
 };
 pub use common::{
-    Checkpoint, CheckpointInfo, CheckpointType, Condition, FlinkSpec, FlinkVersion, IngressSpec,
-    JobManagerSpec, JobSpec, JobState, JobStatus, KubernetesDeploymentMode, LifecycleStatus,
+    Checkpoint, CheckpointInfo, CheckpointType, Condition, FlinkJobState, FlinkSpec, FlinkVersion,
+    IngressSpec, JobManagerSpec, JobSpec, JobState, JobStatus, KubernetesDeploymentMode, LifecycleStatus,
     ReconciliationState, ReconciliationStatus, Resource, ResourceLifecycleState, RevisionStatus,
     RollbackPhase, RollbackStatus, Savepoint, SavepointFormatType, SavepointInfo, SavepointRetry,
     SnapshotTriggerType, TaskManagerSpec, UpgradeMode,

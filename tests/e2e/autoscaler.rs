@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use flink_operator_api::{FlinkDeployment, FlinkDeploymentSpec, keys};
+use flink_operator_api::{FlinkDeployment, FlinkDeploymentSpec, FlinkJobState, keys};
 use flink_operator_controller::flink::{FlinkRestClient, JobId};
 use k8s_openapi::api::core::v1::Event;
 use kube::Api;
@@ -56,7 +56,7 @@ async fn counter_runs_at(rest: &FlinkRestClient, job: &JobId, parallelism: u32) 
                 .vertices
                 .iter()
                 .find(|v| v.name.contains("keyed-counter"))?;
-            (details.state == "RUNNING"
+            (details.state == FlinkJobState::Running
                 && counter.parallelism == parallelism
                 && counter.all_subtasks_running())
             .then(Instant::now)

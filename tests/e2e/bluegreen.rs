@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use flink_operator_api::{FlinkBlueGreenDeployment, FlinkDeployment, FlinkStateSnapshot};
+use flink_operator_api::{FlinkBlueGreenDeployment, FlinkDeployment, FlinkJobState, FlinkStateSnapshot};
 use k8s_openapi::api::{
     core::v1::{Event, Pod},
     networking::v1::Ingress,
@@ -199,7 +199,7 @@ fn child_ready(fd: &FlinkDeployment) -> bool {
     let Some(status) = fd.status.as_ref() else {
         return false;
     };
-    let running = status.job_status.as_ref().and_then(|j| j.state.as_deref()) == Some("RUNNING");
+    let running = status.job_status.as_ref().and_then(|j| j.state.as_ref()) == Some(&FlinkJobState::Running);
     running && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
 }
 
@@ -342,8 +342,8 @@ async fn stateful_hand_over(bg: &BlueGreen, from: &str, to: &str, change: Value)
     let status = active.status.as_ref().unwrap();
     assert_eq!(status.error, None);
     assert_eq!(
-        status.job_status.as_ref().unwrap().state.as_deref(),
-        Some("RUNNING")
+        status.job_status.as_ref().unwrap().state,
+        Some(FlinkJobState::Running)
     );
     assert_ne!(bg.job_id(to).await, old_job);
     bg.child_gone(from).await;
@@ -478,8 +478,8 @@ async fn a_savepoint_hand_over_carries_the_state_to_green_and_retires_blue() {
     wait_for("green suspended", Duration::from_secs(120), || async {
         let bg_status = bg.api.get(NAME).await.ok()?.status?;
         let fd = bg.children.get(&child("green")).await.ok()?;
-        let suspended = fd.status?.job_status?.state.as_deref() == Some("SUSPENDED")
-            && bg_status.job_status?.state.as_deref() == Some("SUSPENDED");
+        let suspended = fd.status?.job_status?.state == Some(FlinkJobState::Suspended)
+            && bg_status.job_status?.state == Some(FlinkJobState::Suspended);
         suspended.then_some(())
     })
     .await;

@@ -4,7 +4,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkDeployment, FlinkJobState};
 use kube::{
     Api, Client,
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
@@ -211,7 +211,7 @@ async fn a_savepoint_update_right_after_a_restart_waits_for_the_tasks_and_restor
     let restarted = wait_for("the restarted job RUNNING", Duration::from_secs(240), || async {
         let fd = job.api.get("counter").await.ok()?;
         let j = fd.status.as_ref()?.job_status.as_ref()?;
-        (j.state.as_deref() == Some("RUNNING") && j.job_id.as_deref() != Some(first.as_str()))
+        (j.state == Some(FlinkJobState::Running) && j.job_id.as_deref() != Some(first.as_str()))
             .then(|| job_id(&fd))
     })
     .await;
@@ -309,7 +309,7 @@ async fn a_savepoint_that_cannot_be_taken_ends_the_update_after_the_grace_period
     let later = job.api.get("counter").await.unwrap();
     let job_status = later.status.as_ref().unwrap().job_status.clone().unwrap();
     assert_eq!(job_status.job_id.as_deref(), Some(first.as_str()));
-    assert_eq!(job_status.state.as_deref(), Some("RUNNING"));
+    assert_eq!(job_status.state, Some(FlinkJobState::Running));
     assert_eq!(
         later.status.as_ref().unwrap().error.as_deref(),
         Some(error.as_str())
@@ -344,7 +344,7 @@ async fn a_job_that_fails_shows_flinks_exception_in_status_the_conditions_and_an
     let failed = wait_for("the job FAILED", Duration::from_secs(240), || async {
         let fd = job.api.get("counter").await.ok()?;
         let state = fd.status.as_ref()?.job_status.as_ref()?.state.clone()?;
-        (state == "FAILED" && fd.status.as_ref()?.error.is_some()).then_some(fd)
+        (state == FlinkJobState::Failed && fd.status.as_ref()?.error.is_some()).then_some(fd)
     })
     .await;
     let error = failed.status.as_ref().unwrap().error.clone().unwrap();

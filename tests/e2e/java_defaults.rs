@@ -7,7 +7,7 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkDeployment, FlinkJobState};
 use flink_operator_controller::flink::JobId;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
@@ -75,7 +75,7 @@ async fn running_job(api: &Api<FlinkDeployment>, version: &str) -> String {
         let status = api.get("counter").await.ok().and_then(|fd| fd.status);
         let job = status.as_ref().and_then(|s| s.job_status.clone());
         if let Some(job) = job
-            && job.state.as_deref() == Some("RUNNING")
+            && job.state == Some(FlinkJobState::Running)
             && let Some(id) = job.job_id
         {
             return id;

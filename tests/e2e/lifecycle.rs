@@ -4,7 +4,7 @@
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkDeployment, FlinkJobState};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Client,
@@ -56,7 +56,7 @@ impl Counter {
             let status = fd.as_ref().and_then(|fd| fd.status.clone());
             let ok = status.as_ref().is_some_and(|status| {
                 let job = status.job_status.clone().unwrap_or_default();
-                job.state.as_deref() == Some("RUNNING")
+                job.state == Some(FlinkJobState::Running)
                     && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
                     && previous.is_none_or(|p| &job.job_id != p)
             });
@@ -160,7 +160,7 @@ async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_can
                 .last_reconciled_spec()
                 .ok()??;
             let ok = recorded.job?.parallelism == Some(1)
-                && status.job_status.as_ref()?.state.as_deref() == Some("RUNNING")
+                && status.job_status.as_ref()?.state == Some(FlinkJobState::Running)
                 && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE");
             ok.then_some(fd)
         },
@@ -207,7 +207,7 @@ async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_can
             let status = counter.api.get("counter").await.ok()?.status?;
             let job = status.job_status?;
             let running = status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
-                && job.state.as_deref() == Some("RUNNING")
+                && job.state == Some(FlinkJobState::Running)
                 && job.start_time != started;
             let replaced = deployments.get("counter").await.ok()?.metadata.uid != lost;
             (running && replaced).then_some(())
@@ -250,7 +250,7 @@ async fn a_last_state_upgrade_keeps_the_job_id_and_its_state_and_a_spec_that_can
             let fd = counter.api.get("counter").await.ok()?;
             let status = fd.status.clone()?;
             let ok = status.lifecycle_state.map(|l| l.as_str()) == Some("ROLLED_BACK")
-                && status.job_status.as_ref()?.state.as_deref() == Some("RUNNING");
+                && status.job_status.as_ref()?.state == Some(FlinkJobState::Running);
             ok.then_some(fd)
         },
     )

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkDeployment, FlinkJobState};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
@@ -215,7 +215,7 @@ async fn a_poison_resource_fails_alone_and_another_tenants_deployment_runs() {
         || async {
             let fd = neighbour.get("basic-example").await.ok()?;
             let status = fd.status.as_ref()?;
-            let running = status.job_status.as_ref()?.state.as_deref() == Some("RUNNING");
+            let running = status.job_status.as_ref()?.state == Some(FlinkJobState::Running);
             let stable = status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE");
             (running && stable).then_some(())
         },

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkDeployment, FlinkJobState};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{
     Api,
@@ -41,7 +41,7 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
         || async {
             let fd = api.get("counter").await.ok()?;
             let status = fd.status.as_ref()?;
-            let running = status.job_status.as_ref()?.state.as_deref() == Some("RUNNING");
+            let running = status.job_status.as_ref()?.state == Some(FlinkJobState::Running);
             let stable = status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE");
             (running && stable).then_some(fd)
         },
@@ -98,7 +98,7 @@ async fn the_operator_deploys_an_application_upgrades_it_statelessly_and_deletes
     let upgraded = wait_for("the upgraded job RUNNING", Duration::from_secs(240), || async {
         let fd = api.get("counter").await.ok()?;
         let job = fd.status.as_ref()?.job_status.clone()?;
-        (job.state.as_deref() == Some("RUNNING") && job.job_id != first_job).then_some(fd)
+        (job.state == Some(FlinkJobState::Running) && job.job_id != first_job).then_some(fd)
     })
     .await;
     assert_eq!(

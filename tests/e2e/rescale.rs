@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use flink_operator_api::{FlinkStateSnapshot, keys};
+use flink_operator_api::{FlinkJobState, FlinkStateSnapshot, keys};
 use flink_operator_controller::flink::{FlinkRestClient, JobId};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{
@@ -35,8 +35,8 @@ async fn runs_at(rest: &FlinkRestClient, job: &JobId, from: u32, to: u32) -> Ins
             let details = rest.job_details(job).await.ok()?;
             let rescaled = details.vertices.iter().any(|v| v.parallelism == to)
                 && !details.vertices.iter().any(|v| v.parallelism == from);
-            let running =
-                details.state == "RUNNING" && details.vertices.iter().all(|v| v.all_subtasks_running());
+            let running = details.state == FlinkJobState::Running
+                && details.vertices.iter().all(|v| v.all_subtasks_running());
             (rescaled && running).then(Instant::now)
         },
     )

@@ -15,7 +15,8 @@ use std::{
 };
 
 use flink_operator_api::{
-    FlinkDeployment, FlinkSessionJob, FlinkSessionJobSpec, FlinkStateSnapshot, FlinkStateSnapshotState,
+    FlinkDeployment, FlinkJobState, FlinkSessionJob, FlinkSessionJobSpec, FlinkStateSnapshot,
+    FlinkStateSnapshotState,
 };
 use flink_operator_controller::flink::{FlinkRestClient, JobId};
 use k8s_openapi::api::core::v1::Namespace;
@@ -182,9 +183,7 @@ async fn delete_and_check_stopped(
             let gone = api.get_opt(name).await.ok()?.is_none();
             let jobs = rest.jobs_overview().await.ok()?;
             let state = jobs.iter().find(|j| &j.jid == job).map(|j| j.state.clone());
-            let ended = state
-                .as_deref()
-                .is_none_or(|s| matches!(s, "CANCELED" | "FINISHED"));
+            let ended = state.is_none_or(|s| matches!(s, FlinkJobState::Canceled | FlinkJobState::Finished));
             (gone && ended).then_some(())
         },
     )
@@ -313,8 +312,8 @@ async fn session_jobs_run_from_http_and_file_jars_keep_their_state_over_a_savepo
     // The old job was stopped with the savepoint, the new one restored it...
     let old = rest.jobs_overview().await.unwrap();
     assert_eq!(
-        old.iter().find(|j| j.jid == first_job).map(|j| j.state.as_str()),
-        Some("FINISHED")
+        old.iter().find(|j| j.jid == first_job).map(|j| &j.state),
+        Some(&FlinkJobState::Finished)
     );
     let upgraded_job = job_id(&upgraded);
     let restored = harness::restored(&rest, &upgraded_job).await;

@@ -13,7 +13,9 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot, FlinkStateSnapshotState};
+use flink_operator_api::{
+    FlinkDeployment, FlinkJobState, FlinkSessionJob, FlinkStateSnapshot, FlinkStateSnapshotState,
+};
 use flink_operator_controller::flink::{FlinkRestClient, JobId};
 use k8s_openapi::api::core::v1::Event;
 use kube::{
@@ -70,7 +72,7 @@ fn job_id(sj: &FlinkSessionJob) -> JobId {
 }
 
 /// Flink's state of `job` in the session cluster.
-async fn flink_state(rest: &FlinkRestClient, job: &JobId) -> Option<String> {
+async fn flink_state(rest: &FlinkRestClient, job: &JobId) -> Option<FlinkJobState> {
     let jobs = rest.jobs_overview().await.ok()?;
     jobs.iter().find(|j| &j.jid == job).map(|j| j.state.clone())
 }
@@ -217,8 +219,8 @@ async fn a_session_job_made_last_state_in_one_edit_with_a_new_parallelism_restor
         let last_state = harness::running_job(&jobs, &name, Some(job_id(&upgraded).as_str())).await;
         let took = started.elapsed();
         assert_eq!(
-            flink_state(&rest, &job_id(&upgraded)).await.as_deref(),
-            Some("CANCELED"),
+            flink_state(&rest, &job_id(&upgraded)).await,
+            Some(FlinkJobState::Canceled),
             "{version}: the savepoint-mode job was cancelled for the last-state upgrade"
         );
         // Flink reports a checkpoint restored through the savepoint path as a savepoint: the
@@ -272,8 +274,8 @@ async fn a_session_job_made_last_state_in_one_edit_with_a_new_parallelism_restor
             let upgraded = harness::running_job(&jobs, &name, Some(job_id(&first).as_str())).await;
             let took = started.elapsed();
             assert_eq!(
-                flink_state(&rest, &job_id(&first)).await.as_deref(),
-                Some("FINISHED"),
+                flink_state(&rest, &job_id(&first)).await,
+                Some(FlinkJobState::Finished),
                 "{version}: stopped with a savepoint, not cancelled"
             );
             let (from, is_savepoint) = restored_from(&rest, &job_id(&upgraded)).await;

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
+use flink_operator_api::{FlinkDeployment, FlinkJobState, FlinkSessionJob};
 use flink_operator_controller::flink::{FlinkRestClient, JobId};
 use k8s_openapi::api::{
     apps::v1::Deployment,
@@ -40,7 +40,7 @@ async fn stable(api: &Api<FlinkDeployment>, name: &str, previous: Option<&str>) 
             let job_ok = match fd.as_ref().and_then(|fd| fd.spec.job.as_ref()) {
                 Some(_) => {
                     let job = status.job_status.clone().unwrap_or_default();
-                    job.state.as_deref() == Some("RUNNING") && job.job_id.as_deref() != previous
+                    job.state == Some(FlinkJobState::Running) && job.job_id.as_deref() != previous
                 }
                 None => status.job_manager_deployment_status.map(|s| s.as_str()) == Some("READY"),
             };
@@ -322,11 +322,8 @@ async fn a_standalone_session_runs_a_session_job_through_a_savepoint_upgrade_and
     let rest = harness::rest_client(&url);
     let overview = rest.jobs_overview().await.unwrap();
     assert_eq!(
-        overview
-            .iter()
-            .find(|j| j.jid == first_job)
-            .map(|j| j.state.as_str()),
-        Some("FINISHED"),
+        overview.iter().find(|j| j.jid == first_job).map(|j| &j.state),
+        Some(&FlinkJobState::Finished),
         "the old job stopped with the savepoint"
     );
     let upgraded_job = job_id_of(Some(&job_status));
@@ -346,9 +343,7 @@ async fn a_standalone_session_runs_a_session_job_through_a_savepoint_upgrade_and
                 .iter()
                 .find(|j| j.jid == upgraded_job)
                 .map(|j| j.state.clone());
-            let ended = state
-                .as_deref()
-                .is_none_or(|s| matches!(s, "CANCELED" | "FINISHED"));
+            let ended = state.is_none_or(|s| matches!(s, FlinkJobState::Canceled | FlinkJobState::Finished));
             (gone && ended).then_some(())
         },
     )

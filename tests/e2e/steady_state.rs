@@ -18,7 +18,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkDeployment, FlinkJobState};
 use futures::{StreamExt, TryStreamExt};
 use kube::{
     Api,
@@ -70,7 +70,7 @@ fn running_and_ready(fd: &FlinkDeployment) -> bool {
     let Some(status) = &fd.status else {
         return false;
     };
-    let running = status.job_status.as_ref().and_then(|j| j.state.as_deref()) == Some("RUNNING");
+    let running = status.job_status.as_ref().and_then(|j| j.state.as_ref()) == Some(&FlinkJobState::Running);
     let stable = status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE");
     let ready = status
         .conditions

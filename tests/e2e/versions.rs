@@ -23,7 +23,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use flink_operator_api::{FlinkDeployment, FlinkDeploymentSpec};
+use flink_operator_api::{FlinkDeployment, FlinkDeploymentSpec, FlinkJobState};
 use flink_operator_controller::flink::JobId;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
@@ -71,7 +71,7 @@ struct Counter {
 }
 
 impl Counter {
-    fn status(fd: &FlinkDeployment) -> (Option<String>, Option<String>, Option<String>) {
+    fn status(fd: &FlinkDeployment) -> (Option<FlinkJobState>, Option<String>, Option<String>) {
         let status = fd.status.clone().unwrap_or_default();
         let job = status.job_status.clone().unwrap_or_default();
         (
@@ -98,7 +98,7 @@ impl Counter {
                     .as_ref()
                     .and_then(|s| s.reconciliation_status.as_ref())
                     .and_then(|r| r.last_reconciled_spec().ok().flatten());
-                let ok = state.as_deref() == Some("RUNNING")
+                let ok = state == Some(FlinkJobState::Running)
                     && lifecycle.as_deref() == Some("STABLE")
                     && recorded
                         .as_ref()

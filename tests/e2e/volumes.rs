@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkDeployment, FlinkJobState};
 use k8s_openapi::api::{
     core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod},
     storage::v1::StorageClass,
@@ -397,7 +397,7 @@ async fn the_checkpoint_ha_example_keeps_its_ha_data_and_checkpoints_on_its_clai
 
     let job_id = wait_for("the example's job RUNNING", Duration::from_secs(240), || async {
         let job = api.get(&name).await.ok()?.status?.job_status?;
-        (job.state.as_deref() == Some("RUNNING")).then_some(job.job_id?)
+        (job.state == Some(FlinkJobState::Running)).then_some(job.job_id?)
     })
     .await;
     let to_running = started.elapsed();

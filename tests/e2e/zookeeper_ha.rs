@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use flink_operator_api::FlinkDeployment;
+use flink_operator_api::{FlinkDeployment, FlinkJobState};
 use flink_operator_controller::zookeeper::HaNodes;
 use flink_operator_test_support::zookeeper::ZooKeeper;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -152,7 +152,7 @@ async fn zookeeper_ha(version: &str) {
             let status = api.get("counter").await.ok()?.status?;
             let job = status.job_status?;
             let running = status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
-                && job.state.as_deref() == Some("RUNNING")
+                && job.state == Some(FlinkJobState::Running)
                 && job.start_time != started;
             let replaced = deployments.get("counter").await.ok()?.metadata.uid != lost;
             (running && replaced).then_some(())
@@ -185,7 +185,7 @@ async fn running(api: &Api<FlinkDeployment>, also: impl Fn(&FlinkDeployment) -> 
         let fd = api.get("counter").await.ok();
         let ok = fd.as_ref().is_some_and(|fd| {
             let status = fd.status.clone().unwrap_or_default();
-            status.job_status.and_then(|j| j.state).as_deref() == Some("RUNNING")
+            status.job_status.and_then(|j| j.state) == Some(FlinkJobState::Running)
                 && status.lifecycle_state.map(|l| l.as_str()) == Some("STABLE")
                 && also(fd)
         });

@@ -3,6 +3,7 @@
 //! application cluster started from the savepoint, as a Kubernetes deployment restores),
 //! checkpoints, metrics, disposal, and each failure the client must tell apart.
 
+use flink_operator_api::FlinkJobState;
 use std::{collections::BTreeMap, path::Path, time::Duration};
 
 use flink_operator_controller::flink::{
@@ -125,7 +126,7 @@ async fn rest_client_drives_a_session_cluster_through_savepoints_stop_and_restor
                 .await
                 .unwrap()
                 .iter()
-                .any(|j| j.jid == job && j.state == "RUNNING")
+                .any(|j| j.jid == job && j.state == FlinkJobState::Running)
         );
         wait_for_checkpoint(&flink, &job).await;
         let config = flink.checkpoint_config(&job).await.unwrap();
@@ -204,7 +205,7 @@ async fn rest_client_drives_a_session_cluster_through_savepoints_stop_and_restor
             settle("stop", || flink.savepoint_status(&job, &trigger)).await,
         );
         cluster
-            .wait_for_job_state(job.as_str(), "FINISHED", Duration::from_secs(30))
+            .wait_for_job_state(job.as_str(), FlinkJobState::Finished, Duration::from_secs(30))
             .await;
         let saved = harness::read_counts(&out);
 
@@ -286,7 +287,11 @@ async fn rest_client_drives_a_session_cluster_through_savepoints_stop_and_restor
             "{drained} not on disk"
         );
         cluster
-            .wait_for_job_state(restored.as_str(), "FINISHED", Duration::from_secs(30))
+            .wait_for_job_state(
+                restored.as_str(),
+                FlinkJobState::Finished,
+                Duration::from_secs(30),
+            )
             .await;
 
         // Cancel: the job ends CANCELED.
@@ -300,7 +305,11 @@ async fn rest_client_drives_a_session_cluster_through_savepoints_stop_and_restor
             .await;
         flink.cancel(&cancelled).await.unwrap();
         cluster
-            .wait_for_job_state(cancelled.as_str(), "CANCELED", Duration::from_secs(30))
+            .wait_for_job_state(
+                cancelled.as_str(),
+                FlinkJobState::Canceled,
+                Duration::from_secs(30),
+            )
             .await;
 
         // A bad savepoint path is refused with Flink's reason.
@@ -384,7 +393,7 @@ async fn an_application_cluster_started_from_a_savepoint_restores_the_state() {
             settle("stop", || flink.savepoint_status(&job, &trigger)).await,
         );
         first
-            .wait_for_job_state(job.as_str(), "FINISHED", Duration::from_secs(30))
+            .wait_for_job_state(job.as_str(), FlinkJobState::Finished, Duration::from_secs(30))
             .await;
         let saved = harness::read_counts(&out);
         first.stop().await;

@@ -28,7 +28,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use flink_operator_api::{FlinkDeployment, FlinkSessionJob};
+use flink_operator_api::{FlinkDeployment, FlinkJobState, FlinkSessionJob};
 use flink_operator_controller::flink::JobId;
 use flink_operator_test_support::{
     built_operator,
@@ -336,11 +336,11 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
     let status = fds.get(NAME).await.unwrap().status.unwrap();
     let job = status.job_status.unwrap();
     assert_eq!(job.job_id.as_deref(), Some(created.as_str()));
-    assert_eq!(job.state.as_deref(), Some("RUNNING"));
+    assert_eq!(job.state, Some(FlinkJobState::Running));
     let status = session_jobs.get(SESSION_JOB).await.unwrap().status.unwrap();
     let job = status.job_status.unwrap();
     assert_eq!(job.job_id.as_deref(), Some(session_job.as_str()));
-    assert_eq!(job.state.as_deref(), Some("RUNNING"));
+    assert_eq!(job.state, Some(FlinkJobState::Running));
     // Counting on: no restore went back.
     let since = SystemTime::now();
     let counted = flink_harness::read_counts(&counts);
@@ -409,7 +409,7 @@ async fn a_job_the_apache_operator_runs_is_taken_over_without_a_restart_and_then
             let status = fd.status.as_ref()?;
             let job = status.job_status.as_ref()?;
             let jm = deployments.get(NAME).await.ok()?;
-            (job.state.as_deref() == Some("RUNNING")
+            (job.state == Some(FlinkJobState::Running)
                 && status.lifecycle_state == Some(flink_operator_api::common::ResourceLifecycleState::Stable)
                 && jm.metadata.uid != jm_deployment.metadata.uid
                 && status.observed_generation == fd.metadata.generation)

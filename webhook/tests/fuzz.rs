@@ -42,7 +42,7 @@ use axum::body::Body;
 use base64::Engine;
 use bytes::Bytes;
 use flink_operator_api::{
-    FlinkBlueGreenDeployment, FlinkDeployment, FlinkSessionJob, FlinkStateSnapshot,
+    FlinkBlueGreenDeployment, FlinkDeployment, FlinkJobState, FlinkSessionJob, FlinkStateSnapshot,
     validation::ValidationContext,
 };
 use flink_operator_controller::{
@@ -1337,7 +1337,7 @@ fn deployment_observations() -> Vec<deployment::decide::Observation> {
         Observation {
             job_manager: present(1, true),
             cluster_exists: true,
-            job: Some(JobObservation::found("RUNNING", Some(1))),
+            job: Some(JobObservation::found(FlinkJobState::Running, Some(1))),
             // The Ingress builder meets every admitted spec.ingress too.
             ingress: managed_ingress(),
             rest_port: 8081,

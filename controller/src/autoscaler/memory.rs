@@ -123,7 +123,7 @@ pub async fn look_at_job(
     else {
         return Judgement::default();
     };
-    if state != flink_operator_api::common::flink_job_state::RUNNING {
+    if *state != flink_operator_api::FlinkJobState::Running {
         return Judgement::default();
     }
     let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();

@@ -113,7 +113,7 @@ fn handing_over_status(ready_ago: Option<i64>) -> Status {
     let mut status = Status {
         savepoint_trigger_id: Some(savepoint_name(NAME, Colour::Blue, ID)),
         abort_timestamp: Some(timestamp(NOW + GRACE)),
-        job_status: Some(job(flink_job_state::RECONCILING)),
+        job_status: Some(job(FlinkJobState::Reconciling)),
         ..advanced_status(State::TransitioningToGreen, &v2())
     };
     if let Some(ago) = ready_ago {
@@ -272,7 +272,7 @@ fn the_stopped_old_child_is_deleted_after_the_map_names_the_new_one_alone() {
     };
     let stopped = Child {
         lifecycle: Some(Lifecycle::Suspended),
-        job_status: Some(job(flink_job_state::FINISHED)),
+        job_status: Some(job(FlinkJobState::Finished)),
         ..stable(&stopping)
     };
     let ready = Some(handing_over_status(Some(40 * SECOND)));

@@ -3,7 +3,7 @@
 
 use flink_operator_api::{
     FlinkDeploymentSpec,
-    common::{JobStatus, ResourceLifecycleState, flink_job_state},
+    common::{FlinkJobState, JobStatus, ResourceLifecycleState},
 };
 
 use super::{
@@ -29,12 +29,12 @@ impl Child {
     /// RUNNING.
     pub fn is_ready(&self) -> bool {
         self.lifecycle == Some(ResourceLifecycleState::Stable)
-            && self.job_state() == Some(flink_job_state::RUNNING)
+            && self.job_state() == Some(&FlinkJobState::Running)
     }
 
     /// The state of its job, if one was ever observed.
-    pub fn job_state(&self) -> Option<&str> {
-        self.job_status.as_ref().and_then(|j| j.state.as_deref())
+    pub fn job_state(&self) -> Option<&FlinkJobState> {
+        self.job_status.as_ref().and_then(|j| j.state.as_ref())
     }
 
     /// Whether a job of it was ever seen: one that never was holds nothing worth keeping.

@@ -1,7 +1,7 @@
 //! The phase a blue/green status shows, as the reason of its Ready / Progressing / Degraded
 //! conditions ([`crate::conditions`]; the conditions are our addition to the Apache status).
 
-use flink_operator_api::{FlinkBlueGreenDeploymentStatus as Status, common::flink_job_state};
+use flink_operator_api::{FlinkBlueGreenDeploymentStatus as Status, common::FlinkJobState};
 
 use super::{Observation, Stage};
 use crate::conditions::{self, Phase};
@@ -41,10 +41,10 @@ fn doing(status: &Status) -> String {
 /// The phase of `status`, with what was observed of the children and whether a change of
 /// the spec waits to start.
 pub fn phase_of(status: &Status, observation: &Observation, pending: bool) -> Phase {
-    let job = status.job_status.as_ref().and_then(|j| j.state.as_deref());
+    let job = status.job_status.as_ref().and_then(|j| j.state.as_ref());
     let failed = status.error.is_some();
     match Stage::of(status.blue_green_state) {
-        Stage::Initializing if job == Some(flink_job_state::SUSPENDED) => Phase::Suspended,
+        Stage::Initializing if job == Some(&FlinkJobState::Suspended) => Phase::Suspended,
         Stage::Initializing if failed => Phase::DeployFailed,
         Stage::Initializing => Phase::Deploying,
         // No other child serves the job: this is its first deployment.
@@ -54,13 +54,13 @@ pub fn phase_of(status: &Status, observation: &Observation, pending: bool) -> Ph
         Stage::Savepointing(_) | Stage::TransitioningTo(_) => Phase::Updating,
         Stage::Active(_) => match job {
             // A transition that waits for the active child to become stable.
-            Some(flink_job_state::RUNNING) if failed && pending => Phase::Updating,
+            Some(FlinkJobState::Running) if failed && pending => Phase::Updating,
             // An aborted transition: the old child still serves, the change did not happen.
-            Some(flink_job_state::RUNNING) if failed => Phase::RolledBack,
-            Some(flink_job_state::RUNNING) => Phase::Running,
-            Some(flink_job_state::SUSPENDED) => Phase::Suspended,
-            Some(flink_job_state::FINISHED) => Phase::Succeeded,
-            Some(flink_job_state::FAILED) => Phase::Failed,
+            Some(FlinkJobState::Running) if failed => Phase::RolledBack,
+            Some(FlinkJobState::Running) => Phase::Running,
+            Some(FlinkJobState::Suspended) => Phase::Suspended,
+            Some(FlinkJobState::Finished) => Phase::Succeeded,
+            Some(FlinkJobState::Failed) => Phase::Failed,
             _ if failed => Phase::UpdateFailed,
             _ => Phase::Restarting,
         },
@@ -97,11 +97,11 @@ mod tests {
         }
     }
 
-    fn status(state: Option<State>, job: Option<&str>, error: bool) -> Status {
+    fn status(state: Option<State>, job: Option<FlinkJobState>, error: bool) -> Status {
         Status {
             blue_green_state: state,
             job_status: job.map(|s| JobStatus {
-                state: Some(s.to_owned()),
+                state: Some(s),
                 ..Default::default()
             }),
             error: error.then(|| "why".to_owned()),
@@ -111,91 +111,91 @@ mod tests {
 
     #[test]
     fn each_stage_and_job_state_shows_its_phase() {
-        use flink_job_state::*;
+        use FlinkJobState::*;
         // (state, job state, error, both children exist, phase)
         let cases = [
             (None, None, false, false, Phase::Deploying),
             (
                 Some(State::InitializingBlue),
-                Some(SUSPENDED),
+                Some(Suspended),
                 false,
                 false,
                 Phase::Suspended,
             ),
             (
                 Some(State::InitializingBlue),
-                Some(FAILING),
+                Some(Failing),
                 true,
                 false,
                 Phase::DeployFailed,
             ),
             (
                 Some(State::TransitioningToBlue),
-                Some(RECONCILING),
+                Some(Reconciling),
                 false,
                 false,
                 Phase::Deploying,
             ),
             (
                 Some(State::TransitioningToGreen),
-                Some(RECONCILING),
+                Some(Reconciling),
                 false,
                 true,
                 Phase::Updating,
             ),
             (
                 Some(State::TransitioningToBlue),
-                Some(RECONCILING),
+                Some(Reconciling),
                 false,
                 true,
                 Phase::Updating,
             ),
             (
                 Some(State::SavepointingBlue),
-                Some(RUNNING),
+                Some(Running),
                 false,
                 false,
                 Phase::Updating,
             ),
             (
                 Some(State::ActiveBlue),
-                Some(RUNNING),
+                Some(Running),
                 false,
                 false,
                 Phase::Running,
             ),
             (
                 Some(State::ActiveGreen),
-                Some(RUNNING),
+                Some(Running),
                 true,
                 true,
                 Phase::RolledBack,
             ),
             (
                 Some(State::ActiveGreen),
-                Some(FAILING),
+                Some(Failing),
                 true,
                 true,
                 Phase::UpdateFailed,
             ),
             (
                 Some(State::ActiveBlue),
-                Some(SUSPENDED),
+                Some(Suspended),
                 false,
                 false,
                 Phase::Suspended,
             ),
             (
                 Some(State::ActiveBlue),
-                Some(FINISHED),
+                Some(Finished),
                 false,
                 false,
                 Phase::Succeeded,
             ),
-            (Some(State::ActiveBlue), Some(FAILED), false, false, Phase::Failed),
+            (Some(State::ActiveBlue), Some(Failed), false, false, Phase::Failed),
             (
                 Some(State::ActiveBlue),
-                Some(RESTARTING),
+                Some(Restarting),
                 false,
                 false,
                 Phase::Restarting,
@@ -203,14 +203,18 @@ mod tests {
         ];
         for (state, job, error, both, expected) in cases {
             assert_eq!(
-                phase_of(&status(state, job, error), &observation(state, both), false),
+                phase_of(
+                    &status(state, job.clone(), error),
+                    &observation(state, both),
+                    false
+                ),
                 expected,
                 "{state:?} {job:?} error={error} both={both}"
             );
         }
         // A change that waits for the running active child to become stable is under way,
         // not rolled back.
-        let waiting = status(Some(State::ActiveBlue), Some(RUNNING), true);
+        let waiting = status(Some(State::ActiveBlue), Some(Running), true);
         let seen = observation(Some(State::ActiveBlue), false);
         assert_eq!(phase_of(&waiting, &seen, true), Phase::Updating);
     }

@@ -6,7 +6,7 @@
 use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentState as State,
     FlinkBlueGreenDeploymentStatus as Status, FlinkDeploymentSpec,
-    common::{JobStatus, ResourceLifecycleState as Lifecycle, flink_job_state},
+    common::{FlinkJobState, JobStatus, ResourceLifecycleState as Lifecycle},
 };
 use serde_json::{Value, json};
 
@@ -110,9 +110,9 @@ fn recorded(status: &Status) -> Option<Value> {
     Some(serde_json::to_value(spec.template?.spec?).expect("encodes"))
 }
 
-fn job(state: &str) -> JobStatus {
+fn job(state: FlinkJobState) -> JobStatus {
     JobStatus {
-        state: Some(state.to_owned()),
+        state: Some(state),
         job_id: Some("e3bc32a1e3bc32a1e3bc32a1e3bc32a1".to_owned()),
         ..Default::default()
     }
@@ -124,12 +124,12 @@ fn stable(spec: &Value) -> Child {
         spec: deployment_spec(spec),
         deleting: false,
         lifecycle: Some(Lifecycle::Stable),
-        job_status: Some(job(flink_job_state::RUNNING)),
+        job_status: Some(job(FlinkJobState::Running)),
     }
 }
 
 /// A child of `spec` deployed but not stable yet, with its job `job_state` (none: never seen).
-fn starting(spec: &Value, job_state: Option<&str>) -> Child {
+fn starting(spec: &Value, job_state: Option<FlinkJobState>) -> Child {
     Child {
         spec: deployment_spec(spec),
         deleting: false,
@@ -172,7 +172,7 @@ fn status(state: State, recorded: &Value) -> Status {
     Status {
         blue_green_state: Some(state),
         last_reconciled_spec: Some(encoded(recorded)),
-        job_status: Some(job(flink_job_state::RUNNING)),
+        job_status: Some(job(FlinkJobState::Running)),
         ..Default::default()
     }
 }
@@ -191,7 +191,7 @@ fn transitioning(recorded: &Value, ago_ms: i64) -> Status {
     Status {
         savepoint_trigger_id: Some(savepoint_name(NAME, Colour::Blue, ID)),
         abort_timestamp: Some(timestamp(NOW - ago_ms + GRACE)),
-        job_status: Some(job(flink_job_state::RECONCILING)),
+        job_status: Some(job(FlinkJobState::Reconciling)),
         ..status(State::TransitioningToGreen, recorded)
     }
 }
@@ -313,7 +313,7 @@ fn initializing_against_every_kind_of_change() {
             name: "the spec the first child failed with is not tried again",
             status: Some(status(State::InitializingBlue, &v1())),
             spec: v1(),
-            observation: observe(Some(starting(&v1(), Some(flink_job_state::FAILED))), None),
+            observation: observe(Some(starting(&v1(), Some(FlinkJobState::Failed))), None),
             state: State::InitializingBlue,
             steps: vec![],
             recorded: Some(v1()),
@@ -326,7 +326,7 @@ fn initializing_against_every_kind_of_change() {
             observation: observe(
                 Some(Child {
                     lifecycle: Some(Lifecycle::Failed),
-                    ..starting(&suspended(v1()), Some(flink_job_state::FAILED))
+                    ..starting(&suspended(v1()), Some(FlinkJobState::Failed))
                 }),
                 None,
             ),
@@ -438,7 +438,7 @@ fn active_against_every_kind_of_change() {
             spec: v2(),
             observation: observe(
                 Some(stable(&v1())),
-                Some(starting(&suspended(v2()), Some("SUSPENDED"))),
+                Some(starting(&suspended(v2()), Some(FlinkJobState::Suspended))),
             ),
             state: State::ActiveBlue,
             steps: vec![Step::Delete(Green)],
@@ -505,7 +505,7 @@ fn transitioning_against_every_kind_of_change() {
             name: "ignore, green starting: waits",
             status: Some(transitioning(&v2(), 30 * SECOND)),
             spec: v2(),
-            observation: old_and_new(starting(&green, Some(flink_job_state::INITIALIZING))),
+            observation: old_and_new(starting(&green, Some(FlinkJobState::Initializing))),
             state: State::TransitioningToGreen,
             steps: vec![],
             recorded: Some(v2()),
@@ -630,8 +630,8 @@ fn the_new_child_starts_from_the_completed_savepoint() {
         Some(NOW + GRACE)
     );
     assert_eq!(
-        plan.status.job_status.as_ref().and_then(|j| j.state.as_deref()),
-        Some(flink_job_state::RECONCILING)
+        plan.status.job_status.as_ref().and_then(|j| j.state.clone()),
+        Some(FlinkJobState::Reconciling)
     );
 }
 
@@ -682,9 +682,9 @@ fn the_old_child_is_deleted_only_after_the_new_one_is_stable_and_running() {
     let not_yet = [
         Child {
             lifecycle: Some(Lifecycle::Stable),
-            ..starting(&green, Some(flink_job_state::RESTARTING))
+            ..starting(&green, Some(FlinkJobState::Restarting))
         },
-        starting(&green, Some(flink_job_state::RUNNING)),
+        starting(&green, Some(FlinkJobState::Running)),
         starting(&green, None),
     ];
     for new in not_yet {
@@ -704,7 +704,7 @@ fn a_transition_not_stable_within_the_grace_period_is_aborted_and_the_old_child_
     let green = started_from(&v2(), Some(SAVEPOINT_PATH));
     let observation = observe(
         Some(stable(&v1())),
-        Some(starting(&green, Some(flink_job_state::RESTARTING))),
+        Some(starting(&green, Some(FlinkJobState::Restarting))),
     );
     let in_time = decide(
         &resource(&v2(), Some(transitioning(&v2(), GRACE - SECOND))),
@@ -751,7 +751,7 @@ fn an_abort_clears_every_marker_of_the_transition() {
         }),
         ..observe(
             Some(stable(&v1())),
-            Some(starting(&green, Some(flink_job_state::FAILING))),
+            Some(starting(&green, Some(FlinkJobState::Failing))),
         )
     };
     let plan = decide(&resource(&v2(), Some(became_ready_then_failed)), &observation);
@@ -781,7 +781,7 @@ fn an_abort_clears_every_marker_of_the_transition() {
 fn the_spec_is_not_recorded_until_the_transition_starts() {
     let failing = Child {
         lifecycle: Some(Lifecycle::Deployed),
-        ..starting(&v1(), Some(flink_job_state::RESTARTING))
+        ..starting(&v1(), Some(FlinkJobState::Restarting))
     };
     let plan = decide(
         &resource(&v2(), Some(status(State::ActiveBlue, &v1()))),
@@ -811,7 +811,7 @@ fn the_spec_is_not_recorded_until_the_transition_starts() {
 }
 
 fn plan_child_failing() -> Child {
-    starting(&v1(), Some(flink_job_state::RESTARTING))
+    starting(&v1(), Some(FlinkJobState::Restarting))
 }
 
 /// After an abort the failed spec stays recorded (no retry in a loop), but the active child
@@ -881,7 +881,7 @@ fn a_deleted_old_child_is_always_followed_by_the_final_status() {
     ] {
         let late = Observation {
             now_ms: NOW + 2 * GRACE,
-            ..observe(blue, Some(starting(&green, Some(flink_job_state::RESTARTING))))
+            ..observe(blue, Some(starting(&green, Some(FlinkJobState::Restarting))))
         };
         let forward = decide(&resource(&v2(), Some(before.clone())), &late);
         assert_eq!(state(&forward), Some(State::ActiveGreen));
@@ -901,7 +901,7 @@ fn a_stateless_transition_never_takes_a_savepoint() {
     );
     for old in [
         stable(&stateless(v1())),
-        starting(&stateless(v1()), Some(flink_job_state::FAILING)),
+        starting(&stateless(v1()), Some(FlinkJobState::Failing)),
     ] {
         let plan = decide(
             &resource(&template, Some(status(State::ActiveBlue, &stateless(v1())))),
@@ -967,7 +967,7 @@ fn an_aborted_first_deployment_goes_back_to_initializing() {
     first.savepoint_trigger_id = None;
     let plan = decide(
         &resource(&v1(), Some(first)),
-        &observe(Some(starting(&v1(), Some(flink_job_state::FAILED))), None),
+        &observe(Some(starting(&v1(), Some(FlinkJobState::Failed))), None),
     );
     assert_eq!(state(&plan), Some(State::InitializingBlue));
     assert_eq!(steps(&plan), vec![Step::Suspend(Colour::Blue)]);
@@ -1217,7 +1217,7 @@ fn a_change_to_the_incoming_child_gives_it_the_whole_grace_period() {
         &resource(&fixed, Some(transitioning(&v2(), GRACE - SECOND))),
         &observe(
             Some(stable(&v1())),
-            Some(starting(&green, Some(flink_job_state::RESTARTING))),
+            Some(starting(&green, Some(FlinkJobState::Restarting))),
         ),
     );
     assert_eq!(steps(&plan), vec![Step::Update(Colour::Green)]);
@@ -1295,7 +1295,7 @@ fn the_conditions_show_the_phase_of_each_stage() {
     // A change waiting for blue, running but not stable yet, is under way.
     let waiting = decide(
         &resource(&v2(), Some(status(State::ActiveBlue, &v1()))),
-        &observe(Some(starting(&v1(), Some("RUNNING"))), None),
+        &observe(Some(starting(&v1(), Some(FlinkJobState::Running))), None),
     );
     assert_eq!(reasons(&waiting), vec![Reason::BlueGreenTransitionWaiting]);
     assert_eq!(condition(&waiting, "Progressing"), t("True", "Updating"));
@@ -1498,7 +1498,7 @@ fn suspended_after_running(path: &str, own: Option<&str>) -> Child {
         lifecycle: Some(Lifecycle::Suspended),
         job_status: Some(JobStatus {
             upgrade_savepoint_path: own.map(str::to_owned),
-            ..job(flink_job_state::FINISHED)
+            ..job(FlinkJobState::Finished)
         }),
     }
 }
@@ -1524,7 +1524,7 @@ fn an_abort_with_no_child_left_running_keeps_the_transition_savepoint() {
     let green = started_from(&v2(), Some(SAVEPOINT_PATH));
     for (new, step) in [
         (
-            starting(&green, Some(flink_job_state::RESTARTING)),
+            starting(&green, Some(FlinkJobState::Restarting)),
             Step::Suspend(Colour::Green),
         ),
         (starting(&green, None), Step::Delete(Colour::Green)),
@@ -1563,7 +1563,7 @@ fn an_abort_with_the_old_child_running_or_a_finished_transition_lets_the_savepoi
         &resource(&v2(), Some(transitioning_alone())),
         &observe(
             Some(stable(&v1())),
-            Some(starting(&green, Some(flink_job_state::RESTARTING))),
+            Some(starting(&green, Some(FlinkJobState::Restarting))),
         ),
     );
     assert_eq!(state(&aborted), Some(State::ActiveBlue));
@@ -1751,7 +1751,7 @@ fn first_child_after_running(template: &Value, own: &str, lifecycle: Lifecycle) 
         lifecycle: Some(lifecycle),
         job_status: Some(JobStatus {
             upgrade_savepoint_path: Some(own.to_owned()),
-            ..job(flink_job_state::FINISHED)
+            ..job(FlinkJobState::Finished)
         }),
     }
 }
@@ -1901,7 +1901,7 @@ fn the_state_a_leftover_recorded_is_in_status_before_it_is_deleted() {
     let plan = decide(
         &resource(&v2(), Some(status(State::ActiveGreen, &v1()))),
         &observe(
-            Some(starting(&suspended(v1()), Some(flink_job_state::FAILED))),
+            Some(starting(&suspended(v1()), Some(FlinkJobState::Failed))),
             Some(stable(&v1())),
         ),
     );
@@ -1937,7 +1937,7 @@ fn a_first_child_created_before_a_crash_is_started_not_waited_for() {
 /// untracked (a resume then started another first child beside it).
 #[test]
 fn a_first_child_created_before_a_crash_is_suspended_with_the_resource() {
-    let created = starting(&v1(), Some(flink_job_state::RUNNING));
+    let created = starting(&v1(), Some(FlinkJobState::Running));
     let plan = decide(
         &resource(&suspended(v1()), None),
         &observe(Some(created.clone()), None),
@@ -1981,7 +1981,7 @@ fn a_new_child_created_from_another_savepoint_is_replaced_by_one_from_the_transi
         savepoint: Some(savepoint(SnapshotState::Completed)),
         ..observe(Some(stable(&v1())), green)
     };
-    let from_older = starting(&started_from(&v2(), Some(older)), Some(flink_job_state::RUNNING));
+    let from_older = starting(&started_from(&v2(), Some(older)), Some(FlinkJobState::Running));
     let plan = decide(
         &resource(&v2(), Some(savepointing(&v2()))),
         &taken(Some(from_older)),
@@ -2064,7 +2064,7 @@ fn an_update_in_place_keeps_the_active_childs_own_redeploy_nonce() {
 /// child running the job untracked.
 #[test]
 fn a_first_child_created_before_a_crash_for_a_spec_edited_back_is_suspended() {
-    let created = starting(&v2(), Some(flink_job_state::RUNNING));
+    let created = starting(&v2(), Some(FlinkJobState::Running));
     let plan = decide(
         &resource(&v1(), Some(aborted_first(&v1()))),
         &observe(Some(created), None),
@@ -2072,7 +2072,7 @@ fn a_first_child_created_before_a_crash_for_a_spec_edited_back_is_suspended() {
     assert_eq!(state(&plan), Some(State::InitializingBlue));
     assert_eq!(steps(&plan), vec![Step::Suspend(Colour::Blue)]);
     // The aborted child itself, suspended by the abort: nothing to do.
-    let aborted = starting(&suspended(v1()), Some(flink_job_state::FAILED));
+    let aborted = starting(&suspended(v1()), Some(FlinkJobState::Failed));
     let plan = decide(
         &resource(&v1(), Some(aborted_first(&v1()))),
         &observe(Some(aborted), None),
@@ -2086,7 +2086,7 @@ fn a_first_child_created_before_a_crash_for_a_spec_edited_back_is_suspended() {
 /// job had (the savepoint of its deletion) was named nowhere.
 #[test]
 fn a_first_child_created_before_a_crash_for_a_spec_edited_since_leaves_its_state_to_the_next() {
-    let created = starting(&v2(), Some(flink_job_state::RUNNING));
+    let created = starting(&v2(), Some(FlinkJobState::Running));
     let plan = decide(
         &resource(&v3(), Some(aborted_first(&v1()))),
         &observe(Some(created), None),
@@ -2121,7 +2121,7 @@ fn a_redeploy_during_a_transition_is_the_state_an_abort_keeps() {
     let green = started_from(&v2(), Some(SAVEPOINT_PATH));
     let plan = decide(
         &resource(&redeploy(), Some(transitioning_alone())),
-        &observe(None, Some(starting(&green, Some(flink_job_state::RUNNING)))),
+        &observe(None, Some(starting(&green, Some(FlinkJobState::Running)))),
     );
     assert_eq!(steps(&plan), vec![Step::Update(Colour::Green)]);
     assert_eq!(

@@ -2,7 +2,7 @@
 //! job through the Flink REST API.
 
 use flink_operator_api::FlinkDeployment;
-use flink_operator_api::common::{UpgradeMode, flink_job_state};
+use flink_operator_api::common::{FlinkJobState, UpgradeMode};
 use flink_operator_api::validation::limits::PlatformLimits;
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
 use kube::{Api, ResourceExt};
@@ -241,7 +241,7 @@ pub async fn observe(
         unmanaged_jobs = session_overview
             .unwrap_or_default()
             .into_iter()
-            .filter(|j| !flink_job_state::is_globally_terminal(&j.state))
+            .filter(|j| !j.state.is_globally_terminal())
             .filter(|j| !managed.contains(j.jid.as_str()))
             .map(|j| format!("{} ({})", j.name, j.jid))
             .collect();
@@ -361,15 +361,15 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
             ..Look::default()
         };
     };
-    let failure_known = job_status.state.as_deref() == Some(flink_job_state::FAILED)
-        && status.is_some_and(|s| s.error.is_some());
+    let failure_known =
+        job_status.state == Some(FlinkJobState::Failed) && status.is_some_and(|s| s.error.is_some());
     let asking = poll::Asking {
         failure_known,
         latest_checkpoint: true,
         savepoint_dir: policy.savepoint_dir.as_deref(),
     };
     let look = poll::look(rest, job_status, &JobId::from(job_id), asking).await;
-    let live = matches!(&look.job, JobObservation::Found { state, .. } if !flink_job_state::is_globally_terminal(state));
+    let live = matches!(&look.job, JobObservation::Found { state, .. } if !state.is_globally_terminal());
     let stateful = fd
         .spec
         .job
@@ -396,7 +396,7 @@ async fn look(rest: &FlinkRestClient, fd: &FlinkDeployment, policy: &Policy) -> 
     };
     // Only with the check on (off, it costs no call), and of a job that has not ended, as
     // a job in a restart loop is as often RESTARTING as RUNNING when looked at.
-    let sampled = matches!(&look.job, JobObservation::Found { state, .. } if !flink_job_state::is_globally_terminal(state));
+    let sampled = matches!(&look.job, JobObservation::Found { state, .. } if !state.is_globally_terminal());
     let health = match policy.health {
         Some(_) if sampled => health_sample(rest, &JobId::from(job_id)).await,
         _ => None,

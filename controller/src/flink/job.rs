@@ -1,13 +1,15 @@
 //! What both job kinds observe of a job through its JobManager's REST API: its state,
 //! whether all its tasks run (only then can a savepoint be taken), and why it failed.
 
+use flink_operator_api::FlinkJobState;
+
 use super::{ExceptionEntry, FlinkRestClient, JobId};
 
 /// A job as its JobManager reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobObservation {
     Found {
-        state: String,
+        state: FlinkJobState,
         start_time: Option<i64>,
         /// Whether every task of the job runs (or has finished). A job reports RUNNING as
         /// soon as it is scheduled, while its tasks may still be deploying; a savepoint
@@ -29,11 +31,11 @@ pub enum JobObservation {
 
 impl JobObservation {
     /// A job in `state` whose tasks all run when it is RUNNING (as a steady job's do).
-    pub fn found(state: &str, start_time: Option<i64>) -> Self {
+    pub fn found(state: FlinkJobState, start_time: Option<i64>) -> Self {
         JobObservation::Found {
-            state: state.to_owned(),
+            all_tasks_running: state == FlinkJobState::Running,
+            state,
             start_time,
-            all_tasks_running: state == RUNNING,
             failure: None,
             checkpoint_id: None,
         }
@@ -41,12 +43,9 @@ impl JobObservation {
 
     /// Whether the job runs with all its tasks, so that a savepoint can be taken.
     pub fn ready_for_savepoint(&self) -> bool {
-        matches!(self, JobObservation::Found { state, all_tasks_running: true, .. } if state == RUNNING)
+        matches!(self, JobObservation::Found { state, all_tasks_running: true, .. } if *state == FlinkJobState::Running)
     }
 }
-
-const RUNNING: &str = flink_operator_api::common::flink_job_state::RUNNING;
-const FAILED: &str = flink_operator_api::common::flink_job_state::FAILED;
 
 /// The job `job_id` in `GET /jobs/overview`; for a FAILED job, and only when
 /// `failure_known` is false, also its root cause from `GET /jobs/:jobid/exceptions`, so
@@ -64,7 +63,7 @@ pub async fn observe(rest: &FlinkRestClient, job_id: &JobId, failure_known: bool
     let total = count("total");
     let all_tasks_running =
         total > 0 && count("running") > 0 && count("running") + count("finished") == total;
-    let failure = if job.state == FAILED && !failure_known {
+    let failure = if job.state == FlinkJobState::Failed && !failure_known {
         match rest.job_exceptions(job_id).await {
             Ok(exceptions) => exceptions.history.entries.first().map(root_cause),
             Err(e) => {
@@ -163,16 +162,16 @@ mod tests {
 
     #[test]
     fn only_a_running_job_with_all_tasks_running_is_ready_for_a_savepoint() {
-        assert!(JobObservation::found("RUNNING", None).ready_for_savepoint());
+        assert!(JobObservation::found(FlinkJobState::Running, None).ready_for_savepoint());
         let deploying = JobObservation::Found {
-            state: "RUNNING".into(),
+            state: FlinkJobState::Running,
             start_time: None,
             all_tasks_running: false,
             failure: None,
             checkpoint_id: None,
         };
         assert!(!deploying.ready_for_savepoint());
-        assert!(!JobObservation::found("RESTARTING", None).ready_for_savepoint());
+        assert!(!JobObservation::found(FlinkJobState::Restarting, None).ready_for_savepoint());
         assert!(!JobObservation::NotFound.ready_for_savepoint());
     }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use flink_operator_api::FlinkJobState;
 use serde::{Deserialize, Serialize};
 
 use super::ids::{JarId, JobId, TriggerId};
@@ -73,7 +74,7 @@ pub struct JobOverview {
     #[serde(default)]
     pub name: String,
     /// Flink job state (`RUNNING`, `FINISHED`, ...).
-    pub state: String,
+    pub state: FlinkJobState,
     /// Start time, epoch milliseconds.
     #[serde(rename = "start-time")]
     pub start_time: Option<i64>,
@@ -97,7 +98,7 @@ pub struct JobDetails {
     #[serde(default)]
     pub name: String,
     /// Flink job state.
-    pub state: String,
+    pub state: FlinkJobState,
     /// Whether stop-with-savepoint is possible.
     #[serde(rename = "isStoppable", default)]
     pub is_stoppable: bool,
@@ -143,7 +144,7 @@ impl JobDetails {
     /// Whether the job is RUNNING with every task running: a RUNNING job can still wait for
     /// slots with its vertices CREATED.
     pub fn all_tasks_running(&self) -> bool {
-        self.state == "RUNNING"
+        self.state == FlinkJobState::Running
             && !self.vertices.is_empty()
             && self.vertices.iter().all(|v| v.status == "RUNNING")
     }
@@ -625,7 +626,7 @@ mod tests {
                "tasks":{"running":2,"created":0},"application-id":"x"}]}"#,
         )
         .unwrap();
-        assert_eq!(jobs.jobs[0].state, "RUNNING");
+        assert_eq!(jobs.jobs[0].state, FlinkJobState::Running);
         assert_eq!(jobs.jobs[0].tasks["running"], 2);
 
         let details: JobDetails = serde_json::from_str(

@@ -23,7 +23,7 @@ use std::{
     time::Duration,
 };
 
-use flink_operator_api::common::{JobStatus, SnapshotTriggerType, flink_job_state};
+use flink_operator_api::common::{FlinkJobState, JobStatus, SnapshotTriggerType};
 
 use crate::flink::job::{self, JobObservation};
 use crate::{
@@ -147,13 +147,13 @@ pub async fn look(rest: &FlinkRestClient, job: &JobStatus, job_id: &JobId, askin
     // Asked together, the savepoint may have been answered just before the job ended: a
     // stop-with-savepoint's result is there once the job has ended, so it is asked again
     // now rather than a poll later (the job processes nothing until it is seen).
-    let ended = matches!(&observed, JobObservation::Found { state, .. } if flink_job_state::is_globally_terminal(state));
+    let ended = matches!(&observed, JobObservation::Found { state, .. } if state.is_globally_terminal());
     let mut savepoint = match savepoint {
         Some(SavepointPoll::InProgress) if ended => self::savepoint(rest, Some(job)).await,
         polled => polled,
     };
     let running =
-        matches!(&observed, JobObservation::Found { state, .. } if state == flink_job_state::RUNNING);
+        matches!(&observed, JobObservation::Found { state, .. } if *state == FlinkJobState::Running);
     let forgotten = matches!(
         savepoint,
         Some(SavepointPoll::UnknownTrigger | SavepointPoll::JobGone(_))

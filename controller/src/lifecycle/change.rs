@@ -2,7 +2,7 @@
 //! for every kind from its upgrade mode, its state and the operator settings; and which
 //! state the next job starts from when it did not leave a savepoint for it.
 
-use flink_operator_api::common::{JobStatus, UpgradeMode, flink_job_state};
+use flink_operator_api::common::{FlinkJobState, JobStatus, UpgradeMode};
 
 use super::restore::{self, RestorableState};
 use crate::policy::Policy;
@@ -12,16 +12,16 @@ use flink_operator_api::SnapshotType;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobNow<'a> {
     /// Flink reports it in this state (not a globally terminal one).
-    Live(&'a str),
+    Live(&'a FlinkJobState),
     /// It has ended (FAILED, FINISHED, CANCELED) or is gone.
     Ended,
 }
 
 impl<'a> JobNow<'a> {
     /// From a Flink job state; `None` means the job is gone.
-    pub fn of(state: Option<&'a str>) -> Self {
+    pub fn of(state: Option<&'a FlinkJobState>) -> Self {
         match state {
-            Some(state) if !flink_job_state::is_globally_terminal(state) => JobNow::Live(state),
+            Some(state) if !state.is_globally_terminal() => JobNow::Live(state),
             _ => JobNow::Ended,
         }
     }
@@ -102,12 +102,12 @@ pub fn ending(job: &JobToEnd, policy: &Policy, now_ms: i64) -> Ending {
     let can_take_savepoint = take_savepoint && policy.savepoint_dir.is_some();
     let falls_back_to_last_state = policy.last_state_fallback && keeps_last_state && last_state_held;
     match (mode, now) {
-        (UpgradeMode::LastState, JobNow::Live(flink_job_state::RUNNING))
+        (UpgradeMode::LastState, JobNow::Live(&FlinkJobState::Running))
             if checkpoint_too_old && can_take_savepoint =>
         {
             Ending::Savepoint
         }
-        (UpgradeMode::Stateless, JobNow::Live(flink_job_state::CANCELLING)) if !ends_with_its_cluster => {
+        (UpgradeMode::Stateless, JobNow::Live(&FlinkJobState::Cancelling)) if !ends_with_its_cluster => {
             Ending::WaitForCancel
         }
         (UpgradeMode::Stateless, _) => Ending::WithoutState,
@@ -117,7 +117,7 @@ pub fn ending(job: &JobToEnd, policy: &Policy, now_ms: i64) -> Ending {
         (UpgradeMode::LastState, _) if keeps_last_state && last_state_held => Ending::KeepingLastState,
         (UpgradeMode::LastState, JobNow::Live(state)) if keeps_last_state => {
             match (
-                state == flink_job_state::RUNNING,
+                *state == FlinkJobState::Running,
                 take_savepoint,
                 &policy.savepoint_dir,
             ) {
@@ -137,20 +137,20 @@ pub fn ending(job: &JobToEnd, policy: &Policy, now_ms: i64) -> Ending {
                 )),
             }
         }
-        (UpgradeMode::LastState, JobNow::Live(flink_job_state::CANCELLING)) => Ending::WaitForCancel,
+        (UpgradeMode::LastState, JobNow::Live(&FlinkJobState::Cancelling)) => Ending::WaitForCancel,
         (UpgradeMode::LastState, JobNow::Live(_)) => Ending::CancelForNewest {
             with_savepoints: false,
         },
-        (UpgradeMode::Savepoint, JobNow::Live(flink_job_state::RUNNING)) if take_savepoint => {
+        (UpgradeMode::Savepoint, JobNow::Live(&FlinkJobState::Running)) if take_savepoint => {
             Ending::Savepoint
         }
-        (UpgradeMode::Savepoint, JobNow::Live(flink_job_state::CANCELLING)) if !take_savepoint => {
+        (UpgradeMode::Savepoint, JobNow::Live(&FlinkJobState::Cancelling)) if !take_savepoint => {
             Ending::WaitForCancel
         }
         (UpgradeMode::Savepoint, JobNow::Live(_)) if !take_savepoint => Ending::CancelForNewest {
             with_savepoints: true,
         },
-        (UpgradeMode::Savepoint, JobNow::Live(flink_job_state::CANCELLING)) => Ending::WaitForRunning,
+        (UpgradeMode::Savepoint, JobNow::Live(&FlinkJobState::Cancelling)) => Ending::WaitForRunning,
         (UpgradeMode::Savepoint, JobNow::Live(_)) if falls_back_to_last_state => Ending::KeepingLastState,
         (UpgradeMode::Savepoint, JobNow::Live(_)) => Ending::WaitForRunning,
         // An ended job has no savepoint to take: a suspension keeps its newest state as it is.
@@ -386,15 +386,39 @@ mod tests {
         let fresh = restore::fresh_savepoint(&job, Some(60_000), NOW).expect("fresh");
         // (mode, keeps last state, job now, policy) -> ending
         let cases: Vec<(UpgradeMode, bool, JobNow, &Policy, Ending)> = vec![
-            (Stateless, false, JobNow::Live("RUNNING"), &take, WithoutState),
+            (
+                Stateless,
+                false,
+                JobNow::Live(&FlinkJobState::Running),
+                &take,
+                WithoutState,
+            ),
             (Stateless, true, JobNow::Ended, &take, WithoutState),
-            (Stateless, true, JobNow::Live("CANCELLING"), &take, WithoutState),
-            (Stateless, false, JobNow::Live("CANCELLING"), &take, WaitForCancel),
-            (LastState, true, JobNow::Live("RUNNING"), &take, KeepingLastState),
+            (
+                Stateless,
+                true,
+                JobNow::Live(&FlinkJobState::Cancelling),
+                &take,
+                WithoutState,
+            ),
+            (
+                Stateless,
+                false,
+                JobNow::Live(&FlinkJobState::Cancelling),
+                &take,
+                WaitForCancel,
+            ),
             (
                 LastState,
                 true,
-                JobNow::Live("RESTARTING"),
+                JobNow::Live(&FlinkJobState::Running),
+                &take,
+                KeepingLastState,
+            ),
+            (
+                LastState,
+                true,
+                JobNow::Live(&FlinkJobState::Restarting),
                 &take,
                 KeepingLastState,
             ),
@@ -410,13 +434,19 @@ mod tests {
             (
                 LastState,
                 false,
-                JobNow::Live("RUNNING"),
+                JobNow::Live(&FlinkJobState::Running),
                 &take,
                 CancelForNewest {
                     with_savepoints: false,
                 },
             ),
-            (LastState, false, JobNow::Live("CANCELLING"), &take, WaitForCancel),
+            (
+                LastState,
+                false,
+                JobNow::Live(&FlinkJobState::Cancelling),
+                &take,
+                WaitForCancel,
+            ),
             (
                 LastState,
                 false,
@@ -429,21 +459,21 @@ mod tests {
             (
                 SavepointMode,
                 false,
-                JobNow::Live("RUNNING"),
+                JobNow::Live(&FlinkJobState::Running),
                 &take,
                 Ending::Savepoint,
             ),
             (
                 SavepointMode,
                 true,
-                JobNow::Live("RUNNING"),
+                JobNow::Live(&FlinkJobState::Running),
                 &take,
                 Ending::Savepoint,
             ),
             (
                 SavepointMode,
                 false,
-                JobNow::Live("INITIALIZING"),
+                JobNow::Live(&FlinkJobState::Initializing),
                 &take,
                 WaitForRunning,
             ),
@@ -452,21 +482,21 @@ mod tests {
             (
                 SavepointMode,
                 true,
-                JobNow::Live("RESTARTING"),
+                JobNow::Live(&FlinkJobState::Restarting),
                 &take,
                 KeepingLastState,
             ),
             (
                 SavepointMode,
                 true,
-                JobNow::Live("RESTARTING"),
+                JobNow::Live(&FlinkJobState::Restarting),
                 &no_fallback,
                 WaitForRunning,
             ),
             (
                 SavepointMode,
                 true,
-                JobNow::Live("CANCELLING"),
+                JobNow::Live(&FlinkJobState::Cancelling),
                 &take,
                 WaitForRunning,
             ),
@@ -481,7 +511,7 @@ mod tests {
             (
                 SavepointMode,
                 false,
-                JobNow::Live("RUNNING"),
+                JobNow::Live(&FlinkJobState::Running),
                 &no_take,
                 CancelForNewest {
                     with_savepoints: true,
@@ -490,7 +520,7 @@ mod tests {
             (
                 SavepointMode,
                 false,
-                JobNow::Live("CANCELLING"),
+                JobNow::Live(&FlinkJobState::Cancelling),
                 &no_take,
                 WaitForCancel,
             ),
@@ -581,49 +611,49 @@ mod tests {
         let cases: Vec<(bool, JobNow, &Policy, Option<Ending>, &str)> = vec![
             (
                 true,
-                JobNow::Live("RUNNING"),
+                JobNow::Live(&FlinkJobState::Running),
                 &no_savepoint_dir,
                 Some(KeepingLastState),
                 "",
             ),
             (
                 true,
-                JobNow::Live("RESTARTING"),
+                JobNow::Live(&FlinkJobState::Restarting),
                 &no_savepoint_dir,
                 Some(KeepingLastState),
                 "",
             ),
             (
                 false,
-                JobNow::Live("RUNNING"),
+                JobNow::Live(&FlinkJobState::Running),
                 &savepoint_dir,
                 Some(Ending::Savepoint),
                 "",
             ),
             (
                 false,
-                JobNow::Live("RUNNING"),
+                JobNow::Live(&FlinkJobState::Running),
                 &no_savepoint_dir,
                 None,
                 "execution.checkpointing.savepoint-dir is not set",
             ),
             (
                 false,
-                JobNow::Live("RUNNING"),
+                JobNow::Live(&FlinkJobState::Running),
                 &no_take,
                 None,
                 "take-savepoint is false",
             ),
             (
                 false,
-                JobNow::Live("RESTARTING"),
+                JobNow::Live(&FlinkJobState::Restarting),
                 &savepoint_dir,
                 None,
                 "the job is not RUNNING",
             ),
             (
                 false,
-                JobNow::Live("INITIALIZING"),
+                JobNow::Live(&FlinkJobState::Initializing),
                 &no_savepoint_dir,
                 None,
                 "the job is not RUNNING",

@@ -1,6 +1,8 @@
 //! What the shared steps decide from and what they decide: the [`Facts`] observed of a job,
 //! the [`JobAction`]s they ask for, and where they put them ([`Out`]).
 
+use flink_operator_api::FlinkJobState;
+
 use super::{protected, rescale, revisions, snapshot_resources};
 use crate::flink::poll;
 use crate::{events::EventNote, flink::job::JobObservation, flink::poll::SavepointPoll, policy::Policy};
@@ -40,16 +42,16 @@ pub struct Facts<'a> {
 
 impl Facts<'_> {
     /// The job's state as Flink reported it now.
-    pub fn observed_state(&self) -> Option<&str> {
+    pub fn observed_state(&self) -> Option<&FlinkJobState> {
         match self.job {
-            Some(JobObservation::Found { state, .. }) => Some(state.as_str()),
+            Some(JobObservation::Found { state, .. }) => Some(state),
             _ => None,
         }
     }
 
     /// Whether Flink reported the job RUNNING now.
     pub fn running(&self) -> bool {
-        self.observed_state() == Some(flink_operator_api::common::flink_job_state::RUNNING)
+        self.observed_state() == Some(&FlinkJobState::Running)
     }
 }
 

@@ -8,7 +8,7 @@
 use flink_operator_api::LifecycleStatus;
 use std::ops::DerefMut;
 
-use flink_operator_api::common::{JobStatus, flink_job_state};
+use flink_operator_api::common::{FlinkJobState, JobStatus};
 
 use super::{
     facts::JobAction,
@@ -247,7 +247,7 @@ pub struct Standing {
     /// is [`Step::UntilReady`].
     pub ready: bool,
     /// The job's state as the kind knows it (None: gone or unknown).
-    pub state: Option<String>,
+    pub state: Option<FlinkJobState>,
     /// The job has ended (or is gone).
     pub ended: bool,
     /// The job runs, so that snapshots can be taken of it.
@@ -390,7 +390,7 @@ pub fn in_place<'a, K: LifecycleHooks<'a>>(k: &K, recorded: &K::Spec) -> Option<
     if !policy.in_place_scaling || rescale::in_place_failed(k.stored, k.meta.generation) {
         return None;
     }
-    if k.standing().state.as_deref() != Some(flink_job_state::RUNNING) {
+    if k.standing().state != Some(FlinkJobState::Running) {
         return None;
     }
     let job = job_status(&k.status);

@@ -23,7 +23,7 @@
 
 use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::{
-    ReconciliationState, ResourceLifecycleState, SnapshotTriggerType, UpgradeMode, flink_job_state,
+    ReconciliationState, ResourceLifecycleState, SnapshotTriggerType, UpgradeMode,
 };
 
 use super::{
@@ -259,8 +259,9 @@ fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
     // not given up for that (its latest state would go with the cluster), it is looked at
     // again soon. One that stays silent holds the deletion, as a failing savepoint does,
     // until the user says to delete without one.
-    let may_run =
-        (job_status(&k.status).state.as_deref()).is_some_and(|s| !flink_job_state::is_globally_terminal(s));
+    let may_run = job_status(&k.status)
+        .state
+        .is_some_and(|s| !s.is_globally_terminal());
     if (wants_savepoint || loses_checkpoint)
         && may_run
         && matches!(facts.job, Some(crate::flink::job::JobObservation::Unreachable(_)))

@@ -403,8 +403,8 @@ fn happen<K: Kind>(
         Event::ForgetTriggers => world.flink.forget_triggers(),
         Event::ForgetEndedJobs => {
             let seen_ended = (world.job_status())
-                .and_then(|j| j.state.as_deref())
-                .is_some_and(flink_operator_api::common::flink_job_state::is_globally_terminal);
+                .and_then(|j| j.state.as_ref())
+                .is_some_and(flink_operator_api::FlinkJobState::is_globally_terminal);
             let unseen = current_job(world).filter(|_| !seen_ended);
             world.flink.forget_ended_jobs(unseen.as_deref());
         }

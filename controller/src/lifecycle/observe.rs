@@ -2,7 +2,7 @@
 //! Event per change, and why it failed.
 
 use flink_operator_api::LifecycleStatus;
-use flink_operator_api::common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state};
+use flink_operator_api::common::{FlinkJobState, JobStatus, ReconciliationState, ResourceLifecycleState};
 
 use super::{
     facts::Out,
@@ -17,20 +17,20 @@ use flink_operator_api::SnapshotType;
 /// changed, not when it was last looked at, so a steady job's status stays as it is.
 pub fn job_state_into<A>(
     job: &mut JobStatus,
-    state: &str,
+    state: &FlinkJobState,
     start_time: Option<i64>,
     now_ms: i64,
     out: &mut Out<A>,
 ) {
-    if job.state.as_deref() != Some(state) {
+    if job.state.as_ref() != Some(state) {
         out.event(EventNote {
-            warning: state == flink_job_state::FAILED,
+            warning: *state == FlinkJobState::Failed,
             reason: Reason::JobStatusChanged,
             note: format!("Job status changed to {state}"),
         });
         job.update_time = Some(now_ms.to_string());
     }
-    job.state = Some(state.to_owned());
+    job.state = Some(state.clone());
     job.start_time = start_time.map(|t| t.to_string());
 }
 
@@ -42,12 +42,12 @@ pub fn job_state_into<A>(
 /// out of the HA metadata), so it is recorded while it is known.
 pub fn ended_checkpoint_into(
     job: &mut JobStatus,
-    state: &str,
+    state: &FlinkJobState,
     stateful: bool,
     path: &str,
     timestamp_ms: Option<i64>,
 ) {
-    let ended = state == flink_job_state::FAILED || state == flink_job_state::CANCELED;
+    let ended = matches!(state, FlinkJobState::Failed | FlinkJobState::Canceled);
     if ended && stateful && job.upgrade_savepoint_path.as_deref() != Some(path) {
         let checkpoint = RestorableState {
             kind: SnapshotType::Checkpoint,

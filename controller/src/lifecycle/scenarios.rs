@@ -5,7 +5,7 @@
 
 use flink_operator_api::LifecycleStatus;
 use flink_operator_api::{
-    FlinkDeployment, FlinkSessionJob,
+    FlinkDeployment, FlinkJobState, FlinkSessionJob,
     common::{JobStatus, ReconciliationState, ResourceLifecycleState, SnapshotTriggerType, UpgradeMode},
     keys,
 };
@@ -41,7 +41,7 @@ const HOUR: i64 = 60 * MIN;
 #[derive(Clone, Default)]
 struct Look {
     /// Flink's state of the job (None: the JobManager did not answer).
-    state: Option<&'static str>,
+    state: Option<FlinkJobState>,
     /// When the job started, ms before now.
     started_ago: i64,
     savepoint: Option<SavepointPoll>,
@@ -79,7 +79,7 @@ struct Look {
     on_cancel: super::retention::OnCancel,
 }
 
-fn look(state: &'static str) -> Look {
+fn look(state: FlinkJobState) -> Look {
     Look {
         state: Some(state),
         started_ago: 60_000,
@@ -96,12 +96,12 @@ fn gone() -> Look {
     Look {
         state: None,
         gone: true,
-        ..look("RUNNING")
+        ..look(FlinkJobState::Running)
     }
 }
 
 /// A look at the resource after the user changed its spec.
-fn changed(state: &'static str) -> Look {
+fn changed(state: FlinkJobState) -> Look {
     Look {
         generation: 2,
         ..look(state)
@@ -155,7 +155,7 @@ trait Kind {
 }
 
 fn observed(look: &Look) -> Option<JobObservation> {
-    look.state.map(|s| {
+    look.state.clone().map(|s| {
         let mut found = JobObservation::found(s, Some(NOW - look.started_ago));
         if let JobObservation::Found { checkpoint_id, .. } = &mut found {
             *checkpoint_id = look.checkpoint_id;
@@ -282,7 +282,7 @@ impl Kind for Application {
                 ..Default::default()
             },
         );
-        let look = look("RUNNING");
+        let look = look(FlinkJobState::Running);
         fd::decide(
             &Self::resource(job, config, Some(first.status), false, 1),
             &Self::observation(&look),
@@ -384,7 +384,7 @@ impl Kind for SessionJob {
                 ..Default::default()
             },
         );
-        let look = look("RUNNING");
+        let look = look(FlinkJobState::Running);
         sj::decide(
             &Self::resource(job, config, Some(first.status), false, 1),
             &Self::observation(&look),
@@ -498,7 +498,13 @@ fn a_steady_running_job_is_left_alone() {
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
-        let (outcome, next) = decide(&job, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let (outcome, next) = decide(
+            &job,
+            &json!({}),
+            Some(&stored),
+            &look(FlinkJobState::Running),
+            false,
+        );
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
         assert!(outcome.events.is_empty(), "{kind}: {:?}", outcome.events);
         assert!(!outcome.recorded_first, "{kind}");
@@ -520,17 +526,23 @@ fn snapshots_that_fail_or_are_lost_are_reported_and_resent_only_to_a_running_job
             json!(1),
         );
         let stored = started(&job_spec(UpgradeMode::Savepoint), &json!({}), kind);
-        let (_, triggered) = decide(&job, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let (_, triggered) = decide(
+            &job,
+            &json!({}),
+            Some(&stored),
+            &look(FlinkJobState::Running),
+            false,
+        );
         let cases = [
             (
                 SavepointPoll::Failed("disk full".into()),
-                "RUNNING",
+                FlinkJobState::Running,
                 vec![],
                 vec![Reason::SavepointFailed],
             ),
             (
                 SavepointPoll::UnknownTrigger,
-                "RUNNING",
+                FlinkJobState::Running,
                 vec![JobAction::TriggerSavepoint {
                     job_id: JOB_ID.into(),
                     trigger_id: "trigger-1".into(),
@@ -539,7 +551,7 @@ fn snapshots_that_fail_or_are_lost_are_reported_and_resent_only_to_a_running_job
             ),
             (
                 SavepointPoll::UnknownTrigger,
-                "FAILED",
+                FlinkJobState::Failed,
                 vec![],
                 vec![Reason::JobStatusChanged, Reason::SavepointFailed],
             ),
@@ -548,7 +560,7 @@ fn snapshots_that_fail_or_are_lost_are_reported_and_resent_only_to_a_running_job
             let at = Look {
                 savepoint: Some(poll.clone()),
                 trigger_id: "trigger-2",
-                ..look(state)
+                ..look(state.clone())
             };
             let (outcome, _) = decide(&job, &json!({}), Some(&triggered), &at, false);
             assert_eq!(outcome.job, actions, "{kind} {poll:?} {state}");
@@ -573,7 +585,7 @@ fn a_cron_schedule_falls_due_at_its_next_time_and_the_job_is_looked_at_by_then()
         let started_at_ten_to = Look {
             policy: policy.clone(),
             started_ago: 10 * MIN,
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &started_at_ten_to, false);
         assert!(outcome.job.is_empty(), "{kind}: not before 20 past");
@@ -585,7 +597,7 @@ fn a_cron_schedule_falls_due_at_its_next_time_and_the_job_is_looked_at_by_then()
         let started_at_ten_past = Look {
             policy,
             started_ago: 50 * MIN,
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &started_at_ten_past, false);
         assert_eq!(
@@ -612,7 +624,7 @@ fn a_periodic_checkpoint_is_triggered_on_its_schedule_and_not_again_before_its_n
                 ..Policy::status_only()
             },
             started_ago: 2 * HOUR,
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
         assert_eq!(
@@ -662,7 +674,13 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let new = with(job.clone(), "parallelism", json!(4));
-        let (outcome, stopping) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
+        let (outcome, stopping) = decide(
+            &new,
+            &json!({}),
+            Some(&stored),
+            &changed(FlinkJobState::Running),
+            false,
+        );
         assert_eq!(
             outcome.job,
             [JobAction::StopWithSavepoint {
@@ -679,7 +697,7 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
         assert_eq!(outcome.requeue, Next::Stopping { for_ms: 0 }, "{kind}");
         let pending = Look {
             savepoint: Some(SavepointPoll::InProgress),
-            ..changed("RUNNING")
+            ..changed(FlinkJobState::Running)
         };
         let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &pending, false);
         assert!(
@@ -693,7 +711,7 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
             savepoint: Some(SavepointPoll::Failed(
                 "Not all required tasks are currently running".into(),
             )),
-            ..changed("RUNNING")
+            ..changed(FlinkJobState::Running)
         };
         let (outcome, retrying) = decide(&new, &json!({}), Some(&stopping), &failed, false);
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
@@ -704,7 +722,13 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
         // Its back-off over, the stop is sent again; until it ends, the failure it retries
         // stays the reason shown (observing the running job must not clear it).
         let retry_due = retrying.with_retry_due();
-        let (outcome, resent) = decide(&new, &json!({}), Some(&retry_due), &changed("RUNNING"), false);
+        let (outcome, resent) = decide(
+            &new,
+            &json!({}),
+            Some(&retry_due),
+            &changed(FlinkJobState::Running),
+            false,
+        );
         assert_eq!(outcome.job.len(), 1, "{kind}: {outcome:?}");
         assert!(
             outcome
@@ -726,7 +750,7 @@ fn a_savepoint_upgrade_stops_the_job_under_a_recorded_trigger_and_starts_the_new
         // before the new job is started.
         let done = Look {
             savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
-            ..changed("FINISHED")
+            ..changed(FlinkJobState::Finished)
         };
         let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &done, false);
         assert!(outcome.recorded_first, "{kind}");
@@ -756,7 +780,7 @@ fn a_suspension_drains_the_job_when_configured() {
                     drain,
                     ..Policy::status_only()
                 },
-                ..look("RUNNING")
+                ..look(FlinkJobState::Running)
             };
             let (outcome, _) = decide(&suspend, &json!({}), Some(&stored), &at, false);
             assert_eq!(
@@ -794,7 +818,7 @@ fn deletion_keeps_the_state_of_a_savepoint_job_and_records_it_before_anything_go
                     drain,
                     ..Policy::status_only()
                 },
-                ..look("RUNNING")
+                ..look(FlinkJobState::Running)
             };
             let (outcome, stopping) = decide(&job, &json!({}), Some(&stored), &at, true);
             let case = format!("{kind} {mode:?} {set:?} drain={drain}");
@@ -843,9 +867,9 @@ fn a_failed_job_says_why() {
     both(|kind, _| {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
-        let at = look("FAILED");
+        let at = look(FlinkJobState::Failed);
         let observation = JobObservation::Found {
-            state: "FAILED".into(),
+            state: FlinkJobState::Failed,
             start_time: Some(NOW - 60_000),
             all_tasks_running: false,
             failure: Some("java.lang.ArithmeticException: / by zero".into()),
@@ -901,14 +925,20 @@ fn a_stop_in_flight_is_followed_to_its_end_even_if_the_spec_turned_invalid() {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let new = with(job.clone(), "parallelism", json!(4));
-        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let (_, stopping) = decide(
+            &new,
+            &json!({}),
+            Some(&stored),
+            &look(FlinkJobState::Running),
+            false,
+        );
         let invalid = vec!["spec.job.parallelism: too large".to_owned()];
         // The savepoint completes while the spec is invalid: it is recorded all the same,
         // before the JobManager forgets it.
         let done = Look {
             savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
             violations: invalid.clone(),
-            ..look("FINISHED")
+            ..look(FlinkJobState::Finished)
         };
         let (outcome, committed) = decide(&new, &json!({}), Some(&stopping), &done, false);
         assert!(outcome.reasons().contains(&Reason::SavepointCompleted), "{kind}");
@@ -921,7 +951,7 @@ fn a_stop_in_flight_is_followed_to_its_end_even_if_the_spec_turned_invalid() {
         // Nothing more is done until the spec is valid again.
         let after = Look {
             violations: invalid,
-            ..look("FINISHED")
+            ..look(FlinkJobState::Finished)
         };
         let (outcome, _) = decide(&new, &json!({}), Some(&committed), &after, false);
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
@@ -937,7 +967,7 @@ fn an_invalid_spec_changes_nothing_that_runs() {
         let new = with(job.clone(), "parallelism", json!(4));
         let at = Look {
             violations: vec!["spec.job.parallelism: too large".to_owned()],
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         let (outcome, next) = decide(&new, &json!({}), Some(&stored), &at, false);
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
@@ -956,7 +986,7 @@ fn forgotten(poll: SavepointPoll, late: Option<LateSavepoint>) -> Look {
     Look {
         savepoint: Some(poll),
         late_savepoint: late,
-        ..changed("FINISHED")
+        ..changed(FlinkJobState::Finished)
     }
 }
 
@@ -978,7 +1008,13 @@ fn a_stop_whose_result_flink_forgot_goes_on_from_its_savepoint_found_elsewhere()
             let job = job_spec(UpgradeMode::Savepoint);
             let stored = started(&job, &json!({}), kind);
             let new = with(job.clone(), "parallelism", json!(4));
-            let (_, stopping) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
+            let (_, stopping) = decide(
+                &new,
+                &json!({}),
+                Some(&stored),
+                &changed(FlinkJobState::Running),
+                false,
+            );
             let case = format!("{kind} {poll:?}");
             let (outcome, _) = decide(
                 &new,
@@ -1025,7 +1061,13 @@ fn a_stop_whose_result_flink_forgot_and_whose_savepoint_is_nowhere_refuses_the_c
             let job = job_spec(UpgradeMode::Savepoint);
             let stored = started(&job, &json!({}), kind);
             let new = with(job.clone(), "parallelism", json!(4));
-            let (_, stopping) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
+            let (_, stopping) = decide(
+                &new,
+                &json!({}),
+                Some(&stored),
+                &changed(FlinkJobState::Running),
+                false,
+            );
             let case = format!("{kind} {poll:?}");
             let lost = forgotten(poll.clone(), Some(LateSavepoint::NotFound(looked.into())));
             let (outcome, refused) = decide(&new, &json!({}), Some(&stopping), &lost, false);
@@ -1049,7 +1091,13 @@ fn a_stop_whose_result_flink_forgot_and_whose_savepoint_is_nowhere_refuses_the_c
                 "{case}: an Event says it: {outcome:?}"
             );
             // It stays refused: the next look starts nothing either.
-            let (outcome, _) = decide(&new, &json!({}), Some(&refused), &changed("FINISHED"), false);
+            let (outcome, _) = decide(
+                &new,
+                &json!({}),
+                Some(&refused),
+                &changed(FlinkJobState::Finished),
+                false,
+            );
             assert_eq!(outcome.own, 0, "{case}: {outcome:?}");
             assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
             assert!(
@@ -1070,10 +1118,16 @@ fn a_failed_upgrade_savepoint_is_retried_after_its_back_off_within_the_grace_per
         let at = |later_ms: i64, savepoint: Option<SavepointPoll>| Look {
             later_ms,
             savepoint,
-            ..changed("RUNNING")
+            ..changed(FlinkJobState::Running)
         };
         let failed = |later_ms| at(later_ms, Some(SavepointPoll::Failed("disk full".into())));
-        let (_, triggered) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
+        let (_, triggered) = decide(
+            &new,
+            &json!({}),
+            Some(&stored),
+            &changed(FlinkJobState::Running),
+            false,
+        );
         // Within the grace period (default 1 min): the reason said, a retry after a back-off.
         let (outcome, retrying) = decide(&new, &json!({}), Some(&triggered), &failed(1_000), false);
         assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
@@ -1130,7 +1184,13 @@ fn a_refused_change_stays_refused_for_its_generation_said_once_and_is_tried_agai
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let new = with(job.clone(), "parallelism", json!(4));
-        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &changed("RUNNING"), false);
+        let (_, stopping) = decide(
+            &new,
+            &json!({}),
+            Some(&stored),
+            &changed(FlinkJobState::Running),
+            false,
+        );
         let lost = forgotten(
             SavepointPoll::UnknownTrigger,
             Some(LateSavepoint::NotFound(looked.into())),
@@ -1141,7 +1201,13 @@ fn a_refused_change_stays_refused_for_its_generation_said_once_and_is_tried_agai
             "{kind}: {first:?}"
         );
         // The same generation, looked at again: still refused, and not said again.
-        let (again, refused) = decide(&new, &json!({}), Some(&refused), &changed("FINISHED"), false);
+        let (again, refused) = decide(
+            &new,
+            &json!({}),
+            Some(&refused),
+            &changed(FlinkJobState::Finished),
+            false,
+        );
         assert!(again.job.is_empty() && again.own == 0, "{kind}: {again:?}");
         assert!(
             !again.reasons().contains(&Reason::UpdateFailed),
@@ -1156,7 +1222,7 @@ fn a_refused_change_stays_refused_for_its_generation_said_once_and_is_tried_agai
         let newer = with(job.clone(), "parallelism", json!(6));
         let look = Look {
             generation: 3,
-            ..changed("RUNNING")
+            ..changed(FlinkJobState::Running)
         };
         let (retried, _) = decide(&newer, &json!({}), Some(&refused), &look, false);
         assert!(
@@ -1183,7 +1249,7 @@ fn without_the_upgrade_savepoint_the_job_is_cancelled_recorded_first_with_the_sa
             latest_checkpoint: Some(5_000),
             ..changed(state)
         };
-        let (cancelling, status) = decide(&new, &config, Some(&stored), &look("RUNNING"), false);
+        let (cancelling, status) = decide(&new, &config, Some(&stored), &look(FlinkJobState::Running), false);
         assert_eq!(
             cancelling.job,
             vec![JobAction::Cancel {
@@ -1210,7 +1276,13 @@ fn without_the_upgrade_savepoint_the_job_is_cancelled_recorded_first_with_the_sa
             "{kind}: not committed yet"
         );
         // Cancelled: the new spec is committed with the latest checkpoint.
-        let (committed, _) = decide(&new, &config, Some(&status), &look("CANCELED"), false);
+        let (committed, _) = decide(
+            &new,
+            &config,
+            Some(&status),
+            &look(FlinkJobState::Canceled),
+            false,
+        );
         assert_eq!(
             committed.recorded["parallelism"],
             json!(4),
@@ -1248,11 +1320,17 @@ fn a_deletion_whose_stop_flink_forgot_records_its_savepoint_found_elsewhere() {
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
-        let (_, stopping) = decide(&job, &json!({}), Some(&stored), &look("RUNNING"), true);
+        let (_, stopping) = decide(
+            &job,
+            &json!({}),
+            Some(&stored),
+            &look(FlinkJobState::Running),
+            true,
+        );
         let at = Look {
             savepoint: Some(SavepointPoll::UnknownTrigger),
             late_savepoint: found_late(),
-            ..look("FINISHED")
+            ..look(FlinkJobState::Finished)
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stopping), &at, true);
         assert!(
@@ -1274,10 +1352,16 @@ fn a_deletion_during_an_upgrade_records_the_savepoint_of_the_stop_in_flight() {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let new = with(job.clone(), "parallelism", json!(4));
-        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let (_, stopping) = decide(
+            &new,
+            &json!({}),
+            Some(&stored),
+            &look(FlinkJobState::Running),
+            false,
+        );
         let done = Look {
             savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
-            ..look("FINISHED")
+            ..look(FlinkJobState::Finished)
         };
         let (outcome, _) = decide(&new, &json!({}), Some(&stopping), &done, true);
         assert!(outcome.job.is_empty(), "{kind}: no second stop: {outcome:?}");
@@ -1297,7 +1381,7 @@ fn a_deletion_during_an_upgrade_records_the_savepoint_of_the_stop_in_flight() {
 // === Snapshot resources (`kubernetes.operator.snapshot.resource.enabled`, the default) ===
 
 /// A look with snapshot resources on, as by default.
-fn with_resources(state: &'static str) -> Look {
+fn with_resources(state: FlinkJobState) -> Look {
     Look {
         policy: Policy::default(),
         ..look(state)
@@ -1384,7 +1468,7 @@ fn with_snapshot_resources_a_nonce_or_a_due_period_creates_a_resource_recorded_f
             let at = Look {
                 policy: policy.clone(),
                 started_ago: 2 * HOUR,
-                ..with_resources("RUNNING")
+                ..with_resources(FlinkJobState::Running)
             };
             let (outcome, next) = decide(&asked, &json!({}), Some(&stored), &at, false);
             let new = created(&outcome);
@@ -1434,7 +1518,7 @@ fn with_snapshot_resources_a_nonce_or_a_due_period_creates_a_resource_recorded_f
             let later = Look {
                 policy: policy.clone(),
                 started_ago: 2 * HOUR,
-                ..with_resources("RUNNING")
+                ..with_resources(FlinkJobState::Running)
             };
             let (again, after) = decide(&asked, &json!({}), Some(&crashed), &later, false);
             assert_eq!(created(&again), new, "{case}: created again under the same name");
@@ -1452,7 +1536,7 @@ fn with_snapshot_resources_a_nonce_or_a_due_period_creates_a_resource_recorded_f
                     kind: expected.0,
                     ..resource("taken", expected.1, SnapshotState::InProgress, 0)
                 }],
-                ..with_resources("RUNNING")
+                ..with_resources(FlinkJobState::Running)
             };
             let (outcome, _) = decide(&asked, &json!({}), Some(&next), &under_way, false);
             assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
@@ -1478,13 +1562,13 @@ fn with_snapshot_resources_an_upgrade_savepoint_becomes_an_upgrade_resource_befo
         let new = with(job.clone(), "parallelism", json!(4));
         let at = Look {
             generation: 2,
-            ..with_resources("RUNNING")
+            ..with_resources(FlinkJobState::Running)
         };
         let (_, stopping) = decide(&new, &json!({}), Some(&stored), &at, false);
         let done = Look {
             savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
             generation: 2,
-            ..with_resources("FINISHED")
+            ..with_resources(FlinkJobState::Finished)
         };
         let (outcome, next) = decide(&new, &json!({}), Some(&stopping), &done, false);
         let expected = NewSnapshot {
@@ -1565,7 +1649,7 @@ fn with_snapshot_resources_a_restart_restores_the_newest_completed_one_under_the
                         1_000,
                     ),
                 ],
-                ..with_resources("FAILED")
+                ..with_resources(FlinkJobState::Failed)
             };
             let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
             let case = format!("{kind} {case}");
@@ -1616,7 +1700,7 @@ fn with_snapshot_resources_the_history_retention_deletes_resources_beyond_the_co
                     10_000,
                 ),
             ],
-            ..with_resources("RUNNING")
+            ..with_resources(FlinkJobState::Running)
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
         assert_eq!(
@@ -1667,7 +1751,7 @@ fn a_snapshot_due_at_every_look_does_not_keep_the_platform_caps_from_holding() {
                 checkpoint("c2", 30_000),
                 checkpoint("c3", 20_000),
             ],
-            ..with_resources("RUNNING")
+            ..with_resources(FlinkJobState::Running)
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &flood, false);
         // Trimmed and asked for in the same pass: the retention does not wait for a look

@@ -8,7 +8,7 @@
 
 use flink_operator_api::LifecycleStatus;
 use flink_operator_api::common::{
-    Checkpoint, JobSpec, JobStatus, Savepoint, SnapshotTriggerType, flink_job_state,
+    Checkpoint, FlinkJobState, JobSpec, JobStatus, Savepoint, SnapshotTriggerType,
 };
 
 use crate::flink::poll::SavepointPoll;
@@ -138,7 +138,7 @@ fn settle_one<A: From<JobAction>>(
                     // manual entry would drop it. A job that ended has nothing newer than
                     // the checkpoint recorded at its end (this one completed before it), so
                     // that entry stays; the Event says the manual one completed.
-                    let ended = (job.state.as_deref()).is_some_and(flink_job_state::is_globally_terminal);
+                    let ended = (job.state.as_ref()).is_some_and(FlinkJobState::is_globally_terminal);
                     let keeps_record = ended
                         && restore::recorded(job)
                             .is_some_and(|r| r.kind == SnapshotType::Checkpoint && r.timestamp_ms.is_some());

@@ -4,7 +4,7 @@
 use flink_operator_api::validation::limits::PlatformLimits;
 use flink_operator_api::{
     FlinkDeployment, FlinkSessionJob, JobManagerDeploymentStatus, UpgradeMode,
-    common::flink_job_state,
+    common::FlinkJobState,
     keys::operator,
     options::read,
     validation::session_job::{self, ArtifactPolicy},
@@ -167,7 +167,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
     if let Some(job_status) = sj.status.as_ref().and_then(|s| s.job_status.as_ref())
         && let Some(job_id) = job_status.job_id.as_deref()
     {
-        let failure_known = job_status.state.as_deref() == Some(flink_job_state::FAILED)
+        let failure_known = job_status.state == Some(FlinkJobState::Failed)
             && sj.status.as_ref().is_some_and(|s| s.error.is_some());
         let stateful = sj
             .spec
@@ -191,7 +191,7 @@ pub async fn observe(ctx: &Context, caches: &Caches, sj: &FlinkSessionJob) -> Re
         // Whether a cancellation keeps the checkpoints is asked only while a change of a
         // stateful job that still runs is pending: a steady job costs no extra call.
         let live = matches!(&observation.job, Some(crate::flink::job::JobObservation::Found { state, .. })
-            if !flink_job_state::is_globally_terminal(state));
+            if !state.is_globally_terminal());
         let observed_generation = sj.status.as_ref().and_then(|s| s.observed_generation);
         if live
             && crate::lifecycle::retention::wanted(

@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use flink_operator_api::{
     FlinkStateSnapshot, FlinkStateSnapshotSpec, FlinkStateSnapshotState as State, FlinkStateSnapshotStatus,
     SavepointFormatType, SnapshotTriggerType, SnapshotType,
-    common::flink_job_state,
+    common::FlinkJobState,
     keys::{self, flink::CHECKPOINTING_SAVEPOINT_DIR, flink::STATE_SAVEPOINTS_DIR},
 };
 use kube::ResourceExt;
@@ -82,7 +82,7 @@ pub struct Job {
     /// The job id its status records.
     pub job_id: Option<String>,
     /// The job state its status records.
-    pub state: Option<String>,
+    pub state: Option<FlinkJobState>,
     /// Why its cluster (the FlinkDeployment, or a session job's session cluster) cannot be
     /// asked now; `None` when its JobManager is ready.
     pub cluster_not_ready: Option<String>,
@@ -288,8 +288,8 @@ fn reach(target: &Target) -> Reach<'_> {
         Target::Gone(why) => return Reach::Gone(why.clone()),
         Target::Found(job) => job,
     };
-    if job.state.as_deref() != Some(flink_job_state::RUNNING) {
-        let state = job.state.as_deref().unwrap_or("none recorded");
+    if job.state != Some(FlinkJobState::Running) {
+        let state = job.state.as_ref().map_or("none recorded", FlinkJobState::as_str);
         return Reach::Gone(format!(
             "the job of {} is not running (its state: {state})",
             job.name

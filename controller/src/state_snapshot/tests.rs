@@ -2,7 +2,8 @@
 //! abandonment, recorded savepoints, disposal and its release, labels and finalizer.
 
 use flink_operator_api::{
-    FlinkStateSnapshot, FlinkStateSnapshotState as State, FlinkStateSnapshotStatus as Status, keys,
+    FlinkJobState, FlinkStateSnapshot, FlinkStateSnapshotState as State, FlinkStateSnapshotStatus as Status,
+    keys,
 };
 use serde_json::{Value, json};
 
@@ -98,18 +99,18 @@ fn completed(path: Option<&str>) -> Status {
     }
 }
 
-fn job(state: &str) -> Job {
+fn job(state: FlinkJobState) -> Job {
     Job {
         name: "FlinkDeployment basic".into(),
         job_id: Some(JOB.into()),
-        state: Some(state.into()),
+        state: Some(state),
         cluster_not_ready: None,
         savepoint_dir: Some("file:/configured".into()),
     }
 }
 
 fn running() -> Target {
-    Target::Found(job("RUNNING"))
+    Target::Found(job(FlinkJobState::Running))
 }
 
 fn observation(target: Target) -> Observation {
@@ -300,7 +301,7 @@ fn every_state_moves_as_its_observation_says() {
             snapshot(checkpoint_spec(), Some(status(State::TriggerPending)), false),
             observation(Target::Found(Job {
                 cluster_not_ready: Some("the JobManager is DEPLOYING".into()),
-                ..job("RUNNING")
+                ..job(FlinkJobState::Running)
             })),
             expect(State::TriggerPending, vec![], vec![], Next::Progress),
         ),
@@ -318,7 +319,7 @@ fn every_state_moves_as_its_observation_says() {
         (
             "a pending snapshot of a job that is not running is abandoned",
             snapshot(savepoint_spec(), None, true),
-            observation(Target::Found(job("SUSPENDED"))),
+            observation(Target::Found(job(FlinkJobState::Suspended))),
             expect(
                 State::Abandoned,
                 vec![],
@@ -457,7 +458,7 @@ fn every_state_moves_as_its_observation_says() {
             snapshot(savepoint_spec(), Some(in_progress()), true),
             Observation {
                 operation: Some(SavepointPoll::InProgress),
-                ..observation(Target::Found(job("CANCELED")))
+                ..observation(Target::Found(job(FlinkJobState::Canceled)))
             },
             expect(
                 State::Abandoned,
@@ -609,7 +610,7 @@ fn outcomes_record_path_error_and_timestamps_as_the_apache_operator_does() {
 
 #[test]
 fn a_savepoint_without_a_directory_fails_naming_the_setting() {
-    let mut target = job("RUNNING");
+    let mut target = job(FlinkJobState::Running);
     target.savepoint_dir = None;
     let plan = decide(
         &snapshot(
@@ -980,7 +981,7 @@ fn deletion_disposes_of_completed_savepoints_and_never_hangs() {
             done(),
             observation(Target::Found(Job {
                 cluster_not_ready: Some("the JobManager of FlinkDeployment basic is MISSING".into()),
-                ..job("FINISHED")
+                ..job(FlinkJobState::Finished)
             })),
             expect(
                 State::Completed,
@@ -994,7 +995,7 @@ fn deletion_disposes_of_completed_savepoints_and_never_hangs() {
             done(),
             Observation {
                 disposal: Some(SavepointPoll::UnknownTrigger),
-                ..observation(Target::Found(job("FINISHED")))
+                ..observation(Target::Found(job(FlinkJobState::Finished)))
             },
             expect(State::Completed, vec![dispose.clone()], vec![], Next::Progress),
         ),

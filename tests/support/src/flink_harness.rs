@@ -15,6 +15,7 @@
 //! The blocking parts (install, build, JVM stop) are short on a warm cache; the async
 //! functions move anything longer to `spawn_blocking`.
 
+use flink_operator_api::FlinkJobState;
 use std::{
     collections::{BTreeMap, HashMap},
     fmt::Write as _,
@@ -1205,7 +1206,7 @@ impl FlinkCluster {
     /// job can still wait for slots); returns that response. Panics with the logs on timeout.
     pub async fn wait_for_job_running(&self, job_id: &str, timeout: Duration) -> Value {
         self.wait_for_job(job_id, timeout, |job| {
-            job["state"] == "RUNNING"
+            job["state"] == FlinkJobState::Running.as_str()
                 && job["vertices"]
                     .as_array()
                     .is_some_and(|v| !v.is_empty() && v.iter().all(|v| v["status"] == "RUNNING"))
@@ -1215,8 +1216,8 @@ impl FlinkCluster {
 
     /// Polls `GET /jobs/{id}` until the job's state is `state`; returns that response.
     /// Panics with the logs on timeout.
-    pub async fn wait_for_job_state(&self, job_id: &str, state: &str, timeout: Duration) -> Value {
-        self.wait_for_job(job_id, timeout, |job| job["state"] == state)
+    pub async fn wait_for_job_state(&self, job_id: &str, state: FlinkJobState, timeout: Duration) -> Value {
+        self.wait_for_job(job_id, timeout, |job| job["state"] == state.as_str())
             .await
     }
 

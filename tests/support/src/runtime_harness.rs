@@ -3,6 +3,7 @@
 //! job's jar in each version's /opt/flink/usrlib. It stops when the tests end (it watches
 //! this process with `--exit-with-parent`), and stops every Flink process it started.
 
+use flink_operator_api::FlinkJobState;
 use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -380,7 +381,7 @@ pub async fn wait_for_running_job(rest: &FlinkRestClient, job: &JobId) {
             let job = jobs.into_iter().find(|j| &j.jid == job)?;
             let total = job.tasks.get("total").copied().unwrap_or(0);
             let running = job.tasks.get("running").copied().unwrap_or(0);
-            (job.state == "RUNNING" && total > 0 && running == total).then_some(())
+            (job.state == FlinkJobState::Running && total > 0 && running == total).then_some(())
         },
     )
     .await;
@@ -423,7 +424,7 @@ where
             let status = resource.status().ok_or("no status")?;
             let job = status.job_status();
             let job_id = job.and_then(|j| j.job_id.as_deref());
-            if job.and_then(|j| j.state.as_deref()) == Some("RUNNING")
+            if job.and_then(|j| j.state.as_ref()) == Some(&FlinkJobState::Running)
                 && status.lifecycle_state() == Some(ResourceLifecycleState::Stable)
                 && job_id != previous
             {

@@ -38,7 +38,7 @@ pub(super) fn handing_over(
         }
         status.deployment_ready_timestamp = Some(timestamp(input.now()));
         status.abort_timestamp = Some(timestamp(input.now() + input.policy.gate_timeout_ms()));
-        status.job_status = Some(job_state(flink_job_state::RECONCILING));
+        status.job_status = Some(job_state(FlinkJobState::Reconciling));
         let map = input.gate_map(&transition, GateStage::Transitioning, incoming, Some(standby));
         let note = format!(
             "{} is running and stable: the gates of both jobs hand over at a toggle in event time, set by \
@@ -59,7 +59,7 @@ pub(super) fn handing_over(
         let stopped = old.lifecycle == Some(ResourceLifecycleState::Suspended)
             || old
                 .job_state()
-                .is_some_and(|s| s == flink_job_state::SUSPENDED || flink_job_state::is_globally_terminal(s));
+                .is_some_and(|s| *s == FlinkJobState::Suspended || s.is_globally_terminal());
         if stopped {
             let deletion = OldChildDeletion {
                 actions: vec![Action::DeleteChild { colour: from }],
@@ -116,7 +116,7 @@ pub(super) fn handing_over(
         );
         return aborted(input, from, Some((to, new)), why);
     }
-    status.job_status = Some(job_state(flink_job_state::RECONCILING));
+    status.job_status = Some(job_state(FlinkJobState::Reconciling));
     plan(status, Vec::new(), Vec::new(), input.poll())
 }
 

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus as Status,
     FlinkDeploymentSpec, ReconciledSpec, TransitionMode,
-    common::{JobState, JobStatus, ResourceLifecycleState, UpgradeMode, flink_job_state},
+    common::{FlinkJobState, JobState, JobStatus, ResourceLifecycleState, UpgradeMode},
     keys,
     options::duration_text,
 };
@@ -331,7 +331,7 @@ fn initializing(input: &Input) -> BlueGreenPlan {
     let mut status = input.before.clone();
     status.blue_green_state = Some(Stage::Initializing.state());
     if is_suspended(input.template) {
-        status.job_status = Some(job_state(flink_job_state::SUSPENDED));
+        status.job_status = Some(job_state(FlinkJobState::Suspended));
         let mut plan = plan(status, Vec::new(), Vec::new(), Next::Steady);
         // A first child that a pass which stopped before its status was written created is
         // suspended with the resource (its state kept for the resume, as an abort keeps it).
@@ -794,7 +794,7 @@ fn transitioning(input: &Input, to: Colour) -> BlueGreenPlan {
         // start is not aborted for the time its broken spec took).
         input.arm_abort_deadline(&mut status);
         status.deployment_ready_timestamp = None;
-        status.job_status = Some(job_state(flink_job_state::RECONCILING));
+        status.job_status = Some(job_state(FlinkJobState::Reconciling));
         let note = format!(
             "Spec change applied to the incoming child {}",
             input.child_name(to)
@@ -843,7 +843,7 @@ fn deploying(input: &Input, mut status: Status, from: Colour, new: &Child) -> Bl
         );
         return aborted(input, from, Some((to, new)), why);
     }
-    status.job_status = Some(job_state(flink_job_state::RECONCILING));
+    status.job_status = Some(job_state(FlinkJobState::Reconciling));
     plan(status, Vec::new(), Vec::new(), input.poll())
 }
 
@@ -859,7 +859,7 @@ fn start(
     status.blue_green_state = Some(Stage::TransitioningTo(colour).state());
     status.deployment_ready_timestamp = None;
     status.error = None;
-    status.job_status = Some(job_state(flink_job_state::RECONCILING));
+    status.job_status = Some(job_state(FlinkJobState::Reconciling));
     input.arm_abort_deadline(&mut status);
     input.record(&mut status);
     // ADVANCED: the map names the new child before it runs, so that its gate knows its part
@@ -940,7 +940,7 @@ fn finished(
     // The new child is stable: its own status keeps the state it started from.
     status.transition_savepoint_path = None;
     status.error = None;
-    status.job_status = mirrored(new).or(Some(job_state(flink_job_state::RUNNING)));
+    status.job_status = mirrored(new).or(Some(job_state(FlinkJobState::Running)));
     let note = format!("{} runs the job", input.child_name(to));
     let why = if input.advanced {
         "its gates handed over and it stopped with a savepoint"
@@ -990,7 +990,7 @@ fn aborted(input: &Input, from: Colour, started: Option<(Colour, &Child)>, why: 
     };
     status.blue_green_state = Some(stage.state());
     clear_markers(&mut status);
-    status.job_status = Some(job_state(flink_job_state::FAILING));
+    status.job_status = Some(job_state(FlinkJobState::Failing));
     let mut outcome = if survivor {
         // The old child's job runs on: its state is newer than the transition savepoint.
         status.transition_savepoint_path = None;

@@ -100,9 +100,9 @@ pub(super) fn clear_markers(status: &mut Status) {
     status.abort_timestamp = None;
 }
 
-pub(super) fn job_state(state: &str) -> JobStatus {
+pub(super) fn job_state(state: FlinkJobState) -> JobStatus {
     JobStatus {
-        state: Some(state.to_owned()),
+        state: Some(state),
         ..Default::default()
     }
 }

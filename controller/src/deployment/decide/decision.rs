@@ -9,7 +9,7 @@ use std::ops::{Deref, DerefMut};
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus,
     KubernetesDeploymentMode, ReconciledSpec,
-    common::{JobStatus, ReconciliationState, ResourceLifecycleState, flink_job_state},
+    common::{FlinkJobState, JobStatus, ReconciliationState, ResourceLifecycleState},
     keys,
 };
 
@@ -189,12 +189,12 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
         let state = job.state.clone();
         Standing {
             ready: true,
-            ended: job.state().is_some_and(flink_job_state::is_globally_terminal),
+            ended: job.state().is_some_and(FlinkJobState::is_globally_terminal),
             running: self.fd.spec.job.is_some() && job.is_running(),
             failed_to_restart: !self.rolled_back()
                 && self.fd.spec.job.is_some()
                 && self.obs.policy.restart_failed
-                && job.state() == Some(flink_job_state::FAILED),
+                && job.state() == Some(&FlinkJobState::Failed),
             // A job whose cluster never came up ran nothing since it was started, so what
             // that start was to restore is still the state to start from.
             never_ran: (!job.is_running()

@@ -14,7 +14,7 @@
 
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec,
-    common::{ReconciliationState, flink_job_state},
+    common::{FlinkJobState, ReconciliationState},
 };
 
 use super::{JobManagerObservation, health, recovery, rollback};
@@ -63,7 +63,7 @@ pub fn needs_ha_metadata(fd: &FlinkDeployment, looked: Looked) -> bool {
         return false;
     }
     let policy = looked.policy;
-    let failed = (stored.job_status.as_ref()).and_then(|j| j.state()) == Some(flink_job_state::FAILED);
+    let failed = (stored.job_status.as_ref()).and_then(|j| j.state()) == Some(&FlinkJobState::Failed);
     if (policy.restart_failed && failed)
         || recovery::missing_in(fd, stored, &recorded, looked.job_manager, policy)
     {

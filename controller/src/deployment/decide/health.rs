@@ -14,7 +14,7 @@
 
 use flink_operator_api::{
     FlinkDeploymentSpec, FlinkDeploymentStatus,
-    common::{UpgradeMode, flink_job_state},
+    common::{FlinkJobState, UpgradeMode},
 };
 
 use super::{Decision, EventNote, Plan, start};
@@ -68,7 +68,7 @@ pub(super) fn unhealthy_in(
     };
     let ended = (status.job_status.as_ref())
         .and_then(|j| j.state())
-        .is_some_and(flink_job_state::is_globally_terminal);
+        .is_some_and(FlinkJobState::is_globally_terminal);
     (!ended).then_some(why)
 }
 

@@ -18,9 +18,7 @@
 use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeploymentSpec, FlinkDeploymentStatus,
-    common::{
-        ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode, flink_job_state,
-    },
+    common::{FlinkJobState, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode},
 };
 
 use super::{Decision, EventNote, FAST, Phase, Plan, is_suspended, start::capitalised, upgrade_relevant};
@@ -48,11 +46,11 @@ pub(super) fn deployed_spec(status: &FlinkDeploymentStatus) -> Option<FlinkDeplo
 /// When a rollback of `recorded` becomes due (epoch ms): rollback enabled, the spec
 /// deployed and not stable, a different stable spec to go back to. `None` when none can be.
 pub(super) fn due_at(d: &Decision, recorded: &FlinkDeploymentSpec) -> Option<i64> {
-    let job_state = d.status.job_status.as_ref().and_then(|j| j.state.as_deref());
+    let job_state = d.status.job_status.as_ref().and_then(|j| j.state.as_ref());
     let settled = matches!(
         d.status.lifecycle_state,
         Some(ResourceLifecycleState::Stable | ResourceLifecycleState::Suspended)
-    ) || job_state == Some(flink_job_state::FINISHED);
+    ) || job_state == Some(&FlinkJobState::Finished);
     if settled {
         return None;
     }

@@ -9,7 +9,7 @@
 //! MISSING without an error: nothing is recovered for a job that ended ([`super::recovery`]),
 //! and a change of the spec starts the job again as for any ended job.
 
-use flink_operator_api::{FlinkDeployment, FlinkDeploymentStatus, common::flink_job_state};
+use flink_operator_api::{FlinkDeployment, FlinkDeploymentStatus, common::FlinkJobState};
 
 use super::{Action, Decision, EventNote, FAST, JobManagerObservation, Plan, Reason};
 
@@ -24,7 +24,7 @@ pub(super) fn job_ended_in(fd: &FlinkDeployment, status: &FlinkDeploymentStatus)
     fd.spec.job.is_some()
         && matches!(
             status.job_status.as_ref().and_then(|j| j.state()),
-            Some(flink_job_state::FINISHED | flink_job_state::FAILED | flink_job_state::CANCELED)
+            Some(FlinkJobState::Finished | FlinkJobState::Failed | FlinkJobState::Canceled)
         )
 }
 
@@ -42,7 +42,7 @@ pub(super) fn due(d: &Decision) -> bool {
 
 /// Deletes the cluster of an ended job, keeping its high-availability metadata.
 pub(super) fn shut_down(d: &mut Decision) -> Plan {
-    let state = d.job_status().state.unwrap_or_default();
+    let state = d.job_status().state.map_or_else(String::new, |s| s.to_string());
     let ttl_s = d.obs.policy.shutdown_ttl_ms / 1000;
     d.events.push(EventNote::normal(
         Reason::JobManagerShutDown,

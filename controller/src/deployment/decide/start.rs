@@ -9,8 +9,8 @@
 use flink_operator_api::{
     FlinkDeploymentSpec, JobManagerDeploymentStatus, ReconciledSpec,
     common::{
-        JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState, UpgradeMode,
-        flink_job_state,
+        FlinkJobState, JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState,
+        UpgradeMode,
     },
 };
 
@@ -157,7 +157,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         }
         d.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
         d.status.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Missing);
-        d.job_status_mut().state = Some(flink_job_state::SUSPENDED.to_owned());
+        d.job_status_mut().state = Some(FlinkJobState::Suspended);
         let message = suspended_message(&d.status);
         d.events
             .push(EventNote::normal(Reason::Suspended, capitalised(&message)));
@@ -192,7 +192,7 @@ pub(super) fn continue_upgrade(mut d: Decision, recorded: &FlinkDeploymentSpec, 
         let name = d.fd.metadata.name.clone();
         let job_status = d.job_status_mut();
         job_status.job_id = job_id.clone();
-        job_status.state = Some(flink_job_state::RECONCILING.to_owned());
+        job_status.state = Some(FlinkJobState::Reconciling);
         job_status.start_time = None;
         job_status.job_name = name;
     }
@@ -367,7 +367,7 @@ pub(super) fn first_deployment(mut d: Decision, restore: Restore) -> Plan {
         d.status.job_status = Some(JobStatus {
             job_name: d.fd.metadata.name.clone(),
             job_id: job_id.clone(),
-            state: Some(flink_job_state::RECONCILING.to_owned()),
+            state: Some(FlinkJobState::Reconciling),
             upgrade_savepoint_path: restore_path.clone(),
             ..Default::default()
         });

@@ -4,7 +4,7 @@ use crate::events::Reason;
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobManagerDeploymentStatus,
     KubernetesDeploymentMode, TaskManagerInfo,
-    common::{ReconciliationState, ResourceLifecycleState, UpgradeMode, flink_job_state},
+    common::{FlinkJobState, ReconciliationState, ResourceLifecycleState, UpgradeMode},
     keys,
 };
 use kube::ResourceExt;
@@ -126,11 +126,11 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
                 }
             }
             Some(JobObservation::NotFound) if jm == JobManagerDeploymentStatus::Ready => {
-                job.state = Some(flink_job_state::RECONCILING.to_owned());
+                job.state = Some(FlinkJobState::Reconciling);
             }
             _ => {}
         }
-        let failed = job.state.as_deref() == Some(flink_job_state::FAILED);
+        let failed = job.state == Some(FlinkJobState::Failed);
         d.status.job_status = Some(job);
         if failed && d.status.error.is_none() {
             // Flink's root cause, read once when the job is first seen FAILED; kept after.
@@ -145,11 +145,10 @@ pub(super) fn observe_into(d: &mut Decision, recorded: &FlinkDeploymentSpec) {
         }
     }
 
-    let job_state = d.status.job_status.as_ref().and_then(|j| j.state.clone());
+    let job_state = d.status.job_status.as_ref().and_then(|j| j.state.as_ref());
     let stable = jm == JobManagerDeploymentStatus::Ready
-        && (d.fd.spec.job.is_none() || job_state.as_deref() == Some(flink_job_state::RUNNING));
-    let failed =
-        jm == JobManagerDeploymentStatus::Error || job_state.as_deref() == Some(flink_job_state::FAILED);
+        && (d.fd.spec.job.is_none() || job_state == Some(&FlinkJobState::Running));
+    let failed = jm == JobManagerDeploymentStatus::Error || job_state == Some(&FlinkJobState::Failed);
     let rolled_back = d
         .status
         .reconciliation_status
@@ -187,8 +186,8 @@ pub(super) fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> N
     let ended = status
         .job_status
         .as_ref()
-        .and_then(|j| j.state.as_deref())
-        .is_some_and(flink_job_state::is_globally_terminal);
+        .and_then(|j| j.state.as_ref())
+        .is_some_and(FlinkJobState::is_globally_terminal);
     match status.job_manager_deployment_status.unwrap_or_default() {
         _ if pending => FAST,
         // Nothing will change by itself: a running job, one that ended, or (as in the Apache
@@ -233,31 +232,29 @@ pub(super) fn current_phase(d: &Decision) -> (Phase, String) {
     if d.fd.spec.job.is_none() {
         return (Phase::Running, "the session cluster is ready".to_owned());
     }
-    let state = status
-        .job_status
-        .as_ref()
-        .and_then(|j| j.state.clone())
-        .unwrap_or_default();
-    if status.lifecycle_state == Some(ResourceLifecycleState::RolledBack) && state == flink_job_state::RUNNING
+    let job_state = status.job_status.as_ref().and_then(|j| j.state.as_ref());
+    if status.lifecycle_state == Some(ResourceLifecycleState::RolledBack)
+        && job_state == Some(&FlinkJobState::Running)
     {
         return (
             Phase::RolledBack,
             "the job runs the last stable spec: the spec that replaced it did not become stable and was rolled back; it is not deployed again until the spec changes".to_owned(),
         );
     }
-    if state == flink_job_state::FAILED
+    if job_state == Some(&FlinkJobState::Failed)
         && let Some(error) = &status.error
     {
         return (Phase::Failed, error.clone());
     }
-    let reason = match state.as_str() {
-        flink_job_state::RUNNING => Phase::Running,
-        flink_job_state::FAILED => Phase::Failed,
-        flink_job_state::FINISHED => Phase::Succeeded,
-        flink_job_state::CANCELED => Phase::Cancelled,
-        flink_job_state::RESTARTING | flink_job_state::FAILING => Phase::Restarting,
+    let reason = match job_state {
+        Some(FlinkJobState::Running) => Phase::Running,
+        Some(FlinkJobState::Failed) => Phase::Failed,
+        Some(FlinkJobState::Finished) => Phase::Succeeded,
+        Some(FlinkJobState::Canceled) => Phase::Cancelled,
+        Some(FlinkJobState::Restarting | FlinkJobState::Failing) => Phase::Restarting,
         _ => Phase::Deploying,
     };
+    let state = job_state.map_or("", FlinkJobState::as_str);
     if shut_down {
         return (reason, format!("the job is {state}; its JobManager is shut down"));
     }

@@ -1,6 +1,6 @@
 use super::*;
 use flink_operator_api::{
-    JobManagerDeploymentStatus, ReconciledSpec,
+    FlinkJobState, JobManagerDeploymentStatus, ReconciledSpec,
     common::{JobStatus, ReconciliationState, ReconciliationStatus, ResourceLifecycleState},
     keys,
 };
@@ -196,7 +196,7 @@ fn observed_states_become_status_and_conditions() {
         problem: Some("container flink-main-container: CrashLoopBackOff".into()),
         rest_ready: false,
     };
-    let found = |state: &str| Some(JobObservation::found(state, Some(NOW - 1000)));
+    let found = |state: FlinkJobState| Some(JobObservation::found(state, Some(NOW - 1000)));
     use JobManagerDeploymentStatus as Jm;
     use ResourceLifecycleState as L;
     let cases = [
@@ -235,7 +235,7 @@ fn observed_states_become_status_and_conditions() {
         ),
         (
             ready_jm(),
-            found("RUNNING"),
+            found(FlinkJobState::Running),
             Jm::Ready,
             L::Stable,
             Phase::Running,
@@ -243,7 +243,7 @@ fn observed_states_become_status_and_conditions() {
         ),
         (
             ready_jm(),
-            found("RESTARTING"),
+            found(FlinkJobState::Restarting),
             Jm::Ready,
             L::Deployed,
             Phase::Restarting,
@@ -251,7 +251,7 @@ fn observed_states_become_status_and_conditions() {
         ),
         (
             ready_jm(),
-            found("FAILED"),
+            found(FlinkJobState::Failed),
             Jm::Ready,
             L::Failed,
             Phase::Failed,
@@ -259,7 +259,7 @@ fn observed_states_become_status_and_conditions() {
         ),
         (
             ready_jm(),
-            found("FINISHED"),
+            found(FlinkJobState::Finished),
             Jm::Ready,
             L::Deployed,
             Phase::Succeeded,
@@ -267,7 +267,7 @@ fn observed_states_become_status_and_conditions() {
         ),
         (
             ready_jm(),
-            found("CANCELED"),
+            found(FlinkJobState::Canceled),
             Jm::Ready,
             L::Deployed,
             Phase::Cancelled,
@@ -299,11 +299,11 @@ fn a_running_job_records_its_stable_spec_and_state() {
         &fd(app_spec(), Some(deployed()), true, false),
         &obs(
             ready_jm(),
-            Some(JobObservation::found("RUNNING", Some(NOW - 5000))),
+            Some(JobObservation::found(FlinkJobState::Running, Some(NOW - 5000))),
         ),
     );
     let job = plan.status.job_status.as_ref().unwrap();
-    assert_eq!(job.state.as_deref(), Some("RUNNING"));
+    assert_eq!(job.state, Some(FlinkJobState::Running));
     assert_eq!(job.start_time.as_deref(), Some((NOW - 5000).to_string().as_str()));
     let rs = plan.status.reconciliation_status.as_ref().unwrap();
     assert!(rs.last_stable_spec.is_some());
@@ -321,7 +321,7 @@ fn with_generation(mut fd: FlinkDeployment, generation: i64) -> FlinkDeployment 
 }
 
 fn running_job() -> Option<JobObservation> {
-    Some(JobObservation::found("RUNNING", None))
+    Some(JobObservation::found(FlinkJobState::Running, None))
 }
 
 /// The stored status of a job that runs the first spec.
@@ -844,7 +844,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
 #[test]
 fn a_savepoint_waits_until_all_tasks_of_the_job_run() {
     let deploying = Some(JobObservation::Found {
-        state: "RUNNING".into(),
+        state: FlinkJobState::Running,
         start_time: Some(NOW - 1000),
         all_tasks_running: false,
         failure: None,
@@ -1073,12 +1073,12 @@ fn spec_with(mode: &str, changes: &[(&str, serde_json::Value)]) -> serde_json::V
     spec
 }
 
-fn job_found(state: &str, started: i64) -> Option<JobObservation> {
+fn job_found(state: FlinkJobState, started: i64) -> Option<JobObservation> {
     Some(JobObservation::found(state, Some(started)))
 }
 
 /// The stored status of a job of `spec` observed in `state` (started an hour ago).
-fn observed(spec: &serde_json::Value, state: &str) -> FlinkDeploymentStatus {
+fn observed(spec: &serde_json::Value, state: FlinkJobState) -> FlinkDeploymentStatus {
     let deployed = decide(
         &fd(spec.clone(), None, true, false),
         &obs(JobManagerObservation::Missing, None),
@@ -1151,13 +1151,13 @@ use flink_operator_api::common::{Savepoint, SnapshotTriggerType, UpgradeMode};
 fn a_last_state_upgrade_keeps_the_ha_metadata_and_the_job_id() {
     let old = spec_with("last-state", &[]);
     let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
-    let running = observed(&old, "RUNNING");
+    let running = observed(&old, FlinkJobState::Running);
     let job_id = running.job_status.as_ref().unwrap().job_id.clone();
     let plan = decide(
         &at(new.clone(), running, 2),
         &holding_a_checkpoint(Observation {
             latest_checkpoint: checkpoint(MIN),
-            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN))
         }),
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
@@ -1208,13 +1208,13 @@ fn a_change_before_the_cluster_came_up_restores_what_its_start_was_to_restore() 
     let old = spec_with("last-state", &[]);
     let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
     let again = spec_with("savepoint", &[("job/parallelism", json!(2))]);
-    let running = observed(&old, "RUNNING");
+    let running = observed(&old, FlinkJobState::Running);
     let job_id = running.job_status.as_ref().unwrap().job_id.clone();
     let committed = decide(
         &at(new.clone(), running, 2),
         &holding_a_checkpoint(Observation {
             latest_checkpoint: checkpoint(MIN),
-            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN))
         }),
     )
     .status_before
@@ -1332,18 +1332,22 @@ fn a_change_before_the_cluster_came_up_restores_what_its_start_was_to_restore() 
 fn an_ended_jobs_latest_checkpoint_is_recorded_while_its_jobmanager_knows_it() {
     for mode in ["savepoint", "last-state", "stateless"] {
         let spec = spec_with(mode, &[]);
-        let running = observed(&spec, "RUNNING");
-        for state in ["FAILED", "CANCELED", "RUNNING"] {
+        let running = observed(&spec, FlinkJobState::Running);
+        for state in [
+            FlinkJobState::Failed,
+            FlinkJobState::Canceled,
+            FlinkJobState::Running,
+        ] {
             let plan = decide(
                 &at(spec.clone(), running.clone(), 1),
                 &holding_a_checkpoint(Observation {
                     latest_checkpoint: checkpoint(MIN),
-                    ..obs(ready_jm(), job_found(state, NOW - 60 * MIN))
+                    ..obs(ready_jm(), job_found(state.clone(), NOW - 60 * MIN))
                 }),
             );
             let job = plan.status.job_status.unwrap();
             // Otherwise status names the state the job was started from.
-            let recorded = match mode != "stateless" && state != "RUNNING" {
+            let recorded = match mode != "stateless" && state != FlinkJobState::Running {
                 true => "file:/cp/chk-7",
                 false => "file:/sp/1",
             };
@@ -1356,13 +1360,13 @@ fn an_ended_jobs_latest_checkpoint_is_recorded_while_its_jobmanager_knows_it() {
     }
     // The job runs a stateless spec, and a change to a stateful one is under way: its state
     // is the user's to keep now.
-    let running = observed(&spec_with("stateless", &[]), "RUNNING");
+    let running = observed(&spec_with("stateless", &[]), FlinkJobState::Running);
     let changed = spec_with("savepoint", &[("job/parallelism", json!(3))]);
     let plan = decide(
         &at(changed, running, 2),
         &Observation {
             latest_checkpoint: checkpoint(MIN),
-            ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Failed, NOW - 60 * MIN))
         },
     );
     let job = plan.status_before.unwrap_or(plan.status).job_status.unwrap();
@@ -1387,10 +1391,10 @@ fn a_change_of_the_upgrade_mode_alone_keeps_how_the_state_was_left() {
     let running = spec_with("last-state", &[]);
     let suspending = spec_with("last-state", &[("job/state", json!("suspended"))]);
     let plan = decide(
-        &at(suspending.clone(), observed(&running, "RUNNING"), 2),
+        &at(suspending.clone(), observed(&running, FlinkJobState::Running), 2),
         &held(Observation {
             latest_checkpoint: checkpoint(MIN),
-            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN))
         }),
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: true }]);
@@ -1414,10 +1418,10 @@ fn a_change_of_the_upgrade_mode_alone_keeps_how_the_state_was_left() {
     // A last-state start whose cluster has not come up: the mode changed, then the spec.
     let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
     let committed = decide(
-        &at(new.clone(), observed(&running, "RUNNING"), 2),
+        &at(new.clone(), observed(&running, FlinkJobState::Running), 2),
         &held(Observation {
             latest_checkpoint: checkpoint(MIN),
-            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN))
         }),
     )
     .status_before
@@ -1451,10 +1455,14 @@ fn a_change_of_the_upgrade_mode_alone_keeps_how_the_state_was_left() {
 fn a_last_state_start_whose_ha_metadata_lost_its_checkpoint_restores_the_reported_one_or_waits() {
     let new = spec_with("last-state", &[("job/parallelism", json!(4))]);
     let committed = decide(
-        &at(new.clone(), observed(&spec_with("last-state", &[]), "RUNNING"), 2),
+        &at(
+            new.clone(),
+            observed(&spec_with("last-state", &[]), FlinkJobState::Running),
+            2,
+        ),
         &holding_a_checkpoint(Observation {
             latest_checkpoint: checkpoint(MIN),
-            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN))
         }),
     )
     .status_before
@@ -1485,7 +1493,7 @@ fn a_last_state_start_whose_ha_metadata_lost_its_checkpoint_restores_the_reporte
         &at(new.clone(), committed.clone(), 2),
         &emptied(Observation {
             latest_checkpoint: checkpoint(30_000),
-            ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Failed, NOW - 60 * MIN))
         }),
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
@@ -1569,7 +1577,11 @@ fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_chec
     };
     let without_ha = Policy::status_only();
     let stop = Action::Job(JobAction::StopWithSavepoint {
-        job_id: observed(&old, "RUNNING").job_status.unwrap().job_id.unwrap(),
+        job_id: observed(&old, FlinkJobState::Running)
+            .job_status
+            .unwrap()
+            .job_id
+            .unwrap(),
         trigger_id: "trigger".into(),
         drain: false,
     });
@@ -1578,7 +1590,7 @@ fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_chec
         (
             "a checkpoint in HA: torn down, HA kept",
             Some(true),
-            "RUNNING",
+            FlinkJobState::Running,
             &with_ha,
             vec![Action::DeleteCluster { keep_ha: true }],
             None,
@@ -1586,7 +1598,7 @@ fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_chec
         (
             "none in HA, running, a savepoint directory: stopped with a savepoint instead",
             Some(false),
-            "RUNNING",
+            FlinkJobState::Running,
             &with_savepoint_dir,
             vec![stop],
             None,
@@ -1594,7 +1606,7 @@ fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_chec
         (
             "none in HA, running, no savepoint directory",
             Some(false),
-            "RUNNING",
+            FlinkJobState::Running,
             &with_ha,
             vec![],
             Some("execution.checkpointing.savepoint-dir is not set"),
@@ -1602,7 +1614,7 @@ fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_chec
         (
             "none in HA, not running",
             Some(false),
-            "RESTARTING",
+            FlinkJobState::Restarting,
             &with_savepoint_dir,
             vec![],
             Some("the job is not RUNNING"),
@@ -1610,7 +1622,7 @@ fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_chec
         (
             "no HA metadata read (high availability off)",
             None,
-            "RUNNING",
+            FlinkJobState::Running,
             &without_ha,
             vec![],
             Some("holds no completed checkpoint"),
@@ -1618,7 +1630,7 @@ fn a_last_state_upgrade_tears_down_only_a_cluster_whose_ha_metadata_holds_a_chec
     ];
     for (case, ha_checkpoint, state, policy, actions, refused) in cases {
         let plan = decide(
-            &at(new.clone(), observed(&old, state), 2),
+            &at(new.clone(), observed(&old, state.clone()), 2),
             &Observation {
                 ha_checkpoint,
                 latest_checkpoint: checkpoint(MIN),
@@ -1656,8 +1668,12 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
     let running_spec = spec_with("savepoint", &[]);
     let suspended_spec = spec_with("savepoint", &[("job/state", json!("suspended"))]);
     let plan = decide(
-        &at(suspended_spec.clone(), observed(&running_spec, "RUNNING"), 2),
-        &obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN)),
+        &at(
+            suspended_spec.clone(),
+            observed(&running_spec, FlinkJobState::Running),
+            2,
+        ),
+        &obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN)),
     );
     assert!(matches!(
         plan.actions[..],
@@ -1668,7 +1684,7 @@ fn a_suspended_job_keeps_its_savepoint_and_resumes_from_it() {
         &at(suspended_spec.clone(), triggered, 2),
         &Observation {
             savepoint: Some(SavepointPoll::Completed("file:/sp/suspend".into())),
-            ..obs(ready_jm(), job_found("FINISHED", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Finished, NOW - 60 * MIN))
         },
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
@@ -1776,22 +1792,22 @@ fn a_job_started_again_from_a_restored_state_gets_a_cluster_without_the_ha_metad
     let cases = [
         (
             "cancelled without a savepoint",
-            at(new.clone(), observed(&old, "CANCELED"), 2),
-            "CANCELED",
+            at(new.clone(), observed(&old, FlinkJobState::Canceled), 2),
+            FlinkJobState::Canceled,
             without_savepoint,
             Some("file:/cp/chk-7"),
         ),
         (
             "a failed job restarted",
-            at(old.clone(), observed(&old, "FAILED"), 1),
-            "FAILED",
+            at(old.clone(), observed(&old, FlinkJobState::Failed), 1),
+            FlinkJobState::Failed,
             restart.clone(),
             Some("file:/cp/chk-7"),
         ),
         (
             "a failed stateless job restarted",
-            at(stateless.clone(), observed(&stateless, "FAILED"), 1),
-            "FAILED",
+            at(stateless.clone(), observed(&stateless, FlinkJobState::Failed), 1),
+            FlinkJobState::Failed,
             restart,
             None,
         ),
@@ -1799,10 +1815,10 @@ fn a_job_started_again_from_a_restored_state_gets_a_cluster_without_the_ha_metad
             "an ended job upgraded from its last savepoint",
             at(
                 new,
-                with_savepoint(observed(&old, "FINISHED"), "file:/sp/recent", MIN),
+                with_savepoint(observed(&old, FlinkJobState::Finished), "file:/sp/recent", MIN),
                 2,
             ),
-            "FINISHED",
+            FlinkJobState::Finished,
             savepoint_max_age,
             Some("file:/sp/recent"),
         ),
@@ -1831,8 +1847,8 @@ fn a_job_started_again_from_a_restored_state_gets_a_cluster_without_the_ha_metad
 #[test]
 fn nonces_and_ignored_fields() {
     let spec = spec_with("savepoint", &[]);
-    let running = || observed(&spec, "RUNNING");
-    let running_obs = || obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN));
+    let running = || observed(&spec, FlinkJobState::Running);
+    let running_obs = || obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN));
     type Check = fn(&Plan);
     let cases: Vec<(&str, serde_json::Value, Check)> = vec![
         (
@@ -1944,9 +1960,9 @@ fn deletion_with_a_savepoint_records_it_before_the_cluster_goes() {
     };
     let deleting = |status| fd(spec.clone(), Some(status), true, true);
     let plan = decide(
-        &deleting(observed(&spec, "RUNNING")),
+        &deleting(observed(&spec, FlinkJobState::Running)),
         &with_policy(
-            obs(ready_jm(), job_found("RUNNING", NOW - MIN)),
+            obs(ready_jm(), job_found(FlinkJobState::Running, NOW - MIN)),
             on_deletion.clone(),
         ),
     );
@@ -1962,7 +1978,7 @@ fn deletion_with_a_savepoint_records_it_before_the_cluster_goes() {
         &with_policy(
             Observation {
                 savepoint: Some(SavepointPoll::Failed("disk full".into())),
-                ..obs(ready_jm(), job_found("RUNNING", NOW - MIN))
+                ..obs(ready_jm(), job_found(FlinkJobState::Running, NOW - MIN))
             },
             on_deletion.clone(),
         ),
@@ -1975,7 +1991,7 @@ fn deletion_with_a_savepoint_records_it_before_the_cluster_goes() {
         &with_policy(
             Observation {
                 savepoint: Some(SavepointPoll::Completed("file:/sp/final".into())),
-                ..obs(ready_jm(), job_found("FINISHED", NOW - MIN))
+                ..obs(ready_jm(), job_found(FlinkJobState::Finished, NOW - MIN))
             },
             on_deletion,
         ),
@@ -2003,7 +2019,7 @@ fn deletion_with_a_savepoint_records_it_before_the_cluster_goes() {
 /// delete without one.
 #[test]
 fn a_deleted_stateful_job_without_high_availability_is_stopped_with_a_savepoint() {
-    let running = || obs(ready_jm(), job_found("RUNNING", NOW - MIN));
+    let running = || obs(ready_jm(), job_found(FlinkJobState::Running, NOW - MIN));
     let without_savepoint = Policy {
         savepoint_on_deletion_set: Some(false),
         ..Policy::status_only()
@@ -2018,7 +2034,12 @@ fn a_deleted_stateful_job_without_high_availability_is_stopped_with_a_savepoint(
     ] {
         let spec = spec_with(mode, &[]);
         let plan = decide(
-            &fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true),
+            &fd(
+                spec.clone(),
+                Some(observed(&spec, FlinkJobState::Running)),
+                true,
+                true,
+            ),
             &with_policy(running(), policy),
         );
         if stops {
@@ -2050,8 +2071,8 @@ fn a_cluster_deleted_after_a_long_deletion_savepoint_is_waited_for_too() {
     let spec = spec_with("savepoint", &[]);
     let deleting = |status| fd(spec.clone(), Some(status), true, true);
     let stopping = decide(
-        &deleting(observed(&spec, "RUNNING")),
-        &obs(ready_jm(), job_found("RUNNING", NOW - MIN)),
+        &deleting(observed(&spec, FlinkJobState::Running)),
+        &obs(ready_jm(), job_found(FlinkJobState::Running, NOW - MIN)),
     )
     .status_before
     .unwrap();
@@ -2061,7 +2082,7 @@ fn a_cluster_deleted_after_a_long_deletion_savepoint_is_waited_for_too() {
         &later(
             Observation {
                 savepoint: Some(SavepointPoll::Completed("file:/sp/final".into())),
-                ..obs(ready_jm(), job_found("FINISHED", NOW - MIN))
+                ..obs(ready_jm(), job_found(FlinkJobState::Finished, NOW - MIN))
             },
             5 * MIN,
         ),
@@ -2077,11 +2098,14 @@ fn a_cluster_deleted_after_a_long_deletion_savepoint_is_waited_for_too() {
     let plan = decide(
         &fd(
             stateless.clone(),
-            Some(observed(&stateless, "RUNNING")),
+            Some(observed(&stateless, FlinkJobState::Running)),
             true,
             true,
         ),
-        &later(obs(ready_jm(), job_found("RUNNING", NOW - MIN)), 5 * MIN),
+        &later(
+            obs(ready_jm(), job_found(FlinkJobState::Running, NOW - MIN)),
+            5 * MIN,
+        ),
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
     let written = plan
@@ -2100,17 +2124,22 @@ fn a_cluster_deleted_after_a_long_deletion_savepoint_is_waited_for_too() {
 #[test]
 fn a_deleted_jobs_latest_checkpoint_is_in_status_before_its_cluster_goes() {
     for (mode, state) in [
-        ("savepoint", "FAILED"),
-        ("last-state", "FAILED"),
-        ("last-state", "RUNNING"),
+        ("savepoint", FlinkJobState::Failed),
+        ("last-state", FlinkJobState::Failed),
+        ("last-state", FlinkJobState::Running),
     ] {
         let spec = spec_with(mode, &[]);
         // Deleted before the operator saw the job fail.
         let plan = decide(
-            &fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true),
+            &fd(
+                spec.clone(),
+                Some(observed(&spec, FlinkJobState::Running)),
+                true,
+                true,
+            ),
             &holding_a_checkpoint(Observation {
                 latest_checkpoint: checkpoint(MIN),
-                ..obs(ready_jm(), job_found(state, NOW - 60 * MIN))
+                ..obs(ready_jm(), job_found(state.clone(), NOW - 60 * MIN))
             }),
         );
         assert_eq!(
@@ -2128,10 +2157,15 @@ fn a_deleted_jobs_latest_checkpoint_is_in_status_before_its_cluster_goes() {
     // A stateless job's is not its state.
     let spec = spec_with("stateless", &[]);
     let plan = decide(
-        &fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true),
+        &fd(
+            spec.clone(),
+            Some(observed(&spec, FlinkJobState::Running)),
+            true,
+            true,
+        ),
         &Observation {
             latest_checkpoint: checkpoint(MIN),
-            ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN))
         },
     );
     let written = plan.status_before.unwrap();
@@ -2148,7 +2182,12 @@ fn a_deleted_jobs_latest_checkpoint_is_in_status_before_its_cluster_goes() {
 #[test]
 fn a_deletion_savepoint_waits_for_a_jobmanager_that_does_not_answer() {
     let spec = spec_with("savepoint", &[]);
-    let deleting = fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true);
+    let deleting = fd(
+        spec.clone(),
+        Some(observed(&spec, FlinkJobState::Running)),
+        true,
+        true,
+    );
     let not_answering = JobManagerObservation::Present {
         ready: 1,
         replicas: 1,
@@ -2165,14 +2204,17 @@ fn a_deletion_savepoint_waits_for_a_jobmanager_that_does_not_answer() {
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     assert_eq!(plan.requeue, FAST);
     // So does a job whose state status never learned (deployed, not seen since).
-    let mut unseen = observed(&spec, "RUNNING");
-    unseen.job_status.as_mut().unwrap().state = Some("RECONCILING".into());
+    let mut unseen = observed(&spec, FlinkJobState::Running);
+    unseen.job_status.as_mut().unwrap().state = Some(FlinkJobState::Reconciling);
     let plan = decide(
         &fd(spec.clone(), Some(unseen), true, true),
         &obs(ready_jm(), Some(JobObservation::Unreachable("timed out".into()))),
     );
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
-    let plan = decide(&deleting, &obs(ready_jm(), job_found("RUNNING", NOW - MIN)));
+    let plan = decide(
+        &deleting,
+        &obs(ready_jm(), job_found(FlinkJobState::Running, NOW - MIN)),
+    );
     assert!(matches!(
         plan.actions[..],
         [Action::Job(JobAction::StopWithSavepoint { .. })]
@@ -2182,7 +2224,7 @@ fn a_deletion_savepoint_waits_for_a_jobmanager_that_does_not_answer() {
     let plan = decide(
         &fd(
             stateless.clone(),
-            Some(observed(&stateless, "RUNNING")),
+            Some(observed(&stateless, FlinkJobState::Running)),
             true,
             true,
         ),
@@ -2199,7 +2241,12 @@ fn a_deletion_savepoint_waits_for_a_jobmanager_that_does_not_answer() {
 #[test]
 fn a_deletion_waits_for_a_silent_jobmanager_whose_ha_metadata_holds_no_checkpoint() {
     let spec = spec_with("last-state", &[]);
-    let deleting = fd(spec.clone(), Some(observed(&spec, "RUNNING")), true, true);
+    let deleting = fd(
+        spec.clone(),
+        Some(observed(&spec, FlinkJobState::Running)),
+        true,
+        true,
+    );
     let silent = Some(JobObservation::Unreachable("timed out".into()));
     let with_ha = |observation: Observation, holds: bool| Observation {
         ha_checkpoint: Some(holds),
@@ -2217,7 +2264,7 @@ fn a_deletion_waits_for_a_silent_jobmanager_whose_ha_metadata_holds_no_checkpoin
         &with_ha(
             Observation {
                 latest_checkpoint: checkpoint(MIN),
-                ..obs(ready_jm(), job_found("FAILED", NOW - 60 * MIN))
+                ..obs(ready_jm(), job_found(FlinkJobState::Failed, NOW - 60 * MIN))
             },
             false,
         ),
@@ -2250,8 +2297,8 @@ fn a_change_reverted_while_the_job_stops_still_records_the_savepoint_and_restart
     let old = spec_with("savepoint", &[]);
     let new = spec_with("savepoint", &[("job/parallelism", json!(4))]);
     let triggered = decide(
-        &at(new, observed(&old, "RUNNING"), 2),
-        &obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN)),
+        &at(new, observed(&old, FlinkJobState::Running), 2),
+        &obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN)),
     )
     .status_before
     .unwrap();
@@ -2260,7 +2307,7 @@ fn a_change_reverted_while_the_job_stops_still_records_the_savepoint_and_restart
         &at(old.clone(), triggered, 3),
         &Observation {
             savepoint: Some(SavepointPoll::Completed("file:/sp/stopped".into())),
-            ..obs(ready_jm(), job_found("FINISHED", NOW - 60 * MIN))
+            ..obs(ready_jm(), job_found(FlinkJobState::Finished, NOW - 60 * MIN))
         },
     );
     assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha: false }]);
@@ -2359,23 +2406,29 @@ fn steady_resources_are_looked_at_as_often_as_something_can_change() {
     let cases = [
         (L::Stable, Jm::Ready, None, false, SLOW),
         (L::Stable, Jm::Ready, None, true, FAST),
-        (L::Deployed, Jm::Ready, Some("INITIALIZING"), false, FAST),
+        (
+            L::Deployed,
+            Jm::Ready,
+            Some(FlinkJobState::Initializing),
+            false,
+            FAST,
+        ),
         (L::Deployed, Jm::Deploying, None, false, WAIT),
         (L::Deployed, Jm::DeployedNotReady, None, false, WAIT),
         // Nothing changes by itself: a job that ended, a broken or missing cluster (whose
         // Deployment's watch wakes the resource when it changes).
-        (L::Failed, Jm::Ready, Some("FAILED"), false, SLOW),
-        (L::Deployed, Jm::Ready, Some("FINISHED"), false, SLOW),
+        (L::Failed, Jm::Ready, Some(FlinkJobState::Failed), false, SLOW),
+        (L::Deployed, Jm::Ready, Some(FlinkJobState::Finished), false, SLOW),
         (L::Failed, Jm::Error, None, false, SLOW),
         (L::Deployed, Jm::Missing, None, false, SLOW),
-        (L::Failed, Jm::Ready, Some("FAILED"), true, FAST),
+        (L::Failed, Jm::Ready, Some(FlinkJobState::Failed), true, FAST),
     ];
     for (lifecycle, jm, job_state, pending, expected) in cases {
         let status = FlinkDeploymentStatus {
             lifecycle_state: Some(lifecycle),
             job_manager_deployment_status: Some(jm),
-            job_status: job_state.map(|s| JobStatus {
-                state: Some(s.to_owned()),
+            job_status: job_state.clone().map(|s| JobStatus {
+                state: Some(s),
                 ..Default::default()
             }),
             ..Default::default()
@@ -2408,7 +2461,7 @@ fn crashing_jm() -> JobManagerObservation {
 /// `old` ran stable; `new` (generation 2) was then deployed at NOW, in `old`'s upgrade mode.
 fn upgraded(old: &serde_json::Value, new: &serde_json::Value) -> FlinkDeploymentStatus {
     let committed = decide(
-        &at(new.clone(), observed(old, "RUNNING"), 2),
+        &at(new.clone(), observed(old, FlinkJobState::Running), 2),
         &holding_a_checkpoint(obs(ready_jm(), running_job())),
     );
     let committed = committed.status_before.unwrap_or(committed.status);
@@ -2465,7 +2518,7 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
             "failed job past the timeout",
             status.clone(),
             new.clone(),
-            later(obs(ready_jm(), job_found("FAILED", NOW)), 6 * MIN),
+            later(obs(ready_jm(), job_found(FlinkJobState::Failed, NOW)), 6 * MIN),
             rollback_policy(),
             true,
         ),
@@ -2473,7 +2526,10 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
             "restarting job past the timeout",
             status.clone(),
             new.clone(),
-            later(obs(ready_jm(), job_found("RESTARTING", NOW)), 6 * MIN),
+            later(
+                obs(ready_jm(), job_found(FlinkJobState::Restarting, NOW)),
+                6 * MIN,
+            ),
             rollback_policy(),
             true,
         ),
@@ -2505,7 +2561,7 @@ fn a_deployed_spec_is_rolled_back_only_when_enabled_after_the_readiness_timeout(
             "finished",
             status.clone(),
             new.clone(),
-            later(obs(ready_jm(), job_found("FINISHED", NOW)), 6 * MIN),
+            later(obs(ready_jm(), job_found(FlinkJobState::Finished, NOW)), 6 * MIN),
             rollback_policy(),
             false,
         ),
@@ -2799,15 +2855,15 @@ fn the_jobmanager_of_an_ended_job_is_shut_down_after_its_ttl_keeping_its_ha_meta
         ..Policy::status_only()
     };
     for (state, ended_phase) in [
-        ("FINISHED", Phase::Succeeded),
-        ("FAILED", Phase::Failed),
-        ("CANCELED", Phase::Cancelled),
+        (FlinkJobState::Finished, Phase::Succeeded),
+        (FlinkJobState::Failed, Phase::Failed),
+        (FlinkJobState::Canceled, Phase::Cancelled),
     ] {
         // Ended at NOW: its state's updateTime.
-        let ended = observed(&spec, state);
+        let ended = observed(&spec, state.clone());
         let look = |now_ms: i64, job_manager: JobManagerObservation| {
             let job = (job_manager != JobManagerObservation::Missing)
-                .then(|| JobObservation::found(state, Some(NOW - 60 * MIN)));
+                .then(|| JobObservation::found(state.clone(), Some(NOW - 60 * MIN)));
             with_policy(
                 Observation {
                     now_ms,
@@ -2838,8 +2894,8 @@ fn the_jobmanager_of_an_ended_job_is_shut_down_after_its_ttl_keeping_its_ha_meta
         assert!(gone.events.is_empty(), "{state}: {:?}", gone.events);
         assert_eq!(gone.status.error, ended.error, "{state}");
         assert_eq!(
-            gone.status.job_status.as_ref().unwrap().state.as_deref(),
-            Some(state)
+            gone.status.job_status.as_ref().unwrap().state,
+            Some(state.clone())
         );
         assert_eq!(
             gone.status.job_manager_deployment_status,
@@ -2848,13 +2904,13 @@ fn the_jobmanager_of_an_ended_job_is_shut_down_after_its_ttl_keeping_its_ha_meta
         assert_eq!(phase_of(&gone), ended_phase.as_str(), "{state}");
     }
     // A running job's JobManager is never shut down, however long ago its state changed.
-    let running = observed(&spec, "RUNNING");
+    let running = observed(&spec, FlinkJobState::Running);
     let plan = decide(
         &fd(spec.clone(), Some(running), true, false),
         &with_policy(
             Observation {
                 now_ms: NOW + 100 * ttl,
-                ..obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN))
+                ..obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN))
             },
             policy,
         ),
@@ -2904,7 +2960,12 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
         ),
         ("stateless", &stateless, Policy::status_only(), None, false),
     ] {
-        let plan = missing(spec, observed(spec, "RUNNING"), policy, ha_checkpoint);
+        let plan = missing(
+            spec,
+            observed(spec, FlinkJobState::Running),
+            policy,
+            ha_checkpoint,
+        );
         assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha }], "{case}");
         let recorded = plan.status_before.expect(case);
         assert_eq!(
@@ -2954,7 +3015,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
         (
             "no checkpoint in HA",
             &last_state,
-            observed(&last_state, "RUNNING"),
+            observed(&last_state, FlinkJobState::Running),
             ha.clone(),
             Some(false),
             true,
@@ -2962,7 +3023,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
         (
             "no high availability",
             &savepoint,
-            observed(&savepoint, "RUNNING"),
+            observed(&savepoint, FlinkJobState::Running),
             Policy::status_only(),
             None,
             true,
@@ -2970,7 +3031,7 @@ fn a_missing_jobmanager_deployment_is_recovered_from_the_ha_metadata_or_reported
         (
             "recovery disabled",
             &stateless,
-            observed(&stateless, "RUNNING"),
+            observed(&stateless, FlinkJobState::Running),
             Policy {
                 jm_recovery: false,
                 ..Policy::status_only()
@@ -3040,7 +3101,7 @@ fn a_failed_job_says_why_in_status_the_conditions_and_an_event() {
     let cause = "java.lang.IllegalStateException: key 1 reached --fail-at 5 (a deliberate failure)";
     let failed_job = |failure: Option<&str>| {
         Some(JobObservation::Found {
-            state: "FAILED".into(),
+            state: FlinkJobState::Failed,
             start_time: Some(NOW - 1000),
             all_tasks_running: false,
             failure: failure.map(str::to_owned),
@@ -3131,8 +3192,8 @@ mod health_check {
     }
 
     /// What a look sees of the job.
-    struct Seen<'a> {
-        state: &'a str,
+    struct Seen {
+        state: FlinkJobState,
         /// The restarts the job's metrics say.
         restarts: Option<i64>,
         ha_checkpoint: Option<bool>,
@@ -3140,12 +3201,7 @@ mod health_check {
     }
 
     /// A look at a job of `spec` that sees `seen`.
-    fn look(
-        spec: &serde_json::Value,
-        status: FlinkDeploymentStatus,
-        policy: &Policy,
-        seen: Seen<'_>,
-    ) -> Plan {
+    fn look(spec: &serde_json::Value, status: FlinkDeploymentStatus, policy: &Policy, seen: Seen) -> Plan {
         let Seen {
             state,
             restarts,
@@ -3178,16 +3234,16 @@ mod health_check {
     fn judged(
         spec: &serde_json::Value,
         policy: &Policy,
-        state: &str,
+        state: FlinkJobState,
         restarts: i64,
         ha_checkpoint: Option<bool>,
     ) -> Plan {
         let first = look(
             spec,
-            observed(spec, "RUNNING"),
+            observed(spec, FlinkJobState::Running),
             policy,
             Seen {
-                state: "RUNNING",
+                state: FlinkJobState::Running,
                 restarts: Some(1),
                 ha_checkpoint,
                 now_ms: NOW,
@@ -3231,7 +3287,7 @@ mod health_check {
             let spec = spec_with(mode, &[]);
             let policy = policy(ha, Some(SETTINGS));
             // 1 to 4: 3 restarts within the window, over the threshold of 2.
-            let plan = judged(&spec, &policy, "RESTARTING", 4, ha_checkpoint);
+            let plan = judged(&spec, &policy, FlinkJobState::Restarting, 4, ha_checkpoint);
             assert_eq!(plan.actions, [Action::DeleteCluster { keep_ha }], "{case}");
             let event = plan
                 .events
@@ -3293,7 +3349,7 @@ mod health_check {
         ] {
             let spec = spec_with(mode, &[]);
             let policy = policy(ha, Some(SETTINGS));
-            let plan = judged(&spec, &policy, "RUNNING", 9, ha_checkpoint);
+            let plan = judged(&spec, &policy, FlinkJobState::Running, 9, ha_checkpoint);
             assert!(plan.actions.is_empty(), "{case}: {:?}", plan.actions);
             assert!(
                 plan.events
@@ -3310,7 +3366,7 @@ mod health_check {
                 plan.status,
                 &policy,
                 Seen {
-                    state: "RUNNING",
+                    state: FlinkJobState::Running,
                     restarts: Some(12),
                     ha_checkpoint,
                     now_ms: NOW + MIN + 1,
@@ -3328,20 +3384,20 @@ mod health_check {
         let spec = spec_with("stateless", &[]);
         let on = policy(false, Some(SETTINGS));
         // At the threshold.
-        let plan = judged(&spec, &on, "RUNNING", 3, None);
+        let plan = judged(&spec, &on, FlinkJobState::Running, 3, None);
         assert!(plan.actions.is_empty(), "{:?}", plan.actions);
         assert!(history(&plan.status).unwrap().health_result.healthy);
         // Over it, but the job has failed: kubernetes.operator.job.restart.failed decides.
-        let plan = judged(&spec, &on, "FAILED", 9, None);
+        let plan = judged(&spec, &on, FlinkJobState::Failed, 9, None);
         assert!(plan.actions.is_empty(), "{:?}", plan.actions);
         // The check off: nothing read, and a history left from when it was on goes.
-        let plan = judged(&spec, &on, "RUNNING", 3, None);
+        let plan = judged(&spec, &on, FlinkJobState::Running, 3, None);
         let off = look(
             &spec,
             plan.status,
             &policy(false, None),
             Seen {
-                state: "RUNNING",
+                state: FlinkJobState::Running,
                 restarts: Some(99),
                 ha_checkpoint: None,
                 now_ms: NOW + 2 * MIN,
@@ -3362,10 +3418,10 @@ mod health_check {
         let on = policy(false, Some(SETTINGS));
         let first = look(
             &spec,
-            observed(&spec, "RUNNING"),
+            observed(&spec, FlinkJobState::Running),
             &on,
             Seen {
-                state: "RUNNING",
+                state: FlinkJobState::Running,
                 restarts: Some(1),
                 ha_checkpoint: None,
                 now_ms: NOW,
@@ -3376,7 +3432,7 @@ mod health_check {
             first.status.clone(),
             &on,
             Seen {
-                state: "RUNNING",
+                state: FlinkJobState::Running,
                 restarts: Some(1),
                 ha_checkpoint: None,
                 now_ms: NOW + MIN,
@@ -3400,13 +3456,16 @@ fn a_reactive_cluster_takes_new_replicas_in_place_and_a_vertex_override_by_an_up
             ),
         ],
     );
-    let stored = observed(&base, "RUNNING");
+    let stored = observed(&base, FlinkJobState::Running);
     let reactive = Policy {
         rescaler: Some(crate::policy::Rescaler::Reactive),
         task_slots: 2,
         ..Policy::status_only()
     };
-    let look = with_policy(obs(ready_jm(), job_found("RUNNING", NOW - 60 * MIN)), reactive);
+    let look = with_policy(
+        obs(ready_jm(), job_found(FlinkJobState::Running, NOW - 60 * MIN)),
+        reactive,
+    );
     let mut more_replicas = base.clone();
     more_replicas["taskManager"]["replicas"] = json!(2);
     let plan = decide(&at(more_replicas, stored.clone(), 2), &look);
@@ -3500,7 +3559,7 @@ mod ha_needs {
     #[test]
     fn a_steady_job_needs_no_ha_metadata_and_every_look_that_restores_or_removes_it_does() {
         let spec = spec_with("last-state", &[]);
-        let steady = observed(&spec, "RUNNING");
+        let steady = observed(&spec, FlinkJobState::Running);
         let missing = JobManagerObservation::Missing;
         let healthy = Some(sample(1));
 
@@ -3508,7 +3567,7 @@ mod ha_needs {
         let plain = fd(spec.clone(), Some(steady.clone()), true, false);
         assert!(!needs(&plain, &ready_jm(), healthy, NOW));
         // An ended job whose JobManager was shut down: nothing to recover.
-        let finished = with_job(steady.clone(), |j| j.state = Some("FINISHED".into()));
+        let finished = with_job(steady.clone(), |j| j.state = Some(FlinkJobState::Finished));
         assert!(!needs(
             &fd(spec.clone(), Some(finished), true, false),
             &missing,
@@ -3517,7 +3576,7 @@ mod ha_needs {
         ));
         // Suspended: nothing runs, nothing to recover.
         let suspended_spec = spec_with("last-state", &[("job/state", json!("suspended"))]);
-        let mut suspended = with_job(steady.clone(), |j| j.state = Some("SUSPENDED".into()));
+        let mut suspended = with_job(steady.clone(), |j| j.state = Some(FlinkJobState::Suspended));
         suspended.job_manager_deployment_status = Some(JobManagerDeploymentStatus::Missing);
         let rs = suspended.reconciliation_status.as_mut().expect("recorded");
         let recorded: FlinkDeploymentSpec = serde_json::from_value(suspended_spec.clone()).expect("a spec");
@@ -3564,7 +3623,7 @@ mod ha_needs {
         // Its JobManager Deployment missing: recovered from the metadata.
         assert!(needs(&plain, &missing, None, NOW));
         // FAILED, to be restarted.
-        let failed = with_job(steady.clone(), |j| j.state = Some("FAILED".into()));
+        let failed = with_job(steady.clone(), |j| j.state = Some(FlinkJobState::Failed));
         assert!(needs(
             &fd(spec.clone(), Some(failed), true, false),
             &ready_jm(),

@@ -5,7 +5,7 @@
 //! the new spec committed with the state it starts from, or the change waits or is refused.
 
 use flink_operator_api::LifecycleStatus;
-use flink_operator_api::common::{JobStatus, ResourceLifecycleState, flink_job_state};
+use flink_operator_api::common::{FlinkJobState, JobStatus, ResourceLifecycleState};
 
 use super::outcome::{commit, recorded_job_id, refused, stop_with_savepoint, wait};
 use crate::lifecycle::kind::{
@@ -49,7 +49,7 @@ pub(super) fn change<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K
         return plan;
     }
     let standing = k.standing();
-    let (state, ended) = (standing.state.as_deref(), standing.ended);
+    let (state, ended) = (standing.state.as_ref(), standing.ended);
     if spec::redeploy_nonce_changed(spec, recorded) {
         return redeploy(k, state, ended);
     }
@@ -61,7 +61,7 @@ pub(super) fn change<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K
     let now = if ended {
         JobNow::Ended
     } else {
-        JobNow::Live(state.unwrap_or(flink_job_state::RECONCILING))
+        JobNow::Live(state.unwrap_or(&FlinkJobState::Reconciling))
     };
     let facts = k.facts;
     let mode = spec::upgrade_mode(spec);
@@ -160,7 +160,11 @@ fn resume<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a
 
 /// A new `savepointRedeployNonce`: the job is ended without a savepoint, and the spec runs
 /// from `spec.job.initialSavepointPath` (the user's choice of state, so no age guard).
-fn redeploy<'a, K: LifecycleHooks<'a>>(k: &mut K, state: Option<&str>, ended: bool) -> PlanOf<'a, K> {
+fn redeploy<'a, K: LifecycleHooks<'a>>(
+    k: &mut K,
+    state: Option<&FlinkJobState>,
+    ended: bool,
+) -> PlanOf<'a, K> {
     let Some(path) = k
         .spec
         .job()
@@ -172,7 +176,7 @@ fn redeploy<'a, K: LifecycleHooks<'a>>(k: &mut K, state: Option<&str>, ended: bo
         ));
     };
     if !K::ENDS_WITH_ITS_CLUSTER {
-        if state == Some(flink_job_state::CANCELLING) {
+        if state == Some(&FlinkJobState::Cancelling) {
             return wait(k, Wait::ForCancel);
         }
         if !ended {

@@ -3,7 +3,7 @@
 //! ([`crate::lifecycle::wording`]). The machine and its `Change` step both end through these.
 
 use flink_operator_api::LifecycleStatus;
-use flink_operator_api::common::ResourceLifecycleState;
+use flink_operator_api::common::{FlinkJobState, ResourceLifecycleState};
 
 use crate::{
     conditions::Phase,
@@ -32,7 +32,11 @@ pub(super) fn change_of<'a, K: LifecycleHooks<'a>>(k: &K) -> Change {
 
 /// The job's state for messages.
 pub(super) fn state_note(standing: &Standing) -> String {
-    standing.state.clone().unwrap_or_else(|| "unknown".to_owned())
+    standing
+        .state
+        .as_ref()
+        .map_or("unknown", FlinkJobState::as_str)
+        .to_owned()
 }
 
 /// Records the spec to run and what it starts from, with the lifecycle's Event for why

@@ -7,9 +7,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec, FlinkDeploymentStatus, JobKind, JobManagerDeploymentStatus,
-    common::{UpgradeMode, flink_job_state},
-    keys,
-    validation::ValidationContext,
+    common::UpgradeMode, keys, validation::ValidationContext,
 };
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use serde_json::{Value, json};
@@ -214,7 +212,7 @@ fn observe(world: &mut World<FlinkDeployment>, fd: &FlinkDeployment, unreachable
                 None => observation.job = Some(JobObservation::NotFound),
                 Some((job_status, job_id)) => {
                     let look = world.look(job_status, job_id, true);
-                    let live = matches!(&look.job, JobObservation::Found { state, .. } if !flink_job_state::is_globally_terminal(state));
+                    let live = matches!(&look.job, JobObservation::Found { state, .. } if !state.is_globally_terminal());
                     observation.latest_checkpoint = match (&look.job, look.latest_checkpoint) {
                         (
                             JobObservation::Found { .. },

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use flink_operator_api::common::flink_job_state::{RUNNING, is_globally_terminal};
+use flink_operator_api::common::FlinkJobState;
 
 use super::{
     flink::Flink,
@@ -217,7 +217,7 @@ impl Application {
         }
         // With HA, a job that ended has left the metadata (Flink's cleanup): what only the
         // JobManager knew of it goes too.
-        let ended = (flink.jobs.get(&cluster.job_id)).is_some_and(|j| is_globally_terminal(j.state));
+        let ended = (flink.jobs.get(&cluster.job_id)).is_some_and(|j| j.state.is_globally_terminal());
         flink.lose(&cluster.job_id);
         cluster.job_manager = JobManager::Starting;
         cluster.lost = true;
@@ -334,7 +334,7 @@ impl Application {
             return;
         };
         let job_id = cluster.job_id.clone();
-        let ended = (flink.jobs.get(&job_id)).is_some_and(|j| is_globally_terminal(j.state));
+        let ended = (flink.jobs.get(&job_id)).is_some_and(|j| j.state.is_globally_terminal());
         if let Some(ha) = self.ha.as_mut()
             && ended
         {
@@ -346,7 +346,10 @@ impl Application {
     /// The latest checkpoint of the cluster's running job (to tell what a tick adds).
     pub fn checkpointed(&self, flink: &Flink) -> Option<i64> {
         let cluster = self.running_job()?;
-        let job = flink.jobs.get(&cluster.job_id).filter(|j| j.state == RUNNING)?;
+        let job = flink
+            .jobs
+            .get(&cluster.job_id)
+            .filter(|j| j.state == FlinkJobState::Running)?;
         job.latest_checkpoint
     }
 }

@@ -9,9 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use flink_operator_api::common::flink_job_state::{
-    CANCELED, FAILED, FINISHED, RUNNING, SUSPENDED, is_globally_terminal,
-};
+use flink_operator_api::common::FlinkJobState;
 
 /// A checkpoint or savepoint on storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +35,7 @@ pub enum Operation {
 
 #[derive(Debug, Clone)]
 pub struct Job {
-    pub state: &'static str,
+    pub state: FlinkJobState,
     pub start_ms: i64,
     pub started_from: Option<String>,
     /// `execution.checkpointing.externalized-checkpoint-retention` is not DELETE_ON_CANCELLATION.
@@ -153,7 +151,7 @@ impl Flink {
         self.jobs.insert(
             job_id.to_owned(),
             Job {
-                state: RUNNING,
+                state: FlinkJobState::Running,
                 start_ms: self.now_ms,
                 started_from: restore.map(str::to_owned),
                 retained_on_cancel: retained,
@@ -173,9 +171,9 @@ impl Flink {
     /// SUSPENDED, its checkpoints kept, pending operations lost with it.
     pub fn suspend(&mut self, job_id: &str) {
         if let Some(job) = self.jobs.get_mut(job_id)
-            && !is_globally_terminal(job.state)
+            && !job.state.is_globally_terminal()
         {
-            job.state = SUSPENDED;
+            job.state = FlinkJobState::Suspended;
             fail_pending(job, "the JobManager shut down");
         }
     }
@@ -188,7 +186,7 @@ impl Flink {
 
     fn running(&mut self, job_id: &str) -> Result<&mut Job, Refused> {
         match self.jobs.get_mut(job_id) {
-            Some(job) if job.state == RUNNING => Ok(job),
+            Some(job) if job.state == FlinkJobState::Running => Ok(job),
             Some(job) => Err(Refused(format!("job {job_id} is {}", job.state))),
             None => Err(Refused(format!("job {job_id} not found"))),
         }
@@ -215,10 +213,10 @@ impl Flink {
         let Some(job) = self.jobs.get_mut(job_id) else {
             return;
         };
-        if job.state != RUNNING {
+        if job.state != FlinkJobState::Running {
             return;
         }
-        job.state = CANCELED;
+        job.state = FlinkJobState::Canceled;
         fail_pending(job, "the job was cancelled");
         if !job.retained_on_cancel
             && let Some(id) = job.latest_checkpoint.or(job.restored_checkpoint)
@@ -242,7 +240,7 @@ impl Flink {
         self.now_ms += ms;
         let ids: Vec<String> = self.jobs.keys().cloned().collect();
         for job_id in ids {
-            if self.jobs[&job_id].state != RUNNING {
+            if self.jobs[&job_id].state != FlinkJobState::Running {
                 continue;
             }
             let triggers: Vec<(String, bool)> = (self.jobs[&job_id].savepoint_operations.iter())
@@ -279,7 +277,7 @@ impl Flink {
                     .insert(trigger, Operation::Completed(path.clone()));
                 if stop {
                     job.stopped_with = Some(path);
-                    job.state = FINISHED;
+                    job.state = FlinkJobState::Finished;
                     fail_pending(job, "the job finished");
                     stopped = true;
                 }
@@ -321,9 +319,9 @@ impl Flink {
     /// A running job fails (its restart strategy gave up).
     pub fn fail(&mut self, job_id: &str) {
         if let Some(job) = self.jobs.get_mut(job_id)
-            && job.state == RUNNING
+            && job.state == FlinkJobState::Running
         {
-            job.state = FAILED;
+            job.state = FlinkJobState::Failed;
             fail_pending(job, "the job failed");
         }
     }
@@ -354,7 +352,7 @@ impl Flink {
     /// archive keeps a job for an hour; the operator looks far more often).
     pub fn forget_ended_jobs(&mut self, kept: Option<&str>) {
         self.jobs
-            .retain(|id, job| job.state == RUNNING || Some(id.as_str()) == kept);
+            .retain(|id, job| job.state == FlinkJobState::Running || Some(id.as_str()) == kept);
     }
 }
 

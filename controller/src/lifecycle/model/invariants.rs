@@ -26,7 +26,7 @@
 use flink_operator_api::LifecycleStatus;
 use std::collections::BTreeSet;
 
-use flink_operator_api::common::flink_job_state::RUNNING;
+use flink_operator_api::common::FlinkJobState;
 
 use super::world::{Effect, Kind, World, recorded_paths};
 
@@ -169,7 +169,11 @@ impl Lineage {
                 .is_some_and(|r| r.state == Some(flink_operator_api::common::ReconciliationState::Upgrading));
             let ending_stateless = upgrading && super::world::recorded_stateless(&status);
             self.jobs.retain(|id| {
-                world.flink.jobs.get(id).is_some_and(|j| j.state == RUNNING)
+                world
+                    .flink
+                    .jobs
+                    .get(id)
+                    .is_some_and(|j| j.state == FlinkJobState::Running)
                     && !world.app.exiting(id)
                     && !ending_stateless
             });
@@ -330,7 +334,7 @@ impl Lineage {
                 let current = (world.job_status())
                     .and_then(|j| j.job_id.as_ref())
                     .and_then(|id| world.flink.jobs.get(id))
-                    .filter(|j| j.state == RUNNING);
+                    .filter(|j| j.state == FlinkJobState::Running);
                 // Restored in NO_CLAIM mode (Flink's default), a job reads the savepoint it
                 // was started from until its first checkpoint completes, and never after.
                 if let Some(job) = current

@@ -4,9 +4,7 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use flink_operator_api::{
-    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, JobKind, common::flink_job_state, keys,
-};
+use flink_operator_api::{FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, JobKind, keys};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use serde_json::{Value, json};
 
@@ -146,7 +144,7 @@ fn observe(world: &mut World<FlinkSessionJob>, sj: &FlinkSessionJob, unreachable
         });
     let look = world.look(job_status, &job_id, stateful);
     let live = matches!(&look.job, crate::flink::job::JobObservation::Found { state, .. }
-        if !flink_job_state::is_globally_terminal(state));
+        if !state.is_globally_terminal());
     observation.job = Some(look.job);
     observation.savepoint = look.savepoint;
     observation.manual_checkpoint = look.checkpoint;

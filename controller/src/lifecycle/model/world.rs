@@ -12,7 +12,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use flink_operator_api::{
     FlinkStateSnapshot, JobKind,
-    common::{JobStatus, SnapshotTriggerType, flink_job_state},
+    common::{FlinkJobState, JobStatus, SnapshotTriggerType},
     keys,
 };
 use k8s_openapi::{api::apps::v1::ControllerRevision, apimachinery::pkg::apis::meta::v1::OwnerReference};
@@ -549,7 +549,7 @@ impl<K: Kind> World<K> {
             .then(|| SavepointPoll::Completed(path.clone()));
         snapshot::Observation {
             target,
-            tasks_running: job.map(|j| j.state == flink_job_state::RUNNING),
+            tasks_running: job.map(|j| j.state == FlinkJobState::Running),
             operation,
             checkpoint_path,
             disposal,
@@ -670,7 +670,7 @@ impl<K: Kind> World<K> {
             status.and_then(|s| s.reconciliation()).and_then(|r| r.state),
             job.and_then(|j| j.job_id.as_deref())
                 .map(|id| &id[id.len() - 2..]),
-            job.and_then(|j| j.state.as_deref()),
+            job.and_then(|j| j.state.as_ref()).map(FlinkJobState::as_str),
             job.and_then(|j| j.upgrade_savepoint_path.as_deref()),
             job.and_then(|j| j.savepoint_info.as_ref())
                 .and_then(|i| i.last_savepoint.as_ref())
@@ -761,7 +761,7 @@ impl<K: Kind> World<K> {
                     .flink
                     .jobs
                     .get(job_id)
-                    .is_some_and(|j| j.state == flink_job_state::RUNNING);
+                    .is_some_and(|j| j.state == FlinkJobState::Running);
                 let on_storage: Vec<String> = self.flink.files.keys().cloned().collect();
                 self.flink.cancel(job_id);
                 if self.stateless().unwrap_or(false) || recorded_stateless(written) {
@@ -939,8 +939,8 @@ impl<K: Kind> World<K> {
         let found = job.map(|job| JobObservation::Found {
             state: job.state.to_owned(),
             start_time: Some(job.start_ms),
-            all_tasks_running: job.state == flink_job_state::RUNNING,
-            failure: (job.state == flink_job_state::FAILED)
+            all_tasks_running: job.state == FlinkJobState::Running,
+            failure: (job.state == FlinkJobState::Failed)
                 .then(|| "java.lang.RuntimeException: boom".to_owned()),
             checkpoint_id: latest.then_some(job.highest_id),
         });
@@ -975,7 +975,7 @@ impl<K: Kind> World<K> {
             },
             None => CheckpointLookup::Unavailable("the job is not known".into()),
         });
-        let running = job.is_some_and(|j| j.state == flink_job_state::RUNNING);
+        let running = job.is_some_and(|j| j.state == FlinkJobState::Running);
         let forgotten = matches!(
             savepoint,
             Some(SavepointPoll::UnknownTrigger | SavepointPoll::JobGone(_))

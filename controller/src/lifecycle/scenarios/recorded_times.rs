@@ -66,7 +66,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
     type Case = (
         &'static str,
         UpgradeMode,
-        &'static str,
+        FlinkJobState,
         bool,
         Option<i64>,
         Option<i64>,
@@ -90,7 +90,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
         (
             "a FAILED job's restart: a 5-minute-old checkpoint, not the imported savepoint",
             UpgradeMode::Savepoint,
-            "FAILED",
+            FlinkJobState::Failed,
             false,
             Some(5 * MIN),
             None,
@@ -100,7 +100,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
         (
             "a FAILED job's restart: the imported savepoint, when it is all there is",
             UpgradeMode::Savepoint,
-            "FAILED",
+            FlinkJobState::Failed,
             false,
             None,
             None,
@@ -110,7 +110,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
         (
             "a FAILED job's restart under max-state-age: its unknown age is refused",
             UpgradeMode::Savepoint,
-            "FAILED",
+            FlinkJobState::Failed,
             false,
             None,
             None,
@@ -120,7 +120,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
         (
             "a FAILED job's restart under max-state-age: a young checkpoint passes",
             UpgradeMode::Savepoint,
-            "FAILED",
+            FlinkJobState::Failed,
             false,
             Some(5 * MIN),
             None,
@@ -130,7 +130,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
         (
             "an ended last-state job's change: its checkpoint, not the imported savepoint",
             UpgradeMode::LastState,
-            "FAILED",
+            FlinkJobState::Failed,
             true,
             Some(5 * MIN),
             None,
@@ -140,7 +140,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
         (
             "a savepoint job that is not running: no savepoint of unknown age under savepoint.max-age",
             UpgradeMode::Savepoint,
-            "FAILED",
+            FlinkJobState::Failed,
             true,
             None,
             None,
@@ -150,7 +150,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
         (
             "a savepoint job that is not running: one stated 10 minutes old passes savepoint.max-age",
             UpgradeMode::Savepoint,
-            "FAILED",
+            FlinkJobState::Failed,
             true,
             None,
             Some(10 * MIN),
@@ -160,7 +160,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
         (
             "a FAILED job's restart: a savepoint stated 2 minutes old outranks a 5-minute-old checkpoint",
             UpgradeMode::Savepoint,
-            "FAILED",
+            FlinkJobState::Failed,
             false,
             Some(5 * MIN),
             Some(2 * MIN),
@@ -183,7 +183,7 @@ fn a_recorded_savepoint_of_unknown_age_never_outranks_state_of_known_time_nor_pa
                 latest_checkpoint: checkpoint_age,
                 snapshots: vec![recorded("imported", IMPORTED, stated_ago)],
                 generation: if change { 2 } else { 1 },
-                ..with_resources(state)
+                ..with_resources(state.clone())
             };
             let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at, false);
             match then {
@@ -278,7 +278,7 @@ fn a_stop_records_the_jobs_highest_checkpoint_id_first_and_a_late_savepoint_the_
         let new = with(job.clone(), "parallelism", json!(4));
         let at = Look {
             checkpoint_id: Some(41),
-            ..changed("RUNNING")
+            ..changed(FlinkJobState::Running)
         };
         let (outcome, stopping) = decide(&new, &json!({}), Some(&stored), &at, false);
         assert!(

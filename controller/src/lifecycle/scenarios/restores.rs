@@ -97,7 +97,13 @@ fn without_the_upgrade_savepoint_the_newest_state_is_restored_only_while_it_is_y
                 latest_checkpoint: checkpoint_age,
                 ..changed(state)
             };
-            let (outcome, cancelling) = decide(&new, &json!({}), Some(&stored), &at("RUNNING"), false);
+            let (outcome, cancelling) = decide(
+                &new,
+                &json!({}),
+                Some(&stored),
+                &at(FlinkJobState::Running),
+                false,
+            );
             match expected {
                 Ok(path) => {
                     let cancel = [JobAction::Cancel {
@@ -106,9 +112,21 @@ fn without_the_upgrade_savepoint_the_newest_state_is_restored_only_while_it_is_y
                     assert_eq!(outcome.job, cancel, "{case}: {outcome:?}");
                     assert!(outcome.recorded_first, "{case}");
                     // The operator stopped before the cancel reached Flink: cancelled again.
-                    let (again, _) = decide(&new, &json!({}), Some(&cancelling), &at("RUNNING"), false);
+                    let (again, _) = decide(
+                        &new,
+                        &json!({}),
+                        Some(&cancelling),
+                        &at(FlinkJobState::Running),
+                        false,
+                    );
                     assert_eq!(again.job, cancel, "{case}: {again:?}");
-                    let (outcome, _) = decide(&new, &json!({}), Some(&cancelling), &at("CANCELED"), false);
+                    let (outcome, _) = decide(
+                        &new,
+                        &json!({}),
+                        Some(&cancelling),
+                        &at(FlinkJobState::Canceled),
+                        false,
+                    );
                     assert!(outcome.recorded_first, "{case}: {outcome:?}");
                     assert_eq!(
                         outcome.job_status.upgrade_savepoint_path.as_deref(),
@@ -173,14 +191,14 @@ fn without_the_upgrade_savepoint_the_state_is_guarded_again_once_the_job_is_canc
             let running = Look {
                 policy: policy.clone(),
                 latest_checkpoint: Some(MIN),
-                ..changed("RUNNING")
+                ..changed(FlinkJobState::Running)
             };
             let (_, cancelling) = decide(&new, &json!({}), Some(&stored), &running, false);
             let cancelled = Look {
                 policy,
                 latest_checkpoint: checkpoint_age,
                 later_ms,
-                ..changed("CANCELED")
+                ..changed(FlinkJobState::Canceled)
             };
             let (outcome, _) = decide(&new, &json!({}), Some(&cancelling), &cancelled, false);
             assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
@@ -291,7 +309,7 @@ fn a_failed_job_is_restarted_from_its_newest_state_when_configured_and_while_it_
                     ..Policy::status_only()
                 },
                 latest_checkpoint: checkpoint_age,
-                ..look("FAILED")
+                ..look(FlinkJobState::Failed)
             };
             let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
             let restarted = outcome.reasons().contains(&Reason::RestartFailedJob);
@@ -363,7 +381,7 @@ fn a_manual_checkpoint_does_not_lend_its_time_to_the_checkpoint_a_job_started_fr
                     ..Policy::status_only()
                 },
                 latest_checkpoint: Some(checkpoint_age),
-                ..look("FAILED")
+                ..look(FlinkJobState::Failed)
             };
             let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
             assert_eq!(
@@ -380,12 +398,12 @@ fn a_manual_checkpoint_does_not_lend_its_time_to_the_checkpoint_a_job_started_fr
 fn an_ended_job_is_upgraded_from_its_last_savepoint_only_while_it_is_young_enough() {
     // (Flink's state of the job, the last savepoint's age, savepoint.max-age, restored)
     let cases = [
-        ("FAILED", 20 * MIN, Some(30 * MIN), true),
-        ("FINISHED", 20 * MIN, Some(30 * MIN), true),
-        ("CANCELED", 20 * MIN, Some(30 * MIN), true),
-        ("FAILED", 20 * MIN, Some(10 * MIN), false),
-        ("FAILED", 30 * MIN, Some(5 * MIN), false),
-        ("FAILED", 20 * MIN, None, false),
+        (FlinkJobState::Failed, 20 * MIN, Some(30 * MIN), true),
+        (FlinkJobState::Finished, 20 * MIN, Some(30 * MIN), true),
+        (FlinkJobState::Canceled, 20 * MIN, Some(30 * MIN), true),
+        (FlinkJobState::Failed, 20 * MIN, Some(10 * MIN), false),
+        (FlinkJobState::Failed, 30 * MIN, Some(5 * MIN), false),
+        (FlinkJobState::Failed, 20 * MIN, None, false),
     ];
     for (state, age, max_age, restored) in cases {
         both(|kind, decide| {
@@ -406,7 +424,7 @@ fn an_ended_job_is_upgraded_from_its_last_savepoint_only_while_it_is_young_enoug
                 },
                 ..changed(state)
             };
-            let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at(state), false);
+            let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at(state.clone()), false);
             let old = format!("{} min old", age / MIN);
             if restored {
                 assert!(outcome.recorded_first, "{case}: {outcome:?}");
@@ -437,13 +455,25 @@ fn an_ended_job_is_upgraded_from_its_last_savepoint_only_while_it_is_young_enoug
                 }
             }
             // A running job is stopped with a new savepoint, however young the last one is.
-            let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at("RUNNING"), false);
+            let (outcome, _) = decide(
+                &new,
+                &json!({}),
+                Some(&stored),
+                &at(FlinkJobState::Running),
+                false,
+            );
             assert!(
                 matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]),
                 "{case}: {outcome:?}"
             );
             // A job that is restarting is waited for, not refused.
-            let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at("RESTARTING"), false);
+            let (outcome, _) = decide(
+                &new,
+                &json!({}),
+                Some(&stored),
+                &at(FlinkJobState::Restarting),
+                false,
+            );
             assert!(outcome.job.is_empty() && outcome.own == 0, "{case}: {outcome:?}");
             assert_eq!(
                 outcome.reason.as_deref(),
@@ -478,11 +508,11 @@ fn suspend(decide: &Decide, kind: &str, job: &Value, stored: Status, at: &Look) 
         look = match outcome.job.as_slice() {
             [JobAction::StopWithSavepoint { .. }] => Look {
                 savepoint: Some(SavepointPoll::Completed("file:/sp/suspend".into())),
-                state: Some("FINISHED"),
+                state: Some(FlinkJobState::Finished),
                 ..look
             },
             [JobAction::Cancel { .. }] => Look {
-                state: Some("CANCELED"),
+                state: Some(FlinkJobState::Canceled),
                 ..look
             },
             _ => Look {
@@ -501,7 +531,7 @@ fn a_resume_is_refused_while_the_state_its_suspension_left_is_too_old() {
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
-        let suspended = suspend(decide, kind, &job, stored, &look("RUNNING"));
+        let suspended = suspend(decide, kind, &job, stored, &look(FlinkJobState::Running));
         // Resumed two hours after the suspension's savepoint, one allowed.
         let resume = |max_age_ms| Look {
             policy: Policy {
@@ -565,7 +595,7 @@ fn a_last_state_suspension_records_its_checkpoints_age_for_the_resume_guard() {
         let at = Look {
             policy: policy.clone(),
             latest_checkpoint: Some(90 * MIN),
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         let suspended = suspend(decide, kind, &job, stored, &at);
         assert_eq!(
@@ -618,7 +648,7 @@ fn a_savepoint_job_that_is_not_running_falls_back_to_the_last_state_its_cluster_
                     ..Policy::status_only()
                 },
                 latest_checkpoint: Some(MIN),
-                ..changed("RESTARTING")
+                ..changed(FlinkJobState::Restarting)
             };
             let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at, false);
             if fallback && kind == Application::NAME {
@@ -662,7 +692,7 @@ fn a_last_state_change_takes_a_savepoint_when_the_latest_checkpoint_is_too_old()
                     ..Policy::status_only()
                 },
                 latest_checkpoint: Some(checkpoint_age),
-                ..changed("RUNNING")
+                ..changed(FlinkJobState::Running)
             };
             let (outcome, _) = decide(&new, &json!({}), Some(&stored), &at, false);
             let stopped = matches!(outcome.job.as_slice(), [JobAction::StopWithSavepoint { .. }]);

@@ -48,7 +48,7 @@ fn without_the_upgrade_savepoint_a_job_is_cancelled_only_when_its_checkpoints_ou
                 },
                 latest_checkpoint: Some(5_000),
                 on_cancel: on_cancel.clone(),
-                ..changed("RUNNING")
+                ..changed(FlinkJobState::Running)
             };
             let (outcome, _) = decide(&new, &config, Some(&stored), &look, false);
             match refused {
@@ -109,39 +109,57 @@ fn a_session_jobs_last_state_upgrade_stops_with_a_savepoint_when_a_cancel_would_
     }
     type Case = (
         &'static str,
-        &'static str,
+        FlinkJobState,
         OnCancel,
         bool,
         Result<Done, &'static str>,
     );
     let cases: [Case; 7] = [
-        ("retained", "RUNNING", OnCancel::Retained, true, Ok(Done::Cancel)),
+        (
+            "retained",
+            FlinkJobState::Running,
+            OnCancel::Retained,
+            true,
+            Ok(Done::Cancel),
+        ),
         (
             "retained, no savepoint directory",
-            "RUNNING",
+            FlinkJobState::Running,
             OnCancel::Retained,
             false,
             Ok(Done::Cancel),
         ),
-        ("deleted", "RUNNING", deleted(), true, Ok(Done::Savepoint)),
-        ("unknown", "RUNNING", unknown(), true, Ok(Done::Savepoint)),
+        (
+            "deleted",
+            FlinkJobState::Running,
+            deleted(),
+            true,
+            Ok(Done::Savepoint),
+        ),
+        (
+            "unknown",
+            FlinkJobState::Running,
+            unknown(),
+            true,
+            Ok(Done::Savepoint),
+        ),
         (
             "not looked up",
-            "RUNNING",
+            FlinkJobState::Running,
             OnCancel::NotLooked,
             true,
             Ok(Done::Savepoint),
         ),
         (
             "deleted, restarting",
-            "RESTARTING",
+            FlinkJobState::Restarting,
             deleted(),
             true,
             Ok(Done::Wait),
         ),
         (
             "deleted, no savepoint directory",
-            "RUNNING",
+            FlinkJobState::Running,
             deleted(),
             false,
             Err("execution.checkpointing.savepoint-dir is not set"),
@@ -175,7 +193,7 @@ fn a_session_jobs_last_state_upgrade_stops_with_a_savepoint_when_a_cancel_would_
                 &new,
                 &json!({}),
                 Some(&stored),
-                &at(state, on_cancel.clone()),
+                &at(state.clone(), on_cancel.clone()),
                 false,
             );
             match expected {
@@ -197,7 +215,7 @@ fn a_session_jobs_last_state_upgrade_stops_with_a_savepoint_when_a_cancel_would_
                     // forgot the job): the one recorded before the cancel is restored.
                     let gone = Look {
                         latest_checkpoint: None,
-                        ..at("CANCELED", OnCancel::NotLooked)
+                        ..at(FlinkJobState::Canceled, OnCancel::NotLooked)
                     };
                     let (committed, _) = decide(&new, &json!({}), Some(&next), &gone, false);
                     assert_eq!(committed.own, 1, "{case}: started again: {committed:?}");
@@ -226,7 +244,7 @@ fn a_session_jobs_last_state_upgrade_stops_with_a_savepoint_when_a_cancel_would_
                     // The stop completes: the new spec starts from its savepoint.
                     let stopped = Look {
                         savepoint: Some(SavepointPoll::Completed("file:/savepoints/savepoint-1".into())),
-                        ..at("FINISHED", OnCancel::NotLooked)
+                        ..at(FlinkJobState::Finished, OnCancel::NotLooked)
                     };
                     let (committed, _) = decide(&new, &json!({}), Some(&next), &stopped, false);
                     assert_eq!(
@@ -281,7 +299,7 @@ fn a_session_job_with_no_completed_checkpoint_yet_is_stopped_with_a_savepoint_no
             },
             latest_checkpoint: None,
             on_cancel: OnCancel::Retained,
-            ..changed("RUNNING")
+            ..changed(FlinkJobState::Running)
         };
         let (outcome, _) = decide(&new, &json!({}), Some(&stored), &fresh(true), false);
         assert!(

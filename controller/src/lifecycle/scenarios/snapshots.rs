@@ -35,7 +35,13 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
             let job = job_spec(UpgradeMode::Savepoint);
             let stored = started(&job, &json!({}), kind);
             let asked = |nonce: i64| with(job.clone(), field, json!(nonce));
-            let (outcome, triggered) = decide(&asked(7), &json!({}), Some(&stored), &look("RUNNING"), false);
+            let (outcome, triggered) = decide(
+                &asked(7),
+                &json!({}),
+                Some(&stored),
+                &look(FlinkJobState::Running),
+                false,
+            );
             assert_eq!(outcome.job, std::slice::from_ref(&trigger), "{case}");
             assert_eq!(outcome.own, 0, "{case}");
             assert!(outcome.recorded_first, "{case}: the trigger id is recorded first");
@@ -69,7 +75,7 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
                 &asked(7),
                 &json!({}),
                 Some(&triggered),
-                &polled(SavepointPoll::UnknownTrigger, "RUNNING"),
+                &polled(SavepointPoll::UnknownTrigger, FlinkJobState::Running),
                 false,
             );
             assert_eq!(outcome.job, std::slice::from_ref(&trigger), "{case}");
@@ -83,7 +89,7 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
                     &asked(7),
                     &json!({}),
                     Some(&triggered),
-                    &polled(pending.clone(), "RUNNING"),
+                    &polled(pending.clone(), FlinkJobState::Running),
                     false,
                 );
                 assert!(
@@ -101,7 +107,7 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
                 &asked(7),
                 &json!({}),
                 Some(&triggered),
-                &polled(SavepointPoll::Completed(result.into()), "RUNNING"),
+                &polled(SavepointPoll::Completed(result.into()), FlinkJobState::Running),
                 false,
             );
             assert!(outcome.job.is_empty(), "{case}");
@@ -123,11 +129,17 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
                 assert_eq!(last.time_stamp, Some(NOW), "{case}");
             }
             // The same nonce asks for nothing more; a new one for another snapshot.
-            let (outcome, _) = decide(&asked(7), &json!({}), Some(&done), &look("RUNNING"), false);
+            let (outcome, _) = decide(
+                &asked(7),
+                &json!({}),
+                Some(&done),
+                &look(FlinkJobState::Running),
+                false,
+            );
             assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
             let again = Look {
                 generation: 2,
-                ..look("RUNNING")
+                ..look(FlinkJobState::Running)
             };
             let (outcome, _) = decide(&asked(8), &json!({}), Some(&done), &again, false);
             assert_eq!(outcome.job.len(), 1, "{case}: {outcome:?}");
@@ -137,7 +149,7 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
                 &asked(7),
                 &json!({}),
                 Some(&triggered),
-                &polled(SavepointPoll::Failed("disk full".into()), "RUNNING"),
+                &polled(SavepointPoll::Failed("disk full".into()), FlinkJobState::Running),
                 false,
             );
             assert!(outcome.job.is_empty(), "{case}");
@@ -145,11 +157,23 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
                 (outcome.events.iter()).any(|e| e.warning && e.note.contains("disk full")),
                 "{case}: {outcome:?}"
             );
-            let (outcome, _) = decide(&asked(7), &json!({}), Some(&failed), &look("RUNNING"), false);
+            let (outcome, _) = decide(
+                &asked(7),
+                &json!({}),
+                Some(&failed),
+                &look(FlinkJobState::Running),
+                false,
+            );
             assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
 
             // A job that is not running: the nonce waits, unrecorded.
-            let (outcome, _) = decide(&asked(7), &json!({}), Some(&stored), &look("RESTARTING"), false);
+            let (outcome, _) = decide(
+                &asked(7),
+                &json!({}),
+                Some(&stored),
+                &look(FlinkJobState::Restarting),
+                false,
+            );
             assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
             assert!(!outcome.recorded_first, "{case}");
             assert_eq!(outcome.recorded[field], Value::Null, "{case}");
@@ -168,7 +192,7 @@ fn a_spec_change_waits_for_a_pending_manual_savepoint_then_goes_ahead_in_the_sam
         let stored = started(&job_spec(UpgradeMode::Savepoint), &json!({}), kind);
         let asked = Look {
             generation: 2,
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         let (_, triggered) = decide(&job, &json!({}), Some(&stored), &asked, false);
         let new = with(job.clone(), "parallelism", json!(4));
@@ -176,7 +200,7 @@ fn a_spec_change_waits_for_a_pending_manual_savepoint_then_goes_ahead_in_the_sam
             savepoint: Some(poll),
             trigger_id: "trigger-2",
             generation: 3,
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         let (outcome, _) = decide(
             &new,
@@ -233,12 +257,18 @@ fn a_manual_checkpoint_polled_as_its_job_fails_keeps_the_time_of_the_checkpoint_
             });
         });
         let asked = with(job.clone(), "checkpointTriggerNonce", json!(1));
-        let (_, triggered) = decide(&asked, &json!({}), Some(&stored), &look("RUNNING"), false);
+        let (_, triggered) = decide(
+            &asked,
+            &json!({}),
+            Some(&stored),
+            &look(FlinkJobState::Running),
+            false,
+        );
         let failed = Look {
             checkpoint: Some(SavepointPoll::Completed("7".into())),
             trigger_id: "trigger-2",
             latest_checkpoint: Some(MIN),
-            ..look("FAILED")
+            ..look(FlinkJobState::Failed)
         };
         let (outcome, _) = decide(&asked, &json!({}), Some(&triggered), &failed, false);
         assert!(
@@ -269,7 +299,7 @@ fn periodic_savepoints_fall_due_an_interval_apart_and_join_the_history() {
             started_ago,
             later_ms,
             savepoint,
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         // Not at the start, nor before an interval has passed.
         for minutes in [0, 30, 59] {
@@ -414,7 +444,7 @@ fn the_savepoint_history_is_trimmed_by_count_and_age_keeping_the_newest_and_disp
                 policy: policy.clone(),
                 // Nobody else in the namespace needs them.
                 history_needed_by: nobody_needs(&history),
-                ..look("RUNNING")
+                ..look(FlinkJobState::Running)
             };
             let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
             let disposed: Vec<JobAction> = (dropped.iter())
@@ -446,7 +476,7 @@ fn the_savepoint_history_is_trimmed_by_count_and_age_keeping_the_newest_and_disp
             // A job that is not running keeps its history for now.
             let restarting = Look {
                 policy,
-                ..look("RESTARTING")
+                ..look(FlinkJobState::Restarting)
             };
             let (outcome, _) = decide(&job, &json!({}), Some(&stored), &restarting, false);
             assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
@@ -491,7 +521,7 @@ fn the_savepoint_history_disposes_of_nothing_another_job_of_the_namespace_may_st
             .into_iter()
             .map(|(path, who)| (path.to_owned(), who))
             .collect(),
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         let (outcome, next) = decide(&job, &json!({}), Some(&stored), &needed, false);
         // Both leave the history; only the one nobody needs is disposed of.
@@ -532,7 +562,7 @@ fn the_savepoint_history_disposes_of_nothing_another_job_of_the_namespace_may_st
         // is looked at again soon, when its observation looks them up.
         let unlooked = Look {
             policy,
-            ..look("RUNNING")
+            ..look(FlinkJobState::Running)
         };
         let (outcome, next) = decide(&job, &json!({}), Some(&stored), &unlooked, false);
         assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");

@@ -53,7 +53,7 @@ fn row(step: StepName) -> Row {
         job: job_spec(UpgradeMode::Savepoint),
         stored: Some(job_spec(UpgradeMode::Savepoint)),
         edit: |_| {},
-        look: look("RUNNING"),
+        look: look(FlinkJobState::Running),
         deleting: false,
         application: |_| {},
         session: |_| {},
@@ -125,14 +125,14 @@ fn rows() -> Vec<Row> {
             edit: |s| savepoint_triggered(s, SnapshotTriggerType::Upgrade),
             look: Look {
                 savepoint: Some(SavepointPoll::InProgress),
-                ..look("RUNNING")
+                ..look(FlinkJobState::Running)
             },
             ..row(FollowingStop)
         },
         Row {
             look: Look {
                 violations: vec!["spec.job.parallelism must be positive".into()],
-                ..look("RUNNING")
+                ..look(FlinkJobState::Running)
             },
             ..row(Invalid)
         },
@@ -157,7 +157,7 @@ fn rows() -> Vec<Row> {
                 stable_at_parallelism_3(s);
                 s.rs.as_mut().expect("recorded").state = Some(ReconciliationState::RolledBack);
             },
-            look: changed("RUNNING"),
+            look: changed(FlinkJobState::Running),
             steps: (ChangedBack, Change),
             ..row(ChangedBack)
         },
@@ -166,7 +166,7 @@ fn rows() -> Vec<Row> {
             edit: |s| savepoint_triggered(s, SnapshotTriggerType::Manual),
             look: Look {
                 savepoint: Some(SavepointPoll::InProgress),
-                ..changed("RUNNING")
+                ..changed(FlinkJobState::Running)
             },
             ..row(WaitingForSnapshot)
         },
@@ -175,13 +175,13 @@ fn rows() -> Vec<Row> {
             job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
             look: Look {
                 policy: adaptive(),
-                ..changed("RUNNING")
+                ..changed(FlinkJobState::Running)
             },
             ..row(Rescaling)
         },
         Row {
             job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
-            look: changed("RUNNING"),
+            look: changed(FlinkJobState::Running),
             ..row(Change)
         },
         // Not in place: switched off, a job not RUNNING, another field changed too, or (an
@@ -193,7 +193,7 @@ fn rows() -> Vec<Row> {
                     in_place_scaling: false,
                     ..adaptive()
                 },
-                ..changed("RUNNING")
+                ..changed(FlinkJobState::Running)
             },
             ..row(Change)
         },
@@ -201,7 +201,7 @@ fn rows() -> Vec<Row> {
             job: with(job_spec(UpgradeMode::Savepoint), "parallelism", json!(3)),
             look: Look {
                 policy: adaptive(),
-                ..changed("RESTARTING")
+                ..changed(FlinkJobState::Restarting)
             },
             ..row(Change)
         },
@@ -214,7 +214,7 @@ fn rows() -> Vec<Row> {
             },
             look: Look {
                 policy: adaptive(),
-                ..changed("RUNNING")
+                ..changed(FlinkJobState::Running)
             },
             steps: (Change, Rescaling),
             ..row(Change)
@@ -227,7 +227,7 @@ fn rows() -> Vec<Row> {
             ),
             look: Look {
                 policy: adaptive(),
-                ..changed("RUNNING")
+                ..changed(FlinkJobState::Running)
             },
             ..row(Change)
         },
@@ -241,7 +241,7 @@ fn rows() -> Vec<Row> {
                     ignore_pending_savepoint: true,
                     ..Policy::status_only()
                 },
-                ..changed("RUNNING")
+                ..changed(FlinkJobState::Running)
             },
             ..row(Change)
         },
@@ -270,7 +270,7 @@ fn rows() -> Vec<Row> {
                     restart_failed: true,
                     ..Policy::status_only()
                 },
-                ..look("FAILED")
+                ..look(FlinkJobState::Failed)
             },
             ..row(RestartingFailed)
         },
@@ -286,17 +286,17 @@ fn rows() -> Vec<Row> {
                     readiness_timeout_ms: 60_000,
                     ..Policy::status_only()
                 },
-                ..look("RESTARTING")
+                ..look(FlinkJobState::Restarting)
             },
             steps: (RollbackDue, Steady),
             ..row(RollbackDue)
         },
         Row {
             edit: |s| {
-                s.job.state = Some("FINISHED".to_owned());
+                s.job.state = Some(FlinkJobState::Finished);
                 s.job.update_time = Some((NOW - 25 * HOUR).to_string());
             },
-            look: look("FINISHED"),
+            look: look(FlinkJobState::Finished),
             steps: (ShuttingDown, Steady),
             ..row(ShuttingDown)
         },

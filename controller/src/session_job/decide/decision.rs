@@ -7,7 +7,7 @@
 use std::ops::{Deref, DerefMut};
 
 use flink_operator_api::{
-    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, common::flink_job_state, keys,
+    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, common::FlinkJobState, keys,
 };
 
 use super::{
@@ -85,9 +85,9 @@ impl Decision<'_> {
         recorded_job_id(&self.status).unwrap_or_default()
     }
 
-    fn observed_state(&self) -> Option<&str> {
+    fn observed_state(&self) -> Option<&FlinkJobState> {
         match &self.obs.job {
-            Some(JobObservation::Found { state, .. }) => Some(state.as_str()),
+            Some(JobObservation::Found { state, .. }) => Some(state),
             _ => None,
         }
     }
@@ -106,11 +106,11 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
         let state = self.observed_state();
         Standing {
             ready: self.obs.session == SessionObservation::Ready,
-            state: state.map(str::to_owned),
+            state: state.cloned(),
             // Gone (or not found) is ended.
-            ended: state.is_none_or(flink_job_state::is_globally_terminal),
-            running: state == Some(flink_job_state::RUNNING),
-            failed_to_restart: self.obs.policy.restart_failed && state == Some(flink_job_state::FAILED),
+            ended: state.is_none_or(FlinkJobState::is_globally_terminal),
+            running: state == Some(&FlinkJobState::Running),
+            failed_to_restart: self.obs.policy.restart_failed && state == Some(&FlinkJobState::Failed),
             never_ran: None,
             latest_checkpoint: match &self.obs.checkpoint {
                 Some(CheckpointLookup::Found { path, timestamp_ms }) => Checkpoint::Found(RestorableState {
@@ -194,8 +194,8 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
             .status
             .job_status
             .as_ref()
-            .and_then(|j| j.state.as_deref())
-            .is_some_and(flink_job_state::is_globally_terminal);
+            .and_then(|j| j.state.as_ref())
+            .is_some_and(FlinkJobState::is_globally_terminal);
         let stable =
             self.status.lifecycle_state == Some(flink_operator_api::common::ResourceLifecycleState::Stable);
         if (stable || ended) && !pending { SLOW } else { FAST }

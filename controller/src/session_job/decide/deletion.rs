@@ -2,7 +2,7 @@
 //! the shared lifecycle has stopped it with a savepoint where the settings say so, it is
 //! cancelled, and the finalizer goes once it has ended.
 
-use flink_operator_api::{FlinkSessionJobSpec, common::flink_job_state, keys};
+use flink_operator_api::{FlinkSessionJobSpec, common::FlinkJobState, keys};
 
 use super::{Action, Decision, JobObservation, Phase, Plan, SessionObservation, recorded_job_id};
 use crate::{
@@ -71,7 +71,7 @@ fn record_left_state(d: &mut Decision<'_>) -> bool {
     let retained = d.obs.on_cancel == OnCancel::Retained || !d.obs.policy.checkpoint_retention_set;
     let kept = match &d.obs.job {
         Some(JobObservation::Found { state, .. }) => {
-            state == flink_job_state::FAILED || (state == flink_job_state::CANCELED && retained)
+            *state == FlinkJobState::Failed || (*state == FlinkJobState::Canceled && retained)
         }
         _ => false,
     };
@@ -116,10 +116,10 @@ pub(super) fn tear_down(d: &mut Decision<'_>) -> Plan {
     let obs = d.obs;
     match &obs.job {
         Some(JobObservation::NotFound) => release(d, format!("job {job_id} is gone")),
-        Some(JobObservation::Found { state, .. }) if flink_job_state::is_globally_terminal(state) => {
+        Some(JobObservation::Found { state, .. }) if state.is_globally_terminal() => {
             release(d, format!("job {job_id} ended ({state})"))
         }
-        Some(JobObservation::Found { state, .. }) if state == flink_job_state::CANCELLING => {
+        Some(JobObservation::Found { state, .. }) if *state == FlinkJobState::Cancelling => {
             d.conditions(
                 Phase::Deleting,
                 &format!("waiting for job {job_id} to be cancelled"),

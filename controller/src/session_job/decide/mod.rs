@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 
 use flink_operator_api::{
-    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, common::flink_job_state,
+    FlinkSessionJob, FlinkSessionJobSpec, FlinkSessionJobStatus, common::FlinkJobState,
 };
 
 use flink_operator_api::validation::session_job::ArtifactPolicy;
@@ -192,7 +192,7 @@ pub use crate::conditions::Phase;
 pub use crate::{events::EventNote, flink::poll::SavepointPoll};
 
 /// The Flink state a job is in right after its id is recorded and before Flink reports it.
-const RECONCILING: &str = flink_job_state::RECONCILING;
+const RECONCILING: FlinkJobState = FlinkJobState::Reconciling;
 
 pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
     machine::decide(&mut under_way(&autoscaled(sj, obs), obs))

@@ -101,7 +101,7 @@ pub(super) fn first_deployment(d: &mut Decision<'_>, restore: Option<RestorableS
     d.status.job_status = Some(JobStatus {
         job_name: d.sj.metadata.name.clone(),
         job_id: Some(job_id.clone()),
-        state: Some(RECONCILING.to_owned()),
+        state: Some(RECONCILING),
         upgrade_savepoint_path: restore_path.clone(),
         ..Default::default()
     });
@@ -201,7 +201,7 @@ pub(super) fn continue_submit(d: &mut Decision<'_>, recorded: &FlinkSessionJobSp
         let job_id = d.obs.fresh_job_id.clone();
         let job = d.status.job_status_mut();
         job.job_id = Some(job_id);
-        job.state = Some(RECONCILING.to_owned());
+        job.state = Some(RECONCILING);
         d.conditions(Phase::Deploying, "recording the job id to submit under");
         return d.record_then(FAST);
     };
@@ -302,7 +302,7 @@ pub(super) fn commit(d: &mut Decision<'_>, restore: Option<RestorableState>) -> 
     let job_name = d.sj.metadata.name.clone();
     let job = d.status.job_status_mut();
     job.job_id = Some(job_id.clone());
-    job.state = Some(RECONCILING.to_owned());
+    job.state = Some(RECONCILING);
     job.start_time = None;
     job.update_time = Some(now.to_string());
     job.job_name = job_name;

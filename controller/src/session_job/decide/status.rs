@@ -3,7 +3,7 @@
 
 use flink_operator_api::{
     FlinkSessionJobSpec, FlinkSessionJobStatus,
-    common::{ResourceLifecycleState, UpgradeMode, flink_job_state},
+    common::{FlinkJobState, ResourceLifecycleState, UpgradeMode},
 };
 
 use super::{Decision, JobObservation, Phase, Plan, RECONCILING, SessionObservation};
@@ -65,7 +65,7 @@ pub(super) fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec)
             let (status, mut out) = d.parts();
             let previous_error = status.error.take();
             observe::job_state_into(&mut job, state, *start_time, obs.now_ms, &mut out);
-            if state == flink_job_state::FAILED {
+            if *state == FlinkJobState::Failed {
                 // Flink's root cause, read once when the job is first seen FAILED; kept after.
                 status.error = Some(observe::failure(&id, failure.as_ref(), previous_error, &mut out));
             }
@@ -84,16 +84,15 @@ pub(super) fn observe_into(d: &mut Decision<'_>, recorded: &FlinkSessionJobSpec)
             if d.status.error.as_deref() != Some(error.as_str()) {
                 d.event(true, Reason::Missing, error.clone());
             }
-            job.state = Some(RECONCILING.to_owned());
+            job.state = Some(RECONCILING);
             d.status.error = Some(error);
         }
         Some(JobObservation::Unreachable(_)) | None => {}
     }
-    let state = job.state.clone().unwrap_or_default();
-    d.status.job_status = Some(job);
     let not_found = matches!(obs.job, Some(JobObservation::NotFound));
-    let failed = state == flink_job_state::FAILED;
-    let stable = state == flink_job_state::RUNNING && !not_found;
+    let failed = job.state == Some(FlinkJobState::Failed);
+    let stable = job.state == Some(FlinkJobState::Running) && !not_found;
+    d.status.job_status = Some(job);
     let spec = &d.sj.spec;
     let seen = observe::Seen {
         failed,
@@ -126,18 +125,15 @@ pub(super) fn current_phase(
     {
         return (Phase::DeployFailed, error.clone());
     }
-    let state = status
-        .job_status
-        .as_ref()
-        .and_then(|j| j.state.clone())
-        .unwrap_or_default();
-    let reason = match state.as_str() {
-        flink_job_state::RUNNING => Phase::Running,
-        flink_job_state::FAILED => Phase::Failed,
-        flink_job_state::FINISHED => Phase::Succeeded,
-        flink_job_state::CANCELED | flink_job_state::CANCELLING => Phase::Cancelled,
-        flink_job_state::RESTARTING | flink_job_state::FAILING => Phase::Restarting,
+    let job_state = status.job_status.as_ref().and_then(|j| j.state.as_ref());
+    let reason = match job_state {
+        Some(FlinkJobState::Running) => Phase::Running,
+        Some(FlinkJobState::Failed) => Phase::Failed,
+        Some(FlinkJobState::Finished) => Phase::Succeeded,
+        Some(FlinkJobState::Canceled | FlinkJobState::Cancelling) => Phase::Cancelled,
+        Some(FlinkJobState::Restarting | FlinkJobState::Failing) => Phase::Restarting,
         _ => Phase::Deploying,
     };
+    let state = job_state.map_or("", FlinkJobState::as_str);
     (reason, format!("the job is {state}"))
 }

@@ -68,7 +68,7 @@ fn ready(job: Option<JobObservation>) -> Observation {
     obs(SessionObservation::Ready, job)
 }
 
-fn found(state: &str) -> Option<JobObservation> {
+fn found(state: FlinkJobState) -> Option<JobObservation> {
     Some(JobObservation::found(state, Some(NOW - 1000)))
 }
 
@@ -120,7 +120,7 @@ fn running(mode: &str) -> FlinkSessionJobStatus {
     let submitted = first.status;
     decide(
         &resource(spec(mode), Some(submitted), true, false, 1),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     )
     .status
 }
@@ -235,13 +235,13 @@ fn a_crash_between_recording_and_submitting_submits_under_the_recorded_id_once()
     );
     assert_eq!(submission(&plan).job_id, "new-job");
     // It did reach Flink: nothing is submitted, the status catches up.
-    let plan = decide(&sj, &ready(found("RUNNING")));
+    let plan = decide(&sj, &ready(found(FlinkJobState::Running)));
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     assert_eq!(
         reconciliation_state(&plan.status),
         Some(ReconciliationState::Deployed)
     );
-    assert_eq!(job(&plan.status).state.as_deref(), Some("RUNNING"));
+    assert_eq!(job(&plan.status).state, Some(FlinkJobState::Running));
     // Flink does not answer: wait, never submit blind.
     let plan = decide(&sj, &ready(Some(JobObservation::Unreachable("timeout".into()))));
     assert!(plan.actions.is_empty());
@@ -251,19 +251,43 @@ fn a_crash_between_recording_and_submitting_submits_under_the_recorded_id_once()
 fn observed_job_states_become_status_conditions_and_events() {
     use ResourceLifecycleState as L;
     let cases = [
-        (found("RUNNING"), L::Stable, Phase::Running, "True", false),
-        (found("FAILED"), L::Failed, Phase::Failed, "False", true),
-        (found("FINISHED"), L::Deployed, Phase::Succeeded, "True", false),
-        (found("CANCELED"), L::Deployed, Phase::Cancelled, "False", false),
         (
-            found("RESTARTING"),
+            found(FlinkJobState::Running),
+            L::Stable,
+            Phase::Running,
+            "True",
+            false,
+        ),
+        (
+            found(FlinkJobState::Failed),
+            L::Failed,
+            Phase::Failed,
+            "False",
+            true,
+        ),
+        (
+            found(FlinkJobState::Finished),
+            L::Deployed,
+            Phase::Succeeded,
+            "True",
+            false,
+        ),
+        (
+            found(FlinkJobState::Canceled),
+            L::Deployed,
+            Phase::Cancelled,
+            "False",
+            false,
+        ),
+        (
+            found(FlinkJobState::Restarting),
             L::Deployed,
             Phase::Restarting,
             "False",
             false,
         ),
         (
-            found("INITIALIZING"),
+            found(FlinkJobState::Initializing),
             L::Deployed,
             Phase::Deploying,
             "False",
@@ -300,7 +324,7 @@ fn observed_job_states_become_status_conditions_and_events() {
     );
     let plan = decide(
         &resource(spec("stateless"), Some(stable), true, false, 1),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     );
     assert!(plan.events.is_empty());
     assert_eq!(plan.requeue, SLOW);
@@ -311,7 +335,7 @@ fn a_stateless_change_cancels_then_records_the_new_spec_and_job_id_then_submits(
     let sj =
         |status: FlinkSessionJobStatus| resource(changed("stateless", None), Some(status), true, false, 2);
     // 1. Cancel the running job; the old spec stays recorded until it has ended.
-    let plan = decide(&sj(running("stateless")), &ready(found("RUNNING")));
+    let plan = decide(&sj(running("stateless")), &ready(found(FlinkJobState::Running)));
     assert_eq!(
         plan.actions,
         [Action::Job(JobAction::Cancel {
@@ -326,7 +350,7 @@ fn a_stateless_change_cancels_then_records_the_new_spec_and_job_id_then_submits(
         Some(ResourceLifecycleState::Upgrading)
     );
     // A crash before the cancel reached Flink: cancelled again.
-    let plan = decide(&sj(cancelling.clone()), &ready(found("RUNNING")));
+    let plan = decide(&sj(cancelling.clone()), &ready(found(FlinkJobState::Running)));
     assert_eq!(
         plan.actions,
         [Action::Job(JobAction::Cancel {
@@ -334,10 +358,10 @@ fn a_stateless_change_cancels_then_records_the_new_spec_and_job_id_then_submits(
         })]
     );
     // 2. Cancelling: wait.
-    let plan = decide(&sj(cancelling.clone()), &ready(found("CANCELLING")));
+    let plan = decide(&sj(cancelling.clone()), &ready(found(FlinkJobState::Cancelling)));
     assert!(plan.actions.is_empty());
     // 3. Cancelled: the new spec and job id are recorded before the submission.
-    let plan = decide(&sj(cancelling.clone()), &ready(found("CANCELED")));
+    let plan = decide(&sj(cancelling.clone()), &ready(found(FlinkJobState::Canceled)));
     let committed = plan.status_before.clone().unwrap();
     assert_eq!(recorded_spec(&committed).job.unwrap().parallelism, Some(1));
     assert_eq!(
@@ -369,7 +393,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
         drain: false,
     });
     // 1. The trigger id is recorded before the stop is sent.
-    let plan = decide(&sj(running("savepoint")), &ready(found("RUNNING")));
+    let plan = decide(&sj(running("savepoint")), &ready(found(FlinkJobState::Running)));
     assert_eq!(plan.actions, std::slice::from_ref(&stop));
     let triggered = plan.status_before.unwrap();
     let info = job(&triggered).savepoint_info.clone().unwrap();
@@ -385,7 +409,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     // Crash before the stop reached Flink: the same stop, same trigger id, again.
     let plan = decide(
         &sj(triggered.clone()),
-        &with(SavepointPoll::UnknownTrigger, found("RUNNING")),
+        &with(SavepointPoll::UnknownTrigger, found(FlinkJobState::Running)),
     );
     assert_eq!(plan.actions, [stop]);
     // 2. In progress (or the JobManager silent): wait, never block.
@@ -393,7 +417,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
         SavepointPoll::InProgress,
         SavepointPoll::Unreachable("timeout".into()),
     ] {
-        let plan = decide(&sj(triggered.clone()), &with(poll, found("RUNNING")));
+        let plan = decide(&sj(triggered.clone()), &with(poll, found(FlinkJobState::Running)));
         assert!(plan.actions.is_empty());
         assert_eq!(reason(&plan.status), Phase::Updating.as_str());
     }
@@ -403,7 +427,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
         &sj(triggered.clone()),
         &with(
             SavepointPoll::Completed("file:/sp/sp-1".into()),
-            found("FINISHED"),
+            found(FlinkJobState::Finished),
         ),
     );
     let committed = plan.status_before.clone().unwrap();
@@ -434,7 +458,7 @@ fn a_savepoint_upgrade_goes_step_by_step_and_survives_a_crash_at_each() {
     assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-1"));
     // 5. The job runs: upgraded.
     let deployed = plan.status;
-    let plan = decide(&sj(deployed), &ready(found("RUNNING")));
+    let plan = decide(&sj(deployed), &ready(found(FlinkJobState::Running)));
     assert!(plan.actions.is_empty());
     assert_eq!(plan.status.lifecycle_state, Some(ResourceLifecycleState::Stable));
     assert_eq!(reason(&plan.status), Phase::Running.as_str());
@@ -450,7 +474,7 @@ fn a_stop_that_completes_after_the_spec_was_reverted_still_restores_the_job() {
             false,
             2,
         ),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     )
     .status_before
     .unwrap();
@@ -459,7 +483,7 @@ fn a_stop_that_completes_after_the_spec_was_reverted_still_restores_the_job() {
         &reverted,
         &Observation {
             savepoint: Some(SavepointPoll::Completed("file:/sp/sp-2".into())),
-            ..ready(found("FINISHED"))
+            ..ready(found(FlinkJobState::Finished))
         },
     );
     assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/sp-2"));
@@ -479,7 +503,7 @@ fn a_refused_change_is_kept_over_a_time_its_session_cluster_is_not_ready() {
             false,
             2,
         ),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     )
     .status_before
     .unwrap();
@@ -488,7 +512,7 @@ fn a_refused_change_is_kept_over_a_time_its_session_cluster_is_not_ready() {
         &Observation {
             savepoint: Some(SavepointPoll::Failed("disk full".into())),
             now_ms: NOW + 61_000,
-            ..ready(found("RUNNING"))
+            ..ready(found(FlinkJobState::Running))
         },
     );
     assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str(), "{plan:?}");
@@ -505,7 +529,7 @@ fn a_refused_change_is_kept_over_a_time_its_session_cluster_is_not_ready() {
     assert_eq!(reason(&waiting.status), Phase::UpdateFailed.as_str());
     let plan = decide(
         &resource(changed("savepoint", None), Some(waiting.status), true, false, 2),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     );
     assert!(plan.actions.is_empty(), "still refused once it is back: {plan:?}");
     assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str());
@@ -514,10 +538,10 @@ fn a_refused_change_is_kept_over_a_time_its_session_cluster_is_not_ready() {
 #[test]
 fn savepoint_changes_of_jobs_that_are_not_running_wait_or_are_refused() {
     for (state, waits) in [
-        ("RESTARTING", true),
-        ("INITIALIZING", true),
-        ("FAILED", false),
-        ("FINISHED", false),
+        (FlinkJobState::Restarting, true),
+        (FlinkJobState::Initializing, true),
+        (FlinkJobState::Failed, false),
+        (FlinkJobState::Finished, false),
     ] {
         let plan = decide(
             &resource(
@@ -527,7 +551,7 @@ fn savepoint_changes_of_jobs_that_are_not_running_wait_or_are_refused() {
                 false,
                 2,
             ),
-            &ready(found(state)),
+            &ready(found(state.clone())),
         );
         assert!(plan.actions.is_empty(), "{state}");
         let expected = if waits {
@@ -546,7 +570,7 @@ fn savepoint_changes_of_jobs_that_are_not_running_wait_or_are_refused() {
             false,
             2,
         ),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     )
     .status_before
     .unwrap();
@@ -580,7 +604,7 @@ fn savepoint_changes_of_jobs_that_are_not_running_wait_or_are_refused() {
 fn a_last_state_change_cancels_then_restores_the_latest_checkpoint_recorded_first() {
     let sj =
         |status: FlinkSessionJobStatus| resource(changed("last-state", None), Some(status), true, false, 2);
-    let plan = decide(&sj(running("last-state")), &ready(found("RUNNING")));
+    let plan = decide(&sj(running("last-state")), &ready(found(FlinkJobState::Running)));
     assert_eq!(
         plan.actions,
         [Action::Job(JobAction::Cancel {
@@ -596,7 +620,7 @@ fn a_last_state_change_cancels_then_restores_the_latest_checkpoint_recorded_firs
     let plan = decide(
         &sj(cancelling.clone()),
         &with(
-            found("CANCELED"),
+            found(FlinkJobState::Canceled),
             Some(CheckpointLookup::Found {
                 path: "file:/cp/chk-7".into(),
                 timestamp_ms: Some(NOW - 60_000),
@@ -625,14 +649,14 @@ fn a_last_state_change_cancels_then_restores_the_latest_checkpoint_recorded_firs
     let plan = decide(
         &sj(cancelling.clone()),
         &with(
-            found("CANCELED"),
+            found(FlinkJobState::Canceled),
             Some(CheckpointLookup::Unavailable("timeout".into())),
         ),
     );
     assert!(plan.actions.is_empty());
     assert_eq!(reason(&plan.status), Phase::Updating.as_str());
     for (job_observation, lookup) in [
-        (found("CANCELED"), CheckpointLookup::None),
+        (found(FlinkJobState::Canceled), CheckpointLookup::None),
         (not_found(), CheckpointLookup::Unavailable("job not found".into())),
     ] {
         let plan = decide(&sj(cancelling.clone()), &with(job_observation, Some(lookup)));
@@ -653,7 +677,10 @@ fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
             2,
         )
     };
-    let plan = decide(&suspend(running("savepoint")), &ready(found("RUNNING")));
+    let plan = decide(
+        &suspend(running("savepoint")),
+        &ready(found(FlinkJobState::Running)),
+    );
     assert!(matches!(
         plan.actions[..],
         [Action::Job(JobAction::StopWithSavepoint { .. })]
@@ -663,7 +690,7 @@ fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
         &suspend(triggered),
         &Observation {
             savepoint: Some(SavepointPoll::Completed("file:/sp/suspend".into())),
-            ..ready(found("FINISHED"))
+            ..ready(found(FlinkJobState::Finished))
         },
     );
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
@@ -695,7 +722,7 @@ fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
             false,
             3,
         ),
-        &ready(found("FINISHED")),
+        &ready(found(FlinkJobState::Finished)),
     );
     assert_eq!(
         submission(&plan).restore_path.as_deref(),
@@ -714,7 +741,7 @@ fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
             false,
             3,
         ),
-        &ready(found("FINISHED")),
+        &ready(found(FlinkJobState::Finished)),
     );
     assert_eq!(submission(&plan).restore_path, None);
 
@@ -728,14 +755,20 @@ fn suspend_stops_as_the_mode_says_and_resume_restores_what_it_left() {
             2,
         )
     };
-    let plan = decide(&suspend(running("stateless")), &ready(found("RUNNING")));
+    let plan = decide(
+        &suspend(running("stateless")),
+        &ready(found(FlinkJobState::Running)),
+    );
     assert_eq!(
         plan.actions,
         [Action::Job(JobAction::Cancel {
             job_id: "old-job".into()
         })]
     );
-    let plan = decide(&suspend(plan.status_before.unwrap()), &ready(found("CANCELED")));
+    let plan = decide(
+        &suspend(plan.status_before.unwrap()),
+        &ready(found(FlinkJobState::Canceled)),
+    );
     assert!(plan.actions.is_empty());
     assert_eq!(
         plan.status.lifecycle_state,
@@ -831,7 +864,7 @@ fn deletion_stops_the_job_records_its_savepoint_then_releases_the_finalizer() {
     // Cancel, wait, release.
     let plan = decide(
         &deleting(cancel_only.clone(), Some(running("stateless")), true),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     );
     assert_eq!(
         plan.actions,
@@ -840,8 +873,8 @@ fn deletion_stops_the_job_records_its_savepoint_then_releases_the_finalizer() {
         })]
     );
     for (job_observation, actions) in [
-        (found("CANCELLING"), vec![]),
-        (found("CANCELED"), release.to_vec()),
+        (found(FlinkJobState::Cancelling), vec![]),
+        (found(FlinkJobState::Canceled), release.to_vec()),
         (not_found(), release.to_vec()),
     ] {
         let plan = decide(
@@ -853,7 +886,7 @@ fn deletion_stops_the_job_records_its_savepoint_then_releases_the_finalizer() {
     // With savepoint-on-deletion: stop with a savepoint under a recorded trigger id.
     let sp = spec("savepoint");
     let observation = Observation {
-        ..ready(found("RUNNING"))
+        ..ready(found(FlinkJobState::Running))
     };
     let plan = decide(
         &deleting(sp.clone(), Some(running("savepoint")), true),
@@ -873,7 +906,7 @@ fn deletion_stops_the_job_records_its_savepoint_then_releases_the_finalizer() {
         &deleting(sp.clone(), Some(triggered.clone()), true),
         &Observation {
             savepoint: Some(SavepointPoll::Completed("file:/sp/last".into())),
-            ..ready(found("FINISHED"))
+            ..ready(found(FlinkJobState::Finished))
         },
     );
     assert_eq!(plan.actions, release);
@@ -888,7 +921,7 @@ fn deletion_stops_the_job_records_its_savepoint_then_releases_the_finalizer() {
         &deleting(sp.clone(), Some(triggered.clone()), true),
         &Observation {
             savepoint: Some(SavepointPoll::Failed("disk full".into())),
-            ..ready(found("RUNNING"))
+            ..ready(found(FlinkJobState::Running))
         },
     );
     assert!(plan.actions.is_empty());
@@ -961,7 +994,7 @@ fn conditions_read_back_keep_their_transition_time_while_their_status_holds() {
     let submitted = decide(&resource(spec("stateless"), None, true, false, 1), &ready(None)).status;
     let running = decide(
         &resource(spec("stateless"), Some(submitted), true, false, 1),
-        &at(NOW, found("RUNNING")),
+        &at(NOW, found(FlinkJobState::Running)),
     )
     .status;
     // Stored and read back: the conditions are part of the status type.
@@ -972,7 +1005,7 @@ fn conditions_read_back_keep_their_transition_time_while_their_status_holds() {
 
     let later = decide(
         &resource(spec("stateless"), Some(stored), true, false, 1),
-        &at(NOW + 60_000, found("RUNNING")),
+        &at(NOW + 60_000, found(FlinkJobState::Running)),
     )
     .status;
     for type_ in ["Ready", "Progressing", "Degraded"] {
@@ -984,7 +1017,7 @@ fn conditions_read_back_keep_their_transition_time_while_their_status_holds() {
     }
     let failed = decide(
         &resource(spec("stateless"), Some(later), true, false, 1),
-        &at(NOW + 120_000, found("FAILED")),
+        &at(NOW + 120_000, found(FlinkJobState::Failed)),
     )
     .status;
     assert_eq!(condition(&failed, "Degraded").status.as_deref(), Some("True"));
@@ -1079,7 +1112,7 @@ fn a_cancelled_job_is_submitted_from_its_checkpoint_retained_on_cancellation_und
         // 1. The running job is cancelled (no savepoint), recorded first.
         let plan = decide(
             &sj(running(mode)),
-            &with_policy(ready(found("RUNNING")), policy.clone()),
+            &with_policy(ready(found(FlinkJobState::Running)), policy.clone()),
         );
         assert_eq!(
             plan.actions,
@@ -1092,7 +1125,7 @@ fn a_cancelled_job_is_submitted_from_its_checkpoint_retained_on_cancellation_und
         // A crash before the cancel reached Flink: cancelled again.
         let plan = decide(
             &sj(cancelling.clone()),
-            &with_policy(ready(found("RUNNING")), policy.clone()),
+            &with_policy(ready(found(FlinkJobState::Running)), policy.clone()),
         );
         assert!(
             matches!(plan.actions[..], [Action::Job(JobAction::Cancel { .. })]),
@@ -1104,7 +1137,7 @@ fn a_cancelled_job_is_submitted_from_its_checkpoint_retained_on_cancellation_und
             &with_policy(
                 Observation {
                     checkpoint: lookup,
-                    ..ready(found("CANCELED"))
+                    ..ready(found(FlinkJobState::Canceled))
                 },
                 policy.clone(),
             ),
@@ -1157,7 +1190,7 @@ fn a_running_last_state_job_whose_checkpoint_is_too_old_is_not_cancelled_for_a_r
         &with_policy(
             Observation {
                 checkpoint: checkpoint_at("file:/cp/chk-3", NOW - 90 * MIN),
-                ..ready(found("RUNNING"))
+                ..ready(found(FlinkJobState::Running))
             },
             max_age(60),
         ),
@@ -1212,7 +1245,7 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
     ];
     for (name, mode, new_spec) in cases {
         let sj = resource(new_spec.clone(), Some(running(mode)), true, false, 2);
-        let plan = decide(&sj, &ready(found("RUNNING")));
+        let plan = decide(&sj, &ready(found(FlinkJobState::Running)));
         assert!(plan.actions.is_empty(), "{name}: {:?}", plan.actions);
         assert!(plan.status_before.is_none(), "{name}");
         assert_eq!(recorded_spec(&plan.status), sj.spec, "{name}");
@@ -1221,10 +1254,10 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
         assert_eq!(job(&plan.status).job_id.as_deref(), Some("old-job"), "{name}");
         // Recorded in the one write after the (no) actions: a crash before it decides the
         // same again, and once written nothing more happens.
-        assert_eq!(decide(&sj, &ready(found("RUNNING"))), plan, "{name}");
+        assert_eq!(decide(&sj, &ready(found(FlinkJobState::Running))), plan, "{name}");
         let again = decide(
             &resource(new_spec, Some(plan.status), true, false, 2),
-            &ready(found("RUNNING")),
+            &ready(found(FlinkJobState::Running)),
         );
         assert!(again.actions.is_empty(), "{name}");
         assert!(again.events.is_empty(), "{name}");
@@ -1240,12 +1273,12 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
             false,
             2,
         ),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     )
     .status;
     let plan = decide(
         &resource(changed("savepoint", None), Some(mode_changed), true, false, 3),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     );
     assert!(
         matches!(
@@ -1264,7 +1297,7 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
             false,
             2,
         ),
-        &ready(found("RUNNING")),
+        &ready(found(FlinkJobState::Running)),
     );
     assert_eq!(
         plan.actions,
@@ -1287,7 +1320,7 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
                         false,
                         2,
                     ),
-                    &ready(found("RUNNING")),
+                    &ready(found(FlinkJobState::Running)),
                 )
                 .status_before
                 .unwrap(),
@@ -1296,7 +1329,7 @@ fn changes_of_the_upgrade_mode_or_operator_keys_alone_are_recorded_without_endin
             false,
             2,
         ),
-        &ready(found("CANCELED")),
+        &ready(found(FlinkJobState::Canceled)),
     )
     .status;
     let plan = decide(
@@ -1338,7 +1371,10 @@ fn a_savepoint_redeploy_nonce_cancels_and_restores_the_initial_savepoint_path() 
         job_id: "old-job".into(),
     })];
     // 1. Cancelled, not stopped with a savepoint; recorded first.
-    let plan = decide(&redeploy(running("savepoint"), chosen), &ready(found("RUNNING")));
+    let plan = decide(
+        &redeploy(running("savepoint"), chosen),
+        &ready(found(FlinkJobState::Running)),
+    );
     assert_eq!(plan.actions, cancel);
     assert!(
         plan.events
@@ -1348,14 +1384,23 @@ fn a_savepoint_redeploy_nonce_cancels_and_restores_the_initial_savepoint_path() 
     let cancelling = plan.status_before.unwrap();
     assert_eq!(reason(&cancelling), Phase::Updating.as_str());
     // A crash before the cancel reached Flink: cancelled again.
-    let plan = decide(&redeploy(cancelling.clone(), chosen), &ready(found("RUNNING")));
+    let plan = decide(
+        &redeploy(cancelling.clone(), chosen),
+        &ready(found(FlinkJobState::Running)),
+    );
     assert_eq!(plan.actions, cancel);
     // 2. Cancelling: wait.
-    let plan = decide(&redeploy(cancelling.clone(), chosen), &ready(found("CANCELLING")));
+    let plan = decide(
+        &redeploy(cancelling.clone(), chosen),
+        &ready(found(FlinkJobState::Cancelling)),
+    );
     assert!(plan.actions.is_empty());
     // 3. Ended: the path, the spec (with its nonce) and a new job id are recorded, then
     // the job is submitted restoring the path.
-    let plan = decide(&redeploy(cancelling, chosen), &ready(found("CANCELED")));
+    let plan = decide(
+        &redeploy(cancelling, chosen),
+        &ready(found(FlinkJobState::Canceled)),
+    );
     let committed = plan.status_before.clone().unwrap();
     assert_eq!(
         job(&committed).upgrade_savepoint_path.as_deref(),
@@ -1378,7 +1423,10 @@ fn a_savepoint_redeploy_nonce_cancels_and_restores_the_initial_savepoint_path() 
     assert_eq!(submission(&plan).job_id, "new-job");
     assert_eq!(submission(&plan).restore_path.as_deref(), Some("file:/sp/chosen"));
     // Without a path there is nothing to redeploy from: refused, the job runs on.
-    let plan = decide(&redeploy(running("savepoint"), None), &ready(found("RUNNING")));
+    let plan = decide(
+        &redeploy(running("savepoint"), None),
+        &ready(found(FlinkJobState::Running)),
+    );
     assert!(plan.actions.is_empty());
     assert_eq!(reason(&plan.status), Phase::UpdateFailed.as_str());
     assert!(
@@ -1413,7 +1461,7 @@ fn a_restarted_failed_job_is_submitted_under_a_new_job_id_recorded_first() {
         let observation = with_policy(
             Observation {
                 checkpoint,
-                ..ready(found("FAILED"))
+                ..ready(found(FlinkJobState::Failed))
             },
             restart.clone(),
         );
@@ -1450,7 +1498,7 @@ fn a_failed_job_whose_checkpoint_is_not_read_yet_waits_to_be_restarted() {
         &with_policy(
             Observation {
                 checkpoint: Some(CheckpointLookup::Unavailable("timeout".into())),
-                ..ready(found("FAILED"))
+                ..ready(found(FlinkJobState::Failed))
             },
             Policy {
                 restart_failed: true,
@@ -1622,7 +1670,7 @@ fn a_deleted_stateful_session_job_records_the_state_it_leaves_before_the_finaliz
             path: LATEST.to_owned(),
             timestamp_ms: Some(NOW - 500),
         }),
-        ..with_resources(ready(found("CANCELED")))
+        ..with_resources(ready(found(FlinkJobState::Canceled)))
     };
     let cancel_only = {
         let mut s = spec("last-state");
@@ -1659,16 +1707,16 @@ fn a_stateful_job_that_failed_or_was_cancelled_outside_records_its_latest_checkp
         timestamp_ms: Some(NOW - 5_000),
     });
     for (mode, state, recorded) in [
-        ("last-state", "FAILED", Some(CHECKPOINT)),
-        ("savepoint", "CANCELED", Some(CHECKPOINT)),
-        ("last-state", "RUNNING", None),
-        ("stateless", "FAILED", None),
+        ("last-state", FlinkJobState::Failed, Some(CHECKPOINT)),
+        ("savepoint", FlinkJobState::Canceled, Some(CHECKPOINT)),
+        ("last-state", FlinkJobState::Running, None),
+        ("stateless", FlinkJobState::Failed, None),
     ] {
         let plan = decide(
             &resource(spec(mode), Some(running(mode)), true, false, 1),
             &Observation {
                 checkpoint: latest.clone(),
-                ..ready(found(state))
+                ..ready(found(state.clone()))
             },
         );
         // Written with the state it is seen in: the session cluster forgets an ended job.

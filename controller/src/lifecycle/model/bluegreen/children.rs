@@ -23,7 +23,7 @@
 
 use flink_operator_api::{
     FlinkDeployment, FlinkDeploymentSpec,
-    common::{JobStatus, ResourceLifecycleState as Lifecycle, UpgradeMode, flink_job_state},
+    common::{FlinkJobState, JobStatus, ResourceLifecycleState as Lifecycle, UpgradeMode},
 };
 
 use super::super::flink::{Flink, Operation};
@@ -162,8 +162,7 @@ impl Child {
 
     /// Whether its job runs in Flink.
     pub fn running(&self, flink: &Flink) -> bool {
-        self.job(flink)
-            .is_some_and(|j| j.state == flink_job_state::RUNNING)
+        self.job(flink).is_some_and(|j| j.state == FlinkJobState::Running)
     }
 
     /// The newest state its runs left on storage: the latest checkpoint or the stop's
@@ -425,14 +424,14 @@ impl Child {
             return;
         };
         let state = job.state;
-        if state == flink_job_state::FAILED && upgrade_mode(&self.object.spec) != UpgradeMode::Stateless {
+        if state == FlinkJobState::Failed && upgrade_mode(&self.object.spec) != UpgradeMode::Stateless {
             let newest = self.newest(flink);
             self.job_status_mut().upgrade_savepoint_path = newest;
         }
         if let Some(stopped) = job
             .stopped_with
             .clone()
-            .filter(|_| state == flink_job_state::FINISHED)
+            .filter(|_| state == FlinkJobState::Finished)
         {
             // A stop's savepoint, whether or not its trigger's result is still known.
             self.job_status_mut().upgrade_savepoint_path = Some(stopped);
@@ -442,11 +441,11 @@ impl Child {
             return;
         }
         let lifecycle = match state {
-            flink_job_state::RUNNING if flink.now_ms >= run.deployed_ms + START_MS + STABLE_MS => {
+            FlinkJobState::Running if flink.now_ms >= run.deployed_ms + START_MS + STABLE_MS => {
                 Lifecycle::Stable
             }
-            flink_job_state::RUNNING => Lifecycle::Deployed,
-            flink_job_state::FAILED => Lifecycle::Failed,
+            FlinkJobState::Running => Lifecycle::Deployed,
+            FlinkJobState::Failed => Lifecycle::Failed,
             _ => return,
         };
         if !self.ending {

@@ -25,7 +25,7 @@ use super::{
     children::ChildEffect,
     world::{Effect, World},
 };
-use flink_operator_api::common::{UpgradeMode, flink_job_state};
+use flink_operator_api::common::{FlinkJobState, UpgradeMode};
 
 use crate::{
     bluegreen::{Colour, Stage},
@@ -127,7 +127,7 @@ impl Lineage {
             // a job that ended meanwhile left is not its state any more.
             self.floor = None;
             self.line
-                .retain(|id| (world.flink.jobs.get(id)).is_some_and(|j| j.state == flink_job_state::RUNNING));
+                .retain(|id| (world.flink.jobs.get(id)).is_some_and(|j| j.state == FlinkJobState::Running));
             return Ok(());
         }
         self.take_in(world);

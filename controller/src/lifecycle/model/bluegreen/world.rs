@@ -17,7 +17,7 @@ use std::{
 
 use flink_operator_api::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentStatus as Status, FlinkDeployment, FlinkStateSnapshot,
-    common::flink_job_state, keys,
+    common::FlinkJobState, keys,
 };
 use kube::ResourceExt;
 use serde_json::{Value, json};
@@ -663,7 +663,7 @@ impl World {
         self.ids += 1;
         snapshot::Observation {
             target,
-            tasks_running: job.map(|j| j.state == flink_job_state::RUNNING),
+            tasks_running: job.map(|j| j.state == FlinkJobState::Running),
             operation,
             disposal,
             needed_by,
@@ -703,7 +703,7 @@ impl World {
                     .as_ref()
                     .and_then(|j| j.initial_savepoint_path.clone());
                 let started = (c.job(&self.flink))
-                    .filter(|j| j.state == flink_job_state::RUNNING)
+                    .filter(|j| j.state == FlinkJobState::Running)
                     .and_then(|j| j.started_from.clone());
                 [initial, c.recorded(), started]
             });
@@ -718,7 +718,7 @@ impl World {
         (self.children.iter().flatten())
             .filter(|c| !c.deleting())
             .filter_map(|c| Some((c.run.as_ref()?.job_id.clone(), c.job(&self.flink)?)))
-            .filter(|(id, job)| jobs.contains(id) && job.state == flink_job_state::RUNNING)
+            .filter(|(id, job)| jobs.contains(id) && job.state == FlinkJobState::Running)
             .filter_map(|(id, job)| Some(Flink::checkpoint_path(&id, job.latest_checkpoint?)))
             .collect()
     }
@@ -737,7 +737,7 @@ impl World {
                     if c.broken { " (broken)" } else { "" },
                     c.object.status.as_ref().and_then(|s| s.lifecycle_state),
                     job.and_then(|j| j.job_id.as_deref()).map(short),
-                    job.and_then(|j| j.state.as_deref()),
+                    job.and_then(|j| j.state.as_ref()).map(FlinkJobState::as_str),
                     c.object
                         .spec
                         .job
