@@ -5,19 +5,46 @@
 //! (an API server refusing its objects, a JobManager that never answers) then costs a few
 //! requests an hour instead of one every few seconds, and does not crowd out the others.
 
-use std::{collections::HashMap, sync::Mutex, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
 
 /// The first delay after a failure.
 pub const FIRST: Duration = Duration::from_secs(1);
 /// The longest delay between two attempts.
 pub const MAX: Duration = Duration::from_secs(300);
 
-/// Failures in a row, by object (`namespace/name`).
+/// Below this many failing objects the map is not pruned.
+const PRUNE_FLOOR: usize = 64;
+
+/// Failures in a row, by object (`namespace/name`), with when the last one was.
+///
+/// A success removes an object's entry; one deleted while it was failing is never
+/// reconciled again, so its entry goes when the map has doubled since it was last pruned
+/// and the object has not failed for twice the longest delay (a failing object fails again
+/// within the longest delay). The map stays within twice the objects failing now.
 #[derive(Debug)]
 pub struct Backoff {
     first: Duration,
     max: Duration,
-    failures: Mutex<HashMap<String, u32>>,
+    failures: Mutex<Failures>,
+}
+
+#[derive(Debug)]
+struct Failures {
+    by_object: HashMap<String, (u32, Instant)>,
+    prune_at: usize,
+}
+
+impl Default for Failures {
+    fn default() -> Self {
+        Self {
+            by_object: HashMap::new(),
+            prune_at: PRUNE_FLOOR,
+        }
+    }
 }
 
 impl Default for Backoff {
@@ -37,23 +64,43 @@ impl Backoff {
 
     /// Counts one more failure of `key`; the delay before its next attempt.
     pub fn failed(&self, key: &str) -> Duration {
+        self.failed_at(key, Instant::now())
+    }
+
+    fn failed_at(&self, key: &str, now: Instant) -> Duration {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let count = failures.entry(key.to_owned()).or_insert(0);
-        *count = count.saturating_add(1);
-        let doublings = (*count - 1).min(31);
+        let entry = failures.by_object.entry(key.to_owned()).or_insert((0, now));
+        entry.0 = entry.0.saturating_add(1);
+        entry.1 = now;
+        let doublings = (entry.0 - 1).min(31);
+        if failures.by_object.len() >= failures.prune_at {
+            let stale = self.max * 2;
+            failures
+                .by_object
+                .retain(|_, (_, last)| now.saturating_duration_since(*last) <= stale);
+            failures.prune_at = (failures.by_object.len() * 2).max(PRUNE_FLOOR);
+        }
         self.first
             .checked_mul(1u32 << doublings)
             .map_or(self.max, |delay| delay.min(self.max))
     }
 
-    /// `key` was reconciled: its next failure waits [`FIRST`] again. Also forgets objects
-    /// that are gone, so the map holds only failing objects.
+    /// `key` was reconciled: its next failure waits [`FIRST`] again.
     pub fn succeeded(&self, key: &str) {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         // Most reconciles succeed with nothing to remove: no allocation on that path.
-        if !failures.is_empty() {
-            failures.remove(key);
+        if !failures.by_object.is_empty() {
+            failures.by_object.remove(key);
         }
+    }
+
+    #[cfg(test)]
+    fn failing(&self) -> usize {
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_object
+            .len()
     }
 }
 
@@ -74,5 +121,29 @@ mod tests {
             backoff.failed("ns/c");
         }
         assert_eq!(backoff.failed("ns/c"), MAX);
+    }
+
+    #[test]
+    fn objects_deleted_while_failing_are_forgotten() {
+        let backoff = Backoff::default();
+        let start = Instant::now();
+        // One object fails for ever, every longest delay; 10,000 others fail once each, a
+        // second apart, and are deleted (never reconciled again).
+        let mut most = 0;
+        for i in 0..10_000u64 {
+            let now = start + Duration::from_secs(i);
+            if i % MAX.as_secs() == 0 {
+                backoff.failed_at("ns/broken", now);
+            }
+            backoff.failed_at(&format!("ns/gone-{i}"), now);
+            most = most.max(backoff.failing());
+        }
+        // Within twice the objects that failed in the last two longest delays (600 s).
+        assert!(most <= 2 * 601 + 1, "at most {most} entries kept");
+        // The object that goes on failing kept its count: its delay is still the longest.
+        assert_eq!(
+            backoff.failed_at("ns/broken", start + Duration::from_secs(10_000)),
+            MAX
+        );
     }
 }
