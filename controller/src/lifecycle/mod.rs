@@ -14,7 +14,7 @@
 //!    started: a cluster deployed with the job, or a jar submitted to a session cluster;
 //! 2. **observe**: Flink's job state into `status.jobStatus` with an Event per change, the
 //!    failure cause of a FAILED job ([`observe`]), from what the JobManager's REST API says
-//!    of the job ([`job`]);
+//!    of the job ([`crate::flink::job`]);
 //! 3. **snapshots** of the running job: savepoints and checkpoints asked for by a nonce,
 //!    periodic savepoints, the savepoint history and its cleanup ([`snapshots`],
 //!    [`savepoint_history`]);
