@@ -48,7 +48,8 @@ pub enum Next {
     /// A job stops with a savepoint for a change (or its cluster's JobManager exits before
     /// the next one starts), under way for `for_ms`: see [`crate::runtime::next::stopping_poll`].
     Stopping { for_ms: u64 },
-    /// A snapshot Flink is taking, triggered `for_ms` ago: see [`crate::runtime::next::awaiting_poll`].
+    /// Something only Flink can finish and the operator waits on, under way for `for_ms`: a
+    /// snapshot it takes, a job it starts. See [`crate::runtime::next::awaiting_poll`].
     Awaiting { for_ms: u64 },
     /// Nothing will happen by itself any more (a snapshot that completed or was abandoned):
     /// looked at again only when the resource changes (its spec, its deletion).

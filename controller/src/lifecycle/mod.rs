@@ -73,4 +73,4 @@ mod scenarios;
 
 pub use crate::plan::Plan;
 pub use facts::{Facts, JobAction, Out};
-pub use terms::{FAST, SLOW, WAIT, capitalised};
+pub use terms::{FAST, SLOW, WAIT, capitalised, starting};

@@ -13,10 +13,10 @@ pub fn stopping_poll(for_ms: u64) -> Duration {
     Duration::from_millis((for_ms / 4).clamp(50, 250))
 }
 
-/// A snapshot under way is polled every quarter of the time it has taken so far, between
-/// 1 s and `kubernetes.operator.observer.progress-check.interval`: a small job's savepoint,
-/// done within a second or two, is seen complete about a second later, while one that takes
-/// minutes costs no more than any other work in progress.
+/// A snapshot under way (or a job starting) is polled every quarter of the time it has taken
+/// so far, between 1 s and `kubernetes.operator.observer.progress-check.interval`: a small
+/// job's savepoint, done within a second or two, is seen complete about a second later, while
+/// one that takes minutes costs no more than any other work in progress.
 pub fn awaiting_poll(for_ms: u64, progress: Duration) -> Duration {
     Duration::from_millis(for_ms / 4).clamp(Duration::from_secs(1), progress.max(Duration::from_secs(1)))
 }

@@ -298,7 +298,7 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
         let next = if status::unanswered_once(self) {
             FAST
         } else {
-            status::steady_requeue(&self.status, pending)
+            status::steady_requeue(&self.status, pending, self.obs.now_ms)
         };
         // A rollback falls due at the readiness timeout, not at the next steady look.
         if !self.rolled_back()

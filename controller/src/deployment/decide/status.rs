@@ -178,10 +178,11 @@ fn job_manager_status(jm: &JobManagerObservation) -> JobManagerDeploymentStatus 
 }
 
 /// How soon to look again at a resource that needs nothing done: soon while its job starts
-/// or a snapshot is pending (only Flink knows when they are done); a JobManager that is not
-/// ready yet is waited for through the watch on its Deployment, with a slower look as a
-/// fallback, so that many starting (or unschedulable) clusters do not poll the API server.
-pub(super) fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> Next {
+/// (see [`crate::lifecycle::starting`]) or a snapshot is pending (only Flink knows when they
+/// are done); a JobManager that is not ready yet is waited for through the watch on its
+/// Deployment, with a slower look as a fallback, so that many starting (or unschedulable)
+/// clusters do not poll the API server.
+pub(super) fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool, now_ms: i64) -> Next {
     let stable = status.lifecycle_state == Some(ResourceLifecycleState::Stable);
     let ended = status
         .job_status
@@ -194,7 +195,7 @@ pub(super) fn steady_requeue(status: &FlinkDeploymentStatus, pending: bool) -> N
         // operator) a cluster that is broken or gone, whose Deployment's changes wake it.
         JobManagerDeploymentStatus::Ready if stable || ended => SLOW,
         JobManagerDeploymentStatus::Error | JobManagerDeploymentStatus::Missing => SLOW,
-        JobManagerDeploymentStatus::Ready => FAST,
+        JobManagerDeploymentStatus::Ready => crate::lifecycle::starting(status, now_ms),
         _ => WAIT,
     }
 }

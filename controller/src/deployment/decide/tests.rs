@@ -2406,12 +2406,13 @@ fn steady_resources_are_looked_at_as_often_as_something_can_change() {
     let cases = [
         (L::Stable, Jm::Ready, None, false, SLOW),
         (L::Stable, Jm::Ready, None, true, FAST),
+        // A job starting, deployed 8 s ago: polled every quarter of that (see `starting`).
         (
             L::Deployed,
             Jm::Ready,
             Some(FlinkJobState::Initializing),
             false,
-            FAST,
+            Next::Awaiting { for_ms: 8_000 },
         ),
         (L::Deployed, Jm::Deploying, None, false, WAIT),
         (L::Deployed, Jm::DeployedNotReady, None, false, WAIT),
@@ -2425,6 +2426,10 @@ fn steady_resources_are_looked_at_as_often_as_something_can_change() {
     ];
     for (lifecycle, jm, job_state, pending, expected) in cases {
         let status = FlinkDeploymentStatus {
+            reconciliation_status: Some(ReconciliationStatus {
+                reconciliation_timestamp: Some(NOW - 8_000),
+                ..Default::default()
+            }),
             lifecycle_state: Some(lifecycle),
             job_manager_deployment_status: Some(jm),
             job_status: job_state.clone().map(|s| JobStatus {
@@ -2434,7 +2439,7 @@ fn steady_resources_are_looked_at_as_often_as_something_can_change() {
             ..Default::default()
         };
         assert_eq!(
-            status::steady_requeue(&status, pending),
+            status::steady_requeue(&status, pending, NOW),
             expected,
             "{lifecycle:?} {jm:?} {job_state:?} pending={pending}"
         );

@@ -198,7 +198,13 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
             .is_some_and(FlinkJobState::is_globally_terminal);
         let stable =
             self.status.lifecycle_state == Some(flink_operator_api::common::ResourceLifecycleState::Stable);
-        if (stable || ended) && !pending { SLOW } else { FAST }
+        match (stable || ended, pending) {
+            (true, false) => SLOW,
+            (false, false) if self.obs.session == SessionObservation::Ready => {
+                crate::lifecycle::starting(&self.status, self.obs.now_ms)
+            }
+            _ => FAST,
+        }
     }
 
     fn own_step(&mut self, step: &Step<FlinkSessionJobSpec>) -> Option<Plan> {
