@@ -14,9 +14,10 @@
 //! Tenant B, meanwhile, runs the counter job with periodic savepoints and does a savepoint
 //! upgrade, timed once before the attack and once under it. Shown: every attack refused (403,
 //! an admission refusal) or capped (a status error and an Event naming the key or the rule,
-//! the downloads held to the namespace's turns), B's upgrade under attack within twice its
-//! time alone, B's periodic savepoints going on, and the operator's memory well under its
-//! limit. The figures are printed as MEASURED lines.
+//! the downloads held to the namespace's turns), B's upgrade under attack deploying its new
+//! cluster within twice its time alone and done within twice its time alone and 5 s (the rest
+//! is JVMs starting), B's periodic savepoints going on, and the operator's memory well under
+//! its limit. The figures are printed as MEASURED lines.
 
 use std::{
     io::{Read, Write},
@@ -443,9 +444,36 @@ async fn session_ready(api: &Api<FlinkDeployment>) {
 
 /// Patches the counter's parallelism and times its savepoint upgrade: spec stored -> the new
 /// job RUNNING and the resource STABLE.
-async fn timed_upgrade(api: &Api<FlinkDeployment>, parallelism: i32) -> Duration {
+/// A savepoint upgrade of B's counter, timed.
+struct Upgrade {
+    /// From the spec stored to the new job RUNNING and the resource STABLE.
+    took: Duration,
+    /// From the spec stored to the new cluster deployed (the new job's id in status): the part
+    /// the operator drives (the stop with a savepoint takes Flink a few hundred milliseconds);
+    /// the rest is the JobManager, the TaskManagers and the job starting.
+    to_deploy: Duration,
+    /// What B's status went through, and when.
+    timeline: String,
+}
+
+/// Upgrades B's counter to `parallelism` right after one of its periodic savepoints completed,
+/// so that the upgrade does not wait for one under way (which would add its time to either
+/// measurement).
+async fn timed_upgrade(api: &Api<FlinkDeployment>, parallelism: i32) -> Upgrade {
     let before = harness::running_job(api, "counter", None).await;
-    let job = before.status.unwrap().job_status.unwrap().job_id;
+    let job = before.status.unwrap().job_status.unwrap().job_id.unwrap();
+    let namespace = api.namespace().unwrap().to_owned();
+    let client = harness::client().await;
+    let periodic = periodic_savepoints_since(&client, &namespace, Default::default()).await;
+    wait_for(
+        "a periodic savepoint of B completed before its upgrade",
+        Duration::from_secs(60),
+        || async {
+            (periodic_savepoints_since(&client, &namespace, Default::default()).await > periodic)
+                .then_some(())
+        },
+    )
+    .await;
     let started = Instant::now();
     api.patch(
         "counter",
@@ -454,11 +482,73 @@ async fn timed_upgrade(api: &Api<FlinkDeployment>, parallelism: i32) -> Duration
     )
     .await
     .unwrap();
-    let after = harness::running_job(api, "counter", job.as_deref()).await;
+    // The total alone does not say whether the operator or Flink took the time.
+    let timeline = Arc::new(Mutex::new(Vec::<(Duration, String, bool)>::new()));
+    let watching = {
+        let (api, timeline, job) = (api.clone(), timeline.clone(), job.clone());
+        tokio::spawn(async move {
+            loop {
+                if let Ok(resource) = api.get("counter").await {
+                    let state = upgrade_state(&resource);
+                    let new_job = resource
+                        .status
+                        .and_then(|s| s.job_status)
+                        .and_then(|j| j.job_id)
+                        .is_some_and(|id| id != job);
+                    let mut seen = timeline.lock().unwrap();
+                    if seen.last().is_none_or(|(_, last, _)| *last != state) {
+                        seen.push((started.elapsed(), state, new_job));
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let after = harness::running_job(api, "counter", Some(&job)).await;
     let took = started.elapsed();
+    watching.abort();
     let savepoint = after.status.unwrap().job_status.unwrap().upgrade_savepoint_path;
     assert!(savepoint.is_some(), "the upgrade took no savepoint");
-    took
+    let seen = timeline.lock().unwrap();
+    let to_deploy = seen
+        .iter()
+        .find(|(_, _, new_job)| *new_job)
+        .map_or(took, |(at, _, _)| *at);
+    let timeline = seen
+        .iter()
+        .map(|(at, state, _)| format!("{:.1} s {state}", at.as_secs_f64()))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Upgrade {
+        took,
+        to_deploy,
+        timeline,
+    }
+}
+
+/// What B's status says of its upgrade: lifecycle, JobManager, job and savepoint in progress.
+fn upgrade_state(resource: &FlinkDeployment) -> String {
+    let seen = serde_json::to_value(resource).unwrap_or_default();
+    let field = |pointer: &str| match seen.pointer(pointer) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => "-".to_owned(),
+        Some(other) => other.to_string(),
+    };
+    format!(
+        "{}/{} JM {} job {} {} savepoint {}",
+        field("/status/lifecycleState"),
+        field("/status/reconciliationStatus/state"),
+        field("/status/jobManagerDeploymentStatus"),
+        field("/status/jobStatus/jobId")
+            .chars()
+            .take(6)
+            .collect::<String>(),
+        field("/status/jobStatus/state"),
+        field("/status/jobStatus/savepointInfo/triggerId")
+            .chars()
+            .take(6)
+            .collect::<String>(),
+    )
 }
 
 /// The PERIODIC savepoint snapshots of the counter completed after `after` (a creation time).
@@ -548,8 +638,11 @@ async fn a_hostile_tenant_is_refused_or_capped_and_another_tenants_upgrade_is_no
     tokio::time::sleep(Duration::from_secs(10)).await;
     let alone = timed_upgrade(&b, 1).await;
     println!(
-        "MEASURED tenant B's savepoint upgrade alone: {:.1} s (spec stored -> new job RUNNING, STABLE)",
-        alone.as_secs_f64()
+        "MEASURED tenant B's savepoint upgrade alone: {:.1} s (spec stored -> new job RUNNING, STABLE), \
+         new cluster deployed after {:.1} s: {}",
+        alone.took.as_secs_f64(),
+        alone.to_deploy.as_secs_f64(),
+        alone.timeline
     );
 
     // The attack. The operator's memory is sampled all along.
@@ -731,22 +824,28 @@ async fn a_hostile_tenant_is_refused_or_capped_and_another_tenants_upgrade_is_no
     let pids = process_tree(harness::container_pid(&jm, "flink-main-container").unwrap());
     signal(&pids, "-STOP");
     let _thaw = Thaw(pids);
-    let frozen_at = k8s_openapi::jiff::Timestamp::now();
 
     // B's savepoint upgrade under the attack.
     let attacked = timed_upgrade(&b, 2).await;
     println!(
-        "MEASURED tenant B's savepoint upgrade under the attack: {:.1} s (alone: {:.1} s, ratio {:.2})",
-        attacked.as_secs_f64(),
-        alone.as_secs_f64(),
-        attacked.as_secs_f64() / alone.as_secs_f64()
+        "MEASURED tenant B's savepoint upgrade under the attack: {:.1} s (alone: {:.1} s, ratio {:.2}), \
+         new cluster deployed after {:.1} s (alone: {:.1} s): {}",
+        attacked.took.as_secs_f64(),
+        alone.took.as_secs_f64(),
+        attacked.took.as_secs_f64() / alone.took.as_secs_f64(),
+        attacked.to_deploy.as_secs_f64(),
+        alone.to_deploy.as_secs_f64(),
+        attacked.timeline
     );
     // B's periodic savepoints go on.
+    let upgraded_at = k8s_openapi::jiff::Timestamp::now();
     let periodic_wait = Instant::now();
     wait_for(
         "a periodic savepoint of tenant B completed during the attack",
         Duration::from_secs(90),
-        || async { (periodic_savepoints_since(&client, &tenant_b.name, frozen_at).await >= 1).then_some(()) },
+        || async {
+            (periodic_savepoints_since(&client, &tenant_b.name, upgraded_at).await >= 1).then_some(())
+        },
     )
     .await;
     println!(
@@ -827,9 +926,22 @@ async fn a_hostile_tenant_is_refused_or_capped_and_another_tenants_upgrade_is_no
          {FLOOD_JOBS} session jobs at 1 s intervals on a frozen session cluster; dripped jar downloads at once at most {most} ({total} started)"
     );
 
+    // What the operator drives, B's way to its new cluster, within twice its time alone (and
+    // a second for the polls' granularity: a few hundred milliseconds each).
     assert!(
-        attacked.as_secs_f64() <= 2.0 * alone.as_secs_f64(),
-        "tenant B's upgrade took {attacked:?} under the attack, more than twice its {alone:?} alone"
+        attacked.to_deploy <= 2 * alone.to_deploy + Duration::from_secs(1),
+        "tenant B's upgrade deployed its new cluster after {:?} under the attack, against {:?} alone",
+        attacked.to_deploy,
+        alone.to_deploy
+    );
+    // The whole upgrade, whose rest is JVMs starting on the machine the attack loads (the same
+    // JobManager start took 6 to 9 s in runs on one machine): within twice its time alone and
+    // 5 s. An operator that kept B waiting on A's frozen cluster would add REST timeouts.
+    assert!(
+        attacked.took <= 2 * alone.took + Duration::from_secs(5),
+        "tenant B's upgrade took {:?} under the attack, more than twice its {:?} alone and 5 s",
+        attacked.took,
+        alone.took
     );
     assert!(rss < RSS_CEILING_MIB, "the operator's RSS reached {rss:.1} MiB");
     // A namespace holds at most 2 downloads at once (and a host 2): the drip server never
