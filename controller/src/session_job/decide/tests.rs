@@ -314,7 +314,11 @@ fn observed_job_states_become_status_conditions_and_events() {
         // A job starting is polled every quarter of the time since it was submitted (here,
         // within the same instant: at the 1 s floor); one that ended waits for a change.
         if observed == found(FlinkJobState::Initializing) {
-            assert_eq!(plan.requeue, crate::plan::Next::Awaiting { for_ms: 0 }, "{observed:?}");
+            assert_eq!(
+                plan.requeue,
+                crate::plan::Next::Awaiting { for_ms: 0 },
+                "{observed:?}"
+            );
         }
     }
     // No Event while the state stays the same; a running job records its stable spec.
