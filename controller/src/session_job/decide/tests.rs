@@ -312,7 +312,7 @@ fn observed_job_states_become_status_conditions_and_events() {
         assert_eq!(plan.events.len(), 1, "{observed:?}");
         assert_eq!(plan.events[0].warning, warning, "{observed:?}");
         // A job starting is polled every quarter of the time since it was submitted (here,
-        // within the same instant: at the 1 s floor); one that ended waits for a change.
+        // within the same instant: at the 1 s floor).
         if observed == found(FlinkJobState::Initializing) {
             assert_eq!(
                 plan.requeue,
