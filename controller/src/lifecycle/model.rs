@@ -62,8 +62,8 @@
 //! [`cluster::Application::before_tick`]); without HA, a JobManager that dies loses what only
 //! it knew of its job, by Flink's design. Not modelled yet: ZooKeeper HA, the health check,
 //! the JobManager Deployment deleted by hand (and its recovery), the shutdown of an ended
-//! job's JobManager, a session job's revisions and rollbacks, blue/green, snapshot resources taken by the
-//! FlinkStateSnapshot loop, periodic snapshots.
+//! job's JobManager, a session job's revisions and rollbacks, periodic snapshots. Blue/green is
+//! modelled in [`bluegreen`] (BASIC transitions).
 
 mod application;
 mod bluegreen;
