@@ -1,5 +1,6 @@
 //! The layout rules of docs/development.md, checked on the sources: no import cycle between the
-//! top-level modules of any workspace crate, none between the files of the lifecycle machine
+//! child modules of any module (the crate root's top-level modules, a folder's files and
+//! folders) of any workspace crate, none between the files of the lifecycle machine
 //! (`controller/src/lifecycle`), and no import from the object builders, the metrics or the
 //! reconcile shell up into a kind or the machine. Run alone with
 //! `cargo test --test architecture`.
@@ -587,14 +588,23 @@ fn graph(
     graph
 }
 
-/// A crate's top-level modules: a folder with its mod.rs (or x.rs beside it) is one node; the
-/// root file, which declares them all, is none.
-fn top_level_graph(scan: &CrateScan) -> Graph {
-    graph(
-        &scan.references,
-        |to, _| to.first().cloned(),
-        |r| r.from.first().cloned(),
-    )
+/// The children of module `parent` (of the crate root: its top-level modules), each with
+/// everything under it as one node: a folder with its mod.rs (or x.rs beside it) is one
+/// node; `parent`'s own file, which declares them all, is none.
+fn children_graph(scan: &CrateScan, parent: &[String]) -> Graph {
+    let child = |module: &ModPath| {
+        (module.len() > parent.len() && module.starts_with(parent))
+            .then(|| module[..=parent.len()].join("::"))
+    };
+    graph(&scan.references, |to, _| child(to), |r| child(&r.from))
+}
+
+/// The modules of a crate that have child modules (the root included).
+fn parents(scan: &CrateScan) -> BTreeSet<ModPath> {
+    scan.modules
+        .keys()
+        .filter_map(|module| module.split_last().map(|(_, parent)| parent.to_vec()))
+        .collect()
 }
 
 /// Each non-test file under `dir` is a node, a folder's files each their own.
@@ -718,14 +728,20 @@ fn controller() -> &'static CrateScan {
 }
 
 #[test]
-fn no_import_cycle_between_the_top_level_modules_of_any_crate() {
+fn no_import_cycle_between_the_children_of_any_module_of_any_crate() {
     let mut found = String::new();
     for scan in workspace() {
         let crate_dir = scan.root.parent().unwrap_or(Path::new("")).display().to_string();
-        found += &describe_cycles(
-            &format!("between the modules of {crate_dir}"),
-            &top_level_graph(scan),
-        );
+        for parent in parents(scan) {
+            let within = match parent.is_empty() {
+                true => String::new(),
+                false => format!(" under {}", parent.join("::")),
+            };
+            found += &describe_cycles(
+                &format!("between the modules of {crate_dir}{within}"),
+                &children_graph(scan, &parent),
+            );
+        }
     }
     assert!(found.is_empty(), "{found}");
 }
@@ -911,12 +927,39 @@ mod scanner {
             ("b.rs", "pub struct X;\n\npub fn f() {\n    crate::a::g();\n}"),
             ("c.rs", "use crate::a::X;"),
         ]);
-        let report = describe_cycles("in the test crate", &top_level_graph(&scan));
+        let report = describe_cycles("in the test crate", &children_graph(&scan, &[]));
         assert_eq!(
             report,
             "import cycle in the test crate among a, b:\n  \
              a -> b: 1 reference(s): src/a.rs:1 `crate::b::X`\n  \
              b -> a: 1 reference(s): src/b.rs:4 `crate::a::g`\n"
+        );
+    }
+
+    #[test]
+    fn a_cycle_between_two_folders_of_a_folder_is_found_there_and_not_above() {
+        // k/a/ and k/b/ import each other through files below them; k as a whole imports
+        // nothing outside.
+        let scan = scan(&[
+            ("lib.rs", "mod k;\nmod other;"),
+            ("k/mod.rs", "mod a;\nmod b;"),
+            ("k/a/mod.rs", "mod deep;"),
+            ("k/a/deep.rs", "use crate::k::b::Y;\npub struct X;"),
+            ("k/b/mod.rs", "use super::a::deep::X;\npub struct Y;"),
+            ("other.rs", "use crate::k::a::deep::X;"),
+        ]);
+        assert_eq!(
+            parents(&scan),
+            BTreeSet::from([
+                vec![],
+                vec!["k".to_string()],
+                vec!["k".to_string(), "a".to_string()]
+            ])
+        );
+        assert!(cycles(&children_graph(&scan, &[])).is_empty());
+        assert_eq!(
+            cycles(&children_graph(&scan, &["k".to_string()])),
+            [vec!["k::a".to_string(), "k::b".to_string()]]
         );
     }
 
