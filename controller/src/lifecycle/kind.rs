@@ -1,7 +1,8 @@
 //! What a job kind and the lifecycle machine tell each other: where the job stands
 //! ([`Standing`]), what a start restores ([`Restore`]) and why ([`Cause`]), why a job is
 //! cancelled ([`Cancel`]), what a change waits for ([`Wait`]) or why it is refused
-//! ([`Refusal`]), and the kind's hooks ([`LifecycleHooks`]). The machine (`machine.rs`), the step
+//! ([`Refusal`]), the kind's hooks ([`LifecycleHooks`]) and what the machine leaves to the
+//! kind to carry out ([`Intent`]). The machine (`machine.rs`), the step
 //! table (`step.rs`), the revision history (`history.rs`) and the wording (`wording.rs`) all
 //! read these; none of them is imported back from here.
 
@@ -320,19 +321,6 @@ pub trait LifecycleHooks<'a>:
     /// stop-with-savepoint is followed. Returns the spec that runs (after an application
     /// cluster's rollback: the last stable one; else `recorded`).
     fn observe(&mut self, recorded: &Self::Spec, stopping: bool) -> Self::Spec;
-    /// Records the spec to run and what it starts from, then starts it (or suspends);
-    /// `message`: what the lifecycle said of it (its Event is published).
-    fn commit(
-        &mut self,
-        restore: Restore,
-        cause: Cause,
-        message: Option<String>,
-    ) -> Plan<Self::Status, Self::Action>;
-    /// A recorded start (UPGRADING) goes on: the cluster deployed, the jar submitted.
-    fn continue_start(&mut self, recorded: &Self::Spec) -> Plan<Self::Status, Self::Action>;
-    /// Tears down what runs the job (or cancels it) and lets the resource go; `savepoint`:
-    /// the path of the deletion's savepoint, recorded.
-    fn tear_down(&mut self, savepoint: Option<&str>) -> Plan<Self::Status, Self::Action>;
     /// Conditions for the phase the status shows, and how soon a job that needs nothing
     /// done is looked at again.
     fn phase(&mut self, recorded: &Self::Spec, pending: bool) -> Next;
@@ -366,6 +354,41 @@ pub trait LifecycleHooks<'a>:
 }
 
 pub type PlanOf<'a, K> = Plan<<K as LifecycleHooks<'a>>::Status, <K as LifecycleHooks<'a>>::Action>;
+
+/// What the machine decided for one pass: a plan of its own, or what only the kind can carry
+/// out (a start, a teardown), which the kind turns into its plan; either then goes through
+/// the machine's `finish`, unless the pass is [`Intent::Whole`].
+#[derive(Debug)]
+pub enum Intent<Spec, Status, Action> {
+    /// The pass ends with this plan as it is (a rollback request answered).
+    Whole(Plan<Status, Action>),
+    /// The machine's plan of the step.
+    Plan(Plan<Status, Action>),
+    /// Record the spec to run and what it starts from, then start it (or suspend);
+    /// `message`: what the lifecycle said of it (its Event is already in the decision).
+    Commit {
+        restore: Restore,
+        cause: Cause,
+        message: Option<String>,
+    },
+    /// A recorded start (UPGRADING) goes on: the cluster deployed, the jar submitted.
+    ContinueStart(Spec),
+    /// Tear down what runs the job (or cancel it) and let the resource go, with the path of
+    /// the deletion's savepoint if one was recorded.
+    TearDown(Option<String>),
+}
+
+impl<Spec, Status, Action> From<Plan<Status, Action>> for Intent<Spec, Status, Action> {
+    fn from(plan: Plan<Status, Action>) -> Self {
+        Intent::Plan(plan)
+    }
+}
+
+pub type IntentOf<'a, K> = Intent<
+    <K as LifecycleHooks<'a>>::Spec,
+    <K as LifecycleHooks<'a>>::Status,
+    <K as LifecycleHooks<'a>>::Action,
+>;
 
 /// A kind's action that may be one of the lifecycle's.
 pub trait AsJobAction {

@@ -11,11 +11,11 @@
 //! below map each of their outcomes to the next step, once for every kind; those of the
 //! `Change` step are in [`change_step`].
 //!
-//! What differs per kind is behind [`LifecycleHooks`], eleven effect hooks on the kind's decision,
+//! What differs per kind is behind [`LifecycleHooks`], eight hooks on the kind's decision,
 //! which is a [`Ledger`] (the resource, the facts, the status being built, the actions and
-//! the Events) with the kind's observation beside it: how a job is started (an application
-//! cluster deployed with it, or a jar submitted to a session cluster) and torn down, where
-//! it stands ([`Standing`]: whether what runs it is ready, its state, its latest checkpoint,
+//! the Events) with the kind's observation beside it, and in the [`Intent`] the machine
+//! returns for the kind to carry out: how a job is started (an application cluster deployed
+//! with it, or a jar submitted to a session cluster) and torn down. The hooks: where it stands ([`Standing`]: whether what runs it is ready, its state, its latest checkpoint,
 //! whether what it ends with keeps its last state), how it is observed, its phase, how it
 //! is rescaled in place (if it can be), and the kind's own steps (an application cluster's rollback and JobManager recovery; a session
 //! job's wait for its session cluster). What the machine says of stops, waits, refusals
@@ -32,8 +32,8 @@ use super::{
     facts::JobAction,
     history,
     kind::{
-        AsJobAction, Cause, Checkpoint, LifecycleHooks, Observed, PlanOf, Refusal, Restore, Step, Wait,
-        in_place, job_status, job_view,
+        AsJobAction, Cause, Checkpoint, Intent, IntentOf, LifecycleHooks, Observed, PlanOf, Refusal, Restore,
+        Step, Wait, in_place, job_status, job_view,
     },
     protected::Protected,
     restore::RestorableState,
@@ -59,22 +59,29 @@ use super::retention::OnCancel;
 use change_step::{change, commit_change};
 use outcome::{change_of, commit, recorded_job_id, refused, wait};
 
-/// The next step of a job, from its spec, its recorded status and what was observed.
-pub fn decide<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
-    let resources = k.facts.policy.snapshot_resources;
-    if resources {
+/// The next step of a job, from its spec, its recorded status and what was observed: a
+/// plan, or what the kind is to carry out ([`Intent`]). The kind's plan of it then goes
+/// through [`finish`].
+pub fn decide<'a, K: LifecycleHooks<'a>>(k: &mut K) -> IntentOf<'a, K> {
+    if k.facts.policy.snapshot_resources {
         create_recorded_snapshots(k);
     }
     if let Some(plan) = history::rollback_request(k) {
-        return plan;
+        return Intent::Whole(plan);
     }
-    let autoscaler = k.facts.autoscaler;
-    let mut plan = next_step(k);
-    if resources {
+    next_step(k)
+}
+
+/// What every pass's plan gets once the step is carried out: the snapshot resources it
+/// creates sealed in status, the autoscaler's judgement and decision, and the revision
+/// history following the spec that runs.
+pub fn finish<'a, K: LifecycleHooks<'a>>(k: &K, mut plan: PlanOf<'a, K>) -> PlanOf<'a, K> {
+    if k.facts.policy.snapshot_resources {
         seal_new_snapshots(&mut plan);
     }
     // The autoscaler's judgement of the running job, whatever the step (its changes, if
     // applied, are in the spec the machine acts on), and its decision kept in its history.
+    let autoscaler = k.facts.autoscaler;
     if let Some(report) = &autoscaler.report {
         plan.events
             .push(EventNote::normal(Reason::ScalingReport, report.clone()));
@@ -147,21 +154,21 @@ fn seal_new_snapshots<S: LifecycleStatus, A: AsJobAction>(plan: &mut Plan<S, A>)
 
 /// The step derived (observing the job first where it must be, see [`observing`]), then
 /// dispatched.
-fn next_step<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
+fn next_step<'a, K: LifecycleHooks<'a>>(k: &mut K) -> IntentOf<'a, K> {
     let step = observing::step_of(k);
     take(k, step)
 }
 
 /// Does what `step` says (the table of [`super::step`]): the kind's part first where it has
 /// one, then the machine's.
-fn take<'a, K: LifecycleHooks<'a>>(k: &mut K, step: Step<K::Spec>) -> PlanOf<'a, K> {
+fn take<'a, K: LifecycleHooks<'a>>(k: &mut K, step: Step<K::Spec>) -> IntentOf<'a, K> {
     match step {
         Step::Deleting(_) => {
             *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Deleting);
-            k.own_step(&step).unwrap_or_else(|| delete(k))
+            k.own_step(&step).map(Intent::from).unwrap_or_else(|| delete(k))
         }
         Step::Unreadable(why) => invalid(k, Phase::DeployFailed, why),
-        Step::UntilReady(_) => k.own_step(&step).unwrap_or_else(|| k.done(WAIT)),
+        Step::UntilReady(_) => k.own_step(&step).unwrap_or_else(|| k.done(WAIT)).into(),
         Step::FollowingStop { recorded, trigger_id } => {
             k.observe(&recorded, true);
             follow_stop(k, &trigger_id)
@@ -185,21 +192,23 @@ fn take<'a, K: LifecycleHooks<'a>>(k: &mut K, step: Step<K::Spec>) -> PlanOf<'a,
                 });
             commit(k, Restore::from(initial), Cause::FirstStart)
         }
-        Step::Starting(recorded) => k.continue_start(&recorded),
+        Step::Starting(recorded) => Intent::ContinueStart(recorded),
         // Only a kind that rolls back records ROLLING_BACK, or finds its spec changed back.
-        Step::RollingBack(_) | Step::ChangedBack(_) => k.own_step(&step).unwrap_or_else(|| k.done(SLOW)),
+        Step::RollingBack(_) | Step::ChangedBack(_) => {
+            k.own_step(&step).unwrap_or_else(|| k.done(SLOW)).into()
+        }
         Step::WaitingForSnapshot(_) => wait(k, Wait::ForSnapshot),
         Step::Rescaling(observed) => rescale_in_place(k, &observed),
         Step::Change(observed) => change(k, &observed),
         Step::Suspended(ref observed) => match k.own_step(&step) {
-            Some(plan) => plan,
+            Some(plan) => plan.into(),
             None => steady(k, &observed.recorded, observed.pending),
         },
         // Declined (the kind noted why in status): the step after it.
         Step::Recovering(ref observed)
         | Step::RollbackDue(ref observed)
         | Step::ShuttingDown(ref observed) => match k.own_step(&step) {
-            Some(plan) => plan,
+            Some(plan) => plan.into(),
             None => {
                 let next = super::step::after(k, observed.clone(), Some(step.name()));
                 take(k, next)
@@ -214,28 +223,28 @@ fn take<'a, K: LifecycleHooks<'a>>(k: &mut K, step: Step<K::Spec>) -> PlanOf<'a,
 /// Deletion behind the finalizer, one rule for both kinds (see [`super::deletion`]): a
 /// running job is stopped with a savepoint when the settings say so, and its path is
 /// recorded before anything that could lose it is torn down.
-fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
+fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> IntentOf<'a, K> {
     let job_id = recorded_job_id(&k.status);
     let facts = k.facts;
     if let Some(trigger_id) = stop::pending_trigger(&k.status) {
         let (status, mut out) = k.parts();
         match deletion::follow(status, &job_id, &trigger_id, &facts, &mut out) {
-            DeletionSavepoint::Recorded(path) => return k.tear_down(Some(&path)),
+            DeletionSavepoint::Recorded(path) => return Intent::TearDown(Some(path)),
             DeletionSavepoint::Resent => {
                 k.conditions(
                     Phase::Deleting,
                     "stopping the job with a savepoint before deletion",
                 );
-                return k.done(FAST);
+                return k.done(FAST).into();
             }
             DeletionSavepoint::Failed(note) => {
                 // The failure is what the user has to act on: it is written at once.
                 k.conditions(Phase::Deleting, &note);
-                return k.record_then(SLOW);
+                return k.record_then(SLOW).into();
             }
             DeletionSavepoint::Pending => {
                 k.conditions(Phase::Deleting, "waiting for the savepoint before deletion");
-                return k.done(FAST);
+                return k.done(FAST).into();
             }
             DeletionSavepoint::Abandoned => {}
         }
@@ -272,7 +281,7 @@ fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
             "waiting for the JobManager to answer, to stop the job with a savepoint before deletion \
              (set kubernetes.operator.job.savepoint-on-deletion to false to delete without one)",
         );
-        return k.done(FAST);
+        return k.done(FAST).into();
     }
     if (wants_savepoint || loses_checkpoint) && facts.running() && standing.can_stop_for_deletion {
         k.conditions(
@@ -294,24 +303,24 @@ fn delete<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
         }
         let (status, mut out) = k.parts();
         deletion::stop_with_savepoint(status, &job_id, &facts, &mut out);
-        return k.record_then(FAST);
+        return k.record_then(FAST).into();
     }
-    k.tear_down(None)
+    Intent::TearDown(None)
 }
 
 /// The spec cannot be acted on: the reason in status, with one Event per new reason.
-fn invalid<'a, K: LifecycleHooks<'a>>(k: &mut K, phase: Phase, error: String) -> PlanOf<'a, K> {
+fn invalid<'a, K: LifecycleHooks<'a>>(k: &mut K, phase: Phase, error: String) -> IntentOf<'a, K> {
     let (status, mut out) = k.parts();
     if status.error_mut().as_deref() != Some(error.as_str()) {
         out.event(EventNote::warning(Reason::ValidationError, error.clone()));
     }
     *status.error_mut() = Some(error.clone());
     k.conditions(phase, &error);
-    k.done(SLOW)
+    k.done(SLOW).into()
 }
 
 /// Follows the recorded stop-with-savepoint of a change (see [`stop::follow`]).
-fn follow_stop<'a, K: LifecycleHooks<'a>>(k: &mut K, trigger_id: &str) -> PlanOf<'a, K> {
+fn follow_stop<'a, K: LifecycleHooks<'a>>(k: &mut K, trigger_id: &str) -> IntentOf<'a, K> {
     let job_id = recorded_job_id(&k.status);
     let facts = k.facts;
     let drain = facts.policy.drain && spec::is_suspended(k.spec);
@@ -325,11 +334,11 @@ fn follow_stop<'a, K: LifecycleHooks<'a>>(k: &mut K, trigger_id: &str) -> PlanOf
         Stopped::Resent => {
             let message = stop::under_way(&k.status, "stopping the job with a savepoint");
             k.conditions(Phase::Updating, &message);
-            k.done(FAST)
+            k.done(FAST).into()
         }
         Stopped::Retry { seconds, note } => {
             k.conditions(Phase::Updating, &format!("{note}; trying again"));
-            k.done(Next::Within(seconds))
+            k.done(Next::Within(seconds)).into()
         }
         Stopped::Refused(why) => refused(k, Refusal::Said(why)),
         Stopped::Pending => {
@@ -339,7 +348,7 @@ fn follow_stop<'a, K: LifecycleHooks<'a>>(k: &mut K, trigger_id: &str) -> PlanOf
             let triggered = (k.status.job_status().and_then(|j| j.savepoint_info.as_ref()))
                 .and_then(|s| s.trigger_timestamp);
             let for_ms = triggered.map_or(0, |at| u64::try_from(facts.now_ms - at).unwrap_or(0));
-            k.done(Next::Stopping { for_ms })
+            k.done(Next::Stopping { for_ms }).into()
         }
     }
 }
@@ -347,7 +356,7 @@ fn follow_stop<'a, K: LifecycleHooks<'a>>(k: &mut K, trigger_id: &str) -> PlanOf
 /// A change of parallelism alone, applied in place: the status as observed is written, then
 /// the job is rescaled, then the spec is recorded as DEPLOYED (a refusal leaves it
 /// unrecorded, and the kind's recovery says so for the next look to upgrade instead).
-fn rescale_in_place<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
+fn rescale_in_place<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> IntentOf<'a, K> {
     let Some((rescale, action)) = in_place(k, &observed.recorded) else {
         return change(k, observed);
     };
@@ -362,13 +371,13 @@ fn rescale_in_place<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K:
     *after.lifecycle_state_mut() = Some(ResourceLifecycleState::Deployed);
     k.event(EventNote::normal(Reason::Scaling, wording::rescaling(&rescale)));
     k.actions.push(action);
-    k.stepped(after, FAST)
+    k.stepped(after, FAST).into()
 }
 
 /// A FAILED job is started again when `kubernetes.operator.job.restart.failed` is true:
 /// without state in stateless mode, else from its newest checkpoint or savepoint if the
 /// restore guard allows.
-fn restart_failed<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
+fn restart_failed<'a, K: LifecycleHooks<'a>>(k: &mut K) -> IntentOf<'a, K> {
     if spec::upgrade_mode(k.spec) == UpgradeMode::Stateless {
         return commit(k, Restore::Nothing, Cause::Restart);
     }
@@ -395,7 +404,7 @@ fn restart_failed<'a, K: LifecycleHooks<'a>>(k: &mut K) -> PlanOf<'a, K> {
 fn snapshots_of_running_job<'a, K: LifecycleHooks<'a>>(
     k: &mut K,
     observed: &Observed<K::Spec>,
-) -> PlanOf<'a, K> {
+) -> IntentOf<'a, K> {
     let facts = k.facts;
     let spec = k.spec;
     let recorded = &observed.recorded;
@@ -414,7 +423,7 @@ fn snapshots_of_running_job<'a, K: LifecycleHooks<'a>>(
     }
     snapshots::trigger(status, wanted, &facts, &mut out);
     k.phase(recorded, observed.pending);
-    k.record_then(FAST)
+    k.record_then(FAST).into()
 }
 
 /// The paths the job may still need (see [`Protected`]): of its status (a rollback in
@@ -428,7 +437,7 @@ fn protected_paths<'a, K: LifecycleHooks<'a>>(k: &K) -> Protected {
 }
 
 /// Nothing to do but to say where the job stands, and when to look again.
-fn steady<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> PlanOf<'a, K> {
+fn steady<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec, pending: bool) -> IntentOf<'a, K> {
     let facts = k.facts;
     let running = !pending && !spec::is_suspended(recorded) && k.standing().running;
     if running {
@@ -436,12 +445,12 @@ fn steady<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec, pending: boo
         let (status, mut out) = k.parts();
         if snapshots::trim_history(status, &facts, &protected, &mut out) {
             k.phase(recorded, pending);
-            return k.done(FAST);
+            return k.done(FAST).into();
         }
         let (status, mut out) = k.parts();
         if snapshots::trim_resources(&*status, &facts, &protected, &mut out) {
             k.phase(recorded, pending);
-            return k.done(FAST);
+            return k.done(FAST).into();
         }
     }
     let next = k.phase(recorded, pending);
@@ -463,5 +472,5 @@ fn steady<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec, pending: boo
             next,
         )
     });
-    k.done(requeue)
+    k.done(requeue).into()
 }

@@ -21,7 +21,7 @@ use crate::{
     events::Reason,
     lifecycle::{
         JobAction,
-        kind::{Cause, Checkpoint, LifecycleHooks, Restore, Standing, Step, StepName},
+        kind::{Cause, Checkpoint, Intent, LifecycleHooks, Restore, Standing, Step, StepName},
         ledger::Ledger,
         rescale::Rescale,
         spec,
@@ -174,6 +174,66 @@ impl Decision<'_> {
     }
 }
 
+impl Decision<'_> {
+    /// What the machine left to this kind, carried out (see [`Intent`]).
+    pub(super) fn realize(
+        &mut self,
+        intent: Intent<FlinkDeploymentSpec, FlinkDeploymentStatus, Action>,
+    ) -> Plan {
+        match intent {
+            Intent::Whole(plan) | Intent::Plan(plan) => plan,
+            Intent::Commit {
+                restore,
+                cause,
+                message,
+            } => self.commit(restore, cause, message),
+            Intent::ContinueStart(recorded) => start::continue_upgrade(self.take(), &recorded, false),
+            Intent::TearDown(savepoint) => self.tear_down(savepoint.as_deref()),
+        }
+    }
+
+    /// Records the spec to run and what it starts from, then deploys it (or suspends);
+    /// `message`: what the lifecycle said of it.
+    fn commit(&mut self, restore: Restore, cause: Cause, message: Option<String>) -> Plan {
+        match cause {
+            Cause::FirstStart if self.suspending() => {
+                self.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
+                self.conditions(Phase::Suspended, "created suspended: nothing is deployed");
+                self.done(SLOW)
+            }
+            Cause::FirstStart => start::first_deployment(self.take(), restore),
+            Cause::WhileSuspended => {
+                // Recorded, applied when resumed.
+                let spec = self.fd.spec.clone();
+                if let Some(rs) = self.status.reconciliation_status.as_mut() {
+                    rs.last_reconciled_spec = ReconciledSpec::new(spec, false).encode().ok();
+                }
+                self.done(SLOW)
+            }
+            cause => {
+                // A restart runs the recorded spec again.
+                let spec = if cause == Cause::Restart {
+                    self.recorded_spec()
+                } else {
+                    self.fd.spec.clone()
+                };
+                start::commit_noting(self.take(), spec, restore, &message.unwrap_or_default(), None)
+            }
+        }
+    }
+
+    /// Deletes the cluster and lets the resource go; `savepoint`: the deletion's, recorded.
+    fn tear_down(&mut self, savepoint: Option<&str>) -> Plan {
+        match savepoint {
+            Some(path) => deletion::savepoint_recorded(self.take(), path),
+            None => {
+                let has_finalizer = self.has_finalizer(keys::finalizers::FLINK_DEPLOYMENT);
+                deletion::tear_down(self.take(), has_finalizer)
+            }
+        }
+    }
+}
+
 impl<'a> LifecycleHooks<'a> for Decision<'a> {
     type Spec = FlinkDeploymentSpec;
     type Status = FlinkDeploymentStatus;
@@ -249,48 +309,6 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
         }
         health::observe_into(self);
         running
-    }
-
-    fn commit(&mut self, restore: Restore, cause: Cause, message: Option<String>) -> Plan {
-        match cause {
-            Cause::FirstStart if self.suspending() => {
-                self.status.lifecycle_state = Some(ResourceLifecycleState::Suspended);
-                self.conditions(Phase::Suspended, "created suspended: nothing is deployed");
-                self.done(SLOW)
-            }
-            Cause::FirstStart => start::first_deployment(self.take(), restore),
-            Cause::WhileSuspended => {
-                // Recorded, applied when resumed.
-                let spec = self.fd.spec.clone();
-                if let Some(rs) = self.status.reconciliation_status.as_mut() {
-                    rs.last_reconciled_spec = ReconciledSpec::new(spec, false).encode().ok();
-                }
-                self.done(SLOW)
-            }
-            cause => {
-                // A restart runs the recorded spec again.
-                let spec = if cause == Cause::Restart {
-                    self.recorded_spec()
-                } else {
-                    self.fd.spec.clone()
-                };
-                start::commit_noting(self.take(), spec, restore, &message.unwrap_or_default(), None)
-            }
-        }
-    }
-
-    fn continue_start(&mut self, recorded: &FlinkDeploymentSpec) -> Plan {
-        start::continue_upgrade(self.take(), recorded, false)
-    }
-
-    fn tear_down(&mut self, savepoint: Option<&str>) -> Plan {
-        match savepoint {
-            Some(path) => deletion::savepoint_recorded(self.take(), path),
-            None => {
-                let has_finalizer = self.has_finalizer(keys::finalizers::FLINK_DEPLOYMENT);
-                deletion::tear_down(self.take(), has_finalizer)
-            }
-        }
     }
 
     fn phase(&mut self, recorded: &FlinkDeploymentSpec, pending: bool) -> Next {

@@ -51,7 +51,7 @@ pub use crate::{
 
 pub use crate::lifecycle::JobAction;
 use crate::{
-    lifecycle::{FAST, Facts, SLOW, WAIT, machine, spec},
+    lifecycle::{FAST, Facts, SLOW, WAIT, kind::Intent, machine, spec},
     policy::Policy,
     resources::ingress::{self, IngressChange},
 };
@@ -276,7 +276,15 @@ pub use crate::conditions::Phase;
 
 pub fn decide(fd: &FlinkDeployment, obs: &Observation) -> Plan {
     let fd = &*autoscaled(fd, obs);
-    let mut plan = machine::decide(&mut Decision::new(fd, obs));
+    let mut d = Decision::new(fd, obs);
+    // The machine decides, this kind carries out what it left to it, the machine finishes.
+    let mut plan = match machine::decide(&mut d) {
+        Intent::Whole(plan) => plan,
+        intent => {
+            let plan = d.realize(intent);
+            machine::finish(&d, plan)
+        }
+    };
     // Beside the job's lifecycle: the Ingress routes to whatever cluster runs under the name.
     plan.actions.extend(ingress(fd, obs).map(Action::Ingress));
     plan

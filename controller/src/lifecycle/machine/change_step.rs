@@ -9,7 +9,7 @@ use flink_operator_api::common::{FlinkJobState, JobStatus, ResourceLifecycleStat
 
 use super::outcome::{commit, recorded_job_id, refused, stop_with_savepoint, wait};
 use crate::lifecycle::kind::{
-    Cancel, Cause, Checkpoint, LifecycleHooks, Observed, PlanOf, Refusal, Restore, Step, Wait, job_status,
+    Cancel, Cause, Checkpoint, IntentOf, LifecycleHooks, Observed, Refusal, Restore, Step, Wait, job_status,
     job_view,
 };
 use crate::{
@@ -30,7 +30,7 @@ use flink_operator_api::SnapshotType;
 
 /// The spec differs from the recorded one in a way that ends the job: end it as its
 /// upgrade mode says, then commit the new spec with the state it starts from.
-pub(super) fn change<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> PlanOf<'a, K> {
+pub(super) fn change<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K::Spec>) -> IntentOf<'a, K> {
     let recorded = &observed.recorded;
     if let Some(plan) = refused_again(k) {
         return plan;
@@ -46,7 +46,7 @@ pub(super) fn change<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K
         return resume(k, recorded);
     }
     if let Some(plan) = k.own_step(&Step::Change(observed.clone())) {
-        return plan;
+        return plan.into();
     }
     let standing = k.standing();
     let (state, ended) = (standing.state.as_ref(), standing.ended);
@@ -96,11 +96,11 @@ pub(super) fn change<'a, K: LifecycleHooks<'a>>(k: &mut K, observed: &Observed<K
 }
 
 /// A change [`already_refused`](crate::lifecycle::ledger::already_refused) stays refused.
-fn refused_again<'a, K: LifecycleHooks<'a>>(k: &mut K) -> Option<PlanOf<'a, K>> {
+fn refused_again<'a, K: LifecycleHooks<'a>>(k: &mut K) -> Option<IntentOf<'a, K>> {
     let note = k.already_refused()?;
     *k.status.error_mut() = Some(note.clone());
     k.conditions(Phase::UpdateFailed, &note);
-    Some(k.done(SLOW))
+    Some(k.done(SLOW).into())
 }
 
 /// Commits the spec of a change with the state the job's upgrade mode chose, or, for a
@@ -112,7 +112,7 @@ pub(super) fn commit_change<'a, K: LifecycleHooks<'a>>(
     k: &mut K,
     restore: Restore,
     cause: Cause,
-) -> PlanOf<'a, K> {
+) -> IntentOf<'a, K> {
     let Some(state) = history::revision_state(k) else {
         return commit(k, restore, cause);
     };
@@ -137,7 +137,7 @@ pub(super) fn commit_change<'a, K: LifecycleHooks<'a>>(
 }
 
 /// Suspended, and now to run again (see [`change::resume`]).
-fn resume<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec) -> PlanOf<'a, K> {
+fn resume<'a, K: LifecycleHooks<'a>>(k: &mut K, recorded: &K::Spec) -> IntentOf<'a, K> {
     let facts = k.facts;
     let resuming = Resuming {
         mode: spec::upgrade_mode(recorded),
@@ -164,7 +164,7 @@ fn redeploy<'a, K: LifecycleHooks<'a>>(
     k: &mut K,
     state: Option<&FlinkJobState>,
     ended: bool,
-) -> PlanOf<'a, K> {
+) -> IntentOf<'a, K> {
     let Some(path) = k
         .spec
         .job()
@@ -193,7 +193,7 @@ fn redeploy<'a, K: LifecycleHooks<'a>>(
 
 /// Cancels the running job for a change, the same for every kind: UPGRADING with the reason
 /// recorded before the cancellation is sent, and one `Cancelling` Event.
-fn cancel<'a, K: LifecycleHooks<'a>>(k: &mut K, why: Cancel) -> PlanOf<'a, K> {
+fn cancel<'a, K: LifecycleHooks<'a>>(k: &mut K, why: Cancel) -> IntentOf<'a, K> {
     let job_id = recorded_job_id(&k.status);
     let change = if spec::is_suspended(k.spec) {
         "suspension"
@@ -242,7 +242,7 @@ fn cancel<'a, K: LifecycleHooks<'a>>(k: &mut K, why: Cancel) -> PlanOf<'a, K> {
     let (_, mut out) = k.parts();
     out.act(JobAction::Cancel { job_id });
     out.event(EventNote::normal(Reason::Cancelling, note));
-    k.record_then(FAST)
+    k.record_then(FAST).into()
 }
 
 /// The user opted out of the upgrade savepoint: the job is cancelled (its checkpoints are
@@ -254,7 +254,7 @@ fn cancel_for_newest_state<'a, K: LifecycleHooks<'a>>(
     job: &JobStatus,
     with_savepoints: bool,
     suspending: bool,
-) -> PlanOf<'a, K> {
+) -> IntentOf<'a, K> {
     let checkpoint = k.standing().latest_checkpoint;
     let found = checkpoint.found();
     let newest = if with_savepoints {
@@ -318,7 +318,7 @@ fn instead_of_cancel<'a, K: LifecycleHooks<'a>>(
     why: &str,
     running: bool,
     suspending: bool,
-) -> PlanOf<'a, K> {
+) -> IntentOf<'a, K> {
     let job_id = recorded_job_id(&k.status);
     match retention::instead_of_cancel(why, running, k.facts.policy) {
         Instead::Savepoint => {
@@ -343,7 +343,7 @@ fn after_end<'a, K: LifecycleHooks<'a>>(
     job: &JobStatus,
     with_savepoints: bool,
     suspending: bool,
-) -> PlanOf<'a, K> {
+) -> IntentOf<'a, K> {
     let standing = k.standing();
     let state = standing.state;
     // The checkpoint recorded before the job was cancelled for the change (retained, as

@@ -9,7 +9,7 @@ use crate::{
     conditions::Phase,
     events::EventNote,
     lifecycle::{
-        kind::{Cause, LifecycleHooks, PlanOf, Refusal, Restore, Standing, Wait, job_view},
+        kind::{Cause, Intent, IntentOf, LifecycleHooks, Refusal, Restore, Standing, Wait, job_view},
         restore, spec,
         stop::{self, Stopping},
         terms::{FAST, WAIT, capitalised},
@@ -41,29 +41,37 @@ pub(super) fn state_note(standing: &Standing) -> String {
 
 /// Records the spec to run and what it starts from, with the lifecycle's Event for why
 /// ([`wording::committed`]), then the kind starts it.
-pub(super) fn commit<'a, K: LifecycleHooks<'a>>(k: &mut K, restore: Restore, cause: Cause) -> PlanOf<'a, K> {
+pub(super) fn commit<'a, K: LifecycleHooks<'a>>(
+    k: &mut K,
+    restore: Restore,
+    cause: Cause,
+) -> IntentOf<'a, K> {
     let said = wording::committed(&cause, &restore, change_of(k), k.facts.now_ms);
     let message = said.map(|(reason, message)| {
         k.event(EventNote::normal(reason, capitalised(&message)));
         message
     });
-    k.commit(restore, cause, message)
+    Intent::Commit {
+        restore,
+        cause,
+        message,
+    }
 }
 
 /// A change (or a restart) waits: said, and looked at again soon.
-pub(super) fn wait<'a, K: LifecycleHooks<'a>>(k: &mut K, what: Wait) -> PlanOf<'a, K> {
+pub(super) fn wait<'a, K: LifecycleHooks<'a>>(k: &mut K, what: Wait) -> IntentOf<'a, K> {
     let job_id = recorded_job_id(&k.status);
     let (phase, message, under_way) = wording::wait(what, &job_id, &state_note(&k.standing()));
     if under_way {
         *k.status.lifecycle_state_mut() = Some(ResourceLifecycleState::Upgrading);
     }
     k.conditions(phase, &message);
-    k.done(if what == Wait::ForRunning { WAIT } else { FAST })
+    k.done(if what == Wait::ForRunning { WAIT } else { FAST }).into()
 }
 
 /// A change or a restore is refused, worded for every kind ([`wording::refusal`]); the job
 /// stays as it is until the spec changes.
-pub(super) fn refused<'a, K: LifecycleHooks<'a>>(k: &mut K, refusal: Refusal) -> PlanOf<'a, K> {
+pub(super) fn refused<'a, K: LifecycleHooks<'a>>(k: &mut K, refusal: Refusal) -> IntentOf<'a, K> {
     let standing = k.standing();
     let job_id = recorded_job_id(&k.status);
     let state = state_note(&standing);
@@ -75,7 +83,7 @@ pub(super) fn refused<'a, K: LifecycleHooks<'a>>(k: &mut K, refusal: Refusal) ->
         now_ms: k.facts.now_ms,
     };
     let (phase, note) = wording::refusal(refusal, &of);
-    k.refuse(phase, note)
+    k.refuse(phase, note).into()
 }
 
 /// Stops the running job with a savepoint for a change (see [`stop::stop_with_savepoint`]);
@@ -84,7 +92,7 @@ pub(super) fn stop_with_savepoint<'a, K: LifecycleHooks<'a>>(
     k: &mut K,
     job_id: &str,
     suspending: bool,
-) -> PlanOf<'a, K> {
+) -> IntentOf<'a, K> {
     let facts = k.facts;
     let drain = facts.policy.drain && suspending;
     let change = Change::of(suspending);
@@ -94,11 +102,11 @@ pub(super) fn stop_with_savepoint<'a, K: LifecycleHooks<'a>>(
         Stopping::Sent => {
             let message = stop::under_way(&k.status, &wording::stopping(job_id, change));
             k.conditions(Phase::Updating, &message);
-            k.record_then(Next::Stopping { for_ms: 0 })
+            k.record_then(Next::Stopping { for_ms: 0 }).into()
         }
         Stopping::Wait { seconds, note } => {
             k.conditions(Phase::Updating, &format!("{}: {note}", change.doing()));
-            k.done(Next::Within(seconds))
+            k.done(Next::Within(seconds)).into()
         }
         Stopping::GiveUp(why) => refused(k, Refusal::StopGaveUp(why)),
     }

@@ -21,7 +21,7 @@ use crate::{
     events::Reason,
     lifecycle::{
         FAST, SLOW,
-        kind::{Cause, Checkpoint, LifecycleHooks, Restore, Standing, Step},
+        kind::{Cause, Checkpoint, Intent, LifecycleHooks, Restore, Standing, Step},
         ledger::Ledger,
         restore::RestorableState,
         spec,
@@ -93,6 +93,48 @@ impl Decision<'_> {
     }
 }
 
+impl Decision<'_> {
+    /// What the machine left to this kind, carried out (see [`Intent`]).
+    pub(super) fn realize(
+        &mut self,
+        intent: Intent<FlinkSessionJobSpec, FlinkSessionJobStatus, Action>,
+    ) -> Plan {
+        match intent {
+            Intent::Whole(plan) | Intent::Plan(plan) => plan,
+            Intent::Commit { restore, cause, .. } => self.commit(restore, cause),
+            Intent::ContinueStart(recorded) => continue_submit(self, &recorded),
+            Intent::TearDown(savepoint) => self.tear_down(savepoint.as_deref()),
+        }
+    }
+
+    /// Records the spec to run and what it starts from, then submits it.
+    fn commit(&mut self, restore: Restore, cause: Cause) -> Plan {
+        let restore = match restore {
+            Restore::State(state) => Some(state),
+            // A session job keeps no high-availability metadata of its own.
+            Restore::Nothing | Restore::LastState => None,
+        };
+        match cause {
+            Cause::FirstStart => first_deployment(self, restore),
+            _ => commit(self, restore),
+        }
+    }
+
+    /// Cancels the job and lets the resource go; `savepoint`: the deletion's, recorded.
+    fn tear_down(&mut self, savepoint: Option<&str>) -> Plan {
+        let Some(path) = savepoint else {
+            return tear_down(self);
+        };
+        let job_id = self.job_id();
+        self.conditions(
+            Phase::Deleting,
+            &format!("job {job_id} stopped with savepoint {path}"),
+        );
+        self.actions.push(Action::RemoveFinalizer);
+        self.record_then(SLOW)
+    }
+}
+
 impl<'a> LifecycleHooks<'a> for Decision<'a> {
     type Spec = FlinkSessionJobSpec;
     type Status = FlinkSessionJobStatus;
@@ -155,35 +197,6 @@ impl<'a> LifecycleHooks<'a> for Decision<'a> {
             observe_into(self, recorded);
         }
         recorded.clone()
-    }
-
-    fn commit(&mut self, restore: Restore, cause: Cause, _message: Option<String>) -> Plan {
-        let restore = match restore {
-            Restore::State(state) => Some(state),
-            // A session job keeps no high-availability metadata of its own.
-            Restore::Nothing | Restore::LastState => None,
-        };
-        match cause {
-            Cause::FirstStart => first_deployment(self, restore),
-            _ => commit(self, restore),
-        }
-    }
-
-    fn continue_start(&mut self, recorded: &FlinkSessionJobSpec) -> Plan {
-        continue_submit(self, recorded)
-    }
-
-    fn tear_down(&mut self, savepoint: Option<&str>) -> Plan {
-        let Some(path) = savepoint else {
-            return tear_down(self);
-        };
-        let job_id = self.job_id();
-        self.conditions(
-            Phase::Deleting,
-            &format!("job {job_id} stopped with savepoint {path}"),
-        );
-        self.actions.push(Action::RemoveFinalizer);
-        self.record_then(SLOW)
     }
 
     fn phase(&mut self, recorded: &FlinkSessionJobSpec, pending: bool) -> Next {

@@ -3,7 +3,8 @@
 //!
 //! The job's lifecycle is the shared state machine ([`crate::lifecycle::machine`]); this
 //! module holds what is the session job's own, plugged into the machine as a
-//! [`LifecycleHooks`](crate::lifecycle::kind::LifecycleHooks) by [`decision`]:
+//! [`LifecycleHooks`](crate::lifecycle::kind::LifecycleHooks) and the realizing of the machine's
+//! [`Intent`](crate::lifecycle::kind::Intent) by [`decision`]:
 //!
 //! - it runs in a session FlinkDeployment: until that cluster exists, is a session cluster
 //!   and its JobManager is READY, the job waits (one status message, one Event); deletion
@@ -40,7 +41,7 @@ use super::{
 };
 use crate::{
     conditions::set_conditions,
-    lifecycle::{Facts, JobAction, machine},
+    lifecycle::{Facts, JobAction, kind::Intent, machine},
     policy::Policy,
 };
 use decision::Decision;
@@ -195,7 +196,16 @@ pub use crate::{events::EventNote, flink::poll::SavepointPoll};
 const RECONCILING: FlinkJobState = FlinkJobState::Reconciling;
 
 pub fn decide(sj: &FlinkSessionJob, obs: &Observation) -> Plan {
-    machine::decide(&mut under_way(&autoscaled(sj, obs), obs))
+    let sj = &*autoscaled(sj, obs);
+    let mut d = under_way(sj, obs);
+    // The machine decides, this kind carries out what it left to it, the machine finishes.
+    match machine::decide(&mut d) {
+        Intent::Whole(plan) => plan,
+        intent => {
+            let plan = d.realize(intent);
+            machine::finish(&d, plan)
+        }
+    }
 }
 
 /// The resource as the lifecycle acts on it: with the autoscaler's overrides in its spec.
