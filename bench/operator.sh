@@ -40,9 +40,11 @@
 # BENCH_CHECKOUT names a checkout of it (a `git worktree add` outside this repository) with
 # this checkout's tests/e2e/scale.rs and tests/e2e/steady_state.rs copied in (and their
 # `mod` lines); the tests are built and run there, so the end-to-end harness starts that
-# checkout's operator. Give it its own target directory:
+# checkout's operator. Give it its own target directory, outside /tmp: the operator runs in
+# its pod from that directory, and the chart mounts a volume of its own at the pod's /tmp,
+# which hides a binary there (the install then times out):
 #
-#   BENCH_CHECKOUT=/tmp/before CARGO_TARGET_DIR=/tmp/before-target bench/operator.sh all
+#   BENCH_CHECKOUT=/tmp/before CARGO_TARGET_DIR=$PWD/target/before bench/operator.sh all
 set -euo pipefail
 cd "${BENCH_CHECKOUT:-$(dirname "${BASH_SOURCE[0]}")/..}"
 
