@@ -79,6 +79,11 @@ struct Look {
     on_cancel: super::retention::OnCancel,
 }
 
+/// A look at a RUNNING job (the one most scenarios start from).
+fn running_job() -> Look {
+    look(FlinkJobState::Running)
+}
+
 fn look(state: FlinkJobState) -> Look {
     Look {
         state: Some(state),
@@ -96,7 +101,7 @@ fn gone() -> Look {
     Look {
         state: None,
         gone: true,
-        ..look(FlinkJobState::Running)
+        ..running_job()
     }
 }
 
@@ -282,7 +287,7 @@ impl Kind for Application {
                 ..Default::default()
             },
         );
-        let look = look(FlinkJobState::Running);
+        let look = running_job();
         fd::decide(
             &Self::resource(job, config, Some(first.status), false, 1),
             &Self::observation(&look),
@@ -384,7 +389,7 @@ impl Kind for SessionJob {
                 ..Default::default()
             },
         );
-        let look = look(FlinkJobState::Running);
+        let look = running_job();
         sj::decide(
             &Self::resource(job, config, Some(first.status), false, 1),
             &Self::observation(&look),
@@ -498,13 +503,7 @@ fn a_steady_running_job_is_left_alone() {
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
-        let (outcome, next) = decide(
-            &job,
-            &json!({}),
-            Some(&stored),
-            &look(FlinkJobState::Running),
-            false,
-        );
+        let (outcome, next) = decide(&job, &json!({}), Some(&stored), &running_job(), false);
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
         assert!(outcome.events.is_empty(), "{kind}: {:?}", outcome.events);
         assert!(!outcome.recorded_first, "{kind}");
@@ -526,13 +525,7 @@ fn snapshots_that_fail_or_are_lost_are_reported_and_resent_only_to_a_running_job
             json!(1),
         );
         let stored = started(&job_spec(UpgradeMode::Savepoint), &json!({}), kind);
-        let (_, triggered) = decide(
-            &job,
-            &json!({}),
-            Some(&stored),
-            &look(FlinkJobState::Running),
-            false,
-        );
+        let (_, triggered) = decide(&job, &json!({}), Some(&stored), &running_job(), false);
         let cases = [
             (
                 SavepointPoll::Failed("disk full".into()),
@@ -585,7 +578,7 @@ fn a_cron_schedule_falls_due_at_its_next_time_and_the_job_is_looked_at_by_then()
         let started_at_ten_to = Look {
             policy: policy.clone(),
             started_ago: 10 * MIN,
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &started_at_ten_to, false);
         assert!(outcome.job.is_empty(), "{kind}: not before 20 past");
@@ -597,7 +590,7 @@ fn a_cron_schedule_falls_due_at_its_next_time_and_the_job_is_looked_at_by_then()
         let started_at_ten_past = Look {
             policy,
             started_ago: 50 * MIN,
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &started_at_ten_past, false);
         assert_eq!(
@@ -624,7 +617,7 @@ fn a_periodic_checkpoint_is_triggered_on_its_schedule_and_not_again_before_its_n
                 ..Policy::status_only()
             },
             started_ago: 2 * HOUR,
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
         assert_eq!(
@@ -780,7 +773,7 @@ fn a_suspension_drains_the_job_when_configured() {
                     drain,
                     ..Policy::status_only()
                 },
-                ..look(FlinkJobState::Running)
+                ..running_job()
             };
             let (outcome, _) = decide(&suspend, &json!({}), Some(&stored), &at, false);
             assert_eq!(
@@ -818,7 +811,7 @@ fn deletion_keeps_the_state_of_a_savepoint_job_and_records_it_before_anything_go
                     drain,
                     ..Policy::status_only()
                 },
-                ..look(FlinkJobState::Running)
+                ..running_job()
             };
             let (outcome, stopping) = decide(&job, &json!({}), Some(&stored), &at, true);
             let case = format!("{kind} {mode:?} {set:?} drain={drain}");
@@ -925,13 +918,7 @@ fn a_stop_in_flight_is_followed_to_its_end_even_if_the_spec_turned_invalid() {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let new = with(job.clone(), "parallelism", json!(4));
-        let (_, stopping) = decide(
-            &new,
-            &json!({}),
-            Some(&stored),
-            &look(FlinkJobState::Running),
-            false,
-        );
+        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &running_job(), false);
         let invalid = vec!["spec.job.parallelism: too large".to_owned()];
         // The savepoint completes while the spec is invalid: it is recorded all the same,
         // before the JobManager forgets it.
@@ -967,7 +954,7 @@ fn an_invalid_spec_changes_nothing_that_runs() {
         let new = with(job.clone(), "parallelism", json!(4));
         let at = Look {
             violations: vec!["spec.job.parallelism: too large".to_owned()],
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, next) = decide(&new, &json!({}), Some(&stored), &at, false);
         assert!(outcome.job.is_empty() && outcome.own == 0, "{kind}: {outcome:?}");
@@ -1320,13 +1307,7 @@ fn a_deletion_whose_stop_flink_forgot_records_its_savepoint_found_elsewhere() {
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
-        let (_, stopping) = decide(
-            &job,
-            &json!({}),
-            Some(&stored),
-            &look(FlinkJobState::Running),
-            true,
-        );
+        let (_, stopping) = decide(&job, &json!({}), Some(&stored), &running_job(), true);
         let at = Look {
             savepoint: Some(SavepointPoll::UnknownTrigger),
             late_savepoint: found_late(),
@@ -1352,13 +1333,7 @@ fn a_deletion_during_an_upgrade_records_the_savepoint_of_the_stop_in_flight() {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
         let new = with(job.clone(), "parallelism", json!(4));
-        let (_, stopping) = decide(
-            &new,
-            &json!({}),
-            Some(&stored),
-            &look(FlinkJobState::Running),
-            false,
-        );
+        let (_, stopping) = decide(&new, &json!({}), Some(&stored), &running_job(), false);
         let done = Look {
             savepoint: Some(SavepointPoll::Completed("file:/sp/upgrade".into())),
             ..look(FlinkJobState::Finished)

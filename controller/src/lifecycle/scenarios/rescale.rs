@@ -96,7 +96,7 @@ fn the_autoscalers_report_is_published_for_both_kinds_and_changes_nothing() {
                 report: Some("vertex v: parallelism 2 -> 4".into()),
                 ..Default::default()
             },
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
         assert_eq!(outcome.reasons(), [Reason::ScalingReport], "{kind}");
@@ -133,7 +133,7 @@ fn the_autoscalers_overrides_rescale_the_running_job_in_place_recorded_apart_fro
                 overrides: wanted.clone(),
                 ..Default::default()
             },
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
         assert_eq!(
@@ -160,7 +160,7 @@ fn the_autoscalers_overrides_rescale_the_running_job_in_place_recorded_apart_fro
         // vertex may have its parallelism from the job's code).
         let off = Look {
             policy: adaptive(),
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (removed, _) = decide(&job, &json!({}), Some(&next), &off, false);
         assert!(
@@ -180,7 +180,7 @@ fn without_a_scheduler_that_rescales_in_place_the_autoscalers_overrides_are_an_u
                 overrides: std::collections::BTreeMap::from([("v".to_owned(), 4)]),
                 ..Default::default()
             },
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, _) = decide(&job, &json!({}), Some(&stored), &at, false);
         assert!(

@@ -531,7 +531,7 @@ fn a_resume_is_refused_while_the_state_its_suspension_left_is_too_old() {
     both(|kind, decide| {
         let job = job_spec(UpgradeMode::Savepoint);
         let stored = started(&job, &json!({}), kind);
-        let suspended = suspend(decide, kind, &job, stored, &look(FlinkJobState::Running));
+        let suspended = suspend(decide, kind, &job, stored, &running_job());
         // Resumed two hours after the suspension's savepoint, one allowed.
         let resume = |max_age_ms| Look {
             policy: Policy {
@@ -595,7 +595,7 @@ fn a_last_state_suspension_records_its_checkpoints_age_for_the_resume_guard() {
         let at = Look {
             policy: policy.clone(),
             latest_checkpoint: Some(90 * MIN),
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let suspended = suspend(decide, kind, &job, stored, &at);
         assert_eq!(

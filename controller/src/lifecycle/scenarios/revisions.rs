@@ -159,7 +159,7 @@ fn upgrade(decide: Decide<'_>, world: &World, stored: &Status, path: &str) -> (O
         &world.job,
         &world.config,
         Some(stored),
-        &world.look(look(FlinkJobState::Running)),
+        &world.look(running_job()),
         false,
     );
     assert!(
@@ -187,7 +187,7 @@ fn each_applied_spec_is_a_revision_numbered_in_order_and_an_equal_one_is_reused_
             &world.job,
             &world.config,
             Some(&stored),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         let [record] = records(&outcome).try_into().expect("one record");
@@ -203,7 +203,7 @@ fn each_applied_spec_is_a_revision_numbered_in_order_and_an_equal_one_is_reused_
             &world.job,
             &world.config,
             Some(&first),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         assert!(records(&outcome).is_empty(), "{kind}: {outcome:?}");
@@ -269,7 +269,7 @@ fn the_history_is_pruned_to_its_limit_but_never_of_the_current_or_an_in_flight_r
                 revision_history_limit: 1,
                 ..Policy::status_only()
             },
-            ..world.look(look(FlinkJobState::Running))
+            ..world.look(running_job())
         };
         let (outcome, _) = decide(&world.job, &world.config, Some(&stored), &limited(&world), false);
         let [record] = records(&outcome).try_into().expect("one record");
@@ -282,7 +282,7 @@ fn the_history_is_pruned_to_its_limit_but_never_of_the_current_or_an_in_flight_r
             &world.job,
             &world.config,
             Some(&stored),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         world.apply(&outcome);
@@ -314,7 +314,7 @@ fn a_rollback_request_is_refused_when_it_cannot_be_carried_out_and_waits_for_an_
                 &asked.job,
                 &asked.config,
                 Some(&stored),
-                &asked.look(look(FlinkJobState::Running)),
+                &asked.look(running_job()),
                 false,
             );
             assert_eq!(outcome.reasons(), [Reason::RollbackRefused], "{kind} {value}");
@@ -355,13 +355,13 @@ fn a_rollback_request_is_refused_when_it_cannot_be_carried_out_and_waits_for_an_
             &updating.job,
             &updating.config,
             Some(&stored),
-            &updating.look(look(FlinkJobState::Running)),
+            &updating.look(running_job()),
             false,
         );
         updating.ask("1");
         let pending = Look {
             savepoint: Some(SavepointPoll::InProgress),
-            ..updating.look(look(FlinkJobState::Running))
+            ..updating.look(running_job())
         };
         let (outcome, next) = decide(&updating.job, &updating.config, Some(&stopping), &pending, false);
         assert!(
@@ -393,7 +393,7 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
             &world.job,
             &world.config,
             Some(&stored),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         assert!(outcome.recorded_first, "{kind}");
@@ -429,7 +429,7 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
             &world.job,
             &world.config,
             Some(&rolling),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         assert_eq!(again.job, outcome.job, "{kind}");
@@ -444,7 +444,7 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
             &world.job,
             &world.config,
             Some(&rolling),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         assert!(
@@ -466,7 +466,7 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
         // Stopped after the savepoint was asked for: it is followed, not taken again.
         let pending = Look {
             savepoint: Some(SavepointPoll::InProgress),
-            ..world.look(look(FlinkJobState::Running))
+            ..world.look(running_job())
         };
         let (outcome, _) = decide(&world.job, &world.config, Some(&stopping), &pending, false);
         assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");
@@ -504,7 +504,7 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
             &world.job,
             &world.config,
             Some(&committed),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         assert_eq!(
@@ -525,7 +525,7 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
             &world.job,
             &world.config,
             Some(&running),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         assert_eq!(outcome.reasons(), [Reason::RolledBack], "{kind}: {outcome:?}");
@@ -535,7 +535,7 @@ fn a_rollback_takes_the_normal_savepoint_update_and_continues_after_a_crash_at_e
             &world.job,
             &world.config,
             Some(&ended),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         assert!(
@@ -573,7 +573,7 @@ fn restoring_revision_1(kind: &str, decide: Decide<'_>, job: Value) -> (World, O
         &world.job,
         &world.config,
         Some(&stored),
-        &world.look(look(FlinkJobState::Running)),
+        &world.look(running_job()),
         false,
     );
     (world, outcome, rolling)
@@ -599,7 +599,7 @@ fn a_rollback_to_a_revisions_state_no_record_lists_any_more_is_refused_before_th
             &world.job,
             &world.config,
             Some(&stored),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         assert!(
@@ -641,7 +641,7 @@ fn a_rollback_to_a_revisions_state_no_record_lists_any_more_is_refused_before_th
         };
         let at = Look {
             snapshots: vec![snapshot.clone()],
-            ..listed.look(look(FlinkJobState::Running))
+            ..listed.look(running_job())
         };
         let (outcome, _) = decide(&listed.job, &listed.config, Some(&stored), &at, false);
         assert!(
@@ -657,7 +657,7 @@ fn a_rollback_to_a_revisions_state_no_record_lists_any_more_is_refused_before_th
                 deleting: true,
                 ..snapshot
             }],
-            ..listed.look(look(FlinkJobState::Running))
+            ..listed.look(running_job())
         };
         let (outcome, _) = decide(&listed.job, &listed.config, Some(&stored), &at, false);
         assert!(
@@ -712,7 +712,7 @@ fn the_history_trim_and_the_snapshot_retention_keep_the_state_a_kept_revision_wa
         let at = Look {
             policy: policy.clone(),
             history_needed_by: nobody_needs(&history),
-            ..world.look(look(FlinkJobState::Running))
+            ..world.look(running_job())
         };
         let (outcome, next) = decide(&world.job, &world.config, Some(&stored), &at, false);
         let disposed: Vec<&str> = (outcome.job.iter())
@@ -742,7 +742,7 @@ fn the_history_trim_and_the_snapshot_retention_keep_the_state_a_kept_revision_wa
         let at = Look {
             policy,
             snapshots: vec![resource("r-old", 50), resource("r-mid", 40), resource("r-new", 1)],
-            ..world.look(look(FlinkJobState::Running))
+            ..world.look(running_job())
         };
         let (outcome, _) = decide(&world.job, &world.config, Some(&next), &at, false);
         let deleted: Vec<&str> = (outcome.job.iter())
@@ -790,7 +790,7 @@ fn a_rollback_asked_to_restore_the_revisions_state_does_so_under_the_restore_age
             &world.job,
             &world.config,
             Some(&rolling),
-            &guarded(world.look(look(FlinkJobState::Running))),
+            &guarded(world.look(running_job())),
             false,
         )
         .1;
@@ -833,7 +833,7 @@ fn a_rollback_ends_the_running_job_as_its_upgrade_mode_says() {
                 &world.job,
                 &world.config,
                 Some(&stored),
-                &world.look(look(FlinkJobState::Running)),
+                &world.look(running_job()),
                 false,
             );
             let [JobAction::RollBack { spec, .. }] = outcome.job.as_slice() else {
@@ -850,7 +850,7 @@ fn a_rollback_ends_the_running_job_as_its_upgrade_mode_says() {
             // instead of cancelled (see the retention scenarios).
             let running = Look {
                 latest_checkpoint: Some(5_000),
-                ..look(FlinkJobState::Running)
+                ..running_job()
             };
             let (outcome, _) = decide(
                 &world.job,
@@ -892,7 +892,7 @@ fn a_last_state_application_rolled_back_to_its_revisions_state_restores_that_sta
             &world.job,
             &world.config,
             Some(&rolling),
-            &world.look(look(FlinkJobState::Running)),
+            &world.look(running_job()),
             false,
         );
         assert_eq!(

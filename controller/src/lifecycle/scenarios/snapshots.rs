@@ -35,13 +35,7 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
             let job = job_spec(UpgradeMode::Savepoint);
             let stored = started(&job, &json!({}), kind);
             let asked = |nonce: i64| with(job.clone(), field, json!(nonce));
-            let (outcome, triggered) = decide(
-                &asked(7),
-                &json!({}),
-                Some(&stored),
-                &look(FlinkJobState::Running),
-                false,
-            );
+            let (outcome, triggered) = decide(&asked(7), &json!({}), Some(&stored), &running_job(), false);
             assert_eq!(outcome.job, std::slice::from_ref(&trigger), "{case}");
             assert_eq!(outcome.own, 0, "{case}");
             assert!(outcome.recorded_first, "{case}: the trigger id is recorded first");
@@ -129,17 +123,11 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
                 assert_eq!(last.time_stamp, Some(NOW), "{case}");
             }
             // The same nonce asks for nothing more; a new one for another snapshot.
-            let (outcome, _) = decide(
-                &asked(7),
-                &json!({}),
-                Some(&done),
-                &look(FlinkJobState::Running),
-                false,
-            );
+            let (outcome, _) = decide(&asked(7), &json!({}), Some(&done), &running_job(), false);
             assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
             let again = Look {
                 generation: 2,
-                ..look(FlinkJobState::Running)
+                ..running_job()
             };
             let (outcome, _) = decide(&asked(8), &json!({}), Some(&done), &again, false);
             assert_eq!(outcome.job.len(), 1, "{case}: {outcome:?}");
@@ -157,13 +145,7 @@ fn snapshots_asked_for_by_a_nonce_are_recorded_before_they_are_triggered_and_set
                 (outcome.events.iter()).any(|e| e.warning && e.note.contains("disk full")),
                 "{case}: {outcome:?}"
             );
-            let (outcome, _) = decide(
-                &asked(7),
-                &json!({}),
-                Some(&failed),
-                &look(FlinkJobState::Running),
-                false,
-            );
+            let (outcome, _) = decide(&asked(7), &json!({}), Some(&failed), &running_job(), false);
             assert!(outcome.job.is_empty(), "{case}: {outcome:?}");
 
             // A job that is not running: the nonce waits, unrecorded.
@@ -192,7 +174,7 @@ fn a_spec_change_waits_for_a_pending_manual_savepoint_then_goes_ahead_in_the_sam
         let stored = started(&job_spec(UpgradeMode::Savepoint), &json!({}), kind);
         let asked = Look {
             generation: 2,
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (_, triggered) = decide(&job, &json!({}), Some(&stored), &asked, false);
         let new = with(job.clone(), "parallelism", json!(4));
@@ -200,7 +182,7 @@ fn a_spec_change_waits_for_a_pending_manual_savepoint_then_goes_ahead_in_the_sam
             savepoint: Some(poll),
             trigger_id: "trigger-2",
             generation: 3,
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, _) = decide(
             &new,
@@ -257,13 +239,7 @@ fn a_manual_checkpoint_polled_as_its_job_fails_keeps_the_time_of_the_checkpoint_
             });
         });
         let asked = with(job.clone(), "checkpointTriggerNonce", json!(1));
-        let (_, triggered) = decide(
-            &asked,
-            &json!({}),
-            Some(&stored),
-            &look(FlinkJobState::Running),
-            false,
-        );
+        let (_, triggered) = decide(&asked, &json!({}), Some(&stored), &running_job(), false);
         let failed = Look {
             checkpoint: Some(SavepointPoll::Completed("7".into())),
             trigger_id: "trigger-2",
@@ -299,7 +275,7 @@ fn periodic_savepoints_fall_due_an_interval_apart_and_join_the_history() {
             started_ago,
             later_ms,
             savepoint,
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         // Not at the start, nor before an interval has passed.
         for minutes in [0, 30, 59] {
@@ -444,7 +420,7 @@ fn the_savepoint_history_is_trimmed_by_count_and_age_keeping_the_newest_and_disp
                 policy: policy.clone(),
                 // Nobody else in the namespace needs them.
                 history_needed_by: nobody_needs(&history),
-                ..look(FlinkJobState::Running)
+                ..running_job()
             };
             let (outcome, next) = decide(&job, &json!({}), Some(&stored), &at, false);
             let disposed: Vec<JobAction> = (dropped.iter())
@@ -521,7 +497,7 @@ fn the_savepoint_history_disposes_of_nothing_another_job_of_the_namespace_may_st
             .into_iter()
             .map(|(path, who)| (path.to_owned(), who))
             .collect(),
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, next) = decide(&job, &json!({}), Some(&stored), &needed, false);
         // Both leave the history; only the one nobody needs is disposed of.
@@ -562,7 +538,7 @@ fn the_savepoint_history_disposes_of_nothing_another_job_of_the_namespace_may_st
         // is looked at again soon, when its observation looks them up.
         let unlooked = Look {
             policy,
-            ..look(FlinkJobState::Running)
+            ..running_job()
         };
         let (outcome, next) = decide(&job, &json!({}), Some(&stored), &unlooked, false);
         assert!(outcome.job.is_empty(), "{kind}: {outcome:?}");

@@ -53,7 +53,7 @@ fn row(step: StepName) -> Row {
         job: job_spec(UpgradeMode::Savepoint),
         stored: Some(job_spec(UpgradeMode::Savepoint)),
         edit: |_| {},
-        look: look(FlinkJobState::Running),
+        look: running_job(),
         deleting: false,
         application: |_| {},
         session: |_| {},
@@ -125,14 +125,14 @@ fn rows() -> Vec<Row> {
             edit: |s| savepoint_triggered(s, SnapshotTriggerType::Upgrade),
             look: Look {
                 savepoint: Some(SavepointPoll::InProgress),
-                ..look(FlinkJobState::Running)
+                ..running_job()
             },
             ..row(FollowingStop)
         },
         Row {
             look: Look {
                 violations: vec!["spec.job.parallelism must be positive".into()],
-                ..look(FlinkJobState::Running)
+                ..running_job()
             },
             ..row(Invalid)
         },
