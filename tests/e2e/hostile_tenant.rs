@@ -464,14 +464,13 @@ async fn timed_upgrade(api: &Api<FlinkDeployment>, parallelism: i32) -> Upgrade 
     let job = before.status.unwrap().job_status.unwrap().job_id.unwrap();
     let namespace = api.namespace().unwrap().to_owned();
     let client = harness::client().await;
-    let periodic = periodic_savepoints_since(&client, &namespace, Default::default()).await;
+    // One created from now on (not a count of all of them, which the savepoint history's
+    // retention holds level).
+    let from = k8s_openapi::jiff::Timestamp::now();
     wait_for(
         "a periodic savepoint of B completed before its upgrade",
         Duration::from_secs(60),
-        || async {
-            (periodic_savepoints_since(&client, &namespace, Default::default()).await > periodic)
-                .then_some(())
-        },
+        || async { (periodic_savepoints_since(&client, &namespace, from).await >= 1).then_some(()) },
     )
     .await;
     let started = Instant::now();
